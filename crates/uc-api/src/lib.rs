@@ -1,0 +1,10 @@
+//! uc API types and wire formats shared by every layer: Kubernetes `Status` errors, label and field
+//! selectors, resource identities. Pure data and pure functions: no I/O.
+
+pub mod resource;
+pub mod selector;
+pub mod status;
+
+pub use resource::{GroupResource, GroupVersionKind};
+pub use selector::{FieldSelector, LabelSelector, SelectorError};
+pub use status::{Status, StatusCause, StatusDetails};

@@ -1,0 +1,351 @@
+//! Label and field selectors: the string forms of `?labelSelector=` / `?fieldSelector=` and the
+//! structured `LabelSelector` of workload specs, parsed once and matched against objects.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// Why a selector could not be parsed.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SelectorError {
+    /// The selector string is malformed.
+    #[error("unable to parse requirement {requirement:?}: {reason}")]
+    Parse {
+        /// The offending requirement.
+        requirement: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A structured selector has an unknown operator or missing values.
+    #[error("{field}: {reason}")]
+    Invalid {
+        /// Field path of the bad part.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+/// One requirement of a label selector.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Requirement {
+    /// `key=value` (or `==`).
+    Equals(String, String),
+    /// `key!=value`: matches objects without the key too.
+    NotEquals(String, String),
+    /// `key in (a,b)`.
+    In(String, Vec<String>),
+    /// `key notin (a,b)`: matches objects without the key too.
+    NotIn(String, Vec<String>),
+    /// `key`.
+    Exists(String),
+    /// `!key`.
+    DoesNotExist(String),
+    /// `key>n`.
+    GreaterThan(String, i64),
+    /// `key<n`.
+    LessThan(String, i64),
+}
+
+impl Requirement {
+    fn matches(&self, labels: &BTreeMap<&str, &str>) -> bool {
+        match self {
+            Requirement::Equals(k, v) => labels.get(k.as_str()) == Some(&v.as_str()),
+            Requirement::NotEquals(k, v) => labels.get(k.as_str()) != Some(&v.as_str()),
+            Requirement::In(k, vs) => labels.get(k.as_str()).is_some_and(|l| vs.iter().any(|v| v == l)),
+            Requirement::NotIn(k, vs) => !labels.get(k.as_str()).is_some_and(|l| vs.iter().any(|v| v == l)),
+            Requirement::Exists(k) => labels.contains_key(k.as_str()),
+            Requirement::DoesNotExist(k) => !labels.contains_key(k.as_str()),
+            Requirement::GreaterThan(k, n) => {
+                labels.get(k.as_str()).and_then(|l| l.parse::<i64>().ok()).is_some_and(|l| l > *n)
+            }
+            Requirement::LessThan(k, n) => {
+                labels.get(k.as_str()).and_then(|l| l.parse::<i64>().ok()).is_some_and(|l| l < *n)
+            }
+        }
+    }
+}
+
+/// A parsed label selector: all requirements must hold. An empty selector matches everything.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LabelSelector {
+    /// The requirements, all of which must match.
+    pub requirements: Vec<Requirement>,
+    /// True for a structured selector that can never match (`null` selector semantics are the caller's).
+    pub matches_nothing: bool,
+}
+
+impl LabelSelector {
+    /// Parses the string form, e.g. `app=web,tier in (a,b),!canary`.
+    pub fn parse(s: &str) -> Result<Self, SelectorError> {
+        let mut requirements = Vec::new();
+        for part in split_top_level(s) {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            requirements.push(parse_requirement(part)?);
+        }
+        Ok(Self { requirements, matches_nothing: false })
+    }
+
+    /// Builds a selector from a structured `metav1.LabelSelector` (`matchLabels`, `matchExpressions`).
+    pub fn from_value(v: &Value) -> Result<Self, SelectorError> {
+        let mut requirements = Vec::new();
+        if let Some(ml) = v.get("matchLabels").and_then(Value::as_object) {
+            for (k, val) in ml {
+                let val = val.as_str().ok_or_else(|| SelectorError::Invalid {
+                    field: format!("matchLabels.{k}"),
+                    reason: "must be a string".into(),
+                })?;
+                requirements.push(Requirement::Equals(k.clone(), val.to_string()));
+            }
+        }
+        if let Some(exprs) = v.get("matchExpressions").and_then(Value::as_array) {
+            for (i, e) in exprs.iter().enumerate() {
+                let field = format!("matchExpressions[{i}]");
+                let key = e.get("key").and_then(Value::as_str).unwrap_or_default().to_string();
+                let values: Vec<String> = e
+                    .get("values")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+                    .unwrap_or_default();
+                let op = e.get("operator").and_then(Value::as_str).unwrap_or_default();
+                let need_values = |values: Vec<String>| {
+                    if values.is_empty() {
+                        Err(SelectorError::Invalid {
+                            field: format!("{field}.values"),
+                            reason: format!("must be specified when `operator` is {op:?}"),
+                        })
+                    } else {
+                        Ok(values)
+                    }
+                };
+                requirements.push(match op {
+                    "In" => Requirement::In(key, need_values(values)?),
+                    "NotIn" => Requirement::NotIn(key, need_values(values)?),
+                    "Exists" => Requirement::Exists(key),
+                    "DoesNotExist" => Requirement::DoesNotExist(key),
+                    other => {
+                        return Err(SelectorError::Invalid {
+                            field: format!("{field}.operator"),
+                            reason: format!("{other:?} is not a valid selector operator"),
+                        });
+                    }
+                });
+            }
+        }
+        Ok(Self { requirements, matches_nothing: false })
+    }
+
+    /// True when the selector has no requirements.
+    pub fn is_empty(&self) -> bool {
+        self.requirements.is_empty() && !self.matches_nothing
+    }
+
+    /// Matches a `metadata.labels` map (or `null`).
+    pub fn matches_value(&self, labels: Option<&Value>) -> bool {
+        let mut map = BTreeMap::new();
+        if let Some(obj) = labels.and_then(Value::as_object) {
+            for (k, v) in obj {
+                if let Some(s) = v.as_str() {
+                    map.insert(k.as_str(), s);
+                }
+            }
+        }
+        self.matches(&map)
+    }
+
+    /// Matches a label map.
+    pub fn matches(&self, labels: &BTreeMap<&str, &str>) -> bool {
+        !self.matches_nothing && self.requirements.iter().all(|r| r.matches(labels))
+    }
+}
+
+/// Splits on commas that are not inside parentheses.
+fn split_top_level(s: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&s[start..]);
+    parts
+}
+
+fn parse_requirement(part: &str) -> Result<Requirement, SelectorError> {
+    let err = |reason: &str| SelectorError::Parse { requirement: part.to_string(), reason: reason.to_string() };
+    let check_key = |k: &str| -> Result<String, SelectorError> {
+        let k = k.trim();
+        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c)) {
+            return Err(err("invalid label key"));
+        }
+        Ok(k.to_string())
+    };
+    let check_value = |v: &str| -> Result<String, SelectorError> {
+        let v = v.trim();
+        if !v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+            return Err(err("invalid label value"));
+        }
+        Ok(v.to_string())
+    };
+    if let Some(k) = part.strip_prefix('!') {
+        return Ok(Requirement::DoesNotExist(check_key(k)?));
+    }
+    if let Some((k, v)) = part.split_once("!=") {
+        return Ok(Requirement::NotEquals(check_key(k)?, check_value(v)?));
+    }
+    if let Some((k, v)) = part.split_once("==") {
+        return Ok(Requirement::Equals(check_key(k)?, check_value(v)?));
+    }
+    if let Some((k, v)) = part.split_once('=') {
+        return Ok(Requirement::Equals(check_key(k)?, check_value(v)?));
+    }
+    if let Some((k, v)) = part.split_once('>') {
+        let n = v.trim().parse().map_err(|_| err("value after '>' must be an integer"))?;
+        return Ok(Requirement::GreaterThan(check_key(k)?, n));
+    }
+    if let Some((k, v)) = part.split_once('<') {
+        let n = v.trim().parse().map_err(|_| err("value after '<' must be an integer"))?;
+        return Ok(Requirement::LessThan(check_key(k)?, n));
+    }
+    let words: Vec<&str> = part.splitn(2, char::is_whitespace).collect();
+    if words.len() == 2 {
+        let rest = words[1].trim();
+        let (op, set) = if let Some(r) = rest.strip_prefix("notin") {
+            ("notin", r)
+        } else if let Some(r) = rest.strip_prefix("in") {
+            ("in", r)
+        } else {
+            return Err(err("expected one of =, ==, !=, in, notin"));
+        };
+        let set = set.trim();
+        let inner = set
+            .strip_prefix('(')
+            .and_then(|s| s.strip_suffix(')'))
+            .ok_or_else(|| err("set must be in parentheses"))?;
+        let values = inner.split(',').map(check_value).collect::<Result<Vec<_>, _>>()?;
+        let key = check_key(words[0])?;
+        return Ok(if op == "in" { Requirement::In(key, values) } else { Requirement::NotIn(key, values) });
+    }
+    Ok(Requirement::Exists(check_key(part)?))
+}
+
+/// A parsed field selector: `field=value` / `field!=value` terms, all of which must hold.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FieldSelector {
+    /// `(field path, value, equal?)` terms.
+    pub terms: Vec<(String, String, bool)>,
+}
+
+impl FieldSelector {
+    /// Parses `metadata.name=foo,status.phase!=Running`.
+    pub fn parse(s: &str) -> Result<Self, SelectorError> {
+        let mut terms = Vec::new();
+        for part in s.split(',') {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            let (field, value, eq) = if let Some((f, v)) = part.split_once("!=") {
+                (f, v, false)
+            } else if let Some((f, v)) = part.split_once("==") {
+                (f, v, true)
+            } else if let Some((f, v)) = part.split_once('=') {
+                (f, v, true)
+            } else {
+                return Err(SelectorError::Parse {
+                    requirement: part.into(),
+                    reason: "field selectors need = , == or !=".into(),
+                });
+            };
+            terms.push((field.trim().to_string(), value.trim().to_string(), eq));
+        }
+        Ok(Self { terms })
+    }
+
+    /// The value required for `field` by an equality term, if any (lets callers narrow a scan).
+    pub fn required_value(&self, field: &str) -> Option<&str> {
+        self.terms.iter().find(|(f, _, eq)| f == field && *eq).map(|(_, v, _)| v.as_str())
+    }
+
+    /// Matches an object; `lookup` yields the value of a field path or `None` when the field is unset.
+    pub fn matches(&self, lookup: impl Fn(&str) -> Option<String>) -> bool {
+        self.terms.iter().all(|(f, v, eq)| {
+            let actual = lookup(f).unwrap_or_default();
+            (actual == *v) == *eq
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn labels<'a>(pairs: &[(&'a str, &'a str)]) -> BTreeMap<&'a str, &'a str> {
+        pairs.iter().copied().collect()
+    }
+
+    #[test]
+    fn parses_and_matches_every_operator() {
+        let s = LabelSelector::parse("app=web, tier in (a, b),!canary,env!=prod,track").unwrap();
+        assert_eq!(s.requirements.len(), 5);
+        assert!(s.matches(&labels(&[("app", "web"), ("tier", "b"), ("track", "x")])));
+        assert!(!s.matches(&labels(&[("app", "web"), ("tier", "c"), ("track", "x")])));
+        assert!(!s.matches(&labels(&[("app", "web"), ("tier", "a"), ("track", "x"), ("canary", "1")])));
+        assert!(!s.matches(&labels(&[("app", "web"), ("tier", "a"), ("track", "x"), ("env", "prod")])));
+        assert!(!s.matches(&labels(&[("app", "web"), ("tier", "a")])));
+        let n = LabelSelector::parse("x notin (1,2),n>3").unwrap();
+        assert!(n.matches(&labels(&[("n", "4")])));
+        assert!(!n.matches(&labels(&[("n", "4"), ("x", "1")])));
+        assert!(!n.matches(&labels(&[("n", "2")])));
+    }
+
+    #[test]
+    fn rejects_malformed_selectors() {
+        assert!(LabelSelector::parse("a in b").is_err());
+        assert!(LabelSelector::parse("a=b=c d").is_err());
+        assert!(LabelSelector::parse("a b").is_err());
+        assert!(FieldSelector::parse("metadata.name").is_err());
+    }
+
+    #[test]
+    fn structured_selector() {
+        let s = LabelSelector::from_value(&json!({
+            "matchLabels": {"app": "web"},
+            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]}]
+        }))
+        .unwrap();
+        assert!(s.matches_value(Some(&json!({"app": "web", "tier": "a"}))));
+        assert!(!s.matches_value(Some(&json!({"app": "web"}))));
+        let bad = LabelSelector::from_value(&json!({"matchExpressions": [{"key": "k", "operator": "Near"}]}));
+        assert!(matches!(bad, Err(SelectorError::Invalid { .. })));
+    }
+
+    #[test]
+    fn field_selector_terms() {
+        let f = FieldSelector::parse("metadata.name=a,status.phase!=Running").unwrap();
+        assert_eq!(f.required_value("metadata.name"), Some("a"));
+        let obj = |name: &str, phase: &str| {
+            let (n, p) = (name.to_string(), phase.to_string());
+            move |f: &str| match f {
+                "metadata.name" => Some(n.clone()),
+                "status.phase" => Some(p.clone()),
+                _ => None,
+            }
+        };
+        assert!(f.matches(obj("a", "Pending")));
+        assert!(!f.matches(obj("a", "Running")));
+        assert!(!f.matches(obj("b", "Pending")));
+    }
+}

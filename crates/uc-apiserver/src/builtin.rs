@@ -1,0 +1,253 @@
+//! Defaulting and validation of the built-in kinds: the subset of kube-apiserver's strategies that
+//! controllers and kubectl rely on.
+
+use serde_json::{Value, json};
+
+use crate::error::FieldError;
+use crate::registry::is_dns_label;
+
+fn set_default(obj: &mut Value, pointer: &str, value: Value) {
+    let (parent, key) = pointer.rsplit_once('/').unwrap_or(("", pointer));
+    if let Some(Value::Object(map)) = obj.pointer_mut(parent)
+        && !map.contains_key(key)
+    {
+        map.insert(key.to_string(), value);
+    }
+}
+
+fn default_pod_spec(spec: &mut Value) {
+    if !spec.is_object() {
+        return;
+    }
+    set_default(spec, "/restartPolicy", json!("Always"));
+    set_default(spec, "/terminationGracePeriodSeconds", json!(30));
+    set_default(spec, "/dnsPolicy", json!("ClusterFirst"));
+    set_default(spec, "/schedulerName", json!("default-scheduler"));
+    set_default(spec, "/securityContext", json!({}));
+    for list in ["containers", "initContainers"] {
+        if let Some(Value::Array(cs)) = spec.get_mut(list) {
+            for c in cs.iter_mut().filter(|c| c.is_object()) {
+                let latest = c.get("image").and_then(Value::as_str).is_some_and(|i| !i.rsplit('/').next().unwrap_or(i).contains(':') || i.ends_with(":latest"));
+                set_default(c, "/imagePullPolicy", json!(if latest { "Always" } else { "IfNotPresent" }));
+                set_default(c, "/terminationMessagePath", json!("/dev/termination-log"));
+                set_default(c, "/terminationMessagePolicy", json!("File"));
+                set_default(c, "/resources", json!({}));
+                if let Some(Value::Array(ports)) = c.get_mut("ports") {
+                    for p in ports.iter_mut().filter(|p| p.is_object()) {
+                        set_default(p, "/protocol", json!("TCP"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn default_template(obj: &mut Value) {
+    if let Some(spec) = obj.pointer_mut("/spec/template/spec") {
+        default_pod_spec(spec);
+    }
+}
+
+/// Applies the defaults kube-apiserver applies to a built-in kind.
+pub fn apply_defaults(resource: &str, obj: &mut Value) {
+    if obj.get("spec").is_none() && matches!(resource, "deployments" | "replicasets" | "statefulsets" | "jobs" | "services") {
+        return;
+    }
+    match resource {
+        "pods" => {
+            if let Some(spec) = obj.get_mut("spec") {
+                default_pod_spec(spec);
+            }
+        }
+        "deployments" => {
+            set_default(obj, "/spec/replicas", json!(1));
+            set_default(obj, "/spec/revisionHistoryLimit", json!(10));
+            set_default(obj, "/spec/progressDeadlineSeconds", json!(600));
+            set_default(obj, "/spec/strategy", json!({"type": "RollingUpdate"}));
+            if obj.pointer("/spec/strategy/type").and_then(Value::as_str) == Some("RollingUpdate") {
+                set_default(obj, "/spec/strategy/rollingUpdate", json!({}));
+                set_default(obj, "/spec/strategy/rollingUpdate/maxSurge", json!("25%"));
+                set_default(obj, "/spec/strategy/rollingUpdate/maxUnavailable", json!("25%"));
+            }
+            default_template(obj);
+        }
+        "replicasets" => {
+            set_default(obj, "/spec/replicas", json!(1));
+            default_template(obj);
+        }
+        "statefulsets" => {
+            set_default(obj, "/spec/replicas", json!(1));
+            set_default(obj, "/spec/podManagementPolicy", json!("OrderedReady"));
+            set_default(obj, "/spec/revisionHistoryLimit", json!(10));
+            set_default(obj, "/spec/updateStrategy", json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
+            set_default(obj, "/spec/persistentVolumeClaimRetentionPolicy", json!({"whenDeleted": "Retain", "whenScaled": "Retain"}));
+            default_template(obj);
+        }
+        "jobs" => {
+            let has_c = obj.pointer("/spec/completions").is_some();
+            let has_p = obj.pointer("/spec/parallelism").is_some();
+            if !has_c && !has_p {
+                set_default(obj, "/spec/completions", json!(1));
+            }
+            set_default(obj, "/spec/parallelism", json!(1));
+            set_default(obj, "/spec/backoffLimit", json!(6));
+            set_default(obj, "/spec/completionMode", json!("NonIndexed"));
+            set_default(obj, "/spec/suspend", json!(false));
+            default_template(obj);
+            if obj.pointer("/spec/template/spec/restartPolicy").and_then(Value::as_str) == Some("Always")
+                && obj.pointer("/spec/template/spec").is_some()
+            {
+                // Jobs require Never or OnFailure; leave it for validation to reject.
+            }
+        }
+        "services" => {
+            set_default(obj, "/spec/type", json!("ClusterIP"));
+            set_default(obj, "/spec/sessionAffinity", json!("None"));
+            if let Some(Value::Array(ports)) = obj.pointer_mut("/spec/ports") {
+                for p in ports.iter_mut().filter(|p| p.is_object()) {
+                    set_default(p, "/protocol", json!("TCP"));
+                    if let Some(port) = p.get("port").cloned() {
+                        set_default(p, "/targetPort", port);
+                    }
+                }
+            }
+        }
+        "secrets" => set_default(obj, "/type", json!("Opaque")),
+        "persistentvolumeclaims" => set_default(obj, "/spec/volumeMode", json!("Filesystem")),
+        _ => {}
+    }
+}
+
+fn check_pod_spec(spec: Option<&Value>, base: &str, errs: &mut Vec<FieldError>) {
+    let Some(spec) = spec else {
+        errs.push(FieldError::required(base, ""));
+        return;
+    };
+    match spec.get("containers").and_then(Value::as_array) {
+        None => errs.push(FieldError::required(format!("{base}.containers"), "")),
+        Some(cs) if cs.is_empty() => errs.push(FieldError::required(format!("{base}.containers"), "")),
+        Some(cs) => {
+            let mut names = Vec::new();
+            for (i, c) in cs.iter().enumerate() {
+                let p = format!("{base}.containers[{i}]");
+                match c.get("name").and_then(Value::as_str) {
+                    None | Some("") => errs.push(FieldError::required(format!("{p}.name"), "")),
+                    Some(n) if !is_dns_label(n) => errs.push(FieldError::invalid(
+                        format!("{p}.name"),
+                        &Value::from(n),
+                        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'",
+                    )),
+                    Some(n) if names.contains(&n) => {
+                        errs.push(FieldError::new(crate::error::FieldErrorKind::Duplicate, format!("{p}.name"), Some(format!("{n:?}")), ""))
+                    }
+                    Some(n) => names.push(n),
+                }
+                if c.get("image").and_then(Value::as_str).is_none_or(str::is_empty) {
+                    errs.push(FieldError::required(format!("{p}.image"), ""));
+                }
+            }
+        }
+    }
+}
+
+fn check_selector_matches_template(obj: &Value, errs: &mut Vec<FieldError>) {
+    let Some(selector) = obj.pointer("/spec/selector") else {
+        errs.push(FieldError::required("spec.selector", ""));
+        return;
+    };
+    match uc_api::LabelSelector::from_value(selector) {
+        Err(e) => errs.push(FieldError::invalid("spec.selector", selector, e.to_string())),
+        Ok(sel) if sel.is_empty() => errs.push(FieldError::invalid("spec.selector", selector, "empty selector is invalid for deployment")),
+        Ok(sel) => {
+            if !sel.matches_value(obj.pointer("/spec/template/metadata/labels")) {
+                errs.push(FieldError::invalid(
+                    "spec.template.metadata.labels",
+                    obj.pointer("/spec/template/metadata/labels").unwrap_or(&Value::Null),
+                    "`selector` does not match template `labels`",
+                ));
+            }
+        }
+    }
+}
+
+fn check_non_negative(obj: &Value, pointer: &str, field: &str, errs: &mut Vec<FieldError>) {
+    if let Some(v) = obj.pointer(pointer) {
+        match v.as_i64() {
+            Some(n) if n >= 0 => {}
+            Some(_) => errs.push(FieldError::invalid(field, v, "must be greater than or equal to 0")),
+            None => errs.push(FieldError::invalid(field, v, "must be an integer")),
+        }
+    }
+}
+
+/// Validates a built-in kind; returns field errors (422).
+pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    match resource {
+        "pods" => check_pod_spec(obj.get("spec"), "spec", &mut errs),
+        "deployments" | "replicasets" | "statefulsets" => {
+            check_non_negative(obj, "/spec/replicas", "spec.replicas", &mut errs);
+            check_selector_matches_template(obj, &mut errs);
+            check_pod_spec(obj.pointer("/spec/template/spec"), "spec.template.spec", &mut errs);
+        }
+        "jobs" => {
+            check_non_negative(obj, "/spec/completions", "spec.completions", &mut errs);
+            check_non_negative(obj, "/spec/parallelism", "spec.parallelism", &mut errs);
+            check_non_negative(obj, "/spec/backoffLimit", "spec.backoffLimit", &mut errs);
+            check_pod_spec(obj.pointer("/spec/template/spec"), "spec.template.spec", &mut errs);
+            if let Some(rp) = obj.pointer("/spec/template/spec/restartPolicy")
+                && rp.as_str() == Some("Always")
+            {
+                errs.push(FieldError::new(
+                    crate::error::FieldErrorKind::NotSupported,
+                    "spec.template.spec.restartPolicy",
+                    Some("\"Always\"".into()),
+                    "supported values: \"OnFailure\", \"Never\"",
+                ));
+            }
+        }
+        "services" => {
+            if let Some(ports) = obj.pointer("/spec/ports").and_then(Value::as_array) {
+                for (i, p) in ports.iter().enumerate() {
+                    match p.get("port").and_then(Value::as_i64) {
+                        Some(1..=65535) => {}
+                        Some(_) => errs.push(FieldError::invalid(format!("spec.ports[{i}].port"), &p["port"], "must be between 1 and 65535, inclusive")),
+                        None => errs.push(FieldError::required(format!("spec.ports[{i}].port"), "")),
+                    }
+                }
+            }
+        }
+        "configmaps" => {
+            if let Some(data) = obj.get("data").and_then(Value::as_object) {
+                for (k, v) in data {
+                    if !v.is_string() {
+                        errs.push(FieldError::invalid(format!("data[{k}]"), v, "must be a string"));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deployment_defaults_and_validation() {
+        let mut d = json!({"spec": {"selector": {"matchLabels": {"app": "a"}},
+            "template": {"metadata": {"labels": {"app": "b"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+        apply_defaults("deployments", &mut d);
+        assert_eq!(d.pointer("/spec/replicas"), Some(&json!(1)));
+        assert_eq!(d.pointer("/spec/strategy/rollingUpdate/maxSurge"), Some(&json!("25%")));
+        assert_eq!(d.pointer("/spec/template/spec/containers/0/imagePullPolicy"), Some(&json!("Always")));
+        let errs = validate("deployments", &d);
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].field, "spec.template.metadata.labels");
+        let errs = validate("pods", &json!({"spec": {"containers": [{"name": "Bad"}]}}));
+        let fields: Vec<_> = errs.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, vec!["spec.containers[0].name", "spec.containers[0].image"]);
+    }
+}

@@ -1,0 +1,346 @@
+//! The garbage collector and the deletion finalizers the API server owns: ownerReference garbage
+//! collection (background, foreground and orphan propagation), namespace termination, and the
+//! removal of a CRD's objects before the CRD itself.
+//!
+//! It follows the revision log: every change wakes it, and it looks only at the objects the change
+//! concerns (the deleted owner's dependents, the object now being deleted, the owners of a deleted
+//! dependent). A periodic full pass catches anything a compaction hid.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use uc_api::GroupResource;
+
+use crate::error::Subject;
+use crate::handlers::{self, CRD_CLEANUP, DeleteOptions, FOREGROUND, ORPHAN, Propagation};
+use crate::registry::ResourceInfo;
+use crate::server::App;
+use crate::storage::{EventType, Obj, ObjRef, StoreError};
+
+const FULL_PASS_EVERY: Duration = Duration::from_secs(15);
+
+/// Runs until `stop` changes.
+pub async fn run(app: Arc<App>, mut stop: watch::Receiver<bool>) {
+    let mut revisions = app.store.subscribe();
+    let mut cursor = app.store.revision();
+    full_pass(&app).await;
+    let mut last_full = tokio::time::Instant::now();
+    loop {
+        tokio::select! {
+            r = revisions.changed() => if r.is_err() { return },
+            _ = tokio::time::sleep(FULL_PASS_EVERY) => {}
+            _ = stop.changed() => return,
+        }
+        let mut work: Vec<Item> = Vec::new();
+        let mut newest = cursor;
+        let res = app.store.events_after(cursor, |ev| {
+            newest = ev.rv;
+            match ev.kind {
+                EventType::Deleted => {
+                    if let Some(uid) = ev.object.pointer("/metadata/uid").and_then(Value::as_str) {
+                        work.push(Item::DependentsOf(uid.to_string()));
+                    }
+                    for owner in owner_uids(&ev.object) {
+                        work.push(Item::Uid(owner));
+                    }
+                    if let Some(ns) = ev.object.pointer("/metadata/namespace").and_then(Value::as_str) {
+                        work.push(Item::Namespace(ns.to_string()));
+                    }
+                    if ev.gr.group != "apiextensions.k8s.io" {
+                        work.push(Item::CrdOf(ev.gr.clone()));
+                    }
+                }
+                EventType::Added | EventType::Modified => {
+                    if ev.object.pointer("/metadata/deletionTimestamp").is_some() {
+                        work.push(Item::Object((ev.gr.clone(), ev.key.clone())));
+                    }
+                    if ev.object.pointer("/metadata/ownerReferences").is_some() {
+                        work.push(Item::Dependent((ev.gr.clone(), ev.key.clone())));
+                    }
+                }
+            }
+        });
+        match res {
+            Ok(_) => cursor = newest,
+            Err(StoreError::Gone { .. }) => {
+                cursor = app.store.revision();
+                full_pass(&app).await;
+                last_full = tokio::time::Instant::now();
+                continue;
+            }
+            Err(_) => return,
+        }
+        let mut seen = HashSet::new();
+        for item in work {
+            if seen.insert(item.clone()) {
+                process(&app, item).await;
+            }
+        }
+        if last_full.elapsed() >= FULL_PASS_EVERY {
+            full_pass(&app).await;
+            last_full = tokio::time::Instant::now();
+        }
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+enum Item {
+    /// Dependents of a (possibly gone) owner uid.
+    DependentsOf(String),
+    /// The object with this uid, if it is being deleted.
+    Uid(String),
+    /// An object (being deleted).
+    Object(ObjRef),
+    /// An object with owner references.
+    Dependent(ObjRef),
+    /// A namespace that may be terminating.
+    Namespace(String),
+    /// The CRD serving a resource, which may be waiting for its objects to go.
+    CrdOf(GroupResource),
+}
+
+fn owner_uids(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from)).collect())
+        .unwrap_or_default()
+}
+
+async fn full_pass(app: &Arc<App>) {
+    for owner in app.store.referenced_owner_uids() {
+        process(app, Item::DependentsOf(owner)).await;
+    }
+    for gr in app.store.resource_types() {
+        let Ok((objects, _)) = app.store.list(&gr, None, None) else { continue };
+        for (key, obj) in objects {
+            if obj.pointer("/metadata/deletionTimestamp").is_some() {
+                process(app, Item::Object((gr.clone(), key))).await;
+            }
+        }
+    }
+}
+
+async fn process(app: &Arc<App>, item: Item) {
+    let result = match item {
+        Item::DependentsOf(uid) => {
+            for (r, _) in app.store.dependents(&uid) {
+                if let Err(e) = attempt_dependent(app, &r).await {
+                    tracing::debug!(error = ?e.0.message, "gc: dependent");
+                }
+            }
+            if let Some((r, _)) = app.store.lookup_uid(&uid) {
+                return Box::pin(process(app, Item::Object(r))).await;
+            }
+            Ok(())
+        }
+        Item::Uid(uid) => match app.store.lookup_uid(&uid) {
+            Some((r, _)) => deleting(app, &r).await,
+            None => Ok(()),
+        },
+        Item::Object(r) => deleting(app, &r).await,
+        Item::Dependent(r) => attempt_dependent(app, &r).await,
+        Item::Namespace(ns) => deleting(app, &(GroupResource::new("", "namespaces"), format!("/{ns}"))).await,
+        Item::CrdOf(gr) => {
+            let Some(info) = app.registry.get(&gr) else { return };
+            let Some(crd) = &info.crd else { return };
+            deleting(app, &(GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions"), format!("/{crd}"))).await
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!(error = %e.0.message, "gc step failed; a later pass retries");
+    }
+}
+
+fn info_of(app: &App, gr: &GroupResource) -> Option<Arc<ResourceInfo>> {
+    app.registry.get(gr)
+}
+
+fn subject(gr: &GroupResource, key: &str) -> Subject {
+    Subject { group: gr.group.clone(), resource: gr.resource.clone(), name: key.rsplit('/').next().unwrap_or_default().into() }
+}
+
+/// Changes an object with `f` (a CAS loop); `f` returns false when nothing needs changing.
+async fn mutate(app: &App, r: &ObjRef, f: impl Fn(&mut Value) -> bool) -> crate::error::Result<()> {
+    let Some(info) = info_of(app, &r.0) else { return Ok(()) };
+    for _ in 0..16 {
+        let Some(cur) = app.store.get(&r.0, &r.1) else { return Ok(()) };
+        let mut new = (*cur).clone();
+        if !f(&mut new) {
+            return Ok(());
+        }
+        match handlers::commit_update(app, &info, &r.1, &cur, new).await {
+            Ok(_) => return Ok(()),
+            Err(StoreError::Conflict { .. }) => continue,
+            Err(StoreError::NotFound) => return Ok(()),
+            Err(e) => return Err(crate::error::ApiError::from_store(e, &subject(&r.0, &r.1))),
+        }
+    }
+    Ok(())
+}
+
+fn remove_finalizer(obj: &mut Value, name: &str) -> bool {
+    let Some(list) = obj.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) else { return false };
+    let before = list.len();
+    list.retain(|f| f.as_str() != Some(name));
+    let changed = list.len() != before;
+    if list.is_empty()
+        && let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        m.remove("finalizers");
+    }
+    changed
+}
+
+fn has_finalizer(obj: &Value, name: &str) -> bool {
+    obj.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|a| a.iter().any(|f| f.as_str() == Some(name)))
+}
+
+async fn delete(app: &App, r: &ObjRef, propagation: Propagation, uid: Option<String>) -> crate::error::Result<()> {
+    let Some(info) = info_of(app, &r.0) else { return Ok(()) };
+    let opts = DeleteOptions { propagation, uid, ..Default::default() };
+    match handlers::delete_object(app, &info, &r.1, &subject(&r.0, &r.1), &opts).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.code() == 404 || e.code() == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Decides the fate of an object with owner references, the way kube's GC `attemptToDelete` does.
+async fn attempt_dependent(app: &App, r: &ObjRef) -> crate::error::Result<()> {
+    let Some(obj) = app.store.get(&r.0, &r.1) else { return Ok(()) };
+    let refs = owner_uids(&obj);
+    if refs.is_empty() {
+        return Ok(());
+    }
+    let mut solid = Vec::new();
+    let mut dangling = Vec::new();
+    let mut waiting = Vec::new();
+    for uid in &refs {
+        match app.store.lookup_uid(uid) {
+            None => dangling.push(uid.clone()),
+            Some((_, owner)) if owner.pointer("/metadata/deletionTimestamp").is_some() && has_finalizer(&owner, FOREGROUND) => {
+                waiting.push(uid.clone())
+            }
+            Some(_) => solid.push(uid.clone()),
+        }
+    }
+    if dangling.is_empty() && waiting.is_empty() {
+        return Ok(());
+    }
+    if !solid.is_empty() {
+        // Other owners still hold the object: only drop the references to gone or going owners.
+        let drop: Vec<String> = dangling.into_iter().chain(waiting).collect();
+        return mutate(app, r, |o| {
+            let Some(list) = o.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else { return false };
+            let before = list.len();
+            list.retain(|x| !x.get("uid").and_then(Value::as_str).is_some_and(|u| drop.iter().any(|d| d == u)));
+            list.len() != before
+        })
+        .await;
+    }
+    let uid = obj.pointer("/metadata/uid").and_then(Value::as_str).map(String::from);
+    if obj.pointer("/metadata/deletionTimestamp").is_some() {
+        return Ok(());
+    }
+    let policy = if !waiting.is_empty() { Propagation::Foreground } else { Propagation::Background };
+    delete(app, r, policy, uid).await
+}
+
+/// Progresses an object that is being deleted and carries a finalizer the API server owns.
+async fn deleting(app: &App, r: &ObjRef) -> crate::error::Result<()> {
+    let Some(obj) = app.store.get(&r.0, &r.1) else { return Ok(()) };
+    if obj.pointer("/metadata/deletionTimestamp").is_none() {
+        return Ok(());
+    }
+    let uid = obj.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
+    if has_finalizer(&obj, ORPHAN) {
+        for (dep, _) in app.store.dependents(&uid) {
+            let u = uid.clone();
+            mutate(app, &dep, |o| {
+                let Some(list) = o.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else { return false };
+                let before = list.len();
+                list.retain(|x| x.get("uid").and_then(Value::as_str) != Some(u.as_str()));
+                let changed = list.len() != before;
+                if list.is_empty()
+                    && let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut)
+                {
+                    m.remove("ownerReferences");
+                }
+                changed
+            })
+            .await?;
+        }
+        if app.store.dependents(&uid).is_empty() {
+            mutate(app, r, |o| remove_finalizer(o, ORPHAN)).await?;
+        }
+    }
+    if has_finalizer(&obj, FOREGROUND) {
+        let deps = app.store.dependents(&uid);
+        for (dep, d) in &deps {
+            if d.pointer("/metadata/deletionTimestamp").is_none() {
+                attempt_dependent(app, dep).await?;
+            }
+        }
+        let blocking = app.store.dependents(&uid).into_iter().any(|(_, d)| {
+            d.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|refs| {
+                refs.iter().any(|x| x.get("uid").and_then(Value::as_str) == Some(uid.as_str()) && x.get("blockOwnerDeletion") == Some(&Value::Bool(true)))
+            })
+        });
+        if !blocking {
+            mutate(app, r, |o| remove_finalizer(o, FOREGROUND)).await?;
+        }
+    }
+    if r.0 == GroupResource::new("", "namespaces") {
+        terminate_namespace(app, r, &obj).await?;
+    }
+    if r.0 == GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions") && has_finalizer(&obj, CRD_CLEANUP) {
+        let gr = GroupResource::new(
+            obj.pointer("/spec/group").and_then(Value::as_str).unwrap_or_default(),
+            obj.pointer("/spec/names/plural").and_then(Value::as_str).unwrap_or_default(),
+        );
+        let (objects, _) = app.store.list(&gr, None, None).map_err(|e| crate::error::ApiError::from_store(e, &subject(&r.0, &r.1)))?;
+        for (key, o) in &objects {
+            if o.pointer("/metadata/deletionTimestamp").is_none() {
+                delete(app, &(gr.clone(), key.clone()), Propagation::Background, None).await?;
+            }
+        }
+        if app.store.list(&gr, None, None).map(|(o, _)| o.is_empty()).unwrap_or(false) {
+            mutate(app, r, |o| remove_finalizer(o, CRD_CLEANUP)).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn terminate_namespace(app: &App, r: &ObjRef, ns_obj: &Obj) -> crate::error::Result<()> {
+    let ns = ns_obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let has_spec_finalizer = ns_obj.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| a.iter().any(|f| f == "kubernetes"));
+    if !has_spec_finalizer {
+        return Ok(());
+    }
+    let mut remaining = 0;
+    for gr in app.store.resource_types() {
+        if !info_of(app, &gr).is_some_and(|i| i.namespaced) {
+            continue;
+        }
+        let Ok((objects, _)) = app.store.list(&gr, Some(&ns), None) else { continue };
+        for (key, o) in objects {
+            remaining += 1;
+            if o.pointer("/metadata/deletionTimestamp").is_none() {
+                delete(app, &(gr.clone(), key), Propagation::Background, None).await?;
+            }
+        }
+    }
+    if remaining == 0 {
+        mutate(app, r, |o| {
+            let Some(list) = o.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut) else { return false };
+            list.retain(|f| f != "kubernetes");
+            o["status"]["phase"] = json!("Terminating");
+            true
+        })
+        .await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,22 @@
+//! The embedded Kubernetes-compatible API server of uc.
+//!
+//! Data flows one way: HTTPS request → authentication → routing (`handlers::dispatch`) → admission
+//! (defaulting, pruning, validation) → the store's writer (group commit to redb) → the in-memory state
+//! and revision log → watchers and the garbage collector. See `docs/ARCHITECTURE.md`.
+
+pub mod builtin;
+pub mod discovery;
+pub mod error;
+pub mod gc;
+pub mod handlers;
+pub mod openapi;
+pub mod patch;
+pub mod registry;
+pub mod schema;
+pub mod server;
+pub mod storage;
+pub mod table;
+pub mod tls;
+pub mod watch;
+
+pub use server::{Config, RunningServer, StartError, start};

@@ -1,0 +1,289 @@
+//! PATCH bodies: JSON patch (RFC 6902), JSON merge patch (RFC 7386) and strategic merge patch for the
+//! built-in kinds, with the merge keys and `$patch`/`$setElementOrder`/`$retainKeys`/
+//! `$deleteFromPrimitiveList` directives kubectl sends.
+
+use serde_json::{Map, Value};
+
+/// Patch errors (answered as 400 or 422 by the caller).
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    /// The patch body is not valid for its type.
+    #[error("the patch is malformed: {0}")]
+    Malformed(String),
+    /// A JSON patch operation failed (e.g. `test` or a missing path).
+    #[error("the patch could not be applied: {0}")]
+    Failed(String),
+}
+
+/// Applies an RFC 6902 JSON patch.
+pub fn json_patch(target: &mut Value, patch: &[u8]) -> Result<(), PatchError> {
+    let p: json_patch::Patch = serde_json::from_slice(patch).map_err(|e| PatchError::Malformed(e.to_string()))?;
+    json_patch::patch(target, &p).map_err(|e| PatchError::Failed(e.to_string()))
+}
+
+/// Applies an RFC 7386 JSON merge patch.
+pub fn merge_patch(target: &mut Value, patch: &[u8]) -> Result<(), PatchError> {
+    let p: Value = serde_json::from_slice(patch).map_err(|e| PatchError::Malformed(e.to_string()))?;
+    if !p.is_object() {
+        return Err(PatchError::Malformed("a merge patch must be a JSON object".into()));
+    }
+    json_patch::merge(target, &p);
+    Ok(())
+}
+
+/// Applies a strategic merge patch to a built-in object.
+pub fn strategic_merge_patch(target: &mut Value, patch: &[u8]) -> Result<(), PatchError> {
+    let p: Value = serde_json::from_slice(patch).map_err(|e| PatchError::Malformed(e.to_string()))?;
+    let Value::Object(p) = p else {
+        return Err(PatchError::Malformed("a strategic merge patch must be a JSON object".into()));
+    };
+    let mut path = Vec::new();
+    merge_map(target, &p, &mut path)
+}
+
+/// How a list field merges.
+#[derive(Debug, PartialEq)]
+enum ListStrategy {
+    /// Objects merged by this key.
+    Key(&'static str),
+    /// Primitives merged as a set.
+    Primitives,
+    /// The patch's list replaces the original.
+    Replace,
+}
+
+fn list_strategy(path: &[String]) -> ListStrategy {
+    let last = path.last().map(String::as_str).unwrap_or_default();
+    let in_container = path.iter().any(|p| matches!(p.as_str(), "containers" | "initContainers" | "ephemeralContainers"));
+    match last {
+        "containers" | "initContainers" | "ephemeralContainers" | "volumes" | "env" | "imagePullSecrets"
+        | "resourceClaims" | "schedulingGates" => ListStrategy::Key("name"),
+        "volumeMounts" => ListStrategy::Key("mountPath"),
+        "volumeDevices" => ListStrategy::Key("devicePath"),
+        "ports" if in_container => ListStrategy::Key("containerPort"),
+        "ports" => ListStrategy::Key("port"),
+        "hostAliases" => ListStrategy::Key("ip"),
+        "ownerReferences" => ListStrategy::Key("uid"),
+        "conditions" => ListStrategy::Key("type"),
+        "topologySpreadConstraints" => ListStrategy::Key("topologyKey"),
+        "addresses" if path.first().is_some_and(|p| p == "status") => ListStrategy::Key("type"),
+        "finalizers" if path.len() == 2 && path[0] == "metadata" => ListStrategy::Primitives,
+        _ => ListStrategy::Replace,
+    }
+}
+
+fn merge_map(target: &mut Value, patch: &Map<String, Value>, path: &mut Vec<String>) -> Result<(), PatchError> {
+    if let Some(directive) = patch.get("$patch").and_then(Value::as_str) {
+        match directive {
+            "replace" => {
+                *target = strip_directives(&Value::Object(patch.clone()));
+                return Ok(());
+            }
+            "delete" => {
+                *target = Value::Object(Map::new());
+                return Ok(());
+            }
+            "merge" => {}
+            other => return Err(PatchError::Malformed(format!("unknown $patch directive {other:?}"))),
+        }
+    }
+    if !target.is_object() {
+        *target = Value::Object(Map::new());
+    }
+    let mut orders: Vec<(String, Vec<Value>)> = Vec::new();
+    for (k, pv) in patch {
+        if let Some(field) = k.strip_prefix("$setElementOrder/") {
+            if let Some(order) = pv.as_array() {
+                orders.push((field.to_string(), order.clone()));
+            }
+            continue;
+        }
+        if let Some(field) = k.strip_prefix("$deleteFromPrimitiveList/") {
+            let remove = pv.as_array().cloned().unwrap_or_default();
+            if let Some(Value::Array(items)) = target.get_mut(field) {
+                items.retain(|i| !remove.contains(i));
+            }
+            continue;
+        }
+        if k.starts_with('$') {
+            continue;
+        }
+        let Some(t) = target.as_object_mut() else { break };
+        match pv {
+            Value::Null => {
+                t.remove(k);
+            }
+            Value::Object(po) => {
+                if po.get("$patch").and_then(Value::as_str) == Some("delete") {
+                    t.remove(k);
+                    continue;
+                }
+                path.push(k.clone());
+                let child = t.entry(k.clone()).or_insert(Value::Null);
+                merge_map(child, po, path)?;
+                path.pop();
+            }
+            Value::Array(pa) => {
+                path.push(k.clone());
+                let strategy = list_strategy(path);
+                let child = t.entry(k.clone()).or_insert(Value::Null);
+                merge_list(child, pa, &strategy, path)?;
+                path.pop();
+            }
+            other => {
+                t.insert(k.clone(), other.clone());
+            }
+        }
+    }
+    if let Some(retain) = patch.get("$retainKeys").and_then(Value::as_array)
+        && let Some(t) = target.as_object_mut()
+    {
+        let keep: Vec<&str> = retain.iter().filter_map(Value::as_str).collect();
+        t.retain(|k, _| keep.contains(&k.as_str()));
+    }
+    for (field, order) in orders {
+        path.push(field.clone());
+        let strategy = list_strategy(path);
+        path.pop();
+        if let Some(Value::Array(items)) = target.get_mut(&field) {
+            reorder(items, &order, &strategy);
+        }
+    }
+    Ok(())
+}
+
+fn merge_list(target: &mut Value, patch: &[Value], strategy: &ListStrategy, path: &mut Vec<String>) -> Result<(), PatchError> {
+    if patch.iter().any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace")) {
+        *target = Value::Array(
+            patch.iter().filter(|i| i.get("$patch").is_none()).map(strip_directives).collect(),
+        );
+        return Ok(());
+    }
+    match strategy {
+        ListStrategy::Replace => {
+            *target = Value::Array(patch.iter().map(strip_directives).collect());
+        }
+        ListStrategy::Primitives => {
+            if !target.is_array() {
+                *target = Value::Array(Vec::new());
+            }
+            if let Value::Array(items) = target {
+                for p in patch {
+                    if !items.contains(p) {
+                        items.push(p.clone());
+                    }
+                }
+            }
+        }
+        ListStrategy::Key(key) => {
+            if !target.is_array() {
+                *target = Value::Array(Vec::new());
+            }
+            let Value::Array(items) = target else { return Ok(()) };
+            for p in patch {
+                let Some(po) = p.as_object() else {
+                    return Err(PatchError::Malformed(format!(
+                        "{}: items must be objects merged by {key:?}",
+                        path.join(".")
+                    )));
+                };
+                let Some(kv) = po.get(*key) else {
+                    return Err(PatchError::Malformed(format!("{}: an item lacks the merge key {key:?}", path.join("."))));
+                };
+                let pos = items.iter().position(|i| i.get(*key) == Some(kv));
+                if po.get("$patch").and_then(Value::as_str) == Some("delete") {
+                    items.retain(|i| i.get(*key) != Some(kv));
+                    continue;
+                }
+                match pos {
+                    Some(i) => merge_map(&mut items[i], po, path)?,
+                    None => items.push(strip_directives(p)),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn reorder(items: &mut Vec<Value>, order: &[Value], strategy: &ListStrategy) {
+    let ident = |v: &Value| -> Value {
+        match strategy {
+            ListStrategy::Key(k) => v.get(*k).cloned().unwrap_or(Value::Null),
+            _ => v.clone(),
+        }
+    };
+    let order_ids: Vec<Value> = order.iter().map(|o| if o.is_object() { ident(o) } else { o.clone() }).collect();
+    let rank = |v: &Value| order_ids.iter().position(|o| *o == ident(v)).unwrap_or(usize::MAX);
+    items.sort_by_key(|v| rank(v));
+}
+
+fn strip_directives(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), strip_directives(v))).collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(strip_directives).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn smp(mut target: Value, patch: Value) -> Value {
+        strategic_merge_patch(&mut target, patch.to_string().as_bytes()).unwrap();
+        target
+    }
+
+    #[test]
+    fn merges_containers_and_env_by_name() {
+        let dep = json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "a", "image": "a:1", "env": [{"name": "X", "value": "1"}], "ports": [{"containerPort": 80}]},
+            {"name": "b", "image": "b:1", "args": ["x", "y"]}
+        ]}}}});
+        let out = smp(dep, json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "a", "image": "a:2", "env": [{"name": "Y", "value": "2"}], "ports": [{"containerPort": 81}]},
+            {"name": "b", "args": ["z"]}
+        ]}}}}));
+        assert_eq!(out, json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "a", "image": "a:2", "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}],
+             "ports": [{"containerPort": 80}, {"containerPort": 81}]},
+            {"name": "b", "image": "b:1", "args": ["z"]}
+        ]}}}}));
+    }
+
+    #[test]
+    fn directives_delete_replace_order_and_retain() {
+        let obj = json!({"metadata": {"finalizers": ["a", "b"], "labels": {"x": "1", "y": "2"}},
+            "spec": {"containers": [{"name": "a"}, {"name": "b"}, {"name": "c"}], "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}}});
+        let out = smp(obj, json!({
+            "metadata": {"$deleteFromPrimitiveList/finalizers": ["a"], "finalizers": ["c"], "labels": {"y": null}},
+            "spec": {"$setElementOrder/containers": [{"name": "c"}, {"name": "a"}],
+                     "containers": [{"name": "b", "$patch": "delete"}],
+                     "strategy": {"$retainKeys": ["type"], "type": "Recreate"}}
+        }));
+        assert_eq!(out, json!({"metadata": {"finalizers": ["b", "c"], "labels": {"x": "1"}},
+            "spec": {"containers": [{"name": "c"}, {"name": "a"}], "strategy": {"type": "Recreate"}}}));
+        let replaced = smp(json!({"spec": {"volumes": [{"name": "a"}]}}),
+            json!({"spec": {"volumes": [{"$patch": "replace"}, {"name": "z"}]}}));
+        assert_eq!(replaced, json!({"spec": {"volumes": [{"name": "z"}]}}));
+    }
+
+    #[test]
+    fn service_ports_merge_by_port_and_unknown_lists_replace() {
+        let out = smp(json!({"spec": {"ports": [{"port": 80, "name": "http"}], "externalIPs": ["1.1.1.1"]}}),
+            json!({"spec": {"ports": [{"port": 443}], "externalIPs": ["2.2.2.2"]}}));
+        assert_eq!(out, json!({"spec": {"ports": [{"port": 80, "name": "http"}, {"port": 443}], "externalIPs": ["2.2.2.2"]}}));
+    }
+
+    #[test]
+    fn malformed_patches_are_errors() {
+        let mut v = json!({});
+        assert!(strategic_merge_patch(&mut v, b"[1]").is_err());
+        assert!(merge_patch(&mut v, b"{").is_err());
+        assert!(json_patch(&mut v, br#"[{"op": "test", "path": "/a", "value": 1}]"#).is_err());
+        assert!(strategic_merge_patch(&mut json!({}), br#"{"spec": {"containers": [{"image": "x"}]}}"#).is_err());
+    }
+}

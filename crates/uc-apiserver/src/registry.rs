@@ -1,0 +1,488 @@
+//! The resource registry: every served resource type, built-in or defined by a CRD, with what the
+//! handlers, discovery and OpenAPI need to know about it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use serde_json::Value;
+use uc_api::GroupResource;
+
+use crate::error::FieldError;
+use crate::schema::Schema;
+
+/// Where the scale subresource finds replicas and the selector.
+#[derive(Debug, Clone)]
+pub struct ScalePaths {
+    /// JSON path of the desired replicas, e.g. `.spec.replicas`.
+    pub spec_replicas: String,
+    /// JSON path of the observed replicas.
+    pub status_replicas: String,
+    /// JSON path of the label selector string, if any.
+    pub label_selector: Option<String>,
+}
+
+/// A printer column (`additionalPrinterColumns`).
+#[derive(Debug, Clone)]
+pub struct PrinterColumn {
+    /// Column header.
+    pub name: String,
+    /// OpenAPI type: string, integer, number, boolean, date.
+    pub ty: String,
+    /// Format hint.
+    pub format: String,
+    /// Description.
+    pub description: String,
+    /// 0 = shown by default, >0 = only with `-o wide`.
+    pub priority: i64,
+    /// JSON path evaluated against the object.
+    pub json_path: String,
+}
+
+/// One served version of a resource.
+#[derive(Debug, Clone)]
+pub struct VersionInfo {
+    /// Version name, e.g. `v1`.
+    pub name: String,
+    /// Structural schema (CRDs).
+    pub schema: Option<Arc<Schema>>,
+    /// Extra printer columns (CRDs).
+    pub printer_columns: Vec<PrinterColumn>,
+    /// Whether `/status` is served.
+    pub status: bool,
+    /// The scale subresource, if served.
+    pub scale: Option<ScalePaths>,
+    /// Deprecated version?
+    pub deprecated: bool,
+}
+
+/// A served resource type.
+#[derive(Debug, Clone)]
+pub struct ResourceInfo {
+    /// API group ("" for core).
+    pub group: String,
+    /// Served versions, most preferred first.
+    pub versions: Vec<VersionInfo>,
+    /// The version objects are stored in.
+    pub storage_version: String,
+    /// Plural name.
+    pub resource: String,
+    /// Singular name.
+    pub singular: String,
+    /// Kind.
+    pub kind: String,
+    /// List kind.
+    pub list_kind: String,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+    /// Short names.
+    pub short_names: Vec<String>,
+    /// Categories, e.g. `all`.
+    pub categories: Vec<String>,
+    /// Serves `/log` (pods).
+    pub log: bool,
+    /// Tracks `metadata.generation`.
+    pub generation: bool,
+    /// The CRD that defines this resource.
+    pub crd: Option<String>,
+}
+
+impl ResourceInfo {
+    /// Group/resource identity.
+    pub fn gr(&self) -> GroupResource {
+        GroupResource::new(&self.group, &self.resource)
+    }
+
+    /// A served version by name.
+    pub fn version(&self, name: &str) -> Option<&VersionInfo> {
+        self.versions.iter().find(|v| v.name == name)
+    }
+
+    /// `apiVersion` of a version of this resource.
+    pub fn api_version(&self, version: &str) -> String {
+        uc_api::resource::api_version(&self.group, version)
+    }
+}
+
+struct Builtin {
+    group: &'static str,
+    version: &'static str,
+    resource: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    short: &'static [&'static str],
+    status: bool,
+    scale: bool,
+    generation: bool,
+    all: bool,
+}
+
+const fn b(
+    group: &'static str,
+    version: &'static str,
+    resource: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+    short: &'static [&'static str],
+) -> Builtin {
+    Builtin { group, version, resource, kind, namespaced, short, status: false, scale: false, generation: false, all: false }
+}
+
+const fn with(mut x: Builtin, status: bool, scale: bool, generation: bool, all: bool) -> Builtin {
+    x.status = status;
+    x.scale = scale;
+    x.generation = generation;
+    x.all = all;
+    x
+}
+
+const BUILTINS: &[Builtin] = &[
+    with(b("", "v1", "namespaces", "Namespace", false, &["ns"]), true, false, false, false),
+    with(b("", "v1", "pods", "Pod", true, &["po"]), true, false, true, true),
+    with(b("", "v1", "services", "Service", true, &["svc"]), true, false, false, true),
+    b("", "v1", "endpoints", "Endpoints", true, &["ep"]),
+    b("", "v1", "configmaps", "ConfigMap", true, &["cm"]),
+    b("", "v1", "secrets", "Secret", true, &[]),
+    with(b("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true, &["pvc"]), true, false, false, false),
+    with(b("", "v1", "persistentvolumes", "PersistentVolume", false, &["pv"]), true, false, false, false),
+    b("", "v1", "events", "Event", true, &["ev"]),
+    b("", "v1", "serviceaccounts", "ServiceAccount", true, &["sa"]),
+    with(b("", "v1", "nodes", "Node", false, &["no"]), true, false, false, false),
+    with(b("apps", "v1", "deployments", "Deployment", true, &["deploy"]), true, true, true, true),
+    with(b("apps", "v1", "replicasets", "ReplicaSet", true, &["rs"]), true, true, true, true),
+    with(b("apps", "v1", "statefulsets", "StatefulSet", true, &["sts"]), true, true, true, true),
+    with(b("apps", "v1", "daemonsets", "DaemonSet", true, &["ds"]), true, false, true, true),
+    b("apps", "v1", "controllerrevisions", "ControllerRevision", true, &[]),
+    with(b("batch", "v1", "jobs", "Job", true, &[]), true, false, true, true),
+    with(b("batch", "v1", "cronjobs", "CronJob", true, &["cj"]), true, false, true, true),
+    b("coordination.k8s.io", "v1", "leases", "Lease", true, &[]),
+    with(b("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"]), true, false, true, false),
+    with(
+        b("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", false, &["crd", "crds"]),
+        true,
+        false,
+        true,
+        false,
+    ),
+];
+
+fn builtin_info(x: &Builtin) -> ResourceInfo {
+    let scale = x.scale.then(|| ScalePaths {
+        spec_replicas: ".spec.replicas".into(),
+        status_replicas: ".status.replicas".into(),
+        label_selector: Some(".status.selector".into()),
+    });
+    ResourceInfo {
+        group: x.group.into(),
+        versions: vec![VersionInfo {
+            name: x.version.into(),
+            schema: None,
+            printer_columns: Vec::new(),
+            status: x.status,
+            scale,
+            deprecated: false,
+        }],
+        storage_version: x.version.into(),
+        resource: x.resource.into(),
+        singular: x.kind.to_lowercase(),
+        kind: x.kind.into(),
+        list_kind: format!("{}List", x.kind),
+        namespaced: x.namespaced,
+        short_names: x.short.iter().map(|s| s.to_string()).collect(),
+        categories: if x.all { vec!["all".into()] } else { Vec::new() },
+        log: x.resource == "pods",
+        generation: x.generation,
+        crd: None,
+    }
+}
+
+/// The registry of served resources. Built-ins are fixed; CRD-defined ones come and go.
+pub struct Registry {
+    resources: RwLock<HashMap<GroupResource, Arc<ResourceInfo>>>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Registry {
+    /// A registry holding the built-in resources.
+    pub fn new() -> Self {
+        let resources = BUILTINS.iter().map(|x| (GroupResource::new(x.group, x.resource), Arc::new(builtin_info(x)))).collect();
+        Self { resources: RwLock::new(resources) }
+    }
+
+    /// A resource by group and plural name.
+    pub fn get(&self, gr: &GroupResource) -> Option<Arc<ResourceInfo>> {
+        self.resources.read().get(gr).cloned()
+    }
+
+    /// A resource served at group/version under this plural name.
+    pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<Arc<ResourceInfo>> {
+        let r = self.get(&GroupResource::new(group, resource))?;
+        r.version(version).is_some().then_some(r)
+    }
+
+    /// Every resource, sorted by group then resource.
+    pub fn all(&self) -> Vec<Arc<ResourceInfo>> {
+        let mut v: Vec<_> = self.resources.read().values().cloned().collect();
+        v.sort_by(|a, b| (group_rank(&a.group), &a.group, &a.resource).cmp(&(group_rank(&b.group), &b.group, &b.resource)));
+        v
+    }
+
+    /// Served groups with their versions (preferred first), in discovery order.
+    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut groups: BTreeMap<(u8, String), Vec<String>> = BTreeMap::new();
+        for r in self.all() {
+            let versions = groups.entry((group_rank(&r.group), r.group.clone())).or_default();
+            for v in &r.versions {
+                if !versions.contains(&v.name) {
+                    versions.push(v.name.clone());
+                }
+            }
+        }
+        groups
+            .into_iter()
+            .map(|((_, g), mut vs)| {
+                vs.sort_by(|a, b| version_priority(b).cmp(&version_priority(a)));
+                (g, vs)
+            })
+            .collect()
+    }
+
+    /// Installs or replaces the resource a CRD defines.
+    pub fn install_crd(&self, info: ResourceInfo) {
+        self.resources.write().insert(info.gr(), Arc::new(info));
+    }
+
+    /// Removes the resource a CRD defined (built-ins are never removed).
+    pub fn remove_crd(&self, gr: &GroupResource) {
+        let mut map = self.resources.write();
+        if map.get(gr).is_some_and(|r| r.crd.is_some()) {
+            map.remove(gr);
+        }
+    }
+}
+
+fn group_rank(group: &str) -> u8 {
+    match group {
+        "" => 0,
+        g if !g.contains('.') || g.ends_with(".k8s.io") => 1,
+        _ => 2,
+    }
+}
+
+/// Kubernetes version ordering: GA > beta > alpha, then by number (v2 > v1, v1beta2 > v1beta1).
+pub fn version_priority(v: &str) -> (u8, u64, u64) {
+    let Some(rest) = v.strip_prefix('v') else { return (0, 0, 0) };
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let Ok(major) = digits.parse::<u64>() else { return (0, 0, 0) };
+    let tail = &rest[digits.len()..];
+    let (rank, minor) = if tail.is_empty() {
+        (3, 0)
+    } else if let Some(n) = tail.strip_prefix("beta") {
+        (2, n.parse().unwrap_or(0))
+    } else if let Some(n) = tail.strip_prefix("alpha") {
+        (1, n.parse().unwrap_or(0))
+    } else {
+        (0, 0)
+    };
+    (rank, major, minor)
+}
+
+/// Builds the resource a CRD object defines, checking it the way apiextensions does.
+pub fn crd_to_resource(crd: &Value) -> Result<ResourceInfo, Vec<FieldError>> {
+    let mut errs = Vec::new();
+    let s = |p: &str| crd.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    let name = s("/metadata/name");
+    let group = s("/spec/group");
+    let plural = s("/spec/names/plural");
+    let kind = s("/spec/names/kind");
+    let singular = match s("/spec/names/singular") {
+        x if x.is_empty() => kind.to_lowercase(),
+        x => x,
+    };
+    let list_kind = match s("/spec/names/listKind") {
+        x if x.is_empty() => format!("{kind}List"),
+        x => x,
+    };
+    if group.is_empty() {
+        errs.push(FieldError::required("spec.group", ""));
+    } else if !group.contains('.') {
+        errs.push(FieldError::invalid("spec.group", &Value::from(group.clone()), "should be a domain with at least one dot"));
+    }
+    if plural.is_empty() {
+        errs.push(FieldError::required("spec.names.plural", ""));
+    } else if !is_dns_label(&plural) {
+        errs.push(FieldError::invalid("spec.names.plural", &Value::from(plural.clone()), "a lowercase RFC 1123 label"));
+    }
+    if kind.is_empty() {
+        errs.push(FieldError::required("spec.names.kind", ""));
+    }
+    if !plural.is_empty() && !group.is_empty() && name != format!("{plural}.{group}") {
+        errs.push(FieldError::invalid("metadata.name", &Value::from(name.clone()), "must be spec.names.plural+\".\"+spec.group"));
+    }
+    let scope = s("/spec/scope");
+    let namespaced = match scope.as_str() {
+        "Namespaced" => true,
+        "Cluster" => false,
+        other => {
+            errs.push(FieldError::new(
+                crate::error::FieldErrorKind::NotSupported,
+                "spec.scope",
+                Some(format!("{other:?}")),
+                "supported values: \"Cluster\", \"Namespaced\"",
+            ));
+            true
+        }
+    };
+    if crd.pointer("/spec/conversion/strategy").and_then(Value::as_str).is_some_and(|st| st != "None") {
+        errs.push(FieldError::invalid(
+            "spec.conversion.strategy",
+            crd.pointer("/spec/conversion/strategy").unwrap_or(&Value::Null),
+            "only \"None\" is supported by this server (conversion webhooks are not)",
+        ));
+    }
+    let empty = Vec::new();
+    let versions_v = crd.pointer("/spec/versions").and_then(Value::as_array).unwrap_or(&empty);
+    if versions_v.is_empty() {
+        errs.push(FieldError::required("spec.versions", "must have exactly one version marked as storage version"));
+    }
+    let mut versions = Vec::new();
+    let mut storage = Vec::new();
+    for (i, v) in versions_v.iter().enumerate() {
+        let base = format!("spec.versions[{i}]");
+        let vname = v.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+        if vname.is_empty() || !is_dns_label(&vname) {
+            errs.push(FieldError::invalid(format!("{base}.name"), &Value::from(vname.clone()), "must be a DNS label"));
+        }
+        if v.get("storage").and_then(Value::as_bool).unwrap_or(false) {
+            storage.push(vname.clone());
+        }
+        let served = v.get("served").and_then(Value::as_bool).unwrap_or(false);
+        let schema = match v.pointer("/schema/openAPIV3Schema") {
+            Some(sv) => match Schema::parse(sv, &format!("{base}.schema.openAPIV3Schema")) {
+                Ok(s) => Some(Arc::new(s)),
+                Err(e) => {
+                    errs.extend(e);
+                    None
+                }
+            },
+            None => {
+                errs.push(FieldError::required(format!("{base}.schema.openAPIV3Schema"), "schemas are required"));
+                None
+            }
+        };
+        let printer_columns = v
+            .get("additionalPrinterColumns")
+            .and_then(Value::as_array)
+            .map(|cols| {
+                cols.iter()
+                    .map(|c| {
+                        let g = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+                        PrinterColumn {
+                            name: g("name"),
+                            ty: g("type"),
+                            format: g("format"),
+                            description: g("description"),
+                            priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                            json_path: g("jsonPath"),
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let status = v.pointer("/subresources/status").is_some();
+        let scale = v.pointer("/subresources/scale").map(|sc| ScalePaths {
+            spec_replicas: sc.get("specReplicasPath").and_then(Value::as_str).unwrap_or(".spec.replicas").into(),
+            status_replicas: sc.get("statusReplicasPath").and_then(Value::as_str).unwrap_or(".status.replicas").into(),
+            label_selector: sc.get("labelSelectorPath").and_then(Value::as_str).map(String::from),
+        });
+        if served {
+            versions.push(VersionInfo {
+                name: vname,
+                schema,
+                printer_columns,
+                status,
+                scale,
+                deprecated: v.get("deprecated").and_then(Value::as_bool).unwrap_or(false),
+            });
+        }
+    }
+    if !versions_v.is_empty() && storage.len() != 1 {
+        errs.push(FieldError::invalid("spec.versions", &Value::from(storage.len()), "must have exactly one version marked as storage version"));
+    }
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    versions.sort_by(|a, b| version_priority(&b.name).cmp(&version_priority(&a.name)));
+    let strs = |p: &str| -> Vec<String> {
+        crd.pointer(p)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    };
+    Ok(ResourceInfo {
+        group,
+        versions,
+        storage_version: storage.remove(0),
+        resource: plural,
+        singular,
+        kind,
+        list_kind,
+        namespaced,
+        short_names: strs("/spec/names/shortNames"),
+        categories: strs("/spec/names/categories"),
+        log: false,
+        generation: true,
+        crd: Some(name),
+    })
+}
+
+/// RFC 1123 label: lowercase alphanumerics and '-', starting and ending alphanumeric, ≤ 63 chars.
+pub fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// RFC 1123 subdomain: dot-separated labels, ≤ 253 chars.
+pub fn is_dns_subdomain(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn orders_versions_like_kubernetes() {
+        let mut v = vec!["v1alpha1", "v1", "v2beta1", "v1beta2", "v2", "foo"];
+        v.sort_by(|a, b| version_priority(b).cmp(&version_priority(a)));
+        assert_eq!(v, vec!["v2", "v1", "v2beta1", "v1beta2", "v1alpha1", "foo"]);
+    }
+
+    #[test]
+    fn crd_validation_reports_fields() {
+        let crd = json!({"metadata": {"name": "foos.x.io"}, "spec": {"group": "x.io", "names": {"plural": "bars", "kind": "Foo"},
+            "scope": "Namespaced", "versions": [{"name": "v1", "served": true, "storage": false,
+            "schema": {"openAPIV3Schema": {"type": "object"}}}]}});
+        let errs = crd_to_resource(&crd).unwrap_err();
+        let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, vec!["metadata.name", "spec.versions"]);
+    }
+
+    #[test]
+    fn dns_names() {
+        assert!(is_dns_label("a-1"));
+        assert!(!is_dns_label("A"));
+        assert!(!is_dns_label("-a"));
+        assert!(is_dns_subdomain("a.b-c.d"));
+        assert!(!is_dns_subdomain("a..b"));
+    }
+}

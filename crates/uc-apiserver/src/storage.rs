@@ -1,0 +1,635 @@
+//! Object storage: an in-memory map of every object (the watch cache), a revision log of recent
+//! changes, and an optional redb file that makes each acknowledged write durable.
+//!
+//! All writes go through one writer thread. It takes every write waiting at that moment as one batch
+//! (group commit): checks each write's precondition against the current state, persists the batch in
+//! one redb transaction, and only then publishes it to readers and watchers and acknowledges it. So a
+//! watcher never sees a change that a crash could still lose, and one fsync pays for many writes.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::path::Path;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot, watch};
+use uc_api::GroupResource;
+
+/// A stored object, shared between the state, the revision log and responses.
+pub type Obj = Arc<Value>;
+
+const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// Most writes taken into one group commit.
+const MAX_BATCH: usize = 4096;
+
+/// Storage errors.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Create of a key that exists.
+    #[error("object already exists")]
+    AlreadyExists,
+    /// Update or delete of a key that does not exist.
+    #[error("object not found")]
+    NotFound,
+    /// The object changed since the caller read it.
+    #[error("object was modified: expected resourceVersion {expected}, found {found}")]
+    Conflict {
+        /// The resourceVersion the caller expected.
+        expected: u64,
+        /// The current resourceVersion.
+        found: u64,
+    },
+    /// The requested revision is older than the oldest one the log still holds.
+    #[error("too old resource version: {requested} ({oldest})")]
+    Gone {
+        /// The revision asked for.
+        requested: u64,
+        /// The oldest revision that can still be served.
+        oldest: u64,
+    },
+    /// The database file failed.
+    #[error("storage failure: {0}")]
+    Backend(String),
+    /// The writer thread is gone (the server is shutting down).
+    #[error("storage is shutting down")]
+    Closed,
+}
+
+impl From<redb::Error> for StoreError {
+    fn from(e: redb::Error) -> Self {
+        StoreError::Backend(e.to_string())
+    }
+}
+
+macro_rules! backend_errors {
+    ($($t:ty),*) => {$(
+        impl From<$t> for StoreError {
+            fn from(e: $t) -> Self {
+                StoreError::Backend(e.to_string())
+            }
+        }
+    )*};
+}
+backend_errors!(
+    redb::DatabaseError,
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);
+
+/// What happened to an object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    /// Created.
+    Added,
+    /// Updated.
+    Modified,
+    /// Removed.
+    Deleted,
+}
+
+impl EventType {
+    /// The watch event type string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One entry of the revision log.
+#[derive(Debug)]
+pub struct Event {
+    /// The revision this change created.
+    pub rv: u64,
+    /// What happened.
+    pub kind: EventType,
+    /// Resource type of the object.
+    pub gr: GroupResource,
+    /// Storage key `namespace/name`.
+    pub key: String,
+    /// The object after the change (for deletes: its last state, with the delete's resourceVersion).
+    pub object: Obj,
+    /// The object before the change.
+    pub prev: Option<Obj>,
+}
+
+/// A write.
+#[derive(Debug)]
+pub enum Op {
+    /// Create a new object; fails if the key exists.
+    Create {
+        /// Resource type.
+        gr: GroupResource,
+        /// `namespace/name`.
+        key: String,
+        /// The object; its resourceVersion is set by the store.
+        object: Value,
+    },
+    /// Replace an object whose current resourceVersion is `expect_rv`.
+    Update {
+        /// Resource type.
+        gr: GroupResource,
+        /// `namespace/name`.
+        key: String,
+        /// The new object.
+        object: Value,
+        /// The resourceVersion the caller read.
+        expect_rv: u64,
+    },
+    /// Remove an object whose current resourceVersion is `expect_rv`.
+    Delete {
+        /// Resource type.
+        gr: GroupResource,
+        /// `namespace/name`.
+        key: String,
+        /// The resourceVersion the caller read.
+        expect_rv: u64,
+    },
+}
+
+impl Op {
+    fn target(&self) -> (&GroupResource, &str) {
+        match self {
+            Op::Create { gr, key, .. } | Op::Update { gr, key, .. } | Op::Delete { gr, key, .. } => (gr, key),
+        }
+    }
+}
+
+/// The storage key of an object: `namespace/name` (empty namespace for cluster-scoped objects).
+pub fn object_key(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
+}
+
+/// The resourceVersion of a stored object.
+pub fn rv_of(obj: &Value) -> u64 {
+    obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+fn db_key(gr: &GroupResource, key: &str) -> String {
+    format!("{}/{}/{}", gr.group, gr.resource, key)
+}
+
+fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("uid").and_then(Value::as_str))
+}
+
+fn uid_of(obj: &Value) -> Option<&str> {
+    obj.pointer("/metadata/uid").and_then(Value::as_str)
+}
+
+/// A reference to a stored object.
+pub type ObjRef = (GroupResource, String);
+
+#[derive(Default)]
+struct State {
+    revision: u64,
+    objects: HashMap<GroupResource, BTreeMap<String, Obj>>,
+    log: VecDeque<Arc<Event>>,
+    /// Every event with rv > log_start is in `log`.
+    log_start: u64,
+    uids: HashMap<String, ObjRef>,
+    dependents: HashMap<String, HashSet<ObjRef>>,
+}
+
+impl State {
+    fn index(&mut self, gr: &GroupResource, key: &str, old: Option<&Value>, new: Option<&Value>) {
+        if let Some(old) = old {
+            if let Some(uid) = uid_of(old) {
+                self.uids.remove(uid);
+            }
+            for owner in owner_uids(old) {
+                if let Some(set) = self.dependents.get_mut(owner) {
+                    set.remove(&(gr.clone(), key.to_string()));
+                    if set.is_empty() {
+                        self.dependents.remove(owner);
+                    }
+                }
+            }
+        }
+        if let Some(new) = new {
+            if let Some(uid) = uid_of(new) {
+                self.uids.insert(uid.to_string(), (gr.clone(), key.to_string()));
+            }
+            for owner in owner_uids(new) {
+                self.dependents.entry(owner.to_string()).or_default().insert((gr.clone(), key.to_string()));
+            }
+        }
+    }
+}
+
+type Reply = oneshot::Sender<Result<Obj, StoreError>>;
+
+/// Storage options.
+#[derive(Clone, Debug)]
+pub struct StoreOptions {
+    /// Events kept in the revision log; older revisions are compacted (watching from them gives 410).
+    pub log_capacity: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self { log_capacity: 100_000 }
+    }
+}
+
+/// The object store. Cheap to share behind an `Arc`.
+pub struct Store {
+    state: RwLock<State>,
+    writer: mpsc::UnboundedSender<(Op, Reply)>,
+    revision_tx: watch::Sender<u64>,
+    options: StoreOptions,
+}
+
+impl Store {
+    /// Opens the store: durable in the redb file at `path`, or purely in memory when `path` is `None`.
+    pub fn open(path: Option<&Path>, options: StoreOptions) -> Result<Arc<Store>, StoreError> {
+        let mut state = State::default();
+        let db = match path {
+            Some(path) => {
+                let db = redb::Database::create(path)?;
+                {
+                    let txn = db.begin_write()?;
+                    txn.open_table(OBJECTS)?;
+                    txn.open_table(META)?;
+                    txn.commit()?;
+                }
+                let txn = db.begin_read()?;
+                let objects = txn.open_table(OBJECTS)?;
+                for row in objects.iter()? {
+                    let (k, v) = row?;
+                    let k = k.value();
+                    let mut parts = k.splitn(3, '/');
+                    let (Some(group), Some(resource), Some(key)) = (parts.next(), parts.next(), parts.next()) else {
+                        return Err(StoreError::Backend(format!("malformed key {k:?} in the database")));
+                    };
+                    let value: Value = serde_json::from_slice(v.value())
+                        .map_err(|e| StoreError::Backend(format!("object {k:?} is not valid JSON: {e}")))?;
+                    let gr = GroupResource::new(group, resource);
+                    state.index(&gr, key, None, Some(&value));
+                    state.objects.entry(gr).or_default().insert(key.to_string(), Arc::new(value));
+                }
+                let meta = txn.open_table(META)?;
+                state.revision = meta.get("revision")?.map(|v| v.value()).unwrap_or(0);
+                Some(db)
+            }
+            None => None,
+        };
+        state.log_start = state.revision;
+        let (writer, rx) = mpsc::unbounded_channel();
+        let (revision_tx, _) = watch::channel(state.revision);
+        let store = Arc::new(Store { state: RwLock::new(state), writer, revision_tx, options });
+        let weak = Arc::downgrade(&store);
+        std::thread::Builder::new()
+            .name("uc-store-writer".into())
+            .spawn(move || writer_loop(weak, db, rx))
+            .map_err(|e| StoreError::Backend(format!("cannot start the writer thread: {e}")))?;
+        Ok(store)
+    }
+
+    /// The newest revision.
+    pub fn revision(&self) -> u64 {
+        self.state.read().revision
+    }
+
+    /// The oldest revision a watch can start from.
+    pub fn oldest_revision(&self) -> u64 {
+        self.state.read().log_start
+    }
+
+    /// A receiver that changes whenever a new revision is published.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.revision_tx.subscribe()
+    }
+
+    /// One object.
+    pub fn get(&self, gr: &GroupResource, key: &str) -> Option<Obj> {
+        self.state.read().objects.get(gr).and_then(|m| m.get(key)).cloned()
+    }
+
+    /// The object with this uid, if it exists.
+    pub fn lookup_uid(&self, uid: &str) -> Option<(ObjRef, Obj)> {
+        let state = self.state.read();
+        let r = state.uids.get(uid)?;
+        let obj = state.objects.get(&r.0)?.get(&r.1)?.clone();
+        Some((r.clone(), obj))
+    }
+
+    /// Objects whose ownerReferences name this uid.
+    pub fn dependents(&self, owner_uid: &str) -> Vec<(ObjRef, Obj)> {
+        let state = self.state.read();
+        let Some(set) = state.dependents.get(owner_uid) else { return Vec::new() };
+        set.iter().filter_map(|r| Some((r.clone(), state.objects.get(&r.0)?.get(&r.1)?.clone()))).collect()
+    }
+
+    /// Every owner uid that some object references.
+    pub fn referenced_owner_uids(&self) -> Vec<String> {
+        self.state.read().dependents.keys().cloned().collect()
+    }
+
+    /// Resource types that hold at least one object.
+    pub fn resource_types(&self) -> Vec<GroupResource> {
+        self.state.read().objects.iter().filter(|(_, m)| !m.is_empty()).map(|(gr, _)| gr.clone()).collect()
+    }
+
+    /// Objects of a type, optionally in one namespace, sorted by key, as of revision `at` (default: now).
+    /// Returns the objects and the revision they reflect.
+    pub fn list(
+        &self,
+        gr: &GroupResource,
+        namespace: Option<&str>,
+        at: Option<u64>,
+    ) -> Result<(Vec<(String, Obj)>, u64), StoreError> {
+        let state = self.state.read();
+        let empty = BTreeMap::new();
+        let current = state.objects.get(gr).unwrap_or(&empty);
+        let in_scope = |k: &str| namespace.is_none_or(|ns| k.len() > ns.len() && k.starts_with(ns) && k.as_bytes()[ns.len()] == b'/');
+        let collect = |map: &BTreeMap<String, Obj>| -> Vec<(String, Obj)> {
+            match namespace {
+                Some(ns) => {
+                    let start = format!("{ns}/");
+                    map.range(start.clone()..)
+                        .take_while(|(k, _)| k.starts_with(&start))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
+                }
+                None => map.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            }
+        };
+        let at = match at {
+            None => return Ok((collect(current), state.revision)),
+            Some(at) if at >= state.revision => return Ok((collect(current), state.revision)),
+            Some(at) => at,
+        };
+        if at < state.log_start {
+            return Err(StoreError::Gone { requested: at, oldest: state.log_start });
+        }
+        // Rebuild the past state by undoing, newest first, every later change to this type.
+        let mut past = current.clone();
+        for ev in state.log.iter().rev().take_while(|e| e.rv > at) {
+            if ev.gr != *gr || !in_scope(&ev.key) {
+                continue;
+            }
+            match &ev.prev {
+                Some(prev) if ev.kind != EventType::Added => {
+                    past.insert(ev.key.clone(), prev.clone());
+                }
+                _ => {
+                    past.remove(&ev.key);
+                }
+            }
+        }
+        Ok((collect(&past), at))
+    }
+
+    /// Calls `f` on every logged event newer than `after`, in order. Returns the newest revision seen
+    /// (or `after` when there is nothing new), or `Gone` if events after `after` were compacted.
+    pub fn events_after(&self, after: u64, mut f: impl FnMut(&Arc<Event>)) -> Result<u64, StoreError> {
+        let state = self.state.read();
+        if after < state.log_start {
+            return Err(StoreError::Gone { requested: after, oldest: state.log_start });
+        }
+        let skip = (after - state.log_start) as usize;
+        for ev in state.log.iter().skip(skip) {
+            f(ev);
+        }
+        Ok(state.revision.max(after))
+    }
+
+    /// Runs one write through the writer: durable (when the store has a file) once this returns Ok.
+    pub async fn write(&self, op: Op) -> Result<Obj, StoreError> {
+        let (tx, rx) = oneshot::channel();
+        self.writer.send((op, tx)).map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+}
+
+fn writer_loop(store: std::sync::Weak<Store>, db: Option<redb::Database>, mut rx: mpsc::UnboundedReceiver<(Op, Reply)>) {
+    while let Some(first) = rx.blocking_recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(item) => batch.push(item),
+                Err(_) => break,
+            }
+        }
+        let Some(store) = store.upgrade() else { return };
+        commit_batch(&store, db.as_ref(), batch);
+    }
+}
+
+struct Planned {
+    event: Option<Event>,
+    reply: Reply,
+    result: Result<Obj, StoreError>,
+}
+
+fn commit_batch(store: &Store, db: Option<&redb::Database>, batch: Vec<(Op, Reply)>) {
+    // Phase 1: decide every write against the current state plus the earlier writes of this batch.
+    let mut planned = Vec::with_capacity(batch.len());
+    let mut revision;
+    {
+        let state = store.state.read();
+        revision = state.revision;
+        let mut overlay: HashMap<(GroupResource, String), Option<Obj>> = HashMap::new();
+        for (op, reply) in batch {
+            let (gr, key) = op.target();
+            let slot = (gr.clone(), key.to_string());
+            let current = match overlay.get(&slot) {
+                Some(v) => v.clone(),
+                None => state.objects.get(gr).and_then(|m| m.get(key)).cloned(),
+            };
+            let outcome = plan(op, current.as_ref(), revision + 1);
+            match outcome {
+                Ok(event) => {
+                    revision += 1;
+                    let after = if event.kind == EventType::Deleted { None } else { Some(event.object.clone()) };
+                    overlay.insert(slot, after);
+                    let result = Ok(event.object.clone());
+                    planned.push(Planned { event: Some(event), reply, result });
+                }
+                Err(e) => planned.push(Planned { event: None, reply, result: Err(e) }),
+            }
+        }
+    }
+    // Phase 2: make the batch durable.
+    if let Some(db) = db
+        && planned.iter().any(|p| p.event.is_some())
+        && let Err(e) = persist(db, &planned, revision)
+    {
+        tracing::error!(error = %e, "storage commit failed; rejecting the batch");
+        for p in planned {
+            let _ = p.reply.send(Err(StoreError::Backend(e.to_string())));
+        }
+        return;
+    }
+    // Phase 3: publish to readers and watchers, then acknowledge.
+    {
+        let mut state = store.state.write();
+        for p in &planned {
+            let Some(ev) = &p.event else { continue };
+            let map = state.objects.entry(ev.gr.clone()).or_default();
+            let old = if ev.kind == EventType::Deleted {
+                map.remove(&ev.key)
+            } else {
+                map.insert(ev.key.clone(), ev.object.clone())
+            };
+            let new = if ev.kind == EventType::Deleted { None } else { Some(ev.object.clone()) };
+            state.index(&ev.gr, &ev.key, old.as_deref(), new.as_deref());
+        }
+        for p in &mut planned {
+            if let Some(ev) = p.event.take() {
+                state.log.push_back(Arc::new(ev));
+            }
+        }
+        state.revision = revision;
+        while state.log.len() > store.options.log_capacity {
+            if let Some(ev) = state.log.pop_front() {
+                state.log_start = ev.rv;
+            }
+        }
+    }
+    store.revision_tx.send_replace(revision);
+    for p in planned {
+        let _ = p.reply.send(p.result);
+    }
+}
+
+fn plan(op: Op, current: Option<&Obj>, rv: u64) -> Result<Event, StoreError> {
+    let stamp = |mut v: Value| {
+        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        }
+        Arc::new(v)
+    };
+    let check = |expect_rv: u64| -> Result<&Obj, StoreError> {
+        let cur = current.ok_or(StoreError::NotFound)?;
+        let found = rv_of(cur);
+        if expect_rv != 0 && found != expect_rv {
+            return Err(StoreError::Conflict { expected: expect_rv, found });
+        }
+        Ok(cur)
+    };
+    match op {
+        Op::Create { gr, key, object } => {
+            if current.is_some() {
+                return Err(StoreError::AlreadyExists);
+            }
+            Ok(Event { rv, kind: EventType::Added, gr, key, object: stamp(object), prev: None })
+        }
+        Op::Update { gr, key, object, expect_rv } => {
+            let prev = check(expect_rv)?.clone();
+            Ok(Event { rv, kind: EventType::Modified, gr, key, object: stamp(object), prev: Some(prev) })
+        }
+        Op::Delete { gr, key, expect_rv } => {
+            let prev = check(expect_rv)?.clone();
+            let object = stamp((*prev).clone());
+            Ok(Event { rv, kind: EventType::Deleted, gr, key, object, prev: Some(prev) })
+        }
+    }
+}
+
+fn persist(db: &redb::Database, planned: &[Planned], revision: u64) -> Result<(), StoreError> {
+    let txn = db.begin_write()?;
+    {
+        let mut objects = txn.open_table(OBJECTS)?;
+        for ev in planned.iter().filter_map(|p| p.event.as_ref()) {
+            let k = db_key(&ev.gr, &ev.key);
+            if ev.kind == EventType::Deleted {
+                objects.remove(k.as_str())?;
+            } else {
+                let bytes = serde_json::to_vec(&*ev.object).map_err(|e| StoreError::Backend(e.to_string()))?;
+                objects.insert(k.as_str(), bytes.as_slice())?;
+            }
+        }
+        let mut meta = txn.open_table(META)?;
+        meta.insert("revision", revision)?;
+    }
+    txn.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(name: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ns", "uid": name}})
+    }
+
+    fn gr() -> GroupResource {
+        GroupResource::new("", "pods")
+    }
+
+    #[tokio::test]
+    async fn writes_get_consecutive_revisions_and_conflicts_are_detected() {
+        let store = Store::open(None, StoreOptions::default()).unwrap();
+        let a = store.write(Op::Create { gr: gr(), key: "ns/a".into(), object: pod("a") }).await.unwrap();
+        assert_eq!(rv_of(&a), 1);
+        let err = store.write(Op::Create { gr: gr(), key: "ns/a".into(), object: pod("a") }).await;
+        assert!(matches!(err, Err(StoreError::AlreadyExists)));
+        let b = store.write(Op::Update { gr: gr(), key: "ns/a".into(), object: pod("a"), expect_rv: 1 }).await.unwrap();
+        assert_eq!(rv_of(&b), 2);
+        let stale = store.write(Op::Update { gr: gr(), key: "ns/a".into(), object: pod("a"), expect_rv: 1 }).await;
+        assert!(matches!(stale, Err(StoreError::Conflict { expected: 1, found: 2 })));
+        let d = store.write(Op::Delete { gr: gr(), key: "ns/a".into(), expect_rv: 0 }).await.unwrap();
+        assert_eq!(rv_of(&d), 3);
+        assert!(store.get(&gr(), "ns/a").is_none());
+    }
+
+    #[tokio::test]
+    async fn lists_at_past_revisions_and_compacts() {
+        let store = Store::open(None, StoreOptions { log_capacity: 3 }).unwrap();
+        for n in ["a", "b", "c"] {
+            store.write(Op::Create { gr: gr(), key: format!("ns/{n}"), object: pod(n) }).await.unwrap();
+        }
+        store.write(Op::Delete { gr: gr(), key: "ns/a".into(), expect_rv: 0 }).await.unwrap();
+        let (now, rv) = store.list(&gr(), Some("ns"), None).unwrap();
+        assert_eq!((now.len(), rv), (2, 4));
+        let (past, rv) = store.list(&gr(), Some("ns"), Some(2)).unwrap();
+        let names: Vec<_> = past.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!((names, rv), (vec!["ns/a", "ns/b"], 2));
+        assert!(matches!(store.list(&gr(), None, Some(0)), Err(StoreError::Gone { .. })));
+        let mut seen = vec![];
+        store.events_after(2, |e| seen.push((e.rv, e.kind))).unwrap();
+        assert_eq!(seen, vec![(3, EventType::Added), (4, EventType::Deleted)]);
+    }
+
+    #[tokio::test]
+    async fn durable_store_reloads_objects_and_revision() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        {
+            let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
+            store.write(Op::Create { gr: gr(), key: "ns/a".into(), object: pod("a") }).await.unwrap();
+            store.write(Op::Create { gr: gr(), key: "ns/b".into(), object: pod("b") }).await.unwrap();
+            store.write(Op::Delete { gr: gr(), key: "ns/b".into(), expect_rv: 0 }).await.unwrap();
+        }
+        // The writer thread holds the database until it notices the store is gone.
+        let mut reopened = None;
+        for _ in 0..100 {
+            match Store::open(Some(&path), StoreOptions::default()) {
+                Ok(s) => {
+                    reopened = Some(s);
+                    break;
+                }
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        }
+        let store = reopened.expect("database reopens");
+        assert_eq!(store.revision(), 3);
+        assert!(store.get(&gr(), "ns/a").is_some());
+        assert!(store.get(&gr(), "ns/b").is_none());
+        assert_eq!(store.lookup_uid("a").map(|(r, _)| r.1), Some("ns/a".to_string()));
+    }
+}

@@ -1,0 +1,125 @@
+//! Credentials kept in the data directory: a CA and a serving certificate (generated on first start),
+//! the bearer token, and the kubeconfig that clients use.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use base64::Engine;
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+
+/// Errors while preparing credentials.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Certificate generation failed.
+    #[error("certificate generation failed: {0}")]
+    Generate(#[from] rcgen::Error),
+    /// A stored certificate or key is unusable.
+    #[error("invalid certificate or key in {path}: {reason}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// The server's credentials.
+pub struct Credentials {
+    /// PEM of the CA that signed the serving certificate (goes into the kubeconfig).
+    pub ca_pem: String,
+    /// rustls configuration for the listener.
+    pub server_config: Arc<rustls::ServerConfig>,
+    /// The bearer token clients must send.
+    pub token: String,
+}
+
+fn read(path: &Path) -> Result<String, TlsError> {
+    std::fs::read_to_string(path).map_err(|source| TlsError::Io { path: path.into(), source })
+}
+
+fn write(path: &Path, contents: &str, private: bool) -> Result<(), TlsError> {
+    let io = |source| TlsError::Io { path: path.into(), source };
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, contents).map_err(io)?;
+    if private {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600)).map_err(io)?;
+    }
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+/// Loads the credentials from `dir`, generating what is missing.
+pub fn ensure_credentials(dir: &Path) -> Result<Credentials, TlsError> {
+    let (ca_path, cert_path, key_path, token_path) =
+        (dir.join("ca.crt"), dir.join("server.crt"), dir.join("server.key"), dir.join("token"));
+    if !(ca_path.exists() && cert_path.exists() && key_path.exists()) {
+        generate(dir)?;
+    }
+    if !token_path.exists() {
+        let bytes: [u8; 24] = rand::random();
+        let token = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+        write(&token_path, &token, true)?;
+    }
+    let ca_pem = read(&ca_path)?;
+    let token = read(&token_path)?.trim().to_string();
+    let certs = rustls_pemfile::certs(&mut read(&cert_path)?.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| TlsError::Invalid { path: cert_path.clone(), reason: e.to_string() })?;
+    let key = rustls_pemfile::private_key(&mut read(&key_path)?.as_bytes())
+        .map_err(|e| TlsError::Invalid { path: key_path.clone(), reason: e.to_string() })?
+        .ok_or_else(|| TlsError::Invalid { path: key_path.clone(), reason: "no private key".into() })?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsError::Invalid { path: cert_path.clone(), reason: e.to_string() })?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| TlsError::Invalid { path: cert_path.clone(), reason: e.to_string() })?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Credentials { ca_pem, server_config: Arc::new(config), token })
+}
+
+fn generate(dir: &Path) -> Result<(), TlsError> {
+    let ca_key = KeyPair::generate()?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(DnType::CommonName, "uc-ca");
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca_params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    ca_params.not_after = rcgen::date_time_ymd(2100, 1, 1);
+    let ca_cert = ca_params.self_signed(&ca_key)?;
+
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()])?;
+    params.distinguished_name.push(DnType::CommonName, "uc-apiserver");
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2100, 1, 1);
+    let issuer = Issuer::new(ca_params, &ca_key);
+    let cert = params.signed_by(&key, &issuer)?;
+
+    write(&dir.join("ca.key"), &ca_key.serialize_pem(), true)?;
+    write(&dir.join("ca.crt"), &ca_cert.pem(), false)?;
+    write(&dir.join("server.key"), &key.serialize_pem(), true)?;
+    write(&dir.join("server.crt"), &cert.pem(), false)?;
+    Ok(())
+}
+
+/// Writes a kubeconfig for `https://addr` with the CA and token; returns its path.
+pub fn write_kubeconfig(dir: &Path, server: &str, creds: &Credentials) -> Result<PathBuf, TlsError> {
+    let ca = base64::engine::general_purpose::STANDARD.encode(creds.ca_pem.as_bytes());
+    let config = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: uc\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: uc-admin\n  user:\n    token: {token}\ncontexts:\n- name: uc\n  context:\n    cluster: uc\n    user: uc-admin\n    namespace: default\ncurrent-context: uc\n",
+        token = creds.token
+    );
+    let path = dir.join("kubeconfig");
+    write(&path, &config, true)?;
+    Ok(path)
+}

@@ -1,0 +1,257 @@
+//! Watch: a stream of JSON events read from the revision log, with initial events, bookmarks,
+//! timeouts, selector transitions and 410 Gone for compacted revisions.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http::{HeaderValue, Response, header};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::error::{ApiError, Result};
+use crate::handlers::{Selectors, Target, include_object, parse_rv, to_version};
+use crate::server::{App, Body, Render, Req};
+use crate::storage::{Event, EventType, Obj, StoreError};
+use crate::table;
+
+/// How often an idle watch with bookmarks enabled gets a BOOKMARK.
+const BOOKMARK_EVERY: Duration = Duration::from_secs(10);
+/// Events read from the log per round, so one busy watcher cannot hold the log lock long.
+const ROUND: usize = 2048;
+
+struct Watcher {
+    app: Arc<App>,
+    target: Target,
+    selectors: Selectors,
+    render: Render,
+    include: table::IncludeObject,
+    bookmarks: bool,
+    sent_columns: bool,
+}
+
+impl Watcher {
+    fn in_scope(&self, ev: &Event) -> bool {
+        if ev.gr != self.target.info.gr() {
+            return false;
+        }
+        if let Some(ns) = &self.target.namespace
+            && !(ev.key.len() > ns.len() && ev.key.starts_with(ns.as_str()) && ev.key.as_bytes()[ns.len()] == b'/')
+        {
+            return false;
+        }
+        if let Some(name) = &self.target.name
+            && ev.key.rsplit('/').next() != Some(name.as_str())
+        {
+            return false;
+        }
+        true
+    }
+
+    /// The event as this watcher sees it, given its selectors (objects entering or leaving the
+    /// selection become ADDED / DELETED, as kube-apiserver's watch cache reports them).
+    fn translate(&self, ev: &Event) -> Option<(&'static str, Obj)> {
+        let now = self.selectors.matches(&ev.object);
+        match ev.kind {
+            EventType::Added => now.then(|| ("ADDED", ev.object.clone())),
+            EventType::Deleted => {
+                let before = ev.prev.as_ref().is_none_or(|p| self.selectors.matches(p));
+                before.then(|| ("DELETED", ev.object.clone()))
+            }
+            EventType::Modified => {
+                let before = ev.prev.as_ref().is_some_and(|p| self.selectors.matches(p));
+                match (before, now) {
+                    (true, true) => Some(("MODIFIED", ev.object.clone())),
+                    (false, true) => Some(("ADDED", ev.object.clone())),
+                    (true, false) => Some(("DELETED", ev.object.clone())),
+                    (false, false) => None,
+                }
+            }
+        }
+    }
+
+    fn encode(&mut self, kind: &str, obj: &Obj) -> Bytes {
+        let info = &self.target.info;
+        let obj = to_version(info, &self.target.version, obj);
+        let object = match self.render {
+            Render::Json => (*obj).clone(),
+            Render::Metadata => json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata")}),
+            Render::Table => {
+                let mut t = json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1",
+                    "metadata": {"resourceVersion": obj.pointer("/metadata/resourceVersion")},
+                    "rows": [table::row(info, &self.target.version, &obj, self.include)]});
+                if !self.sent_columns {
+                    t["columnDefinitions"] = Value::Array(table::column_definitions(info, &self.target.version));
+                    self.sent_columns = true;
+                } else {
+                    t["columnDefinitions"] = Value::Null;
+                }
+                t
+            }
+        };
+        line(kind, &object)
+    }
+
+    fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
+        let info = &self.target.info;
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if initial_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        line("BOOKMARK", &json!({"kind": info.kind, "apiVersion": info.api_version(&self.target.version), "metadata": meta}))
+    }
+}
+
+fn line(kind: &str, object: &Value) -> Bytes {
+    let mut v = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+    v.push(b'\n');
+    Bytes::from(v)
+}
+
+fn gone_line(requested: u64, oldest: u64) -> Bytes {
+    let status = uc_api::Status::failure(410, "Expired", format!("too old resource version: {requested} ({oldest})"));
+    line("ERROR", &serde_json::to_value(status).unwrap_or(Value::Null))
+}
+
+/// Serves a watch request.
+pub fn serve(app: &Arc<App>, req: &Req, t: &Target) -> Result<Response<Body>> {
+    let selectors = Selectors::from_req(req)?;
+    let mut selectors = selectors;
+    if let Some(name) = &t.name {
+        // Watching one object (`/pods/x?watch=true`) is a field selector on its name.
+        selectors.fields.terms.push(("metadata.name".into(), name.clone(), true));
+    }
+    let rv_param = req.params.get("resourceVersion").map(String::as_str).unwrap_or_default();
+    let send_initial = match req.params.get("sendInitialEvents").map(String::as_str) {
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        _ => None,
+    };
+    let bookmarks = req.params.get("allowWatchBookmarks").is_some_and(|v| v == "true");
+    if send_initial.is_some() && !bookmarks {
+        return Err(ApiError::invalid("WatchOptions", "meta.k8s.io", "", &[crate::error::FieldError::forbidden("allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks=true")]));
+    }
+    let start: Option<u64> = match rv_param {
+        "" | "0" => None,
+        rv => Some(parse_rv(rv)?),
+    };
+    let initial = match send_initial {
+        Some(v) => v,
+        None => start.is_none(),
+    };
+    let timeout = req
+        .params
+        .get("timeoutSeconds")
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(Duration::from_secs(1800 + rand::random_range(0..1800)));
+    let mut w = Watcher {
+        app: app.clone(),
+        target: t.clone(),
+        selectors,
+        render: req.negotiated.render,
+        include: include_object(req),
+        bookmarks,
+        sent_columns: false,
+    };
+    let (tx, rx) = mpsc::channel::<Bytes>(256);
+    tokio::spawn(async move {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let _ = tokio::time::timeout_at(deadline, run(&mut w, tx, start, initial, send_initial.is_some())).await;
+    });
+    let stream = tokio_stream_from(rx).map(|b| Ok::<_, std::io::Error>(Frame::data(b)));
+    let body: Body = BodyExt::boxed(StreamBody::new(stream));
+    let mut r = Response::new(body);
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(header::TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
+    Ok(r)
+}
+
+fn tokio_stream_from(mut rx: mpsc::Receiver<Bytes>) -> impl futures::Stream<Item = Bytes> {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+async fn run(w: &mut Watcher, tx: mpsc::Sender<Bytes>, start: Option<u64>, initial: bool, initial_end_bookmark: bool) {
+    let store = w.app.store.clone();
+    let mut revisions = store.subscribe();
+    revisions.borrow_and_update();
+    let mut cursor = match start {
+        Some(rv) => rv,
+        None => store.revision(),
+    };
+    if initial {
+        let at = start;
+        let (objects, rv) = match store.list(&w.target.info.gr(), w.target.namespace.as_deref(), at) {
+            Ok(x) => x,
+            Err(StoreError::Gone { requested, oldest }) => {
+                let _ = tx.send(gone_line(requested, oldest)).await;
+                return;
+            }
+            Err(_) => return,
+        };
+        for (_, obj) in objects {
+            if w.selectors.matches(&obj) {
+                let b = w.encode("ADDED", &obj);
+                if tx.send(b).await.is_err() {
+                    return;
+                }
+            }
+        }
+        cursor = rv;
+        if initial_end_bookmark && tx.send(w.bookmark(cursor, true)).await.is_err() {
+            return;
+        }
+    }
+    let mut last_bookmark = cursor;
+    loop {
+        let mut batch: Vec<Arc<Event>> = Vec::new();
+        let mut newest = cursor;
+        let res = store.events_after(cursor, |ev| {
+            if batch.len() < ROUND {
+                newest = ev.rv;
+                if w.in_scope(ev) {
+                    batch.push(ev.clone());
+                }
+            }
+        });
+        match res {
+            Err(StoreError::Gone { requested, oldest }) => {
+                let _ = tx.send(gone_line(requested, oldest)).await;
+                return;
+            }
+            Err(_) => return,
+            Ok(_) => {}
+        }
+        cursor = newest;
+        for ev in batch {
+            if let Some((kind, obj)) = w.translate(&ev) {
+                let b = w.encode(kind, &obj);
+                if tx.send(b).await.is_err() {
+                    return;
+                }
+            }
+        }
+        if store.revision() > cursor {
+            continue;
+        }
+        tokio::select! {
+            changed = revisions.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+            }
+            _ = tokio::time::sleep(BOOKMARK_EVERY), if w.bookmarks => {
+                if cursor > last_bookmark || cursor == last_bookmark {
+                    if tx.send(w.bookmark(cursor, false)).await.is_err() {
+                        return;
+                    }
+                    last_bookmark = cursor;
+                }
+            }
+            _ = tx.closed() => return,
+        }
+    }
+}
