@@ -292,7 +292,7 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
             }),
             c("Message", "string", 0, |v| s_at(v, "/message")),
         ],
-        "customresourcedefinitions" => vec![c("Created At", "date", 0, |v| s_at(v, "/metadata/creationTimestamp"))],
+        "customresourcedefinitions" => vec![c("Created At", "string", 0, |v| s_at(v, "/metadata/creationTimestamp"))],
         _ => vec![c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp")))],
     }
 }

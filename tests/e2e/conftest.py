@@ -1,0 +1,141 @@
+"""Fixtures that run the real `uc` binary and point real clients (kubectl, the Python client) at it."""
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import urllib3
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFESTS = Path(__file__).resolve().parent / "manifests"
+
+urllib3.disable_warnings()
+
+
+def uc_binary() -> str:
+    path = os.environ.get("UC_BIN") or str(ROOT / "target" / "debug" / "uc")
+    if not Path(path).exists():
+        raise RuntimeError(f"{path} does not exist: run `cargo build` first (or set UC_BIN)")
+    return path
+
+
+class Cluster:
+    """One `uc up` process with its data directory."""
+
+    def __init__(self, data_dir: str, extra_args=()):
+        self.data_dir = data_dir
+        self.extra_args = list(extra_args)
+        self.proc = None
+        self.kubeconfig = None
+        self.log = None
+
+    def start(self, timeout: float = 30.0):
+        self.log = open(os.path.join(self.data_dir, "uc.log"), "ab")
+        self.proc = subprocess.Popen(
+            [uc_binary(), "up", "--data-dir", self.data_dir, "--port", "0", *self.extra_args],
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+        )
+        deadline = time.time() + timeout
+        line = self.proc.stdout.readline()
+        if not line.startswith("export KUBECONFIG="):
+            raise RuntimeError(f"uc up printed {line!r} instead of the export line; see {self.log.name}")
+        self.kubeconfig = line.strip().split("=", 1)[1]
+        while time.time() < deadline:
+            if self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0:
+                return self
+            time.sleep(0.1)
+        raise RuntimeError("uc up did not become ready")
+
+    def stop(self, sig=signal.SIGINT, timeout: float = 15.0) -> int:
+        if self.proc is None:
+            return 0
+        self.proc.send_signal(sig)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        finally:
+            self.proc = None
+            self.log.close()
+        return code
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.proc = None
+        self.log.close()
+
+    def env(self):
+        return {**os.environ, "KUBECONFIG": self.kubeconfig}
+
+    def kubectl(self, *args, input=None, check=True, timeout=60):
+        r = subprocess.run(["kubectl", *args], input=input, capture_output=True, text=True, env=self.env(), timeout=timeout)
+        if check and r.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+        return r
+
+    def kubectl_bg(self, *args):
+        return subprocess.Popen(["kubectl", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env())
+
+    def api_client(self):
+        from kubernetes import client, config
+
+        cfg = client.Configuration()
+        config.load_kube_config(config_file=self.kubeconfig, client_configuration=cfg)
+        return client.ApiClient(cfg)
+
+    def server_and_token(self):
+        from kubernetes import client, config
+
+        cfg = client.Configuration()
+        config.load_kube_config(config_file=self.kubeconfig, client_configuration=cfg)
+        return cfg.host, cfg.api_key["authorization"].split(" ", 1)[1]
+
+
+@pytest.fixture
+def cluster():
+    with tempfile.TemporaryDirectory(prefix="uc-e2e-") as d:
+        c = Cluster(d).start()
+        try:
+            yield c
+        finally:
+            if c.proc is not None:
+                assert c.stop() == 0, "uc up did not stop cleanly on Ctrl-C"
+
+
+@pytest.fixture
+def make_cluster():
+    """Clusters with custom arguments; stopped at the end of the test."""
+    made = []
+    dirs = []
+
+    def make(extra_args=(), data_dir=None):
+        if data_dir is None:
+            t = tempfile.TemporaryDirectory(prefix="uc-e2e-")
+            dirs.append(t)
+            data_dir = t.name
+        c = Cluster(data_dir, extra_args).start()
+        made.append(c)
+        return c
+
+    yield make
+    for c in made:
+        if c.proc is not None:
+            c.stop()
+    for t in dirs:
+        t.cleanup()
+
+
+def wait_for(predicate, timeout=10.0, interval=0.1, message="condition"):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {message} (last value {last!r})")

@@ -1,0 +1,192 @@
+"""kubectl against `uc up`: the everyday commands behave as against kube-apiserver."""
+
+import json
+import time
+
+from conftest import MANIFESTS, wait_for
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, labels: {app: web}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: IMAGE
+        env: [{name: A, value: "1"}]
+        ports: [{containerPort: 80}]
+"""
+
+
+def apply_foo(cluster):
+    cluster.kubectl("apply", "-f", str(MANIFESTS / "foo-crd.yaml"))
+    cluster.kubectl("apply", "-f", str(MANIFESTS / "foo.yaml"))
+
+
+def test_crd_then_custom_object_with_printer_columns(cluster):
+    apply_foo(cluster)
+    out = cluster.kubectl("get", "foos").stdout.splitlines()
+    assert out[0].split() == ["NAME", "DEPLOYMENT", "REPLICAS", "AGE"]
+    assert out[1].split()[:3] == ["example-foo", "example-foo", "1"]
+    y = cluster.kubectl("get", "foo", "example-foo", "-o", "yaml").stdout
+    assert "deploymentName: example-foo" in y and "generation: 1" in y and "uid:" in y
+    obj = json.loads(cluster.kubectl("get", "fo", "example-foo", "-o", "json").stdout)
+    assert obj["metadata"]["resourceVersion"].isdigit()
+    assert obj["spec"]["replicas"] == 1
+
+
+def test_get_watch_sees_a_later_change(cluster):
+    apply_foo(cluster)
+    w = cluster.kubectl_bg("get", "foo", "example-foo", "-w", "--request-timeout=8s")
+    time.sleep(1.5)
+    cluster.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"spec":{"replicas":7}}')
+    time.sleep(1.5)
+    w.terminate()
+    out, _ = w.communicate(timeout=10)
+    rows = [line.split() for line in out.splitlines() if line.startswith("example-foo")]
+    assert [r[2] for r in rows][:2] == ["1", "7"], out
+
+
+def test_three_patch_types_and_generation(cluster):
+    apply_foo(cluster)
+    cluster.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"spec":{"replicas":3}}')
+    cluster.kubectl("patch", "foo", "example-foo", "--type=json", "-p", '[{"op":"replace","path":"/spec/replicas","value":4}]')
+    obj = json.loads(cluster.kubectl("get", "foo", "example-foo", "-o", "json").stdout)
+    assert obj["spec"]["replicas"] == 4 and obj["metadata"]["generation"] == 3
+    # Strategic merge patch on a built-in kind merges containers and env by name.
+    cluster.kubectl("apply", "-f", "-", input=DEPLOYMENT.replace("IMAGE", "nginx:1.25"))
+    cluster.kubectl("patch", "deployment", "web", "-p",
+                    '{"spec":{"template":{"spec":{"containers":[{"name":"web","env":[{"name":"B","value":"2"}]},{"name":"side","image":"busybox"}]}}}}')
+    d = json.loads(cluster.kubectl("get", "deploy", "web", "-o", "json").stdout)
+    cs = d["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in cs] == ["web", "side"]
+    assert cs[0]["image"] == "nginx:1.25"
+    assert [e["name"] for e in cs[0]["env"]] == ["A", "B"]
+    # Status patches do not touch the spec or the generation.
+    gen = d["metadata"]["generation"]
+    cluster.kubectl("patch", "deploy", "web", "--subresource=status", "--type=merge", "-p", '{"status":{"replicas":5}}')
+    d2 = json.loads(cluster.kubectl("get", "deploy", "web", "-o", "json").stdout)
+    assert d2["status"]["replicas"] == 5 and d2["metadata"]["generation"] == gen
+
+
+def test_apply_again_is_a_three_way_merge(cluster):
+    cluster.kubectl("apply", "-f", "-", input=DEPLOYMENT.replace("IMAGE", "nginx:1.25"))
+    cluster.kubectl("apply", "-f", "-", input=DEPLOYMENT.replace("IMAGE", "nginx:1.26").replace('value: "1"', 'value: "9"'))
+    d = json.loads(cluster.kubectl("get", "deploy", "web", "-o", "json").stdout)
+    c = d["spec"]["template"]["spec"]["containers"][0]
+    assert c["image"] == "nginx:1.26" and c["env"] == [{"name": "A", "value": "9"}]
+    assert d["metadata"]["generation"] == 2
+    assert d["spec"]["strategy"]["rollingUpdate"]["maxSurge"] == "25%"  # server-side defaults
+
+
+def test_replace_with_stale_resource_version_is_refused(cluster):
+    apply_foo(cluster)
+    stale = cluster.kubectl("get", "foo", "example-foo", "-o", "json").stdout
+    cluster.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"spec":{"replicas":2}}')
+    r = cluster.kubectl("replace", "-f", "-", input=stale, check=False)
+    assert r.returncode != 0
+    assert "Conflict" in r.stderr and "the object has been modified" in r.stderr
+    assert json.loads(cluster.kubectl("get", "foo", "example-foo", "-o", "json").stdout)["spec"]["replicas"] == 2
+
+
+def owned_configmap(name, owner_uid, finalizer=False):
+    meta = {
+        "name": name,
+        "ownerReferences": [{"apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "name": "example-foo",
+                             "uid": owner_uid, "blockOwnerDeletion": True}],
+    }
+    if finalizer:
+        meta["finalizers"] = ["example.com/hold"]
+    return json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}})
+
+
+def test_foreground_delete_removes_dependents_first(cluster):
+    apply_foo(cluster)
+    uid = cluster.kubectl("get", "foo", "example-foo", "-o", "jsonpath={.metadata.uid}").stdout
+    cluster.kubectl("apply", "-f", "-", input=owned_configmap("dep-a", uid, finalizer=True))
+    cluster.kubectl("apply", "-f", "-", input=owned_configmap("dep-b", uid))
+    d = cluster.kubectl_bg("delete", "foo", "example-foo", "--cascade=foreground", "--timeout=30s")
+    # dep-b goes at once; dep-a waits for its finalizer, and the owner waits for dep-a.
+    wait_for(lambda: cluster.kubectl("get", "cm", "dep-b", check=False).returncode != 0, message="dep-b deleted")
+    foo = json.loads(cluster.kubectl("get", "foo", "example-foo", "-o", "json").stdout)
+    assert "foregroundDeletion" in foo["metadata"]["finalizers"] and foo["metadata"]["deletionTimestamp"]
+    assert cluster.kubectl("get", "cm", "dep-a", "-o", "jsonpath={.metadata.deletionTimestamp}").stdout
+    time.sleep(1)
+    assert d.poll() is None, "kubectl delete returned before the dependents were gone"
+    cluster.kubectl("patch", "cm", "dep-a", "--type=merge", "-p", '{"metadata":{"finalizers":null}}')
+    assert d.wait(timeout=30) == 0
+    assert cluster.kubectl("get", "foo", "example-foo", check=False).returncode != 0
+
+
+def test_background_and_orphan_propagation(cluster):
+    apply_foo(cluster)
+    uid = cluster.kubectl("get", "foo", "example-foo", "-o", "jsonpath={.metadata.uid}").stdout
+    cluster.kubectl("apply", "-f", "-", input=owned_configmap("kept", uid))
+    cluster.kubectl("delete", "foo", "example-foo", "--cascade=orphan")
+    refs = cluster.kubectl("get", "cm", "kept", "-o", "jsonpath={.metadata.ownerReferences}").stdout
+    assert refs == "", "orphaned dependent still references its owner"
+    apply_foo(cluster)
+    uid = cluster.kubectl("get", "foo", "example-foo", "-o", "jsonpath={.metadata.uid}").stdout
+    cluster.kubectl("apply", "-f", "-", input=owned_configmap("gone", uid))
+    cluster.kubectl("delete", "foo", "example-foo")
+    wait_for(lambda: cluster.kubectl("get", "cm", "gone", check=False).returncode != 0, message="background GC")
+    assert cluster.kubectl("get", "cm", "kept", check=False).returncode == 0
+
+
+def test_delete_waits_for_finalizer(cluster):
+    apply_foo(cluster)
+    cluster.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"metadata":{"finalizers":["example.com/x"]}}')
+    d = cluster.kubectl_bg("delete", "foo", "example-foo", "--timeout=30s")
+    time.sleep(1.5)
+    assert d.poll() is None, "delete returned while a finalizer was still set"
+    foo = json.loads(cluster.kubectl("get", "foo", "example-foo", "-o", "json").stdout)
+    assert foo["metadata"]["deletionTimestamp"]
+    # No new finalizers once deletion started.
+    r = cluster.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"metadata":{"finalizers":["example.com/x","example.com/y"]}}', check=False)
+    assert r.returncode != 0 and "no new finalizers" in r.stderr
+    cluster.kubectl("patch", "foo", "example-foo", "--type=json", "-p", '[{"op":"remove","path":"/metadata/finalizers"}]')
+    assert d.wait(timeout=30) == 0
+    assert cluster.kubectl("get", "foo", "example-foo", check=False).returncode != 0
+
+
+def test_api_resources_and_explain(cluster):
+    apply_foo(cluster)
+    out = cluster.kubectl("api-resources").stdout
+    for needle in ["pods", "deployments", "customresourcedefinitions", "foos", "leases", "controllerrevisions"]:
+        assert needle in out, needle
+    foo_line = next(line for line in out.splitlines() if line.startswith("foos "))
+    assert foo_line.split()[1:] == ["fo", "samplecontroller.k8s.io/v1alpha1", "true", "Foo"]
+    ex = cluster.kubectl("explain", "foo.spec").stdout
+    assert "deploymentName" in ex and "Name of the Deployment." in ex and "-required-" in ex
+    assert "KIND:       Pod" in cluster.kubectl("explain", "pods").stdout
+
+
+def test_namespace_deletion_removes_its_objects(cluster):
+    cluster.kubectl("apply", "-f", "-", input='{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"scratch"}}')
+    cluster.kubectl("-n", "scratch", "apply", "-f", "-", input=DEPLOYMENT.replace("IMAGE", "nginx"))
+    r = cluster.kubectl("delete", "namespace", "scratch", "--timeout=30s")
+    assert "deleted" in r.stdout
+    assert cluster.kubectl("get", "ns", "scratch", check=False).returncode != 0
+    assert cluster.kubectl("get", "deploy", "-A", "-o", "name").stdout.strip() == ""
+
+
+def test_crd_delete_removes_custom_objects_and_stops_serving(cluster):
+    apply_foo(cluster)
+    cluster.kubectl("wait", "--for=condition=established", "crd/foos.samplecontroller.k8s.io")
+    cluster.kubectl("delete", "crd", "foos.samplecontroller.k8s.io", "--timeout=30s")
+    wait_for(lambda: "foos" not in cluster.kubectl("api-resources").stdout, message="foos no longer served")
+    apply_foo(cluster)
+    assert cluster.kubectl("get", "foos", "-o", "name").stdout.strip() == "foo.samplecontroller.k8s.io/example-foo"
+
+
+def test_scale_subresource(cluster):
+    apply_foo(cluster)
+    cluster.kubectl("scale", "foo", "example-foo", "--replicas=5")
+    assert cluster.kubectl("get", "foo", "example-foo", "-o", "jsonpath={.spec.replicas}").stdout == "5"
+    r = cluster.kubectl("scale", "foo", "example-foo", "--replicas=50", check=False)
+    assert r.returncode != 0 and "spec.replicas" in r.stderr
