@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::Value;
@@ -277,6 +277,29 @@ fn public_path(path: &str) -> bool {
         || path.starts_with("/livez/")
 }
 
+/// Reads a request body of at most `limit` bytes. A larger one is read on (and discarded, up to a
+/// bound) so that the client, still sending, receives the 413 instead of a broken connection.
+async fn read_body(mut body: Incoming, limit: usize) -> Result<Bytes, ApiError> {
+    const DRAIN_AT_MOST: usize = 64 * 1024 * 1024;
+    let mut buf = bytes::BytesMut::new();
+    let mut total = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ApiError::bad_request(format!("reading the request body: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            total += data.len();
+            if total <= limit {
+                buf.extend_from_slice(&data);
+            } else if total > DRAIN_AT_MOST {
+                break;
+            }
+        }
+    }
+    if total > limit {
+        return Err(ApiError::too_large(limit));
+    }
+    Ok(buf.freeze())
+}
+
 async fn handle_inner(app: &Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
@@ -303,21 +326,7 @@ async fn handle_inner(app: &Arc<App>, req: Request<Incoming>) -> Result<Response
         .and_then(|h| h.to_str().ok())
         .map(|s| s.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
         .unwrap_or_default();
-    let limit = app.config.max_body_bytes;
-    if let Some(len) = parts.headers.get(header::CONTENT_LENGTH).and_then(|h| h.to_str().ok()).and_then(|s| s.parse::<usize>().ok())
-        && len > limit
-    {
-        return Err(ApiError::too_large(limit));
-    }
-    let body = match Limited::new(body, limit).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) => {
-            if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
-                return Err(ApiError::too_large(limit));
-            }
-            return Err(ApiError::bad_request(format!("reading the request body: {e}")));
-        }
-    };
+    let body = read_body(body, app.config.max_body_bytes).await?;
     let mut r = Req { method: parts.method, path, params, negotiated, content_type, body, warnings: Vec::new() };
     let mut response = crate::handlers::dispatch(app, &mut r).await?;
     for w in &r.warnings {

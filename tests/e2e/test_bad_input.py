@@ -1,0 +1,124 @@
+"""Bad input gets the right Status code and a message that says what is wrong; nothing panics."""
+
+import json
+import ssl
+import urllib.request
+
+import pytest
+
+from conftest import MANIFESTS
+
+
+def decode(data: bytes):
+    try:
+        return json.loads(data or b"null")
+    except ValueError:
+        return data.decode()
+
+
+class Raw:
+    def __init__(self, cluster, token=True):
+        self.host, self.token = cluster.server_and_token()
+        self.ctx = ssl.create_default_context()
+        self.ctx.check_hostname = False
+        self.ctx.verify_mode = ssl.CERT_NONE
+        self.send_token = token
+
+    def call(self, method, path, body=None, content_type="application/json", token=None):
+        data = body if isinstance(body, (bytes, type(None))) else json.dumps(body).encode()
+        req = urllib.request.Request(self.host + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", content_type)
+        tok = token if token is not None else (self.token if self.send_token else None)
+        if tok:
+            req.add_header("Authorization", f"Bearer {tok}")
+        try:
+            with urllib.request.urlopen(req, context=self.ctx, timeout=10) as r:
+                return r.status, decode(r.read()), r.headers
+        except urllib.error.HTTPError as e:
+            return e.code, decode(e.read()), e.headers
+
+
+@pytest.fixture
+def raw(cluster):
+    cluster.kubectl("apply", "-f", str(MANIFESTS / "foo-crd.yaml"))
+    return Raw(cluster)
+
+
+FOOS = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos"
+
+
+def foo(spec, **meta):
+    return {"apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "metadata": {"name": "f", **meta}, "spec": spec}
+
+
+def assert_status(resp, code, reason):
+    status, body, _ = resp
+    assert status == code, body
+    assert body["kind"] == "Status" and body["status"] == "Failure" and body["code"] == code and body["reason"] == reason, body
+    return body
+
+
+def test_authentication(cluster):
+    r = Raw(cluster, token=False)
+    assert_status(r.call("GET", "/api/v1/namespaces"), 401, "Unauthorized")
+    assert_status(r.call("GET", "/api/v1/namespaces", token="wrong"), 401, "Unauthorized")
+    assert r.call("GET", "/healthz")[:2] == (200, "ok"), "health endpoints are public"
+    assert r.call("GET", "/version")[1]["major"] == "1"
+
+
+def test_malformed_json_and_wrong_kinds(raw):
+    assert_status(raw.call("POST", FOOS, b"{not json"), 400, "BadRequest")
+    assert_status(raw.call("POST", FOOS, b"[1,2]"), 400, "BadRequest")
+    body = assert_status(raw.call("POST", FOOS, {**foo({"deploymentName": "x"}), "kind": "Bar"}), 400, "BadRequest")
+    assert "kind" in body["message"] and "Bar" in body["message"]
+    body = assert_status(raw.call("POST", "/api/v1/namespaces/default/configmaps", {"apiVersion": "apps/v1", "kind": "ConfigMap", "metadata": {"name": "x"}}), 400, "BadRequest")
+    assert "API version" in body["message"]
+    assert_status(raw.call("POST", "/api/v1/namespaces/default/configmaps", {"kind": "ConfigMap", "metadata": {"name": "x", "labels": {"a": 1}}}), 400, "BadRequest")
+    assert_status(raw.call("POST", FOOS, b"<xml/>", content_type="application/xml"), 415, "UnsupportedMediaType")
+
+
+def test_schema_invalid_objects_name_the_field(raw):
+    body = assert_status(raw.call("POST", FOOS, foo({"replicas": "three"})), 422, "Invalid")
+    fields = sorted(c["field"] for c in body["details"]["causes"])
+    assert fields == ["spec.deploymentName", "spec.replicas"]
+    assert "spec.replicas in body must be of type integer" in body["message"]
+    body = assert_status(raw.call("POST", FOOS, foo({"deploymentName": "x", "replicas": 11})), 422, "Invalid")
+    assert "spec.replicas" in body["message"] and "less than or equal to 10" in body["message"]
+    body = assert_status(raw.call("POST", FOOS, foo({"deploymentName": "x"}, name="Not_A_Name")), 422, "Invalid")
+    assert body["details"]["causes"][0]["field"] == "metadata.name"
+    body = assert_status(raw.call("POST", "/apis/apps/v1/namespaces/default/deployments",
+                                  {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                                   "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "c"}}, "spec": {"containers": [{"name": "c"}]}}}}),
+                         422, "Invalid")
+    fields = sorted(c["field"] for c in body["details"]["causes"])
+    assert fields == ["spec.template.metadata.labels", "spec.template.spec.containers[0].image"]
+
+
+def test_unknown_fields(raw):
+    body = assert_status(raw.call("POST", FOOS + "?fieldValidation=Strict", foo({"deploymentName": "x", "colour": "red"})), 400, "BadRequest")
+    assert 'unknown field "spec.colour"' in body["message"]
+    status, obj, headers = raw.call("POST", FOOS, foo({"deploymentName": "x", "colour": "red"}))
+    assert status == 201 and "colour" not in obj["spec"], "unknown fields are pruned"
+    assert 'unknown field \\"spec.colour\\"' in headers.get("Warning", "") or "spec.colour" in headers.get("Warning", "")
+
+
+def test_oversized_body(raw):
+    big = foo({"deploymentName": "x" * (4 * 1024 * 1024)})
+    assert_status(raw.call("POST", FOOS, big), 413, "RequestEntityTooLarge")
+
+
+def test_not_found_conflict_and_unsupported(raw):
+    assert_status(raw.call("GET", FOOS + "/missing"), 404, "NotFound")
+    assert_status(raw.call("GET", "/apis/nope.io/v1/things"), 404, "NotFound")
+    assert raw.call("POST", FOOS, foo({"deploymentName": "x"}))[0] == 201
+    assert_status(raw.call("POST", FOOS, foo({"deploymentName": "x"})), 409, "AlreadyExists")
+    stale = foo({"deploymentName": "y"}, resourceVersion="1")
+    assert_status(raw.call("PUT", FOOS + "/f", stale), 409, "Conflict")
+    assert_status(raw.call("PATCH", FOOS + "/f", {"spec": {}}, content_type="application/strategic-merge-patch+json"), 415, "UnsupportedMediaType")
+    body = assert_status(raw.call("PATCH", FOOS + "/f", b"apiVersion: x", content_type="application/apply-patch+yaml"), 415, "UnsupportedMediaType")
+    assert "server-side apply" in body["message"]
+    assert_status(raw.call("PATCH", FOOS + "/f", b"[{\"op\": \"test\", \"path\": \"/spec/deploymentName\", \"value\": \"z\"}]",
+                           content_type="application/json-patch+json"), 422, "Invalid")
+    assert_status(raw.call("GET", "/api/v1/namespaces/default/pods?labelSelector=a%20in%20b"), 400, "BadRequest")
+    assert_status(raw.call("POST", "/api/v1/namespaces/nowhere/configmaps", {"metadata": {"name": "x"}}), 404, "NotFound")

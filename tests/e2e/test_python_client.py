@@ -1,0 +1,160 @@
+"""The official Python `kubernetes` client against `uc up`: core, apps and custom resources."""
+
+import threading
+import time
+
+import pytest
+from kubernetes import client, watch
+from kubernetes.client.rest import ApiException
+
+from conftest import MANIFESTS
+
+
+def configmap(name, data=None, labels=None):
+    return client.V1ConfigMap(metadata=client.V1ObjectMeta(name=name, labels=labels or {}), data=data or {"k": "v"})
+
+
+def deployment(name, replicas=1):
+    labels = {"app": name}
+    return client.V1Deployment(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1DeploymentSpec(
+            replicas=replicas,
+            selector=client.V1LabelSelector(match_labels=labels),
+            template=client.V1PodTemplateSpec(
+                metadata=client.V1ObjectMeta(labels=labels),
+                spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="nginx:1")]),
+            ),
+        ),
+    )
+
+
+def test_core_crud_list_selectors_and_pagination(cluster):
+    api = client.CoreV1Api(cluster.api_client())
+    for i in range(7):
+        api.create_namespaced_config_map("default", configmap(f"cm-{i}", labels={"parity": "even" if i % 2 == 0 else "odd"}))
+    with pytest.raises(ApiException) as e:
+        api.create_namespaced_config_map("default", configmap("cm-0"))
+    assert e.value.status == 409 and "AlreadyExists" in e.value.body
+    got = api.read_namespaced_config_map("cm-3", "default")
+    assert got.data == {"k": "v"} and got.metadata.uid and got.metadata.creation_timestamp
+    evens = api.list_namespaced_config_map("default", label_selector="parity=even")
+    assert sorted(i.metadata.name for i in evens.items) == ["cm-0", "cm-2", "cm-4", "cm-6"]
+    named = api.list_namespaced_config_map("default", field_selector="metadata.name=cm-5")
+    assert [i.metadata.name for i in named.items] == ["cm-5"]
+    names, token = [], None
+    while True:
+        page = api.list_namespaced_config_map("default", limit=3, _continue=token)
+        names += [i.metadata.name for i in page.items]
+        token = page.metadata._continue
+        if not token:
+            break
+        assert page.metadata.remaining_item_count is not None
+    assert names == [f"cm-{i}" for i in range(7)]
+    gen = api.create_namespaced_config_map("default", client.V1ConfigMap(metadata=client.V1ObjectMeta(generate_name="gen-")))
+    assert gen.metadata.name.startswith("gen-") and len(gen.metadata.name) == len("gen-") + 5
+    api.patch_namespaced_config_map("cm-1", "default", {"data": {"x": "y"}})
+    assert api.read_namespaced_config_map("cm-1", "default").data == {"k": "v", "x": "y"}
+    api.delete_namespaced_config_map("cm-1", "default")
+    with pytest.raises(ApiException) as e:
+        api.read_namespaced_config_map("cm-1", "default")
+    assert e.value.status == 404
+
+
+def test_apps_and_status(cluster):
+    apps = client.AppsV1Api(cluster.api_client())
+    d = apps.create_namespaced_deployment("default", deployment("web", 2))
+    assert d.metadata.generation == 1 and d.spec.strategy.type == "RollingUpdate"
+    d = apps.patch_namespaced_deployment("web", "default", {"spec": {"replicas": 3}})
+    assert d.metadata.generation == 2
+    d = apps.patch_namespaced_deployment_status("web", "default", {"status": {"availableReplicas": 3, "replicas": 3}})
+    assert d.status.available_replicas == 3 and d.metadata.generation == 2
+    scale = apps.read_namespaced_deployment_scale("web", "default")
+    assert scale.spec.replicas == 3 and scale.status.selector == "app=web"
+    apps.patch_namespaced_deployment_scale("web", "default", {"spec": {"replicas": 1}})
+    assert apps.read_namespaced_deployment("web", "default").spec.replicas == 1
+    apps.delete_namespaced_deployment("web", "default")
+    assert apps.list_namespaced_deployment("default").items == []
+
+
+def test_custom_objects(cluster):
+    cluster.kubectl("apply", "-f", str(MANIFESTS / "foo-crd.yaml"))
+    co = client.CustomObjectsApi(cluster.api_client())
+    g, v, p = "samplecontroller.k8s.io", "v1alpha1", "foos"
+    body = {"apiVersion": f"{g}/{v}", "kind": "Foo", "metadata": {"name": "a"}, "spec": {"deploymentName": "a"}}
+    created = co.create_namespaced_custom_object(g, v, "default", p, body)
+    assert created["spec"]["replicas"] == 1, "schema default applied"
+    assert "status" not in created
+    co.patch_namespaced_custom_object_status(g, v, "default", p, "a", {"status": {"availableReplicas": 2}})
+    got = co.get_namespaced_custom_object(g, v, "default", p, "a")
+    assert got["status"] == {"availableReplicas": 2} and got["metadata"]["generation"] == 1
+    co.patch_namespaced_custom_object(g, v, "default", p, "a", {"spec": {"replicas": 3}})
+    got = co.get_namespaced_custom_object(g, v, "default", p, "a")
+    assert got["metadata"]["generation"] == 2 and got["status"] == {"availableReplicas": 2}
+    lst = co.list_namespaced_custom_object(g, v, "default", p)
+    assert [i["metadata"]["name"] for i in lst["items"]] == ["a"]
+    co.delete_namespaced_custom_object(g, v, "default", p, "a")
+    assert co.list_cluster_custom_object(g, v, p)["items"] == []
+
+
+def test_watch_and_resume_from_resource_version(cluster):
+    api = client.CoreV1Api(cluster.api_client())
+    api.create_namespaced_config_map("default", configmap("w-0"))
+    rv = api.list_namespaced_config_map("default").metadata.resource_version
+    api.create_namespaced_config_map("default", configmap("w-1"))
+    api.patch_namespaced_config_map("w-1", "default", {"data": {"k": "changed"}})
+    api.delete_namespaced_config_map("w-0", "default")
+    seen = []
+    for ev in watch.Watch().stream(api.list_namespaced_config_map, "default", resource_version=rv, timeout_seconds=3):
+        seen.append((ev["type"], ev["object"].metadata.name))
+        if len(seen) == 3:
+            break
+    assert seen == [("ADDED", "w-1"), ("MODIFIED", "w-1"), ("DELETED", "w-0")]
+
+    # A live watch sees writes made while it runs, with label selectors applied.
+    got = []
+    w = watch.Watch()
+
+    def consume():
+        for ev in w.stream(api.list_namespaced_config_map, "default", label_selector="team=a", timeout_seconds=10):
+            got.append((ev["type"], ev["object"].metadata.name))
+            if len(got) == 2:
+                w.stop()
+
+    t = threading.Thread(target=consume)
+    t.start()
+    time.sleep(0.5)  # let the watch open before writing
+    api.create_namespaced_config_map("default", configmap("sel-b", labels={"team": "b"}))
+    api.create_namespaced_config_map("default", configmap("sel-a", labels={"team": "a"}))
+    api.patch_namespaced_config_map("sel-b", "default", {"metadata": {"labels": {"team": "a"}}})
+    t.join(timeout=15)
+    assert got == [("ADDED", "sel-a"), ("ADDED", "sel-b")]
+
+
+def test_410_after_compaction_and_relist(make_cluster):
+    c = make_cluster(extra_args=["--watch-cache-events", "20"])
+    api = client.CoreV1Api(c.api_client())
+    api.create_namespaced_config_map("default", configmap("old"))
+    old_rv = api.read_namespaced_config_map("old", "default").metadata.resource_version
+    for i in range(30):
+        api.create_namespaced_config_map("default", configmap(f"fill-{i}"))
+    with pytest.raises(ApiException) as e:
+        for _ in watch.Watch().stream(api.list_namespaced_config_map, "default", resource_version=old_rv, timeout_seconds=3):
+            pass
+    assert e.value.status == 410
+    # A continue token from before the compaction expires too.
+    page = api.list_namespaced_config_map("default", limit=2)
+    for i in range(30):
+        api.patch_namespaced_config_map(f"fill-{i}", "default", {"data": {"n": str(i)}})
+    with pytest.raises(ApiException) as e:
+        api.list_namespaced_config_map("default", limit=2, _continue=page.metadata._continue)
+    assert e.value.status == 410
+    # The standard recovery: relist, then watch from the list's resourceVersion.
+    lst = api.list_namespaced_config_map("default")
+    assert len(lst.items) == 31
+    api.create_namespaced_config_map("default", configmap("after"))
+    for ev in watch.Watch().stream(api.list_namespaced_config_map, "default", resource_version=lst.metadata.resource_version, timeout_seconds=3):
+        assert (ev["type"], ev["object"].metadata.name) == ("ADDED", "after")
+        break
+    else:
+        pytest.fail("no event after relist")
