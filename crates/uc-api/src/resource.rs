@@ -20,11 +20,7 @@ impl GroupResource {
 
 impl fmt::Display for GroupResource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.group.is_empty() {
-            f.write_str(&self.resource)
-        } else {
-            write!(f, "{}.{}", self.resource, self.group)
-        }
+        if self.group.is_empty() { f.write_str(&self.resource) } else { write!(f, "{}.{}", self.resource, self.group) }
     }
 }
 

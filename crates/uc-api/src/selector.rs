@@ -229,10 +229,8 @@ fn parse_requirement(part: &str) -> Result<Requirement, SelectorError> {
             return Err(err("expected one of =, ==, !=, in, notin"));
         };
         let set = set.trim();
-        let inner = set
-            .strip_prefix('(')
-            .and_then(|s| s.strip_suffix(')'))
-            .ok_or_else(|| err("set must be in parentheses"))?;
+        let inner =
+            set.strip_prefix('(').and_then(|s| s.strip_suffix(')')).ok_or_else(|| err("set must be in parentheses"))?;
         let values = inner.split(',').map(check_value).collect::<Result<Vec<_>, _>>()?;
         let key = check_key(words[0])?;
         return Ok(if op == "in" { Requirement::In(key, values) } else { Requirement::NotIn(key, values) });

@@ -27,7 +27,10 @@ fn default_pod_spec(spec: &mut Value) {
     for list in ["containers", "initContainers"] {
         if let Some(Value::Array(cs)) = spec.get_mut(list) {
             for c in cs.iter_mut().filter(|c| c.is_object()) {
-                let latest = c.get("image").and_then(Value::as_str).is_some_and(|i| !i.rsplit('/').next().unwrap_or(i).contains(':') || i.ends_with(":latest"));
+                let latest = c
+                    .get("image")
+                    .and_then(Value::as_str)
+                    .is_some_and(|i| !i.rsplit('/').next().unwrap_or(i).contains(':') || i.ends_with(":latest"));
                 set_default(c, "/imagePullPolicy", json!(if latest { "Always" } else { "IfNotPresent" }));
                 set_default(c, "/terminationMessagePath", json!("/dev/termination-log"));
                 set_default(c, "/terminationMessagePolicy", json!("File"));
@@ -50,7 +53,9 @@ fn default_template(obj: &mut Value) {
 
 /// Applies the defaults kube-apiserver applies to a built-in kind.
 pub fn apply_defaults(resource: &str, obj: &mut Value) {
-    if obj.get("spec").is_none() && matches!(resource, "deployments" | "replicasets" | "statefulsets" | "jobs" | "services") {
+    if obj.get("spec").is_none()
+        && matches!(resource, "deployments" | "replicasets" | "statefulsets" | "jobs" | "services")
+    {
         return;
     }
     match resource {
@@ -79,8 +84,16 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
             set_default(obj, "/spec/replicas", json!(1));
             set_default(obj, "/spec/podManagementPolicy", json!("OrderedReady"));
             set_default(obj, "/spec/revisionHistoryLimit", json!(10));
-            set_default(obj, "/spec/updateStrategy", json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
-            set_default(obj, "/spec/persistentVolumeClaimRetentionPolicy", json!({"whenDeleted": "Retain", "whenScaled": "Retain"}));
+            set_default(
+                obj,
+                "/spec/updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+            );
+            set_default(
+                obj,
+                "/spec/persistentVolumeClaimRetentionPolicy",
+                json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+            );
             default_template(obj);
         }
         "jobs" => {
@@ -137,9 +150,12 @@ fn check_pod_spec(spec: Option<&Value>, base: &str, errs: &mut Vec<FieldError>) 
                         &Value::from(n),
                         "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'",
                     )),
-                    Some(n) if names.contains(&n) => {
-                        errs.push(FieldError::new(crate::error::FieldErrorKind::Duplicate, format!("{p}.name"), Some(format!("{n:?}")), ""))
-                    }
+                    Some(n) if names.contains(&n) => errs.push(FieldError::new(
+                        crate::error::FieldErrorKind::Duplicate,
+                        format!("{p}.name"),
+                        Some(format!("{n:?}")),
+                        "",
+                    )),
                     Some(n) => names.push(n),
                 }
                 if c.get("image").and_then(Value::as_str).is_none_or(str::is_empty) {
@@ -157,7 +173,9 @@ fn check_selector_matches_template(obj: &Value, errs: &mut Vec<FieldError>) {
     };
     match uc_api::LabelSelector::from_value(selector) {
         Err(e) => errs.push(FieldError::invalid("spec.selector", selector, e.to_string())),
-        Ok(sel) if sel.is_empty() => errs.push(FieldError::invalid("spec.selector", selector, "empty selector is invalid for deployment")),
+        Ok(sel) if sel.is_empty() => {
+            errs.push(FieldError::invalid("spec.selector", selector, "empty selector is invalid for deployment"))
+        }
         Ok(sel) => {
             if !sel.matches_value(obj.pointer("/spec/template/metadata/labels")) {
                 errs.push(FieldError::invalid(
@@ -211,7 +229,11 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
                 for (i, p) in ports.iter().enumerate() {
                     match p.get("port").and_then(Value::as_i64) {
                         Some(1..=65535) => {}
-                        Some(_) => errs.push(FieldError::invalid(format!("spec.ports[{i}].port"), &p["port"], "must be between 1 and 65535, inclusive")),
+                        Some(_) => errs.push(FieldError::invalid(
+                            format!("spec.ports[{i}].port"),
+                            &p["port"],
+                            "must be between 1 and 65535, inclusive",
+                        )),
                         None => errs.push(FieldError::required(format!("spec.ports[{i}].port"), "")),
                     }
                 }

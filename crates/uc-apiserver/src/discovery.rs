@@ -69,14 +69,18 @@ pub fn resource_list(app: &App, group: &str, version: &str) -> Result<Response<B
     if resources.is_empty() {
         return Err(ApiError::no_route());
     }
-    Ok(json_response(200, &json!({
-        "kind": "APIResourceList", "apiVersion": "v1",
-        "groupVersion": uc_api::resource::api_version(group, version), "resources": resources
-    })))
+    Ok(json_response(
+        200,
+        &json!({
+            "kind": "APIResourceList", "apiVersion": "v1",
+            "groupVersion": uc_api::resource::api_version(group, version), "resources": resources
+        }),
+    ))
 }
 
 fn group_object(group: &str, versions: &[String]) -> Value {
-    let vs: Vec<Value> = versions.iter().map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v})).collect();
+    let vs: Vec<Value> =
+        versions.iter().map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v})).collect();
     json!({"name": group, "versions": vs, "preferredVersion": vs.first().cloned().unwrap_or(Value::Null)})
 }
 
@@ -123,7 +127,11 @@ fn aggregated(app: &App, legacy: bool, version: &str) -> Response<Body> {
         items.push(json!({"metadata": {"name": group, "creationTimestamp": null}, "versions": vitems}));
     }
     let body = json!({"kind": "APIGroupDiscoveryList", "apiVersion": format!("apidiscovery.k8s.io/{version}"), "metadata": {}, "items": items});
-    json_response_typed(200, &body, &format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"))
+    json_response_typed(
+        200,
+        &body,
+        &format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList"),
+    )
 }
 
 /// `GET /api`.
@@ -131,7 +139,10 @@ pub fn api(app: &App, req: &Req) -> Response<Body> {
     if let Some(v) = req.negotiated.aggregated_discovery {
         return aggregated(app, true, v);
     }
-    json_response(200, &json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}))
+    json_response(
+        200,
+        &json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}),
+    )
 }
 
 /// `GET /apis`.
@@ -139,6 +150,7 @@ pub fn apis(app: &App, req: &Req) -> Response<Body> {
     if let Some(v) = req.negotiated.aggregated_discovery {
         return aggregated(app, false, v);
     }
-    let groups: Vec<Value> = app.registry.groups().into_iter().filter(|(g, _)| !g.is_empty()).map(|(g, vs)| group_object(&g, &vs)).collect();
+    let groups: Vec<Value> =
+        app.registry.groups().into_iter().filter(|(g, _)| !g.is_empty()).map(|(g, vs)| group_object(&g, &vs)).collect();
     json_response(200, &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
 }

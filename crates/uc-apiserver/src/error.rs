@@ -6,7 +6,7 @@ use crate::storage::StoreError;
 
 /// An error answered to the client as a `Status` object.
 #[derive(Debug, Clone)]
-pub struct ApiError(pub Status);
+pub struct ApiError(pub Box<Status>);
 
 /// Result alias of the request handlers.
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
@@ -38,6 +38,11 @@ impl Subject {
 }
 
 impl ApiError {
+    /// Wraps a Status.
+    pub fn new(status: Status) -> Self {
+        Self(Box::new(status))
+    }
+
     /// The HTTP status code.
     pub fn code(&self) -> u16 {
         self.0.code
@@ -45,66 +50,66 @@ impl ApiError {
 
     /// 400 BadRequest.
     pub fn bad_request(message: impl Into<String>) -> Self {
-        Self(Status::failure(400, "BadRequest", message))
+        Self::new(Status::failure(400, "BadRequest", message))
     }
 
     /// 401 Unauthorized.
     pub fn unauthorized() -> Self {
-        Self(Status::failure(401, "Unauthorized", "Unauthorized"))
+        Self::new(Status::failure(401, "Unauthorized", "Unauthorized"))
     }
 
     /// 403 Forbidden.
     pub fn forbidden(subject: &Subject, message: impl Into<String>) -> Self {
         let message = format!("{} {:?} is forbidden: {}", subject.qualified(), subject.name, message.into());
-        Self(Status::failure(403, "Forbidden", message).with_details(subject.details()))
+        Self::new(Status::failure(403, "Forbidden", message).with_details(subject.details()))
     }
 
     /// 404 NotFound for an object.
     pub fn not_found(subject: &Subject) -> Self {
         let message = format!("{} {:?} not found", subject.qualified(), subject.name);
-        Self(Status::failure(404, "NotFound", message).with_details(subject.details()))
+        Self::new(Status::failure(404, "NotFound", message).with_details(subject.details()))
     }
 
     /// 404 for a path that names no resource.
     pub fn no_route() -> Self {
-        Self(Status::failure(404, "NotFound", "the server could not find the requested resource"))
+        Self::new(Status::failure(404, "NotFound", "the server could not find the requested resource"))
     }
 
     /// 405 MethodNotAllowed.
     pub fn method_not_allowed(message: impl Into<String>) -> Self {
-        Self(Status::failure(405, "MethodNotAllowed", message))
+        Self::new(Status::failure(405, "MethodNotAllowed", message))
     }
 
     /// 406 NotAcceptable.
     pub fn not_acceptable(message: impl Into<String>) -> Self {
-        Self(Status::failure(406, "NotAcceptable", message))
+        Self::new(Status::failure(406, "NotAcceptable", message))
     }
 
     /// 409 AlreadyExists.
     pub fn already_exists(subject: &Subject) -> Self {
         let message = format!("{} {:?} already exists", subject.qualified(), subject.name);
-        Self(Status::failure(409, "AlreadyExists", message).with_details(subject.details()))
+        Self::new(Status::failure(409, "AlreadyExists", message).with_details(subject.details()))
     }
 
     /// 409 Conflict for a stale resourceVersion or a failed precondition.
     pub fn conflict(subject: &Subject, why: &str) -> Self {
         let message = format!("Operation cannot be fulfilled on {} {:?}: {}", subject.qualified(), subject.name, why);
-        Self(Status::failure(409, "Conflict", message).with_details(subject.details()))
+        Self::new(Status::failure(409, "Conflict", message).with_details(subject.details()))
     }
 
     /// 410 Gone (Expired).
     pub fn gone(message: impl Into<String>) -> Self {
-        Self(Status::failure(410, "Expired", message))
+        Self::new(Status::failure(410, "Expired", message))
     }
 
     /// 413 RequestEntityTooLarge.
     pub fn too_large(limit: usize) -> Self {
-        Self(Status::failure(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {limit}")))
+        Self::new(Status::failure(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {limit}")))
     }
 
     /// 415 UnsupportedMediaType.
     pub fn unsupported_media_type(message: impl Into<String>) -> Self {
-        Self(Status::failure(415, "UnsupportedMediaType", message))
+        Self::new(Status::failure(415, "UnsupportedMediaType", message))
     }
 
     /// 422 Invalid, with one cause per field error.
@@ -116,24 +121,19 @@ impl ApiError {
             .iter()
             .map(|e| StatusCause { reason: e.kind.reason().into(), message: e.to_string(), field: e.field.clone() })
             .collect();
-        let details = StatusDetails {
-            name: name.into(),
-            group: group.into(),
-            kind: kind.into(),
-            causes,
-            ..Default::default()
-        };
-        Self(Status::failure(422, "Invalid", message).with_details(details))
+        let details =
+            StatusDetails { name: name.into(), group: group.into(), kind: kind.into(), causes, ..Default::default() };
+        Self::new(Status::failure(422, "Invalid", message).with_details(details))
     }
 
     /// 500 InternalError.
     pub fn internal(message: impl Into<String>) -> Self {
-        Self(Status::failure(500, "InternalError", message))
+        Self::new(Status::failure(500, "InternalError", message))
     }
 
     /// 503 ServiceUnavailable.
     pub fn unavailable(message: impl Into<String>) -> Self {
-        Self(Status::failure(503, "ServiceUnavailable", message))
+        Self::new(Status::failure(503, "ServiceUnavailable", message))
     }
 
     /// Maps a storage error for an object.
@@ -206,7 +206,12 @@ pub struct FieldError {
 
 impl FieldError {
     /// A new field error.
-    pub fn new(kind: FieldErrorKind, field: impl Into<String>, value: Option<String>, detail: impl Into<String>) -> Self {
+    pub fn new(
+        kind: FieldErrorKind,
+        field: impl Into<String>,
+        value: Option<String>,
+        detail: impl Into<String>,
+    ) -> Self {
         Self { kind, field: field.into(), value, detail: detail.into() }
     }
 
@@ -231,7 +236,7 @@ fn render(v: &serde_json::Value) -> String {
         serde_json::Value::String(s) => format!("{s:?}"),
         other => {
             let s = other.to_string();
-            if s.len() > 80 { format!("{}...", &s[..s.floor_char_boundary(80)]) } else { s }
+            if s.len() > 80 { format!("{}...", s.chars().take(80).collect::<String>()) } else { s }
         }
     }
 }

@@ -114,7 +114,9 @@ async fn full_pass(app: &Arc<App>) {
         process(app, Item::DependentsOf(owner)).await;
     }
     for gr in app.store.resource_types() {
-        let Ok((objects, _)) = app.store.list(&gr, None, None) else { continue };
+        let Ok((objects, _)) = app.store.list(&gr, None, None) else {
+            continue;
+        };
         for (key, obj) in objects {
             if obj.pointer("/metadata/deletionTimestamp").is_some() {
                 process(app, Item::Object((gr.clone(), key))).await;
@@ -144,9 +146,12 @@ async fn process(app: &Arc<App>, item: Item) {
         Item::Dependent(r) => attempt_dependent(app, &r).await,
         Item::Namespace(ns) => deleting(app, &(GroupResource::new("", "namespaces"), format!("/{ns}"))).await,
         Item::CrdOf(gr) => {
-            let Some(info) = app.registry.get(&gr) else { return };
+            let Some(info) = app.registry.get(&gr) else {
+                return;
+            };
             let Some(crd) = &info.crd else { return };
-            deleting(app, &(GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions"), format!("/{crd}"))).await
+            deleting(app, &(GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions"), format!("/{crd}")))
+                .await
         }
     };
     if let Err(e) = result {
@@ -159,14 +164,22 @@ fn info_of(app: &App, gr: &GroupResource) -> Option<Arc<ResourceInfo>> {
 }
 
 fn subject(gr: &GroupResource, key: &str) -> Subject {
-    Subject { group: gr.group.clone(), resource: gr.resource.clone(), name: key.rsplit('/').next().unwrap_or_default().into() }
+    Subject {
+        group: gr.group.clone(),
+        resource: gr.resource.clone(),
+        name: key.rsplit('/').next().unwrap_or_default().into(),
+    }
 }
 
 /// Changes an object with `f` (a CAS loop); `f` returns false when nothing needs changing.
 async fn mutate(app: &App, r: &ObjRef, f: impl Fn(&mut Value) -> bool) -> crate::error::Result<()> {
-    let Some(info) = info_of(app, &r.0) else { return Ok(()) };
+    let Some(info) = info_of(app, &r.0) else {
+        return Ok(());
+    };
     for _ in 0..16 {
-        let Some(cur) = app.store.get(&r.0, &r.1) else { return Ok(()) };
+        let Some(cur) = app.store.get(&r.0, &r.1) else {
+            return Ok(());
+        };
         let mut new = (*cur).clone();
         if !f(&mut new) {
             return Ok(());
@@ -182,7 +195,9 @@ async fn mutate(app: &App, r: &ObjRef, f: impl Fn(&mut Value) -> bool) -> crate:
 }
 
 fn remove_finalizer(obj: &mut Value, name: &str) -> bool {
-    let Some(list) = obj.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) else { return false };
+    let Some(list) = obj.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) else {
+        return false;
+    };
     let before = list.len();
     list.retain(|f| f.as_str() != Some(name));
     let changed = list.len() != before;
@@ -195,11 +210,15 @@ fn remove_finalizer(obj: &mut Value, name: &str) -> bool {
 }
 
 fn has_finalizer(obj: &Value, name: &str) -> bool {
-    obj.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|a| a.iter().any(|f| f.as_str() == Some(name)))
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|f| f.as_str() == Some(name)))
 }
 
 async fn delete(app: &App, r: &ObjRef, propagation: Propagation, uid: Option<String>) -> crate::error::Result<()> {
-    let Some(info) = info_of(app, &r.0) else { return Ok(()) };
+    let Some(info) = info_of(app, &r.0) else {
+        return Ok(());
+    };
     let opts = DeleteOptions { propagation, uid, ..Default::default() };
     match handlers::delete_object(app, &info, &r.1, &subject(&r.0, &r.1), &opts).await {
         Ok(_) => Ok(()),
@@ -210,7 +229,9 @@ async fn delete(app: &App, r: &ObjRef, propagation: Propagation, uid: Option<Str
 
 /// Decides the fate of an object with owner references, the way kube's GC `attemptToDelete` does.
 async fn attempt_dependent(app: &App, r: &ObjRef) -> crate::error::Result<()> {
-    let Some(obj) = app.store.get(&r.0, &r.1) else { return Ok(()) };
+    let Some(obj) = app.store.get(&r.0, &r.1) else {
+        return Ok(());
+    };
     let refs = owner_uids(&obj);
     if refs.is_empty() {
         return Ok(());
@@ -221,7 +242,9 @@ async fn attempt_dependent(app: &App, r: &ObjRef) -> crate::error::Result<()> {
     for uid in &refs {
         match app.store.lookup_uid(uid) {
             None => dangling.push(uid.clone()),
-            Some((_, owner)) if owner.pointer("/metadata/deletionTimestamp").is_some() && has_finalizer(&owner, FOREGROUND) => {
+            Some((_, owner))
+                if owner.pointer("/metadata/deletionTimestamp").is_some() && has_finalizer(&owner, FOREGROUND) =>
+            {
                 waiting.push(uid.clone())
             }
             Some(_) => solid.push(uid.clone()),
@@ -234,7 +257,9 @@ async fn attempt_dependent(app: &App, r: &ObjRef) -> crate::error::Result<()> {
         // Other owners still hold the object: only drop the references to gone or going owners.
         let drop: Vec<String> = dangling.into_iter().chain(waiting).collect();
         return mutate(app, r, |o| {
-            let Some(list) = o.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else { return false };
+            let Some(list) = o.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else {
+                return false;
+            };
             let before = list.len();
             list.retain(|x| !x.get("uid").and_then(Value::as_str).is_some_and(|u| drop.iter().any(|d| d == u)));
             list.len() != before
@@ -251,7 +276,9 @@ async fn attempt_dependent(app: &App, r: &ObjRef) -> crate::error::Result<()> {
 
 /// Progresses an object that is being deleted and carries a finalizer the API server owns.
 async fn deleting(app: &App, r: &ObjRef) -> crate::error::Result<()> {
-    let Some(obj) = app.store.get(&r.0, &r.1) else { return Ok(()) };
+    let Some(obj) = app.store.get(&r.0, &r.1) else {
+        return Ok(());
+    };
     if obj.pointer("/metadata/deletionTimestamp").is_none() {
         return Ok(());
     }
@@ -260,7 +287,9 @@ async fn deleting(app: &App, r: &ObjRef) -> crate::error::Result<()> {
         for (dep, _) in app.store.dependents(&uid) {
             let u = uid.clone();
             mutate(app, &dep, |o| {
-                let Some(list) = o.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else { return false };
+                let Some(list) = o.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else {
+                    return false;
+                };
                 let before = list.len();
                 list.retain(|x| x.get("uid").and_then(Value::as_str) != Some(u.as_str()));
                 let changed = list.len() != before;
@@ -286,7 +315,10 @@ async fn deleting(app: &App, r: &ObjRef) -> crate::error::Result<()> {
         }
         let blocking = app.store.dependents(&uid).into_iter().any(|(_, d)| {
             d.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|refs| {
-                refs.iter().any(|x| x.get("uid").and_then(Value::as_str) == Some(uid.as_str()) && x.get("blockOwnerDeletion") == Some(&Value::Bool(true)))
+                refs.iter().any(|x| {
+                    x.get("uid").and_then(Value::as_str) == Some(uid.as_str())
+                        && x.get("blockOwnerDeletion") == Some(&Value::Bool(true))
+                })
             })
         });
         if !blocking {
@@ -296,12 +328,15 @@ async fn deleting(app: &App, r: &ObjRef) -> crate::error::Result<()> {
     if r.0 == GroupResource::new("", "namespaces") {
         terminate_namespace(app, r, &obj).await?;
     }
-    if r.0 == GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions") && has_finalizer(&obj, CRD_CLEANUP) {
+    if r.0 == GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions")
+        && has_finalizer(&obj, CRD_CLEANUP)
+    {
         let gr = GroupResource::new(
             obj.pointer("/spec/group").and_then(Value::as_str).unwrap_or_default(),
             obj.pointer("/spec/names/plural").and_then(Value::as_str).unwrap_or_default(),
         );
-        let (objects, _) = app.store.list(&gr, None, None).map_err(|e| crate::error::ApiError::from_store(e, &subject(&r.0, &r.1)))?;
+        let (objects, _) =
+            app.store.list(&gr, None, None).map_err(|e| crate::error::ApiError::from_store(e, &subject(&r.0, &r.1)))?;
         for (key, o) in &objects {
             if o.pointer("/metadata/deletionTimestamp").is_none() {
                 delete(app, &(gr.clone(), key.clone()), Propagation::Background, None).await?;
@@ -316,7 +351,10 @@ async fn deleting(app: &App, r: &ObjRef) -> crate::error::Result<()> {
 
 async fn terminate_namespace(app: &App, r: &ObjRef, ns_obj: &Obj) -> crate::error::Result<()> {
     let ns = ns_obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-    let has_spec_finalizer = ns_obj.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| a.iter().any(|f| f == "kubernetes"));
+    let has_spec_finalizer = ns_obj
+        .pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|f| f == "kubernetes"));
     if !has_spec_finalizer {
         return Ok(());
     }
@@ -325,7 +363,9 @@ async fn terminate_namespace(app: &App, r: &ObjRef, ns_obj: &Obj) -> crate::erro
         if !info_of(app, &gr).is_some_and(|i| i.namespaced) {
             continue;
         }
-        let Ok((objects, _)) = app.store.list(&gr, Some(&ns), None) else { continue };
+        let Ok((objects, _)) = app.store.list(&gr, Some(&ns), None) else {
+            continue;
+        };
         for (key, o) in objects {
             remaining += 1;
             if o.pointer("/metadata/deletionTimestamp").is_none() {
@@ -335,7 +375,9 @@ async fn terminate_namespace(app: &App, r: &ObjRef, ns_obj: &Obj) -> crate::erro
     }
     if remaining == 0 {
         mutate(app, r, |o| {
-            let Some(list) = o.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut) else { return false };
+            let Some(list) = o.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut) else {
+                return false;
+            };
             list.retain(|f| f != "kubernetes");
             o["status"]["phase"] = json!("Terminating");
             true

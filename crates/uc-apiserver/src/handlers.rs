@@ -47,7 +47,11 @@ impl Target {
 
     /// Error subject.
     pub fn subject(&self) -> Subject {
-        Subject { group: self.info.group.clone(), resource: self.info.resource.clone(), name: self.name.clone().unwrap_or_default() }
+        Subject {
+            group: self.info.group.clone(),
+            resource: self.info.resource.clone(),
+            name: self.name.clone().unwrap_or_default(),
+        }
     }
 }
 
@@ -60,7 +64,8 @@ pub async fn dispatch(app: &Arc<App>, req: &mut Req) -> Result<Response<Body>> {
         [] if get => Ok(json_response(200, &discovery::root_paths())),
         ["healthz" | "livez" | "readyz", ..] if get => {
             let mut r = Response::new(crate::server::full("ok"));
-            r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
+            r.headers_mut()
+                .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
             Ok(r)
         }
         ["version"] if get => Ok(json_response(200, &discovery::version())),
@@ -80,7 +85,11 @@ pub async fn dispatch(app: &Arc<App>, req: &mut Req) -> Result<Response<Body>> {
             let t = resolve(app, group, version, rest)?;
             resource(app, req, t).await
         }
-        _ if !get && segs.first().is_some_and(|s| matches!(*s, "healthz" | "livez" | "readyz" | "version" | "api" | "apis")) => {
+        _ if !get
+            && segs
+                .first()
+                .is_some_and(|s| matches!(*s, "healthz" | "livez" | "readyz" | "version" | "api" | "apis")) =>
+        {
             Err(ApiError::method_not_allowed(format!("method {} is not allowed on {}", req.method, req.path)))
         }
         _ => Err(ApiError::no_route()),
@@ -158,7 +167,9 @@ pub async fn bootstrap(app: &Arc<App>) -> Result<()> {
     for (_, crd) in stored {
         match crd_to_resource(&crd) {
             Ok(info) => app.registry.install_crd(info),
-            Err(errs) => tracing::warn!(crd = ?crd.pointer("/metadata/name"), errors = ?errs, "stored CRD is invalid; not serving it"),
+            Err(errs) => {
+                tracing::warn!(crd = ?crd.pointer("/metadata/name"), errors = ?errs, "stored CRD is invalid; not serving it")
+            }
         }
     }
     let ns = GroupResource::new("", "namespaces");
@@ -280,7 +291,10 @@ fn respond_object(req: &Req, t: &Target, code: u16, obj: &Obj) -> Response<Body>
     let obj = to_version(&t.info, &t.version, obj);
     match req.negotiated.render {
         Render::Json => json_response(code, &obj),
-        Render::Metadata => json_response(code, &json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata")})),
+        Render::Metadata => json_response(
+            code,
+            &json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata")}),
+        ),
         Render::Table => {
             let include = include_object(req);
             let table = json!({
@@ -365,13 +379,21 @@ fn list(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
         ),
         None => None,
     };
-    let at = match (&token, req.params.get("resourceVersion").map(String::as_str), req.params.get("resourceVersionMatch").map(String::as_str)) {
+    let at = match (
+        &token,
+        req.params.get("resourceVersion").map(String::as_str),
+        req.params.get("resourceVersionMatch").map(String::as_str),
+    ) {
         (Some(tok), _, _) => Some(tok.rv),
         (None, Some(rv), Some("Exact")) => Some(parse_rv(rv)?),
         (None, Some(rv), Some("NotOlderThan") | None) if !rv.is_empty() && rv != "0" => {
             let rv = parse_rv(rv)?;
             if rv > app.store.revision() {
-                return Err(ApiError(uc_api::Status::failure(504, "Timeout", format!("Too large resource version: {rv}, current: {}", app.store.revision()))));
+                return Err(ApiError::new(uc_api::Status::failure(
+                    504,
+                    "Timeout",
+                    format!("Too large resource version: {rv}, current: {}", app.store.revision()),
+                )));
             }
             None
         }
@@ -414,14 +436,17 @@ fn list(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
     meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
     if let Some(c) = &cont {
         meta.insert("continue".into(), Value::String(c.clone()));
-        if req.params.get("labelSelector").is_none() && req.params.get("fieldSelector").is_none() {
+        if !req.params.contains_key("labelSelector") && !req.params.contains_key("fieldSelector") {
             meta.insert("remainingItemCount".into(), Value::from(remaining));
         }
     }
     let body = match req.negotiated.render {
         Render::Table => {
             let include = include_object(req);
-            let rows: Vec<Value> = items.iter().map(|o| table::row(&t.info, &t.version, &to_version(&t.info, &t.version, o), include)).collect();
+            let rows: Vec<Value> = items
+                .iter()
+                .map(|o| table::row(&t.info, &t.version, &to_version(&t.info, &t.version, o), include))
+                .collect();
             json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
                    "columnDefinitions": table::column_definitions(&t.info, &t.version), "rows": rows})
         }
@@ -454,8 +479,9 @@ fn check_type_meta(info: &ResourceInfo, version: &str, obj: &mut Value) -> Resul
     match obj.get("apiVersion") {
         None => obj["apiVersion"] = Value::String(expected_av.clone()),
         Some(Value::String(av)) if *av == expected_av => {}
-        Some(Value::String(av)) if info.version(uc_api::resource::split_api_version(av).1).is_some()
-            && uc_api::resource::split_api_version(av).0 == info.group => {}
+        Some(Value::String(av))
+            if info.version(uc_api::resource::split_api_version(av).1).is_some()
+                && uc_api::resource::split_api_version(av).0 == info.group => {}
         Some(other) => {
             return Err(ApiError::bad_request(format!(
                 "the API version in the data ({}) does not match the expected API version ({expected_av})",
@@ -497,22 +523,25 @@ fn check_object_meta(info: &ResourceInfo, obj: &mut Value) -> Result<Vec<FieldEr
                     if !v.is_string() {
                         return Err(ApiError::bad_request(format!("metadata.{field}.{k}: must be a string, not {v}")));
                     }
-                    if field == "labels" {
-                        let s = v.as_str().unwrap_or_default();
-                        if s.len() > 63
-                            || !s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-                            || (!s.is_empty() && !(s.starts_with(|c: char| c.is_ascii_alphanumeric()) && s.ends_with(|c: char| c.is_ascii_alphanumeric())))
-                        {
-                            errs.push(FieldError::invalid(format!("metadata.labels"), v, "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"));
-                        }
+                    if field == "labels" && !is_label_value(v.as_str().unwrap_or_default()) {
+                        errs.push(FieldError::invalid("metadata.labels", v, "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"));
                     }
                     let name_part = k.rsplit('/').next().unwrap_or(k);
-                    if name_part.is_empty() || name_part.len() > 63 || !name_part.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-                        errs.push(FieldError::invalid(format!("metadata.{field}"), &Value::from(k.clone()), "name part must consist of alphanumeric characters, '-', '_' or '.'"));
+                    if name_part.is_empty()
+                        || name_part.len() > 63
+                        || !name_part.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                    {
+                        errs.push(FieldError::invalid(
+                            format!("metadata.{field}"),
+                            &Value::from(k.clone()),
+                            "name part must consist of alphanumeric characters, '-', '_' or '.'",
+                        ));
                     }
                 }
             }
-            Some(other) => return Err(ApiError::bad_request(format!("metadata.{field}: must be a map of strings, not {other}"))),
+            Some(other) => {
+                return Err(ApiError::bad_request(format!("metadata.{field}: must be a map of strings, not {other}")));
+            }
         }
     }
     match meta.get("finalizers") {
@@ -521,7 +550,9 @@ fn check_object_meta(info: &ResourceInfo, obj: &mut Value) -> Result<Vec<FieldEr
             meta.remove("finalizers");
         }
         Some(Value::Array(a)) if a.iter().all(Value::is_string) => {}
-        Some(other) => return Err(ApiError::bad_request(format!("metadata.finalizers: must be a list of strings, not {other}"))),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!("metadata.finalizers: must be a list of strings, not {other}")));
+        }
     }
     match meta.get("ownerReferences") {
         None => {}
@@ -541,10 +572,16 @@ fn check_object_meta(info: &ResourceInfo, obj: &mut Value) -> Result<Vec<FieldEr
                 }
             }
             if controllers > 1 {
-                errs.push(FieldError::invalid("metadata.ownerReferences", &Value::Null, "Only one reference can have Controller set to true"));
+                errs.push(FieldError::invalid(
+                    "metadata.ownerReferences",
+                    &Value::Null,
+                    "Only one reference can have Controller set to true",
+                ));
             }
         }
-        Some(other) => return Err(ApiError::bad_request(format!("metadata.ownerReferences: must be a list, not {other}"))),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!("metadata.ownerReferences: must be a list, not {other}")));
+        }
     }
     for f in ["name", "generateName", "namespace", "resourceVersion", "uid"] {
         if let Some(v) = meta.get(f)
@@ -555,7 +592,11 @@ fn check_object_meta(info: &ResourceInfo, obj: &mut Value) -> Result<Vec<FieldEr
         }
     }
     if let Some(name) = meta.get("name").and_then(Value::as_str) {
-        let ok = if matches!(info.resource.as_str(), "namespaces" | "services") { is_dns_label(name) } else { is_dns_subdomain(name) };
+        let ok = if matches!(info.resource.as_str(), "namespaces" | "services") {
+            is_dns_label(name)
+        } else {
+            is_dns_subdomain(name)
+        };
         if !ok {
             errs.push(FieldError::invalid(
                 "metadata.name",
@@ -565,6 +606,15 @@ fn check_object_meta(info: &ResourceInfo, obj: &mut Value) -> Result<Vec<FieldEr
         }
     }
     Ok(errs)
+}
+
+/// A label value: empty, or ≤ 63 alphanumerics, '-', '_', '.', starting and ending alphanumeric.
+fn is_label_value(s: &str) -> bool {
+    let edge_ok = |c: Option<char>| c.is_none_or(|c| c.is_ascii_alphanumeric());
+    s.len() <= 63
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && edge_ok(s.chars().next())
+        && edge_ok(s.chars().last())
 }
 
 /// Field validation mode (`?fieldValidation=`).
@@ -583,18 +633,30 @@ fn field_validation(req: &Req) -> Result<FieldValidation> {
         None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
         Some("Strict") => Ok(FieldValidation::Strict),
         Some("Ignore") => Ok(FieldValidation::Ignore),
-        Some(other) => Err(ApiError::bad_request(format!("fieldValidation: unsupported value {other:?}: must be Ignore, Warn or Strict"))),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "fieldValidation: unsupported value {other:?}: must be Ignore, Warn or Strict"
+        ))),
     }
 }
 
 /// Runs schema defaulting, pruning and validation (CRDs) or built-in defaulting and validation.
-fn validate_body(req: &mut Req, info: &ResourceInfo, version: &str, obj: &mut Value, errs: &mut Vec<FieldError>) -> Result<()> {
+fn validate_body(
+    req: &mut Req,
+    info: &ResourceInfo,
+    version: &str,
+    obj: &mut Value,
+    errs: &mut Vec<FieldError>,
+) -> Result<()> {
     let mode = field_validation(req)?;
     match info.version(version).and_then(|v| v.schema.clone()) {
         Some(schema) => {
-            let Some(map) = obj.as_object_mut() else { return Ok(()) };
-            let kept: Vec<(String, Value)> =
-                ["apiVersion", "kind", "metadata"].iter().filter_map(|k| map.remove(*k).map(|v| (k.to_string(), v))).collect();
+            let Some(map) = obj.as_object_mut() else {
+                return Ok(());
+            };
+            let kept: Vec<(String, Value)> = ["apiVersion", "kind", "metadata"]
+                .iter()
+                .filter_map(|k| map.remove(*k).map(|v| (k.to_string(), v)))
+                .collect();
             schema.apply_defaults(obj);
             let mut pruned = Vec::new();
             schema.prune(obj, "", &mut pruned);
@@ -610,7 +672,10 @@ fn validate_body(req: &mut Req, info: &ResourceInfo, version: &str, obj: &mut Va
                         let list: Vec<String> = pruned.iter().map(|p| format!("unknown field {p:?}")).collect();
                         return Err(ApiError::bad_request(format!(
                             "{} in version {:?} cannot be handled as a {}: strict decoding error: {}",
-                            info.kind, version, info.kind, list.join(", ")
+                            info.kind,
+                            version,
+                            info.kind,
+                            list.join(", ")
                         )));
                     }
                     FieldValidation::Warn => req.warnings.extend(pruned.iter().map(|p| format!("unknown field {p:?}"))),
@@ -663,7 +728,8 @@ fn namespace_check(app: &App, t: &Target, ns: &str) -> Result<()> {
 /// Fills status and stored versions of a CRD, checking it first.
 fn admit_crd(obj: &mut Value, old: Option<&Value>) -> Result<crate::registry::ResourceInfo> {
     let name = meta_str(obj, "name").unwrap_or_default().to_string();
-    let info = crd_to_resource(obj).map_err(|errs| ApiError::invalid("CustomResourceDefinition", "apiextensions.k8s.io", &name, &errs))?;
+    let info = crd_to_resource(obj)
+        .map_err(|errs| ApiError::invalid("CustomResourceDefinition", "apiextensions.k8s.io", &name, &errs))?;
     let mut stored: Vec<String> = old
         .and_then(|o| o.pointer("/status/storedVersions"))
         .and_then(Value::as_array)
@@ -699,7 +765,9 @@ async fn create(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Bo
     if let Some(crd) = &info.crd {
         let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
         if app.store.get(&crds, &object_key("", crd)).is_some_and(|c| is_deleting(&c)) {
-            return Err(ApiError::method_not_allowed(format!("create not allowed while custom resource definition {crd} is terminating")));
+            return Err(ApiError::method_not_allowed(format!(
+                "create not allowed while custom resource definition {crd} is terminating"
+            )));
         }
     }
     check_type_meta(&info, &t.version, &mut obj)?;
@@ -710,7 +778,9 @@ async fn create(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Bo
         let ns = t.namespace.clone().unwrap_or_default();
         match meta.get("namespace").and_then(Value::as_str) {
             Some(n) if !n.is_empty() && n != ns => {
-                return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
             }
             _ => {
                 meta.insert("namespace".into(), Value::String(ns));
@@ -771,7 +841,11 @@ async fn create(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Bo
         return Ok(respond_object(req, t, 201, &Arc::new(obj)));
     }
     let key = object_key(t.namespace.as_deref().unwrap_or_default(), &name);
-    let stored = app.store.write(Op::Create { gr: info.gr(), key, object: obj }).await.map_err(|e| ApiError::from_store(e, &subject))?;
+    let stored = app
+        .store
+        .write(Op::Create { gr: info.gr(), key, object: obj })
+        .await
+        .map_err(|e| ApiError::from_store(e, &subject))?;
     if let Some(ci) = crd_info {
         app.registry.install_crd(ci);
     }
@@ -787,14 +861,18 @@ fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Value) -> Resul
     let mut errs = check_object_meta(info, &mut new)?;
     match meta_str(&new, "name") {
         Some(n) if n != name => {
-            return Err(ApiError::bad_request(format!("the name of the object ({n}) does not match the name on the URL ({name})")));
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
         }
         _ => new["metadata"]["name"] = Value::String(name.clone()),
     }
     if let Some(ns) = &t.namespace {
         match meta_str(&new, "namespace") {
             Some(n) if !n.is_empty() && n != ns => {
-                return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
             }
             _ => new["metadata"]["namespace"] = Value::String(ns.clone()),
         }
@@ -802,7 +880,13 @@ fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Value) -> Resul
     if let Some(uid) = meta_str(&new, "uid")
         && Some(uid) != meta_str(old, "uid")
     {
-        return Err(ApiError::conflict(&t.subject(), &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", meta_str(old, "uid").unwrap_or_default())));
+        return Err(ApiError::conflict(
+            &t.subject(),
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                meta_str(old, "uid").unwrap_or_default()
+            ),
+        ));
     }
     let has_status = info.version(&t.version).is_some_and(|v| v.status);
     let mut result = match t.sub.as_deref() {
@@ -825,7 +909,8 @@ fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Value) -> Resul
             merged
         }
         _ => {
-            let meta = new["metadata"].as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
+            let meta =
+                new["metadata"].as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
             for f in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
                 match old.pointer(&format!("/metadata/{f}")) {
                     Some(v) => meta.insert(f.into(), v.clone()),
@@ -851,7 +936,12 @@ fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Value) -> Resul
     if is_deleting(old) {
         let before = finalizers(old);
         if let Some(added) = finalizers(&result).into_iter().find(|f| !before.contains(f)) {
-            errs.push(FieldError::forbidden("metadata.finalizers", format!("no new finalizers can be added if the object is being deleted, found new finalizers [{added:?}]")));
+            errs.push(FieldError::forbidden(
+                "metadata.finalizers",
+                format!(
+                    "no new finalizers can be added if the object is being deleted, found new finalizers [{added:?}]"
+                ),
+            ));
         }
     }
     validate_body(req, info, &t.version, &mut result, &mut errs)?;
@@ -872,7 +962,13 @@ fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Value) -> Resul
 
 /// Stores an update prepared from `old`: a CAS on its resourceVersion. An object being deleted
 /// whose last finalizer is gone is removed instead.
-pub async fn commit_update(app: &App, info: &ResourceInfo, key: &str, old: &Obj, new: Value) -> Result<Obj, StoreError> {
+pub async fn commit_update(
+    app: &App,
+    info: &ResourceInfo,
+    key: &str,
+    old: &Obj,
+    new: Value,
+) -> Result<Obj, StoreError> {
     let gr = info.gr();
     let expect_rv = rv_of(old);
     let stored = if ready_to_vanish(info, &new) {
@@ -928,7 +1024,9 @@ fn apply_patch(req: &Req, t: &Target, target: &mut Value) -> Result<()> {
     let r = match req.content_type.as_str() {
         "application/json-patch+json" => patch::json_patch(target, &req.body),
         "application/merge-patch+json" => patch::merge_patch(target, &req.body),
-        "application/strategic-merge-patch+json" if t.info.crd.is_none() => patch::strategic_merge_patch(target, &req.body),
+        "application/strategic-merge-patch+json" if t.info.crd.is_none() => {
+            patch::strategic_merge_patch(target, &req.body)
+        }
         "application/strategic-merge-patch+json" => {
             return Err(ApiError::unsupported_media_type(
                 "strategic merge patch is not supported for custom resources; use application/merge-patch+json or application/json-patch+json",
@@ -947,7 +1045,12 @@ fn apply_patch(req: &Req, t: &Target, target: &mut Value) -> Result<()> {
     };
     r.map_err(|e| match e {
         patch::PatchError::Malformed(m) => ApiError::bad_request(m),
-        patch::PatchError::Failed(m) => ApiError::invalid(&t.info.kind, &t.info.group, t.name.as_deref().unwrap_or_default(), &[FieldError::new(FieldErrorKind::Invalid, "", None, m)]),
+        patch::PatchError::Failed(m) => ApiError::invalid(
+            &t.info.kind,
+            &t.info.group,
+            t.name.as_deref().unwrap_or_default(),
+            &[FieldError::new(FieldErrorKind::Invalid, "", None, m)],
+        ),
     })
 }
 
@@ -1019,7 +1122,12 @@ fn get_scale(app: &App, t: &Target) -> Result<Response<Body>> {
     Ok(json_response(200, &scale_view(&paths, &obj)))
 }
 
-async fn update_scale(app: &Arc<App>, req: &mut Req, t: &Target, patch_body: Option<(String, bytes::Bytes)>) -> Result<Response<Body>> {
+async fn update_scale(
+    app: &Arc<App>,
+    req: &mut Req,
+    t: &Target,
+    patch_body: Option<(String, bytes::Bytes)>,
+) -> Result<Response<Body>> {
     let paths = t.info.version(&t.version).and_then(|v| v.scale.clone()).ok_or_else(ApiError::no_route)?;
     let key = t.key();
     for _ in 0..16 {
@@ -1033,13 +1141,21 @@ async fn update_scale(app: &Arc<App>, req: &mut Req, t: &Target, patch_body: Opt
             None => scale = parse_body(req)?,
         }
         let replicas = scale.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
-        if !replicas.as_i64().is_some_and(|r| r >= 0) {
-            return Err(ApiError::invalid("Scale", "autoscaling", t.name.as_deref().unwrap_or_default(), &[FieldError::invalid("spec.replicas", &replicas, "must be greater than or equal to 0")]));
+        if replicas.as_i64().is_none_or(|r| r < 0) {
+            return Err(ApiError::invalid(
+                "Scale",
+                "autoscaling",
+                t.name.as_deref().unwrap_or_default(),
+                &[FieldError::invalid("spec.replicas", &replicas, "must be greater than or equal to 0")],
+            ));
         }
         if let Some(rv) = scale.pointer("/metadata/resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty()) {
             let rv = parse_rv(rv)?;
             if rv != rv_of(&old) {
-                return Err(ApiError::from_store(StoreError::Conflict { expected: rv, found: rv_of(&old) }, &t.subject()));
+                return Err(ApiError::from_store(
+                    StoreError::Conflict { expected: rv, found: rv_of(&old) },
+                    &t.subject(),
+                ));
             }
         }
         let mut new = (*old).clone();
@@ -1049,7 +1165,9 @@ async fn update_scale(app: &Arc<App>, req: &mut Req, t: &Target, patch_body: Opt
             Some(m) => {
                 m.insert(leaf.to_string(), replicas);
             }
-            None => return Err(ApiError::internal(format!("the object has no {} to scale", paths.spec_replicas))),
+            None => {
+                return Err(ApiError::internal(format!("the object has no {} to scale", paths.spec_replicas)));
+            }
         }
         let mut main = Target { sub: None, ..t.clone() };
         main.sub = None;
@@ -1108,25 +1226,35 @@ fn delete_options(req: &Req) -> Result<DeleteOptions> {
     let body: Value = if req.body.is_empty() {
         json!({})
     } else {
-        serde_json::from_slice(&req.body).map_err(|e| ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}")))?
+        serde_json::from_slice(&req.body)
+            .map_err(|e| ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}")))?
     };
     let policy = body
         .get("propagationPolicy")
         .and_then(Value::as_str)
         .map(String::from)
         .or_else(|| req.params.get("propagationPolicy").cloned());
-    let orphan = body.get("orphanDependents").and_then(Value::as_bool).or_else(|| req.params.get("orphanDependents").map(|v| v == "true"));
+    let orphan = body
+        .get("orphanDependents")
+        .and_then(Value::as_bool)
+        .or_else(|| req.params.get("orphanDependents").map(|v| v == "true"));
     let propagation = match (policy.as_deref(), orphan) {
         (Some("Foreground"), _) => Propagation::Foreground,
         (Some("Orphan"), _) => Propagation::Orphan,
         (Some("Background"), _) => Propagation::Background,
-        (Some(other), _) => return Err(ApiError::bad_request(format!("propagationPolicy: unsupported value {other:?}: must be Foreground, Background or Orphan"))),
+        (Some(other), _) => {
+            return Err(ApiError::bad_request(format!(
+                "propagationPolicy: unsupported value {other:?}: must be Foreground, Background or Orphan"
+            )));
+        }
         (None, Some(true)) => Propagation::Orphan,
         (None, _) => Propagation::Background,
     };
     let uid = body.pointer("/preconditions/uid").and_then(Value::as_str).map(String::from);
-    let resource_version = body.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(parse_rv).transpose()?;
-    let dry_run = dry_run(req) || body.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|x| x == "All"));
+    let resource_version =
+        body.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(parse_rv).transpose()?;
+    let dry_run =
+        dry_run(req) || body.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|x| x == "All"));
     Ok(DeleteOptions { propagation, uid, resource_version, dry_run })
 }
 
@@ -1139,18 +1267,36 @@ pub enum Deleted {
 }
 
 /// Deletes an object by key, honouring preconditions, finalizers and propagation.
-pub async fn delete_object(app: &App, info: &ResourceInfo, key: &str, subject: &Subject, opts: &DeleteOptions) -> Result<Deleted> {
+pub async fn delete_object(
+    app: &App,
+    info: &ResourceInfo,
+    key: &str,
+    subject: &Subject,
+    opts: &DeleteOptions,
+) -> Result<Deleted> {
     for _ in 0..16 {
         let cur = app.store.get(&info.gr(), key).ok_or_else(|| ApiError::not_found(subject))?;
         if let Some(uid) = &opts.uid
             && Some(uid.as_str()) != meta_str(&cur, "uid")
         {
-            return Err(ApiError::conflict(subject, &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", meta_str(&cur, "uid").unwrap_or_default())));
+            return Err(ApiError::conflict(
+                subject,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta_str(&cur, "uid").unwrap_or_default()
+                ),
+            ));
         }
         if let Some(rv) = opts.resource_version
             && rv != rv_of(&cur)
         {
-            return Err(ApiError::conflict(subject, &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}", rv_of(&cur))));
+            return Err(ApiError::conflict(
+                subject,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    rv_of(&cur)
+                ),
+            ));
         }
         let mut f = finalizers(&cur);
         let wanted = match opts.propagation {
@@ -1187,8 +1333,11 @@ pub async fn delete_object(app: &App, info: &ResourceInfo, key: &str, subject: &
             if info.resource == "namespaces" {
                 new["status"]["phase"] = json!("Terminating");
             }
-            if info.crd.is_none() && info.resource == "customresourcedefinitions" {
-                if let Some(conds) = new.pointer_mut("/status/conditions").and_then(Value::as_array_mut) {
+            if info.crd.is_none()
+                && info.resource == "customresourcedefinitions"
+                && let Some(conds) = new.pointer_mut("/status/conditions").and_then(Value::as_array_mut)
+            {
+                {
                     conds.push(json!({"type": "Terminating", "status": "True", "reason": "InstanceDeletionPending", "message": "CustomResourceDefinition marked for deletion; instances are being deleted", "lastTransitionTime": now()}));
                 }
             }
@@ -1200,7 +1349,11 @@ pub async fn delete_object(app: &App, info: &ResourceInfo, key: &str, subject: &
         if opts.dry_run {
             return Ok(Deleted::Pending(Arc::new(new)));
         }
-        match app.store.write(Op::Update { gr: info.gr(), key: key.to_string(), object: new, expect_rv: rv_of(&cur) }).await {
+        match app
+            .store
+            .write(Op::Update { gr: info.gr(), key: key.to_string(), object: new, expect_rv: rv_of(&cur) })
+            .await
+        {
             Ok(stored) => return Ok(Deleted::Pending(stored)),
             Err(StoreError::Conflict { .. }) => continue,
             Err(e) => return Err(ApiError::from_store(e, subject)),
@@ -1231,7 +1384,10 @@ async fn delete(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Bo
 async fn delete_collection(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
     let opts = delete_options(req)?;
     let sel = Selectors::from_req(req)?;
-    let (objects, _) = app.store.list(&t.info.gr(), t.namespace.as_deref(), None).map_err(|e| ApiError::from_store(e, &t.subject()))?;
+    let (objects, _) = app
+        .store
+        .list(&t.info.gr(), t.namespace.as_deref(), None)
+        .map_err(|e| ApiError::from_store(e, &t.subject()))?;
     let mut items = Vec::new();
     for (key, obj) in objects {
         if !sel.matches(&obj) {
@@ -1244,5 +1400,8 @@ async fn delete_collection(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<
             Err(e) => return Err(e),
         }
     }
-    Ok(json_response(200, &json!({"kind": t.info.list_kind, "apiVersion": t.info.api_version(&t.version), "metadata": {}, "items": items})))
+    Ok(json_response(
+        200,
+        &json!({"kind": t.info.list_kind, "apiVersion": t.info.api_version(&t.version), "metadata": {}, "items": items}),
+    ))
 }

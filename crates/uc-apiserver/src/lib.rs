@@ -1,7 +1,7 @@
 //! The embedded Kubernetes-compatible API server of uc.
 //!
 //! Data flows one way: HTTPS request → authentication → routing (`handlers::dispatch`) → admission
-//! (defaulting, pruning, validation) → the store's writer (group commit to redb) → the in-memory state
+//! (defaulting, pruning, validation) → the store's writer (group commit to a write-ahead log) → the in-memory state
 //! and revision log → watchers and the garbage collector. See `docs/ARCHITECTURE.md`.
 
 pub mod builtin;
@@ -17,6 +17,7 @@ pub mod server;
 pub mod storage;
 pub mod table;
 pub mod tls;
+pub mod wal;
 pub mod watch;
 
 pub use server::{Config, RunningServer, StartError, start};

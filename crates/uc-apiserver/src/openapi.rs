@@ -67,7 +67,8 @@ fn operation(info: &ResourceInfo, version: &str, verb: &str, schema_ref: &str) -
     let mut params = vec![json!({"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}})];
     if matches!(verb, "post" | "put" | "patch") {
         params.push(json!({"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}}));
-        params.push(json!({"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}}));
+        params
+            .push(json!({"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}}));
     }
     let kube_action = match verb {
         "get" => "get",
@@ -87,7 +88,8 @@ fn operation(info: &ResourceInfo, version: &str, verb: &str, schema_ref: &str) -
 
 /// The OpenAPI v3 document of one group/version.
 pub fn gv_document(app: &App, group: &str, version: &str) -> Option<Value> {
-    let resources: Vec<_> = app.registry.all().into_iter().filter(|r| r.group == group && r.version(version).is_some()).collect();
+    let resources: Vec<_> =
+        app.registry.all().into_iter().filter(|r| r.group == group && r.version(version).is_some()).collect();
     if resources.is_empty() {
         return None;
     }
@@ -99,7 +101,11 @@ pub fn gv_document(app: &App, group: &str, version: &str) -> Option<Value> {
         let name = schema_name(info, version);
         let schema_ref = format!("#/components/schemas/{name}");
         schemas.insert(name, kind_schema(info, version));
-        let base = if info.namespaced { format!("{prefix}/namespaces/{{namespace}}/{}", info.resource) } else { format!("{prefix}/{}", info.resource) };
+        let base = if info.namespaced {
+            format!("{prefix}/namespaces/{{namespace}}/{}", info.resource)
+        } else {
+            format!("{prefix}/{}", info.resource)
+        };
         paths.insert(base.clone(), json!({"post": operation(info, version, "post", &schema_ref)}));
         paths.insert(
             format!("{base}/{{name}}"),
@@ -132,7 +138,10 @@ pub fn v3_index(app: &App) -> Value {
         for v in versions {
             let rel = if group.is_empty() { format!("api/{v}") } else { format!("apis/{group}/{v}") };
             if let Some(doc) = gv_document(app, &group, &v) {
-                paths.insert(rel.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{rel}?hash={}", hash_of(&doc))}));
+                paths.insert(
+                    rel.clone(),
+                    json!({"serverRelativeURL": format!("/openapi/v3/{rel}?hash={}", hash_of(&doc))}),
+                );
             }
         }
     }
@@ -162,7 +171,10 @@ pub fn v2(app: &App, req: &Req) -> Result<Response<Body>> {
             definitions.insert(schema_name(&info, &v.name), s);
         }
     }
-    Ok(json_response(200, &json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.33.0-uc"}, "paths": {}, "definitions": definitions})))
+    Ok(json_response(
+        200,
+        &json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.33.0-uc"}, "paths": {}, "definitions": definitions}),
+    ))
 }
 
 fn rewrite_refs(v: &mut Value) {

@@ -54,10 +54,17 @@ enum ListStrategy {
 
 fn list_strategy(path: &[String]) -> ListStrategy {
     let last = path.last().map(String::as_str).unwrap_or_default();
-    let in_container = path.iter().any(|p| matches!(p.as_str(), "containers" | "initContainers" | "ephemeralContainers"));
+    let in_container =
+        path.iter().any(|p| matches!(p.as_str(), "containers" | "initContainers" | "ephemeralContainers"));
     match last {
-        "containers" | "initContainers" | "ephemeralContainers" | "volumes" | "env" | "imagePullSecrets"
-        | "resourceClaims" | "schedulingGates" => ListStrategy::Key("name"),
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "volumes"
+        | "env"
+        | "imagePullSecrets"
+        | "resourceClaims"
+        | "schedulingGates" => ListStrategy::Key("name"),
         "volumeMounts" => ListStrategy::Key("mountPath"),
         "volumeDevices" => ListStrategy::Key("devicePath"),
         "ports" if in_container => ListStrategy::Key("containerPort"),
@@ -84,7 +91,9 @@ fn merge_map(target: &mut Value, patch: &Map<String, Value>, path: &mut Vec<Stri
                 return Ok(());
             }
             "merge" => {}
-            other => return Err(PatchError::Malformed(format!("unknown $patch directive {other:?}"))),
+            other => {
+                return Err(PatchError::Malformed(format!("unknown $patch directive {other:?}")));
+            }
         }
     }
     if !target.is_object() {
@@ -108,7 +117,9 @@ fn merge_map(target: &mut Value, patch: &Map<String, Value>, path: &mut Vec<Stri
         if k.starts_with('$') {
             continue;
         }
-        let Some(t) = target.as_object_mut() else { break };
+        let Some(t) = target.as_object_mut() else {
+            break;
+        };
         match pv {
             Value::Null => {
                 t.remove(k);
@@ -152,11 +163,14 @@ fn merge_map(target: &mut Value, patch: &Map<String, Value>, path: &mut Vec<Stri
     Ok(())
 }
 
-fn merge_list(target: &mut Value, patch: &[Value], strategy: &ListStrategy, path: &mut Vec<String>) -> Result<(), PatchError> {
+fn merge_list(
+    target: &mut Value,
+    patch: &[Value],
+    strategy: &ListStrategy,
+    path: &mut Vec<String>,
+) -> Result<(), PatchError> {
     if patch.iter().any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace")) {
-        *target = Value::Array(
-            patch.iter().filter(|i| i.get("$patch").is_none()).map(strip_directives).collect(),
-        );
+        *target = Value::Array(patch.iter().filter(|i| i.get("$patch").is_none()).map(strip_directives).collect());
         return Ok(());
     }
     match strategy {
@@ -179,7 +193,9 @@ fn merge_list(target: &mut Value, patch: &[Value], strategy: &ListStrategy, path
             if !target.is_array() {
                 *target = Value::Array(Vec::new());
             }
-            let Value::Array(items) = target else { return Ok(()) };
+            let Value::Array(items) = target else {
+                return Ok(());
+            };
             for p in patch {
                 let Some(po) = p.as_object() else {
                     return Err(PatchError::Malformed(format!(
@@ -188,7 +204,10 @@ fn merge_list(target: &mut Value, patch: &[Value], strategy: &ListStrategy, path
                     )));
                 };
                 let Some(kv) = po.get(*key) else {
-                    return Err(PatchError::Malformed(format!("{}: an item lacks the merge key {key:?}", path.join("."))));
+                    return Err(PatchError::Malformed(format!(
+                        "{}: an item lacks the merge key {key:?}",
+                        path.join(".")
+                    )));
                 };
                 let pos = items.iter().position(|i| i.get(*key) == Some(kv));
                 if po.get("$patch").and_then(Value::as_str) == Some("delete") {
@@ -205,7 +224,7 @@ fn merge_list(target: &mut Value, patch: &[Value], strategy: &ListStrategy, path
     Ok(())
 }
 
-fn reorder(items: &mut Vec<Value>, order: &[Value], strategy: &ListStrategy) {
+fn reorder(items: &mut [Value], order: &[Value], strategy: &ListStrategy) {
     let ident = |v: &Value| -> Value {
         match strategy {
             ListStrategy::Key(k) => v.get(*k).cloned().unwrap_or(Value::Null),
@@ -243,39 +262,58 @@ mod tests {
             {"name": "a", "image": "a:1", "env": [{"name": "X", "value": "1"}], "ports": [{"containerPort": 80}]},
             {"name": "b", "image": "b:1", "args": ["x", "y"]}
         ]}}}});
-        let out = smp(dep, json!({"spec": {"template": {"spec": {"containers": [
-            {"name": "a", "image": "a:2", "env": [{"name": "Y", "value": "2"}], "ports": [{"containerPort": 81}]},
-            {"name": "b", "args": ["z"]}
-        ]}}}}));
-        assert_eq!(out, json!({"spec": {"template": {"spec": {"containers": [
-            {"name": "a", "image": "a:2", "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}],
-             "ports": [{"containerPort": 80}, {"containerPort": 81}]},
-            {"name": "b", "image": "b:1", "args": ["z"]}
-        ]}}}}));
+        let out = smp(
+            dep,
+            json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "a", "image": "a:2", "env": [{"name": "Y", "value": "2"}], "ports": [{"containerPort": 81}]},
+                {"name": "b", "args": ["z"]}
+            ]}}}}),
+        );
+        assert_eq!(
+            out,
+            json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "a", "image": "a:2", "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}],
+                 "ports": [{"containerPort": 80}, {"containerPort": 81}]},
+                {"name": "b", "image": "b:1", "args": ["z"]}
+            ]}}}})
+        );
     }
 
     #[test]
     fn directives_delete_replace_order_and_retain() {
         let obj = json!({"metadata": {"finalizers": ["a", "b"], "labels": {"x": "1", "y": "2"}},
             "spec": {"containers": [{"name": "a"}, {"name": "b"}, {"name": "c"}], "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}}}});
-        let out = smp(obj, json!({
-            "metadata": {"$deleteFromPrimitiveList/finalizers": ["a"], "finalizers": ["c"], "labels": {"y": null}},
-            "spec": {"$setElementOrder/containers": [{"name": "c"}, {"name": "a"}],
-                     "containers": [{"name": "b", "$patch": "delete"}],
-                     "strategy": {"$retainKeys": ["type"], "type": "Recreate"}}
-        }));
-        assert_eq!(out, json!({"metadata": {"finalizers": ["b", "c"], "labels": {"x": "1"}},
-            "spec": {"containers": [{"name": "c"}, {"name": "a"}], "strategy": {"type": "Recreate"}}}));
-        let replaced = smp(json!({"spec": {"volumes": [{"name": "a"}]}}),
-            json!({"spec": {"volumes": [{"$patch": "replace"}, {"name": "z"}]}}));
+        let out = smp(
+            obj,
+            json!({
+                "metadata": {"$deleteFromPrimitiveList/finalizers": ["a"], "finalizers": ["c"], "labels": {"y": null}},
+                "spec": {"$setElementOrder/containers": [{"name": "c"}, {"name": "a"}],
+                         "containers": [{"name": "b", "$patch": "delete"}],
+                         "strategy": {"$retainKeys": ["type"], "type": "Recreate"}}
+            }),
+        );
+        assert_eq!(
+            out,
+            json!({"metadata": {"finalizers": ["b", "c"], "labels": {"x": "1"}},
+            "spec": {"containers": [{"name": "c"}, {"name": "a"}], "strategy": {"type": "Recreate"}}})
+        );
+        let replaced = smp(
+            json!({"spec": {"volumes": [{"name": "a"}]}}),
+            json!({"spec": {"volumes": [{"$patch": "replace"}, {"name": "z"}]}}),
+        );
         assert_eq!(replaced, json!({"spec": {"volumes": [{"name": "z"}]}}));
     }
 
     #[test]
     fn service_ports_merge_by_port_and_unknown_lists_replace() {
-        let out = smp(json!({"spec": {"ports": [{"port": 80, "name": "http"}], "externalIPs": ["1.1.1.1"]}}),
-            json!({"spec": {"ports": [{"port": 443}], "externalIPs": ["2.2.2.2"]}}));
-        assert_eq!(out, json!({"spec": {"ports": [{"port": 80, "name": "http"}, {"port": 443}], "externalIPs": ["2.2.2.2"]}}));
+        let out = smp(
+            json!({"spec": {"ports": [{"port": 80, "name": "http"}], "externalIPs": ["1.1.1.1"]}}),
+            json!({"spec": {"ports": [{"port": 443}], "externalIPs": ["2.2.2.2"]}}),
+        );
+        assert_eq!(
+            out,
+            json!({"spec": {"ports": [{"port": 80, "name": "http"}, {"port": 443}], "externalIPs": ["2.2.2.2"]}})
+        );
     }
 
     #[test]

@@ -125,7 +125,18 @@ const fn b(
     namespaced: bool,
     short: &'static [&'static str],
 ) -> Builtin {
-    Builtin { group, version, resource, kind, namespaced, short, status: false, scale: false, generation: false, all: false }
+    Builtin {
+        group,
+        version,
+        resource,
+        kind,
+        namespaced,
+        short,
+        status: false,
+        scale: false,
+        generation: false,
+        all: false,
+    }
 }
 
 const fn with(mut x: Builtin, status: bool, scale: bool, generation: bool, all: bool) -> Builtin {
@@ -158,7 +169,14 @@ const BUILTINS: &[Builtin] = &[
     b("coordination.k8s.io", "v1", "leases", "Lease", true, &[]),
     with(b("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"]), true, false, true, false),
     with(
-        b("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", false, &["crd", "crds"]),
+        b(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+            false,
+            &["crd", "crds"],
+        ),
         true,
         false,
         true,
@@ -210,7 +228,8 @@ impl Default for Registry {
 impl Registry {
     /// A registry holding the built-in resources.
     pub fn new() -> Self {
-        let resources = BUILTINS.iter().map(|x| (GroupResource::new(x.group, x.resource), Arc::new(builtin_info(x)))).collect();
+        let resources =
+            BUILTINS.iter().map(|x| (GroupResource::new(x.group, x.resource), Arc::new(builtin_info(x)))).collect();
         Self { resources: RwLock::new(resources) }
     }
 
@@ -228,7 +247,9 @@ impl Registry {
     /// Every resource, sorted by group then resource.
     pub fn all(&self) -> Vec<Arc<ResourceInfo>> {
         let mut v: Vec<_> = self.resources.read().values().cloned().collect();
-        v.sort_by(|a, b| (group_rank(&a.group), &a.group, &a.resource).cmp(&(group_rank(&b.group), &b.group, &b.resource)));
+        v.sort_by(|a, b| {
+            (group_rank(&a.group), &a.group, &a.resource).cmp(&(group_rank(&b.group), &b.group, &b.resource))
+        });
         v
     }
 
@@ -246,7 +267,7 @@ impl Registry {
         groups
             .into_iter()
             .map(|((_, g), mut vs)| {
-                vs.sort_by(|a, b| version_priority(b).cmp(&version_priority(a)));
+                vs.sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
                 (g, vs)
             })
             .collect()
@@ -276,9 +297,13 @@ fn group_rank(group: &str) -> u8 {
 
 /// Kubernetes version ordering: GA > beta > alpha, then by number (v2 > v1, v1beta2 > v1beta1).
 pub fn version_priority(v: &str) -> (u8, u64, u64) {
-    let Some(rest) = v.strip_prefix('v') else { return (0, 0, 0) };
+    let Some(rest) = v.strip_prefix('v') else {
+        return (0, 0, 0);
+    };
     let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-    let Ok(major) = digits.parse::<u64>() else { return (0, 0, 0) };
+    let Ok(major) = digits.parse::<u64>() else {
+        return (0, 0, 0);
+    };
     let tail = &rest[digits.len()..];
     let (rank, minor) = if tail.is_empty() {
         (3, 0)
@@ -311,7 +336,11 @@ pub fn crd_to_resource(crd: &Value) -> Result<ResourceInfo, Vec<FieldError>> {
     if group.is_empty() {
         errs.push(FieldError::required("spec.group", ""));
     } else if !group.contains('.') {
-        errs.push(FieldError::invalid("spec.group", &Value::from(group.clone()), "should be a domain with at least one dot"));
+        errs.push(FieldError::invalid(
+            "spec.group",
+            &Value::from(group.clone()),
+            "should be a domain with at least one dot",
+        ));
     }
     if plural.is_empty() {
         errs.push(FieldError::required("spec.names.plural", ""));
@@ -322,7 +351,11 @@ pub fn crd_to_resource(crd: &Value) -> Result<ResourceInfo, Vec<FieldError>> {
         errs.push(FieldError::required("spec.names.kind", ""));
     }
     if !plural.is_empty() && !group.is_empty() && name != format!("{plural}.{group}") {
-        errs.push(FieldError::invalid("metadata.name", &Value::from(name.clone()), "must be spec.names.plural+\".\"+spec.group"));
+        errs.push(FieldError::invalid(
+            "metadata.name",
+            &Value::from(name.clone()),
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
     }
     let scope = s("/spec/scope");
     let namespaced = match scope.as_str() {
@@ -412,12 +445,16 @@ pub fn crd_to_resource(crd: &Value) -> Result<ResourceInfo, Vec<FieldError>> {
         }
     }
     if !versions_v.is_empty() && storage.len() != 1 {
-        errs.push(FieldError::invalid("spec.versions", &Value::from(storage.len()), "must have exactly one version marked as storage version"));
+        errs.push(FieldError::invalid(
+            "spec.versions",
+            &Value::from(storage.len()),
+            "must have exactly one version marked as storage version",
+        ));
     }
     if !errs.is_empty() {
         return Err(errs);
     }
-    versions.sort_by(|a, b| version_priority(&b.name).cmp(&version_priority(&a.name)));
+    versions.sort_by_key(|v| std::cmp::Reverse(version_priority(&v.name)));
     let strs = |p: &str| -> Vec<String> {
         crd.pointer(p)
             .and_then(Value::as_array)
@@ -463,7 +500,7 @@ mod tests {
     #[test]
     fn orders_versions_like_kubernetes() {
         let mut v = vec!["v1alpha1", "v1", "v2beta1", "v1beta2", "v2", "foo"];
-        v.sort_by(|a, b| version_priority(b).cmp(&version_priority(a)));
+        v.sort_by_key(|x| std::cmp::Reverse(version_priority(x)));
         assert_eq!(v, vec!["v2", "v1", "v2beta1", "v1beta2", "v1alpha1", "foo"]);
     }
 

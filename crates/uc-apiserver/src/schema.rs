@@ -251,12 +251,21 @@ impl Schema {
         if let Some(min) = self.min_properties
             && n < min
         {
-            errs.push(FieldError::invalid(path, &Value::from(n), format!("{path} in body should have at least {min} properties")));
+            errs.push(FieldError::invalid(
+                path,
+                &Value::from(n),
+                format!("{path} in body should have at least {min} properties"),
+            ));
         }
         if let Some(max) = self.max_properties
             && n > max
         {
-            errs.push(FieldError::new(FieldErrorKind::TooLong, path, None, format!("must have at most {max} properties")));
+            errs.push(FieldError::new(
+                FieldErrorKind::TooLong,
+                path,
+                None,
+                format!("must have at most {max} properties"),
+            ));
         }
     }
 
@@ -270,7 +279,11 @@ impl Schema {
         if let Some(min) = self.min_items
             && n < min
         {
-            errs.push(FieldError::invalid(path, &Value::from(n), format!("{path} in body should have at least {min} items")));
+            errs.push(FieldError::invalid(
+                path,
+                &Value::from(n),
+                format!("{path} in body should have at least {min} items"),
+            ));
         }
         if let Some(max) = self.max_items
             && n > max
@@ -281,7 +294,12 @@ impl Schema {
         if set_like {
             for (i, item) in items.iter().enumerate() {
                 if items[..i].contains(item) {
-                    errs.push(FieldError::new(FieldErrorKind::Duplicate, format!("{path}[{i}]"), Some(item.to_string()), ""));
+                    errs.push(FieldError::new(
+                        FieldErrorKind::Duplicate,
+                        format!("{path}[{i}]"),
+                        Some(item.to_string()),
+                        "",
+                    ));
                 }
             }
         }
@@ -292,7 +310,12 @@ impl Schema {
             for (i, item) in items.iter().enumerate() {
                 let k = key_of(item);
                 if items[..i].iter().any(|o| key_of(o) == k) {
-                    errs.push(FieldError::new(FieldErrorKind::Duplicate, format!("{path}[{i}]"), Some(Value::Array(k).to_string()), ""));
+                    errs.push(FieldError::new(
+                        FieldErrorKind::Duplicate,
+                        format!("{path}[{i}]"),
+                        Some(Value::Array(k).to_string()),
+                        "",
+                    ));
                 }
             }
         }
@@ -308,7 +331,12 @@ impl Schema {
         if let Some(max) = self.max_length
             && len > max
         {
-            errs.push(FieldError::new(FieldErrorKind::TooLong, path, None, format!("may not be more than {max} bytes")));
+            errs.push(FieldError::new(
+                FieldErrorKind::TooLong,
+                path,
+                None,
+                format!("may not be more than {max} bytes"),
+            ));
         }
         if let Some((src, re)) = &self.pattern
             && !re.is_match(s)
@@ -333,7 +361,9 @@ impl Schema {
 
     /// Looks up the schema of a sub-path (used by the scale subresource and printer columns).
     pub fn at(&self, segments: &[&str]) -> Option<&Schema> {
-        let Some((first, rest)) = segments.split_first() else { return Some(self) };
+        let Some((first, rest)) = segments.split_first() else {
+            return Some(self);
+        };
         let child = self.properties.get(*first).or(match &self.additional {
             Some(Additional::Schema(s)) => Some(s),
             _ => None,
@@ -421,9 +451,18 @@ fn parse_node(v: &Value, path: &str, root: bool, in_junctor: bool, errs: &mut Ve
         Some(Value::Bool(false)) | None => {}
         Some(ap) => {
             if !s.properties.is_empty() {
-                errs.push(FieldError::forbidden(join(path, "additionalProperties"), "additionalProperties and properties are mutual exclusive"));
+                errs.push(FieldError::forbidden(
+                    join(path, "additionalProperties"),
+                    "additionalProperties and properties are mutual exclusive",
+                ));
             }
-            s.additional = Some(Additional::Schema(Box::new(parse_node(ap, &join(path, "additionalProperties"), false, in_junctor, errs))));
+            s.additional = Some(Additional::Schema(Box::new(parse_node(
+                ap,
+                &join(path, "additionalProperties"),
+                false,
+                in_junctor,
+                errs,
+            ))));
         }
     }
     if let Some(items) = map.get("items") {
@@ -460,13 +499,22 @@ fn parse_node(v: &Value, path: &str, root: bool, in_junctor: bool, errs: &mut Ve
     if let Some(p) = map.get("pattern").and_then(Value::as_str) {
         match Regex::new(p) {
             Ok(re) => s.pattern = Some((p.to_string(), re)),
-            Err(e) => errs.push(FieldError::invalid(join(path, "pattern"), &Value::from(p), format!("must be a valid regular expression: {e}"))),
+            Err(e) => errs.push(FieldError::invalid(
+                join(path, "pattern"),
+                &Value::from(p),
+                format!("must be a valid regular expression: {e}"),
+            )),
         }
     }
     let list = |k: &str, errs: &mut Vec<FieldError>| -> Vec<Schema> {
         map.get(k)
             .and_then(Value::as_array)
-            .map(|a| a.iter().enumerate().map(|(i, x)| parse_node(x, &format!("{path}.{k}[{i}]"), false, true, errs)).collect())
+            .map(|a| {
+                a.iter()
+                    .enumerate()
+                    .map(|(i, x)| parse_node(x, &format!("{path}.{k}[{i}]"), false, true, errs))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     s.all_of = list("allOf", errs);
@@ -521,7 +569,10 @@ mod tests {
         let mut pruned = vec![];
         s.prune(&mut obj, "", &mut pruned);
         assert_eq!(pruned, vec!["junk".to_string(), "spec.extra".to_string()]);
-        assert_eq!(obj, json!({"spec": {"image": "nginx", "replicas": 1, "free": {"x": {"y": 1}}, "labels": {"a": "b"}}}));
+        assert_eq!(
+            obj,
+            json!({"spec": {"image": "nginx", "replicas": 1, "free": {"x": {"y": 1}}, "labels": {"a": "b"}}})
+        );
         let mut errs = vec![];
         s.validate(&obj, "", &mut errs);
         assert!(errs.is_empty(), "{errs:?}");
@@ -530,12 +581,22 @@ mod tests {
         let mut errs = vec![];
         s.validate(&bad, "", &mut errs);
         let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
-        assert_eq!(fields, vec!["spec.image", "spec.labels.a", "spec.mode", "spec.port", "spec.ports[1]", "spec.replicas"]);
+        assert_eq!(
+            fields,
+            vec!["spec.image", "spec.labels.a", "spec.mode", "spec.port", "spec.ports[1]", "spec.replicas"]
+        );
         assert!(errs.last().unwrap().to_string().contains("spec.replicas in body must be of type integer"));
         let mut errs = vec![];
         s.validate(&json!({"spec": {"replicas": 11}}), "", &mut errs);
         let msgs: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
-        assert_eq!(msgs, vec!["spec.image: Required value".to_string(), "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10".to_string()]);
+        assert_eq!(
+            msgs,
+            vec![
+                "spec.image: Required value".to_string(),
+                "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10"
+                    .to_string()
+            ]
+        );
     }
 
     #[test]

@@ -103,7 +103,7 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| StartError::Io(format!("creating {}: {e}", config.data_dir.display())))?;
     let creds = tls::ensure_credentials(&config.data_dir)?;
-    let db_path = config.data_dir.join("objects.redb");
+    let db_path = config.data_dir.join("store");
     let store = Store::open(config.durable.then_some(db_path.as_path()), config.store.clone())?;
     let registry = Arc::new(Registry::new());
     let app = Arc::new(App { store, registry, token: creds.token.clone(), config: config.clone() });
@@ -314,11 +314,8 @@ async fn handle_inner(app: &Arc<App>, req: Request<Incoming>) -> Result<Response
             return Err(ApiError::unauthorized());
         }
     }
-    let params: Params = parts
-        .uri
-        .query()
-        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
-        .unwrap_or_default();
+    let params: Params =
+        parts.uri.query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
     let negotiated = negotiate(parts.headers.get(header::ACCEPT).and_then(|h| h.to_str().ok()))?;
     let content_type = parts
         .headers

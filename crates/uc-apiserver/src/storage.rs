@@ -1,9 +1,9 @@
 //! Object storage: an in-memory map of every object (the watch cache), a revision log of recent
-//! changes, and an optional redb file that makes each acknowledged write durable.
+//! changes, and an optional write-ahead log (with snapshots) that makes each acknowledged write durable.
 //!
 //! All writes go through one writer thread. It takes every write waiting at that moment as one batch
-//! (group commit): checks each write's precondition against the current state, persists the batch in
-//! one redb transaction, and only then publishes it to readers and watchers and acknowledges it. So a
+//! (group commit): checks each write's precondition against the current state, appends the batch to
+//! the log with one fdatasync, and only then publishes it to readers and watchers and acknowledges it. So a
 //! watcher never sees a change that a crash could still lose, and one fsync pays for many writes.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -11,16 +11,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
-use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 use uc_api::GroupResource;
 
+use crate::wal::{Change, Wal};
+
 /// A stored object, shared between the state, the revision log and responses.
 pub type Obj = Arc<Value>;
 
-const OBJECTS: TableDefinition<&str, &[u8]> = TableDefinition::new("objects");
-const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// Most writes taken into one group commit.
 const MAX_BATCH: usize = 4096;
 
@@ -56,29 +55,6 @@ pub enum StoreError {
     #[error("storage is shutting down")]
     Closed,
 }
-
-impl From<redb::Error> for StoreError {
-    fn from(e: redb::Error) -> Self {
-        StoreError::Backend(e.to_string())
-    }
-}
-
-macro_rules! backend_errors {
-    ($($t:ty),*) => {$(
-        impl From<$t> for StoreError {
-            fn from(e: $t) -> Self {
-                StoreError::Backend(e.to_string())
-            }
-        }
-    )*};
-}
-backend_errors!(
-    redb::DatabaseError,
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError
-);
 
 /// What happened to an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -234,11 +210,13 @@ type Reply = oneshot::Sender<Result<Obj, StoreError>>;
 pub struct StoreOptions {
     /// Events kept in the revision log; older revisions are compacted (watching from them gives 410).
     pub log_capacity: usize,
+    /// Log segment size that triggers a snapshot (default 64 MiB).
+    pub checkpoint_bytes: Option<u64>,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self { log_capacity: 100_000 }
+        Self { log_capacity: 100_000, checkpoint_bytes: None }
     }
 }
 
@@ -251,36 +229,39 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens the store: durable in the redb file at `path`, or purely in memory when `path` is `None`.
+    /// Opens the store: durable in the directory `path` (log and snapshots), or purely in memory
+    /// when `path` is `None`.
     pub fn open(path: Option<&Path>, options: StoreOptions) -> Result<Arc<Store>, StoreError> {
         let mut state = State::default();
-        let db = match path {
+        let wal = match path {
             Some(path) => {
-                let db = redb::Database::create(path)?;
-                {
-                    let txn = db.begin_write()?;
-                    txn.open_table(OBJECTS)?;
-                    txn.open_table(META)?;
-                    txn.commit()?;
+                let (mut wal, recovered) = Wal::open(path)?;
+                if let Some(bytes) = options.checkpoint_bytes {
+                    wal.checkpoint_bytes = bytes;
                 }
-                let txn = db.begin_read()?;
-                let objects = txn.open_table(OBJECTS)?;
-                for row in objects.iter()? {
-                    let (k, v) = row?;
-                    let k = k.value();
-                    let mut parts = k.splitn(3, '/');
-                    let (Some(group), Some(resource), Some(key)) = (parts.next(), parts.next(), parts.next()) else {
-                        return Err(StoreError::Backend(format!("malformed key {k:?} in the database")));
-                    };
-                    let value: Value = serde_json::from_slice(v.value())
-                        .map_err(|e| StoreError::Backend(format!("object {k:?} is not valid JSON: {e}")))?;
-                    let gr = GroupResource::new(group, resource);
-                    state.index(&gr, key, None, Some(&value));
-                    state.objects.entry(gr).or_default().insert(key.to_string(), Arc::new(value));
+                for record in recovered.records {
+                    for (k, value) in record.changes {
+                        let mut parts = k.splitn(3, '/');
+                        let (Some(group), Some(resource), Some(key)) = (parts.next(), parts.next(), parts.next())
+                        else {
+                            return Err(StoreError::Backend(format!("malformed key {k:?} in the log")));
+                        };
+                        let gr = GroupResource::new(group, resource);
+                        let old = state.objects.get_mut(&gr).and_then(|m| m.remove(key));
+                        let new = match value {
+                            Some(bytes) => Some(Arc::new(serde_json::from_slice::<Value>(&bytes).map_err(|e| {
+                                StoreError::Backend(format!("object {k:?} in the log is not valid JSON: {e}"))
+                            })?)),
+                            None => None,
+                        };
+                        state.index(&gr, key, old.as_deref(), new.as_deref());
+                        if let Some(new) = new {
+                            state.objects.entry(gr).or_default().insert(key.to_string(), new);
+                        }
+                    }
+                    state.revision = state.revision.max(record.revision);
                 }
-                let meta = txn.open_table(META)?;
-                state.revision = meta.get("revision")?.map(|v| v.value()).unwrap_or(0);
-                Some(db)
+                Some(wal)
             }
             None => None,
         };
@@ -291,7 +272,7 @@ impl Store {
         let weak = Arc::downgrade(&store);
         std::thread::Builder::new()
             .name("uc-store-writer".into())
-            .spawn(move || writer_loop(weak, db, rx))
+            .spawn(move || writer_loop(weak, wal, rx))
             .map_err(|e| StoreError::Backend(format!("cannot start the writer thread: {e}")))?;
         Ok(store)
     }
@@ -327,7 +308,9 @@ impl Store {
     /// Objects whose ownerReferences name this uid.
     pub fn dependents(&self, owner_uid: &str) -> Vec<(ObjRef, Obj)> {
         let state = self.state.read();
-        let Some(set) = state.dependents.get(owner_uid) else { return Vec::new() };
+        let Some(set) = state.dependents.get(owner_uid) else {
+            return Vec::new();
+        };
         set.iter().filter_map(|r| Some((r.clone(), state.objects.get(&r.0)?.get(&r.1)?.clone()))).collect()
     }
 
@@ -352,7 +335,9 @@ impl Store {
         let state = self.state.read();
         let empty = BTreeMap::new();
         let current = state.objects.get(gr).unwrap_or(&empty);
-        let in_scope = |k: &str| namespace.is_none_or(|ns| k.len() > ns.len() && k.starts_with(ns) && k.as_bytes()[ns.len()] == b'/');
+        let in_scope = |k: &str| {
+            namespace.is_none_or(|ns| k.len() > ns.len() && k.starts_with(ns) && k.as_bytes()[ns.len()] == b'/')
+        };
         let collect = |map: &BTreeMap<String, Obj>| -> Vec<(String, Obj)> {
             match namespace {
                 Some(ns) => {
@@ -413,7 +398,7 @@ impl Store {
     }
 }
 
-fn writer_loop(store: std::sync::Weak<Store>, db: Option<redb::Database>, mut rx: mpsc::UnboundedReceiver<(Op, Reply)>) {
+fn writer_loop(store: std::sync::Weak<Store>, mut wal: Option<Wal>, mut rx: mpsc::UnboundedReceiver<(Op, Reply)>) {
     while let Some(first) = rx.blocking_recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -423,7 +408,7 @@ fn writer_loop(store: std::sync::Weak<Store>, db: Option<redb::Database>, mut rx
             }
         }
         let Some(store) = store.upgrade() else { return };
-        commit_batch(&store, db.as_ref(), batch);
+        commit_batch(&store, wal.as_mut(), batch);
     }
 }
 
@@ -433,7 +418,7 @@ struct Planned {
     result: Result<Obj, StoreError>,
 }
 
-fn commit_batch(store: &Store, db: Option<&redb::Database>, batch: Vec<(Op, Reply)>) {
+fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
     // Phase 1: decide every write against the current state plus the earlier writes of this batch.
     let mut planned = Vec::with_capacity(batch.len());
     let mut revision;
@@ -462,9 +447,10 @@ fn commit_batch(store: &Store, db: Option<&redb::Database>, batch: Vec<(Op, Repl
         }
     }
     // Phase 2: make the batch durable.
-    if let Some(db) = db
+    let mut wal = wal;
+    if let Some(wal) = wal.as_deref_mut()
         && planned.iter().any(|p| p.event.is_some())
-        && let Err(e) = persist(db, &planned, revision)
+        && let Err(e) = persist(wal, &planned, revision)
     {
         tracing::error!(error = %e, "storage commit failed; rejecting the batch");
         for p in planned {
@@ -499,6 +485,17 @@ fn commit_batch(store: &Store, db: Option<&redb::Database>, batch: Vec<(Op, Repl
         }
     }
     store.revision_tx.send_replace(revision);
+    if let Some(wal) = wal
+        && wal.wants_checkpoint()
+    {
+        let snapshot: Vec<(String, Obj)> = {
+            let state = store.state.read();
+            state.objects.iter().flat_map(|(gr, m)| m.iter().map(move |(k, v)| (db_key(gr, k), v.clone()))).collect()
+        };
+        if let Err(e) = wal.checkpoint(revision, snapshot) {
+            tracing::error!(error = %e, "starting a snapshot failed; the log keeps growing");
+        }
+    }
     for p in planned {
         let _ = p.reply.send(p.result);
     }
@@ -538,24 +535,16 @@ fn plan(op: Op, current: Option<&Obj>, rv: u64) -> Result<Event, StoreError> {
     }
 }
 
-fn persist(db: &redb::Database, planned: &[Planned], revision: u64) -> Result<(), StoreError> {
-    let txn = db.begin_write()?;
-    {
-        let mut objects = txn.open_table(OBJECTS)?;
-        for ev in planned.iter().filter_map(|p| p.event.as_ref()) {
-            let k = db_key(&ev.gr, &ev.key);
-            if ev.kind == EventType::Deleted {
-                objects.remove(k.as_str())?;
-            } else {
-                let bytes = serde_json::to_vec(&*ev.object).map_err(|e| StoreError::Backend(e.to_string()))?;
-                objects.insert(k.as_str(), bytes.as_slice())?;
-            }
-        }
-        let mut meta = txn.open_table(META)?;
-        meta.insert("revision", revision)?;
-    }
-    txn.commit()?;
-    Ok(())
+fn persist(wal: &mut Wal, planned: &[Planned], revision: u64) -> Result<(), StoreError> {
+    let events: Vec<&Event> = planned.iter().filter_map(|p| p.event.as_ref()).collect();
+    let keys: Vec<String> = events.iter().map(|ev| db_key(&ev.gr, &ev.key)).collect();
+    let bodies: Vec<Option<Vec<u8>>> = events
+        .iter()
+        .map(|ev| (ev.kind != EventType::Deleted).then(|| serde_json::to_vec(&*ev.object).unwrap_or_default()))
+        .collect();
+    let changes: Vec<Change<'_>> =
+        keys.iter().zip(&bodies).map(|(k, b)| Change { key: k, value: b.as_deref() }).collect();
+    wal.append(revision, &changes)
 }
 
 #[cfg(test)]
@@ -589,7 +578,7 @@ mod tests {
 
     #[tokio::test]
     async fn lists_at_past_revisions_and_compacts() {
-        let store = Store::open(None, StoreOptions { log_capacity: 3 }).unwrap();
+        let store = Store::open(None, StoreOptions { log_capacity: 3, ..Default::default() }).unwrap();
         for n in ["a", "b", "c"] {
             store.write(Op::Create { gr: gr(), key: format!("ns/{n}"), object: pod(n) }).await.unwrap();
         }
@@ -609,8 +598,11 @@ mod tests {
     async fn durable_store_reloads_objects_and_revision() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("db");
+        // A tiny snapshot threshold: every batch starts a snapshot, so reload goes through both.
+        let options = StoreOptions { checkpoint_bytes: Some(1), ..Default::default() };
         {
-            let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
+            let store = Store::open(Some(&path), options.clone()).unwrap();
+            assert!(Store::open(Some(&path), options.clone()).is_err(), "a second process is locked out");
             store.write(Op::Create { gr: gr(), key: "ns/a".into(), object: pod("a") }).await.unwrap();
             store.write(Op::Create { gr: gr(), key: "ns/b".into(), object: pod("b") }).await.unwrap();
             store.write(Op::Delete { gr: gr(), key: "ns/b".into(), expect_rv: 0 }).await.unwrap();

@@ -32,7 +32,9 @@ pub fn eval_jsonpath<'a>(path: &str, root: &'a Value) -> Vec<&'a Value> {
                 }
             }
         } else if let Some(r) = rest.strip_prefix('[') {
-            let Some(end) = find_bracket_end(r) else { return Vec::new() };
+            let Some(end) = find_bracket_end(r) else {
+                return Vec::new();
+            };
             let inner = &r[..end];
             rest = &r[end + 1..];
             for v in current {
@@ -100,7 +102,9 @@ fn filter_matches(filter: &str, item: &Value) -> bool {
     } else {
         (filter, "exists", None)
     };
-    let Some(sub) = lhs.trim().strip_prefix('@') else { return false };
+    let Some(sub) = lhs.trim().strip_prefix('@') else {
+        return false;
+    };
     let found = eval_jsonpath(sub, item);
     match rhs {
         None => !found.is_empty(),
@@ -151,7 +155,9 @@ pub fn human_duration(d: chrono::Duration) -> String {
 }
 
 fn age_of(v: Option<&Value>) -> Value {
-    let Some(ts) = v.and_then(Value::as_str) else { return Value::String("<unknown>".into()) };
+    let Some(ts) = v.and_then(Value::as_str) else {
+        return Value::String("<unknown>".into());
+    };
     match DateTime::parse_from_rfc3339(ts) {
         Ok(t) => Value::String(human_duration(Utc::now() - t.with_timezone(&Utc))),
         Err(_) => Value::String("<invalid>".into()),
@@ -176,7 +182,11 @@ fn i_at(v: &Value, p: &str) -> i64 {
 }
 
 fn count(v: &Value, p: &str) -> Value {
-    Value::from(v.pointer(p).map(|x| x.as_object().map(|m| m.len()).or(x.as_array().map(|a| a.len())).unwrap_or(0)).unwrap_or(0))
+    Value::from(
+        v.pointer(p)
+            .map(|x| x.as_object().map(|m| m.len()).or(x.as_array().map(|a| a.len())).unwrap_or(0))
+            .unwrap_or(0),
+    )
 }
 
 fn builtin_columns(resource: &str) -> Vec<Column> {
@@ -310,7 +320,9 @@ pub enum IncludeObject {
 
 /// Column definitions of a resource at a version.
 pub fn column_definitions(info: &ResourceInfo, version: &str) -> Vec<Value> {
-    let mut cols = vec![json!({"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0})];
+    let mut cols = vec![
+        json!({"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}),
+    ];
     match custom_columns(info, version) {
         Some(custom) => {
             for c in custom {
@@ -319,7 +331,9 @@ pub fn column_definitions(info: &ResourceInfo, version: &str) -> Vec<Value> {
         }
         None => {
             for c in builtin_columns(&info.resource) {
-                cols.push(json!({"name": c.name, "type": c.ty, "format": "", "description": "", "priority": c.priority}));
+                cols.push(
+                    json!({"name": c.name, "type": c.ty, "format": "", "description": "", "priority": c.priority}),
+                );
             }
         }
     }
@@ -362,12 +376,15 @@ pub fn row(info: &ResourceInfo, version: &str, obj: &Value, include: IncludeObje
 }
 
 fn render_cell(c: &PrinterColumn, found: &[&Value]) -> Value {
-    let Some(first) = found.first() else { return Value::Null };
+    let Some(first) = found.first() else {
+        return Value::Null;
+    };
     if c.ty == "date" {
         return age_of(Some(first));
     }
     if found.len() > 1 {
-        let parts: Vec<String> = found.iter().map(|v| v.as_str().map(String::from).unwrap_or_else(|| v.to_string())).collect();
+        let parts: Vec<String> =
+            found.iter().map(|v| v.as_str().map(String::from).unwrap_or_else(|| v.to_string())).collect();
         return Value::String(parts.join(","));
     }
     match (c.ty.as_str(), first) {

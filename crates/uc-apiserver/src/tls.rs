@@ -92,7 +92,8 @@ fn generate(dir: &Path) -> Result<(), TlsError> {
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params.distinguished_name.push(DnType::CommonName, "uc-ca");
-    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    ca_params.key_usages =
+        vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
     ca_params.not_before = rcgen::date_time_ymd(2020, 1, 1);
     ca_params.not_after = rcgen::date_time_ymd(2100, 1, 1);
     let ca_cert = ca_params.self_signed(&ca_key)?;

@@ -78,7 +78,9 @@ impl Watcher {
         let obj = to_version(info, &self.target.version, obj);
         let object = match self.render {
             Render::Json => (*obj).clone(),
-            Render::Metadata => json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata")}),
+            Render::Metadata => {
+                json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata")})
+            }
             Render::Table => {
                 let mut t = json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1",
                     "metadata": {"resourceVersion": obj.pointer("/metadata/resourceVersion")},
@@ -101,7 +103,10 @@ impl Watcher {
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        line("BOOKMARK", &json!({"kind": info.kind, "apiVersion": info.api_version(&self.target.version), "metadata": meta}))
+        line(
+            "BOOKMARK",
+            &json!({"kind": info.kind, "apiVersion": info.api_version(&self.target.version), "metadata": meta}),
+        )
     }
 }
 
@@ -132,7 +137,15 @@ pub fn serve(app: &Arc<App>, req: &Req, t: &Target) -> Result<Response<Body>> {
     };
     let bookmarks = req.params.get("allowWatchBookmarks").is_some_and(|v| v == "true");
     if send_initial.is_some() && !bookmarks {
-        return Err(ApiError::invalid("WatchOptions", "meta.k8s.io", "", &[crate::error::FieldError::forbidden("allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks=true")]));
+        return Err(ApiError::invalid(
+            "WatchOptions",
+            "meta.k8s.io",
+            "",
+            &[crate::error::FieldError::forbidden(
+                "allowWatchBookmarks",
+                "sendInitialEvents requires setting allowWatchBookmarks=true",
+            )],
+        ));
     }
     let start: Option<u64> = match rv_param {
         "" | "0" => None,
@@ -205,7 +218,6 @@ async fn run(w: &mut Watcher, tx: mpsc::Sender<Bytes>, start: Option<u64>, initi
             return;
         }
     }
-    let mut last_bookmark = cursor;
     loop {
         let mut batch: Vec<Arc<Event>> = Vec::new();
         let mut newest = cursor;
@@ -244,11 +256,8 @@ async fn run(w: &mut Watcher, tx: mpsc::Sender<Bytes>, start: Option<u64>, initi
                 }
             }
             _ = tokio::time::sleep(BOOKMARK_EVERY), if w.bookmarks => {
-                if cursor > last_bookmark || cursor == last_bookmark {
-                    if tx.send(w.bookmark(cursor, false)).await.is_err() {
-                        return;
-                    }
-                    last_bookmark = cursor;
+                if tx.send(w.bookmark(cursor, false)).await.is_err() {
+                    return;
                 }
             }
             _ = tx.closed() => return,

@@ -51,7 +51,9 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
     config.port = args.port;
     config.durable = !args.in_memory;
     config.store.log_capacity = args.watch_cache_events.max(1);
-    let server = uc_apiserver::start(config).await.with_context(|| format!("starting the API server in {}", args.data_dir.display()))?;
+    let server = uc_apiserver::start(config)
+        .await
+        .with_context(|| format!("starting the API server in {}", args.data_dir.display()))?;
     let kubeconfig = std::fs::canonicalize(&server.kubeconfig).unwrap_or(server.kubeconfig.clone());
     tracing::info!(address = %server.addr, "API server ready");
     println!("export KUBECONFIG={}", kubeconfig.display());

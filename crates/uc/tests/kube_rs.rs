@@ -66,7 +66,10 @@ async fn reflector_stays_consistent_with_a_stream_of_writes() {
         api.create(&PostParams::default(), &cm(&format!("pre-{i}"), "0")).await.expect("create");
     }
     let (reader, writer) = reflector::store::<ConfigMap>();
-    let stream = watcher(api.clone(), watcher::Config::default().page_size(7)).default_backoff().reflect(writer).applied_objects();
+    let stream = watcher(api.clone(), watcher::Config::default().page_size(7))
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects();
     let watching = tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         let mut errors = 0usize;
@@ -101,7 +104,7 @@ async fn reflector_stays_consistent_with_a_stream_of_writes() {
     for t in tasks {
         t.await.expect("writer");
     }
-    api.delete(&"pre-3".to_string(), &DeleteParams::default()).await.expect("delete pre-3");
+    api.delete("pre-3", &DeleteParams::default()).await.expect("delete pre-3");
 
     let expected: BTreeMap<String, (String, Option<BTreeMap<String, String>>)> = api
         .list(&ListParams::default())
