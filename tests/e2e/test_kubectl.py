@@ -190,3 +190,25 @@ def test_scale_subresource(cluster):
     assert cluster.kubectl("get", "foo", "example-foo", "-o", "jsonpath={.spec.replicas}").stdout == "5"
     r = cluster.kubectl("scale", "foo", "example-foo", "--replicas=50", check=False)
     assert r.returncode != 0 and "spec.replicas" in r.stderr
+
+
+def test_typed_create_commands_send_protobuf_and_work(cluster):
+    # kubectl's `create <kind>` commands send application/vnd.kubernetes.protobuf bodies.
+    cluster.kubectl("create", "namespace", "typed")
+    cluster.kubectl("-n", "typed", "create", "configmap", "cm", "--from-literal=a=b")
+    cluster.kubectl("-n", "typed", "create", "secret", "generic", "s", "--from-literal=k=v")
+    cluster.kubectl("-n", "typed", "create", "deployment", "web", "--image=nginx:1.25", "--replicas=0", "--port=80")
+    cluster.kubectl("-n", "typed", "create", "job", "once", "--image=busybox")
+    cluster.kubectl("-n", "typed", "create", "service", "clusterip", "svc", "--tcp=80:8080")
+    assert json.loads(cluster.kubectl("-n", "typed", "get", "cm", "cm", "-o", "json").stdout)["data"] == {"a": "b"}
+    assert json.loads(cluster.kubectl("-n", "typed", "get", "secret", "s", "-o", "json").stdout)["data"] == {"k": "dg=="}
+    d = json.loads(cluster.kubectl("-n", "typed", "get", "deploy", "web", "-o", "json").stdout)
+    assert d["spec"]["replicas"] == 0, "a meaningful zero survives decoding"
+    assert d["spec"]["strategy"]["type"] == "RollingUpdate"
+    c = d["spec"]["template"]["spec"]["containers"][0]
+    assert c["image"] == "nginx:1.25" and c["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    assert "stdin" not in c and "creationTimestamp" not in d["spec"]["template"]["metadata"]
+    svc = json.loads(cluster.kubectl("-n", "typed", "get", "svc", "svc", "-o", "json").stdout)
+    assert svc["spec"]["ports"][0]["targetPort"] == 8080 and svc["spec"]["ports"][0]["port"] == 80
+    job = json.loads(cluster.kubectl("-n", "typed", "get", "job", "once", "-o", "json").stdout)
+    assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"

@@ -68,7 +68,8 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
             set_default(obj, "/spec/replicas", json!(1));
             set_default(obj, "/spec/revisionHistoryLimit", json!(10));
             set_default(obj, "/spec/progressDeadlineSeconds", json!(600));
-            set_default(obj, "/spec/strategy", json!({"type": "RollingUpdate"}));
+            set_default(obj, "/spec/strategy", json!({}));
+            set_default(obj, "/spec/strategy/type", json!("RollingUpdate"));
             if obj.pointer("/spec/strategy/type").and_then(Value::as_str) == Some("RollingUpdate") {
                 set_default(obj, "/spec/strategy/rollingUpdate", json!({}));
                 set_default(obj, "/spec/strategy/rollingUpdate/maxSurge", json!("25%"));

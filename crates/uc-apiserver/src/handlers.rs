@@ -258,6 +258,9 @@ fn parse_body(req: &Req) -> Result<Value> {
     let v: Value = match req.content_type.as_str() {
         "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(&req.body)
             .map_err(|e| ApiError::bad_request(format!("the body is not valid YAML: {e}")))?,
+        "application/vnd.kubernetes.protobuf" => {
+            crate::proto::decode(&req.body).map_err(|e| ApiError::bad_request(e.to_string()))?
+        }
         "" | "application/json" | "*/*" => serde_json::from_slice(&req.body)
             .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?,
         other => {

@@ -11,6 +11,7 @@ pub mod gc;
 pub mod handlers;
 pub mod openapi;
 pub mod patch;
+pub mod proto;
 pub mod registry;
 pub mod schema;
 pub mod server;
