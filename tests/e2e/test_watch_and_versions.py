@@ -1,0 +1,101 @@
+"""Watch details (bookmarks, initial events, timeouts, Table watches) and multi-version CRDs."""
+
+import http.client
+import json
+import ssl
+import time
+from urllib.parse import urlparse
+
+MULTI_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets}
+  scope: Cluster
+  versions:
+  - name: v1beta1
+    served: true
+    storage: false
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: integer}}}}}}
+"""
+
+
+def stream(cluster, path, accept="application/json"):
+    host, token = cluster.server_and_token()
+    u = urlparse(host)
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    conn = http.client.HTTPSConnection(u.hostname, u.port, context=ctx, timeout=20)
+    conn.request("GET", path, headers={"Authorization": f"Bearer {token}", "Accept": accept})
+    resp = conn.getresponse()
+    assert resp.status == 200, resp.read()
+    return conn, resp
+
+
+def events(resp, n):
+    out = []
+    while len(out) < n:
+        line = resp.readline()
+        if not line:
+            break
+        out.append(json.loads(line))
+    return out
+
+
+def test_send_initial_events_ends_with_a_bookmark(cluster):
+    for i in range(3):
+        cluster.kubectl("create", "configmap", f"c{i}")
+    conn, resp = stream(cluster, "/api/v1/namespaces/default/configmaps?watch=true&sendInitialEvents=true"
+                                 "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true")
+    evs = events(resp, 4)
+    assert [e["type"] for e in evs] == ["ADDED", "ADDED", "ADDED", "BOOKMARK"]
+    assert evs[3]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+    cluster.kubectl("create", "configmap", "later")
+    (ev,) = events(resp, 1)
+    assert ev["type"] == "ADDED" and ev["object"]["metadata"]["name"] == "later"
+    conn.close()
+
+
+def test_watch_timeout_closes_the_stream(cluster):
+    conn, resp = stream(cluster, "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1")
+    start = time.time()
+    assert resp.read() == b""  # no objects, and the server ends the stream
+    assert 0.8 < time.time() - start < 5
+    conn.close()
+
+
+def test_table_watch_for_kubectl(cluster):
+    cluster.kubectl("create", "configmap", "t1")
+    rv = cluster.kubectl("get", "cm", "t1", "-o", "jsonpath={.metadata.resourceVersion}").stdout
+    conn, resp = stream(cluster, f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}",
+                        accept="application/json;as=Table;v=v1;g=meta.k8s.io")
+    cluster.kubectl("label", "cm", "t1", "x=y")
+    (ev,) = events(resp, 1)
+    assert ev["type"] == "MODIFIED" and ev["object"]["kind"] == "Table"
+    assert ev["object"]["rows"][0]["cells"][0] == "t1"
+    assert [c["name"] for c in ev["object"]["columnDefinitions"]] == ["Name", "Data", "Age"]
+    conn.close()
+
+
+def test_multi_version_crd_converts_api_version(cluster):
+    cluster.kubectl("apply", "-f", "-", input=MULTI_CRD)
+    cluster.kubectl("apply", "-f", "-", input='{"apiVersion":"example.com/v1beta1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":3}}')
+    v1 = json.loads(cluster.kubectl("get", "widgets.v1.example.com", "w", "-o", "json").stdout)
+    beta = json.loads(cluster.kubectl("get", "widgets.v1beta1.example.com", "w", "-o", "json").stdout)
+    assert v1["apiVersion"] == "example.com/v1" and beta["apiVersion"] == "example.com/v1beta1"
+    assert v1["spec"] == beta["spec"] == {"size": 3}
+    assert v1["metadata"]["uid"] == beta["metadata"]["uid"]
+    # The preferred (highest) version is served by default.
+    assert json.loads(cluster.kubectl("get", "widgets", "w", "-o", "json").stdout)["apiVersion"] == "example.com/v1"
+    crd = json.loads(cluster.kubectl("get", "crd", "widgets.example.com", "-o", "json").stdout)
+    assert crd["status"]["storedVersions"] == ["v1"]
+    # Each version validates with its own schema.
+    r = cluster.kubectl("apply", "-f", "-", input='{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"bad"},"spec":{"size":"big"}}', check=False)
+    assert r.returncode != 0 and "spec.size" in r.stderr
