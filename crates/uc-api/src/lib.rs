@@ -1,6 +1,10 @@
-//! uc API types and wire formats shared by every layer: Kubernetes `Status` errors, label and field
-//! selectors, resource identities. Pure data and pure functions: no I/O.
+//! uc API types and wire formats shared by every layer: the UniversalController resource and hook
+//! protocol, uc's own CRDs, Kubernetes `Status` errors, label and field selectors, resource
+//! identities. Pure data and pure functions: no I/O.
 
+pub mod controller;
+pub mod crds;
+pub mod hook;
 pub mod resource;
 pub mod selector;
 pub mod status;

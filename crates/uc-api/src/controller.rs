@@ -1,0 +1,326 @@
+//! The `UniversalController` resource (`universalcontroller.njuics.cn/v1alpha1`): what a user writes to
+//! register a controller. The thesis's YAML listings parse as they are.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// API group of uc's own resources.
+pub const GROUP: &str = "universalcontroller.njuics.cn";
+/// Version of uc's own resources.
+pub const VERSION: &str = "v1alpha1";
+/// `apiVersion` of uc's own resources.
+pub const API_VERSION: &str = "universalcontroller.njuics.cn/v1alpha1";
+
+/// `spec` of a UniversalController.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UniversalControllerSpec {
+    /// The parent type this controller manages.
+    pub parent_resource: ParentResource,
+    /// The child types it creates.
+    #[serde(default)]
+    pub child_resources: Vec<ChildResource>,
+    /// Periodic resync of every parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resync_period_seconds: Option<f64>,
+    /// Generate a unique selector per parent instead of using `spec.selector`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generate_selector: Option<bool>,
+    /// The hooks.
+    #[serde(default)]
+    pub hooks: Hooks,
+}
+
+/// The parent resource rule.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentResource {
+    /// `group/version` or `v1`.
+    pub api_version: String,
+    /// Plural resource name.
+    pub resource: String,
+    /// Fields whose change rolls children (rolling update strategies).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision_history: Option<RevisionHistory>,
+}
+
+/// Which parent fields belong to a revision.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionHistory {
+    /// Dotted field paths, default `[spec]`.
+    #[serde(default)]
+    pub field_paths: Vec<String>,
+}
+
+/// A child resource rule.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChildResource {
+    /// `group/version` or `v1`.
+    pub api_version: String,
+    /// Plural resource name.
+    pub resource: String,
+    /// How existing children are updated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_strategy: Option<UpdateStrategy>,
+}
+
+/// Update strategy of a child type.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateStrategy {
+    /// `OnDelete` (default), `Recreate` (alias `ReCreate`), `InPlace`, `RollingRecreate`, `RollingInPlace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Checks an updated child must pass before the next one moves (rolling methods).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_checks: Option<StatusChecks>,
+}
+
+/// Status checks of rolling updates.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatusChecks {
+    /// Conditions that must hold.
+    #[serde(default)]
+    pub conditions: Vec<ConditionCheck>,
+}
+
+/// One condition check.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConditionCheck {
+    /// Condition type.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Required status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Required reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Update methods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpdateMethod {
+    /// Never update existing children.
+    OnDelete,
+    /// Delete a differing child; it is created anew on a later sync.
+    Recreate,
+    /// Update a differing child in place.
+    InPlace,
+    /// One child at a time, by delete and create.
+    RollingRecreate,
+    /// One child at a time, in place.
+    RollingInPlace,
+}
+
+impl UpdateStrategy {
+    /// Parses the method name.
+    pub fn parsed(s: Option<&UpdateStrategy>) -> Result<UpdateMethod, String> {
+        match s.and_then(|s| s.method.as_deref()) {
+            None | Some("") | Some("OnDelete") => Ok(UpdateMethod::OnDelete),
+            Some("Recreate" | "ReCreate") => Ok(UpdateMethod::Recreate),
+            Some("InPlace") => Ok(UpdateMethod::InPlace),
+            Some("RollingRecreate") => Ok(UpdateMethod::RollingRecreate),
+            Some("RollingInPlace") => Ok(UpdateMethod::RollingInPlace),
+            Some(other) => Err(format!(
+                "unknown update method {other:?}: use OnDelete, Recreate, InPlace, RollingRecreate or RollingInPlace"
+            )),
+        }
+    }
+}
+
+/// The hooks of a controller.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Hooks {
+    /// Required: computes status and desired children.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync: Option<Hook>,
+    /// Called while a parent is deleted; it goes once this answers `finalized: true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finalize: Option<Hook>,
+    /// Names related resources that are passed to sync.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub customize: Option<Hook>,
+}
+
+/// One hook: exactly one of webhook, javascript, native.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Hook {
+    /// An HTTP(S) endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<Webhook>,
+    /// JavaScript run in-process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub javascript: Option<JavaScript>,
+    /// A native hook compiled into uc (operators shipped with uc).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native: Option<Native>,
+}
+
+/// A webhook.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Webhook {
+    /// Full URL; wins over service+path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Timeout as a duration (`10s`, `500ms`); default 10s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// Path appended to the service address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// A Service to call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<ServiceReference>,
+    /// PEM CA bundle for https.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<String>,
+    /// A bearer token sent with every call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bearer_token: Option<String>,
+}
+
+/// A Service address for a webhook.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServiceReference {
+    /// Service name.
+    pub name: String,
+    /// Service namespace.
+    pub namespace: String,
+    /// Port (default 80).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+    /// `http` (default) or `https`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+}
+
+/// JavaScript source, inline or from a ConfigMap.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JavaScript {
+    /// Inline source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Source in a ConfigMap key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map_ref: Option<ConfigMapKeyRef>,
+    /// Wall-clock limit per call (duration, default 2s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// Memory limit in MiB (default 64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_mi_b: Option<u64>,
+}
+
+/// A key of a ConfigMap.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConfigMapKeyRef {
+    /// ConfigMap name.
+    pub name: String,
+    /// ConfigMap namespace.
+    pub namespace: String,
+    /// Key holding the source.
+    pub key: String,
+}
+
+/// A native hook by name.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Native {
+    /// Registered name.
+    pub name: String,
+}
+
+/// Parses a Kubernetes-style duration: `10s`, `500ms`, `1m30s`, `2h`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<f64>() {
+        return duration_from_secs(secs, s);
+    }
+    let mut total = 0f64;
+    let mut num = String::new();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() || c == '.' {
+            num.push(c);
+            continue;
+        }
+        let mut unit = c.to_string();
+        while let Some(&n) = chars.peek() {
+            if n.is_ascii_alphabetic() {
+                unit.push(n);
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        let n: f64 = num.parse().map_err(|_| format!("invalid duration {s:?}"))?;
+        num.clear();
+        total += n * match unit.as_str() {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(format!("invalid duration {s:?}: unknown unit {unit:?}")),
+        };
+    }
+    if !num.is_empty() {
+        return Err(format!("invalid duration {s:?}: a number lacks its unit"));
+    }
+    duration_from_secs(total, s)
+}
+
+fn duration_from_secs(secs: f64, s: &str) -> Result<std::time::Duration, String> {
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("invalid duration {s:?}"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+/// `status` of a UniversalController.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UniversalControllerStatus {
+    /// Generation of the spec the controller runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Conditions: `Ready`, `Synced`.
+    #[serde(default)]
+    pub conditions: Vec<Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thesis_listing_5_1_parses() {
+        let yaml = serde_json::json!({
+            "generateSelector": true,
+            "parentResource": {"apiVersion": "njuics.cn/v1alpha1", "resource": "foos"},
+            "childResources": [{"apiVersion": "apps/v1", "resource": "deployments", "updateStrategy": {"method": "InPlace"}}],
+            "hooks": {"sync": {"webhook": {"url": "http://sample-controller.universalcontroller:8080"}}}
+        });
+        let spec: UniversalControllerSpec = serde_json::from_value(yaml).unwrap();
+        assert_eq!(spec.generate_selector, Some(true));
+        assert_eq!(UpdateStrategy::parsed(spec.child_resources[0].update_strategy.as_ref()), Ok(UpdateMethod::InPlace));
+        assert_eq!(
+            spec.hooks.sync.unwrap().webhook.unwrap().url.as_deref(),
+            Some("http://sample-controller.universalcontroller:8080")
+        );
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s"), Ok(std::time::Duration::from_secs(10)));
+        assert_eq!(parse_duration("1m30s"), Ok(std::time::Duration::from_secs(90)));
+        assert_eq!(parse_duration("250ms"), Ok(std::time::Duration::from_millis(250)));
+        assert_eq!(parse_duration("2.5"), Ok(std::time::Duration::from_millis(2500)));
+        assert!(parse_duration("10").is_ok());
+        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("5x").is_err());
+    }
+}

@@ -1,0 +1,99 @@
+//! The hook wire format: what sync, finalize and customize hooks receive and must answer.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Objects of one type keyed by name (or `namespace/name` for a cluster-scoped parent).
+pub type ObjectMap = BTreeMap<String, Value>;
+
+/// Request to a sync or finalize hook.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SyncRequest {
+    /// The UniversalController object.
+    pub controller: Value,
+    /// The parent, as `kubectl get -o json` shows it.
+    pub parent: Value,
+    /// One entry per declared child type, keyed `<Kind>.<apiVersion>`, present even when empty.
+    pub children: BTreeMap<String, ObjectMap>,
+    /// Related objects named by the customize hook, same layout as children.
+    pub related: BTreeMap<String, ObjectMap>,
+    /// True for the finalize hook.
+    pub finalizing: bool,
+}
+
+/// Response of a sync or finalize hook. Decoded strictly: unknown fields and a missing `children`
+/// are errors, because a lenient decoder would read a broken answer as "delete every child".
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SyncResponse {
+    /// Replaces the parent's status.
+    #[serde(default)]
+    pub status: Option<Value>,
+    /// Every desired child; existing children not listed are deleted.
+    pub children: Vec<Value>,
+    /// Sync this parent again after this many seconds.
+    #[serde(default)]
+    pub resync_after_seconds: Option<f64>,
+    /// Finalize hooks: whether the parent may go now (ignored from sync hooks).
+    #[serde(default)]
+    pub finalized: Option<bool>,
+}
+
+/// Request to a customize hook.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CustomizeRequest {
+    /// The UniversalController object.
+    pub controller: Value,
+    /// The parent.
+    pub parent: Value,
+}
+
+/// Response of a customize hook.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CustomizeResponse {
+    /// The related resources to pass to sync.
+    #[serde(default)]
+    pub related_resources: Vec<RelatedResourceRule>,
+}
+
+/// One related-resource rule: a label selector, or a namespace and names.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RelatedResourceRule {
+    /// `group/version` or `v1`.
+    pub api_version: String,
+    /// Plural resource name.
+    pub resource: String,
+    /// Structured label selector.
+    #[serde(default)]
+    pub label_selector: Option<Value>,
+    /// Namespace of the named objects (default: the parent's).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Object names.
+    #[serde(default)]
+    pub names: Option<Vec<String>>,
+}
+
+/// The key of a child or related type in requests: `<Kind>.<apiVersion>`.
+pub fn type_key(kind: &str, api_version: &str) -> String {
+    format!("{kind}.{api_version}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_are_decoded_strictly() {
+        assert!(serde_json::from_str::<SyncResponse>(r#"{"status": {}}"#).is_err(), "children is required");
+        assert!(serde_json::from_str::<SyncResponse>(r#"{"children": [], "extra": 1}"#).is_err());
+        let ok: SyncResponse =
+            serde_json::from_str(r#"{"children": [], "finalized": true, "resyncAfterSeconds": 2.5}"#).unwrap();
+        assert_eq!((ok.finalized, ok.resync_after_seconds), (Some(true), Some(2.5)));
+        assert_eq!(type_key("StatefulSet", "apps/v1"), "StatefulSet.apps/v1");
+    }
+}

@@ -1,0 +1,299 @@
+//! JavaScript hooks run in-process by QuickJS (rquickjs), each on a thread of its own, with a
+//! wall-clock deadline (an uncatchable interrupt), a memory limit and a stack limit. Scripts get the
+//! bare language: no file system, no network, no timers.
+//!
+//! Two forms are accepted: `function sync(request) { return response }` (and `finalize`,
+//! `customize`), or the kubeless form of the thesis, `module.exports = { handler: (event, context) =>
+//! ... }` with the request in `event.data`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rquickjs::{Context, Function, Runtime};
+use serde_json::Value;
+use tokio::sync::oneshot;
+use uc_api::controller::{JavaScript, parse_duration};
+
+use super::{HookError, HookKind};
+
+/// Limits of one script.
+#[derive(Clone, Copy, Debug)]
+pub struct JsLimits {
+    /// Wall-clock limit per call.
+    pub timeout: Duration,
+    /// Heap limit.
+    pub memory_bytes: usize,
+    /// Stack limit.
+    pub stack_bytes: usize,
+}
+
+impl Default for JsLimits {
+    fn default() -> Self {
+        Self { timeout: Duration::from_secs(2), memory_bytes: 64 << 20, stack_bytes: 1 << 20 }
+    }
+}
+
+impl JsLimits {
+    /// From the hook spec.
+    pub fn from_spec(js: &JavaScript) -> Result<Self, HookError> {
+        let mut l = Self::default();
+        if let Some(t) = &js.timeout {
+            l.timeout = parse_duration(t).map_err(HookError::Config)?;
+        }
+        if let Some(m) = js.memory_limit_mi_b {
+            l.memory_bytes = (m as usize).saturating_mul(1 << 20);
+        }
+        Ok(l)
+    }
+}
+
+const PRELUDE: &str = "var module = {exports: {}}; var exports = module.exports;";
+const ENTRY: &str = r#"
+globalThis.__uc_call = function (kind, text) {
+  var req = JSON.parse(text);
+  var m = (typeof module === 'object' && module) ? module.exports : undefined;
+  var pick = function (name) {
+    if (typeof globalThis[name] === 'function') return globalThis[name];
+    if (m && typeof m[name] === 'function') return m[name];
+    return null;
+  };
+  var fn = pick(kind) || pick('sync');
+  var res;
+  if (fn) {
+    res = fn(req);
+  } else if (m && typeof m.handler === 'function') {
+    res = m.handler({data: req}, {});
+  } else {
+    throw new Error('the script defines neither sync(request) nor module.exports.handler');
+  }
+  return JSON.stringify(res === undefined ? null : res);
+};
+"#;
+
+struct Job {
+    kind: HookKind,
+    request: String,
+    reply: oneshot::Sender<Result<Value, HookError>>,
+}
+
+/// A JavaScript hook: a thread owning a QuickJS runtime.
+pub struct JsHook {
+    tx: std::sync::mpsc::Sender<Job>,
+}
+
+struct Engine {
+    _runtime: Runtime,
+    context: Context,
+}
+
+fn now_ms(base: Instant) -> u64 {
+    base.elapsed().as_millis() as u64
+}
+
+fn load(source: &str, limits: JsLimits, deadline: Arc<AtomicU64>, base: Instant) -> Result<Engine, HookError> {
+    let runtime = Runtime::new().map_err(|e| HookError::Script(e.to_string()))?;
+    runtime.set_memory_limit(limits.memory_bytes);
+    runtime.set_max_stack_size(limits.stack_bytes);
+    runtime.set_interrupt_handler(Some(Box::new(move || now_ms(base) > deadline.load(Ordering::Relaxed))));
+    let context = Context::full(&runtime).map_err(|e| HookError::Script(e.to_string()))?;
+    context.with(|ctx| -> Result<(), HookError> {
+        for (name, code) in [("prelude", PRELUDE), ("hook", source), ("entry", ENTRY)] {
+            ctx.eval::<(), _>(code)
+                .map_err(|e| HookError::Script(format!("loading the {name}: {}", describe(&ctx, e))))?;
+        }
+        Ok(())
+    })?;
+    Ok(Engine { _runtime: runtime, context })
+}
+
+fn describe(ctx: &rquickjs::Ctx<'_>, e: rquickjs::Error) -> String {
+    if matches!(e, rquickjs::Error::Exception) {
+        let ex = ctx.catch();
+        if let Some(obj) = ex.as_object() {
+            let msg: String = obj.get("message").unwrap_or_default();
+            let stack: String = obj.get("stack").unwrap_or_default();
+            return if stack.is_empty() { msg } else { format!("{msg}\n{stack}") };
+        }
+        if let Some(s) = ex.as_string().and_then(|s| s.to_string().ok()) {
+            return s;
+        }
+        return "exception".into();
+    }
+    e.to_string()
+}
+
+impl JsHook {
+    /// Starts the script's thread; fails if the script does not load.
+    pub fn new(source: String, limits: JsLimits) -> Result<Self, HookError> {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("uc-js-hook".into())
+            .spawn(move || {
+                let base = Instant::now();
+                let deadline = Arc::new(AtomicU64::new(u64::MAX));
+                let mut engine = match load(&source, limits, deadline.clone(), base) {
+                    Ok(e) => {
+                        let _ = ready_tx.send(Ok(()));
+                        Some(e)
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                while let Ok(job) = rx.recv() {
+                    if engine.is_none() {
+                        engine = load(&source, limits, deadline.clone(), base).ok();
+                    }
+                    let Some(e) = engine.as_ref() else {
+                        let _ = job.reply.send(Err(HookError::Script("the script no longer loads".into())));
+                        continue;
+                    };
+                    deadline.store(now_ms(base) + limits.timeout.as_millis() as u64, Ordering::Relaxed);
+                    let result = run(e, &job);
+                    deadline.store(u64::MAX, Ordering::Relaxed);
+                    let failed = result.is_err();
+                    let result = match result {
+                        Err(HookError::Script(m)) if m.contains("interrupted") => {
+                            Err(HookError::Timeout(limits.timeout))
+                        }
+                        other => other,
+                    };
+                    if failed {
+                        // A script stopped mid-way (deadline, memory) may have left its heap broken: start afresh.
+                        engine = None;
+                    }
+                    let _ = job.reply.send(result);
+                }
+            })
+            .map_err(|e| HookError::Config(format!("cannot start the script thread: {e}")))?;
+        ready_rx.recv().map_err(|_| HookError::Script("the script thread died while loading".into()))??;
+        Ok(Self { tx })
+    }
+
+    /// Calls the script.
+    pub async fn call(&self, kind: HookKind, request: &Value) -> Result<Value, HookError> {
+        let text = serde_json::to_string(request).map_err(|e| HookError::InvalidResponse(e.to_string()))?;
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Job { kind, request: text, reply })
+            .map_err(|_| HookError::Script("the script thread is gone".into()))?;
+        rx.await.map_err(|_| HookError::Script("the script thread is gone".into()))?
+    }
+}
+
+fn run(engine: &Engine, job: &Job) -> Result<Value, HookError> {
+    engine.context.with(|ctx| {
+        let f: Function = ctx.globals().get("__uc_call").map_err(|e| HookError::Script(e.to_string()))?;
+        let out: rquickjs::Result<String> = f.call((job.kind.as_str(), job.request.as_str()));
+        match out {
+            Ok(text) => serde_json::from_str(&text)
+                .map_err(|e| HookError::InvalidResponse(format!("the script returned invalid JSON: {e}"))),
+            Err(e) => Err(HookError::Script(describe(&ctx, e))),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const THESIS_5_2: &str = r#"
+module.exports = {
+  handler: (event, context) => {
+    let observed = event['data'];
+    return reconcile(observed.parent, observed.children);
+  }
+};
+var reconcile = function (foo, children) {
+  let desiredChildren = [];
+  let currentStatus = {};
+  let allDeploys = children['Deployment.apps/v1'];
+  let fooDeploy = allDeploys ? allDeploys[foo.spec.deploymentName] : null;
+  let replicas = fooDeploy ? fooDeploy.status.availableReplicas : 0;
+  currentStatus = {availableReplicas: replicas};
+  desiredChildren = [desiredDeployment(foo)];
+  return {status: currentStatus, children: desiredChildren};
+};
+var desiredDeployment = function (foo) {
+  let lbls = {app: "sample"};
+  let deploy = {
+    apiVersion: "apps/v1", kind: "Deployment",
+    metadata: {name: foo.spec.deploymentName, namespace: foo.metadata.namespace},
+    spec: {replicas: foo.spec.replicas, selector: {matchLabels: lbls},
+           template: {metadata: {labels: lbls}, spec: {containers: [{name: "nginx", image: "nginx:stable"}]}}}
+  };
+  return deploy;
+};
+"#;
+
+    fn limits() -> JsLimits {
+        JsLimits { timeout: Duration::from_millis(300), memory_bytes: 16 << 20, stack_bytes: 256 << 10 }
+    }
+
+    #[tokio::test]
+    async fn runs_the_thesis_kubeless_handler() {
+        let hook = JsHook::new(THESIS_5_2.into(), limits()).unwrap();
+        let req = json!({"parent": {"metadata": {"name": "f", "namespace": "ns"}, "spec": {"deploymentName": "d", "replicas": 2}},
+                         "children": {"Deployment.apps/v1": {"d": {"status": {"availableReplicas": 1}}}}});
+        let out = hook.call(HookKind::Sync, &req).await.unwrap();
+        assert_eq!(out["status"], json!({"availableReplicas": 1}));
+        assert_eq!(out["children"][0]["spec"]["replicas"], json!(2));
+        assert_eq!(out["children"][0]["metadata"]["namespace"], json!("ns"));
+    }
+
+    #[tokio::test]
+    async fn sync_function_form_and_finalize_entry() {
+        let src = "function sync(r) { return {children: [], status: {n: r.parent.n}}; }\nfunction finalize(r) { return {children: [], finalized: true}; }";
+        let hook = JsHook::new(src.into(), limits()).unwrap();
+        assert_eq!(hook.call(HookKind::Sync, &json!({"parent": {"n": 3}})).await.unwrap()["status"]["n"], json!(3));
+        assert_eq!(hook.call(HookKind::Finalize, &json!({})).await.unwrap()["finalized"], json!(true));
+    }
+
+    #[tokio::test]
+    async fn infinite_loops_time_out_and_the_hook_recovers() {
+        let src = "var calls = 0; function sync(r) { calls++; if (r.loop) { while (true) {} } return {children: [], status: {calls: calls}}; }";
+        let hook = JsHook::new(src.into(), limits()).unwrap();
+        let started = Instant::now();
+        let r = hook.call(HookKind::Sync, &json!({"loop": true})).await;
+        assert!(matches!(r, Err(HookError::Timeout(_))), "{r:?}");
+        assert!(started.elapsed() < Duration::from_secs(3));
+        let ok = hook.call(HookKind::Sync, &json!({})).await.unwrap();
+        assert_eq!(ok["status"]["calls"], json!(1), "a fresh engine after the timeout");
+    }
+
+    #[tokio::test]
+    async fn unbounded_allocation_fails_without_killing_the_process() {
+        let src = "function sync(r) { var a = []; while (true) { a.push(new Array(100000).fill(1)); } }";
+        let hook = JsHook::new(src.into(), limits()).unwrap();
+        let r = hook.call(HookKind::Sync, &json!({})).await;
+        assert!(
+            matches!(r, Err(HookError::Script(ref m)) if m.contains("out of memory"))
+                || matches!(r, Err(HookError::Timeout(_))),
+            "{r:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn bad_scripts_are_reported() {
+        assert!(matches!(JsHook::new("function (".into(), limits()), Err(HookError::Script(_))));
+        let hook = JsHook::new("function sync(r) { throw new Error('boom'); }".into(), limits()).unwrap();
+        let r = hook.call(HookKind::Sync, &json!({})).await;
+        assert!(matches!(r, Err(HookError::Script(ref m)) if m.contains("boom")), "{r:?}");
+        let none = JsHook::new("var x = 1;".into(), limits()).unwrap();
+        assert!(none.call(HookKind::Sync, &json!({})).await.is_err());
+        let no_io = JsHook::new(
+            "function sync(r) { return {children: [], status: {t: typeof require + typeof fetch + typeof std}}; }"
+                .into(),
+            limits(),
+        )
+        .unwrap();
+        assert_eq!(
+            no_io.call(HookKind::Sync, &json!({})).await.unwrap()["status"]["t"],
+            json!("undefinedundefinedundefined")
+        );
+    }
+}

@@ -1,0 +1,114 @@
+//! Hooks behind one interface: webhooks, JavaScript run in-process, and native Rust hooks.
+
+pub mod javascript;
+pub mod native;
+pub mod webhook;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use uc_api::controller::Hook as HookSpec;
+
+/// Which hook is called.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HookKind {
+    /// `sync`.
+    Sync,
+    /// `finalize`.
+    Finalize,
+    /// `customize`.
+    Customize,
+}
+
+impl HookKind {
+    /// Lowercase name, used in metrics and JavaScript entry points.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookKind::Sync => "sync",
+            HookKind::Finalize => "finalize",
+            HookKind::Customize => "customize",
+        }
+    }
+}
+
+/// Why a hook call failed. Any of these leaves the cluster unchanged.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum HookError {
+    /// The hook did not answer in time.
+    #[error("hook timed out after {0:?}")]
+    Timeout(Duration),
+    /// The hook could not be reached.
+    #[error("hook unreachable: {0}")]
+    Unreachable(String),
+    /// The webhook answered with a non-2xx status.
+    #[error("hook answered HTTP {status}: {body}")]
+    Status {
+        /// HTTP status.
+        status: u16,
+        /// Start of the body.
+        body: String,
+    },
+    /// The answer is not a valid response.
+    #[error("invalid hook response: {0}")]
+    InvalidResponse(String),
+    /// The script threw, ran out of memory or is malformed.
+    #[error("hook script failed: {0}")]
+    Script(String),
+    /// The hook spec is unusable.
+    #[error("invalid hook configuration: {0}")]
+    Config(String),
+}
+
+/// A callable hook.
+/// A hook implementation.
+#[derive(Clone)]
+pub enum HookImpl {
+    /// HTTP(S) webhook.
+    Webhook(Arc<webhook::WebhookHook>),
+    /// In-process JavaScript.
+    JavaScript(Arc<javascript::JsHook>),
+    /// Native Rust.
+    Native(Arc<dyn native::NativeHook>),
+}
+
+impl HookImpl {
+    /// Builds a hook from its spec. JavaScript from a ConfigMap is passed in already resolved.
+    pub fn from_spec(
+        spec: &HookSpec,
+        js_source: Option<String>,
+        natives: &native::NativeRegistry,
+    ) -> Result<Self, HookError> {
+        let set =
+            [spec.webhook.is_some(), spec.javascript.is_some(), spec.native.is_some()].iter().filter(|x| **x).count();
+        if set != 1 {
+            return Err(HookError::Config("a hook needs exactly one of webhook, javascript, native".into()));
+        }
+        if let Some(w) = &spec.webhook {
+            return Ok(HookImpl::Webhook(Arc::new(webhook::WebhookHook::new(w)?)));
+        }
+        if let Some(js) = &spec.javascript {
+            let source = js_source
+                .or_else(|| js.source.clone())
+                .ok_or_else(|| HookError::Config("javascript needs source or configMapRef".into()))?;
+            let limits = javascript::JsLimits::from_spec(js)?;
+            return Ok(HookImpl::JavaScript(Arc::new(javascript::JsHook::new(source, limits)?)));
+        }
+        let name = spec.native.as_ref().map(|n| n.name.clone()).unwrap_or_default();
+        natives
+            .get(&name)
+            .map(HookImpl::Native)
+            .ok_or_else(|| HookError::Config(format!("no native hook named {name:?}")))
+    }
+
+    /// Calls the hook with a request; returns the raw JSON answer and the call's duration.
+    pub async fn call(&self, kind: HookKind, request: &Value) -> (Result<Value, HookError>, Duration) {
+        let started = Instant::now();
+        let r = match self {
+            HookImpl::Webhook(w) => w.call(request).await,
+            HookImpl::JavaScript(j) => j.call(kind, request).await,
+            HookImpl::Native(n) => n.call(kind, request.clone()).await,
+        };
+        (r, started.elapsed())
+    }
+}

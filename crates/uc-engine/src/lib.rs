@@ -1,0 +1,3 @@
+//! The universal controller engine.
+
+pub mod hooks;
