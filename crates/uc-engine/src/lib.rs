@@ -1,3 +1,18 @@
-//! The universal controller engine.
+//! The universal controller engine: a controller of controllers. Users register a parent type, child
+//! types and hooks in a `UniversalController` object; the engine watches (one shared watch per resource
+//! type), queues, calls hooks, applies desired children, and writes status.
+//!
+//! Data flows one way: informer (watch → cache) → work queue → one reconcile at a time per parent →
+//! hook → plan → apply → status. See `docs/ARCHITECTURE.md`.
 
+pub mod apply;
+pub mod controller;
+pub mod events;
 pub mod hooks;
+pub mod informer;
+pub mod manager;
+pub mod metrics;
+pub mod queue;
+pub mod resources;
+
+pub use manager::{Engine, EngineOptions};

@@ -14,8 +14,23 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Start the embedded Kubernetes-compatible cluster on 127.0.0.1 and write a kubeconfig.
+    /// Start the embedded Kubernetes-compatible cluster on 127.0.0.1 with the engine, and write a kubeconfig.
     Up(UpArgs),
+    /// Run the universal controller engine against any cluster.
+    Run(RunArgs),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster config).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Address of /metrics, /healthz and /readyz.
+    #[arg(long, default_value = "127.0.0.1:9090")]
+    metrics_addr: std::net::SocketAddr,
+    /// Workers per controller.
+    #[arg(long, default_value_t = 8)]
+    workers: usize,
 }
 
 #[derive(clap::Args)]
@@ -32,6 +47,16 @@ struct UpArgs {
     /// Watch events kept for resuming watches; older resourceVersions get 410 Gone.
     #[arg(long, default_value_t = 100_000)]
     watch_cache_events: usize,
+    /// Port of the engine's /metrics, /healthz, /readyz on 127.0.0.1 (0 picks one; written to
+    /// <data-dir>/metrics-address).
+    #[arg(long, default_value_t = 0)]
+    metrics_port: u16,
+    /// Workers per controller.
+    #[arg(long, default_value_t = 8)]
+    workers: usize,
+    /// Run only the API server, without the controller engine.
+    #[arg(long)]
+    no_engine: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -43,6 +68,7 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
     match cli.command {
         Command::Up(args) => runtime.block_on(up(args)),
+        Command::Run(args) => runtime.block_on(run(args)),
     }
 }
 
@@ -56,11 +82,52 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         .with_context(|| format!("starting the API server in {}", args.data_dir.display()))?;
     let kubeconfig = std::fs::canonicalize(&server.kubeconfig).unwrap_or(server.kubeconfig.clone());
     tracing::info!(address = %server.addr, "API server ready");
+    let engine = if args.no_engine {
+        None
+    } else {
+        let client = client_for(Some(&kubeconfig)).await?;
+        let options = uc_engine::EngineOptions {
+            workers: args.workers,
+            metrics_addr: Some(std::net::SocketAddr::from(([127, 0, 0, 1], args.metrics_port))),
+            ..Default::default()
+        };
+        let engine = uc_engine::Engine::start(client, options).await.context("starting the controller engine")?;
+        if let Some(addr) = engine.metrics_addr {
+            std::fs::write(args.data_dir.join("metrics-address"), addr.to_string())
+                .context("writing metrics-address")?;
+            tracing::info!(%addr, "engine metrics");
+        }
+        Some(engine)
+    };
     println!("export KUBECONFIG={}", kubeconfig.display());
     wait_for_signal().await;
+    drop(engine);
     tracing::info!("stopping");
     server.shutdown().await;
     Ok(())
+}
+
+async fn run(args: RunArgs) -> anyhow::Result<()> {
+    let client = client_for(args.kubeconfig.as_deref()).await?;
+    let options =
+        uc_engine::EngineOptions { workers: args.workers, metrics_addr: Some(args.metrics_addr), ..Default::default() };
+    let engine = uc_engine::Engine::start(client, options).await.context("starting the controller engine")?;
+    tracing::info!(metrics = ?engine.metrics_addr, "engine running");
+    wait_for_signal().await;
+    drop(engine);
+    Ok(())
+}
+
+async fn client_for(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Client> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc =
+                kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?
+        }
+        None => kube::Config::infer().await?,
+    };
+    Ok(kube::Client::try_from(config)?)
 }
 
 async fn wait_for_signal() {

@@ -1,0 +1,331 @@
+//! The informer hub: one watch per resource type, shared and reference-counted across every controller
+//! that names it, with a cache indexed by namespace, uid, owner uid and label, and fan-out of change
+//! events to subscribers. The watch closes when the last user lets go of it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Weak};
+
+use futures::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::{WatchStreamExt, watcher};
+use parking_lot::{Mutex, RwLock};
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+
+use crate::metrics::Metrics;
+
+/// An object in a cache.
+pub type Obj = Arc<Value>;
+
+/// `(namespace, name)`; namespace empty for cluster-scoped objects.
+pub type ObjKey = (String, String);
+
+/// The key of an object.
+pub fn key_of(obj: &Value) -> ObjKey {
+    let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    (s("/metadata/namespace"), s("/metadata/name"))
+}
+
+fn uid_of(obj: &Value) -> Option<&str> {
+    obj.pointer("/metadata/uid").and_then(Value::as_str)
+}
+
+fn owner_uids(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from)).collect())
+        .unwrap_or_default()
+}
+
+fn labels_of(obj: &Value) -> Vec<(String, String)> {
+    obj.pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string()))).collect())
+        .unwrap_or_default()
+}
+
+/// A change seen by an informer.
+#[derive(Clone, Debug)]
+pub struct Change {
+    /// The object now (for deletes: its last state).
+    pub object: Obj,
+    /// The object before, if it was cached.
+    pub old: Option<Obj>,
+    /// Whether the object is gone.
+    pub deleted: bool,
+}
+
+#[derive(Default)]
+struct Cache {
+    objects: HashMap<ObjKey, Obj>,
+    by_namespace: HashMap<String, HashSet<ObjKey>>,
+    by_uid: HashMap<String, ObjKey>,
+    by_owner: HashMap<String, HashSet<ObjKey>>,
+    by_label: HashMap<(String, String), HashSet<ObjKey>>,
+}
+
+impl Cache {
+    fn unindex(&mut self, key: &ObjKey, obj: &Value) {
+        if let Some(set) = self.by_namespace.get_mut(&key.0) {
+            set.remove(key);
+        }
+        if let Some(uid) = uid_of(obj) {
+            self.by_uid.remove(uid);
+        }
+        for o in owner_uids(obj) {
+            if let Some(set) = self.by_owner.get_mut(&o) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.by_owner.remove(&o);
+                }
+            }
+        }
+        for l in labels_of(obj) {
+            if let Some(set) = self.by_label.get_mut(&l) {
+                set.remove(key);
+                if set.is_empty() {
+                    self.by_label.remove(&l);
+                }
+            }
+        }
+    }
+
+    fn put(&mut self, obj: Obj) -> Option<Obj> {
+        let key = key_of(&obj);
+        let old = self.objects.insert(key.clone(), obj.clone());
+        if let Some(o) = &old {
+            self.unindex(&key, o);
+        }
+        self.by_namespace.entry(key.0.clone()).or_default().insert(key.clone());
+        if let Some(uid) = uid_of(&obj) {
+            self.by_uid.insert(uid.to_string(), key.clone());
+        }
+        for o in owner_uids(&obj) {
+            self.by_owner.entry(o).or_default().insert(key.clone());
+        }
+        for l in labels_of(&obj) {
+            self.by_label.entry(l).or_default().insert(key.clone());
+        }
+        old
+    }
+
+    fn remove(&mut self, key: &ObjKey) -> Option<Obj> {
+        let old = self.objects.remove(key)?;
+        self.unindex(key, &old);
+        Some(old)
+    }
+}
+
+/// A shared watch of one resource type with its cache.
+pub struct Informer {
+    /// `group/version/resource`.
+    pub id: String,
+    cache: RwLock<Cache>,
+    subscribers: Mutex<Vec<(u64, mpsc::UnboundedSender<Change>)>>,
+    next_subscriber: Mutex<u64>,
+    synced: watch::Receiver<bool>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Drop for Informer {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.lock().take() {
+            t.abort();
+        }
+        self.metrics.watch_closed(&self.id);
+    }
+}
+
+/// A subscription; unsubscribes when dropped.
+pub struct Subscription {
+    informer: Weak<Informer>,
+    id: u64,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Some(i) = self.informer.upgrade() {
+            i.subscribers.lock().retain(|(id, _)| *id != self.id);
+        }
+    }
+}
+
+impl Informer {
+    /// One object.
+    pub fn get(&self, key: &ObjKey) -> Option<Obj> {
+        self.cache.read().objects.get(key).cloned()
+    }
+
+    /// The object with a uid.
+    pub fn get_by_uid(&self, uid: &str) -> Option<Obj> {
+        let c = self.cache.read();
+        c.by_uid.get(uid).and_then(|k| c.objects.get(k)).cloned()
+    }
+
+    /// Objects whose ownerReferences name this uid.
+    pub fn owned_by(&self, uid: &str) -> Vec<Obj> {
+        let c = self.cache.read();
+        c.by_owner.get(uid).map(|s| s.iter().filter_map(|k| c.objects.get(k).cloned()).collect()).unwrap_or_default()
+    }
+
+    /// Objects in a namespace (all objects when `None`).
+    pub fn list(&self, namespace: Option<&str>) -> Vec<Obj> {
+        let c = self.cache.read();
+        match namespace {
+            Some(ns) => c
+                .by_namespace
+                .get(ns)
+                .map(|s| s.iter().filter_map(|k| c.objects.get(k).cloned()).collect())
+                .unwrap_or_default(),
+            None => c.objects.values().cloned().collect(),
+        }
+    }
+
+    /// Objects carrying a label with a value.
+    pub fn with_label(&self, key: &str, value: &str) -> Vec<Obj> {
+        let c = self.cache.read();
+        c.by_label
+            .get(&(key.to_string(), value.to_string()))
+            .map(|s| s.iter().filter_map(|k| c.objects.get(k).cloned()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether the initial list has arrived.
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Waits for the initial list.
+    pub async fn wait_synced(&self) {
+        let mut rx = self.synced.clone();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+
+    /// Subscribes to changes.
+    pub fn subscribe(self: &Arc<Self>) -> (Subscription, mpsc::UnboundedReceiver<Change>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let id = {
+            let mut n = self.next_subscriber.lock();
+            *n += 1;
+            *n
+        };
+        self.subscribers.lock().push((id, tx));
+        (Subscription { informer: Arc::downgrade(self), id }, rx)
+    }
+
+    fn publish(&self, change: Change) {
+        for (_, tx) in self.subscribers.lock().iter() {
+            let _ = tx.send(change.clone());
+        }
+    }
+}
+
+/// Shares informers by resource type.
+pub struct InformerHub {
+    client: kube::Client,
+    informers: Mutex<HashMap<String, Weak<Informer>>>,
+    metrics: Arc<Metrics>,
+}
+
+/// The id of a resource type: `group/version/resource`.
+pub fn resource_id(ar: &ApiResource) -> String {
+    format!("{}/{}/{}", ar.group, ar.version, ar.plural)
+}
+
+impl InformerHub {
+    /// A hub using this client.
+    pub fn new(client: kube::Client, metrics: Arc<Metrics>) -> Self {
+        Self { client, informers: Mutex::new(HashMap::new()), metrics }
+    }
+
+    /// The shared informer of a resource type, started if nobody holds it yet.
+    pub fn acquire(&self, ar: &ApiResource) -> Arc<Informer> {
+        let id = resource_id(ar);
+        let mut map = self.informers.lock();
+        if let Some(i) = map.get(&id).and_then(Weak::upgrade) {
+            return i;
+        }
+        let (synced_tx, synced) = watch::channel(false);
+        let informer = Arc::new(Informer {
+            id: id.clone(),
+            cache: RwLock::new(Cache::default()),
+            subscribers: Mutex::new(Vec::new()),
+            next_subscriber: Mutex::new(0),
+            synced,
+            task: Mutex::new(None),
+            metrics: self.metrics.clone(),
+        });
+        self.metrics.watch_opened(&id);
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), ar);
+        let weak = Arc::downgrade(&informer);
+        let task = tokio::spawn(run_watch(api, weak, synced_tx));
+        *informer.task.lock() = Some(task);
+        map.retain(|_, w| w.strong_count() > 0);
+        map.insert(id, Arc::downgrade(&informer));
+        informer
+    }
+}
+
+async fn run_watch(api: Api<DynamicObject>, informer: Weak<Informer>, synced: watch::Sender<bool>) {
+    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    let mut stream = std::pin::pin!(stream);
+    let mut fresh: Option<HashMap<ObjKey, Obj>> = None;
+    while let Some(ev) = stream.next().await {
+        let Some(inf) = informer.upgrade() else { return };
+        let ev = match ev {
+            Ok(ev) => ev,
+            Err(e) => {
+                tracing::warn!(resource = %inf.id, error = %e, "watch error; retrying");
+                continue;
+            }
+        };
+        match ev {
+            watcher::Event::Init => fresh = Some(HashMap::new()),
+            watcher::Event::InitApply(o) => {
+                if let (Some(f), Ok(v)) = (fresh.as_mut(), serde_json::to_value(&o)) {
+                    f.insert(key_of(&v), Arc::new(v));
+                }
+            }
+            watcher::Event::InitDone => {
+                let Some(f) = fresh.take() else { continue };
+                // Replace the cache, publishing what changed since the previous list.
+                let mut changes = Vec::new();
+                {
+                    let mut c = inf.cache.write();
+                    let gone: Vec<ObjKey> = c.objects.keys().filter(|k| !f.contains_key(*k)).cloned().collect();
+                    for k in gone {
+                        if let Some(old) = c.remove(&k) {
+                            changes.push(Change { object: old.clone(), old: Some(old), deleted: true });
+                        }
+                    }
+                    for (_, obj) in f {
+                        let old = c.put(obj.clone());
+                        let same = old.as_ref().is_some_and(|o| {
+                            o.pointer("/metadata/resourceVersion") == obj.pointer("/metadata/resourceVersion")
+                        });
+                        if !same {
+                            changes.push(Change { object: obj, old, deleted: false });
+                        }
+                    }
+                }
+                for ch in changes {
+                    inf.publish(ch);
+                }
+                let _ = synced.send(true);
+            }
+            watcher::Event::Apply(o) => {
+                let Ok(v) = serde_json::to_value(&o) else { continue };
+                let obj = Arc::new(v);
+                let old = inf.cache.write().put(obj.clone());
+                inf.publish(Change { object: obj, old, deleted: false });
+            }
+            watcher::Event::Delete(o) => {
+                let Ok(v) = serde_json::to_value(&o) else { continue };
+                let key = key_of(&v);
+                let old = inf.cache.write().remove(&key);
+                inf.publish(Change { object: Arc::new(v), old, deleted: true });
+            }
+        }
+    }
+}

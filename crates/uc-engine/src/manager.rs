@@ -1,0 +1,260 @@
+//! The engine's top level: installs uc's CRDs, watches UniversalController objects and runs one parent
+//! controller per object — started on create, restarted when its spec changes (its generation moves),
+//! stopped on delete, retried while it cannot run — and reports each one's state in its status.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::{Value, json};
+
+use crate::controller::{self, Ctx, Running, StartError};
+use crate::events::Recorder;
+use crate::hooks::native::NativeRegistry;
+use crate::informer::InformerHub;
+use crate::metrics::{self, Metrics};
+
+/// How often a controller that cannot start is tried again.
+const RETRY_EVERY: Duration = Duration::from_secs(3);
+
+/// Engine options.
+#[derive(Clone)]
+pub struct EngineOptions {
+    /// Workers per controller.
+    pub workers: usize,
+    /// Where to serve `/metrics`, `/healthz`, `/readyz` (None: not served).
+    pub metrics_addr: Option<SocketAddr>,
+    /// Install uc's CRDs when missing.
+    pub install_crds: bool,
+    /// Native hooks available to UC objects.
+    pub natives: NativeRegistry,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self { workers: 8, metrics_addr: None, install_crds: true, natives: NativeRegistry::default() }
+    }
+}
+
+/// A running engine.
+pub struct Engine {
+    /// Bound metrics address, if served.
+    pub metrics_addr: Option<SocketAddr>,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn uc_resource() -> ApiResource {
+    ApiResource {
+        group: uc_api::controller::GROUP.into(),
+        version: uc_api::controller::VERSION.into(),
+        api_version: uc_api::controller::API_VERSION.into(),
+        kind: "UniversalController".into(),
+        plural: "universalcontrollers".into(),
+    }
+}
+
+/// Creates uc's CRDs if they are missing and waits until they are served.
+pub async fn install_crds(client: &kube::Client) -> anyhow::Result<()> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for crd in [uc_api::crds::universal_controller_crd(), uc_api::crds::controller_revision_crd()] {
+        let crd: CustomResourceDefinition = serde_json::from_value(crd)?;
+        match api.create(&PostParams::default(), &crd).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(e) => return Err(anyhow::anyhow!("installing CRD {}: {e}", crd.metadata.name.unwrap_or_default())),
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while crate::resources::resolve(client, uc_api::controller::API_VERSION, "universalcontrollers").await.is_err() {
+        if Instant::now() > deadline {
+            anyhow::bail!("the UniversalController CRD is not served after 30s");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}
+
+struct Entry {
+    generation: i64,
+    uc: Value,
+    running: Option<Running>,
+    error: Option<StartError>,
+    tried: Instant,
+    reported: Option<Value>,
+}
+
+impl Engine {
+    /// Starts the engine against the cluster `client` talks to.
+    pub async fn start(client: kube::Client, options: EngineOptions) -> anyhow::Result<Engine> {
+        if options.install_crds {
+            install_crds(&client).await?;
+        }
+        let metrics = Arc::new(Metrics::new());
+        let metrics_addr = match options.metrics_addr {
+            Some(addr) => Some(metrics::serve(metrics.clone(), addr).await?),
+            None => None,
+        };
+        let ctx = Arc::new(Ctx {
+            client: client.clone(),
+            hub: Arc::new(InformerHub::new(client.clone(), metrics.clone())),
+            metrics: metrics.clone(),
+            recorder: Arc::new(Recorder::new(client.clone())),
+            natives: options.natives.clone(),
+            workers: options.workers,
+        });
+        let task = tokio::spawn(run(ctx));
+        Ok(Engine { metrics_addr, metrics, task })
+    }
+}
+
+async fn run(ctx: Arc<Ctx>) {
+    let api: Api<DynamicObject> = Api::all_with(ctx.client.clone(), &uc_resource());
+    let stream = watcher(api.clone(), watcher::Config::default()).default_backoff();
+    let mut stream = std::pin::pin!(stream);
+    let mut entries: HashMap<String, Entry> = HashMap::new();
+    let mut listed = false;
+    let mut initial: Option<Vec<Value>> = None;
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tokio::select! {
+            ev = stream.next() => {
+                let Some(ev) = ev else { return };
+                match ev {
+                    Ok(watcher::Event::Init) => initial = Some(Vec::new()),
+                    Ok(watcher::Event::InitApply(o)) => {
+                        if let (Some(list), Ok(v)) = (initial.as_mut(), serde_json::to_value(&o)) {
+                            list.push(v);
+                        }
+                    }
+                    Ok(watcher::Event::InitDone) => {
+                        let list = initial.take().unwrap_or_default();
+                        let names: Vec<String> = list.iter().map(name_of).collect();
+                        entries.retain(|n, _| names.contains(n));
+                        for uc in list {
+                            apply_uc(&ctx, &mut entries, uc).await;
+                        }
+                        listed = true;
+                    }
+                    Ok(watcher::Event::Apply(o)) => {
+                        if let Ok(v) = serde_json::to_value(&o) {
+                            apply_uc(&ctx, &mut entries, v).await;
+                        }
+                    }
+                    Ok(watcher::Event::Delete(o)) => {
+                        if let Some(e) = entries.remove(&o.metadata.name.unwrap_or_default()) {
+                            tracing::info!(controller = %name_of(&e.uc), "controller stopped (its UniversalController was deleted)");
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "watching UniversalControllers failed; retrying"),
+                }
+            }
+            _ = tick.tick() => {
+                for e in entries.values_mut() {
+                    if e.running.is_none() && e.tried.elapsed() >= RETRY_EVERY {
+                        try_start(&ctx, e).await;
+                    }
+                }
+                report(&api, &mut entries).await;
+                let ready = listed && entries.values().all(|e| e.running.as_ref().is_none_or(Running::is_synced));
+                ctx.metrics.set_ready(ready);
+            }
+        }
+    }
+}
+
+fn name_of(uc: &Value) -> String {
+    uc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+async fn apply_uc(ctx: &Arc<Ctx>, entries: &mut HashMap<String, Entry>, uc: Value) {
+    let name = name_of(&uc);
+    let generation = uc.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+    if let Some(e) = entries.get_mut(&name) {
+        if e.generation == generation {
+            e.uc = uc;
+            return;
+        }
+        // The spec changed: restart this controller only.
+        tracing::info!(controller = %name, generation, "restarting controller for its new spec");
+        e.running = None;
+        e.generation = generation;
+        e.uc = uc;
+        try_start(ctx, e).await;
+        return;
+    }
+    let mut e = Entry { generation, uc, running: None, error: None, tried: Instant::now(), reported: None };
+    try_start(ctx, &mut e).await;
+    entries.insert(name, e);
+}
+
+async fn try_start(ctx: &Arc<Ctx>, e: &mut Entry) {
+    e.tried = Instant::now();
+    match controller::start(ctx.clone(), e.uc.clone()).await {
+        Ok(r) => {
+            tracing::info!(controller = %name_of(&e.uc), "controller running");
+            e.running = Some(r);
+            e.error = None;
+        }
+        Err(err) => {
+            tracing::warn!(controller = %name_of(&e.uc), reason = err.reason, error = %err.message, "controller cannot run");
+            e.running = None;
+            e.error = Some(err);
+        }
+    }
+}
+
+fn condition(type_: &str, ok: bool, reason: &str, message: &str) -> Value {
+    json!({"type": type_, "status": if ok { "True" } else { "False" }, "reason": reason, "message": message})
+}
+
+fn desired_status(e: &Entry) -> Value {
+    let ready = match (&e.running, &e.error) {
+        (Some(r), _) if r.is_synced() => condition("Ready", true, "Running", "the controller is running"),
+        (Some(_), _) => condition("Ready", false, "Syncing", "waiting for the caches to sync"),
+        (None, Some(err)) => condition("Ready", false, err.reason, &err.message),
+        (None, None) => condition("Ready", false, "Starting", "starting"),
+    };
+    let failures = e.running.as_ref().map(Running::failures).unwrap_or_default();
+    let synced = match failures.iter().next() {
+        None => condition("Synced", true, "AllParentsSynced", "every parent's last sync succeeded"),
+        Some(((ns, name), msg)) => {
+            let who = if ns.is_empty() { name.clone() } else { format!("{ns}/{name}") };
+            condition("Synced", false, "SyncFailed", &format!("{} parent(s) failing; {who}: {msg}", failures.len()))
+        }
+    };
+    json!({"observedGeneration": e.generation, "conditions": [ready, synced]})
+}
+
+async fn report(api: &Api<DynamicObject>, entries: &mut HashMap<String, Entry>) {
+    for (name, e) in entries.iter_mut() {
+        let status = desired_status(e);
+        if e.reported.as_ref() == Some(&status) {
+            continue;
+        }
+        let mut with_time = status.clone();
+        let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        if let Some(conds) = with_time.get_mut("conditions").and_then(Value::as_array_mut) {
+            for c in conds {
+                c["lastTransitionTime"] = json!(now);
+            }
+        }
+        let patch = json!({"status": with_time});
+        match api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(_) => e.reported = Some(status),
+            Err(err) => tracing::debug!(controller = %name, error = %err, "writing the controller status failed"),
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Prometheus metrics of the engine, and the `/metrics`, `/healthz`, `/readyz` endpoint.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use http_body_util::Full;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HookLabels {
+    controller: String,
+    hook: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReconcileLabels {
+    controller: String,
+    result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ControllerLabels {
+    controller: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResourceLabels {
+    resource: String,
+}
+
+/// The engine's metrics.
+pub struct Metrics {
+    registry: Registry,
+    hook_duration: Family<HookLabels, Histogram>,
+    hook_errors: Family<HookLabels, Counter>,
+    reconciles: Family<ReconcileLabels, Counter>,
+    queue_depth: Family<ControllerLabels, Gauge>,
+    watches_open: Family<ResourceLabels, Gauge>,
+    watches_started: Family<ResourceLabels, Counter>,
+    ready: AtomicBool,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every metric.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("uc");
+        let hook_duration = Family::<HookLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.00001, 2.5, 18))
+        });
+        let hook_errors = Family::<HookLabels, Counter>::default();
+        let reconciles = Family::<ReconcileLabels, Counter>::default();
+        let queue_depth = Family::<ControllerLabels, Gauge>::default();
+        let watches_open = Family::<ResourceLabels, Gauge>::default();
+        let watches_started = Family::<ResourceLabels, Counter>::default();
+        registry.register("hook_duration_seconds", "Hook call latency", hook_duration.clone());
+        registry.register("hook_errors", "Failed hook calls", hook_errors.clone());
+        registry.register("reconciles", "Parent reconciles by result", reconciles.clone());
+        registry.register("queue_depth", "Parents waiting in a controller's work queue", queue_depth.clone());
+        registry.register(
+            "watches_open",
+            "Open watches per resource type (shared by all controllers)",
+            watches_open.clone(),
+        );
+        registry.register("watches_started", "Watches started per resource type", watches_started.clone());
+        Self {
+            registry,
+            hook_duration,
+            hook_errors,
+            reconciles,
+            queue_depth,
+            watches_open,
+            watches_started,
+            ready: AtomicBool::new(false),
+        }
+    }
+
+    /// Records a hook call.
+    pub fn hook_call(&self, controller: &str, hook: &str, elapsed: Duration, ok: bool) {
+        let l = HookLabels { controller: controller.into(), hook: hook.into() };
+        self.hook_duration.get_or_create(&l).observe(elapsed.as_secs_f64());
+        if !ok {
+            self.hook_errors.get_or_create(&l).inc();
+        }
+    }
+
+    /// Records a reconcile.
+    pub fn reconcile(&self, controller: &str, result: &str) {
+        self.reconciles.get_or_create(&ReconcileLabels { controller: controller.into(), result: result.into() }).inc();
+    }
+
+    /// Sets a controller's queue depth.
+    pub fn set_queue_depth(&self, controller: &str, depth: usize) {
+        self.queue_depth.get_or_create(&ControllerLabels { controller: controller.into() }).set(depth as i64);
+    }
+
+    /// Forgets a stopped controller's queue.
+    pub fn remove_controller(&self, controller: &str) {
+        self.queue_depth.remove(&ControllerLabels { controller: controller.into() });
+    }
+
+    /// A watch opened.
+    pub fn watch_opened(&self, resource: &str) {
+        let l = ResourceLabels { resource: resource.into() };
+        self.watches_open.get_or_create(&l).inc();
+        self.watches_started.get_or_create(&l).inc();
+    }
+
+    /// A watch closed.
+    pub fn watch_closed(&self, resource: &str) {
+        self.watches_open.get_or_create(&ResourceLabels { resource: resource.into() }).dec();
+    }
+
+    /// Marks the engine ready (caches synced) or not.
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Release);
+    }
+
+    /// The text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// Serves `/metrics`, `/healthz` and `/readyz` on `addr`; returns the bound address.
+pub async fn serve(metrics: Arc<Metrics>, addr: SocketAddr) -> std::io::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else { continue };
+            let metrics = metrics.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                    let metrics = metrics.clone();
+                    async move {
+                        let (code, body) = match req.uri().path() {
+                            "/metrics" => (StatusCode::OK, metrics.encode()),
+                            "/healthz" | "/livez" => (StatusCode::OK, "ok".to_string()),
+                            "/readyz" if metrics.ready.load(Ordering::Acquire) => (StatusCode::OK, "ok".to_string()),
+                            "/readyz" => (StatusCode::SERVICE_UNAVAILABLE, "caches not synced".to_string()),
+                            _ => (StatusCode::NOT_FOUND, "not found".to_string()),
+                        };
+                        let mut r = Response::new(Full::new(Bytes::from(body)));
+                        *r.status_mut() = code;
+                        Ok::<_, Infallible>(r)
+                    }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tcp), service)
+                    .await;
+            });
+        }
+    });
+    Ok(bound)
+}
