@@ -69,6 +69,26 @@ class Cluster:
         self.proc = None
         self.log.close()
 
+    def metrics(self) -> str:
+        import urllib.request
+
+        addr = open(os.path.join(self.data_dir, "metrics-address")).read().strip()
+        with urllib.request.urlopen(f"http://{addr}/metrics", timeout=5) as r:
+            return r.read().decode()
+
+    def metric(self, name: str, **labels) -> float:
+        """The value of one sample of the engine's metrics (0 when absent)."""
+        want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        for line in self.metrics().splitlines():
+            if line.startswith("#") or " " not in line:
+                continue
+            series, value = line.rsplit(" ", 1)
+            sname, _, rest = series.partition("{")
+            got = ",".join(sorted(rest.rstrip("}").split(","))) if rest else ""
+            if sname == name and got == want:
+                return float(value)
+        return 0.0
+
     def env(self):
         return {**os.environ, "KUBECONFIG": self.kubeconfig}
 

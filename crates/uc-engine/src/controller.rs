@@ -120,6 +120,22 @@ struct Shared {
     related_sources: Mutex<HashMap<String, Arc<RelatedSource>>>,
     failures: Mutex<BTreeMap<ObjKey, String>>,
     synced: std::sync::atomic::AtomicBool,
+    /// Per object uid: a digest of the last body uc wrote and the resourceVersion the server answered.
+    /// When the server normalizes a write (prunes unknown fields, applies defaults) the next plan would
+    /// differ again forever; seeing the same body against the same resourceVersion breaks that loop.
+    written: Mutex<HashMap<String, (u64, String)>>,
+}
+
+/// A digest of what a write sends, leaving out the resourceVersion it is made against.
+fn digest(v: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut body = v.clone();
+    if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    body.to_string().hash(&mut h);
+    h.finish()
 }
 
 /// A running controller; stops when dropped.
@@ -232,6 +248,7 @@ pub async fn start(ctx: Arc<Ctx>, uc: Value) -> Result<Running, StartError> {
         related_sources: Mutex::new(HashMap::new()),
         failures: Mutex::new(BTreeMap::new()),
         synced: Default::default(),
+        written: Mutex::new(HashMap::new()),
     });
     let mut tasks = Vec::new();
     let mut subscriptions = Vec::new();
@@ -682,12 +699,18 @@ impl Shared {
                 Ok(())
             }
             Action::Update(obj) => {
+                if self.already_written(&obj, &obj) {
+                    return Ok(());
+                }
                 let t = self.child_type_of(&obj).map(|t| t.res.clone()).unwrap_or_else(|| self.parent.clone());
                 let api = self.api(&t, meta(&obj, "namespace"));
                 let name = meta(&obj, "name").to_string();
-                api.replace(&name, &PostParams::default(), &to_dynamic(obj)?)
+                let (uid, sent) = (meta(&obj, "uid").to_string(), digest(&obj));
+                let stored = api
+                    .replace(&name, &PostParams::default(), &to_dynamic(obj)?)
                     .await
                     .map_err(|e| kube_err(&format!("updating {} {name}", t.ar.kind), e))?;
+                self.remember(&uid, sent, stored.metadata.resource_version.unwrap_or_default());
                 Ok(())
             }
             Action::Delete { name, namespace, uid } => {
@@ -734,6 +757,20 @@ impl Shared {
         }
     }
 
+    /// Whether `body` was written to `current` before and the server answered with its present state.
+    fn already_written(&self, current: &Value, body: &Value) -> bool {
+        let seen = self.written.lock().get(meta(current, "uid")).cloned();
+        seen.is_some_and(|(d, rv)| d == digest(body) && rv == meta(current, "resourceVersion"))
+    }
+
+    fn remember(&self, uid: &str, sent: u64, rv: String) {
+        let mut w = self.written.lock();
+        if w.len() > 100_000 {
+            w.clear();
+        }
+        w.insert(uid.to_string(), (sent, rv));
+    }
+
     async fn write_status(&self, parent: &Value, status: Option<Value>) -> Result<(), SyncError> {
         let Some(mut status) = status.filter(|s| !s.is_null()) else { return Ok(()) };
         if !status.is_object() {
@@ -745,9 +782,10 @@ impl Shared {
             // Without a status subresource a status write bumps the generation, so it is not recorded there.
             status["observedGeneration"] = g;
         }
-        if parent.get("status") == Some(&status) {
+        if parent.get("status") == Some(&status) || self.already_written(parent, &status) {
             return Ok(());
         }
+        let sent = digest(&status);
         let mut obj = parent.clone();
         obj["status"] = status;
         let api = self.api(&self.parent, meta(parent, "namespace"));
@@ -759,7 +797,10 @@ impl Shared {
             api.replace(&name, &PostParams::default(), &o).await
         };
         match r {
-            Ok(_) => Ok(()),
+            Ok(o) => {
+                self.remember(meta(parent, "uid"), sent, o.metadata.resource_version.unwrap_or_default());
+                Ok(())
+            }
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
             Err(e) => Err(kube_err("writing the parent's status", e)),
         }

@@ -1,0 +1,306 @@
+"""The universal controller engine on the embedded cluster: the sample-controller with both hook kinds,
+failure modes, finalize and customize hooks, shared watches, controller lifecycle."""
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, wait_for
+
+EXAMPLE = ROOT / "examples" / "sample-controller"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(cluster, *args):
+    r = cluster.kubectl("get", *args, "-o", "json", check=False)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def uc_condition(cluster, name, type_):
+    uc = get(cluster, "uc", name) or {}
+    for c in uc.get("status", {}).get("conditions", []):
+        if c["type"] == type_:
+            return c
+    return {}
+
+
+def setup_js(cluster):
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "crd.yaml"))
+    cluster.kubectl("create", "configmap", "sample-controller-hook", f"--from-file={EXAMPLE / 'sync.js'}")
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "controller.yaml"))
+
+
+@pytest.fixture
+def webhook_example(cluster):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(EXAMPLE / "webhook.py"), str(port)])
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "crd.yaml"))
+    manifest = (EXAMPLE / "controller-webhook.yaml").read_text().replace("127.0.0.1:8080", f"127.0.0.1:{port}")
+    cluster.kubectl("apply", "-f", "-", input=manifest)
+    yield
+    proc.terminate()
+    proc.wait()
+
+
+def exercise_sample_controller(cluster):
+    wait_for(lambda: uc_condition(cluster, "sample-controller", "Ready").get("status") == "True", timeout=20, message="controller ready")
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
+    d = wait_for(lambda: get(cluster, "deploy", "example-foo"), message="the Deployment")
+    assert d["spec"]["replicas"] == 1
+    assert d["metadata"]["ownerReferences"][0]["kind"] == "Foo"
+    uid = d["metadata"]["uid"]
+    # Another writer's field survives, and replicas change in place.
+    cluster.kubectl("annotate", "deploy", "example-foo", "team=other")
+    cluster.kubectl("label", "deploy", "example-foo", "extra=kept")
+    cluster.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"spec":{"replicas":3}}')
+    d = wait_for(lambda: (x := get(cluster, "deploy", "example-foo")) and x["spec"]["replicas"] == 3 and x, message="replicas 3")
+    assert d["metadata"]["uid"] == uid, "updated in place"
+    assert d["metadata"]["annotations"]["team"] == "other" and d["metadata"]["labels"]["extra"] == "kept"
+    # The Deployment's status is mirrored into the Foo's.
+    cluster.kubectl("patch", "deploy", "example-foo", "--subresource=status", "--type=merge", "-p", '{"status":{"availableReplicas":3,"replicas":3}}')
+    foo = wait_for(lambda: (f := get(cluster, "foo", "example-foo")) and f.get("status", {}).get("availableReplicas") == 3 and f,
+                   message="Foo.status.availableReplicas")
+    assert foo["status"]["observedGeneration"] == foo["metadata"]["generation"]
+    cluster.kubectl("delete", "foo", "example-foo")
+    wait_for(lambda: get(cluster, "deploy", "example-foo") is None, message="the Deployment deleted with its Foo")
+
+
+def test_sample_controller_javascript_hook(cluster):
+    setup_js(cluster)
+    exercise_sample_controller(cluster)
+    assert cluster.metric("uc_hook_errors_total", controller="sample-controller", hook="sync") == 0
+
+
+def test_sample_controller_webhook(cluster, webhook_example):
+    exercise_sample_controller(cluster)
+    assert cluster.metric("uc_hook_duration_seconds_count", controller="sample-controller", hook="sync") > 0
+
+
+class FlakyHook:
+    """A webhook whose behaviour the test switches: ok, slow, error, garbage, nochildren, undeclared."""
+
+    def __init__(self):
+        self.mode = "ok"
+        hook = self
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self):
+                req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                mode = hook.mode
+                if mode == "slow":
+                    time.sleep(3)
+                foo = req["parent"]
+                cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": foo["metadata"]["name"]},
+                      "data": {"replicas": str(foo["spec"].get("replicas"))}}
+                answers = {
+                    "ok": {"status": {"availableReplicas": foo["spec"].get("replicas")}, "children": [cm]},
+                    "slow": {"children": []},
+                    "nochildren": {"status": {"availableReplicas": 0}},
+                    "undeclared": {"children": [cm, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}]},
+                    "othernamespace": {"children": [{**cm, "metadata": {"name": "x", "namespace": "kube-system"}}]},
+                }
+                if mode == "error":
+                    self.send_response(500)
+                    self.end_headers()
+                    self.wfile.write(b"internal error")
+                    return
+                body = b"{not json" if mode == "garbage" else json.dumps(answers[mode]).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def flaky_controller(name, port=None, js=None):
+    hook = {"webhook": {"url": f"http://127.0.0.1:{port}/", "timeout": "1s"}} if port else {"javascript": {"source": js, "timeout": "500ms", "memoryLimitMiB": 32}}
+    return json.dumps({"apiVersion": "universalcontroller.njuics.cn/v1alpha1", "kind": "UniversalController",
+                       "metadata": {"name": name},
+                       "spec": {"generateSelector": True, "parentResource": {"apiVersion": "njuics.cn/v1alpha1", "resource": "foos"},
+                                "childResources": [{"apiVersion": "v1", "resource": "configmaps", "updateStrategy": {"method": "InPlace"}}],
+                                "hooks": {"sync": hook}}})
+
+
+def warning_events(cluster, name):
+    evs = json.loads(cluster.kubectl("get", "events", "--field-selector", f"involvedObject.name={name}", "-o", "json").stdout)["items"]
+    return [e for e in evs if e["type"] == "Warning"]
+
+
+def test_hook_failures_change_nothing_and_recover(cluster):
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "crd.yaml"))
+    hook = FlakyHook()
+    cluster.kubectl("apply", "-f", "-", input=flaky_controller("flaky", port=hook.port))
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
+    cm = wait_for(lambda: get(cluster, "cm", "example-foo"), message="the child ConfigMap")
+    for mode in ["slow", "error", "garbage", "nochildren", "undeclared", "othernamespace"]:
+        hook.mode = mode
+        before = len(warning_events(cluster, "example-foo"))
+        cluster.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", json.dumps({"spec": {"replicas": 7}}))
+        wait_for(lambda: len(warning_events(cluster, "example-foo")) > before, timeout=15, message=f"a Warning event for {mode}")
+        cond = wait_for(lambda: (c := uc_condition(cluster, "flaky", "Synced")).get("status") == "False" and c, message=f"Synced=False for {mode}")
+        assert "example-foo" in cond["message"]
+        now = get(cluster, "cm", "example-foo")
+        assert now is not None and now["metadata"]["uid"] == cm["metadata"]["uid"], f"{mode}: child deleted or replaced"
+        assert now["data"] == cm["data"], f"{mode}: child changed"
+        assert get(cluster, "secret", "s") is None and get(cluster, "-n", "kube-system", "cm", "x") is None
+        # Recovery: the hook works again, the pending change lands.
+        hook.mode = "ok"
+        wait_for(lambda: get(cluster, "cm", "example-foo")["data"]["replicas"] == "7", timeout=20, message=f"recovery after {mode}")
+        wait_for(lambda: uc_condition(cluster, "flaky", "Synced").get("status") == "True", timeout=10, message="Synced=True")
+        cluster.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", json.dumps({"spec": {"replicas": 1}}))
+        cm = wait_for(lambda: (c := get(cluster, "cm", "example-foo")) and c["data"]["replicas"] == "1" and c, message="back to 1")
+    assert cluster.kubectl("get", "--raw", "/healthz").returncode == 0
+
+
+@pytest.mark.parametrize("script", [
+    "function sync(r) { if (r.parent.spec.replicas == 7) { while (true) {} } return ok(r); }",
+    "function sync(r) { if (r.parent.spec.replicas == 7) { var a = []; while (true) { a.push(new Array(100000).fill(7)); } } return ok(r); }",
+])
+def test_runaway_javascript_is_stopped(cluster, script):
+    helper = "function ok(r) { var f = r.parent; return {status: {availableReplicas: f.spec.replicas}, children: [{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: f.metadata.name}, data: {replicas: String(f.spec.replicas)}}]}; }\n"
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "crd.yaml"))
+    cluster.kubectl("apply", "-f", "-", input=flaky_controller("runaway", js=helper + script))
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
+    cm = wait_for(lambda: get(cluster, "cm", "example-foo"), message="the child ConfigMap")
+    cluster.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"spec":{"replicas":7}}')
+    wait_for(lambda: warning_events(cluster, "example-foo"), timeout=15, message="a Warning event")
+    assert get(cluster, "cm", "example-foo")["data"] == cm["data"]
+    cluster.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"spec":{"replicas":2}}')
+    wait_for(lambda: get(cluster, "cm", "example-foo")["data"]["replicas"] == "2", timeout=20, message="recovery")
+
+
+def test_unknown_resource_is_reported(cluster):
+    uc = {"apiVersion": "universalcontroller.njuics.cn/v1alpha1", "kind": "UniversalController", "metadata": {"name": "lost"},
+          "spec": {"parentResource": {"apiVersion": "nowhere.example.com/v1", "resource": "widgets"},
+                   "hooks": {"sync": {"javascript": {"source": "function sync(r) { return {children: []}; }"}}}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(uc))
+    cond = wait_for(lambda: (c := uc_condition(cluster, "lost", "Ready")).get("reason") == "UnknownResource" and c, message="UnknownResource")
+    assert cond["status"] == "False" and "nowhere.example.com/v1" in cond["message"]
+    out = cluster.kubectl("get", "uc").stdout
+    assert "lost" in out and "UnknownResource" in out
+    # Defining the resource later lets the controller start.
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "widgets.nowhere.example.com"},
+        "spec": {"group": "nowhere.example.com", "names": {"kind": "Widget", "plural": "widgets"}, "scope": "Namespaced",
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}))
+    wait_for(lambda: uc_condition(cluster, "lost", "Ready").get("status") == "True", timeout=20, message="Ready once the CRD exists")
+
+
+FINALIZE_JS = """
+function sync(r) { return {children: [], status: {phase: 'Running'}}; }
+function finalize(r) {
+  var a = r.parent.metadata.annotations || {};
+  return {children: [], status: {phase: 'Finalizing'}, finalized: a['allow-delete'] === 'yes'};
+}
+"""
+
+CUSTOMIZE_JS = """
+function customize(r) {
+  return {relatedResources: [{apiVersion: 'v1', resource: 'configmaps', names: [r.parent.spec.deploymentName + '-config']}]};
+}
+function sync(r) {
+  var cms = r.related['ConfigMap.v1'] || {};
+  var cm = cms[r.parent.spec.deploymentName + '-config'];
+  return {children: [], status: {seen: cm ? cm.data.colour : 'none'}};
+}
+"""
+
+
+BAR_CRD = json.dumps({
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "bars.njuics.cn"},
+    "spec": {"group": "njuics.cn", "names": {"kind": "Bar", "plural": "bars"}, "scope": "Namespaced",
+             "versions": [{"name": "v1alpha1", "served": True, "storage": True, "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                               "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                               "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}}}]}})
+
+BAR = json.dumps({"apiVersion": "njuics.cn/v1alpha1", "kind": "Bar", "metadata": {"name": "bar"}, "spec": {"deploymentName": "bar"}})
+
+
+def js_controller(name, source, extra_hooks=(), parent="foos"):
+    hooks = {"sync": {"javascript": {"source": source}}}
+    for h in extra_hooks:
+        hooks[h] = {"javascript": {"source": source}}
+    return json.dumps({"apiVersion": "universalcontroller.njuics.cn/v1alpha1", "kind": "UniversalController", "metadata": {"name": name},
+                       "spec": {"parentResource": {"apiVersion": "njuics.cn/v1alpha1", "resource": parent}, "generateSelector": True,
+                                "childResources": [{"apiVersion": "apps/v1", "resource": "deployments"}], "hooks": hooks}})
+
+
+def test_finalize_hook_holds_deletion(cluster):
+    cluster.kubectl("apply", "-f", "-", input=BAR_CRD)
+    cluster.kubectl("apply", "-f", "-", input=js_controller("fin", FINALIZE_JS, ["finalize"], parent="bars"))
+    cluster.kubectl("apply", "-f", "-", input=BAR)
+    wait_for(lambda: "universalcontroller.njuics.cn/fin" in (get(cluster, "bar", "bar") or {}).get("metadata", {}).get("finalizers", []),
+             message="the controller's finalizer")
+    cluster.kubectl("delete", "bar", "bar", "--wait=false")
+    bar = wait_for(lambda: (f := get(cluster, "bar", "bar")) and f.get("status", {}).get("phase") == "Finalizing" and f, message="finalizing")
+    assert bar["metadata"]["deletionTimestamp"]
+    time.sleep(2)
+    assert get(cluster, "bar", "bar") is not None, "deleted before the hook said finalized"
+    cluster.kubectl("annotate", "bar", "bar", "allow-delete=yes")
+    wait_for(lambda: get(cluster, "bar", "bar") is None, timeout=20, message="deleted after finalized: true")
+
+
+def test_customize_related_changes_trigger_sync(cluster):
+    cluster.kubectl("apply", "-f", "-", input=BAR_CRD)
+    cluster.kubectl("create", "configmap", "bar-config", "--from-literal=colour=red")
+    cluster.kubectl("apply", "-f", "-", input=js_controller("custom", CUSTOMIZE_JS, ["customize"], parent="bars"))
+    cluster.kubectl("apply", "-f", "-", input=BAR)
+    wait_for(lambda: (get(cluster, "bar", "bar") or {}).get("status", {}).get("seen") == "red", message="related ConfigMap seen")
+    cluster.kubectl("patch", "cm", "bar-config", "--type=merge", "-p", '{"data":{"colour":"blue"}}')
+    wait_for(lambda: get(cluster, "bar", "bar")["status"]["seen"] == "blue", message="a related change re-syncs")
+
+
+def test_pruned_status_fields_do_not_cause_a_write_loop(cluster):
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "crd.yaml"))
+    # The Foo schema has no `phase`: the server prunes it from every status write.
+    cluster.kubectl("apply", "-f", "-", input=js_controller("pruned", "function sync(r) { return {children: [], status: {phase: 'x', availableReplicas: 1}}; }"))
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
+    wait_for(lambda: (get(cluster, "foo", "example-foo") or {}).get("status", {}).get("availableReplicas") == 1, message="status written")
+    rv = get(cluster, "foo", "example-foo")["metadata"]["resourceVersion"]
+    time.sleep(2)
+    assert get(cluster, "foo", "example-foo")["metadata"]["resourceVersion"] == rv, "the controller keeps rewriting the status"
+
+
+def test_watches_are_shared_and_edits_restart_one_controller(cluster):
+    setup_js(cluster)
+    cluster.kubectl("apply", "-f", "-", input=BAR_CRD)
+    cluster.kubectl("apply", "-f", "-", input=js_controller("second", "function sync(r) { return {children: []}; }", parent="bars"))
+    wait_for(lambda: uc_condition(cluster, "second", "Ready").get("status") == "True", timeout=20, message="second ready")
+    wait_for(lambda: uc_condition(cluster, "sample-controller", "Ready").get("status") == "True", timeout=20, message="first ready")
+    assert cluster.metric("uc_watches_open", resource="apps/v1/deployments") == 1
+    assert cluster.metric("uc_watches_started_total", resource="apps/v1/deployments") == 1
+    assert cluster.metric("uc_watches_open", resource="njuics.cn/v1alpha1/foos") == 1
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
+    wait_for(lambda: get(cluster, "deploy", "example-foo"), message="the Deployment")
+    # Editing one UC restarts only that controller: the shared Deployment watch stays open throughout.
+    cluster.kubectl("patch", "uc", "second", "--type=merge", "-p", '{"spec":{"resyncPeriodSeconds":30}}')
+    wait_for(lambda: (get(cluster, "uc", "second") or {}).get("status", {}).get("observedGeneration") == 2, message="second restarted")
+    assert cluster.metric("uc_watches_started_total", resource="apps/v1/deployments") == 1
+    assert get(cluster, "uc", "sample-controller")["status"]["observedGeneration"] == 1
+    cluster.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"spec":{"replicas":2}}')
+    wait_for(lambda: get(cluster, "deploy", "example-foo")["spec"]["replicas"] == 2, message="the first controller still works")
+    # Deleting a UC stops it and leaves its children alone.
+    cluster.kubectl("delete", "uc", "sample-controller")
+    time.sleep(1)
+    assert get(cluster, "deploy", "example-foo") is not None
+    assert cluster.metric("uc_watches_open", resource="apps/v1/deployments") == 1, "still used by the second controller"
