@@ -304,3 +304,35 @@ def test_watches_are_shared_and_edits_restart_one_controller(cluster):
     time.sleep(1)
     assert get(cluster, "deploy", "example-foo") is not None
     assert cluster.metric("uc_watches_open", resource="apps/v1/deployments") == 1, "still used by the second controller"
+
+
+def test_uc_run_against_another_api_server(make_cluster):
+    import urllib.error
+    import urllib.request
+
+    from conftest import uc_binary
+
+    api = make_cluster(extra_args=["--no-engine"])
+    assert api.kubectl("get", "crd", "-o", "name").stdout.strip() == "", "no engine, no uc CRDs yet"
+    port = free_port()
+    engine = subprocess.Popen([uc_binary(), "run", "--kubeconfig", api.kubeconfig, "--metrics-addr", f"127.0.0.1:{port}"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def ready():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+                    return r.status == 200
+            except (urllib.error.URLError, ConnectionError):
+                return False
+
+        wait_for(ready, timeout=30, message="/readyz")
+        crds = api.kubectl("get", "crd", "-o", "name").stdout
+        assert "universalcontrollers.universalcontroller.njuics.cn" in crds and "controllerrevisions.universalcontroller.njuics.cn" in crds
+        setup_js(api)
+        api.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
+        wait_for(lambda: get(api, "deploy", "example-foo"), timeout=20, message="the Deployment made by `uc run`")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+            assert 'uc_watches_open{resource="apps/v1/deployments"} 1' in r.read().decode()
+    finally:
+        engine.terminate()
+        assert engine.wait(timeout=15) == 0

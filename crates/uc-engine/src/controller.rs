@@ -369,6 +369,30 @@ impl Shared {
         Ok((parsed, labels))
     }
 
+    /// Children that may belong to a parent: those it owns (owner index) and those its selector picks,
+    /// found through the label index when the selector has an equality term, else by namespace.
+    fn child_candidates(&self, t: &ChildType, parent: &Value, selector: &LabelSelector, parent_uid: &str) -> Vec<Obj> {
+        let ns = meta(parent, "namespace");
+        let in_scope = |o: &Obj| !self.parent.namespaced || meta(o, "namespace") == ns;
+        let mut out: Vec<Obj> = t.informer.owned_by(parent_uid).into_iter().filter(in_scope).collect();
+        let equality = selector.requirements.iter().find_map(|r| match r {
+            uc_api::selector::Requirement::Equals(k, v) => Some((k.clone(), v.clone())),
+            _ => None,
+        });
+        let selected = match equality {
+            Some((k, v)) => t.informer.with_label(&k, &v),
+            None if self.parent.namespaced => t.informer.list(Some(ns)),
+            None => t.informer.list(None),
+        };
+        let mut seen: std::collections::HashSet<String> = out.iter().map(|o| meta(o, "uid").to_string()).collect();
+        for o in selected {
+            if in_scope(&o) && seen.insert(meta(&o, "uid").to_string()) {
+                out.push(o);
+            }
+        }
+        out
+    }
+
     fn parents_of_child(&self, ch: &Change) -> Vec<ObjKey> {
         let mut out = Vec::new();
         for obj in std::iter::once(&ch.object).chain(ch.old.iter()) {
@@ -465,11 +489,7 @@ impl Shared {
         let mut observed: Vec<Vec<Obj>> = Vec::new();
         let mut children_req = BTreeMap::new();
         for t in &self.children {
-            let candidates = if self.parent.namespaced {
-                t.informer.list(Some(meta(&parent, "namespace")))
-            } else {
-                t.informer.list(None)
-            };
+            let candidates = self.child_candidates(t, &parent, &selector, &parent_uid);
             let mut mine = Vec::new();
             for c in candidates {
                 let selected = selector.matches_value(c.pointer("/metadata/labels"));

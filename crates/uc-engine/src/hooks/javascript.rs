@@ -1,4 +1,4 @@
-//! JavaScript hooks run in-process by QuickJS (rquickjs), each on a thread of its own, with a
+//! JavaScript hooks run in-process by QuickJS (rquickjs), on the calling thread, with a
 //! wall-clock deadline (an uncatchable interrupt), a memory limit and a stack limit. Scripts get the
 //! bare language: no file system, no network, no timers.
 //!
@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use rquickjs::{Context, Function, Runtime};
 use serde_json::Value;
-use tokio::sync::oneshot;
 use uc_api::controller::{JavaScript, parse_duration};
 
 use super::{HookError, HookKind};
@@ -50,8 +50,7 @@ impl JsLimits {
 
 const PRELUDE: &str = "var module = {exports: {}}; var exports = module.exports;";
 const ENTRY: &str = r#"
-globalThis.__uc_call = function (kind, text) {
-  var req = JSON.parse(text);
+globalThis.__uc_call = function (kind, req) {
   var m = (typeof module === 'object' && module) ? module.exports : undefined;
   var pick = function (name) {
     if (typeof globalThis[name] === 'function') return globalThis[name];
@@ -67,19 +66,28 @@ globalThis.__uc_call = function (kind, text) {
   } else {
     throw new Error('the script defines neither sync(request) nor module.exports.handler');
   }
-  return JSON.stringify(res === undefined ? null : res);
+  return res === undefined ? null : res;
 };
 "#;
 
-struct Job {
+struct Job<'a> {
     kind: HookKind,
-    request: String,
-    reply: oneshot::Sender<Result<Value, HookError>>,
+    request: &'a str,
 }
 
-/// A JavaScript hook: a thread owning a QuickJS runtime.
+/// A JavaScript hook: a small pool of QuickJS runtimes (one call at a time each), called on the
+/// caller's thread so a call costs no thread hand-off.
 pub struct JsHook {
-    tx: std::sync::mpsc::Sender<Job>,
+    source: String,
+    limits: JsLimits,
+    pool: Vec<Mutex<Slot>>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+struct Slot {
+    engine: Option<Engine>,
+    deadline: Arc<AtomicU64>,
+    base: Instant,
 }
 
 struct Engine {
@@ -124,76 +132,118 @@ fn describe(ctx: &rquickjs::Ctx<'_>, e: rquickjs::Error) -> String {
 }
 
 impl JsHook {
-    /// Starts the script's thread; fails if the script does not load.
+    /// Loads the script; fails if it does not load.
     pub fn new(source: String, limits: JsLimits) -> Result<Self, HookError> {
-        let (tx, rx) = std::sync::mpsc::channel::<Job>();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        std::thread::Builder::new()
-            .name("uc-js-hook".into())
-            .spawn(move || {
-                let base = Instant::now();
-                let deadline = Arc::new(AtomicU64::new(u64::MAX));
-                let mut engine = match load(&source, limits, deadline.clone(), base) {
-                    Ok(e) => {
-                        let _ = ready_tx.send(Ok(()));
-                        Some(e)
-                    }
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(e));
-                        return;
-                    }
-                };
-                while let Ok(job) = rx.recv() {
-                    if engine.is_none() {
-                        engine = load(&source, limits, deadline.clone(), base).ok();
-                    }
-                    let Some(e) = engine.as_ref() else {
-                        let _ = job.reply.send(Err(HookError::Script("the script no longer loads".into())));
-                        continue;
-                    };
-                    deadline.store(now_ms(base) + limits.timeout.as_millis() as u64, Ordering::Relaxed);
-                    let result = run(e, &job);
-                    deadline.store(u64::MAX, Ordering::Relaxed);
-                    let failed = result.is_err();
-                    let result = match result {
-                        Err(HookError::Script(m)) if m.contains("interrupted") => {
-                            Err(HookError::Timeout(limits.timeout))
-                        }
-                        other => other,
-                    };
-                    if failed {
-                        // A script stopped mid-way (deadline, memory) may have left its heap broken: start afresh.
-                        engine = None;
-                    }
-                    let _ = job.reply.send(result);
-                }
-            })
-            .map_err(|e| HookError::Config(format!("cannot start the script thread: {e}")))?;
-        ready_rx.recv().map_err(|_| HookError::Script("the script thread died while loading".into()))??;
-        Ok(Self { tx })
+        let size = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 4);
+        let mut pool = Vec::with_capacity(size);
+        for i in 0..size {
+            let deadline = Arc::new(AtomicU64::new(u64::MAX));
+            let base = Instant::now();
+            // Load the first engine now so a broken script is reported at once; the rest on first use.
+            let engine = if i == 0 { Some(load(&source, limits, deadline.clone(), base)?) } else { None };
+            pool.push(Mutex::new(Slot { engine, deadline, base }));
+        }
+        Ok(Self { source, limits, pool, next: Default::default() })
     }
 
     /// Calls the script.
     pub async fn call(&self, kind: HookKind, request: &Value) -> Result<Value, HookError> {
         let text = serde_json::to_string(request).map_err(|e| HookError::InvalidResponse(e.to_string()))?;
-        let (reply, rx) = oneshot::channel();
-        self.tx
-            .send(Job { kind, request: text, reply })
-            .map_err(|_| HookError::Script("the script thread is gone".into()))?;
-        rx.await.map_err(|_| HookError::Script("the script thread is gone".into()))?
+        let job = Job { kind, request: &text };
+        let work = || self.call_blocking(&job);
+        // A call is short but may spin until its deadline: let the runtime move other tasks away.
+        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+            _ => work(),
+        }
+    }
+
+    fn call_blocking(&self, job: &Job<'_>) -> Result<Value, HookError> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let n = self.pool.len();
+        let mut slot =
+            (0..n).find_map(|i| self.pool[(start + i) % n].try_lock()).unwrap_or_else(|| self.pool[start % n].lock());
+        if slot.engine.is_none() {
+            slot.engine = Some(load(&self.source, self.limits, slot.deadline.clone(), slot.base)?);
+        }
+        let Some(engine) = slot.engine.as_ref() else {
+            return Err(HookError::Script("the script does not load".into()));
+        };
+        slot.deadline.store(now_ms(slot.base) + self.limits.timeout.as_millis() as u64, Ordering::Relaxed);
+        let result = run(engine, job);
+        slot.deadline.store(u64::MAX, Ordering::Relaxed);
+        let result = match result {
+            Err(HookError::Script(m)) if m.contains("interrupted") => Err(HookError::Timeout(self.limits.timeout)),
+            other => other,
+        };
+        if result.is_err() {
+            // A script stopped mid-way (deadline, memory) may have left its heap broken: start afresh.
+            slot.engine = None;
+        }
+        result
     }
 }
 
-fn run(engine: &Engine, job: &Job) -> Result<Value, HookError> {
+fn run(engine: &Engine, job: &Job<'_>) -> Result<Value, HookError> {
     engine.context.with(|ctx| {
+        let script = |e| HookError::Script(describe(&ctx, e));
         let f: Function = ctx.globals().get("__uc_call").map_err(|e| HookError::Script(e.to_string()))?;
-        let out: rquickjs::Result<String> = f.call((job.kind.as_str(), job.request.as_str()));
-        match out {
-            Ok(text) => serde_json::from_str(&text)
-                .map_err(|e| HookError::InvalidResponse(format!("the script returned invalid JSON: {e}"))),
-            Err(e) => Err(HookError::Script(describe(&ctx, e))),
-        }
+        let request = ctx.json_parse(job.request).map_err(script)?;
+        let out: rquickjs::Value = f.call((job.kind.as_str(), request)).map_err(script)?;
+        to_json(&out, 0).map_err(HookError::InvalidResponse)
     })
+}
+
+/// Converts a returned JavaScript value to JSON the way `JSON.stringify` would (functions and
+/// `undefined` members dropped, non-finite numbers as null), without building a string.
+fn to_json(v: &rquickjs::Value<'_>, depth: usize) -> Result<Value, String> {
+    if depth > 128 {
+        return Err("the returned value nests too deeply (or is cyclic)".into());
+    }
+    if v.is_undefined() || v.is_null() || v.is_function() {
+        return Ok(Value::Null);
+    }
+    if let Some(b) = v.as_bool() {
+        return Ok(Value::Bool(b));
+    }
+    if let Some(i) = v.as_int() {
+        return Ok(Value::from(i));
+    }
+    if let Some(f) = v.as_float() {
+        // JavaScript has one number type; integral values print as integers, as JSON.stringify does.
+        if f.fract() == 0.0 && f.abs() < 9.0e15 {
+            return Ok(Value::from(f as i64));
+        }
+        return Ok(serde_json::Number::from_f64(f).map(Value::Number).unwrap_or(Value::Null));
+    }
+    if let Some(s) = v.as_string() {
+        return s.to_string().map(Value::String).map_err(|e| e.to_string());
+    }
+    if let Some(a) = v.as_array() {
+        let mut out = Vec::with_capacity(a.len());
+        for item in a.iter::<rquickjs::Value>() {
+            let item = item.map_err(|e| e.to_string())?;
+            out.push(to_json(&item, depth + 1)?);
+        }
+        return Ok(Value::Array(out));
+    }
+    if let Some(o) = v.as_object() {
+        if let Ok(to_json_fn) = o.get::<_, Function>("toJSON") {
+            let r: rquickjs::Value =
+                to_json_fn.call((rquickjs::function::This(o.clone()),)).map_err(|e| e.to_string())?;
+            return to_json(&r, depth + 1);
+        }
+        let mut out = serde_json::Map::new();
+        for prop in o.props::<String, rquickjs::Value>() {
+            let (k, val) = prop.map_err(|e| e.to_string())?;
+            if val.is_undefined() || val.is_function() {
+                continue;
+            }
+            out.insert(k, to_json(&val, depth + 1)?);
+        }
+        return Ok(Value::Object(out));
+    }
+    Err(format!("the script returned a value JSON cannot represent ({})", v.type_name()))
 }
 
 #[cfg(test)]
@@ -295,5 +345,13 @@ var desiredDeployment = function (foo) {
             no_io.call(HookKind::Sync, &json!({})).await.unwrap()["status"]["t"],
             json!("undefinedundefinedundefined")
         );
+    }
+
+    #[tokio::test]
+    async fn results_convert_like_json_stringify() {
+        let src = "function sync(r) { return {children: [], status: {a: undefined, f: function () {}, n: 2.5, i: 3, big: 1e300, nan: NaN, d: {toJSON: function () { return 'x'; }}, l: [1, null]}}; }";
+        let hook = JsHook::new(src.into(), limits()).unwrap();
+        let out = hook.call(HookKind::Sync, &json!({})).await.unwrap();
+        assert_eq!(out["status"], json!({"n": 2.5, "i": 3, "big": 1e300, "nan": null, "d": "x", "l": [1, null]}));
     }
 }

@@ -1,0 +1,304 @@
+//! Engine benchmark: hook call overhead (in-process JavaScript vs a loopback webhook) and convergence
+//! time of N Foo parents into Deployments with the sample-controller, against the release `uc up`.
+//! Writes its figures to docs/benchmarks.md.
+
+use std::convert::Infallible;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::{Value, json};
+use uc_engine::hooks::HookKind;
+use uc_engine::hooks::javascript::{JsHook, JsLimits};
+use uc_engine::hooks::webhook::WebhookHook;
+
+#[derive(Parser)]
+#[command(about = "Benchmarks the uc engine: hook overhead and convergence")]
+struct Args {
+    /// The uc binary (build it with `cargo build --release -p uc`).
+    #[arg(long, default_value = "target/release/uc")]
+    uc: PathBuf,
+    /// Hook calls measured per hook kind.
+    #[arg(long, default_value_t = 20_000)]
+    calls: usize,
+    /// Parent counts to converge.
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+    parents: Vec<usize>,
+    /// Where to write the report section.
+    #[arg(long, default_value = "docs/benchmarks.md")]
+    report: PathBuf,
+}
+
+const SAMPLE_JS: &str = include_str!("../../examples/sample-controller/sync.js");
+
+fn sample_request(i: usize) -> Value {
+    json!({
+        "controller": {"metadata": {"name": "sample-controller"}},
+        "parent": {"apiVersion": "njuics.cn/v1alpha1", "kind": "Foo",
+                   "metadata": {"name": format!("foo-{i}"), "namespace": "default", "uid": "u"},
+                   "spec": {"deploymentName": format!("foo-{i}"), "replicas": 1}},
+        "children": {"Deployment.apps/v1": {}},
+        "related": {},
+        "finalizing": false
+    })
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// The same logic as sync.js, in Rust, behind a loopback HTTP server.
+async fn start_webhook() -> Result<std::net::SocketAddr> {
+    use http_body_util::BodyExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else { continue };
+            let _ = tcp.set_nodelay(true);
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(|req: http::Request<hyper::body::Incoming>| async move {
+                    let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                    let r: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let name = r.pointer("/parent/spec/deploymentName").cloned().unwrap_or(Value::Null);
+                    let answer = json!({"status": {"availableReplicas": 0}, "children": [{
+                        "apiVersion": "apps/v1", "kind": "Deployment",
+                        "metadata": {"name": name, "namespace": r.pointer("/parent/metadata/namespace")},
+                        "spec": {"replicas": r.pointer("/parent/spec/replicas"), "selector": {"matchLabels": {"app": "sample"}},
+                                 "template": {"metadata": {"labels": {"app": "sample"}}, "spec": {"containers": [{"name": "nginx", "image": "nginx:stable"}]}}}}]});
+                    let bytes = bytes::Bytes::from(serde_json::to_vec(&answer).unwrap_or_default());
+                    Ok::<_, Infallible>(http::Response::new(http_body_util::Full::new(bytes)))
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tcp), svc)
+                    .await;
+            });
+        }
+    });
+    Ok(addr)
+}
+
+async fn hook_overhead(calls: usize) -> Result<(Vec<Duration>, Vec<Duration>)> {
+    let js = JsHook::new(SAMPLE_JS.to_string(), JsLimits::default()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let addr = start_webhook().await?;
+    let spec = uc_api::controller::Webhook { url: Some(format!("http://{addr}/")), ..Default::default() };
+    let web = WebhookHook::new(&spec).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut js_times = Vec::with_capacity(calls);
+    let mut web_times = Vec::with_capacity(calls);
+    for i in 0..calls {
+        let req = sample_request(i);
+        let t = Instant::now();
+        js.call(HookKind::Sync, &req).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        js_times.push(t.elapsed());
+        let t = Instant::now();
+        web.call(&req).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        web_times.push(t.elapsed());
+    }
+    js_times.sort();
+    web_times.sort();
+    Ok((js_times, web_times))
+}
+
+struct Uc {
+    child: Child,
+    kubeconfig: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Uc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_uc(bin: &PathBuf) -> Result<Uc> {
+    let dir = tempfile::tempdir()?;
+    let mut child = Command::new(bin)
+        .args(["up", "--port", "0", "--data-dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))?;
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().context("stdout")?).read_line(&mut line)?;
+    let Some(kc) = line.trim().strip_prefix("export KUBECONFIG=") else { bail!("uc up printed {line:?}") };
+    Ok(Uc { child, kubeconfig: kc.to_string(), _dir: dir })
+}
+
+async fn client(uc: &Uc) -> Result<Client> {
+    let kc = Kubeconfig::read_from(&uc.kubeconfig)?;
+    Ok(Client::try_from(Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?)?)
+}
+
+fn yaml_to_dynamic(path: &str) -> Result<DynamicObject> {
+    let text = std::fs::read_to_string(path).with_context(|| path.to_string())?;
+    let v: Value = serde_yaml_ng::from_str(&text)?;
+    Ok(serde_json::from_value(v)?)
+}
+
+/// Seconds until `n` Foos each have their Deployment and their status written.
+async fn converge(args: &Args, n: usize, webhook: Option<std::net::SocketAddr>) -> Result<Duration> {
+    let uc = start_uc(&args.uc)?;
+    let c = client(&uc).await?;
+    let crd_ar = ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+        "customresourcedefinitions",
+    );
+    Api::<DynamicObject>::all_with(c.clone(), &crd_ar)
+        .create(&PostParams::default(), &yaml_to_dynamic("examples/sample-controller/crd.yaml")?)
+        .await?;
+    let uc_ar = ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("universalcontroller.njuics.cn", "v1alpha1", "UniversalController"),
+        "universalcontrollers",
+    );
+    let hook = match webhook {
+        Some(addr) => json!({"webhook": {"url": format!("http://{addr}/")}}),
+        None => json!({"javascript": {"source": SAMPLE_JS}}),
+    };
+    let controller: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "universalcontroller.njuics.cn/v1alpha1", "kind": "UniversalController", "metadata": {"name": "sample-controller"},
+        "spec": {"generateSelector": true, "parentResource": {"apiVersion": "njuics.cn/v1alpha1", "resource": "foos"},
+                 "childResources": [{"apiVersion": "apps/v1", "resource": "deployments", "updateStrategy": {"method": "InPlace"}}],
+                 "hooks": {"sync": hook}}}))?;
+    let foo_ar =
+        ApiResource::from_gvk_with_plural(&kube::api::GroupVersionKind::gvk("njuics.cn", "v1alpha1", "Foo"), "foos");
+    let foos: Api<DynamicObject> = Api::namespaced_with(c.clone(), "default", &foo_ar);
+    // Wait until the Foo resource is served before registering the controller.
+    for _ in 0..100 {
+        if foos.list(&ListParams::default().limit(1)).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Api::<DynamicObject>::all_with(c.clone(), &uc_ar).create(&PostParams::default(), &controller).await?;
+    let started = Instant::now();
+    let writers = 8;
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let foos = foos.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (w..n).step_by(writers) {
+                let foo: DynamicObject = serde_json::from_value(json!({"apiVersion": "njuics.cn/v1alpha1", "kind": "Foo",
+                    "metadata": {"name": format!("foo-{i}")}, "spec": {"deploymentName": format!("foo-{i}"), "replicas": 1}}))?;
+                foos.create(&PostParams::default(), &foo).await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(c.clone(), "default");
+    let deadline = started + Duration::from_secs(600);
+    loop {
+        let done_foos = foos
+            .list(&ListParams::default())
+            .await?
+            .items
+            .iter()
+            .filter(|f| f.data.pointer("/status/observedGeneration").and_then(Value::as_i64) == f.metadata.generation)
+            .count();
+        let deps = deployments.list_metadata(&ListParams::default()).await?.items.len();
+        if done_foos == n && deps == n {
+            return Ok(started.elapsed());
+        }
+        if Instant::now() > deadline {
+            bail!("not converged after 600 s: {done_foos}/{n} statuses, {deps}/{n} deployments");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn write_report(path: &PathBuf, section: &str) -> Result<()> {
+    const BEGIN: &str = "<!-- engine-bench:begin -->";
+    const END: &str = "<!-- engine-bench:end -->";
+    let existing = std::fs::read_to_string(path).unwrap_or_else(|_| "# Benchmarks\n".to_string());
+    let block = format!("{BEGIN}\n{section}{END}");
+    let updated = match (existing.find(BEGIN), existing.find(END)) {
+        (Some(b), Some(e)) if e > b => format!("{}{}{}", &existing[..b], block, &existing[e + END.len()..]),
+        _ => format!("{}\n\n{}\n", existing.trim_end(), block),
+    };
+    std::fs::write(path, updated)?;
+    Ok(())
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let (js, web) = hook_overhead(args.calls).await?;
+    let (js50, js99, web50, web99) =
+        (percentile(&js, 0.5), percentile(&js, 0.99), percentile(&web, 0.5), percentile(&web, 0.99));
+    println!(
+        "hook overhead: javascript p50 {} p99 {}; webhook p50 {} p99 {}",
+        us(js50),
+        us(js99),
+        us(web50),
+        us(web99)
+    );
+    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
+    let mut rows = String::new();
+    let webhook = start_webhook().await?;
+    for &n in &args.parents {
+        let t_js = converge(&args, n, None).await?;
+        println!(
+            "{n} parents, javascript hook: {:.2} s ({:.0} parents/s)",
+            t_js.as_secs_f64(),
+            n as f64 / t_js.as_secs_f64()
+        );
+        let t_web = converge(&args, n, Some(webhook)).await?;
+        println!(
+            "{n} parents, loopback webhook: {:.2} s ({:.0} parents/s)",
+            t_web.as_secs_f64(),
+            n as f64 / t_web.as_secs_f64()
+        );
+        let target =
+            if n >= 10_000 { format!("≤ 30 s ({})", verdict(t_js.as_secs_f64() <= 30.0)) } else { "—".into() };
+        rows.push_str(&format!(
+            "| {n} Foos → Deployments + status | {:.2} s ({:.0}/s) | {:.2} s ({:.0}/s) | {target} |\n",
+            t_js.as_secs_f64(),
+            n as f64 / t_js.as_secs_f64(),
+            t_web.as_secs_f64(),
+            n as f64 / t_web.as_secs_f64()
+        ));
+    }
+    let section = format!(
+        "## Engine (`cargo run --release -p uc-bench --bin engine-bench`)\n\n\
+         Measured {date}, one run on this machine ({cores} cores); the benchmark's clients share the cores with `uc up`.\n\n\
+         Hook call overhead, sample-controller request, {calls} calls each (in-process call from the engine's hook interface):\n\n\
+         | hook | p50 | p99 | target (p50) | verdict |\n| --- | --- | --- | --- | --- |\n\
+         | JavaScript in-process (QuickJS) | {js50} | {js99} | ≤ 50 µs | {v1} |\n\
+         | loopback webhook (HTTP/1.1, keep-alive) | {web50} | {web99} | ≤ 500 µs | {v2} |\n\n\
+         Convergence: parents created by 8 concurrent clients; time until every Foo has its Deployment and a status\n\
+         with a current `observedGeneration` (the embedded cluster runs no workload controllers yet):\n\n\
+         | run | JavaScript hook | loopback webhook | target | \n| --- | --- | --- | --- |\n{rows}\n",
+        date = Command::new("date")
+            .arg("-u")
+            .arg("+%Y-%m-%d")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default(),
+        cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        calls = args.calls,
+        js50 = us(js50),
+        js99 = us(js99),
+        web50 = us(web50),
+        web99 = us(web99),
+        v1 = verdict(js50 <= Duration::from_micros(50)),
+        v2 = verdict(web50 <= Duration::from_micros(500)),
+    );
+    write_report(&args.report, &section)?;
+    println!("report written to {}", args.report.display());
+    Ok(())
+}
