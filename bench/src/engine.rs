@@ -186,9 +186,9 @@ async fn converge(args: &Args, n: usize, webhook: Option<std::net::SocketAddr>) 
         let foos = foos.clone();
         tasks.push(tokio::spawn(async move {
             for i in (w..n).step_by(writers) {
-                let foo: DynamicObject = serde_json::from_value(json!({"apiVersion": "njuics.cn/v1alpha1", "kind": "Foo",
+                let parent: DynamicObject = serde_json::from_value(json!({"apiVersion": "njuics.cn/v1alpha1", "kind": "Foo",
                     "metadata": {"name": format!("foo-{i}")}, "spec": {"deploymentName": format!("foo-{i}"), "replicas": 1}}))?;
-                foos.create(&PostParams::default(), &foo).await?;
+                foos.create(&PostParams::default(), &parent).await?;
             }
             anyhow::Ok(())
         }));
