@@ -115,3 +115,96 @@ fn decode_ca_bundle(s: &str) -> Vec<u8> {
 fn webpki_roots() -> &'static [rustls::pki_types::TrustAnchor<'static>] {
     webpki_roots::TLS_SERVER_ROOTS
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A one-route HTTPS server: answers `{"children": []}` to requests bearing `token`, 401 otherwise;
+    /// waits `delay` before answering.
+    async fn tls_server(token: &'static str, delay: Duration) -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let pem = cert.pem();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+            )
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else { return };
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                    let mut buf = vec![0u8; 65536];
+                    let n = tls.read(&mut buf).await.unwrap_or(0);
+                    let req = String::from_utf8_lossy(&buf[..n]).to_string();
+                    tokio::time::sleep(delay).await;
+                    let authorized = req.lines().any(|l| l.eq_ignore_ascii_case(&format!("authorization: Bearer {token}")));
+                    let (status, body) = if authorized { ("200 OK", r#"{"children": []}"#) } else { ("401 Unauthorized", "no") };
+                    let resp = format!("HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                    let _ = tls.write_all(resp.as_bytes()).await;
+                    let _ = tls.shutdown().await;
+                });
+            }
+        });
+        (format!("https://localhost:{port}/sync"), pem)
+    }
+
+    fn hook(url: &str, ca: Option<&str>, token: Option<&str>, timeout: &str) -> WebhookHook {
+        WebhookHook::new(&Webhook {
+            url: Some(url.into()),
+            ca_bundle: ca.map(String::from),
+            bearer_token: token.map(String::from),
+            timeout: Some(timeout.into()),
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn https_with_ca_bundle_and_bearer_token() {
+        let (url, ca) = tls_server("s3cret", Duration::ZERO).await;
+        let ok = hook(&url, Some(&ca), Some("s3cret"), "5s").call(&json!({})).await.unwrap();
+        assert_eq!(ok, json!({"children": []}));
+        let denied = hook(&url, Some(&ca), Some("wrong"), "5s").call(&json!({})).await;
+        assert!(matches!(denied, Err(HookError::Status { status: 401, .. })), "{denied:?}");
+        let untrusted = hook(&url, None, Some("s3cret"), "5s").call(&json!({})).await;
+        assert!(matches!(untrusted, Err(HookError::Unreachable(_))), "{untrusted:?}");
+    }
+
+    #[tokio::test]
+    async fn slow_hooks_time_out() {
+        let (url, ca) = tls_server("t", Duration::from_secs(3)).await;
+        let started = std::time::Instant::now();
+        let r = hook(&url, Some(&ca), Some("t"), "300ms").call(&json!({})).await;
+        assert!(matches!(r, Err(HookError::Timeout(_))), "{r:?}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
+    fn service_references_and_bad_specs() {
+        let spec = Webhook {
+            service: Some(uc_api::controller::ServiceReference { name: "ctl".into(), namespace: "ns".into(), port: Some(8080), protocol: None }),
+            path: Some("sync".into()),
+            ..Default::default()
+        };
+        assert_eq!(WebhookHook::new(&spec).unwrap().url, "http://ctl.ns.svc:8080/sync");
+        assert!(WebhookHook::new(&Webhook::default()).is_err());
+        assert!(WebhookHook::new(&Webhook { url: Some("ftp://x".into()), ..Default::default() }).is_err());
+        assert!(WebhookHook::new(&Webhook { url: Some("http://x".into()), timeout: Some("soon".into()), ..Default::default() }).is_err());
+    }
+}
