@@ -15,12 +15,12 @@ use uc_api::LabelSelector;
 use uc_api::controller::{StatusChecks, UniversalControllerSpec, UpdateMethod, UpdateStrategy};
 use uc_api::hook::{CustomizeRequest, CustomizeResponse, ObjectMap, RelatedResourceRule, SyncRequest, SyncResponse};
 
-use crate::apply;
 use crate::events::Recorder;
 use crate::hooks::native::NativeRegistry;
 use crate::hooks::{HookError, HookImpl, HookKind};
 use crate::informer::{Change, Informer, InformerHub, Obj, ObjKey, Subscription, key_of, resource_id};
 use crate::metrics::Metrics;
+use crate::plan::{Action, plan};
 use crate::queue::WorkQueue;
 use crate::resources::{Resolved, resolve};
 
@@ -325,16 +325,6 @@ fn finalizers(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// What the plan does with one child.
-#[derive(Debug, Clone, PartialEq)]
-enum Action {
-    Create(Value),
-    Update(Value),
-    Delete { name: String, namespace: String, uid: String },
-    Adopt(Value),
-    Release(Value),
-}
-
 impl Shared {
     fn api(&self, res: &Resolved, namespace: &str) -> Api<DynamicObject> {
         if res.namespaced {
@@ -548,7 +538,7 @@ impl Shared {
         // The answer is good: now, and only now, change the cluster.
         let mut actions = claims;
         for (i, t) in self.children.iter().enumerate() {
-            actions.extend(self.plan(t, &parent, &selector_labels, &observed[i], &desired[i]));
+            actions.extend(plan(t.method, t.checks.as_ref(), &parent, &selector_labels, &observed[i], &desired[i]));
         }
         for a in actions {
             self.execute(&parent, a).await?;
@@ -613,86 +603,6 @@ impl Shared {
             out[t].push(c);
         }
         Ok(out)
-    }
-
-    fn decorate(&self, parent: &Value, selector_labels: &Map<String, Value>, child: &Value) -> Value {
-        let mut c = child.clone();
-        let labels = c["metadata"].as_object_mut().map(|m| m.entry("labels").or_insert_with(|| json!({})));
-        if let Some(Value::Object(l)) = labels {
-            for (k, v) in selector_labels {
-                l.insert(k.clone(), v.clone());
-            }
-        }
-        let owner = json!({
-            "apiVersion": parent.get("apiVersion"), "kind": parent.get("kind"),
-            "name": meta(parent, "name"), "uid": meta(parent, "uid"),
-            "controller": true, "blockOwnerDeletion": true,
-        });
-        let mut refs: Vec<Value> = c
-            .pointer("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter(|r| r.get("controller") != Some(&Value::Bool(true))).cloned().collect())
-            .unwrap_or_default();
-        refs.push(owner);
-        c["metadata"]["ownerReferences"] = Value::Array(refs);
-        c
-    }
-
-    fn plan(
-        &self,
-        t: &ChildType,
-        parent: &Value,
-        selector_labels: &Map<String, Value>,
-        observed: &[Obj],
-        desired: &[Value],
-    ) -> Vec<Action> {
-        let key = |o: &Value| (meta(o, "namespace").to_string(), meta(o, "name").to_string());
-        let observed_by_key: HashMap<ObjKey, &Obj> = observed.iter().map(|o| (key(o), o)).collect();
-        let desired_keys: std::collections::HashSet<ObjKey> = desired.iter().map(key).collect();
-        let mut actions = Vec::new();
-        for o in observed {
-            if !desired_keys.contains(&key(o)) && !is_deleting(o) {
-                actions.push(Action::Delete {
-                    name: meta(o, "name").into(),
-                    namespace: meta(o, "namespace").into(),
-                    uid: meta(o, "uid").into(),
-                });
-            }
-        }
-        let rolling = matches!(t.method, UpdateMethod::RollingRecreate | UpdateMethod::RollingInPlace);
-        let mut rolled = false;
-        for d in desired {
-            let d = self.decorate(parent, selector_labels, d);
-            let Some(o) = observed_by_key.get(&key(&d)) else {
-                actions.push(Action::Create(apply::create(&d)));
-                continue;
-            };
-            if t.method == UpdateMethod::OnDelete || is_deleting(o) {
-                continue;
-            }
-            let merged = apply::apply(o, &d);
-            if merged == ***o {
-                continue;
-            }
-            if rolling {
-                // One differing child at a time, and only while every other child passes its checks.
-                let others_ok =
-                    observed.iter().filter(|x| key(x) != key(&d)).all(|x| passes_checks(x, t.checks.as_ref()));
-                if rolled || !others_ok {
-                    continue;
-                }
-                rolled = true;
-            }
-            match t.method {
-                UpdateMethod::Recreate | UpdateMethod::RollingRecreate => actions.push(Action::Delete {
-                    name: meta(o, "name").into(),
-                    namespace: meta(o, "namespace").into(),
-                    uid: meta(o, "uid").into(),
-                }),
-                _ => actions.push(Action::Update(merged)),
-            }
-        }
-        actions
     }
 
     fn child_type_of(&self, obj: &Value) -> Option<&ChildType> {
@@ -943,19 +853,4 @@ fn select_related(
         source.informer.list(None)
     };
     Ok(candidates.into_iter().filter(|o| sel.matches_value(o.pointer("/metadata/labels"))).collect())
-}
-
-/// Whether a child passes the status checks of a rolling update.
-pub fn passes_checks(child: &Value, checks: Option<&StatusChecks>) -> bool {
-    let Some(checks) = checks else { return true };
-    let conds = child.pointer("/status/conditions").and_then(Value::as_array);
-    checks.conditions.iter().all(|want| {
-        conds.is_some_and(|cs| {
-            cs.iter().any(|c| {
-                c.get("type").and_then(Value::as_str) == Some(want.type_.as_str())
-                    && want.status.as_deref().is_none_or(|s| c.get("status").and_then(Value::as_str) == Some(s))
-                    && want.reason.as_deref().is_none_or(|r| c.get("reason").and_then(Value::as_str) == Some(r))
-            })
-        })
-    })
 }

@@ -153,9 +153,14 @@ mod tests {
                     let n = tls.read(&mut buf).await.unwrap_or(0);
                     let req = String::from_utf8_lossy(&buf[..n]).to_string();
                     tokio::time::sleep(delay).await;
-                    let authorized = req.lines().any(|l| l.eq_ignore_ascii_case(&format!("authorization: Bearer {token}")));
-                    let (status, body) = if authorized { ("200 OK", r#"{"children": []}"#) } else { ("401 Unauthorized", "no") };
-                    let resp = format!("HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                    let authorized =
+                        req.lines().any(|l| l.eq_ignore_ascii_case(&format!("authorization: Bearer {token}")));
+                    let (status, body) =
+                        if authorized { ("200 OK", r#"{"children": []}"#) } else { ("401 Unauthorized", "no") };
+                    let resp = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
                     let _ = tls.write_all(resp.as_bytes()).await;
                     let _ = tls.shutdown().await;
                 });
@@ -198,13 +203,25 @@ mod tests {
     #[test]
     fn service_references_and_bad_specs() {
         let spec = Webhook {
-            service: Some(uc_api::controller::ServiceReference { name: "ctl".into(), namespace: "ns".into(), port: Some(8080), protocol: None }),
+            service: Some(uc_api::controller::ServiceReference {
+                name: "ctl".into(),
+                namespace: "ns".into(),
+                port: Some(8080),
+                protocol: None,
+            }),
             path: Some("sync".into()),
             ..Default::default()
         };
         assert_eq!(WebhookHook::new(&spec).unwrap().url, "http://ctl.ns.svc:8080/sync");
         assert!(WebhookHook::new(&Webhook::default()).is_err());
         assert!(WebhookHook::new(&Webhook { url: Some("ftp://x".into()), ..Default::default() }).is_err());
-        assert!(WebhookHook::new(&Webhook { url: Some("http://x".into()), timeout: Some("soon".into()), ..Default::default() }).is_err());
+        assert!(
+            WebhookHook::new(&Webhook {
+                url: Some("http://x".into()),
+                timeout: Some("soon".into()),
+                ..Default::default()
+            })
+            .is_err()
+        );
     }
 }
