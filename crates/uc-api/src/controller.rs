@@ -314,6 +314,35 @@ mod tests {
     }
 
     #[test]
+    fn thesis_listing_4_2_parses() {
+        let spec: UniversalControllerSpec = serde_json::from_value(serde_json::json!({
+            "parentResource": {"apiVersion": "mlhub.njuics.cn/v1alpha1", "resource": "catsets"},
+            "childResources": [
+                {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "RollingRecreate",
+                 "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]}}},
+                {"apiVersion": "v1", "resource": "persistentvolumeclaims"}
+            ],
+            "hooks": {"sync": {"webhook": {"url": "http://catset-ctrl.universalcontroller:8080"}}}
+        }))
+        .unwrap();
+        let pods = &spec.child_resources[0];
+        assert_eq!(UpdateStrategy::parsed(pods.update_strategy.as_ref()), Ok(UpdateMethod::RollingRecreate));
+        let checks = pods.update_strategy.as_ref().unwrap().status_checks.as_ref().unwrap();
+        assert_eq!(
+            (checks.conditions[0].type_.as_str(), checks.conditions[0].status.as_deref()),
+            ("Ready", Some("True"))
+        );
+        assert_eq!(
+            UpdateStrategy::parsed(spec.child_resources[1].update_strategy.as_ref()),
+            Ok(UpdateMethod::OnDelete)
+        );
+        assert_eq!(
+            UpdateStrategy::parsed(Some(&UpdateStrategy { method: Some("ReCreate".into()), status_checks: None })),
+            Ok(UpdateMethod::Recreate)
+        );
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(parse_duration("10s"), Ok(std::time::Duration::from_secs(10)));
         assert_eq!(parse_duration("1m30s"), Ok(std::time::Duration::from_secs(90)));

@@ -18,6 +18,8 @@ enum Command {
     Up(UpArgs),
     /// Run the universal controller engine against any cluster.
     Run(RunArgs),
+    /// Print the CRDs of uc's own resources (UniversalController, ControllerRevision) as YAML.
+    Crds,
 }
 
 #[derive(clap::Args)]
@@ -69,6 +71,18 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Up(args) => runtime.block_on(up(args)),
         Command::Run(args) => runtime.block_on(run(args)),
+        Command::Crds => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            for crd in [uc_api::crds::universal_controller_crd(), uc_api::crds::controller_revision_crd()] {
+                let yaml = serde_yaml::to_string(&crd).context("rendering YAML")?;
+                // A closed pipe (`uc crds | head`) is not an error worth a panic.
+                if writeln!(out, "---\n{yaml}").is_err() {
+                    break;
+                }
+            }
+            Ok(())
+        }
     }
 }
 
