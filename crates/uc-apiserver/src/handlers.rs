@@ -1058,6 +1058,11 @@ fn apply_patch(req: &Req, t: &Target, target: &mut Value) -> Result<()> {
 }
 
 async fn patch_object(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
+    // The patch type is judged before the object's existence (server-side apply would create it).
+    if matches!(req.content_type.as_str(), "application/apply-patch+yaml" | "application/apply-patch+cbor") {
+        let mut probe = json!({});
+        apply_patch(req, t, &mut probe)?;
+    }
     let key = t.key();
     for _ in 0..16 {
         let old = app.store.get(&t.info.gr(), &key).ok_or_else(|| ApiError::not_found(&t.subject()))?;

@@ -15,6 +15,7 @@ use uc_api::LabelSelector;
 use uc_api::controller::{StatusChecks, UniversalControllerSpec, UpdateMethod, UpdateStrategy};
 use uc_api::hook::{CustomizeRequest, CustomizeResponse, ObjectMap, RelatedResourceRule, SyncRequest, SyncResponse};
 
+use crate::apply;
 use crate::events::Recorder;
 use crate::hooks::native::NativeRegistry;
 use crate::hooks::{HookError, HookImpl, HookKind};
@@ -41,6 +42,8 @@ pub struct Ctx {
     pub natives: NativeRegistry,
     /// Workers per controller.
     pub workers: usize,
+    /// Apply children with server-side apply (falls back to client-side apply where unsupported).
+    pub server_side_apply: bool,
 }
 
 /// Why a controller cannot run (reported in the UC object's `Ready` condition).
@@ -124,6 +127,8 @@ struct Shared {
     /// When the server normalizes a write (prunes unknown fields, applies defaults) the next plan would
     /// differ again forever; seeing the same body against the same resourceVersion breaks that loop.
     written: Mutex<HashMap<String, (u64, String)>>,
+    /// Set once the cluster answered a server-side apply with 415.
+    ssa_unsupported: std::sync::atomic::AtomicBool,
 }
 
 /// A digest of what a write sends, leaving out the resourceVersion it is made against.
@@ -249,6 +254,7 @@ pub async fn start(ctx: Arc<Ctx>, uc: Value) -> Result<Running, StartError> {
         failures: Mutex::new(BTreeMap::new()),
         synced: Default::default(),
         written: Mutex::new(HashMap::new()),
+        ssa_unsupported: Default::default(),
     });
     let mut tasks = Vec::new();
     let mut subscriptions = Vec::new();
@@ -611,6 +617,10 @@ impl Shared {
         self.children.iter().find(|t| t.res.ar.api_version == av && t.res.ar.kind == kind)
     }
 
+    fn use_server_side_apply(&self) -> bool {
+        self.ctx.server_side_apply && !self.ssa_unsupported.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     async fn execute(&self, parent: &Value, action: Action) -> Result<(), SyncError> {
         let to_dynamic =
             |v: Value| serde_json::from_value::<DynamicObject>(v).map_err(|e| sync_err("InvalidChild", e.to_string()));
@@ -619,6 +629,34 @@ impl Shared {
                 "InvalidChild",
                 format!("{} is not a child type", obj.get("kind").and_then(Value::as_str).unwrap_or_default()),
             )),
+            Action::Create(obj) | Action::Update(obj) if self.use_server_side_apply() => {
+                let t = self.child_type_of(&obj).map(|t| t.res.clone()).unwrap_or_else(|| self.parent.clone());
+                // The body is the desired object (with uc's annotation, which keeps the diff exact), never
+                // the merge: with server-side apply the server merges, and owns the other fields' fate.
+                let body = match apply::last_applied(&obj) {
+                    Some(desired) => apply::create(&desired),
+                    None => obj.clone(),
+                };
+                let name = meta(&obj, "name").to_string();
+                let params = PatchParams::apply("uc").force();
+                match self.api(&t, meta(&obj, "namespace")).patch(&name, &params, &Patch::Apply(&body)).await {
+                    Ok(_) => Ok(()),
+                    Err(kube::Error::Api(s)) if s.code == 415 => {
+                        tracing::warn!(controller = %self.name, "the cluster does not support server-side apply; using client-side apply");
+                        self.ssa_unsupported.store(true, std::sync::atomic::Ordering::Release);
+                        Box::pin(self.execute(
+                            parent,
+                            if meta(&obj, "resourceVersion").is_empty() {
+                                Action::Create(obj)
+                            } else {
+                                Action::Update(obj)
+                            },
+                        ))
+                        .await
+                    }
+                    Err(e) => Err(kube_err(&format!("applying {} {name}", t.ar.kind), e)),
+                }
+            }
             Action::Create(obj) => {
                 let t = self.child_type_of(&obj).map(|t| t.res.clone()).unwrap_or_else(|| self.parent.clone());
                 let api = self.api(&t, meta(&obj, "namespace"));

@@ -32,11 +32,19 @@ pub struct EngineOptions {
     pub install_crds: bool,
     /// Native hooks available to UC objects.
     pub natives: NativeRegistry,
+    /// Apply children with server-side apply where the cluster supports it.
+    pub server_side_apply: bool,
 }
 
 impl Default for EngineOptions {
     fn default() -> Self {
-        Self { workers: 8, metrics_addr: None, install_crds: true, natives: NativeRegistry::default() }
+        Self {
+            workers: 8,
+            metrics_addr: None,
+            install_crds: true,
+            natives: NativeRegistry::default(),
+            server_side_apply: false,
+        }
     }
 }
 
@@ -114,6 +122,7 @@ impl Engine {
             recorder: Arc::new(Recorder::new(client.clone())),
             natives: options.natives.clone(),
             workers: options.workers,
+            server_side_apply: options.server_side_apply,
         });
         let task = tokio::spawn(run(ctx));
         Ok(Engine { metrics_addr, metrics, task })

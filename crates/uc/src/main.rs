@@ -33,6 +33,9 @@ struct RunArgs {
     /// Workers per controller.
     #[arg(long, default_value_t = 8)]
     workers: usize,
+    /// Apply children with server-side apply (client-side apply where the cluster lacks it).
+    #[arg(long)]
+    server_side_apply: bool,
 }
 
 #[derive(clap::Args)]
@@ -59,6 +62,10 @@ struct UpArgs {
     /// Run only the API server, without the controller engine.
     #[arg(long)]
     no_engine: bool,
+    /// Apply children with server-side apply (the embedded API server lacks it: uc falls back to
+    /// client-side apply).
+    #[arg(long)]
+    server_side_apply: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -103,6 +110,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         let options = uc_engine::EngineOptions {
             workers: args.workers,
             metrics_addr: Some(std::net::SocketAddr::from(([127, 0, 0, 1], args.metrics_port))),
+            server_side_apply: args.server_side_apply,
             ..Default::default()
         };
         let engine = uc_engine::Engine::start(client, options).await.context("starting the controller engine")?;
