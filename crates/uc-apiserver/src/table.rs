@@ -207,7 +207,12 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
                     return Value::String("Terminating".into());
                 }
                 let waiting = v.pointer("/status/containerStatuses").and_then(Value::as_array).and_then(|a| {
-                    a.iter().find_map(|c| c.pointer("/state/waiting/reason").and_then(Value::as_str).map(String::from))
+                    a.iter().find_map(|c| {
+                        c.pointer("/state/waiting/reason")
+                            .or_else(|| c.pointer("/state/terminated/reason"))
+                            .and_then(Value::as_str)
+                            .map(String::from)
+                    })
                 });
                 let phase = v.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending");
                 Value::String(waiting.unwrap_or_else(|| phase.to_string()))
@@ -273,6 +278,37 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
                 Value::String(if ports.is_empty() { "<none>".into() } else { ports.join(",") })
             }),
             c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+        ],
+        "nodes" => vec![
+            c("Status", "string", 0, |v| {
+                let ready = v
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .and_then(|cs| cs.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("Ready")))
+                    .and_then(|c| c.get("status").and_then(Value::as_str))
+                    == Some("True");
+                Value::String(if ready { "Ready" } else { "NotReady" }.into())
+            }),
+            c("Roles", "string", 0, |v| {
+                let roles: Vec<String> = v
+                    .pointer("/metadata/labels")
+                    .and_then(Value::as_object)
+                    .map(|l| {
+                        l.keys().filter_map(|k| k.strip_prefix("node-role.kubernetes.io/").map(String::from)).collect()
+                    })
+                    .unwrap_or_default();
+                Value::String(if roles.is_empty() { "<none>".into() } else { roles.join(",") })
+            }),
+            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Version", "string", 0, |v| s_at(v, "/status/nodeInfo/kubeletVersion")),
+            c("Internal-IP", "string", 1, |v| {
+                let ip = v.pointer("/status/addresses").and_then(Value::as_array).and_then(|a| {
+                    a.iter()
+                        .find(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP"))
+                        .and_then(|x| x.get("address").cloned())
+                });
+                ip.unwrap_or(Value::String("<none>".into()))
+            }),
         ],
         "namespaces" => vec![
             c("Status", "string", 0, |v| s_at(v, "/status/phase")),

@@ -62,6 +62,9 @@ struct UpArgs {
     /// Run only the API server, without the controller engine.
     #[arg(long)]
     no_engine: bool,
+    /// Run no node agent: pods stay Pending.
+    #[arg(long)]
+    no_node: bool,
     /// Apply children with server-side apply (the embedded API server lacks it: uc falls back to
     /// client-side apply).
     #[arg(long)]
@@ -121,8 +124,17 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         }
         Some(engine)
     };
+    let node = if args.no_node {
+        None
+    } else {
+        let client = client_for(Some(&kubeconfig)).await?;
+        Some(uc_node::start(client, uc_node::NodeOptions::default()).await.context("starting the node agent")?)
+    };
     println!("export KUBECONFIG={}", kubeconfig.display());
     wait_for_signal().await;
+    if let Some(n) = node {
+        n.abort();
+    }
     drop(engine);
     tracing::info!("stopping");
     server.shutdown().await;
