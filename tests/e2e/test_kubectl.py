@@ -67,11 +67,11 @@ def test_three_patch_types_and_generation(cluster):
     assert [c["name"] for c in cs] == ["web", "side"]
     assert cs[0]["image"] == "nginx:1.25"
     assert [e["name"] for e in cs[0]["env"]] == ["A", "B"]
-    # Status patches do not touch the spec or the generation.
-    gen = d["metadata"]["generation"]
-    cluster.kubectl("patch", "deploy", "web", "--subresource=status", "--type=merge", "-p", '{"status":{"replicas":5}}')
-    d2 = json.loads(cluster.kubectl("get", "deploy", "web", "-o", "json").stdout)
-    assert d2["status"]["replicas"] == 5 and d2["metadata"]["generation"] == gen
+    # Status patches do not touch the spec or the generation (a Foo has no controller here to rewrite them).
+    gen = obj["metadata"]["generation"]
+    cluster.kubectl("patch", "foo", "example-foo", "--subresource=status", "--type=merge", "-p", '{"status":{"availableReplicas":5}}')
+    f2 = json.loads(cluster.kubectl("get", "foo", "example-foo", "-o", "json").stdout)
+    assert f2["status"]["availableReplicas"] == 5 and f2["metadata"]["generation"] == gen and f2["spec"]["replicas"] == 4
 
 
 def test_apply_again_is_a_three_way_merge(cluster):

@@ -65,6 +65,9 @@ struct UpArgs {
     /// Run no node agent: pods stay Pending.
     #[arg(long)]
     no_node: bool,
+    /// Run none of the built-in workload controllers (Deployment, ReplicaSet).
+    #[arg(long)]
+    no_workload_controllers: bool,
     /// Apply children with server-side apply (the embedded API server lacks it: uc falls back to
     /// client-side apply).
     #[arg(long)]
@@ -110,13 +113,18 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         None
     } else {
         let client = client_for(Some(&kubeconfig)).await?;
-        let options = uc_engine::EngineOptions {
+        let mut options = uc_engine::EngineOptions {
             workers: args.workers,
             metrics_addr: Some(std::net::SocketAddr::from(([127, 0, 0, 1], args.metrics_port))),
             server_side_apply: args.server_side_apply,
             ..Default::default()
         };
-        let engine = uc_engine::Engine::start(client, options).await.context("starting the controller engine")?;
+        uc_operators::workloads::register(&mut options.natives);
+        let engine =
+            uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
+        if !args.no_workload_controllers {
+            install_controllers(&client, uc_operators::workloads::controllers()).await?;
+        }
         if let Some(addr) = engine.metrics_addr {
             std::fs::write(args.data_dir.join("metrics-address"), addr.to_string())
                 .context("writing metrics-address")?;
@@ -149,6 +157,38 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     tracing::info!(metrics = ?engine.metrics_addr, "engine running");
     wait_for_signal().await;
     drop(engine);
+    Ok(())
+}
+
+/// Creates the built-in UniversalController objects, or brings them up to date.
+async fn install_controllers(client: &kube::Client, controllers: Vec<serde_json::Value>) -> anyhow::Result<()> {
+    use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+    let ar = ApiResource {
+        group: uc_api::controller::GROUP.into(),
+        version: uc_api::controller::VERSION.into(),
+        api_version: uc_api::controller::API_VERSION.into(),
+        kind: "UniversalController".into(),
+        plural: "universalcontrollers".into(),
+    };
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    for c in controllers {
+        let mut obj: DynamicObject = serde_json::from_value(c)?;
+        let name = obj.metadata.name.clone().unwrap_or_default();
+        match api.get_opt(&name).await? {
+            None => {
+                api.create(&PostParams::default(), &obj)
+                    .await
+                    .with_context(|| format!("creating controller {name}"))?;
+            }
+            Some(current) if current.data.get("spec") != obj.data.get("spec") => {
+                obj.metadata.resource_version = current.metadata.resource_version;
+                api.replace(&name, &PostParams::default(), &obj)
+                    .await
+                    .with_context(|| format!("updating controller {name}"))?;
+            }
+            Some(_) => {}
+        }
+    }
     Ok(())
 }
 

@@ -1,0 +1,79 @@
+//! The embedded cluster's workload controllers, written as uc controllers with native hooks: uc's
+//! first user is uc itself. Each is a pure function from a sync request to a sync response; the engine
+//! does the watching, claiming, applying and status writing.
+
+pub mod deployment;
+pub mod replicaset;
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use uc_engine::hooks::HookKind;
+use uc_engine::hooks::native::{HookFuture, NativeHook, NativeRegistry};
+
+/// Children of one type from a sync request.
+pub(crate) fn obj_map(request: &Value, type_key: &str) -> Map<String, Value> {
+    request
+        .pointer(&format!("/children/{}", type_key.replace('/', "~1")))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// A pod that counts as running (not finished, not being deleted).
+pub(crate) fn active(pod: &Value) -> bool {
+    let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending");
+    pod.pointer("/metadata/deletionTimestamp").is_none() && phase != "Succeeded" && phase != "Failed"
+}
+
+/// A pod whose Ready condition is True.
+pub(crate) fn is_ready(pod: &Value) -> bool {
+    pod.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+}
+
+/// FNV-1a: a stable hash (std's hasher may change between releases; names must not).
+pub(crate) fn hash_str(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+}
+
+/// Sets `metadata.labels[key]` (of an object or a pod template).
+pub(crate) fn set_label(obj: &mut Value, key: &str, value: &str) {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    if !obj["metadata"].get("labels").is_some_and(Value::is_object) {
+        obj["metadata"]["labels"] = json!({});
+    }
+    obj["metadata"]["labels"][key] = json!(value);
+}
+
+fn native(f: fn(&Value) -> Value) -> Arc<dyn NativeHook> {
+    Arc::new(move |_kind: HookKind, request: Value| -> HookFuture { Box::pin(async move { Ok(f(&request)) }) })
+}
+
+/// Registers the workload hooks.
+pub fn register(natives: &mut NativeRegistry) {
+    natives.register("replicaset", native(replicaset::sync));
+    natives.register("deployment", native(deployment::sync));
+}
+
+/// The UniversalController objects of the workload controllers.
+pub fn controllers() -> Vec<Value> {
+    let uc = |name: &str, parent: &str, child_api: &str, child: &str, method: &str, hook: &str| {
+        json!({
+            "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
+            "metadata": {"name": name, "labels": {"uc.njuics.cn/builtin": "true"}},
+            "spec": {
+                "parentResource": {"apiVersion": "apps/v1", "resource": parent},
+                "childResources": [{"apiVersion": child_api, "resource": child, "updateStrategy": {"method": method}}],
+                "hooks": {"sync": {"native": {"name": hook}}}
+            }
+        })
+    };
+    vec![
+        uc("builtin-replicaset", "replicasets", "v1", "pods", "OnDelete", "replicaset"),
+        uc("builtin-deployment", "deployments", "apps/v1", "replicasets", "InPlace", "deployment"),
+    ]
+}

@@ -1,0 +1,63 @@
+"""Built-in workload controllers (on uc's own engine) with the node agent: Deployments and ReplicaSets
+behave as on a real cluster, enough for operators that wait for availability."""
+
+import json
+
+from conftest import ROOT, wait_for
+
+EXAMPLE = ROOT / "examples" / "sample-controller"
+
+
+def get(cluster, *args):
+    r = cluster.kubectl("get", *args, "-o", "json", check=False)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def test_builtin_controllers_are_listed(cluster):
+    out = cluster.kubectl("get", "uc", "-l", "uc.njuics.cn/builtin=true", "-o", "name").stdout.split()
+    assert sorted(out) == ["universalcontroller.universalcontroller.njuics.cn/builtin-deployment",
+                           "universalcontroller.universalcontroller.njuics.cn/builtin-replicaset"]
+
+
+def test_sample_controller_reaches_available_replicas(cluster):
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "crd.yaml"))
+    cluster.kubectl("create", "configmap", "sample-controller-hook", f"--from-file={EXAMPLE / 'sync.js'}")
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "controller.yaml"))
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
+    cluster.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"spec":{"replicas":2}}')
+    wait_for(lambda: (get(cluster, "foo", "example-foo") or {}).get("status", {}).get("availableReplicas") == 2,
+             timeout=30, message="Foo.status.availableReplicas == 2 with no manual status patching")
+
+
+def test_deployment_rollout_and_cascade(cluster):
+    cluster.kubectl("create", "deployment", "web", "--image=nginx:1.25", "--replicas=3")
+    cluster.kubectl("rollout", "status", "deploy/web", "--timeout=30s")
+    d = get(cluster, "deploy", "web")
+    assert d["status"]["availableReplicas"] == 3 and d["status"]["observedGeneration"] == d["metadata"]["generation"]
+    pods = get(cluster, "pods", "-l", "app=web")["items"]
+    assert len(pods) == 3 and all(p["metadata"]["ownerReferences"][0]["kind"] == "ReplicaSet" for p in pods)
+    cluster.kubectl("set", "image", "deploy/web", "nginx=nginx:1.26")
+    cluster.kubectl("rollout", "status", "deploy/web", "--timeout=60s")
+    sets = {rs["metadata"]["name"]: rs for rs in get(cluster, "rs", "-l", "app=web")["items"]}
+    assert len(sets) == 2
+    assert sorted(rs["spec"]["replicas"] for rs in sets.values()) == [0, 3]
+    images = {p["spec"]["containers"][0]["image"] for p in get(cluster, "pods", "-l", "app=web")["items"]}
+    assert images == {"nginx:1.26"}
+    cluster.kubectl("scale", "deploy/web", "--replicas=1")
+    wait_for(lambda: len(get(cluster, "pods", "-l", "app=web")["items"]) == 1, message="scaled to 1")
+    cluster.kubectl("delete", "deploy", "web")
+    wait_for(lambda: get(cluster, "rs", "-l", "app=web")["items"] == [] and get(cluster, "pods", "-l", "app=web")["items"] == [],
+             timeout=20, message="ReplicaSets and Pods deleted with their Deployment")
+
+
+def test_replicaset_replaces_deleted_pods(cluster):
+    rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "solo"},
+          "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "solo"}},
+                   "template": {"metadata": {"labels": {"app": "solo"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(rs))
+    wait_for(lambda: (get(cluster, "rs", "solo") or {}).get("status", {}).get("readyReplicas") == 2, message="2 ready")
+    victim = get(cluster, "pods", "-l", "app=solo")["items"][0]["metadata"]
+    cluster.kubectl("delete", "pod", victim["name"])
+    # The replacement may reuse the name (pod names are derived from the ReplicaSet and a slot), never the uid.
+    wait_for(lambda: len([p for p in get(cluster, "pods", "-l", "app=solo")["items"] if p["metadata"]["uid"] != victim["uid"]]) == 2,
+             message="a replacement pod")
