@@ -61,3 +61,36 @@ def test_replicaset_replaces_deleted_pods(cluster):
     # The replacement may reuse the name (pod names are derived from the ReplicaSet and a slot), never the uid.
     wait_for(lambda: len([p for p in get(cluster, "pods", "-l", "app=solo")["items"] if p["metadata"]["uid"] != victim["uid"]]) == 2,
              message="a replacement pod")
+
+
+def job(name, completions, parallelism, backoff, exit_code):
+    return json.dumps({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
+                       "spec": {"completions": completions, "parallelism": parallelism, "backoffLimit": backoff,
+                                "template": {"metadata": {"annotations": {"uc.njuics.cn/run-seconds": "0.3", "uc.njuics.cn/exit-code": str(exit_code)}},
+                                             "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}})
+
+
+def test_job_completions_and_backoff_limit(cluster):
+    cluster.kubectl("apply", "-f", "-", input=job("ok", 5, 2, 6, 0))
+    cluster.kubectl("apply", "-f", "-", input=job("bad", 1, 1, 2, 1))
+    cluster.kubectl("wait", "--for=condition=Complete", "job/ok", "--timeout=60s")
+    ok = get(cluster, "job", "ok")
+    assert ok["status"]["succeeded"] == 5 and ok["status"]["active"] == 0
+    pods = get(cluster, "pods", "-l", "job-name=ok")["items"]
+    assert len(pods) == 5 and all(p["status"]["phase"] == "Succeeded" for p in pods)
+    cluster.kubectl("wait", "--for=condition=Failed", "job/bad", "--timeout=60s")
+    bad = get(cluster, "job", "bad")
+    assert bad["status"]["failed"] == 3
+    assert [c["reason"] for c in bad["status"]["conditions"]] == ["BackoffLimitExceeded"]
+
+
+def test_service_endpoints_follow_ready_pods(cluster):
+    cluster.kubectl("create", "deployment", "web", "--image=nginx", "--replicas=2", "--port=8080")
+    cluster.kubectl("expose", "deployment", "web", "--port=80", "--target-port=8080")
+    ep = wait_for(lambda: (e := get(cluster, "endpoints", "web")) and len((e.get("subsets") or [{}])[0].get("addresses", [])) == 2 and e,
+                  timeout=30, message="two ready addresses")
+    pod_ips = sorted(p["status"]["podIP"] for p in get(cluster, "pods", "-l", "app=web")["items"])
+    assert sorted(a["ip"] for a in ep["subsets"][0]["addresses"]) == pod_ips
+    assert ep["subsets"][0]["ports"][0]["port"] == 8080
+    cluster.kubectl("scale", "deploy/web", "--replicas=1")
+    wait_for(lambda: len(get(cluster, "endpoints", "web")["subsets"][0]["addresses"]) == 1, timeout=30, message="one address")

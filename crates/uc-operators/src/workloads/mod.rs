@@ -3,7 +3,11 @@
 //! does the watching, claiming, applying and status writing.
 
 pub mod deployment;
+pub mod endpoints;
+pub mod job;
 pub mod replicaset;
+
+pub(crate) use replicaset::pod_name;
 
 use std::sync::Arc;
 
@@ -50,30 +54,65 @@ pub(crate) fn set_label(obj: &mut Value, key: &str, value: &str) {
 }
 
 fn native(f: fn(&Value) -> Value) -> Arc<dyn NativeHook> {
-    Arc::new(move |_kind: HookKind, request: Value| -> HookFuture { Box::pin(async move { Ok(f(&request)) }) })
+    native_with_customize(f, None)
+}
+
+fn native_with_customize(sync: fn(&Value) -> Value, customize: Option<fn(&Value) -> Value>) -> Arc<dyn NativeHook> {
+    Arc::new(move |kind: HookKind, request: Value| -> HookFuture {
+        let f = match (kind, customize) {
+            (HookKind::Customize, Some(c)) => c,
+            _ => sync,
+        };
+        Box::pin(async move { Ok(f(&request)) })
+    })
 }
 
 /// Registers the workload hooks.
 pub fn register(natives: &mut NativeRegistry) {
     natives.register("replicaset", native(replicaset::sync));
     natives.register("deployment", native(deployment::sync));
+    natives.register("job", native(job::sync));
+    natives.register("endpoints", native_with_customize(endpoints::sync, Some(endpoints::customize)));
 }
 
 /// The UniversalController objects of the workload controllers.
 pub fn controllers() -> Vec<Value> {
-    let uc = |name: &str, parent: &str, child_api: &str, child: &str, method: &str, hook: &str| {
+    let uc = |name: &str,
+              parent: (&str, &str),
+              child: (&str, &str),
+              method: &str,
+              hook: &str,
+              generate: bool,
+              customize: bool| {
+        let mut hooks = json!({"sync": {"native": {"name": hook}}});
+        if customize {
+            hooks["customize"] = json!({"native": {"name": hook}});
+        }
         json!({
             "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
             "metadata": {"name": name, "labels": {"uc.njuics.cn/builtin": "true"}},
             "spec": {
-                "parentResource": {"apiVersion": "apps/v1", "resource": parent},
-                "childResources": [{"apiVersion": child_api, "resource": child, "updateStrategy": {"method": method}}],
-                "hooks": {"sync": {"native": {"name": hook}}}
+                "parentResource": {"apiVersion": parent.0, "resource": parent.1},
+                "childResources": [{"apiVersion": child.0, "resource": child.1, "updateStrategy": {"method": method}}],
+                "generateSelector": generate,
+                "hooks": hooks
             }
         })
     };
     vec![
-        uc("builtin-replicaset", "replicasets", "v1", "pods", "OnDelete", "replicaset"),
-        uc("builtin-deployment", "deployments", "apps/v1", "replicasets", "InPlace", "deployment"),
+        uc("builtin-replicaset", ("apps/v1", "replicasets"), ("v1", "pods"), "OnDelete", "replicaset", false, false),
+        uc(
+            "builtin-deployment",
+            ("apps/v1", "deployments"),
+            ("apps/v1", "replicasets"),
+            "InPlace",
+            "deployment",
+            false,
+            false,
+        ),
+        // Jobs select their pods by a generated selector (kube generates controller-uid too).
+        uc("builtin-job", ("batch/v1", "jobs"), ("v1", "pods"), "OnDelete", "job", true, false),
+        // A Service's selector picks pods, not its Endpoints: the pods are related resources.
+        uc("builtin-endpoints", ("v1", "services"), ("v1", "endpoints"), "InPlace", "endpoints", true, true),
     ]
 }
