@@ -15,8 +15,11 @@ def get(cluster, *args):
 
 def test_builtin_controllers_are_listed(cluster):
     out = cluster.kubectl("get", "uc", "-l", "uc.njuics.cn/builtin=true", "-o", "name").stdout.split()
-    assert sorted(out) == ["universalcontroller.universalcontroller.njuics.cn/builtin-deployment",
-                           "universalcontroller.universalcontroller.njuics.cn/builtin-replicaset"]
+    names = sorted(o.rsplit("/", 1)[1] for o in out)
+    assert names == ["builtin-deployment", "builtin-endpoints", "builtin-job", "builtin-replicaset", "builtin-statefulset"]
+    for n in names:
+        wait_for(lambda: any(c["type"] == "Ready" and c["status"] == "True"
+                             for c in (get(cluster, "uc", n) or {}).get("status", {}).get("conditions", [])), message=f"{n} ready")
 
 
 def test_sample_controller_reaches_available_replicas(cluster):
@@ -94,3 +97,41 @@ def test_service_endpoints_follow_ready_pods(cluster):
     assert ep["subsets"][0]["ports"][0]["port"] == 8080
     cluster.kubectl("scale", "deploy/web", "--replicas=1")
     wait_for(lambda: len(get(cluster, "endpoints", "web")["subsets"][0]["addresses"]) == 1, timeout=30, message="one address")
+
+
+STATEFULSET = {
+    "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web"},
+    "spec": {"replicas": 3, "serviceName": "web", "selector": {"matchLabels": {"app": "sts"}},
+             "template": {"metadata": {"labels": {"app": "sts"}, "annotations": {"uc.njuics.cn/ready-delay-seconds": "0.5"}},
+                          "spec": {"containers": [{"name": "c", "image": "nginx:1"}]}},
+             "volumeClaimTemplates": [{"metadata": {"name": "www"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                                       "resources": {"requests": {"storage": "1Gi"}}}}]}}
+
+
+def test_statefulset_ordered_start_scale_down_and_claims(cluster):
+    import time
+
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                                                          "spec": {"clusterIP": "None", "selector": {"app": "sts"}, "ports": [{"port": 80}]}}))
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(STATEFULSET))
+    seen = []
+    deadline = time.time() + 30
+    while time.time() < deadline and len(seen) < 3:
+        for p in get(cluster, "pods", "-l", "app=sts")["items"]:
+            if p["metadata"]["name"] not in seen:
+                seen.append(p["metadata"]["name"])
+        time.sleep(0.05)
+    assert seen == ["web-0", "web-1", "web-2"], "pods appear in ordinal order"
+    wait_for(lambda: (get(cluster, "sts", "web") or {}).get("status", {}).get("readyReplicas") == 3, timeout=30, message="3 ready")
+    p0 = get(cluster, "pod", "web-0")
+    assert p0["spec"]["hostname"] == "web-0" and p0["spec"]["subdomain"] == "web"
+    claims = sorted(c["metadata"]["name"] for c in get(cluster, "pvc")["items"])
+    assert claims == ["www-web-0", "www-web-1", "www-web-2"]
+    cluster.kubectl("scale", "sts/web", "--replicas=1")
+    wait_for(lambda: [p["metadata"]["name"] for p in get(cluster, "pods", "-l", "app=sts")["items"]] == ["web-0"], timeout=30, message="scaled to 1")
+    assert sorted(c["metadata"]["name"] for c in get(cluster, "pvc")["items"]) == claims, "claims are kept on scale-down"
+    # Deleting a pod brings it back under the same name with the same claim.
+    uid = get(cluster, "pod", "web-0")["metadata"]["uid"]
+    cluster.kubectl("delete", "pod", "web-0")
+    back = wait_for(lambda: (p := get(cluster, "pod", "web-0")) and p["metadata"]["uid"] != uid and p, timeout=20, message="web-0 back")
+    assert back["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "www-web-0"

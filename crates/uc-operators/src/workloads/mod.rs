@@ -6,6 +6,7 @@ pub mod deployment;
 pub mod endpoints;
 pub mod job;
 pub mod replicaset;
+pub mod statefulset;
 
 pub(crate) use replicaset::pod_name;
 
@@ -72,6 +73,7 @@ pub fn register(natives: &mut NativeRegistry) {
     natives.register("replicaset", native(replicaset::sync));
     natives.register("deployment", native(deployment::sync));
     natives.register("job", native(job::sync));
+    natives.register("statefulset", native(statefulset::sync));
     natives.register("endpoints", native_with_customize(endpoints::sync, Some(endpoints::customize)));
 }
 
@@ -99,7 +101,21 @@ pub fn controllers() -> Vec<Value> {
             }
         })
     };
+    let statefulset = json!({
+        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
+        "metadata": {"name": "builtin-statefulset", "labels": {"uc.njuics.cn/builtin": "true"}},
+        "spec": {
+            "parentResource": {"apiVersion": "apps/v1", "resource": "statefulsets"},
+            "childResources": [
+                {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "RollingRecreate",
+                 "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]}}},
+                {"apiVersion": "v1", "resource": "persistentvolumeclaims", "updateStrategy": {"method": "OnDelete"}}
+            ],
+            "hooks": {"sync": {"native": {"name": "statefulset"}}}
+        }
+    });
     vec![
+        statefulset,
         uc("builtin-replicaset", ("apps/v1", "replicasets"), ("v1", "pods"), "OnDelete", "replicaset", false, false),
         uc(
             "builtin-deployment",
