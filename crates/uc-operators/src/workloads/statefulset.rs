@@ -76,7 +76,7 @@ pub fn sync(request: &Value) -> Value {
     let highest = existing.iter().copied().max().map(|h| h + 1).unwrap_or(0);
     let mut keep_up_to = replicas.max(highest);
     if highest > replicas {
-        let others_ready = (0..highest - 1).all(|i| by_ordinal(i).is_some_and(|p| running_ready(p)));
+        let others_ready = (0..highest - 1).all(|i| by_ordinal(i).is_some_and(&running_ready));
         keep_up_to = if parallel {
             replicas
         } else if others_ready {
@@ -98,7 +98,7 @@ pub fn sync(request: &Value) -> Value {
             Some(_) => desired_pods.push((i, pod_for(sts, set, i))),
             None => {
                 // OrderedReady: create ordinal i only once 0..i are Running and Ready.
-                let lower_ready = (0..i).all(|j| by_ordinal(j).is_some_and(|p| running_ready(p)));
+                let lower_ready = (0..i).all(|j| by_ordinal(j).is_some_and(&running_ready));
                 if parallel || lower_ready {
                     desired_pods.push((i, pod_for(sts, set, i)));
                     if !parallel {
