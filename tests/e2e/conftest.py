@@ -150,7 +150,7 @@ def make_cluster():
         t.cleanup()
 
 
-def wait_for(predicate, timeout=10.0, interval=0.1, message="condition"):
+def wait_for(predicate, timeout=20.0, interval=0.1, message="condition"):
     deadline = time.time() + timeout
     last = None
     while time.time() < deadline:

@@ -158,3 +158,28 @@ def test_410_after_compaction_and_relist(make_cluster):
         break
     else:
         pytest.fail("no event after relist")
+
+
+def test_graceful_pod_deletion(make_cluster):
+    # Without a node agent nobody stops the containers: a bound pod waits in Terminating, as on kube.
+    c = make_cluster(extra_args=["--no-node"])
+    api = client.CoreV1Api(c.api_client())
+    pod = client.V1Pod(metadata=client.V1ObjectMeta(name="p"),
+                       spec=client.V1PodSpec(node_name="elsewhere", containers=[client.V1Container(name="c", image="nginx")]))
+    api.create_namespaced_pod("default", pod)
+    api.delete_namespaced_pod("p", "default")
+    p = api.read_namespaced_pod("p", "default")
+    assert p.metadata.deletion_timestamp is not None and p.metadata.deletion_grace_period_seconds == 30
+    # Status writes during termination do not delete it early.
+    api.patch_namespaced_pod_status("p", "default", {"status": {"phase": "Running"}})
+    assert api.read_namespaced_pod("p", "default").status.phase == "Running"
+    api.delete_namespaced_pod("p", "default", grace_period_seconds=0)
+    with pytest.raises(ApiException) as e:
+        api.read_namespaced_pod("p", "default")
+    assert e.value.status == 404
+    # Unbound pods go at once.
+    api.create_namespaced_pod("default", client.V1Pod(metadata=client.V1ObjectMeta(name="q"),
+                                                       spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="nginx")])))
+    api.delete_namespaced_pod("q", "default")
+    with pytest.raises(ApiException):
+        api.read_namespaced_pod("q", "default")

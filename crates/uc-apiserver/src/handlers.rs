@@ -245,7 +245,10 @@ fn is_deleting(obj: &Value) -> bool {
 
 /// True once nothing holds a deleting object back: no finalizers (and for namespaces, no spec finalizers).
 fn ready_to_vanish(info: &ResourceInfo, obj: &Value) -> bool {
+    // A pod in graceful deletion waits for its kubelet's delete with grace 0, whatever else changes.
+    let graceful = obj.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).is_some_and(|g| g > 0);
     is_deleting(obj)
+        && !graceful
         && finalizers(obj).is_empty()
         && !(info.resource == "namespaces"
             && obj.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty()))
@@ -1222,11 +1225,19 @@ pub struct DeleteOptions {
     pub resource_version: Option<u64>,
     /// `dryRun=All`.
     pub dry_run: bool,
+    /// `gracePeriodSeconds` (pods): None uses the pod's terminationGracePeriodSeconds.
+    pub grace_period: Option<i64>,
 }
 
 impl Default for DeleteOptions {
     fn default() -> Self {
-        Self { propagation: Propagation::Background, uid: None, resource_version: None, dry_run: false }
+        Self {
+            propagation: Propagation::Background,
+            uid: None,
+            resource_version: None,
+            dry_run: false,
+            grace_period: None,
+        }
     }
 }
 
@@ -1263,7 +1274,35 @@ fn delete_options(req: &Req) -> Result<DeleteOptions> {
         body.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(parse_rv).transpose()?;
     let dry_run =
         dry_run(req) || body.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|x| x == "All"));
-    Ok(DeleteOptions { propagation, uid, resource_version, dry_run })
+    let grace_period = match body.get("gracePeriodSeconds").and_then(Value::as_i64) {
+        Some(g) => Some(g),
+        None => req
+            .params
+            .get("gracePeriodSeconds")
+            .map(|g| g.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds {g:?}"))))
+            .transpose()?,
+    };
+    Ok(DeleteOptions { propagation, uid, resource_version, dry_run, grace_period })
+}
+
+/// The grace period a pod's deletion gets: graceful (a kubelet stops its containers, then deletes it
+/// with grace 0) only for a pod bound to a node and not finished; kube deletes the others at once.
+fn pod_grace(info: &ResourceInfo, pod: &Value, opts: &DeleteOptions) -> i64 {
+    if info.resource != "pods" || !info.group.is_empty() {
+        return 0;
+    }
+    let bound = pod.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+    let finished = matches!(pod.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed"));
+    if !bound || finished {
+        return 0;
+    }
+    let default = pod.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(30);
+    let grace = opts.grace_period.unwrap_or(default).max(0);
+    // A repeated delete may shorten the grace period, never lengthen it.
+    match pod.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64) {
+        Some(current) if is_deleting(pod) => grace.min(current),
+        _ => grace,
+    }
 }
 
 /// What a delete did.
@@ -1321,7 +1360,8 @@ pub async fn delete_object(
         }
         let spec_finalizers = info.resource == "namespaces"
             && cur.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
-        if f.is_empty() && !spec_finalizers {
+        let grace = pod_grace(info, &cur, opts);
+        if f.is_empty() && !spec_finalizers && grace == 0 {
             if opts.dry_run {
                 return Ok(Deleted::Gone(cur));
             }
@@ -1335,7 +1375,11 @@ pub async fn delete_object(
             }
         }
         let mut new = (*cur).clone();
-        if !is_deleting(&new) {
+        if grace > 0 {
+            let at = Utc::now() + chrono::Duration::seconds(grace);
+            new["metadata"]["deletionTimestamp"] = Value::String(at.to_rfc3339_opts(SecondsFormat::Secs, true));
+            new["metadata"]["deletionGracePeriodSeconds"] = json!(grace);
+        } else if !is_deleting(&new) {
             new["metadata"]["deletionTimestamp"] = Value::String(now());
             new["metadata"]["deletionGracePeriodSeconds"] = json!(0);
             if info.resource == "namespaces" {
