@@ -50,3 +50,70 @@ def test_deleted_pods_go(cluster):
     wait_for(lambda: (pod_status(cluster, "gone") or {}).get("phase") == "Running", message="Running")
     cluster.kubectl("delete", "pod", "gone", "--timeout=10s")
     assert pod_status(cluster, "gone") is None
+
+
+HELLO = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: hello}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: hello}}
+  strategy: {rollingUpdate: {maxUnavailable: 1, maxSurge: 0}}
+  template:
+    metadata: {labels: {app: hello}}
+    spec:
+      containers:
+      - name: web
+        image: uc/http-server:1
+        args: ["--port", "8080", "--text", "hi from $(POD_NAME)"]
+        ports: [{containerPort: 8080, name: http}]
+        readinessProbe: {httpGet: {path: /, port: http}, periodSeconds: 1}
+"""
+
+
+def processes(pattern):
+    import subprocess
+
+    r = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True)
+    return [int(p) for p in r.stdout.split()]
+
+
+def test_allowlisted_image_runs_a_real_process(cluster):
+    import os
+    import signal
+    import urllib.request
+
+    cluster.kubectl("apply", "-f", "-", input=HELLO)
+    cluster.kubectl("rollout", "status", "deploy/hello", "--timeout=60s")
+    pods = json.loads(cluster.kubectl("get", "pods", "-l", "app=hello", "-o", "json").stdout)["items"]
+    assert len(pods) == 2 and all(p["status"]["containerStatuses"][0]["ready"] for p in pods)
+    pod = pods[0]
+    name, ip = pod["metadata"]["name"], pod["status"]["podIP"]
+    with urllib.request.urlopen(f"http://{ip}:8080/probe-me", timeout=5) as r:
+        assert r.read().decode().strip() == f"hi from {name}"
+    assert "GET /probe-me" in cluster.kubectl("logs", name).stdout
+    # Killing the process restarts it and bumps restartCount; its old output stays as --previous.
+    pid = next(p for p in processes("http-server --port 8080") if f"hi from {name}".encode() in open(f"/proc/{p}/cmdline", "rb").read())
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: json.loads(cluster.kubectl("get", "pod", name, "-o", "json").stdout)["status"]["containerStatuses"][0]["restartCount"] == 1,
+             message="restartCount 1")
+    assert "GET /probe-me" in cluster.kubectl("logs", name, "--previous").stdout
+    cluster.kubectl("rollout", "status", "deploy/hello", "--timeout=60s")
+    # A new image tag rolls the pods; deleting the Deployment stops every process.
+    cluster.kubectl("set", "image", "deploy/hello", "web=uc/http-server:2")
+    cluster.kubectl("rollout", "status", "deploy/hello", "--timeout=60s")
+    images = {p["spec"]["containers"][0]["image"] for p in json.loads(cluster.kubectl("get", "pods", "-l", "app=hello", "-o", "json").stdout)["items"]}
+    assert images == {"uc/http-server:2"}
+    cluster.kubectl("delete", "deploy", "hello")
+    wait_for(lambda: processes("http-server --port 8080") == [], message="processes stopped")
+
+
+def test_image_not_on_the_allowlist_never_executes(cluster, tmp_path):
+    marker = tmp_path / "executed"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sneaky"},
+           "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["/bin/sh", "-c", f"touch {marker}"]}]}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(pod))
+    status = wait_for(lambda: (s := pod_status(cluster, "sneaky")) and s.get("phase") == "Running" and s, message="Running (simulated)")
+    assert status["reason"] == "Simulated" and "allowlist" in status["message"]
+    assert not marker.exists()

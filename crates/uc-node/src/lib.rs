@@ -20,6 +20,10 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+pub mod process;
+
+use process::{Allowlist, PodProcesses};
+
 /// Annotation: seconds from creation until containers start (default 0.2).
 pub const START_DELAY: &str = "uc.njuics.cn/start-delay-seconds";
 /// Annotation: seconds from a container's start until it is Ready (default 0).
@@ -34,11 +38,19 @@ pub const EXIT_CODE: &str = "uc.njuics.cn/exit-code";
 pub struct NodeOptions {
     /// The Node's name.
     pub name: String,
+    /// Images whose pods run as real processes.
+    pub allowlist: Allowlist,
+    /// Where container output is kept (`<dir>/<pod uid>/<container>.log`), read by `kubectl logs`.
+    pub logs_dir: std::path::PathBuf,
 }
 
 impl Default for NodeOptions {
     fn default() -> Self {
-        Self { name: "uc-node".into() }
+        Self {
+            name: "uc-node".into(),
+            allowlist: Allowlist::default(),
+            logs_dir: std::env::temp_dir().join("uc-pod-logs"),
+        }
     }
 }
 
@@ -299,8 +311,13 @@ async fn run(client: kube::Client, options: NodeOptions) {
                 let _ = tx.send(v);
             }
             None => {
+                let real = runs_as_processes(&v, &options.allowlist);
                 let (tx, rx) = watch::channel(v);
-                tokio::spawn(run_pod(client.clone(), rx, ips.clone()));
+                if real {
+                    tokio::spawn(run_process_pod(client.clone(), rx, ips.clone(), options.clone()));
+                } else {
+                    tokio::spawn(run_pod(client.clone(), rx, ips.clone()));
+                }
                 workers.insert(uid, tx);
             }
         }
@@ -315,6 +332,68 @@ async fn bind(client: &kube::Client, pod: &Value, node: &str) {
         json!({"metadata": {"resourceVersion": pod.pointer("/metadata/resourceVersion")}, "spec": {"nodeName": node}});
     if let Err(e) = api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
         tracing::debug!(pod = %name, error = %e, "binding failed; the next event retries");
+    }
+}
+
+/// Whether every container's image is allowlisted (then the pod runs real processes).
+fn runs_as_processes(pod: &Value, allow: &Allowlist) -> bool {
+    let containers = pod.pointer("/spec/containers").and_then(Value::as_array);
+    containers.is_some_and(|cs| {
+        !cs.is_empty()
+            && cs.iter().all(|c| c.get("image").and_then(Value::as_str).is_some_and(|i| allow.find(i).is_some()))
+    })
+}
+
+async fn patch_status(client: &kube::Client, pod: &Value, status: Value) -> Result<(), kube::Error> {
+    let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
+    let name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&json!({"status": status}))).await.map(|_| ())
+}
+
+async fn finish_deletion(client: &kube::Client, pod: &Value) {
+    let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
+    let name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).map(String::from);
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let dp = kube::api::DeleteParams { grace_period_seconds: Some(0), ..Default::default() }
+        .preconditions(kube::api::Preconditions { uid, resource_version: None });
+    let _ = api.delete(name, &dp).await;
+}
+
+async fn run_process_pod(
+    client: kube::Client,
+    mut rx: watch::Receiver<Value>,
+    ips: Arc<Mutex<Ips>>,
+    options: NodeOptions,
+) {
+    let first = rx.borrow().clone();
+    let uid = first.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
+    let ip = ips.lock().get(&uid, first.pointer("/status/podIP").and_then(Value::as_str));
+    let procs = PodProcesses::start(&first, &ip, &options.allowlist, &options.logs_dir);
+    loop {
+        let pod = rx.borrow_and_update().clone();
+        if pod.pointer("/metadata/deletionTimestamp").is_some() {
+            let grace = pod.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_u64).unwrap_or(30);
+            procs.stop(Duration::from_secs(grace)).await;
+            finish_deletion(&client, &pod).await;
+            return;
+        }
+        let status = process::status(&pod, &procs, &ip);
+        if pod.get("status") != Some(&status)
+            && let Err(e) = patch_status(&client, &pod, status).await
+        {
+            if matches!(&e, kube::Error::Api(s) if s.code == 404) {
+                procs.stop(Duration::ZERO).await;
+                return;
+            }
+            tracing::debug!(error = %e, "status update failed; retrying");
+        }
+        tokio::select! {
+            changed = rx.changed() => if changed.is_err() { procs.stop(Duration::ZERO).await; return },
+            _ = procs.changed.notified() => {}
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
     }
 }
 
@@ -333,7 +412,10 @@ async fn run_pod(client: kube::Client, mut rx: watch::Receiver<Value>, ips: Arc<
             return;
         }
         let ip = ips.lock().get(&uid, pod.pointer("/status/podIP").and_then(Value::as_str));
-        let (status, next) = simulate(&pod, &ip, Utc::now());
+        let (mut status, next) = simulate(&pod, &ip, Utc::now());
+        status["reason"] = json!("Simulated");
+        status["message"] =
+            json!("simulated by uc-node: the pod's images are not all on the node's allowlist, so nothing executes");
         if pod.get("status") != Some(&status) {
             let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
             if let Err(e) =

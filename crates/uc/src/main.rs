@@ -20,6 +20,19 @@ enum Command {
     Run(RunArgs),
     /// Print the CRDs of uc's own resources (UniversalController, ControllerRevision) as YAML.
     Crds,
+    /// A tiny HTTP server (the allowlisted test image `uc/http-server`): answers every GET with a text.
+    #[command(hide = true)]
+    HttpServer(HttpServerArgs),
+}
+
+#[derive(clap::Args)]
+struct HttpServerArgs {
+    /// Port to listen on, on $POD_IP (or 127.0.0.1).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// The text answered.
+    #[arg(long, default_value = "hello from uc")]
+    text: String,
 }
 
 #[derive(clap::Args)]
@@ -84,6 +97,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Up(args) => runtime.block_on(up(args)),
         Command::Run(args) => runtime.block_on(run(args)),
+        Command::HttpServer(args) => runtime.block_on(http_server(args)),
         Command::Crds => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
@@ -136,7 +150,13 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         None
     } else {
         let client = client_for(Some(&kubeconfig)).await?;
-        Some(uc_node::start(client, uc_node::NodeOptions::default()).await.context("starting the node agent")?)
+        let exe = std::env::current_exe().context("locating the uc binary")?;
+        let options = uc_node::NodeOptions {
+            allowlist: uc_node::process::Allowlist::shipped(exe),
+            logs_dir: std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone()).join("pods"),
+            ..Default::default()
+        };
+        Some(uc_node::start(client, options).await.context("starting the node agent")?)
     };
     println!("export KUBECONFIG={}", kubeconfig.display());
     wait_for_signal().await;
@@ -147,6 +167,29 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
     tracing::info!("stopping");
     server.shutdown().await;
     Ok(())
+}
+
+async fn http_server(args: HttpServerArgs) -> anyhow::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let ip = std::env::var("POD_IP").unwrap_or_else(|_| "127.0.0.1".into());
+    let listener = tokio::net::TcpListener::bind((ip.as_str(), args.port))
+        .await
+        .with_context(|| format!("binding {ip}:{}", args.port))?;
+    println!("listening on {ip}:{}", args.port);
+    loop {
+        let (mut s, peer) = listener.accept().await?;
+        let text = args.text.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 4096];
+            let n = s.read(&mut buf).await.unwrap_or(0);
+            let line = String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or_default().to_string();
+            println!("{peer} {line}");
+            let body = format!("{text}\n");
+            let resp =
+                format!("HTTP/1.0 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n{body}", body.len());
+            let _ = s.write_all(resp.as_bytes()).await;
+        });
+    }
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {

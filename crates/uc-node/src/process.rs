@@ -1,0 +1,493 @@
+//! Real processes for pods whose images are on the node's allowlist: the container's command, args,
+//! env and working dir run as a process on this machine, its output captured for `kubectl logs`,
+//! restarted per restartPolicy with back-off, Ready through readiness probes (httpGet, tcpSocket,
+//! exec), stopped with SIGTERM and, after the grace period, SIGKILL.
+//!
+//! An image not on the allowlist never executes anything: such pods are simulated (see `simulate`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::Notify;
+
+/// One allowlisted image.
+#[derive(Clone, Debug)]
+pub struct AllowEntry {
+    /// Image repositories (any tag), e.g. `quay.io/coreos/etcd`.
+    pub images: Vec<String>,
+    /// The program that runs.
+    pub program: PathBuf,
+    /// Arguments put before the container's own when it names no command.
+    pub default_args: Vec<String>,
+    /// Command names (basenames) that mean this program, e.g. `etcd` for `/usr/local/bin/etcd`.
+    pub commands: Vec<String>,
+}
+
+/// The images whose pods run as real processes.
+#[derive(Clone, Debug, Default)]
+pub struct Allowlist {
+    /// Entries.
+    pub entries: Vec<AllowEntry>,
+}
+
+/// The repository part of an image reference (no tag, no digest).
+pub fn repository(image: &str) -> &str {
+    let no_digest = image.split('@').next().unwrap_or(image);
+    match no_digest.rfind(':') {
+        Some(i) if !no_digest[i..].contains('/') => &no_digest[..i],
+        _ => no_digest,
+    }
+}
+
+impl Allowlist {
+    /// The shipped allowlist: uc's own test HTTP server, etcd and ZooKeeper from the system packages.
+    pub fn shipped(uc_exe: PathBuf) -> Self {
+        Self {
+            entries: vec![
+                AllowEntry {
+                    images: vec!["uc/http-server".into()],
+                    program: uc_exe,
+                    default_args: vec!["http-server".into()],
+                    commands: vec![],
+                },
+                AllowEntry {
+                    images: vec!["etcd".into(), "quay.io/coreos/etcd".into(), "gcr.io/etcd-development/etcd".into()],
+                    program: PathBuf::from("/usr/bin/etcd"),
+                    default_args: vec![],
+                    commands: vec!["etcd".into()],
+                },
+                AllowEntry {
+                    images: vec!["zookeeper".into(), "library/zookeeper".into()],
+                    program: PathBuf::from("/usr/share/zookeeper/bin/zkServer.sh"),
+                    default_args: vec!["start-foreground".into()],
+                    commands: vec!["zkServer.sh".into()],
+                },
+            ],
+        }
+    }
+
+    /// The entry of an image, if allowlisted.
+    pub fn find(&self, image: &str) -> Option<&AllowEntry> {
+        let repo = repository(image);
+        self.entries.iter().find(|e| e.images.iter().any(|i| i == repo))
+    }
+}
+
+/// The argv a container runs: the program of its allowlist entry, never anything else.
+pub fn argv(entry: &AllowEntry, container: &Value) -> Vec<String> {
+    let strs = |p: &str| -> Vec<String> {
+        container
+            .get(p)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    };
+    let command = strs("command");
+    let args = strs("args");
+    let mut out = vec![entry.program.display().to_string()];
+    match command.split_first() {
+        // The command names the program (any path): keep its arguments.
+        Some((_, rest)) => out.extend(rest.iter().cloned()),
+        None => out.extend(entry.default_args.iter().cloned()),
+    }
+    out.extend(args);
+    out
+}
+
+/// What one container process is doing.
+#[derive(Clone, Debug, Default)]
+pub struct ContainerState {
+    /// Running since.
+    pub running_since: Option<DateTime<Utc>>,
+    /// Last exit: code, started, finished.
+    pub last_exit: Option<(i64, DateTime<Utc>, DateTime<Utc>)>,
+    /// Restarts so far.
+    pub restarts: u32,
+    /// Finished for good (no restart).
+    pub done: bool,
+    /// Readiness probe result.
+    pub ready: bool,
+    /// Why it could not start.
+    pub start_error: Option<String>,
+}
+
+/// The shared state of a pod's processes.
+pub struct PodProcesses {
+    /// Per container.
+    pub states: Mutex<HashMap<String, ContainerState>>,
+    /// Signals a change worth a status update.
+    pub changed: Notify,
+    stop: Notify,
+    stopping: std::sync::atomic::AtomicBool,
+    pids: Mutex<HashMap<String, u32>>,
+}
+
+/// Where a pod's logs go.
+pub fn log_path(dir: &Path, uid: &str, container: &str, previous: bool) -> PathBuf {
+    dir.join(uid).join(if previous { format!("{container}.previous.log") } else { format!("{container}.log") })
+}
+
+fn env_of(pod: &Value, container: &Value, ip: &str) -> Vec<(String, String)> {
+    let meta = |p: &str| pod.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    let mut env = vec![
+        ("POD_IP".to_string(), ip.to_string()),
+        ("POD_NAME".to_string(), meta("/metadata/name")),
+        ("POD_NAMESPACE".to_string(), meta("/metadata/namespace")),
+        (
+            "HOSTNAME".to_string(),
+            pod.pointer("/spec/hostname")
+                .and_then(Value::as_str)
+                .map(String::from)
+                .unwrap_or_else(|| meta("/metadata/name")),
+        ),
+    ];
+    for e in container.get("env").and_then(Value::as_array).into_iter().flatten() {
+        let Some(name) = e.get("name").and_then(Value::as_str) else { continue };
+        let value = match (
+            e.get("value").and_then(Value::as_str),
+            e.pointer("/valueFrom/fieldRef/fieldPath").and_then(Value::as_str),
+        ) {
+            (Some(v), _) => v.to_string(),
+            (None, Some("status.podIP")) => ip.to_string(),
+            (None, Some("metadata.name")) => meta("/metadata/name"),
+            (None, Some("metadata.namespace")) => meta("/metadata/namespace"),
+            (None, Some("spec.nodeName")) => meta("/spec/nodeName"),
+            _ => String::new(),
+        };
+        env.push((name.to_string(), value));
+    }
+    // $(VAR) references in later values and arguments use these, as kube expands them.
+    env
+}
+
+/// Expands `$(VAR)` references like kube does for command, args and env.
+pub fn expand(s: &str, env: &[(String, String)]) -> String {
+    let mut out = s.to_string();
+    for (k, v) in env {
+        out = out.replace(&format!("$({k})"), v);
+    }
+    out
+}
+
+impl PodProcesses {
+    /// Starts every container of the pod.
+    pub fn start(pod: &Value, ip: &str, allow: &Allowlist, logs: &Path) -> Arc<PodProcesses> {
+        let procs = Arc::new(PodProcesses {
+            states: Mutex::new(HashMap::new()),
+            changed: Notify::new(),
+            stop: Notify::new(),
+            stopping: Default::default(),
+            pids: Mutex::new(HashMap::new()),
+        });
+        let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
+        let policy = pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always").to_string();
+        for c in pod.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default() {
+            let name = c.get("name").and_then(Value::as_str).unwrap_or("main").to_string();
+            let Some(entry) = c.get("image").and_then(Value::as_str).and_then(|i| allow.find(i)).cloned() else {
+                continue;
+            };
+            let env = env_of(pod, &c, ip);
+            let argv: Vec<String> = argv(&entry, &c).iter().map(|a| expand(a, &env)).collect();
+            let cwd = c.get("workingDir").and_then(Value::as_str).map(PathBuf::from);
+            procs.states.lock().insert(name.clone(), ContainerState::default());
+            let p = procs.clone();
+            let log = log_path(logs, &uid, &name, false);
+            let prev = log_path(logs, &uid, &name, true);
+            tokio::spawn(p.clone().supervise(name.clone(), argv, env, cwd, log, prev, policy.clone()));
+            if let Some(probe) = c.get("readinessProbe").cloned() {
+                tokio::spawn(p.probe(name, probe, ip.to_string(), c.clone()));
+            } else {
+                let p = procs.clone();
+                tokio::spawn(async move {
+                    // Without a readiness probe a running container is Ready.
+                    loop {
+                        let changed = {
+                            let mut s = p.states.lock();
+                            let st = s.entry(name.clone()).or_default();
+                            let ready = st.running_since.is_some();
+                            let changed = st.ready != ready;
+                            st.ready = ready;
+                            changed
+                        };
+                        if changed {
+                            p.changed.notify_waiters();
+                        }
+                        if p.stopping.load(std::sync::atomic::Ordering::Acquire) {
+                            return;
+                        }
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                });
+            }
+        }
+        procs
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn supervise(
+        self: Arc<Self>,
+        name: String,
+        argv: Vec<String>,
+        env: Vec<(String, String)>,
+        cwd: Option<PathBuf>,
+        log: PathBuf,
+        prev: PathBuf,
+        policy: String,
+    ) {
+        let mut restarts = 0u32;
+        loop {
+            if let Some(d) = log.parent() {
+                let _ = std::fs::create_dir_all(d);
+            }
+            if log.exists() {
+                let _ = std::fs::rename(&log, &prev);
+            }
+            let out = std::fs::OpenOptions::new().create(true).append(true).open(&log);
+            let (Ok(out), Ok(err)) = (out.as_ref().map(|f| f.try_clone()), out.as_ref().map(|f| f.try_clone())) else {
+                self.set(&name, |s| s.start_error = Some(format!("cannot open {}", log.display())));
+                return;
+            };
+            let (Ok(out), Ok(err)) = (out, err) else { return };
+            let mut cmd = tokio::process::Command::new(&argv[0]);
+            cmd.args(&argv[1..])
+                .envs(env.iter().cloned())
+                .stdin(Stdio::null())
+                .stdout(Stdio::from(out))
+                .stderr(Stdio::from(err))
+                .kill_on_drop(true);
+            if let Some(d) = &cwd {
+                cmd.current_dir(d);
+            }
+            let started = Utc::now();
+            let mut child = match cmd.spawn() {
+                Ok(c) => c,
+                Err(e) => {
+                    self.set(&name, |s| s.start_error = Some(format!("{}: {e}", argv[0])));
+                    return;
+                }
+            };
+            if let Some(pid) = child.id() {
+                self.pids.lock().insert(name.clone(), pid);
+            }
+            self.set(&name, |s| {
+                s.running_since = Some(started);
+                s.restarts = restarts;
+                s.start_error = None;
+            });
+            let status = tokio::select! {
+                s = child.wait() => s.ok(),
+                _ = self.stop.notified() => { let _ = child.wait().await; return; }
+            };
+            let code = status.and_then(|s| s.code()).unwrap_or(137) as i64;
+            let finished = Utc::now();
+            let restart = !self.stopping.load(std::sync::atomic::Ordering::Acquire)
+                && (policy == "Always" || (policy == "OnFailure" && code != 0));
+            self.set(&name, |s| {
+                s.running_since = None;
+                s.ready = false;
+                s.last_exit = Some((code, started, finished));
+                s.done = !restart;
+            });
+            if !restart {
+                return;
+            }
+            restarts += 1;
+            let backoff = Duration::from_secs(1 << restarts.saturating_sub(1).min(4));
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = self.stop.notified() => return,
+            }
+        }
+    }
+
+    fn set(&self, name: &str, f: impl FnOnce(&mut ContainerState)) {
+        f(self.states.lock().entry(name.to_string()).or_default());
+        self.changed.notify_waiters();
+    }
+
+    async fn probe(self: Arc<Self>, name: String, probe: Value, ip: String, container: Value) {
+        let num = |k: &str, d: u64| probe.get(k).and_then(Value::as_u64).unwrap_or(d);
+        let (delay, period, timeout) =
+            (num("initialDelaySeconds", 0), num("periodSeconds", 10).max(1), num("timeoutSeconds", 1).max(1));
+        let (success_needed, failure_needed) = (num("successThreshold", 1).max(1), num("failureThreshold", 3).max(1));
+        tokio::time::sleep(Duration::from_secs(delay)).await;
+        let (mut ok_run, mut fail_run) = (0u64, 0u64);
+        while !self.stopping.load(std::sync::atomic::Ordering::Acquire) {
+            let running = self.states.lock().get(&name).is_some_and(|s| s.running_since.is_some());
+            let ok = running
+                && tokio::time::timeout(Duration::from_secs(timeout), run_probe(&probe, &ip, &container))
+                    .await
+                    .unwrap_or(false);
+            if ok {
+                ok_run += 1;
+                fail_run = 0;
+            } else {
+                fail_run += 1;
+                ok_run = 0;
+            }
+            let current = self.states.lock().get(&name).is_some_and(|s| s.ready);
+            if !current && ok_run >= success_needed {
+                self.set(&name, |s| s.ready = true);
+            } else if current && (fail_run >= failure_needed || !running) {
+                self.set(&name, |s| s.ready = false);
+            }
+            tokio::time::sleep(Duration::from_secs(period)).await;
+        }
+    }
+
+    /// Stops every process: SIGTERM, then SIGKILL after `grace`.
+    pub async fn stop(&self, grace: Duration) {
+        self.stopping.store(true, std::sync::atomic::Ordering::Release);
+        let pids: Vec<u32> = self.pids.lock().values().copied().collect();
+        for pid in &pids {
+            let _ = tokio::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().await;
+        }
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let alive = self.states.lock().values().any(|s| s.running_since.is_some());
+            if !alive || tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        for pid in &pids {
+            let _ = tokio::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().await;
+        }
+        self.stop.notify_waiters();
+    }
+}
+
+fn port_of(port: &Value, container: &Value) -> Option<u16> {
+    match port {
+        Value::Number(n) => n.as_u64().and_then(|p| u16::try_from(p).ok()),
+        Value::String(name) => container
+            .get("ports")?
+            .as_array()?
+            .iter()
+            .find(|p| p.get("name").and_then(Value::as_str) == Some(name))
+            .and_then(|p| p.get("containerPort").and_then(Value::as_u64))
+            .and_then(|p| u16::try_from(p).ok()),
+        _ => None,
+    }
+}
+
+async fn run_probe(probe: &Value, ip: &str, container: &Value) -> bool {
+    if let Some(h) = probe.get("httpGet") {
+        let host = h.get("host").and_then(Value::as_str).unwrap_or(ip);
+        let Some(port) = h.get("port").and_then(|p| port_of(p, container)) else { return false };
+        let path = h.get("path").and_then(Value::as_str).unwrap_or("/");
+        let Ok(mut s) = tokio::net::TcpStream::connect((host, port)).await else { return false };
+        let req = format!("GET {path} HTTP/1.0\r\nHost: {host}\r\nUser-Agent: uc-probe\r\n\r\n");
+        if s.write_all(req.as_bytes()).await.is_err() {
+            return false;
+        }
+        let mut buf = [0u8; 64];
+        let n = s.read(&mut buf).await.unwrap_or(0);
+        let line = String::from_utf8_lossy(&buf[..n]);
+        return line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse::<u16>().ok())
+            .is_some_and(|c| (200..400).contains(&c));
+    }
+    if let Some(t) = probe.get("tcpSocket") {
+        let host = t.get("host").and_then(Value::as_str).unwrap_or(ip);
+        let Some(port) = t.get("port").and_then(|p| port_of(p, container)) else { return false };
+        return tokio::net::TcpStream::connect((host, port)).await.is_ok();
+    }
+    if let Some(cmd) = probe.pointer("/exec/command").and_then(Value::as_array) {
+        let argv: Vec<String> = cmd.iter().filter_map(|x| x.as_str().map(String::from)).collect();
+        let Some((first, rest)) = argv.split_first() else { return false };
+        return tokio::process::Command::new(first)
+            .args(rest)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .await
+            .is_ok_and(|s| s.success());
+    }
+    false
+}
+
+fn ts(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// The pod status its processes give.
+pub fn status(pod: &Value, procs: &PodProcesses, ip: &str) -> Value {
+    let states = procs.states.lock().clone();
+    let created = pod.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null);
+    let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
+    let mut all_ready = true;
+    let mut all_done = true;
+    let mut any_failed = false;
+    let mut statuses = Vec::new();
+    for c in pod.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default() {
+        let name = c.get("name").and_then(Value::as_str).unwrap_or("main").to_string();
+        let st = states.get(&name).cloned().unwrap_or_default();
+        let terminated = |(code, s, f): (i64, DateTime<Utc>, DateTime<Utc>)| json!({"terminated": {"exitCode": code, "reason": if code == 0 { "Completed" } else { "Error" }, "startedAt": ts(s), "finishedAt": ts(f)}});
+        let state = match (&st.running_since, &st.start_error, st.done, st.last_exit) {
+            (Some(t), _, _, _) => json!({"running": {"startedAt": ts(*t)}}),
+            (None, Some(e), _, _) => json!({"waiting": {"reason": "RunContainerError", "message": e}}),
+            (None, None, true, Some(x)) => terminated(x),
+            (None, None, false, Some(_)) => json!({"waiting": {"reason": "CrashLoopBackOff"}}),
+            _ => json!({"waiting": {"reason": "ContainerCreating"}}),
+        };
+        let last = match (st.done, st.last_exit) {
+            (false, Some(x)) => terminated(x),
+            _ => json!({}),
+        };
+        all_ready &= st.ready;
+        all_done &= st.done;
+        any_failed |= st.done && st.last_exit.is_some_and(|(c, _, _)| c != 0);
+        statuses.push(json!({"name": name, "image": c.get("image"), "imageID": "", "containerID": format!("uc-process://{uid}/{name}"),
+                             "ready": st.ready, "started": st.running_since.is_some(), "restartCount": st.restarts,
+                             "state": state, "lastState": last}));
+    }
+    let phase =
+        if all_done && !statuses.is_empty() { if any_failed { "Failed" } else { "Succeeded" } } else { "Running" };
+    let cond = |t: &str, ok: bool| json!({"type": t, "status": if ok { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": created});
+    json!({
+        "phase": phase,
+        "conditions": [cond("PodScheduled", true), cond("Initialized", true), cond("ContainersReady", all_ready), cond("Ready", all_ready)],
+        "hostIP": "127.0.0.1", "hostIPs": [{"ip": "127.0.0.1"}], "podIP": ip, "podIPs": [{"ip": ip}],
+        "startTime": created, "qosClass": "BestEffort", "containerStatuses": statuses,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allowlist_matches_repositories_not_lookalikes() {
+        let a = Allowlist::shipped(PathBuf::from("/bin/uc"));
+        assert!(a.find("quay.io/coreos/etcd:v3.4.23").is_some());
+        assert!(a.find("etcd").is_some());
+        assert!(a.find("uc/http-server:1").is_some());
+        assert!(a.find("nginx:1.25").is_none());
+        assert!(a.find("evil/etcd").is_none());
+        assert_eq!(repository("localhost:5000/etcd:3"), "localhost:5000/etcd");
+        assert_eq!(repository("etcd@sha256:abc"), "etcd");
+    }
+
+    #[test]
+    fn argv_always_runs_the_allowlisted_program() {
+        let a = Allowlist::shipped(PathBuf::from("/bin/uc"));
+        let etcd = a.find("etcd").unwrap();
+        let c = json!({"command": ["/usr/local/bin/etcd", "--name", "$(POD_NAME)"], "args": ["--x"]});
+        assert_eq!(argv(etcd, &c), vec!["/usr/bin/etcd", "--name", "$(POD_NAME)", "--x"]);
+        let sneaky = json!({"command": ["/bin/sh", "-c", "rm -rf /"]});
+        assert_eq!(argv(etcd, &sneaky)[0], "/usr/bin/etcd", "a command never replaces the program");
+        let http = a.find("uc/http-server").unwrap();
+        assert_eq!(argv(http, &json!({"args": ["--port", "8080"]})), vec!["/bin/uc", "http-server", "--port", "8080"]);
+        assert_eq!(expand("--name=$(POD_NAME)", &[("POD_NAME".into(), "p".into())]), "--name=p");
+    }
+}
