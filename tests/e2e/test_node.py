@@ -20,7 +20,8 @@ def test_simulated_pods_run_and_become_ready(cluster):
     cluster.kubectl("run", "web", "--image=nginx", "--annotations=uc.njuics.cn/ready-delay-seconds=1")
     pod = json.loads(cluster.kubectl("get", "pod", "web", "-o", "json").stdout)
     status = wait_for(lambda: (s := pod_status(cluster, "web")) and s.get("phase") == "Running" and s, message="Running")
-    assert status["podIP"].startswith("127.1.")
+    subnet = open(f"{cluster.data_dir}/pod-subnet").read().strip()
+    assert status["podIP"].startswith(f"127.{subnet}.")
     assert json.loads(cluster.kubectl("get", "pod", "web", "-o", "json").stdout)["spec"]["nodeName"] == "uc-node"
     wait_for(lambda: pod_status(cluster, "web")["containerStatuses"][0]["ready"], message="Ready after its delay")
     cluster.kubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=10s")
@@ -117,3 +118,45 @@ def test_image_not_on_the_allowlist_never_executes(cluster, tmp_path):
     status = wait_for(lambda: (s := pod_status(cluster, "sneaky")) and s.get("phase") == "Running" and s, message="Running (simulated)")
     assert status["reason"] == "Simulated" and "allowlist" in status["message"]
     assert not marker.exists()
+
+
+NAMED = """
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {clusterIP: None, selector: {app: named}, ports: [{port: 8080}]}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  replicas: 3
+  serviceName: web
+  selector: {matchLabels: {app: named}}
+  template:
+    metadata: {labels: {app: named}}
+    spec:
+      containers:
+      - name: web
+        image: uc/http-server
+        args: ["--port", "8080"]
+        readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}
+"""
+
+
+def test_pod_and_service_names_resolve_inside_pods(cluster):
+    import urllib.request
+
+    cluster.kubectl("apply", "-f", "-", input=NAMED)
+    wait_for(lambda: json.loads(cluster.kubectl("get", "sts", "web", "-o", "json").stdout).get("status", {}).get("readyReplicas") == 3,
+             timeout=40, message="3 ready")
+    ips = {p["metadata"]["name"]: p["status"]["podIP"] for p in json.loads(cluster.kubectl("get", "pods", "-l", "app=named", "-o", "json").stdout)["items"]}
+
+    def resolve(name):
+        with urllib.request.urlopen(f"http://{ips['web-0']}:8080/resolve/{name}", timeout=5) as r:
+            return r.read().decode().split()
+
+    assert resolve("web-2.web.default.svc.cluster.local") == [ips["web-2"]]
+    wait_for(lambda: sorted(resolve("web.default.svc")) == sorted(ips.values()), message="the Service name lists the ready pods")
+    with open("/etc/hosts") as f:
+        assert "web-2.web" not in f.read(), "the machine's /etc/hosts is untouched"

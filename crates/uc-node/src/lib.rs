@@ -20,6 +20,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+pub mod names;
 pub mod process;
 
 use process::{Allowlist, PodProcesses};
@@ -42,6 +43,10 @@ pub struct NodeOptions {
     pub allowlist: Allowlist,
     /// Where container output is kept (`<dir>/<pod uid>/<container>.log`), read by `kubectl logs`.
     pub logs_dir: std::path::PathBuf,
+    /// The hosts file pod processes see as /etc/hosts (None: processes use the machine's).
+    pub hosts_file: Option<std::path::PathBuf>,
+    /// Pod IPs are `127.<pod_subnet>.x.y`; distinct per `uc up` so two on one machine do not collide.
+    pub pod_subnet: u8,
 }
 
 impl Default for NodeOptions {
@@ -50,6 +55,8 @@ impl Default for NodeOptions {
             name: "uc-node".into(),
             allowlist: Allowlist::default(),
             logs_dir: std::env::temp_dir().join("uc-pod-logs"),
+            hosts_file: None,
+            pod_subnet: 1,
         }
     }
 }
@@ -221,9 +228,9 @@ pub fn simulate(pod: &Value, pod_ip: &str, now: DateTime<Utc>) -> (Value, Option
     (status, next)
 }
 
-/// Pod IPs from 127.1.0.0/16, one per pod uid.
-#[derive(Default)]
+/// Pod IPs from 127.<subnet>.0.0/16, one per pod uid.
 struct Ips {
+    subnet: u8,
     next: u32,
     by_uid: HashMap<String, String>,
 }
@@ -233,12 +240,13 @@ impl Ips {
         if let Some(ip) = self.by_uid.get(uid) {
             return ip.clone();
         }
-        let ip = match existing.filter(|ip| ip.starts_with("127.1.")) {
+        let prefix = format!("127.{}.", self.subnet);
+        let ip = match existing.filter(|ip| ip.starts_with(&prefix)) {
             Some(ip) => ip.to_string(),
             None => {
                 self.next = self.next.wrapping_add(1) % 65_534;
                 let n = self.next + 1;
-                format!("127.1.{}.{}", n / 256, n % 256)
+                format!("{prefix}{}.{}", n / 256, n % 256)
             }
         };
         self.by_uid.insert(uid.to_string(), ip.clone());
@@ -249,7 +257,34 @@ impl Ips {
 /// Runs the node agent until the returned task is aborted.
 pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     register(&client, &options.name).await?;
-    Ok(tokio::spawn(run(client, options)))
+    let hosts = match &options.hosts_file {
+        Some(p) => Some(Arc::new(names::HostsFile::new(p.clone())?)),
+        None => None,
+    };
+    if let Some(h) = &hosts {
+        tokio::spawn(watch_endpoints(client.clone(), h.clone()));
+    }
+    Ok(tokio::spawn(run(client, options, hosts)))
+}
+
+async fn watch_endpoints(client: kube::Client, hosts: Arc<names::HostsFile>) {
+    let api: Api<k8s_openapi::api::core::v1::Endpoints> = Api::all(client);
+    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    let mut stream = std::pin::pin!(stream);
+    while let Some(ev) = stream.next().await {
+        let (obj, gone) = match ev {
+            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => (o, false),
+            Ok(watcher::Event::Delete(o)) => (o, true),
+            _ => continue,
+        };
+        let key = format!(
+            "{}/{}",
+            obj.metadata.namespace.clone().unwrap_or_default(),
+            obj.metadata.name.clone().unwrap_or_default()
+        );
+        let v = serde_json::to_value(&obj).ok();
+        hosts.set_endpoints(&key, if gone { None } else { v.as_ref() });
+    }
 }
 
 async fn register(client: &kube::Client, name: &str) -> anyhow::Result<()> {
@@ -277,9 +312,9 @@ async fn register(client: &kube::Client, name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn run(client: kube::Client, options: NodeOptions) {
+async fn run(client: kube::Client, options: NodeOptions, hosts: Option<Arc<names::HostsFile>>) {
     let pods: Api<Pod> = Api::all(client.clone());
-    let ips = Arc::new(Mutex::new(Ips::default()));
+    let ips = Arc::new(Mutex::new(Ips { subnet: options.pod_subnet, next: 0, by_uid: HashMap::new() }));
     let mut workers: HashMap<String, watch::Sender<Value>> = HashMap::new();
     let stream = watcher(pods, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
@@ -288,13 +323,20 @@ async fn run(client: kube::Client, options: NodeOptions) {
             Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => p,
             Ok(watcher::Event::Delete(p)) => {
                 // Dropping the sender ends the pod's task.
-                workers.remove(p.metadata.uid.as_deref().unwrap_or_default());
+                let uid = p.metadata.uid.as_deref().unwrap_or_default();
+                if let Some(h) = &hosts {
+                    h.set_pod(uid, None);
+                }
+                workers.remove(uid);
                 continue;
             }
             _ => continue,
         };
         let Ok(v) = serde_json::to_value(&pod) else { continue };
         let uid = v.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
+        if let Some(h) = &hosts {
+            h.set_pod(&uid, Some(&v));
+        }
         let node = v.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or_default();
         workers.retain(|_, tx| !tx.is_closed());
         if node.is_empty() {
@@ -370,7 +412,7 @@ async fn run_process_pod(
     let first = rx.borrow().clone();
     let uid = first.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
     let ip = ips.lock().get(&uid, first.pointer("/status/podIP").and_then(Value::as_str));
-    let procs = PodProcesses::start(&first, &ip, &options.allowlist, &options.logs_dir);
+    let procs = PodProcesses::start(&first, &ip, &options.allowlist, &options.logs_dir, options.hosts_file.as_deref());
     loop {
         let pod = rx.borrow_and_update().clone();
         if pod.pointer("/metadata/deletionTimestamp").is_some() {

@@ -167,6 +167,36 @@ fn env_of(pod: &Value, container: &Value, ip: &str) -> Vec<(String, String)> {
     env
 }
 
+/// Runs `argv` in a private mount namespace whose /etc/hosts is the node's hosts file, so the process
+/// resolves pod and Service names while the machine's own /etc/hosts stays untouched. Without root or
+/// `unshare` the process runs as is (and resolves only what the machine resolves).
+pub fn with_names(argv: Vec<String>, hosts: Option<&Path>) -> Vec<String> {
+    let Some(hosts) = hosts else { return argv };
+    let can = std::fs::metadata("/proc/self").map(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.uid() == 0
+    });
+    if !can.unwrap_or(false) || !Path::new("/usr/bin/unshare").exists() {
+        return argv;
+    }
+    let mut out: Vec<String> = [
+        "/usr/bin/unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "--",
+        "/bin/sh",
+        "-c",
+        "mount --bind \"$0\" /etc/hosts && exec \"$@\"",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    out.push(hosts.display().to_string());
+    out.extend(argv);
+    out
+}
+
 /// Expands `$(VAR)` references like kube does for command, args and env.
 pub fn expand(s: &str, env: &[(String, String)]) -> String {
     let mut out = s.to_string();
@@ -178,7 +208,7 @@ pub fn expand(s: &str, env: &[(String, String)]) -> String {
 
 impl PodProcesses {
     /// Starts every container of the pod.
-    pub fn start(pod: &Value, ip: &str, allow: &Allowlist, logs: &Path) -> Arc<PodProcesses> {
+    pub fn start(pod: &Value, ip: &str, allow: &Allowlist, logs: &Path, hosts: Option<&Path>) -> Arc<PodProcesses> {
         let procs = Arc::new(PodProcesses {
             states: Mutex::new(HashMap::new()),
             changed: Notify::new(),
@@ -194,7 +224,7 @@ impl PodProcesses {
                 continue;
             };
             let env = env_of(pod, &c, ip);
-            let argv: Vec<String> = argv(&entry, &c).iter().map(|a| expand(a, &env)).collect();
+            let argv = with_names(argv(&entry, &c).iter().map(|a| expand(a, &env)).collect(), hosts);
             let cwd = c.get("workingDir").and_then(Value::as_str).map(PathBuf::from);
             procs.states.lock().insert(name.clone(), ContainerState::default());
             let p = procs.clone();

@@ -154,6 +154,8 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         let options = uc_node::NodeOptions {
             allowlist: uc_node::process::Allowlist::shipped(exe),
             logs_dir: std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone()).join("pods"),
+            hosts_file: Some(std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone()).join("hosts")),
+            pod_subnet: pod_subnet(&args.data_dir)?,
             ..Default::default()
         };
         Some(uc_node::start(client, options).await.context("starting the node agent")?)
@@ -184,7 +186,18 @@ async fn http_server(args: HttpServerArgs) -> anyhow::Result<()> {
             let n = s.read(&mut buf).await.unwrap_or(0);
             let line = String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or_default().to_string();
             println!("{peer} {line}");
-            let body = format!("{text}\n");
+            let path = line.split_whitespace().nth(1).unwrap_or("/");
+            // GET /resolve/<name> answers the addresses the process resolves the name to.
+            let body = match path.strip_prefix("/resolve/") {
+                Some(name) => {
+                    use std::net::ToSocketAddrs;
+                    match (name, 0).to_socket_addrs() {
+                        Ok(addrs) => format!("{}\n", addrs.map(|a| a.ip().to_string()).collect::<Vec<_>>().join(" ")),
+                        Err(e) => format!("error: {e}\n"),
+                    }
+                }
+                None => format!("{text}\n"),
+            };
             let resp =
                 format!("HTTP/1.0 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n{body}", body.len());
             let _ = s.write_all(resp.as_bytes()).await;
@@ -233,6 +246,27 @@ async fn install_controllers(client: &kube::Client, controllers: Vec<serde_json:
         }
     }
     Ok(())
+}
+
+/// The second octet of this cluster's pod IPs (127.N.0.0/16): chosen once per data directory, at
+/// random, so that several `uc up` on one machine do not hand out the same addresses.
+fn pod_subnet(data_dir: &std::path::Path) -> anyhow::Result<u8> {
+    let path = data_dir.join("pod-subnet");
+    if let Ok(text) = std::fs::read_to_string(&path)
+        && let Ok(n) = text.trim().parse::<u8>()
+        && (1..=254).contains(&n)
+    {
+        return Ok(n);
+    }
+    let n = 1
+        + (std::process::id() as u64
+            ^ std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0))
+            % 254;
+    std::fs::write(&path, n.to_string()).with_context(|| format!("writing {}", path.display()))?;
+    Ok(n as u8)
 }
 
 async fn client_for(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Client> {
