@@ -160,3 +160,31 @@ def test_pod_and_service_names_resolve_inside_pods(cluster):
     wait_for(lambda: sorted(resolve("web.default.svc")) == sorted(ips.values()), message="the Service name lists the ready pods")
     with open("/etc/hosts") as f:
         assert "web-2.web" not in f.read(), "the machine's /etc/hosts is untouched"
+
+
+def test_claim_directories_outlive_pods(cluster, tmp_path):
+    mount = str(tmp_path / "www")  # what the process sees; the data lives under the data dir
+    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "vol"},
+           "spec": {"replicas": 1, "serviceName": "vol", "selector": {"matchLabels": {"app": "vol"}},
+                    "template": {"metadata": {"labels": {"app": "vol"}},
+                                 "spec": {"containers": [{"name": "c", "image": "uc/http-server",
+                                                          "args": ["--port", "8080", "--touch", f"{mount}/started"],
+                                                          "volumeMounts": [{"name": "www", "mountPath": mount}],
+                                                          "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 1}}]}},
+                    "volumeClaimTemplates": [{"metadata": {"name": "www"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(sts))
+    data = f"{cluster.data_dir}/volumes/default/www-vol-0/started"
+
+    def lines():
+        try:
+            return open(data).read().splitlines()
+        except FileNotFoundError:
+            return []
+
+    wait_for(lambda: lines() == ["started vol-0"], timeout=30, message="the process wrote into its claim")
+    uid = json.loads(cluster.kubectl("get", "pod", "vol-0", "-o", "json").stdout)["metadata"]["uid"]
+    cluster.kubectl("delete", "pod", "vol-0")
+    wait_for(lambda: (p := json.loads(cluster.kubectl("get", "pod", "vol-0", "-o", "json", check=False).stdout or "{}")) and p.get("metadata", {}).get("uid") != uid,
+             timeout=30, message="vol-0 recreated")
+    wait_for(lambda: lines() == ["started vol-0", "started vol-0"], timeout=30, message="the claim kept its data across the pod's deletion")
+    assert not (tmp_path / "www" / "started").exists(), "the bind mount is private to the pod's processes"

@@ -47,6 +47,8 @@ pub struct NodeOptions {
     pub hosts_file: Option<std::path::PathBuf>,
     /// Pod IPs are `127.<pod_subnet>.x.y`; distinct per `uc up` so two on one machine do not collide.
     pub pod_subnet: u8,
+    /// Where PersistentVolumeClaim directories live (`<dir>/<namespace>/<claim>`).
+    pub volumes_dir: std::path::PathBuf,
 }
 
 impl Default for NodeOptions {
@@ -57,6 +59,7 @@ impl Default for NodeOptions {
             logs_dir: std::env::temp_dir().join("uc-pod-logs"),
             hosts_file: None,
             pod_subnet: 1,
+            volumes_dir: std::env::temp_dir().join("uc-volumes"),
         }
     }
 }
@@ -412,12 +415,21 @@ async fn run_process_pod(
     let first = rx.borrow().clone();
     let uid = first.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
     let ip = ips.lock().get(&uid, first.pointer("/status/podIP").and_then(Value::as_str));
-    let procs = PodProcesses::start(&first, &ip, &options.allowlist, &options.logs_dir, options.hosts_file.as_deref());
+    let procs = PodProcesses::start(
+        &first,
+        &ip,
+        &options.allowlist,
+        &options.logs_dir,
+        options.hosts_file.as_deref(),
+        &options.volumes_dir,
+    );
     loop {
         let pod = rx.borrow_and_update().clone();
         if pod.pointer("/metadata/deletionTimestamp").is_some() {
             let grace = pod.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_u64).unwrap_or(30);
             procs.stop(Duration::from_secs(grace)).await;
+            // emptyDir volumes go with the pod; claims' directories stay.
+            let _ = std::fs::remove_dir_all(options.logs_dir.join(&uid).join("volumes"));
             finish_deletion(&client, &pod).await;
             return;
         }

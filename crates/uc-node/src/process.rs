@@ -167,34 +167,85 @@ fn env_of(pod: &Value, container: &Value, ip: &str) -> Vec<(String, String)> {
     env
 }
 
-/// Runs `argv` in a private mount namespace whose /etc/hosts is the node's hosts file, so the process
-/// resolves pod and Service names while the machine's own /etc/hosts stays untouched. Without root or
-/// `unshare` the process runs as is (and resolves only what the machine resolves).
-pub fn with_names(argv: Vec<String>, hosts: Option<&Path>) -> Vec<String> {
-    let Some(hosts) = hosts else { return argv };
-    let can = std::fs::metadata("/proc/self").map(|m| {
+/// A directory mounted into a container: `source` on the machine at `target` in the container.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mount {
+    /// Directory on the machine.
+    pub source: PathBuf,
+    /// Path the process sees it at.
+    pub target: String,
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Runs `argv` in a private mount namespace whose /etc/hosts is the node's hosts file and whose volume
+/// mounts are bind mounts of directories under the data dir, so the process resolves pod and Service
+/// names and keeps its data where uc manages it, while the machine's own files stay untouched.
+/// Without root or `unshare` the process runs as is.
+pub fn isolate(argv: Vec<String>, hosts: Option<&Path>, mounts: &[Mount]) -> Vec<String> {
+    if hosts.is_none() && mounts.is_empty() {
+        return argv;
+    }
+    let root = std::fs::metadata("/proc/self").map(|m| {
         use std::os::unix::fs::MetadataExt;
         m.uid() == 0
     });
-    if !can.unwrap_or(false) || !Path::new("/usr/bin/unshare").exists() {
+    if !root.unwrap_or(false) || !Path::new("/usr/bin/unshare").exists() {
         return argv;
     }
-    let mut out: Vec<String> = [
-        "/usr/bin/unshare",
-        "--mount",
-        "--propagation",
-        "private",
-        "--",
-        "/bin/sh",
-        "-c",
-        "mount --bind \"$0\" /etc/hosts && exec \"$@\"",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    out.push(hosts.display().to_string());
+    let mut script = String::new();
+    if let Some(h) = hosts {
+        script.push_str(&format!("mount --bind {} /etc/hosts && ", quote(&h.display().to_string())));
+    }
+    for m in mounts {
+        // A missing mount point is created (an empty directory); the mount itself stays private.
+        script.push_str(&format!(
+            "mkdir -p {t} && mount --bind {s} {t} && ",
+            t = quote(&m.target),
+            s = quote(&m.source.display().to_string())
+        ));
+    }
+    script.push_str("exec \"$@\"");
+    let mut out: Vec<String> = ["/usr/bin/unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    out.push(script);
+    out.push("uc-container".into());
     out.extend(argv);
     out
+}
+
+/// The directories of a pod's volumes: PersistentVolumeClaims under `<volumes>/<namespace>/<claim>`
+/// (they outlive the pod), emptyDirs under `<logs>/<pod uid>/volumes/<name>` (they go with it).
+pub fn volume_dirs(pod: &Value, volumes_dir: &Path, pod_dir: &Path) -> HashMap<String, PathBuf> {
+    let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
+    let mut out = HashMap::new();
+    for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
+        let Some(name) = v.get("name").and_then(Value::as_str) else { continue };
+        if let Some(claim) = v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str) {
+            out.insert(name.to_string(), volumes_dir.join(ns).join(claim));
+        } else if v.get("emptyDir").is_some() {
+            out.insert(name.to_string(), pod_dir.join("volumes").join(name));
+        }
+    }
+    out
+}
+
+/// The mounts of one container.
+pub fn mounts_of(container: &Value, dirs: &HashMap<String, PathBuf>) -> Vec<Mount> {
+    container
+        .get("volumeMounts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|m| {
+            let source = dirs.get(m.get("name")?.as_str()?)?.clone();
+            Some(Mount { source, target: m.get("mountPath")?.as_str()?.to_string() })
+        })
+        .collect()
 }
 
 /// Expands `$(VAR)` references like kube does for command, args and env.
@@ -208,7 +259,14 @@ pub fn expand(s: &str, env: &[(String, String)]) -> String {
 
 impl PodProcesses {
     /// Starts every container of the pod.
-    pub fn start(pod: &Value, ip: &str, allow: &Allowlist, logs: &Path, hosts: Option<&Path>) -> Arc<PodProcesses> {
+    pub fn start(
+        pod: &Value,
+        ip: &str,
+        allow: &Allowlist,
+        logs: &Path,
+        hosts: Option<&Path>,
+        volumes: &Path,
+    ) -> Arc<PodProcesses> {
         let procs = Arc::new(PodProcesses {
             states: Mutex::new(HashMap::new()),
             changed: Notify::new(),
@@ -217,6 +275,10 @@ impl PodProcesses {
             pids: Mutex::new(HashMap::new()),
         });
         let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
+        let dirs = volume_dirs(pod, volumes, &logs.join(&uid));
+        for d in dirs.values() {
+            let _ = std::fs::create_dir_all(d);
+        }
         let policy = pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always").to_string();
         for c in pod.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default() {
             let name = c.get("name").and_then(Value::as_str).unwrap_or("main").to_string();
@@ -224,7 +286,8 @@ impl PodProcesses {
                 continue;
             };
             let env = env_of(pod, &c, ip);
-            let argv = with_names(argv(&entry, &c).iter().map(|a| expand(a, &env)).collect(), hosts);
+            let argv =
+                isolate(argv(&entry, &c).iter().map(|a| expand(a, &env)).collect(), hosts, &mounts_of(&c, &dirs));
             let cwd = c.get("workingDir").and_then(Value::as_str).map(PathBuf::from);
             procs.states.lock().insert(name.clone(), ContainerState::default());
             let p = procs.clone();
@@ -519,5 +582,26 @@ mod tests {
         let http = a.find("uc/http-server").unwrap();
         assert_eq!(argv(http, &json!({"args": ["--port", "8080"]})), vec!["/bin/uc", "http-server", "--port", "8080"]);
         assert_eq!(expand("--name=$(POD_NAME)", &[("POD_NAME".into(), "p".into())]), "--name=p");
+    }
+
+    #[test]
+    fn volumes_map_to_directories() {
+        let pod = json!({"metadata": {"namespace": "ns"}, "spec": {"volumes": [
+            {"name": "data", "persistentVolumeClaim": {"claimName": "www-web-0"}}, {"name": "tmp", "emptyDir": {}}, {"name": "cfg", "configMap": {"name": "x"}}]}});
+        let dirs = volume_dirs(&pod, Path::new("/d/volumes"), Path::new("/d/pods/u"));
+        assert_eq!(dirs["data"], PathBuf::from("/d/volumes/ns/www-web-0"));
+        assert_eq!(dirs["tmp"], PathBuf::from("/d/pods/u/volumes/tmp"));
+        assert!(!dirs.contains_key("cfg"));
+        let c = json!({"volumeMounts": [{"name": "data", "mountPath": "/var/lib/x"}, {"name": "cfg", "mountPath": "/etc/x"}]});
+        assert_eq!(
+            mounts_of(&c, &dirs),
+            vec![Mount { source: PathBuf::from("/d/volumes/ns/www-web-0"), target: "/var/lib/x".into() }]
+        );
+        let argv = isolate(vec!["/bin/prog".into()], None, &mounts_of(&c, &dirs));
+        if argv.len() > 1 {
+            assert!(argv.iter().any(|a| a.contains("mount --bind '/d/volumes/ns/www-web-0' '/var/lib/x'")), "{argv:?}");
+            assert_eq!(argv.last().map(String::as_str), Some("/bin/prog"));
+        }
+        assert_eq!(quote("it's"), "'it'\\''s'");
     }
 }

@@ -33,6 +33,9 @@ struct HttpServerArgs {
     /// The text answered.
     #[arg(long, default_value = "hello from uc")]
     text: String,
+    /// Append a line to this file at start (to see that a volume keeps data across restarts).
+    #[arg(long)]
+    touch: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -156,6 +159,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
             logs_dir: std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone()).join("pods"),
             hosts_file: Some(std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone()).join("hosts")),
             pod_subnet: pod_subnet(&args.data_dir)?,
+            volumes_dir: std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone()).join("volumes"),
             ..Default::default()
         };
         Some(uc_node::start(client, options).await.context("starting the node agent")?)
@@ -174,6 +178,15 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
 async fn http_server(args: HttpServerArgs) -> anyhow::Result<()> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let ip = std::env::var("POD_IP").unwrap_or_else(|_| "127.0.0.1".into());
+    if let Some(path) = &args.touch {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        writeln!(f, "started {}", std::env::var("POD_NAME").unwrap_or_default())?;
+    }
     let listener = tokio::net::TcpListener::bind((ip.as_str(), args.port))
         .await
         .with_context(|| format!("binding {ip}:{}", args.port))?;
