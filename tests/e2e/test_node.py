@@ -73,6 +73,14 @@ spec:
 """
 
 
+def environ(pid):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 def processes(pattern):
     import subprocess
 
@@ -83,31 +91,53 @@ def processes(pattern):
 def test_allowlisted_image_runs_a_real_process(cluster):
     import os
     import signal
+    import threading
+    import time
     import urllib.request
 
-    cluster.kubectl("apply", "-f", "-", input=HELLO)
+    cluster.kubectl("create", "deployment", "hello", "--image=uc/http-server:1", "--replicas=2", "--port=8080")
+    probe = {"spec": {"template": {"spec": {"containers": [{"name": "http-server",
+             "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1}}]}}}}
+    cluster.kubectl("patch", "deployment", "hello", "-p", json.dumps(probe))
     cluster.kubectl("rollout", "status", "deploy/hello", "--timeout=60s")
     pods = json.loads(cluster.kubectl("get", "pods", "-l", "app=hello", "-o", "json").stdout)["items"]
     assert len(pods) == 2 and all(p["status"]["containerStatuses"][0]["ready"] for p in pods)
+    assert all(p["spec"]["containers"][0]["readinessProbe"]["httpGet"]["port"] == 8080 for p in pods)
     pod = pods[0]
     name, ip = pod["metadata"]["name"], pod["status"]["podIP"]
     with urllib.request.urlopen(f"http://{ip}:8080/probe-me", timeout=5) as r:
-        assert r.read().decode().strip() == f"hi from {name}"
-    assert "GET /probe-me" in cluster.kubectl("logs", name).stdout
+        assert r.read().decode().strip() == "hello from uc"
+    logs = cluster.kubectl("logs", name).stdout
+    assert "GET /probe-me" in logs and "GET / HTTP/1.0" in logs, "the probe and the request reached the real process"
     # Killing the process restarts it and bumps restartCount; its old output stays as --previous.
-    pid = next(p for p in processes("http-server --port 8080") if f"hi from {name}".encode() in open(f"/proc/{p}/cmdline", "rb").read())
+    pid = next(p for p in processes("uc http-server") if f"POD_NAME={name}".encode() in environ(p))
     os.kill(pid, signal.SIGKILL)
     wait_for(lambda: json.loads(cluster.kubectl("get", "pod", name, "-o", "json").stdout)["status"]["containerStatuses"][0]["restartCount"] == 1,
              message="restartCount 1")
     assert "GET /probe-me" in cluster.kubectl("logs", name, "--previous").stdout
     cluster.kubectl("rollout", "status", "deploy/hello", "--timeout=60s")
-    # A new image tag rolls the pods; deleting the Deployment stops every process.
-    cluster.kubectl("set", "image", "deploy/hello", "web=uc/http-server:2")
+    # A new image tag rolls the pods without dropping below replicas - maxUnavailable (25% of 2 = 0).
+    lowest = []
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            d = json.loads(cluster.kubectl("get", "deploy", "hello", "-o", "json").stdout)
+            lowest.append(d["status"].get("availableReplicas", 0))
+            time.sleep(0.1)
+
+    t = threading.Thread(target=sample)
+    t.start()
+    cluster.kubectl("set", "image", "deploy/hello", "http-server=uc/http-server:2")
     cluster.kubectl("rollout", "status", "deploy/hello", "--timeout=60s")
+    done.set()
+    t.join()
+    assert lowest and min(lowest) >= 2, f"availability dropped during the rollout: {lowest}"
     images = {p["spec"]["containers"][0]["image"] for p in json.loads(cluster.kubectl("get", "pods", "-l", "app=hello", "-o", "json").stdout)["items"]}
     assert images == {"uc/http-server:2"}
     cluster.kubectl("delete", "deploy", "hello")
-    wait_for(lambda: processes("http-server --port 8080") == [], message="processes stopped")
+    wait_for(lambda: [p for p in processes("uc http-server") if b"POD_NAME=hello-" in environ(p)] == [],
+             message="processes stopped")
 
 
 def test_image_not_on_the_allowlist_never_executes(cluster, tmp_path):

@@ -24,6 +24,8 @@ pub struct AllowEntry {
     pub images: Vec<String>,
     /// The program that runs.
     pub program: PathBuf,
+    /// Arguments that always follow the program (they are part of what the image is).
+    pub prefix_args: Vec<String>,
     /// Arguments put before the container's own when it names no command.
     pub default_args: Vec<String>,
     /// Command names (basenames) that mean this program, e.g. `etcd` for `/usr/local/bin/etcd`.
@@ -54,18 +56,21 @@ impl Allowlist {
                 AllowEntry {
                     images: vec!["uc/http-server".into()],
                     program: uc_exe,
-                    default_args: vec!["http-server".into()],
+                    prefix_args: vec!["http-server".into()],
+                    default_args: vec![],
                     commands: vec![],
                 },
                 AllowEntry {
                     images: vec!["etcd".into(), "quay.io/coreos/etcd".into(), "gcr.io/etcd-development/etcd".into()],
                     program: PathBuf::from("/usr/bin/etcd"),
+                    prefix_args: vec![],
                     default_args: vec![],
                     commands: vec!["etcd".into()],
                 },
                 AllowEntry {
                     images: vec!["zookeeper".into(), "library/zookeeper".into()],
                     program: PathBuf::from("/usr/share/zookeeper/bin/zkServer.sh"),
+                    prefix_args: vec![],
                     default_args: vec!["start-foreground".into()],
                     commands: vec!["zkServer.sh".into()],
                 },
@@ -92,6 +97,7 @@ pub fn argv(entry: &AllowEntry, container: &Value) -> Vec<String> {
     let command = strs("command");
     let args = strs("args");
     let mut out = vec![entry.program.display().to_string()];
+    out.extend(entry.prefix_args.iter().cloned());
     match command.split_first() {
         // The command names the program (any path): keep its arguments.
         Some((_, rest)) => out.extend(rest.iter().cloned()),
@@ -581,6 +587,10 @@ mod tests {
         assert_eq!(argv(etcd, &sneaky)[0], "/usr/bin/etcd", "a command never replaces the program");
         let http = a.find("uc/http-server").unwrap();
         assert_eq!(argv(http, &json!({"args": ["--port", "8080"]})), vec!["/bin/uc", "http-server", "--port", "8080"]);
+        assert_eq!(
+            argv(http, &json!({"command": ["serve", "--text", "x"]})),
+            vec!["/bin/uc", "http-server", "--text", "x"]
+        );
         assert_eq!(expand("--name=$(POD_NAME)", &[("POD_NAME".into(), "p".into())]), "--name=p");
     }
 
