@@ -218,3 +218,13 @@ def test_claim_directories_outlive_pods(cluster, tmp_path):
              timeout=30, message="vol-0 recreated")
     wait_for(lambda: lines() == ["started vol-0", "started vol-0"], timeout=30, message="the claim kept its data across the pod's deletion")
     assert not (tmp_path / "www" / "started").exists(), "the bind mount is private to the pod's processes"
+
+
+def test_liveness_probe_restarts_a_dead_container(cluster):
+    # The process listens on 8080; the liveness probe checks 9999, so it always fails.
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "unlive"},
+           "spec": {"containers": [{"name": "c", "image": "uc/http-server", "args": ["--port", "8080"],
+                                    "livenessProbe": {"tcpSocket": {"port": 9999}, "periodSeconds": 1, "failureThreshold": 2}}]}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(pod))
+    wait_for(lambda: ((pod_status(cluster, "unlive") or {}).get("containerStatuses") or [{}])[0].get("restartCount", 0) >= 1,
+             timeout=30, message="restarted by the liveness probe")

@@ -300,6 +300,9 @@ impl PodProcesses {
             let log = log_path(logs, &uid, &name, false);
             let prev = log_path(logs, &uid, &name, true);
             tokio::spawn(p.clone().supervise(name.clone(), argv, env, cwd, log, prev, policy.clone()));
+            if let Some(probe) = c.get("livenessProbe").cloned() {
+                tokio::spawn(p.clone().liveness(name.clone(), probe, ip.to_string(), c.clone()));
+            }
             if let Some(probe) = c.get("readinessProbe").cloned() {
                 tokio::spawn(p.probe(name, probe, ip.to_string(), c.clone()));
             } else {
@@ -438,6 +441,43 @@ impl PodProcesses {
                 self.set(&name, |s| s.ready = false);
             }
             tokio::time::sleep(Duration::from_secs(period)).await;
+        }
+    }
+
+    /// Liveness: after `failureThreshold` failed probes in a row the process is killed; the
+    /// restartPolicy then restarts it (bumping restartCount), as the kubelet does.
+    async fn liveness(self: Arc<Self>, name: String, probe: Value, ip: String, container: Value) {
+        let num = |k: &str, d: u64| probe.get(k).and_then(Value::as_u64).unwrap_or(d);
+        let (delay, period, timeout) =
+            (num("initialDelaySeconds", 0), num("periodSeconds", 10).max(1), num("timeoutSeconds", 1).max(1));
+        let failure_needed = num("failureThreshold", 3).max(1);
+        let mut since: Option<DateTime<Utc>> = None;
+        let mut failures = 0u64;
+        while !self.stopping.load(std::sync::atomic::Ordering::Acquire) {
+            tokio::time::sleep(Duration::from_secs(period)).await;
+            let running = self.states.lock().get(&name).and_then(|s| s.running_since);
+            let Some(started) = running else {
+                failures = 0;
+                continue;
+            };
+            if since != Some(started) {
+                // A new run: wait its initial delay, and count afresh.
+                since = Some(started);
+                failures = 0;
+                tokio::time::sleep(Duration::from_secs(delay)).await;
+            }
+            let ok = tokio::time::timeout(Duration::from_secs(timeout), run_probe(&probe, &ip, &container))
+                .await
+                .unwrap_or(false);
+            failures = if ok { 0 } else { failures + 1 };
+            if failures >= failure_needed {
+                let pid = self.pids.lock().get(&name).copied();
+                if let Some(pid) = pid {
+                    tracing::info!(container = %name, pid, "liveness probe failed; killing the container");
+                    let _ = tokio::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().await;
+                }
+                failures = 0;
+            }
         }
     }
 
