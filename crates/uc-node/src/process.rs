@@ -78,6 +78,41 @@ impl Allowlist {
         }
     }
 
+    /// Adds the entries of a node config file (JSON):
+    /// `{"allowlist": [{"images": ["repo"], "program": "/path", "prefixArgs": [], "defaultArgs": []}]}`.
+    /// Entries from the file come first, so they may also replace a shipped image's program.
+    pub fn extend_from_file(&mut self, path: &Path) -> Result<(), String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON: {e}", path.display()))?;
+        let mut added = Vec::new();
+        for (i, e) in v.get("allowlist").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let strs = |k: &str| -> Vec<String> {
+                e.get(k)
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+                    .unwrap_or_default()
+            };
+            let program = e
+                .get("program")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("{}: allowlist[{i}].program is required", path.display()))?;
+            let images = strs("images");
+            if images.is_empty() {
+                return Err(format!("{}: allowlist[{i}].images is required", path.display()));
+            }
+            added.push(AllowEntry {
+                images,
+                program: PathBuf::from(program),
+                prefix_args: strs("prefixArgs"),
+                default_args: strs("defaultArgs"),
+                commands: vec![],
+            });
+        }
+        added.append(&mut self.entries);
+        self.entries = added;
+        Ok(())
+    }
+
     /// The entry of an image, if allowlisted.
     pub fn find(&self, image: &str) -> Option<&AllowEntry> {
         let repo = repository(image);
@@ -632,6 +667,25 @@ mod tests {
             vec!["/bin/uc", "http-server", "--text", "x"]
         );
         assert_eq!(expand("--name=$(POD_NAME)", &[("POD_NAME".into(), "p".into())]), "--name=p");
+    }
+
+    #[test]
+    fn node_config_adds_entries() {
+        let dir = std::env::temp_dir().join(format!("uc-node-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("node.json");
+        std::fs::write(
+            &file,
+            r#"{"allowlist": [{"images": ["my/server"], "program": "/opt/server", "defaultArgs": ["--serve"]}]}"#,
+        )
+        .unwrap();
+        let mut a = Allowlist::shipped(PathBuf::from("/bin/uc"));
+        a.extend_from_file(&file).unwrap();
+        assert_eq!(argv(a.find("my/server:2").unwrap(), &json!({})), vec!["/opt/server", "--serve"]);
+        assert!(a.find("etcd").is_some(), "shipped entries stay");
+        std::fs::write(&file, r#"{"allowlist": [{"images": ["x"]}]}"#).unwrap();
+        assert!(a.extend_from_file(&file).unwrap_err().contains("program is required"));
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

@@ -154,8 +154,13 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
     } else {
         let client = client_for(Some(&kubeconfig)).await?;
         let exe = std::env::current_exe().context("locating the uc binary")?;
+        let mut allowlist = uc_node::process::Allowlist::shipped(exe);
+        let node_config = args.data_dir.join("node.json");
+        if node_config.exists() {
+            allowlist.extend_from_file(&node_config).map_err(anyhow::Error::msg).context("reading the node config")?;
+        }
         let options = uc_node::NodeOptions {
-            allowlist: uc_node::process::Allowlist::shipped(exe),
+            allowlist,
             logs_dir: std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone()).join("pods"),
             hosts_file: Some(std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone()).join("hosts")),
             pod_subnet: pod_subnet(&args.data_dir)?,
