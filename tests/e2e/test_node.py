@@ -1,6 +1,9 @@
-"""The node agent: pods are bound to the embedded node and run (simulated) through their lifecycle."""
+"""The node agent: pods are bound to the embedded node and run, as real processes (allowlisted images) or simulated."""
 
 import json
+import shutil
+
+import pytest
 
 from conftest import wait_for
 
@@ -228,3 +231,34 @@ def test_liveness_probe_restarts_a_dead_container(cluster):
     cluster.kubectl("apply", "-f", "-", input=json.dumps(pod))
     wait_for(lambda: ((pod_status(cluster, "unlive") or {}).get("containerStatuses") or [{}])[0].get("restartCount", 0) >= 1,
              timeout=30, message="restarted by the liveness probe")
+
+
+ETCD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: etcd-0}
+spec:
+  volumes: [{name: data, emptyDir: {}}]
+  containers:
+  - name: etcd
+    image: quay.io/coreos/etcd:v3.4.23
+    command: ["/usr/local/bin/etcd"]
+    args: ["--name", "$(POD_NAME)", "--data-dir", "/var/lib/uc-etcd-test",
+           "--listen-client-urls", "http://$(POD_IP):2379", "--advertise-client-urls", "http://$(POD_IP):2379",
+           "--listen-peer-urls", "http://$(POD_IP):2380", "--initial-advertise-peer-urls", "http://$(POD_IP):2380",
+           "--initial-cluster", "$(POD_NAME)=http://$(POD_IP):2380"]
+    volumeMounts: [{name: data, mountPath: /var/lib/uc-etcd-test}]
+    readinessProbe: {httpGet: {path: /health, port: 2379}, periodSeconds: 1}
+"""
+
+
+@pytest.mark.skipif(shutil.which("etcd") is None, reason="etcd (Debian etcd-server) is not installed")
+def test_etcd_runs_from_the_system_package(cluster):
+    import urllib.request
+
+    cluster.kubectl("apply", "-f", "-", input=ETCD)
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/etcd-0", "--timeout=60s")
+    ip = pod_status(cluster, "etcd-0")["podIP"]
+    with urllib.request.urlopen(f"http://{ip}:2379/health", timeout=5) as r:
+        assert json.loads(r.read())["health"] == "true"
+    assert "etcd-0" in cluster.kubectl("logs", "etcd-0").stdout
