@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+mod report;
+
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use futures::StreamExt;
@@ -171,21 +173,6 @@ async fn fanout(args: &Args) -> Result<(Duration, f64, bool)> {
     Ok((elapsed, delivered as f64 / elapsed.as_secs_f64(), complete))
 }
 
-fn write_report(path: &PathBuf, section: &str) -> Result<()> {
-    const BEGIN: &str = "<!-- apiserver-bench:begin -->";
-    const END: &str = "<!-- apiserver-bench:end -->";
-    let existing = std::fs::read_to_string(path).unwrap_or_else(|_| "# Benchmarks\n".to_string());
-    let block = format!("{BEGIN}\n{section}{END}");
-    let updated = match (existing.find(BEGIN), existing.find(END)) {
-        (Some(b), Some(e)) if e > b => {
-            format!("{}{}{}", &existing[..b], block, &existing[e + END.len()..])
-        }
-        _ => format!("{}\n{}\n", existing.trim_end(), block),
-    };
-    std::fs::write(path, updated)?;
-    Ok(())
-}
-
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
@@ -218,7 +205,7 @@ async fn main() -> Result<()> {
         secs = elapsed.as_secs_f64(),
         v3 = verdict(complete),
     );
-    write_report(&args.report, &section)?;
+    report::write_section(&args.report, "apiserver-bench", &section)?;
     println!("report written to {}", args.report.display());
     Ok(())
 }

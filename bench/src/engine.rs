@@ -8,6 +8,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod report;
+
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
@@ -218,19 +220,6 @@ async fn converge(args: &Args, n: usize, webhook: Option<std::net::SocketAddr>) 
     }
 }
 
-fn write_report(path: &PathBuf, section: &str) -> Result<()> {
-    const BEGIN: &str = "<!-- engine-bench:begin -->";
-    const END: &str = "<!-- engine-bench:end -->";
-    let existing = std::fs::read_to_string(path).unwrap_or_else(|_| "# Benchmarks\n".to_string());
-    let block = format!("{BEGIN}\n{section}{END}");
-    let updated = match (existing.find(BEGIN), existing.find(END)) {
-        (Some(b), Some(e)) if e > b => format!("{}{}{}", &existing[..b], block, &existing[e + END.len()..]),
-        _ => format!("{}\n\n{}\n", existing.trim_end(), block),
-    };
-    std::fs::write(path, updated)?;
-    Ok(())
-}
-
 fn us(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
 }
@@ -299,7 +288,7 @@ async fn main() -> Result<()> {
         v1 = verdict(js50 <= Duration::from_micros(50)),
         v2 = verdict(web50 <= Duration::from_micros(500)),
     );
-    write_report(&args.report, &section)?;
+    report::write_section(&args.report, "engine-bench", &section)?;
     println!("report written to {}", args.report.display());
     Ok(())
 }

@@ -251,34 +251,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const THESIS_5_2: &str = r#"
-module.exports = {
-  handler: (event, context) => {
-    let observed = event['data'];
-    return reconcile(observed.parent, observed.children);
-  }
-};
-var reconcile = function (foo, children) {
-  let desiredChildren = [];
-  let currentStatus = {};
-  let allDeploys = children['Deployment.apps/v1'];
-  let fooDeploy = allDeploys ? allDeploys[foo.spec.deploymentName] : null;
-  let replicas = fooDeploy ? fooDeploy.status.availableReplicas : 0;
-  currentStatus = {availableReplicas: replicas};
-  desiredChildren = [desiredDeployment(foo)];
-  return {status: currentStatus, children: desiredChildren};
-};
-var desiredDeployment = function (foo) {
-  let lbls = {app: "sample"};
-  let deploy = {
-    apiVersion: "apps/v1", kind: "Deployment",
-    metadata: {name: foo.spec.deploymentName, namespace: foo.metadata.namespace},
-    spec: {replicas: foo.spec.replicas, selector: {matchLabels: lbls},
-           template: {metadata: {labels: lbls}, spec: {containers: [{name: "nginx", image: "nginx:stable"}]}}}
-  };
-  return deploy;
-};
-"#;
+    /// The thesis's listing 5.2, as the example ships it.
+    const THESIS_5_2: &str = include_str!("../../../../examples/sample-controller/sync.js");
 
     fn limits() -> JsLimits {
         JsLimits { timeout: Duration::from_millis(300), memory_bytes: 16 << 20, stack_bytes: 256 << 10 }
