@@ -396,7 +396,13 @@ async fn patch_status(client: &kube::Client, pod: &Value, status: Value) -> Resu
     api.patch_status(name, &PatchParams::default(), &Patch::Merge(&json!({"status": status}))).await.map(|_| ())
 }
 
+/// How long a pod stays Terminating at least. A kubelet takes about this long to tear a pod down; a
+/// pod that vanished at once would be recreated by its StatefulSet under the same name before a
+/// `kubectl delete` had started watching for its deletion, and kubectl would wait for the new one.
+const MIN_TERMINATION: Duration = Duration::from_millis(500);
+
 async fn finish_deletion(client: &kube::Client, pod: &Value) {
+    tokio::time::sleep(MIN_TERMINATION).await;
     let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
     let name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
     let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).map(String::from);
@@ -459,10 +465,7 @@ async fn run_pod(client: kube::Client, mut rx: watch::Receiver<Value>, ips: Arc<
         let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
         if pod.pointer("/metadata/deletionTimestamp").is_some() {
             // Graceful deletion: the containers are simulated, so they stop at once.
-            let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
-            let dp = kube::api::DeleteParams { grace_period_seconds: Some(0), ..Default::default() }
-                .preconditions(kube::api::Preconditions { uid: Some(uid), resource_version: None });
-            let _ = api.delete(&name, &dp).await;
+            finish_deletion(&client, &pod).await;
             return;
         }
         let ip = ips.lock().get(&uid, pod.pointer("/status/podIP").and_then(Value::as_str));
