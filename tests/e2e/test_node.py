@@ -103,8 +103,14 @@ def test_allowlisted_image_runs_a_real_process(cluster):
              "readinessProbe": {"httpGet": {"path": "/", "port": 8080}, "periodSeconds": 1}}]}}}}
     cluster.kubectl("patch", "deployment", "hello", "-p", json.dumps(probe))
     cluster.kubectl("rollout", "status", "deploy/hello", "--timeout=60s")
-    pods = json.loads(cluster.kubectl("get", "pods", "-l", "app=hello", "-o", "json").stdout)["items"]
-    assert len(pods) == 2 and all(p["status"]["containerStatuses"][0]["ready"] for p in pods)
+
+    def live_pods():
+        items = json.loads(cluster.kubectl("get", "pods", "-l", "app=hello", "-o", "json").stdout)["items"]
+        return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+    # Pods of the replaced ReplicaSet may still be Terminating for a moment.
+    pods = wait_for(lambda: (ps := live_pods()) and len(ps) == 2 and ps, message="two live pods")
+    assert all(p["status"]["containerStatuses"][0]["ready"] for p in pods)
     assert all(p["spec"]["containers"][0]["readinessProbe"]["httpGet"]["port"] == 8080 for p in pods)
     pod = pods[0]
     name, ip = pod["metadata"]["name"], pod["status"]["podIP"]
@@ -136,8 +142,7 @@ def test_allowlisted_image_runs_a_real_process(cluster):
     done.set()
     t.join()
     assert lowest and min(lowest) >= 2, f"availability dropped during the rollout: {lowest}"
-    images = {p["spec"]["containers"][0]["image"] for p in json.loads(cluster.kubectl("get", "pods", "-l", "app=hello", "-o", "json").stdout)["items"]}
-    assert images == {"uc/http-server:2"}
+    wait_for(lambda: {p["spec"]["containers"][0]["image"] for p in live_pods()} == {"uc/http-server:2"}, message="all pods on the new image")
     cluster.kubectl("delete", "deploy", "hello")
     wait_for(lambda: [p for p in processes("uc http-server") if b"POD_NAME=hello-" in environ(p)] == [],
              message="processes stopped")

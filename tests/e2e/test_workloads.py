@@ -44,8 +44,9 @@ def test_deployment_rollout_and_cascade(cluster):
     sets = {rs["metadata"]["name"]: rs for rs in get(cluster, "rs", "-l", "app=web")["items"]}
     assert len(sets) == 2
     assert sorted(rs["spec"]["replicas"] for rs in sets.values()) == [0, 3]
-    images = {p["spec"]["containers"][0]["image"] for p in get(cluster, "pods", "-l", "app=web")["items"]}
-    assert images == {"nginx:1.26"}
+    # Pods of the old ReplicaSet may still be Terminating for a moment.
+    wait_for(lambda: {p["spec"]["containers"][0]["image"] for p in get(cluster, "pods", "-l", "app=web")["items"]} == {"nginx:1.26"},
+             message="only pods of the new template")
     cluster.kubectl("scale", "deploy/web", "--replicas=1")
     wait_for(lambda: len(get(cluster, "pods", "-l", "app=web")["items"]) == 1, message="scaled to 1")
     cluster.kubectl("delete", "deploy", "web")
