@@ -1,6 +1,7 @@
 """The node agent: pods are bound to the embedded node and run, as real processes (allowlisted images) or simulated."""
 
 import json
+import os
 import shutil
 
 import pytest
@@ -267,3 +268,24 @@ def test_etcd_runs_from_the_system_package(cluster):
     with urllib.request.urlopen(f"http://{ip}:2379/health", timeout=5) as r:
         assert json.loads(r.read())["health"] == "true"
     assert "etcd-0" in cluster.kubectl("logs", "etcd-0").stdout
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/share/zookeeper/bin/zkServer.sh"), reason="Debian zookeeper is not installed")
+def test_zookeeper_runs_from_the_system_package(cluster, tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "data").mkdir()
+    cfg = tmp_path / "zoo.cfg"
+    cfg.write_text(f"tickTime=2000\ndataDir={tmp_path / 'data'}\nclientPort={port}\nadmin.enableServer=false\n")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "zk-0"},
+           "spec": {"containers": [{"name": "zk", "image": "zookeeper:3.8", "args": ["start-foreground", str(cfg)],
+                                    "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 1}}]}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(pod))
+    cluster.kubectl("wait", "--for=condition=Ready", "pod/zk-0", "--timeout=90s")
+    ip = pod_status(cluster, "zk-0")["podIP"]
+    with socket.create_connection((ip, port), timeout=5) as s:
+        s.sendall(b"srvr")
+        assert b"Mode: standalone" in s.recv(512)

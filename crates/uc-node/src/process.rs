@@ -136,7 +136,9 @@ pub fn argv(entry: &AllowEntry, container: &Value) -> Vec<String> {
     match command.split_first() {
         // The command names the program (any path): keep its arguments.
         Some((_, rest)) => out.extend(rest.iter().cloned()),
-        None => out.extend(entry.default_args.iter().cloned()),
+        // Like an image's CMD, the default arguments give way to the container's args.
+        None if args.is_empty() => out.extend(entry.default_args.iter().cloned()),
+        None => {}
     }
     out.extend(args);
     out
@@ -660,6 +662,13 @@ mod tests {
         assert_eq!(argv(etcd, &c), vec!["/usr/bin/etcd", "--name", "$(POD_NAME)", "--x"]);
         let sneaky = json!({"command": ["/bin/sh", "-c", "rm -rf /"]});
         assert_eq!(argv(etcd, &sneaky)[0], "/usr/bin/etcd", "a command never replaces the program");
+        let zk = a.find("zookeeper:3.8").unwrap();
+        assert_eq!(argv(zk, &json!({}))[1..], ["start-foreground"]);
+        assert_eq!(
+            argv(zk, &json!({"args": ["start-foreground", "/cfg"]}))[1..],
+            ["start-foreground", "/cfg"],
+            "args replace the defaults"
+        );
         let http = a.find("uc/http-server").unwrap();
         assert_eq!(argv(http, &json!({"args": ["--port", "8080"]})), vec!["/bin/uc", "http-server", "--port", "8080"]);
         assert_eq!(
