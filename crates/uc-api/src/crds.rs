@@ -89,6 +89,7 @@ pub fn controller_revision_crd() -> Value {
                 "name": VERSION, "served": true, "storage": true,
                 "schema": {"openAPIV3Schema": {"type": "object", "properties": {
                     "parentPatch": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    "revision": {"type": "integer", "format": "int64"},
                     "children": {"type": "array", "items": {"type": "object", "properties": {
                         "apiGroup": {"type": "string"}, "kind": {"type": "string"},
                         "names": {"type": "array", "items": {"type": "string"}}}}}}}}

@@ -239,7 +239,11 @@ impl Store {
                 if let Some(bytes) = options.checkpoint_bytes {
                     wal.checkpoint_bytes = bytes;
                 }
+                let mut log_start = recovered.snapshot_revision;
                 for record in recovered.records {
+                    // Changes of one record took consecutive revisions ending at the record's.
+                    let from_log = record.revision > recovered.snapshot_revision;
+                    let mut rv = record.revision + 1 - record.changes.len() as u64;
                     for (k, value) in record.changes {
                         let mut parts = k.splitn(3, '/');
                         let (Some(group), Some(resource), Some(key)) = (parts.next(), parts.next(), parts.next())
@@ -255,17 +259,40 @@ impl Store {
                             None => None,
                         };
                         state.index(&gr, key, old.as_deref(), new.as_deref());
+                        if from_log {
+                            // The watch log is rebuilt too, so that a watch resumes across a restart.
+                            let (kind, object) = match (&old, &new) {
+                                (_, Some(n)) if old.is_some() => (EventType::Modified, n.clone()),
+                                (_, Some(n)) => (EventType::Added, n.clone()),
+                                (Some(o), None) => (EventType::Deleted, Arc::new(with_rv((**o).clone(), rv))),
+                                (None, None) => {
+                                    rv += 1;
+                                    continue;
+                                }
+                            };
+                            let ev = Event { rv, kind, gr: gr.clone(), key: key.to_string(), object, prev: old.clone() };
+                            state.log.push_back(Arc::new(ev));
+                            if state.log.len() > options.log_capacity
+                                && let Some(ev) = state.log.pop_front()
+                            {
+                                log_start = ev.rv;
+                            }
+                        }
+                        rv += 1;
                         if let Some(new) = new {
                             state.objects.entry(gr).or_default().insert(key.to_string(), new);
                         }
                     }
                     state.revision = state.revision.max(record.revision);
                 }
+                state.log_start = if state.log.is_empty() { state.revision } else { log_start };
                 Some(wal)
             }
-            None => None,
+            None => {
+                state.log_start = state.revision;
+                None
+            }
         };
-        state.log_start = state.revision;
         let (writer, rx) = mpsc::unbounded_channel();
         let (revision_tx, _) = watch::channel(state.revision);
         let store = Arc::new(Store { state: RwLock::new(state), writer, revision_tx, options });
@@ -501,13 +528,15 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
     }
 }
 
+fn with_rv(mut v: Value, rv: u64) -> Value {
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+    }
+    v
+}
+
 fn plan(op: Op, current: Option<&Obj>, rv: u64) -> Result<Event, StoreError> {
-    let stamp = |mut v: Value| {
-        if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
-        }
-        Arc::new(v)
-    };
+    let stamp = |v: Value| Arc::new(with_rv(v, rv));
     let check = |expect_rv: u64| -> Result<&Obj, StoreError> {
         let cur = current.ok_or(StoreError::NotFound)?;
         let found = rv_of(cur);
@@ -623,5 +652,33 @@ mod tests {
         assert!(store.get(&gr(), "ns/a").is_some());
         assert!(store.get(&gr(), "ns/b").is_none());
         assert_eq!(store.lookup_uid("a").map(|(r, _)| r.1), Some("ns/a".to_string()));
+    }
+
+    #[tokio::test]
+    async fn a_watch_resumes_across_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        {
+            let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
+            store.write(Op::Create { gr: gr(), key: "ns/a".into(), object: pod("a") }).await.unwrap();
+            store.write(Op::Create { gr: gr(), key: "ns/b".into(), object: pod("b") }).await.unwrap();
+            store.write(Op::Delete { gr: gr(), key: "ns/a".into(), expect_rv: 0 }).await.unwrap();
+        }
+        let store = loop {
+            match Store::open(Some(&path), StoreOptions::default()) {
+                Ok(s) => break s,
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+            }
+        };
+        let mut seen = Vec::new();
+        let newest = store
+            .events_after(1, |ev| seen.push((ev.rv, ev.kind.as_str(), ev.key.clone(), rv_of(&ev.object))))
+            .unwrap();
+        assert_eq!(newest, 3);
+        assert_eq!(seen, vec![(2, "ADDED", "ns/b".to_string(), 2), (3, "DELETED", "ns/a".to_string(), 3)]);
+        store.write(Op::Create { gr: gr(), key: "ns/c".into(), object: pod("c") }).await.unwrap();
+        let mut after = Vec::new();
+        store.events_after(3, |ev| after.push(ev.rv)).unwrap();
+        assert_eq!(after, vec![4]);
     }
 }

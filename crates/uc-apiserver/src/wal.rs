@@ -145,6 +145,8 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> StoreError + '_ {
 pub struct Recovered {
     /// Snapshot records then log records, to apply in order.
     pub records: Vec<Record>,
+    /// The revision of the snapshot: records after it came from the log, one event per change.
+    pub snapshot_revision: u64,
 }
 
 /// The open log.
@@ -235,7 +237,7 @@ impl Wal {
             segment_bytes: 0,
             checkpoint_bytes: 64 << 20,
         };
-        Ok((wal, Recovered { records }))
+        Ok((wal, Recovered { records, snapshot_revision: base }))
     }
 
     /// Appends one batch and makes it durable.

@@ -21,9 +21,10 @@ use crate::hooks::native::NativeRegistry;
 use crate::hooks::{HookError, HookImpl, HookKind};
 use crate::informer::{Change, Informer, InformerHub, Obj, ObjKey, Subscription, key_of, resource_id};
 use crate::metrics::Metrics;
-use crate::plan::{Action, plan};
+use crate::plan::{Action, decorate, plan};
 use crate::queue::WorkQueue;
 use crate::resources::{Resolved, resolve};
+use crate::revision::{self, Revision, TypeRollout};
 
 /// Label uc puts on children when it generates the selector (Metacontroller's name for it).
 pub const CONTROLLER_UID_LABEL: &str = "controller-uid";
@@ -89,6 +90,26 @@ struct ChildType {
     informer: Arc<Informer>,
 }
 
+impl ChildType {
+    fn rolling(&self) -> bool {
+        matches!(self.method, UpdateMethod::RollingRecreate | UpdateMethod::RollingInPlace)
+    }
+}
+
+/// Where the revisions of rolling child types live, and which parent fields they hold.
+struct RevisionStore {
+    res: Resolved,
+    field_paths: Vec<String>,
+}
+
+/// One step of a parent's rollout, ready to be written.
+struct Rollout {
+    revisions: Vec<Revision>,
+    latest: usize,
+    condition: Value,
+    moved: Vec<String>,
+}
+
 /// Per parent: the related-resource rules its last customize answer named, by resource id.
 type RelatedRules = Arc<Mutex<HashMap<ObjKey, Vec<(String, RelatedResourceRule)>>>>;
 
@@ -113,6 +134,7 @@ struct Shared {
     parent: Resolved,
     parents: Arc<Informer>,
     children: Vec<ChildType>,
+    revisions: Option<RevisionStore>,
     sync: HookImpl,
     finalize: Option<HookImpl>,
     customize: Option<HookImpl>,
@@ -222,6 +244,31 @@ pub async fn start(ctx: Arc<Ctx>, uc: Value) -> Result<Running, StartError> {
         let checks = c.update_strategy.as_ref().and_then(|s| s.status_checks.clone());
         child_res.push((res, method, checks));
     }
+    let revisions = if child_res
+        .iter()
+        .any(|(_, m, _)| matches!(m, UpdateMethod::RollingRecreate | UpdateMethod::RollingInPlace))
+    {
+        let res = resolve(&ctx.client, uc_api::controller::API_VERSION, "controllerrevisions").await.map_err(|m| {
+            start_err("UnknownResource", format!("rolling update strategies keep their state in ControllerRevisions: {m} (install it: uc crds | kubectl apply -f -)"))
+        })?;
+        let mut field_paths =
+            spec.parent_resource.revision_history.as_ref().map(|h| h.field_paths.clone()).unwrap_or_default();
+        if let Some(i) = field_paths.iter().position(|p| p.split('.').any(str::is_empty)) {
+            return Err(start_err(
+                "InvalidSpec",
+                format!(
+                    "spec.parentResource.revisionHistory.fieldPaths[{i}]: {:?} is not a dotted field path",
+                    field_paths[i]
+                ),
+            ));
+        }
+        if field_paths.is_empty() {
+            field_paths.push("spec".into());
+        }
+        Some(RevisionStore { res, field_paths })
+    } else {
+        None
+    };
     let sync = build_hook(&ctx, &sync_spec, "sync").await?;
     let finalize = match &spec.hooks.finalize {
         Some(h) => Some(build_hook(&ctx, h, "finalize").await?),
@@ -244,6 +291,7 @@ pub async fn start(ctx: Arc<Ctx>, uc: Value) -> Result<Running, StartError> {
         parent,
         parents,
         children,
+        revisions,
         sync,
         finalize,
         customize,
@@ -539,17 +587,33 @@ impl Shared {
         let response: SyncResponse = serde_json::from_value(answer).map_err(|e| {
             sync_err("HookError", format!("invalid hook response: {e} (a response must have a `children` list)"))
         })?;
-        let desired = self.validate_children(&parent, &response.children)?;
+        let mut desired = self.validate_children(&parent, &response.children)?;
+        let mut status = response.status;
+        let rollout = match &self.revisions {
+            Some(store) if !deleting => {
+                let r = self.rollout(store, &parent, &selector_labels, &observed, &mut desired, &request, hook).await?;
+                let base = status.take().unwrap_or_else(|| parent.get("status").cloned().unwrap_or_else(|| json!({})));
+                let mut s = if base.is_object() { base } else { json!({}) };
+                let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+                revision::set_condition(&mut s, r.condition.clone(), parent.get("status"), &now);
+                status = Some(s);
+                Some(r)
+            }
+            _ => None,
+        };
 
-        // The answer is good: now, and only now, change the cluster.
+        // The answer is good: now, and only now, change the cluster. A rollout's intent goes first.
+        if let (Some(r), Some(store)) = (&rollout, &self.revisions) {
+            self.write_revisions(store, &parent, &selector_labels, r).await?;
+        }
         let mut actions = claims;
         for (i, t) in self.children.iter().enumerate() {
-            actions.extend(plan(t.method, t.checks.as_ref(), &parent, &selector_labels, &observed[i], &desired[i]));
+            actions.extend(plan(t.method, &parent, &selector_labels, &observed[i], &desired[i]));
         }
         for a in actions {
             self.execute(&parent, a).await?;
         }
-        self.write_status(&parent, response.status).await?;
+        self.write_status(&parent, status).await?;
         if deleting && response.finalized == Some(true) {
             if let Some(p) = self.parents.get(key) {
                 self.set_finalizer(&p, false).await?;
@@ -559,6 +623,182 @@ impl Shared {
         }
         if let Some(after) = response.resync_after_seconds.filter(|s| *s > 0.0 && s.is_finite()) {
             self.queue.add_after(key.clone(), Duration::from_secs_f64(after.min(86_400.0)));
+        }
+        Ok(())
+    }
+
+    /// A cluster-scoped parent keeps its revisions in `default`.
+    fn revisions_namespace<'a>(&self, parent: &'a Value) -> &'a str {
+        if self.parent.namespaced { meta(parent, "namespace") } else { "default" }
+    }
+
+    fn revisions_api(&self, store: &RevisionStore, parent: &Value) -> Api<DynamicObject> {
+        Api::namespaced_with(self.ctx.client.clone(), self.revisions_namespace(parent), &store.res.ar)
+    }
+
+    /// One step of the parent's rollout: loads its revisions (from the API server, never from a cache, so
+    /// a step always starts from the last one's intent), asks the hook for the children of every old
+    /// revision that still has some, and picks per child the revision it is desired at. `desired` is
+    /// rewritten for the rolling child types.
+    #[allow(clippy::too_many_arguments)]
+    async fn rollout(
+        &self,
+        store: &RevisionStore,
+        parent: &Value,
+        selector_labels: &Map<String, Value>,
+        observed: &[Vec<Obj>],
+        desired: &mut [Vec<Value>],
+        request: &Value,
+        hook: &HookImpl,
+    ) -> Result<Rollout, SyncError> {
+        let (group, resource) = (self.parent.ar.group.as_str(), self.parent.ar.plural.as_str());
+        let selector = revision::labels(group, resource, selector_labels)
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join(",");
+        let list = self
+            .revisions_api(store, parent)
+            .list(&kube::api::ListParams::default().labels(&selector))
+            .await
+            .map_err(|e| kube_err("listing the parent's ControllerRevisions", e))?;
+        let parent_uid = meta(parent, "uid");
+        let mut revisions: Vec<Revision> = list
+            .items
+            .into_iter()
+            .filter_map(|o| serde_json::to_value(o).ok())
+            .filter(|o| controller_ref(o).and_then(|r| r.get("uid")).and_then(Value::as_str) == Some(parent_uid))
+            .map(|o| Revision::from_object(&o))
+            .collect();
+        let patch = revision::parent_patch(parent, &store.field_paths);
+        let name = revision::revision_name(resource, group, parent_uid, &patch);
+        let latest = match revisions.iter().position(|r| r.name == name) {
+            Some(i) => i,
+            None => {
+                let next = revisions.iter().map(|r| r.revision).max().unwrap_or(0) + 1;
+                revisions.push(Revision { name, patch, revision: next, children: BTreeMap::new(), stored: None });
+                revisions.len() - 1
+            }
+        };
+        // desired_at[revision][child type]
+        let mut desired_at: Vec<Vec<Vec<Value>>> = Vec::with_capacity(revisions.len());
+        for (i, rev) in revisions.iter().enumerate() {
+            if i == latest {
+                desired_at.push(desired.to_vec());
+                continue;
+            }
+            if rev.is_empty() {
+                desired_at.push(vec![Vec::new(); self.children.len()]);
+                continue;
+            }
+            let old_parent = revision::parent_at(parent, &rev.patch, &store.field_paths);
+            let mut req = request.clone();
+            req["parent"] = old_parent.clone();
+            let (answer, elapsed) = hook.call(HookKind::Sync, &req).await;
+            self.ctx.metrics.hook_call(&self.name, HookKind::Sync.as_str(), elapsed, answer.is_ok());
+            let response: SyncResponse = serde_json::from_value(answer?)
+                .map_err(|e| sync_err("HookError", format!("invalid hook response for revision {}: {e}", rev.name)))?;
+            desired_at.push(self.validate_children(&old_parent, &response.children)?);
+        }
+        let (mut updated, mut total, mut next, mut moved) = (0, 0, None, Vec::new());
+        for (i, t) in self.children.iter().enumerate() {
+            if !t.rolling() {
+                continue;
+            }
+            let per_revision = desired_at
+                .iter()
+                .map(|d| d[i].iter().map(|c| decorate(parent, selector_labels, c)).collect())
+                .collect();
+            let outcome = revision::roll(
+                &mut revisions,
+                latest,
+                TypeRollout {
+                    group: (t.res.ar.group.clone(), t.res.ar.kind.clone()),
+                    method: t.method,
+                    checks: t.checks.as_ref(),
+                    observed: &observed[i],
+                    desired: per_revision,
+                },
+            );
+            desired[i] = outcome.desired;
+            updated += outcome.updated;
+            total += outcome.total;
+            if next.is_none() {
+                next = outcome.next.map(|n| format!("{} {n}", t.res.ar.kind));
+            }
+            moved.extend(outcome.moved.map(|n| format!("{} {n}", t.res.ar.kind)));
+        }
+        let condition = revision::updated_condition(&revisions[latest].name, updated, total, next.as_deref());
+        Ok(Rollout { revisions, latest, condition, moved })
+    }
+
+    /// Writes a rollout step's intent: the latest revision first (it gains children), then the old ones
+    /// (they lose them; an old one left with none is deleted). Every write is conditioned on the
+    /// resourceVersion read, so two writers cannot interleave.
+    async fn write_revisions(
+        &self,
+        store: &RevisionStore,
+        parent: &Value,
+        selector_labels: &Map<String, Value>,
+        r: &Rollout,
+    ) -> Result<(), SyncError> {
+        let api = self.revisions_api(store, parent);
+        let to_dynamic =
+            |v: Value| serde_json::from_value::<DynamicObject>(v).map_err(|e| sync_err("InternalError", e.to_string()));
+        let latest = &r.revisions[r.latest];
+        match &latest.stored {
+            None => {
+                let (group, resource) = (self.parent.ar.group.as_str(), self.parent.ar.plural.as_str());
+                let body = json!({
+                    "apiVersion": uc_api::controller::API_VERSION, "kind": "ControllerRevision",
+                    "metadata": {
+                        "name": latest.name, "namespace": self.revisions_namespace(parent),
+                        "labels": revision::labels(group, resource, selector_labels),
+                        "ownerReferences": [{"apiVersion": parent.get("apiVersion"), "kind": parent.get("kind"),
+                            "name": meta(parent, "name"), "uid": meta(parent, "uid"),
+                            "controller": true, "blockOwnerDeletion": true}],
+                    },
+                    "parentPatch": latest.patch, "revision": latest.revision, "children": latest.children_value(),
+                });
+                api.create(&PostParams::default(), &to_dynamic(body)?)
+                    .await
+                    .map_err(|e| kube_err(&format!("creating ControllerRevision {}", latest.name), e))?;
+            }
+            Some(stored) if latest.needs_write() => {
+                let mut body = stored.clone();
+                body["children"] = latest.children_value();
+                api.replace(&latest.name, &PostParams::default(), &to_dynamic(body)?)
+                    .await
+                    .map_err(|e| kube_err(&format!("updating ControllerRevision {}", latest.name), e))?;
+            }
+            Some(_) => {}
+        }
+        for (i, rev) in r.revisions.iter().enumerate() {
+            let Some(stored) = rev.stored.as_ref().filter(|_| i != r.latest) else { continue };
+            if rev.is_empty() {
+                let dp = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: None,
+                        resource_version: Some(meta(stored, "resourceVersion").to_string()),
+                    }),
+                    ..Default::default()
+                };
+                match api.delete(&rev.name, &dp).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(e) => return Err(kube_err(&format!("deleting ControllerRevision {}", rev.name), e)),
+                }
+            } else if rev.needs_write() {
+                let mut body = stored.clone();
+                body["children"] = rev.children_value();
+                api.replace(&rev.name, &PostParams::default(), &to_dynamic(body)?)
+                    .await
+                    .map_err(|e| kube_err(&format!("updating ControllerRevision {}", rev.name), e))?;
+            }
+        }
+        for m in &r.moved {
+            let msg = format!("{m} moves to revision {}", latest.name);
+            self.ctx.recorder.record(parent, "Normal", "RollingUpdate", &msg).await;
         }
         Ok(())
     }

@@ -15,5 +15,6 @@ pub mod metrics;
 pub mod plan;
 pub mod queue;
 pub mod resources;
+pub mod revision;
 
 pub use manager::{Engine, EngineOptions};

@@ -81,7 +81,18 @@ pub async fn install_crds(client: &kube::Client) -> anyhow::Result<()> {
         let crd: CustomResourceDefinition = serde_json::from_value(crd)?;
         match api.create(&PostParams::default(), &crd).await {
             Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                // Installed by an older uc: bring its schema up to this one's.
+                let name = crd.metadata.name.clone().unwrap_or_default();
+                let current = api.get(&name).await?;
+                if current.spec != crd.spec {
+                    let mut updated = crd.clone();
+                    updated.metadata.resource_version = current.metadata.resource_version;
+                    api.replace(&name, &PostParams::default(), &updated)
+                        .await
+                        .map_err(|e| anyhow::anyhow!("updating CRD {name}: {e}"))?;
+                }
+            }
             Err(e) => return Err(anyhow::anyhow!("installing CRD {}: {e}", crd.metadata.name.unwrap_or_default())),
         }
     }

@@ -64,10 +64,10 @@ pub fn decorate(parent: &Value, selector_labels: &Map<String, Value>, child: &Va
 }
 
 /// What to do with one child type: deletes of undesired children, creates of missing ones, and updates
-/// of differing ones according to the update method.
+/// of differing ones according to the update method. Rolling methods update like their one-shot forms:
+/// the rollout (`crate::revision`) has already chosen, per child, the revision it is desired at.
 pub fn plan(
     method: UpdateMethod,
-    checks: Option<&StatusChecks>,
     parent: &Value,
     selector_labels: &Map<String, Value>,
     observed: &[Obj],
@@ -86,8 +86,6 @@ pub fn plan(
             });
         }
     }
-    let rolling = matches!(method, UpdateMethod::RollingRecreate | UpdateMethod::RollingInPlace);
-    let mut rolled = false;
     for d in desired {
         let d = decorate(parent, selector_labels, d);
         let Some(o) = observed_by_key.get(&key(&d)) else {
@@ -100,14 +98,6 @@ pub fn plan(
         let merged = apply::apply(o, &d);
         if merged == ***o {
             continue;
-        }
-        if rolling {
-            // One differing child at a time, and only while every other child passes its checks.
-            let others_ok = observed.iter().filter(|x| key(x) != key(&d)).all(|x| passes_checks(x, checks));
-            if rolled || !others_ok {
-                continue;
-            }
-            rolled = true;
         }
         match method {
             UpdateMethod::Recreate | UpdateMethod::RollingRecreate => actions.push(Action::Delete {
@@ -196,7 +186,7 @@ mod tests {
     fn creates_missing_deletes_undesired_and_skips_unchanged() {
         let obs = vec![observed("a", "v1", true), observed("gone", "v1", true)];
         let des = vec![desired("a", "v1"), desired("new", "v1")];
-        let actions = plan(UpdateMethod::InPlace, None, &parent(), &labels(), &obs, &des);
+        let actions = plan(UpdateMethod::InPlace, &parent(), &labels(), &obs, &des);
         assert_eq!(kinds(&actions), vec!["delete gone", "create new"]);
     }
 
@@ -204,33 +194,25 @@ mod tests {
     fn update_methods() {
         let obs = vec![observed("a", "v1", true), observed("b", "v1", true)];
         let des = vec![desired("a", "v2"), desired("b", "v2")];
-        let p = |m| kinds(&plan(m, None, &parent(), &labels(), &obs, &des));
+        let p = |m| kinds(&plan(m, &parent(), &labels(), &obs, &des));
         assert_eq!(p(UpdateMethod::OnDelete), Vec::<String>::new());
         assert_eq!(p(UpdateMethod::InPlace), vec!["update a", "update b"]);
         assert_eq!(p(UpdateMethod::Recreate), vec!["delete a", "delete b"]);
-        assert_eq!(p(UpdateMethod::RollingInPlace), vec!["update a"], "one at a time, in the hook's order");
-        assert_eq!(p(UpdateMethod::RollingRecreate), vec!["delete a"]);
-        let updated = plan(UpdateMethod::InPlace, None, &parent(), &labels(), &obs, &des);
+        assert_eq!(p(UpdateMethod::RollingInPlace), vec!["update a", "update b"], "the rollout chose the revisions");
+        assert_eq!(p(UpdateMethod::RollingRecreate), vec!["delete a", "delete b"]);
+        let updated = plan(UpdateMethod::InPlace, &parent(), &labels(), &obs, &des);
         let Action::Update(u) = &updated[0] else { panic!("an update") };
         assert_eq!(u["spec"]["image"], json!("v2"));
         assert_eq!(u["status"], obs[0]["status"], "status is never written by apply");
     }
 
     #[test]
-    fn rolling_waits_for_status_checks() {
+    fn status_checks() {
         let checks = StatusChecks {
             conditions: vec![ConditionCheck { type_: "Ready".into(), status: Some("True".into()), reason: None }],
         };
-        // b (already updated) is not Ready: a must wait.
-        let obs = vec![observed("a", "v1", true), observed("b", "v2", false)];
-        let des = vec![desired("a", "v2"), desired("b", "v2")];
-        assert!(plan(UpdateMethod::RollingRecreate, Some(&checks), &parent(), &labels(), &obs, &des).is_empty());
-        let obs = vec![observed("a", "v1", true), observed("b", "v2", true)];
-        assert_eq!(
-            kinds(&plan(UpdateMethod::RollingRecreate, Some(&checks), &parent(), &labels(), &obs, &des)),
-            vec!["delete a"]
-        );
-        assert!(passes_checks(&obs[1], Some(&checks)));
+        assert!(passes_checks(&observed("b", "v2", true), Some(&checks)));
+        assert!(!passes_checks(&observed("b", "v2", false), Some(&checks)));
         assert!(!passes_checks(&json!({}), Some(&checks)));
         assert!(passes_checks(&json!({}), None));
     }
@@ -240,7 +222,7 @@ mod tests {
         let mut o = (*observed("a", "v1", true)).clone();
         o["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
         let obs = vec![Arc::new(o)];
-        assert!(plan(UpdateMethod::InPlace, None, &parent(), &labels(), &obs, &[desired("a", "v2")]).is_empty());
-        assert!(plan(UpdateMethod::InPlace, None, &parent(), &labels(), &obs, &[]).is_empty());
+        assert!(plan(UpdateMethod::InPlace, &parent(), &labels(), &obs, &[desired("a", "v2")]).is_empty());
+        assert!(plan(UpdateMethod::InPlace, &parent(), &labels(), &obs, &[]).is_empty());
     }
 }
