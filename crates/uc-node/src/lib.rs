@@ -389,6 +389,16 @@ fn runs_as_processes(pod: &Value, allow: &Allowlist) -> bool {
     })
 }
 
+/// Whether the pod (as the typed watch delivers it) already carries `status`. The comparison goes
+/// through the typed PodStatus, which drops what it cannot hold (`lastProbeTime: null`): comparing the
+/// raw value would never match, and every write would cause the next.
+fn same_status(pod: &Value, status: &Value) -> bool {
+    let typed = serde_json::from_value::<k8s_openapi::api::core::v1::PodStatus>(status.clone())
+        .ok()
+        .and_then(|s| serde_json::to_value(s).ok());
+    pod.get("status") == Some(typed.as_ref().unwrap_or(status))
+}
+
 async fn patch_status(client: &kube::Client, pod: &Value, status: Value) -> Result<(), kube::Error> {
     let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
     let name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
@@ -440,7 +450,7 @@ async fn run_process_pod(
             return;
         }
         let status = process::status(&pod, &procs, &ip);
-        if pod.get("status") != Some(&status)
+        if !same_status(&pod, &status)
             && let Err(e) = patch_status(&client, &pod, status).await
         {
             if matches!(&e, kube::Error::Api(s) if s.code == 404) {
@@ -473,7 +483,7 @@ async fn run_pod(client: kube::Client, mut rx: watch::Receiver<Value>, ips: Arc<
         status["reason"] = json!("Simulated");
         status["message"] =
             json!("simulated by uc-node: the pod's images are not all on the node's allowlist, so nothing executes");
-        if pod.get("status") != Some(&status) {
+        if !same_status(&pod, &status) {
             let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
             if let Err(e) =
                 api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({"status": status}))).await
@@ -550,5 +560,18 @@ mod tests {
         assert_eq!(phase_ready_restarts(&done, 3.0).0, "Succeeded");
         let always = pod(json!({RUN_SECONDS: "1"}), "Always");
         assert_eq!(phase_ready_restarts(&always, 10.0).2, 3, "1 s runs with 1, 2, 4 s back-offs");
+    }
+
+    #[test]
+    fn a_status_written_once_matches_what_the_typed_watch_brings_back() {
+        let mut p = pod(json!({}), "Always");
+        let (status, _) = simulate(&p, "127.1.0.2", at(5.0));
+        assert!(!same_status(&p, &status));
+        // What the node's watch delivers: the pod after a trip through the typed Pod.
+        p["status"] = status.clone();
+        let typed: Pod = serde_json::from_value(p).unwrap();
+        let seen = serde_json::to_value(typed).unwrap();
+        assert_ne!(seen.get("status"), Some(&status), "the typed pod drops lastProbeTime: null");
+        assert!(same_status(&seen, &status), "so the comparison must go through the typed status too");
     }
 }
