@@ -270,7 +270,8 @@ impl Store {
                                     continue;
                                 }
                             };
-                            let ev = Event { rv, kind, gr: gr.clone(), key: key.to_string(), object, prev: old.clone() };
+                            let ev =
+                                Event { rv, kind, gr: gr.clone(), key: key.to_string(), object, prev: old.clone() };
                             state.log.push_back(Arc::new(ev));
                             if state.log.len() > options.log_capacity
                                 && let Some(ev) = state.log.pop_front()

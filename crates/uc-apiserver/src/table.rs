@@ -79,6 +79,19 @@ fn select<'a>(inner: &str, v: &'a Value, out: &mut Vec<&'a Value>) {
                 out.push(item);
             }
         }
+    } else if let Some((from, to)) = inner.split_once(':') {
+        // A slice, `[start:end]`, either end optional and negative from the back.
+        let Some(a) = v.as_array() else { return };
+        let len = a.len() as i64;
+        let bound = |s: &str, default: i64| match s.trim() {
+            "" => Some(default),
+            t => t.parse::<i64>().ok().map(|i| if i < 0 { (len + i).max(0) } else { i.min(len) }),
+        };
+        if let (Some(from), Some(to)) = (bound(from, 0), bound(to, len))
+            && from < to
+        {
+            out.extend(&a[from as usize..to as usize]);
+        }
     } else if let Ok(i) = inner.parse::<i64>() {
         if let Some(a) = v.as_array() {
             let idx = if i < 0 { a.len() as i64 + i } else { i };
@@ -443,6 +456,10 @@ mod tests {
         assert_eq!(eval_jsonpath(".spec.list[*].v", &v), vec![&json!(1), &json!(2)]);
         assert_eq!(eval_jsonpath(".status.conditions[?(@.type==\"Ready\")].status", &v), vec![&json!("True")]);
         assert_eq!(eval_jsonpath("{.spec.list[-1].name}", &v), vec![&json!("b")]);
+        assert_eq!(eval_jsonpath(".status.conditions[-1:].type", &v), vec![&json!("X")]);
+        assert_eq!(eval_jsonpath(".spec.list[0:1].name", &v), vec![&json!("a")]);
+        assert_eq!(eval_jsonpath(".spec.list[:].v", &v), vec![&json!(1), &json!(2)]);
+        assert!(eval_jsonpath(".spec.list[5:].v", &v).is_empty());
         assert!(eval_jsonpath(".spec.missing", &v).is_empty());
     }
 
