@@ -105,7 +105,8 @@ pub fn controllers() -> Vec<Value> {
         "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
         "metadata": {"name": "builtin-statefulset", "labels": {"uc.njuics.cn/builtin": "true"}},
         "spec": {
-            "parentResource": {"apiVersion": "apps/v1", "resource": "statefulsets"},
+            "parentResource": {"apiVersion": "apps/v1", "resource": "statefulsets",
+                               "revisionHistory": {"fieldPaths": ["spec.template"]}},
             "childResources": [
                 {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "RollingRecreate",
                  "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]}}},

@@ -1,7 +1,8 @@
 //! StatefulSet: pods `<name>-0..N-1` with stable hostnames under the governing Service, started in
 //! order (OrderedReady: each only after the lower ones are Running and Ready) or all at once (Parallel),
 //! scaled down from the highest ordinal, with one PersistentVolumeClaim per claim template and ordinal.
-//! Template changes roll through the engine's RollingRecreate strategy: desired pods are listed in
+//! Template changes (the revision field, `spec.template`) roll through the engine's RollingRecreate
+//! strategy and its ControllerRevisions: desired pods are listed in
 //! descending ordinal, so the highest one is replaced first, one at a time, each after the previous is
 //! Ready again.
 
