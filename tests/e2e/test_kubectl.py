@@ -212,3 +212,27 @@ def test_typed_create_commands_send_protobuf_and_work(cluster):
     assert svc["spec"]["ports"][0]["targetPort"] == 8080 and svc["spec"]["ports"][0]["port"] == 80
     job = json.loads(cluster.kubectl("-n", "typed", "get", "job", "once", "-o", "json").stdout)
     assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
+
+
+def client_counters(cluster):
+    """apiserver_client_* samples of /metrics, by (metric, client)."""
+    out = {}
+    for line in cluster.kubectl("get", "--raw", "/metrics").stdout.splitlines():
+        if line.startswith("apiserver_client_"):
+            series, value = line.rsplit(" ", 1)
+            name, client = series.split('{client="', 1)
+            out[(name, client[:-2])] = float(value)
+    return out
+
+
+def test_metrics_count_requests_and_bytes_per_client(cluster):
+    before = client_counters(cluster)
+    kubectl = [c for (m, c) in before if c.startswith("kubectl/")]
+    assert kubectl, f"kubectl is named by its User-Agent: {sorted(before)}"
+    assert any(c.startswith("uc-engine/") for (m, c) in before) and any(c.startswith("uc-node/") for (m, c) in before)
+    listing = cluster.kubectl("get", "--raw", "/api/v1/namespaces/kube-system/pods").stdout
+    after = client_counters(cluster)
+    grew = max(after[("apiserver_client_response_bytes_total", c)] - before.get(("apiserver_client_response_bytes_total", c), 0)
+               for c in kubectl)
+    assert grew >= len(listing), "the list's bytes are counted for kubectl"
+    assert cluster.kubectl("get", "--raw", "/metrics", check=False).returncode == 0

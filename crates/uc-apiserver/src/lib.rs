@@ -18,6 +18,7 @@ pub mod server;
 pub mod storage;
 pub mod table;
 pub mod tls;
+pub mod traffic;
 pub mod wal;
 pub mod watch;
 

@@ -76,6 +76,8 @@ pub struct App {
     pub token: String,
     /// Configuration.
     pub config: Config,
+    /// Per-client request and byte counters (`/metrics`).
+    pub traffic: crate::traffic::Traffic,
 }
 
 /// A running API server.
@@ -106,7 +108,13 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
     let db_path = config.data_dir.join("store");
     let store = Store::open(config.durable.then_some(db_path.as_path()), config.store.clone())?;
     let registry = Arc::new(Registry::new());
-    let app = Arc::new(App { store, registry, token: creds.token.clone(), config: config.clone() });
+    let app = Arc::new(App {
+        store,
+        registry,
+        token: creds.token.clone(),
+        config: config.clone(),
+        traffic: Default::default(),
+    });
     crate::handlers::bootstrap(&app).await.map_err(|e| StartError::Io(format!("bootstrapping: {}", e.0.message)))?;
 
     let listener = TcpListener::bind(("127.0.0.1", config.port))
@@ -261,13 +269,24 @@ pub struct Req {
 async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path().to_string();
     let method = req.method().clone();
+    let client = crate::traffic::client_name(req.headers().get(header::USER_AGENT).and_then(|h| h.to_str().ok()));
+    let counters = app.traffic.request(&client);
     let mut response = match handle_inner(&app, req).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
     };
-    tracing::debug!(%method, %path, status = response.status().as_u16(), "request");
+    tracing::debug!(%method, %path, %client, status = response.status().as_u16(), "request");
     response.headers_mut().insert("cache-control", HeaderValue::from_static("no-cache, private"));
-    response
+    // Bytes are counted as they are written, so a watch stream counts what it has sent so far.
+    response.map(|body| {
+        body.map_frame(move |frame| {
+            if let Some(data) = frame.data_ref() {
+                counters.bytes.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            }
+            frame
+        })
+        .boxed()
+    })
 }
 
 fn public_path(path: &str) -> bool {
@@ -313,6 +332,11 @@ async fn handle_inner(app: &Arc<App>, req: Request<Incoming>) -> Result<Response
         if presented != Some(app.token.as_str()) {
             return Err(ApiError::unauthorized());
         }
+    }
+    if path == "/metrics" && parts.method == Method::GET {
+        let mut r = Response::new(full(app.traffic.render()));
+        r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"));
+        return Ok(r);
     }
     let params: Params =
         parts.uri.query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();

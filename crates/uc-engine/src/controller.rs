@@ -23,7 +23,7 @@ use crate::informer::{Change, Informer, InformerHub, Obj, ObjKey, Subscription, 
 use crate::metrics::Metrics;
 use crate::plan::{Action, decorate, plan};
 use crate::queue::WorkQueue;
-use crate::resources::{Resolved, resolve};
+use crate::resources::Resolved;
 use crate::revision::{self, Revision, TypeRollout};
 
 /// Label uc puts on children when it generates the selector (Metacontroller's name for it).
@@ -45,6 +45,8 @@ pub struct Ctx {
     pub workers: usize,
     /// Apply children with server-side apply (falls back to client-side apply where unsupported).
     pub server_side_apply: bool,
+    /// Discovery, cached across controllers.
+    pub discovery: Arc<crate::resources::Discovery>,
 }
 
 /// Why a controller cannot run (reported in the UC object's `Ready` condition).
@@ -225,12 +227,16 @@ pub async fn start(ctx: Arc<Ctx>, uc: Value) -> Result<Running, StartError> {
     let spec: UniversalControllerSpec = serde_json::from_value(uc.get("spec").cloned().unwrap_or(Value::Null))
         .map_err(|e| start_err("InvalidSpec", format!("spec: {e}")))?;
     let sync_spec = spec.hooks.sync.clone().ok_or_else(|| start_err("InvalidSpec", "spec.hooks.sync is required"))?;
-    let parent = resolve(&ctx.client, &spec.parent_resource.api_version, &spec.parent_resource.resource)
+    let parent = ctx
+        .discovery
+        .resolve(&spec.parent_resource.api_version, &spec.parent_resource.resource)
         .await
         .map_err(|m| start_err("UnknownResource", format!("spec.parentResource: {m}")))?;
     let mut child_res = Vec::new();
     for (i, c) in spec.child_resources.iter().enumerate() {
-        let res = resolve(&ctx.client, &c.api_version, &c.resource)
+        let res = ctx
+            .discovery
+            .resolve(&c.api_version, &c.resource)
             .await
             .map_err(|m| start_err("UnknownResource", format!("spec.childResources[{i}]: {m}")))?;
         if parent.namespaced && !res.namespaced {
@@ -248,7 +254,7 @@ pub async fn start(ctx: Arc<Ctx>, uc: Value) -> Result<Running, StartError> {
         .iter()
         .any(|(_, m, _)| matches!(m, UpdateMethod::RollingRecreate | UpdateMethod::RollingInPlace))
     {
-        let res = resolve(&ctx.client, uc_api::controller::API_VERSION, "controllerrevisions").await.map_err(|m| {
+        let res = ctx.discovery.resolve(uc_api::controller::API_VERSION, "controllerrevisions").await.map_err(|m| {
             start_err("UnknownResource", format!("rolling update strategies keep their state in ControllerRevisions: {m} (install it: uc crds | kubectl apply -f -)"))
         })?;
         let mut field_paths =
@@ -1057,7 +1063,10 @@ impl Shared {
         if let Some(s) = self.related_sources.lock().get(&cache_key) {
             return Ok(s.clone());
         }
-        let res = resolve(&self.ctx.client, api_version, resource)
+        let res = self
+            .ctx
+            .discovery
+            .resolve(api_version, resource)
             .await
             .map_err(|m| sync_err("HookError", format!("relatedResources: {m}")))?;
         let informer = self.ctx.hub.acquire(&res.ar);

@@ -134,6 +134,7 @@ impl Engine {
             natives: options.natives.clone(),
             workers: options.workers,
             server_side_apply: options.server_side_apply,
+            discovery: Arc::new(crate::resources::Discovery::new(client.clone())),
         });
         let task = tokio::spawn(run(ctx));
         Ok(Engine { metrics_addr, metrics, task })

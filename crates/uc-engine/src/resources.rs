@@ -1,6 +1,12 @@
 //! Resolving `apiVersion` + plural resource names through discovery.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube::api::ApiResource;
+use parking_lot::Mutex;
 
 /// A resource type found in discovery.
 #[derive(Clone, Debug)]
@@ -22,6 +28,11 @@ impl Resolved {
 
 /// Finds `resource` served at `api_version`; the error says what is missing.
 pub async fn resolve(client: &kube::Client, api_version: &str, resource: &str) -> Result<Resolved, String> {
+    let list = fetch(client, api_version).await?;
+    find(&list, api_version, resource)
+}
+
+async fn fetch(client: &kube::Client, api_version: &str) -> Result<Arc<APIResourceList>, String> {
     let (group, version) = uc_api::resource::split_api_version(api_version);
     let list = if group.is_empty() {
         client.list_core_api_resources(version).await
@@ -29,6 +40,11 @@ pub async fn resolve(client: &kube::Client, api_version: &str, resource: &str) -
         client.list_api_group_resources(api_version).await
     }
     .map_err(|e| format!("{api_version} is not served: {e}"))?;
+    Ok(Arc::new(list))
+}
+
+fn find(list: &APIResourceList, api_version: &str, resource: &str) -> Result<Resolved, String> {
+    let (group, version) = uc_api::resource::split_api_version(api_version);
     let found = list
         .resources
         .iter()
@@ -43,4 +59,34 @@ pub async fn resolve(client: &kube::Client, api_version: &str, resource: &str) -
         plural: resource.to_string(),
     };
     Ok(Resolved { ar, namespaced: found.namespaced, status_subresource })
+}
+
+/// Discovery shared by every controller of an engine: one fetch per group version, reused for a while.
+/// Each controller resolving its types anew fetched `/api/v1` several times (every UniversalController
+/// names Pods or Services), which was most of what a new controller cost the API server.
+pub struct Discovery {
+    client: kube::Client,
+    cache: Mutex<HashMap<String, (Instant, Arc<APIResourceList>)>>,
+}
+
+/// How long a fetched group version is trusted when it has the resource asked for. A miss always
+/// fetches again (a CRD may have just been created).
+const FRESH: Duration = Duration::from_secs(30);
+
+impl Discovery {
+    /// A cache in front of `client`'s discovery.
+    pub fn new(client: kube::Client) -> Discovery {
+        Discovery { client, cache: Mutex::new(HashMap::new()) }
+    }
+
+    /// Like [`resolve`], from the cache when it is fresh and has the resource.
+    pub async fn resolve(&self, api_version: &str, resource: &str) -> Result<Resolved, String> {
+        let cached = self.cache.lock().get(api_version).filter(|(at, _)| at.elapsed() < FRESH).map(|(_, l)| l.clone());
+        if let Some(hit) = cached.and_then(|l| find(&l, api_version, resource).ok()) {
+            return Ok(hit);
+        }
+        let list = fetch(&self.client, api_version).await?;
+        self.cache.lock().insert(api_version.to_string(), (Instant::now(), list.clone()));
+        find(&list, api_version, resource)
+    }
 }

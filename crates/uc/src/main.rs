@@ -129,7 +129,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
     let engine = if args.no_engine {
         None
     } else {
-        let client = client_for(Some(&kubeconfig)).await?;
+        let client = client_for(Some(&kubeconfig), "uc-engine").await?;
         let mut options = uc_engine::EngineOptions {
             workers: args.workers,
             metrics_addr: Some(std::net::SocketAddr::from(([127, 0, 0, 1], args.metrics_port))),
@@ -152,7 +152,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
     let node = if args.no_node {
         None
     } else {
-        let client = client_for(Some(&kubeconfig)).await?;
+        let client = client_for(Some(&kubeconfig), "uc-node").await?;
         let exe = std::env::current_exe().context("locating the uc binary")?;
         let mut allowlist = uc_node::process::Allowlist::shipped(exe);
         let node_config = args.data_dir.join("node.json");
@@ -224,7 +224,7 @@ async fn http_server(args: HttpServerArgs) -> anyhow::Result<()> {
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
-    let client = client_for(args.kubeconfig.as_deref()).await?;
+    let client = client_for(args.kubeconfig.as_deref(), "uc-engine").await?;
     let options =
         uc_engine::EngineOptions { workers: args.workers, metrics_addr: Some(args.metrics_addr), ..Default::default() };
     let engine = uc_engine::Engine::start(client, options).await.context("starting the controller engine")?;
@@ -287,8 +287,10 @@ fn pod_subnet(data_dir: &std::path::Path) -> anyhow::Result<u8> {
     Ok(n as u8)
 }
 
-async fn client_for(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube::Client> {
-    let config = match kubeconfig {
+/// A client of the cluster that names itself `component` in its User-Agent (the API server's per-client
+/// traffic metrics go by it).
+async fn client_for(kubeconfig: Option<&std::path::Path>, component: &str) -> anyhow::Result<kube::Client> {
+    let mut config = match kubeconfig {
         Some(path) => {
             let kc =
                 kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
@@ -296,6 +298,8 @@ async fn client_for(kubeconfig: Option<&std::path::Path>) -> anyhow::Result<kube
         }
         None => kube::Config::infer().await?,
     };
+    let agent = format!("{component}/{}", env!("CARGO_PKG_VERSION"));
+    config.headers.push((http::header::USER_AGENT, http::HeaderValue::from_str(&agent)?));
     Ok(kube::Client::try_from(config)?)
 }
 

@@ -159,10 +159,13 @@ impl JsHook {
     }
 
     fn call_blocking(&self, job: &Job<'_>) -> Result<Value, HookError> {
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        // The lowest free slot: a second runtime is only loaded (and its memory spent) when calls
+        // overlap. When every slot is busy, wait for one, taking turns.
         let n = self.pool.len();
-        let mut slot =
-            (0..n).find_map(|i| self.pool[(start + i) % n].try_lock()).unwrap_or_else(|| self.pool[start % n].lock());
+        let mut slot = (0..n).find_map(|i| self.pool[i].try_lock()).unwrap_or_else(|| {
+            let start = self.next.fetch_add(1, Ordering::Relaxed);
+            self.pool[start % n].lock()
+        });
         if slot.engine.is_none() {
             slot.engine = Some(load(&self.source, self.limits, slot.deadline.clone(), slot.base)?);
         }

@@ -1,0 +1,644 @@
+//! uc side by side with the controllers users would write instead (issue 6), in one run:
+//!
+//! 1. The thesis's Table 5-2 on the embedded cluster: 100 simulated `sleep` pods with a steady trickle of
+//!    pod changes, then each scenario's controller processes; total RSS of those processes and the bytes
+//!    the API server sent them (its per-client counters on `/metrics`) over a fixed window.
+//! 2. Convergence of N Foo parents into Deployments + status: uc with the JavaScript hook, uc with a
+//!    loopback webhook, a hand-written kube-rs controller (kube-runtime `Controller`) and the same
+//!    controller written with kopf; every controller runs as its own process against the same kind of
+//!    cluster (`uc up` with no engine, no node agent, no workload controllers).
+//!
+//! Writes its section of docs/benchmarks.md.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+mod report;
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::{Value, json};
+
+#[derive(Parser)]
+#[command(about = "uc next to hand-written kube-rs and kopf controllers: Table 5-2 and convergence")]
+struct Args {
+    /// The uc binary (`cargo build --release -p uc`).
+    #[arg(long, default_value = "target/release/uc")]
+    uc: PathBuf,
+    /// The hand-written kube-rs controllers (`cargo build --release -p uc-bench`).
+    #[arg(long, default_value = "target/release/bench-controller")]
+    controller: PathBuf,
+    /// Python with kopf installed (`pip install kopf`).
+    #[arg(long, default_value = "python3")]
+    python: String,
+    /// Seconds each Table 5-2 scenario is measured for.
+    #[arg(long, default_value_t = 15)]
+    window: u64,
+    /// Parent counts to converge.
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+    parents: Vec<usize>,
+    /// Skip the Table 5-2 part.
+    #[arg(long)]
+    no_table: bool,
+    /// Skip the convergence part.
+    #[arg(long)]
+    no_convergence: bool,
+    /// Give up on one convergence run after this many seconds.
+    #[arg(long, default_value_t = 900)]
+    timeout: u64,
+    /// Where to write the report section.
+    #[arg(long, default_value = "docs/benchmarks.md")]
+    report: PathBuf,
+}
+
+/// A child process killed when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Proc {
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// A `/proc/<pid>/status` figure in bytes: `VmRSS` (resident) or `RssAnon` (its private part:
+    /// heap and stacks, without the mapped code of the binary and libraries).
+    fn status_bytes(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .unwrap_or(0)
+            * 1024
+    }
+}
+
+struct Uc {
+    _proc: Proc,
+    kubeconfig: String,
+    _dir: tempfile::TempDir,
+}
+
+fn start_uc(bin: &Path, extra: &[&str]) -> Result<Uc> {
+    let dir = tempfile::tempdir()?;
+    let mut child = Command::new(bin)
+        .args(["up", "--no-engine", "--port", "0", "--in-memory", "--data-dir"])
+        .arg(dir.path())
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))?;
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().context("stdout")?).read_line(&mut line)?;
+    let Some(kc) = line.trim().strip_prefix("export KUBECONFIG=") else { bail!("uc up printed {line:?}") };
+    Ok(Uc { _proc: Proc(child), kubeconfig: kc.to_string(), _dir: dir })
+}
+
+async fn client(kubeconfig: &str) -> Result<Client> {
+    let kc = Kubeconfig::read_from(kubeconfig)?;
+    let mut config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+    config.headers.push((http::header::USER_AGENT, http::HeaderValue::from_static("bench-harness")));
+    Ok(Client::try_from(config)?)
+}
+
+fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+}
+
+fn dynamic(v: Value) -> Result<DynamicObject> {
+    Ok(serde_json::from_value(v)?)
+}
+
+fn yaml_file(path: &str) -> Result<Value> {
+    let text = std::fs::read_to_string(path).with_context(|| path.to_string())?;
+    Ok(serde_yaml_ng::from_str(&text)?)
+}
+
+/// Creates an object of any kind (the API resource named by apiVersion/kind/plural).
+async fn create(c: &Client, r: &ApiResource, ns: Option<&str>, obj: Value) -> Result<()> {
+    let api: Api<DynamicObject> = match ns {
+        Some(ns) => Api::namespaced_with(c.clone(), ns, r),
+        None => Api::all_with(c.clone(), r),
+    };
+    match api.create(&PostParams::default(), &dynamic(obj)?).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn crd_resource() -> ApiResource {
+    ar("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions")
+}
+
+fn uc_resource() -> ApiResource {
+    ar("universalcontroller.njuics.cn", "v1alpha1", "UniversalController", "universalcontrollers")
+}
+
+/// A CRD of a parent type with nothing in it (the donothing-operator's).
+fn empty_crd(plural: &str, kind: &str) -> Value {
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": format!("{plural}.bench.njuics.cn")},
+           "spec": {"group": "bench.njuics.cn", "scope": "Namespaced",
+                    "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(), "listKind": format!("{kind}List")},
+                    "versions": [{"name": "v1", "served": true, "storage": true,
+                                  "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})
+}
+
+/// The donothing-operator as a UniversalController: watches Pods and PVCs, wants nothing.
+fn donothing_uc(name: &str, plural: &str) -> Value {
+    json!({"apiVersion": "universalcontroller.njuics.cn/v1alpha1", "kind": "UniversalController",
+           "metadata": {"name": name},
+           "spec": {"generateSelector": true,
+                    "parentResource": {"apiVersion": "bench.njuics.cn/v1", "resource": plural},
+                    "childResources": [{"apiVersion": "v1", "resource": "pods"}, {"apiVersion": "v1", "resource": "persistentvolumeclaims"}],
+                    "hooks": {"sync": {"javascript": {"source": "function sync(r) { return {children: []}; }"}}}}})
+}
+
+/// Per-client bytes sent, from the API server's `/metrics`.
+async fn client_bytes(c: &Client) -> Result<BTreeMap<String, u64>> {
+    let text = c.request_text(http::Request::get("/metrics").body(Vec::new())?).await?;
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("apiserver_client_response_bytes_total{client=\"") else { continue };
+        let Some((name, value)) = rest.split_once("\"} ") else { continue };
+        out.insert(name.to_string(), value.trim().parse().unwrap_or(0));
+    }
+    Ok(out)
+}
+
+/// Table 5-2's cluster: CRDs, hooks, 100 `sleep` pods.
+async fn prepare_table_cluster(c: &Client) -> Result<()> {
+    let crds = crd_resource();
+    for path in ["examples/tfjob/crd.yaml", "examples/catset/crd.yaml"] {
+        create(c, &crds, None, yaml_file(path)?).await?;
+    }
+    create(c, &crds, None, empty_crd("donothings", "DoNothing")).await?;
+    create(c, &crds, None, empty_crd("donothingbs", "DoNothingB")).await?;
+    for crd in [uc_api::crds::universal_controller_crd(), uc_api::crds::controller_revision_crd()] {
+        create(c, &crds, None, crd).await?;
+    }
+    let cms = ar("", "v1", "ConfigMap", "configmaps");
+    for (name, path) in [
+        ("tensorflowjob-controller-hook", "examples/tfjob/sync.js"),
+        ("catset-controller-hook", "examples/catset/sync.js"),
+    ] {
+        let source = std::fs::read_to_string(path)?;
+        create(
+            c,
+            &cms,
+            Some("default"),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name}, "data": {"sync.js": source}}),
+        )
+        .await?;
+    }
+    let pods = ar("", "v1", "Pod", "pods");
+    for i in 0..100 {
+        create(
+            c,
+            &pods,
+            Some("default"),
+            json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("sleep-{i}"), "labels": {"app": "sleep"}},
+            "spec": {"containers": [{"name": "sleep", "image": "busybox", "command": ["sleep", "3600"]}]}}),
+        )
+        .await?;
+    }
+    let api: Api<DynamicObject> = Api::namespaced_with(c.clone(), "default", &pods);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let running = api
+            .list(&ListParams::default().labels("app=sleep"))
+            .await?
+            .items
+            .iter()
+            .filter(|p| p.data.pointer("/status/phase").and_then(Value::as_str) == Some("Running"))
+            .count();
+        if running == 100 {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("only {running} of 100 sleep pods Running");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// What runs in one scenario.
+enum Member {
+    /// `uc run` with these UniversalControllers (name, object).
+    Uc(Vec<Value>),
+    /// A hand-written kube-rs controller (`bench-controller <kind>`), named for the metrics.
+    KubeRs(&'static str, &'static str),
+}
+
+struct Measured {
+    rss: u64,
+    anon: u64,
+    /// Bytes sent while the controllers started.
+    startup: u64,
+    /// Bytes sent in the measured window after that.
+    bytes: u64,
+}
+
+/// Seconds the controllers get to start before the measured window.
+const STARTUP_SECS: u64 = 5;
+
+async fn run_scenario(
+    args: &Args,
+    controller_uc: &Path,
+    uc: &Uc,
+    c: &Client,
+    members: Vec<Member>,
+) -> Result<Measured> {
+    let mut procs = Vec::new();
+    let mut clients = Vec::new();
+    let mut ucs = Vec::new();
+    let before = client_bytes(c).await?;
+    for m in members {
+        match m {
+            Member::Uc(objects) => {
+                for o in &objects {
+                    create(c, &uc_resource(), None, o.clone()).await?;
+                    ucs.push(o["metadata"]["name"].as_str().unwrap_or_default().to_string());
+                }
+                let child = Command::new(controller_uc)
+                    .args(["run", "--kubeconfig", &uc.kubeconfig, "--metrics-addr", "127.0.0.1:0"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()?;
+                procs.push(Proc(child));
+                clients.push(format!("uc-engine/{}", env!("CARGO_PKG_VERSION")));
+            }
+            Member::KubeRs(kind, name) => {
+                let child = Command::new(&args.controller)
+                    .args([kind, "--kubeconfig", &uc.kubeconfig, "--name", name])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .with_context(|| format!("starting {}", args.controller.display()))?;
+                procs.push(Proc(child));
+                clients.push(name.to_string());
+            }
+        }
+    }
+    // A steady trickle of pod changes, 5 per second, the same for every scenario: first while the
+    // controllers start (their initial lists and setup), then for the measured window.
+    let pods: Api<DynamicObject> = Api::namespaced_with(c.clone(), "default", &ar("", "v1", "Pod", "pods"));
+    let sent = |from: &BTreeMap<String, u64>, to: &BTreeMap<String, u64>| -> u64 {
+        clients.iter().map(|n| to.get(n).copied().unwrap_or(0) - from.get(n).copied().unwrap_or(0)).sum()
+    };
+    let mut tick = 0u64;
+    let mut started = None;
+    let start_end = Instant::now() + Duration::from_secs(STARTUP_SECS);
+    let end = start_end + Duration::from_secs(args.window);
+    while Instant::now() < end {
+        if started.is_none() && Instant::now() >= start_end {
+            started = Some(client_bytes(c).await?);
+        }
+        let patch = json!({"metadata": {"annotations": {"bench/tick": tick.to_string()}}});
+        pods.patch(&format!("sleep-{}", tick % 100), &PatchParams::default(), &Patch::Merge(&patch)).await?;
+        tick += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let rss = procs.iter().map(|p| p.status_bytes("VmRSS")).sum();
+    let anon = procs.iter().map(|p| p.status_bytes("RssAnon")).sum();
+    let after = client_bytes(c).await?;
+    let started = started.unwrap_or_else(|| before.clone());
+    let (startup, bytes) = (sent(&before, &started), sent(&started, &after));
+    drop(procs);
+    let api: Api<DynamicObject> = Api::all_with(c.clone(), &uc_resource());
+    for name in ucs {
+        let _ = api.delete(&name, &Default::default()).await;
+    }
+    Ok(Measured { rss, anon, startup, bytes })
+}
+
+fn uc_controller(path: &str) -> Result<Value> {
+    yaml_file(path)
+}
+
+async fn table(args: &Args) -> Result<String> {
+    let uc = start_uc(&args.uc, &["--no-workload-controllers"])?;
+    let c = client(&uc.kubeconfig).await?;
+    prepare_table_cluster(&c).await?;
+    // `uc run` from its own copy of the binary, as a controller deployed on its own would be: mapped from
+    // the file `uc up` runs from, it would also map code pages the API server brought into the page cache.
+    let copy = tempfile::tempdir()?;
+    let controller_uc = copy.path().join("uc");
+    std::fs::copy(&args.uc, &controller_uc).context("copying the uc binary")?;
+    let tf = || uc_controller("examples/tfjob/controller.yaml");
+    let cat = || uc_controller("examples/catset/controller.yaml");
+    let dn = || donothing_uc("donothing-controller", "donothings");
+    let dn_b = || donothing_uc("donothing-b-controller", "donothingbs");
+    let scenarios: Vec<(&str, Vec<Member>)> = vec![
+        ("1. nothing", vec![]),
+        ("2. uc alone", vec![Member::Uc(vec![])]),
+        ("3. standalone tf-operator", vec![Member::KubeRs("tfjob", "kube-rs-tfjob")]),
+        ("4. uc + tfjob", vec![Member::Uc(vec![tf()?])]),
+        (
+            "5. donothing + tf-operator (standalone)",
+            vec![Member::KubeRs("donothing", "kube-rs-donothing"), Member::KubeRs("tfjob", "kube-rs-tfjob")],
+        ),
+        ("6. uc + tfjob + catset", vec![Member::Uc(vec![tf()?, cat()?])]),
+        (
+            "7. two donothing + tf-operator (standalone)",
+            vec![
+                Member::KubeRs("donothing", "kube-rs-donothing"),
+                Member::KubeRs("donothing", "kube-rs-donothing-2"),
+                Member::KubeRs("tfjob", "kube-rs-tfjob"),
+            ],
+        ),
+        ("8. uc + tfjob + catset + donothing", vec![Member::Uc(vec![tf()?, cat()?, dn()])]),
+        ("uc + 4 controllers watching Pods", vec![Member::Uc(vec![tf()?, cat()?, dn(), dn_b()])]),
+        (
+            "4 separate kube-rs controllers watching Pods",
+            vec![
+                Member::KubeRs("tfjob", "kube-rs-tfjob"),
+                Member::KubeRs("catset", "kube-rs-catset"),
+                Member::KubeRs("donothing", "kube-rs-donothing"),
+                Member::KubeRs("donothing", "kube-rs-donothing-2"),
+            ],
+        ),
+    ];
+    let mut rows = String::new();
+    let mut results = BTreeMap::new();
+    for (name, members) in scenarios {
+        let m = run_scenario(args, &controller_uc, &uc, &c, members).await?;
+        println!(
+            "{name}: RSS {:.1} MB (private {:.1} MB), {:.1} KB sent at startup, {:.1} KB in the window",
+            m.rss as f64 / 1e6,
+            m.anon as f64 / 1e6,
+            m.startup as f64 / 1e3,
+            m.bytes as f64 / 1e3
+        );
+        rows.push_str(&format!(
+            "| {name} | {:.1} MB | {:.1} MB | {:.1} KB | {:.1} KB |\n",
+            m.rss as f64 / 1e6,
+            m.anon as f64 / 1e6,
+            m.startup as f64 / 1e3,
+            m.bytes as f64 / 1e3
+        ));
+        results.insert(name, m);
+    }
+    let uc4 = &results["uc + 4 controllers watching Pods"];
+    let kube4 = &results["4 separate kube-rs controllers watching Pods"];
+    let uc1 = &results["4. uc + tfjob"];
+    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
+    let rss_ratio = uc4.rss as f64 / kube4.rss as f64;
+    let bytes_ratio = uc4.bytes as f64 / uc1.bytes as f64;
+    let total_ratio = (uc4.bytes + uc4.startup) as f64 / (uc1.bytes + uc1.startup) as f64;
+    Ok(format!(
+        "### Table 5-2: memory and API-server traffic\n\n\
+         100 simulated `sleep` pods, 5 pod changes per second throughout. Each scenario's controller processes\n\
+         start ({startup} s: initial lists, discovery, registration), then run for the measured window of {w} s.\n\
+         RSS is the sum over the scenario's controller processes at the end (`VmRSS`; \"private\" is `RssAnon`:\n\
+         heap and stacks, without mapped code); bytes are what the API server sent those processes, from its\n\
+         per-client counters (`/metrics`). `uc run` runs from its own copy of the binary, as a controller\n\
+         deployed on its own would.\n\n\
+         | scenario | RSS | of which private | bytes sent at startup | bytes sent in the window |\n\
+         | --- | --- | --- | --- | --- |\n{rows}\n\
+         | target | measured | verdict |\n| --- | --- | --- |\n\
+         | uc running 4 controllers: RSS ≤ 12 MB | {uc4rss:.1} MB | {v1} |\n\
+         | ... and ≤ 0.5 × four separate kube-rs controllers | {rss_ratio:.2} × ({kube4rss:.1} MB) | {v2} |\n\
+         | bytes sent with 4 controllers watching Pods ≤ 1.05 × with 1 (window) | {bytes_ratio:.3} × | {v3} |\n\
+         | ... including startup | {total_ratio:.3} × | {v4} |\n\n",
+        startup = STARTUP_SECS,
+        total_ratio = total_ratio,
+        v4 = verdict(total_ratio <= 1.05),
+        w = args.window,
+        uc4rss = uc4.rss as f64 / 1e6,
+        kube4rss = kube4.rss as f64 / 1e6,
+        v1 = verdict(uc4.rss <= 12_000_000),
+        v2 = verdict(rss_ratio <= 0.5),
+        v3 = verdict(bytes_ratio <= 1.05),
+    ))
+}
+
+/// The sample-controller written four ways.
+#[derive(Clone, Copy, Debug)]
+enum Impl {
+    UcJs,
+    UcWebhook,
+    KubeRs,
+    Kopf,
+}
+
+const SAMPLE_JS: &str = include_str!("../../examples/sample-controller/sync.js");
+
+async fn converge(args: &Args, n: usize, which: Impl, webhook: std::net::SocketAddr) -> Result<Option<Duration>> {
+    let uc = start_uc(&args.uc, &["--no-node"])?;
+    let c = client(&uc.kubeconfig).await?;
+    create(&c, &crd_resource(), None, yaml_file("examples/sample-controller/crd.yaml")?).await?;
+    let foos: Api<DynamicObject> =
+        Api::namespaced_with(c.clone(), "default", &ar("njuics.cn", "v1alpha1", "Foo", "foos"));
+    for _ in 0..100 {
+        if foos.list(&ListParams::default().limit(1)).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _proc = match which {
+        Impl::UcJs | Impl::UcWebhook => {
+            for crd in [uc_api::crds::universal_controller_crd(), uc_api::crds::controller_revision_crd()] {
+                create(&c, &crd_resource(), None, crd).await?;
+            }
+            let hook = match which {
+                Impl::UcWebhook => json!({"webhook": {"url": format!("http://{webhook}/")}}),
+                _ => json!({"javascript": {"source": SAMPLE_JS}}),
+            };
+            create(&c, &uc_resource(), None, json!({
+                "apiVersion": "universalcontroller.njuics.cn/v1alpha1", "kind": "UniversalController", "metadata": {"name": "sample-controller"},
+                "spec": {"generateSelector": true, "parentResource": {"apiVersion": "njuics.cn/v1alpha1", "resource": "foos"},
+                         "childResources": [{"apiVersion": "apps/v1", "resource": "deployments", "updateStrategy": {"method": "InPlace"}}],
+                         "hooks": {"sync": hook}}})).await?;
+            Proc(
+                Command::new(&args.uc)
+                    .args(["run", "--kubeconfig", &uc.kubeconfig, "--metrics-addr", "127.0.0.1:0"])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()?,
+            )
+        }
+        Impl::KubeRs => Proc(
+            Command::new(&args.controller)
+                .args(["foo", "--kubeconfig", &uc.kubeconfig, "--name", "kube-rs-foo"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()?,
+        ),
+        Impl::Kopf => Proc(
+            Command::new(&args.python)
+                .args(["-m", "kopf", "run", "--standalone", "--all-namespaces", "--quiet", "bench/kopf/foo.py"])
+                .env("KUBECONFIG", &uc.kubeconfig)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()?,
+        ),
+    };
+    let started = Instant::now();
+    let writers = 8;
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let foos = foos.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (w..n).step_by(writers) {
+                let parent = dynamic(json!({"apiVersion": "njuics.cn/v1alpha1", "kind": "Foo",
+                    "metadata": {"name": format!("foo-{i}")}, "spec": {"deploymentName": format!("foo-{i}"), "replicas": 1}}))?;
+                foos.create(&PostParams::default(), &parent).await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(c.clone(), "default");
+    let deadline = started + Duration::from_secs(args.timeout);
+    loop {
+        let done_foos = foos
+            .list(&ListParams::default())
+            .await?
+            .items
+            .iter()
+            .filter(|f| f.data.pointer("/status/observedGeneration").and_then(Value::as_i64) == f.metadata.generation)
+            .count();
+        let deps = deployments.list_metadata(&ListParams::default()).await?.items.len();
+        if done_foos == n && deps == n {
+            return Ok(Some(started.elapsed()));
+        }
+        if Instant::now() > deadline {
+            println!(
+                "{which:?}: not converged after {} s: {done_foos}/{n} statuses, {deps}/{n} deployments",
+                args.timeout
+            );
+            return Ok(None);
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The sample-controller's logic in Rust behind a loopback HTTP server (the webhook run).
+async fn start_webhook() -> Result<std::net::SocketAddr> {
+    use http_body_util::BodyExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else { continue };
+            let _ = tcp.set_nodelay(true);
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(|req: http::Request<hyper::body::Incoming>| async move {
+                    let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                    let r: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let name = r.pointer("/parent/spec/deploymentName").cloned().unwrap_or(Value::Null);
+                    let available = r
+                        .pointer("/children/Deployment.apps~1v1")
+                        .and_then(|m| m.get(name.as_str().unwrap_or_default()))
+                        .and_then(|d| d.pointer("/status/availableReplicas"))
+                        .cloned()
+                        .unwrap_or(json!(0));
+                    let answer = json!({"status": {"availableReplicas": available}, "children": [{
+                        "apiVersion": "apps/v1", "kind": "Deployment",
+                        "metadata": {"name": name, "namespace": r.pointer("/parent/metadata/namespace")},
+                        "spec": {"replicas": r.pointer("/parent/spec/replicas"), "selector": {"matchLabels": {"app": "sample"}},
+                                 "template": {"metadata": {"labels": {"app": "sample"}}, "spec": {"containers": [{"name": "nginx", "image": "nginx:stable"}]}}}}]});
+                    let bytes = bytes::Bytes::from(serde_json::to_vec(&answer).unwrap_or_default());
+                    Ok::<_, std::convert::Infallible>(http::Response::new(http_body_util::Full::new(bytes)))
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(tcp), svc)
+                    .await;
+            });
+        }
+    });
+    Ok(addr)
+}
+
+async fn convergence(args: &Args) -> Result<String> {
+    let webhook = start_webhook().await?;
+    let mut rows = String::new();
+    let mut verdicts = String::new();
+    let fmt = |t: Option<Duration>, n: usize| match t {
+        Some(t) => format!("{:.2} s ({:.0}/s)", t.as_secs_f64(), n as f64 / t.as_secs_f64()),
+        None => format!("> {} s", args.timeout),
+    };
+    for &n in &args.parents {
+        let mut times = BTreeMap::new();
+        for which in [Impl::UcJs, Impl::UcWebhook, Impl::KubeRs, Impl::Kopf] {
+            let t = converge(args, n, which, webhook).await?;
+            println!("{n} parents, {which:?}: {}", fmt(t, n));
+            times.insert(format!("{which:?}"), t);
+        }
+        let (js, web, kube, kopf) = (times["UcJs"], times["UcWebhook"], times["KubeRs"], times["Kopf"]);
+        rows.push_str(&format!("| {n} | {} | {} | {} | {} |\n", fmt(js, n), fmt(web, n), fmt(kube, n), fmt(kopf, n)));
+        let rate = |t: Option<Duration>| t.map(|t| n as f64 / t.as_secs_f64());
+        let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
+        if n >= 10_000 {
+            let js_ok = js.is_some_and(|t| t.as_secs_f64() <= 30.0);
+            verdicts.push_str(&format!(
+                "| {n} parents converged ≤ 30 s (uc, JS) | {} | {} |\n",
+                fmt(js, n),
+                verdict(js_ok)
+            ));
+        }
+        let vs_kube = rate(js).zip(rate(kube)).map(|(a, b)| a / b);
+        // kopf that did not finish in time ran at most n/timeout parents/s.
+        let vs_kopf = rate(js).map(|a| a / rate(kopf).unwrap_or(n as f64 / args.timeout as f64));
+        verdicts.push_str(&format!(
+            "| {n}: uc (JS) ≥ 0.8 × kube-rs | {} | {} |\n| {n}: uc (JS) ≥ 10 × kopf | {}{} | {} |\n",
+            vs_kube.map(|r| format!("{r:.2} ×")).unwrap_or("—".into()),
+            verdict(vs_kube.is_some_and(|r| r >= 0.8)),
+            vs_kopf.map(|r| format!("{r:.1} ×")).unwrap_or("—".into()),
+            if kopf.is_none() { " (at least)" } else { "" },
+            verdict(vs_kopf.is_some_and(|r| r >= 10.0)),
+        ));
+    }
+    Ok(format!(
+        "### Convergence: N Foos → Deployments + status\n\n\
+         Parents created by 8 concurrent clients; time until every Foo has its Deployment and a status with a current\n\
+         `observedGeneration`. Every controller is its own process against `uc up --no-engine --no-node` (nothing\n\
+         else works on the cluster): uc is `uc run`; kube-rs is `bench-controller foo` (kube-runtime `Controller`,\n\
+         reads the child with a GET, as kube-rs's examples do); kopf is `bench/kopf/foo.py`.\n\n\
+         | parents | uc, JavaScript hook | uc, loopback webhook | kube-rs | kopf |\n| --- | --- | --- | --- | --- |\n{rows}\n\
+         | target | measured | verdict |\n| --- | --- | --- |\n{verdicts}\n"
+    ))
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let mut section = format!(
+        "## uc next to hand-written controllers (`cargo build --release -p uc -p uc-bench && cargo run --release -p uc-bench --bin compare-bench`)\n\n\
+         Measured {}, one run on this machine ({} cores); every process shares the cores.\n\n",
+        Command::new("date")
+            .args(["-u", "+%Y-%m-%d"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default(),
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+    );
+    if !args.no_table {
+        section.push_str(&table(&args).await?);
+    }
+    if !args.no_convergence {
+        section.push_str(&convergence(&args).await?);
+    }
+    report::write_section(&args.report, "compare-bench", &section)?;
+    println!("report written to {}", args.report.display());
+    Ok(())
+}
