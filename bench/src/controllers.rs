@@ -136,13 +136,13 @@ struct FooCtx {
     client: Client,
 }
 
-async fn reconcile_foo(foo: Arc<DynamicObject>, ctx: Arc<FooCtx>) -> Result<Action, Error> {
-    let ns = foo.namespace().unwrap_or_default();
-    let name = foo.data.pointer("/spec/deploymentName").and_then(|v| v.as_str()).unwrap_or_default().to_string();
-    let replicas = foo.data.pointer("/spec/replicas").and_then(|v| v.as_i64()).unwrap_or(1);
+async fn reconcile_foo(parent: Arc<DynamicObject>, ctx: Arc<FooCtx>) -> Result<Action, Error> {
+    let ns = parent.namespace().unwrap_or_default();
+    let name = parent.data.pointer("/spec/deploymentName").and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    let replicas = parent.data.pointer("/spec/replicas").and_then(|v| v.as_i64()).unwrap_or(1);
     let owner =
-        foo.controller_owner_ref(&resource("njuics.cn", "v1alpha1", "Foo", "foos")).ok_or_else(|| err("no uid"))?;
-    let labels = json!({"app": "sample", "controller": foo.name_any()});
+        parent.controller_owner_ref(&resource("njuics.cn", "v1alpha1", "Foo", "foos")).ok_or_else(|| err("no uid"))?;
+    let labels = json!({"app": "sample", "controller": parent.name_any()});
     let desired: Deployment = serde_json::from_value(json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": name, "namespace": ns, "ownerReferences": [owner]},
@@ -170,20 +170,20 @@ async fn reconcile_foo(foo: Arc<DynamicObject>, ctx: Arc<FooCtx>) -> Result<Acti
             d.status.as_ref().and_then(|s| s.available_replicas).unwrap_or(0)
         }
     };
-    let status = json!({"status": {"availableReplicas": available, "observedGeneration": foo.metadata.generation}});
-    if foo.data.get("status") != status.get("status") {
+    let status = json!({"status": {"availableReplicas": available, "observedGeneration": parent.metadata.generation}});
+    if parent.data.get("status") != status.get("status") {
         let foos: Api<DynamicObject> =
             Api::namespaced_with(ctx.client.clone(), &ns, &resource("njuics.cn", "v1alpha1", "Foo", "foos"));
-        foos.patch_status(&foo.name_any(), &PatchParams::default(), &Patch::Merge(&status)).await.map_err(err)?;
+        foos.patch_status(&parent.name_any(), &PatchParams::default(), &Patch::Merge(&status)).await.map_err(err)?;
     }
     Ok(Action::await_change())
 }
 
 async fn foo(client: Client) -> Result<()> {
-    let foo = resource("njuics.cn", "v1alpha1", "Foo", "foos");
-    let foos: Api<DynamicObject> = Api::all_with(client.clone(), &foo);
+    let kind = resource("njuics.cn", "v1alpha1", "Foo", "foos");
+    let foos: Api<DynamicObject> = Api::all_with(client.clone(), &kind);
     let deployments = Api::<Deployment>::all(client.clone());
-    Controller::new_with(foos, watcher::Config::default(), foo)
+    Controller::new_with(foos, watcher::Config::default(), kind)
         .owns(deployments, watcher::Config::default())
         .run(reconcile_foo, |_, _, _| Action::requeue(Duration::from_secs(1)), Arc::new(FooCtx { client }))
         .for_each(|_| async {})

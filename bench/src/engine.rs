@@ -2,13 +2,16 @@
 //! time of N Foo parents into Deployments with the sample-controller, against the release `uc up`.
 //! Writes its figures to docs/benchmarks.md.
 
-use std::convert::Infallible;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod foos;
 mod report;
+mod webhook;
+
+use webhook::start_webhook;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
@@ -53,37 +56,6 @@ fn sample_request(i: usize) -> Value {
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-/// The same logic as sync.js, in Rust, behind a loopback HTTP server.
-async fn start_webhook() -> Result<std::net::SocketAddr> {
-    use http_body_util::BodyExt;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    tokio::spawn(async move {
-        loop {
-            let Ok((tcp, _)) = listener.accept().await else { continue };
-            let _ = tcp.set_nodelay(true);
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(|req: http::Request<hyper::body::Incoming>| async move {
-                    let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-                    let r: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let name = r.pointer("/parent/spec/deploymentName").cloned().unwrap_or(Value::Null);
-                    let answer = json!({"status": {"availableReplicas": 0}, "children": [{
-                        "apiVersion": "apps/v1", "kind": "Deployment",
-                        "metadata": {"name": name, "namespace": r.pointer("/parent/metadata/namespace")},
-                        "spec": {"replicas": r.pointer("/parent/spec/replicas"), "selector": {"matchLabels": {"app": "sample"}},
-                                 "template": {"metadata": {"labels": {"app": "sample"}}, "spec": {"containers": [{"name": "nginx", "image": "nginx:stable"}]}}}}]});
-                    let bytes = bytes::Bytes::from(serde_json::to_vec(&answer).unwrap_or_default());
-                    Ok::<_, Infallible>(http::Response::new(http_body_util::Full::new(bytes)))
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(tcp), svc)
-                    .await;
-            });
-        }
-    });
-    Ok(addr)
 }
 
 async fn hook_overhead(calls: usize) -> Result<(Vec<Duration>, Vec<Duration>)> {
@@ -183,33 +155,10 @@ async fn converge(args: &Args, n: usize, webhook: Option<std::net::SocketAddr>) 
     }
     Api::<DynamicObject>::all_with(c.clone(), &uc_ar).create(&PostParams::default(), &controller).await?;
     let started = Instant::now();
-    let writers = 8;
-    let mut tasks = Vec::new();
-    for w in 0..writers {
-        let foos = foos.clone();
-        tasks.push(tokio::spawn(async move {
-            for i in (w..n).step_by(writers) {
-                let parent: DynamicObject = serde_json::from_value(json!({"apiVersion": "njuics.cn/v1alpha1", "kind": "Foo",
-                    "metadata": {"name": format!("foo-{i}")}, "spec": {"deploymentName": format!("foo-{i}"), "replicas": 1}}))?;
-                foos.create(&PostParams::default(), &parent).await?;
-            }
-            anyhow::Ok(())
-        }));
-    }
-    for t in tasks {
-        t.await??;
-    }
-    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(c.clone(), "default");
+    foos::create(&foos, n, 8).await?;
     let deadline = started + Duration::from_secs(600);
     loop {
-        let done_foos = foos
-            .list(&ListParams::default())
-            .await?
-            .items
-            .iter()
-            .filter(|f| f.data.pointer("/status/observedGeneration").and_then(Value::as_i64) == f.metadata.generation)
-            .count();
-        let deps = deployments.list_metadata(&ListParams::default()).await?.items.len();
+        let (done_foos, deps) = foos::progress(&c, &foos).await?;
         if done_foos == n && deps == n {
             return Ok(started.elapsed());
         }

@@ -1,3 +1,5 @@
-//! What uc ships on its own engine. For now: the built-in workload controllers of the embedded cluster.
+//! What uc ships on its own engine: the built-in workload controllers of the embedded cluster, and the
+//! etcd operator.
 
+pub mod etcd;
 pub mod workloads;

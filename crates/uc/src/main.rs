@@ -137,10 +137,13 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
             ..Default::default()
         };
         uc_operators::workloads::register(&mut options.natives);
+        uc_operators::etcd::register(&mut options.natives);
         let engine =
             uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
         if !args.no_workload_controllers {
             install_controllers(&client, uc_operators::workloads::controllers()).await?;
+            install_crd(&client, uc_operators::etcd::crd()).await?;
+            install_controllers(&client, vec![uc_operators::etcd::controller()]).await?;
         }
         if let Some(addr) = engine.metrics_addr {
             std::fs::write(args.data_dir.join("metrics-address"), addr.to_string())
@@ -225,13 +228,35 @@ async fn http_server(args: HttpServerArgs) -> anyhow::Result<()> {
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let client = client_for(args.kubeconfig.as_deref(), "uc-engine").await?;
-    let options =
+    let mut options =
         uc_engine::EngineOptions { workers: args.workers, metrics_addr: Some(args.metrics_addr), ..Default::default() };
+    // The operators uc ships answer here too, for UniversalControllers that name their native hooks.
+    uc_operators::workloads::register(&mut options.natives);
+    uc_operators::etcd::register(&mut options.natives);
     let engine = uc_engine::Engine::start(client, options).await.context("starting the controller engine")?;
     tracing::info!(metrics = ?engine.metrics_addr, "engine running");
     wait_for_signal().await;
     drop(engine);
     Ok(())
+}
+
+/// Creates a CRD uc ships unless it exists.
+async fn install_crd(client: &kube::Client, crd: serde_json::Value) -> anyhow::Result<()> {
+    use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+    let ar = ApiResource {
+        group: "apiextensions.k8s.io".into(),
+        version: "v1".into(),
+        api_version: "apiextensions.k8s.io/v1".into(),
+        kind: "CustomResourceDefinition".into(),
+        plural: "customresourcedefinitions".into(),
+    };
+    let obj: DynamicObject = serde_json::from_value(crd)?;
+    let name = obj.metadata.name.clone().unwrap_or_default();
+    match Api::<DynamicObject>::all_with(client.clone(), &ar).create(&PostParams::default(), &obj).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(anyhow::anyhow!("installing CRD {name}: {e}")),
+    }
 }
 
 /// Creates the built-in UniversalController objects, or brings them up to date.

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Every benchmark of uc in one go; each writes its section of docs/benchmarks.md.
+#   bash bench/all.sh
+# Needs: a Rust toolchain, Python 3 with kopf (installed here if missing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -c 'import kopf, kubernetes' 2>/dev/null || python3 -m pip install --quiet kopf kubernetes
+cargo build --release --locked -p uc -p uc-bench
+target/release/apiserver-bench
+target/release/engine-bench
+target/release/compare-bench
