@@ -164,3 +164,28 @@ def test_invalid_etcd_specs_are_rejected_with_no_pod(cluster):
         r = cluster.kubectl("apply", "-f", "-", input=body, check=False)
         assert r.returncode != 0 and "spec." in r.stderr, r.stderr
     assert get(cluster, "pods", "-l", "etcd_cluster=bad")["items"] == []
+
+
+def test_etcd_backup_to_local_storage(cluster, tmp_path):
+    create_cluster(cluster)
+    write_keys(cluster, 1000)
+    revision = int(kv(cluster, "/v3/kv/range", {"key": b64("key-0000")})["header"]["revision"])
+    target = tmp_path / "backups" / "example.db"
+    backup = {"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdBackup", "metadata": {"name": "once"},
+              "spec": {"etcdEndpoints": endpoints(cluster), "storageType": "Local", "local": {"path": str(target)}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(backup))
+    st = wait_for(lambda: (get(cluster, "etcdbackup", "once") or {}).get("status", {}).get("succeeded") and
+                  get(cluster, "etcdbackup", "once")["status"], timeout=30, message="backup succeeded")
+    assert st["etcdRevision"] >= revision and st["etcdVersion"].startswith("3.") and st["lastSuccessDate"]
+    r = subprocess.run(["etcdctl", "snapshot", "status", str(target), "-w", "json"], capture_output=True, text=True,
+                       env={**os.environ, "ETCDCTL_API": "3"})
+    assert r.returncode == 0, r.stderr
+    snap = json.loads(r.stdout)
+    assert snap["revision"] >= revision and snap["totalKey"] >= 1000, snap
+    # Nothing answers: the backup fails with a reason and writes no file.
+    bad = {**backup, "metadata": {"name": "nowhere"},
+           "spec": {**backup["spec"], "etcdEndpoints": ["http://127.0.0.1:1"], "local": {"path": str(tmp_path / "bad.db")}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(bad))
+    st = wait_for(lambda: (get(cluster, "etcdbackup", "nowhere") or {}).get("status", {}).get("reason"),
+                  timeout=30, message="a failure reason")
+    assert "127.0.0.1:1" in st and not (tmp_path / "bad.db").exists()

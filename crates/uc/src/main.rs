@@ -142,8 +142,10 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
             uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
         if !args.no_workload_controllers {
             install_controllers(&client, uc_operators::workloads::controllers()).await?;
-            install_crd(&client, uc_operators::etcd::crd()).await?;
-            install_controllers(&client, vec![uc_operators::etcd::controller()]).await?;
+            for crd in uc_operators::etcd::crds() {
+                install_crd(&client, crd).await?;
+            }
+            install_controllers(&client, uc_operators::etcd::controllers()).await?;
         }
         if let Some(addr) = engine.metrics_addr {
             std::fs::write(args.data_dir.join("metrics-address"), addr.to_string())

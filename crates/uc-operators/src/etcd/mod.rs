@@ -17,6 +17,7 @@
 //! Members are named `<cluster>-<index>` (four digits, never reused while the cluster exists); peer
 //! and client URLs use pod DNS names under the headless Service.
 
+pub mod backup;
 pub mod client;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -65,7 +66,17 @@ pub fn crd() -> Value {
     })
 }
 
-/// The UniversalController of the operator.
+/// The operator's CRDs.
+pub fn crds() -> Vec<Value> {
+    vec![crd(), backup::crd()]
+}
+
+/// The operator's UniversalControllers.
+pub fn controllers() -> Vec<Value> {
+    vec![controller(), backup::controller()]
+}
+
+/// The UniversalController of EtcdClusters.
 pub fn controller() -> Value {
     json!({
         "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
@@ -92,6 +103,12 @@ pub fn register(natives: &mut NativeRegistry) {
             let etcd = etcd.clone();
             // Never an error: what goes wrong is reported in the cluster's status.
             Box::pin(async move { Ok(sync(&etcd, &request).await) })
+        }),
+    );
+    natives.register(
+        backup::HOOK,
+        Arc::new(|_kind: HookKind, request: Value| -> HookFuture {
+            Box::pin(async move { Ok(backup::sync(&request).await) })
         }),
     );
 }

@@ -1,0 +1,275 @@
+//! `EtcdBackup`: a snapshot of an etcd cluster through the maintenance API (`POST
+//! /v3/maintenance/snapshot` on etcd's JSON gateway: a stream of base64 chunks that together are the
+//! same file `etcdctl snapshot save` writes), stored on local storage. One-shot, or periodic with
+//! `backupPolicy.backupIntervalInSecond` and `maxBackups` retention.
+//!
+//! A backup is written to `<file>.partial` and renamed when complete, so a failed or interrupted backup
+//! never leaves a file that looks like a good one.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+
+use super::GROUP;
+
+/// Name of the native hook.
+pub const HOOK: &str = "etcd-backup";
+
+/// The EtcdBackup CRD (coreos field names).
+pub fn crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("etcdbackups.{GROUP}")},
+        "spec": {
+            "group": GROUP, "scope": "Namespaced",
+            "names": {"kind": "EtcdBackup", "listKind": "EtcdBackupList", "plural": "etcdbackups", "singular": "etcdbackup"},
+            "versions": [{
+                "name": "v1beta2", "served": true, "storage": true, "subresources": {"status": {}},
+                "additionalPrinterColumns": [
+                    {"name": "Succeeded", "type": "boolean", "jsonPath": ".status.succeeded"},
+                    {"name": "Revision", "type": "integer", "jsonPath": ".status.etcdRevision"},
+                    {"name": "Last Success", "type": "date", "jsonPath": ".status.lastSuccessDate"},
+                    {"name": "Reason", "type": "string", "jsonPath": ".status.reason"}],
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "required": ["etcdEndpoints"], "properties": {
+                        "etcdEndpoints": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                        "storageType": {"type": "string", "enum": ["Local", "S3"], "default": "Local"},
+                        "local": {"type": "object", "properties": {"path": {"type": "string"}}},
+                        "s3": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                        "backupPolicy": {"type": "object", "properties": {
+                            "backupIntervalInSecond": {"type": "integer", "minimum": 0},
+                            "maxBackups": {"type": "integer", "minimum": 0},
+                            "timeoutInSecond": {"type": "integer", "minimum": 1}}}}},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}
+            }]
+        }
+    })
+}
+
+/// The UniversalController of backups: no children, status only.
+pub fn controller() -> Value {
+    json!({
+        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
+        "metadata": {"name": "etcd-backup-operator", "labels": {"uc.njuics.cn/operator": "etcd"}},
+        "spec": {
+            "generateSelector": true,
+            "parentResource": {"apiVersion": format!("{GROUP}/v1beta2"), "resource": "etcdbackups"},
+            "childResources": [],
+            "hooks": {"sync": {"native": {"name": HOOK}}}
+        }
+    })
+}
+
+fn s<'a>(v: &'a Value, p: &str) -> &'a str {
+    v.pointer(p).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// What a snapshot saved.
+struct Saved {
+    revision: i64,
+    version: String,
+}
+
+async fn post(
+    client: &Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>,
+    url: String,
+) -> Result<http::Response<hyper::body::Incoming>, String> {
+    let req = http::Request::post(&url)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from_static(b"{}")))
+        .map_err(|e| e.to_string())?;
+    let resp = client.request(req).await.map_err(|e| format!("{url}: {e}"))?;
+    if !resp.status().is_success() {
+        return Err(format!("{url}: {}", resp.status()));
+    }
+    Ok(resp)
+}
+
+/// Streams a snapshot from `endpoint` into `file` (through `<file>.partial`).
+async fn snapshot(endpoint: &str, file: &Path) -> Result<Saved, String> {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let endpoint = endpoint.trim_end_matches('/');
+    let status_body = post(&client, format!("{endpoint}/v3/maintenance/status"))
+        .await?
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
+    let status: Value = serde_json::from_slice(&status_body).map_err(|e| format!("maintenance status: {e}"))?;
+    let revision = s(&status, "/header/revision").parse().unwrap_or(0);
+    let version = s(&status, "/version").to_string();
+    let partial = PathBuf::from(format!("{}.partial", file.display()));
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let mut out = std::fs::File::create(&partial).map_err(|e| format!("{}: {e}", partial.display()))?;
+    let mut body = post(&client, format!("{endpoint}/v3/maintenance/snapshot")).await?.into_body();
+    let mut pending = Vec::new();
+    let mut write_line = |line: &[u8]| -> Result<(), String> {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Ok(());
+        }
+        let msg: Value = serde_json::from_slice(line).map_err(|e| format!("snapshot stream: {e}"))?;
+        if let Some(err) = msg.get("error") {
+            return Err(format!("snapshot: {err}"));
+        }
+        let blob = s(&msg, "/result/blob");
+        let bytes =
+            base64::engine::general_purpose::STANDARD.decode(blob).map_err(|e| format!("snapshot chunk: {e}"))?;
+        std::io::Write::write_all(&mut out, &bytes).map_err(|e| e.to_string())
+    };
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("snapshot stream: {e}"))?;
+        if let Ok(data) = frame.into_data() {
+            pending.extend_from_slice(&data);
+            while let Some(pos) = pending.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = pending.drain(..=pos).collect();
+                write_line(&line)?;
+            }
+        }
+    }
+    write_line(&pending)?;
+    out.sync_all().map_err(|e| e.to_string())?;
+    std::fs::rename(&partial, file).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(Saved { revision, version })
+}
+
+/// Removes the oldest periodic backups of `base` beyond `keep`.
+fn prune(base: &Path, keep: usize) {
+    let (Some(dir), Some(prefix)) = (base.parent(), base.file_name().and_then(|n| n.to_str())) else { return };
+    let prefix = format!("{prefix}_v");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix) && !n.ends_with(".partial"))
+        })
+        .collect();
+    found.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+    while found.len() > keep {
+        let _ = std::fs::remove_file(found.remove(0));
+    }
+}
+
+/// One sync of an EtcdBackup.
+pub async fn sync(request: &Value) -> Value {
+    let parent = &request["parent"];
+    let previous = parent.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+    let interval = parent.pointer("/spec/backupPolicy/backupIntervalInSecond").and_then(Value::as_u64).unwrap_or(0);
+    let max_backups = parent.pointer("/spec/backupPolicy/maxBackups").and_then(Value::as_u64).unwrap_or(0) as usize;
+    let timeout = parent.pointer("/spec/backupPolicy/timeoutInSecond").and_then(Value::as_u64).unwrap_or(60);
+    let failed = |reason: String| {
+        json!({"status": {"succeeded": false, "reason": reason,
+        "etcdRevision": previous.get("etcdRevision"), "etcdVersion": previous.get("etcdVersion"),
+        "lastSuccessDate": previous.get("lastSuccessDate")}, "children": [], "resyncAfterSeconds": 10.0})
+    };
+    let now = chrono::Utc::now();
+    // One-shot: done once it succeeded. Periodic: again once the interval has passed.
+    if previous.get("succeeded") == Some(&Value::Bool(true)) {
+        if interval == 0 {
+            return json!({"status": previous, "children": []});
+        }
+        let last = previous
+            .get("lastSuccessDate")
+            .and_then(Value::as_str)
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+        if let Some(last) = last {
+            let due = last.with_timezone(&chrono::Utc) + chrono::Duration::seconds(interval as i64);
+            if due > now {
+                let wait = (due - now).num_milliseconds() as f64 / 1000.0;
+                return json!({"status": previous, "children": [], "resyncAfterSeconds": wait.max(0.5)});
+            }
+        }
+    }
+    if s(parent, "/spec/storageType") == "S3" {
+        return failed("S3 storage is not supported yet: use storageType Local".into());
+    }
+    let path = s(parent, "/spec/local/path");
+    if !path.starts_with('/') {
+        return failed(format!("spec.local.path: {path:?} must be an absolute path"));
+    }
+    let base = PathBuf::from(path);
+    let endpoints: Vec<String> = parent
+        .pointer("/spec/etcdEndpoints")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|e| e.as_str().map(String::from)).collect())
+        .unwrap_or_default();
+    let mut last_error = "spec.etcdEndpoints is empty".to_string();
+    for endpoint in &endpoints {
+        let stamp = now.format("%Y-%m-%d-%H:%M:%S");
+        // A periodic backup names each file by revision and time; a one-shot one writes the path itself.
+        let target = |rev: i64| {
+            if interval > 0 { PathBuf::from(format!("{path}_v{rev}_{stamp}")) } else { base.clone() }
+        };
+        let tmp = target(0);
+        let attempt = tokio::time::timeout(Duration::from_secs(timeout), snapshot(endpoint, &tmp)).await;
+        match attempt {
+            Ok(Ok(saved)) => {
+                let file = target(saved.revision);
+                if file != tmp {
+                    let _ = std::fs::rename(&tmp, &file);
+                }
+                if interval > 0 && max_backups > 0 {
+                    prune(&base, max_backups);
+                }
+                let status = json!({"succeeded": true, "reason": "", "etcdRevision": saved.revision,
+                    "etcdVersion": saved.version, "lastSuccessDate": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    "backupPath": file.display().to_string()});
+                let resync = if interval > 0 { Some(interval as f64) } else { None };
+                return json!({"status": status, "children": [], "resyncAfterSeconds": resync});
+            }
+            Ok(Err(e)) => last_error = e,
+            Err(_) => last_error = format!("{endpoint}: timed out after {timeout} s"),
+        }
+        let _ = std::fs::remove_file(format!("{}.partial", tmp.display()));
+    }
+    failed(last_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn bad_requests_fail_with_a_reason_and_write_nothing() {
+        let req = |spec: Value| json!({"parent": {"metadata": {"name": "b"}, "spec": spec}});
+        let out = sync(&req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "storageType": "S3"}))).await;
+        assert_eq!(out["status"]["succeeded"], json!(false));
+        assert!(out["status"]["reason"].as_str().unwrap().contains("S3"));
+        let out = sync(&req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "local": {"path": "rel/x.db"}}))).await;
+        assert!(out["status"]["reason"].as_str().unwrap().contains("absolute"));
+        let dir = std::env::temp_dir().join(format!("uc-backup-test-{}", std::process::id()));
+        let file = dir.join("x.db");
+        let out =
+            sync(&req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "local": {"path": file.display().to_string()}})))
+                .await;
+        assert_eq!(out["status"]["succeeded"], json!(false), "nothing listens on port 1");
+        assert!(!file.exists() && !dir.join("x.db.partial").exists(), "a failed backup leaves no file");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn prune_keeps_the_newest() {
+        let dir = std::env::temp_dir().join(format!("uc-prune-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..4 {
+            std::fs::write(dir.join(format!("b.db_v{i}_t")), b"x").unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        prune(&dir.join("b.db"), 2);
+        let mut left: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name().into_string().unwrap()).collect();
+        left.sort();
+        assert_eq!(left, vec!["b.db_v2_t", "b.db_v3_t"]);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
