@@ -11,15 +11,16 @@
 //! Writes its section of docs/benchmarks.md.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod cluster;
 mod foos;
 mod report;
 mod webhook;
 
+use cluster::Uc;
 use webhook::start_webhook;
 
 use anyhow::{Context, Result, bail};
@@ -89,26 +90,10 @@ impl Proc {
     }
 }
 
-struct Uc {
-    _proc: Proc,
-    kubeconfig: String,
-    _dir: tempfile::TempDir,
-}
-
 fn start_uc(bin: &Path, extra: &[&str]) -> Result<Uc> {
-    let dir = tempfile::tempdir()?;
-    let mut child = Command::new(bin)
-        .args(["up", "--no-engine", "--port", "0", "--in-memory", "--data-dir"])
-        .arg(dir.path())
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| format!("starting {}", bin.display()))?;
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().context("stdout")?).read_line(&mut line)?;
-    let Some(kc) = line.trim().strip_prefix("export KUBECONFIG=") else { bail!("uc up printed {line:?}") };
-    Ok(Uc { _proc: Proc(child), kubeconfig: kc.to_string(), _dir: dir })
+    let mut flags = vec!["--no-engine", "--in-memory"];
+    flags.extend_from_slice(extra);
+    cluster::start(bin, &flags)
 }
 
 async fn client(kubeconfig: &str) -> Result<Client> {

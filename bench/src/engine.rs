@@ -2,15 +2,16 @@
 //! time of N Foo parents into Deployments with the sample-controller, against the release `uc up`.
 //! Writes its figures to docs/benchmarks.md.
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+mod cluster;
 mod foos;
 mod report;
 mod webhook;
 
+use cluster::Uc;
 use webhook::start_webhook;
 
 use anyhow::{Context, Result, bail};
@@ -79,33 +80,9 @@ async fn hook_overhead(calls: usize) -> Result<(Vec<Duration>, Vec<Duration>)> {
     Ok((js_times, web_times))
 }
 
-struct Uc {
-    child: Child,
-    kubeconfig: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Uc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_uc(bin: &PathBuf) -> Result<Uc> {
-    let dir = tempfile::tempdir()?;
+fn start_uc(bin: &Path) -> Result<Uc> {
     // Only the controller under test works: no workload controllers, no node agent.
-    let mut child = Command::new(bin)
-        .args(["up", "--no-workload-controllers", "--no-node", "--port", "0", "--data-dir"])
-        .arg(dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| format!("starting {}", bin.display()))?;
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().context("stdout")?).read_line(&mut line)?;
-    let Some(kc) = line.trim().strip_prefix("export KUBECONFIG=") else { bail!("uc up printed {line:?}") };
-    Ok(Uc { child, kubeconfig: kc.to_string(), _dir: dir })
+    cluster::start(bin, &["--no-workload-controllers", "--no-node"])
 }
 
 async fn client(uc: &Uc) -> Result<Client> {
