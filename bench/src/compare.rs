@@ -73,6 +73,12 @@ impl Drop for Proc {
 }
 
 impl Proc {
+    /// Starts `cmd` with its output discarded.
+    fn quiet(cmd: &mut Command) -> Result<Proc> {
+        let name = cmd.get_program().to_string_lossy().into_owned();
+        Ok(Proc(cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().with_context(|| format!("starting {name}"))?))
+    }
+
     fn pid(&self) -> u32 {
         self.0.id()
     }
@@ -265,22 +271,23 @@ async fn run_scenario(
                     create(c, &uc_resource(), None, o.clone()).await?;
                     ucs.push(o["metadata"]["name"].as_str().unwrap_or_default().to_string());
                 }
-                let child = Command::new(controller_uc)
-                    .args(["run", "--kubeconfig", &uc.kubeconfig, "--metrics-addr", "127.0.0.1:0"])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()?;
-                procs.push(Proc(child));
+                procs.push(Proc::quiet(Command::new(controller_uc).args([
+                    "run",
+                    "--kubeconfig",
+                    &uc.kubeconfig,
+                    "--metrics-addr",
+                    "127.0.0.1:0",
+                ]))?);
                 clients.push(format!("uc-engine/{}", env!("CARGO_PKG_VERSION")));
             }
             Member::KubeRs(kind, name) => {
-                let child = Command::new(&args.controller)
-                    .args([kind, "--kubeconfig", &uc.kubeconfig, "--name", name])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .with_context(|| format!("starting {}", args.controller.display()))?;
-                procs.push(Proc(child));
+                procs.push(Proc::quiet(Command::new(&args.controller).args([
+                    kind,
+                    "--kubeconfig",
+                    &uc.kubeconfig,
+                    "--name",
+                    name,
+                ]))?);
                 clients.push(name.to_string());
             }
         }
@@ -478,28 +485,25 @@ async fn converge(
     }
     let spawn = || -> Result<Proc> {
         Ok(match which {
-            Impl::UcJs | Impl::UcWebhook => Proc(
-                Command::new(&args.uc)
-                    .args(["run", "--kubeconfig", &uc.kubeconfig, "--metrics-addr", "127.0.0.1:0"])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()?,
-            ),
-            Impl::KubeRs => Proc(
-                Command::new(&args.controller)
-                    .args(["foo", "--kubeconfig", &uc.kubeconfig, "--name", "kube-rs-foo"])
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()?,
-            ),
-            Impl::Kopf => Proc(
+            Impl::UcJs | Impl::UcWebhook => Proc::quiet(Command::new(&args.uc).args([
+                "run",
+                "--kubeconfig",
+                &uc.kubeconfig,
+                "--metrics-addr",
+                "127.0.0.1:0",
+            ]))?,
+            Impl::KubeRs => Proc::quiet(Command::new(&args.controller).args([
+                "foo",
+                "--kubeconfig",
+                &uc.kubeconfig,
+                "--name",
+                "kube-rs-foo",
+            ]))?,
+            Impl::Kopf => Proc::quiet(
                 Command::new(&args.python)
                     .args(["-m", "kopf", "run", "--standalone", "--all-namespaces", "--quiet", "bench/kopf/foo.py"])
-                    .env("KUBECONFIG", &uc.kubeconfig)
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()?,
-            ),
+                    .env("KUBECONFIG", &uc.kubeconfig),
+            )?,
         })
     };
     // Live: the controller runs while the parents are created. Backlog: it starts once they all exist.
