@@ -25,7 +25,24 @@ def install(cluster, worker_annotations=None, worker_replicas=2):
     worker["replicas"] = worker_replicas
     if worker_annotations is not None:
         worker["template"]["metadata"]["annotations"] = worker_annotations
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(job))
+    # The resource version the job was created at: watches replay its whole history from there.
+    return cluster.kubectl("create", "-f", "-", "-o", "jsonpath={.metadata.resourceVersion}", input=json.dumps(job)).stdout
+
+
+def first_condition_seen(cluster, since, type_, timeout):
+    """The first True `type_` condition in the job's history from resource version `since`. Conditions such as
+    Restarting last only until the pod runs again, so polling can miss them; a watch sees every write."""
+    from kubernetes import client, watch
+
+    co = client.CustomObjectsApi(cluster.api_client())
+    w = watch.Watch()
+    for ev in w.stream(co.list_namespaced_custom_object, "mlhub.njuics.cn", "v1alpha1", "default", "tensorflowjobs",
+                       resource_version=since, timeout_seconds=timeout):
+        for c in ev["object"].get("status", {}).get("conditions", []):
+            if c["type"] == type_ and c["status"] == "True":
+                w.stop()
+                return c
+    raise AssertionError(f"no {type_} condition within {timeout} s")
 
 
 def conditions(cluster):
@@ -72,10 +89,10 @@ def test_tfjob_pods_services_tf_config_and_success(cluster):
 
 def test_tfjob_retryable_exit_code_restarts_the_worker(cluster):
     # Killed by SIGKILL (137): under restartPolicy ExitCode the worker is created again.
-    install(cluster, {"uc.njuics.cn/run-seconds": "1", "uc.njuics.cn/exit-code": "137"}, worker_replicas=1)
+    created = install(cluster, {"uc.njuics.cn/run-seconds": "1", "uc.njuics.cn/exit-code": "137"}, worker_replicas=1)
     first = wait_for(lambda: pods(cluster).get(f"{JOB}-worker-0"), message="worker")["metadata"]["uid"]
-    wait_for(lambda: is_true(cluster, "Restarting"), timeout=20, message="Restarting")
-    assert "exit code 137" in conditions(cluster)["Restarting"]["message"]
+    restarting = first_condition_seen(cluster, created, "Restarting", timeout=20)
+    assert restarting["reason"] == "TFJobRestarting" and "Worker 0 (exit code 137)" in restarting["message"]
     wait_for(lambda: (p := pods(cluster).get(f"{JOB}-worker-0")) and p["metadata"]["uid"] != first,
              timeout=20, message="the worker created again")
     assert not is_true(cluster, "Failed")
