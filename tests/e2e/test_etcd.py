@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -189,3 +190,162 @@ def test_etcd_backup_to_local_storage(cluster, tmp_path):
     st = wait_for(lambda: (get(cluster, "etcdbackup", "nowhere") or {}).get("status", {}).get("reason"),
                   timeout=30, message="a failure reason")
     assert "127.0.0.1:1" in st and not (tmp_path / "bad.db").exists()
+
+
+def backup_now(cluster, name, path):
+    backup = {"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdBackup", "metadata": {"name": name},
+              "spec": {"etcdEndpoints": endpoints(cluster), "storageType": "Local", "local": {"path": str(path)}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(backup))
+    return wait_for(lambda: (get(cluster, "etcdbackup", name) or {}).get("status", {}).get("succeeded") and
+                    get(cluster, "etcdbackup", name)["status"], timeout=30, message="backup succeeded")
+
+
+def test_etcd_backup_delete_restore(cluster, tmp_path):
+    create_cluster(cluster)
+    write_keys(cluster, 500)
+    target = tmp_path / "example.db"
+    backup_now(cluster, "before-delete", target)
+    assert json.loads((tmp_path / "example.db.meta.json").read_text())["clusterSize"] == 3
+    # Written after the backup: not in the restored cluster.
+    kv(cluster, "/v3/kv/put", {"key": b64("after-backup"), "value": b64("x")})
+    cluster.kubectl("delete", "etcdcluster", NAME)
+    wait_for(lambda: get(cluster, "pods", "-l", f"etcd_cluster={NAME}")["items"] == [], timeout=60,
+             message="the cluster's pods gone")
+    restore = {"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdRestore", "metadata": {"name": NAME},
+               "spec": {"etcdCluster": {"name": NAME}, "backupStorageType": "Local", "local": {"path": str(target)}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(restore))
+    restored(cluster, NAME, "restore Completed")
+    assert healthy(cluster, 3), "restored at the size the backup recorded, every member voting"
+    assert key_count(cluster) == 500, "the keys written before the backup are back"
+    assert "kvs" not in kv(cluster, "/v3/kv/range", {"key": b64("after-backup")})
+    # Handed back: the EtcdCluster controller owns it again and scales it as usual.
+    seed = get(cluster, "pod", f"{NAME}-0000")
+    assert seed["spec"]["initContainers"][0]["name"] == "restore"
+    assert seed["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+    cluster.kubectl("patch", "etcdcluster", NAME, "--type=merge", "-p", '{"spec":{"size":1}}')
+    wait_for(lambda: healthy(cluster, 1), timeout=60, message="scaled down after the restore")
+    assert key_count(cluster) == 500
+    # A restore from a missing file fails with the field path and touches nothing.
+    bad = {**restore, "metadata": {"name": "missing"}, "spec": {**restore["spec"], "local": {"path": str(tmp_path / "nope.db")}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(bad))
+    st = wait_for(lambda: (get(cluster, "etcdrestore", "missing") or {}).get("status"), message="restore status")
+    assert st["phase"] == "Failed" and "spec.local.path" in st["reason"]
+    assert healthy(cluster, 1) and key_count(cluster) == 500
+
+
+def restored(cluster, name, message, timeout=90):
+    """Waits for an EtcdRestore to complete; on a timeout says where the restore and the cluster stand."""
+    try:
+        wait_for(lambda: (get(cluster, "etcdrestore", name) or {}).get("status", {}).get("phase") == "Completed",
+                 timeout=timeout, message=message)
+    except AssertionError as e:
+        pods = {p["metadata"]["name"]: p.get("status") for p in get(cluster, "pods", "-l", f"etcd_cluster={NAME}")["items"]}
+        raise AssertionError(f"{e}\nrestore: {(get(cluster, 'etcdrestore', name) or {}).get('status')}\n"
+                             f"cluster: {status(cluster)}\npods: {json.dumps(pods)[:3000]}\n"
+                             f"events: {cluster.kubectl('get', 'events', check=False).stdout[-3000:]}") from None
+
+
+def kill_members(*names):
+    """SIGKILL the members' processes together (one after another, the first could be replaced while
+    quorum still holds)."""
+    pids = []
+    for name in names:
+        found = subprocess.run(["pgrep", "-f", "--", f"--name={name}"], capture_output=True, text=True).stdout.split()
+        assert found, f"{name} runs as a process"
+        pids.extend(found)
+    subprocess.run(["kill", "-KILL", *pids], check=True)
+
+
+def test_etcd_quorum_loss_is_reported_and_restored_from_the_latest_backup_when_asked(cluster, tmp_path):
+    create_cluster(cluster)
+    write_keys(cluster, 200)
+    backup_now(cluster, "nightly", tmp_path / "nightly.db")
+    cluster.kubectl("patch", "etcdcluster", NAME, "--type=merge", "-p",
+                    json.dumps({"spec": {"restoreOnQuorumLoss": {"backupName": "nightly", "afterSeconds": 3}}}))
+    kill_members(f"{NAME}-0001", f"{NAME}-0002")
+    st = wait_for(lambda: status(cluster).get("reason") == "QuorumLost" and status(cluster), timeout=30,
+                  message="quorum loss in status")
+    assert st["phase"] == "Failed" and st["quorumLostSince"]
+    # After afterSeconds an EtcdRestore appears (visible, one per loss) and brings the cluster back.
+    restores = wait_for(lambda: get(cluster, "etcdrestores")["items"], timeout=30, message="an EtcdRestore")
+    assert len(restores) == 1 and restores[0]["spec"]["local"]["path"] == str(tmp_path / "nightly.db")
+    name = restores[0]["metadata"]["name"]
+    restored(cluster, name, "the automatic restore Completed")
+    assert healthy(cluster, 3) and key_count(cluster) == 200
+    assert status(cluster)["restoredFrom"] == restores[0]["metadata"]["uid"]
+    assert len(get(cluster, "etcdrestores")["items"]) == 1, "restored once"
+
+
+def test_etcd_quorum_loss_without_the_option_is_only_reported(cluster):
+    create_cluster(cluster)
+    kill_members(f"{NAME}-0000", f"{NAME}-0001")
+    st = wait_for(lambda: status(cluster).get("reason") == "QuorumLost" and status(cluster), timeout=30,
+                  message="quorum loss in status")
+    assert st["phase"] == "Failed" and "restore" in st["conditions"][0]["message"]
+    assert get(cluster, "etcdrestores")["items"] == []
+    # Nothing is deleted (the dead members' data may be needed) and nothing new is started.
+    time.sleep(3)
+    pods = {p["metadata"]["name"]: p["status"]["phase"] for p in get(cluster, "pods", "-l", f"etcd_cluster={NAME}")["items"]}
+    assert pods == {f"{NAME}-0000": "Failed", f"{NAME}-0001": "Failed", f"{NAME}-0002": "Running"}, pods
+    assert status(cluster)["reason"] == "QuorumLost"
+
+
+@pytest.fixture
+def s3_server():
+    """A real S3-compatible server from PyPI (moto's), on loopback, with one bucket."""
+    import socket
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                      aws_access_key_id="uc-test", aws_secret_access_key="uc-secret")
+    s3.create_bucket(Bucket="etcd-backups")
+    try:
+        yield endpoint, s3
+    finally:
+        server.stop()
+
+
+def test_etcd_backup_to_s3_and_restore_from_it(cluster, s3_server, tmp_path):
+    endpoint, s3 = s3_server
+    create_cluster(cluster)
+    write_keys(cluster, 300)
+    cluster.kubectl("create", "secret", "generic", "aws",
+                    "--from-literal=credentials=[default]\naws_access_key_id = uc-test\naws_secret_access_key = uc-secret\n",
+                    "--from-literal=config=[default]\nregion = us-east-1\n")
+    s3_spec = {"path": "etcd-backups/example/snapshot.db", "awsSecret": "aws", "endpoint": endpoint}
+    backup = {"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdBackup", "metadata": {"name": "to-s3"},
+              "spec": {"etcdEndpoints": endpoints(cluster), "storageType": "S3", "s3": s3_spec}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(backup))
+    st = wait_for(lambda: (get(cluster, "etcdbackup", "to-s3") or {}).get("status", {}).get("succeeded") and
+                  get(cluster, "etcdbackup", "to-s3")["status"], timeout=30, message="S3 backup succeeded")
+    assert st["backupPath"] == "etcd-backups/example/snapshot.db"
+    # The object is a real snapshot, with its meta beside it.
+    s3.download_file("etcd-backups", "example/snapshot.db", str(tmp_path / "from-s3.db"))
+    r = subprocess.run(["etcdctl", "snapshot", "status", str(tmp_path / "from-s3.db"), "-w", "json"],
+                       capture_output=True, text=True, env={**os.environ, "ETCDCTL_API": "3"})
+    assert r.returncode == 0 and json.loads(r.stdout)["totalKey"] >= 300, r.stderr
+    meta = json.loads(s3.get_object(Bucket="etcd-backups", Key="example/snapshot.db.meta.json")["Body"].read())
+    assert meta["clusterSize"] == 3
+    # A missing Secret: the reason names the field.
+    bad = {**backup, "metadata": {"name": "no-secret"}, "spec": {**backup["spec"], "s3": {**s3_spec, "awsSecret": "nope"}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(bad))
+    reason = wait_for(lambda: (get(cluster, "etcdbackup", "no-secret") or {}).get("status", {}).get("reason"),
+                      message="a failure reason")
+    assert "spec.s3.awsSecret" in reason
+    # Delete the cluster; restore it from the S3 object.
+    cluster.kubectl("delete", "etcdcluster", NAME)
+    wait_for(lambda: get(cluster, "pods", "-l", f"etcd_cluster={NAME}")["items"] == [], timeout=60,
+             message="the cluster's pods gone")
+    restore = {"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdRestore", "metadata": {"name": NAME},
+               "spec": {"etcdCluster": {"name": NAME}, "backupStorageType": "S3", "s3": s3_spec}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(restore))
+    restored(cluster, NAME, "restore from S3 Completed")
+    assert healthy(cluster, 3) and key_count(cluster) == 300

@@ -380,13 +380,13 @@ async fn bind(client: &kube::Client, pod: &Value, node: &str) {
     }
 }
 
-/// Whether every container's image is allowlisted (then the pod runs real processes).
+/// Whether every container's image, init containers' included, is allowlisted (then the pod runs
+/// real processes).
 fn runs_as_processes(pod: &Value, allow: &Allowlist) -> bool {
-    let containers = pod.pointer("/spec/containers").and_then(Value::as_array);
-    containers.is_some_and(|cs| {
-        !cs.is_empty()
-            && cs.iter().all(|c| c.get("image").and_then(Value::as_str).is_some_and(|i| allow.find(i).is_some()))
-    })
+    let allowed = |c: &Value| c.get("image").and_then(Value::as_str).is_some_and(|i| allow.find(i).is_some());
+    let list = |key: &str| pod.pointer(&format!("/spec/{key}")).and_then(Value::as_array).cloned().unwrap_or_default();
+    let containers = list("containers");
+    !containers.is_empty() && containers.iter().all(allowed) && list("initContainers").iter().all(allowed)
 }
 
 /// Whether the pod (as the typed watch delivers it) already carries `status`. The comparison goes

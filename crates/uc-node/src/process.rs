@@ -30,6 +30,9 @@ pub struct AllowEntry {
     pub default_args: Vec<String>,
     /// Command names (basenames) that mean this program, e.g. `etcd` for `/usr/local/bin/etcd`.
     pub commands: Vec<String>,
+    /// The image's other programs by command name (basename), e.g. `etcdctl` in an etcd image: a
+    /// container whose command names one runs it instead of `program`.
+    pub tools: Vec<(String, PathBuf)>,
 }
 
 /// The images whose pods run as real processes.
@@ -59,6 +62,7 @@ impl Allowlist {
                     prefix_args: vec!["http-server".into()],
                     default_args: vec![],
                     commands: vec![],
+                    tools: vec![],
                 },
                 AllowEntry {
                     images: vec!["etcd".into(), "quay.io/coreos/etcd".into(), "gcr.io/etcd-development/etcd".into()],
@@ -66,6 +70,10 @@ impl Allowlist {
                     prefix_args: vec![],
                     default_args: vec![],
                     commands: vec!["etcd".into()],
+                    tools: vec![
+                        ("etcdctl".into(), PathBuf::from("/usr/bin/etcdctl")),
+                        ("etcdutl".into(), PathBuf::from("/usr/bin/etcdutl")),
+                    ],
                 },
                 AllowEntry {
                     images: vec!["zookeeper".into(), "library/zookeeper".into()],
@@ -73,13 +81,16 @@ impl Allowlist {
                     prefix_args: vec![],
                     default_args: vec!["start-foreground".into()],
                     commands: vec!["zkServer.sh".into()],
+                    tools: vec![],
                 },
             ],
         }
     }
 
     /// Adds the entries of a node config file (JSON):
-    /// `{"allowlist": [{"images": ["repo"], "program": "/path", "prefixArgs": [], "defaultArgs": []}]}`.
+    /// `{"allowlist": [{"images": ["repo"], "program": "/path", "prefixArgs": [], "defaultArgs": [],
+    /// "tools": {"name": "/path"}}]}`. An image may name a tag (`repo:tag`): such entries win over
+    /// entries for the whole repository, so each version of an image can run its own program.
     /// Entries from the file come first, so they may also replace a shipped image's program.
     pub fn extend_from_file(&mut self, path: &Path) -> Result<(), String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -100,12 +111,20 @@ impl Allowlist {
             if images.is_empty() {
                 return Err(format!("{}: allowlist[{i}].images is required", path.display()));
             }
+            let mut tools = Vec::new();
+            for (name, tool) in e.get("tools").and_then(Value::as_object).into_iter().flatten() {
+                let tool = tool
+                    .as_str()
+                    .ok_or_else(|| format!("{}: allowlist[{i}].tools.{name} must be a path", path.display()))?;
+                tools.push((name.clone(), PathBuf::from(tool)));
+            }
             added.push(AllowEntry {
                 images,
                 program: PathBuf::from(program),
                 prefix_args: strs("prefixArgs"),
                 default_args: strs("defaultArgs"),
                 commands: vec![],
+                tools,
             });
         }
         added.append(&mut self.entries);
@@ -113,10 +132,13 @@ impl Allowlist {
         Ok(())
     }
 
-    /// The entry of an image, if allowlisted.
+    /// The entry of an image, if allowlisted: one naming the image's tag first, then one naming its
+    /// repository.
     pub fn find(&self, image: &str) -> Option<&AllowEntry> {
+        let tagged = image.split('@').next().unwrap_or(image);
         let repo = repository(image);
-        self.entries.iter().find(|e| e.images.iter().any(|i| i == repo))
+        (self.entries.iter().find(|e| e.images.iter().any(|i| i == tagged)))
+            .or_else(|| self.entries.iter().find(|e| e.images.iter().any(|i| i == repo)))
     }
 }
 
@@ -131,6 +153,13 @@ pub fn argv(entry: &AllowEntry, container: &Value) -> Vec<String> {
     };
     let command = strs("command");
     let args = strs("args");
+    let basename = |c: &String| c.rsplit('/').next().unwrap_or_default().to_string();
+    if let Some((_, tool)) = command.first().and_then(|c| entry.tools.iter().find(|(n, _)| *n == basename(c))) {
+        let mut out = vec![tool.display().to_string()];
+        out.extend(command[1..].iter().cloned());
+        out.extend(args);
+        return out;
+    }
     let mut out = vec![entry.program.display().to_string()];
     out.extend(entry.prefix_args.iter().cloned());
     match command.split_first() {
@@ -217,6 +246,8 @@ pub struct Mount {
     pub source: PathBuf,
     /// Path the process sees it at.
     pub target: String,
+    /// Mounted read-only.
+    pub read_only: bool,
 }
 
 fn quote(s: &str) -> String {
@@ -249,6 +280,9 @@ pub fn isolate(argv: Vec<String>, hosts: Option<&Path>, mounts: &[Mount]) -> Vec
             t = quote(&m.target),
             s = quote(&m.source.display().to_string())
         ));
+        if m.read_only {
+            script.push_str(&format!("mount -o remount,bind,ro {} && ", quote(&m.target)));
+        }
     }
     script.push_str("exec \"$@\"");
     let mut out: Vec<String> = ["/usr/bin/unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c"]
@@ -262,7 +296,8 @@ pub fn isolate(argv: Vec<String>, hosts: Option<&Path>, mounts: &[Mount]) -> Vec
 }
 
 /// The directories of a pod's volumes: PersistentVolumeClaims under `<volumes>/<namespace>/<claim>`
-/// (they outlive the pod), emptyDirs under `<logs>/<pod uid>/volumes/<name>` (they go with it).
+/// (they outlive the pod), emptyDirs under `<logs>/<pod uid>/volumes/<name>` (they go with it),
+/// hostPath volumes at their path on this machine.
 pub fn volume_dirs(pod: &Value, volumes_dir: &Path, pod_dir: &Path) -> HashMap<String, PathBuf> {
     let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
     let mut out = HashMap::new();
@@ -272,6 +307,8 @@ pub fn volume_dirs(pod: &Value, volumes_dir: &Path, pod_dir: &Path) -> HashMap<S
             out.insert(name.to_string(), volumes_dir.join(ns).join(claim));
         } else if v.get("emptyDir").is_some() {
             out.insert(name.to_string(), pod_dir.join("volumes").join(name));
+        } else if let Some(path) = v.pointer("/hostPath/path").and_then(Value::as_str) {
+            out.insert(name.to_string(), PathBuf::from(path));
         }
     }
     out
@@ -286,7 +323,8 @@ pub fn mounts_of(container: &Value, dirs: &HashMap<String, PathBuf>) -> Vec<Moun
         .flatten()
         .filter_map(|m| {
             let source = dirs.get(m.get("name")?.as_str()?)?.clone();
-            Some(Mount { source, target: m.get("mountPath")?.as_str()?.to_string() })
+            let read_only = m.get("readOnly").and_then(Value::as_bool).unwrap_or(false);
+            Some(Mount { source, target: m.get("mountPath")?.as_str()?.to_string(), read_only })
         })
         .collect()
 }
@@ -300,8 +338,55 @@ pub fn expand(s: &str, env: &[(String, String)]) -> String {
     out
 }
 
+/// What the containers of one pod are started with.
+struct Launch {
+    pod: Value,
+    ip: String,
+    allow: Allowlist,
+    logs: PathBuf,
+    hosts: Option<PathBuf>,
+    dirs: HashMap<String, PathBuf>,
+    policy: String,
+}
+
+/// One container, ready to run.
+struct Prepared {
+    name: String,
+    argv: Vec<String>,
+    env: Vec<(String, String)>,
+    cwd: Option<PathBuf>,
+    log: PathBuf,
+    prev: PathBuf,
+}
+
+impl Launch {
+    fn prepare(&self, c: &Value) -> Option<Prepared> {
+        let name = c.get("name").and_then(Value::as_str).unwrap_or("main").to_string();
+        let entry = c.get("image").and_then(Value::as_str).and_then(|i| self.allow.find(i))?;
+        let uid = self.pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
+        let env = env_of(&self.pod, c, &self.ip);
+        let argv = isolate(
+            argv(entry, c).iter().map(|a| expand(a, &env)).collect(),
+            self.hosts.as_deref(),
+            &mounts_of(c, &self.dirs),
+        );
+        Some(Prepared {
+            log: log_path(&self.logs, uid, &name, false),
+            prev: log_path(&self.logs, uid, &name, true),
+            cwd: c.get("workingDir").and_then(Value::as_str).map(PathBuf::from),
+            name,
+            argv,
+            env,
+        })
+    }
+
+    fn containers(&self, key: &str) -> Vec<Value> {
+        self.pod.pointer(&format!("/spec/{key}")).and_then(Value::as_array).cloned().unwrap_or_default()
+    }
+}
+
 impl PodProcesses {
-    /// Starts every container of the pod.
+    /// Starts the pod: its init containers one after another, each to success, then every container.
     pub fn start(
         pod: &Value,
         ip: &str,
@@ -318,30 +403,70 @@ impl PodProcesses {
             pids: Mutex::new(HashMap::new()),
         });
         let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
-        let dirs = volume_dirs(pod, volumes, &logs.join(&uid));
-        for d in dirs.values() {
+        let pod_dir = logs.join(&uid);
+        let dirs = volume_dirs(pod, volumes, &pod_dir);
+        // Claims and emptyDirs are uc's to create; a hostPath is the machine's and must exist.
+        for d in dirs.values().filter(|d| d.starts_with(volumes) || d.starts_with(&pod_dir)) {
             let _ = std::fs::create_dir_all(d);
         }
-        let policy = pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always").to_string();
-        for c in pod.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default() {
-            let name = c.get("name").and_then(Value::as_str).unwrap_or("main").to_string();
-            let Some(entry) = c.get("image").and_then(Value::as_str).and_then(|i| allow.find(i)).cloned() else {
-                continue;
-            };
-            let env = env_of(pod, &c, ip);
-            let argv =
-                isolate(argv(&entry, &c).iter().map(|a| expand(a, &env)).collect(), hosts, &mounts_of(&c, &dirs));
-            let cwd = c.get("workingDir").and_then(Value::as_str).map(PathBuf::from);
+        let launch = Launch {
+            pod: pod.clone(),
+            ip: ip.to_string(),
+            allow: allow.clone(),
+            logs: logs.to_path_buf(),
+            hosts: hosts.map(Path::to_path_buf),
+            dirs,
+            policy: pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always").to_string(),
+        };
+        let init = launch.containers("initContainers");
+        if init.is_empty() {
+            procs.start_containers(&launch);
+        } else {
+            for c in &init {
+                let name = c.get("name").and_then(Value::as_str).unwrap_or("init").to_string();
+                procs.states.lock().insert(name, ContainerState::default());
+            }
+            let p = procs.clone();
+            tokio::spawn(async move {
+                // A failed init container is run again unless the pod never restarts, as the kubelet does.
+                let policy = if launch.policy == "Never" { "Never" } else { "OnFailure" };
+                for c in &init {
+                    let Some(run) = launch.prepare(c) else {
+                        let name = c.get("name").and_then(Value::as_str).unwrap_or("init");
+                        p.set(name, |s| s.start_error = Some("image not on the node's allowlist".into()));
+                        return;
+                    };
+                    let name = run.name.clone();
+                    p.clone().supervise(run, policy.to_string()).await;
+                    let ok = p.states.lock().get(&name).is_some_and(|s| s.last_exit.is_some_and(|(c, _, _)| c == 0));
+                    if !ok || p.stopping.load(std::sync::atomic::Ordering::Acquire) {
+                        return;
+                    }
+                }
+                p.start_containers(&launch);
+            });
+        }
+        procs
+    }
+
+    /// Starts the pod's (non-init) containers, each with its probes.
+    fn start_containers(self: &Arc<Self>, launch: &Launch) {
+        if self.stopping.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        let procs = self;
+        for c in launch.containers("containers") {
+            let Some(run) = launch.prepare(&c) else { continue };
+            let name = run.name.clone();
+            let ip = launch.ip.clone();
             procs.states.lock().insert(name.clone(), ContainerState::default());
             let p = procs.clone();
-            let log = log_path(logs, &uid, &name, false);
-            let prev = log_path(logs, &uid, &name, true);
-            tokio::spawn(p.clone().supervise(name.clone(), argv, env, cwd, log, prev, policy.clone()));
+            tokio::spawn(p.clone().supervise(run, launch.policy.clone()));
             if let Some(probe) = c.get("livenessProbe").cloned() {
-                tokio::spawn(p.clone().liveness(name.clone(), probe, ip.to_string(), c.clone()));
+                tokio::spawn(p.clone().liveness(name.clone(), probe, ip.clone(), c.clone()));
             }
             if let Some(probe) = c.get("readinessProbe").cloned() {
-                tokio::spawn(p.probe(name, probe, ip.to_string(), c.clone()));
+                tokio::spawn(p.probe(name, probe, ip, c.clone()));
             } else {
                 let p = procs.clone();
                 tokio::spawn(async move {
@@ -366,20 +491,11 @@ impl PodProcesses {
                 });
             }
         }
-        procs
+        self.changed.notify_waiters();
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn supervise(
-        self: Arc<Self>,
-        name: String,
-        argv: Vec<String>,
-        env: Vec<(String, String)>,
-        cwd: Option<PathBuf>,
-        log: PathBuf,
-        prev: PathBuf,
-        policy: String,
-    ) {
+    async fn supervise(self: Arc<Self>, run: Prepared, policy: String) {
+        let Prepared { name, argv, env, cwd, log, prev } = run;
         let mut restarts = 0u32;
         loop {
             if let Some(d) = log.parent() {
@@ -596,46 +712,75 @@ fn ts(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
+/// The status of one container from its state; `initializing` while init containers still run.
+fn container_status(c: &Value, st: &ContainerState, uid: &str, initializing: bool) -> Value {
+    let name = c.get("name").and_then(Value::as_str).unwrap_or("main");
+    let terminated = |(code, s, f): (i64, DateTime<Utc>, DateTime<Utc>)| json!({"terminated": {"exitCode": code, "reason": if code == 0 { "Completed" } else { "Error" }, "startedAt": ts(s), "finishedAt": ts(f)}});
+    let state = match (&st.running_since, &st.start_error, st.done, st.last_exit) {
+        (Some(t), _, _, _) => json!({"running": {"startedAt": ts(*t)}}),
+        (None, Some(e), _, _) => json!({"waiting": {"reason": "RunContainerError", "message": e}}),
+        (None, None, true, Some(x)) => terminated(x),
+        (None, None, false, Some(_)) => json!({"waiting": {"reason": "CrashLoopBackOff"}}),
+        _ if initializing => json!({"waiting": {"reason": "PodInitializing"}}),
+        _ => json!({"waiting": {"reason": "ContainerCreating"}}),
+    };
+    let last = match (st.done, st.last_exit) {
+        (false, Some(x)) => terminated(x),
+        _ => json!({}),
+    };
+    json!({"name": name, "image": c.get("image"), "imageID": "", "containerID": format!("uc-process://{uid}/{name}"),
+           "ready": st.ready, "started": st.running_since.is_some(), "restartCount": st.restarts,
+           "state": state, "lastState": last})
+}
+
 /// The pod status its processes give.
 pub fn status(pod: &Value, procs: &PodProcesses, ip: &str) -> Value {
     let states = procs.states.lock().clone();
     let created = pod.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null);
     let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
-    let mut all_ready = true;
+    let list = |key: &str| pod.pointer(&format!("/spec/{key}")).and_then(Value::as_array).cloned().unwrap_or_default();
+    let state_of =
+        |c: &Value| states.get(c.get("name").and_then(Value::as_str).unwrap_or("main")).cloned().unwrap_or_default();
+    let exit_of = |st: &ContainerState| st.last_exit.map(|(c, _, _)| c);
+    // Init containers: each must have exited 0; one that failed for good fails the pod.
+    let init = list("initContainers");
+    let initialized = init.iter().all(|c| exit_of(&state_of(c)) == Some(0) && state_of(c).running_since.is_none());
+    let init_failed = init.iter().any(|c| {
+        let st = state_of(c);
+        st.start_error.is_some() || (st.done && exit_of(&st).is_some_and(|code| code != 0))
+    });
+    let init_statuses: Vec<Value> = init.iter().map(|c| container_status(c, &state_of(c), uid, false)).collect();
+    let mut all_ready = initialized;
     let mut all_done = true;
     let mut any_failed = false;
     let mut statuses = Vec::new();
-    for c in pod.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default() {
-        let name = c.get("name").and_then(Value::as_str).unwrap_or("main").to_string();
-        let st = states.get(&name).cloned().unwrap_or_default();
-        let terminated = |(code, s, f): (i64, DateTime<Utc>, DateTime<Utc>)| json!({"terminated": {"exitCode": code, "reason": if code == 0 { "Completed" } else { "Error" }, "startedAt": ts(s), "finishedAt": ts(f)}});
-        let state = match (&st.running_since, &st.start_error, st.done, st.last_exit) {
-            (Some(t), _, _, _) => json!({"running": {"startedAt": ts(*t)}}),
-            (None, Some(e), _, _) => json!({"waiting": {"reason": "RunContainerError", "message": e}}),
-            (None, None, true, Some(x)) => terminated(x),
-            (None, None, false, Some(_)) => json!({"waiting": {"reason": "CrashLoopBackOff"}}),
-            _ => json!({"waiting": {"reason": "ContainerCreating"}}),
-        };
-        let last = match (st.done, st.last_exit) {
-            (false, Some(x)) => terminated(x),
-            _ => json!({}),
-        };
+    for c in list("containers") {
+        let st = state_of(&c);
         all_ready &= st.ready;
         all_done &= st.done;
-        any_failed |= st.done && st.last_exit.is_some_and(|(c, _, _)| c != 0);
-        statuses.push(json!({"name": name, "image": c.get("image"), "imageID": "", "containerID": format!("uc-process://{uid}/{name}"),
-                             "ready": st.ready, "started": st.running_since.is_some(), "restartCount": st.restarts,
-                             "state": state, "lastState": last}));
+        any_failed |= st.done && exit_of(&st).is_some_and(|code| code != 0);
+        statuses.push(container_status(&c, &st, uid, !initialized));
     }
-    let phase =
-        if all_done && !statuses.is_empty() { if any_failed { "Failed" } else { "Succeeded" } } else { "Running" };
+    let phase = if init_failed {
+        "Failed"
+    } else if !initialized {
+        "Pending"
+    } else if all_done && !statuses.is_empty() {
+        if any_failed { "Failed" } else { "Succeeded" }
+    } else {
+        "Running"
+    };
     let cond = |t: &str, ok: bool| json!({"type": t, "status": if ok { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": created});
-    json!({
+    let mut status = json!({
         "phase": phase,
-        "conditions": [cond("PodScheduled", true), cond("Initialized", true), cond("ContainersReady", all_ready), cond("Ready", all_ready)],
+        "conditions": [cond("PodScheduled", true), cond("Initialized", initialized), cond("ContainersReady", all_ready), cond("Ready", all_ready)],
         "hostIP": "127.0.0.1", "hostIPs": [{"ip": "127.0.0.1"}], "podIP": ip, "podIPs": [{"ip": ip}],
         "startTime": created, "qosClass": "BestEffort", "containerStatuses": statuses,
-    })
+    });
+    if !init_statuses.is_empty() {
+        status["initContainerStatuses"] = json!(init_statuses);
+    }
+    status
 }
 
 #[cfg(test)]
@@ -679,6 +824,77 @@ mod tests {
     }
 
     #[test]
+    fn tagged_entries_and_tools() {
+        let dir = std::env::temp_dir().join(format!("uc-node-tools-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("node.json");
+        std::fs::write(
+            &file,
+            r#"{"allowlist": [{"images": ["quay.io/coreos/etcd:v3.5.1"], "program": "/opt/etcd35/etcd",
+                "tools": {"etcdctl": "/opt/etcd35/etcdctl"}}]}"#,
+        )
+        .unwrap();
+        let mut a = Allowlist::shipped(PathBuf::from("/bin/uc"));
+        a.extend_from_file(&file).unwrap();
+        let v35 = a.find("quay.io/coreos/etcd:v3.5.1").unwrap();
+        let v34 = a.find("quay.io/coreos/etcd:v3.4.23").unwrap();
+        assert_eq!(v35.program, PathBuf::from("/opt/etcd35/etcd"), "the tag's own program");
+        assert_eq!(v34.program, PathBuf::from("/usr/bin/etcd"), "other tags: the repository's");
+        let restore = json!({"command": ["/usr/local/bin/etcdctl", "snapshot", "restore"], "args": ["/b/s.db"]});
+        assert_eq!(argv(v35, &restore), vec!["/opt/etcd35/etcdctl", "snapshot", "restore", "/b/s.db"]);
+        assert_eq!(argv(v34, &restore)[0], "/usr/bin/etcdctl");
+        assert_eq!(argv(v34, &json!({"command": ["etcd", "--x"]})), vec!["/usr/bin/etcd", "--x"]);
+        std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "tools": {"t": 1}}]}"#).unwrap();
+        assert!(a.extend_from_file(&file).unwrap_err().contains("tools.t must be a path"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn init_containers_gate_the_pod() {
+        let pod = json!({"metadata": {"uid": "u"}, "spec": {
+            "initContainers": [{"name": "restore", "image": "etcd"}], "containers": [{"name": "etcd", "image": "etcd"}]}});
+        let procs = PodProcesses {
+            states: Mutex::new(HashMap::new()),
+            changed: Notify::new(),
+            stop: Notify::new(),
+            stopping: Default::default(),
+            pids: Mutex::new(HashMap::new()),
+        };
+        let phase = |p: &PodProcesses| {
+            let st = status(&pod, p, "127.1.0.1");
+            let initialized = st["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Initialized").unwrap()
+                ["status"]
+                .clone();
+            (st["phase"].as_str().unwrap().to_string(), initialized, st["containerStatuses"][0]["state"].clone())
+        };
+        let (ph, init, state) = phase(&procs);
+        assert_eq!((ph.as_str(), init), ("Pending", json!("False")));
+        assert_eq!(state, json!({"waiting": {"reason": "PodInitializing"}}));
+        let t = Utc::now();
+        procs
+            .states
+            .lock()
+            .insert("restore".into(), ContainerState { last_exit: Some((0, t, t)), done: true, ..Default::default() });
+        procs
+            .states
+            .lock()
+            .insert("etcd".into(), ContainerState { running_since: Some(t), ready: true, ..Default::default() });
+        assert_eq!(phase(&procs).0, "Running");
+        assert_eq!(phase(&procs).1, json!("True"));
+        procs
+            .states
+            .lock()
+            .insert("restore".into(), ContainerState { last_exit: Some((1, t, t)), done: true, ..Default::default() });
+        procs.states.lock().remove("etcd");
+        assert_eq!(phase(&procs).0, "Failed", "an init container that failed for good fails the pod");
+        procs
+            .states
+            .lock()
+            .insert("restore".into(), ContainerState { last_exit: Some((1, t, t)), done: false, ..Default::default() });
+        assert_eq!(phase(&procs).0, "Pending", "one that is retried keeps it pending");
+    }
+
+    #[test]
     fn node_config_adds_entries() {
         let dir = std::env::temp_dir().join(format!("uc-node-config-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -708,7 +924,11 @@ mod tests {
         let c = json!({"volumeMounts": [{"name": "data", "mountPath": "/var/lib/x"}, {"name": "cfg", "mountPath": "/etc/x"}]});
         assert_eq!(
             mounts_of(&c, &dirs),
-            vec![Mount { source: PathBuf::from("/d/volumes/ns/www-web-0"), target: "/var/lib/x".into() }]
+            vec![Mount {
+                source: PathBuf::from("/d/volumes/ns/www-web-0"),
+                target: "/var/lib/x".into(),
+                read_only: false
+            }]
         );
         let argv = isolate(vec!["/bin/prog".into()], None, &mounts_of(&c, &dirs));
         if argv.len() > 1 {

@@ -137,7 +137,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
             ..Default::default()
         };
         uc_operators::workloads::register(&mut options.natives);
-        uc_operators::etcd::register(&mut options.natives);
+        uc_operators::etcd::register(&mut options.natives, client.clone());
         let engine =
             uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
         if !args.no_workload_controllers {
@@ -234,7 +234,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         uc_engine::EngineOptions { workers: args.workers, metrics_addr: Some(args.metrics_addr), ..Default::default() };
     // The operators uc ships answer here too, for UniversalControllers that name their native hooks.
     uc_operators::workloads::register(&mut options.natives);
-    uc_operators::etcd::register(&mut options.natives);
+    uc_operators::etcd::register(&mut options.natives, client.clone());
     let engine = uc_engine::Engine::start(client, options).await.context("starting the controller engine")?;
     tracing::info!(metrics = ?engine.metrics_addr, "engine running");
     wait_for_signal().await;

@@ -1,10 +1,13 @@
 //! `EtcdBackup`: a snapshot of an etcd cluster through the maintenance API (`POST
 //! /v3/maintenance/snapshot` on etcd's JSON gateway: a stream of base64 chunks that together are the
-//! same file `etcdctl snapshot save` writes), stored on local storage. One-shot, or periodic with
+//! same file `etcdctl snapshot save` writes), stored on local storage or in an S3-compatible object
+//! store (`storage`). One-shot, or periodic with
 //! `backupPolicy.backupIntervalInSecond` and `maxBackups` retention.
 //!
 //! A backup is written to `<file>.partial` and renamed when complete, so a failed or interrupted backup
-//! never leaves a file that looks like a good one.
+//! never leaves a file that looks like a good one. Next to it, `<file>.meta.json` records the cluster's
+//! size, etcd version and revision, so that a restore can rebuild a cluster that no longer exists at
+//! its original size.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,6 +20,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 
 use super::GROUP;
+use super::storage::S3;
 
 /// Name of the native hook.
 pub const HOOK: &str = "etcd-backup";
@@ -151,17 +155,21 @@ fn prune(base: &Path, keep: usize) {
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
-            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix) && !n.ends_with(".partial"))
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&prefix) && !n.ends_with(".partial") && !n.ends_with(".meta.json"))
         })
         .collect();
     found.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
     while found.len() > keep {
-        let _ = std::fs::remove_file(found.remove(0));
+        let old = found.remove(0);
+        let _ = std::fs::remove_file(super::restore::meta_path(&old));
+        let _ = std::fs::remove_file(old);
     }
 }
 
-/// One sync of an EtcdBackup.
-pub async fn sync(request: &Value) -> Value {
+/// One sync of an EtcdBackup. `client` reads the S3 credentials' Secret.
+pub async fn sync(client: Option<&kube::Client>, request: &Value) -> Value {
     let parent = &request["parent"];
     let previous = parent.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
     let interval = parent.pointer("/spec/backupPolicy/backupIntervalInSecond").and_then(Value::as_u64).unwrap_or(0);
@@ -190,47 +198,104 @@ pub async fn sync(request: &Value) -> Value {
             }
         }
     }
-    if s(parent, "/spec/storageType") == "S3" {
-        return failed("S3 storage is not supported yet: use storageType Local".into());
-    }
-    let path = s(parent, "/spec/local/path");
+    // Where the snapshot goes: a local path, or a local staging file then an S3 object.
+    let s3 = if s(parent, "/spec/storageType") == "S3" {
+        let Some(client) = client else {
+            return failed("S3 storage needs the API server (for spec.s3.awsSecret)".into());
+        };
+        let spec = parent.pointer("/spec/s3").cloned().unwrap_or_default();
+        match S3::open(client, s(parent, "/metadata/namespace"), &spec, "spec.s3").await {
+            Ok(s3) => Some(s3),
+            Err(e) => return failed(e),
+        }
+    } else {
+        None
+    };
+    let path = match &s3 {
+        Some(_) => std::env::temp_dir()
+            .join("uc-etcd-backup")
+            .join(s(parent, "/metadata/uid"))
+            .join("snapshot.db")
+            .display()
+            .to_string(),
+        None => s(parent, "/spec/local/path").to_string(),
+    };
     if !path.starts_with('/') {
         return failed(format!("spec.local.path: {path:?} must be an absolute path"));
     }
-    let base = PathBuf::from(path);
+    let base = PathBuf::from(&path);
     let endpoints: Vec<String> = parent
         .pointer("/spec/etcdEndpoints")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(|e| e.as_str().map(String::from)).collect())
         .unwrap_or_default();
     let mut last_error = "spec.etcdEndpoints is empty".to_string();
+    let stamp = now.format("%Y-%m-%d-%H:%M:%S").to_string();
+    // A periodic backup names each snapshot by revision and time; a one-shot one writes the path itself.
+    let name_for =
+        |base: &str, rev: i64| if interval > 0 { format!("{base}_v{rev}_{stamp}") } else { base.to_string() };
     for endpoint in &endpoints {
-        let stamp = now.format("%Y-%m-%d-%H:%M:%S");
-        // A periodic backup names each file by revision and time; a one-shot one writes the path itself.
-        let target = |rev: i64| {
-            if interval > 0 { PathBuf::from(format!("{path}_v{rev}_{stamp}")) } else { base.clone() }
-        };
-        let tmp = target(0);
+        let tmp = PathBuf::from(name_for(&path, 0));
         let attempt = tokio::time::timeout(Duration::from_secs(timeout), snapshot(endpoint, &tmp)).await;
-        match attempt {
-            Ok(Ok(saved)) => {
-                let file = target(saved.revision);
+        let saved = match attempt {
+            Ok(Ok(saved)) => saved,
+            Ok(Err(e)) => {
+                last_error = e;
+                let _ = std::fs::remove_file(format!("{}.partial", tmp.display()));
+                continue;
+            }
+            Err(_) => {
+                last_error = format!("{endpoint}: timed out after {timeout} s");
+                let _ = std::fs::remove_file(format!("{}.partial", tmp.display()));
+                continue;
+            }
+        };
+        let voting = match super::client::Etcd::default().members(endpoint).await {
+            Ok(m) => json!(m.iter().filter(|m| !m.is_learner).count()),
+            Err(_) => Value::Null,
+        };
+        let meta = json!({"clusterSize": voting, "etcdVersion": saved.version, "etcdRevision": saved.revision,
+                          "endpoint": endpoint})
+        .to_string();
+        let stored = match &s3 {
+            Some(s3) => {
+                let key = name_for(&s3.key, saved.revision);
+                let uploaded = async {
+                    s3.upload(&tmp, &key).await?;
+                    s3.put(&format!("{key}.meta.json"), meta.into_bytes()).await?;
+                    if interval > 0 && max_backups > 0 {
+                        s3.prune(&s3.key, max_backups).await?;
+                    }
+                    Ok::<String, String>(s3.full(&key))
+                }
+                .await;
+                let _ = std::fs::remove_dir_all(base.parent().unwrap_or(&base));
+                uploaded
+            }
+            None => {
+                let file = PathBuf::from(name_for(&path, saved.revision));
                 if file != tmp {
                     let _ = std::fs::rename(&tmp, &file);
                 }
+                let _ = std::fs::write(super::restore::meta_path(&file), meta);
                 if interval > 0 && max_backups > 0 {
                     prune(&base, max_backups);
                 }
-                let status = json!({"succeeded": true, "reason": "", "etcdRevision": saved.revision,
-                    "etcdVersion": saved.version, "lastSuccessDate": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                    "backupPath": file.display().to_string()});
-                let resync = if interval > 0 { Some(interval as f64) } else { None };
-                return json!({"status": status, "children": [], "resyncAfterSeconds": resync});
+                Ok(file.display().to_string())
             }
-            Ok(Err(e)) => last_error = e,
-            Err(_) => last_error = format!("{endpoint}: timed out after {timeout} s"),
-        }
-        let _ = std::fs::remove_file(format!("{}.partial", tmp.display()));
+        };
+        let backup_path = match stored {
+            Ok(p) => p,
+            Err(e) => {
+                last_error = e;
+                break;
+            }
+        };
+        let status = json!({"succeeded": true, "reason": "", "etcdRevision": saved.revision,
+            "etcdVersion": saved.version, "lastSuccessDate": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "backupPath": backup_path});
+        let resync = if interval > 0 { Some(interval as f64) } else { None };
+        return json!({"status": status, "children": [], "resyncAfterSeconds": resync});
     }
     failed(last_error)
 }
@@ -242,16 +307,19 @@ mod tests {
     #[tokio::test]
     async fn bad_requests_fail_with_a_reason_and_write_nothing() {
         let req = |spec: Value| json!({"parent": {"metadata": {"name": "b"}, "spec": spec}});
-        let out = sync(&req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "storageType": "S3"}))).await;
+        let out = sync(None, &req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "storageType": "S3"}))).await;
         assert_eq!(out["status"]["succeeded"], json!(false));
         assert!(out["status"]["reason"].as_str().unwrap().contains("S3"));
-        let out = sync(&req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "local": {"path": "rel/x.db"}}))).await;
+        let out =
+            sync(None, &req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "local": {"path": "rel/x.db"}}))).await;
         assert!(out["status"]["reason"].as_str().unwrap().contains("absolute"));
         let dir = std::env::temp_dir().join(format!("uc-backup-test-{}", std::process::id()));
         let file = dir.join("x.db");
-        let out =
-            sync(&req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "local": {"path": file.display().to_string()}})))
-                .await;
+        let out = sync(
+            None,
+            &req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "local": {"path": file.display().to_string()}})),
+        )
+        .await;
         assert_eq!(out["status"]["succeeded"], json!(false), "nothing listens on port 1");
         assert!(!file.exists() && !dir.join("x.db.partial").exists(), "a failed backup leaves no file");
         let _ = std::fs::remove_dir_all(dir);

@@ -19,10 +19,13 @@
 
 pub mod backup;
 pub mod client;
+pub mod restore;
+pub mod storage;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use serde_json::{Map, Value, json};
 use uc_engine::hooks::HookKind;
 use uc_engine::hooks::native::{HookFuture, NativeRegistry};
@@ -33,6 +36,8 @@ use client::{Etcd, Member};
 pub const GROUP: &str = "etcd.database.coreos.com";
 /// Name of the native hook.
 pub const HOOK: &str = "etcd-cluster";
+/// Where a restore's seed member records the restore (`EtcdRestore` uid).
+const RESTORE_ID: &str = "/metadata/annotations/etcd.database.coreos.com~1restore-id";
 const DEFAULT_REPOSITORY: &str = "quay.io/coreos/etcd";
 const CLIENT_PORT: u16 = 2379;
 const PEER_PORT: u16 = 2380;
@@ -59,7 +64,10 @@ pub fn crd() -> Value {
                         "size": {"type": "integer", "minimum": 1, "maximum": 7},
                         "version": {"type": "string", "pattern": "^v?3\\.[0-9]+\\.[0-9]+$"},
                         "repository": {"type": "string"},
-                        "pod": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+                        "pod": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                        "restoreOnQuorumLoss": {"type": "object", "required": ["backupName"], "properties": {
+                            "backupName": {"type": "string", "minLength": 1},
+                            "afterSeconds": {"type": "integer", "minimum": 0}}}}},
                     "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}
             }]
         }
@@ -68,12 +76,12 @@ pub fn crd() -> Value {
 
 /// The operator's CRDs.
 pub fn crds() -> Vec<Value> {
-    vec![crd(), backup::crd()]
+    vec![crd(), backup::crd(), restore::crd()]
 }
 
 /// The operator's UniversalControllers.
 pub fn controllers() -> Vec<Value> {
-    vec![controller(), backup::controller()]
+    vec![controller(), backup::controller(), restore::controller()]
 }
 
 /// The UniversalController of EtcdClusters.
@@ -94,27 +102,46 @@ pub fn controller() -> Value {
     })
 }
 
-/// Registers the native hook.
-pub fn register(natives: &mut NativeRegistry) {
+/// Registers the native hooks. `client` reaches the API server for what crosses objects: a restore
+/// marks its EtcdCluster, a cluster that lost quorum reads its backup and creates an EtcdRestore.
+pub fn register(natives: &mut NativeRegistry, client: kube::Client) {
     let etcd = Etcd::default();
+    let kube = client.clone();
     natives.register(
         HOOK,
         Arc::new(move |_kind: HookKind, request: Value| -> HookFuture {
             let etcd = etcd.clone();
+            let kube = kube.clone();
             // Never an error: what goes wrong is reported in the cluster's status.
-            Box::pin(async move { Ok(sync(&etcd, &request).await) })
+            Box::pin(async move { Ok(sync(&etcd, Some(&kube), &request).await) })
         }),
     );
+    let restorer = client.clone();
+    natives.register(
+        restore::HOOK,
+        Arc::new(move |_kind: HookKind, request: Value| -> HookFuture {
+            let client = restorer.clone();
+            Box::pin(async move { Ok(restore::sync(&client, &request).await) })
+        }),
+    );
+    let kube = client.clone();
     natives.register(
         backup::HOOK,
-        Arc::new(|_kind: HookKind, request: Value| -> HookFuture {
-            Box::pin(async move { Ok(backup::sync(&request).await) })
+        Arc::new(move |_kind: HookKind, request: Value| -> HookFuture {
+            let kube = kube.clone();
+            Box::pin(async move { Ok(backup::sync(Some(&kube), &request).await) })
         }),
     );
 }
 
 fn s<'a>(v: &'a Value, p: &str) -> &'a str {
     v.pointer(p).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The API of one of the operator's resources in a namespace.
+fn api(client: &kube::Client, namespace: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk(GROUP, "v1beta2", kind);
+    Api::namespaced_with(client.clone(), namespace, &ApiResource::from_gvk_with_plural(&gvk, plural))
 }
 
 fn children(request: &Value, key: &str) -> Map<String, Value> {
@@ -129,6 +156,8 @@ struct Spec {
     size: usize,
     version: String,
     repository: String,
+    /// Opt-in: restore from this EtcdBackup's latest snapshot once quorum has been lost this long.
+    restore_on_quorum_loss: Option<(String, u64)>,
 }
 
 impl Spec {
@@ -147,6 +176,14 @@ impl Spec {
             "" => DEFAULT_REPOSITORY.to_string(),
             r => r.to_string(),
         };
+        let restore_on_quorum_loss = parent
+            .pointer("/spec/restoreOnQuorumLoss")
+            .map(|r| (s(r, "/backupName").to_string(), r.get("afterSeconds").and_then(Value::as_u64).unwrap_or(30)));
+        if let Some((backup, _)) = &restore_on_quorum_loss
+            && backup.is_empty()
+        {
+            return Err("spec.restoreOnQuorumLoss.backupName: names the EtcdBackup to restore from".into());
+        }
         Ok(Spec {
             name: s(parent, "/metadata/name").into(),
             namespace: s(parent, "/metadata/namespace").into(),
@@ -154,6 +191,7 @@ impl Spec {
             size,
             version,
             repository,
+            restore_on_quorum_loss,
         })
     }
 
@@ -232,6 +270,35 @@ impl Spec {
     }
 }
 
+impl Spec {
+    /// The seed member of a restore: an init container writes its data directory from the snapshot
+    /// (`etcdctl snapshot restore`, the image's own etcdctl) before etcd starts on it.
+    fn restore_pod(&self, member: &str, snapshot: &std::path::Path, id: &str) -> Value {
+        let mut pod = self.pod(member, &format!("{member}={}", self.peer_url(member)), "new");
+        let dir = snapshot.parent().map(|d| d.display().to_string()).unwrap_or_else(|| "/".into());
+        let file = snapshot.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        pod["metadata"]["annotations"]["etcd.database.coreos.com/restored-from"] =
+            json!(snapshot.display().to_string());
+        pod["metadata"]["annotations"]["etcd.database.coreos.com/restore-id"] = json!(id);
+        pod["spec"]["initContainers"] = json!([{
+            "name": "restore", "image": format!("{}:v{}", self.repository, self.version),
+            "command": ["/usr/local/bin/etcdctl", "snapshot", "restore", format!("/var/etcd-restore/{file}"),
+                format!("--name={member}"),
+                format!("--initial-cluster={member}={}", self.peer_url(member)),
+                format!("--initial-cluster-token={}", self.uid),
+                format!("--initial-advertise-peer-urls={}", self.peer_url(member)),
+                "--data-dir=/var/etcd/data"],
+            "env": [{"name": "ETCDCTL_API", "value": "3"}],
+            "volumeMounts": [{"name": "etcd-data", "mountPath": "/var/etcd"},
+                             {"name": "backup", "mountPath": "/var/etcd-restore", "readOnly": true}]
+        }]);
+        if let Some(v) = pod.pointer_mut("/spec/volumes").and_then(Value::as_array_mut) {
+            v.push(json!({"name": "backup", "hostPath": {"path": dir, "type": "Directory"}}));
+        }
+        pod
+    }
+}
+
 fn pod_ready(pod: &Value) -> bool {
     crate::workloads::is_ready(pod) && pod.pointer("/metadata/deletionTimestamp").is_none()
 }
@@ -251,19 +318,22 @@ struct Step {
     conditions: Vec<Value>,
     /// Sync again soon: a change is under way.
     busy: bool,
+    /// Quorum is lost (the cluster cannot repair itself).
+    quorum_lost: bool,
 }
 
 /// One sync of an EtcdCluster.
-async fn sync(etcd: &Etcd, request: &Value) -> Value {
+async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, request: &Value) -> Value {
     let parent = &request["parent"];
     let observed_pods = children(request, "Pod.v1");
+    let previous = parent.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
     let spec = match Spec::from(parent) {
         Ok(s) => s,
         Err(message) => {
             // Keep whatever runs; a bad edit must not take a cluster down.
             let mut kept: Vec<Value> = children(request, "Service.v1").into_values().collect();
             kept.extend(observed_pods.into_values());
-            let mut status = parent.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+            let mut status = previous;
             status["phase"] =
                 json!(if kept.is_empty() { "Failed" } else { status["phase"].as_str().unwrap_or("Failed") });
             status["reason"] = json!(message);
@@ -271,7 +341,37 @@ async fn sync(etcd: &Etcd, request: &Value) -> Value {
             return json!({"status": status, "children": kept});
         }
     };
-    let step = plan(etcd, &spec, &observed_pods, parent).await;
+    // The next member index, kept in the status so that a removed member's name is never reused.
+    let next_index = |pods: &[Value]| {
+        observed_pods
+            .keys()
+            .map(String::as_str)
+            .chain(pods.iter().map(|p| s(p, "/metadata/name")))
+            .filter_map(|n| spec.index_of(n))
+            .map(|i| u64::from(i) + 1)
+            .chain(previous.get("nextMemberIndex").and_then(Value::as_u64))
+            .max()
+            .unwrap_or(0)
+    };
+    // A restore is done once its seed member's pod exists (the pod carries the restore's id, so a sync
+    // that sees a stale status still knows) or the status says so (the seed may be gone since).
+    let mut restored_from = s(&previous, "/restoredFrom").to_string();
+    if let Some(r) = restore::Request::of(parent)
+        && observed_pods.values().any(|p| s(p, RESTORE_ID) == r.id)
+    {
+        restored_from = r.id;
+    }
+    let pending = restore::Request::of(parent).filter(|r| r.id != restored_from);
+    let mut step = match &pending {
+        Some(r) => {
+            let (step, seeded) = restore_step(&spec, &observed_pods, r, next_index(&[]) as u32);
+            if seeded {
+                restored_from = r.id.clone();
+            }
+            step
+        }
+        None => plan(etcd, &spec, &observed_pods, parent).await,
+    };
     let mut members_ready = Vec::new();
     let mut members_unready = Vec::new();
     for p in &step.pods {
@@ -283,20 +383,25 @@ async fn sync(etcd: &Etcd, request: &Value) -> Value {
     }
     members_ready.sort();
     members_unready.sort();
-    // The next member index, kept in the status so that a removed member's name is never reused.
-    let next_index = observed_pods
-        .keys()
-        .chain(step.pods.iter().map(|p| s(p, "/metadata/name")).map(String::from).collect::<Vec<_>>().iter())
-        .filter_map(|n| spec.index_of(n))
-        .map(|i| u64::from(i) + 1)
-        .chain(parent.pointer("/status/nextMemberIndex").and_then(Value::as_u64))
-        .max()
-        .unwrap_or(0);
+    let next_index = next_index(&step.pods);
+    let quorum_lost_since = if step.quorum_lost {
+        let since = s(&previous, "/quorumLostSince");
+        let since = chrono::DateTime::parse_from_rfc3339(since).map(|t| t.with_timezone(&chrono::Utc));
+        let since = since.unwrap_or_else(|_| chrono::Utc::now());
+        if let Some(c) = auto_restore(kube, &spec, since).await {
+            step.conditions.push(c);
+        }
+        Some(since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+    } else {
+        None
+    };
+    let reason = step.conditions.first().map(|c| c["reason"].clone()).unwrap_or(Value::Null);
     let mut children = spec.services();
     children.extend(step.pods);
     json!({
         "status": {
             "phase": step.phase,
+            "reason": reason,
             "size": members_ready.len() + members_unready.len(),
             "readyMembers": members_ready.len(),
             "members": {"ready": members_ready, "unready": members_unready},
@@ -305,11 +410,92 @@ async fn sync(etcd: &Etcd, request: &Value) -> Value {
             "serviceName": spec.name,
             "clientPort": CLIENT_PORT,
             "nextMemberIndex": next_index,
+            "restoredFrom": if restored_from.is_empty() { Value::Null } else { json!(restored_from) },
+            "quorumLostSince": quorum_lost_since,
             "conditions": step.conditions,
         },
         "children": children,
-        "resyncAfterSeconds": if step.busy { 1.0 } else { 10.0 },
+        "resyncAfterSeconds": if step.busy || step.quorum_lost { 1.0 } else { 10.0 },
     })
+}
+
+/// A restore the cluster has not done yet: every member goes, then one seed member starts from the
+/// snapshot (its index continues the cluster's, so no name is reused). Returns whether the seed is in.
+fn restore_step(spec: &Spec, observed: &Map<String, Value>, r: &restore::Request, next: u32) -> (Step, bool) {
+    let members = observed.keys().filter(|n| spec.index_of(n).is_some()).count();
+    let snapshot = r.snapshot.display().to_string();
+    let restoring = |message: String| condition("Recovering", true, "Restoring", &message);
+    if members > 0 {
+        let message = format!("removing {members} member(s) before restoring from {snapshot}");
+        let step = Step {
+            pods: vec![],
+            phase: "Restoring",
+            conditions: vec![condition("Available", false, "Restoring", &message), restoring(message.clone())],
+            busy: true,
+            quorum_lost: false,
+        };
+        return (step, false);
+    }
+    let seed = spec.member_name(next);
+    let message = format!("starting seed member {seed} from {snapshot}");
+    let step = Step {
+        pods: vec![spec.restore_pod(&seed, &r.snapshot, &r.id)],
+        phase: "Restoring",
+        conditions: vec![condition("Available", false, "Restoring", &message), restoring(message.clone())],
+        busy: true,
+        quorum_lost: false,
+    };
+    (step, true)
+}
+
+/// Opt-in automatic restore: once quorum has been lost for `afterSeconds`, an EtcdRestore from the
+/// named EtcdBackup's latest snapshot (created once per loss, named after when the loss began, so it
+/// is there to see in `kubectl get etcdrestores`). Returns the condition that says what happened.
+async fn auto_restore(kube: Option<&kube::Client>, spec: &Spec, since: chrono::DateTime<chrono::Utc>) -> Option<Value> {
+    let (backup, after) = spec.restore_on_quorum_loss.as_ref()?;
+    let waited = (chrono::Utc::now() - since).num_seconds().max(0) as u64;
+    if waited < *after {
+        let message = format!("quorum lost {waited} s ago: restoring from EtcdBackup {backup} after {after} s");
+        return Some(condition("Recovering", false, "WaitingToRestore", &message));
+    }
+    let kube = kube?;
+    let failed = |m: String| Some(condition("Recovering", false, "AutoRestoreFailed", &m));
+    let b = match api(kube, &spec.namespace, "EtcdBackup", "etcdbackups").get_opt(backup).await {
+        Ok(Some(b)) => serde_json::to_value(b).unwrap_or_default(),
+        Ok(None) => return failed(format!("spec.restoreOnQuorumLoss.backupName: EtcdBackup {backup} not found")),
+        Err(e) => return failed(format!("reading EtcdBackup {backup}: {e}")),
+    };
+    let path = s(&b, "/status/backupPath");
+    if path.is_empty() {
+        return failed(format!("EtcdBackup {backup} has no successful backup to restore from"));
+    }
+    let name = format!("{}-quorum-loss-{}", spec.name, since.timestamp());
+    let storage = match s(&b, "/spec/storageType") {
+        "" => "Local",
+        t => t,
+    };
+    let mut restore = json!({
+        "apiVersion": format!("{GROUP}/v1beta2"), "kind": "EtcdRestore",
+        "metadata": {"name": name, "namespace": spec.namespace, "labels": spec.labels()},
+        "spec": {"etcdCluster": {"name": spec.name}, "backupStorageType": storage}});
+    if storage == "S3" {
+        restore["spec"]["s3"] = json!({"path": path, "awsSecret": b.pointer("/spec/s3/awsSecret"),
+                                       "endpoint": b.pointer("/spec/s3/endpoint")});
+    } else {
+        restore["spec"]["local"] = json!({"path": path});
+    }
+    let restores = api(kube, &spec.namespace, "EtcdRestore", "etcdrestores");
+    let created = match serde_json::from_value::<DynamicObject>(restore) {
+        Ok(o) => restores.create(&PostParams::default(), &o).await,
+        Err(e) => return failed(e.to_string()),
+    };
+    match created {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => return failed(format!("creating EtcdRestore {name}: {e}")),
+    }
+    let message = format!("quorum lost since {}: EtcdRestore {name} restores from {path}", since.to_rfc3339());
+    Some(condition("Recovering", true, "AutoRestore", &message))
 }
 
 async fn plan(etcd: &Etcd, spec: &Spec, observed: &Map<String, Value>, parent: &Value) -> Step {
@@ -323,10 +509,13 @@ async fn plan(etcd: &Etcd, spec: &Spec, observed: &Map<String, Value>, parent: &
         |names: &BTreeSet<String>| -> Vec<Value> { names.iter().filter_map(|n| mine.get(n)).map(strip).collect() };
     let alive: BTreeSet<String> = mine.iter().filter(|(_, p)| !pod_failed(p)).map(|(n, _)| n.clone()).collect();
     let ready: Vec<&Value> = mine.values().filter(|p| pod_ready(p)).collect();
-    let was_running = s(parent, "/status/phase") == "Running" || s(parent, "/status/phase") == "Scaling";
+    // Only a cluster that is coming up waits for its first member; one that ran has lost its quorum.
+    let coming_up = matches!(s(parent, "/status/phase"), "" | "Creating" | "Restoring");
+    let all: BTreeSet<String> = mine.keys().cloned().collect();
 
-    // 1. Bootstrap.
-    if mine.is_empty() && !was_running {
+    // 1. Bootstrap, once: a cluster that ever had members is never silently started empty again.
+    let bootstrapped = parent.pointer("/status/nextMemberIndex").and_then(Value::as_u64).unwrap_or(0) > 0;
+    if mine.is_empty() && !bootstrapped {
         let seed = spec.member_name(0);
         let pod = spec.pod(&seed, &format!("{seed}={}", spec.peer_url(&seed)), "new");
         return Step {
@@ -339,6 +528,7 @@ async fn plan(etcd: &Etcd, spec: &Spec, observed: &Map<String, Value>, parent: &
                 &format!("starting the seed member {seed}"),
             )],
             busy: true,
+            quorum_lost: false,
         };
     }
     // etcd's own view, through any Ready member.
@@ -355,7 +545,28 @@ async fn plan(etcd: &Etcd, spec: &Spec, observed: &Map<String, Value>, parent: &
         }
     }
     let Some((endpoint, members)) = members else {
-        let starting = alive.len() == mine.len() && !mine.is_empty() && !was_running;
+        // A seed member whose restore failed stays (for its logs) and says why.
+        let failed_restore = mine.values().find_map(|p| {
+            let statuses = p.pointer("/status/initContainerStatuses").and_then(Value::as_array)?;
+            statuses.iter().find_map(|c| {
+                let code = c.pointer("/state/terminated/exitCode").and_then(Value::as_i64).filter(|c| *c != 0)?;
+                Some(format!(
+                    "{}: the restore exited with code {code}; see kubectl logs {} -c restore",
+                    s(p, "/metadata/name"),
+                    s(p, "/metadata/name")
+                ))
+            })
+        });
+        if let Some(message) = failed_restore {
+            return Step {
+                pods: mine.values().map(strip).collect(),
+                phase: "Failed",
+                conditions: vec![condition("Available", false, "RestoreFailed", &message)],
+                busy: false,
+                quorum_lost: false,
+            };
+        }
+        let starting = alive.len() == mine.len() && !mine.is_empty() && coming_up;
         let (phase, reason) = if starting { ("Creating", "Bootstrapping") } else { ("Failed", "QuorumLost") };
         let message = if starting {
             "waiting for the first member to become Ready".to_string()
@@ -364,11 +575,13 @@ async fn plan(etcd: &Etcd, spec: &Spec, observed: &Map<String, Value>, parent: &
                 "no member answers ({last_error}); the cluster cannot be repaired without quorum: restore it from a backup"
             )
         };
+        // Without quorum nothing is deleted, dead members' pods included: their data may be needed.
         return Step {
-            pods: keep(&alive),
+            pods: keep(&all),
             phase,
             conditions: vec![condition("Available", false, reason, &message)],
             busy: starting,
+            quorum_lost: !starting,
         };
     };
     let by_peer = |m: &Member, name: &str| m.peer_urls.iter().any(|u| *u == spec.peer_url(name));
@@ -376,7 +589,9 @@ async fn plan(etcd: &Etcd, spec: &Spec, observed: &Map<String, Value>, parent: &
     let healthy_voting =
         members.iter().filter(|m| !m.is_learner && ready.iter().any(|p| by_peer(m, s(p, "/metadata/name")))).count();
     let quorum = healthy_voting > voting / 2;
-    let mut pods = alive.clone();
+    // Pods stay until etcd no longer counts their member: a dead member's pod goes after its removal.
+    let mut pods: BTreeSet<String> =
+        all.iter().filter(|n| alive.contains(*n) || members.iter().any(|m| m.name == **n)).cloned().collect();
     let initial_cluster = |extra: &str| -> String {
         let mut entries: Vec<String> = members
             .iter()
@@ -403,6 +618,7 @@ async fn plan(etcd: &Etcd, spec: &Spec, observed: &Map<String, Value>, parent: &
     let done = |pods: &BTreeSet<String>, phase: &'static str, conditions: Vec<Value>, busy: bool| Step {
         pods: keep(pods),
         phase,
+        quorum_lost: conditions.first().is_some_and(|c| c["reason"] == "QuorumLost"),
         conditions,
         busy,
     };
@@ -421,6 +637,7 @@ async fn plan(etcd: &Etcd, spec: &Spec, observed: &Map<String, Value>, parent: &
                     scaling(format!("starting member {name}")),
                 ],
                 busy: true,
+                quorum_lost: false,
             };
         }
     }
@@ -454,7 +671,7 @@ async fn plan(etcd: &Etcd, spec: &Spec, observed: &Map<String, Value>, parent: &
     if let Some(d) = dead.first() {
         if !quorum {
             return done(
-                &pods,
+                &all,
                 "Failed",
                 vec![condition(
                     "Available",
@@ -500,6 +717,7 @@ async fn plan(etcd: &Etcd, spec: &Spec, observed: &Map<String, Value>, parent: &
             phase: "Scaling",
             conditions: vec![condition("Available", true, "Scaling", ""), scaling(format!("adding member {name}"))],
             busy: true,
+            quorum_lost: false,
         };
     }
     if members.len() > spec.size {
@@ -569,15 +787,15 @@ mod tests {
     async fn bootstrap_starts_one_seed_member_and_bad_specs_keep_what_runs() {
         let etcd = Etcd::default();
         let req = json!({"parent": parent(3, "3.2.13"), "children": {"Pod.v1": {}, "Service.v1": {}}});
-        let out = sync(&etcd, &req).await;
+        let out = sync(&etcd, None, &req).await;
         let pods: Vec<&Value> = out["children"].as_array().unwrap().iter().filter(|c| c["kind"] == "Pod").collect();
         assert_eq!(pods.len(), 1, "one seed member first");
         assert_eq!(out["status"]["phase"], json!("Creating"));
         let bad = json!({"parent": parent(3, "nope"), "children": {"Pod.v1": {"ex-0000": {"metadata": {"name": "ex-0000"}}}}});
-        let out = sync(&etcd, &bad).await;
+        let out = sync(&etcd, None, &bad).await;
         assert_eq!(out["children"].as_array().unwrap().len(), 1, "a running member is kept");
         assert!(out["status"]["reason"].as_str().unwrap().contains("spec.version"));
         let bad_new = json!({"parent": parent(3, "nope"), "children": {}});
-        assert_eq!(sync(&etcd, &bad_new).await["children"], json!([]), "no pod for an invalid spec");
+        assert_eq!(sync(&etcd, None, &bad_new).await["children"], json!([]), "no pod for an invalid spec");
     }
 }

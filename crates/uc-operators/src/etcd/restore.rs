@@ -1,0 +1,189 @@
+//! `EtcdRestore`: rebuilds an EtcdCluster from a snapshot, then hands it back to the EtcdCluster
+//! controller.
+//!
+//! The restore never deletes the user's EtcdCluster object. It marks the cluster with the
+//! `etcd.database.coreos.com/restore` annotation (creating the cluster when it does not exist, at the
+//! size the backup recorded); the EtcdCluster controller, seeing a restore it has not done, removes every
+//! member, starts one seed member whose init container runs `etcdctl snapshot restore`, and then grows
+//! the cluster to its size by adding members as it always does. The restore is complete when the
+//! cluster says it was restored from this restore and all its members are Ready.
+
+use std::path::{Path, PathBuf};
+
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+use super::{GROUP, api, s};
+
+/// Name of the native hook.
+pub const HOOK: &str = "etcd-restore";
+/// The annotation on an EtcdCluster that asks its controller to restore it.
+pub const ANNOTATION: &str = "etcd.database.coreos.com/restore";
+
+/// The EtcdRestore CRD (coreos field names, plus an optional size for a cluster that no longer exists).
+pub fn crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("etcdrestores.{GROUP}")},
+        "spec": {
+            "group": GROUP, "scope": "Namespaced",
+            "names": {"kind": "EtcdRestore", "listKind": "EtcdRestoreList", "plural": "etcdrestores", "singular": "etcdrestore"},
+            "versions": [{
+                "name": "v1beta2", "served": true, "storage": true, "subresources": {"status": {}},
+                "additionalPrinterColumns": [
+                    {"name": "Cluster", "type": "string", "jsonPath": ".spec.etcdCluster.name"},
+                    {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+                    {"name": "Reason", "type": "string", "jsonPath": ".status.reason"},
+                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "required": ["etcdCluster"], "properties": {
+                        "etcdCluster": {"type": "object", "required": ["name"], "properties": {
+                            "name": {"type": "string", "minLength": 1},
+                            "size": {"type": "integer", "minimum": 1, "maximum": 7},
+                            "version": {"type": "string", "pattern": "^v?3\\.[0-9]+\\.[0-9]+$"}}},
+                        "backupStorageType": {"type": "string", "enum": ["Local", "S3"], "default": "Local"},
+                        "local": {"type": "object", "properties": {"path": {"type": "string"}}},
+                        "s3": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}
+            }]
+        }
+    })
+}
+
+/// The UniversalController of restores: no children; the EtcdCluster is reached through the API.
+pub fn controller() -> Value {
+    json!({
+        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
+        "metadata": {"name": "etcd-restore-operator", "labels": {"uc.njuics.cn/operator": "etcd"}},
+        "spec": {
+            "generateSelector": true,
+            "parentResource": {"apiVersion": format!("{GROUP}/v1beta2"), "resource": "etcdrestores"},
+            "childResources": [],
+            "hooks": {"sync": {"native": {"name": HOOK}}}
+        }
+    })
+}
+
+/// What the restore asks of the cluster (the annotation's value).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    /// The EtcdRestore's uid: a restore is done once.
+    pub id: String,
+    /// The snapshot file on the node.
+    pub snapshot: PathBuf,
+}
+
+impl Request {
+    /// The request on a cluster, if any.
+    pub fn of(cluster: &Value) -> Option<Request> {
+        let text = cluster.pointer(&format!("/metadata/annotations/{}", ANNOTATION.replace('/', "~1")))?.as_str()?;
+        let v: Value = serde_json::from_str(text).ok()?;
+        Some(Request { id: s(&v, "/id").to_string(), snapshot: PathBuf::from(s(&v, "/snapshot")) })
+            .filter(|r| !r.id.is_empty() && r.snapshot.is_absolute())
+    }
+
+    fn annotation(&self, restore: &str) -> String {
+        json!({"id": self.id, "snapshot": self.snapshot.display().to_string(), "restore": restore}).to_string()
+    }
+}
+
+/// What a backup recorded next to its snapshot (`<file>.meta.json`).
+pub fn meta_path(snapshot: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.meta.json", snapshot.display()))
+}
+
+fn status(phase: &str, reason: &str, resync: Option<f64>) -> Value {
+    json!({"status": {"phase": phase, "succeeded": phase == "Completed", "reason": reason},
+           "children": [], "resyncAfterSeconds": resync})
+}
+
+/// One sync of an EtcdRestore.
+pub async fn sync(client: &kube::Client, request: &Value) -> Value {
+    let parent = &request["parent"];
+    if matches!(s(parent, "/status/phase"), "Completed" | "Failed") {
+        return json!({"status": parent["status"], "children": []});
+    }
+    let ns = s(parent, "/metadata/namespace");
+    let name = s(parent, "/spec/etcdCluster/name");
+    let restore_name = format!("{ns}/{}", s(parent, "/metadata/name"));
+    let snapshot = match super::storage::fetch(client, parent).await {
+        Ok(p) => p,
+        Err(e) => return status("Failed", &e, None),
+    };
+    let wanted = Request { id: s(parent, "/metadata/uid").to_string(), snapshot: snapshot.clone() };
+    let clusters: Api<DynamicObject> = api(client, ns, "EtcdCluster", "etcdclusters");
+    let cluster = match clusters.get_opt(name).await {
+        Ok(c) => c.and_then(|c| serde_json::to_value(c).ok()),
+        Err(e) => return status("Restoring", &format!("reading EtcdCluster {name}: {e}"), Some(2.0)),
+    };
+    let annotation = json!({"metadata": {"annotations": {ANNOTATION: wanted.annotation(&restore_name)}}});
+    let Some(cluster) = cluster else {
+        // The cluster is gone: create it at the size asked for or the size the backup recorded.
+        let meta: Value = std::fs::read(meta_path(&snapshot))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null);
+        let size = parent
+            .pointer("/spec/etcdCluster/size")
+            .and_then(Value::as_u64)
+            .or_else(|| meta.get("clusterSize").and_then(Value::as_u64));
+        let Some(size) = size else {
+            return status(
+                "Failed",
+                &format!(
+                    "spec.etcdCluster.size: EtcdCluster {name} does not exist and the backup records no size; set the size"
+                ),
+                None,
+            );
+        };
+        let version = match s(parent, "/spec/etcdCluster/version") {
+            "" => meta.get("etcdVersion").and_then(Value::as_str).unwrap_or_default().to_string(),
+            v => v.to_string(),
+        };
+        let mut obj = json!({"apiVersion": format!("{GROUP}/v1beta2"), "kind": "EtcdCluster",
+            "metadata": {"name": name, "namespace": ns, "annotations": annotation["metadata"]["annotations"]},
+            "spec": {"size": size}});
+        if !version.is_empty() {
+            obj["spec"]["version"] = json!(version);
+        }
+        let created = match serde_json::from_value::<DynamicObject>(obj) {
+            Ok(o) => clusters.create(&PostParams::default(), &o).await.map(|_| ()).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        return match created {
+            Ok(()) => status(
+                "Restoring",
+                &format!("created EtcdCluster {name} of size {size} from {}", snapshot.display()),
+                Some(1.0),
+            ),
+            Err(e) => status("Restoring", &format!("creating EtcdCluster {name}: {e}"), Some(2.0)),
+        };
+    };
+    if Request::of(&cluster).as_ref().map(|r| &r.id) != Some(&wanted.id) {
+        let patched = clusters.patch(name, &PatchParams::default(), &Patch::Merge(&annotation)).await;
+        return match patched {
+            Ok(_) => status(
+                "Restoring",
+                &format!("asked EtcdCluster {name} to restore from {}", snapshot.display()),
+                Some(1.0),
+            ),
+            Err(e) => status("Restoring", &format!("annotating EtcdCluster {name}: {e}"), Some(2.0)),
+        };
+    }
+    // Handed over: wait for the cluster controller to finish.
+    let cs = &cluster["status"];
+    let size = cluster.pointer("/spec/size").and_then(Value::as_u64).unwrap_or(0);
+    let restored = s(cs, "/restoredFrom") == wanted.id;
+    if restored && s(cs, "/phase") == "Running" && cs.get("readyMembers").and_then(Value::as_u64) == Some(size) {
+        return status("Completed", "", None);
+    }
+    let message = cs
+        .get("conditions")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find_map(|c| c.get("message").and_then(Value::as_str).filter(|m| !m.is_empty())))
+        .unwrap_or("waiting for the cluster");
+    if restored && s(cs, "/phase") == "Failed" && s(cs, "/reason") == "RestoreFailed" {
+        return status("Failed", message, None);
+    }
+    status("Restoring", &format!("EtcdCluster {name}: {message}"), Some(1.0))
+}

@@ -1,0 +1,193 @@
+//! Where snapshots are kept: a local path (default), or any S3-compatible object store.
+//!
+//! Backups and restores name their storage the coreos way: `storageType` / `backupStorageType` of
+//! `Local` (`local.path`) or `S3` (`s3.path` = `<bucket>/<key>`, `s3.awsSecret` = the name of a Secret
+//! holding `credentials` and `config` files as the AWS CLI writes them, `s3.endpoint` for a store
+//! other than AWS, `s3.forcePathStyle`). Every snapshot has a `<name>.meta.json` beside it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::Api;
+use object_store::aws::AmazonS3Builder;
+use object_store::path::Path as Key;
+use object_store::{ObjectStore, PutPayload};
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+
+use super::s;
+
+/// An S3 location: a store (one bucket) and a key in it.
+pub struct S3 {
+    store: Arc<dyn ObjectStore>,
+    bucket: String,
+    /// The key of the snapshot.
+    pub key: String,
+}
+
+/// One `key = value` of an AWS CLI ini file's `[default]` profile.
+fn ini_value(text: &str, key: &str) -> Option<String> {
+    let mut in_default = true;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_default = line == "[default]" || line == "[profile default]";
+            continue;
+        }
+        let Some((k, v)) = line.split_once('=') else { continue };
+        if in_default && k.trim() == key {
+            return Some(v.trim().to_string());
+        }
+    }
+    None
+}
+
+impl S3 {
+    /// The store named by an `s3` spec (`field` is its path in the spec, for errors).
+    pub async fn open(client: &kube::Client, namespace: &str, spec: &Value, field: &str) -> Result<S3, String> {
+        let path = s(spec, "/path");
+        let Some((bucket, key)) = path.split_once('/').filter(|(b, k)| !b.is_empty() && !k.is_empty()) else {
+            return Err(format!("{field}.path: {path:?} is not <bucket>/<key>"));
+        };
+        let secret_name = s(spec, "/awsSecret");
+        if secret_name.is_empty() {
+            return Err(format!("{field}.awsSecret: names the Secret with the credentials"));
+        }
+        let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+        let secret = secrets.get(secret_name).await.map_err(|e| format!("{field}.awsSecret: {secret_name}: {e}"))?;
+        let data = secret.data.unwrap_or_default();
+        let file = |k: &str| data.get(k).map(|b| String::from_utf8_lossy(&b.0).into_owned()).unwrap_or_default();
+        let (credentials, config) = (file("credentials"), file("config"));
+        let access = ini_value(&credentials, "aws_access_key_id")
+            .ok_or_else(|| format!("{field}.awsSecret: {secret_name} has no aws_access_key_id in `credentials`"))?;
+        let secret_key = ini_value(&credentials, "aws_secret_access_key")
+            .ok_or_else(|| format!("{field}.awsSecret: {secret_name} has no aws_secret_access_key in `credentials`"))?;
+        let region = ini_value(&config, "region").unwrap_or_else(|| "us-east-1".into());
+        let mut builder = AmazonS3Builder::new()
+            .with_bucket_name(bucket)
+            .with_region(region)
+            .with_access_key_id(access)
+            .with_secret_access_key(secret_key);
+        if let Some(token) = ini_value(&credentials, "aws_session_token") {
+            builder = builder.with_token(token);
+        }
+        let endpoint = s(spec, "/endpoint");
+        if !endpoint.is_empty() {
+            let path_style = spec.get("forcePathStyle").and_then(Value::as_bool).unwrap_or(true);
+            builder = builder
+                .with_endpoint(endpoint)
+                .with_allow_http(endpoint.starts_with("http://"))
+                .with_virtual_hosted_style_request(!path_style);
+        }
+        let store = builder.build().map_err(|e| format!("{field}: {e}"))?;
+        Ok(S3 { store: Arc::new(store), bucket: bucket.to_string(), key: key.to_string() })
+    }
+
+    /// `<bucket>/<key>` of a key.
+    pub fn full(&self, key: &str) -> String {
+        format!("{}/{key}", self.bucket)
+    }
+
+    /// Uploads a file (in parts when large); the object appears only when complete.
+    pub async fn upload(&self, file: &Path, key: &str) -> Result<(), String> {
+        let mut src = tokio::fs::File::open(file).await.map_err(|e| format!("{}: {e}", file.display()))?;
+        let mut dst = object_store::buffered::BufWriter::new(self.store.clone(), Key::from(key));
+        let copied = tokio::io::copy(&mut src, &mut dst).await;
+        if let Err(e) = copied {
+            let _ = dst.abort().await;
+            return Err(format!("uploading {}: {e}", self.full(key)));
+        }
+        dst.shutdown().await.map_err(|e| format!("uploading {}: {e}", self.full(key)))
+    }
+
+    /// Writes a small object.
+    pub async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), String> {
+        self.store.put(&Key::from(key), PutPayload::from(bytes)).await.map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    /// Downloads an object to a file.
+    pub async fn download(&self, key: &str, file: &Path) -> Result<(), String> {
+        let got = self.store.get(&Key::from(key)).await.map_err(|e| format!("{}: {e}", self.full(key)))?;
+        let mut out = tokio::fs::File::create(file).await.map_err(|e| format!("{}: {e}", file.display()))?;
+        let mut stream = got.into_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| format!("{}: {e}", self.full(key)))?;
+            out.write_all(&chunk).await.map_err(|e| format!("{}: {e}", file.display()))?;
+        }
+        out.sync_all().await.map_err(|e| e.to_string())
+    }
+
+    /// Removes the oldest snapshots under `<prefix>_v` beyond `keep` (with their meta objects).
+    pub async fn prune(&self, prefix: &str, keep: usize) -> Result<(), String> {
+        let dir = prefix.rsplit_once('/').map(|(d, _)| Key::from(d));
+        let wanted = format!("{prefix}_v");
+        let mut found: Vec<(chrono::DateTime<chrono::Utc>, String)> = Vec::new();
+        let mut list = self.store.list(dir.as_ref());
+        while let Some(meta) = list.next().await {
+            let meta = meta.map_err(|e| e.to_string())?;
+            let key = meta.location.to_string();
+            if key.starts_with(&wanted) && !key.ends_with(".meta.json") {
+                found.push((meta.last_modified, key));
+            }
+        }
+        found.sort();
+        while found.len() > keep {
+            let (_, key) = found.remove(0);
+            let _ = self.store.delete(&Key::from(format!("{key}.meta.json"))).await;
+            self.store.delete(&Key::from(key.as_str())).await.map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+/// The snapshot file a restore reads, on this machine: a local path as is; an S3 object downloaded
+/// (with its meta) into a directory of its own under the system's temporary directory.
+pub async fn fetch(client: &kube::Client, restore: &Value) -> Result<PathBuf, String> {
+    match s(restore, "/spec/backupStorageType") {
+        "" | "Local" => {
+            let path = s(restore, "/spec/local/path");
+            if !path.starts_with('/') {
+                return Err(format!("spec.local.path: {path:?} must be an absolute path"));
+            }
+            let p = PathBuf::from(path);
+            if !p.is_file() {
+                return Err(format!("spec.local.path: {path} is not a file"));
+            }
+            Ok(p)
+        }
+        "S3" => {
+            let ns = s(restore, "/metadata/namespace");
+            let spec = restore.pointer("/spec/s3").cloned().unwrap_or_default();
+            let s3 = S3::open(client, ns, &spec, "spec.s3").await?;
+            let dir = std::env::temp_dir().join("uc-etcd-restore").join(s(restore, "/metadata/uid"));
+            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            let name = s3.key.rsplit('/').next().unwrap_or("snapshot.db").to_string();
+            let file = dir.join(&name);
+            if !file.is_file() {
+                let partial = dir.join(format!("{name}.partial"));
+                s3.download(&s3.key, &partial).await?;
+                // The meta is optional: a snapshot put there by hand has none.
+                let _ = s3.download(&format!("{}.meta.json", s3.key), &super::restore::meta_path(&file)).await;
+                std::fs::rename(&partial, &file).map_err(|e| e.to_string())?;
+            }
+            Ok(file)
+        }
+        other => Err(format!("spec.backupStorageType: {other:?} is not Local or S3")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aws_cli_files_are_read_from_the_default_profile() {
+        let creds =
+            "[other]\naws_access_key_id = NO\n[default]\naws_access_key_id = AKIA1\naws_secret_access_key=s3cr3t\n";
+        assert_eq!(ini_value(creds, "aws_access_key_id").as_deref(), Some("AKIA1"));
+        assert_eq!(ini_value(creds, "aws_secret_access_key").as_deref(), Some("s3cr3t"));
+        assert_eq!(ini_value("[profile default]\nregion = eu-west-1", "region").as_deref(), Some("eu-west-1"));
+        assert_eq!(ini_value(creds, "region"), None);
+    }
+}
