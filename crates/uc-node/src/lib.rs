@@ -439,8 +439,14 @@ async fn run_process_pod(
         options.hosts_file.as_deref(),
         &options.volumes_dir,
     );
+    let mut running = first.clone();
     loop {
         let pod = rx.borrow_and_update().clone();
+        if pod.pointer("/spec/containers") != running.pointer("/spec/containers") {
+            let dirs = (options.logs_dir.as_path(), options.hosts_file.as_deref(), options.volumes_dir.as_path());
+            procs.update_images(&running, &pod, &options.allowlist, dirs, &ip);
+            running = pod.clone();
+        }
         if pod.pointer("/metadata/deletionTimestamp").is_some() {
             let grace = pod.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_u64).unwrap_or(30);
             procs.stop(Duration::from_secs(grace)).await;

@@ -188,6 +188,9 @@ pub struct ContainerState {
     pub ready: bool,
     /// Why it could not start.
     pub start_error: Option<String>,
+    /// The image the process was started from (it differs from the spec's while an image change is
+    /// being made).
+    pub image: Option<String>,
 }
 
 /// The shared state of a pod's processes.
@@ -199,7 +202,13 @@ pub struct PodProcesses {
     stop: Notify,
     stopping: std::sync::atomic::AtomicBool,
     pids: Mutex<HashMap<String, u32>>,
+    /// Containers to run again from a new image, by name.
+    replacements: Mutex<HashMap<String, Prepared>>,
+    replaced: Notify,
 }
+
+/// How long a container whose image changed gets to stop before SIGKILL.
+const REPLACE_GRACE: Duration = Duration::from_secs(10);
 
 /// Where a pod's logs go.
 pub fn log_path(dir: &Path, uid: &str, container: &str, previous: bool) -> PathBuf {
@@ -352,6 +361,7 @@ struct Launch {
 /// One container, ready to run.
 struct Prepared {
     name: String,
+    image: String,
     argv: Vec<String>,
     env: Vec<(String, String)>,
     cwd: Option<PathBuf>,
@@ -374,6 +384,7 @@ impl Launch {
             log: log_path(&self.logs, uid, &name, false),
             prev: log_path(&self.logs, uid, &name, true),
             cwd: c.get("workingDir").and_then(Value::as_str).map(PathBuf::from),
+            image: c.get("image").and_then(Value::as_str).unwrap_or_default().to_string(),
             name,
             argv,
             env,
@@ -401,6 +412,8 @@ impl PodProcesses {
             stop: Notify::new(),
             stopping: Default::default(),
             pids: Mutex::new(HashMap::new()),
+            replacements: Mutex::new(HashMap::new()),
+            replaced: Notify::new(),
         });
         let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
         let pod_dir = logs.join(&uid);
@@ -449,6 +462,53 @@ impl PodProcesses {
         procs
     }
 
+    /// Runs the containers whose image changed in `pod` (the pod as updated) from their new image, as
+    /// the kubelet does: the only change a running pod's spec may take. The pod's volumes are kept.
+    pub fn update_images(
+        &self,
+        old: &Value,
+        pod: &Value,
+        allow: &Allowlist,
+        dirs: (&Path, Option<&Path>, &Path),
+        ip: &str,
+    ) {
+        let (logs, hosts, volumes) = dirs;
+        let image = |p: &Value, name: &str| -> Option<String> {
+            p.pointer("/spec/containers")?
+                .as_array()?
+                .iter()
+                .find(|c| c.get("name").and_then(Value::as_str) == Some(name))?
+                .get("image")?
+                .as_str()
+                .map(String::from)
+        };
+        let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
+        let launch = Launch {
+            pod: pod.clone(),
+            ip: ip.to_string(),
+            allow: allow.clone(),
+            logs: logs.to_path_buf(),
+            hosts: hosts.map(Path::to_path_buf),
+            dirs: volume_dirs(pod, volumes, &logs.join(uid)),
+            policy: String::new(),
+        };
+        let mut any = false;
+        for c in launch.containers("containers") {
+            let name = c.get("name").and_then(Value::as_str).unwrap_or("main").to_string();
+            if image(old, &name) == image(pod, &name) {
+                continue;
+            }
+            if let Some(run) = launch.prepare(&c) {
+                tracing::info!(container = %name, image = ?image(pod, &name), "image changed; restarting the container");
+                self.replacements.lock().insert(name, run);
+                any = true;
+            }
+        }
+        if any {
+            self.replaced.notify_waiters();
+        }
+    }
+
     /// Starts the pod's (non-init) containers, each with its probes.
     fn start_containers(self: &Arc<Self>, launch: &Launch) {
         if self.stopping.load(std::sync::atomic::Ordering::Acquire) {
@@ -495,7 +555,7 @@ impl PodProcesses {
     }
 
     async fn supervise(self: Arc<Self>, run: Prepared, policy: String) {
-        let Prepared { name, argv, env, cwd, log, prev } = run;
+        let Prepared { name, mut image, mut argv, mut env, mut cwd, log, prev } = run;
         let mut restarts = 0u32;
         loop {
             if let Some(d) = log.parent() {
@@ -535,13 +595,42 @@ impl PodProcesses {
                 s.running_since = Some(started);
                 s.restarts = restarts;
                 s.start_error = None;
+                s.image = Some(image.clone());
             });
-            let status = tokio::select! {
-                s = child.wait() => s.ok(),
-                _ = self.stop.notified() => { let _ = child.wait().await; return; }
+            let mut replaced = None;
+            let status = loop {
+                tokio::select! {
+                    s = child.wait() => break s.ok(),
+                    _ = self.stop.notified() => { let _ = child.wait().await; return; }
+                    _ = self.replaced.notified() => {
+                        let Some(next) = self.replacements.lock().remove(&name) else { continue };
+                        // A new image: the container stops (SIGTERM, then SIGKILL after its grace) and
+                        // starts again from the new image, keeping the pod and its volumes.
+                        if let Some(pid) = child.id() {
+                            let _ = tokio::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().await;
+                        }
+                        let waited = tokio::time::timeout(REPLACE_GRACE, child.wait()).await;
+                        let s = match waited {
+                            Ok(s) => s.ok(),
+                            Err(_) => { let _ = child.kill().await; child.wait().await.ok() }
+                        };
+                        replaced = Some(next);
+                        break s;
+                    }
+                }
             };
             let code = status.and_then(|s| s.code()).unwrap_or(137) as i64;
             let finished = Utc::now();
+            if let Some(next) = replaced {
+                self.set(&name, |s| {
+                    s.running_since = None;
+                    s.ready = false;
+                    s.last_exit = Some((code, started, finished));
+                });
+                (image, argv, env, cwd) = (next.image, next.argv, next.env, next.cwd);
+                restarts += 1;
+                continue;
+            }
             let restart = !self.stopping.load(std::sync::atomic::Ordering::Acquire)
                 && (policy == "Always" || (policy == "OnFailure" && code != 0));
             self.set(&name, |s| {
@@ -728,7 +817,8 @@ fn container_status(c: &Value, st: &ContainerState, uid: &str, initializing: boo
         (false, Some(x)) => terminated(x),
         _ => json!({}),
     };
-    json!({"name": name, "image": c.get("image"), "imageID": "", "containerID": format!("uc-process://{uid}/{name}"),
+    let image = st.image.as_deref().map(Value::from).or_else(|| c.get("image").cloned());
+    json!({"name": name, "image": image, "imageID": "", "containerID": format!("uc-process://{uid}/{name}"),
            "ready": st.ready, "started": st.running_since.is_some(), "restartCount": st.restarts,
            "state": state, "lastState": last})
 }
@@ -859,6 +949,8 @@ mod tests {
             stop: Notify::new(),
             stopping: Default::default(),
             pids: Mutex::new(HashMap::new()),
+            replacements: Mutex::new(HashMap::new()),
+            replaced: Notify::new(),
         };
         let phase = |p: &PodProcesses| {
             let st = status(&pod, p, "127.1.0.1");

@@ -95,7 +95,9 @@ pub fn controller() -> Value {
             "parentResource": {"apiVersion": format!("{GROUP}/v1beta2"), "resource": "etcdclusters"},
             "childResources": [
                 {"apiVersion": "v1", "resource": "services", "updateStrategy": {"method": "InPlace"}},
-                {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "OnDelete"}}
+                // In place: a version change sets a member's image on its running pod (nothing else of
+                // a member's pod ever changes).
+                {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "InPlace"}}
             ],
             "hooks": {"sync": {"native": {"name": HOOK}}}
         }
@@ -158,6 +160,8 @@ struct Spec {
     repository: String,
     /// Opt-in: restore from this EtcdBackup's latest snapshot once quorum has been lost this long.
     restore_on_quorum_loss: Option<(String, u64)>,
+    /// coreos `PodPolicy`: what every member's pod gets.
+    pod_policy: Value,
 }
 
 impl Spec {
@@ -192,7 +196,12 @@ impl Spec {
             version,
             repository,
             restore_on_quorum_loss,
+            pod_policy: parent.pointer("/spec/pod").cloned().unwrap_or(Value::Null),
         })
+    }
+
+    fn image(&self) -> String {
+        format!("{}:v{}", self.repository, self.version)
     }
 
     fn host(&self, member: &str) -> String {
@@ -247,7 +256,7 @@ impl Spec {
             format!("--initial-cluster-state={state}"),
             format!("--initial-cluster-token={}", self.uid),
         ];
-        json!({
+        let mut pod = json!({
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": member, "labels": self.labels(),
                          "annotations": {"etcd.version": self.version}},
@@ -256,7 +265,7 @@ impl Spec {
                 // A member that dies is replaced, not restarted: its data may be gone (coreos does the same).
                 "restartPolicy": "Never",
                 "containers": [{
-                    "name": "etcd", "image": format!("{}:v{}", self.repository, self.version),
+                    "name": "etcd", "image": self.image(),
                     "command": command,
                     "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
                     "ports": [{"name": "client", "containerPort": CLIENT_PORT}, {"name": "peer", "containerPort": PEER_PORT}],
@@ -266,7 +275,37 @@ impl Spec {
                 }],
                 "volumes": [{"name": "etcd-data", "emptyDir": {}}]
             }
-        })
+        });
+        self.apply_pod_policy(&mut pod);
+        pod
+    }
+
+    /// The coreos `PodPolicy`: labels and annotations (the operator's own win), `etcdEnv`, `resources`,
+    /// and the scheduling and security fields copied onto the pod as they are.
+    fn apply_pod_policy(&self, pod: &mut Value) {
+        let policy = &self.pod_policy;
+        for (from, to) in [("labels", "labels"), ("annotations", "annotations")] {
+            for (k, v) in policy.get(from).and_then(Value::as_object).into_iter().flatten() {
+                let map = &mut pod["metadata"][to];
+                if map.get(k).is_none() && v.is_string() {
+                    map[k] = v.clone();
+                }
+            }
+        }
+        let container = &mut pod["spec"]["containers"][0];
+        if let Some(env) = policy.get("etcdEnv").and_then(Value::as_array)
+            && let Some(list) = container["env"].as_array_mut()
+        {
+            list.extend(env.iter().filter(|e| e.get("name").is_some_and(|n| n != "POD_IP")).cloned());
+        }
+        if let Some(r) = policy.get("resources").filter(|r| r.is_object()) {
+            container["resources"] = r.clone();
+        }
+        for field in ["nodeSelector", "affinity", "tolerations", "securityContext", "priorityClassName"] {
+            if let Some(v) = policy.get(field).filter(|v| !v.is_null()) {
+                pod["spec"][field] = v.clone();
+            }
+        }
     }
 }
 
@@ -281,7 +320,7 @@ impl Spec {
             json!(snapshot.display().to_string());
         pod["metadata"]["annotations"]["etcd.database.coreos.com/restore-id"] = json!(id);
         pod["spec"]["initContainers"] = json!([{
-            "name": "restore", "image": format!("{}:v{}", self.repository, self.version),
+            "name": "restore", "image": self.image(),
             "command": ["/usr/local/bin/etcdctl", "snapshot", "restore", format!("/var/etcd-restore/{file}"),
                 format!("--name={member}"),
                 format!("--initial-cluster={member}={}", self.peer_url(member)),
@@ -405,7 +444,7 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, request: &Value) -> Valu
             "size": members_ready.len() + members_unready.len(),
             "readyMembers": members_ready.len(),
             "members": {"ready": members_ready, "unready": members_unready},
-            "currentVersion": spec.version,
+            "currentVersion": current_version(&spec, &observed_pods.values().filter(|p| spec.index_of(s(p, "/metadata/name")).is_some()).cloned().collect::<Vec<_>>()),
             "targetVersion": spec.version,
             "serviceName": spec.name,
             "clientPort": CLIENT_PORT,
@@ -735,12 +774,68 @@ async fn plan(etcd: &Etcd, spec: &Spec, observed: &Map<String, Value>, parent: &
             );
         }
     }
+    // 7. Upgrade: one member at a time, its image changed in place (the pod and its data stay; the
+    // node restarts the container from the new image), the next only once it runs the new image and
+    // is Ready again.
+    let image = spec.image();
+    let in_flight = mine
+        .iter()
+        .find(|(n, p)| alive.contains(*n) && pod_image(p) == image && running_image(p).as_deref() != Some(&image));
+    let outdated = mine.iter().find(|(n, p)| alive.contains(*n) && pod_image(p) != image);
+    let upgrading = |message: String| {
+        vec![condition("Available", true, "Upgrading", ""), condition("Upgrading", true, "Upgrading", &message)]
+    };
+    if let Some((name, _)) = in_flight {
+        let message = format!("waiting for {name} to run {image}");
+        return done(&pods, "Upgrading", upgrading(message), true);
+    }
+    if let Some((name, pod)) = outdated {
+        let mut out: Vec<Value> = keep(&pods).into_iter().filter(|p| s(p, "/metadata/name") != name).collect();
+        let mut upgraded = strip(pod);
+        upgraded["spec"]["containers"][0]["image"] = json!(image);
+        upgraded["metadata"]["annotations"]["etcd.version"] = json!(spec.version);
+        out.push(upgraded);
+        return Step {
+            pods: out,
+            phase: "Upgrading",
+            conditions: upgrading(format!("upgrading member {name} to {image}")),
+            busy: true,
+            quorum_lost: false,
+        };
+    }
     done(
         &pods,
         "Running",
         vec![condition("Available", true, "Available", &format!("{} members", members.len()))],
         false,
     )
+}
+
+/// The image a member's pod asks for.
+fn pod_image(pod: &Value) -> String {
+    s(pod, "/spec/containers/0/image").to_string()
+}
+
+/// The image a member's container runs, as the node reports it (while Ready).
+fn running_image(pod: &Value) -> Option<String> {
+    let statuses = pod.pointer("/status/containerStatuses")?.as_array()?;
+    let c = statuses.iter().find(|c| c.get("name").and_then(Value::as_str) == Some("etcd"))?;
+    c.get("ready").and_then(Value::as_bool).filter(|r| *r)?;
+    c.get("image").and_then(Value::as_str).map(String::from)
+}
+
+/// The lowest version the members run (the cluster's version during an upgrade).
+fn current_version(spec: &Spec, pods: &[Value]) -> String {
+    let version = |p: &Value| -> Option<Vec<u32>> {
+        let image = running_image(p).unwrap_or_else(|| pod_image(p));
+        let tag = image.rsplit_once(':')?.1.trim_start_matches('v').to_string();
+        tag.split('.').map(|x| x.parse().ok()).collect()
+    };
+    pods.iter()
+        .filter_map(version)
+        .min()
+        .map(|v| v.iter().map(u32::to_string).collect::<Vec<_>>().join("."))
+        .unwrap_or_else(|| spec.version.clone())
 }
 
 /// An observed pod, as a desired child: what uc wrote (status and server fields go).
@@ -781,6 +876,38 @@ mod tests {
         assert_eq!(pod["spec"]["containers"][0]["image"], json!("quay.io/coreos/etcd:v3.2.13"));
         assert_eq!(s.services()[0]["spec"]["clusterIP"], json!("None"));
         assert_eq!(s.services()[1]["metadata"]["name"], json!("ex-client"));
+    }
+
+    #[test]
+    fn the_pod_policy_reaches_every_member_pod() {
+        let mut p = parent(3, "3.4.23");
+        p["spec"]["pod"] = json!({"labels": {"team": "db", "app": "not-etcd"}, "annotations": {"a": "b"},
+            "etcdEnv": [{"name": "ETCD_QUOTA_BACKEND_BYTES", "value": "4294967296"}],
+            "resources": {"limits": {"memory": "1Gi"}}, "nodeSelector": {"disk": "ssd"}});
+        let spec = Spec::from(&p).unwrap();
+        let pod = spec.pod("ex-0000", "ex-0000=http://x:2380", "new");
+        assert_eq!(pod["metadata"]["labels"], json!({"app": "etcd", "etcd_cluster": "ex", "team": "db"}), "ours win");
+        assert_eq!(pod["metadata"]["annotations"]["a"], json!("b"));
+        let env = pod["spec"]["containers"][0]["env"].as_array().unwrap();
+        assert!(env.iter().any(|e| e["name"] == "ETCD_QUOTA_BACKEND_BYTES") && env[0]["name"] == "POD_IP");
+        assert_eq!(pod["spec"]["containers"][0]["resources"]["limits"]["memory"], json!("1Gi"));
+        assert_eq!(pod["spec"]["nodeSelector"], json!({"disk": "ssd"}));
+        let restore = spec.restore_pod("ex-0000", std::path::Path::new("/b/snap.db"), "rid");
+        assert_eq!(restore["spec"]["initContainers"][0]["command"][3], json!("/var/etcd-restore/snap.db"));
+        assert_eq!(restore["spec"]["volumes"][1]["hostPath"]["path"], json!("/b"));
+        assert_eq!(restore["metadata"]["labels"]["team"], json!("db"));
+    }
+
+    #[test]
+    fn current_version_is_the_lowest_a_member_runs() {
+        let spec = Spec::from(&parent(3, "3.5.1")).unwrap();
+        let pod = |spec_image: &str, running: &str| {
+            json!({"spec": {"containers": [{"image": spec_image}]},
+            "status": {"containerStatuses": [{"name": "etcd", "ready": true, "image": running}]}})
+        };
+        let pods = vec![pod("e:v3.5.1", "e:v3.5.1"), pod("e:v3.5.1", "e:v3.4.23"), pod("e:v3.5.1", "e:v3.10.0")];
+        assert_eq!(current_version(&spec, &pods), "3.4.23", "numeric, not string, order; running, not asked");
+        assert_eq!(current_version(&spec, &[]), "3.5.1");
     }
 
     #[tokio::test]
