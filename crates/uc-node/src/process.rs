@@ -369,7 +369,23 @@ struct Prepared {
     prev: PathBuf,
 }
 
+/// The node's directories: logs (and per-pod directories), the hosts file, claims' volumes.
+pub type NodeDirs<'a> = (&'a Path, Option<&'a Path>, &'a Path);
+
 impl Launch {
+    fn new(pod: &Value, ip: &str, allow: &Allowlist, (logs, hosts, volumes): NodeDirs) -> Launch {
+        let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
+        Launch {
+            pod: pod.clone(),
+            ip: ip.to_string(),
+            allow: allow.clone(),
+            logs: logs.to_path_buf(),
+            hosts: hosts.map(Path::to_path_buf),
+            dirs: volume_dirs(pod, volumes, &logs.join(uid)),
+            policy: pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always").to_string(),
+        }
+    }
+
     fn prepare(&self, c: &Value) -> Option<Prepared> {
         let name = c.get("name").and_then(Value::as_str).unwrap_or("main").to_string();
         let entry = c.get("image").and_then(Value::as_str).and_then(|i| self.allow.find(i))?;
@@ -415,22 +431,12 @@ impl PodProcesses {
             replacements: Mutex::new(HashMap::new()),
             replaced: Notify::new(),
         });
-        let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
-        let pod_dir = logs.join(&uid);
-        let dirs = volume_dirs(pod, volumes, &pod_dir);
+        let launch = Launch::new(pod, ip, allow, (logs, hosts, volumes));
         // Claims and emptyDirs are uc's to create; a hostPath is the machine's and must exist.
-        for d in dirs.values().filter(|d| d.starts_with(volumes) || d.starts_with(&pod_dir)) {
+        let pod_dir = logs.join(pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default());
+        for d in launch.dirs.values().filter(|d| d.starts_with(volumes) || d.starts_with(&pod_dir)) {
             let _ = std::fs::create_dir_all(d);
         }
-        let launch = Launch {
-            pod: pod.clone(),
-            ip: ip.to_string(),
-            allow: allow.clone(),
-            logs: logs.to_path_buf(),
-            hosts: hosts.map(Path::to_path_buf),
-            dirs,
-            policy: pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always").to_string(),
-        };
         let init = launch.containers("initContainers");
         if init.is_empty() {
             procs.start_containers(&launch);
@@ -464,15 +470,7 @@ impl PodProcesses {
 
     /// Runs the containers whose image changed in `pod` (the pod as updated) from their new image, as
     /// the kubelet does: the only change a running pod's spec may take. The pod's volumes are kept.
-    pub fn update_images(
-        &self,
-        old: &Value,
-        pod: &Value,
-        allow: &Allowlist,
-        dirs: (&Path, Option<&Path>, &Path),
-        ip: &str,
-    ) {
-        let (logs, hosts, volumes) = dirs;
+    pub fn update_images(&self, old: &Value, pod: &Value, allow: &Allowlist, dirs: NodeDirs, ip: &str) {
         let image = |p: &Value, name: &str| -> Option<String> {
             p.pointer("/spec/containers")?
                 .as_array()?
@@ -482,16 +480,7 @@ impl PodProcesses {
                 .as_str()
                 .map(String::from)
         };
-        let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
-        let launch = Launch {
-            pod: pod.clone(),
-            ip: ip.to_string(),
-            allow: allow.clone(),
-            logs: logs.to_path_buf(),
-            hosts: hosts.map(Path::to_path_buf),
-            dirs: volume_dirs(pod, volumes, &logs.join(uid)),
-            policy: String::new(),
-        };
+        let launch = Launch::new(pod, ip, allow, dirs);
         let mut any = false;
         for c in launch.containers("containers") {
             let name = c.get("name").and_then(Value::as_str).unwrap_or("main").to_string();
