@@ -910,6 +910,28 @@ mod tests {
         assert_eq!(current_version(&spec, &[]), "3.5.1");
     }
 
+    #[test]
+    fn a_restore_removes_every_member_then_seeds_one_from_the_snapshot() {
+        let spec = Spec::from(&parent(3, "3.4.23")).unwrap();
+        let r = restore::Request { id: "rid".into(), snapshot: std::path::PathBuf::from("/b/snap.db") };
+        let mut observed = Map::new();
+        observed.insert("ex-0004".into(), json!({"metadata": {"name": "ex-0004"}}));
+        let (step, seeded) = restore_step(&spec, &observed, &r, 5);
+        assert!(!seeded && step.pods.is_empty() && step.phase == "Restoring", "members go first");
+        let (step, seeded) = restore_step(&spec, &Map::new(), &r, 5);
+        assert!(seeded);
+        assert_eq!(step.pods.len(), 1);
+        let seed = &step.pods[0];
+        assert_eq!(seed["metadata"]["name"], json!("ex-0005"), "the seed continues the cluster's indexes");
+        assert_eq!(seed["metadata"]["annotations"]["etcd.database.coreos.com/restore-id"], json!("rid"));
+        assert!(
+            seed["spec"]["containers"][0]["command"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("--initial-cluster-state=new"))
+        );
+    }
+
     #[tokio::test]
     async fn bootstrap_starts_one_seed_member_and_bad_specs_keep_what_runs() {
         let etcd = Etcd::default();
@@ -922,6 +944,11 @@ mod tests {
         let out = sync(&etcd, None, &bad).await;
         assert_eq!(out["children"].as_array().unwrap().len(), 1, "a running member is kept");
         assert!(out["status"]["reason"].as_str().unwrap().contains("spec.version"));
+        let mut ran = parent(3, "3.2.13");
+        ran["status"] = json!({"phase": "Failed", "nextMemberIndex": 3});
+        let out = sync(&etcd, None, &json!({"parent": ran, "children": {"Pod.v1": {}}})).await;
+        assert!(out["children"].as_array().unwrap().iter().all(|c| c["kind"] != "Pod"), "never bootstrapped again");
+        assert_eq!(out["status"]["reason"], json!("QuorumLost"));
         let bad_new = json!({"parent": parent(3, "nope"), "children": {}});
         assert_eq!(sync(&etcd, None, &bad_new).await["children"], json!([]), "no pod for an invalid spec");
     }

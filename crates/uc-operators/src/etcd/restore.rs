@@ -175,6 +175,12 @@ pub async fn sync(client: &kube::Client, request: &Value) -> Value {
     let size = cluster.pointer("/spec/size").and_then(Value::as_u64).unwrap_or(0);
     let restored = s(cs, "/restoredFrom") == wanted.id;
     if restored && s(cs, "/phase") == "Running" && cs.get("readyMembers").and_then(Value::as_u64) == Some(size) {
+        // A snapshot staged from S3 has served its purpose (a local one is the user's and stays).
+        if s(parent, "/spec/backupStorageType") == "S3"
+            && let Some(dir) = snapshot.parent()
+        {
+            let _ = std::fs::remove_dir_all(dir);
+        }
         return status("Completed", "", None);
     }
     let message = cs
@@ -186,4 +192,22 @@ pub async fn sync(client: &kube::Client, request: &Value) -> Value {
         return status("Failed", message, None);
     }
     status("Restoring", &format!("EtcdCluster {name}: {message}"), Some(1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_annotation_round_trips_and_bad_ones_are_ignored() {
+        let r = Request { id: "u1".into(), snapshot: PathBuf::from("/b/s.db") };
+        let cluster = json!({"metadata": {"annotations": {ANNOTATION: r.annotation("default/x")}}});
+        assert_eq!(Request::of(&cluster), Some(r));
+        let relative = json!({"metadata": {"annotations": {ANNOTATION: r#"{"id": "u", "snapshot": "s.db"}"#}}});
+        assert_eq!(Request::of(&relative), None, "a snapshot path must be absolute");
+        let garbage = json!({"metadata": {"annotations": {ANNOTATION: "not json"}}});
+        assert_eq!(Request::of(&garbage), None);
+        assert_eq!(Request::of(&json!({})), None);
+        assert_eq!(meta_path(Path::new("/b/s.db")), PathBuf::from("/b/s.db.meta.json"));
+    }
 }
