@@ -403,3 +403,26 @@ def test_etcd_version_upgrade_rolls_members_in_place_one_at_a_time(make_cluster,
     assert {n: p["metadata"]["uid"] for n, p in after.items()} == before, "members upgraded in place, not replaced"
     assert all(p["status"]["containerStatuses"][0]["restartCount"] == 1 for p in after.values())
     assert healthy(cluster, 3) and key_count(cluster) == 300
+
+
+def test_etcd_members_on_claims_when_the_pod_policy_asks(cluster):
+    body = {"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdCluster", "metadata": {"name": NAME},
+            "spec": {"size": 3, "version": "3.4.23", "pod": {
+                "labels": {"team": "db"},
+                "persistentVolumeClaimSpec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(body))
+    wait_for(lambda: healthy(cluster, 3), timeout=60, message="3 healthy members")
+    write_keys(cluster, 100)
+    volumes = os.path.join(cluster.data_dir, "volumes", "default")
+    claims = lambda: sorted(c["metadata"]["name"] for c in get(cluster, "pvc", "-l", f"etcd_cluster={NAME}")["items"])
+    assert claims() == [f"{NAME}-000{i}" for i in range(3)]
+    assert all(os.path.isdir(os.path.join(volumes, f"{NAME}-000{i}", "data", "member")) for i in range(3)), \
+        "each member's data is on its claim"
+    pod = get(cluster, "pod", f"{NAME}-0000")
+    assert pod["metadata"]["labels"]["team"] == "db"
+    # A replaced member's claim goes with it, and so does its data.
+    cluster.kubectl("delete", "pod", f"{NAME}-0001", "--wait=false")
+    wait_for(lambda: healthy(cluster, 3) and claims() == [f"{NAME}-0000", f"{NAME}-0002", f"{NAME}-0003"],
+             timeout=60, message="the member and its claim replaced")
+    wait_for(lambda: not os.path.exists(os.path.join(volumes, f"{NAME}-0001")), message="the old claim's data removed")
+    assert key_count(cluster) == 100

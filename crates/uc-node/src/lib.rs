@@ -267,7 +267,49 @@ pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result
     if let Some(h) = &hosts {
         tokio::spawn(watch_endpoints(client.clone(), h.clone()));
     }
+    tokio::spawn(reclaim_claims(client.clone(), options.volumes_dir.clone()));
     Ok(tokio::spawn(run(client, options, hosts)))
+}
+
+/// A claim's volume is `<volumes>/<namespace>/<claim>`; when the claim is deleted its data goes too
+/// (the Delete reclaim policy of dynamically provisioned volumes), once no pod uses it any more, so a
+/// new claim of the same name never finds old data. A claim deleted while uc was down keeps its
+/// directory.
+async fn reclaim_claims(client: kube::Client, volumes: std::path::PathBuf) {
+    let api: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> = Api::all(client.clone());
+    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    let mut stream = std::pin::pin!(stream);
+    while let Some(ev) = stream.next().await {
+        let Ok(watcher::Event::Delete(claim)) = ev else { continue };
+        let (Some(ns), Some(name)) = (claim.metadata.namespace, claim.metadata.name) else { continue };
+        if [&ns, &name].iter().any(|s| s.is_empty() || s.contains('/') || s.starts_with('.')) {
+            continue;
+        }
+        let dir = volumes.join(&ns).join(&name);
+        let client = client.clone();
+        tokio::spawn(async move {
+            let pods: Api<Pod> = Api::namespaced(client, &ns);
+            loop {
+                let in_use = match pods.list(&Default::default()).await {
+                    Ok(list) => list.items.iter().any(|p| {
+                        let finished =
+                            matches!(p.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Succeeded" | "Failed"));
+                        !finished
+                            && p.spec.as_ref().and_then(|s| s.volumes.as_ref()).is_some_and(|vs| {
+                                vs.iter()
+                                    .any(|v| v.persistent_volume_claim.as_ref().is_some_and(|c| c.claim_name == name))
+                            })
+                    }),
+                    Err(_) => true,
+                };
+                if !in_use {
+                    let _ = std::fs::remove_dir_all(&dir);
+                    return;
+                }
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        });
+    }
 }
 
 async fn watch_endpoints(client: kube::Client, hosts: Arc<names::HostsFile>) {

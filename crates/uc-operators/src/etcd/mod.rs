@@ -64,7 +64,8 @@ pub fn crd() -> Value {
                         "size": {"type": "integer", "minimum": 1, "maximum": 7},
                         "version": {"type": "string", "pattern": "^v?3\\.[0-9]+\\.[0-9]+$"},
                         "repository": {"type": "string"},
-                        "pod": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                        "pod": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {
+                            "persistentVolumeClaimSpec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
                         "restoreOnQuorumLoss": {"type": "object", "required": ["backupName"], "properties": {
                             "backupName": {"type": "string", "minLength": 1},
                             "afterSeconds": {"type": "integer", "minimum": 0}}}}},
@@ -97,7 +98,9 @@ pub fn controller() -> Value {
                 {"apiVersion": "v1", "resource": "services", "updateStrategy": {"method": "InPlace"}},
                 // In place: a version change sets a member's image on its running pod (nothing else of
                 // a member's pod ever changes).
-                {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "InPlace"}}
+                {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "InPlace"}},
+                // Members' data claims (pod.persistentVolumeClaimSpec): made once, never changed.
+                {"apiVersion": "v1", "resource": "persistentvolumeclaims", "updateStrategy": {"method": "OnDelete"}}
             ],
             "hooks": {"sync": {"native": {"name": HOOK}}}
         }
@@ -277,7 +280,21 @@ impl Spec {
             }
         });
         self.apply_pod_policy(&mut pod);
+        if self.pod_policy.get("persistentVolumeClaimSpec").is_some_and(Value::is_object) {
+            pod["spec"]["volumes"][0] = json!({"name": "etcd-data", "persistentVolumeClaim": {"claimName": member}});
+        }
         pod
+    }
+
+    /// The data claim a member's pod names, if any (it goes with the member).
+    fn claim_of(&self, pod: &Value) -> Option<Value> {
+        let volumes = pod.pointer("/spec/volumes")?.as_array()?;
+        let claim = volumes.iter().find_map(|v| v.pointer("/persistentVolumeClaim/claimName")?.as_str())?;
+        let spec = self.pod_policy.get("persistentVolumeClaimSpec").filter(|s| s.is_object()).cloned().unwrap_or_else(
+            || json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}),
+        );
+        Some(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": claim, "labels": self.labels()}, "spec": spec}))
     }
 
     /// The coreos `PodPolicy`: labels and annotations (the operator's own win), `etcdEnv`, `resources`,
@@ -436,6 +453,7 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, request: &Value) -> Valu
     };
     let reason = step.conditions.first().map(|c| c["reason"].clone()).unwrap_or(Value::Null);
     let mut children = spec.services();
+    children.extend(step.pods.iter().filter_map(|p| spec.claim_of(p)));
     children.extend(step.pods);
     json!({
         "status": {
@@ -892,6 +910,18 @@ mod tests {
         assert!(env.iter().any(|e| e["name"] == "ETCD_QUOTA_BACKEND_BYTES") && env[0]["name"] == "POD_IP");
         assert_eq!(pod["spec"]["containers"][0]["resources"]["limits"]["memory"], json!("1Gi"));
         assert_eq!(pod["spec"]["nodeSelector"], json!({"disk": "ssd"}));
+        assert_eq!(pod["spec"]["volumes"][0], json!({"name": "etcd-data", "emptyDir": {}}));
+        assert_eq!(spec.claim_of(&pod), None, "no claim unless the policy asks");
+        let mut on_claims = p.clone();
+        on_claims["spec"]["pod"]["persistentVolumeClaimSpec"] = json!({"resources": {"requests": {"storage": "2Gi"}}});
+        let claimed = Spec::from(&on_claims).unwrap();
+        let pod2 = claimed.pod("ex-0002", "x", "new");
+        assert_eq!(pod2["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"], json!("ex-0002"));
+        let claim = claimed.claim_of(&pod2).unwrap();
+        assert_eq!(
+            (claim["metadata"]["name"].clone(), claim["spec"]["resources"]["requests"]["storage"].clone()),
+            (json!("ex-0002"), json!("2Gi"))
+        );
         let restore = spec.restore_pod("ex-0000", std::path::Path::new("/b/snap.db"), "rid");
         assert_eq!(restore["spec"]["initContainers"][0]["command"][3], json!("/var/etcd-restore/snap.db"));
         assert_eq!(restore["spec"]["volumes"][1]["hostPath"]["path"], json!("/b"));
