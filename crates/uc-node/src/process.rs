@@ -902,17 +902,22 @@ mod tests {
         assert_eq!(expand("--name=$(POD_NAME)", &[("POD_NAME".into(), "p".into())]), "--name=p");
     }
 
-    #[test]
-    fn tagged_entries_and_tools() {
-        let dir = std::env::temp_dir().join(format!("uc-node-tools-{}", std::process::id()));
+    /// A node.json with `text` in a directory of its own (removed by the test).
+    fn node_config(name: &str, text: &str) -> (PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("uc-node-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("node.json");
-        std::fs::write(
-            &file,
+        std::fs::write(&file, text).unwrap();
+        (dir, file)
+    }
+
+    #[test]
+    fn tagged_entries_and_tools() {
+        let (dir, file) = node_config(
+            "tools",
             r#"{"allowlist": [{"images": ["quay.io/coreos/etcd:v3.5.1"], "program": "/opt/etcd35/etcd",
                 "tools": {"etcdctl": "/opt/etcd35/etcdctl"}}]}"#,
-        )
-        .unwrap();
+        );
         let mut a = Allowlist::shipped(PathBuf::from("/bin/uc"));
         a.extend_from_file(&file).unwrap();
         let v35 = a.find("quay.io/coreos/etcd:v3.5.1").unwrap();
@@ -977,14 +982,10 @@ mod tests {
 
     #[test]
     fn node_config_adds_entries() {
-        let dir = std::env::temp_dir().join(format!("uc-node-config-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let file = dir.join("node.json");
-        std::fs::write(
-            &file,
+        let (dir, file) = node_config(
+            "config",
             r#"{"allowlist": [{"images": ["my/server"], "program": "/opt/server", "defaultArgs": ["--serve"]}]}"#,
-        )
-        .unwrap();
+        );
         let mut a = Allowlist::shipped(PathBuf::from("/bin/uc"));
         a.extend_from_file(&file).unwrap();
         assert_eq!(argv(a.find("my/server:2").unwrap(), &json!({})), vec!["/opt/server", "--serve"]);
