@@ -4,6 +4,7 @@
 
 pub mod controller;
 pub mod crds;
+pub mod dns;
 pub mod hook;
 pub mod resource;
 pub mod selector;

@@ -1,6 +1,7 @@
 //! Defaulting and validation of the built-in kinds: the subset of kube-apiserver's strategies that
 //! controllers and kubectl rely on.
 
+use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::error::FieldError;
@@ -54,7 +55,16 @@ fn default_template(obj: &mut Value) {
 /// Applies the defaults kube-apiserver applies to a built-in kind.
 pub fn apply_defaults(resource: &str, obj: &mut Value) {
     if obj.get("spec").is_none()
-        && matches!(resource, "deployments" | "replicasets" | "statefulsets" | "jobs" | "services")
+        && matches!(
+            resource,
+            "deployments"
+                | "replicasets"
+                | "statefulsets"
+                | "jobs"
+                | "services"
+                | "daemonsets"
+                | "replicationcontrollers"
+        )
     {
         return;
     }
@@ -80,6 +90,36 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
         "replicasets" => {
             set_default(obj, "/spec/replicas", json!(1));
             default_template(obj);
+        }
+        "replicationcontrollers" => {
+            set_default(obj, "/spec/replicas", json!(1));
+            // An RC without a selector selects its template's labels.
+            if let Some(labels) = obj.pointer("/spec/template/metadata/labels").cloned() {
+                set_default(obj, "/spec/selector", labels);
+            }
+            default_template(obj);
+        }
+        "daemonsets" => {
+            set_default(obj, "/spec/revisionHistoryLimit", json!(10));
+            set_default(
+                obj,
+                "/spec/updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
+            );
+            default_template(obj);
+        }
+        "secrets" => {
+            // stringData is write-only: it is merged into data, as kube-apiserver does.
+            set_default(obj, "/type", json!("Opaque"));
+            if let Some(Value::Object(strings)) = obj.as_object_mut().and_then(|m| m.remove("stringData")) {
+                if !obj.get("data").is_some_and(Value::is_object) {
+                    obj["data"] = json!({});
+                }
+                for (k, v) in strings {
+                    let text = v.as_str().unwrap_or_default();
+                    obj["data"][k] = json!(base64::engine::general_purpose::STANDARD.encode(text));
+                }
+            }
         }
         "statefulsets" => {
             set_default(obj, "/spec/replicas", json!(1));
@@ -126,7 +166,6 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
                 }
             }
         }
-        "secrets" => set_default(obj, "/type", json!("Opaque")),
         "persistentvolumeclaims" => set_default(obj, "/spec/volumeMode", json!("Filesystem")),
         _ => {}
     }
@@ -204,7 +243,11 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     match resource {
         "pods" => check_pod_spec(obj.get("spec"), "spec", &mut errs),
-        "deployments" | "replicasets" | "statefulsets" => {
+        "replicationcontrollers" => {
+            check_non_negative(obj, "/spec/replicas", "spec.replicas", &mut errs);
+            check_pod_spec(obj.pointer("/spec/template/spec"), "spec.template.spec", &mut errs);
+        }
+        "deployments" | "replicasets" | "statefulsets" | "daemonsets" => {
             check_non_negative(obj, "/spec/replicas", "spec.replicas", &mut errs);
             check_selector_matches_template(obj, &mut errs);
             check_pod_spec(obj.pointer("/spec/template/spec"), "spec.template.spec", &mut errs);

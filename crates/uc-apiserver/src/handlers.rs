@@ -1,5 +1,6 @@
 //! REST handlers: routing of resource paths and the verbs get, list, watch, create, update, patch,
-//! delete and deletecollection, with the status, scale and log subresources.
+//! delete and deletecollection, with the status and scale subresources (`kubelet.rs` proxies the
+//! streaming ones).
 
 use std::sync::Arc;
 
@@ -143,7 +144,6 @@ async fn resource(app: &Arc<App>, req: &mut Req, t: Target) -> Result<Response<B
         (&Method::GET, None, _) => list(app, req, &t),
         (&Method::GET, Some(_), _) if watching => watch::serve(app, req, &t),
         (&Method::GET, Some(_), Some("scale")) => get_scale(app, &t),
-        (&Method::GET, Some(_), Some("log")) => pod_log(app, req, &t),
         (&Method::GET, Some(_), _) => get(app, req, &t),
         (&Method::POST, None, None) => create(app, req, &t).await,
         (&Method::PUT, Some(_), Some("scale")) => update_scale(app, req, &t, None).await,
@@ -843,6 +843,19 @@ async fn create(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Bo
     };
     obj["apiVersion"] = Value::String(info.api_version(&info.storage_version));
     let subject = Subject { name: name.clone(), ..t.subject() };
+    // A Service's cluster IP is chosen under a lock held until it is stored, so two never share one.
+    let _allocating = match (&app.service_range, info.group.is_empty() && info.resource == "services") {
+        (Some(range), true) => {
+            let guard = app.ip_lock.lock().await;
+            let (services, _) =
+                app.store.list(&info.gr(), None, None).map_err(|e| ApiError::from_store(e, &subject))?;
+            let used = crate::service_ips::in_use(services.iter().map(|(_, o)| o.as_ref()));
+            crate::service_ips::assign(range, &mut obj, &used, rand::random())
+                .map_err(|e| invalid(&info, &name, &[e]))?;
+            Some(guard)
+        }
+        _ => None,
+    };
     if dry_run(req) {
         return Ok(respond_object(req, t, 201, &Arc::new(obj)));
     }
@@ -935,6 +948,12 @@ fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Value) -> Resul
             }
             if info.resource == "namespaces" {
                 new["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
+            }
+            if info.resource == "services"
+                && info.group.is_empty()
+                && let Err(e) = crate::service_ips::keep(old, &mut new)
+            {
+                errs.push(e);
             }
             new
         }
@@ -1190,90 +1209,6 @@ async fn update_scale(
         }
     }
     Err(ApiError::conflict(&t.subject(), "too many concurrent updates; try again"))
-}
-
-fn pod_log(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
-    let pod = app.store.get(&t.info.gr(), &t.key()).ok_or_else(|| ApiError::not_found(&t.subject()))?;
-    let containers: Vec<String> = pod
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|c| c.get("name").and_then(Value::as_str).map(String::from)).collect())
-        .unwrap_or_default();
-    let container = match req.params.get("container") {
-        Some(c) if containers.contains(c) => c.clone(),
-        Some(c) => {
-            return Err(ApiError::bad_request(format!(
-                "container {c} is not valid for pod {}",
-                t.name.as_deref().unwrap_or_default()
-            )));
-        }
-        None if containers.len() == 1 => containers[0].clone(),
-        None => {
-            return Err(ApiError::bad_request(format!(
-                "a container name must be specified for pod {}, choose one of: {containers:?}",
-                t.name.as_deref().unwrap_or_default()
-            )));
-        }
-    };
-    let previous = req.params.get("previous").is_some_and(|v| v == "true");
-    let uid = meta_str(&pod, "uid").unwrap_or_default();
-    let file = app.config.data_dir.join("pods").join(uid).join(if previous {
-        format!("{container}.previous.log")
-    } else {
-        format!("{container}.log")
-    });
-    let mut text = match std::fs::read(&file) {
-        Ok(b) => b,
-        Err(_) if previous => {
-            return Err(ApiError::bad_request(format!(
-                "previous terminated container {container:?} in pod {:?} not found",
-                t.name.as_deref().unwrap_or_default()
-            )));
-        }
-        Err(_) => Vec::new(),
-    };
-    if let Some(n) = req.params.get("tailLines").and_then(|n| n.parse::<usize>().ok()) {
-        let s = String::from_utf8_lossy(&text).into_owned();
-        let lines: Vec<&str> = s.lines().collect();
-        let start = lines.len().saturating_sub(n);
-        text = lines[start..].iter().map(|l| format!("{l}\n")).collect::<String>().into_bytes();
-    }
-    let follow = req.params.get("follow").is_some_and(|v| v == "true");
-    let body = if follow && !previous {
-        // Stream what is there, then what is appended, until the pod goes or the client hangs up.
-        let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(16);
-        let store = app.store.clone();
-        let (gr, key, mut offset) = (t.info.gr(), t.key(), std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0));
-        let first = bytes::Bytes::from(text);
-        tokio::spawn(async move {
-            if tx.send(first).await.is_err() {
-                return;
-            }
-            while store.get(&gr, &key).is_some() {
-                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-                let Ok(data) = std::fs::read(&file) else { continue };
-                let len = data.len() as u64;
-                if len < offset {
-                    offset = 0;
-                }
-                if len > offset {
-                    if tx.send(bytes::Bytes::from(data[offset as usize..].to_vec())).await.is_err() {
-                        return;
-                    }
-                    offset = len;
-                }
-            }
-        });
-        let stream = futures::stream::unfold(rx, |mut rx| async move {
-            rx.recv().await.map(|b| (Ok::<_, std::io::Error>(hyper::body::Frame::data(b)), rx))
-        });
-        http_body_util::BodyExt::boxed(http_body_util::StreamBody::new(stream))
-    } else {
-        crate::server::full(text)
-    };
-    let mut r = Response::new(body);
-    r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain"));
-    Ok(r)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -159,6 +159,7 @@ const BUILTINS: &[Builtin] = &[
     b("", "v1", "events", "Event", true, &["ev"]),
     b("", "v1", "serviceaccounts", "ServiceAccount", true, &["sa"]),
     with(b("", "v1", "nodes", "Node", false, &["no"]), true, false, false, false),
+    with(b("", "v1", "replicationcontrollers", "ReplicationController", true, &["rc"]), true, true, true, true),
     with(b("apps", "v1", "deployments", "Deployment", true, &["deploy"]), true, true, true, true),
     with(b("apps", "v1", "replicasets", "ReplicaSet", true, &["rs"]), true, true, true, true),
     with(b("apps", "v1", "statefulsets", "StatefulSet", true, &["sts"]), true, true, true, true),

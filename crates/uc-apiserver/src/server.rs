@@ -37,6 +37,11 @@ pub struct Config {
     pub store: StoreOptions,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
+    /// The range Services' cluster IPs come from (`a.b.c.d/len`; None: Services get none).
+    pub service_cidr: Option<String>,
+    /// The bearer token the API server presents to nodes' kubelet endpoints (logs, exec, attach,
+    /// port-forward).
+    pub kubelet_token: Option<String>,
 }
 
 impl Config {
@@ -48,6 +53,8 @@ impl Config {
             durable: true,
             store: StoreOptions::default(),
             max_body_bytes: 3 * 1024 * 1024,
+            service_cidr: None,
+            kubelet_token: None,
         }
     }
 }
@@ -78,6 +85,10 @@ pub struct App {
     pub config: Config,
     /// Per-client request and byte counters (`/metrics`).
     pub traffic: crate::traffic::Traffic,
+    /// Where Services' cluster IPs come from.
+    pub service_range: Option<crate::service_ips::ServiceRange>,
+    /// Held while a cluster IP is chosen and stored.
+    pub ip_lock: tokio::sync::Mutex<()>,
 }
 
 /// A running API server.
@@ -108,12 +119,20 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
     let db_path = config.data_dir.join("store");
     let store = Store::open(config.durable.then_some(db_path.as_path()), config.store.clone())?;
     let registry = Arc::new(Registry::new());
+    let service_range = config
+        .service_cidr
+        .as_deref()
+        .map(crate::service_ips::ServiceRange::parse)
+        .transpose()
+        .map_err(|e| StartError::Io(format!("the service range: {e}")))?;
     let app = Arc::new(App {
         store,
         registry,
         token: creds.token.clone(),
         config: config.clone(),
         traffic: Default::default(),
+        service_range,
+        ip_lock: tokio::sync::Mutex::new(()),
     });
     crate::handlers::bootstrap(&app).await.map_err(|e| StartError::Io(format!("bootstrapping: {}", e.0.message)))?;
 
@@ -153,7 +172,7 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
                     async move { Ok::<_, Infallible>(handle(app, req).await) }
                 });
                 let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-                let conn = builder.serve_connection(TokioIo::new(tls), service);
+                let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
                 tokio::select! {
                     _ = conn => {}
                     _ = stop.changed() => {}
@@ -320,11 +339,10 @@ async fn read_body(mut body: Incoming, limit: usize) -> Result<Bytes, ApiError> 
 }
 
 async fn handle_inner(app: &Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
-    let (parts, body) = req.into_parts();
-    let path = parts.uri.path().to_string();
+    let path = req.uri().path().to_string();
     if !public_path(&path) {
-        let presented = parts
-            .headers
+        let presented = req
+            .headers()
             .get(header::AUTHORIZATION)
             .and_then(|h| h.to_str().ok())
             .and_then(|h| h.strip_prefix("Bearer "))
@@ -333,6 +351,13 @@ async fn handle_inner(app: &Arc<App>, req: Request<Incoming>) -> Result<Response
             return Err(ApiError::unauthorized());
         }
     }
+    // Logs, exec, attach and port-forward go to the pod's node, upgrades and all.
+    if let Some((ns, name, sub)) = crate::kubelet::target(&path)
+        && (req.method() == Method::GET || req.method() == Method::POST)
+    {
+        return crate::kubelet::proxy(app, req, &ns, &name, &sub).await;
+    }
+    let (parts, body) = req.into_parts();
     if path == "/metrics" && parts.method == Method::GET {
         let mut r = Response::new(full(app.traffic.render()));
         r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"));

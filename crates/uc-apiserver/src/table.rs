@@ -256,6 +256,20 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
             c("Ready", "integer", 0, |v| Value::from(i_at(v, "/status/readyReplicas"))),
             c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
         ],
+        "replicationcontrollers" => vec![
+            c("Desired", "integer", 0, |v| Value::from(i_at(v, "/spec/replicas"))),
+            c("Current", "integer", 0, |v| Value::from(i_at(v, "/status/replicas"))),
+            c("Ready", "integer", 0, |v| Value::from(i_at(v, "/status/readyReplicas"))),
+            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+        ],
+        "daemonsets" => vec![
+            c("Desired", "integer", 0, |v| Value::from(i_at(v, "/status/desiredNumberScheduled"))),
+            c("Current", "integer", 0, |v| Value::from(i_at(v, "/status/currentNumberScheduled"))),
+            c("Ready", "integer", 0, |v| Value::from(i_at(v, "/status/numberReady"))),
+            c("Up-to-date", "integer", 0, |v| Value::from(i_at(v, "/status/updatedNumberScheduled"))),
+            c("Available", "integer", 0, |v| Value::from(i_at(v, "/status/numberAvailable"))),
+            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+        ],
         "statefulsets" => vec![
             c("Ready", "string", 0, |v| {
                 Value::String(format!("{}/{}", i_at(v, "/status/readyReplicas"), i_at(v, "/spec/replicas")))

@@ -1,38 +1,50 @@
 //! The uc node agent: registers a Node, binds unscheduled pods to it (the embedded cluster's
-//! scheduler is this one line of policy), and runs the pods bound to it.
+//! scheduler is this one line of policy), and runs the pods bound to it — as real processes when
+//! every image of the pod is on the allowlist ([`allowlist`]), simulated otherwise ([`simulate`]).
 //!
-//! Pods are simulated: Pending → ContainerCreating → Running, Ready after a delay, and, when asked by
-//! annotation, containers that exit with a chosen code after a chosen run time, restarted according to
-//! the pod's restartPolicy. A pod's status is a pure function of its spec, annotations, creation time
-//! and the current time ([`simulate`]), so restarting uc recomputes the same status, and the agent
-//! writes only when it changes. Real processes for allowlisted images come next (issue 4).
+//! Real containers run through shims ([`container`]) and outlive the agent as containers outlive a
+//! kubelet: a restarted agent re-adopts them. The agent also serves the kubelet's endpoint for logs,
+//! exec, attach and port-forward ([`server`]), gives pods their volumes ([`volumes`]) and environment
+//! ([`env`]), names ([`names`]) and working Service cluster IPs ([`proxy`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Endpoints, Node as NodeObject, PersistentVolumeClaim, Pod, Service};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+pub mod allowlist;
+pub mod container;
+pub mod env;
+pub mod exec;
+pub mod logs;
 pub mod names;
-pub mod process;
+pub mod objects;
+pub mod pod;
+pub mod portforward;
+pub mod probe;
+pub mod proxy;
+pub mod server;
+pub mod simulate;
+pub mod spdy;
+pub mod status;
+pub mod volumes;
+mod ws;
 
-use process::{Allowlist, PodProcesses};
+pub use simulate::{EXIT_CODE, READY_DELAY, RUN_SECONDS, START_DELAY, simulate};
 
-/// Annotation: seconds from creation until containers start (default 0.2).
-pub const START_DELAY: &str = "uc.njuics.cn/start-delay-seconds";
-/// Annotation: seconds from a container's start until it is Ready (default 0).
-pub const READY_DELAY: &str = "uc.njuics.cn/ready-delay-seconds";
-/// Annotation: seconds a container runs before it exits (default: forever).
-pub const RUN_SECONDS: &str = "uc.njuics.cn/run-seconds";
-/// Annotation: the exit code of a container that exits (default 0).
-pub const EXIT_CODE: &str = "uc.njuics.cn/exit-code";
+use allowlist::Allowlist;
+use pod::{ExecTarget, PodProcesses, Prepared, Unprepared};
+use server::{PodEntry, Pods};
 
 /// Node agent options.
 #[derive(Clone, Debug)]
@@ -41,14 +53,26 @@ pub struct NodeOptions {
     pub name: String,
     /// Images whose pods run as real processes.
     pub allowlist: Allowlist,
-    /// Where container output is kept (`<dir>/<pod uid>/<container>.log`), read by `kubectl logs`.
-    pub logs_dir: std::path::PathBuf,
-    /// The hosts file pod processes see as /etc/hosts (None: processes use the machine's).
-    pub hosts_file: Option<std::path::PathBuf>,
+    /// Per-pod directories (`<dir>/<pod uid>/`): containers' records and logs, emptyDir and
+    /// projected volumes.
+    pub pods_dir: PathBuf,
+    /// Where the per-namespace hosts files live (None: processes use the machine's /etc/hosts).
+    pub hosts_dir: Option<PathBuf>,
     /// Pod IPs are `127.<pod_subnet>.x.y`; distinct per `uc up` so two on one machine do not collide.
     pub pod_subnet: u8,
     /// Where PersistentVolumeClaim directories live (`<dir>/<namespace>/<claim>`).
-    pub volumes_dir: std::path::PathBuf,
+    pub volumes_dir: PathBuf,
+    /// The `uc` binary, run as `uc shim` for each container.
+    pub shim: PathBuf,
+    /// The token the API server presents to the node's kubelet endpoint.
+    pub kubelet_token: String,
+    /// Port of the kubelet endpoint on 127.0.0.1 (0 picks one).
+    pub kubelet_port: u16,
+    /// The API server, for pods' `KUBERNETES_SERVICE_HOST`/`PORT`.
+    pub api_server: Option<SocketAddr>,
+    /// The token projected service account token volumes get while the API server has no
+    /// TokenRequest.
+    pub fallback_token: Option<String>,
 }
 
 impl Default for NodeOptions {
@@ -56,190 +80,31 @@ impl Default for NodeOptions {
         Self {
             name: "uc-node".into(),
             allowlist: Allowlist::default(),
-            logs_dir: std::env::temp_dir().join("uc-pod-logs"),
-            hosts_file: None,
+            pods_dir: std::env::temp_dir().join("uc-pods"),
+            hosts_dir: None,
             pod_subnet: 1,
             volumes_dir: std::env::temp_dir().join("uc-volumes"),
+            shim: PathBuf::from("uc"),
+            kubelet_token: String::new(),
+            kubelet_port: 0,
+            api_server: None,
+            fallback_token: None,
         }
     }
 }
 
-fn annotation_secs(pod: &Value, key: &str) -> Option<f64> {
-    pod.pointer("/metadata/annotations")
-        .and_then(|a| a.get(key))
-        .and_then(Value::as_str)
-        .and_then(|s| s.trim().parse::<f64>().ok())
-        .filter(|x| x.is_finite() && *x >= 0.0)
-}
+/// The last pod address of the subnet's pod range: 127.N.240.0/20 is the Services'.
+const POD_IPS: u32 = 240 * 256 - 2;
 
-fn ts(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
-fn secs(x: f64) -> chrono::Duration {
-    chrono::Duration::milliseconds((x * 1000.0) as i64)
-}
-
-/// The state of a simulated pod's containers at one moment.
-#[derive(Debug, Clone, PartialEq)]
-enum Phase {
-    Creating,
-    Running {
-        since: DateTime<Utc>,
-        ready_at: DateTime<Utc>,
-        restarts: u32,
-        last_exit: Option<(i64, DateTime<Utc>, DateTime<Utc>)>,
-    },
-    BackOff {
-        restarts: u32,
-        last_exit: (i64, DateTime<Utc>, DateTime<Utc>),
-    },
-    Done {
-        code: i64,
-        started: DateTime<Utc>,
-        finished: DateTime<Utc>,
-        restarts: u32,
-    },
-}
-
-/// Restart back-off of simulated containers: 1 s doubling to 10 s (kube's is 10 s to 5 min; tests
-/// need it short).
-fn backoff(restarts: u32) -> f64 {
-    (1u64 << restarts.saturating_sub(1).min(4)) as f64
-}
-
-fn timeline(pod: &Value, created: DateTime<Utc>, now: DateTime<Utc>) -> (Phase, Option<DateTime<Utc>>) {
-    let start_delay = annotation_secs(pod, START_DELAY).unwrap_or(0.2);
-    let ready_delay = annotation_secs(pod, READY_DELAY).unwrap_or(0.0);
-    let run = annotation_secs(pod, RUN_SECONDS);
-    let code = pod
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(EXIT_CODE))
-        .and_then(Value::as_str)
-        .and_then(|s| s.trim().parse::<i64>().ok())
-        .unwrap_or(0);
-    let policy = pod.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always");
-    let mut t = created + secs(start_delay);
-    if now < t {
-        return (Phase::Creating, Some(t));
-    }
-    let mut restarts = 0u32;
-    let mut last_exit = None;
-    for _ in 0..100_000 {
-        let ready_at = t + secs(ready_delay);
-        let Some(run) = run else {
-            let next = (now < ready_at).then_some(ready_at);
-            return (Phase::Running { since: t, ready_at, restarts, last_exit }, next);
-        };
-        let end = t + secs(run);
-        if now < end {
-            let next = if now < ready_at && ready_at < end { ready_at } else { end };
-            return (Phase::Running { since: t, ready_at, restarts, last_exit }, Some(next));
-        }
-        let restart = policy == "Always" || (policy == "OnFailure" && code != 0);
-        if !restart {
-            return (Phase::Done { code, started: t, finished: end, restarts }, None);
-        }
-        restarts += 1;
-        let exit = (code, t, end);
-        let resume = end + secs(backoff(restarts));
-        if now < resume {
-            return (Phase::BackOff { restarts, last_exit: exit }, Some(resume));
-        }
-        last_exit = Some(exit);
-        t = resume;
-    }
-    (Phase::BackOff { restarts, last_exit: (code, t, t) }, None)
-}
-
-fn condition(type_: &str, ok: bool, since: DateTime<Utc>) -> Value {
-    json!({"type": type_, "status": if ok { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": ts(since)})
-}
-
-/// The status of a simulated pod at `now`, and when it next changes.
-pub fn simulate(pod: &Value, pod_ip: &str, now: DateTime<Utc>) -> (Value, Option<DateTime<Utc>>) {
-    let created = pod
-        .pointer("/metadata/creationTimestamp")
-        .and_then(Value::as_str)
-        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-        .map(|t| t.with_timezone(&Utc))
-        .unwrap_or(now);
-    let (phase, next) = timeline(pod, created, now);
-    let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
-    let containers: Vec<Value> = pod.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default();
-    let terminated = |code: i64, started: DateTime<Utc>, finished: DateTime<Utc>| {
-        json!({"terminated": {"exitCode": code, "reason": if code == 0 { "Completed" } else { "Error" },
-                              "startedAt": ts(started), "finishedAt": ts(finished), "containerID": format!("uc://{uid}")}})
-    };
-    let (pod_phase, ready, ready_since, state, last_state, restarts) = match &phase {
-        Phase::Creating => {
-            ("Pending", false, created, json!({"waiting": {"reason": "ContainerCreating"}}), json!({}), 0)
-        }
-        Phase::Running { since, ready_at, restarts, last_exit } => {
-            let ready = now >= *ready_at;
-            let last = last_exit.map(|(c, s, f)| terminated(c, s, f)).unwrap_or(json!({}));
-            (
-                "Running",
-                ready,
-                if ready { *ready_at } else { *since },
-                json!({"running": {"startedAt": ts(*since)}}),
-                last,
-                *restarts,
-            )
-        }
-        Phase::BackOff { restarts, last_exit: (c, s, f) } => (
-            "Running",
-            false,
-            *f,
-            json!({"waiting": {"reason": "CrashLoopBackOff", "message": format!("back-off restarting failed container (exit code {c})")}}),
-            terminated(*c, *s, *f),
-            *restarts,
-        ),
-        Phase::Done { code, started, finished, restarts } => (
-            if *code == 0 { "Succeeded" } else { "Failed" },
-            false,
-            *finished,
-            terminated(*code, *started, *finished),
-            json!({}),
-            *restarts,
-        ),
-    };
-    let statuses: Vec<Value> = containers
-        .iter()
-        .map(|c| {
-            json!({"name": c.get("name"), "image": c.get("image"), "imageID": "", "containerID": format!("uc://{uid}"),
-                   "ready": ready, "started": matches!(phase, Phase::Running { .. }), "restartCount": restarts,
-                   "state": state, "lastState": last_state})
-        })
-        .collect();
-    let status = json!({
-        "phase": pod_phase,
-        "conditions": [
-            condition("PodScheduled", true, created),
-            condition("Initialized", true, created),
-            condition("ContainersReady", ready, ready_since),
-            condition("Ready", ready, ready_since),
-        ],
-        "hostIP": "127.0.0.1",
-        "hostIPs": [{"ip": "127.0.0.1"}],
-        "podIP": pod_ip,
-        "podIPs": [{"ip": pod_ip}],
-        "startTime": ts(created),
-        "qosClass": "BestEffort",
-        "containerStatuses": statuses,
-    });
-    (status, next)
-}
-
-/// Pod IPs from 127.<subnet>.0.0/16, one per pod uid.
-struct Ips {
+/// Pod IPs from 127.<subnet>.0.0/16 (below the Services' 127.<subnet>.240.0/20), one per pod uid.
+pub(crate) struct Ips {
     subnet: u8,
     next: u32,
     by_uid: HashMap<String, String>,
 }
 
 impl Ips {
-    fn get(&mut self, uid: &str, existing: Option<&str>) -> String {
+    pub(crate) fn get(&mut self, uid: &str, existing: Option<&str>) -> String {
         if let Some(ip) = self.by_uid.get(uid) {
             return ip.clone();
         }
@@ -247,36 +112,95 @@ impl Ips {
         let ip = match existing.filter(|ip| ip.starts_with(&prefix)) {
             Some(ip) => ip.to_string(),
             None => {
-                self.next = self.next.wrapping_add(1) % 65_534;
-                let n = self.next + 1;
-                format!("{prefix}{}.{}", n / 256, n % 256)
+                let used: HashSet<&String> = self.by_uid.values().collect();
+                let mut ip = String::new();
+                for _ in 0..POD_IPS {
+                    self.next = self.next % POD_IPS + 1;
+                    ip = format!("{prefix}{}.{}", self.next / 256, self.next % 256);
+                    if !used.contains(&ip) {
+                        break;
+                    }
+                }
+                ip
             }
         };
         self.by_uid.insert(uid.to_string(), ip.clone());
         ip
     }
+
+    fn forget(&mut self, uid: &str) {
+        self.by_uid.remove(uid);
+    }
 }
 
-/// Runs the node agent until the returned task is aborted.
-pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-    register(&client, &options.name).await?;
-    let hosts = match &options.hosts_file {
-        Some(p) => Some(Arc::new(names::HostsFile::new(p.clone())?)),
+/// What the pod workers share.
+struct Ctx {
+    client: kube::Client,
+    options: NodeOptions,
+    ips: Mutex<Ips>,
+    hosts: Option<Arc<names::HostsFiles>>,
+    objects: objects::Objects,
+    pods: Pods,
+    shutting_down: AtomicBool,
+}
+
+/// A running node agent.
+pub struct Node {
+    ctx: Arc<Ctx>,
+    task: tokio::task::JoinHandle<()>,
+    /// Where the kubelet endpoint listens.
+    pub endpoint: SocketAddr,
+}
+
+impl Node {
+    /// Stops the agent cleanly: every pod process gets SIGTERM and its grace period, then SIGKILL,
+    /// and is marked as stopped by the node (it runs again when the node is back).
+    pub async fn shutdown(self) {
+        self.ctx.shutting_down.store(true, Ordering::Release);
+        let running: Vec<(Arc<PodProcesses>, u64)> =
+            self.ctx.pods.lock().values().filter_map(|e| Some((e.procs.clone()?, grace_of(&e.pod)))).collect();
+        futures::future::join_all(running.iter().map(|(p, grace)| p.stop(Duration::from_secs(*grace), true))).await;
+        self.task.abort();
+    }
+}
+
+fn grace_of(pod: &Value) -> u64 {
+    pod.pointer("/metadata/deletionGracePeriodSeconds")
+        .or_else(|| pod.pointer("/spec/terminationGracePeriodSeconds"))
+        .and_then(Value::as_u64)
+        .unwrap_or(30)
+}
+
+/// Starts the node agent.
+pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result<Node> {
+    let pods: Pods = Default::default();
+    let endpoint = server::serve(options.kubelet_port, options.kubelet_token.clone(), pods.clone()).await?;
+    register(&client, &options.name, endpoint.port()).await?;
+    let hosts = match &options.hosts_dir {
+        Some(d) => Some(Arc::new(names::HostsFiles::new(d.clone())?)),
         None => None,
     };
-    if let Some(h) = &hosts {
-        tokio::spawn(watch_endpoints(client.clone(), h.clone()));
-    }
+    tokio::spawn(watch_services(client.clone(), hosts.clone(), Arc::new(proxy::Proxy::default())));
     tokio::spawn(reclaim_claims(client.clone(), options.volumes_dir.clone()));
-    Ok(tokio::spawn(run(client, options, hosts)))
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        ips: Mutex::new(Ips { subnet: options.pod_subnet, next: 0, by_uid: HashMap::new() }),
+        objects: objects::Objects::new(client),
+        options,
+        hosts,
+        pods,
+        shutting_down: AtomicBool::new(false),
+    });
+    let task = tokio::spawn(run(ctx.clone()));
+    Ok(Node { ctx, task, endpoint })
 }
 
 /// A claim's volume is `<volumes>/<namespace>/<claim>`; when the claim is deleted its data goes too
 /// (the Delete reclaim policy of dynamically provisioned volumes), once no pod uses it any more, so a
 /// new claim of the same name never finds old data. A claim deleted while uc was down keeps its
 /// directory.
-async fn reclaim_claims(client: kube::Client, volumes: std::path::PathBuf) {
-    let api: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> = Api::all(client.clone());
+async fn reclaim_claims(client: kube::Client, volumes: PathBuf) {
+    let api: Api<PersistentVolumeClaim> = Api::all(client.clone());
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
     while let Some(ev) = stream.next().await {
@@ -312,29 +236,46 @@ async fn reclaim_claims(client: kube::Client, volumes: std::path::PathBuf) {
     }
 }
 
-async fn watch_endpoints(client: kube::Client, hosts: Arc<names::HostsFile>) {
-    let api: Api<k8s_openapi::api::core::v1::Endpoints> = Api::all(client);
-    let stream = watcher(api, watcher::Config::default()).default_backoff();
-    let mut stream = std::pin::pin!(stream);
-    while let Some(ev) = stream.next().await {
+/// Services and Endpoints feed the hosts files and the service proxy.
+async fn watch_services(client: kube::Client, hosts: Option<Arc<names::HostsFiles>>, proxy: Arc<proxy::Proxy>) {
+    let services = watcher(Api::<Service>::all(client.clone()), watcher::Config::default()).default_backoff();
+    let endpoints = watcher(Api::<Endpoints>::all(client), watcher::Config::default()).default_backoff();
+    let tagged = futures::stream::select(
+        services.map(|e| (true, e.map(|e| event_value(e)))),
+        endpoints.map(|e| (false, e.map(|e| event_value(e)))),
+    );
+    let mut tagged = std::pin::pin!(tagged);
+    while let Some((is_service, ev)) = tagged.next().await {
         let (obj, gone) = match ev {
-            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => (o, false),
-            Ok(watcher::Event::Delete(o)) => (o, true),
+            Ok(Some(x)) => x,
             _ => continue,
         };
-        let key = format!(
-            "{}/{}",
-            obj.metadata.namespace.clone().unwrap_or_default(),
-            obj.metadata.name.clone().unwrap_or_default()
-        );
-        let v = serde_json::to_value(&obj).ok();
-        hosts.set_endpoints(&key, if gone { None } else { v.as_ref() });
+        if is_service {
+            proxy.set_service(&obj, gone);
+            if let Some(h) = &hosts {
+                h.set_service(&obj, gone);
+            }
+        } else {
+            proxy.set_endpoints(&obj, gone);
+            if let Some(h) = &hosts {
+                h.set_endpoints(&obj, gone);
+            }
+        }
     }
 }
 
-async fn register(client: &kube::Client, name: &str) -> anyhow::Result<()> {
-    let nodes: Api<Node> = Api::all(client.clone());
-    let node: Node = serde_json::from_value(json!({
+/// An object event as `(object, deleted)`.
+fn event_value<K: serde::Serialize>(e: watcher::Event<K>) -> Option<(Value, bool)> {
+    match e {
+        watcher::Event::Apply(o) | watcher::Event::InitApply(o) => serde_json::to_value(o).ok().map(|v| (v, false)),
+        watcher::Event::Delete(o) => serde_json::to_value(o).ok().map(|v| (v, true)),
+        _ => None,
+    }
+}
+
+async fn register(client: &kube::Client, name: &str, kubelet_port: u16) -> anyhow::Result<()> {
+    let nodes: Api<NodeObject> = Api::all(client.clone());
+    let node: NodeObject = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "node-role.kubernetes.io/uc": ""}},
     }))?;
@@ -343,67 +284,97 @@ async fn register(client: &kube::Client, name: &str) -> anyhow::Result<()> {
         Err(kube::Error::Api(s)) if s.code == 409 => {}
         Err(e) => return Err(e.into()),
     }
-    let now = ts(Utc::now());
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let status = json!({"status": {
         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "uc node agent is ready",
                         "lastHeartbeatTime": now, "lastTransitionTime": now}],
         "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": name}],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
         "capacity": {"cpu": "2", "memory": "24Gi", "pods": "10000"},
         "allocatable": {"cpu": "2", "memory": "24Gi", "pods": "10000"},
         "nodeInfo": {"kubeletVersion": "v1.33.0-uc", "operatingSystem": "linux", "architecture": std::env::consts::ARCH,
-                     "containerRuntimeVersion": "uc://simulated", "osImage": "", "kernelVersion": "", "kubeProxyVersion": "",
+                     "containerRuntimeVersion": "uc://process", "osImage": "", "kernelVersion": "", "kubeProxyVersion": "",
                      "machineID": "", "systemUUID": "", "bootID": ""}}});
     nodes.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await?;
     Ok(())
 }
 
-async fn run(client: kube::Client, options: NodeOptions, hosts: Option<Arc<names::HostsFile>>) {
-    let pods: Api<Pod> = Api::all(client.clone());
-    let ips = Arc::new(Mutex::new(Ips { subnet: options.pod_subnet, next: 0, by_uid: HashMap::new() }));
+fn meta<'a>(pod: &'a Value, field: &str) -> &'a str {
+    pod.pointer(&format!("/metadata/{field}")).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn key_of(pod: &Value) -> (String, String) {
+    (meta(pod, "namespace").to_string(), meta(pod, "name").to_string())
+}
+
+async fn run(ctx: Arc<Ctx>) {
+    let pods: Api<Pod> = Api::all(ctx.client.clone());
     let mut workers: HashMap<String, watch::Sender<Value>> = HashMap::new();
+    let mut listed: Option<HashSet<String>> = None;
     let stream = watcher(pods, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
     while let Some(ev) = stream.next().await {
         let pod = match ev {
             Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => p,
             Ok(watcher::Event::Delete(p)) => {
-                // Dropping the sender ends the pod's task.
-                let uid = p.metadata.uid.as_deref().unwrap_or_default();
-                if let Some(h) = &hosts {
-                    h.set_pod(uid, None);
-                }
-                workers.remove(uid);
+                // Dropping the sender ends the pod's worker.
+                let Ok(v) = serde_json::to_value(&p) else { continue };
+                forget(&ctx, &v);
+                workers.remove(meta(&v, "uid"));
                 continue;
             }
-            _ => continue,
+            Ok(watcher::Event::Init) => {
+                listed = Some(HashSet::new());
+                continue;
+            }
+            Ok(watcher::Event::InitDone) => {
+                // A (re)list: pods that went meanwhile go now, and so does what is left on disk of pods
+                // this node no longer has.
+                if let Some(seen) = listed.take() {
+                    workers.retain(|uid, _| seen.contains(uid));
+                    ctx.pods.lock().retain(|_, e| seen.contains(meta(&e.pod, "uid")));
+                    tokio::spawn(collect_garbage(ctx.options.pods_dir.clone(), seen));
+                }
+                continue;
+            }
+            Err(_) => continue,
         };
         let Ok(v) = serde_json::to_value(&pod) else { continue };
-        let uid = v.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
-        if let Some(h) = &hosts {
+        let uid = meta(&v, "uid").to_string();
+        if let Some(h) = &ctx.hosts {
             h.set_pod(&uid, Some(&v));
         }
         let node = v.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or_default();
         workers.retain(|_, tx| !tx.is_closed());
         if node.is_empty() {
             if v.pointer("/metadata/deletionTimestamp").is_none() {
-                bind(&client, &v, &options.name).await;
+                bind(&ctx.client, &v, &ctx.options.name).await;
             }
             continue;
         }
-        if node != options.name {
+        if node != ctx.options.name {
             continue;
+        }
+        if let Some(seen) = listed.as_mut() {
+            seen.insert(uid.clone());
+        }
+        {
+            let mut pods = ctx.pods.lock();
+            let entry =
+                pods.entry(key_of(&v)).or_insert_with(|| PodEntry { pod: v.clone(), procs: None, ip: String::new() });
+            entry.pod = v.clone();
         }
         match workers.get(&uid) {
             Some(tx) => {
                 let _ = tx.send(v);
             }
             None => {
-                let real = runs_as_processes(&v, &options.allowlist);
+                let real = runs_as_processes(&v, &ctx.options.allowlist);
                 let (tx, rx) = watch::channel(v);
                 if real {
-                    tokio::spawn(run_process_pod(client.clone(), rx, ips.clone(), options.clone()));
+                    tokio::spawn(run_process_pod(ctx.clone(), rx));
                 } else {
-                    tokio::spawn(run_pod(client.clone(), rx, ips.clone()));
+                    tokio::spawn(simulate::run_pod(ctx.client.clone(), rx, Arc::new(SharedIps(ctx.clone()))));
                 }
                 workers.insert(uid, tx);
             }
@@ -411,14 +382,55 @@ async fn run(client: kube::Client, options: NodeOptions, hosts: Option<Arc<names
     }
 }
 
+/// The pod IP allocator, as the simulated pods' workers reach it.
+pub(crate) struct SharedIps(Arc<Ctx>);
+
+impl SharedIps {
+    pub(crate) fn get(&self, uid: &str, existing: Option<&str>) -> String {
+        self.0.ips.lock().get(uid, existing)
+    }
+}
+
+fn forget(ctx: &Ctx, pod: &Value) {
+    let uid = meta(pod, "uid");
+    if let Some(h) = &ctx.hosts {
+        h.set_pod(uid, None);
+    }
+    let mut pods = ctx.pods.lock();
+    if pods.get(&key_of(pod)).is_some_and(|e| meta(&e.pod, "uid") == uid) {
+        pods.remove(&key_of(pod));
+    }
+}
+
+/// Removes what is left on disk of pods this node no longer runs: their containers (still running if
+/// the pod was deleted while the node was down) are killed, their directories removed.
+async fn collect_garbage(pods_dir: PathBuf, keep: HashSet<String>) {
+    let Ok(entries) = std::fs::read_dir(&pods_dir) else { return };
+    for e in entries.flatten() {
+        let uid = e.file_name().to_string_lossy().into_owned();
+        if keep.contains(&uid) || !e.path().is_dir() {
+            continue;
+        }
+        for c in std::fs::read_dir(e.path()).into_iter().flatten().flatten() {
+            let dir = container::ContainerDir::new(&e.path(), &c.file_name().to_string_lossy());
+            if !dir.locked() {
+                continue;
+            }
+            if let Some(record) = dir.state().and_then(|s| dir.pid(s.run)) {
+                tracing::info!(pod = %uid, pid = record.pid, "killing a container of a pod that is gone");
+                container::kill_leftovers(&record).await;
+            }
+        }
+        let _ = std::fs::remove_dir_all(e.path());
+    }
+}
+
 async fn bind(client: &kube::Client, pod: &Value, node: &str) {
-    let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
-    let name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let api: Api<Pod> = Api::namespaced(client.clone(), meta(pod, "namespace"));
     let patch =
         json!({"metadata": {"resourceVersion": pod.pointer("/metadata/resourceVersion")}, "spec": {"nodeName": node}});
-    if let Err(e) = api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-        tracing::debug!(pod = %name, error = %e, "binding failed; the next event retries");
+    if let Err(e) = api.patch(meta(pod, "name"), &PatchParams::default(), &Patch::Merge(&patch)).await {
+        tracing::debug!(pod = %meta(pod, "name"), error = %e, "binding failed; the next event retries");
     }
 }
 
@@ -434,7 +446,7 @@ fn runs_as_processes(pod: &Value, allow: &Allowlist) -> bool {
 /// Whether the pod (as the typed watch delivers it) already carries `status`. The comparison goes
 /// through the typed PodStatus, which drops what it cannot hold (`lastProbeTime: null`): comparing the
 /// raw value would never match, and every write would cause the next.
-fn same_status(pod: &Value, status: &Value) -> bool {
+pub(crate) fn same_status(pod: &Value, status: &Value) -> bool {
     let typed = serde_json::from_value::<k8s_openapi::api::core::v1::PodStatus>(status.clone())
         .ok()
         .and_then(|s| serde_json::to_value(s).ok());
@@ -442,10 +454,10 @@ fn same_status(pod: &Value, status: &Value) -> bool {
 }
 
 async fn patch_status(client: &kube::Client, pod: &Value, status: Value) -> Result<(), kube::Error> {
-    let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
-    let name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&json!({"status": status}))).await.map(|_| ())
+    let api: Api<Pod> = Api::namespaced(client.clone(), meta(pod, "namespace"));
+    api.patch_status(meta(pod, "name"), &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
+        .await
+        .map(|_| ())
 }
 
 /// How long a pod stays Terminating at least. A kubelet takes about this long to tear a pod down; a
@@ -453,173 +465,342 @@ async fn patch_status(client: &kube::Client, pod: &Value, status: Value) -> Resu
 /// `kubectl delete` had started watching for its deletion, and kubectl would wait for the new one.
 const MIN_TERMINATION: Duration = Duration::from_millis(500);
 
-async fn finish_deletion(client: &kube::Client, pod: &Value) {
+pub(crate) async fn finish_deletion(client: &kube::Client, pod: &Value) {
     tokio::time::sleep(MIN_TERMINATION).await;
-    let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
-    let name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).map(String::from);
-    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let api: Api<Pod> = Api::namespaced(client.clone(), meta(pod, "namespace"));
+    let uid = Some(meta(pod, "uid").to_string());
     let dp = kube::api::DeleteParams { grace_period_seconds: Some(0), ..Default::default() }
         .preconditions(kube::api::Preconditions { uid, resource_version: None });
-    let _ = api.delete(name, &dp).await;
+    let _ = api.delete(meta(pod, "name"), &dp).await;
 }
 
-async fn run_process_pod(
-    client: kube::Client,
-    mut rx: watch::Receiver<Value>,
-    ips: Arc<Mutex<Ips>>,
-    options: NodeOptions,
-) {
+/// The ConfigMaps and Secrets a pod names, read now (those that do not exist are absent).
+async fn read_sources(ctx: &Ctx, pod: &Value) -> BTreeMap<(env::Kind, String), BTreeMap<String, Vec<u8>>> {
+    let ns = meta(pod, "namespace");
+    let mut out = BTreeMap::new();
+    for (kind, name) in env::referenced(pod).into_keys() {
+        if let Some(data) = ctx.objects.get(kind, ns, &name).await {
+            out.insert((kind, name), data);
+        }
+    }
+    out
+}
+
+/// A token for a pod's projected service account token: from the TokenRequest API when the API
+/// server has it, else the node's stand-in.
+async fn service_account_token(ctx: &Ctx, pod: &Value) -> Option<String> {
+    let wants = pod
+        .pointer("/spec/volumes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.pointer("/projected/sources").and_then(Value::as_array))
+        .flatten()
+        .any(|s| s.get("serviceAccountToken").is_some());
+    if !wants {
+        return None;
+    }
+    let sa = match pod.pointer("/spec/serviceAccountName").and_then(Value::as_str) {
+        Some(s) if !s.is_empty() => s,
+        _ => "default",
+    };
+    let api: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(ctx.client.clone(), meta(pod, "namespace"));
+    let request: k8s_openapi::api::authentication::v1::TokenRequest =
+        serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 3600}})).ok()?;
+    match api.create_token_request(sa, &PostParams::default(), &request).await {
+        Ok(t) => t.status.map(|s| s.token),
+        Err(_) => ctx.options.fallback_token.clone(),
+    }
+}
+
+/// Writes the pod's node-written volumes (configMap, secret, downwardAPI, projected); fails like a
+/// kubelet's mount when a required source is missing.
+fn write_volumes(
+    pod: &Value,
+    ip: &str,
+    pod_dir: &Path,
+    sources: &dyn env::Sources,
+    token: Option<&str>,
+) -> Result<(), String> {
+    for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
+        if !volumes::is_projected(v) {
+            continue;
+        }
+        let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
+        let files = volumes::render(v, pod, ip, sources, token)
+            .map_err(|e| format!("MountVolume.SetUp failed for volume {name:?} : {e}"))?;
+        volumes::write_volume(&pod_dir.join("volumes").join(name), &files)
+            .map_err(|e| format!("MountVolume.SetUp failed for volume {name:?} : {e}"))?;
+    }
+    Ok(())
+}
+
+/// What every container's environment starts with.
+fn base_env(ctx: &Ctx, pod: &Value, ip: &str) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = std::env::vars().collect();
+    let hostname = pod.pointer("/spec/hostname").and_then(Value::as_str).unwrap_or(meta(pod, "name"));
+    env.extend([
+        ("POD_IP".to_string(), ip.to_string()),
+        ("POD_NAME".to_string(), meta(pod, "name").to_string()),
+        ("POD_NAMESPACE".to_string(), meta(pod, "namespace").to_string()),
+        ("HOSTNAME".to_string(), hostname.to_string()),
+    ]);
+    if let Some(api) = ctx.options.api_server {
+        env.extend([
+            ("KUBERNETES_SERVICE_HOST".to_string(), api.ip().to_string()),
+            ("KUBERNETES_SERVICE_PORT".to_string(), api.port().to_string()),
+            ("KUBERNETES_SERVICE_PORT_HTTPS".to_string(), api.port().to_string()),
+            ("KUBERNETES_PORT".to_string(), format!("tcp://{api}")),
+        ]);
+    }
+    env
+}
+
+/// Prepares one container; an error is the container's (it does not start; the pod's others do).
+fn prepare(
+    ctx: &Ctx,
+    pod: &Value,
+    c: &Value,
+    ip: &str,
+    env: Vec<(String, String)>,
+    dirs: &HashMap<String, PathBuf>,
+) -> Result<Prepared, Unprepared> {
+    let name = c.get("name").and_then(Value::as_str).unwrap_or("main").to_string();
+    let fail = |reason: &str, message: String| (name.clone(), (reason.to_string(), message));
+    let image = c.get("image").and_then(Value::as_str).unwrap_or_default().to_string();
+    let entry = ctx
+        .options
+        .allowlist
+        .find(&image)
+        .cloned()
+        .ok_or_else(|| fail("ErrImageNeverPull", format!("image {image:?} is not on the node's allowlist")))?;
+    let argv = allowlist::argv(&entry, c).map_err(|e| fail("RunContainerError", e))?;
+    let argv: Vec<String> = argv.iter().map(|a| env::expand(a, &env)).collect();
+    let mounts = volumes::mounts_of(c, dirs).map_err(|e| fail("CreateContainerConfigError", e))?;
+    let workdir = c.get("workingDir").and_then(Value::as_str).filter(|d| !d.is_empty()).map(String::from);
+    let names = volumes::NameFiles { hosts: ctx.hosts.as_ref().map(|h| h.path(meta(pod, "namespace"))) };
+    let isolated = volumes::can_isolate();
+    let argv = volumes::isolate(argv, &names, &mounts, workdir.as_deref());
+    Ok(Prepared {
+        spec: container::Spec {
+            argv,
+            env: env.clone(),
+            cwd: if isolated { None } else { workdir.as_ref().map(PathBuf::from) },
+            stdin: c.get("stdin").and_then(Value::as_bool).unwrap_or(false),
+        },
+        exec: ExecTarget { pid: 0, ip: ip.to_string(), env, workdir, entry },
+        container: c.clone(),
+        image,
+        name,
+    })
+}
+
+type PreparedPod = (Vec<Result<Prepared, Unprepared>>, Vec<Result<Prepared, Unprepared>>);
+
+/// Everything a pod's containers need before they start: volumes written, environments computed.
+/// Fails (`reason`, `message`) while a required ConfigMap or Secret is missing.
+async fn prepare_pod(ctx: &Ctx, pod: &Value, ip: &str, pod_dir: &Path) -> Result<PreparedPod, (String, String)> {
+    let sources = read_sources(ctx, pod).await;
+    let dirs = volumes::volume_dirs(pod, &ctx.options.volumes_dir, pod_dir);
+    // Claims and emptyDirs are uc's to create; a hostPath is the machine's and must exist.
+    for d in dirs.values().filter(|d| d.starts_with(&ctx.options.volumes_dir) || d.starts_with(pod_dir)) {
+        let _ = std::fs::create_dir_all(d);
+    }
+    let token = service_account_token(ctx, pod).await;
+    write_volumes(pod, ip, pod_dir, &sources, token.as_deref()).map_err(|m| ("ContainerCreating".to_string(), m))?;
+    let base = base_env(ctx, pod, ip);
+    let list = |key: &str| pod.pointer(&format!("/spec/{key}")).and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut prepared = Vec::new();
+    for key in ["initContainers", "containers"] {
+        let mut out = Vec::new();
+        for c in list(key) {
+            let env = env::container_env(pod, &c, ip, &base, &sources)
+                .map_err(|m| ("CreateContainerConfigError".to_string(), m))?;
+            out.push(prepare(ctx, pod, &c, ip, env, &dirs));
+        }
+        prepared.push(out);
+    }
+    let containers = prepared.pop().unwrap_or_default();
+    let init = prepared.pop().unwrap_or_default();
+    Ok((init, containers))
+}
+
+/// Keeps a pod's node-written volumes current: rewritten when a source or the pod changes.
+async fn refresh_volumes(ctx: Arc<Ctx>, mut rx: watch::Receiver<Value>, ip: String, pod_dir: PathBuf) {
+    let pod = rx.borrow().clone();
+    if !pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten().any(volumes::is_projected) {
+        return;
+    }
+    let ns = meta(&pod, "namespace").to_string();
+    // One notification channel for every source: its forwarders end when this task does.
+    let (notify_tx, mut notify) = tokio::sync::mpsc::channel::<()>(1);
+    for (kind, name) in env::referenced(&pod).into_keys() {
+        let mut source = ctx.objects.subscribe(kind, &ns, &name);
+        let tx = notify_tx.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = source.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                        let _ = tx.try_send(());
+                    }
+                    _ = tx.closed() => return,
+                }
+            }
+        });
+    }
+    drop(notify_tx);
+    let token = service_account_token(&ctx, &pod).await;
+    loop {
+        tokio::select! {
+            _ = notify.recv() => {}
+            changed = rx.changed() => if changed.is_err() { return },
+        }
+        let pod = rx.borrow().clone();
+        if pod.pointer("/metadata/deletionTimestamp").is_some() {
+            return;
+        }
+        let sources = read_sources(&ctx, &pod).await;
+        if let Err(e) = write_volumes(&pod, &ip, &pod_dir, &sources, token.as_deref()) {
+            tracing::debug!(pod = %meta(&pod, "name"), error = %e, "a volume's source is gone; its files stay as they were");
+        }
+    }
+}
+
+async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Value>) {
     let first = rx.borrow().clone();
-    let uid = first.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
-    let ip = ips.lock().get(&uid, first.pointer("/status/podIP").and_then(Value::as_str));
-    let procs = PodProcesses::start(
-        &first,
-        &ip,
-        &options.allowlist,
-        &options.logs_dir,
-        options.hosts_file.as_deref(),
-        &options.volumes_dir,
-    );
+    let uid = meta(&first, "uid").to_string();
+    let key = key_of(&first);
+    let ip = ctx.ips.lock().get(&uid, first.pointer("/status/podIP").and_then(Value::as_str));
+    let pod_dir = ctx.options.pods_dir.join(&uid);
+    // Until its volumes and environment can be made, the pod waits in ContainerCreating.
+    let (init, containers) = loop {
+        let pod = rx.borrow_and_update().clone();
+        if pod.pointer("/metadata/deletionTimestamp").is_some() && !container_dirs_exist(&pod_dir) {
+            finish_deletion(&ctx.client, &pod).await;
+            let _ = std::fs::remove_dir_all(&pod_dir);
+            ctx.ips.lock().forget(&uid);
+            return;
+        }
+        match prepare_pod(&ctx, &pod, &ip, &pod_dir).await {
+            Ok(p) => break p,
+            Err((reason, message)) => {
+                let status = status::waiting_status(&pod, &ip, &reason, &message);
+                if !same_status(&pod, &status) {
+                    let _ = patch_status(&ctx.client, &pod, status).await;
+                }
+                tokio::select! {
+                    changed = rx.changed() => if changed.is_err() { return },
+                    _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+                }
+            }
+        }
+    };
+    let policy = first.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always").to_string();
+    let ready_before: HashSet<String> = status::ready_containers(&first).into_iter().collect();
+    let procs = PodProcesses::start(pod_dir.clone(), ctx.options.shim.clone(), policy, init, containers, ready_before);
+    if let Some(e) = ctx.pods.lock().get_mut(&key) {
+        e.procs = Some(procs.clone());
+        e.ip = ip.clone();
+    }
+    tokio::spawn(refresh_volumes(ctx.clone(), rx.clone(), ip.clone(), pod_dir.clone()));
     let mut running = first.clone();
     loop {
         let pod = rx.borrow_and_update().clone();
         if pod.pointer("/spec/containers") != running.pointer("/spec/containers") {
-            let dirs = (options.logs_dir.as_path(), options.hosts_file.as_deref(), options.volumes_dir.as_path());
-            procs.update_images(&running, &pod, &options.allowlist, dirs, &ip);
+            update_images(&ctx, &procs, &running, &pod, &ip, &pod_dir).await;
             running = pod.clone();
         }
         if pod.pointer("/metadata/deletionTimestamp").is_some() {
-            let grace = pod.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_u64).unwrap_or(30);
-            procs.stop(Duration::from_secs(grace)).await;
-            // emptyDir volumes go with the pod; claims' directories stay.
-            let _ = std::fs::remove_dir_all(options.logs_dir.join(&uid).join("volumes"));
-            finish_deletion(&client, &pod).await;
+            procs.stop(Duration::from_secs(grace_of(&pod)), false).await;
+            finish_deletion(&ctx.client, &pod).await;
+            let _ = std::fs::remove_dir_all(&pod_dir);
+            ctx.ips.lock().forget(&uid);
             return;
         }
-        let status = process::status(&pod, &procs, &ip);
+        let states = procs.states.lock().clone();
+        let status = status::pod_status(&pod, &states, &ip);
         if !same_status(&pod, &status)
-            && let Err(e) = patch_status(&client, &pod, status).await
+            && let Err(e) = patch_status(&ctx.client, &pod, status).await
         {
             if matches!(&e, kube::Error::Api(s) if s.code == 404) {
-                procs.stop(Duration::ZERO).await;
+                if !ctx.shutting_down.load(Ordering::Acquire) {
+                    procs.stop(Duration::ZERO, false).await;
+                    let _ = std::fs::remove_dir_all(&pod_dir);
+                }
                 return;
             }
             tracing::debug!(error = %e, "status update failed; retrying");
         }
         tokio::select! {
-            changed = rx.changed() => if changed.is_err() { procs.stop(Duration::ZERO).await; return },
+            changed = rx.changed() => if changed.is_err() {
+                // The pod is gone (deleted without grace, or while the node was away) — unless the
+                // node is shutting down, which stops the pod its own way.
+                if !ctx.shutting_down.load(Ordering::Acquire) {
+                    procs.stop(Duration::ZERO, false).await;
+                    let _ = std::fs::remove_dir_all(&pod_dir);
+                    ctx.ips.lock().forget(&uid);
+                }
+                return;
+            },
             _ = procs.changed.notified() => {}
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
     }
 }
 
-async fn run_pod(client: kube::Client, mut rx: watch::Receiver<Value>, ips: Arc<Mutex<Ips>>) {
-    loop {
-        let pod = rx.borrow_and_update().clone();
-        let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default").to_string();
-        let name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-        let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
-        if pod.pointer("/metadata/deletionTimestamp").is_some() {
-            // Graceful deletion: the containers are simulated, so they stop at once.
-            finish_deletion(&client, &pod).await;
-            return;
+/// Whether any container of the pod has left records (it ran, and may run still).
+fn container_dirs_exist(pod_dir: &Path) -> bool {
+    std::fs::read_dir(pod_dir).into_iter().flatten().flatten().any(|e| e.path().join("state.json").exists())
+}
+
+/// The containers whose image changed run again from the new image.
+async fn update_images(ctx: &Ctx, procs: &PodProcesses, old: &Value, pod: &Value, ip: &str, pod_dir: &Path) {
+    let image_of = |p: &Value, name: &str| -> Option<String> {
+        p.pointer("/spec/containers")?
+            .as_array()?
+            .iter()
+            .find(|c| c.get("name").and_then(Value::as_str) == Some(name))?
+            .get("image")?
+            .as_str()
+            .map(String::from)
+    };
+    let sources = read_sources(ctx, pod).await;
+    let base = base_env(ctx, pod, ip);
+    let dirs = volumes::volume_dirs(pod, &ctx.options.volumes_dir, pod_dir);
+    let mut changed = Vec::new();
+    for c in pod.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten() {
+        let name = c.get("name").and_then(Value::as_str).unwrap_or("main");
+        if image_of(old, name) == image_of(pod, name) {
+            continue;
         }
-        let ip = ips.lock().get(&uid, pod.pointer("/status/podIP").and_then(Value::as_str));
-        let (mut status, next) = simulate(&pod, &ip, Utc::now());
-        status["reason"] = json!("Simulated");
-        status["message"] =
-            json!("simulated by uc-node: the pod's images are not all on the node's allowlist, so nothing executes");
-        if !same_status(&pod, &status) {
-            let api: Api<Pod> = Api::namespaced(client.clone(), &ns);
-            if let Err(e) =
-                api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&json!({"status": status}))).await
-            {
-                if matches!(&e, kube::Error::Api(s) if s.code == 404) {
-                    return;
-                }
-                tracing::debug!(pod = %name, error = %e, "status update failed; retrying");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                continue;
-            }
-        }
-        let wait = next.map(|t| (t - Utc::now()).to_std().unwrap_or(Duration::from_millis(10)));
-        tokio::select! {
-            changed = rx.changed() => if changed.is_err() { return },
-            _ = tokio::time::sleep(wait.unwrap_or(Duration::from_secs(3600))) => {}
+        let Ok(env) = env::container_env(pod, c, ip, &base, &sources) else { continue };
+        if let Ok(p) = prepare(ctx, pod, c, ip, env, &dirs) {
+            changed.push(p);
         }
     }
+    procs.update_images(changed);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn pod(annotations: Value, policy: &str) -> Value {
-        json!({"metadata": {"uid": "u", "creationTimestamp": "2026-01-01T00:00:00Z", "annotations": annotations},
-               "spec": {"restartPolicy": policy, "containers": [{"name": "c", "image": "i"}]}})
-    }
-
-    fn at(secs: f64) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").unwrap().with_timezone(&Utc) + super::secs(secs)
-    }
-
-    fn phase_ready_restarts(p: &Value, t: f64) -> (String, bool, i64) {
-        let (s, _) = simulate(p, "127.1.0.2", at(t));
-        (
-            s["phase"].as_str().unwrap().to_string(),
-            s["containerStatuses"][0]["ready"].as_bool().unwrap(),
-            s["containerStatuses"][0]["restartCount"].as_i64().unwrap(),
-        )
-    }
-
     #[test]
-    fn long_running_pods_start_then_become_ready() {
-        let p = pod(json!({READY_DELAY: "1"}), "Always");
-        assert_eq!(phase_ready_restarts(&p, 0.1), ("Pending".into(), false, 0));
-        assert_eq!(phase_ready_restarts(&p, 0.5), ("Running".into(), false, 0));
-        assert_eq!(phase_ready_restarts(&p, 1.3), ("Running".into(), true, 0));
-        let (s, next) = simulate(&p, "127.1.0.2", at(0.5));
-        assert_eq!(next, Some(at(1.2)));
-        assert_eq!(s["podIP"], json!("127.1.0.2"));
-        assert_eq!(simulate(&p, "127.1.0.2", at(5.0)).1, None, "nothing changes any more");
-        assert_eq!(
-            simulate(&p, "127.1.0.2", at(5.0)).0,
-            simulate(&p, "127.1.0.2", at(50.0)).0,
-            "a pure function of time"
-        );
-    }
-
-    #[test]
-    fn exits_follow_the_restart_policy() {
-        let ok = pod(json!({RUN_SECONDS: "1", EXIT_CODE: "0"}), "Never");
-        assert_eq!(phase_ready_restarts(&ok, 2.0).0, "Succeeded");
-        let bad = pod(json!({RUN_SECONDS: "1", EXIT_CODE: "3"}), "Never");
-        let (s, _) = simulate(&bad, "ip", at(2.0));
-        assert_eq!(s["phase"], json!("Failed"));
-        assert_eq!(s["containerStatuses"][0]["state"]["terminated"]["exitCode"], json!(3));
-        let retry = pod(json!({RUN_SECONDS: "1", EXIT_CODE: "3"}), "OnFailure");
-        assert_eq!(phase_ready_restarts(&retry, 1.5), ("Running".into(), false, 1), "backing off");
-        assert_eq!(phase_ready_restarts(&retry, 2.3).2, 1, "running again after 1 s");
-        let (s, _) = simulate(&retry, "ip", at(2.3));
-        assert_eq!(s["containerStatuses"][0]["lastState"]["terminated"]["exitCode"], json!(3));
-        let done = pod(json!({RUN_SECONDS: "1", EXIT_CODE: "0"}), "OnFailure");
-        assert_eq!(phase_ready_restarts(&done, 3.0).0, "Succeeded");
-        let always = pod(json!({RUN_SECONDS: "1"}), "Always");
-        assert_eq!(phase_ready_restarts(&always, 10.0).2, 3, "1 s runs with 1, 2, 4 s back-offs");
-    }
-
-    #[test]
-    fn a_status_written_once_matches_what_the_typed_watch_brings_back() {
-        let mut p = pod(json!({}), "Always");
-        let (status, _) = simulate(&p, "127.1.0.2", at(5.0));
-        assert!(!same_status(&p, &status));
-        // What the node's watch delivers: the pod after a trip through the typed Pod.
-        p["status"] = status.clone();
-        let typed: Pod = serde_json::from_value(p).unwrap();
-        let seen = serde_json::to_value(typed).unwrap();
-        assert_ne!(seen.get("status"), Some(&status), "the typed pod drops lastProbeTime: null");
-        assert!(same_status(&seen, &status), "so the comparison must go through the typed status too");
+    fn pod_ips_skip_addresses_in_use_and_the_service_range() {
+        let mut ips = Ips { subnet: 9, next: POD_IPS - 1, by_uid: HashMap::new() };
+        let a = ips.get("a", None);
+        assert_eq!(a, "127.9.239.254", "the last pod address below 127.9.240.0");
+        let b = ips.get("b", None);
+        assert_eq!(b, "127.9.0.1", "wraps around");
+        assert_eq!(ips.get("a", None), a, "one address per uid");
+        let c = ips.get("c", Some("127.9.0.1"));
+        assert_eq!(c, "127.9.0.1", "a pod keeps the address its status has");
+        ips.forget("c");
+        ips.next = 0;
+        assert_ne!(ips.get("d", None), b, "an address in use is not handed out again");
     }
 }

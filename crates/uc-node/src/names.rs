@@ -1,140 +1,180 @@
-//! Names for pod processes, without touching the machine's configuration: the node agent keeps a hosts
-//! file with every pod's `<hostname>.<subdomain>.<namespace>.svc.cluster.local` and every Service's
-//! `<service>.<namespace>.svc.cluster.local` (its ready endpoint addresses), and each pod process sees
-//! that file as its `/etc/hosts` through a private mount namespace (see `process.rs`). glibc reads
-//! /etc/hosts on every lookup, and the file is rewritten in place (same inode, so the bind mounts keep
-//! seeing it), so names follow pods as they come and go.
+//! Names for pod processes, without touching the machine's configuration: the node keeps one hosts
+//! file per namespace (`<dir>/<namespace>`) with every Service's and pod's cluster names (see
+//! [`uc_api::dns`]: fully qualified, and the short forms a pod of that namespace would reach through
+//! its DNS search path), and each pod process sees its namespace's file as `/etc/hosts` through a
+//! private mount namespace. glibc and Go read /etc/hosts on every lookup, and the files are rewritten
+//! in place (same inode, so the bind mounts keep seeing them), so names follow pods as they come and go.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
 use serde_json::Value;
-
-/// The cluster domain.
-pub const DOMAIN: &str = "cluster.local";
+use uc_api::dns::{DOMAIN, Names};
 
 /// An address and its names.
 type Entry = (String, Vec<String>);
-
-/// The shared hosts file.
-pub struct HostsFile {
-    path: PathBuf,
-    pods: Mutex<BTreeMap<String, Entry>>,
-    services: Mutex<BTreeMap<String, Vec<Entry>>>,
-}
 
 fn s<'a>(v: &'a Value, p: &str) -> &'a str {
     v.pointer(p).and_then(Value::as_str).unwrap_or_default()
 }
 
-/// The names of a pod: FQDN under its subdomain, and its dashed-IP name.
-pub fn pod_names(pod: &Value) -> Option<(String, Vec<String>)> {
+/// The names of a pod: `<hostname>.<subdomain>.<ns>.svc.cluster.local` (and its short forms) when it
+/// has both, and its dashed-IP name.
+pub fn pod_names(pod: &Value) -> Option<(String, String, Vec<String>)> {
     let ip = s(pod, "/status/podIP");
     if ip.is_empty() || pod.pointer("/metadata/deletionTimestamp").is_some() {
         return None;
     }
     let ns = s(pod, "/metadata/namespace");
-    let mut names = vec![format!("{}.{ns}.pod.{DOMAIN}", ip.replace('.', "-"))];
+    let mut names = Vec::new();
     let (host, sub) = (s(pod, "/spec/hostname"), s(pod, "/spec/subdomain"));
     if !host.is_empty() && !sub.is_empty() {
-        names.insert(0, format!("{host}.{sub}.{ns}.svc.{DOMAIN}"));
-        names.insert(1, format!("{host}.{sub}.{ns}.svc"));
+        names.push(format!("{host}.{sub}.{ns}.svc.{DOMAIN}"));
+        names.push(format!("{host}.{sub}.{ns}.svc"));
+        names.push(format!("{host}.{sub}.{ns}"));
     }
-    Some((ip.to_string(), names))
+    names.push(format!("{}.{ns}.pod.{DOMAIN}", ip.replace('.', "-")));
+    Some((ip.to_string(), ns.to_string(), names))
 }
 
-/// The names of a Service, per ready address of its Endpoints.
-pub fn service_names(endpoints: &Value) -> Vec<(String, Vec<String>)> {
-    let (name, ns) = (s(endpoints, "/metadata/name"), s(endpoints, "/metadata/namespace"));
-    let names = vec![format!("{name}.{ns}.svc.{DOMAIN}"), format!("{name}.{ns}.svc")];
-    endpoints
-        .get("subsets")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .flat_map(|sub| sub.get("addresses").and_then(Value::as_array).cloned().unwrap_or_default())
-        .filter_map(|a| a.get("ip").and_then(Value::as_str).map(|ip| (ip.to_string(), names.clone())))
-        .collect()
+#[derive(Default)]
+struct Tables {
+    pods: BTreeMap<String, (String, String, Vec<String>)>,
+    services: BTreeMap<String, Value>,
+    endpoints: BTreeMap<String, Value>,
+    namespaces: BTreeSet<String>,
 }
 
-impl HostsFile {
-    /// A hosts file at `path` (written now, then on every change).
-    pub fn new(path: PathBuf) -> std::io::Result<Self> {
-        let h = Self { path, pods: Mutex::new(BTreeMap::new()), services: Mutex::new(BTreeMap::new()) };
-        if let Some(d) = h.path.parent() {
-            std::fs::create_dir_all(d)?;
+/// The node's hosts files.
+pub struct HostsFiles {
+    dir: PathBuf,
+    tables: Mutex<Tables>,
+}
+
+fn key_of(obj: &Value) -> String {
+    format!("{}/{}", s(obj, "/metadata/namespace"), s(obj, "/metadata/name"))
+}
+
+impl HostsFiles {
+    /// Hosts files under `dir`.
+    pub fn new(dir: PathBuf) -> std::io::Result<Self> {
+        std::fs::create_dir_all(&dir)?;
+        Ok(Self { dir, tables: Mutex::new(Tables::default()) })
+    }
+
+    /// The file a pod of `namespace` sees as /etc/hosts (written now if it is new).
+    pub fn path(&self, namespace: &str) -> PathBuf {
+        let ns = if namespace.is_empty() || namespace.contains('/') || namespace.starts_with('.') {
+            "default"
+        } else {
+            namespace
+        };
+        let new = self.tables.lock().namespaces.insert(ns.to_string());
+        if new {
+            let _ = self.flush_one(ns);
         }
-        h.flush()?;
-        Ok(h)
-    }
-
-    /// The file's path.
-    pub fn path(&self) -> &Path {
-        &self.path
+        self.dir.join(ns)
     }
 
     /// Records a pod (or forgets it when it has no address).
     pub fn set_pod(&self, uid: &str, pod: Option<&Value>) {
         let entry = pod.and_then(pod_names);
         let changed = {
-            let mut pods = self.pods.lock();
-            let before = pods.get(uid).cloned();
+            let mut t = self.tables.lock();
+            let before = t.pods.get(uid).cloned();
             match &entry {
-                Some(e) => {
-                    pods.insert(uid.to_string(), e.clone());
-                }
-                None => {
-                    pods.remove(uid);
-                }
-            }
+                Some(e) => t.pods.insert(uid.to_string(), e.clone()),
+                None => t.pods.remove(uid),
+            };
             before != entry
         };
         if changed {
-            let _ = self.flush();
+            self.flush();
+        }
+    }
+
+    /// Records a Service (or forgets it).
+    pub fn set_service(&self, svc: &Value, gone: bool) {
+        let key = key_of(svc);
+        let changed = {
+            let mut t = self.tables.lock();
+            let before = t.services.get(&key).cloned();
+            if gone {
+                t.services.remove(&key);
+            } else {
+                t.services.insert(key.clone(), svc.clone());
+            }
+            before.as_ref() != t.services.get(&key)
+        };
+        if changed {
+            self.flush();
         }
     }
 
     /// Records a Service's Endpoints (or forgets them).
-    pub fn set_endpoints(&self, key: &str, endpoints: Option<&Value>) {
-        let entries = endpoints.map(service_names).unwrap_or_default();
+    pub fn set_endpoints(&self, endpoints: &Value, gone: bool) {
+        let key = key_of(endpoints);
         let changed = {
-            let mut svcs = self.services.lock();
-            let before = svcs.get(key).cloned().unwrap_or_default();
-            if entries.is_empty() {
-                svcs.remove(key);
+            let mut t = self.tables.lock();
+            let before = t.endpoints.get(&key).and_then(|e| e.get("subsets")).cloned();
+            if gone {
+                t.endpoints.remove(&key);
             } else {
-                svcs.insert(key.to_string(), entries.clone());
+                t.endpoints.insert(key.clone(), endpoints.clone());
             }
-            before != entries
+            before.as_ref() != t.endpoints.get(&key).and_then(|e| e.get("subsets"))
         };
         if changed {
-            let _ = self.flush();
+            self.flush();
         }
     }
 
-    /// The file's content.
-    pub fn render(&self) -> String {
-        let mut out =
-            String::from("# written by the uc node agent\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n");
-        for (ip, names) in self.pods.lock().values() {
-            out.push_str(&format!("{ip}\t{}\n", names.join(" ")));
-        }
-        for entries in self.services.lock().values() {
-            for (ip, names) in entries {
-                out.push_str(&format!("{ip}\t{}\n", names.join(" ")));
-            }
-        }
-        out
+    /// The file's content for `namespace`.
+    pub fn render(&self, namespace: &str) -> String {
+        let t = self.tables.lock();
+        render(&t, namespace)
     }
 
-    fn flush(&self) -> std::io::Result<()> {
-        // In place, one write: bind mounts of this file must keep seeing the same inode.
-        let text = self.render();
-        let mut f = std::fs::OpenOptions::new().create(true).write(true).truncate(true).open(&self.path)?;
+    fn flush(&self) {
+        let namespaces: Vec<String> = self.tables.lock().namespaces.iter().cloned().collect();
+        for ns in namespaces {
+            let _ = self.flush_one(&ns);
+        }
+    }
+
+    fn flush_one(&self, ns: &str) -> std::io::Result<()> {
+        // In place, one write: bind mounts of the file must keep seeing the same inode.
+        let text = self.render(ns);
+        let path: &Path = &self.dir.join(ns);
+        let mut f = std::fs::OpenOptions::new().create(true).write(true).truncate(true).open(path)?;
         f.write_all(text.as_bytes())
     }
+}
+
+fn render(t: &Tables, namespace: &str) -> String {
+    let mut out = String::from("# written by the uc node agent\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost\n");
+    let mut lines: Vec<Entry> = Vec::new();
+    for (ip, ns, names) in t.pods.values() {
+        let mut names = names.clone();
+        // A pod's `<hostname>.<subdomain>`, as its own namespace's search path reaches it.
+        if ns == namespace
+            && let Some(first) = names.first()
+            && let Some(short) = first.strip_suffix(&format!(".{ns}.svc.{DOMAIN}"))
+        {
+            names.push(short.to_string());
+        }
+        lines.push((ip.clone(), names));
+    }
+    let names = Names::build(t.services.values(), &t.endpoints);
+    for (ip, n) in names.hosts_lines(namespace) {
+        lines.push((ip.to_string(), n));
+    }
+    for (ip, names) in lines {
+        out.push_str(&format!("{ip}\t{}\n", names.join(" ")));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -145,18 +185,34 @@ mod tests {
     #[test]
     fn pods_and_services_get_their_names() {
         let dir = std::env::temp_dir().join(format!("uc-hosts-test-{}", std::process::id()));
-        let h = HostsFile::new(dir.join("hosts")).unwrap();
+        let h = HostsFiles::new(dir.clone()).unwrap();
+        let path = h.path("default");
         let pod = json!({"metadata": {"namespace": "default"}, "spec": {"hostname": "web-2", "subdomain": "web"}, "status": {"podIP": "127.1.0.4"}});
         h.set_pod("u2", Some(&pod));
+        h.set_service(
+            &json!({"metadata": {"name": "web", "namespace": "default"}, "spec": {"clusterIP": "None"}}),
+            false,
+        );
+        h.set_service(
+            &json!({"metadata": {"name": "api", "namespace": "default"}, "spec": {"clusterIP": "127.1.240.2"}}),
+            false,
+        );
         let ep = json!({"metadata": {"name": "web", "namespace": "default"}, "subsets": [{"addresses": [{"ip": "127.1.0.4"}, {"ip": "127.1.0.5"}]}]});
-        h.set_endpoints("default/web", Some(&ep));
-        let text = std::fs::read_to_string(h.path()).unwrap();
-        assert!(text.contains(
-            "127.1.0.4\tweb-2.web.default.svc.cluster.local web-2.web.default.svc 127-1-0-4.default.pod.cluster.local"
-        ));
-        assert!(text.contains("127.1.0.5\tweb.default.svc.cluster.local web.default.svc"));
+        h.set_endpoints(&ep, false);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("127.1.0.4\tweb-2.web.default.svc.cluster.local web-2.web.default.svc web-2.web.default 127-1-0-4.default.pod.cluster.local web-2.web\n"), "{text}");
+        assert!(text.contains("127.1.0.5\tweb.default.svc.cluster.local web.default.svc web.default web\n"), "{text}");
+        assert!(
+            text.contains("127.1.240.2\tapi.default.svc.cluster.local api.default.svc api.default api\n"),
+            "a ClusterIP Service is its cluster IP: {text}"
+        );
+        let other = std::fs::read_to_string(h.path("other")).unwrap();
+        assert!(
+            other.contains(" api.default\n") && !other.contains(" api\n"),
+            "no short names of another namespace: {other}"
+        );
         h.set_pod("u2", None);
-        assert!(!std::fs::read_to_string(h.path()).unwrap().contains("web-2.web"));
+        assert!(!std::fs::read_to_string(&path).unwrap().contains("web-2.web"));
         let _ = std::fs::remove_dir_all(dir);
     }
 }

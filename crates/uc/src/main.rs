@@ -23,6 +23,25 @@ enum Command {
     /// A tiny HTTP server (the allowlisted test image `uc/http-server`): answers every GET with a text.
     #[command(hide = true)]
     HttpServer(HttpServerArgs),
+    /// The parent of one container's process (started by the node agent; outlives it).
+    #[command(hide = true)]
+    Shim(ShimArgs),
+}
+
+#[derive(clap::Args)]
+struct ShimArgs {
+    /// The container's directory.
+    #[arg(long)]
+    dir: PathBuf,
+    /// The run number.
+    #[arg(long)]
+    run: u32,
+    /// Give the process the container's stdin FIFO.
+    #[arg(long)]
+    stdin: bool,
+    /// The program and its arguments.
+    #[arg(last = true, required = true)]
+    argv: Vec<String>,
 }
 
 #[derive(clap::Args)]
@@ -91,16 +110,27 @@ struct UpArgs {
 }
 
 fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    if let Command::Shim(args) = cli.command {
+        // No runtime, no logging: a shim lives as long as its container and stays small.
+        let code = uc_node::container::shim::main(uc_node::container::shim::Args {
+            dir: args.dir,
+            run: args.run,
+            stdin: args.stdin,
+            argv: args.argv,
+        });
+        std::process::exit(code);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("UC_LOG").unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
-    match cli.command {
+    let result = match cli.command {
         Command::Up(args) => runtime.block_on(up(args)),
         Command::Run(args) => runtime.block_on(run(args)),
         Command::HttpServer(args) => runtime.block_on(http_server(args)),
+        Command::Shim(_) => Ok(()),
         Command::Crds => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
@@ -113,12 +143,46 @@ fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
+    };
+    // Tasks that wait on containers' locks must not hold the exit up.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    result
+}
+
+/// Holds `<data-dir>/uc.lock` for as long as `uc up` runs: one `uc up` per data directory (two
+/// would start every container twice).
+fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    std::fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
+    let path = data_dir.join("uc.lock");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            anyhow::bail!("another `uc up` is running on the data directory {}", data_dir.display())
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("locking {}", path.display())),
     }
 }
 
+/// A random token (hex).
+fn random_token() -> String {
+    (0..32).map(|_| format!("{:x}", rand::random::<u8>() & 0xf)).collect()
+}
+
 async fn up(args: UpArgs) -> anyhow::Result<()> {
+    let _lock = lock_data_dir(&args.data_dir)?;
+    let subnet = pod_subnet(&args.data_dir)?;
+    let kubelet_token = random_token();
     let mut config = uc_apiserver::Config::new(&args.data_dir);
     config.port = args.port;
+    config.service_cidr = Some(format!("127.{subnet}.240.0/20"));
+    config.kubelet_token = Some(kubelet_token.clone());
     config.durable = !args.in_memory;
     config.store.log_capacity = args.watch_cache_events.max(1);
     let server = uc_apiserver::start(config)
@@ -159,28 +223,34 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
     } else {
         let client = client_for(Some(&kubeconfig), "uc-node").await?;
         let exe = std::env::current_exe().context("locating the uc binary")?;
-        let mut allowlist = uc_node::process::Allowlist::shipped(exe);
+        let mut allowlist = uc_node::allowlist::Allowlist::shipped(exe.clone());
         let node_config = args.data_dir.join("node.json");
         if node_config.exists() {
             allowlist.extend_from_file(&node_config).map_err(anyhow::Error::msg).context("reading the node config")?;
         }
+        let data_dir = std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone());
         let options = uc_node::NodeOptions {
             allowlist,
-            logs_dir: std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone()).join("pods"),
-            hosts_file: Some(std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone()).join("hosts")),
-            pod_subnet: pod_subnet(&args.data_dir)?,
-            volumes_dir: std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone()).join("volumes"),
+            pods_dir: data_dir.join("pods"),
+            hosts_dir: Some(data_dir.join("hosts")),
+            pod_subnet: subnet,
+            volumes_dir: data_dir.join("volumes"),
+            shim: exe,
+            kubelet_token,
+            api_server: Some(server.addr),
+            fallback_token: Some(server.app.token.clone()),
             ..Default::default()
         };
         Some(uc_node::start(client, options).await.context("starting the node agent")?)
     };
     println!("export KUBECONFIG={}", kubeconfig.display());
     wait_for_signal().await;
+    tracing::info!("stopping");
     if let Some(n) = node {
-        n.abort();
+        // Every pod process stops with its grace period; nothing uc started is left running.
+        n.shutdown().await;
     }
     drop(engine);
-    tracing::info!("stopping");
     server.shutdown().await;
     Ok(())
 }

@@ -1,0 +1,181 @@
+//! In-cluster names, as cluster DNS answers them: a Service is `<svc>.<ns>.svc.cluster.local` (its
+//! cluster IP, or for a headless Service the addresses of its endpoints), a pod behind a headless
+//! Service is `<hostname>.<svc>.<ns>.svc.cluster.local`, and a short name is looked up through the
+//! search path of a pod's namespace (`<ns>.svc.cluster.local svc.cluster.local cluster.local`,
+//! `ndots:5`). One table, used by the node's hosts files and by every client uc runs on the host.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use serde_json::Value;
+
+/// The cluster domain.
+pub const DOMAIN: &str = "cluster.local";
+
+fn s<'a>(v: &'a Value, p: &str) -> &'a str {
+    v.pointer(p).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The records of one Service: fully qualified name → addresses. `endpoints` is its Endpoints
+/// object, if any.
+pub fn service_records(service: &Value, endpoints: Option<&Value>) -> Vec<(String, Vec<IpAddr>)> {
+    let (name, ns) = (s(service, "/metadata/name"), s(service, "/metadata/namespace"));
+    if name.is_empty() || ns.is_empty() {
+        return Vec::new();
+    }
+    let fqdn = format!("{name}.{ns}.svc.{DOMAIN}");
+    let cluster_ip = s(service, "/spec/clusterIP");
+    if let Ok(ip) = cluster_ip.parse::<IpAddr>() {
+        return vec![(fqdn, vec![ip])];
+    }
+    if cluster_ip != "None" && s(service, "/spec/type") == "ExternalName" {
+        return Vec::new();
+    }
+    // Headless: the endpoints' addresses, and a name per address with a hostname.
+    let mut all = Vec::new();
+    let mut out = Vec::new();
+    for subset in endpoints.and_then(|e| e.get("subsets")).and_then(Value::as_array).into_iter().flatten() {
+        for a in subset.get("addresses").and_then(Value::as_array).into_iter().flatten() {
+            let Ok(ip) = s(a, "/ip").parse::<IpAddr>() else { continue };
+            all.push(ip);
+            let host = s(a, "/hostname");
+            if !host.is_empty() {
+                out.push((format!("{host}.{name}.{ns}.svc.{DOMAIN}"), vec![ip]));
+            }
+        }
+    }
+    all.sort();
+    all.dedup();
+    if !all.is_empty() {
+        out.insert(0, (fqdn, all));
+    }
+    out
+}
+
+/// A name as fully qualified candidates, in the order a pod in `namespace` tries them (`ndots:5`: a
+/// name with fewer than five dots goes through the search path first).
+pub fn candidates(name: &str, namespace: &str) -> Vec<String> {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    if name.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    if name.matches('.').count() < 5 {
+        for suffix in [format!("{namespace}.svc.{DOMAIN}"), format!("svc.{DOMAIN}"), DOMAIN.to_string()] {
+            out.push(format!("{name}.{suffix}"));
+        }
+    }
+    out.push(name);
+    out
+}
+
+/// Every cluster name and its addresses.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Names {
+    records: BTreeMap<String, Vec<IpAddr>>,
+}
+
+impl Names {
+    /// The table of `services` with their Endpoints (by `namespace/name`).
+    pub fn build<'a>(services: impl IntoIterator<Item = &'a Value>, endpoints: &BTreeMap<String, Value>) -> Names {
+        let mut records = BTreeMap::new();
+        for svc in services {
+            let key = format!("{}/{}", s(svc, "/metadata/namespace"), s(svc, "/metadata/name"));
+            for (name, ips) in service_records(svc, endpoints.get(&key)) {
+                records.insert(name, ips);
+            }
+        }
+        Names { records }
+    }
+
+    /// The addresses of a name as a client in `namespace` resolves it (None: not a cluster name).
+    pub fn resolve(&self, name: &str, namespace: &str) -> Option<&[IpAddr]> {
+        candidates(name, namespace).iter().find_map(|c| self.records.get(c)).map(Vec::as_slice)
+    }
+
+    /// All records (fully qualified).
+    pub fn records(&self) -> &BTreeMap<String, Vec<IpAddr>> {
+        &self.records
+    }
+
+    /// Hosts-file lines for processes in `namespace`: each name fully qualified, as `<svc>.<ns>.svc`
+    /// and `<svc>.<ns>`, and, for the namespace's own, as the short name (a hosts file has no search
+    /// path, so the short forms are spelled out).
+    pub fn hosts_lines(&self, namespace: &str) -> Vec<(IpAddr, Vec<String>)> {
+        let mut out = Vec::new();
+        let own = format!(".{namespace}.svc.{DOMAIN}");
+        let suffix = format!(".svc.{DOMAIN}");
+        for (name, ips) in &self.records {
+            let mut names = vec![name.clone()];
+            if let Some(short) = name.strip_suffix(&format!(".{DOMAIN}")) {
+                names.push(short.to_string());
+            }
+            if let Some(rel) = name.strip_suffix(&suffix) {
+                names.push(rel.to_string());
+            }
+            if let Some(rel) = name.strip_suffix(&own) {
+                names.push(rel.to_string());
+            }
+            names.dedup();
+            for ip in ips {
+                out.push((*ip, names.clone()));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn table() -> Names {
+        let services = [
+            json!({"metadata": {"name": "example-client", "namespace": "default"}, "spec": {"clusterIP": "127.5.240.3"}}),
+            json!({"metadata": {"name": "example", "namespace": "default"}, "spec": {"clusterIP": "None"}}),
+            json!({"metadata": {"name": "hook", "namespace": "hooks"}, "spec": {"clusterIP": "127.5.240.4"}}),
+        ];
+        let mut endpoints = BTreeMap::new();
+        endpoints.insert(
+            "default/example".to_string(),
+            json!({"subsets": [{"addresses": [{"ip": "127.5.0.2", "hostname": "example-0000"}, {"ip": "127.5.0.3", "hostname": "example-0001"}]}]}),
+        );
+        Names::build(services.iter(), &endpoints)
+    }
+
+    #[test]
+    fn names_resolve_as_in_cluster_dns() {
+        let t = table();
+        let ip = |s: &str| vec![s.parse::<IpAddr>().unwrap()];
+        assert_eq!(t.resolve("example-client", "default"), Some(&ip("127.5.240.3")[..]));
+        assert_eq!(t.resolve("example-client", "other"), None, "short names are of the client's namespace");
+        assert_eq!(t.resolve("hook.hooks", "default"), Some(&ip("127.5.240.4")[..]));
+        assert_eq!(t.resolve("hook.hooks.svc", "x"), Some(&ip("127.5.240.4")[..]));
+        assert_eq!(t.resolve("hook.hooks.svc.cluster.local.", "x"), Some(&ip("127.5.240.4")[..]));
+        assert_eq!(t.resolve("example-0001.example.default.svc", "x"), Some(&ip("127.5.0.3")[..]));
+        assert_eq!(t.resolve("example", "default").map(<[IpAddr]>::len), Some(2), "headless: every address");
+        assert_eq!(t.resolve("example.com", "default"), None);
+    }
+
+    #[test]
+    fn hosts_lines_spell_out_the_search_path() {
+        let t = table();
+        let lines = t.hosts_lines("default");
+        let names_of = |ip: &str| -> Vec<String> {
+            lines.iter().filter(|(i, _)| i.to_string() == ip).flat_map(|(_, n)| n.clone()).collect()
+        };
+        let client = names_of("127.5.240.3");
+        for n in [
+            "example-client.default.svc.cluster.local",
+            "example-client.default.svc",
+            "example-client.default",
+            "example-client",
+        ] {
+            assert!(client.contains(&n.to_string()), "{n} in {client:?}");
+        }
+        let hook = names_of("127.5.240.4");
+        assert!(hook.contains(&"hook.hooks".to_string()) && !hook.contains(&"hook".to_string()), "{hook:?}");
+        assert!(names_of("127.5.0.2").contains(&"example-0000.example".to_string()));
+    }
+}

@@ -1,0 +1,461 @@
+//! Which images run as real processes, and what runs for them. An image not on the allowlist never
+//! executes anything: its pods are simulated.
+//!
+//! Two kinds of entries:
+//! - a **program** image (etcd, ZooKeeper, uc's test server) is one program: whatever command the
+//!   container names, the entry's program runs (with the command's arguments), or one of the image's
+//!   other programs (`tools`, e.g. `etcdctl` in an etcd image) when the command names it;
+//! - a **runtime** image (`python:3*`, `node:*`, `busybox`) is a set of commands: the container's
+//!   command must name one of its tools (`python`, `pip`, `sh`, ...), mapped to the machine's own; a
+//!   multi-call image (busybox) runs any command as an applet of its program.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// One allowlisted image.
+#[derive(Clone, Debug, Default)]
+pub struct AllowEntry {
+    /// Image patterns: a repository (any tag), `repo:tag`, or `repo:prefix*`.
+    pub images: Vec<String>,
+    /// The program that runs (a runtime image's default command).
+    pub program: PathBuf,
+    /// Arguments that always follow the program (they are part of what the image is).
+    pub prefix_args: Vec<String>,
+    /// Arguments put before the container's own when it names no command (the image's CMD).
+    pub default_args: Vec<String>,
+    /// The image's other programs by command name (basename), e.g. `etcdctl` in an etcd image.
+    pub tools: Vec<(String, PathBuf)>,
+    /// A runtime image: a command must name one of its tools (or, multi-call, an applet).
+    pub runtime: bool,
+    /// A multi-call binary (busybox): any command name runs as `program <name> args...`.
+    pub multi_call: bool,
+}
+
+/// The images whose pods run as real processes.
+#[derive(Clone, Debug, Default)]
+pub struct Allowlist {
+    /// Entries.
+    pub entries: Vec<AllowEntry>,
+}
+
+/// The repository part of an image reference (no tag, no digest).
+pub fn repository(image: &str) -> &str {
+    let no_digest = image.split('@').next().unwrap_or(image);
+    match no_digest.rfind(':') {
+        Some(i) if !no_digest[i..].contains('/') => &no_digest[..i],
+        _ => no_digest,
+    }
+}
+
+/// An image reference as `(repository, tag)`, with Docker Hub's implicit parts removed
+/// (`docker.io/library/python:3.11` is `python:3.11`) and `latest` for no tag.
+pub fn normalize(image: &str) -> (String, String) {
+    let no_digest = image.split('@').next().unwrap_or(image);
+    let repo = repository(no_digest);
+    let tag = no_digest.get(repo.len() + 1..).filter(|t| !t.is_empty()).unwrap_or("latest");
+    let mut repo = repo;
+    for prefix in ["docker.io/", "index.docker.io/", "registry-1.docker.io/"] {
+        repo = repo.strip_prefix(prefix).unwrap_or(repo);
+    }
+    let repo = repo.strip_prefix("library/").unwrap_or(repo);
+    (repo.to_string(), tag.to_string())
+}
+
+/// How well a pattern matches an image: 3 for its exact tag, 2 for a tag prefix (`3*`), 1 for the
+/// whole repository, None for no match.
+fn match_rank(pattern: &str, image: &str) -> Option<u8> {
+    let (repo, tag) = normalize(image);
+    let has_tag = repository(pattern).len() < pattern.len();
+    let (prepo, ptag) = normalize(pattern);
+    if prepo != repo {
+        return None;
+    }
+    if !has_tag {
+        return Some(1);
+    }
+    match ptag.strip_suffix('*') {
+        Some(prefix) => tag.starts_with(prefix).then_some(2),
+        None => (ptag == tag).then_some(3),
+    }
+}
+
+/// The first program of `names` found on the machine's PATH.
+fn on_path(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    names.iter().find_map(|n| std::env::split_paths(&path).map(|d| d.join(n)).find(|p| p.is_file()))
+}
+
+impl Allowlist {
+    /// The shipped allowlist: uc's own test HTTP server, etcd and ZooKeeper from the system packages,
+    /// and, where the machine has them, Python 3, Node.js and busybox for `python:3*`, `node:*` and
+    /// `busybox` images.
+    pub fn shipped(uc_exe: PathBuf) -> Self {
+        let mut entries = vec![
+            AllowEntry {
+                images: vec!["uc/http-server".into()],
+                program: uc_exe,
+                prefix_args: vec!["http-server".into()],
+                ..Default::default()
+            },
+            AllowEntry {
+                images: vec!["etcd".into(), "quay.io/coreos/etcd".into(), "gcr.io/etcd-development/etcd".into()],
+                program: PathBuf::from("/usr/bin/etcd"),
+                tools: vec![
+                    ("etcdctl".into(), PathBuf::from("/usr/bin/etcdctl")),
+                    ("etcdutl".into(), PathBuf::from("/usr/bin/etcdutl")),
+                ],
+                ..Default::default()
+            },
+            AllowEntry {
+                images: vec!["zookeeper".into()],
+                program: PathBuf::from("/usr/share/zookeeper/bin/zkServer.sh"),
+                default_args: vec!["start-foreground".into()],
+                tools: ["zkServer.sh", "zkCli.sh", "zkCleanup.sh"]
+                    .iter()
+                    .map(|t| (t.to_string(), PathBuf::from("/usr/share/zookeeper/bin").join(t)))
+                    .collect(),
+                ..Default::default()
+            },
+        ];
+        let shells = || -> Vec<(String, PathBuf)> {
+            [("sh", "/bin/sh"), ("bash", "/bin/bash")]
+                .iter()
+                .filter(|(_, p)| Path::new(p).exists())
+                .map(|(n, p)| (n.to_string(), PathBuf::from(p)))
+                .collect()
+        };
+        if let Some(python) = on_path(&["python3"]) {
+            let mut tools = vec![("python".into(), python.clone()), ("python3".into(), python.clone())];
+            if let Some(pip) = on_path(&["pip3", "pip"]) {
+                tools.extend([("pip".into(), pip.clone()), ("pip3".into(), pip)]);
+            }
+            tools.extend(shells());
+            entries.push(AllowEntry {
+                images: vec!["python:3*".into(), "python:latest".into()],
+                program: python,
+                tools,
+                runtime: true,
+                ..Default::default()
+            });
+        }
+        if let Some(node) = on_path(&["node", "nodejs"]) {
+            let mut tools = vec![("node".into(), node.clone()), ("nodejs".into(), node.clone())];
+            for t in ["npm", "npx"] {
+                if let Some(p) = on_path(&[t]) {
+                    tools.push((t.into(), p));
+                }
+            }
+            tools.extend(shells());
+            entries.push(AllowEntry {
+                images: vec!["node".into()],
+                program: node,
+                tools,
+                runtime: true,
+                ..Default::default()
+            });
+        }
+        if let Some(busybox) =
+            on_path(&["busybox"]).or_else(|| Some(PathBuf::from("/bin/busybox")).filter(|p| p.exists()))
+        {
+            entries.push(AllowEntry {
+                images: vec!["busybox".into()],
+                program: busybox,
+                default_args: vec!["sh".into()],
+                runtime: true,
+                multi_call: true,
+                ..Default::default()
+            });
+        }
+        Self { entries }
+    }
+
+    /// Adds the entries of a node config file (JSON):
+    /// `{"allowlist": [{"images": ["repo", "repo:tag", "repo:3*"], "program": "/path", "prefixArgs": [],
+    /// "defaultArgs": [], "tools": {"name": "/path"}, "runtime": false, "multiCall": false}]}`. Entries
+    /// from the file come first, so they may also replace a shipped image's program.
+    pub fn extend_from_file(&mut self, path: &Path) -> Result<(), String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON: {e}", path.display()))?;
+        let mut added = Vec::new();
+        for (i, e) in v.get("allowlist").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let field = |k: &str| format!("{}: allowlist[{i}].{k}", path.display());
+            let strs = |k: &str| -> Vec<String> {
+                e.get(k)
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+                    .unwrap_or_default()
+            };
+            let flag = |k: &str| -> Result<bool, String> {
+                match e.get(k) {
+                    None => Ok(false),
+                    Some(Value::Bool(b)) => Ok(*b),
+                    Some(_) => Err(format!("{} must be true or false", field(k))),
+                }
+            };
+            let program =
+                e.get("program").and_then(Value::as_str).ok_or_else(|| format!("{} is required", field("program")))?;
+            let images = strs("images");
+            if images.is_empty() {
+                return Err(format!("{} is required", field("images")));
+            }
+            let mut tools = Vec::new();
+            for (name, tool) in e.get("tools").and_then(Value::as_object).into_iter().flatten() {
+                let tool =
+                    tool.as_str().ok_or_else(|| format!("{} must be a path", field(&format!("tools.{name}"))))?;
+                tools.push((name.clone(), PathBuf::from(tool)));
+            }
+            added.push(AllowEntry {
+                images,
+                program: PathBuf::from(program),
+                prefix_args: strs("prefixArgs"),
+                default_args: strs("defaultArgs"),
+                tools,
+                runtime: flag("runtime")?,
+                multi_call: flag("multiCall")?,
+            });
+        }
+        added.append(&mut self.entries);
+        self.entries = added;
+        Ok(())
+    }
+
+    /// The entry of an image, if allowlisted: the best match (an exact tag, then a tag prefix, then
+    /// the repository), the earliest entry among equals.
+    pub fn find(&self, image: &str) -> Option<&AllowEntry> {
+        let mut best: Option<(u8, &AllowEntry)> = None;
+        for e in &self.entries {
+            let rank = e.images.iter().filter_map(|p| match_rank(p, image)).max();
+            if let Some(r) = rank
+                && best.is_none_or(|(b, _)| r > b)
+            {
+                best = Some((r, e));
+            }
+        }
+        best.map(|(_, e)| e)
+    }
+}
+
+fn basename(c: &str) -> &str {
+    c.rsplit('/').next().unwrap_or(c)
+}
+
+impl AllowEntry {
+    /// The machine's program for a command name of this image (`etcdctl`, `python`, a busybox applet),
+    /// as an argv prefix.
+    pub fn tool(&self, command: &str) -> Option<Vec<String>> {
+        let name = basename(command);
+        if let Some((_, p)) = self.tools.iter().find(|(n, _)| n == name) {
+            return Some(vec![p.display().to_string()]);
+        }
+        if self.multi_call && !name.is_empty() {
+            return Some(vec![self.program.display().to_string(), name.to_string()]);
+        }
+        None
+    }
+
+    /// What the image has to run, for error messages.
+    pub fn commands(&self) -> String {
+        let mut names: Vec<&str> = self.tools.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort();
+        names.join(", ")
+    }
+}
+
+/// The argv a container runs: a program of its allowlist entry, never anything else. Fails for a
+/// runtime image whose command names none of its tools.
+pub fn argv(entry: &AllowEntry, container: &Value) -> Result<Vec<String>, String> {
+    let strs = |p: &str| -> Vec<String> {
+        container
+            .get(p)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    };
+    let command = strs("command");
+    let args = strs("args");
+    if let Some(first) = command.first()
+        && let Some(mut out) = entry.tool(first)
+    {
+        out.extend(command[1..].iter().cloned());
+        out.extend(args);
+        return Ok(out);
+    }
+    if entry.runtime {
+        // No command: the image's default program with its default args, which `args` replace (a
+        // runtime image's CMD, like `python3`, takes args as its own).
+        if let Some(first) = command.first() {
+            return Err(format!(
+                "command {first:?} is not in the image (the node maps these of its commands: {})",
+                entry.commands()
+            ));
+        }
+        let mut out = vec![entry.program.display().to_string()];
+        if args.is_empty() {
+            out.extend(entry.default_args.iter().cloned());
+        } else if entry.multi_call
+            && let Some(t) = entry.tool(&args[0])
+        {
+            // busybox with args: the first names the applet.
+            return Ok(t.into_iter().chain(args[1..].iter().cloned()).collect());
+        }
+        out.extend(args);
+        return Ok(out);
+    }
+    let mut out = vec![entry.program.display().to_string()];
+    out.extend(entry.prefix_args.iter().cloned());
+    match command.split_first() {
+        // The command names the program (any path): keep its arguments.
+        Some((_, rest)) => out.extend(rest.iter().cloned()),
+        // Like an image's CMD, the default arguments give way to the container's args.
+        None if args.is_empty() => out.extend(entry.default_args.iter().cloned()),
+        None => {}
+    }
+    out.extend(args);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn allowlist_matches_repositories_not_lookalikes() {
+        let a = Allowlist::shipped(PathBuf::from("/bin/uc"));
+        assert!(a.find("quay.io/coreos/etcd:v3.4.23").is_some());
+        assert!(a.find("etcd").is_some());
+        assert!(a.find("uc/http-server:1").is_some());
+        assert!(a.find("nginx:1.25").is_none());
+        assert!(a.find("evil/etcd").is_none());
+        assert_eq!(repository("localhost:5000/etcd:3"), "localhost:5000/etcd");
+        assert_eq!(repository("etcd@sha256:abc"), "etcd");
+        assert_eq!(normalize("docker.io/library/python:3.11-slim"), ("python".into(), "3.11-slim".into()));
+        assert_eq!(normalize("python"), ("python".into(), "latest".into()));
+    }
+
+    #[test]
+    fn tag_patterns_rank_above_repositories() {
+        let entry = |image: &str, program: &str| AllowEntry {
+            images: vec![image.into()],
+            program: PathBuf::from(program),
+            ..Default::default()
+        };
+        let a = Allowlist {
+            entries: vec![entry("python", "/any"), entry("python:3*", "/three"), entry("python:3.11", "/exact")],
+        };
+        assert_eq!(a.find("python:3.11").unwrap().program, PathBuf::from("/exact"));
+        assert_eq!(a.find("docker.io/library/python:3.12-slim").unwrap().program, PathBuf::from("/three"));
+        assert_eq!(a.find("python:2.7").unwrap().program, PathBuf::from("/any"));
+        let only3 = Allowlist { entries: vec![entry("python:3*", "/three")] };
+        assert!(only3.find("python:2.7").is_none());
+        assert!(only3.find("python").is_none(), "no tag is latest, which is not 3*");
+    }
+
+    #[test]
+    fn argv_always_runs_the_allowlisted_program() {
+        let a = Allowlist::shipped(PathBuf::from("/bin/uc"));
+        let etcd = a.find("etcd").unwrap();
+        let c = json!({"command": ["/usr/local/bin/etcd", "--name", "$(POD_NAME)"], "args": ["--x"]});
+        assert_eq!(argv(etcd, &c).unwrap(), vec!["/usr/bin/etcd", "--name", "$(POD_NAME)", "--x"]);
+        let sneaky = json!({"command": ["/bin/sh", "-c", "rm -rf /"]});
+        assert_eq!(argv(etcd, &sneaky).unwrap()[0], "/usr/bin/etcd", "a command never replaces the program");
+        let zk = a.find("zookeeper:3.8").unwrap();
+        assert_eq!(argv(zk, &json!({})).unwrap()[1..], ["start-foreground"]);
+        assert_eq!(
+            argv(zk, &json!({"args": ["start-foreground", "/cfg"]})).unwrap()[1..],
+            ["start-foreground", "/cfg"],
+            "args replace the defaults"
+        );
+        let http = a.find("uc/http-server").unwrap();
+        assert_eq!(
+            argv(http, &json!({"args": ["--port", "8080"]})).unwrap(),
+            vec!["/bin/uc", "http-server", "--port", "8080"]
+        );
+        assert_eq!(
+            argv(http, &json!({"command": ["serve", "--text", "x"]})).unwrap(),
+            vec!["/bin/uc", "http-server", "--text", "x"]
+        );
+    }
+
+    #[test]
+    fn runtime_images_run_their_tools_only() {
+        let python = AllowEntry {
+            images: vec!["python:3*".into()],
+            program: PathBuf::from("/usr/bin/python3"),
+            tools: vec![("python".into(), PathBuf::from("/usr/bin/python3")), ("sh".into(), PathBuf::from("/bin/sh"))],
+            runtime: true,
+            ..Default::default()
+        };
+        let run = |c: Value| argv(&python, &c);
+        assert_eq!(
+            run(json!({"command": ["python", "/app/server.py"]})).unwrap(),
+            vec!["/usr/bin/python3", "/app/server.py"]
+        );
+        assert_eq!(run(json!({"command": ["/bin/sh", "-c", "echo"]})).unwrap(), vec!["/bin/sh", "-c", "echo"]);
+        assert_eq!(run(json!({"args": ["-m", "http.server"]})).unwrap(), vec!["/usr/bin/python3", "-m", "http.server"]);
+        let err = run(json!({"command": ["gunicorn", "app"]})).unwrap_err();
+        assert!(err.contains("\"gunicorn\" is not in the image") && err.contains("python, sh"), "{err}");
+        let busybox = AllowEntry {
+            images: vec!["busybox".into()],
+            program: PathBuf::from("/bin/busybox"),
+            default_args: vec!["sh".into()],
+            runtime: true,
+            multi_call: true,
+            ..Default::default()
+        };
+        assert_eq!(argv(&busybox, &json!({"command": ["sleep", "5"]})).unwrap(), vec!["/bin/busybox", "sleep", "5"]);
+        assert_eq!(argv(&busybox, &json!({})).unwrap(), vec!["/bin/busybox", "sh"]);
+        assert_eq!(argv(&busybox, &json!({"args": ["echo", "hi"]})).unwrap(), vec!["/bin/busybox", "echo", "hi"]);
+    }
+
+    /// A node.json with `text` in a directory of its own (removed by the test).
+    fn node_config(name: &str, text: &str) -> (PathBuf, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("uc-node-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("node.json");
+        std::fs::write(&file, text).unwrap();
+        (dir, file)
+    }
+
+    #[test]
+    fn tagged_entries_and_tools() {
+        let (dir, file) = node_config(
+            "tools",
+            r#"{"allowlist": [{"images": ["quay.io/coreos/etcd:v3.5.1"], "program": "/opt/etcd35/etcd",
+                "tools": {"etcdctl": "/opt/etcd35/etcdctl"}}]}"#,
+        );
+        let mut a = Allowlist::shipped(PathBuf::from("/bin/uc"));
+        a.extend_from_file(&file).unwrap();
+        let v35 = a.find("quay.io/coreos/etcd:v3.5.1").unwrap();
+        let v34 = a.find("quay.io/coreos/etcd:v3.4.23").unwrap();
+        assert_eq!(v35.program, PathBuf::from("/opt/etcd35/etcd"), "the tag's own program");
+        assert_eq!(v34.program, PathBuf::from("/usr/bin/etcd"), "other tags: the repository's");
+        let restore = json!({"command": ["/usr/local/bin/etcdctl", "snapshot", "restore"], "args": ["/b/s.db"]});
+        assert_eq!(argv(v35, &restore).unwrap(), vec!["/opt/etcd35/etcdctl", "snapshot", "restore", "/b/s.db"]);
+        assert_eq!(argv(v34, &restore).unwrap()[0], "/usr/bin/etcdctl");
+        assert_eq!(argv(v34, &json!({"command": ["etcd", "--x"]})).unwrap(), vec!["/usr/bin/etcd", "--x"]);
+        std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "tools": {"t": 1}}]}"#).unwrap();
+        assert!(a.extend_from_file(&file).unwrap_err().contains("tools.t must be a path"));
+        std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "runtime": "yes"}]}"#).unwrap();
+        assert!(a.extend_from_file(&file).unwrap_err().contains("runtime must be true or false"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn node_config_adds_entries() {
+        let (dir, file) = node_config(
+            "config",
+            r#"{"allowlist": [{"images": ["my/server"], "program": "/opt/server", "defaultArgs": ["--serve"]},
+                {"images": ["ruby:3*"], "program": "/usr/bin/ruby", "runtime": true, "tools": {"ruby": "/usr/bin/ruby"}}]}"#,
+        );
+        let mut a = Allowlist::shipped(PathBuf::from("/bin/uc"));
+        a.extend_from_file(&file).unwrap();
+        assert_eq!(argv(a.find("my/server:2").unwrap(), &json!({})).unwrap(), vec!["/opt/server", "--serve"]);
+        assert!(a.find("ruby:3.3").unwrap().runtime);
+        assert!(a.find("etcd").is_some(), "shipped entries stay");
+        std::fs::write(&file, r#"{"allowlist": [{"images": ["x"]}]}"#).unwrap();
+        assert!(a.extend_from_file(&file).unwrap_err().contains("program is required"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

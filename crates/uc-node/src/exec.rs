@@ -1,0 +1,375 @@
+//! `kubectl exec` and `kubectl attach` for containers that run as processes, over the WebSocket
+//! remote-command protocols (`v5.channel.k8s.io` down to `channel.k8s.io`): every message starts with
+//! a channel byte, 0 stdin, 1 stdout, 2 stderr, 3 the final status, 4 terminal resizes; v5 adds 255,
+//! "the client closed this stream" (stdin's end). From v4 the status is a `metav1.Status`, with the
+//! exit code of a command that failed as a `NonZeroExitCode` cause.
+//!
+//! A command runs in the container's mount namespace (so it sees the container's volumes, /etc/hosts
+//! and resolv.conf) with its environment and working directory; a command naming one of the image's
+//! programs (`etcdctl` in an etcd image) runs that program.
+
+use std::os::fd::OwnedFd;
+use std::process::Stdio;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::pod::ExecTarget;
+use crate::ws::{Out, Socket};
+
+/// The remote-command subprotocols served, in order of preference.
+pub const PROTOCOLS: &[&str] =
+    &["v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io", "channel.k8s.io"];
+
+const STDIN: u8 = 0;
+const STDOUT: u8 = 1;
+const STDERR: u8 = 2;
+const ERROR: u8 = 3;
+const RESIZE: u8 = 4;
+const CLOSE: u8 = 255;
+
+/// Whether the container's process runs in a mount namespace of its own.
+fn own_mount_namespace(pid: i32) -> bool {
+    let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/mnt")).ok();
+    let theirs = ns(&pid.to_string());
+    theirs.is_some() && theirs != ns("self")
+}
+
+/// The command that runs `argv` in a container: entering its mount namespace (`nsenter`) when it has
+/// one, with its environment and working directory.
+pub fn command(target: &ExecTarget, argv: &[String]) -> Result<tokio::process::Command, String> {
+    let (first, rest) = argv.split_first().ok_or("no command given")?;
+    let mut full = target.entry.tool(first).unwrap_or_else(|| vec![first.clone()]);
+    full.extend(rest.iter().cloned());
+    let mut cmd;
+    if own_mount_namespace(target.pid) {
+        cmd = tokio::process::Command::new("nsenter");
+        cmd.arg(format!("--target={}", target.pid)).arg("--mount");
+        match &target.workdir {
+            Some(d) => cmd.arg(format!("--wd={d}")),
+            None => cmd.arg("--wd"),
+        };
+        cmd.arg("--").args(&full);
+    } else {
+        cmd = tokio::process::Command::new(&full[0]);
+        cmd.args(&full[1..]);
+        if let Some(d) = &target.workdir {
+            cmd.current_dir(d);
+        }
+    }
+    cmd.env_clear().envs(target.env.iter().cloned());
+    Ok(cmd)
+}
+
+/// What the client asked for (query of the exec/attach request).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Request {
+    /// The command (exec only).
+    pub command: Vec<String>,
+    /// Streams wanted.
+    pub stdin: bool,
+    /// Stdout wanted.
+    pub stdout: bool,
+    /// Stderr wanted.
+    pub stderr: bool,
+    /// A terminal.
+    pub tty: bool,
+}
+
+impl Request {
+    /// From the query pairs (`command` repeated; flags `true`/`1`).
+    pub fn from_query(query: &[(String, String)]) -> Request {
+        let flag = |k: &str| query.iter().any(|(n, v)| n == k && (v == "true" || v == "1"));
+        Request {
+            command: query.iter().filter(|(n, _)| n == "command").map(|(_, v)| v.clone()).collect(),
+            stdin: flag("stdin") || flag("input"),
+            stdout: flag("stdout") || flag("output"),
+            stderr: flag("stderr") || flag("error"),
+            tty: flag("tty"),
+        }
+    }
+}
+
+/// The final status message: `Success`, or the failure with the exit code as kubectl reads it.
+pub fn status_message(protocol: &str, command: &[String], result: &Result<i32, String>) -> Vec<u8> {
+    let v4 = protocol.starts_with("v4.") || protocol.starts_with("v5.");
+    match result {
+        Ok(0) if v4 => json!({"metadata": {}, "status": "Success"}).to_string().into_bytes(),
+        Ok(0) => Vec::new(),
+        Ok(code) if v4 => json!({
+            "metadata": {}, "status": "Failure",
+            "message": format!("command terminated with non-zero exit code: error executing command {command:?}, exit code {code}"),
+            "reason": "NonZeroExitCode",
+            "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]},
+        })
+        .to_string()
+        .into_bytes(),
+        Ok(code) => format!("command terminated with non-zero exit code: exit status {code}").into_bytes(),
+        Err(e) if v4 => json!({"metadata": {}, "status": "Failure", "message": e, "reason": "InternalError"}).to_string().into_bytes(),
+        Err(e) => e.clone().into_bytes(),
+    }
+}
+
+fn frame(channel: u8, data: &[u8]) -> Out {
+    let mut b = Vec::with_capacity(data.len() + 1);
+    b.push(channel);
+    b.extend_from_slice(data);
+    Out::Binary(Bytes::from(b))
+}
+
+/// Copies a reader to a channel until it ends.
+async fn pump(mut r: impl AsyncRead + Unpin, channel: u8, out: mpsc::Sender<Out>) {
+    let mut buf = vec![0u8; 32 * 1024];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if out.send(frame(channel, &buf[..n])).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// A terminal for a command: the master side, and the slave for the process's stdio.
+fn open_pty() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
+    grantpt(&master)?;
+    unlockpt(&master)?;
+    let name = ptsname(&master, Vec::new())?;
+    let slave = std::fs::OpenOptions::new().read(true).write(true).open(name.to_string_lossy().as_ref())?;
+    Ok((master, slave.into()))
+}
+
+fn resize(master: &OwnedFd, msg: &[u8]) {
+    #[derive(serde::Deserialize)]
+    struct Size {
+        #[serde(rename = "Width")]
+        width: u16,
+        #[serde(rename = "Height")]
+        height: u16,
+    }
+    if let Ok(s) = serde_json::from_slice::<Size>(msg) {
+        let ws = rustix::termios::Winsize { ws_row: s.height, ws_col: s.width, ws_xpixel: 0, ws_ypixel: 0 };
+        let _ = rustix::termios::tcsetwinsize(master, ws);
+    }
+}
+
+/// Runs an exec session on an upgraded socket.
+pub async fn serve(socket: Socket, protocol: String, target: ExecTarget, req: Request) {
+    let (out, mut incoming) = crate::ws::split(socket);
+    // The kubelet's greeting: an empty message on the first channel the client reads.
+    let first = if req.stdout {
+        STDOUT
+    } else if req.stderr {
+        STDERR
+    } else {
+        ERROR
+    };
+    let _ = out.send(frame(first, &[])).await;
+    let result = run(&out, &mut incoming, &protocol, &target, &req).await;
+    let _ = out.send(frame(ERROR, &status_message(&protocol, &req.command, &result))).await;
+    let _ = out.send(Out::Close).await;
+}
+
+async fn run(
+    out: &mpsc::Sender<Out>,
+    incoming: &mut futures::stream::SplitStream<Socket>,
+    protocol: &str,
+    target: &ExecTarget,
+    req: &Request,
+) -> Result<i32, String> {
+    let mut cmd = command(target, &req.command)?;
+    let mut pty = None;
+    if req.tty {
+        let (master, slave) = open_pty().map_err(|e| format!("allocating a terminal: {e}"))?;
+        let dup = |f: &OwnedFd| f.try_clone().map_err(|e| format!("allocating a terminal: {e}"));
+        // A session with the terminal as its controlling terminal (util-linux setsid -c), so job control
+        // and Ctrl-C work as in a shell.
+        let inner = cmd.as_std();
+        let mut wrapped = tokio::process::Command::new("setsid");
+        wrapped.arg("--ctty").arg("--wait").arg(inner.get_program()).args(inner.get_args());
+        if let Some(d) = inner.get_current_dir() {
+            wrapped.current_dir(d);
+        }
+        wrapped.env_clear().envs(target.env.iter().cloned());
+        wrapped.stdin(Stdio::from(dup(&slave)?)).stdout(Stdio::from(dup(&slave)?)).stderr(Stdio::from(slave));
+        cmd = wrapped;
+        pty = Some(master);
+    } else {
+        cmd.stdin(if req.stdin { Stdio::piped() } else { Stdio::null() })
+            .stdout(if req.stdout { Stdio::piped() } else { Stdio::null() })
+            .stderr(if req.stderr { Stdio::piped() } else { Stdio::null() });
+    }
+    cmd.kill_on_drop(true);
+    let mut child = cmd.spawn().map_err(|e| format!("{}: {e}", req.command.first().cloned().unwrap_or_default()))?;
+    let mut pumps = Vec::new();
+    let mut stdin: Option<Box<dyn tokio::io::AsyncWrite + Unpin + Send>> = None;
+    if let Some(master) = &pty {
+        let reader = tokio::fs::File::from_std(std::fs::File::from(master.try_clone().map_err(|e| e.to_string())?));
+        pumps.push(tokio::spawn(pump(reader, STDOUT, out.clone())));
+        if req.stdin {
+            let writer = tokio::fs::File::from_std(std::fs::File::from(master.try_clone().map_err(|e| e.to_string())?));
+            stdin = Some(Box::new(writer));
+        }
+    } else {
+        if let Some(o) = child.stdout.take() {
+            pumps.push(tokio::spawn(pump(o, STDOUT, out.clone())));
+        }
+        if let Some(e) = child.stderr.take() {
+            pumps.push(tokio::spawn(pump(e, STDERR, out.clone())));
+        }
+        stdin = child.stdin.take().map(|s| Box::new(s) as Box<dyn tokio::io::AsyncWrite + Unpin + Send>);
+    }
+    let v5 = protocol.starts_with("v5.");
+    let status = loop {
+        tokio::select! {
+            s = child.wait() => break s,
+            m = incoming.next() => match m {
+                Some(Ok(Message::Binary(b))) if !b.is_empty() => match b[0] {
+                    STDIN => if let Some(w) = stdin.as_mut() && w.write_all(&b[1..]).await.is_err() { stdin = None },
+                    RESIZE => if let Some(m) = &pty { resize(m, &b[1..]) },
+                    CLOSE if v5 && b.get(1) == Some(&STDIN) => stdin = None,
+                    _ => {}
+                },
+                Some(Ok(Message::Ping(_))) => { let _ = out.send(Out::Flush).await; }
+                Some(Ok(_)) => {}
+                // The client went: so does the command.
+                Some(Err(_)) | None => {
+                    let _ = child.start_kill();
+                    break child.wait().await;
+                }
+            },
+        }
+    };
+    drop(stdin);
+    // What the command wrote goes out before the status (output a lingering child still holds is cut
+    // off after a moment).
+    for p in pumps {
+        let _ = tokio::time::timeout(Duration::from_secs(2), p).await;
+    }
+    let status = status.map_err(|e| e.to_string())?;
+    use std::os::unix::process::ExitStatusExt;
+    Ok(status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(1))
+}
+
+/// `kubectl attach`: the container's output from now on (and its stdin, for a container with
+/// `stdin: true`), until the container's run ends or the client goes.
+pub async fn serve_attach(
+    socket: Socket,
+    log: std::path::PathBuf,
+    fifo: Option<std::path::PathBuf>,
+    req: Request,
+    running: impl Fn() -> bool + Send + 'static,
+) {
+    let (out, mut incoming) = crate::ws::split(socket);
+    let first = if req.stdout {
+        STDOUT
+    } else if req.stderr {
+        STDERR
+    } else {
+        ERROR
+    };
+    let _ = out.send(frame(first, &[])).await;
+    let mut offset = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+    let mut stdin = match (&fifo, req.stdin) {
+        (Some(f), true) => tokio::fs::OpenOptions::new().write(true).open(f).await.ok(),
+        _ => None,
+    };
+    let mut renderer = crate::logs::Renderer::new(Default::default());
+    let mut pending: Vec<u8> = Vec::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                if let Ok(data) = std::fs::read(&log) && (data.len() as u64) > offset {
+                    pending.extend_from_slice(&data[offset as usize..]);
+                    offset = data.len() as u64;
+                    let (text, used) = renderer.render(&pending);
+                    pending.drain(..used);
+                    if !text.is_empty() && (req.stdout || req.stderr) {
+                        let _ = out.send(frame(if req.stdout { STDOUT } else { STDERR }, &text)).await;
+                    }
+                }
+                if !running() { break }
+            }
+            m = incoming.next() => match m {
+                Some(Ok(Message::Binary(b))) if b.first() == Some(&STDIN) => {
+                    if let Some(w) = stdin.as_mut() && w.write_all(&b[1..]).await.is_err() { stdin = None }
+                }
+                Some(Ok(Message::Binary(b))) if b.first() == Some(&CLOSE) => stdin = None,
+                Some(Ok(Message::Ping(_))) => { let _ = out.send(Out::Flush).await; }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => return,
+            },
+        }
+    }
+    let _ = out.send(frame(ERROR, &json!({"metadata": {}, "status": "Success"}).to_string().into_bytes())).await;
+    let _ = out.send(Out::Close).await;
+}
+
+/// The body of an exec/attach error that comes before any upgrade: a `metav1.Status`.
+pub fn status_error(code: u16, reason: &str, message: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_and_statuses() {
+        let q: Vec<(String, String)> = [
+            ("command", "sh"),
+            ("command", "-c"),
+            ("command", "exit 3"),
+            ("stdin", "true"),
+            ("stdout", "1"),
+            ("tty", "false"),
+        ]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+        let r = Request::from_query(&q);
+        assert_eq!(
+            r,
+            Request {
+                command: vec!["sh".into(), "-c".into(), "exit 3".into()],
+                stdin: true,
+                stdout: true,
+                stderr: false,
+                tty: false
+            }
+        );
+        let failed: Value = serde_json::from_slice(&status_message("v5.channel.k8s.io", &r.command, &Ok(3))).unwrap();
+        assert_eq!(failed["reason"], json!("NonZeroExitCode"));
+        assert_eq!(failed["details"]["causes"][0], json!({"reason": "ExitCode", "message": "3"}));
+        let ok: Value = serde_json::from_slice(&status_message("v4.channel.k8s.io", &r.command, &Ok(0))).unwrap();
+        assert_eq!(ok["status"], json!("Success"));
+        assert!(status_message("channel.k8s.io", &r.command, &Ok(0)).is_empty(), "before v4 success says nothing");
+    }
+
+    #[tokio::test]
+    async fn commands_run_with_the_containers_environment() {
+        let target = ExecTarget {
+            pid: std::process::id() as i32,
+            env: vec![("GREETING".into(), "hi".into()), ("PATH".into(), "/usr/bin:/bin".into())],
+            workdir: Some("/tmp".into()),
+            ..Default::default()
+        };
+        let out = command(&target, &["sh".into(), "-c".into(), "echo $GREETING $(pwd) $HOME".into()])
+            .unwrap()
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "hi /tmp", "only the container's environment");
+        assert!(command(&target, &[]).is_err());
+    }
+}

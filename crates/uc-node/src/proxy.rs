@@ -1,0 +1,173 @@
+//! Service cluster IPs that work: the node listens on every Service's cluster IP and TCP port (all in
+//! the loopback range, so nothing of the machine's network changes) and forwards each connection to a
+//! ready endpoint, on the endpoint's port for that Service port — kube-proxy's userspace mode. With
+//! it, `http://<svc>.<ns>/` reaches a pod listening on its targetPort, from pods and from the machine.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::net::{TcpListener, TcpStream};
+
+fn s<'a>(v: &'a Value, p: &str) -> &'a str {
+    v.pointer(p).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn key_of(obj: &Value) -> String {
+    format!("{}/{}", s(obj, "/metadata/namespace"), s(obj, "/metadata/name"))
+}
+
+/// The ready backends of a Service port: the Endpoints' addresses, on the port named like the
+/// Service port (or the only port).
+pub fn backends(endpoints: &Value, port_name: &str) -> Vec<SocketAddr> {
+    let mut out = Vec::new();
+    for subset in endpoints.get("subsets").and_then(Value::as_array).into_iter().flatten() {
+        let ports: Vec<&Value> = subset.get("ports").and_then(Value::as_array).into_iter().flatten().collect();
+        let port = ports
+            .iter()
+            .find(|p| s(p, "/name") == port_name)
+            .or(if ports.len() == 1 { ports.first() } else { None })
+            .and_then(|p| p.get("port").and_then(Value::as_u64))
+            .and_then(|p| u16::try_from(p).ok());
+        let Some(port) = port else { continue };
+        for a in subset.get("addresses").and_then(Value::as_array).into_iter().flatten() {
+            if let Ok(ip) = s(a, "/ip").parse::<IpAddr>() {
+                out.push(SocketAddr::new(ip, port));
+            }
+        }
+    }
+    out
+}
+
+/// The TCP ports a Service listens on: `(cluster IP, port, port name)`.
+pub fn listeners(svc: &Value) -> Vec<(IpAddr, u16, String)> {
+    let Ok(ip) = s(svc, "/spec/clusterIP").parse::<IpAddr>() else { return Vec::new() };
+    svc.pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|p| matches!(p.get("protocol").and_then(Value::as_str), None | Some("TCP")))
+        .filter_map(|p| {
+            let port = u16::try_from(p.get("port")?.as_u64()?).ok()?;
+            Some((ip, port, s(p, "/name").to_string()))
+        })
+        .collect()
+}
+
+/// The node's service proxy.
+#[derive(Default)]
+pub struct Proxy {
+    listening: Mutex<HashMap<(String, IpAddr, u16, String), tokio::task::AbortHandle>>,
+    endpoints: Arc<Mutex<HashMap<String, Value>>>,
+    next: Arc<AtomicUsize>,
+}
+
+impl Proxy {
+    /// Opens, keeps or closes a Service's listeners.
+    pub fn set_service(&self, svc: &Value, gone: bool) {
+        let key = key_of(svc);
+        let want: Vec<(IpAddr, u16, String)> = if gone { Vec::new() } else { listeners(svc) };
+        let mut listening = self.listening.lock();
+        listening.retain(|(k, ip, port, name), task| {
+            let keep = k != &key || want.iter().any(|w| (&w.0, &w.1, &w.2) == (ip, port, name));
+            if !keep {
+                task.abort();
+            }
+            keep
+        });
+        for (ip, port, name) in want {
+            let id = (key.clone(), ip, port, name.clone());
+            if listening.contains_key(&id) {
+                continue;
+            }
+            let (endpoints, next, svc_key) = (self.endpoints.clone(), self.next.clone(), key.clone());
+            let task = tokio::spawn(async move {
+                let listener = match TcpListener::bind((ip, port)).await {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::warn!(service = %svc_key, %ip, port, error = %e, "cannot listen on the Service's cluster IP");
+                        return;
+                    }
+                };
+                loop {
+                    let Ok((client, _)) = listener.accept().await else { continue };
+                    let candidates = endpoints.lock().get(&svc_key).map(|e| backends(e, &name)).unwrap_or_default();
+                    let start = next.fetch_add(1, Ordering::Relaxed);
+                    tokio::spawn(forward(client, candidates, start));
+                }
+            });
+            listening.insert(id, task.abort_handle());
+        }
+    }
+
+    /// Records a Service's Endpoints.
+    pub fn set_endpoints(&self, endpoints: &Value, gone: bool) {
+        let key = key_of(endpoints);
+        if gone {
+            self.endpoints.lock().remove(&key);
+        } else {
+            self.endpoints.lock().insert(key, endpoints.clone());
+        }
+    }
+}
+
+/// One connection: to the first backend (round robin) that accepts it.
+async fn forward(mut client: TcpStream, backends: Vec<SocketAddr>, start: usize) {
+    let n = backends.len();
+    for i in 0..n {
+        if let Ok(mut upstream) = TcpStream::connect(backends[(start + i) % n]).await {
+            let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn service_ports_map_to_endpoint_ports() {
+        let svc = json!({"spec": {"clusterIP": "127.3.240.9", "ports": [{"name": "http", "port": 80, "targetPort": 8000},
+                                                                       {"name": "dns", "port": 53, "protocol": "UDP"}]}});
+        assert_eq!(listeners(&svc), vec![("127.3.240.9".parse().unwrap(), 80, "http".to_string())]);
+        assert!(listeners(&json!({"spec": {"clusterIP": "None", "ports": [{"port": 80}]}})).is_empty());
+        let ep = json!({"subsets": [{"addresses": [{"ip": "127.3.0.2"}, {"ip": "127.3.0.3"}],
+                                     "ports": [{"name": "http", "port": 8000}, {"name": "metrics", "port": 9090}]}]});
+        assert_eq!(backends(&ep, "http"), vec!["127.3.0.2:8000".parse().unwrap(), "127.3.0.3:8000".parse().unwrap()]);
+        assert!(backends(&ep, "other").is_empty());
+    }
+
+    #[tokio::test]
+    async fn connections_reach_a_ready_endpoint() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let backend = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let backend_port = backend.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut s, _) = backend.accept().await.unwrap();
+            s.write_all(b"from the pod").await.unwrap();
+        });
+        // A free port on a loopback address of the test's own.
+        let probe = TcpListener::bind("127.77.240.1:0").await.unwrap();
+        let port = probe.local_addr().unwrap().port();
+        drop(probe);
+        let proxy = Proxy::default();
+        proxy.set_endpoints(&json!({"metadata": {"name": "s", "namespace": "n"}, "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": backend_port}]}]}), false);
+        proxy.set_service(&json!({"metadata": {"name": "s", "namespace": "n"}, "spec": {"clusterIP": "127.77.240.1", "ports": [{"port": port}]}}), false);
+        let mut got = String::new();
+        for _ in 0..100 {
+            if let Ok(mut c) = TcpStream::connect(("127.77.240.1", port)).await {
+                c.read_to_string(&mut got).await.unwrap();
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(got, "from the pod");
+        proxy.set_service(&json!({"metadata": {"name": "s", "namespace": "n"}, "spec": {}}), true);
+        assert!(proxy.listening.lock().is_empty());
+    }
+}

@@ -1,0 +1,340 @@
+//! The node's kubelet endpoint, which the API server proxies `pods/log`, `pods/exec`, `pods/attach`
+//! and `pods/portforward` to (as kube-apiserver does to a kubelet's port 10250): on loopback, behind a
+//! bearer token only the API server holds. Paths as the kubelet's:
+//! `/containerLogs/{ns}/{pod}/{container}`, `/exec/{ns}/{pod}/{container}`,
+//! `/attach/{ns}/{pod}/{container}`, `/portForward/{ns}/{pod}`.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use crate::container::ContainerDir;
+use crate::logs::{ReadOptions, Renderer};
+use crate::pod::PodProcesses;
+use crate::{exec, portforward, ws};
+
+/// Response bodies.
+pub type Body = BoxBody<Bytes, std::io::Error>;
+
+/// An empty body.
+pub fn empty() -> Body {
+    Full::new(Bytes::new()).map_err(|never: Infallible| match never {}).boxed()
+}
+
+fn full(b: impl Into<Bytes>) -> Body {
+    Full::new(b.into()).map_err(|never: Infallible| match never {}).boxed()
+}
+
+/// An error as a `metav1.Status`, which kubectl shows as the reason an upgrade failed.
+pub fn error(code: StatusCode, message: &str) -> Response<Body> {
+    let reason = match code {
+        StatusCode::NOT_FOUND => "NotFound",
+        StatusCode::UNAUTHORIZED => "Unauthorized",
+        _ => "BadRequest",
+    };
+    let body = exec::status_error(code.as_u16(), reason, message).to_string();
+    let mut r = Response::new(full(body));
+    *r.status_mut() = code;
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// What the endpoint knows of one pod.
+#[derive(Clone)]
+pub struct PodEntry {
+    /// The pod as last seen.
+    pub pod: Value,
+    /// Its processes (None: simulated).
+    pub procs: Option<Arc<PodProcesses>>,
+    /// Its address.
+    pub ip: String,
+}
+
+/// The pods of this node by namespace and name.
+pub type Pods = Arc<Mutex<HashMap<(String, String), PodEntry>>>;
+
+/// Serves the endpoint on `127.0.0.1:port` (0 picks one); returns the bound address.
+pub async fn serve(port: u16, token: String, pods: Pods) -> std::io::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let addr = listener.local_addr()?;
+    let token = Arc::new(token);
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            };
+            let (token, pods) = (token.clone(), pods.clone());
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req| {
+                    let (token, pods) = (token.clone(), pods.clone());
+                    async move { Ok::<_, Infallible>(handle(req, &token, &pods).await) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tcp), service)
+                    .with_upgrades()
+                    .await;
+            });
+        }
+    });
+    Ok(addr)
+}
+
+const SIMULATED: &str = "is simulated by uc-node (its images are not on the node's allowlist), so it has no process";
+
+async fn handle(req: Request<Incoming>, token: &str, pods: &Pods) -> Response<Body> {
+    let presented =
+        req.headers().get(header::AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(|h| h.strip_prefix("Bearer "));
+    if presented != Some(token) {
+        return error(StatusCode::UNAUTHORIZED, "Unauthorized");
+    }
+    let path = req.uri().path().to_string();
+    let query: Vec<(String, String)> =
+        req.uri().query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let lookup = |ns: &str, name: &str| pods.lock().get(&(ns.to_string(), name.to_string())).cloned();
+    match segs.as_slice() {
+        ["healthz"] => Response::new(full("ok")),
+        ["containerLogs", ns, name, container] => match lookup(ns, name) {
+            Some(e) => logs(e, container, &query),
+            None => error(StatusCode::NOT_FOUND, &format!("pod {ns}/{name} is not on this node")),
+        },
+        [verb @ ("exec" | "attach"), ns, name, container] => match lookup(ns, name) {
+            Some(e) => exec_or_attach(req, verb, e, container, &query),
+            None => error(StatusCode::NOT_FOUND, &format!("pod {ns}/{name} is not on this node")),
+        },
+        ["portForward", ns, name] => match lookup(ns, name) {
+            Some(e) => port_forward(req, e, name, &query),
+            None => error(StatusCode::NOT_FOUND, &format!("pod {ns}/{name} is not on this node")),
+        },
+        _ => error(StatusCode::NOT_FOUND, &format!("no such path {path}")),
+    }
+}
+
+fn has_container(pod: &Value, name: &str) -> bool {
+    ["containers", "initContainers"].iter().any(|k| {
+        pod.pointer(&format!("/spec/{k}"))
+            .and_then(Value::as_array)
+            .is_some_and(|cs| cs.iter().any(|c| c.get("name").and_then(Value::as_str) == Some(name)))
+    })
+}
+
+fn pod_name(pod: &Value) -> &str {
+    pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default()
+}
+
+fn spdy_only() -> Response<Body> {
+    error(
+        StatusCode::BAD_REQUEST,
+        "uc serves exec and attach over WebSocket (v5.channel.k8s.io and earlier channel.k8s.io versions); this client asked for SPDY/3.1 only. Use kubectl 1.30 or later (without KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false), or a client that speaks the WebSocket protocol",
+    )
+}
+
+fn exec_or_attach(
+    req: Request<Incoming>,
+    verb: &str,
+    e: PodEntry,
+    container: &str,
+    query: &[(String, String)],
+) -> Response<Body> {
+    let name = pod_name(&e.pod).to_string();
+    if !has_container(&e.pod, container) {
+        return error(StatusCode::BAD_REQUEST, &format!("container {container} is not valid for pod {name}"));
+    }
+    let Some(procs) = e.procs else {
+        return error(StatusCode::BAD_REQUEST, &format!("pod {name} {SIMULATED} to {verb}"));
+    };
+    let Some(target) = procs.exec_target(container) else {
+        return error(StatusCode::BAD_REQUEST, &format!("container {container} in pod {name} is not running"));
+    };
+    if !ws::is_websocket(&req) {
+        return spdy_only();
+    }
+    let Some(protocol) = ws::choose(&ws::offered(&req), exec::PROTOCOLS) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            &format!("none of the requested subprotocols is supported; supported: {:?}", exec::PROTOCOLS),
+        );
+    };
+    let request = exec::Request::from_query(query);
+    if verb == "exec" {
+        if request.command.is_empty() {
+            return error(StatusCode::BAD_REQUEST, "you must specify at least 1 command");
+        }
+        return ws::upgrade(req, &protocol.clone(), move |socket| exec::serve(socket, protocol, target, request));
+    }
+    let dir = procs.container_dir(container);
+    let run = procs.current_run(container).unwrap_or(0);
+    let stdin = e.pod.pointer("/spec/containers").and_then(Value::as_array).is_some_and(|cs| {
+        cs.iter().any(|c| {
+            c.get("name").and_then(Value::as_str) == Some(container) && c.get("stdin") == Some(&Value::Bool(true))
+        })
+    });
+    let fifo = stdin.then(|| dir.stdin_fifo());
+    let (procs, name) = (procs.clone(), container.to_string());
+    ws::upgrade(req, &protocol, move |socket| {
+        exec::serve_attach(socket, dir.log(run), fifo, request, move || procs.current_run(&name) == Some(run))
+    })
+}
+
+fn port_forward(req: Request<Incoming>, e: PodEntry, name: &str, query: &[(String, String)]) -> Response<Body> {
+    if e.procs.is_none() {
+        return error(StatusCode::BAD_REQUEST, &format!("pod {name} {SIMULATED} listening to forward to"));
+    }
+    let (pod, ip) = (name.to_string(), e.ip.clone());
+    if ws::is_websocket(&req) {
+        return match ws::choose(&ws::offered(&req), portforward::PROTOCOLS).as_deref() {
+            Some("SPDY/3.1+portforward.k8s.io") => ws::upgrade(req, "SPDY/3.1+portforward.k8s.io", move |s| {
+                portforward::serve_spdy_over_websocket(s, pod, ip)
+            }),
+            Some(p) => match portforward::ports(query) {
+                Ok(ports) if !ports.is_empty() => {
+                    ws::upgrade(req, p, move |s| portforward::serve_channels(s, ports, pod, ip))
+                }
+                Ok(_) => error(StatusCode::BAD_REQUEST, "query parameter \"port\" is required"),
+                Err(e) => error(StatusCode::BAD_REQUEST, &e),
+            },
+            None => error(
+                StatusCode::BAD_REQUEST,
+                &format!("none of the requested subprotocols is supported; supported: {:?}", portforward::PROTOCOLS),
+            ),
+        };
+    }
+    spdy_upgrade(req, pod, ip)
+}
+
+/// Port-forwarding by a plain SPDY upgrade (kubectl before 1.31, or with PORT_FORWARD_WEBSOCKETS=false).
+fn spdy_upgrade(mut req: Request<Incoming>, pod: String, ip: String) -> Response<Body> {
+    let upgrade = req.headers().get(header::UPGRADE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    if !upgrade.eq_ignore_ascii_case("SPDY/3.1") {
+        return error(StatusCode::BAD_REQUEST, "port-forward needs a WebSocket or SPDY/3.1 upgrade");
+    }
+    let on_upgrade = hyper::upgrade::on(&mut req);
+    tokio::spawn(async move {
+        let Ok(io) = on_upgrade.await else { return };
+        let (mut r, mut w) = tokio::io::split(TokioIo::new(io));
+        let (tx_in, rx_in) = tokio::sync::mpsc::channel::<Bytes>(64);
+        let (tx_out, mut rx_out) = tokio::sync::mpsc::channel::<Bytes>(64);
+        let reader = tokio::spawn(async move {
+            use tokio::io::AsyncReadExt;
+            let mut buf = vec![0u8; 32 * 1024];
+            while let Ok(n) = r.read(&mut buf).await {
+                if n == 0 || tx_in.send(Bytes::copy_from_slice(&buf[..n])).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let writer = tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            while let Some(b) = rx_out.recv().await {
+                if w.write_all(&b).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let _ = portforward::serve_spdy(rx_in, tx_out, pod, ip).await;
+        reader.abort();
+        let _ = writer.await;
+    });
+    let mut r = Response::new(empty());
+    *r.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    r.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    r.headers_mut().insert(header::UPGRADE, HeaderValue::from_static("SPDY/3.1"));
+    r.headers_mut().insert("X-Stream-Protocol-Version", HeaderValue::from_static("portforward.k8s.io"));
+    r
+}
+
+fn logs(e: PodEntry, container: &str, query: &[(String, String)]) -> Response<Body> {
+    let name = pod_name(&e.pod).to_string();
+    if !has_container(&e.pod, container) {
+        return error(StatusCode::BAD_REQUEST, &format!("container {container} is not valid for pod {name}"));
+    }
+    let options = match ReadOptions::from_query(query, chrono::Utc::now()) {
+        Ok(o) => o,
+        Err(m) => return error(StatusCode::BAD_REQUEST, &m),
+    };
+    let flag = |k: &str| query.iter().any(|(n, v)| n == k && (v == "true" || v == "1"));
+    let (previous, follow) = (flag("previous"), flag("follow"));
+    let Some(procs) = e.procs else {
+        // Simulated containers print nothing.
+        return Response::new(empty());
+    };
+    let dir = procs.container_dir(container);
+    let current = procs.current_run(container).or_else(|| dir.state().map(|s| s.run));
+    let run = match (current, previous) {
+        (Some(n), false) => n,
+        (Some(n), true) if n > 0 && dir.log(n - 1).exists() => n - 1,
+        (_, true) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("previous terminated container \"{container}\" in pod \"{name}\" not found"),
+            );
+        }
+        (None, false) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("container \"{container}\" in pod \"{name}\" is waiting to start: ContainerCreating"),
+            );
+        }
+    };
+    let file = dir.log(run);
+    let mut renderer = Renderer::new(options);
+    let data = std::fs::read(&file).unwrap_or_default();
+    let start = renderer.tail_start(&data);
+    let (first, used) = renderer.render(&data[start..]);
+    if !follow || previous {
+        return text(full(first));
+    }
+    // Follow: what is there, then what is appended, until this run of the container has ended (or the
+    // pod has gone, or limitBytes is reached).
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(16);
+    let mut offset = (start + used) as u64;
+    tokio::spawn(async move {
+        if !first.is_empty() && tx.send(Bytes::from(first)).await.is_err() {
+            return;
+        }
+        let mut pending: Vec<u8> = Vec::new();
+        loop {
+            let over = procs.current_run(&dir_name(&dir)) != Some(run);
+            if let Ok(data) = std::fs::read(&file)
+                && data.len() as u64 > offset
+            {
+                pending.extend_from_slice(&data[offset as usize..]);
+                offset = data.len() as u64;
+                let (out, used) = renderer.render(&pending);
+                pending.drain(..used);
+                if !out.is_empty() && tx.send(Bytes::from(out)).await.is_err() {
+                    return;
+                }
+            }
+            if over || renderer.full() || tx.is_closed() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    });
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, std::io::Error>(hyper::body::Frame::data(b)), rx))
+    });
+    text(BodyExt::boxed(http_body_util::StreamBody::new(stream)))
+}
+
+fn dir_name(dir: &ContainerDir) -> String {
+    dir.path().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+fn text(body: Body) -> Response<Body> {
+    let mut r = Response::new(body);
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    r
+}
