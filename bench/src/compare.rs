@@ -209,7 +209,7 @@ async fn prepare_table_cluster(c: &Client) -> Result<()> {
             Some("default"),
             json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": format!("sleep-{i}"), "labels": {"app": "sleep"}},
-            "spec": {"containers": [{"name": "sleep", "image": "busybox", "command": ["sleep", "3600"]}]}}),
+            "spec": {"containers": [{"name": "sleep", "image": "alpine", "command": ["sleep", "3600"]}]}}),
         )
         .await?;
     }

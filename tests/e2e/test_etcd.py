@@ -426,3 +426,18 @@ def test_etcd_members_on_claims_when_the_pod_policy_asks(cluster):
              timeout=60, message="the member and its claim replaced")
     wait_for(lambda: not os.path.exists(os.path.join(volumes, f"{NAME}-0001")), message="the old claim's data removed")
     assert key_count(cluster) == 100
+
+
+def test_etcd_backup_addresses_the_cluster_by_its_service_name(cluster, tmp_path):
+    create_cluster(cluster)
+    write_keys(cluster, 10)
+    target = tmp_path / "by-name.db"
+    backup = {"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdBackup", "metadata": {"name": "by-name"},
+              # The form the coreos documentation uses: the client Service's in-cluster name.
+              "spec": {"etcdEndpoints": [f"http://{NAME}-client:2379"], "storageType": "Local",
+                       "local": {"path": str(target)}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(backup))
+    st = wait_for(lambda: (s := (get(cluster, "etcdbackup", "by-name") or {}).get("status") or {})
+                  and (s.get("succeeded") or s.get("reason")) and s, timeout=30, message="the backup done")
+    assert st.get("succeeded"), st
+    assert target.exists()

@@ -61,7 +61,7 @@ def test_three_patch_types_and_generation(cluster):
     # Strategic merge patch on a built-in kind merges containers and env by name.
     cluster.kubectl("apply", "-f", "-", input=DEPLOYMENT.replace("IMAGE", "nginx:1.25"))
     cluster.kubectl("patch", "deployment", "web", "-p",
-                    '{"spec":{"template":{"spec":{"containers":[{"name":"web","env":[{"name":"B","value":"2"}]},{"name":"side","image":"busybox"}]}}}}')
+                    '{"spec":{"template":{"spec":{"containers":[{"name":"web","env":[{"name":"B","value":"2"}]},{"name":"side","image":"alpine"}]}}}}')
     d = json.loads(cluster.kubectl("get", "deploy", "web", "-o", "json").stdout)
     cs = d["spec"]["template"]["spec"]["containers"]
     assert [c["name"] for c in cs] == ["web", "side"]
@@ -198,7 +198,7 @@ def test_typed_create_commands_send_protobuf_and_work(cluster):
     cluster.kubectl("-n", "typed", "create", "configmap", "cm", "--from-literal=a=b")
     cluster.kubectl("-n", "typed", "create", "secret", "generic", "s", "--from-literal=k=v")
     cluster.kubectl("-n", "typed", "create", "deployment", "web", "--image=nginx:1.25", "--replicas=0", "--port=80")
-    cluster.kubectl("-n", "typed", "create", "job", "once", "--image=busybox")
+    cluster.kubectl("-n", "typed", "create", "job", "once", "--image=alpine")
     cluster.kubectl("-n", "typed", "create", "service", "clusterip", "svc", "--tcp=80:8080")
     assert json.loads(cluster.kubectl("-n", "typed", "get", "cm", "cm", "-o", "json").stdout)["data"] == {"a": "b"}
     assert json.loads(cluster.kubectl("-n", "typed", "get", "secret", "s", "-o", "json").stdout)["data"] == {"k": "dg=="}

@@ -33,11 +33,11 @@ def test_simulated_pods_run_and_become_ready(cluster):
 
 
 def test_exit_codes_and_restart_policies(cluster):
-    cluster.kubectl("run", "ok", "--image=busybox", "--restart=Never",
+    cluster.kubectl("run", "ok", "--image=alpine", "--restart=Never",
                     "--annotations=uc.njuics.cn/run-seconds=0.5", "--annotations=uc.njuics.cn/exit-code=0")
-    cluster.kubectl("run", "bad", "--image=busybox", "--restart=Never",
+    cluster.kubectl("run", "bad", "--image=alpine", "--restart=Never",
                     "--annotations=uc.njuics.cn/run-seconds=0.5", "--annotations=uc.njuics.cn/exit-code=3")
-    cluster.kubectl("run", "crashy", "--image=busybox", "--restart=OnFailure",
+    cluster.kubectl("run", "crashy", "--image=alpine", "--restart=OnFailure",
                     "--annotations=uc.njuics.cn/run-seconds=0.3", "--annotations=uc.njuics.cn/exit-code=1")
     wait_for(lambda: (pod_status(cluster, "ok") or {}).get("phase") == "Succeeded", message="Succeeded")
     bad = wait_for(lambda: (s := pod_status(cluster, "bad")) and s.get("phase") == "Failed" and s, message="Failed")
@@ -152,7 +152,7 @@ def test_allowlisted_image_runs_a_real_process(cluster):
 def test_image_not_on_the_allowlist_never_executes(cluster, tmp_path):
     marker = tmp_path / "executed"
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sneaky"},
-           "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["/bin/sh", "-c", f"touch {marker}"]}]}}
+           "spec": {"containers": [{"name": "c", "image": "alpine", "command": ["/bin/sh", "-c", f"touch {marker}"]}]}}
     cluster.kubectl("apply", "-f", "-", input=json.dumps(pod))
     status = wait_for(lambda: (s := pod_status(cluster, "sneaky")) and s.get("phase") == "Running" and s, message="Running (simulated)")
     assert status["reason"] == "Simulated" and "allowlist" in status["message"]

@@ -16,7 +16,8 @@ def get(cluster, *args):
 def test_builtin_controllers_are_listed(cluster):
     out = cluster.kubectl("get", "uc", "-l", "uc.njuics.cn/builtin=true", "-o", "name").stdout.split()
     names = sorted(o.rsplit("/", 1)[1] for o in out)
-    assert names == ["builtin-deployment", "builtin-endpoints", "builtin-job", "builtin-replicaset", "builtin-statefulset"]
+    assert names == ["builtin-daemonset", "builtin-deployment", "builtin-endpoints", "builtin-job", "builtin-replicaset",
+                     "builtin-replicationcontroller", "builtin-statefulset"]
     for n in names:
         wait_for(lambda: any(c["type"] == "Ready" and c["status"] == "True"
                              for c in (get(cluster, "uc", n) or {}).get("status", {}).get("conditions", [])), message=f"{n} ready")
@@ -57,7 +58,7 @@ def test_deployment_rollout_and_cascade(cluster):
 def test_replicaset_replaces_deleted_pods(cluster):
     rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "solo"},
           "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "solo"}},
-                   "template": {"metadata": {"labels": {"app": "solo"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}
+                   "template": {"metadata": {"labels": {"app": "solo"}}, "spec": {"containers": [{"name": "c", "image": "alpine"}]}}}}
     cluster.kubectl("apply", "-f", "-", input=json.dumps(rs))
     wait_for(lambda: (get(cluster, "rs", "solo") or {}).get("status", {}).get("readyReplicas") == 2, message="2 ready")
     victim = get(cluster, "pods", "-l", "app=solo")["items"][0]["metadata"]
@@ -71,7 +72,7 @@ def job(name, completions, parallelism, backoff, exit_code):
     return json.dumps({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
                        "spec": {"completions": completions, "parallelism": parallelism, "backoffLimit": backoff,
                                 "template": {"metadata": {"annotations": {"uc.njuics.cn/run-seconds": "0.3", "uc.njuics.cn/exit-code": str(exit_code)}},
-                                             "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}})
+                                             "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "alpine"}]}}}})
 
 
 def test_job_completions_and_backoff_limit(cluster):
@@ -136,3 +137,48 @@ def test_statefulset_ordered_start_scale_down_and_claims(cluster):
     cluster.kubectl("delete", "pod", "web-0")
     back = wait_for(lambda: (p := get(cluster, "pod", "web-0")) and p["metadata"]["uid"] != uid and p, timeout=20, message="web-0 back")
     assert back["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "www-web-0"
+
+
+DAEMONSET_STATUS = ["currentNumberScheduled", "desiredNumberScheduled", "numberMisscheduled", "numberReady",
+                    "numberAvailable", "numberUnavailable", "updatedNumberScheduled", "observedGeneration"]
+
+
+def test_daemonset_runs_one_pod_on_the_node_and_rolls_template_changes(cluster):
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+          "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                   "template": {"metadata": {"labels": {"app": "agent"}},
+                                "spec": {"containers": [{"name": "c", "image": "alpine:3.19"}]}}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(ds))
+    st = wait_for(lambda: (s := (get(cluster, "ds", "agent") or {}).get("status") or {}) and s.get("numberReady") == 1 and s,
+                  timeout=30, message="the DaemonSet's pod Ready")
+    assert sorted(k for k in st if k in DAEMONSET_STATUS) == sorted(DAEMONSET_STATUS), f"every status integer: {st}"
+    assert (st["desiredNumberScheduled"], st["currentNumberScheduled"], st["numberMisscheduled"], st["numberUnavailable"]) == (1, 1, 0, 0)
+    pods = get(cluster, "pods", "-l", "app=agent")["items"]
+    assert [p["spec"]["nodeName"] for p in pods] == ["uc-node"]
+    table = cluster.kubectl("get", "ds", "agent").stdout.splitlines()
+    assert table[0].split()[:6] == ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE"]
+    assert table[1].split()[1:6] == ["1", "1", "1", "1", "1"]
+    # A new template replaces the pod; the status counts it as updated once it runs.
+    old = pods[0]["metadata"]["uid"]
+    cluster.kubectl("set", "image", "ds/agent", "c=alpine:3.20")
+    wait_for(lambda: [p["spec"]["containers"][0]["image"] for p in get(cluster, "pods", "-l", "app=agent")["items"]
+                      if p["metadata"]["uid"] != old and "deletionTimestamp" not in p["metadata"]] == ["alpine:3.20"],
+             timeout=30, message="the pod replaced")
+    wait_for(lambda: (get(cluster, "ds", "agent")["status"].get("updatedNumberScheduled"),
+                      get(cluster, "ds", "agent")["status"].get("numberReady")) == (1, 1), timeout=30, message="updated")
+
+
+def test_replication_controller_keeps_its_replicas(cluster):
+    rc = {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "legacy"},
+          "spec": {"replicas": 2, "selector": {"app": "legacy"},
+                   "template": {"metadata": {"labels": {"app": "legacy"}},
+                                "spec": {"containers": [{"name": "c", "image": "alpine"}]}}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(rc))
+    st = wait_for(lambda: (s := (get(cluster, "rc", "legacy") or {}).get("status") or {}) and s.get("readyReplicas") == 2 and s,
+                  timeout=30, message="2 ready replicas")
+    assert (st["replicas"], st["fullyLabeledReplicas"], st["availableReplicas"]) == (2, 2, 2)
+    pods = get(cluster, "pods", "-l", "app=legacy")["items"]
+    assert len(pods) == 2 and all(p["metadata"]["ownerReferences"][0]["kind"] == "ReplicationController" for p in pods)
+    cluster.kubectl("scale", "rc/legacy", "--replicas=1")
+    wait_for(lambda: len([p for p in get(cluster, "pods", "-l", "app=legacy")["items"]
+                          if "deletionTimestamp" not in p["metadata"]]) == 1, timeout=30, message="scaled to 1")

@@ -41,6 +41,8 @@ pub struct Ctx {
     pub recorder: Arc<Recorder>,
     /// Native hooks.
     pub natives: NativeRegistry,
+    /// In-cluster names for webhooks.
+    pub names: Option<crate::names::ClusterNames>,
     /// Workers per controller.
     pub workers: usize,
     /// Apply children with server-side apply (falls back to client-side apply where unsupported).
@@ -215,7 +217,9 @@ async fn js_source(ctx: &Ctx, hook: &uc_api::controller::Hook) -> Result<Option<
 
 async fn build_hook(ctx: &Ctx, hook: &uc_api::controller::Hook, which: &str) -> Result<HookImpl, StartError> {
     let source = js_source(ctx, hook).await?;
-    HookImpl::from_spec(hook, source, &ctx.natives).map_err(|e| {
+    // Short names in a hook's URL are of the default namespace (a UniversalController has none).
+    let resolver = ctx.names.as_ref().map(|n| n.resolver("default")).unwrap_or_else(crate::names::Resolver::system);
+    HookImpl::from_spec(hook, source, &ctx.natives, resolver).map_err(|e| {
         let reason = if matches!(e, HookError::Config(_)) { "InvalidSpec" } else { "HookUnavailable" };
         start_err(reason, format!("hooks.{which}: {e}"))
     })
@@ -410,6 +414,14 @@ impl Shared {
                 "the parent has no spec.selector; set one or set generateSelector: true on the controller",
             ));
         };
+        // A plain map of labels (a ReplicationController's or Service's selector) means matchLabels.
+        let plain = sel.as_object().is_some_and(|m| {
+            !m.is_empty()
+                && !m.contains_key("matchLabels")
+                && !m.contains_key("matchExpressions")
+                && m.values().all(Value::is_string)
+        });
+        let sel = if plain { &serde_json::json!({"matchLabels": sel}) } else { sel };
         let parsed =
             LabelSelector::from_value(sel).map_err(|e| sync_err("InvalidParent", format!("spec.selector: {e}")))?;
         if parsed.is_empty() {

@@ -12,6 +12,7 @@ pub mod hooks;
 pub mod informer;
 pub mod manager;
 pub mod metrics;
+pub mod names;
 pub mod plan;
 pub mod queue;
 pub mod resources;

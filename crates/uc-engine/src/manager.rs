@@ -34,6 +34,8 @@ pub struct EngineOptions {
     pub natives: NativeRegistry,
     /// Apply children with server-side apply where the cluster supports it.
     pub server_side_apply: bool,
+    /// The cluster's names, for webhooks addressed by in-cluster names (None: the system resolver).
+    pub names: Option<crate::names::ClusterNames>,
 }
 
 impl Default for EngineOptions {
@@ -44,6 +46,7 @@ impl Default for EngineOptions {
             install_crds: true,
             natives: NativeRegistry::default(),
             server_side_apply: false,
+            names: None,
         }
     }
 }
@@ -132,6 +135,7 @@ impl Engine {
             metrics: metrics.clone(),
             recorder: Arc::new(Recorder::new(client.clone())),
             natives: options.natives.clone(),
+            names: options.names.clone(),
             workers: options.workers,
             server_side_apply: options.server_side_apply,
             discovery: Arc::new(crate::resources::Discovery::new(client.clone())),

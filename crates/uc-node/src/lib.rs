@@ -311,6 +311,8 @@ async fn run(ctx: Arc<Ctx>) {
     let pods: Api<Pod> = Api::all(ctx.client.clone());
     let mut workers: HashMap<String, watch::Sender<Value>> = HashMap::new();
     let mut listed: Option<HashSet<String>> = None;
+    // New pods seen while (re)listing: they start once every listed pod's address is taken.
+    let mut deferred: Vec<Value> = Vec::new();
     let stream = watcher(pods, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
     while let Some(ev) = stream.next().await {
@@ -335,6 +337,9 @@ async fn run(ctx: Arc<Ctx>) {
                     ctx.pods.lock().retain(|_, e| seen.contains(meta(&e.pod, "uid")));
                     tokio::spawn(collect_garbage(ctx.options.pods_dir.clone(), seen));
                 }
+                for v in std::mem::take(&mut deferred) {
+                    start_worker(&ctx, &mut workers, v);
+                }
                 continue;
             }
             Err(_) => continue,
@@ -358,26 +363,44 @@ async fn run(ctx: Arc<Ctx>) {
         if let Some(seen) = listed.as_mut() {
             seen.insert(uid.clone());
         }
-        {
-            let mut pods = ctx.pods.lock();
-            let entry =
-                pods.entry(key_of(&v)).or_insert_with(|| PodEntry { pod: v.clone(), procs: None, ip: String::new() });
-            entry.pod = v.clone();
+        // Addresses pods have are taken before any new pod gets one: a restarted node must not hand a
+        // running pod's address to another.
+        let ip = v.pointer("/status/podIP").and_then(Value::as_str).filter(|ip| !ip.is_empty());
+        match (ip, listed.is_some()) {
+            (Some(ip), _) => {
+                ctx.ips.lock().get(&uid, Some(ip));
+            }
+            (None, true) if !workers.contains_key(&uid) => {
+                deferred.push(v);
+                continue;
+            }
+            _ => {}
         }
-        match workers.get(&uid) {
-            Some(tx) => {
-                let _ = tx.send(v);
+        start_worker(&ctx, &mut workers, v);
+    }
+}
+
+/// Hands a pod of this node to its worker, starting one for a new pod.
+fn start_worker(ctx: &Arc<Ctx>, workers: &mut HashMap<String, watch::Sender<Value>>, v: Value) {
+    let uid = meta(&v, "uid").to_string();
+    {
+        let mut pods = ctx.pods.lock();
+        let entry = pods.entry(key_of(&v)).or_insert_with(|| PodEntry { pod: v.clone(), procs: None, ip: String::new() });
+        entry.pod = v.clone();
+    }
+    match workers.get(&uid) {
+        Some(tx) => {
+            let _ = tx.send(v);
+        }
+        None => {
+            let real = runs_as_processes(&v, &ctx.options.allowlist);
+            let (tx, rx) = watch::channel(v);
+            if real {
+                tokio::spawn(run_process_pod(ctx.clone(), rx));
+            } else {
+                tokio::spawn(simulate::run_pod(ctx.client.clone(), rx, Arc::new(SharedIps(ctx.clone()))));
             }
-            None => {
-                let real = runs_as_processes(&v, &ctx.options.allowlist);
-                let (tx, rx) = watch::channel(v);
-                if real {
-                    tokio::spawn(run_process_pod(ctx.clone(), rx));
-                } else {
-                    tokio::spawn(simulate::run_pod(ctx.client.clone(), rx, Arc::new(SharedIps(ctx.clone()))));
-                }
-                workers.insert(uid, tx);
-            }
+            workers.insert(uid, tx);
         }
     }
 }

@@ -171,8 +171,14 @@ fn render(t: &Tables, namespace: &str) -> String {
     for (ip, n) in names.hosts_lines(namespace) {
         lines.push((ip.to_string(), n));
     }
+    // A name listed once per address (a pod's name comes from the pod and from its Service's
+    // endpoints both); resolvers would return the address twice otherwise.
+    let mut listed: BTreeSet<(String, String)> = BTreeSet::new();
     for (ip, names) in lines {
-        out.push_str(&format!("{ip}\t{}\n", names.join(" ")));
+        let fresh: Vec<String> = names.into_iter().filter(|n| listed.insert((ip.clone(), n.clone()))).collect();
+        if !fresh.is_empty() {
+            out.push_str(&format!("{ip}\t{}\n", fresh.join(" ")));
+        }
     }
     out
 }

@@ -200,8 +200,11 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
             server_side_apply: args.server_side_apply,
             ..Default::default()
         };
+        // One table of the cluster's names for every client uc runs (webhooks, the operators').
+        let names = uc_engine::names::ClusterNames::start(client.clone());
+        options.names = Some(names.clone());
         uc_operators::workloads::register(&mut options.natives);
-        uc_operators::etcd::register(&mut options.natives, client.clone());
+        uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names));
         let engine =
             uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
         if !args.no_workload_controllers {
@@ -303,8 +306,10 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     let mut options =
         uc_engine::EngineOptions { workers: args.workers, metrics_addr: Some(args.metrics_addr), ..Default::default() };
     // The operators uc ships answer here too, for UniversalControllers that name their native hooks.
+    let names = uc_engine::names::ClusterNames::start(client.clone());
+    options.names = Some(names.clone());
     uc_operators::workloads::register(&mut options.natives);
-    uc_operators::etcd::register(&mut options.natives, client.clone());
+    uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names));
     let engine = uc_engine::Engine::start(client, options).await.context("starting the controller engine")?;
     tracing::info!(metrics = ?engine.metrics_addr, "engine running");
     wait_for_signal().await;

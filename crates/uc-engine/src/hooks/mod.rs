@@ -78,6 +78,7 @@ impl HookImpl {
         spec: &HookSpec,
         js_source: Option<String>,
         natives: &native::NativeRegistry,
+        resolver: crate::names::Resolver,
     ) -> Result<Self, HookError> {
         let set =
             [spec.webhook.is_some(), spec.javascript.is_some(), spec.native.is_some()].iter().filter(|x| **x).count();
@@ -85,7 +86,7 @@ impl HookImpl {
             return Err(HookError::Config("a hook needs exactly one of webhook, javascript, native".into()));
         }
         if let Some(w) = &spec.webhook {
-            return Ok(HookImpl::Webhook(Arc::new(webhook::WebhookHook::new(w)?)));
+            return Ok(HookImpl::Webhook(Arc::new(webhook::WebhookHook::new(w, resolver)?)));
         }
         if let Some(js) = &spec.javascript {
             let source = js_source

@@ -13,8 +13,9 @@ use serde_json::Value;
 use uc_api::controller::{Webhook, parse_duration};
 
 use super::HookError;
+use crate::names::Resolver;
 
-type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector<Resolver>>, Full<Bytes>>;
 
 /// A webhook.
 pub struct WebhookHook {
@@ -28,8 +29,9 @@ pub struct WebhookHook {
 const MAX_RESPONSE: usize = 64 << 20;
 
 impl WebhookHook {
-    /// From the spec: `url` wins over `service` + `path`.
-    pub fn new(spec: &Webhook) -> Result<Self, HookError> {
+    /// From the spec: `url` wins over `service` + `path`. Host names go through `resolver` (so
+    /// in-cluster names reach Services).
+    pub fn new(spec: &Webhook, resolver: Resolver) -> Result<Self, HookError> {
         let url = match (&spec.url, &spec.service) {
             (Some(u), _) => u.clone(),
             (None, Some(s)) => {
@@ -68,8 +70,10 @@ impl WebhookHook {
                 builder.with_root_certificates(roots).with_no_client_auth()
             }
         };
+        let mut http = HttpConnector::new_with_resolver(resolver);
+        http.enforce_http(false);
         let https =
-            hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().build();
+            hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().wrap_connector(http);
         let client = Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(60)).build(https);
         Ok(Self { url, timeout, token: spec.bearer_token.clone(), client })
     }
@@ -176,7 +180,7 @@ mod tests {
             bearer_token: token.map(String::from),
             timeout: Some(timeout.into()),
             ..Default::default()
-        })
+        }, Resolver::system())
         .unwrap()
     }
 
@@ -212,15 +216,15 @@ mod tests {
             path: Some("sync".into()),
             ..Default::default()
         };
-        assert_eq!(WebhookHook::new(&spec).unwrap().url, "http://ctl.ns.svc:8080/sync");
-        assert!(WebhookHook::new(&Webhook::default()).is_err());
-        assert!(WebhookHook::new(&Webhook { url: Some("ftp://x".into()), ..Default::default() }).is_err());
+        assert_eq!(WebhookHook::new(&spec, Resolver::system()).unwrap().url, "http://ctl.ns.svc:8080/sync");
+        assert!(WebhookHook::new(&Webhook::default(), Resolver::system()).is_err());
+        assert!(WebhookHook::new(&Webhook { url: Some("ftp://x".into()), ..Default::default() }, Resolver::system()).is_err());
         assert!(
             WebhookHook::new(&Webhook {
                 url: Some("http://x".into()),
                 timeout: Some("soon".into()),
                 ..Default::default()
-            })
+            }, Resolver::system())
             .is_err()
         );
     }

@@ -16,8 +16,10 @@ use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
+use uc_engine::names::{ClusterNames, Resolver};
 
 use super::GROUP;
 use super::storage::S3;
@@ -81,7 +83,7 @@ struct Saved {
 }
 
 async fn post(
-    client: &Client<hyper_util::client::legacy::connect::HttpConnector, Full<Bytes>>,
+    client: &Client<HttpConnector<Resolver>, Full<Bytes>>,
     url: String,
 ) -> Result<http::Response<hyper::body::Incoming>, String> {
     let req = http::Request::post(&url)
@@ -96,8 +98,8 @@ async fn post(
 }
 
 /// Streams a snapshot from `endpoint` into `file` (through `<file>.partial`).
-async fn snapshot(endpoint: &str, file: &Path) -> Result<Saved, String> {
-    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+async fn snapshot(endpoint: &str, file: &Path, resolver: Resolver) -> Result<Saved, String> {
+    let client = Client::builder(TokioExecutor::new()).build::<_, Full<Bytes>>(HttpConnector::new_with_resolver(resolver));
     let endpoint = endpoint.trim_end_matches('/');
     let status_body = post(&client, format!("{endpoint}/v3/maintenance/status"))
         .await?
@@ -169,7 +171,7 @@ fn prune(base: &Path, keep: usize) {
 }
 
 /// One sync of an EtcdBackup. `client` reads the S3 credentials' Secret.
-pub async fn sync(client: Option<&kube::Client>, request: &Value) -> Value {
+pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, request: &Value) -> Value {
     let parent = &request["parent"];
     let previous = parent.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
     let interval = parent.pointer("/spec/backupPolicy/backupIntervalInSecond").and_then(Value::as_u64).unwrap_or(0);
@@ -230,13 +232,18 @@ pub async fn sync(client: Option<&kube::Client>, request: &Value) -> Value {
         .map(|a| a.iter().filter_map(|e| e.as_str().map(String::from)).collect())
         .unwrap_or_default();
     let mut last_error = "spec.etcdEndpoints is empty".to_string();
+    // `http://example-client:2379` means the Service in the backup's namespace, as it would in a pod.
+    let resolver = match names {
+        Some(n) => n.resolver(s(parent, "/metadata/namespace")),
+        None => Resolver::system(),
+    };
     let stamp = now.format("%Y-%m-%d-%H:%M:%S").to_string();
     // A periodic backup names each snapshot by revision and time; a one-shot one writes the path itself.
     let name_for =
         |base: &str, rev: i64| if interval > 0 { format!("{base}_v{rev}_{stamp}") } else { base.to_string() };
     for endpoint in &endpoints {
         let tmp = PathBuf::from(name_for(&path, 0));
-        let attempt = tokio::time::timeout(Duration::from_secs(timeout), snapshot(endpoint, &tmp)).await;
+        let attempt = tokio::time::timeout(Duration::from_secs(timeout), snapshot(endpoint, &tmp, resolver.clone())).await;
         let saved = match attempt {
             Ok(Ok(saved)) => saved,
             Ok(Err(e)) => {
@@ -250,7 +257,7 @@ pub async fn sync(client: Option<&kube::Client>, request: &Value) -> Value {
                 continue;
             }
         };
-        let voting = match super::client::Etcd::default().members(endpoint).await {
+        let voting = match super::client::Etcd::with_resolver(resolver.clone()).members(endpoint).await {
             Ok(m) => json!(m.iter().filter(|m| !m.is_learner).count()),
             Err(_) => Value::Null,
         };
@@ -307,15 +314,16 @@ mod tests {
     #[tokio::test]
     async fn bad_requests_fail_with_a_reason_and_write_nothing() {
         let req = |spec: Value| json!({"parent": {"metadata": {"name": "b"}, "spec": spec}});
-        let out = sync(None, &req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "storageType": "S3"}))).await;
+        let out = sync(None, None, &req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "storageType": "S3"}))).await;
         assert_eq!(out["status"]["succeeded"], json!(false));
         assert!(out["status"]["reason"].as_str().unwrap().contains("S3"));
         let out =
-            sync(None, &req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "local": {"path": "rel/x.db"}}))).await;
+            sync(None, None, &req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "local": {"path": "rel/x.db"}}))).await;
         assert!(out["status"]["reason"].as_str().unwrap().contains("absolute"));
         let dir = std::env::temp_dir().join(format!("uc-backup-test-{}", std::process::id()));
         let file = dir.join("x.db");
         let out = sync(
+            None,
             None,
             &req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "local": {"path": file.display().to_string()}})),
         )

@@ -9,6 +9,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
+use uc_engine::names::Resolver;
 
 /// One member as etcd reports it. An added member that has not started yet has no name.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,12 +47,19 @@ impl Member {
 /// A client of one etcd endpoint (`http://host:2379`).
 #[derive(Clone)]
 pub struct Etcd {
-    http: Client<HttpConnector, Full<Bytes>>,
+    http: Client<HttpConnector<Resolver>, Full<Bytes>>,
 }
 
 impl Default for Etcd {
     fn default() -> Self {
-        let mut connector = HttpConnector::new();
+        Etcd::with_resolver(Resolver::system())
+    }
+}
+
+impl Etcd {
+    /// A client whose host names go through `resolver` (in-cluster names of Services and pods).
+    pub fn with_resolver(resolver: Resolver) -> Etcd {
+        let mut connector = HttpConnector::new_with_resolver(resolver);
         connector.set_connect_timeout(Some(Duration::from_secs(2)));
         Etcd { http: Client::builder(TokioExecutor::new()).build(connector) }
     }

@@ -109,7 +109,8 @@ pub fn controller() -> Value {
 
 /// Registers the native hooks. `client` reaches the API server for what crosses objects: a restore
 /// marks its EtcdCluster, a cluster that lost quorum reads its backup and creates an EtcdRestore.
-pub fn register(natives: &mut NativeRegistry, client: kube::Client) {
+/// `names` resolves the in-cluster names backups address etcd by.
+pub fn register(natives: &mut NativeRegistry, client: kube::Client, names: Option<uc_engine::names::ClusterNames>) {
     let etcd = Etcd::default();
     let kube = client.clone();
     natives.register(
@@ -133,8 +134,8 @@ pub fn register(natives: &mut NativeRegistry, client: kube::Client) {
     natives.register(
         backup::HOOK,
         Arc::new(move |_kind: HookKind, request: Value| -> HookFuture {
-            let kube = kube.clone();
-            Box::pin(async move { Ok(backup::sync(Some(&kube), &request).await) })
+            let (kube, names) = (kube.clone(), names.clone());
+            Box::pin(async move { Ok(backup::sync(Some(&kube), names.as_ref(), &request).await) })
         }),
     );
 }

@@ -2,10 +2,12 @@
 //! first user is uc itself. Each is a pure function from a sync request to a sync response; the engine
 //! does the watching, claiming, applying and status writing.
 
+pub mod daemonset;
 pub mod deployment;
 pub mod endpoints;
 pub mod job;
 pub mod replicaset;
+pub mod replicationcontroller;
 pub mod statefulset;
 
 pub(crate) use replicaset::pod_name;
@@ -75,6 +77,8 @@ pub fn register(natives: &mut NativeRegistry) {
     natives.register("job", native(job::sync));
     natives.register("statefulset", native(statefulset::sync));
     natives.register("endpoints", native_with_customize(endpoints::sync, Some(endpoints::customize)));
+    natives.register("daemonset", native_with_customize(daemonset::sync, Some(daemonset::customize)));
+    natives.register("replicationcontroller", native(replicationcontroller::sync));
 }
 
 /// The UniversalController objects of the workload controllers.
@@ -115,8 +119,33 @@ pub fn controllers() -> Vec<Value> {
             "hooks": {"sync": {"native": {"name": "statefulset"}}}
         }
     });
+    // A DaemonSet's nodes are related resources (its customize hook); template changes roll one node at
+    // a time through ControllerRevisions, like a StatefulSet's.
+    let daemonset = json!({
+        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
+        "metadata": {"name": "builtin-daemonset", "labels": {"uc.njuics.cn/builtin": "true"}},
+        "spec": {
+            "parentResource": {"apiVersion": "apps/v1", "resource": "daemonsets",
+                               "revisionHistory": {"fieldPaths": ["spec.template"]}},
+            "childResources": [
+                {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "RollingRecreate",
+                 "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]}}}
+            ],
+            "hooks": {"sync": {"native": {"name": "daemonset"}}, "customize": {"native": {"name": "daemonset"}}}
+        }
+    });
     vec![
         statefulset,
+        daemonset,
+        uc(
+            "builtin-replicationcontroller",
+            ("v1", "replicationcontrollers"),
+            ("v1", "pods"),
+            "OnDelete",
+            "replicationcontroller",
+            false,
+            false,
+        ),
         uc("builtin-replicaset", ("apps/v1", "replicasets"), ("v1", "pods"), "OnDelete", "replicaset", false, false),
         uc(
             "builtin-deployment",

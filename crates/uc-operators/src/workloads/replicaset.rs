@@ -36,6 +36,11 @@ fn new_pod(rs: &Value, name: &str) -> Value {
 
 /// The sync hook: desired pods and status of one ReplicaSet.
 pub fn sync(request: &Value) -> Value {
+    sync_labeled(request, "uc.njuics.cn/replicaset")
+}
+
+/// The replica logic, for ReplicaSets and ReplicationControllers: `label` names the parent on its pods.
+pub(crate) fn sync_labeled(request: &Value, label: &str) -> Value {
     let rs = &request["parent"];
     let want = rs.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1).max(0) as usize;
     let name = rs.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
@@ -66,7 +71,7 @@ pub fn sync(request: &Value) -> Value {
         children.push(new_pod(rs, &candidate));
     }
     for c in &mut children {
-        set_label(c, "uc.njuics.cn/replicaset", name);
+        set_label(c, label, name);
     }
     let ready = kept.iter().filter(|p| is_ready(p)).count();
     let status = json!({
