@@ -49,7 +49,10 @@ impl ClusterNames {
         tokio::spawn(async move {
             let services = watcher(Api::<Service>::all(client.clone()), watcher::Config::default()).default_backoff();
             let endpoints = watcher(Api::<Endpoints>::all(client), watcher::Config::default()).default_backoff();
-            let events = futures::stream::select(services.map(|e| (true, e.map(values))), endpoints.map(|e| (false, e.map(values))));
+            let events = futures::stream::select(
+                services.map(|e| (true, e.map(values))),
+                endpoints.map(|e| (false, e.map(values))),
+            );
             let mut events = std::pin::pin!(events);
             let mut objects = Objects::default();
             let mut done = (false, false);

@@ -404,8 +404,8 @@ mod tests {
             "volumes": [{"name": "v", "configMap": {"name": "c1"}},
                         {"name": "w", "projected": {"sources": [{"secret": {"name": "s2", "optional": true}}]}}]}});
         let r = referenced(&p);
-        assert_eq!(r[&(Kind::ConfigMap, "c1".into())], false, "optional in one place, required in another");
-        assert_eq!(r[&(Kind::Secret, "s1".into())], false);
-        assert_eq!(r[&(Kind::Secret, "s2".into())], true);
+        assert!(!r[&(Kind::ConfigMap, "c1".into())], "optional in one place, required in another");
+        assert!(!r[&(Kind::Secret, "s1".into())]);
+        assert!(r[&(Kind::Secret, "s2".into())]);
     }
 }

@@ -162,10 +162,10 @@ fn resize(master: &OwnedFd, msg: &[u8]) {
     }
 }
 
-/// Runs an exec session on an upgraded socket.
-pub async fn serve(socket: Socket, protocol: String, target: ExecTarget, req: Request) {
-    let (out, mut incoming) = crate::ws::split(socket);
-    // The kubelet's greeting: an empty message on the first channel the client reads.
+/// Splits the socket of a session and greets the client as the kubelet does: an empty message on the
+/// first channel it reads.
+async fn open(socket: Socket, req: &Request) -> (mpsc::Sender<Out>, futures::stream::SplitStream<Socket>) {
+    let (out, incoming) = crate::ws::split(socket);
     let first = if req.stdout {
         STDOUT
     } else if req.stderr {
@@ -174,6 +174,12 @@ pub async fn serve(socket: Socket, protocol: String, target: ExecTarget, req: Re
         ERROR
     };
     let _ = out.send(frame(first, &[])).await;
+    (out, incoming)
+}
+
+/// Runs an exec session on an upgraded socket.
+pub async fn serve(socket: Socket, protocol: String, target: ExecTarget, req: Request) {
+    let (out, mut incoming) = open(socket, &req).await;
     let result = run(&out, &mut incoming, &protocol, &target, &req).await;
     let _ = out.send(frame(ERROR, &status_message(&protocol, &req.command, &result))).await;
     let _ = out.send(Out::Close).await;
@@ -269,15 +275,7 @@ pub async fn serve_attach(
     req: Request,
     running: impl Fn() -> bool + Send + 'static,
 ) {
-    let (out, mut incoming) = crate::ws::split(socket);
-    let first = if req.stdout {
-        STDOUT
-    } else if req.stderr {
-        STDERR
-    } else {
-        ERROR
-    };
-    let _ = out.send(frame(first, &[])).await;
+    let (out, mut incoming) = open(socket, &req).await;
     let mut offset = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
     let mut stdin = match (&fifo, req.stdin) {
         (Some(f), true) => tokio::fs::OpenOptions::new().write(true).open(f).await.ok(),

@@ -241,8 +241,8 @@ async fn watch_services(client: kube::Client, hosts: Option<Arc<names::HostsFile
     let services = watcher(Api::<Service>::all(client.clone()), watcher::Config::default()).default_backoff();
     let endpoints = watcher(Api::<Endpoints>::all(client), watcher::Config::default()).default_backoff();
     let tagged = futures::stream::select(
-        services.map(|e| (true, e.map(|e| event_value(e)))),
-        endpoints.map(|e| (false, e.map(|e| event_value(e)))),
+        services.map(|e| (true, e.map(event_value))),
+        endpoints.map(|e| (false, e.map(event_value))),
     );
     let mut tagged = std::pin::pin!(tagged);
     while let Some((is_service, ev)) = tagged.next().await {
@@ -385,7 +385,8 @@ fn start_worker(ctx: &Arc<Ctx>, workers: &mut HashMap<String, watch::Sender<Valu
     let uid = meta(&v, "uid").to_string();
     {
         let mut pods = ctx.pods.lock();
-        let entry = pods.entry(key_of(&v)).or_insert_with(|| PodEntry { pod: v.clone(), procs: None, ip: String::new() });
+        let entry =
+            pods.entry(key_of(&v)).or_insert_with(|| PodEntry { pod: v.clone(), procs: None, ip: String::new() });
         entry.pod = v.clone();
     }
     match workers.get(&uid) {

@@ -43,6 +43,10 @@ pub fn ports(query: &[(String, String)]) -> Result<Vec<u16>, String> {
     Ok(out)
 }
 
+/// The two streams of one forwarded connection as they arrive: the error stream, and the data
+/// stream with its port.
+type Pair = (Option<u32>, Option<(u32, u16)>);
+
 /// What arrives for a forwarded connection from the client.
 enum In {
     Data(Bytes),
@@ -101,8 +105,8 @@ pub async fn serve_spdy(
 ) -> Result<(), spdy::Error> {
     let mut codec = Codec::default();
     let mut buf = BytesMut::new();
-    // Streams waiting for their pair, by request id: (error stream, data stream and port).
-    let mut pairs: HashMap<String, (Option<u32>, Option<(u32, u16)>)> = HashMap::new();
+    // Streams waiting for their pair, by request id.
+    let mut pairs: HashMap<String, Pair> = HashMap::new();
     let mut streams: HashMap<u32, mpsc::UnboundedSender<In>> = HashMap::new();
     while let Some(chunk) = input.recv().await {
         buf.extend_from_slice(&chunk);

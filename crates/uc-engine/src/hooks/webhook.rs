@@ -72,8 +72,11 @@ impl WebhookHook {
         };
         let mut http = HttpConnector::new_with_resolver(resolver);
         http.enforce_http(false);
-        let https =
-            hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().wrap_connector(http);
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
         let client = Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(60)).build(https);
         Ok(Self { url, timeout, token: spec.bearer_token.clone(), client })
     }
@@ -174,13 +177,16 @@ mod tests {
     }
 
     fn hook(url: &str, ca: Option<&str>, token: Option<&str>, timeout: &str) -> WebhookHook {
-        WebhookHook::new(&Webhook {
-            url: Some(url.into()),
-            ca_bundle: ca.map(String::from),
-            bearer_token: token.map(String::from),
-            timeout: Some(timeout.into()),
-            ..Default::default()
-        }, Resolver::system())
+        WebhookHook::new(
+            &Webhook {
+                url: Some(url.into()),
+                ca_bundle: ca.map(String::from),
+                bearer_token: token.map(String::from),
+                timeout: Some(timeout.into()),
+                ..Default::default()
+            },
+            Resolver::system(),
+        )
         .unwrap()
     }
 
@@ -218,13 +224,15 @@ mod tests {
         };
         assert_eq!(WebhookHook::new(&spec, Resolver::system()).unwrap().url, "http://ctl.ns.svc:8080/sync");
         assert!(WebhookHook::new(&Webhook::default(), Resolver::system()).is_err());
-        assert!(WebhookHook::new(&Webhook { url: Some("ftp://x".into()), ..Default::default() }, Resolver::system()).is_err());
         assert!(
-            WebhookHook::new(&Webhook {
-                url: Some("http://x".into()),
-                timeout: Some("soon".into()),
-                ..Default::default()
-            }, Resolver::system())
+            WebhookHook::new(&Webhook { url: Some("ftp://x".into()), ..Default::default() }, Resolver::system())
+                .is_err()
+        );
+        assert!(
+            WebhookHook::new(
+                &Webhook { url: Some("http://x".into()), timeout: Some("soon".into()), ..Default::default() },
+                Resolver::system()
+            )
             .is_err()
         );
     }

@@ -99,7 +99,8 @@ async fn post(
 
 /// Streams a snapshot from `endpoint` into `file` (through `<file>.partial`).
 async fn snapshot(endpoint: &str, file: &Path, resolver: Resolver) -> Result<Saved, String> {
-    let client = Client::builder(TokioExecutor::new()).build::<_, Full<Bytes>>(HttpConnector::new_with_resolver(resolver));
+    let client =
+        Client::builder(TokioExecutor::new()).build::<_, Full<Bytes>>(HttpConnector::new_with_resolver(resolver));
     let endpoint = endpoint.trim_end_matches('/');
     let status_body = post(&client, format!("{endpoint}/v3/maintenance/status"))
         .await?
@@ -243,7 +244,8 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
         |base: &str, rev: i64| if interval > 0 { format!("{base}_v{rev}_{stamp}") } else { base.to_string() };
     for endpoint in &endpoints {
         let tmp = PathBuf::from(name_for(&path, 0));
-        let attempt = tokio::time::timeout(Duration::from_secs(timeout), snapshot(endpoint, &tmp, resolver.clone())).await;
+        let attempt =
+            tokio::time::timeout(Duration::from_secs(timeout), snapshot(endpoint, &tmp, resolver.clone())).await;
         let saved = match attempt {
             Ok(Ok(saved)) => saved,
             Ok(Err(e)) => {
@@ -318,7 +320,8 @@ mod tests {
         assert_eq!(out["status"]["succeeded"], json!(false));
         assert!(out["status"]["reason"].as_str().unwrap().contains("S3"));
         let out =
-            sync(None, None, &req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "local": {"path": "rel/x.db"}}))).await;
+            sync(None, None, &req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "local": {"path": "rel/x.db"}})))
+                .await;
         assert!(out["status"]["reason"].as_str().unwrap().contains("absolute"));
         let dir = std::env::temp_dir().join(format!("uc-backup-test-{}", std::process::id()));
         let file = dir.join("x.db");

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::{active, hash_str, is_ready, obj_map, set_label};
+use super::{active, hash_str, is_ready, name_suffix, obj_map, set_label};
 
 /// The label holding the hash of the template a pod was made from.
 pub const HASH_LABEL: &str = "controller-revision-hash";
@@ -25,16 +25,7 @@ pub fn template_hash(ds: &Value) -> String {
 
 /// The name of the pod on `node`: stable per DaemonSet and node.
 fn pod_name(ds_name: &str, node: &str) -> String {
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let mut h = hash_str(node);
-    let suffix: String = (0..5)
-        .map(|_| {
-            let c = ALPHABET[(h % ALPHABET.len() as u64) as usize] as char;
-            h /= ALPHABET.len() as u64;
-            c
-        })
-        .collect();
-    format!("{ds_name}-{suffix}")
+    format!("{ds_name}-{}", name_suffix(node))
 }
 
 fn new_pod(ds: &Value, name: &str, node: &str, hash: &str) -> Value {
@@ -61,8 +52,8 @@ fn schedulable(node: &Value, tolerations: &[Value]) -> bool {
                 let key_ok = tol.get("key").is_none_or(|k| k == t.get("key").unwrap_or(&Value::Null))
                     || tol.get("operator").and_then(Value::as_str) == Some("Exists") && tol.get("key").is_none();
                 let effect_ok = tol.get("effect").is_none_or(|e| e.as_str() == Some(effect) || e.as_str() == Some(""));
-                let value_ok = tol.get("operator").and_then(Value::as_str) == Some("Exists")
-                    || tol.get("value") == t.get("value");
+                let value_ok =
+                    tol.get("operator").and_then(Value::as_str) == Some("Exists") || tol.get("value") == t.get("value");
                 key_ok && effect_ok && value_ok
             })
     })
@@ -73,7 +64,8 @@ pub fn sync(request: &Value) -> Value {
     let ds = &request["parent"];
     let name = ds.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
     let hash = template_hash(ds);
-    let tolerations = ds.pointer("/spec/template/spec/tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
+    let tolerations =
+        ds.pointer("/spec/template/spec/tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
     let mut nodes: Vec<(String, Value)> = request
         .pointer("/related/Node.v1")
         .and_then(Value::as_object)
@@ -171,7 +163,8 @@ mod tests {
 
     #[test]
     fn tolerated_taints_and_node_selectors() {
-        let tainted = node("b", json!({"disk": "ssd"}), json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]));
+        let tainted =
+            node("b", json!({"disk": "ssd"}), json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]));
         let mut req = request(std::slice::from_ref(&tainted), &[]);
         req["parent"]["spec"]["template"]["spec"]["tolerations"] =
             json!([{"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"}]);

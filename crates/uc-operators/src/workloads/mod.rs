@@ -45,6 +45,20 @@ pub(crate) fn hash_str(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
+/// A five-letter name suffix derived from `seed` (kube's alphabet: no vowels, no look-alikes), so a
+/// name asked for twice is the same name.
+pub(crate) fn name_suffix(seed: &str) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut h = hash_str(seed);
+    (0..5)
+        .map(|_| {
+            let c = ALPHABET[(h % ALPHABET.len() as u64) as usize] as char;
+            h /= ALPHABET.len() as u64;
+            c
+        })
+        .collect()
+}
+
 /// Sets `metadata.labels[key]` (of an object or a pod template).
 pub(crate) fn set_label(obj: &mut Value, key: &str, value: &str) {
     if !obj.get("metadata").is_some_and(Value::is_object) {

@@ -6,21 +6,11 @@
 
 use serde_json::{Value, json};
 
-use super::{active, hash_str, is_ready, obj_map, set_label};
-
-const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+use super::{active, is_ready, name_suffix, obj_map, set_label};
 
 /// The deterministic name of slot `i` of a ReplicaSet.
 pub fn pod_name(rs_name: &str, rs_uid: &str, i: usize) -> String {
-    let mut h = hash_str(&format!("{rs_uid}/{i}"));
-    let suffix: String = (0..5)
-        .map(|_| {
-            let c = NAME_ALPHABET[(h % NAME_ALPHABET.len() as u64) as usize] as char;
-            h /= NAME_ALPHABET.len() as u64;
-            c
-        })
-        .collect();
-    format!("{rs_name}-{suffix}")
+    format!("{rs_name}-{}", name_suffix(&format!("{rs_uid}/{i}")))
 }
 
 fn new_pod(rs: &Value, name: &str) -> Value {

@@ -22,6 +22,9 @@ mod tests {
         let out = sync(&req);
         assert_eq!(out["children"].as_array().unwrap().len(), 2);
         assert_eq!(out["children"][0]["metadata"]["labels"]["uc.njuics.cn/replicationcontroller"], json!("rc"));
-        assert_eq!(out["status"], json!({"replicas": 0, "fullyLabeledReplicas": 0, "readyReplicas": 0, "availableReplicas": 0}));
+        assert_eq!(
+            out["status"],
+            json!({"replicas": 0, "fullyLabeledReplicas": 0, "readyReplicas": 0, "availableReplicas": 0})
+        );
     }
 }
