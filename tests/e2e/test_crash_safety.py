@@ -165,3 +165,26 @@ def test_a_pod_deleted_while_uc_is_down_is_stopped_when_it_comes_back(make_clust
     c2.stop(sig=signal.SIGINT)
     c.start()
     wait_for(lambda: processes(c.data_dir) == [], message="the orphaned container stopped")
+
+
+@pytest.mark.skipif(not os.path.exists("/bin/busybox"), reason="needs Debian's busybox (.ci/run installs it)")
+def test_a_containers_grandchildren_go_with_it(cluster):
+    def sleepers():
+        found = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    args = [a.decode() for a in f.read().split(b"\0") if a]
+            except OSError:
+                continue
+            if args and args[-1] in ("3001", "3002") and "sleep" in " ".join(args) and "-c" not in args:
+                found.append(pid)
+        return found
+
+    assert sleepers() == []
+    # A shell that leaves children behind, one of them in a session of its own.
+    cluster.kubectl("run", "family", "--image=busybox", "--", "sh", "-c",
+                    "sleep 3001 & setsid sleep 3002 & wait")
+    wait_for(lambda: len(sleepers()) == 2, timeout=30, message="the grandchildren running")
+    cluster.kubectl("delete", "pod", "family", "--timeout=60s")
+    wait_for(lambda: sleepers() == [], timeout=30, message="the grandchildren gone with the pod")

@@ -4,6 +4,7 @@ Python client, and the answers a simulated pod or an SPDY-only client get."""
 import json
 import os
 import re
+import select
 import socket
 import subprocess
 import time
@@ -150,11 +151,20 @@ def test_attach_streams_the_containers_output(cluster):
     cluster.kubectl("run", "ticker", "--image=busybox", "--", "sh", "-c", "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done")
     wait_for(lambda: "1/1" in cluster.kubectl("get", "pod", "ticker").stdout, message="ticker Ready")
     p = cluster.kubectl_bg("attach", "ticker")
+    lines = []
     try:
-        lines = [p.stdout.readline() for _ in range(3)]
+        deadline = time.time() + 30
+        while len(lines) < 3 and time.time() < deadline:
+            ready, _, _ = select.select([p.stdout], [], [], 1)
+            if ready:
+                line = p.stdout.readline()
+                if not line:
+                    break
+                lines.append(line)
     finally:
         p.terminate()
         p.wait()
+    assert len(lines) == 3, f"attach streamed: {lines}; {p.stderr.read()}"
     numbers = [int(line.split()[1]) for line in lines]
     assert numbers == sorted(numbers) and numbers[0] > 1, f"output from now on: {lines}"
 

@@ -385,8 +385,12 @@ fn start_worker(ctx: &Arc<Ctx>, workers: &mut HashMap<String, watch::Sender<Valu
     let uid = meta(&v, "uid").to_string();
     {
         let mut pods = ctx.pods.lock();
-        let entry =
-            pods.entry(key_of(&v)).or_insert_with(|| PodEntry { pod: v.clone(), procs: None, ip: String::new() });
+        let entry = pods.entry(key_of(&v)).or_insert_with(|| PodEntry {
+            pod: v.clone(),
+            real: false,
+            procs: None,
+            ip: String::new(),
+        });
         entry.pod = v.clone();
     }
     match workers.get(&uid) {
@@ -395,6 +399,9 @@ fn start_worker(ctx: &Arc<Ctx>, workers: &mut HashMap<String, watch::Sender<Valu
         }
         None => {
             let real = runs_as_processes(&v, &ctx.options.allowlist);
+            if let Some(e) = ctx.pods.lock().get_mut(&key_of(&v)) {
+                e.real = real;
+            }
             let (tx, rx) = watch::channel(v);
             if real {
                 tokio::spawn(run_process_pod(ctx.clone(), rx));
@@ -723,6 +730,10 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Value>) {
             }
         }
     };
+    if ctx.shutting_down.load(Ordering::Acquire) {
+        // The node is going: nothing new starts.
+        return;
+    }
     let policy = first.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always").to_string();
     let ready_before: HashSet<String> = status::ready_containers(&first).into_iter().collect();
     let procs = PodProcesses::start(pod_dir.clone(), ctx.options.shim.clone(), policy, init, containers, ready_before);

@@ -54,7 +54,9 @@ pub fn error(code: StatusCode, message: &str) -> Response<Body> {
 pub struct PodEntry {
     /// The pod as last seen.
     pub pod: Value,
-    /// Its processes (None: simulated).
+    /// Its images are allowlisted: it runs processes (once they are started).
+    pub real: bool,
+    /// Its processes, once started.
     pub procs: Option<Arc<PodProcesses>>,
     /// Its address.
     pub ip: String,
@@ -133,6 +135,16 @@ fn pod_name(pod: &Value) -> &str {
     pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default()
 }
 
+/// The answer for a pod whose processes do not run (yet): it is simulated, or still being created.
+fn not_started(e: &PodEntry, pod: &str, container: &str, purpose: &str) -> Response<Body> {
+    if !e.real {
+        return error(StatusCode::BAD_REQUEST, format!("pod {pod} {SIMULATED} {purpose}").trim_end());
+    }
+    let what =
+        if container.is_empty() { format!("pod {pod:?}") } else { format!("container {container:?} in pod {pod:?}") };
+    error(StatusCode::BAD_REQUEST, &format!("{what} is waiting to start: ContainerCreating"))
+}
+
 fn spdy_only() -> Response<Body> {
     error(
         StatusCode::BAD_REQUEST,
@@ -152,7 +164,7 @@ fn exec_or_attach(
         return error(StatusCode::BAD_REQUEST, &format!("container {container} is not valid for pod {name}"));
     }
     let Some(procs) = e.procs else {
-        return error(StatusCode::BAD_REQUEST, &format!("pod {name} {SIMULATED} to {verb}"));
+        return not_started(&e, &name, container, &format!("to {verb}"));
     };
     let Some(target) = procs.exec_target(container) else {
         return error(StatusCode::BAD_REQUEST, &format!("container {container} in pod {name} is not running"));
@@ -189,7 +201,7 @@ fn exec_or_attach(
 
 fn port_forward(req: Request<Incoming>, e: PodEntry, name: &str, query: &[(String, String)]) -> Response<Body> {
     if e.procs.is_none() {
-        return error(StatusCode::BAD_REQUEST, &format!("pod {name} {SIMULATED} listening to forward to"));
+        return not_started(&e, name, "", "listening to forward to");
     }
     let (pod, ip) = (name.to_string(), e.ip.clone());
     if ws::is_websocket(&req) {
@@ -267,7 +279,7 @@ fn logs(e: PodEntry, container: &str, query: &[(String, String)]) -> Response<Bo
     let (previous, follow) = (flag("previous"), flag("follow"));
     let Some(procs) = e.procs else {
         // Simulated containers print nothing.
-        return Response::new(empty());
+        return if e.real { not_started(&e, &name, container, "") } else { Response::new(empty()) };
     };
     let dir = procs.container_dir(container);
     let current = procs.current_run(container).or_else(|| dir.state().map(|s| s.run));
