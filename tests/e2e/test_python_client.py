@@ -7,7 +7,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from conftest import MANIFESTS
+from conftest import wait_for, MANIFESTS
 
 
 def configmap(name, data=None, labels=None):
@@ -155,6 +155,40 @@ def test_410_after_compaction_and_relist(make_cluster):
     api.create_namespaced_config_map("default", configmap("after"))
     for ev in watch.Watch().stream(api.list_namespaced_config_map, "default", resource_version=lst.metadata.resource_version, timeout_seconds=3):
         assert (ev["type"], ev["object"].metadata.name) == ("ADDED", "after")
+        break
+    else:
+        pytest.fail("no event after relist")
+
+
+def history(c):
+    """The API server's history gauges from /metrics."""
+    text = c.kubectl("get", "--raw", "/metrics").stdout
+    return {line.split()[0]: int(line.split()[1]) for line in text.splitlines()
+            if line.startswith("apiserver_watch_history_") or line.startswith("apiserver_revision")}
+
+
+def test_history_older_than_the_retention_window_is_compacted(make_cluster):
+    c = make_cluster(extra_args=["--history-seconds", "2"])
+    api = client.CoreV1Api(c.api_client())
+    api.create_namespaced_config_map("default", configmap("early"))
+    early_rv = api.read_namespaced_config_map("early", "default").metadata.resource_version
+    h = history(c)
+    assert h["apiserver_watch_history_events"] >= 1 and h["apiserver_watch_history_bytes"] > 0
+    # Idle: the history ages out on its own, and /metrics shows it.
+    h = wait_for(lambda: (m := history(c)) and m["apiserver_watch_history_events"] == 0 and m, timeout=20,
+                 message="the history compacted")
+    assert h["apiserver_watch_history_bytes"] == 0
+    assert h["apiserver_watch_history_oldest_revision"] == h["apiserver_revision"] >= int(early_rv)
+    with pytest.raises(ApiException) as e:
+        for _ in watch.Watch().stream(api.list_namespaced_config_map, "default", resource_version=str(int(early_rv) - 1),
+                                      timeout_seconds=3):
+            pass
+    assert e.value.status == 410, "a watcher older than the window gets 410"
+    lst = api.list_namespaced_config_map("default")
+    api.create_namespaced_config_map("default", configmap("later"))
+    for ev in watch.Watch().stream(api.list_namespaced_config_map, "default", resource_version=lst.metadata.resource_version,
+                                   timeout_seconds=3):
+        assert (ev["type"], ev["object"].metadata.name) == ("ADDED", "later"), "a relist recovers"
         break
     else:
         pytest.fail("no event after relist")

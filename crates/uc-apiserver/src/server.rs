@@ -359,7 +359,19 @@ async fn handle_inner(app: &Arc<App>, req: Request<Incoming>) -> Result<Response
     }
     let (parts, body) = req.into_parts();
     if path == "/metrics" && parts.method == Method::GET {
-        let mut r = Response::new(full(app.traffic.render()));
+        let h = app.store.history();
+        let history = format!(
+            "# HELP apiserver_watch_history_events Changes kept for watches and lists at a past revision.\n\
+             # TYPE apiserver_watch_history_events gauge\napiserver_watch_history_events {}\n\
+             # HELP apiserver_watch_history_bytes Size of the kept changes as JSON.\n\
+             # TYPE apiserver_watch_history_bytes gauge\napiserver_watch_history_bytes {}\n\
+             # HELP apiserver_watch_history_oldest_revision The oldest revision a watch can start from.\n\
+             # TYPE apiserver_watch_history_oldest_revision gauge\napiserver_watch_history_oldest_revision {}\n\
+             # HELP apiserver_revision The newest revision.\n\
+             # TYPE apiserver_revision gauge\napiserver_revision {}\n",
+            h.events, h.bytes, h.oldest_revision, h.revision
+        );
+        let mut r = Response::new(full(app.traffic.render() + &history));
         r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"));
         return Ok(r);
     }

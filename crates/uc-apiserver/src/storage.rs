@@ -93,6 +93,22 @@ pub struct Event {
     pub object: Obj,
     /// The object before the change.
     pub prev: Option<Obj>,
+    /// When the change was made (history older than the retention window is compacted).
+    pub at: std::time::Instant,
+    /// The change's size as JSON (approximately), for the history's byte budget.
+    pub bytes: usize,
+}
+
+/// The approximate size of a value written as JSON, without writing it.
+pub fn json_size(v: &Value) -> usize {
+    match v {
+        Value::Null => 4,
+        Value::Bool(_) => 5,
+        Value::Number(_) => 4,
+        Value::String(s) => s.len() + 2,
+        Value::Array(a) => 2 + a.iter().map(|x| json_size(x) + 1).sum::<usize>(),
+        Value::Object(m) => 2 + m.iter().map(|(k, x)| k.len() + 4 + json_size(x)).sum::<usize>(),
+    }
 }
 
 /// A write.
@@ -171,6 +187,8 @@ struct State {
     revision: u64,
     objects: HashMap<GroupResource, BTreeMap<String, Obj>>,
     log: VecDeque<Arc<Event>>,
+    /// The sum of the logged events' sizes.
+    log_bytes: usize,
     /// Every event with rv > log_start is in `log`.
     log_start: u64,
     uids: HashMap<String, ObjRef>,
@@ -178,6 +196,34 @@ struct State {
 }
 
 impl State {
+    fn push_event(&mut self, ev: Arc<Event>) {
+        self.log_bytes += ev.bytes;
+        self.log.push_back(ev);
+    }
+
+    /// Drops the oldest history: beyond the event count, older than the retention window, or beyond
+    /// the byte budget. Watches and lists from a compacted revision get 410 Gone.
+    fn compact(&mut self, options: &StoreOptions, now: std::time::Instant) {
+        while let Some(front) = self.log.front() {
+            let expired = now.saturating_duration_since(front.at) > options.retention;
+            let over = self.log.len() > options.log_capacity || self.log_bytes > options.log_budget_bytes;
+            if !expired && !over {
+                return;
+            }
+            if let Some(ev) = self.log.pop_front() {
+                self.log_start = ev.rv;
+                self.log_bytes -= ev.bytes;
+            }
+        }
+    }
+
+    /// Whether `compact` would drop anything now.
+    fn wants_compaction(&self, options: &StoreOptions, now: std::time::Instant) -> bool {
+        self.log.front().is_some_and(|f| now.saturating_duration_since(f.at) > options.retention)
+            || self.log.len() > options.log_capacity
+            || self.log_bytes > options.log_budget_bytes
+    }
+
     fn index(&mut self, gr: &GroupResource, key: &str, old: Option<&Value>, new: Option<&Value>) {
         if let Some(old) = old {
             if let Some(uid) = uid_of(old) {
@@ -208,16 +254,39 @@ type Reply = oneshot::Sender<Result<Obj, StoreError>>;
 /// Storage options.
 #[derive(Clone, Debug)]
 pub struct StoreOptions {
-    /// Events kept in the revision log; older revisions are compacted (watching from them gives 410).
+    /// Most events kept in the revision log; older revisions are compacted (watching from them gives
+    /// 410).
     pub log_capacity: usize,
+    /// How long history is kept (kube-apiserver compacts every 5 minutes by default).
+    pub retention: std::time::Duration,
+    /// Most bytes (as JSON) of history kept, whatever its age.
+    pub log_budget_bytes: usize,
     /// Log segment size that triggers a snapshot (default 64 MiB).
     pub checkpoint_bytes: Option<u64>,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self { log_capacity: 100_000, checkpoint_bytes: None }
+        Self {
+            log_capacity: 100_000,
+            retention: std::time::Duration::from_secs(300),
+            log_budget_bytes: 256 << 20,
+            checkpoint_bytes: None,
+        }
     }
+}
+
+/// What the revision log holds now (for `/metrics`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HistoryStats {
+    /// Events in the log.
+    pub events: usize,
+    /// Their size as JSON.
+    pub bytes: usize,
+    /// The oldest revision a watch can start from.
+    pub oldest_revision: u64,
+    /// The newest revision.
+    pub revision: u64,
 }
 
 /// The object store. Cheap to share behind an `Arc`.
@@ -270,13 +339,23 @@ impl Store {
                                     continue;
                                 }
                             };
-                            let ev =
-                                Event { rv, kind, gr: gr.clone(), key: key.to_string(), object, prev: old.clone() };
-                            state.log.push_back(Arc::new(ev));
+                            let bytes = json_size(&object);
+                            let ev = Event {
+                                rv,
+                                kind,
+                                gr: gr.clone(),
+                                key: key.to_string(),
+                                object,
+                                prev: old.clone(),
+                                at: std::time::Instant::now(),
+                                bytes,
+                            };
+                            state.push_event(Arc::new(ev));
                             if state.log.len() > options.log_capacity
                                 && let Some(ev) = state.log.pop_front()
                             {
                                 log_start = ev.rv;
+                                state.log_bytes -= ev.bytes;
                             }
                         }
                         rv += 1;
@@ -302,7 +381,38 @@ impl Store {
             .name("uc-store-writer".into())
             .spawn(move || writer_loop(weak, wal, rx))
             .map_err(|e| StoreError::Backend(format!("cannot start the writer thread: {e}")))?;
+        // History also ages while nothing is written.
+        let weak = Arc::downgrade(&store);
+        std::thread::Builder::new()
+            .name("uc-store-compactor".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(std::time::Duration::from_secs(1));
+                    let Some(store) = weak.upgrade() else { return };
+                    store.compact_now();
+                }
+            })
+            .map_err(|e| StoreError::Backend(format!("cannot start the compactor thread: {e}")))?;
         Ok(store)
+    }
+
+    /// Compacts history that has aged out or is beyond the budget.
+    pub fn compact_now(&self) {
+        let now = std::time::Instant::now();
+        if self.state.read().wants_compaction(&self.options, now) {
+            self.state.write().compact(&self.options, now);
+        }
+    }
+
+    /// What the revision log holds.
+    pub fn history(&self) -> HistoryStats {
+        let state = self.state.read();
+        HistoryStats {
+            events: state.log.len(),
+            bytes: state.log_bytes,
+            oldest_revision: state.log_start,
+            revision: state.revision,
+        }
     }
 
     /// The newest revision.
@@ -501,16 +611,13 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
             state.index(&ev.gr, &ev.key, old.as_deref(), new.as_deref());
         }
         for p in &mut planned {
-            if let Some(ev) = p.event.take() {
-                state.log.push_back(Arc::new(ev));
+            if let Some(mut ev) = p.event.take() {
+                ev.bytes = json_size(&ev.object);
+                state.push_event(Arc::new(ev));
             }
         }
         state.revision = revision;
-        while state.log.len() > store.options.log_capacity {
-            if let Some(ev) = state.log.pop_front() {
-                state.log_start = ev.rv;
-            }
-        }
+        state.compact(&store.options, std::time::Instant::now());
     }
     store.revision_tx.send_replace(revision);
     if let Some(wal) = wal
@@ -537,6 +644,7 @@ fn with_rv(mut v: Value, rv: u64) -> Value {
 }
 
 fn plan(op: Op, current: Option<&Obj>, rv: u64) -> Result<Event, StoreError> {
+    let now = std::time::Instant::now;
     let stamp = |v: Value| Arc::new(with_rv(v, rv));
     let check = |expect_rv: u64| -> Result<&Obj, StoreError> {
         let cur = current.ok_or(StoreError::NotFound)?;
@@ -551,16 +659,25 @@ fn plan(op: Op, current: Option<&Obj>, rv: u64) -> Result<Event, StoreError> {
             if current.is_some() {
                 return Err(StoreError::AlreadyExists);
             }
-            Ok(Event { rv, kind: EventType::Added, gr, key, object: stamp(object), prev: None })
+            Ok(Event { rv, kind: EventType::Added, gr, key, object: stamp(object), prev: None, at: now(), bytes: 0 })
         }
         Op::Update { gr, key, object, expect_rv } => {
             let prev = check(expect_rv)?.clone();
-            Ok(Event { rv, kind: EventType::Modified, gr, key, object: stamp(object), prev: Some(prev) })
+            Ok(Event {
+                rv,
+                kind: EventType::Modified,
+                gr,
+                key,
+                object: stamp(object),
+                prev: Some(prev),
+                at: now(),
+                bytes: 0,
+            })
         }
         Op::Delete { gr, key, expect_rv } => {
             let prev = check(expect_rv)?.clone();
             let object = stamp((*prev).clone());
-            Ok(Event { rv, kind: EventType::Deleted, gr, key, object, prev: Some(prev) })
+            Ok(Event { rv, kind: EventType::Deleted, gr, key, object, prev: Some(prev), at: now(), bytes: 0 })
         }
     }
 }
@@ -588,6 +705,55 @@ mod tests {
 
     fn gr() -> GroupResource {
         GroupResource::new("", "pods")
+    }
+
+    #[tokio::test]
+    async fn history_is_compacted_by_age_and_by_bytes() {
+        let options = StoreOptions {
+            retention: std::time::Duration::from_millis(200),
+            log_budget_bytes: 100_000,
+            ..Default::default()
+        };
+        let store = Store::open(None, options).unwrap();
+        for i in 0..5 {
+            store.write(Op::Create { gr: gr(), key: format!("ns/p{i}"), object: pod(&format!("p{i}")) }).await.unwrap();
+        }
+        let h = store.history();
+        assert_eq!((h.events, h.oldest_revision, h.revision), (5, 0, 5));
+        assert!(h.bytes > 5 * 50, "sizes are counted: {h:?}");
+        assert!(store.events_after(0, |_| {}).is_ok());
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        store.compact_now();
+        let h = store.history();
+        assert_eq!((h.events, h.bytes, h.oldest_revision), (0, 0, 5), "aged out");
+        assert!(matches!(store.events_after(2, |_| {}), Err(StoreError::Gone { requested: 2, oldest: 5 })));
+        assert!(matches!(store.list(&gr(), None, Some(3)), Err(StoreError::Gone { .. })));
+        assert_eq!(store.list(&gr(), None, None).unwrap().0.len(), 5, "objects stay; only history goes");
+        assert!(store.events_after(5, |_| {}).is_ok(), "watching from now works");
+        // The byte budget: big objects push the oldest out at once.
+        let big = |name: &str| {
+            let mut p = pod(name);
+            p["data"] = json!("x".repeat(40_000));
+            p
+        };
+        for i in 0..4 {
+            store
+                .write(Op::Create { gr: gr(), key: format!("ns/big{i}"), object: big(&format!("big{i}")) })
+                .await
+                .unwrap();
+        }
+        let h = store.history();
+        assert!(h.bytes <= 100_000 && h.events == 2, "{h:?}");
+        assert_eq!(h.oldest_revision, 7);
+    }
+
+    #[test]
+    fn json_sizes_are_close_to_the_written_length() {
+        let v =
+            json!({"metadata": {"name": "a", "labels": {"x": "y"}}, "spec": {"n": [1, 2, 3], "ok": true, "s": null}});
+        let written = serde_json::to_vec(&v).unwrap().len();
+        let estimate = json_size(&v);
+        assert!(estimate.abs_diff(written) * 5 <= written, "{estimate} vs {written}");
     }
 
     #[tokio::test]

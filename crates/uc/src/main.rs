@@ -84,9 +84,16 @@ struct UpArgs {
     /// Keep objects in memory only (nothing survives a restart).
     #[arg(long)]
     in_memory: bool,
-    /// Watch events kept for resuming watches; older resourceVersions get 410 Gone.
+    /// Most watch events kept for resuming watches; older resourceVersions get 410 Gone.
     #[arg(long, default_value_t = 100_000)]
     watch_cache_events: usize,
+    /// Seconds of history kept for watches and lists at a past revision (kube-apiserver compacts every
+    /// 5 minutes); older resourceVersions get 410 Gone.
+    #[arg(long, default_value_t = 300)]
+    history_seconds: u64,
+    /// Most megabytes (as JSON) of history kept, whatever its age.
+    #[arg(long, default_value_t = 256)]
+    history_mb: usize,
     /// Port of the engine's /metrics, /healthz, /readyz on 127.0.0.1 (0 picks one; written to
     /// <data-dir>/metrics-address).
     #[arg(long, default_value_t = 0)]
@@ -185,6 +192,8 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
     config.kubelet_token = Some(kubelet_token.clone());
     config.durable = !args.in_memory;
     config.store.log_capacity = args.watch_cache_events.max(1);
+    config.store.retention = std::time::Duration::from_secs(args.history_seconds);
+    config.store.log_budget_bytes = args.history_mb.saturating_mul(1 << 20);
     let server = uc_apiserver::start(config)
         .await
         .with_context(|| format!("starting the API server in {}", args.data_dir.display()))?;
