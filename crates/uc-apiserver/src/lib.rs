@@ -9,6 +9,7 @@ pub mod discovery;
 pub mod error;
 pub mod gc;
 pub mod handlers;
+pub mod history;
 pub mod kubelet;
 pub mod openapi;
 pub mod patch;

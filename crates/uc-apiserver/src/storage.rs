@@ -6,7 +6,7 @@
 //! the log with one fdatasync, and only then publishes it to readers and watchers and acknowledges it. So a
 //! watcher never sees a change that a crash could still lose, and one fsync pays for many writes.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -15,6 +15,8 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 use uc_api::GroupResource;
 
+pub use crate::history::{Event, EventType, HistoryStats, json_size};
+use crate::history::{History, Limits};
 use crate::wal::{Change, Wal};
 
 /// A stored object, shared between the state, the revision log and responses.
@@ -54,61 +56,6 @@ pub enum StoreError {
     /// The writer thread is gone (the server is shutting down).
     #[error("storage is shutting down")]
     Closed,
-}
-
-/// What happened to an object.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventType {
-    /// Created.
-    Added,
-    /// Updated.
-    Modified,
-    /// Removed.
-    Deleted,
-}
-
-impl EventType {
-    /// The watch event type string.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Added => "ADDED",
-            EventType::Modified => "MODIFIED",
-            EventType::Deleted => "DELETED",
-        }
-    }
-}
-
-/// One entry of the revision log.
-#[derive(Debug)]
-pub struct Event {
-    /// The revision this change created.
-    pub rv: u64,
-    /// What happened.
-    pub kind: EventType,
-    /// Resource type of the object.
-    pub gr: GroupResource,
-    /// Storage key `namespace/name`.
-    pub key: String,
-    /// The object after the change (for deletes: its last state, with the delete's resourceVersion).
-    pub object: Obj,
-    /// The object before the change.
-    pub prev: Option<Obj>,
-    /// When the change was made (history older than the retention window is compacted).
-    pub at: std::time::Instant,
-    /// The change's size as JSON (approximately), for the history's byte budget.
-    pub bytes: usize,
-}
-
-/// The approximate size of a value written as JSON, without writing it.
-pub fn json_size(v: &Value) -> usize {
-    match v {
-        Value::Null => 4,
-        Value::Bool(_) => 5,
-        Value::Number(_) => 4,
-        Value::String(s) => s.len() + 2,
-        Value::Array(a) => 2 + a.iter().map(|x| json_size(x) + 1).sum::<usize>(),
-        Value::Object(m) => 2 + m.iter().map(|(k, x)| k.len() + 4 + json_size(x)).sum::<usize>(),
-    }
 }
 
 /// A write.
@@ -186,44 +133,12 @@ pub type ObjRef = (GroupResource, String);
 struct State {
     revision: u64,
     objects: HashMap<GroupResource, BTreeMap<String, Obj>>,
-    log: VecDeque<Arc<Event>>,
-    /// The sum of the logged events' sizes.
-    log_bytes: usize,
-    /// Every event with rv > log_start is in `log`.
-    log_start: u64,
+    history: History,
     uids: HashMap<String, ObjRef>,
     dependents: HashMap<String, HashSet<ObjRef>>,
 }
 
 impl State {
-    fn push_event(&mut self, ev: Arc<Event>) {
-        self.log_bytes += ev.bytes;
-        self.log.push_back(ev);
-    }
-
-    /// Drops the oldest history: beyond the event count, older than the retention window, or beyond
-    /// the byte budget. Watches and lists from a compacted revision get 410 Gone.
-    fn compact(&mut self, options: &StoreOptions, now: std::time::Instant) {
-        while let Some(front) = self.log.front() {
-            let expired = now.saturating_duration_since(front.at) > options.retention;
-            let over = self.log.len() > options.log_capacity || self.log_bytes > options.log_budget_bytes;
-            if !expired && !over {
-                return;
-            }
-            if let Some(ev) = self.log.pop_front() {
-                self.log_start = ev.rv;
-                self.log_bytes -= ev.bytes;
-            }
-        }
-    }
-
-    /// Whether `compact` would drop anything now.
-    fn wants_compaction(&self, options: &StoreOptions, now: std::time::Instant) -> bool {
-        self.log.front().is_some_and(|f| now.saturating_duration_since(f.at) > options.retention)
-            || self.log.len() > options.log_capacity
-            || self.log_bytes > options.log_budget_bytes
-    }
-
     fn index(&mut self, gr: &GroupResource, key: &str, old: Option<&Value>, new: Option<&Value>) {
         if let Some(old) = old {
             if let Some(uid) = uid_of(old) {
@@ -265,6 +180,12 @@ pub struct StoreOptions {
     pub checkpoint_bytes: Option<u64>,
 }
 
+impl StoreOptions {
+    fn limits(&self) -> Limits {
+        Limits { events: self.log_capacity, retention: self.retention, bytes: self.log_budget_bytes }
+    }
+}
+
 impl Default for StoreOptions {
     fn default() -> Self {
         Self {
@@ -274,19 +195,6 @@ impl Default for StoreOptions {
             checkpoint_bytes: None,
         }
     }
-}
-
-/// What the revision log holds now (for `/metrics`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HistoryStats {
-    /// Events in the log.
-    pub events: usize,
-    /// Their size as JSON.
-    pub bytes: usize,
-    /// The oldest revision a watch can start from.
-    pub oldest_revision: u64,
-    /// The newest revision.
-    pub revision: u64,
 }
 
 /// The object store. Cheap to share behind an `Arc`.
@@ -308,7 +216,7 @@ impl Store {
                 if let Some(bytes) = options.checkpoint_bytes {
                     wal.checkpoint_bytes = bytes;
                 }
-                let mut log_start = recovered.snapshot_revision;
+                state.history.start = recovered.snapshot_revision;
                 for record in recovered.records {
                     // Changes of one record took consecutive revisions ending at the record's.
                     let from_log = record.revision > recovered.snapshot_revision;
@@ -350,13 +258,8 @@ impl Store {
                                 at: std::time::Instant::now(),
                                 bytes,
                             };
-                            state.push_event(Arc::new(ev));
-                            if state.log.len() > options.log_capacity
-                                && let Some(ev) = state.log.pop_front()
-                            {
-                                log_start = ev.rv;
-                                state.log_bytes -= ev.bytes;
-                            }
+                            state.history.push(Arc::new(ev));
+                            state.history.compact(&options.limits(), std::time::Instant::now());
                         }
                         rv += 1;
                         if let Some(new) = new {
@@ -365,11 +268,13 @@ impl Store {
                     }
                     state.revision = state.revision.max(record.revision);
                 }
-                state.log_start = if state.log.is_empty() { state.revision } else { log_start };
+                if state.history.is_empty() {
+                    state.history.start = state.revision;
+                }
                 Some(wal)
             }
             None => {
-                state.log_start = state.revision;
+                state.history.start = state.revision;
                 None
             }
         };
@@ -398,21 +303,16 @@ impl Store {
 
     /// Compacts history that has aged out or is beyond the budget.
     pub fn compact_now(&self) {
-        let now = std::time::Instant::now();
-        if self.state.read().wants_compaction(&self.options, now) {
-            self.state.write().compact(&self.options, now);
+        let (limits, now) = (self.options.limits(), std::time::Instant::now());
+        if self.state.read().history.wants_compaction(&limits, now) {
+            self.state.write().history.compact(&limits, now);
         }
     }
 
     /// What the revision log holds.
     pub fn history(&self) -> HistoryStats {
         let state = self.state.read();
-        HistoryStats {
-            events: state.log.len(),
-            bytes: state.log_bytes,
-            oldest_revision: state.log_start,
-            revision: state.revision,
-        }
+        state.history.stats(state.revision)
     }
 
     /// The newest revision.
@@ -422,7 +322,7 @@ impl Store {
 
     /// The oldest revision a watch can start from.
     pub fn oldest_revision(&self) -> u64 {
-        self.state.read().log_start
+        self.state.read().history.start
     }
 
     /// A receiver that changes whenever a new revision is published.
@@ -493,12 +393,10 @@ impl Store {
             Some(at) if at >= state.revision => return Ok((collect(current), state.revision)),
             Some(at) => at,
         };
-        if at < state.log_start {
-            return Err(StoreError::Gone { requested: at, oldest: state.log_start });
-        }
+        state.history.check(at)?;
         // Rebuild the past state by undoing, newest first, every later change to this type.
         let mut past = current.clone();
-        for ev in state.log.iter().rev().take_while(|e| e.rv > at) {
+        for ev in state.history.newest_first().take_while(|e| e.rv > at) {
             if ev.gr != *gr || !in_scope(&ev.key) {
                 continue;
             }
@@ -518,11 +416,7 @@ impl Store {
     /// (or `after` when there is nothing new), or `Gone` if events after `after` were compacted.
     pub fn events_after(&self, after: u64, mut f: impl FnMut(&Arc<Event>)) -> Result<u64, StoreError> {
         let state = self.state.read();
-        if after < state.log_start {
-            return Err(StoreError::Gone { requested: after, oldest: state.log_start });
-        }
-        let skip = (after - state.log_start) as usize;
-        for ev in state.log.iter().skip(skip) {
+        for ev in state.history.after(after)? {
             f(ev);
         }
         Ok(state.revision.max(after))
@@ -613,11 +507,11 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
         for p in &mut planned {
             if let Some(mut ev) = p.event.take() {
                 ev.bytes = json_size(&ev.object);
-                state.push_event(Arc::new(ev));
+                state.history.push(Arc::new(ev));
             }
         }
         state.revision = revision;
-        state.compact(&store.options, std::time::Instant::now());
+        state.history.compact(&store.options.limits(), std::time::Instant::now());
     }
     store.revision_tx.send_replace(revision);
     if let Some(wal) = wal
@@ -745,15 +639,6 @@ mod tests {
         let h = store.history();
         assert!(h.bytes <= 100_000 && h.events == 2, "{h:?}");
         assert_eq!(h.oldest_revision, 7);
-    }
-
-    #[test]
-    fn json_sizes_are_close_to_the_written_length() {
-        let v =
-            json!({"metadata": {"name": "a", "labels": {"x": "y"}}, "spec": {"n": [1, 2, 3], "ok": true, "s": null}});
-        let written = serde_json::to_vec(&v).unwrap().len();
-        let estimate = json_size(&v);
-        assert!(estimate.abs_diff(written) * 5 <= written, "{estimate} vs {written}");
     }
 
     #[tokio::test]
