@@ -7,7 +7,7 @@
 //! exec, attach and port-forward ([`server`]), gives pods their volumes ([`volumes`]) and environment
 //! ([`env`]), names ([`names`]) and working Service cluster IPs ([`proxy`]).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,6 +31,7 @@ pub mod names;
 pub mod objects;
 pub mod pod;
 pub mod portforward;
+mod prepare;
 pub mod probe;
 pub mod proxy;
 pub mod server;
@@ -43,7 +44,8 @@ mod ws;
 pub use simulate::{EXIT_CODE, READY_DELAY, RUN_SECONDS, START_DELAY, simulate};
 
 use allowlist::Allowlist;
-use pod::{ExecTarget, PodProcesses, Prepared, Unprepared};
+use pod::PodProcesses;
+use prepare::{prepare_pod, refresh_volumes, update_images};
 use server::{PodEntry, Pods};
 
 /// Node agent options.
@@ -266,9 +268,9 @@ async fn watch_services(client: kube::Client, hosts: Option<Arc<names::HostsFile
 
 /// An object event as `(object, deleted)`.
 fn event_value<K: serde::Serialize>(e: watcher::Event<K>) -> Option<(Value, bool)> {
-    match e {
-        watcher::Event::Apply(o) | watcher::Event::InitApply(o) => serde_json::to_value(o).ok().map(|v| (v, false)),
-        watcher::Event::Delete(o) => serde_json::to_value(o).ok().map(|v| (v, true)),
+    match objects::as_values(e) {
+        watcher::Event::Apply(v) | watcher::Event::InitApply(v) => Some((v, false)),
+        watcher::Event::Delete(v) => Some((v, true)),
         _ => None,
     }
 }
@@ -505,202 +507,6 @@ pub(crate) async fn finish_deletion(client: &kube::Client, pod: &Value) {
     let _ = api.delete(meta(pod, "name"), &dp).await;
 }
 
-/// The ConfigMaps and Secrets a pod names, read now (those that do not exist are absent).
-async fn read_sources(ctx: &Ctx, pod: &Value) -> BTreeMap<(env::Kind, String), BTreeMap<String, Vec<u8>>> {
-    let ns = meta(pod, "namespace");
-    let mut out = BTreeMap::new();
-    for (kind, name) in env::referenced(pod).into_keys() {
-        if let Some(data) = ctx.objects.get(kind, ns, &name).await {
-            out.insert((kind, name), data);
-        }
-    }
-    out
-}
-
-/// A token for a pod's projected service account token: from the TokenRequest API when the API
-/// server has it, else the node's stand-in.
-async fn service_account_token(ctx: &Ctx, pod: &Value) -> Option<String> {
-    let wants = pod
-        .pointer("/spec/volumes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.pointer("/projected/sources").and_then(Value::as_array))
-        .flatten()
-        .any(|s| s.get("serviceAccountToken").is_some());
-    if !wants {
-        return None;
-    }
-    let sa = match pod.pointer("/spec/serviceAccountName").and_then(Value::as_str) {
-        Some(s) if !s.is_empty() => s,
-        _ => "default",
-    };
-    let api: Api<k8s_openapi::api::core::v1::ServiceAccount> =
-        Api::namespaced(ctx.client.clone(), meta(pod, "namespace"));
-    let request: k8s_openapi::api::authentication::v1::TokenRequest =
-        serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 3600}})).ok()?;
-    match api.create_token_request(sa, &PostParams::default(), &request).await {
-        Ok(t) => t.status.map(|s| s.token),
-        Err(_) => ctx.options.fallback_token.clone(),
-    }
-}
-
-/// Writes the pod's node-written volumes (configMap, secret, downwardAPI, projected); fails like a
-/// kubelet's mount when a required source is missing.
-fn write_volumes(
-    pod: &Value,
-    ip: &str,
-    pod_dir: &Path,
-    sources: &dyn env::Sources,
-    token: Option<&str>,
-) -> Result<(), String> {
-    for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
-        if !volumes::is_projected(v) {
-            continue;
-        }
-        let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
-        let files = volumes::render(v, pod, ip, sources, token)
-            .map_err(|e| format!("MountVolume.SetUp failed for volume {name:?} : {e}"))?;
-        volumes::write_volume(&pod_dir.join("volumes").join(name), &files)
-            .map_err(|e| format!("MountVolume.SetUp failed for volume {name:?} : {e}"))?;
-    }
-    Ok(())
-}
-
-/// What every container's environment starts with.
-fn base_env(ctx: &Ctx, pod: &Value, ip: &str) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = std::env::vars().collect();
-    let hostname = pod.pointer("/spec/hostname").and_then(Value::as_str).unwrap_or(meta(pod, "name"));
-    env.extend([
-        ("POD_IP".to_string(), ip.to_string()),
-        ("POD_NAME".to_string(), meta(pod, "name").to_string()),
-        ("POD_NAMESPACE".to_string(), meta(pod, "namespace").to_string()),
-        ("HOSTNAME".to_string(), hostname.to_string()),
-    ]);
-    if let Some(api) = ctx.options.api_server {
-        env.extend([
-            ("KUBERNETES_SERVICE_HOST".to_string(), api.ip().to_string()),
-            ("KUBERNETES_SERVICE_PORT".to_string(), api.port().to_string()),
-            ("KUBERNETES_SERVICE_PORT_HTTPS".to_string(), api.port().to_string()),
-            ("KUBERNETES_PORT".to_string(), format!("tcp://{api}")),
-        ]);
-    }
-    env
-}
-
-/// Prepares one container; an error is the container's (it does not start; the pod's others do).
-fn prepare(
-    ctx: &Ctx,
-    pod: &Value,
-    c: &Value,
-    ip: &str,
-    env: Vec<(String, String)>,
-    dirs: &HashMap<String, PathBuf>,
-) -> Result<Prepared, Unprepared> {
-    let name = c.get("name").and_then(Value::as_str).unwrap_or("main").to_string();
-    let fail = |reason: &str, message: String| (name.clone(), (reason.to_string(), message));
-    let image = c.get("image").and_then(Value::as_str).unwrap_or_default().to_string();
-    let entry = ctx
-        .options
-        .allowlist
-        .find(&image)
-        .cloned()
-        .ok_or_else(|| fail("ErrImageNeverPull", format!("image {image:?} is not on the node's allowlist")))?;
-    let argv = allowlist::argv(&entry, c).map_err(|e| fail("RunContainerError", e))?;
-    let argv: Vec<String> = argv.iter().map(|a| env::expand(a, &env)).collect();
-    let mounts = volumes::mounts_of(c, dirs).map_err(|e| fail("CreateContainerConfigError", e))?;
-    let workdir = c.get("workingDir").and_then(Value::as_str).filter(|d| !d.is_empty()).map(String::from);
-    let names = volumes::NameFiles { hosts: ctx.hosts.as_ref().map(|h| h.path(meta(pod, "namespace"))) };
-    let isolated = volumes::can_isolate();
-    let argv = volumes::isolate(argv, &names, &mounts, workdir.as_deref());
-    Ok(Prepared {
-        spec: container::Spec {
-            argv,
-            env: env.clone(),
-            cwd: if isolated { None } else { workdir.as_ref().map(PathBuf::from) },
-            stdin: c.get("stdin").and_then(Value::as_bool).unwrap_or(false),
-        },
-        exec: ExecTarget { pid: 0, ip: ip.to_string(), env, workdir, entry },
-        container: c.clone(),
-        image,
-        name,
-    })
-}
-
-type PreparedPod = (Vec<Result<Prepared, Unprepared>>, Vec<Result<Prepared, Unprepared>>);
-
-/// Everything a pod's containers need before they start: volumes written, environments computed.
-/// Fails (`reason`, `message`) while a required ConfigMap or Secret is missing.
-async fn prepare_pod(ctx: &Ctx, pod: &Value, ip: &str, pod_dir: &Path) -> Result<PreparedPod, (String, String)> {
-    let sources = read_sources(ctx, pod).await;
-    let dirs = volumes::volume_dirs(pod, &ctx.options.volumes_dir, pod_dir);
-    // Claims and emptyDirs are uc's to create; a hostPath is the machine's and must exist.
-    for d in dirs.values().filter(|d| d.starts_with(&ctx.options.volumes_dir) || d.starts_with(pod_dir)) {
-        let _ = std::fs::create_dir_all(d);
-    }
-    let token = service_account_token(ctx, pod).await;
-    write_volumes(pod, ip, pod_dir, &sources, token.as_deref()).map_err(|m| ("ContainerCreating".to_string(), m))?;
-    let base = base_env(ctx, pod, ip);
-    let list = |key: &str| pod.pointer(&format!("/spec/{key}")).and_then(Value::as_array).cloned().unwrap_or_default();
-    let mut prepared = Vec::new();
-    for key in ["initContainers", "containers"] {
-        let mut out = Vec::new();
-        for c in list(key) {
-            let env = env::container_env(pod, &c, ip, &base, &sources)
-                .map_err(|m| ("CreateContainerConfigError".to_string(), m))?;
-            out.push(prepare(ctx, pod, &c, ip, env, &dirs));
-        }
-        prepared.push(out);
-    }
-    let containers = prepared.pop().unwrap_or_default();
-    let init = prepared.pop().unwrap_or_default();
-    Ok((init, containers))
-}
-
-/// Keeps a pod's node-written volumes current: rewritten when a source or the pod changes.
-async fn refresh_volumes(ctx: Arc<Ctx>, mut rx: watch::Receiver<Value>, ip: String, pod_dir: PathBuf) {
-    let pod = rx.borrow().clone();
-    if !pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten().any(volumes::is_projected) {
-        return;
-    }
-    let ns = meta(&pod, "namespace").to_string();
-    // One notification channel for every source: its forwarders end when this task does.
-    let (notify_tx, mut notify) = tokio::sync::mpsc::channel::<()>(1);
-    for (kind, name) in env::referenced(&pod).into_keys() {
-        let mut source = ctx.objects.subscribe(kind, &ns, &name);
-        let tx = notify_tx.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    changed = source.changed() => {
-                        if changed.is_err() {
-                            return;
-                        }
-                        let _ = tx.try_send(());
-                    }
-                    _ = tx.closed() => return,
-                }
-            }
-        });
-    }
-    drop(notify_tx);
-    let token = service_account_token(&ctx, &pod).await;
-    loop {
-        tokio::select! {
-            _ = notify.recv() => {}
-            changed = rx.changed() => if changed.is_err() { return },
-        }
-        let pod = rx.borrow().clone();
-        if pod.pointer("/metadata/deletionTimestamp").is_some() {
-            return;
-        }
-        let sources = read_sources(&ctx, &pod).await;
-        if let Err(e) = write_volumes(&pod, &ip, &pod_dir, &sources, token.as_deref()) {
-            tracing::debug!(pod = %meta(&pod, "name"), error = %e, "a volume's source is gone; its files stay as they were");
-        }
-    }
-}
-
 async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Value>) {
     let first = rx.borrow().clone();
     let uid = meta(&first, "uid").to_string();
@@ -790,34 +596,6 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Value>) {
 /// Whether any container of the pod has left records (it ran, and may run still).
 fn container_dirs_exist(pod_dir: &Path) -> bool {
     std::fs::read_dir(pod_dir).into_iter().flatten().flatten().any(|e| e.path().join("state.json").exists())
-}
-
-/// The containers whose image changed run again from the new image.
-async fn update_images(ctx: &Ctx, procs: &PodProcesses, old: &Value, pod: &Value, ip: &str, pod_dir: &Path) {
-    let image_of = |p: &Value, name: &str| -> Option<String> {
-        p.pointer("/spec/containers")?
-            .as_array()?
-            .iter()
-            .find(|c| c.get("name").and_then(Value::as_str) == Some(name))?
-            .get("image")?
-            .as_str()
-            .map(String::from)
-    };
-    let sources = read_sources(ctx, pod).await;
-    let base = base_env(ctx, pod, ip);
-    let dirs = volumes::volume_dirs(pod, &ctx.options.volumes_dir, pod_dir);
-    let mut changed = Vec::new();
-    for c in pod.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten() {
-        let name = c.get("name").and_then(Value::as_str).unwrap_or("main");
-        if image_of(old, name) == image_of(pod, name) {
-            continue;
-        }
-        let Ok(env) = env::container_env(pod, c, ip, &base, &sources) else { continue };
-        if let Ok(p) = prepare(ctx, pod, c, ip, env, &dirs) {
-            changed.push(p);
-        }
-    }
-    procs.update_images(changed);
 }
 
 #[cfg(test)]

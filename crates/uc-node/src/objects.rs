@@ -58,7 +58,8 @@ impl Objects {
     }
 }
 
-fn as_values<K: serde::Serialize>(e: watcher::Event<K>) -> watcher::Event<serde_json::Value> {
+/// A watch event with its object as JSON.
+pub(crate) fn as_values<K: serde::Serialize>(e: watcher::Event<K>) -> watcher::Event<serde_json::Value> {
     let v = |o: K| serde_json::to_value(o).unwrap_or_default();
     match e {
         watcher::Event::Apply(o) => watcher::Event::Apply(v(o)),
