@@ -276,28 +276,22 @@ pub async fn serve_attach(
     running: impl Fn() -> bool + Send + 'static,
 ) {
     let (out, mut incoming) = open(socket, &req).await;
-    let mut offset = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+    let offset = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
     let mut stdin = match (&fifo, req.stdin) {
         (Some(f), true) => tokio::fs::OpenOptions::new().write(true).open(f).await.ok(),
         _ => None,
     };
-    let mut renderer = crate::logs::Renderer::new(Default::default());
-    let mut pending: Vec<u8> = Vec::new();
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let (tx, mut output) = mpsc::channel::<Bytes>(16);
+    tokio::spawn(crate::logs::follow(log, offset, Default::default(), tx, move || !running()));
+    let channel = if req.stdout { STDOUT } else { STDERR };
     loop {
         tokio::select! {
-            _ = tick.tick() => {
-                if let Ok(data) = std::fs::read(&log) && (data.len() as u64) > offset {
-                    pending.extend_from_slice(&data[offset as usize..]);
-                    offset = data.len() as u64;
-                    let (text, used) = renderer.render(&pending);
-                    pending.drain(..used);
-                    if !text.is_empty() && (req.stdout || req.stderr) {
-                        let _ = out.send(frame(if req.stdout { STDOUT } else { STDERR }, &text)).await;
-                    }
-                }
-                if !running() { break }
-            }
+            text = output.recv() => match text {
+                Some(text) if req.stdout || req.stderr => { let _ = out.send(frame(channel, &text)).await; }
+                Some(_) => {}
+                // The run has ended.
+                None => break,
+            },
             m = incoming.next() => match m {
                 Some(Ok(Message::Binary(b))) if b.first() == Some(&STDIN) => {
                     if let Some(w) = stdin.as_mut() && w.write_all(&b[1..]).await.is_err() { stdin = None }

@@ -3,7 +3,13 @@
 //! how `kubectl logs` options read them back: `--timestamps`, `--since`/`--since-time`, `--tail`,
 //! `--limit-bytes`. Writing happens in the container's shim; reading in the node's log endpoint.
 
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bytes::Bytes;
 use chrono::{DateTime, SecondsFormat, Utc};
+use tokio::sync::mpsc;
 
 /// Which output a line came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -208,6 +214,41 @@ impl Renderer {
     }
 }
 
+/// Follows a log: renders what is appended to `file` after `offset` and sends it, until `done()` says
+/// its writer has finished (checked before each read, so what it wrote before the end is still sent),
+/// `limitBytes` is reached, or the receiver goes. Used by `kubectl logs -f` and `kubectl attach`.
+pub async fn follow(
+    file: PathBuf,
+    mut offset: u64,
+    mut renderer: Renderer,
+    tx: mpsc::Sender<Bytes>,
+    done: impl Fn() -> bool,
+) {
+    let mut pending: Vec<u8> = Vec::new();
+    loop {
+        let over = done();
+        let mut appended = Vec::new();
+        if let Ok(mut f) = std::fs::File::open(&file)
+            && f.seek(SeekFrom::Start(offset)).is_ok()
+        {
+            let _ = f.read_to_end(&mut appended);
+        }
+        if !appended.is_empty() {
+            offset += appended.len() as u64;
+            pending.extend_from_slice(&appended);
+            let (out, used) = renderer.render(&pending);
+            pending.drain(..used);
+            if !out.is_empty() && tx.send(Bytes::from(out)).await.is_err() {
+                return;
+            }
+        }
+        if over || renderer.full() || tx.is_closed() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,6 +312,33 @@ mod tests {
         let (out, used) = r.render(&data);
         assert_eq!(String::from_utf8(out).unwrap(), "one\ntwo\nthree\n");
         assert_eq!(used, data.len());
+    }
+
+    #[tokio::test]
+    async fn following_sends_what_is_appended_until_the_writer_is_done() {
+        let file = std::env::temp_dir().join(format!("uc-follow-test-{}.log", std::process::id()));
+        std::fs::write(&file, format_line(at("2026-01-01T00:00:01Z"), Stream::Stdout, false, b"old")).unwrap();
+        let start = std::fs::metadata(&file).unwrap().len();
+        let (tx, mut rx) = mpsc::channel(8);
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let d = done.clone();
+        let task = tokio::spawn(follow(file.clone(), start, Renderer::default(), tx, move || {
+            d.load(std::sync::atomic::Ordering::SeqCst)
+        }));
+        let mut f = std::fs::OpenOptions::new().append(true).open(&file).unwrap();
+        std::io::Write::write_all(&mut f, &format_line(at("2026-01-01T00:00:02Z"), Stream::Stdout, false, b"new"))
+            .unwrap();
+        assert_eq!(rx.recv().await.unwrap(), Bytes::from_static(b"new\n"), "only what came after the offset");
+        std::io::Write::write_all(&mut f, &format_line(at("2026-01-01T00:00:03Z"), Stream::Stderr, false, b"last"))
+            .unwrap();
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        let mut rest = Vec::new();
+        while let Some(b) = rx.recv().await {
+            rest.extend_from_slice(&b);
+        }
+        assert_eq!(rest, b"last\n", "what was written before the end is sent, then the stream ends");
+        task.await.unwrap();
+        let _ = std::fs::remove_file(file);
     }
 
     #[test]

@@ -18,7 +18,6 @@ use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::container::ContainerDir;
 use crate::logs::{ReadOptions, Renderer};
 use crate::pod::PodProcesses;
 use crate::{exec, portforward, ws};
@@ -310,39 +309,18 @@ fn logs(e: PodEntry, container: &str, query: &[(String, String)]) -> Response<Bo
     // Follow: what is there, then what is appended, until this run of the container has ended (or the
     // pod has gone, or limitBytes is reached).
     let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(16);
-    let mut offset = (start + used) as u64;
+    let offset = (start + used) as u64;
+    let name = container.to_string();
     tokio::spawn(async move {
         if !first.is_empty() && tx.send(Bytes::from(first)).await.is_err() {
             return;
         }
-        let mut pending: Vec<u8> = Vec::new();
-        loop {
-            let over = procs.current_run(&dir_name(&dir)) != Some(run);
-            if let Ok(data) = std::fs::read(&file)
-                && data.len() as u64 > offset
-            {
-                pending.extend_from_slice(&data[offset as usize..]);
-                offset = data.len() as u64;
-                let (out, used) = renderer.render(&pending);
-                pending.drain(..used);
-                if !out.is_empty() && tx.send(Bytes::from(out)).await.is_err() {
-                    return;
-                }
-            }
-            if over || renderer.full() || tx.is_closed() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        crate::logs::follow(file, offset, renderer, tx, move || procs.current_run(&name) != Some(run)).await;
     });
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|b| (Ok::<_, std::io::Error>(hyper::body::Frame::data(b)), rx))
     });
     text(BodyExt::boxed(http_body_util::StreamBody::new(stream)))
-}
-
-fn dir_name(dir: &ContainerDir) -> String {
-    dir.path().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 fn text(body: Body) -> Response<Body> {

@@ -22,6 +22,9 @@ const RST_STREAM: u16 = 3;
 const PING: u16 = 6;
 const GOAWAY: u16 = 7;
 
+/// The largest decompressed header block accepted (port-forwarding's are a few dozen bytes).
+const MAX_HEADER_BLOCK: usize = 1 << 20;
+
 /// The FIN flag (DATA and SYN_* frames).
 pub const FLAG_FIN: u8 = 1;
 
@@ -155,30 +158,34 @@ impl Default for Codec {
 
 impl Codec {
     fn inflate_block(&mut self, mut input: &[u8]) -> Result<Vec<u8>, Error> {
-        let mut out = Vec::with_capacity(input.len() * 4 + 64);
-        while !input.is_empty() || out.len() == out.capacity() {
-            out.reserve(256);
-            let before_in = self.inflate.total_in();
-            match self.inflate.decompress_vec(input, &mut out, FlushDecompress::Sync) {
-                Ok(Status::StreamEnd) => break,
+        let mut out = Vec::new();
+        loop {
+            out.reserve(4096);
+            let (before_in, before_out) = (self.inflate.total_in(), self.inflate.total_out());
+            let result = self.inflate.decompress_vec(input, &mut out, FlushDecompress::Sync);
+            let used = (self.inflate.total_in() - before_in) as usize;
+            input = &input[used..];
+            let produced = self.inflate.total_out() - before_out;
+            match result {
+                Ok(Status::StreamEnd) => return Ok(out),
                 Ok(_) => {}
+                // The zlib header names the dictionary (it has been read): supply it and go on.
                 Err(e) if e.needs_dictionary().is_some() => {
                     self.inflate
                         .set_dictionary(&self.dictionary)
                         .map_err(|e| Error::Protocol(format!("header dictionary: {e}")))?;
+                    continue;
                 }
                 Err(e) => return Err(Error::Protocol(format!("header block: {e}"))),
             }
-            let used = (self.inflate.total_in() - before_in) as usize;
-            input = &input[used..];
-            if used == 0 && out.len() < out.capacity() && !input.is_empty() {
-                continue;
+            // Done once the input is used up and the output had room to spare (nothing held back).
+            if input.is_empty() && out.len() < out.capacity() {
+                return Ok(out);
             }
-            if used == 0 && input.is_empty() {
-                break;
+            if out.len() > MAX_HEADER_BLOCK || (used == 0 && produced == 0) {
+                return Err(Error::Protocol("header block does not decompress".into()));
             }
         }
-        Ok(out)
     }
 
     fn deflate_block(&mut self, input: &[u8]) -> Vec<u8> {
@@ -187,7 +194,9 @@ impl Codec {
         loop {
             out.reserve(128);
             let before = self.deflate.total_in();
-            let _ = self.deflate.compress_vec(&input[consumed..], &mut out, FlushCompress::Sync);
+            if self.deflate.compress_vec(&input[consumed..], &mut out, FlushCompress::Sync).is_err() {
+                return out;
+            }
             consumed += (self.deflate.total_in() - before) as usize;
             if consumed >= input.len() && out.len() < out.capacity() {
                 return out;

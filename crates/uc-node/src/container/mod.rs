@@ -317,12 +317,6 @@ pub async fn kill_leftovers(record: &PidRecord) {
     }
 }
 
-/// Writes how a run ended (the shim's record), for callers that stand in for a shim.
-pub fn record_exit(dir: &ContainerDir, n: u32, code: i64, finished: DateTime<Utc>) -> std::io::Result<()> {
-    let record = ExitRecord { exit_code: code, finished_at: format_time(finished) };
-    write_atomic(&dir.exit_path(n), &serde_json::to_vec(&record).unwrap_or_default())
-}
-
 /// RFC 3339 with nanoseconds, as the records hold times.
 pub fn time_string(t: DateTime<Utc>) -> String {
     format_time(t)
