@@ -9,3 +9,4 @@ cargo build --release --locked -p uc -p uc-bench
 target/release/apiserver-bench
 target/release/engine-bench
 target/release/compare-bench
+target/release/memory-bench

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-mod report;
+use uc_bench::report;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
@@ -195,8 +195,8 @@ async fn main() -> Result<()> {
          | creates/s, in memory, {c} clients | {memory:.0} | ≥ 10,000 | {v1} |\n\
          | creates/s, durable (fsync per group commit), {c} clients | {durable:.0} | ≥ 0.5 × in memory | {v2} (ratio {ratio:.2}) |\n\
          | watch fan-out: {w} writes to {n} watchers | {secs:.2} s, {rate:.0} events/s delivered | every watcher gets every event | {v3} |\n\n",
-        date = chrono_like_now(),
-        cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        date = report::today(),
+        cores = report::cores(),
         c = args.clients,
         v1 = verdict(memory >= 10_000.0),
         v2 = verdict(ratio >= 0.5),
@@ -208,9 +208,4 @@ async fn main() -> Result<()> {
     report::write_section(&args.report, "apiserver-bench", &section)?;
     println!("report written to {}", args.report.display());
     Ok(())
-}
-
-fn chrono_like_now() -> String {
-    let out = Command::new("date").arg("-u").arg("+%Y-%m-%d").output();
-    out.ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
 }

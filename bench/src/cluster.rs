@@ -21,6 +21,32 @@ impl Drop for Uc {
     }
 }
 
+impl Uc {
+    /// The process id of `uc up`.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A client of its API server.
+    pub async fn client(&self) -> Result<kube::Client> {
+        let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig)?;
+        let config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+}
+
+/// A `/proc/<pid>/status` figure in bytes: `VmRSS` (resident), `VmHWM` (its peak) or `RssAnon` (the
+/// private part: heap and stacks, without the mapped code of the binary and libraries). 0 when unknown.
+pub fn status_bytes(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0)
+        * 1024
+}
+
 /// Starts `<bin> up --port 0 --data-dir <temp> <flags>` and waits for its kubeconfig.
 pub fn start(bin: &Path, flags: &[&str]) -> Result<Uc> {
     let dir = tempfile::tempdir()?;

@@ -15,12 +15,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod cluster;
+use uc_bench::cluster;
 mod foos;
-mod report;
+use uc_bench::report;
 mod webhook;
 
-use cluster::Uc;
+use uc_bench::cluster::Uc;
 use webhook::start_webhook;
 
 use anyhow::{Context, Result, bail};
@@ -86,13 +86,7 @@ impl Proc {
     /// A `/proc/<pid>/status` figure in bytes: `VmRSS` (resident) or `RssAnon` (its private part:
     /// heap and stacks, without the mapped code of the binary and libraries).
     fn status_bytes(&self, field: &str) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .unwrap_or(0)
-            * 1024
+        cluster::status_bytes(self.pid(), field)
     }
 }
 
@@ -599,12 +593,8 @@ async fn main() -> Result<()> {
     let mut section = format!(
         "## uc next to hand-written controllers (`cargo build --release -p uc -p uc-bench && cargo run --release -p uc-bench --bin compare-bench`)\n\n\
          Measured {}, one run on this machine ({} cores); every process shares the cores.\n\n",
-        Command::new("date")
-            .args(["-u", "+%Y-%m-%d"])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default(),
-        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        report::today(),
+        report::cores(),
     );
     if !args.no_table {
         section.push_str(&table(&args).await?);

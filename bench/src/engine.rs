@@ -3,22 +3,19 @@
 //! Writes its figures to docs/benchmarks.md.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-mod cluster;
+use uc_bench::cluster;
 mod foos;
-mod report;
+use uc_bench::report;
 mod webhook;
 
-use cluster::Uc;
+use uc_bench::cluster::Uc;
 use webhook::start_webhook;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
-use kube::{Client, Config};
 use serde_json::{Value, json};
 use uc_engine::hooks::HookKind;
 use uc_engine::hooks::javascript::{JsHook, JsLimits};
@@ -85,11 +82,6 @@ fn start_uc(bin: &Path) -> Result<Uc> {
     cluster::start(bin, &["--no-workload-controllers", "--no-node"])
 }
 
-async fn client(uc: &Uc) -> Result<Client> {
-    let kc = Kubeconfig::read_from(&uc.kubeconfig)?;
-    Ok(Client::try_from(Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?)?)
-}
-
 fn yaml_to_dynamic(path: &str) -> Result<DynamicObject> {
     let text = std::fs::read_to_string(path).with_context(|| path.to_string())?;
     let v: Value = serde_yaml_ng::from_str(&text)?;
@@ -99,7 +91,7 @@ fn yaml_to_dynamic(path: &str) -> Result<DynamicObject> {
 /// Seconds until `n` Foos each have their Deployment and their status written.
 async fn converge(args: &Args, n: usize, webhook: Option<std::net::SocketAddr>) -> Result<Duration> {
     let uc = start_uc(&args.uc)?;
-    let c = client(&uc).await?;
+    let c = uc.client().await?;
     let crd_ar = ApiResource::from_gvk_with_plural(
         &kube::api::GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
         "customresourcedefinitions",
@@ -199,13 +191,8 @@ async fn main() -> Result<()> {
          Convergence: parents created by 8 concurrent clients; time until every Foo has its Deployment and a status\n\
          with a current `observedGeneration` (`uc up --no-workload-controllers --no-node`: only the controller under test works):\n\n\
          | run | JavaScript hook | loopback webhook | target | \n| --- | --- | --- | --- |\n{rows}\n",
-        date = Command::new("date")
-            .arg("-u")
-            .arg("+%Y-%m-%d")
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .unwrap_or_default(),
-        cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        date = report::today(),
+        cores = report::cores(),
         calls = args.calls,
         js50 = us(js50),
         js99 = us(js99),

@@ -15,3 +15,14 @@ pub fn write_section(path: &Path, name: &str, section: &str) -> anyhow::Result<(
     std::fs::write(path, updated)?;
     Ok(())
 }
+
+/// Today's date (UTC, `YYYY-MM-DD`), for the "measured on" line of a section.
+pub fn today() -> String {
+    let out = std::process::Command::new("date").args(["-u", "+%Y-%m-%d"]).output();
+    out.ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default()
+}
+
+/// The machine's cores, for the "measured on" line of a section.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
+}

@@ -23,6 +23,23 @@ pub struct SyncRequest {
     pub finalizing: bool,
 }
 
+impl SyncRequest {
+    /// The request as JSON, its objects moved rather than copied (`serde_json::to_value` would copy every
+    /// child: a ReplicaSet's request holds all of its pods). Same shape as the serialized struct.
+    pub fn into_value(self) -> Value {
+        let group = |m: BTreeMap<String, ObjectMap>| -> Value {
+            Value::Object(m.into_iter().map(|(k, objs)| (k, Value::Object(objs.into_iter().collect()))).collect())
+        };
+        let mut out = serde_json::Map::new();
+        out.insert("controller".into(), self.controller);
+        out.insert("parent".into(), self.parent);
+        out.insert("children".into(), group(self.children));
+        out.insert("related".into(), group(self.related));
+        out.insert("finalizing".into(), Value::Bool(self.finalizing));
+        Value::Object(out)
+    }
+}
+
 /// Response of a sync or finalize hook. Decoded strictly: unknown fields and a missing `children`
 /// are errors, because a lenient decoder would read a broken answer as "delete every child".
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -95,5 +112,24 @@ mod tests {
             serde_json::from_str(r#"{"children": [], "finalized": true, "resyncAfterSeconds": 2.5}"#).unwrap();
         assert_eq!((ok.finalized, ok.resync_after_seconds), (Some(true), Some(2.5)));
         assert_eq!(type_key("StatefulSet", "apps/v1"), "StatefulSet.apps/v1");
+    }
+
+    #[test]
+    fn a_request_moved_into_json_reads_as_the_serialized_one() {
+        let objects = |names: &[&str]| -> ObjectMap {
+            names.iter().map(|n| (n.to_string(), serde_json::json!({"metadata": {"name": n}}))).collect()
+        };
+        let request = SyncRequest {
+            controller: serde_json::json!({"kind": "UniversalController"}),
+            parent: serde_json::json!({"metadata": {"name": "p"}}),
+            children: BTreeMap::from([("Pod.v1".into(), objects(&["a", "b"])), ("Service.v1".into(), objects(&[]))]),
+            related: BTreeMap::from([("ConfigMap.v1".into(), objects(&["c"]))]),
+            finalizing: true,
+        };
+        let expected = serde_json::to_value(&request).unwrap();
+        let moved = request.into_value();
+        assert_eq!(moved, expected);
+        assert_eq!(moved["children"]["Service.v1"], serde_json::json!({}), "empty types stay present");
+        assert_eq!(serde_json::from_value::<SyncRequest>(moved).unwrap().children["Pod.v1"].len(), 2);
     }
 }

@@ -593,23 +593,25 @@ impl Shared {
             children: children_req,
             related,
             finalizing: deleting,
-        };
+        }
+        .into_value();
         let (kind, hook) = match (&self.finalize, deleting) {
             (Some(f), true) => (HookKind::Finalize, f),
             _ => (HookKind::Sync, &self.sync),
         };
-        let request = serde_json::to_value(&request).map_err(|e| sync_err("InternalError", e.to_string()))?;
-        let (answer, elapsed) = hook.call(kind, &request).await;
+        // A rollout asks the hook again about old revisions, starting from this request.
+        let rollout_request = (self.revisions.is_some() && !deleting).then(|| request.clone());
+        let (answer, elapsed) = hook.call(kind, request).await;
         self.ctx.metrics.hook_call(&self.name, kind.as_str(), elapsed, answer.is_ok());
         let answer = answer?;
         let response: SyncResponse = serde_json::from_value(answer).map_err(|e| {
             sync_err("HookError", format!("invalid hook response: {e} (a response must have a `children` list)"))
         })?;
-        let mut desired = self.validate_children(&parent, &response.children)?;
+        let mut desired = self.validate_children(&parent, response.children)?;
         let mut status = response.status;
-        let rollout = match &self.revisions {
-            Some(store) if !deleting => {
-                let r = self.rollout(store, &parent, &selector_labels, &observed, &mut desired, &request, hook).await?;
+        let rollout = match (&self.revisions, &rollout_request) {
+            (Some(store), Some(request)) => {
+                let r = self.rollout(store, &parent, &selector_labels, &observed, &mut desired, request, hook).await?;
                 let base = status.take().unwrap_or_else(|| parent.get("status").cloned().unwrap_or_else(|| json!({})));
                 let mut s = if base.is_object() { base } else { json!({}) };
                 let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -712,11 +714,11 @@ impl Shared {
             let old_parent = revision::parent_at(parent, &rev.patch, &store.field_paths);
             let mut req = request.clone();
             req["parent"] = old_parent.clone();
-            let (answer, elapsed) = hook.call(HookKind::Sync, &req).await;
+            let (answer, elapsed) = hook.call(HookKind::Sync, req).await;
             self.ctx.metrics.hook_call(&self.name, HookKind::Sync.as_str(), elapsed, answer.is_ok());
             let response: SyncResponse = serde_json::from_value(answer?)
                 .map_err(|e| sync_err("HookError", format!("invalid hook response for revision {}: {e}", rev.name)))?;
-            desired_at.push(self.validate_children(&old_parent, &response.children)?);
+            desired_at.push(self.validate_children(&old_parent, response.children)?);
         }
         let (mut updated, mut total, mut next, mut moved) = (0, 0, None, Vec::new());
         for (i, t) in self.children.iter().enumerate() {
@@ -822,11 +824,11 @@ impl Shared {
     }
 
     /// Checks the desired children and sorts them by child type, in the order the hook listed them.
-    fn validate_children(&self, parent: &Value, children: &[Value]) -> Result<Vec<Vec<Value>>, SyncError> {
+    fn validate_children(&self, parent: &Value, children: Vec<Value>) -> Result<Vec<Vec<Value>>, SyncError> {
         let mut out: Vec<Vec<Value>> = vec![Vec::new(); self.children.len()];
         let mut seen = std::collections::HashSet::new();
         let parent_ns = meta(parent, "namespace");
-        for (i, c) in children.iter().enumerate() {
+        for (i, mut c) in children.into_iter().enumerate() {
             let bad = |m: String| sync_err("InvalidChild", format!("children[{i}]: {m}"));
             let av = c.get("apiVersion").and_then(Value::as_str).ok_or_else(|| bad("apiVersion is required".into()))?;
             let kind = c.get("kind").and_then(Value::as_str).ok_or_else(|| bad("kind is required".into()))?;
@@ -834,13 +836,14 @@ impl Shared {
                 .pointer("/metadata/name")
                 .and_then(Value::as_str)
                 .filter(|n| !n.is_empty())
-                .ok_or_else(|| bad("metadata.name is required".into()))?;
+                .ok_or_else(|| bad("metadata.name is required".into()))?
+                .to_string();
             let t = self
                 .children
                 .iter()
                 .position(|t| t.res.ar.api_version == av && t.res.ar.kind == kind)
                 .ok_or_else(|| bad(format!("{kind}.{av} is not a child type of this controller")))?;
-            let mut c = c.clone();
+            let kind = kind.to_string();
             if !c.get("metadata").is_some_and(Value::is_object) {
                 return Err(bad("metadata must be an object".into()));
             }
@@ -860,7 +863,7 @@ impl Shared {
             } else if let Some(m) = c.get_mut("metadata").and_then(Value::as_object_mut) {
                 m.remove("namespace");
             }
-            let id = (t, meta(&c, "namespace").to_string(), name.to_string());
+            let id = (t, meta(&c, "namespace").to_string(), name.clone());
             if !seen.insert(id) {
                 return Err(bad(format!("{kind} {name} is listed twice")));
             }
@@ -1040,7 +1043,7 @@ impl Shared {
     ) -> Result<BTreeMap<String, ObjectMap>, SyncError> {
         let request = serde_json::to_value(CustomizeRequest { controller: self.uc.clone(), parent: parent.clone() })
             .map_err(|e| sync_err("InternalError", e.to_string()))?;
-        let (answer, elapsed) = hook.call(HookKind::Customize, &request).await;
+        let (answer, elapsed) = hook.call(HookKind::Customize, request).await;
         self.ctx.metrics.hook_call(&self.name, "customize", elapsed, answer.is_ok());
         let response: CustomizeResponse = serde_json::from_value(answer?)
             .map_err(|e| sync_err("HookError", format!("invalid customize response: {e}")))?;

@@ -87,14 +87,17 @@ pub fn plan(
         }
     }
     for d in desired {
+        // Decorating copies the child: only children that may be written are decorated (decorating keeps
+        // the name and namespace, so the key is the same either way).
+        let observed = observed_by_key.get(&key(d));
+        if observed.is_some_and(|o| method == UpdateMethod::OnDelete || is_deleting(o)) {
+            continue;
+        }
         let d = decorate(parent, selector_labels, d);
-        let Some(o) = observed_by_key.get(&key(&d)) else {
+        let Some(o) = observed else {
             actions.push(Action::Create(apply::create(&d)));
             continue;
         };
-        if method == UpdateMethod::OnDelete || is_deleting(o) {
-            continue;
-        }
         let merged = apply::apply(o, &d);
         if merged == ***o {
             continue;

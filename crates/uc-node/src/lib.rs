@@ -311,7 +311,7 @@ fn key_of(pod: &Value) -> (String, String) {
 
 async fn run(ctx: Arc<Ctx>) {
     let pods: Api<Pod> = Api::all(ctx.client.clone());
-    let mut workers: HashMap<String, watch::Sender<Value>> = HashMap::new();
+    let mut workers: HashMap<String, watch::Sender<Arc<Value>>> = HashMap::new();
     let mut listed: Option<HashSet<String>> = None;
     // New pods seen while (re)listing: they start once every listed pod's address is taken.
     let mut deferred: Vec<Value> = Vec::new();
@@ -383,7 +383,9 @@ async fn run(ctx: Arc<Ctx>) {
 }
 
 /// Hands a pod of this node to its worker, starting one for a new pod.
-fn start_worker(ctx: &Arc<Ctx>, workers: &mut HashMap<String, watch::Sender<Value>>, v: Value) {
+fn start_worker(ctx: &Arc<Ctx>, workers: &mut HashMap<String, watch::Sender<Arc<Value>>>, v: Value) {
+    // One copy of the pod, shared by the node's table and its worker.
+    let v = Arc::new(v);
     let uid = meta(&v, "uid").to_string();
     {
         let mut pods = ctx.pods.lock();
@@ -429,6 +431,8 @@ fn forget(ctx: &Ctx, pod: &Value) {
     if let Some(h) = &ctx.hosts {
         h.set_pod(uid, None);
     }
+    // A deleted pod's address is free again (simulated pods' workers never hand theirs back).
+    ctx.ips.lock().forget(uid);
     let mut pods = ctx.pods.lock();
     if pods.get(&key_of(pod)).is_some_and(|e| meta(&e.pod, "uid") == uid) {
         pods.remove(&key_of(pod));
@@ -507,7 +511,7 @@ pub(crate) async fn finish_deletion(client: &kube::Client, pod: &Value) {
     let _ = api.delete(meta(pod, "name"), &dp).await;
 }
 
-async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Value>) {
+async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
     let first = rx.borrow().clone();
     let uid = meta(&first, "uid").to_string();
     let key = key_of(&first);

@@ -171,7 +171,7 @@ pub(crate) async fn prepare_pod(
 }
 
 /// Keeps a pod's node-written volumes current: rewritten when a source or the pod changes.
-pub(crate) async fn refresh_volumes(ctx: Arc<Ctx>, mut rx: watch::Receiver<Value>, ip: String, pod_dir: PathBuf) {
+pub(crate) async fn refresh_volumes(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>, ip: String, pod_dir: PathBuf) {
     let pod = rx.borrow().clone();
     if !pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten().any(volumes::is_projected) {
         return;

@@ -51,8 +51,8 @@ pub fn error(code: StatusCode, message: &str) -> Response<Body> {
 /// What the endpoint knows of one pod.
 #[derive(Clone)]
 pub struct PodEntry {
-    /// The pod as last seen.
-    pub pod: Value,
+    /// The pod as last seen (shared with its worker).
+    pub pod: Arc<Value>,
     /// Its images are allowlisted: it runs processes (once they are started).
     pub real: bool,
     /// Its processes, once started.

@@ -191,7 +191,7 @@ pub fn simulate(pod: &Value, pod_ip: &str, now: DateTime<Utc>) -> (Value, Option
     (status, next)
 }
 
-pub(crate) async fn run_pod(client: kube::Client, mut rx: watch::Receiver<Value>, ips: Arc<SharedIps>) {
+pub(crate) async fn run_pod(client: kube::Client, mut rx: watch::Receiver<Arc<Value>>, ips: Arc<SharedIps>) {
     loop {
         let pod = rx.borrow_and_update().clone();
         let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default").to_string();

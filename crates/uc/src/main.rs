@@ -1,5 +1,7 @@
 //! The `uc` binary: the declarative universal Kubernetes operator.
 
+mod allocator;
+
 use std::path::PathBuf;
 
 use anyhow::Context;

@@ -102,13 +102,14 @@ impl HookImpl {
             .ok_or_else(|| HookError::Config(format!("no native hook named {name:?}")))
     }
 
-    /// Calls the hook with a request; returns the raw JSON answer and the call's duration.
-    pub async fn call(&self, kind: HookKind, request: &Value) -> (Result<Value, HookError>, Duration) {
+    /// Calls the hook with a request; returns the raw JSON answer and the call's duration. The request is
+    /// taken, not borrowed: a native hook gets it without a copy.
+    pub async fn call(&self, kind: HookKind, request: Value) -> (Result<Value, HookError>, Duration) {
         let started = Instant::now();
         let r = match self {
-            HookImpl::Webhook(w) => w.call(request).await,
-            HookImpl::JavaScript(j) => j.call(kind, request).await,
-            HookImpl::Native(n) => n.call(kind, request.clone()).await,
+            HookImpl::Webhook(w) => w.call(&request).await,
+            HookImpl::JavaScript(j) => j.call(kind, &request).await,
+            HookImpl::Native(n) => n.call(kind, request).await,
         };
         (r, started.elapsed())
     }

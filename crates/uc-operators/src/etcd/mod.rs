@@ -150,7 +150,7 @@ fn api(client: &kube::Client, namespace: &str, kind: &str, plural: &str) -> Api<
     Api::namespaced_with(client.clone(), namespace, &ApiResource::from_gvk_with_plural(&gvk, plural))
 }
 
-fn children(request: &Value, key: &str) -> Map<String, Value> {
+fn children<'a>(request: &'a Value, key: &str) -> &'a Map<String, Value> {
     crate::workloads::obj_map(request, key)
 }
 
@@ -388,8 +388,8 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, request: &Value) -> Valu
         Ok(s) => s,
         Err(message) => {
             // Keep whatever runs; a bad edit must not take a cluster down.
-            let mut kept: Vec<Value> = children(request, "Service.v1").into_values().collect();
-            kept.extend(observed_pods.into_values());
+            let mut kept: Vec<Value> = children(request, "Service.v1").values().cloned().collect();
+            kept.extend(observed_pods.values().cloned());
             let mut status = previous;
             status["phase"] =
                 json!(if kept.is_empty() { "Failed" } else { status["phase"].as_str().unwrap_or("Failed") });
@@ -421,13 +421,13 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, request: &Value) -> Valu
     let pending = restore::Request::of(parent).filter(|r| r.id != restored_from);
     let mut step = match &pending {
         Some(r) => {
-            let (step, seeded) = restore_step(&spec, &observed_pods, r, next_index(&[]) as u32);
+            let (step, seeded) = restore_step(&spec, observed_pods, r, next_index(&[]) as u32);
             if seeded {
                 restored_from = r.id.clone();
             }
             step
         }
-        None => plan(etcd, &spec, &observed_pods, parent).await,
+        None => plan(etcd, &spec, observed_pods, parent).await,
     };
     let mut members_ready = Vec::new();
     let mut members_unready = Vec::new();

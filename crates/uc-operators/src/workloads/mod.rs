@@ -19,12 +19,10 @@ use uc_engine::hooks::HookKind;
 use uc_engine::hooks::native::{HookFuture, NativeHook, NativeRegistry};
 
 /// Children of one type from a sync request.
-pub(crate) fn obj_map(request: &Value, type_key: &str) -> Map<String, Value> {
-    request
-        .pointer(&format!("/children/{}", type_key.replace('/', "~1")))
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default()
+pub(crate) fn obj_map<'a>(request: &'a Value, type_key: &str) -> &'a Map<String, Value> {
+    // Borrowed, not copied: a ReplicaSet's request holds every one of its pods.
+    static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+    request.pointer(&format!("/children/{}", type_key.replace('/', "~1"))).and_then(Value::as_object).unwrap_or(&EMPTY)
 }
 
 /// A pod that counts as running (not finished, not being deleted).
@@ -74,6 +72,11 @@ fn native(f: fn(&Value) -> Value) -> Arc<dyn NativeHook> {
     native_with_customize(f, None)
 }
 
+/// A sync hook that takes its request, to move objects out of it instead of copying them.
+fn native_owned(sync: fn(Value) -> Value) -> Arc<dyn NativeHook> {
+    Arc::new(move |_: HookKind, request: Value| -> HookFuture { Box::pin(async move { Ok(sync(request)) }) })
+}
+
 fn native_with_customize(sync: fn(&Value) -> Value, customize: Option<fn(&Value) -> Value>) -> Arc<dyn NativeHook> {
     Arc::new(move |kind: HookKind, request: Value| -> HookFuture {
         let f = match (kind, customize) {
@@ -86,13 +89,13 @@ fn native_with_customize(sync: fn(&Value) -> Value, customize: Option<fn(&Value)
 
 /// Registers the workload hooks.
 pub fn register(natives: &mut NativeRegistry) {
-    natives.register("replicaset", native(replicaset::sync));
+    natives.register("replicaset", native_owned(replicaset::sync));
     natives.register("deployment", native(deployment::sync));
     natives.register("job", native(job::sync));
     natives.register("statefulset", native(statefulset::sync));
     natives.register("endpoints", native_with_customize(endpoints::sync, Some(endpoints::customize)));
     natives.register("daemonset", native_with_customize(daemonset::sync, Some(daemonset::customize)));
-    natives.register("replicationcontroller", native(replicationcontroller::sync));
+    natives.register("replicationcontroller", native_owned(replicationcontroller::sync));
 }
 
 /// The UniversalController objects of the workload controllers.

@@ -4,7 +4,7 @@
 //! runs before the engine's cache shows the pods it just created asks for the same names again, and the
 //! create fails instead of overshooting (what kube's controller does with "expectations").
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::{active, is_ready, name_suffix, obj_map, set_label};
 
@@ -25,37 +25,47 @@ fn new_pod(rs: &Value, name: &str) -> Value {
 }
 
 /// The sync hook: desired pods and status of one ReplicaSet.
-pub fn sync(request: &Value) -> Value {
+pub fn sync(request: Value) -> Value {
     sync_labeled(request, "uc.njuics.cn/replicaset")
 }
 
 /// The replica logic, for ReplicaSets and ReplicationControllers: `label` names the parent on its pods.
-pub(crate) fn sync_labeled(request: &Value, label: &str) -> Value {
+/// Takes the request: the pods it keeps are moved out of it, not copied (a request holds every pod).
+pub(crate) fn sync_labeled(mut request: Value, label: &str) -> Value {
+    let (want, kept, ready) = {
+        let rs = &request["parent"];
+        let want = rs.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1).max(0) as usize;
+        // Keep running pods; when there are too many, drop not-ready ones first, then the newest.
+        let mut keep: Vec<(&String, &Value)> = obj_map(&request, "Pod.v1").iter().filter(|(_, p)| active(p)).collect();
+        keep.sort_by_key(|(_, p)| {
+            (
+                !is_ready(p),
+                std::cmp::Reverse(
+                    p.pointer("/metadata/creationTimestamp").and_then(Value::as_str).unwrap_or_default().to_string(),
+                ),
+            )
+        });
+        keep.truncate(want);
+        let ready = keep.iter().filter(|(_, p)| is_ready(p)).count();
+        // Children of a namespaced parent are keyed by name.
+        let mut kept: Vec<String> = keep.into_iter().map(|(k, _)| k.clone()).collect();
+        kept.sort();
+        (want, kept, ready)
+    };
+    let mut pods = match request.pointer_mut("/children/Pod.v1").map(Value::take) {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    let mut children: Vec<Value> = kept.iter().filter_map(|k| pods.remove(k)).collect();
     let rs = &request["parent"];
-    let want = rs.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1).max(0) as usize;
     let name = rs.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
     let uid = rs.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
-    let pods = obj_map(request, "Pod.v1");
-    // Keep running pods; when there are too many, drop not-ready ones first, then the newest.
-    let mut keep: Vec<&Value> = pods.values().filter(|p| active(p)).collect();
-    keep.sort_by_key(|p| {
-        (
-            !is_ready(p),
-            std::cmp::Reverse(
-                p.pointer("/metadata/creationTimestamp").and_then(Value::as_str).unwrap_or_default().to_string(),
-            ),
-        )
-    });
-    keep.sort_by_key(|p| !is_ready(p));
-    let mut kept: Vec<&Value> = keep.iter().take(want).copied().collect();
-    kept.sort_by_key(|p| p.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string());
-    let mut children: Vec<Value> = kept.iter().map(|p| (*p).clone()).collect();
     let mut slot = 0;
     while children.len() < want {
         let candidate = pod_name(name, uid, slot);
         slot += 1;
-        // A name still taken (a pod that finished or is being deleted) moves to the next slot.
-        if pods.contains_key(&candidate) {
+        // A name still taken (a kept pod, one that finished or is being deleted) moves to the next slot.
+        if pods.contains_key(&candidate) || kept.contains(&candidate) {
             continue;
         }
         children.push(new_pod(rs, &candidate));
@@ -63,7 +73,6 @@ pub(crate) fn sync_labeled(request: &Value, label: &str) -> Value {
     for c in &mut children {
         set_label(c, label, name);
     }
-    let ready = kept.iter().filter(|p| is_ready(p)).count();
     let status = json!({
         "replicas": kept.len(),
         "fullyLabeledReplicas": kept.len(),
@@ -101,10 +110,10 @@ mod tests {
 
     #[test]
     fn scales_up_with_stable_names() {
-        let out = sync(&request(3, &[]));
+        let out = sync(request(3, &[]));
         let n = names(&out);
         assert_eq!(n.len(), 3);
-        assert_eq!(n, names(&sync(&request(3, &[]))), "the same names on a repeated sync");
+        assert_eq!(n, names(&sync(request(3, &[]))), "the same names on a repeated sync");
         assert_eq!(out["children"][0]["metadata"]["labels"]["app"], json!("a"));
         assert_eq!(out["children"][0]["spec"]["containers"][0]["image"], json!("i"));
         assert_eq!(out["status"]["replicas"], json!(0));
@@ -113,14 +122,14 @@ mod tests {
     #[test]
     fn scales_down_dropping_unready_first_and_replaces_finished_pods() {
         let pods = [pod("rs-a", true, "Running"), pod("rs-b", false, "Running"), pod("rs-c", true, "Running")];
-        let out = sync(&request(2, &pods));
+        let out = sync(request(2, &pods));
         assert_eq!(names(&out), vec!["rs-a", "rs-c"]);
         assert_eq!(
             out["status"],
             json!({"replicas": 2, "fullyLabeledReplicas": 2, "readyReplicas": 2, "availableReplicas": 2})
         );
         let failed = [pod("rs-a", false, "Failed"), pod("rs-c", true, "Running")];
-        let out = sync(&request(2, &failed));
+        let out = sync(request(2, &failed));
         let n = names(&out);
         assert!(n.contains(&"rs-c".to_string()) && !n.contains(&"rs-a".to_string()) && n.len() == 2, "{n:?}");
     }

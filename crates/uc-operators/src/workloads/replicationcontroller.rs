@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 /// The sync hook: desired pods and status of one ReplicationController.
-pub fn sync(request: &Value) -> Value {
+pub fn sync(request: Value) -> Value {
     super::replicaset::sync_labeled(request, "uc.njuics.cn/replicationcontroller")
 }
 
@@ -19,7 +19,7 @@ mod tests {
                                     "spec": {"replicas": 2, "selector": {"app": "a"},
                                              "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}},
                          "children": {"Pod.v1": {}}});
-        let out = sync(&req);
+        let out = sync(req);
         assert_eq!(out["children"].as_array().unwrap().len(), 2);
         assert_eq!(out["children"][0]["metadata"]["labels"]["uc.njuics.cn/replicationcontroller"], json!("rc"));
         assert_eq!(
