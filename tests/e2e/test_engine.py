@@ -254,7 +254,10 @@ def test_finalize_hook_holds_deletion(cluster):
     cluster.kubectl("delete", "bar", "bar", "--wait=false")
     bar = wait_for(lambda: (f := get(cluster, "bar", "bar")) and f.get("status", {}).get("phase") == "Finalizing" and f, message="finalizing")
     assert bar["metadata"]["deletionTimestamp"]
-    time.sleep(2)
+    # The finalize hook has answered `finalized: false` twice more since: the parent is still there.
+    calls = cluster.metric("uc_hook_duration_seconds_count", controller="fin", hook="finalize")
+    wait_for(lambda: cluster.metric("uc_hook_duration_seconds_count", controller="fin", hook="finalize") >= calls + 2,
+             message="the finalize hook asked again")
     assert get(cluster, "bar", "bar") is not None, "deleted before the hook said finalized"
     cluster.kubectl("annotate", "bar", "bar", "allow-delete=yes")
     wait_for(lambda: get(cluster, "bar", "bar") is None, timeout=20, message="deleted after finalized: true")
@@ -276,8 +279,12 @@ def test_pruned_status_fields_do_not_cause_a_write_loop(cluster):
     cluster.kubectl("apply", "-f", "-", input=js_controller("pruned", "function sync(r) { return {children: [], status: {phase: 'x', availableReplicas: 1}}; }"))
     cluster.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
     wait_for(lambda: (get(cluster, "foo", "example-foo") or {}).get("status", {}).get("availableReplicas") == 1, message="status written")
+    # A sentinel change makes the controller sync once more; once it has, nothing else may have been written.
+    synced = cluster.metric("uc_reconciles_total", controller="pruned", result="success")
+    cluster.kubectl("annotate", "foo", "example-foo", "sentinel=1")
     rv = get(cluster, "foo", "example-foo")["metadata"]["resourceVersion"]
-    time.sleep(2)
+    wait_for(lambda: cluster.metric("uc_reconciles_total", controller="pruned", result="success") > synced,
+             message="the sync after the sentinel")
     assert get(cluster, "foo", "example-foo")["metadata"]["resourceVersion"] == rv, "the controller keeps rewriting the status"
 
 
@@ -301,7 +308,8 @@ def test_watches_are_shared_and_edits_restart_one_controller(cluster):
     wait_for(lambda: get(cluster, "deploy", "example-foo")["spec"]["replicas"] == 2, message="the first controller still works")
     # Deleting a UC stops it and leaves its children alone.
     cluster.kubectl("delete", "uc", "sample-controller")
-    time.sleep(1)
+    # The engine forgets a stopped controller's queue: once it has stopped, its child is still there.
+    wait_for(lambda: 'uc_queue_depth{controller="sample-controller"}' not in cluster.metrics(), message="sample-controller stopped")
     assert get(cluster, "deploy", "example-foo") is not None
     assert cluster.metric("uc_watches_open", resource="apps/v1/deployments") == 1, "still used by the second controller"
 

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 import pytest
 
@@ -295,8 +294,11 @@ def test_etcd_quorum_loss_without_the_option_is_only_reported(cluster):
                   message="quorum loss in status")
     assert st["phase"] == "Failed" and "restore" in st["conditions"][0]["message"]
     assert get(cluster, "etcdrestores")["items"] == []
-    # Nothing is deleted (the dead members' data may be needed) and nothing new is started.
-    time.sleep(3)
+    # Nothing is deleted (the dead members' data may be needed) and nothing new is started: two more
+    # syncs of the lost cluster (it resyncs every second) change nothing.
+    synced = cluster.metric("uc_reconciles_total", controller="etcd-operator", result="success")
+    wait_for(lambda: cluster.metric("uc_reconciles_total", controller="etcd-operator", result="success") >= synced + 2,
+             timeout=30, message="two more syncs")
     pods = {p["metadata"]["name"]: p["status"]["phase"] for p in get(cluster, "pods", "-l", f"etcd_cluster={NAME}")["items"]}
     assert pods == {f"{NAME}-0000": "Failed", f"{NAME}-0001": "Failed", f"{NAME}-0002": "Running"}, pods
     assert status(cluster)["reason"] == "QuorumLost"

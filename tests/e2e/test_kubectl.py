@@ -1,7 +1,6 @@
 """kubectl against `uc up`: the everyday commands behave as against kube-apiserver."""
 
 import json
-import time
 
 from conftest import MANIFESTS, wait_for
 
@@ -42,14 +41,21 @@ def test_crd_then_custom_object_with_printer_columns(cluster):
 
 def test_get_watch_sees_a_later_change(cluster):
     apply_foo(cluster)
-    w = cluster.kubectl_bg("get", "foo", "example-foo", "-w", "--request-timeout=8s")
-    time.sleep(1.5)
+    w = cluster.kubectl_bg("get", "foo", "example-foo", "-w", "--request-timeout=30s")
+
+    def next_row():
+        # kubectl prints the listed object, then one row per change; EOF when the watch times out.
+        for line in iter(w.stdout.readline, ""):
+            if line.startswith("example-foo"):
+                return line.split()
+        return None
+
+    first = next_row()
     cluster.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"spec":{"replicas":7}}')
-    time.sleep(1.5)
+    second = next_row()
     w.terminate()
-    out, _ = w.communicate(timeout=10)
-    rows = [line.split() for line in out.splitlines() if line.startswith("example-foo")]
-    assert [r[2] for r in rows][:2] == ["1", "7"], out
+    w.communicate(timeout=10)
+    assert first and second and (first[2], second[2]) == ("1", "7"), (first, second)
 
 
 def test_three_patch_types_and_generation(cluster):
@@ -116,7 +122,7 @@ def test_foreground_delete_removes_dependents_first(cluster):
     foo = json.loads(cluster.kubectl("get", "foo", "example-foo", "-o", "json").stdout)
     assert "foregroundDeletion" in foo["metadata"]["finalizers"] and foo["metadata"]["deletionTimestamp"]
     assert cluster.kubectl("get", "cm", "dep-a", "-o", "jsonpath={.metadata.deletionTimestamp}").stdout
-    time.sleep(1)
+    # The owner is still there (checked above), so kubectl, which waits for it to go, is still waiting.
     assert d.poll() is None, "kubectl delete returned before the dependents were gone"
     cluster.kubectl("patch", "cm", "dep-a", "--type=merge", "-p", '{"metadata":{"finalizers":null}}')
     assert d.wait(timeout=30) == 0
@@ -142,10 +148,11 @@ def test_delete_waits_for_finalizer(cluster):
     apply_foo(cluster)
     cluster.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"metadata":{"finalizers":["example.com/x"]}}')
     d = cluster.kubectl_bg("delete", "foo", "example-foo", "--timeout=30s")
-    time.sleep(1.5)
+    # The delete reached the server (deletionTimestamp set), and the object stays while the finalizer does.
+    foo = wait_for(lambda: (f := json.loads(cluster.kubectl("get", "foo", "example-foo", "-o", "json").stdout))
+                   ["metadata"].get("deletionTimestamp") and f, message="deletion started")
+    assert foo["metadata"]["finalizers"] == ["example.com/x"]
     assert d.poll() is None, "delete returned while a finalizer was still set"
-    foo = json.loads(cluster.kubectl("get", "foo", "example-foo", "-o", "json").stdout)
-    assert foo["metadata"]["deletionTimestamp"]
     # No new finalizers once deletion started.
     r = cluster.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"metadata":{"finalizers":["example.com/x","example.com/y"]}}', check=False)
     assert r.returncode != 0 and "no new finalizers" in r.stderr

@@ -1,6 +1,8 @@
 //! The `UniversalController` resource (`universalcontroller.njuics.cn/v1alpha1`): what a user writes to
 //! register a controller. The thesis's YAML listings parse as they are.
 
+use kube::CustomResource;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -11,8 +13,23 @@ pub const VERSION: &str = "v1alpha1";
 /// `apiVersion` of uc's own resources.
 pub const API_VERSION: &str = "universalcontroller.njuics.cn/v1alpha1";
 
-/// `spec` of a UniversalController.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// The parent type, child types and hooks of a controller (`spec` of a UniversalController; the CRD,
+/// `crds::universal_controller_crd`, is derived from these types and their doc comments).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema, CustomResource)]
+#[kube(
+    group = "universalcontroller.njuics.cn",
+    version = "v1alpha1",
+    kind = "UniversalController",
+    doc = "A controller of a parent resource type, written as hooks.",
+    plural = "universalcontrollers",
+    shortname = "uc",
+    shortname = "uctl",
+    status = "UniversalControllerStatus",
+    printcolumn = r#"{"name": "Parent", "type": "string", "jsonPath": ".spec.parentResource.resource"}"#,
+    printcolumn = r#"{"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name": "Reason", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].reason"}"#,
+    printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
+)]
 #[serde(rename_all = "camelCase")]
 pub struct UniversalControllerSpec {
     /// The parent type this controller manages.
@@ -32,7 +49,7 @@ pub struct UniversalControllerSpec {
 }
 
 /// The parent resource rule.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ParentResource {
     /// `group/version` or `v1`.
@@ -45,7 +62,7 @@ pub struct ParentResource {
 }
 
 /// Which parent fields belong to a revision.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RevisionHistory {
     /// Dotted field paths, default `[spec]`.
@@ -54,7 +71,7 @@ pub struct RevisionHistory {
 }
 
 /// A child resource rule.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChildResource {
     /// `group/version` or `v1`.
@@ -67,19 +84,20 @@ pub struct ChildResource {
 }
 
 /// Update strategy of a child type.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UpdateStrategy {
     /// `OnDelete` (default), `Recreate` (alias `ReCreate`), `InPlace`, `RollingRecreate`, `RollingInPlace`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
+    #[schemars(schema_with = "method_schema")]
+    pub method: Option<UpdateMethod>,
     /// Checks an updated child must pass before the next one moves (rolling methods).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_checks: Option<StatusChecks>,
 }
 
 /// Status checks of rolling updates.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StatusChecks {
     /// Conditions that must hold.
     #[serde(default)]
@@ -87,7 +105,7 @@ pub struct StatusChecks {
 }
 
 /// One condition check.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ConditionCheck {
     /// Condition type.
     #[serde(rename = "type")]
@@ -100,12 +118,31 @@ pub struct ConditionCheck {
     pub reason: Option<String>,
 }
 
+/// The schema of `updateStrategy.method`: the methods' names, the thesis's `ReCreate` spelling too.
+fn method_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "description": "How existing children are updated (default OnDelete).",
+        "enum": ["OnDelete", "Recreate", "ReCreate", "InPlace", "RollingRecreate", "RollingInPlace"]
+    })
+}
+
+/// The schema of free-form conditions: objects with any fields.
+fn conditions_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+    })
+}
+
 /// Update methods.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum UpdateMethod {
     /// Never update existing children.
+    #[default]
     OnDelete,
     /// Delete a differing child; it is created anew on a later sync.
+    #[serde(alias = "ReCreate")]
     Recreate,
     /// Update a differing child in place.
     InPlace,
@@ -116,23 +153,14 @@ pub enum UpdateMethod {
 }
 
 impl UpdateStrategy {
-    /// Parses the method name.
-    pub fn parsed(s: Option<&UpdateStrategy>) -> Result<UpdateMethod, String> {
-        match s.and_then(|s| s.method.as_deref()) {
-            None | Some("") | Some("OnDelete") => Ok(UpdateMethod::OnDelete),
-            Some("Recreate" | "ReCreate") => Ok(UpdateMethod::Recreate),
-            Some("InPlace") => Ok(UpdateMethod::InPlace),
-            Some("RollingRecreate") => Ok(UpdateMethod::RollingRecreate),
-            Some("RollingInPlace") => Ok(UpdateMethod::RollingInPlace),
-            Some(other) => Err(format!(
-                "unknown update method {other:?}: use OnDelete, Recreate, InPlace, RollingRecreate or RollingInPlace"
-            )),
-        }
+    /// The method of a child type's strategy (OnDelete when none is given).
+    pub fn method_of(s: Option<&UpdateStrategy>) -> UpdateMethod {
+        s.and_then(|s| s.method).unwrap_or_default()
     }
 }
 
 /// The hooks of a controller.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Hooks {
     /// Required: computes status and desired children.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -146,7 +174,7 @@ pub struct Hooks {
 }
 
 /// One hook: exactly one of webhook, javascript, native.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Hook {
     /// An HTTP(S) endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -160,7 +188,7 @@ pub struct Hook {
 }
 
 /// A webhook.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Webhook {
     /// Full URL; wins over service+path.
@@ -184,7 +212,7 @@ pub struct Webhook {
 }
 
 /// A Service address for a webhook.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServiceReference {
     /// Service name.
     pub name: String,
@@ -199,7 +227,7 @@ pub struct ServiceReference {
 }
 
 /// JavaScript source, inline or from a ConfigMap.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JavaScript {
     /// Inline source.
@@ -217,7 +245,7 @@ pub struct JavaScript {
 }
 
 /// A key of a ConfigMap.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ConfigMapKeyRef {
     /// ConfigMap name.
     pub name: String,
@@ -228,14 +256,19 @@ pub struct ConfigMapKeyRef {
 }
 
 /// A native hook by name.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Native {
     /// Registered name.
     pub name: String,
 }
 
+/// A duration that does not parse: what was wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DurationError(pub String);
+
 /// Parses a Kubernetes-style duration: `10s`, `500ms`, `1m30s`, `2h`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, DurationError> {
     let s = s.trim();
     if let Ok(secs) = s.parse::<f64>() {
         return duration_from_secs(secs, s);
@@ -257,31 +290,65 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
                 break;
             }
         }
-        let n: f64 = num.parse().map_err(|_| format!("invalid duration {s:?}"))?;
+        let n: f64 = num.parse().map_err(|_| DurationError(format!("invalid duration {s:?}")))?;
         num.clear();
         total += n * match unit.as_str() {
             "ms" => 0.001,
             "s" => 1.0,
             "m" => 60.0,
             "h" => 3600.0,
-            _ => return Err(format!("invalid duration {s:?}: unknown unit {unit:?}")),
+            _ => return Err(DurationError(format!("invalid duration {s:?}: unknown unit {unit:?}"))),
         };
     }
     if !num.is_empty() {
-        return Err(format!("invalid duration {s:?}: a number lacks its unit"));
+        return Err(DurationError(format!("invalid duration {s:?}: a number lacks its unit")));
     }
     duration_from_secs(total, s)
 }
 
-fn duration_from_secs(secs: f64, s: &str) -> Result<std::time::Duration, String> {
+fn duration_from_secs(secs: f64, s: &str) -> Result<std::time::Duration, DurationError> {
     if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("invalid duration {s:?}"));
+        return Err(DurationError(format!("invalid duration {s:?}")));
     }
     Ok(std::time::Duration::from_secs_f64(secs))
 }
 
+/// What a ControllerRevision of uc records (thesis listing 4.7): top-level fields, as apps/v1's
+/// ControllerRevision has, not a `spec`. The CRD (`crds::controller_revision_crd`) is derived from it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(description = "One revision of a parent's rolling-update fields, and the children that belong to it.")]
+pub struct ControllerRevisionFields {
+    /// The parent's revision fields at this revision.
+    #[schemars(schema_with = "free_form_object")]
+    pub parent_patch: Value,
+    /// Its number: higher is newer.
+    pub revision: i64,
+    /// The children that belong to this revision, per child group and kind.
+    #[serde(default)]
+    pub children: Vec<RevisionChildren>,
+}
+
+/// The children of one group and kind that belong to a revision.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RevisionChildren {
+    /// API group of the children ("" for the core group).
+    pub api_group: String,
+    /// Their kind.
+    pub kind: String,
+    /// Their names.
+    #[serde(default)]
+    pub names: Vec<String>,
+}
+
+/// An object with any fields.
+fn free_form_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+}
+
 /// `status` of a UniversalController.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UniversalControllerStatus {
     /// Generation of the spec the controller runs.
@@ -289,6 +356,7 @@ pub struct UniversalControllerStatus {
     pub observed_generation: Option<i64>,
     /// Conditions: `Ready`, `Synced`.
     #[serde(default)]
+    #[schemars(schema_with = "conditions_schema")]
     pub conditions: Vec<Value>,
 }
 
@@ -306,7 +374,7 @@ mod tests {
         });
         let spec: UniversalControllerSpec = serde_json::from_value(yaml).unwrap();
         assert_eq!(spec.generate_selector, Some(true));
-        assert_eq!(UpdateStrategy::parsed(spec.child_resources[0].update_strategy.as_ref()), Ok(UpdateMethod::InPlace));
+        assert_eq!(UpdateStrategy::method_of(spec.child_resources[0].update_strategy.as_ref()), UpdateMethod::InPlace);
         assert_eq!(
             spec.hooks.sync.unwrap().webhook.unwrap().url.as_deref(),
             Some("http://sample-controller.universalcontroller:8080")
@@ -326,20 +394,17 @@ mod tests {
         }))
         .unwrap();
         let pods = &spec.child_resources[0];
-        assert_eq!(UpdateStrategy::parsed(pods.update_strategy.as_ref()), Ok(UpdateMethod::RollingRecreate));
+        assert_eq!(UpdateStrategy::method_of(pods.update_strategy.as_ref()), UpdateMethod::RollingRecreate);
         let checks = pods.update_strategy.as_ref().unwrap().status_checks.as_ref().unwrap();
         assert_eq!(
             (checks.conditions[0].type_.as_str(), checks.conditions[0].status.as_deref()),
             ("Ready", Some("True"))
         );
-        assert_eq!(
-            UpdateStrategy::parsed(spec.child_resources[1].update_strategy.as_ref()),
-            Ok(UpdateMethod::OnDelete)
-        );
-        assert_eq!(
-            UpdateStrategy::parsed(Some(&UpdateStrategy { method: Some("ReCreate".into()), status_checks: None })),
-            Ok(UpdateMethod::Recreate)
-        );
+        assert_eq!(UpdateStrategy::method_of(spec.child_resources[1].update_strategy.as_ref()), UpdateMethod::OnDelete);
+        let thesis: UpdateStrategy = serde_json::from_value(serde_json::json!({"method": "ReCreate"})).unwrap();
+        assert_eq!(thesis.method, Some(UpdateMethod::Recreate), "the thesis's spelling");
+        let bad = serde_json::from_value::<UpdateStrategy>(serde_json::json!({"method": "Sideways"})).unwrap_err();
+        assert!(bad.to_string().contains("unknown variant `Sideways`"), "{bad}");
     }
 
     #[test]

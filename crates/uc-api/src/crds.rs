@@ -1,77 +1,35 @@
-//! CRDs of uc's own resources, as objects ready to apply: UniversalController and ControllerRevision.
+//! CRDs of uc's own resources, derived from their Rust types (`crate::controller`) and doc comments:
+//! UniversalController (kube-derive) and ControllerRevision (schemars, as kube-derive generates a
+//! structural schema, with its fields at the top level).
 
+use kube::CustomResourceExt;
+use schemars::JsonSchema;
 use serde_json::{Value, json};
 
-use crate::controller::{GROUP, VERSION};
+use crate::controller::{ControllerRevisionFields, GROUP, UniversalController, VERSION};
 
-fn hook_schema() -> Value {
-    json!({
-        "type": "object",
-        "description": "One hook: exactly one of webhook, javascript, native.",
-        "properties": {
-            "webhook": {"type": "object", "properties": {
-                "url": {"type": "string"}, "timeout": {"type": "string"}, "path": {"type": "string"},
-                "caBundle": {"type": "string"}, "bearerToken": {"type": "string"},
-                "service": {"type": "object", "properties": {
-                    "name": {"type": "string"}, "namespace": {"type": "string"},
-                    "port": {"type": "integer"}, "protocol": {"type": "string"}}}}},
-            "javascript": {"type": "object", "properties": {
-                "source": {"type": "string"}, "timeout": {"type": "string"}, "memoryLimitMiB": {"type": "integer"},
-                "configMapRef": {"type": "object", "properties": {
-                    "name": {"type": "string"}, "namespace": {"type": "string"}, "key": {"type": "string"}}}}},
-            "native": {"type": "object", "properties": {"name": {"type": "string"}}}
-        }
-    })
+/// A structural schema of `T` as kube-derive makes one: no `$ref`s, no `$schema`, `nullable` for
+/// optional fields, enums and untagged unions rewritten for Kubernetes.
+fn structural_schema<T: JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::openapi3()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .with_transform(schemars::transform::AddNullable::default())
+        .with_transform(kube::core::schema::StructuralSchemaRewriter)
+        .with_transform(kube::core::schema::OptionalEnum)
+        .into_generator();
+    let mut schema = serde_json::to_value(generator.into_root_schema_for::<T>()).unwrap_or(Value::Null);
+    if let Some(m) = schema.as_object_mut() {
+        m.remove("title");
+    }
+    schema
 }
 
 /// The UniversalController CRD (cluster-scoped, short names `uc`, `uctl`).
 pub fn universal_controller_crd() -> Value {
-    let rule = json!({"type": "object", "required": ["apiVersion", "resource"], "properties": {
-        "apiVersion": {"type": "string"}, "resource": {"type": "string"}}});
-    let mut parent = rule.clone();
-    parent["properties"]["revisionHistory"] = json!({"type": "object", "properties": {
-        "fieldPaths": {"type": "array", "items": {"type": "string"}}}});
-    let mut child = rule;
-    child["properties"]["updateStrategy"] = json!({"type": "object", "properties": {
-        "method": {"type": "string", "enum": ["OnDelete", "Recreate", "ReCreate", "InPlace", "RollingRecreate", "RollingInPlace"]},
-        "statusChecks": {"type": "object", "properties": {"conditions": {"type": "array", "items": {
-            "type": "object", "required": ["type"], "properties": {
-                "type": {"type": "string"}, "status": {"type": "string"}, "reason": {"type": "string"}}}}}}}});
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("universalcontrollers.{GROUP}")},
-        "spec": {
-            "group": GROUP,
-            "names": {"kind": "UniversalController", "listKind": "UniversalControllerList", "plural": "universalcontrollers",
-                      "singular": "universalcontroller", "shortNames": ["uc", "uctl"]},
-            "scope": "Cluster",
-            "versions": [{
-                "name": VERSION, "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "additionalPrinterColumns": [
-                    {"name": "Parent", "type": "string", "jsonPath": ".spec.parentResource.resource"},
-                    {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
-                    {"name": "Reason", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].reason"},
-                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
-                ],
-                "schema": {"openAPIV3Schema": {
-                    "type": "object",
-                    "description": "A controller of a parent resource type, written as hooks.",
-                    "properties": {
-                        "spec": {"type": "object", "required": ["parentResource"], "properties": {
-                            "parentResource": parent,
-                            "childResources": {"type": "array", "items": child},
-                            "resyncPeriodSeconds": {"type": "number"},
-                            "generateSelector": {"type": "boolean"},
-                            "hooks": {"type": "object", "properties": {
-                                "sync": hook_schema(), "finalize": hook_schema(), "customize": hook_schema()}}}},
-                        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
-                    }
-                }}
-            }]
-        }
-    })
+    serde_json::to_value(UniversalController::crd()).unwrap_or(Value::Null)
 }
 
 /// The ControllerRevision CRD of uc (thesis listing 4.7).
@@ -87,13 +45,37 @@ pub fn controller_revision_crd() -> Value {
             "scope": "Namespaced",
             "versions": [{
                 "name": VERSION, "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                    "parentPatch": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                    "revision": {"type": "integer", "format": "int64"},
-                    "children": {"type": "array", "items": {"type": "object", "properties": {
-                        "apiGroup": {"type": "string"}, "kind": {"type": "string"},
-                        "names": {"type": "array", "items": {"type": "string"}}}}}}}}
+                "schema": {"openAPIV3Schema": structural_schema::<ControllerRevisionFields>()}
             }]
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_crds_carry_the_types_fields_and_docs() {
+        let uc = universal_controller_crd();
+        assert_eq!(uc["metadata"]["name"], json!(format!("universalcontrollers.{GROUP}")));
+        assert_eq!(uc["spec"]["scope"], json!("Cluster"));
+        assert_eq!(uc["spec"]["names"]["shortNames"], json!(["uc", "uctl"]));
+        let spec = &uc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        assert_eq!(spec["required"], json!(["parentResource"]));
+        let strategy = &spec["properties"]["childResources"]["items"]["properties"]["updateStrategy"];
+        assert!(strategy["properties"]["method"]["enum"].as_array().unwrap().contains(&json!("ReCreate")));
+        assert_eq!(
+            spec["properties"]["hooks"]["properties"]["sync"]["properties"]["native"]["required"],
+            json!(["name"])
+        );
+        let rev = controller_revision_crd();
+        let schema = &rev["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+        assert_eq!(schema["type"], json!("object"));
+        assert_eq!(schema["properties"]["parentPatch"]["x-kubernetes-preserve-unknown-fields"], json!(true));
+        assert_eq!(schema["properties"]["revision"]["format"], json!("int64"));
+        let children = &schema["properties"]["children"]["items"];
+        assert_eq!(children["properties"]["names"]["items"]["type"], json!("string"));
+        assert!(!schema.to_string().contains("$ref") && !schema.to_string().contains("$schema"), "{schema}");
+    }
 }

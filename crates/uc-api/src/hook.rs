@@ -58,6 +58,24 @@ pub struct SyncResponse {
     pub finalized: Option<bool>,
 }
 
+impl SyncResponse {
+    /// The response as JSON, its children moved rather than copied.
+    pub fn into_value(self) -> Value {
+        let mut out = serde_json::Map::new();
+        if let Some(s) = self.status {
+            out.insert("status".into(), s);
+        }
+        out.insert("children".into(), Value::Array(self.children));
+        if let Some(r) = self.resync_after_seconds {
+            out.insert("resyncAfterSeconds".into(), Value::from(r));
+        }
+        if let Some(f) = self.finalized {
+            out.insert("finalized".into(), Value::Bool(f));
+        }
+        Value::Object(out)
+    }
+}
+
 /// Request to a customize hook.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CustomizeRequest {

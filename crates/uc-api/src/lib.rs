@@ -2,10 +2,12 @@
 //! protocol, uc's own CRDs, Kubernetes `Status` errors, label and field selectors, resource
 //! identities. Pure data and pure functions: no I/O.
 
+pub mod conditions;
 pub mod controller;
 pub mod crds;
 pub mod dns;
 pub mod hook;
+pub mod meta;
 pub mod resource;
 pub mod selector;
 pub mod status;

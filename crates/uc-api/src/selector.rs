@@ -182,6 +182,16 @@ fn split_top_level(s: &str) -> Vec<&str> {
     parts
 }
 
+/// A label value: empty, or at most 63 alphanumerics, '-', '_', '.', starting and ending alphanumeric
+/// (Kubernetes' rule, for objects' labels and for the values selectors compare them with).
+pub fn is_label_value(s: &str) -> bool {
+    let edge_ok = |c: Option<char>| c.is_none_or(|c| c.is_ascii_alphanumeric());
+    s.len() <= 63
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && edge_ok(s.chars().next())
+        && edge_ok(s.chars().last())
+}
+
 fn parse_requirement(part: &str) -> Result<Requirement, SelectorError> {
     let err = |reason: &str| SelectorError::Parse { requirement: part.to_string(), reason: reason.to_string() };
     let check_key = |k: &str| -> Result<String, SelectorError> {
@@ -193,7 +203,7 @@ fn parse_requirement(part: &str) -> Result<Requirement, SelectorError> {
     };
     let check_value = |v: &str| -> Result<String, SelectorError> {
         let v = v.trim();
-        if !v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+        if !is_label_value(v) {
             return Err(err("invalid label value"));
         }
         Ok(v.to_string())
@@ -315,6 +325,19 @@ mod tests {
         assert!(LabelSelector::parse("a=b=c d").is_err());
         assert!(LabelSelector::parse("a b").is_err());
         assert!(FieldSelector::parse("metadata.name").is_err());
+        assert!(LabelSelector::parse("a=-b").is_err(), "values start alphanumeric");
+        assert!(LabelSelector::parse(&format!("a={}", "x".repeat(64))).is_err(), "at most 63 characters");
+        assert!(LabelSelector::parse("a=").is_ok(), "an empty value is a value");
+    }
+
+    #[test]
+    fn label_values() {
+        for ok in ["", "a", "a-b_c.d", "A1"] {
+            assert!(is_label_value(ok), "{ok:?}");
+        }
+        for bad in ["-a", "a-", "a b", "a/b", &"x".repeat(64)] {
+            assert!(!is_label_value(bad), "{bad:?}");
+        }
     }
 
     #[test]

@@ -4,9 +4,9 @@
 use http::Response;
 use serde_json::{Value, json};
 
+use crate::app::{App, Body, Req, json_response, json_response_typed};
 use crate::error::{ApiError, Result};
 use crate::registry::ResourceInfo;
-use crate::server::{App, Body, Req, json_response, json_response_typed};
 
 /// The version this server reports.
 pub fn version() -> Value {

@@ -2,7 +2,7 @@
 
 use uc_api::{Status, StatusCause, StatusDetails};
 
-use crate::storage::StoreError;
+use crate::stored::StoreError;
 
 /// An error answered to the client as a `Status` object.
 #[derive(Debug, Clone)]

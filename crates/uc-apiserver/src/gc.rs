@@ -14,10 +14,11 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use uc_api::GroupResource;
 
+use crate::app::App;
 use crate::error::Subject;
-use crate::handlers::{self, CRD_CLEANUP, DeleteOptions, FOREGROUND, ORPHAN, Propagation};
+use crate::handlers::delete::{self, CRD_CLEANUP, DeleteOptions, FOREGROUND, ORPHAN, Propagation};
+use crate::handlers::write;
 use crate::registry::ResourceInfo;
-use crate::server::App;
 use crate::storage::{EventType, Obj, ObjRef, StoreError};
 
 const FULL_PASS_EVERY: Duration = Duration::from_secs(15);
@@ -184,7 +185,7 @@ async fn mutate(app: &App, r: &ObjRef, f: impl Fn(&mut Value) -> bool) -> crate:
         if !f(&mut new) {
             return Ok(());
         }
-        match handlers::commit_update(app, &info, &r.1, &cur, new).await {
+        match write::commit_update(app, &info, &r.1, &cur, new).await {
             Ok(_) => return Ok(()),
             Err(StoreError::Conflict { .. }) => continue,
             Err(StoreError::NotFound) => return Ok(()),
@@ -220,7 +221,7 @@ async fn delete(app: &App, r: &ObjRef, propagation: Propagation, uid: Option<Str
         return Ok(());
     };
     let opts = DeleteOptions { propagation, uid, ..Default::default() };
-    match handlers::delete_object(app, &info, &r.1, &subject(&r.0, &r.1), &opts).await {
+    match delete::delete_object(app, &info, &r.1, &subject(&r.0, &r.1), &opts).await {
         Ok(_) => Ok(()),
         Err(e) if e.code() == 404 || e.code() == 409 => Ok(()),
         Err(e) => Err(e),

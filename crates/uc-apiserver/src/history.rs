@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use uc_api::GroupResource;
 
-use crate::storage::{Obj, StoreError};
+use crate::stored::{Obj, StoreError};
 
 /// What happened to an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,8 +13,8 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use uc_api::GroupResource;
 
+use crate::app::{App, Body};
 use crate::error::{ApiError, Subject};
-use crate::server::{App, Body};
 use crate::storage::object_key;
 
 /// The streaming subresources.
@@ -133,7 +133,7 @@ pub async fn proxy(
             let (Ok(a), Ok(b)) = (client_side.await, node_side.await) else { return };
             let _ = tokio::io::copy_bidirectional(&mut TokioIo::new(a), &mut TokioIo::new(b)).await;
         });
-        let mut out = Response::new(crate::server::full(bytes::Bytes::new()));
+        let mut out = Response::new(crate::app::full(bytes::Bytes::new()));
         *out.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
         for (k, v) in resp.headers() {
             out.headers_mut().append(k, v.clone());

@@ -4,6 +4,7 @@
 //! (defaulting, pruning, validation) → the store's writer (group commit to a write-ahead log) → the in-memory state
 //! and revision log → watchers and the garbage collector. See `docs/ARCHITECTURE.md`.
 
+pub mod app;
 pub mod builtin;
 pub mod discovery;
 pub mod error;
@@ -15,14 +16,17 @@ pub mod openapi;
 pub mod patch;
 pub mod proto;
 pub mod registry;
+pub mod request;
 pub mod schema;
 pub mod server;
 pub mod service_ips;
 pub mod storage;
+pub mod stored;
 pub mod table;
 pub mod tls;
 pub mod traffic;
 pub mod wal;
 pub mod watch;
 
-pub use server::{Config, RunningServer, StartError, start};
+pub use app::Config;
+pub use server::{RunningServer, StartError, start};

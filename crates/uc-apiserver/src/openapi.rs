@@ -6,9 +6,9 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use http::Response;
 use serde_json::{Map, Value, json};
 
+use crate::app::{App, Body, Req, json_response};
 use crate::error::{ApiError, Result};
 use crate::registry::ResourceInfo;
-use crate::server::{App, Body, Req, json_response};
 
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 

@@ -27,19 +27,39 @@ type Messages = HashMap<String, HashMap<u64, FieldDef>>;
 fn schema() -> &'static Messages {
     static SCHEMA: OnceLock<Messages> = OnceLock::new();
     SCHEMA.get_or_init(|| {
-        let raw: Value = serde_json::from_str(include_str!("proto_schema.json")).unwrap_or(Value::Null);
-        let mut out = Messages::new();
-        for (name, fields) in raw.get("messages").and_then(Value::as_object).into_iter().flatten() {
-            let mut defs = HashMap::new();
-            for f in fields.as_array().into_iter().flatten() {
-                let s = |i: usize| f.get(i).and_then(Value::as_str).unwrap_or_default().to_string();
-                let Some(tag) = f.get(0).and_then(Value::as_u64) else { continue };
-                defs.insert(tag, FieldDef { json: s(1), kind: s(2), repeated: s(3) == "repeated", type_name: s(4) });
-            }
-            out.insert(name.clone(), defs);
-        }
-        out
+        // Built into the binary: a malformed schema is a build defect, caught by the unit test below.
+        parse_schema(include_str!("proto_schema.json")).expect("the embedded proto_schema.json is well-formed")
     })
+}
+
+/// The message layouts: `{"messages": {name: [[tag, jsonName, kind, "repeated"|"", typeName], ...]}}`.
+fn parse_schema(text: &str) -> Result<Messages, String> {
+    let raw: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    let messages = raw.get("messages").and_then(Value::as_object).ok_or("no messages object")?;
+    let mut out = Messages::new();
+    for (name, fields) in messages {
+        let mut defs = HashMap::new();
+        for (i, f) in fields.as_array().ok_or_else(|| format!("messages.{name} is not a list"))?.iter().enumerate() {
+            let at = |j: usize| f.get(j).and_then(Value::as_str).map(String::from);
+            let bad = || format!("messages.{name}[{i}] is not [tag, json, kind, label, type]");
+            let tag = f.get(0).and_then(Value::as_u64).ok_or_else(bad)?;
+            let (json, kind) = (at(1).ok_or_else(bad)?, at(2).ok_or_else(bad)?);
+            let repeated = at(3).ok_or_else(bad)? == "repeated";
+            let type_name = match at(4) {
+                Some(t) => t,
+                None if kind == "message" => {
+                    return Err(format!("messages.{name}[{i}]: a message field needs its type"));
+                }
+                None => String::new(),
+            };
+            defs.insert(tag, FieldDef { json, kind, repeated, type_name });
+        }
+        out.insert(name.clone(), defs);
+    }
+    if out.is_empty() {
+        return Err("no message layouts".into());
+    }
+    Ok(out)
 }
 
 /// Why a protobuf body could not be decoded.
@@ -385,6 +405,27 @@ fn scalar_or_message(def: &FieldDef, wire: Wire<'_>, depth: usize) -> Result<Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_embedded_schema_is_well_formed_and_bad_ones_are_refused() {
+        let schema = parse_schema(include_str!("proto_schema.json")).unwrap();
+        assert!(schema.len() > 100, "{} message layouts", schema.len());
+        let pod = &schema["api.core.v1.Pod"];
+        assert_eq!(
+            (pod[&1].json.as_str(), pod[&1].type_name.as_str()),
+            ("metadata", "apimachinery.pkg.apis.meta.v1.ObjectMeta")
+        );
+        for (text, why) in [
+            ("nope", "not JSON"),
+            ("{}", "no messages object"),
+            (r#"{"messages": {}}"#, "no message layouts"),
+            (r#"{"messages": {"M": [[1, "a"]]}}"#, "messages.M[0] is not"),
+            (r#"{"messages": {"M": [[1, "a", "message", "optional"]]}}"#, "a message field needs its type"),
+        ] {
+            let e = parse_schema(text).unwrap_err();
+            assert!(e.contains(why), "{text}: {e}");
+        }
+    }
 
     fn varint(mut v: u64, out: &mut Vec<u8>) {
         loop {

@@ -17,46 +17,11 @@ use uc_api::GroupResource;
 
 pub use crate::history::{Event, EventType, HistoryStats, json_size};
 use crate::history::{History, Limits};
+pub use crate::stored::{Obj, StoreError};
 use crate::wal::{Change, Wal};
-
-/// A stored object, shared between the state, the revision log and responses.
-pub type Obj = Arc<Value>;
 
 /// Most writes taken into one group commit.
 const MAX_BATCH: usize = 4096;
-
-/// Storage errors.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// Create of a key that exists.
-    #[error("object already exists")]
-    AlreadyExists,
-    /// Update or delete of a key that does not exist.
-    #[error("object not found")]
-    NotFound,
-    /// The object changed since the caller read it.
-    #[error("object was modified: expected resourceVersion {expected}, found {found}")]
-    Conflict {
-        /// The resourceVersion the caller expected.
-        expected: u64,
-        /// The current resourceVersion.
-        found: u64,
-    },
-    /// The requested revision is older than the oldest one the log still holds.
-    #[error("too old resource version: {requested} ({oldest})")]
-    Gone {
-        /// The revision asked for.
-        requested: u64,
-        /// The oldest revision that can still be served.
-        oldest: u64,
-    },
-    /// The database file failed.
-    #[error("storage failure: {0}")]
-    Backend(String),
-    /// The writer thread is gone (the server is shutting down).
-    #[error("storage is shutting down")]
-    Closed,
-}
 
 /// A write.
 #[derive(Debug)]
@@ -716,12 +681,20 @@ mod tests {
             store.write(Op::Create { gr: gr(), key: "ns/b".into(), object: pod("b") }).await.unwrap();
             store.write(Op::Delete { gr: gr(), key: "ns/a".into(), expect_rv: 0 }).await.unwrap();
         }
-        let store = loop {
+        // The first store's writer thread lets go of the log once it has seen the store dropped.
+        let mut last_error = None;
+        let mut reopened = None;
+        for _ in 0..500 {
             match Store::open(Some(&path), StoreOptions::default()) {
-                Ok(s) => break s,
-                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+                Ok(s) => {
+                    reopened = Some(s);
+                    break;
+                }
+                Err(e) => last_error = Some(e),
             }
-        };
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let store = reopened.unwrap_or_else(|| panic!("the log was not released in 10 s: {last_error:?}"));
         let mut seen = Vec::new();
         let newest = store
             .events_after(1, |ev| seen.push((ev.rv, ev.kind.as_str(), ev.key.clone(), rv_of(&ev.object))))

@@ -13,7 +13,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::storage::StoreError;
+use crate::stored::StoreError;
 
 /// One change inside a record: a put (with the object's JSON) or a delete.
 pub struct Change<'a> {

@@ -12,9 +12,9 @@ use hyper::body::Frame;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use crate::app::{App, Body, Render, Req};
 use crate::error::{ApiError, Result};
-use crate::handlers::{Selectors, Target, include_object, parse_rv, to_version};
-use crate::server::{App, Body, Render, Req};
+use crate::request::{Selectors, Target, include_object, parse_rv, to_version};
 use crate::storage::{Event, EventType, Obj, StoreError};
 use crate::table;
 

@@ -12,6 +12,8 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams}
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 
+use uc_api::conditions::{condition, set_condition};
+
 use crate::controller::{self, Ctx, Running, StartError};
 use crate::events::Recorder;
 use crate::hooks::native::NativeRegistry;
@@ -78,26 +80,8 @@ fn uc_resource() -> ApiResource {
 
 /// Creates uc's CRDs if they are missing and waits until they are served.
 pub async fn install_crds(client: &kube::Client) -> anyhow::Result<()> {
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in [uc_api::crds::universal_controller_crd(), uc_api::crds::controller_revision_crd()] {
-        let crd: CustomResourceDefinition = serde_json::from_value(crd)?;
-        match api.create(&PostParams::default(), &crd).await {
-            Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 409 => {
-                // Installed by an older uc: bring its schema up to this one's.
-                let name = crd.metadata.name.clone().unwrap_or_default();
-                let current = api.get(&name).await?;
-                if current.spec != crd.spec {
-                    let mut updated = crd.clone();
-                    updated.metadata.resource_version = current.metadata.resource_version;
-                    api.replace(&name, &PostParams::default(), &updated)
-                        .await
-                        .map_err(|e| anyhow::anyhow!("updating CRD {name}: {e}"))?;
-                }
-            }
-            Err(e) => return Err(anyhow::anyhow!("installing CRD {}: {e}", crd.metadata.name.unwrap_or_default())),
-        }
+        install_crd(client, crd).await?;
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     while crate::resources::resolve(client, uc_api::controller::API_VERSION, "universalcontrollers").await.is_err() {
@@ -109,13 +93,39 @@ pub async fn install_crds(client: &kube::Client) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Creates a CRD uc ships, or brings one an older uc installed up to this one's schema.
+pub async fn install_crd(client: &kube::Client, crd: Value) -> anyhow::Result<()> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd: CustomResourceDefinition = serde_json::from_value(crd)?;
+    let name = crd.metadata.name.clone().unwrap_or_default();
+    match api.create(&PostParams::default(), &crd).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => {
+            let current = api.get(&name).await?;
+            if current.spec != crd.spec {
+                let mut updated = crd;
+                updated.metadata.resource_version = current.metadata.resource_version;
+                api.replace(&name, &PostParams::default(), &updated)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("updating CRD {name}: {e}"))?;
+            }
+            Ok(())
+        }
+        Err(e) => Err(anyhow::anyhow!("installing CRD {name}: {e}")),
+    }
+}
+
 struct Entry {
     generation: i64,
     uc: Value,
     running: Option<Running>,
     error: Option<StartError>,
     tried: Instant,
+    /// The status last reported, without transition times (to see whether anything changed).
     reported: Option<Value>,
+    /// The status last written, with them.
+    written: Option<Value>,
 }
 
 impl Engine {
@@ -220,7 +230,8 @@ async fn apply_uc(ctx: &Arc<Ctx>, entries: &mut HashMap<String, Entry>, uc: Valu
         try_start(ctx, e).await;
         return;
     }
-    let mut e = Entry { generation, uc, running: None, error: None, tried: Instant::now(), reported: None };
+    let mut e =
+        Entry { generation, uc, running: None, error: None, tried: Instant::now(), reported: None, written: None };
     try_start(ctx, &mut e).await;
     entries.insert(name, e);
 }
@@ -234,22 +245,18 @@ async fn try_start(ctx: &Arc<Ctx>, e: &mut Entry) {
             e.error = None;
         }
         Err(err) => {
-            tracing::warn!(controller = %name_of(&e.uc), reason = err.reason, error = %err.message, "controller cannot run");
+            tracing::warn!(controller = %name_of(&e.uc), reason = err.reason.as_str(), error = %err.message, "controller cannot run");
             e.running = None;
             e.error = Some(err);
         }
     }
 }
 
-fn condition(type_: &str, ok: bool, reason: &str, message: &str) -> Value {
-    json!({"type": type_, "status": if ok { "True" } else { "False" }, "reason": reason, "message": message})
-}
-
 fn desired_status(e: &Entry) -> Value {
     let ready = match (&e.running, &e.error) {
         (Some(r), _) if r.is_synced() => condition("Ready", true, "Running", "the controller is running"),
         (Some(_), _) => condition("Ready", false, "Syncing", "waiting for the caches to sync"),
-        (None, Some(err)) => condition("Ready", false, err.reason, &err.message),
+        (None, Some(err)) => condition("Ready", false, err.reason.as_str(), &err.message),
         (None, None) => condition("Ready", false, "Starting", "starting"),
     };
     let failures = e.running.as_ref().map(Running::failures).unwrap_or_default();
@@ -269,16 +276,21 @@ async fn report(api: &Api<DynamicObject>, entries: &mut HashMap<String, Entry>) 
         if e.reported.as_ref() == Some(&status) {
             continue;
         }
-        let mut with_time = status.clone();
+        // A condition's transition time moves only when its status does (against what was last
+        // written, or what the object had when this controller started).
         let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-        if let Some(conds) = with_time.get_mut("conditions").and_then(Value::as_array_mut) {
-            for c in conds {
-                c["lastTransitionTime"] = json!(now);
-            }
+        let previous = e.written.clone().or_else(|| e.uc.get("status").cloned());
+        let mut with_time = status.clone();
+        with_time["conditions"] = json!([]);
+        for c in status["conditions"].as_array().into_iter().flatten() {
+            set_condition(&mut with_time, c.clone(), previous.as_ref(), &now);
         }
         let patch = json!({"status": with_time});
         match api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-            Ok(_) => e.reported = Some(status),
+            Ok(_) => {
+                e.reported = Some(status);
+                e.written = Some(with_time);
+            }
             Err(err) => tracing::debug!(controller = %name, error = %err, "writing the controller status failed"),
         }
     }

@@ -48,11 +48,7 @@ pub fn decorate(parent: &Value, selector_labels: &Map<String, Value>, child: &Va
             l.insert(k.clone(), v.clone());
         }
     }
-    let owner = json!({
-        "apiVersion": parent.get("apiVersion"), "kind": parent.get("kind"),
-        "name": meta(parent, "name"), "uid": meta(parent, "uid"),
-        "controller": true, "blockOwnerDeletion": true,
-    });
+    let owner = uc_api::meta::controller_owner_reference(parent);
     let mut refs: Vec<Value> = c
         .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)

@@ -26,30 +26,50 @@ impl Resolved {
     }
 }
 
+/// Why a resource type could not be resolved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    /// Discovery of the group version failed (not served, or the server did not answer).
+    #[error("{api_version} is not served: {reason}")]
+    NotServed {
+        /// The group version asked for.
+        api_version: String,
+        /// What discovery answered.
+        reason: String,
+    },
+    /// The group version is served, without this resource.
+    #[error("resource {resource:?} is not served in {api_version}")]
+    NoSuchResource {
+        /// The plural name asked for.
+        resource: String,
+        /// The group version.
+        api_version: String,
+    },
+}
+
 /// Finds `resource` served at `api_version`; the error says what is missing.
-pub async fn resolve(client: &kube::Client, api_version: &str, resource: &str) -> Result<Resolved, String> {
+pub async fn resolve(client: &kube::Client, api_version: &str, resource: &str) -> Result<Resolved, ResolveError> {
     let list = fetch(client, api_version).await?;
     find(&list, api_version, resource)
 }
 
-async fn fetch(client: &kube::Client, api_version: &str) -> Result<Arc<APIResourceList>, String> {
+async fn fetch(client: &kube::Client, api_version: &str) -> Result<Arc<APIResourceList>, ResolveError> {
     let (group, version) = uc_api::resource::split_api_version(api_version);
     let list = if group.is_empty() {
         client.list_core_api_resources(version).await
     } else {
         client.list_api_group_resources(api_version).await
     }
-    .map_err(|e| format!("{api_version} is not served: {e}"))?;
+    .map_err(|e| ResolveError::NotServed { api_version: api_version.to_string(), reason: e.to_string() })?;
     Ok(Arc::new(list))
 }
 
-fn find(list: &APIResourceList, api_version: &str, resource: &str) -> Result<Resolved, String> {
+fn find(list: &APIResourceList, api_version: &str, resource: &str) -> Result<Resolved, ResolveError> {
     let (group, version) = uc_api::resource::split_api_version(api_version);
-    let found = list
-        .resources
-        .iter()
-        .find(|r| r.name == resource)
-        .ok_or_else(|| format!("resource {resource:?} is not served in {api_version}"))?;
+    let found = list.resources.iter().find(|r| r.name == resource).ok_or_else(|| ResolveError::NoSuchResource {
+        resource: resource.to_string(),
+        api_version: api_version.to_string(),
+    })?;
     let status_subresource = list.resources.iter().any(|r| r.name == format!("{resource}/status"));
     let ar = ApiResource {
         group: group.to_string(),
@@ -80,7 +100,7 @@ impl Discovery {
     }
 
     /// Like [`resolve`], from the cache when it is fresh and has the resource.
-    pub async fn resolve(&self, api_version: &str, resource: &str) -> Result<Resolved, String> {
+    pub async fn resolve(&self, api_version: &str, resource: &str) -> Result<Resolved, ResolveError> {
         let cached = self.cache.lock().get(api_version).filter(|(at, _)| at.elapsed() < FRESH).map(|(_, l)| l.clone());
         if let Some(hit) = cached.and_then(|l| find(&l, api_version, resource).ok()) {
             return Ok(hit);
@@ -88,5 +108,38 @@ impl Discovery {
         let list = fetch(&self.client, api_version).await?;
         self.cache.lock().insert(api_version.to_string(), (Instant::now(), list.clone()));
         find(&list, api_version, resource)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource;
+
+    use super::*;
+
+    fn resource(name: &str, kind: &str, namespaced: bool) -> APIResource {
+        APIResource { name: name.into(), kind: kind.into(), namespaced, ..Default::default() }
+    }
+
+    #[test]
+    fn resources_are_found_with_their_scope_and_status() {
+        let list = APIResourceList {
+            group_version: "apps/v1".into(),
+            resources: vec![
+                resource("deployments", "Deployment", true),
+                resource("deployments/status", "Deployment", true),
+                resource("controllerrevisions", "ControllerRevision", true),
+            ],
+        };
+        let d = find(&list, "apps/v1", "deployments").unwrap();
+        assert_eq!(
+            (d.ar.kind.as_str(), d.ar.group.as_str(), d.namespaced, d.status_subresource),
+            ("Deployment", "apps", true, true)
+        );
+        assert!(!find(&list, "apps/v1", "controllerrevisions").unwrap().status_subresource);
+        assert_eq!(
+            find(&list, "apps/v1", "statefulsets").unwrap_err().to_string(),
+            "resource \"statefulsets\" is not served in apps/v1"
+        );
     }
 }

@@ -299,29 +299,7 @@ pub fn updated_condition(latest: &str, updated: usize, total: usize, next: Optio
     }
 }
 
-/// Puts `condition` into `status.conditions`, replacing one of the same type; keeps its
-/// `lastTransitionTime` when the status did not change.
-pub fn set_condition(status: &mut Value, condition: Value, previous: Option<&Value>, now: &str) {
-    if !status.is_object() {
-        return;
-    }
-    let type_ = condition.get("type").cloned();
-    let before = previous
-        .and_then(|p| p.get("conditions"))
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| c.get("type") == type_.as_ref()));
-    let mut condition = condition;
-    let since = match before {
-        Some(b) if b.get("status") == condition.get("status") => b.get("lastTransitionTime").cloned(),
-        _ => None,
-    };
-    condition["lastTransitionTime"] = since.unwrap_or_else(|| Value::String(now.to_string()));
-    let conds = status.as_object_mut().map(|m| m.entry("conditions").or_insert_with(|| json!([])));
-    if let Some(Value::Array(cs)) = conds {
-        cs.retain(|c| c.get("type") != type_.as_ref());
-        cs.push(condition);
-    }
-}
+pub use uc_api::conditions::set_condition;
 
 /// The labels of a parent's revisions: the parent's group and resource, and the selector's labels.
 pub fn labels(group: &str, resource: &str, selector_labels: &Map<String, Value>) -> Map<String, Value> {

@@ -14,13 +14,28 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::pod::ExecTarget;
+use crate::allowlist::AllowEntry;
 use crate::ws::{Out, Socket};
+
+/// What running a command in a container takes (pid filled in once it runs).
+#[derive(Clone, Debug, Default)]
+pub struct ExecTarget {
+    /// The container's main process.
+    pub pid: i32,
+    /// The pod's IP (probes go there).
+    pub ip: String,
+    /// The container's environment.
+    pub env: Vec<(String, String)>,
+    /// The container's working directory, as it sees it.
+    pub workdir: Option<String>,
+    /// Its image's allowlist entry (which programs a command names).
+    pub entry: AllowEntry,
+}
 
 /// The remote-command subprotocols served, in order of preference.
 pub const PROTOCOLS: &[&str] =
@@ -307,13 +322,10 @@ pub async fn serve_attach(
     let _ = out.send(Out::Close).await;
 }
 
-/// The body of an exec/attach error that comes before any upgrade: a `metav1.Status`.
-pub fn status_error(code: u16, reason: &str, message: &str) -> Value {
-    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code})
-}
-
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     #[test]

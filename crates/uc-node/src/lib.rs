@@ -24,16 +24,19 @@ use tokio::sync::watch;
 
 pub mod allowlist;
 pub mod container;
+mod context;
 pub mod env;
 pub mod exec;
 pub mod logs;
 pub mod names;
 pub mod objects;
 pub mod pod;
+mod pod_api;
 pub mod portforward;
 mod prepare;
 pub mod probe;
 pub mod proxy;
+pub mod response;
 pub mod server;
 pub mod simulate;
 pub mod spdy;
@@ -44,107 +47,12 @@ mod ws;
 pub use simulate::{EXIT_CODE, READY_DELAY, RUN_SECONDS, START_DELAY, simulate};
 
 use allowlist::Allowlist;
+pub use context::NodeOptions;
+use context::{Ctx, Ips, SharedIps};
 use pod::PodProcesses;
+use pod_api::{bind, finish_deletion, key_of, meta, patch_status, same_status};
 use prepare::{prepare_pod, refresh_volumes, update_images};
 use server::{PodEntry, Pods};
-
-/// Node agent options.
-#[derive(Clone, Debug)]
-pub struct NodeOptions {
-    /// The Node's name.
-    pub name: String,
-    /// Images whose pods run as real processes.
-    pub allowlist: Allowlist,
-    /// Per-pod directories (`<dir>/<pod uid>/`): containers' records and logs, emptyDir and
-    /// projected volumes.
-    pub pods_dir: PathBuf,
-    /// Where the per-namespace hosts files live (None: processes use the machine's /etc/hosts).
-    pub hosts_dir: Option<PathBuf>,
-    /// Pod IPs are `127.<pod_subnet>.x.y`; distinct per `uc up` so two on one machine do not collide.
-    pub pod_subnet: u8,
-    /// Where PersistentVolumeClaim directories live (`<dir>/<namespace>/<claim>`).
-    pub volumes_dir: PathBuf,
-    /// The `uc` binary, run as `uc shim` for each container.
-    pub shim: PathBuf,
-    /// The token the API server presents to the node's kubelet endpoint.
-    pub kubelet_token: String,
-    /// Port of the kubelet endpoint on 127.0.0.1 (0 picks one).
-    pub kubelet_port: u16,
-    /// The API server, for pods' `KUBERNETES_SERVICE_HOST`/`PORT`.
-    pub api_server: Option<SocketAddr>,
-    /// The token projected service account token volumes get while the API server has no
-    /// TokenRequest.
-    pub fallback_token: Option<String>,
-}
-
-impl Default for NodeOptions {
-    fn default() -> Self {
-        Self {
-            name: "uc-node".into(),
-            allowlist: Allowlist::default(),
-            pods_dir: std::env::temp_dir().join("uc-pods"),
-            hosts_dir: None,
-            pod_subnet: 1,
-            volumes_dir: std::env::temp_dir().join("uc-volumes"),
-            shim: PathBuf::from("uc"),
-            kubelet_token: String::new(),
-            kubelet_port: 0,
-            api_server: None,
-            fallback_token: None,
-        }
-    }
-}
-
-/// The last pod address of the subnet's pod range: 127.N.240.0/20 is the Services'.
-const POD_IPS: u32 = 240 * 256 - 2;
-
-/// Pod IPs from 127.<subnet>.0.0/16 (below the Services' 127.<subnet>.240.0/20), one per pod uid.
-pub(crate) struct Ips {
-    subnet: u8,
-    next: u32,
-    by_uid: HashMap<String, String>,
-}
-
-impl Ips {
-    pub(crate) fn get(&mut self, uid: &str, existing: Option<&str>) -> String {
-        if let Some(ip) = self.by_uid.get(uid) {
-            return ip.clone();
-        }
-        let prefix = format!("127.{}.", self.subnet);
-        let ip = match existing.filter(|ip| ip.starts_with(&prefix)) {
-            Some(ip) => ip.to_string(),
-            None => {
-                let used: HashSet<&String> = self.by_uid.values().collect();
-                let mut ip = String::new();
-                for _ in 0..POD_IPS {
-                    self.next = self.next % POD_IPS + 1;
-                    ip = format!("{prefix}{}.{}", self.next / 256, self.next % 256);
-                    if !used.contains(&ip) {
-                        break;
-                    }
-                }
-                ip
-            }
-        };
-        self.by_uid.insert(uid.to_string(), ip.clone());
-        ip
-    }
-
-    fn forget(&mut self, uid: &str) {
-        self.by_uid.remove(uid);
-    }
-}
-
-/// What the pod workers share.
-struct Ctx {
-    client: kube::Client,
-    options: NodeOptions,
-    ips: Mutex<Ips>,
-    hosts: Option<Arc<names::HostsFiles>>,
-    objects: objects::Objects,
-    pods: Pods,
-    shutting_down: AtomicBool,
-}
 
 /// A running node agent.
 pub struct Node {
@@ -186,7 +94,7 @@ pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result
     tokio::spawn(reclaim_claims(client.clone(), options.volumes_dir.clone()));
     let ctx = Arc::new(Ctx {
         client: client.clone(),
-        ips: Mutex::new(Ips { subnet: options.pod_subnet, next: 0, by_uid: HashMap::new() }),
+        ips: Mutex::new(Ips::new(options.pod_subnet)),
         objects: objects::Objects::new(client),
         options,
         hosts,
@@ -301,14 +209,6 @@ async fn register(client: &kube::Client, name: &str, kubelet_port: u16) -> anyho
     Ok(())
 }
 
-fn meta<'a>(pod: &'a Value, field: &str) -> &'a str {
-    pod.pointer(&format!("/metadata/{field}")).and_then(Value::as_str).unwrap_or_default()
-}
-
-fn key_of(pod: &Value) -> (String, String) {
-    (meta(pod, "namespace").to_string(), meta(pod, "name").to_string())
-}
-
 async fn run(ctx: Arc<Ctx>) {
     let pods: Api<Pod> = Api::all(ctx.client.clone());
     let mut workers: HashMap<String, watch::Sender<Arc<Value>>> = HashMap::new();
@@ -417,15 +317,6 @@ fn start_worker(ctx: &Arc<Ctx>, workers: &mut HashMap<String, watch::Sender<Arc<
     }
 }
 
-/// The pod IP allocator, as the simulated pods' workers reach it.
-pub(crate) struct SharedIps(Arc<Ctx>);
-
-impl SharedIps {
-    pub(crate) fn get(&self, uid: &str, existing: Option<&str>) -> String {
-        self.0.ips.lock().get(uid, existing)
-    }
-}
-
 fn forget(ctx: &Ctx, pod: &Value) {
     let uid = meta(pod, "uid");
     if let Some(h) = &ctx.hosts {
@@ -462,15 +353,6 @@ async fn collect_garbage(pods_dir: PathBuf, keep: HashSet<String>) {
     }
 }
 
-async fn bind(client: &kube::Client, pod: &Value, node: &str) {
-    let api: Api<Pod> = Api::namespaced(client.clone(), meta(pod, "namespace"));
-    let patch =
-        json!({"metadata": {"resourceVersion": pod.pointer("/metadata/resourceVersion")}, "spec": {"nodeName": node}});
-    if let Err(e) = api.patch(meta(pod, "name"), &PatchParams::default(), &Patch::Merge(&patch)).await {
-        tracing::debug!(pod = %meta(pod, "name"), error = %e, "binding failed; the next event retries");
-    }
-}
-
 /// Whether every container's image, init containers' included, is allowlisted (then the pod runs
 /// real processes).
 fn runs_as_processes(pod: &Value, allow: &Allowlist) -> bool {
@@ -478,37 +360,6 @@ fn runs_as_processes(pod: &Value, allow: &Allowlist) -> bool {
     let list = |key: &str| pod.pointer(&format!("/spec/{key}")).and_then(Value::as_array).cloned().unwrap_or_default();
     let containers = list("containers");
     !containers.is_empty() && containers.iter().all(allowed) && list("initContainers").iter().all(allowed)
-}
-
-/// Whether the pod (as the typed watch delivers it) already carries `status`. The comparison goes
-/// through the typed PodStatus, which drops what it cannot hold (`lastProbeTime: null`): comparing the
-/// raw value would never match, and every write would cause the next.
-pub(crate) fn same_status(pod: &Value, status: &Value) -> bool {
-    let typed = serde_json::from_value::<k8s_openapi::api::core::v1::PodStatus>(status.clone())
-        .ok()
-        .and_then(|s| serde_json::to_value(s).ok());
-    pod.get("status") == Some(typed.as_ref().unwrap_or(status))
-}
-
-async fn patch_status(client: &kube::Client, pod: &Value, status: Value) -> Result<(), kube::Error> {
-    let api: Api<Pod> = Api::namespaced(client.clone(), meta(pod, "namespace"));
-    api.patch_status(meta(pod, "name"), &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
-        .await
-        .map(|_| ())
-}
-
-/// How long a pod stays Terminating at least. A kubelet takes about this long to tear a pod down; a
-/// pod that vanished at once would be recreated by its StatefulSet under the same name before a
-/// `kubectl delete` had started watching for its deletion, and kubectl would wait for the new one.
-const MIN_TERMINATION: Duration = Duration::from_millis(500);
-
-pub(crate) async fn finish_deletion(client: &kube::Client, pod: &Value) {
-    tokio::time::sleep(MIN_TERMINATION).await;
-    let api: Api<Pod> = Api::namespaced(client.clone(), meta(pod, "namespace"));
-    let uid = Some(meta(pod, "uid").to_string());
-    let dp = kube::api::DeleteParams { grace_period_seconds: Some(0), ..Default::default() }
-        .preconditions(kube::api::Preconditions { uid, resource_version: None });
-    let _ = api.delete(meta(pod, "name"), &dp).await;
 }
 
 async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
@@ -600,24 +451,4 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
 /// Whether any container of the pod has left records (it ran, and may run still).
 fn container_dirs_exist(pod_dir: &Path) -> bool {
     std::fs::read_dir(pod_dir).into_iter().flatten().flatten().any(|e| e.path().join("state.json").exists())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pod_ips_skip_addresses_in_use_and_the_service_range() {
-        let mut ips = Ips { subnet: 9, next: POD_IPS - 1, by_uid: HashMap::new() };
-        let a = ips.get("a", None);
-        assert_eq!(a, "127.9.239.254", "the last pod address below 127.9.240.0");
-        let b = ips.get("b", None);
-        assert_eq!(b, "127.9.0.1", "wraps around");
-        assert_eq!(ips.get("a", None), a, "one address per uid");
-        let c = ips.get("c", Some("127.9.0.1"));
-        assert_eq!(c, "127.9.0.1", "a pod keeps the address its status has");
-        ips.forget("c");
-        ips.next = 0;
-        assert_ne!(ips.get("d", None), b, "an address in use is not handed out again");
-    }
 }

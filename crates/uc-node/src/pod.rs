@@ -16,8 +16,8 @@ use rustix::process::Signal;
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 
-use crate::allowlist::AllowEntry;
 use crate::container::{self, ContainerDir, Run, signal_group, time_string};
+use crate::exec::ExecTarget;
 use crate::probe;
 pub use crate::status::ContainerState;
 
@@ -37,21 +37,6 @@ pub struct Prepared {
     pub exec: ExecTarget,
     /// The container as the pod spec has it (probes).
     pub container: Value,
-}
-
-/// What running a command in a container takes (pid filled in once it runs).
-#[derive(Clone, Debug, Default)]
-pub struct ExecTarget {
-    /// The container's main process.
-    pub pid: i32,
-    /// The pod's IP (probes go there).
-    pub ip: String,
-    /// The container's environment.
-    pub env: Vec<(String, String)>,
-    /// The container's working directory, as it sees it.
-    pub workdir: Option<String>,
-    /// Its image's allowlist entry (which programs a command names).
-    pub entry: AllowEntry,
 }
 
 /// After a run ended with `code`: whether the restart policy runs it again.

@@ -10,8 +10,11 @@ use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::pod::{ExecTarget, PodProcesses, Prepared, Unprepared};
-use crate::{Ctx, allowlist, container, env, meta, volumes};
+use crate::context::Ctx;
+use crate::exec::ExecTarget;
+use crate::pod::{PodProcesses, Prepared, Unprepared};
+use crate::pod_api::meta;
+use crate::{allowlist, container, env, volumes};
 
 /// The ConfigMaps and Secrets a pod names, read now (those that do not exist are absent).
 pub(crate) async fn read_sources(ctx: &Ctx, pod: &Value) -> BTreeMap<(env::Kind, String), BTreeMap<String, Vec<u8>>> {

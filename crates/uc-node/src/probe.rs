@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::pod::ExecTarget;
+use crate::exec::ExecTarget;
 
 /// A probe's timing and thresholds.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
@@ -20,33 +20,8 @@ use serde_json::Value;
 
 use crate::logs::{ReadOptions, Renderer};
 use crate::pod::PodProcesses;
+use crate::response::{Body, empty, error, full};
 use crate::{exec, portforward, ws};
-
-/// Response bodies.
-pub type Body = BoxBody<Bytes, std::io::Error>;
-
-/// An empty body.
-pub fn empty() -> Body {
-    Full::new(Bytes::new()).map_err(|never: Infallible| match never {}).boxed()
-}
-
-fn full(b: impl Into<Bytes>) -> Body {
-    Full::new(b.into()).map_err(|never: Infallible| match never {}).boxed()
-}
-
-/// An error as a `metav1.Status`, which kubectl shows as the reason an upgrade failed.
-pub fn error(code: StatusCode, message: &str) -> Response<Body> {
-    let reason = match code {
-        StatusCode::NOT_FOUND => "NotFound",
-        StatusCode::UNAUTHORIZED => "Unauthorized",
-        _ => "BadRequest",
-    };
-    let body = exec::status_error(code.as_u16(), reason, message).to_string();
-    let mut r = Response::new(full(body));
-    *r.status_mut() = code;
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    r
-}
 
 /// What the endpoint knows of one pod.
 #[derive(Clone)]

@@ -13,7 +13,8 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::{SharedIps, finish_deletion, same_status};
+use crate::context::SharedIps;
+use crate::pod_api::{finish_deletion, same_status};
 
 /// Annotation: seconds from creation until containers start (default 0.2).
 pub const START_DELAY: &str = "uc.njuics.cn/start-delay-seconds";

@@ -11,7 +11,7 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, frame::coding::CloseCode};
 
-use crate::server::{Body, error};
+use crate::response::{Body, error};
 
 /// The socket of an upgraded request.
 pub type Socket = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
@@ -62,7 +62,7 @@ where
             Err(e) => tracing::debug!(error = %e, "WebSocket upgrade failed"),
         }
     });
-    let mut r = Response::new(crate::server::empty());
+    let mut r = Response::new(crate::response::empty());
     *r.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let h = r.headers_mut();
     h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));

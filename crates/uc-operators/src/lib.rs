@@ -2,4 +2,5 @@
 //! etcd operator.
 
 pub mod etcd;
+pub mod objects;
 pub mod workloads;

@@ -221,7 +221,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         if !args.no_workload_controllers {
             install_controllers(&client, uc_operators::workloads::controllers()).await?;
             for crd in uc_operators::etcd::crds() {
-                install_crd(&client, crd).await?;
+                uc_engine::manager::install_crd(&client, crd).await?;
             }
             install_controllers(&client, uc_operators::etcd::controllers()).await?;
         }
@@ -326,25 +326,6 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     wait_for_signal().await;
     drop(engine);
     Ok(())
-}
-
-/// Creates a CRD uc ships unless it exists.
-async fn install_crd(client: &kube::Client, crd: serde_json::Value) -> anyhow::Result<()> {
-    use kube::api::{Api, ApiResource, DynamicObject, PostParams};
-    let ar = ApiResource {
-        group: "apiextensions.k8s.io".into(),
-        version: "v1".into(),
-        api_version: "apiextensions.k8s.io/v1".into(),
-        kind: "CustomResourceDefinition".into(),
-        plural: "customresourcedefinitions".into(),
-    };
-    let obj: DynamicObject = serde_json::from_value(crd)?;
-    let name = obj.metadata.name.clone().unwrap_or_default();
-    match Api::<DynamicObject>::all_with(client.clone(), &ar).create(&PostParams::default(), &obj).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-        Err(e) => Err(anyhow::anyhow!("installing CRD {name}: {e}")),
-    }
 }
 
 /// Creates the built-in UniversalController objects, or brings them up to date.

@@ -15,7 +15,7 @@ use rquickjs::{Context, Function, Runtime};
 use serde_json::Value;
 use uc_api::controller::{JavaScript, parse_duration};
 
-use super::{HookError, HookKind};
+use super::protocol::{HookError, HookKind};
 
 /// Limits of one script.
 #[derive(Clone, Copy, Debug)]
@@ -39,7 +39,7 @@ impl JsLimits {
     pub fn from_spec(js: &JavaScript) -> Result<Self, HookError> {
         let mut l = Self::default();
         if let Some(t) = &js.timeout {
-            l.timeout = parse_duration(t).map_err(HookError::Config)?;
+            l.timeout = parse_duration(t).map_err(|e| HookError::Config(e.to_string()))?;
         }
         if let Some(m) = js.memory_limit_mi_b {
             l.memory_bytes = (m as usize).saturating_mul(1 << 20);

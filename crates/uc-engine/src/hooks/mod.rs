@@ -2,7 +2,10 @@
 
 pub mod javascript;
 pub mod native;
+mod protocol;
 pub mod webhook;
+
+pub use protocol::{HookError, HookKind};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,58 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use uc_api::controller::Hook as HookSpec;
 
-/// Which hook is called.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum HookKind {
-    /// `sync`.
-    Sync,
-    /// `finalize`.
-    Finalize,
-    /// `customize`.
-    Customize,
-}
-
-impl HookKind {
-    /// Lowercase name, used in metrics and JavaScript entry points.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HookKind::Sync => "sync",
-            HookKind::Finalize => "finalize",
-            HookKind::Customize => "customize",
-        }
-    }
-}
-
-/// Why a hook call failed. Any of these leaves the cluster unchanged.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum HookError {
-    /// The hook did not answer in time.
-    #[error("hook timed out after {0:?}")]
-    Timeout(Duration),
-    /// The hook could not be reached.
-    #[error("hook unreachable: {0}")]
-    Unreachable(String),
-    /// The webhook answered with a non-2xx status.
-    #[error("hook answered HTTP {status}: {body}")]
-    Status {
-        /// HTTP status.
-        status: u16,
-        /// Start of the body.
-        body: String,
-    },
-    /// The answer is not a valid response.
-    #[error("invalid hook response: {0}")]
-    InvalidResponse(String),
-    /// The script threw, ran out of memory or is malformed.
-    #[error("hook script failed: {0}")]
-    Script(String),
-    /// The hook spec is unusable.
-    #[error("invalid hook configuration: {0}")]
-    Config(String),
-}
-
-/// A callable hook.
-/// A hook implementation.
+/// A hook implementation: what a UniversalController's hook spec names, ready to call.
 #[derive(Clone)]
 pub enum HookImpl {
     /// HTTP(S) webhook.

@@ -12,7 +12,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 use uc_api::controller::{Webhook, parse_duration};
 
-use super::HookError;
+use super::protocol::HookError;
 use crate::names::Resolver;
 
 type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector<Resolver>>, Full<Bytes>>;
@@ -48,7 +48,7 @@ impl WebhookHook {
             return Err(HookError::Config(format!("webhook url {url:?} must be http or https")));
         }
         let timeout = match &spec.timeout {
-            Some(t) => parse_duration(t).map_err(HookError::Config)?,
+            Some(t) => parse_duration(t).map_err(|e| HookError::Config(e.to_string()))?,
             None => Duration::from_secs(10),
         };
         let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());

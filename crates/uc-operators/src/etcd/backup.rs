@@ -21,8 +21,9 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::{Value, json};
 use uc_engine::names::{ClusterNames, Resolver};
 
-use super::GROUP;
+use super::resources::GROUP;
 use super::storage::S3;
+use uc_api::meta::str_at;
 
 /// Name of the native hook.
 pub const HOOK: &str = "etcd-backup";
@@ -72,10 +73,6 @@ pub fn controller() -> Value {
     })
 }
 
-fn s<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or_default()
-}
-
 /// What a snapshot saved.
 struct Saved {
     revision: i64,
@@ -110,8 +107,8 @@ async fn snapshot(endpoint: &str, file: &Path, resolver: Resolver) -> Result<Sav
         .map_err(|e| e.to_string())?
         .to_bytes();
     let status: Value = serde_json::from_slice(&status_body).map_err(|e| format!("maintenance status: {e}"))?;
-    let revision = s(&status, "/header/revision").parse().unwrap_or(0);
-    let version = s(&status, "/version").to_string();
+    let revision = str_at(&status, "/header/revision").parse().unwrap_or(0);
+    let version = str_at(&status, "/version").to_string();
     let partial = PathBuf::from(format!("{}.partial", file.display()));
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -127,7 +124,7 @@ async fn snapshot(endpoint: &str, file: &Path, resolver: Resolver) -> Result<Sav
         if let Some(err) = msg.get("error") {
             return Err(format!("snapshot: {err}"));
         }
-        let blob = s(&msg, "/result/blob");
+        let blob = str_at(&msg, "/result/blob");
         let bytes =
             base64::engine::general_purpose::STANDARD.decode(blob).map_err(|e| format!("snapshot chunk: {e}"))?;
         std::io::Write::write_all(&mut out, &bytes).map_err(|e| e.to_string())
@@ -166,7 +163,7 @@ fn prune(base: &Path, keep: usize) {
     found.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
     while found.len() > keep {
         let old = found.remove(0);
-        let _ = std::fs::remove_file(super::restore::meta_path(&old));
+        let _ = std::fs::remove_file(super::storage::meta_path(&old));
         let _ = std::fs::remove_file(old);
     }
 }
@@ -202,12 +199,12 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
         }
     }
     // Where the snapshot goes: a local path, or a local staging file then an S3 object.
-    let s3 = if s(parent, "/spec/storageType") == "S3" {
+    let s3 = if str_at(parent, "/spec/storageType") == "S3" {
         let Some(client) = client else {
             return failed("S3 storage needs the API server (for spec.s3.awsSecret)".into());
         };
         let spec = parent.pointer("/spec/s3").cloned().unwrap_or_default();
-        match S3::open(client, s(parent, "/metadata/namespace"), &spec, "spec.s3").await {
+        match S3::open(client, str_at(parent, "/metadata/namespace"), &spec, "spec.s3").await {
             Ok(s3) => Some(s3),
             Err(e) => return failed(e),
         }
@@ -217,11 +214,11 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
     let path = match &s3 {
         Some(_) => std::env::temp_dir()
             .join("uc-etcd-backup")
-            .join(s(parent, "/metadata/uid"))
+            .join(str_at(parent, "/metadata/uid"))
             .join("snapshot.db")
             .display()
             .to_string(),
-        None => s(parent, "/spec/local/path").to_string(),
+        None => str_at(parent, "/spec/local/path").to_string(),
     };
     if !path.starts_with('/') {
         return failed(format!("spec.local.path: {path:?} must be an absolute path"));
@@ -235,7 +232,7 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
     let mut last_error = "spec.etcdEndpoints is empty".to_string();
     // `http://example-client:2379` means the Service in the backup's namespace, as it would in a pod.
     let resolver = match names {
-        Some(n) => n.resolver(s(parent, "/metadata/namespace")),
+        Some(n) => n.resolver(str_at(parent, "/metadata/namespace")),
         None => Resolver::system(),
     };
     let stamp = now.format("%Y-%m-%d-%H:%M:%S").to_string();
@@ -286,7 +283,7 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
                 if file != tmp {
                     let _ = std::fs::rename(&tmp, &file);
                 }
-                let _ = std::fs::write(super::restore::meta_path(&file), meta);
+                let _ = std::fs::write(super::storage::meta_path(&file), meta);
                 if interval > 0 && max_backups > 0 {
                     prune(&base, max_backups);
                 }

@@ -44,6 +44,35 @@ impl Member {
     }
 }
 
+/// Why a call to etcd's JSON gateway failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EtcdError {
+    /// No connection, or the connection broke.
+    #[error("{url}: {reason}")]
+    Unreachable {
+        /// The URL called.
+        url: String,
+        /// What failed.
+        reason: String,
+    },
+    /// etcd answered with an error (a learner not caught up, an unhealthy cluster, ...).
+    #[error("{url}: {status} {message}")]
+    Refused {
+        /// The URL called.
+        url: String,
+        /// HTTP status.
+        status: u16,
+        /// etcd's message.
+        message: String,
+    },
+    /// No answer within the call's deadline.
+    #[error("{url}: timed out")]
+    TimedOut {
+        /// The URL called.
+        url: String,
+    },
+}
+
 /// A client of one etcd endpoint (`http://host:2379`).
 #[derive(Clone)]
 pub struct Etcd {
@@ -66,27 +95,31 @@ impl Etcd {
 }
 
 impl Etcd {
-    async fn post(&self, endpoint: &str, path: &str, body: Value) -> Result<Value, String> {
-        let req = http::Request::post(format!("{endpoint}{path}"))
+    async fn post(&self, endpoint: &str, path: &str, body: Value) -> Result<Value, EtcdError> {
+        let url = format!("{endpoint}{path}");
+        let unreachable = |reason: String| EtcdError::Unreachable { url: url.clone(), reason };
+        let req = http::Request::post(&url)
             .header(http::header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::from(body.to_string())))
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| unreachable(e.to_string()))?;
         let call = async {
-            let resp = self.http.request(req).await.map_err(|e| format!("{endpoint}: {e}"))?;
+            let resp = self.http.request(req).await.map_err(|e| unreachable(e.to_string()))?;
             let status = resp.status();
-            let bytes = resp.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+            let bytes = resp.into_body().collect().await.map_err(|e| unreachable(e.to_string()))?.to_bytes();
             let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
             if !status.is_success() {
-                let msg = v.get("error").or(v.get("message")).and_then(Value::as_str).unwrap_or_default();
-                return Err(format!("{endpoint}{path}: {status} {msg}"));
+                let message = v.get("error").or(v.get("message")).and_then(Value::as_str).unwrap_or_default();
+                return Err(EtcdError::Refused { url: url.clone(), status: status.as_u16(), message: message.into() });
             }
             Ok(v)
         };
-        tokio::time::timeout(Duration::from_secs(5), call).await.map_err(|_| format!("{endpoint}{path}: timed out"))?
+        tokio::time::timeout(Duration::from_secs(5), call)
+            .await
+            .map_err(|_| EtcdError::TimedOut { url: url.clone() })?
     }
 
     /// The cluster's members.
-    pub async fn members(&self, endpoint: &str) -> Result<Vec<Member>, String> {
+    pub async fn members(&self, endpoint: &str) -> Result<Vec<Member>, EtcdError> {
         let v = self.post(endpoint, "/v3/cluster/member/list", json!({})).await?;
         Ok(v.get("members")
             .and_then(Value::as_array)
@@ -95,7 +128,7 @@ impl Etcd {
     }
 
     /// Adds a member (as a learner when asked), before its process starts.
-    pub async fn add(&self, endpoint: &str, peer_url: &str, learner: bool) -> Result<Member, String> {
+    pub async fn add(&self, endpoint: &str, peer_url: &str, learner: bool) -> Result<Member, EtcdError> {
         let v = self
             .post(endpoint, "/v3/cluster/member/add", json!({"peerURLs": [peer_url], "isLearner": learner}))
             .await?;
@@ -103,12 +136,12 @@ impl Etcd {
     }
 
     /// Promotes a learner that has caught up with the leader.
-    pub async fn promote(&self, endpoint: &str, id: &str) -> Result<(), String> {
+    pub async fn promote(&self, endpoint: &str, id: &str) -> Result<(), EtcdError> {
         self.post(endpoint, "/v3/cluster/member/promote", json!({"ID": id})).await.map(|_| ())
     }
 
     /// Removes a member.
-    pub async fn remove(&self, endpoint: &str, id: &str) -> Result<(), String> {
+    pub async fn remove(&self, endpoint: &str, id: &str) -> Result<(), EtcdError> {
         self.post(endpoint, "/v3/cluster/member/remove", json!({"ID": id})).await.map(|_| ())
     }
 }

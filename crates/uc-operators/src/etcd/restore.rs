@@ -8,12 +8,13 @@
 //! the cluster to its size by adding members as it always does. The restore is complete when the
 //! cluster says it was restored from this restore and all its members are Ready.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use super::{GROUP, api, s};
+use super::resources::{GROUP, api};
+use uc_api::meta::str_at;
 
 /// Name of the native hook.
 pub const HOOK: &str = "etcd-restore";
@@ -78,18 +79,13 @@ impl Request {
     pub fn of(cluster: &Value) -> Option<Request> {
         let text = cluster.pointer(&format!("/metadata/annotations/{}", ANNOTATION.replace('/', "~1")))?.as_str()?;
         let v: Value = serde_json::from_str(text).ok()?;
-        Some(Request { id: s(&v, "/id").to_string(), snapshot: PathBuf::from(s(&v, "/snapshot")) })
+        Some(Request { id: str_at(&v, "/id").to_string(), snapshot: PathBuf::from(str_at(&v, "/snapshot")) })
             .filter(|r| !r.id.is_empty() && r.snapshot.is_absolute())
     }
 
     fn annotation(&self, restore: &str) -> String {
         json!({"id": self.id, "snapshot": self.snapshot.display().to_string(), "restore": restore}).to_string()
     }
-}
-
-/// What a backup recorded next to its snapshot (`<file>.meta.json`).
-pub fn meta_path(snapshot: &Path) -> PathBuf {
-    PathBuf::from(format!("{}.meta.json", snapshot.display()))
 }
 
 fn status(phase: &str, reason: &str, resync: Option<f64>) -> Value {
@@ -100,17 +96,17 @@ fn status(phase: &str, reason: &str, resync: Option<f64>) -> Value {
 /// One sync of an EtcdRestore.
 pub async fn sync(client: &kube::Client, request: &Value) -> Value {
     let parent = &request["parent"];
-    if matches!(s(parent, "/status/phase"), "Completed" | "Failed") {
+    if matches!(str_at(parent, "/status/phase"), "Completed" | "Failed") {
         return json!({"status": parent["status"], "children": []});
     }
-    let ns = s(parent, "/metadata/namespace");
-    let name = s(parent, "/spec/etcdCluster/name");
-    let restore_name = format!("{ns}/{}", s(parent, "/metadata/name"));
+    let ns = str_at(parent, "/metadata/namespace");
+    let name = str_at(parent, "/spec/etcdCluster/name");
+    let restore_name = format!("{ns}/{}", str_at(parent, "/metadata/name"));
     let snapshot = match super::storage::fetch(client, parent).await {
         Ok(p) => p,
         Err(e) => return status("Failed", &e, None),
     };
-    let wanted = Request { id: s(parent, "/metadata/uid").to_string(), snapshot: snapshot.clone() };
+    let wanted = Request { id: str_at(parent, "/metadata/uid").to_string(), snapshot: snapshot.clone() };
     let clusters: Api<DynamicObject> = api(client, ns, "EtcdCluster", "etcdclusters");
     let cluster = match clusters.get_opt(name).await {
         Ok(c) => c.and_then(|c| serde_json::to_value(c).ok()),
@@ -119,7 +115,7 @@ pub async fn sync(client: &kube::Client, request: &Value) -> Value {
     let annotation = json!({"metadata": {"annotations": {ANNOTATION: wanted.annotation(&restore_name)}}});
     let Some(cluster) = cluster else {
         // The cluster is gone: create it at the size asked for or the size the backup recorded.
-        let meta: Value = std::fs::read(meta_path(&snapshot))
+        let meta: Value = std::fs::read(super::storage::meta_path(&snapshot))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or(Value::Null);
@@ -136,7 +132,7 @@ pub async fn sync(client: &kube::Client, request: &Value) -> Value {
                 None,
             );
         };
-        let version = match s(parent, "/spec/etcdCluster/version") {
+        let version = match str_at(parent, "/spec/etcdCluster/version") {
             "" => meta.get("etcdVersion").and_then(Value::as_str).unwrap_or_default().to_string(),
             v => v.to_string(),
         };
@@ -173,10 +169,10 @@ pub async fn sync(client: &kube::Client, request: &Value) -> Value {
     // Handed over: wait for the cluster controller to finish.
     let cs = &cluster["status"];
     let size = cluster.pointer("/spec/size").and_then(Value::as_u64).unwrap_or(0);
-    let restored = s(cs, "/restoredFrom") == wanted.id;
-    if restored && s(cs, "/phase") == "Running" && cs.get("readyMembers").and_then(Value::as_u64) == Some(size) {
+    let restored = str_at(cs, "/restoredFrom") == wanted.id;
+    if restored && str_at(cs, "/phase") == "Running" && cs.get("readyMembers").and_then(Value::as_u64) == Some(size) {
         // A snapshot staged from S3 has served its purpose (a local one is the user's and stays).
-        if s(parent, "/spec/backupStorageType") == "S3"
+        if str_at(parent, "/spec/backupStorageType") == "S3"
             && let Some(dir) = snapshot.parent()
         {
             let _ = std::fs::remove_dir_all(dir);
@@ -188,7 +184,7 @@ pub async fn sync(client: &kube::Client, request: &Value) -> Value {
         .and_then(Value::as_array)
         .and_then(|c| c.iter().find_map(|c| c.get("message").and_then(Value::as_str).filter(|m| !m.is_empty())))
         .unwrap_or("waiting for the cluster");
-    if restored && s(cs, "/phase") == "Failed" && s(cs, "/reason") == "RestoreFailed" {
+    if restored && str_at(cs, "/phase") == "Failed" && str_at(cs, "/reason") == "RestoreFailed" {
         return status("Failed", message, None);
     }
     status("Restoring", &format!("EtcdCluster {name}: {message}"), Some(1.0))
@@ -196,6 +192,8 @@ pub async fn sync(client: &kube::Client, request: &Value) -> Value {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     #[test]
@@ -208,6 +206,6 @@ mod tests {
         let garbage = json!({"metadata": {"annotations": {ANNOTATION: "not json"}}});
         assert_eq!(Request::of(&garbage), None);
         assert_eq!(Request::of(&json!({})), None);
-        assert_eq!(meta_path(Path::new("/b/s.db")), PathBuf::from("/b/s.db.meta.json"));
+        assert_eq!(crate::etcd::storage::meta_path(Path::new("/b/s.db")), PathBuf::from("/b/s.db.meta.json"));
     }
 }

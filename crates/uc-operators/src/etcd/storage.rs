@@ -17,7 +17,12 @@ use object_store::{ObjectStore, PutPayload};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
-use super::s;
+use uc_api::meta::str_at;
+
+/// What a backup recorded next to its snapshot (`<file>.meta.json`).
+pub fn meta_path(snapshot: &Path) -> PathBuf {
+    PathBuf::from(format!("{}.meta.json", snapshot.display()))
+}
 
 /// An S3 location: a store (one bucket) and a key in it.
 pub struct S3 {
@@ -46,11 +51,11 @@ fn ini_value(text: &str, key: &str) -> Option<String> {
 impl S3 {
     /// The store named by an `s3` spec (`field` is its path in the spec, for errors).
     pub async fn open(client: &kube::Client, namespace: &str, spec: &Value, field: &str) -> Result<S3, String> {
-        let path = s(spec, "/path");
+        let path = str_at(spec, "/path");
         let Some((bucket, key)) = path.split_once('/').filter(|(b, k)| !b.is_empty() && !k.is_empty()) else {
             return Err(format!("{field}.path: {path:?} is not <bucket>/<key>"));
         };
-        let secret_name = s(spec, "/awsSecret");
+        let secret_name = str_at(spec, "/awsSecret");
         if secret_name.is_empty() {
             return Err(format!("{field}.awsSecret: names the Secret with the credentials"));
         }
@@ -72,7 +77,7 @@ impl S3 {
         if let Some(token) = ini_value(&credentials, "aws_session_token") {
             builder = builder.with_token(token);
         }
-        let endpoint = s(spec, "/endpoint");
+        let endpoint = str_at(spec, "/endpoint");
         if !endpoint.is_empty() {
             let path_style = spec.get("forcePathStyle").and_then(Value::as_bool).unwrap_or(true);
             builder = builder
@@ -144,9 +149,9 @@ impl S3 {
 /// The snapshot file a restore reads, on this machine: a local path as is; an S3 object downloaded
 /// (with its meta) into a directory of its own under the system's temporary directory.
 pub async fn fetch(client: &kube::Client, restore: &Value) -> Result<PathBuf, String> {
-    match s(restore, "/spec/backupStorageType") {
+    match str_at(restore, "/spec/backupStorageType") {
         "" | "Local" => {
-            let path = s(restore, "/spec/local/path");
+            let path = str_at(restore, "/spec/local/path");
             if !path.starts_with('/') {
                 return Err(format!("spec.local.path: {path:?} must be an absolute path"));
             }
@@ -157,10 +162,10 @@ pub async fn fetch(client: &kube::Client, restore: &Value) -> Result<PathBuf, St
             Ok(p)
         }
         "S3" => {
-            let ns = s(restore, "/metadata/namespace");
+            let ns = str_at(restore, "/metadata/namespace");
             let spec = restore.pointer("/spec/s3").cloned().unwrap_or_default();
             let s3 = S3::open(client, ns, &spec, "spec.s3").await?;
-            let dir = std::env::temp_dir().join("uc-etcd-restore").join(s(restore, "/metadata/uid"));
+            let dir = std::env::temp_dir().join("uc-etcd-restore").join(str_at(restore, "/metadata/uid"));
             std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
             let name = s3.key.rsplit('/').next().unwrap_or("snapshot.db").to_string();
             let file = dir.join(&name);
@@ -168,7 +173,7 @@ pub async fn fetch(client: &kube::Client, restore: &Value) -> Result<PathBuf, St
                 let partial = dir.join(format!("{name}.partial"));
                 s3.download(&s3.key, &partial).await?;
                 // The meta is optional: a snapshot put there by hand has none.
-                let _ = s3.download(&format!("{}.meta.json", s3.key), &super::restore::meta_path(&file)).await;
+                let _ = s3.download(&format!("{}.meta.json", s3.key), &meta_path(&file)).await;
                 std::fs::rename(&partial, &file).map_err(|e| e.to_string())?;
             }
             Ok(file)

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::{active, hash_str, is_ready, name_suffix, obj_map, set_label};
+use crate::objects::{active, hash_str, is_ready, name_suffix, obj_map, set_label};
 
 /// The label holding the hash of the template a pod was made from.
 pub const HASH_LABEL: &str = "controller-revision-hash";

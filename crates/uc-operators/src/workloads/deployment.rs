@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{hash_str, obj_map, set_label};
+use crate::objects::{hash_str, obj_map, set_label};
 
 /// Label carrying the template hash, as kube names it.
 pub const HASH_LABEL: &str = "pod-template-hash";

@@ -1,120 +1,182 @@
 //! Service → Endpoints: the addresses of the pods a Service selects (ready ones, unless
 //! `publishNotReadyAddresses`), with the Service's ports resolved to the pods' target ports. The pods
 //! are related resources named by the customize hook (the Service's selector), not children.
+//!
+//! Written against the typed hook protocol (`uc_engine::hooks::native::typed`) with k8s-openapi's
+//! Service, Pod and Endpoints: the shape a native hook of one's own takes.
 
+use k8s_openapi::api::core::v1::{
+    EndpointAddress, EndpointPort, EndpointSubset, Endpoints, ObjectReference, Pod, Service, ServicePort,
+};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
+use uc_api::hook::{CustomizeRequest, CustomizeResponse, RelatedResourceRule, SyncRequest, SyncResponse};
+use uc_engine::hooks::HookError;
 
-use super::is_ready;
+/// The Service's selector, if it selects anything.
+fn selector(svc: &Service) -> Option<&std::collections::BTreeMap<String, String>> {
+    svc.spec.as_ref()?.selector.as_ref().filter(|s| !s.is_empty())
+}
+
+fn decode<T: serde::de::DeserializeOwned>(what: &str, v: Value) -> Result<T, HookError> {
+    serde_json::from_value(v).map_err(|e| HookError::InvalidRequest(format!("{what}: {e}")))
+}
 
 /// The customize hook: the pods the Service selects.
-pub fn customize(request: &Value) -> Value {
-    match request.pointer("/parent/spec/selector").and_then(Value::as_object).filter(|s| !s.is_empty()) {
-        Some(sel) => {
-            json!({"relatedResources": [{"apiVersion": "v1", "resource": "pods", "labelSelector": {"matchLabels": sel}}]})
-        }
-        None => json!({"relatedResources": []}),
+pub fn customize(request: CustomizeRequest) -> Result<CustomizeResponse, HookError> {
+    let svc: Service = decode("parent", request.parent)?;
+    let related_resources = selector(&svc)
+        .map(|sel| RelatedResourceRule {
+            api_version: "v1".into(),
+            resource: "pods".into(),
+            label_selector: Some(json!({"matchLabels": sel})),
+            ..Default::default()
+        })
+        .into_iter()
+        .collect();
+    Ok(CustomizeResponse { related_resources })
+}
+
+/// The container port a Service port reaches on `pod`: its `targetPort` (a number, or a named port of
+/// one of the pod's containers), else its `port`.
+fn target_port(port: &ServicePort, pod: &Pod) -> Option<i32> {
+    match port.target_port.as_ref() {
+        None => Some(port.port),
+        Some(IntOrString::Int(n)) => Some(*n),
+        Some(IntOrString::String(name)) => pod
+            .spec
+            .as_ref()?
+            .containers
+            .iter()
+            .flat_map(|c| c.ports.iter().flatten())
+            .find(|p| p.name.as_deref() == Some(name.as_str()))
+            .map(|p| p.container_port),
     }
 }
 
-fn target_port(port: &Value, pod: &Value) -> Option<i64> {
-    match port.get("targetPort").or_else(|| port.get("port"))? {
-        Value::Number(n) => n.as_i64(),
-        Value::String(name) => pod
-            .pointer("/spec/containers")?
-            .as_array()?
-            .iter()
-            .filter_map(|c| c.get("ports").and_then(Value::as_array))
-            .flatten()
-            .find(|p| p.get("name").and_then(Value::as_str) == Some(name))
-            .and_then(|p| p.get("containerPort").and_then(Value::as_i64)),
-        _ => None,
+fn pod_ip(pod: &Pod) -> &str {
+    pod.status.as_ref().and_then(|s| s.pod_ip.as_deref()).unwrap_or_default()
+}
+
+fn is_ready(pod: &Pod) -> bool {
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+    conditions.is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+fn address(pod: &Pod) -> EndpointAddress {
+    EndpointAddress {
+        ip: pod_ip(pod).to_string(),
+        node_name: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
+        hostname: pod.spec.as_ref().and_then(|s| s.hostname.clone()),
+        target_ref: Some(ObjectReference {
+            kind: Some("Pod".into()),
+            name: pod.metadata.name.clone(),
+            namespace: pod.metadata.namespace.clone(),
+            uid: pod.metadata.uid.clone(),
+            ..Default::default()
+        }),
     }
 }
 
 /// The sync hook: the Service's Endpoints.
-pub fn sync(request: &Value) -> Value {
-    let svc = &request["parent"];
-    if svc.pointer("/spec/selector").and_then(Value::as_object).is_none_or(|s| s.is_empty()) {
-        return json!({"children": []});
+pub fn sync(request: SyncRequest) -> Result<SyncResponse, HookError> {
+    let svc: Service = decode("parent", request.parent)?;
+    if selector(&svc).is_none() {
+        return Ok(SyncResponse::default());
     }
-    let publish_all = svc.pointer("/spec/publishNotReadyAddresses").and_then(Value::as_bool).unwrap_or(false);
-    let mut pods: Vec<Value> = request
-        .pointer("/related/Pod.v1")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flat_map(|m| m.values().cloned())
-        .collect();
-    pods.retain(|p| {
-        p.pointer("/status/podIP").and_then(Value::as_str).is_some_and(|ip| !ip.is_empty())
-            && p.pointer("/metadata/deletionTimestamp").is_none()
-    });
-    pods.sort_by_key(|p| p.pointer("/status/podIP").and_then(Value::as_str).unwrap_or_default().to_string());
-    let ports: Vec<Value> = svc.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default();
-    let address = |p: &Value| {
-        json!({"ip": p.pointer("/status/podIP"), "nodeName": p.pointer("/spec/nodeName"), "hostname": p.pointer("/spec/hostname"),
-               "targetRef": {"kind": "Pod", "name": p.pointer("/metadata/name"), "namespace": p.pointer("/metadata/namespace"), "uid": p.pointer("/metadata/uid")}})
-    };
-    let mut ready = Vec::new();
-    let mut not_ready = Vec::new();
-    for p in &pods {
-        if is_ready(p) || publish_all { ready.push(p) } else { not_ready.push(p) }
+    let spec = svc.spec.clone().unwrap_or_default();
+    let publish_all = spec.publish_not_ready_addresses.unwrap_or(false);
+    let mut pods = Vec::new();
+    for (name, p) in request.related.into_iter().filter(|(k, _)| k == "Pod.v1").flat_map(|(_, m)| m) {
+        let pod: Pod = decode(&format!("related pod {name}"), p)?;
+        if !pod_ip(&pod).is_empty() && pod.metadata.deletion_timestamp.is_none() {
+            pods.push(pod);
+        }
     }
-    let resolve = |sample: Option<&&Value>| -> Vec<Value> {
-        ports
-            .iter()
-            .map(|port| {
-                let target = sample.and_then(|p| target_port(port, p)).or_else(|| port.get("port").and_then(Value::as_i64));
-                json!({"name": port.get("name").cloned().unwrap_or(Value::Null), "port": target, "protocol": port.get("protocol").cloned().unwrap_or(json!("TCP"))})
-            })
-            .collect()
-    };
+    pods.sort_by(|a, b| pod_ip(a).cmp(pod_ip(b)));
+    let (ready, not_ready): (Vec<&Pod>, Vec<&Pod>) = pods.iter().partition(|p| is_ready(p) || publish_all);
     let mut subsets = Vec::new();
-    if !ready.is_empty() || !not_ready.is_empty() {
-        let mut subset = json!({"ports": resolve(ready.first().or(not_ready.first()))});
-        if !ready.is_empty() {
-            subset["addresses"] = Value::Array(ready.iter().map(|p| address(p)).collect());
-        }
-        if !not_ready.is_empty() {
-            subset["notReadyAddresses"] = Value::Array(not_ready.iter().map(|p| address(p)).collect());
-        }
-        subsets.push(subset);
+    if let Some(sample) = ready.first().or(not_ready.first()) {
+        let ports = spec
+            .ports
+            .iter()
+            .flatten()
+            .map(|port| EndpointPort {
+                name: port.name.clone(),
+                port: target_port(port, sample).unwrap_or(port.port),
+                protocol: Some(port.protocol.clone().unwrap_or_else(|| "TCP".into())),
+                ..Default::default()
+            })
+            .collect();
+        let addresses = |pods: &[&Pod]| (!pods.is_empty()).then(|| pods.iter().map(|p| address(p)).collect());
+        subsets.push(EndpointSubset {
+            ports: Some(ports),
+            addresses: addresses(&ready),
+            not_ready_addresses: addresses(&not_ready),
+        });
     }
-    let endpoints = json!({
-        "apiVersion": "v1", "kind": "Endpoints",
-        "metadata": {"name": svc.pointer("/metadata/name"), "namespace": svc.pointer("/metadata/namespace"),
-                     "labels": svc.pointer("/metadata/labels").cloned().unwrap_or(json!({}))},
-        "subsets": subsets,
-    });
-    json!({"children": [endpoints]})
+    let mut endpoints = Endpoints { subsets: Some(subsets), ..Default::default() };
+    endpoints.metadata.name = svc.metadata.name.clone();
+    endpoints.metadata.namespace = svc.metadata.namespace.clone();
+    endpoints.metadata.labels = Some(svc.metadata.labels.clone().unwrap_or_default());
+    let mut child = serde_json::to_value(endpoints).map_err(|e| HookError::InvalidResponse(e.to_string()))?;
+    child["apiVersion"] = json!("v1");
+    child["kind"] = json!("Endpoints");
+    Ok(SyncResponse { children: vec![child], ..Default::default() })
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     fn pod(name: &str, ip: &str, ready: bool) -> Value {
-        json!({"metadata": {"name": name, "namespace": "ns", "uid": name}, "spec": {"containers": [{"ports": [{"name": "http", "containerPort": 8080}]}]},
+        json!({"metadata": {"name": name, "namespace": "ns", "uid": name}, "spec": {"containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 8080}]}]},
                "status": {"podIP": ip, "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}})
+    }
+
+    fn request(svc: &Value, pods: Vec<Value>) -> SyncRequest {
+        let pods = pods.into_iter().map(|p| (p["metadata"]["name"].as_str().unwrap().to_string(), p)).collect();
+        SyncRequest {
+            parent: svc.clone(),
+            related: BTreeMap::from([("Pod.v1".to_string(), pods)]),
+            ..Default::default()
+        }
     }
 
     #[test]
     fn ready_pods_become_addresses_with_resolved_ports() {
         let svc = json!({"metadata": {"name": "web", "namespace": "ns"},
                          "spec": {"selector": {"app": "web"}, "ports": [{"name": "web", "port": 80, "targetPort": "http"}]}});
+        let rules =
+            customize(CustomizeRequest { controller: json!({}), parent: svc.clone() }).unwrap().related_resources;
+        assert_eq!(rules[0].label_selector, Some(json!({"matchLabels": {"app": "web"}})));
+        let pods = vec![pod("a", "127.1.0.2", true), pod("b", "127.1.0.3", false)];
+        let out = sync(request(&svc, pods.clone())).unwrap();
+        let ep = &out.children[0];
         assert_eq!(
-            customize(&json!({"parent": svc}))["relatedResources"][0]["labelSelector"],
-            json!({"matchLabels": {"app": "web"}})
+            (&ep["apiVersion"], &ep["kind"], &ep["metadata"]["name"]),
+            (&json!("v1"), &json!("Endpoints"), &json!("web"))
         );
-        let req = json!({"parent": svc, "related": {"Pod.v1": {"a": pod("a", "127.1.0.2", true), "b": pod("b", "127.1.0.3", false)}}});
-        let out = sync(&req);
-        let ep = &out["children"][0];
         assert_eq!(ep["subsets"][0]["addresses"][0]["ip"], json!("127.1.0.2"));
+        assert_eq!(ep["subsets"][0]["addresses"][0]["targetRef"]["uid"], json!("a"));
         assert_eq!(ep["subsets"][0]["notReadyAddresses"][0]["ip"], json!("127.1.0.3"));
-        assert_eq!(ep["subsets"][0]["ports"][0]["port"], json!(8080));
+        assert_eq!(ep["subsets"][0]["ports"][0], json!({"name": "web", "port": 8080, "protocol": "TCP"}));
         let mut publish = svc.clone();
         publish["spec"]["publishNotReadyAddresses"] = json!(true);
-        let out = sync(&json!({"parent": publish, "related": req["related"]}));
-        assert_eq!(out["children"][0]["subsets"][0]["addresses"].as_array().unwrap().len(), 2);
-        assert_eq!(sync(&json!({"parent": {"spec": {}}}))["children"], json!([]));
+        let out = sync(request(&publish, pods)).unwrap();
+        assert_eq!(out.children[0]["subsets"][0]["addresses"].as_array().unwrap().len(), 2);
+        let no_pods = sync(request(&svc, vec![])).unwrap();
+        assert_eq!(no_pods.children[0]["subsets"], json!([]));
+        assert!(sync(request(&json!({"spec": {}}), vec![])).unwrap().children.is_empty(), "no selector, no Endpoints");
+        assert!(
+            customize(CustomizeRequest { controller: json!({}), parent: json!({"spec": {}}) })
+                .unwrap()
+                .related_resources
+                .is_empty()
+        );
+        let bad = sync(request(&svc, vec![json!({"metadata": {"name": "x"}, "spec": {"containers": 3}})])).unwrap_err();
+        assert!(matches!(bad, HookError::InvalidRequest(ref m) if m.starts_with("related pod x")), "{bad}");
     }
 }

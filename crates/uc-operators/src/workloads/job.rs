@@ -3,7 +3,8 @@
 
 use serde_json::{Value, json};
 
-use super::{active, obj_map, pod_name, set_label};
+use super::replicaset::pod_name;
+use crate::objects::{active, obj_map, set_label};
 
 fn finished_at(pod: &Value) -> Option<String> {
     pod.pointer("/status/containerStatuses")
@@ -86,7 +87,7 @@ pub fn sync(request: &Value) -> Value {
         "active": if done || failed_now { 0 } else { running.len().min(parallelism) },
         "succeeded": succeeded.len(),
         "failed": failed.len(),
-        "ready": running.iter().filter(|p| super::is_ready(p)).count(),
+        "ready": running.iter().filter(|p| crate::objects::is_ready(p)).count(),
         "startTime": start,
     });
     if done && let Some(t) = &last_finish {

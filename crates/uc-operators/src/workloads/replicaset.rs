@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{active, is_ready, name_suffix, obj_map, set_label};
+use crate::objects::{active, is_ready, name_suffix, obj_map, set_label};
 
 /// The deterministic name of slot `i` of a ReplicaSet.
 pub fn pod_name(rs_name: &str, rs_uid: &str, i: usize) -> String {

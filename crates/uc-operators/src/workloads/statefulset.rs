@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use super::{active, is_ready, obj_map, set_label};
+use crate::objects::{active, is_ready, obj_map, set_label};
 
 fn ordinal(set: &str, pod_name: &str) -> Option<usize> {
     pod_name.strip_prefix(set)?.strip_prefix('-')?.parse().ok()

@@ -1,0 +1,174 @@
+//! The API server's shared state and the types every handler speaks: the decoded request, content
+//! negotiation, response bodies.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use serde_json::Value;
+
+use crate::error::ApiError;
+use crate::registry::Registry;
+use crate::storage::{Store, StoreOptions};
+
+/// Response body type: buffered or streamed (watch).
+pub type Body = BoxBody<Bytes, std::io::Error>;
+
+/// API server configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Directory holding the database, credentials and kubeconfig.
+    pub data_dir: PathBuf,
+    /// Port on 127.0.0.1 (0 picks a free one).
+    pub port: u16,
+    /// Keep objects in a durable file (true) or in memory only.
+    pub durable: bool,
+    /// Storage options (revision log size).
+    pub store: StoreOptions,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    /// The range Services' cluster IPs come from (`a.b.c.d/len`; None: Services get none).
+    pub service_cidr: Option<String>,
+    /// The bearer token the API server presents to nodes' kubelet endpoints (logs, exec, attach,
+    /// port-forward).
+    pub kubelet_token: Option<String>,
+}
+
+impl Config {
+    /// Defaults for a data directory.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            data_dir: data_dir.into(),
+            port: 6443,
+            durable: true,
+            store: StoreOptions::default(),
+            max_body_bytes: 3 * 1024 * 1024,
+            service_cidr: None,
+            kubelet_token: None,
+        }
+    }
+}
+
+/// Shared state of the request handlers.
+pub struct App {
+    /// Object storage.
+    pub store: Arc<Store>,
+    /// Served resources.
+    pub registry: Arc<Registry>,
+    /// The bearer token.
+    pub token: String,
+    /// Configuration.
+    pub config: Config,
+    /// Per-client request and byte counters (`/metrics`).
+    pub traffic: crate::traffic::Traffic,
+    /// Where Services' cluster IPs come from.
+    pub service_range: Option<crate::service_ips::ServiceRange>,
+    /// Held while a cluster IP is chosen and stored.
+    pub ip_lock: tokio::sync::Mutex<()>,
+}
+
+/// Parsed query parameters.
+pub type Params = HashMap<String, String>;
+
+/// How the client wants objects rendered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Render {
+    /// Plain JSON objects and lists.
+    Json,
+    /// `meta.k8s.io/v1 Table`.
+    Table,
+    /// `PartialObjectMetadata` / `PartialObjectMetadataList`.
+    Metadata,
+}
+
+/// What a request wants back, from its Accept header.
+#[derive(Debug, Clone, Copy)]
+pub struct Negotiated {
+    /// Rendering.
+    pub render: Render,
+    /// Aggregated discovery was asked for (and in which version).
+    pub aggregated_discovery: Option<&'static str>,
+}
+
+pub(crate) fn negotiate(accept: Option<&str>) -> Result<Negotiated, ApiError> {
+    let accept = accept.unwrap_or("application/json");
+    let mut json_ok = false;
+    for part in accept.split(',') {
+        let mut pieces = part.split(';').map(str::trim);
+        let media = pieces.next().unwrap_or_default();
+        let params: HashMap<&str, &str> = pieces.filter_map(|p| p.split_once('=')).collect();
+        let is_json = matches!(media, "application/json" | "*/*" | "application/*" | "");
+        if !is_json {
+            continue;
+        }
+        match (params.get("as").copied(), params.get("g").copied(), params.get("v").copied()) {
+            (Some("Table"), Some("meta.k8s.io"), Some("v1" | "v1beta1")) => {
+                return Ok(Negotiated { render: Render::Table, aggregated_discovery: None });
+            }
+            (Some("PartialObjectMetadata" | "PartialObjectMetadataList"), Some("meta.k8s.io"), _) => {
+                return Ok(Negotiated { render: Render::Metadata, aggregated_discovery: None });
+            }
+            (Some("APIGroupDiscoveryList"), Some("apidiscovery.k8s.io"), Some(v @ ("v2" | "v2beta1"))) => {
+                let v = if v == "v2" { "v2" } else { "v2beta1" };
+                return Ok(Negotiated { render: Render::Json, aggregated_discovery: Some(v) });
+            }
+            (None, _, _) => json_ok = true,
+            _ => {}
+        }
+    }
+    if json_ok || accept.contains("application/yaml") {
+        Ok(Negotiated { render: Render::Json, aggregated_discovery: None })
+    } else {
+        Err(ApiError::not_acceptable(format!(
+            "only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io (asked for {accept:?})"
+        )))
+    }
+}
+
+/// A buffered JSON response.
+pub fn json_response(code: u16, v: &Value) -> Response<Body> {
+    json_response_typed(code, v, "application/json")
+}
+
+/// A buffered JSON response with a specific content type.
+pub fn json_response_typed(code: u16, v: &Value, content_type: &str) -> Response<Body> {
+    let body = serde_json::to_vec(v).unwrap_or_default();
+    let mut r = Response::new(full(body));
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if let Ok(ct) = HeaderValue::from_str(content_type) {
+        r.headers_mut().insert(header::CONTENT_TYPE, ct);
+    }
+    r
+}
+
+/// A buffered body.
+pub fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).map_err(|never: Infallible| match never {}).boxed()
+}
+
+/// The error response for an ApiError.
+pub fn error_response(e: &ApiError) -> Response<Body> {
+    json_response(e.code(), &serde_json::to_value(&e.0).unwrap_or(Value::Null))
+}
+
+/// Everything a handler needs to know about the request, decoded.
+pub struct Req {
+    /// HTTP method.
+    pub method: Method,
+    /// URL path.
+    pub path: String,
+    /// Query parameters.
+    pub params: Params,
+    /// Accept negotiation.
+    pub negotiated: Negotiated,
+    /// Content-Type (media type only, lowercased).
+    pub content_type: String,
+    /// Body bytes.
+    pub body: Bytes,
+    /// Warnings to return in `Warning` headers.
+    pub warnings: Vec<String>,
+}

@@ -1,0 +1,294 @@
+//! Admission: the checks and defaults create and update share (type and object metadata, schema
+//! validation, field validation modes, namespaces, CRD admission).
+
+use serde_json::{Value, json};
+use uc_api::GroupResource;
+
+use crate::app::{App, Req};
+use crate::builtin;
+use crate::error::{ApiError, FieldError, Result, Subject};
+use crate::handlers::meta::{is_deleting, meta_str, now};
+use crate::registry::{ResourceInfo, crd_to_resource, is_dns_label, is_dns_subdomain};
+use crate::request::Target;
+use crate::storage::{Obj, object_key};
+use uc_api::selector::is_label_value;
+
+pub(crate) fn check_type_meta(info: &ResourceInfo, version: &str, obj: &mut Value) -> Result<()> {
+    let expected_av = info.api_version(version);
+    match obj.get("apiVersion") {
+        None => obj["apiVersion"] = Value::String(expected_av.clone()),
+        Some(Value::String(av)) if *av == expected_av => {}
+        Some(Value::String(av))
+            if info.version(uc_api::resource::split_api_version(av).1).is_some()
+                && uc_api::resource::split_api_version(av).0 == info.group => {}
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({}) does not match the expected API version ({expected_av})",
+                other.as_str().map(String::from).unwrap_or_else(|| other.to_string())
+            )));
+        }
+    }
+    match obj.get("kind") {
+        None => obj["kind"] = Value::String(info.kind.clone()),
+        Some(Value::String(k)) if *k == info.kind => {}
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({}) does not match the kind of the resource {} ({})",
+                other.as_str().map(String::from).unwrap_or_else(|| other.to_string()),
+                info.gr(),
+                info.kind
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn check_object_meta(info: &ResourceInfo, obj: &mut Value) -> Result<Vec<FieldError>> {
+    if obj.get("metadata").is_none() || obj["metadata"].is_null() {
+        obj["metadata"] = json!({});
+    }
+    let Some(meta) = obj["metadata"].as_object_mut() else {
+        return Err(ApiError::bad_request("metadata: must be an object"));
+    };
+    meta.remove("managedFields");
+    let mut errs = Vec::new();
+    for field in ["labels", "annotations"] {
+        match meta.get(field) {
+            None | Some(Value::Null) => {
+                meta.remove(field);
+            }
+            Some(Value::Object(m)) => {
+                for (k, v) in m {
+                    if !v.is_string() {
+                        return Err(ApiError::bad_request(format!("metadata.{field}.{k}: must be a string, not {v}")));
+                    }
+                    if field == "labels" && !is_label_value(v.as_str().unwrap_or_default()) {
+                        errs.push(FieldError::invalid("metadata.labels", v, "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"));
+                    }
+                    let name_part = k.rsplit('/').next().unwrap_or(k);
+                    if name_part.is_empty()
+                        || name_part.len() > 63
+                        || !name_part.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                    {
+                        errs.push(FieldError::invalid(
+                            format!("metadata.{field}"),
+                            &Value::from(k.clone()),
+                            "name part must consist of alphanumeric characters, '-', '_' or '.'",
+                        ));
+                    }
+                }
+            }
+            Some(other) => {
+                return Err(ApiError::bad_request(format!("metadata.{field}: must be a map of strings, not {other}")));
+            }
+        }
+    }
+    match meta.get("finalizers") {
+        None => {}
+        Some(Value::Null) => {
+            meta.remove("finalizers");
+        }
+        Some(Value::Array(a)) if a.iter().all(Value::is_string) => {}
+        Some(other) => {
+            return Err(ApiError::bad_request(format!("metadata.finalizers: must be a list of strings, not {other}")));
+        }
+    }
+    match meta.get("ownerReferences") {
+        None => {}
+        Some(Value::Null) => {
+            meta.remove("ownerReferences");
+        }
+        Some(Value::Array(refs)) => {
+            let mut controllers = 0;
+            for (i, r) in refs.iter().enumerate() {
+                for f in ["apiVersion", "kind", "name", "uid"] {
+                    if r.get(f).and_then(Value::as_str).is_none_or(str::is_empty) {
+                        errs.push(FieldError::required(format!("metadata.ownerReferences[{i}].{f}"), ""));
+                    }
+                }
+                if r.get("controller") == Some(&Value::Bool(true)) {
+                    controllers += 1;
+                }
+            }
+            if controllers > 1 {
+                errs.push(FieldError::invalid(
+                    "metadata.ownerReferences",
+                    &Value::Null,
+                    "Only one reference can have Controller set to true",
+                ));
+            }
+        }
+        Some(other) => {
+            return Err(ApiError::bad_request(format!("metadata.ownerReferences: must be a list, not {other}")));
+        }
+    }
+    for f in ["name", "generateName", "namespace", "resourceVersion", "uid"] {
+        if let Some(v) = meta.get(f)
+            && !v.is_string()
+            && !v.is_null()
+        {
+            return Err(ApiError::bad_request(format!("metadata.{f}: must be a string, not {v}")));
+        }
+    }
+    if let Some(name) = meta.get("name").and_then(Value::as_str) {
+        let ok = if matches!(info.resource.as_str(), "namespaces" | "services") {
+            is_dns_label(name)
+        } else {
+            is_dns_subdomain(name)
+        };
+        if !ok {
+            errs.push(FieldError::invalid(
+                "metadata.name",
+                &Value::from(name),
+                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+            ));
+        }
+    }
+    Ok(errs)
+}
+
+/// Field validation mode (`?fieldValidation=`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FieldValidation {
+    /// Unknown fields are an error.
+    Strict,
+    /// Unknown fields are dropped with a warning.
+    Warn,
+    /// Unknown fields are dropped silently.
+    Ignore,
+}
+
+fn field_validation(req: &Req) -> Result<FieldValidation> {
+    match req.params.get("fieldValidation").map(String::as_str) {
+        None | Some("") | Some("Warn") => Ok(FieldValidation::Warn),
+        Some("Strict") => Ok(FieldValidation::Strict),
+        Some("Ignore") => Ok(FieldValidation::Ignore),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "fieldValidation: unsupported value {other:?}: must be Ignore, Warn or Strict"
+        ))),
+    }
+}
+
+/// Runs schema defaulting, pruning and validation (CRDs) or built-in defaulting and validation.
+pub(crate) fn validate_body(
+    req: &mut Req,
+    info: &ResourceInfo,
+    version: &str,
+    obj: &mut Value,
+    errs: &mut Vec<FieldError>,
+) -> Result<()> {
+    let mode = field_validation(req)?;
+    match info.version(version).and_then(|v| v.schema.clone()) {
+        Some(schema) => {
+            let Some(map) = obj.as_object_mut() else {
+                return Ok(());
+            };
+            let kept: Vec<(String, Value)> = ["apiVersion", "kind", "metadata"]
+                .iter()
+                .filter_map(|k| map.remove(*k).map(|v| (k.to_string(), v)))
+                .collect();
+            schema.apply_defaults(obj);
+            let mut pruned = Vec::new();
+            schema.prune(obj, "", &mut pruned);
+            schema.validate(obj, "", errs);
+            if let Some(map) = obj.as_object_mut() {
+                for (k, v) in kept {
+                    map.insert(k, v);
+                }
+            }
+            if !pruned.is_empty() {
+                match mode {
+                    FieldValidation::Strict => {
+                        let list: Vec<String> = pruned.iter().map(|p| format!("unknown field {p:?}")).collect();
+                        return Err(ApiError::bad_request(format!(
+                            "{} in version {:?} cannot be handled as a {}: strict decoding error: {}",
+                            info.kind,
+                            version,
+                            info.kind,
+                            list.join(", ")
+                        )));
+                    }
+                    FieldValidation::Warn => req.warnings.extend(pruned.iter().map(|p| format!("unknown field {p:?}"))),
+                    FieldValidation::Ignore => {}
+                }
+            }
+        }
+        None if info.crd.is_none() => {
+            builtin::apply_defaults(&info.resource, obj);
+            errs.extend(builtin::validate(&info.resource, obj));
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+pub(crate) fn invalid(info: &ResourceInfo, name: &str, errs: &[FieldError]) -> ApiError {
+    ApiError::invalid(&info.kind, &info.group, name, errs)
+}
+
+/// Whether the parts of an object that `generation` tracks differ.
+pub(crate) fn spec_changed(info: &ResourceInfo, version: &str, old: &Value, new: &Value) -> bool {
+    let has_status = info.version(version).is_some_and(|v| v.status);
+    let strip = |v: &Value| -> Value {
+        let mut m = v.as_object().cloned().unwrap_or_default();
+        m.remove("metadata");
+        m.remove("apiVersion");
+        m.remove("kind");
+        if has_status {
+            m.remove("status");
+        }
+        Value::Object(m)
+    };
+    strip(old) != strip(new)
+}
+
+pub(crate) fn namespace_check(app: &App, t: &Target, ns: &str) -> Result<()> {
+    let nso = app.store.get(&GroupResource::new("", "namespaces"), &object_key("", ns));
+    let subject = Subject { group: String::new(), resource: "namespaces".into(), name: ns.into() };
+    match nso {
+        None => Err(ApiError::not_found(&subject)),
+        Some(o) if is_deleting(&o) => Err(ApiError::forbidden(
+            &Subject { name: meta_str(&o, "name").unwrap_or_default().into(), ..t.subject() },
+            format!("unable to create new content in namespace {ns} because it is being terminated"),
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Fills status and stored versions of a CRD, checking it first.
+pub(crate) fn admit_crd(obj: &mut Value, old: Option<&Value>) -> Result<crate::registry::ResourceInfo> {
+    let name = meta_str(obj, "name").unwrap_or_default().to_string();
+    let info = crd_to_resource(obj)
+        .map_err(|errs| ApiError::invalid("CustomResourceDefinition", "apiextensions.k8s.io", &name, &errs))?;
+    let mut stored: Vec<String> = old
+        .and_then(|o| o.pointer("/status/storedVersions"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+        .unwrap_or_default();
+    if !stored.contains(&info.storage_version) {
+        stored.push(info.storage_version.clone());
+    }
+    let ts = now();
+    obj["status"] = json!({
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": ts},
+            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": ts},
+        ],
+        "acceptedNames": obj.pointer("/spec/names").cloned().unwrap_or(Value::Null),
+        "storedVersions": stored,
+    });
+    Ok(info)
+}
+
+/// Keeps the registry in step with a CRD write.
+pub(crate) fn sync_crd(app: &App, info: &ResourceInfo, stored: &Obj, key: &str) {
+    if info.resource != "customresourcedefinitions" || info.group != "apiextensions.k8s.io" {
+        return;
+    }
+    let exists = app.store.get(&info.gr(), key).is_some();
+    match crd_to_resource(stored) {
+        Ok(ci) if exists => app.registry.install_crd(ci),
+        Ok(ci) => app.registry.remove_crd(&ci.gr()),
+        Err(_) => {}
+    }
+}

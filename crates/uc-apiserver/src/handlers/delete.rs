@@ -1,0 +1,272 @@
+//! Deletes: options (propagation, preconditions, grace), finalizers, graceful pod deletion, collections.
+
+use std::sync::Arc;
+
+use chrono::{SecondsFormat, Utc};
+use http::Response;
+use serde_json::{Value, json};
+use uc_api::StatusDetails;
+
+use crate::app::{App, Body, Req, json_response};
+use crate::error::{ApiError, Result, Subject};
+use crate::handlers::admission::sync_crd;
+pub use crate::handlers::meta::{CRD_CLEANUP, FOREGROUND, ORPHAN};
+use crate::handlers::meta::{finalizers, is_deleting, meta_str, now, set_finalizers};
+use crate::registry::ResourceInfo;
+use crate::request::{Selectors, Target, dry_run, parse_rv, respond_object, to_version};
+use crate::storage::{Obj, Op, StoreError, rv_of};
+
+/// How dependents are treated when their owner is deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Propagation {
+    /// Delete the owner now; the GC deletes dependents afterwards.
+    Background,
+    /// Delete dependents first, then the owner.
+    Foreground,
+    /// Leave dependents, removing their owner references.
+    Orphan,
+}
+
+/// Parsed DeleteOptions.
+#[derive(Debug, Clone)]
+pub struct DeleteOptions {
+    /// Propagation policy.
+    pub propagation: Propagation,
+    /// Precondition on uid.
+    pub uid: Option<String>,
+    /// Precondition on resourceVersion.
+    pub resource_version: Option<u64>,
+    /// `dryRun=All`.
+    pub dry_run: bool,
+    /// `gracePeriodSeconds` (pods): None uses the pod's terminationGracePeriodSeconds.
+    pub grace_period: Option<i64>,
+}
+
+impl Default for DeleteOptions {
+    fn default() -> Self {
+        Self {
+            propagation: Propagation::Background,
+            uid: None,
+            resource_version: None,
+            dry_run: false,
+            grace_period: None,
+        }
+    }
+}
+
+fn delete_options(req: &Req) -> Result<DeleteOptions> {
+    let body: Value = if req.body.is_empty() {
+        json!({})
+    } else {
+        serde_json::from_slice(&req.body)
+            .map_err(|e| ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}")))?
+    };
+    let policy = body
+        .get("propagationPolicy")
+        .and_then(Value::as_str)
+        .map(String::from)
+        .or_else(|| req.params.get("propagationPolicy").cloned());
+    let orphan = body
+        .get("orphanDependents")
+        .and_then(Value::as_bool)
+        .or_else(|| req.params.get("orphanDependents").map(|v| v == "true"));
+    let propagation = match (policy.as_deref(), orphan) {
+        (Some("Foreground"), _) => Propagation::Foreground,
+        (Some("Orphan"), _) => Propagation::Orphan,
+        (Some("Background"), _) => Propagation::Background,
+        (Some(other), _) => {
+            return Err(ApiError::bad_request(format!(
+                "propagationPolicy: unsupported value {other:?}: must be Foreground, Background or Orphan"
+            )));
+        }
+        (None, Some(true)) => Propagation::Orphan,
+        (None, _) => Propagation::Background,
+    };
+    let uid = body.pointer("/preconditions/uid").and_then(Value::as_str).map(String::from);
+    let resource_version =
+        body.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(parse_rv).transpose()?;
+    let dry_run =
+        dry_run(req) || body.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|x| x == "All"));
+    let grace_period = match body.get("gracePeriodSeconds").and_then(Value::as_i64) {
+        Some(g) => Some(g),
+        None => req
+            .params
+            .get("gracePeriodSeconds")
+            .map(|g| g.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds {g:?}"))))
+            .transpose()?,
+    };
+    Ok(DeleteOptions { propagation, uid, resource_version, dry_run, grace_period })
+}
+
+/// The grace period a pod's deletion gets: graceful (a kubelet stops its containers, then deletes it
+/// with grace 0) only for a pod bound to a node and not finished; kube deletes the others at once.
+fn pod_grace(info: &ResourceInfo, pod: &Value, opts: &DeleteOptions) -> i64 {
+    if info.resource != "pods" || !info.group.is_empty() {
+        return 0;
+    }
+    let bound = pod.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+    let finished = matches!(pod.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed"));
+    if !bound || finished {
+        return 0;
+    }
+    let default = pod.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(30);
+    let grace = opts.grace_period.unwrap_or(default).max(0);
+    // A repeated delete may shorten the grace period, never lengthen it.
+    match pod.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64) {
+        Some(current) if is_deleting(pod) => grace.min(current),
+        _ => grace,
+    }
+}
+
+/// What a delete did.
+pub enum Deleted {
+    /// The object is gone.
+    Gone(Obj),
+    /// The object is marked for deletion and waits for finalizers.
+    Pending(Obj),
+}
+
+/// Deletes an object by key, honouring preconditions, finalizers and propagation.
+pub async fn delete_object(
+    app: &App,
+    info: &ResourceInfo,
+    key: &str,
+    subject: &Subject,
+    opts: &DeleteOptions,
+) -> Result<Deleted> {
+    for _ in 0..16 {
+        let cur = app.store.get(&info.gr(), key).ok_or_else(|| ApiError::not_found(subject))?;
+        if let Some(uid) = &opts.uid
+            && Some(uid.as_str()) != meta_str(&cur, "uid")
+        {
+            return Err(ApiError::conflict(
+                subject,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta_str(&cur, "uid").unwrap_or_default()
+                ),
+            ));
+        }
+        if let Some(rv) = opts.resource_version
+            && rv != rv_of(&cur)
+        {
+            return Err(ApiError::conflict(
+                subject,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    rv_of(&cur)
+                ),
+            ));
+        }
+        let mut f = finalizers(&cur);
+        let wanted = match opts.propagation {
+            Propagation::Foreground => Some(FOREGROUND),
+            Propagation::Orphan => Some(ORPHAN),
+            Propagation::Background => None,
+        };
+        // A repeated delete may switch between orphan and foreground, as kube-apiserver allows.
+        if let Some(w) = wanted {
+            f.retain(|x| !(x == FOREGROUND || x == ORPHAN) || x == w);
+            if !f.iter().any(|x| x == w) {
+                f.push(w.to_string());
+            }
+        }
+        let spec_finalizers = info.resource == "namespaces"
+            && cur.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+        let grace = pod_grace(info, &cur, opts);
+        if f.is_empty() && !spec_finalizers && grace == 0 {
+            if opts.dry_run {
+                return Ok(Deleted::Gone(cur));
+            }
+            match app.store.write(Op::Delete { gr: info.gr(), key: key.to_string(), expect_rv: rv_of(&cur) }).await {
+                Ok(gone) => {
+                    sync_crd(app, info, &gone, key);
+                    return Ok(Deleted::Gone(gone));
+                }
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(ApiError::from_store(e, subject)),
+            }
+        }
+        let mut new = (*cur).clone();
+        if grace > 0 {
+            let at = Utc::now() + chrono::Duration::seconds(grace);
+            new["metadata"]["deletionTimestamp"] = Value::String(at.to_rfc3339_opts(SecondsFormat::Secs, true));
+            new["metadata"]["deletionGracePeriodSeconds"] = json!(grace);
+        } else if !is_deleting(&new) {
+            new["metadata"]["deletionTimestamp"] = Value::String(now());
+            new["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+            if info.resource == "namespaces" {
+                new["status"]["phase"] = json!("Terminating");
+            }
+            if info.crd.is_none()
+                && info.resource == "customresourcedefinitions"
+                && let Some(conds) = new.pointer_mut("/status/conditions").and_then(Value::as_array_mut)
+            {
+                {
+                    conds.push(json!({"type": "Terminating", "status": "True", "reason": "InstanceDeletionPending", "message": "CustomResourceDefinition marked for deletion; instances are being deleted", "lastTransitionTime": now()}));
+                }
+            }
+        }
+        set_finalizers(&mut new, f);
+        if new == *cur {
+            return Ok(Deleted::Pending(cur));
+        }
+        if opts.dry_run {
+            return Ok(Deleted::Pending(Arc::new(new)));
+        }
+        match app
+            .store
+            .write(Op::Update { gr: info.gr(), key: key.to_string(), object: new, expect_rv: rv_of(&cur) })
+            .await
+        {
+            Ok(stored) => return Ok(Deleted::Pending(stored)),
+            Err(StoreError::Conflict { .. }) => continue,
+            Err(e) => return Err(ApiError::from_store(e, subject)),
+        }
+    }
+    Err(ApiError::conflict(subject, "too many concurrent updates; try again"))
+}
+
+pub(crate) async fn delete(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
+    let opts = delete_options(req)?;
+    let subject = t.subject();
+    match delete_object(app, &t.info, &t.key(), &subject, &opts).await? {
+        Deleted::Pending(obj) => Ok(respond_object(req, t, 200, &obj)),
+        Deleted::Gone(obj) if t.info.resource == "pods" => Ok(respond_object(req, t, 200, &obj)),
+        Deleted::Gone(obj) => {
+            let details = StatusDetails {
+                name: subject.name.clone(),
+                group: t.info.group.clone(),
+                kind: t.info.resource.clone(),
+                uid: meta_str(&obj, "uid").unwrap_or_default().to_string(),
+                ..Default::default()
+            };
+            Ok(json_response(200, &serde_json::to_value(uc_api::Status::success(details)).unwrap_or(Value::Null)))
+        }
+    }
+}
+
+pub(crate) async fn delete_collection(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
+    let opts = delete_options(req)?;
+    let sel = Selectors::from_req(req)?;
+    let (objects, _) = app
+        .store
+        .list(&t.info.gr(), t.namespace.as_deref(), None)
+        .map_err(|e| ApiError::from_store(e, &t.subject()))?;
+    let mut items = Vec::new();
+    for (key, obj) in objects {
+        if !sel.matches(&obj) {
+            continue;
+        }
+        let subject = Subject { name: meta_str(&obj, "name").unwrap_or_default().into(), ..t.subject() };
+        match delete_object(app, &t.info, &key, &subject, &opts).await {
+            Ok(Deleted::Gone(o) | Deleted::Pending(o)) => items.push(to_version(&t.info, &t.version, &o)),
+            Err(e) if e.code() == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(json_response(
+        200,
+        &json!({"kind": t.info.list_kind, "apiVersion": t.info.api_version(&t.version), "metadata": {}, "items": items}),
+    ))
+}

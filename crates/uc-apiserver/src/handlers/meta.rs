@@ -1,0 +1,76 @@
+//! Object metadata as the handlers read and stamp it: timestamps, uids, finalizers, deletion state.
+
+use chrono::{SecondsFormat, Utc};
+use serde_json::{Value, json};
+
+use crate::registry::ResourceInfo;
+
+/// The finalizer that makes the GC delete dependents before their owner.
+pub const FOREGROUND: &str = "foregroundDeletion";
+/// The finalizer that makes the GC orphan dependents.
+pub const ORPHAN: &str = "orphan";
+/// The finalizer apiextensions puts on CRDs so their objects are deleted first.
+pub const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// Current time as Kubernetes writes it.
+pub fn now() -> String {
+    Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+pub(crate) fn stamp_new(obj: &mut Value) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("uid".into(), Value::String(uuid::Uuid::new_v4().to_string()));
+        meta.insert("creationTimestamp".into(), Value::String(now()));
+        meta.remove("resourceVersion");
+        meta.remove("deletionTimestamp");
+        meta.remove("deletionGracePeriodSeconds");
+    }
+}
+
+pub(crate) fn init_namespace(obj: &mut Value) {
+    obj["spec"] = json!({"finalizers": ["kubernetes"]});
+    obj["status"] = json!({"phase": "Active"});
+    if let Some(labels) = obj.pointer_mut("/metadata").and_then(Value::as_object_mut) {
+        let name = labels.get("name").cloned().unwrap_or(Value::Null);
+        let l = labels.entry("labels").or_insert_with(|| json!({}));
+        if let Some(l) = l.as_object_mut() {
+            l.insert("kubernetes.io/metadata.name".into(), name);
+        }
+    }
+}
+
+pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str)
+}
+
+pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
+        .unwrap_or_default()
+}
+
+pub(crate) fn set_finalizers(obj: &mut Value, f: Vec<String>) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        if f.is_empty() {
+            meta.remove("finalizers");
+        } else {
+            meta.insert("finalizers".into(), json!(f));
+        }
+    }
+}
+
+pub(crate) fn is_deleting(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionTimestamp").is_some()
+}
+
+/// True once nothing holds a deleting object back: no finalizers (and for namespaces, no spec finalizers).
+pub(crate) fn ready_to_vanish(info: &ResourceInfo, obj: &Value) -> bool {
+    // A pod in graceful deletion waits for its kubelet's delete with grace 0, whatever else changes.
+    let graceful = obj.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).is_some_and(|g| g > 0);
+    is_deleting(obj)
+        && !graceful
+        && finalizers(obj).is_empty()
+        && !(info.resource == "namespaces"
+            && obj.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty()))
+}

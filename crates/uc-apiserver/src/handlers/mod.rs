@@ -1,0 +1,155 @@
+//! REST handlers: routing of resource paths and the verbs get, list, watch, create, update, patch,
+//! delete and deletecollection, with the status and scale subresources (`kubelet.rs` proxies the
+//! streaming ones). One module per kind of verb; what they share about a request is in `request.rs`.
+
+pub mod admission;
+pub mod delete;
+pub mod meta;
+pub mod read;
+pub mod scale;
+pub mod write;
+
+use std::sync::Arc;
+
+use http::{Method, Response};
+use serde_json::json;
+use uc_api::GroupResource;
+
+use crate::app::{App, Body, Req, json_response};
+use crate::error::{ApiError, Result, Subject};
+use crate::handlers::meta::{init_namespace, stamp_new};
+use crate::registry::crd_to_resource;
+use crate::request::Target;
+use crate::storage::{Op, object_key};
+use crate::{discovery, openapi, watch};
+
+/// Routes a request.
+pub async fn dispatch(app: &Arc<App>, req: &mut Req) -> Result<Response<Body>> {
+    let path = req.path.trim_end_matches('/').to_string();
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let get = req.method == Method::GET;
+    match segs.as_slice() {
+        [] if get => Ok(json_response(200, &discovery::root_paths())),
+        ["healthz" | "livez" | "readyz", ..] if get => {
+            let mut r = Response::new(crate::app::full("ok"));
+            r.headers_mut()
+                .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
+            Ok(r)
+        }
+        ["version"] if get => Ok(json_response(200, &discovery::version())),
+        ["openapi", "v2"] if get => openapi::v2(app, req),
+        ["openapi", "v3"] if get => Ok(json_response(200, &openapi::v3_index(app))),
+        ["openapi", "v3", rest @ ..] if get => openapi::v3_doc(app, &rest.join("/")),
+        ["api"] if get => Ok(discovery::api(app, req)),
+        ["apis"] if get => Ok(discovery::apis(app, req)),
+        ["api", version] if get => discovery::resource_list(app, "", version),
+        ["apis", group] if get => discovery::group(app, group),
+        ["apis", group, version] if get => discovery::resource_list(app, group, version),
+        ["api", version, rest @ ..] => {
+            let t = resolve(app, "", version, rest)?;
+            resource(app, req, t).await
+        }
+        ["apis", group, version, rest @ ..] => {
+            let t = resolve(app, group, version, rest)?;
+            resource(app, req, t).await
+        }
+        _ if !get
+            && segs
+                .first()
+                .is_some_and(|s| matches!(*s, "healthz" | "livez" | "readyz" | "version" | "api" | "apis")) =>
+        {
+            Err(ApiError::method_not_allowed(format!("method {} is not allowed on {}", req.method, req.path)))
+        }
+        _ => Err(ApiError::no_route()),
+    }
+}
+
+fn resolve(app: &App, group: &str, version: &str, rest: &[&str]) -> Result<Target> {
+    let (watch_prefix, rest) = match rest.split_first() {
+        Some((&"watch", r)) => (true, r),
+        _ => (false, rest),
+    };
+    let (namespace, rest): (Option<String>, &[&str]) = match rest {
+        ["namespaces", ns, r, ..] if !(group.is_empty() && rest.len() == 3 && matches!(*r, "status" | "finalize")) => {
+            (Some(ns.to_string()), &rest[2..])
+        }
+        _ => (None, rest),
+    };
+    let (resource, name, sub) = match rest {
+        [r] => (*r, None, None),
+        [r, n] => (*r, Some(n.to_string()), None),
+        [r, n, s] => (*r, Some(n.to_string()), Some(s.to_string())),
+        _ => return Err(ApiError::no_route()),
+    };
+    let info = app.registry.lookup(group, version, resource).ok_or_else(ApiError::no_route)?;
+    if namespace.is_some() && !info.namespaced {
+        return Err(ApiError::no_route());
+    }
+    if info.namespaced && namespace.is_none() && name.is_some() {
+        return Err(ApiError::no_route());
+    }
+    let v = info.version(version).ok_or_else(ApiError::no_route)?;
+    if let Some(s) = &sub {
+        let ok = match s.as_str() {
+            "status" => v.status,
+            "scale" => v.scale.is_some(),
+            "log" => info.log,
+            "finalize" => info.resource == "namespaces",
+            _ => false,
+        };
+        if !ok {
+            return Err(ApiError::no_route());
+        }
+    }
+    Ok(Target { info: info.clone(), version: version.to_string(), namespace, name, sub, watch_prefix })
+}
+
+async fn resource(app: &Arc<App>, req: &mut Req, t: Target) -> Result<Response<Body>> {
+    let watching = t.watch_prefix || matches!(req.params.get("watch").map(String::as_str), Some("true" | "1"));
+    match (&req.method, &t.name, t.sub.as_deref()) {
+        (&Method::GET, None, _) if watching => watch::serve(app, req, &t),
+        (&Method::GET, None, _) => read::list(app, req, &t),
+        (&Method::GET, Some(_), _) if watching => watch::serve(app, req, &t),
+        (&Method::GET, Some(_), Some("scale")) => scale::get_scale(app, &t),
+        (&Method::GET, Some(_), _) => read::get(app, req, &t),
+        (&Method::POST, None, None) => write::create(app, req, &t).await,
+        (&Method::PUT, Some(_), Some("scale")) => scale::update_scale(app, req, &t, None).await,
+        (&Method::PUT, Some(_), _) => write::update(app, req, &t).await,
+        (&Method::PATCH, Some(_), Some("scale")) => {
+            let body = req.body.clone();
+            let ct = req.content_type.clone();
+            scale::update_scale(app, req, &t, Some((ct, body))).await
+        }
+        (&Method::PATCH, Some(_), _) => write::patch_object(app, req, &t).await,
+        (&Method::DELETE, Some(_), None) => delete::delete(app, req, &t).await,
+        (&Method::DELETE, None, None) => delete::delete_collection(app, req, &t).await,
+        _ => Err(ApiError::method_not_allowed(format!("method {} is not supported on {}", req.method, req.path))),
+    }
+}
+
+/// Startup: default namespaces and CRDs stored by an earlier run.
+pub async fn bootstrap(app: &Arc<App>) -> Result<()> {
+    let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+    let (stored, _) = app.store.list(&crds, None, None).map_err(|e| ApiError::from_store(e, &Subject::default()))?;
+    for (_, crd) in stored {
+        match crd_to_resource(&crd) {
+            Ok(info) => app.registry.install_crd(info),
+            Err(errs) => {
+                tracing::warn!(crd = ?crd.pointer("/metadata/name"), errors = ?errs, "stored CRD is invalid; not serving it")
+            }
+        }
+    }
+    let ns = GroupResource::new("", "namespaces");
+    for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        if app.store.get(&ns, &object_key("", name)).is_none() {
+            let mut obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+            stamp_new(&mut obj);
+            init_namespace(&mut obj);
+            app.store
+                .write(Op::Create { gr: ns.clone(), key: object_key("", name), object: obj })
+                .await
+                .map_err(|e| ApiError::from_store(e, &Subject::default()))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,111 @@
+//! The scale subresource, read and written through the paths the resource declares.
+
+use std::sync::Arc;
+
+use http::Response;
+use serde_json::{Value, json};
+
+use crate::app::{App, Body, Req, json_response};
+use crate::error::{ApiError, FieldError, Result};
+use crate::handlers::write::{apply_patch, commit_update, prepare_update};
+use crate::registry::ScalePaths;
+use crate::request::{Target, parse_body, parse_rv};
+use crate::storage::{StoreError, rv_of};
+
+fn path_pointer(json_path: &str) -> String {
+    json_path.trim_start_matches('.').split('.').fold(String::new(), |acc, s| format!("{acc}/{s}"))
+}
+
+fn scale_view(paths: &ScalePaths, obj: &Value) -> Value {
+    let spec = obj.pointer(&path_pointer(&paths.spec_replicas)).and_then(Value::as_i64).unwrap_or(0);
+    let status = obj.pointer(&path_pointer(&paths.status_replicas)).and_then(Value::as_i64).unwrap_or(0);
+    let mut st = json!({"replicas": status});
+    if let Some(sel) = paths.label_selector.as_ref().and_then(|p| obj.pointer(&path_pointer(p))) {
+        st["selector"] = sel.clone();
+    } else if let Some(sel) = obj.pointer("/spec/selector") {
+        // Built-ins publish the selector in string form.
+        if let Ok(ls) = uc_api::LabelSelector::from_value(sel) {
+            let s: Vec<String> = ls
+                .requirements
+                .iter()
+                .filter_map(|r| match r {
+                    uc_api::selector::Requirement::Equals(k, v) => Some(format!("{k}={v}")),
+                    _ => None,
+                })
+                .collect();
+            st["selector"] = Value::String(s.join(","));
+        }
+    }
+    json!({
+        "kind": "Scale", "apiVersion": "autoscaling/v1",
+        "metadata": {"name": obj.pointer("/metadata/name"), "namespace": obj.pointer("/metadata/namespace"),
+                     "uid": obj.pointer("/metadata/uid"), "resourceVersion": obj.pointer("/metadata/resourceVersion"),
+                     "creationTimestamp": obj.pointer("/metadata/creationTimestamp")},
+        "spec": {"replicas": spec}, "status": st,
+    })
+}
+
+pub(crate) fn get_scale(app: &App, t: &Target) -> Result<Response<Body>> {
+    let obj = app.store.get(&t.info.gr(), &t.key()).ok_or_else(|| ApiError::not_found(&t.subject()))?;
+    let paths = t.info.version(&t.version).and_then(|v| v.scale.clone()).ok_or_else(ApiError::no_route)?;
+    Ok(json_response(200, &scale_view(&paths, &obj)))
+}
+
+pub(crate) async fn update_scale(
+    app: &Arc<App>,
+    req: &mut Req,
+    t: &Target,
+    patch_body: Option<(String, bytes::Bytes)>,
+) -> Result<Response<Body>> {
+    let paths = t.info.version(&t.version).and_then(|v| v.scale.clone()).ok_or_else(ApiError::no_route)?;
+    let key = t.key();
+    for _ in 0..16 {
+        let old = app.store.get(&t.info.gr(), &key).ok_or_else(|| ApiError::not_found(&t.subject()))?;
+        let mut scale = scale_view(&paths, &old);
+        match &patch_body {
+            Some(_) => {
+                let scale_target = Target { sub: Some("scale".into()), ..t.clone() };
+                apply_patch(req, &scale_target, &mut scale)?;
+            }
+            None => scale = parse_body(req)?,
+        }
+        let replicas = scale.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
+        if replicas.as_i64().is_none_or(|r| r < 0) {
+            return Err(ApiError::invalid(
+                "Scale",
+                "autoscaling",
+                t.name.as_deref().unwrap_or_default(),
+                &[FieldError::invalid("spec.replicas", &replicas, "must be greater than or equal to 0")],
+            ));
+        }
+        if let Some(rv) = scale.pointer("/metadata/resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+            let rv = parse_rv(rv)?;
+            if rv != rv_of(&old) {
+                return Err(ApiError::from_store(
+                    StoreError::Conflict { expected: rv, found: rv_of(&old) },
+                    &t.subject(),
+                ));
+            }
+        }
+        let mut new = (*old).clone();
+        let pointer = path_pointer(&paths.spec_replicas);
+        let (parent, leaf) = pointer.rsplit_once('/').unwrap_or(("", &pointer));
+        match new.pointer_mut(parent).and_then(Value::as_object_mut) {
+            Some(m) => {
+                m.insert(leaf.to_string(), replicas);
+            }
+            None => {
+                return Err(ApiError::internal(format!("the object has no {} to scale", paths.spec_replicas)));
+            }
+        }
+        let mut main = Target { sub: None, ..t.clone() };
+        main.sub = None;
+        let new = prepare_update(req, &main, &old, new)?;
+        match commit_update(app, &t.info, &key, &old, new).await {
+            Ok(stored) => return Ok(json_response(200, &scale_view(&paths, &stored))),
+            Err(StoreError::Conflict { .. }) => continue,
+            Err(e) => return Err(ApiError::from_store(e, &t.subject())),
+        }
+    }
+    Err(ApiError::conflict(&t.subject(), "too many concurrent updates; try again"))
+}

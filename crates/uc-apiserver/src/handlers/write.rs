@@ -1,0 +1,356 @@
+//! Writes: create, update (also of the status subresource), patch, and the commit of an update.
+
+use std::sync::Arc;
+
+use http::Response;
+use serde_json::{Value, json};
+use uc_api::GroupResource;
+
+use crate::app::{App, Body, Req};
+use crate::error::{ApiError, FieldError, FieldErrorKind, Result, Subject};
+use crate::handlers::admission::{
+    admit_crd, check_object_meta, check_type_meta, invalid, namespace_check, spec_changed, sync_crd, validate_body,
+};
+use crate::handlers::meta::{
+    CRD_CLEANUP, finalizers, init_namespace, is_deleting, meta_str, ready_to_vanish, set_finalizers, stamp_new,
+};
+use crate::patch;
+use crate::registry::ResourceInfo;
+use crate::request::{Target, dry_run, parse_body, parse_rv, respond_object, to_version};
+use crate::storage::{Obj, Op, StoreError, object_key, rv_of};
+
+fn random_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    (0..5).map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char).collect()
+}
+
+pub(crate) async fn create(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
+    let mut obj = parse_body(req)?;
+    let info = t.info.clone();
+    if let Some(crd) = &info.crd {
+        let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+        if app.store.get(&crds, &object_key("", crd)).is_some_and(|c| is_deleting(&c)) {
+            return Err(ApiError::method_not_allowed(format!(
+                "create not allowed while custom resource definition {crd} is terminating"
+            )));
+        }
+    }
+    check_type_meta(&info, &t.version, &mut obj)?;
+    let mut errs = check_object_meta(&info, &mut obj)?;
+    let meta = obj["metadata"].as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
+    // Namespace: from the path; the body may repeat it but not contradict it.
+    if info.namespaced {
+        let ns = t.namespace.clone().unwrap_or_default();
+        match meta.get("namespace").and_then(Value::as_str) {
+            Some(n) if !n.is_empty() && n != ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => {
+                meta.insert("namespace".into(), Value::String(ns));
+            }
+        }
+    } else {
+        meta.remove("namespace");
+    }
+    if meta.get("name").and_then(Value::as_str).is_none_or(str::is_empty) {
+        match meta.get("generateName").and_then(Value::as_str).filter(|g| !g.is_empty()) {
+            Some(prefix) => {
+                let prefix: String = prefix.chars().take(58).collect();
+                meta.insert("name".into(), Value::String(format!("{prefix}{}", random_suffix())));
+            }
+            None => errs.push(FieldError::required("metadata.name", "name or generateName is required")),
+        }
+    }
+    let name = meta.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+    stamp_new(&mut obj);
+    if info.namespaced && !dry_run(req) {
+        namespace_check(app, t, t.namespace.as_deref().unwrap_or_default())?;
+    }
+    validate_body(req, &info, &t.version, &mut obj, &mut errs)?;
+    if !errs.is_empty() {
+        return Err(invalid(&info, &name, &errs));
+    }
+    // Status is owned by the status subresource; creation starts it afresh.
+    if info.version(&t.version).is_some_and(|v| v.status) {
+        match info.resource.as_str() {
+            "pods" => obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"}),
+            "namespaces" => init_namespace(&mut obj),
+            "customresourcedefinitions" => {}
+            _ if info.crd.is_some() => {
+                if let Some(m) = obj.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+            _ => obj["status"] = json!({}),
+        }
+    }
+    if info.generation {
+        obj["metadata"]["generation"] = json!(1);
+    }
+    let crd_info = if info.resource == "customresourcedefinitions" && info.group == "apiextensions.k8s.io" {
+        let ci = admit_crd(&mut obj, None)?;
+        let mut f = finalizers(&obj);
+        if !f.iter().any(|x| x == CRD_CLEANUP) {
+            f.push(CRD_CLEANUP.into());
+        }
+        set_finalizers(&mut obj, f);
+        Some(ci)
+    } else {
+        None
+    };
+    obj["apiVersion"] = Value::String(info.api_version(&info.storage_version));
+    let subject = Subject { name: name.clone(), ..t.subject() };
+    // A Service's cluster IP is chosen under a lock held until it is stored, so two never share one.
+    let _allocating = match (&app.service_range, info.group.is_empty() && info.resource == "services") {
+        (Some(range), true) => {
+            let guard = app.ip_lock.lock().await;
+            let (services, _) =
+                app.store.list(&info.gr(), None, None).map_err(|e| ApiError::from_store(e, &subject))?;
+            let used = crate::service_ips::in_use(services.iter().map(|(_, o)| o.as_ref()));
+            crate::service_ips::assign(range, &mut obj, &used, rand::random())
+                .map_err(|e| invalid(&info, &name, &[e]))?;
+            Some(guard)
+        }
+        _ => None,
+    };
+    if dry_run(req) {
+        return Ok(respond_object(req, t, 201, &Arc::new(obj)));
+    }
+    let key = object_key(t.namespace.as_deref().unwrap_or_default(), &name);
+    let stored = app
+        .store
+        .write(Op::Create { gr: info.gr(), key, object: obj })
+        .await
+        .map_err(|e| ApiError::from_store(e, &subject))?;
+    if let Some(ci) = crd_info {
+        app.registry.install_crd(ci);
+    }
+    Ok(respond_object(req, t, 201, &stored))
+}
+
+/// Prepares an update of `old` to `new` through the main resource or a subresource; returns the
+/// object to store (in the storage version).
+pub(crate) fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Value) -> Result<Value> {
+    let info = &t.info;
+    let name = t.name.clone().unwrap_or_default();
+    check_type_meta(info, &t.version, &mut new)?;
+    let mut errs = check_object_meta(info, &mut new)?;
+    match meta_str(&new, "name") {
+        Some(n) if n != name => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+        _ => new["metadata"]["name"] = Value::String(name.clone()),
+    }
+    if let Some(ns) = &t.namespace {
+        match meta_str(&new, "namespace") {
+            Some(n) if !n.is_empty() && n != ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => new["metadata"]["namespace"] = Value::String(ns.clone()),
+        }
+    }
+    if let Some(uid) = meta_str(&new, "uid")
+        && Some(uid) != meta_str(old, "uid")
+    {
+        return Err(ApiError::conflict(
+            &t.subject(),
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                meta_str(old, "uid").unwrap_or_default()
+            ),
+        ));
+    }
+    let has_status = info.version(&t.version).is_some_and(|v| v.status);
+    let mut result = match t.sub.as_deref() {
+        Some("status") => {
+            // Only status changes through /status.
+            let mut merged = (**old).clone();
+            match new.get("status") {
+                Some(s) => merged["status"] = s.clone(),
+                None => {
+                    if let Some(m) = merged.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+            merged
+        }
+        Some("finalize") => {
+            let mut merged = (**old).clone();
+            merged["spec"]["finalizers"] = new.pointer("/spec/finalizers").cloned().unwrap_or(json!([]));
+            merged
+        }
+        _ => {
+            let meta =
+                new["metadata"].as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
+            for f in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+                match old.pointer(&format!("/metadata/{f}")) {
+                    Some(v) => meta.insert(f.into(), v.clone()),
+                    None => meta.remove(f),
+                };
+            }
+            if has_status {
+                match old.get("status") {
+                    Some(s) => new["status"] = s.clone(),
+                    None => {
+                        if let Some(m) = new.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+            }
+            if info.resource == "namespaces" {
+                new["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
+            }
+            if info.resource == "services"
+                && info.group.is_empty()
+                && let Err(e) = crate::service_ips::keep(old, &mut new)
+            {
+                errs.push(e);
+            }
+            new
+        }
+    };
+    if is_deleting(old) {
+        let before = finalizers(old);
+        if let Some(added) = finalizers(&result).into_iter().find(|f| !before.contains(f)) {
+            errs.push(FieldError::forbidden(
+                "metadata.finalizers",
+                format!(
+                    "no new finalizers can be added if the object is being deleted, found new finalizers [{added:?}]"
+                ),
+            ));
+        }
+    }
+    validate_body(req, info, &t.version, &mut result, &mut errs)?;
+    if !errs.is_empty() {
+        return Err(invalid(info, &name, &errs));
+    }
+    if info.generation {
+        let g = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+        let g = if spec_changed(info, &t.version, old, &result) { g + 1 } else { g };
+        result["metadata"]["generation"] = json!(g);
+    }
+    if info.resource == "customresourcedefinitions" && info.group == "apiextensions.k8s.io" && t.sub.is_none() {
+        admit_crd(&mut result, Some(old))?;
+    }
+    result["apiVersion"] = Value::String(info.api_version(&info.storage_version));
+    Ok(result)
+}
+
+/// Stores an update prepared from `old`: a CAS on its resourceVersion. An object being deleted
+/// whose last finalizer is gone is removed instead.
+pub async fn commit_update(
+    app: &App,
+    info: &ResourceInfo,
+    key: &str,
+    old: &Obj,
+    new: Value,
+) -> Result<Obj, StoreError> {
+    let gr = info.gr();
+    let expect_rv = rv_of(old);
+    let stored = if ready_to_vanish(info, &new) {
+        app.store.write(Op::Delete { gr, key: key.to_string(), expect_rv }).await?
+    } else {
+        app.store.write(Op::Update { gr, key: key.to_string(), object: new, expect_rv }).await?
+    };
+    sync_crd(app, info, &stored, key);
+    Ok(stored)
+}
+
+pub(crate) async fn update(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
+    let body = parse_body(req)?;
+    let body_rv = match meta_str(&body, "resourceVersion") {
+        Some(rv) if !rv.is_empty() => Some(parse_rv(rv)?),
+        _ => None,
+    };
+    let key = t.key();
+    for _ in 0..16 {
+        let old = app.store.get(&t.info.gr(), &key).ok_or_else(|| ApiError::not_found(&t.subject()))?;
+        if let Some(rv) = body_rv
+            && rv != rv_of(&old)
+        {
+            return Err(ApiError::from_store(StoreError::Conflict { expected: rv, found: rv_of(&old) }, &t.subject()));
+        }
+        let new = prepare_update(req, t, &old, body.clone())?;
+        if dry_run(req) {
+            return Ok(respond_object(req, t, 200, &Arc::new(new)));
+        }
+        match commit_update(app, &t.info, &key, &old, new).await {
+            Ok(stored) => return Ok(respond_object(req, t, 200, &stored)),
+            Err(StoreError::Conflict { .. }) if body_rv.is_none() => continue,
+            Err(e) => return Err(ApiError::from_store(e, &t.subject())),
+        }
+    }
+    Err(ApiError::conflict(&t.subject(), "too many concurrent updates; try again"))
+}
+
+pub(crate) fn apply_patch(req: &Req, t: &Target, target: &mut Value) -> Result<()> {
+    let r = match req.content_type.as_str() {
+        "application/json-patch+json" => patch::json_patch(target, &req.body),
+        "application/merge-patch+json" => patch::merge_patch(target, &req.body),
+        "application/strategic-merge-patch+json" if t.info.crd.is_none() => {
+            patch::strategic_merge_patch(target, &req.body)
+        }
+        "application/strategic-merge-patch+json" => {
+            return Err(ApiError::unsupported_media_type(
+                "strategic merge patch is not supported for custom resources; use application/merge-patch+json or application/json-patch+json",
+            ));
+        }
+        "application/apply-patch+yaml" | "application/apply-patch+cbor" => {
+            return Err(ApiError::unsupported_media_type(
+                "server-side apply is not supported by the uc API server yet; use client-side apply (kubectl apply without --server-side) or a merge patch",
+            ));
+        }
+        other => {
+            return Err(ApiError::unsupported_media_type(format!(
+                "the body of the request was in an unknown format ({other}) - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"
+            )));
+        }
+    };
+    r.map_err(|e| match e {
+        patch::PatchError::Malformed(m) => ApiError::bad_request(m),
+        patch::PatchError::Failed(m) => ApiError::invalid(
+            &t.info.kind,
+            &t.info.group,
+            t.name.as_deref().unwrap_or_default(),
+            &[FieldError::new(FieldErrorKind::Invalid, "", None, m)],
+        ),
+    })
+}
+
+pub(crate) async fn patch_object(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
+    // The patch type is judged before the object's existence (server-side apply would create it).
+    if matches!(req.content_type.as_str(), "application/apply-patch+yaml" | "application/apply-patch+cbor") {
+        let mut probe = json!({});
+        apply_patch(req, t, &mut probe)?;
+    }
+    let key = t.key();
+    for _ in 0..16 {
+        let old = app.store.get(&t.info.gr(), &key).ok_or_else(|| ApiError::not_found(&t.subject()))?;
+        let mut working = (*to_version(&t.info, &t.version, &old)).clone();
+        apply_patch(req, t, &mut working)?;
+        let patched_rv = meta_str(&working, "resourceVersion").filter(|s| !s.is_empty()).map(parse_rv).transpose()?;
+        if let Some(rv) = patched_rv
+            && rv != rv_of(&old)
+        {
+            return Err(ApiError::from_store(StoreError::Conflict { expected: rv, found: rv_of(&old) }, &t.subject()));
+        }
+        let new = prepare_update(req, t, &old, working)?;
+        if dry_run(req) {
+            return Ok(respond_object(req, t, 200, &Arc::new(new)));
+        }
+        match commit_update(app, &t.info, &key, &old, new).await {
+            Ok(stored) => return Ok(respond_object(req, t, 200, &stored)),
+            Err(StoreError::Conflict { .. }) => continue,
+            Err(e) => return Err(ApiError::from_store(e, &t.subject())),
+        }
+    }
+    Err(ApiError::conflict(&t.subject(), "too many concurrent updates; try again"))
+}

@@ -1,0 +1,153 @@
+//! What one REST request addresses and asks for: the target resource and object, selectors,
+//! resourceVersion, the body, and how an object is rendered back (JSON, metadata only, Table).
+
+use std::sync::Arc;
+
+use http::Response;
+use serde_json::{Value, json};
+use uc_api::{FieldSelector, LabelSelector};
+
+use crate::app::{Body, Render, Req, json_response};
+use crate::error::{ApiError, Result, Subject};
+use crate::handlers::meta::meta_str;
+use crate::registry::ResourceInfo;
+use crate::storage::{Obj, object_key};
+use crate::table;
+
+/// A request for a resource path.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The resource.
+    pub info: Arc<ResourceInfo>,
+    /// Requested version.
+    pub version: String,
+    /// Namespace from the path.
+    pub namespace: Option<String>,
+    /// Object name from the path.
+    pub name: Option<String>,
+    /// Subresource.
+    pub sub: Option<String>,
+    /// Legacy `/watch/` path prefix.
+    pub watch_prefix: bool,
+}
+
+impl Target {
+    /// The storage key of the named object.
+    pub fn key(&self) -> String {
+        object_key(self.namespace.as_deref().unwrap_or_default(), self.name.as_deref().unwrap_or_default())
+    }
+
+    /// Error subject.
+    pub fn subject(&self) -> Subject {
+        Subject {
+            group: self.info.group.clone(),
+            resource: self.info.resource.clone(),
+            name: self.name.clone().unwrap_or_default(),
+        }
+    }
+}
+
+pub(crate) fn parse_body(req: &Req) -> Result<Value> {
+    if req.body.is_empty() {
+        return Err(ApiError::bad_request("the request body is empty"));
+    }
+    let v: Value = match req.content_type.as_str() {
+        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(&req.body)
+            .map_err(|e| ApiError::bad_request(format!("the body is not valid YAML: {e}")))?,
+        "application/vnd.kubernetes.protobuf" => {
+            crate::proto::decode(&req.body).map_err(|e| ApiError::bad_request(e.to_string()))?
+        }
+        "" | "application/json" | "*/*" => serde_json::from_slice(&req.body)
+            .map_err(|e| ApiError::bad_request(format!("the body is not valid JSON: {e}")))?,
+        other => {
+            return Err(ApiError::unsupported_media_type(format!(
+                "the body of the request was in an unknown format ({other}) - accepted media types include: application/json, application/yaml"
+            )));
+        }
+    };
+    if !v.is_object() {
+        return Err(ApiError::bad_request("the request body must be a JSON object"));
+    }
+    Ok(v)
+}
+
+pub(crate) fn dry_run(req: &Req) -> bool {
+    req.params.get("dryRun").is_some_and(|v| v == "All")
+}
+
+/// The object as served at `version` (conversion strategy None: only apiVersion changes).
+pub fn to_version(info: &ResourceInfo, version: &str, obj: &Obj) -> Obj {
+    let api_version = info.api_version(version);
+    if obj.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str()) {
+        return obj.clone();
+    }
+    let mut v = (**obj).clone();
+    v["apiVersion"] = Value::String(api_version);
+    Arc::new(v)
+}
+
+pub(crate) fn respond_object(req: &Req, t: &Target, code: u16, obj: &Obj) -> Response<Body> {
+    let obj = to_version(&t.info, &t.version, obj);
+    match req.negotiated.render {
+        Render::Json => json_response(code, &obj),
+        Render::Metadata => json_response(
+            code,
+            &json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata")}),
+        ),
+        Render::Table => {
+            let include = include_object(req);
+            let table = json!({
+                "kind": "Table", "apiVersion": "meta.k8s.io/v1",
+                "metadata": {"resourceVersion": meta_str(&obj, "resourceVersion").unwrap_or_default()},
+                "columnDefinitions": table::column_definitions(&t.info, &t.version),
+                "rows": [table::row(&t.info, &t.version, &obj, include)],
+            });
+            json_response(code, &table)
+        }
+    }
+}
+
+/// `?includeObject=` for tables.
+pub fn include_object(req: &Req) -> table::IncludeObject {
+    match req.params.get("includeObject").map(String::as_str) {
+        Some("None") => table::IncludeObject::None,
+        Some("Object") => table::IncludeObject::Object,
+        _ => table::IncludeObject::Metadata,
+    }
+}
+
+/// Parsed label and field selectors of a request.
+pub struct Selectors {
+    /// `labelSelector`.
+    pub labels: LabelSelector,
+    /// `fieldSelector`.
+    pub fields: FieldSelector,
+}
+
+impl Selectors {
+    /// From the query parameters.
+    pub fn from_req(req: &Req) -> Result<Self> {
+        let labels = LabelSelector::parse(req.params.get("labelSelector").map(String::as_str).unwrap_or_default())
+            .map_err(|e| ApiError::bad_request(format!("invalid labelSelector: {e}")))?;
+        let fields = FieldSelector::parse(req.params.get("fieldSelector").map(String::as_str).unwrap_or_default())
+            .map_err(|e| ApiError::bad_request(format!("invalid fieldSelector: {e}")))?;
+        Ok(Self { labels, fields })
+    }
+
+    /// Whether an object matches both selectors.
+    pub fn matches(&self, obj: &Value) -> bool {
+        self.labels.matches_value(obj.pointer("/metadata/labels"))
+            && self.fields.matches(|f| {
+                let pointer = format!("/{}", f.replace('.', "/"));
+                obj.pointer(&pointer).map(|v| match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+            })
+    }
+}
+
+/// Parses a resourceVersion parameter.
+pub fn parse_rv(rv: &str) -> Result<u64> {
+    rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}: must be an integer")))
+}

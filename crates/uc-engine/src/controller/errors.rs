@@ -1,0 +1,96 @@
+//! Why a controller cannot start, and why one reconcile failed: a reason (an enum, reported as the
+//! `Ready` condition's or the Event's reason) and a message.
+
+use crate::hooks::HookError;
+
+/// Why a controller cannot run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartReason {
+    /// The UniversalController's spec is wrong.
+    InvalidSpec,
+    /// A resource it names is not served.
+    UnknownResource,
+    /// A hook cannot be reached or loaded.
+    HookUnavailable,
+}
+
+impl StartReason {
+    /// The condition reason.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidSpec => "InvalidSpec",
+            Self::UnknownResource => "UnknownResource",
+            Self::HookUnavailable => "HookUnavailable",
+        }
+    }
+}
+
+/// Why a controller cannot run (reported in the UC object's `Ready` condition).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {message}", reason.as_str())]
+pub struct StartError {
+    /// Condition reason.
+    pub reason: StartReason,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl StartError {
+    pub(crate) fn new(reason: StartReason, message: impl Into<String>) -> Self {
+        Self { reason, message: message.into() }
+    }
+}
+
+/// Why one reconcile failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncReason {
+    /// The hook failed or answered something unusable.
+    HookError,
+    /// The parent cannot be reconciled as it is (no selector).
+    InvalidParent,
+    /// A desired child is invalid.
+    InvalidChild,
+    /// The API server refused a write.
+    ApplyError,
+    /// Something that cannot happen did.
+    InternalError,
+}
+
+impl SyncReason {
+    /// The Event reason.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::HookError => "HookError",
+            Self::InvalidParent => "InvalidParent",
+            Self::InvalidChild => "InvalidChild",
+            Self::ApplyError => "ApplyError",
+            Self::InternalError => "InternalError",
+        }
+    }
+}
+
+/// Why one reconcile failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {message}", reason.as_str())]
+pub struct SyncError {
+    /// Event reason.
+    pub reason: SyncReason,
+    /// What failed.
+    pub message: String,
+}
+
+impl SyncError {
+    pub(crate) fn new(reason: SyncReason, message: impl Into<String>) -> Self {
+        Self { reason, message: message.into() }
+    }
+
+    pub(crate) fn kube(what: &str, e: kube::Error) -> Self {
+        Self::new(SyncReason::ApplyError, format!("{what}: {e}"))
+    }
+}
+
+impl From<HookError> for SyncError {
+    fn from(e: HookError) -> Self {
+        Self::new(SyncReason::HookError, e.to_string())
+    }
+}

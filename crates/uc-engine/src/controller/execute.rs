@@ -1,0 +1,160 @@
+//! Carrying out a plan's actions against the API server: creates, updates (server-side apply when
+//! the cluster has it), deletes conditioned on the uid, adoptions and releases conditioned on the
+//! resourceVersion.
+
+use std::sync::atomic::Ordering;
+
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
+use serde_json::{Value, json};
+use uc_api::meta::{controller_owner_reference, meta_str};
+
+use super::errors::{SyncError, SyncReason};
+use super::shared::Shared;
+use super::written::digest;
+use crate::apply;
+use crate::plan::Action;
+
+/// The merge patch that adopts `obj` for `parent` (adds a controller ownerReference) or releases it
+/// (removes the parent's), conditioned on the child's resourceVersion and uid. Adopts when the child
+/// does not name the parent yet.
+pub(super) fn ownership_patch(parent: &Value, obj: &Value) -> (bool, Value) {
+    let parent_uid = meta_str(parent, "uid");
+    let mut refs: Vec<Value> =
+        obj.pointer("/metadata/ownerReferences").and_then(Value::as_array).cloned().unwrap_or_default();
+    let before = refs.len();
+    refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(parent_uid));
+    let adopt = refs.len() == before;
+    if adopt {
+        refs.push(controller_owner_reference(parent));
+    }
+    let patch = json!({"metadata": {
+        "resourceVersion": meta_str(obj, "resourceVersion"), "uid": meta_str(obj, "uid"), "ownerReferences": refs,
+    }});
+    (adopt, patch)
+}
+
+fn to_dynamic(v: Value) -> Result<DynamicObject, SyncError> {
+    serde_json::from_value::<DynamicObject>(v).map_err(|e| SyncError::new(SyncReason::InvalidChild, e.to_string()))
+}
+
+impl Shared {
+    pub(super) async fn execute(&self, parent: &Value, action: Action) -> Result<(), SyncError> {
+        match action {
+            Action::Create(obj) | Action::Update(obj) if self.child_type_of(&obj).is_none() => Err(SyncError::new(
+                SyncReason::InvalidChild,
+                format!("{} is not a child type", obj.get("kind").and_then(Value::as_str).unwrap_or_default()),
+            )),
+            Action::Create(obj) | Action::Update(obj) if self.use_server_side_apply() => {
+                self.server_side_apply(parent, obj).await
+            }
+            Action::Create(obj) => {
+                let t = self.child_type_of(&obj).map(|t| t.res.clone()).unwrap_or_else(|| self.parent.clone());
+                let api = self.api(&t, meta_str(&obj, "namespace"));
+                let name = meta_str(&obj, "name").to_string();
+                api.create(&PostParams::default(), &to_dynamic(obj)?)
+                    .await
+                    .map_err(|e| SyncError::kube(&format!("creating {} {name}", t.ar.kind), e))?;
+                Ok(())
+            }
+            Action::Update(obj) => {
+                if self.written.already_written(&obj, &obj) {
+                    return Ok(());
+                }
+                let t = self.child_type_of(&obj).map(|t| t.res.clone()).unwrap_or_else(|| self.parent.clone());
+                let api = self.api(&t, meta_str(&obj, "namespace"));
+                let name = meta_str(&obj, "name").to_string();
+                let (uid, sent) = (meta_str(&obj, "uid").to_string(), digest(&obj));
+                let stored = api
+                    .replace(&name, &PostParams::default(), &to_dynamic(obj)?)
+                    .await
+                    .map_err(|e| SyncError::kube(&format!("updating {} {name}", t.ar.kind), e))?;
+                self.written.remember(&uid, sent, stored.metadata.resource_version.unwrap_or_default());
+                Ok(())
+            }
+            Action::Delete { name, namespace, uid } => {
+                let t = self
+                    .children
+                    .iter()
+                    .find(|t| {
+                        t.informer.get(&(namespace.clone(), name.clone())).is_some_and(|o| meta_str(&o, "uid") == uid)
+                    })
+                    .map(|t| t.res.clone());
+                let Some(t) = t else { return Ok(()) };
+                let dp = DeleteParams {
+                    preconditions: Some(Preconditions { uid: Some(uid), resource_version: None }),
+                    propagation_policy: Some(PropagationPolicy::Background),
+                    ..Default::default()
+                };
+                match self.api(&t, &namespace).delete(&name, &dp).await {
+                    Ok(_) => Ok(()),
+                    Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+                    Err(e) => Err(SyncError::kube(&format!("deleting {} {name}", t.ar.kind), e)),
+                }
+            }
+            Action::Adopt(obj) | Action::Release(obj) => {
+                let Some(t) = self.child_type_of(&obj).map(|t| t.res.clone()) else { return Ok(()) };
+                let (adopt, patch) = ownership_patch(parent, &obj);
+                self.api(&t, meta_str(&obj, "namespace"))
+                    .patch(meta_str(&obj, "name"), &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                    .map_err(|e| {
+                        let verb = if adopt { "adopting" } else { "releasing" };
+                        SyncError::kube(&format!("{verb} {}", meta_str(&obj, "name")), e)
+                    })?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Creates or updates a child with server-side apply; a cluster that answers 415 gets the
+    /// client-side create or update from then on.
+    async fn server_side_apply(&self, parent: &Value, obj: Value) -> Result<(), SyncError> {
+        let t = self.child_type_of(&obj).map(|t| t.res.clone()).unwrap_or_else(|| self.parent.clone());
+        // The body is the desired object (with uc's annotation, which keeps the diff exact), never the
+        // merge: with server-side apply the server merges, and owns the other fields' fate.
+        let body = match apply::last_applied(&obj) {
+            Some(desired) => apply::create(&desired),
+            None => obj.clone(),
+        };
+        let name = meta_str(&obj, "name").to_string();
+        let params = PatchParams::apply("uc").force();
+        match self.api(&t, meta_str(&obj, "namespace")).patch(&name, &params, &Patch::Apply(&body)).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 415 => {
+                tracing::warn!(controller = %self.name, "the cluster does not support server-side apply; using client-side apply");
+                self.ssa_unsupported.store(true, Ordering::Release);
+                let action = if meta_str(&obj, "resourceVersion").is_empty() {
+                    Action::Create(obj)
+                } else {
+                    Action::Update(obj)
+                };
+                Box::pin(self.execute(parent, action)).await
+            }
+            Err(e) => Err(SyncError::kube(&format!("applying {} {name}", t.ar.kind), e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn adopting_and_releasing_children() {
+        let parent = json!({"apiVersion": "x/v1", "kind": "P", "metadata": {"name": "p", "uid": "pu"}});
+        let other = json!({"uid": "o", "kind": "Other"});
+        let orphan =
+            json!({"metadata": {"name": "c", "uid": "cu", "resourceVersion": "7", "ownerReferences": [other]}});
+        let (adopt, patch) = ownership_patch(&parent, &orphan);
+        assert!(adopt);
+        assert_eq!(
+            patch,
+            json!({"metadata": {"resourceVersion": "7", "uid": "cu", "ownerReferences": [other, controller_owner_reference(&parent)]}})
+        );
+        let mut owned = orphan.clone();
+        owned["metadata"]["ownerReferences"] = json!([other, controller_owner_reference(&parent)]);
+        let (adopt, patch) = ownership_patch(&parent, &owned);
+        assert!(!adopt);
+        assert_eq!(patch["metadata"]["ownerReferences"], json!([other]), "only the parent's reference goes");
+    }
+}

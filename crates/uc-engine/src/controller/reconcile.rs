@@ -1,0 +1,147 @@
+//! One reconcile of one parent, as a pipeline: finalizer step → claim → related resources → hook →
+//! validate → rollout → plan → execute → status. Everything that can fail is asked before anything is
+//! written: a hook failure or an invalid answer changes nothing in the cluster.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
+use uc_api::meta::{finalizers, is_deleting, meta_str};
+
+use super::claim::{child_key, claim, selector_for};
+use super::errors::{SyncError, SyncReason};
+use super::finalizer::{FinalizerStep, finalizer_step};
+use super::rollout::status_with_condition;
+use super::shared::Shared;
+use super::status::status_to_write;
+use super::validate::validate_children;
+use crate::hooks::HookKind;
+use crate::informer::{Obj, ObjKey};
+use crate::plan::{Action, plan};
+
+/// How long a deleting parent waits before its finalize hook is asked again.
+const FINALIZE_RETRY: Duration = Duration::from_secs(2);
+
+/// The longest resync a hook may ask for.
+const MAX_RESYNC_SECONDS: f64 = 86_400.0;
+
+impl Shared {
+    /// A worker: reconciles queued parents one at a time, retrying failures with backoff.
+    pub(super) async fn work(self: Arc<Self>) {
+        while let Some(key) = self.queue.get().await {
+            self.ctx.metrics.set_queue_depth(&self.name, self.queue.len());
+            match self.reconcile(&key).await {
+                Ok(()) => {
+                    self.queue.forget(&key);
+                    self.failures.lock().remove(&key);
+                    self.ctx.metrics.reconcile(&self.name, "success");
+                }
+                Err(e) => {
+                    let reason = e.reason.as_str();
+                    tracing::warn!(controller = %self.name, parent = ?key, reason, error = %e.message, "sync failed");
+                    self.ctx.metrics.reconcile(&self.name, "error");
+                    self.failures.lock().insert(key.clone(), e.to_string());
+                    if let Some(p) = self.parents.get(&key) {
+                        self.ctx.recorder.record(&p, "Warning", reason, &e.message).await;
+                    }
+                    self.queue.add_rate_limited(key.clone());
+                }
+            }
+            self.queue.done(&key);
+        }
+    }
+
+    pub(super) async fn reconcile(&self, key: &ObjKey) -> Result<(), SyncError> {
+        let Some(parent) = self.parents.get(key) else { return Ok(()) };
+        let deleting = is_deleting(&parent);
+        let has_finalizer = finalizers(&parent).contains(&self.finalizer);
+        match finalizer_step(deleting, has_finalizer, self.finalize.is_some()) {
+            FinalizerStep::Done => return Ok(()),
+            FinalizerStep::Set(present) => return self.set_finalizer(&parent, present).await,
+            FinalizerStep::Sync => {}
+        }
+        let (selector, selector_labels) = selector_for(self.spec.generate_selector == Some(true), &parent)?;
+        let parent_uid = meta_str(&parent, "uid").to_string();
+
+        // Claim: adoptions and releases are carried out after a good answer, with the plan.
+        let mut actions: Vec<Action> = Vec::new();
+        let mut observed: Vec<Vec<Obj>> = Vec::new();
+        let mut children_req = BTreeMap::new();
+        for t in &self.children {
+            let candidates = self.child_candidates(t, &parent, &selector, &parent_uid);
+            let c = claim(&parent_uid, deleting, &selector, candidates);
+            actions.extend(c.actions);
+            let map: ObjectMap = c
+                .mine
+                .iter()
+                .map(|o| (child_key(self.parent.namespaced, t.res.namespaced, o), (**o).clone()))
+                .collect();
+            children_req.insert(t.res.type_key(), map);
+            observed.push(c.mine);
+        }
+        let related = match &self.customize {
+            Some(h) => self.related_for(key, &parent, h).await?,
+            None => BTreeMap::new(),
+        };
+        let request = SyncRequest {
+            controller: self.uc.clone(),
+            parent: (*parent).clone(),
+            children: children_req,
+            related,
+            finalizing: deleting,
+        }
+        .into_value();
+        let (kind, hook) = match (&self.finalize, deleting) {
+            (Some(f), true) => (HookKind::Finalize, f),
+            _ => (HookKind::Sync, &self.sync),
+        };
+        // A rollout asks the hook again about old revisions, starting from this request.
+        let rollout_request = (self.revisions.is_some() && !deleting).then(|| request.clone());
+        let (answer, elapsed) = hook.call(kind, request).await;
+        self.ctx.metrics.hook_call(&self.name, kind.as_str(), elapsed, answer.is_ok());
+        let response: SyncResponse = serde_json::from_value(answer?).map_err(|e| {
+            SyncError::new(
+                SyncReason::HookError,
+                format!("invalid hook response: {e} (a response must have a `children` list)"),
+            )
+        })?;
+        let types = self.children.iter().map(|t| &t.res);
+        let mut desired = validate_children(types, self.parent.namespaced, &parent, response.children)?;
+        let mut status = response.status;
+        let rollout = match (&self.revisions, &rollout_request) {
+            (Some(store), Some(request)) => {
+                let r = self.rollout(store, &parent, &selector_labels, &observed, &mut desired, request, hook).await?;
+                let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+                status = Some(status_with_condition(status.take(), &parent, r.condition.clone(), &now));
+                Some(r)
+            }
+            _ => None,
+        };
+        // Fail before any write on a status that cannot be written.
+        let status = status_to_write(&parent, status, self.parent.status_subresource)?;
+
+        // The answer is good: now, and only now, change the cluster. A rollout's intent goes first.
+        if let (Some(r), Some(store)) = (&rollout, &self.revisions) {
+            self.write_revisions(store, &parent, &selector_labels, r).await?;
+        }
+        for (i, t) in self.children.iter().enumerate() {
+            actions.extend(plan(t.method, &parent, &selector_labels, &observed[i], &desired[i]));
+        }
+        for a in actions {
+            self.execute(&parent, a).await?;
+        }
+        self.write_status(&parent, status).await?;
+        if deleting && response.finalized == Some(true) {
+            if let Some(p) = self.parents.get(key) {
+                self.set_finalizer(&p, false).await?;
+            }
+        } else if deleting {
+            self.queue.add_after(key.clone(), FINALIZE_RETRY);
+        }
+        if let Some(after) = response.resync_after_seconds.filter(|s| *s > 0.0 && s.is_finite()) {
+            self.queue.add_after(key.clone(), Duration::from_secs_f64(after.min(MAX_RESYNC_SECONDS)));
+        }
+        Ok(())
+    }
+}

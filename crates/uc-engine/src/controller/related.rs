@@ -1,0 +1,191 @@
+//! Related resources: the customize hook names, per parent, other objects its sync hook should see
+//! (by label selector or by names). Each resource type named gets an informer; a change of an object
+//! re-syncs the parents whose last rules select it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use uc_api::LabelSelector;
+use uc_api::hook::{CustomizeRequest, CustomizeResponse, ObjectMap, RelatedResourceRule};
+use uc_api::meta::meta_str;
+
+use super::claim::child_key;
+use super::errors::{SyncError, SyncReason};
+use super::shared::{AbortOnDrop, RelatedSource, Shared};
+use crate::hooks::{HookImpl, HookKind};
+use crate::informer::{Obj, ObjKey, resource_id};
+
+/// Checks a customize answer's rules: each sets exactly one of `labelSelector` and `names`.
+pub(super) fn check_rules(rules: &[RelatedResourceRule]) -> Result<(), SyncError> {
+    match rules.iter().position(|r| r.label_selector.is_some() == r.names.is_some()) {
+        Some(i) => Err(SyncError::new(
+            SyncReason::HookError,
+            format!("relatedResources[{i}]: set exactly one of labelSelector and names"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Whether a rule of the parent at `parent_key` selects `obj` (of the rule's resource type).
+pub(super) fn rule_matches(
+    rule: &RelatedResourceRule,
+    obj: &Value,
+    parent_key: &ObjKey,
+    parent_namespaced: bool,
+) -> bool {
+    if let Some(names) = &rule.names {
+        let ns = rule.namespace.clone().unwrap_or_else(|| parent_key.0.clone());
+        return names.iter().any(|n| n == meta_str(obj, "name")) && (ns.is_empty() || ns == meta_str(obj, "namespace"));
+    }
+    if parent_namespaced && meta_str(obj, "namespace") != parent_key.0 {
+        return false;
+    }
+    rule.label_selector
+        .as_ref()
+        .and_then(|s| LabelSelector::from_value(s).ok())
+        .is_some_and(|s| s.matches_value(obj.pointer("/metadata/labels")))
+}
+
+fn select_related(
+    source: &RelatedSource,
+    rule: &RelatedResourceRule,
+    parent: &Value,
+    parent_namespaced: bool,
+) -> Result<Vec<Obj>, SyncError> {
+    if let Some(names) = &rule.names {
+        let ns = rule.namespace.clone().unwrap_or_else(|| meta_str(parent, "namespace").to_string());
+        let ns = if source.res.namespaced { ns } else { String::new() };
+        return Ok(names.iter().filter_map(|n| source.informer.get(&(ns.clone(), n.clone()))).collect());
+    }
+    let sel = rule
+        .label_selector
+        .as_ref()
+        .map(LabelSelector::from_value)
+        .transpose()
+        .map_err(|e| SyncError::new(SyncReason::HookError, format!("relatedResources labelSelector: {e}")))?
+        .unwrap_or_default();
+    let ns = meta_str(parent, "namespace");
+    let candidates = if parent_namespaced && source.res.namespaced {
+        source.informer.list(Some(ns))
+    } else {
+        source.informer.list(None)
+    };
+    Ok(candidates.into_iter().filter(|o| sel.matches_value(o.pointer("/metadata/labels"))).collect())
+}
+
+impl Shared {
+    /// Asks the customize hook which related objects the parent's sync sees, and gathers them.
+    pub(super) async fn related_for(
+        &self,
+        key: &ObjKey,
+        parent: &Value,
+        hook: &HookImpl,
+    ) -> Result<BTreeMap<String, ObjectMap>, SyncError> {
+        let request = serde_json::to_value(CustomizeRequest { controller: self.uc.clone(), parent: parent.clone() })
+            .map_err(|e| SyncError::new(SyncReason::InternalError, e.to_string()))?;
+        let (answer, elapsed) = hook.call(HookKind::Customize, request).await;
+        self.ctx.metrics.hook_call(&self.name, "customize", elapsed, answer.is_ok());
+        let response: CustomizeResponse = serde_json::from_value(answer?)
+            .map_err(|e| SyncError::new(SyncReason::HookError, format!("invalid customize response: {e}")))?;
+        check_rules(&response.related_resources)?;
+        let mut out: BTreeMap<String, ObjectMap> = BTreeMap::new();
+        let mut rules = Vec::new();
+        for rule in response.related_resources {
+            let source = self.related_source(&rule.api_version, &rule.resource).await?;
+            let entry = out.entry(source.res.type_key()).or_default();
+            for o in select_related(&source, &rule, parent, self.parent.namespaced)? {
+                entry.insert(child_key(self.parent.namespaced, source.res.namespaced, &o), (*o).clone());
+            }
+            rules.push((resource_id(&source.res.ar), rule));
+        }
+        self.related_rules.lock().insert(key.clone(), rules);
+        Ok(out)
+    }
+
+    async fn related_source(&self, api_version: &str, resource: &str) -> Result<Arc<RelatedSource>, SyncError> {
+        let cache_key = format!("{api_version}/{resource}");
+        if let Some(s) = self.related_sources.lock().get(&cache_key) {
+            return Ok(s.clone());
+        }
+        let res = self
+            .ctx
+            .discovery
+            .resolve(api_version, resource)
+            .await
+            .map_err(|m| SyncError::new(SyncReason::HookError, format!("relatedResources: {m}")))?;
+        let informer = self.ctx.hub.acquire(&res.ar);
+        let (sub, mut rx) = informer.subscribe();
+        let queue = self.queue.clone();
+        let id = resource_id(&res.ar);
+        let related_rules = self.related_rules.clone();
+        let parent_namespaced = self.parent.namespaced;
+        let task = tokio::spawn(async move {
+            let _sub = sub;
+            while let Some(ch) = rx.recv().await {
+                let keys: Vec<ObjKey> = related_rules
+                    .lock()
+                    .iter()
+                    .filter(|(pk, rules)| {
+                        rules.iter().any(|(rid, r)| *rid == id && rule_matches(r, &ch.object, pk, parent_namespaced))
+                    })
+                    .map(|(pk, _)| pk.clone())
+                    .collect();
+                for k in keys {
+                    queue.add(k);
+                }
+            }
+        });
+        tokio::time::timeout(Duration::from_secs(30), informer.wait_synced())
+            .await
+            .map_err(|_| SyncError::new(SyncReason::HookError, format!("relatedResources: {resource} did not sync")))?;
+        let source = Arc::new(RelatedSource { res, informer, _task: AbortOnDrop(task) });
+        self.related_sources.lock().insert(cache_key, source.clone());
+        Ok(source)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn rule(v: Value) -> RelatedResourceRule {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn rules_set_one_way_of_selecting() {
+        let by_label =
+            rule(json!({"apiVersion": "v1", "resource": "secrets", "labelSelector": {"matchLabels": {"a": "b"}}}));
+        let by_name = rule(json!({"apiVersion": "v1", "resource": "secrets", "names": ["s"]}));
+        let neither = rule(json!({"apiVersion": "v1", "resource": "secrets"}));
+        let both = rule(json!({"apiVersion": "v1", "resource": "secrets", "names": ["s"], "labelSelector": {}}));
+        assert!(check_rules(&[by_label.clone(), by_name.clone()]).is_ok());
+        let e = check_rules(&[by_label, neither]).unwrap_err();
+        assert_eq!(e.message, "relatedResources[1]: set exactly one of labelSelector and names");
+        assert!(check_rules(&[both]).is_err());
+    }
+
+    #[test]
+    fn which_objects_a_rule_selects() {
+        let key: ObjKey = ("ns".into(), "p".into());
+        let obj = |ns: &str, name: &str, labels: Value| json!({"metadata": {"namespace": ns, "name": name, "labels": labels}});
+        let by_label =
+            rule(json!({"apiVersion": "v1", "resource": "secrets", "labelSelector": {"matchLabels": {"a": "b"}}}));
+        assert!(rule_matches(&by_label, &obj("ns", "x", json!({"a": "b"})), &key, true));
+        assert!(!rule_matches(&by_label, &obj("other", "x", json!({"a": "b"})), &key, true), "namespaced parent");
+        assert!(rule_matches(&by_label, &obj("other", "x", json!({"a": "b"})), &key, false), "cluster-scoped parent");
+        assert!(!rule_matches(&by_label, &obj("ns", "x", json!({})), &key, true));
+        let by_name = rule(json!({"apiVersion": "v1", "resource": "secrets", "names": ["s"]}));
+        assert!(rule_matches(&by_name, &obj("ns", "s", json!({})), &key, true));
+        assert!(
+            !rule_matches(&by_name, &obj("other", "s", json!({})), &key, true),
+            "defaults to the parent's namespace"
+        );
+        let elsewhere = rule(json!({"apiVersion": "v1", "resource": "secrets", "names": ["s"], "namespace": "other"}));
+        assert!(rule_matches(&elsewhere, &obj("other", "s", json!({})), &key, true));
+    }
+}

@@ -1,0 +1,125 @@
+//! What one parent controller holds while it runs, shared by its workers and watch tasks.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use kube::api::{Api, DynamicObject};
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::task::JoinHandle;
+use uc_api::controller::{StatusChecks, UniversalControllerSpec, UpdateMethod};
+use uc_api::hook::RelatedResourceRule;
+
+use super::written::WriteMemo;
+use crate::events::Recorder;
+use crate::hooks::HookImpl;
+use crate::hooks::native::NativeRegistry;
+use crate::informer::{Informer, InformerHub, ObjKey};
+use crate::metrics::Metrics;
+use crate::queue::WorkQueue;
+use crate::resources::Resolved;
+
+/// Shared services of all controllers.
+pub struct Ctx {
+    /// API client.
+    pub client: kube::Client,
+    /// Shared informers.
+    pub hub: Arc<InformerHub>,
+    /// Metrics.
+    pub metrics: Arc<Metrics>,
+    /// Event recorder.
+    pub recorder: Arc<Recorder>,
+    /// Native hooks.
+    pub natives: NativeRegistry,
+    /// In-cluster names for webhooks.
+    pub names: Option<crate::names::ClusterNames>,
+    /// Workers per controller.
+    pub workers: usize,
+    /// Apply children with server-side apply (falls back to client-side apply where unsupported).
+    pub server_side_apply: bool,
+    /// Discovery, cached across controllers.
+    pub discovery: Arc<crate::resources::Discovery>,
+}
+
+/// One child type of the controller.
+pub(super) struct ChildType {
+    pub res: Resolved,
+    pub method: UpdateMethod,
+    pub checks: Option<StatusChecks>,
+    pub informer: Arc<Informer>,
+}
+
+impl ChildType {
+    pub fn rolling(&self) -> bool {
+        matches!(self.method, UpdateMethod::RollingRecreate | UpdateMethod::RollingInPlace)
+    }
+}
+
+/// Where the revisions of rolling child types live, and which parent fields they hold.
+pub(super) struct RevisionStore {
+    pub res: Resolved,
+    pub field_paths: Vec<String>,
+}
+
+/// Per parent: the related-resource rules its last customize answer named, by resource id.
+pub(super) type RelatedRules = Arc<Mutex<HashMap<ObjKey, Vec<(String, RelatedResourceRule)>>>>;
+
+/// A related resource type the customize hook named: its informer, and the task that re-queues
+/// parents when one of its objects changes.
+pub(super) struct RelatedSource {
+    pub res: Resolved,
+    pub informer: Arc<Informer>,
+    pub _task: AbortOnDrop,
+}
+
+pub(super) struct AbortOnDrop(pub JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+pub(super) struct Shared {
+    pub name: String,
+    pub uc: Value,
+    pub spec: UniversalControllerSpec,
+    pub parent: Resolved,
+    pub parents: Arc<Informer>,
+    pub children: Vec<ChildType>,
+    pub revisions: Option<RevisionStore>,
+    pub sync: HookImpl,
+    pub finalize: Option<HookImpl>,
+    pub customize: Option<HookImpl>,
+    pub finalizer: String,
+    pub queue: WorkQueue<ObjKey>,
+    pub ctx: Arc<Ctx>,
+    pub related_rules: RelatedRules,
+    pub related_sources: Mutex<HashMap<String, Arc<RelatedSource>>>,
+    pub failures: Mutex<BTreeMap<ObjKey, String>>,
+    pub synced: AtomicBool,
+    pub written: WriteMemo,
+    /// Set once the cluster answered a server-side apply with 415.
+    pub ssa_unsupported: AtomicBool,
+}
+
+impl Shared {
+    pub fn api(&self, res: &Resolved, namespace: &str) -> Api<DynamicObject> {
+        if res.namespaced {
+            Api::namespaced_with(self.ctx.client.clone(), namespace, &res.ar)
+        } else {
+            Api::all_with(self.ctx.client.clone(), &res.ar)
+        }
+    }
+
+    pub fn child_type_of(&self, obj: &Value) -> Option<&ChildType> {
+        let av = obj.get("apiVersion").and_then(Value::as_str)?;
+        let kind = obj.get("kind").and_then(Value::as_str)?;
+        self.children.iter().find(|t| t.res.ar.api_version == av && t.res.ar.kind == kind)
+    }
+
+    pub fn use_server_side_apply(&self) -> bool {
+        self.ctx.server_side_apply && !self.ssa_unsupported.load(Ordering::Acquire)
+    }
+}

@@ -1,0 +1,90 @@
+//! What uc last wrote to each object, so a write the server normalizes is not repeated forever.
+//!
+//! When the server normalizes a write (prunes unknown fields, applies defaults) the next plan differs
+//! from the stored object again; remembering, per uid, a digest of the body sent and the
+//! resourceVersion the server answered breaks that loop: the same body against the same
+//! resourceVersion is not sent twice.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use parking_lot::Mutex;
+use serde_json::Value;
+use uc_api::meta::meta_str;
+
+/// Most objects remembered before the memo starts over.
+const CAPACITY: usize = 100_000;
+
+/// Per object uid: the digest of the last body written and the resourceVersion it produced.
+#[derive(Default)]
+pub(super) struct WriteMemo(Mutex<HashMap<String, (u64, String)>>);
+
+impl WriteMemo {
+    /// Whether `body` was written to `current` before and the server answered with its present state.
+    pub fn already_written(&self, current: &Value, body: &Value) -> bool {
+        let seen = self.0.lock().get(meta_str(current, "uid")).cloned();
+        seen.is_some_and(|(d, rv)| d == digest(body) && rv == meta_str(current, "resourceVersion"))
+    }
+
+    /// Forgets a deleted object.
+    pub fn forget(&self, uid: &str) {
+        self.0.lock().remove(uid);
+    }
+
+    /// How many objects are remembered.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.lock().len()
+    }
+
+    /// Records a write of a body with digest `sent` that the server stored at `rv`.
+    pub fn remember(&self, uid: &str, sent: u64, rv: String) {
+        let mut w = self.0.lock();
+        if w.len() > CAPACITY {
+            w.clear();
+        }
+        w.insert(uid.to_string(), (sent, rv));
+    }
+}
+
+/// A digest of what a write sends, leaving out the resourceVersion it is made against.
+pub(super) fn digest(v: &Value) -> u64 {
+    let mut body = v.clone();
+    if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    body.to_string().hash(&mut h);
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_same_body_against_the_same_version_is_not_sent_again() {
+        let memo = WriteMemo::default();
+        let body = json!({"metadata": {"uid": "u", "resourceVersion": "5"}, "data": {"a": "1"}});
+        let stored = json!({"metadata": {"uid": "u", "resourceVersion": "6"}, "data": {"a": "1"}});
+        assert!(!memo.already_written(&stored, &body), "nothing remembered yet");
+        memo.remember("u", digest(&body), "6".into());
+        assert!(memo.already_written(&stored, &body), "same body, server still at what it answered");
+        let moved = json!({"metadata": {"uid": "u", "resourceVersion": "7"}, "data": {"a": "1"}});
+        assert!(!memo.already_written(&moved, &body), "someone else wrote since");
+        let other = json!({"metadata": {"uid": "u", "resourceVersion": "6"}, "data": {"a": "2"}});
+        assert!(!memo.already_written(&stored, &other), "a different body is sent");
+        memo.forget("u");
+        assert!(!memo.already_written(&stored, &body) && memo.len() == 0, "nothing of a deleted object stays");
+    }
+
+    #[test]
+    fn the_digest_ignores_the_resource_version() {
+        let a = json!({"metadata": {"resourceVersion": "1"}, "x": 1});
+        let b = json!({"metadata": {"resourceVersion": "2"}, "x": 1});
+        assert_eq!(digest(&a), digest(&b));
+        assert_ne!(digest(&a), digest(&json!({"metadata": {}, "x": 2})));
+    }
+}

@@ -1,0 +1,56 @@
+//! The node's reads and writes of pods in the API server: binding, status updates that change
+//! something, and the final delete of a pod that stopped.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+
+pub(crate) fn meta<'a>(pod: &'a Value, field: &str) -> &'a str {
+    pod.pointer(&format!("/metadata/{field}")).and_then(Value::as_str).unwrap_or_default()
+}
+
+pub(crate) fn key_of(pod: &Value) -> (String, String) {
+    (meta(pod, "namespace").to_string(), meta(pod, "name").to_string())
+}
+
+pub(crate) async fn bind(client: &kube::Client, pod: &Value, node: &str) {
+    let api: Api<Pod> = Api::namespaced(client.clone(), meta(pod, "namespace"));
+    let patch =
+        json!({"metadata": {"resourceVersion": pod.pointer("/metadata/resourceVersion")}, "spec": {"nodeName": node}});
+    if let Err(e) = api.patch(meta(pod, "name"), &PatchParams::default(), &Patch::Merge(&patch)).await {
+        tracing::debug!(pod = %meta(pod, "name"), error = %e, "binding failed; the next event retries");
+    }
+}
+
+/// Whether the pod (as the typed watch delivers it) already carries `status`. The comparison goes
+/// through the typed PodStatus, which drops what it cannot hold (`lastProbeTime: null`): comparing the
+/// raw value would never match, and every write would cause the next.
+pub(crate) fn same_status(pod: &Value, status: &Value) -> bool {
+    let typed = serde_json::from_value::<k8s_openapi::api::core::v1::PodStatus>(status.clone())
+        .ok()
+        .and_then(|s| serde_json::to_value(s).ok());
+    pod.get("status") == Some(typed.as_ref().unwrap_or(status))
+}
+
+pub(crate) async fn patch_status(client: &kube::Client, pod: &Value, status: Value) -> Result<(), kube::Error> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), meta(pod, "namespace"));
+    api.patch_status(meta(pod, "name"), &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
+        .await
+        .map(|_| ())
+}
+
+/// How long a pod stays Terminating at least. A kubelet takes about this long to tear a pod down; a
+/// pod that vanished at once would be recreated by its StatefulSet under the same name before a
+/// `kubectl delete` had started watching for its deletion, and kubectl would wait for the new one.
+const MIN_TERMINATION: Duration = Duration::from_millis(500);
+
+pub(crate) async fn finish_deletion(client: &kube::Client, pod: &Value) {
+    tokio::time::sleep(MIN_TERMINATION).await;
+    let api: Api<Pod> = Api::namespaced(client.clone(), meta(pod, "namespace"));
+    let uid = Some(meta(pod, "uid").to_string());
+    let dp = kube::api::DeleteParams { grace_period_seconds: Some(0), ..Default::default() }
+        .preconditions(kube::api::Preconditions { uid, resource_version: None });
+    let _ = api.delete(meta(pod, "name"), &dp).await;
+}

@@ -1,0 +1,39 @@
+//! Responses of the kubelet endpoint: bodies, and errors as a `metav1.Status`.
+
+use std::convert::Infallible;
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use serde_json::{Value, json};
+
+/// Response bodies.
+pub type Body = BoxBody<Bytes, std::io::Error>;
+
+/// An empty body.
+pub fn empty() -> Body {
+    Full::new(Bytes::new()).map_err(|never: Infallible| match never {}).boxed()
+}
+
+pub fn full(b: impl Into<Bytes>) -> Body {
+    Full::new(b.into()).map_err(|never: Infallible| match never {}).boxed()
+}
+
+/// An error as a `metav1.Status`, which kubectl shows as the reason an upgrade failed.
+pub fn error(code: StatusCode, message: &str) -> Response<Body> {
+    let reason = match code {
+        StatusCode::NOT_FOUND => "NotFound",
+        StatusCode::UNAUTHORIZED => "Unauthorized",
+        _ => "BadRequest",
+    };
+    let body = status_error(code.as_u16(), reason, message).to_string();
+    let mut r = Response::new(full(body));
+    *r.status_mut() = code;
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// The body of an exec/attach error that comes before any upgrade: a `metav1.Status`.
+pub fn status_error(code: u16, reason: &str, message: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code})
+}

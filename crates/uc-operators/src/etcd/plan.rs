@@ -1,0 +1,641 @@
+//! The decisions of one EtcdCluster sync, as a pure function of what the sync observed: the spec, the
+//! member pods, the status, and etcd's member list (read through a Ready member beforehand). A
+//! decision is the pods the cluster should have and, when the step rests on a membership change, that
+//! change; the caller makes it through etcd's member API before the pods are written, and falls back
+//! to the decision's failure step when etcd refuses.
+//!
+//! The order of the checks, first match wins:
+//! 1. no pods and never bootstrapped: the seed member;
+//! 2. no Ready member answers: wait (coming up), say why a restore failed, or report lost quorum;
+//! 3. a member etcd knows but has no pod: start its pod;
+//! 4. a pod not Ready: wait;
+//! 5. a learner: promote it;
+//! 6. a dead member: remove it while quorum holds, else report lost quorum;
+//! 7. fewer members than `size`: add a learner and its pod; more: remove the newest member;
+//! 8. a member on another version: change its image in place, one at a time;
+//! 9. otherwise: Running.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value, json};
+use uc_api::meta::str_at;
+
+use super::client::Member;
+use super::pods::{condition, pod_failed, pod_image, pod_ready, running_image, strip};
+use super::restore;
+use super::spec::Spec;
+
+/// What one sync decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// The member pods the cluster should have.
+    pub pods: Vec<Value>,
+    /// `status.phase`.
+    pub phase: &'static str,
+    /// Status conditions, the first giving `status.reason`.
+    pub conditions: Vec<Value>,
+    /// Sync again soon: a change is under way.
+    pub busy: bool,
+    /// Quorum is lost (the cluster cannot repair itself).
+    pub quorum_lost: bool,
+}
+
+/// etcd's view of the cluster, as the sync could read it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum View {
+    /// No Ready member answered; why.
+    Unreachable(String),
+    /// The member list, as `endpoint` answered it.
+    Members {
+        /// The client URL that answered.
+        endpoint: String,
+        /// Its member list.
+        members: Vec<Member>,
+    },
+}
+
+/// A membership change a step rests on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MemberChange {
+    /// Add a learner with this peer URL.
+    AddLearner(String),
+    /// Promote the learner with this id.
+    Promote(String),
+    /// Remove the member with this id.
+    Remove(String),
+}
+
+/// The step taken instead when etcd refuses the change: its pods and phase, and the condition (type,
+/// reason) that carries etcd's error as its message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fallback {
+    /// Pods.
+    pub pods: Vec<Value>,
+    /// Phase.
+    pub phase: &'static str,
+    /// Condition type and reason.
+    pub condition: (&'static str, &'static str),
+}
+
+/// A membership change to make through `endpoint` before the step's pods are written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    /// Which.
+    pub change: MemberChange,
+    /// Through which member.
+    pub endpoint: String,
+    /// What happens if etcd refuses: a fallback step, or (None) the step as decided.
+    pub on_failure: Option<Fallback>,
+}
+
+/// What one sync decided: a step, and the membership change it rests on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The step.
+    pub step: Step,
+    /// The change, if any.
+    pub change: Option<Change>,
+}
+
+impl From<Step> for Decision {
+    fn from(step: Step) -> Self {
+        Decision { step, change: None }
+    }
+}
+
+impl Fallback {
+    /// The step this fallback takes, with etcd's error.
+    pub fn step(self, error: &str) -> Step {
+        let (type_, reason) = self.condition;
+        Step {
+            pods: self.pods,
+            phase: self.phase,
+            conditions: vec![condition(type_, true, reason, error)],
+            busy: true,
+            quorum_lost: false,
+        }
+    }
+}
+
+/// The cluster's member pods: those named as members and not being deleted.
+pub fn member_pods(spec: &Spec, observed: &Map<String, Value>) -> BTreeMap<String, Value> {
+    observed
+        .iter()
+        .filter(|(n, p)| spec.index_of(n).is_some() && p.pointer("/metadata/deletionTimestamp").is_none())
+        .map(|(n, p)| (n.clone(), p.clone()))
+        .collect()
+}
+
+/// A restore the cluster has not done yet: every member goes, then one seed member starts from the
+/// snapshot (its index continues the cluster's, so no name is reused). Returns whether the seed is in.
+pub fn restore_step(spec: &Spec, observed: &Map<String, Value>, r: &restore::Request, next: u32) -> (Step, bool) {
+    let members = observed.keys().filter(|n| spec.index_of(n).is_some()).count();
+    let snapshot = r.snapshot.display().to_string();
+    let restoring = |message: String| condition("Recovering", true, "Restoring", &message);
+    let (pods, message, seeded) = if members > 0 {
+        (vec![], format!("removing {members} member(s) before restoring from {snapshot}"), false)
+    } else {
+        let seed = spec.member_name(next);
+        let message = format!("starting seed member {seed} from {snapshot}");
+        (vec![spec.restore_pod(&seed, &r.snapshot, &r.id)], message, true)
+    };
+    let step = Step {
+        pods,
+        phase: "Restoring",
+        conditions: vec![condition("Available", false, "Restoring", &message), restoring(message.clone())],
+        busy: true,
+        quorum_lost: false,
+    };
+    (step, seeded)
+}
+
+/// The decision of one sync (see the module's list).
+pub fn plan(spec: &Spec, observed: &Map<String, Value>, parent: &Value, view: View) -> Decision {
+    let mine = member_pods(spec, observed);
+    // Pods are re-listed as they are: pods are never changed in place (but for an upgrade's image).
+    let keep =
+        |names: &BTreeSet<String>| -> Vec<Value> { names.iter().filter_map(|n| mine.get(n)).map(strip).collect() };
+    let alive: BTreeSet<String> = mine.iter().filter(|(_, p)| !pod_failed(p)).map(|(n, _)| n.clone()).collect();
+    let ready: Vec<&Value> = mine.values().filter(|p| pod_ready(p)).collect();
+    // Only a cluster that is coming up waits for its first member; one that ran has lost its quorum.
+    let coming_up = matches!(str_at(parent, "/status/phase"), "" | "Creating" | "Restoring");
+    let all: BTreeSet<String> = mine.keys().cloned().collect();
+
+    // 1. Bootstrap, once: a cluster that ever had members is never silently started empty again.
+    let bootstrapped = parent.pointer("/status/nextMemberIndex").and_then(Value::as_u64).unwrap_or(0) > 0;
+    if mine.is_empty() && !bootstrapped {
+        let seed = spec.member_name(0);
+        let pod = spec.pod(&seed, &format!("{seed}={}", spec.peer_url(&seed)), "new");
+        let message = format!("starting the seed member {seed}");
+        return Step {
+            pods: vec![pod],
+            phase: "Creating",
+            conditions: vec![condition("Available", false, "Bootstrapping", &message)],
+            busy: true,
+            quorum_lost: false,
+        }
+        .into();
+    }
+    // 2. etcd's own view, through any Ready member.
+    let (endpoint, members) = match view {
+        View::Members { endpoint, members } => (endpoint, members),
+        View::Unreachable(last_error) => {
+            return unreachable(&mine, &alive, coming_up, &last_error, keep(&all));
+        }
+    };
+    let by_peer = |m: &Member, name: &str| m.peer_urls.iter().any(|u| *u == spec.peer_url(name));
+    let voting = members.iter().filter(|m| !m.is_learner).count();
+    let healthy_voting = members
+        .iter()
+        .filter(|m| !m.is_learner && ready.iter().any(|p| by_peer(m, str_at(p, "/metadata/name"))))
+        .count();
+    let quorum = healthy_voting > voting / 2;
+    // Pods stay until etcd no longer counts their member: a dead member's pod goes after its removal.
+    let mut pods: BTreeSet<String> =
+        all.iter().filter(|n| alive.contains(*n) || members.iter().any(|m| m.name == **n)).cloned().collect();
+    let initial_cluster = |extra: &str| initial_cluster(spec, &members, extra);
+    let scaling = |msg: String| condition("Scaling", true, "Scaling", &msg);
+    let done = |pods: &BTreeSet<String>, phase: &'static str, conditions: Vec<Value>, busy: bool| Step {
+        pods: keep(pods),
+        phase,
+        quorum_lost: conditions.first().is_some_and(|c| c["reason"] == "QuorumLost"),
+        conditions,
+        busy,
+    };
+    let change = |change: MemberChange, on_failure: Option<Fallback>| {
+        Some(Change { change, endpoint: endpoint.clone(), on_failure })
+    };
+
+    // 3. A member etcd knows of without a pod: added before a stop; start it now.
+    for m in members.iter().filter(|m| m.name.is_empty()) {
+        let Some(name) = (0..10_000u32).map(|i| spec.member_name(i)).find(|n| by_peer(m, n)) else { continue };
+        if !mine.contains_key(&name) {
+            let mut out = keep(&pods);
+            out.push(spec.pod(&name, &initial_cluster(&name), "existing"));
+            return Step {
+                pods: out,
+                phase: "Scaling",
+                conditions: vec![
+                    condition("Available", quorum, "MemberStarting", ""),
+                    scaling(format!("starting member {name}")),
+                ],
+                busy: true,
+                quorum_lost: false,
+            }
+            .into();
+        }
+    }
+    // 4. Wait for every pod.
+    if let Some((name, _)) = mine.iter().find(|(n, p)| alive.contains(*n) && !pod_ready(p)) {
+        let waiting = condition("Available", quorum, "MemberStarting", &format!("waiting for {name} to become Ready"));
+        return done(&pods, "Scaling", vec![waiting], true).into();
+    }
+    // 5. Promote a learner (a learner not caught up yet refuses: the next sync asks again).
+    if let Some(l) = members.iter().find(|m| m.is_learner) {
+        let conditions =
+            vec![condition("Available", quorum, "Promoting", ""), scaling(format!("promoting learner {}", l.name))];
+        return Decision {
+            step: done(&pods, "Scaling", conditions, true),
+            change: change(MemberChange::Promote(l.id.clone()), None),
+        };
+    }
+    // 6. Replace dead members while quorum holds; without it, say so.
+    if let Some(d) = members.iter().find(|m| !m.name.is_empty() && !alive.contains(&m.name)) {
+        if !quorum {
+            let message = format!("{healthy_voting} of {voting} voting members are healthy; restore from a backup");
+            return done(&all, "Failed", vec![condition("Available", false, "QuorumLost", &message)], false).into();
+        }
+        let fallback = Fallback { pods: keep(&pods), phase: "Recovering", condition: ("Recovering", "RemoveFailed") };
+        pods.remove(&d.name);
+        let conditions = vec![
+            condition("Available", true, "Recovering", ""),
+            condition("Recovering", true, "MemberDead", &format!("removed dead member {}", d.name)),
+        ];
+        return Decision {
+            step: done(&pods, "Recovering", conditions, true),
+            change: change(MemberChange::Remove(d.id.clone()), Some(fallback)),
+        };
+    }
+    // 7. Scale.
+    if members.len() < spec.size {
+        let next = mine
+            .keys()
+            .chain(members.iter().map(|m| &m.name))
+            .filter_map(|n| spec.index_of(n))
+            .max()
+            .map_or(0, |i| i + 1);
+        let next = next.max(parent.pointer("/status/nextMemberIndex").and_then(Value::as_u64).unwrap_or(0) as u32);
+        let name = spec.member_name(next);
+        let fallback = Fallback { pods: keep(&pods), phase: "Scaling", condition: ("Available", "AddFailed") };
+        let mut out = keep(&pods);
+        out.push(spec.pod(&name, &initial_cluster(&name), "existing"));
+        let step = Step {
+            pods: out,
+            phase: "Scaling",
+            conditions: vec![condition("Available", true, "Scaling", ""), scaling(format!("adding member {name}"))],
+            busy: true,
+            quorum_lost: false,
+        };
+        return Decision { step, change: change(MemberChange::AddLearner(spec.peer_url(&name)), Some(fallback)) };
+    }
+    let newest = members.iter().filter(|m| !m.name.is_empty()).max_by_key(|m| spec.index_of(&m.name));
+    if members.len() > spec.size
+        && let Some(m) = newest
+    {
+        let fallback = Fallback { pods: keep(&pods), phase: "Scaling", condition: ("Available", "RemoveFailed") };
+        pods.remove(&m.name);
+        let conditions =
+            vec![condition("Available", true, "Scaling", ""), scaling(format!("removing member {}", m.name))];
+        return Decision {
+            step: done(&pods, "Scaling", conditions, true),
+            change: change(MemberChange::Remove(m.id.clone()), Some(fallback)),
+        };
+    }
+    // 8. Upgrade: one member at a time, its image changed in place (the pod and its data stay; the
+    // node restarts the container from the new image), the next only once it runs the new image and
+    // is Ready again.
+    let image = spec.image();
+    let in_flight = mine
+        .iter()
+        .find(|(n, p)| alive.contains(*n) && pod_image(p) == image && running_image(p).as_deref() != Some(&image));
+    let outdated = mine.iter().find(|(n, p)| alive.contains(*n) && pod_image(p) != image);
+    let upgrading = |message: String| {
+        vec![condition("Available", true, "Upgrading", ""), condition("Upgrading", true, "Upgrading", &message)]
+    };
+    if let Some((name, _)) = in_flight {
+        return done(&pods, "Upgrading", upgrading(format!("waiting for {name} to run {image}")), true).into();
+    }
+    if let Some((name, pod)) = outdated {
+        let mut out: Vec<Value> = keep(&pods).into_iter().filter(|p| str_at(p, "/metadata/name") != name).collect();
+        let mut upgraded = strip(pod);
+        upgraded["spec"]["containers"][0]["image"] = json!(image);
+        upgraded["metadata"]["annotations"]["etcd.version"] = json!(spec.version);
+        out.push(upgraded);
+        return Step {
+            pods: out,
+            phase: "Upgrading",
+            conditions: upgrading(format!("upgrading member {name} to {image}")),
+            busy: true,
+            quorum_lost: false,
+        }
+        .into();
+    }
+    let available = condition("Available", true, "Available", &format!("{} members", members.len()));
+    done(&pods, "Running", vec![available], false).into()
+}
+
+/// No Ready member answered: a seed whose restore failed says so; a cluster coming up waits for its
+/// first member; one that ran has lost quorum, and nothing is deleted (dead members' data may be
+/// needed).
+fn unreachable(
+    mine: &BTreeMap<String, Value>,
+    alive: &BTreeSet<String>,
+    coming_up: bool,
+    last_error: &str,
+    all: Vec<Value>,
+) -> Decision {
+    let failed_restore = mine.values().find_map(|p| {
+        let statuses = p.pointer("/status/initContainerStatuses").and_then(Value::as_array)?;
+        statuses.iter().find_map(|c| {
+            let code = c.pointer("/state/terminated/exitCode").and_then(Value::as_i64).filter(|c| *c != 0)?;
+            let name = str_at(p, "/metadata/name");
+            Some(format!("{name}: the restore exited with code {code}; see kubectl logs {name} -c restore"))
+        })
+    });
+    if let Some(message) = failed_restore {
+        return Step {
+            pods: mine.values().map(strip).collect(),
+            phase: "Failed",
+            conditions: vec![condition("Available", false, "RestoreFailed", &message)],
+            busy: false,
+            quorum_lost: false,
+        }
+        .into();
+    }
+    let starting = alive.len() == mine.len() && !mine.is_empty() && coming_up;
+    let (phase, reason) = if starting { ("Creating", "Bootstrapping") } else { ("Failed", "QuorumLost") };
+    let message = if starting {
+        "waiting for the first member to become Ready".to_string()
+    } else {
+        format!(
+            "no member answers ({last_error}); the cluster cannot be repaired without quorum: restore it from a backup"
+        )
+    };
+    Step {
+        pods: all,
+        phase,
+        conditions: vec![condition("Available", false, reason, &message)],
+        busy: starting,
+        quorum_lost: !starting,
+    }
+    .into()
+}
+
+/// `--initial-cluster` for a member starting into the cluster: every member etcd lists (by name, or
+/// for one not started yet, by the host of its peer URL), plus `extra`.
+fn initial_cluster(spec: &Spec, members: &[Member], extra: &str) -> String {
+    let mut entries: Vec<String> = members
+        .iter()
+        .filter_map(|m| {
+            let name = if m.name.is_empty() {
+                m.peer_urls
+                    .first()
+                    .and_then(|u| u.strip_prefix("http://"))
+                    .and_then(|h| h.split('.').next())?
+                    .to_string()
+            } else {
+                m.name.clone()
+            };
+            Some(format!("{name}={}", m.peer_urls.first()?))
+        })
+        .collect();
+    if !extra.is_empty() && !entries.iter().any(|e| e.starts_with(&format!("{extra}="))) {
+        entries.push(format!("{extra}={}", spec.peer_url(extra)));
+    }
+    entries.sort();
+    entries.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ENDPOINT: &str = "http://10.0.0.1:2379";
+
+    fn parent(size: u64, phase: &str, next: u64) -> Value {
+        json!({"metadata": {"name": "ex", "namespace": "default", "uid": "u1"},
+               "spec": {"size": size, "version": "3.4.23"},
+               "status": {"phase": phase, "nextMemberIndex": next}})
+    }
+
+    fn spec(p: &Value) -> Spec {
+        Spec::from(p).unwrap()
+    }
+
+    /// A member pod as the node reports it: Ready (or not), running `image`.
+    fn pod(spec: &Spec, index: u32, ready: bool, image: &str) -> Value {
+        let name = spec.member_name(index);
+        let mut p = spec.pod(&name, "x", "existing");
+        p["spec"]["containers"][0]["image"] = json!(image);
+        let cond = if ready { "True" } else { "False" };
+        p["status"] = json!({"phase": "Running", "podIP": "10.0.0.1",
+            "conditions": [{"type": "Ready", "status": cond}],
+            "containerStatuses": [{"name": "etcd", "ready": ready, "image": image}]});
+        p
+    }
+
+    /// The member's etcd exited: the pod failed and is not Ready.
+    fn die(pod: &mut Value) {
+        pod["status"]["phase"] = json!("Failed");
+        pod["status"]["conditions"] = json!([{"type": "Ready", "status": "False"}]);
+    }
+
+    fn observed(pods: Vec<Value>) -> Map<String, Value> {
+        pods.into_iter().map(|p| (str_at(&p, "/metadata/name").to_string(), p)).collect()
+    }
+
+    fn member(spec: &Spec, index: u32, started: bool, learner: bool) -> Member {
+        let name = spec.member_name(index);
+        Member {
+            id: format!("id{index}"),
+            name: if started { name.clone() } else { String::new() },
+            peer_urls: vec![spec.peer_url(&name)],
+            is_learner: learner,
+        }
+    }
+
+    fn view(members: Vec<Member>) -> View {
+        View::Members { endpoint: ENDPOINT.into(), members }
+    }
+
+    fn names(step: &Step) -> Vec<&str> {
+        step.pods.iter().map(|p| str_at(p, "/metadata/name")).collect()
+    }
+
+    fn reason(step: &Step) -> &str {
+        step.conditions[0]["reason"].as_str().unwrap()
+    }
+
+    fn change_of(d: &Decision) -> Option<&MemberChange> {
+        d.change.as_ref().map(|c| &c.change)
+    }
+
+    /// Three Ready members on the spec's image, all started voting members of etcd.
+    fn healthy(p: &Value) -> (Spec, Map<String, Value>, Vec<Member>) {
+        let s = spec(p);
+        let image = s.image();
+        let pods = observed((0..3).map(|i| pod(&s, i, true, &image)).collect());
+        let members = (0..3).map(|i| member(&s, i, true, false)).collect();
+        (s, pods, members)
+    }
+
+    #[test]
+    fn bootstrap_starts_the_seed_member_once() {
+        let p = parent(3, "", 0);
+        let d = plan(&spec(&p), &Map::new(), &p, View::Unreachable("no member is Ready".into()));
+        assert_eq!(names(&d.step), ["ex-0000"]);
+        assert_eq!((d.step.phase, reason(&d.step), d.change), ("Creating", "Bootstrapping", None));
+        let cmd = d.step.pods[0]["spec"]["containers"][0]["command"].to_string();
+        assert!(cmd.contains("--initial-cluster-state=new"), "{cmd}");
+        // A cluster that had members is never started empty again.
+        let ran = parent(3, "Running", 3);
+        let d = plan(&spec(&ran), &Map::new(), &ran, View::Unreachable("no member is Ready".into()));
+        assert!(d.step.pods.is_empty() && d.step.quorum_lost && reason(&d.step) == "QuorumLost");
+    }
+
+    #[test]
+    fn without_an_answer_a_starting_cluster_waits_and_a_running_one_has_lost_quorum() {
+        let p = parent(3, "Creating", 1);
+        let s = spec(&p);
+        let pods = observed(vec![pod(&s, 0, false, &s.image())]);
+        let d = plan(&s, &pods, &p, View::Unreachable("no member is Ready".into()));
+        assert_eq!(
+            (d.step.phase, reason(&d.step), d.step.busy, d.step.quorum_lost),
+            ("Creating", "Bootstrapping", true, false)
+        );
+        let ran = parent(3, "Running", 3);
+        let d = plan(&s, &pods, &ran, View::Unreachable("connection refused".into()));
+        assert_eq!((d.step.phase, reason(&d.step), d.step.quorum_lost), ("Failed", "QuorumLost", true));
+        assert_eq!(names(&d.step), ["ex-0000"], "nothing is deleted without quorum");
+        assert!(d.step.conditions[0]["message"].as_str().unwrap().contains("connection refused"));
+    }
+
+    #[test]
+    fn a_failed_restore_says_why() {
+        let p = parent(1, "Restoring", 1);
+        let s = spec(&p);
+        let mut seed = pod(&s, 0, false, &s.image());
+        seed["status"]["initContainerStatuses"] =
+            json!([{"name": "restore", "state": {"terminated": {"exitCode": 2}}}]);
+        let d = plan(&s, &observed(vec![seed]), &p, View::Unreachable("no member is Ready".into()));
+        assert_eq!((d.step.phase, reason(&d.step)), ("Failed", "RestoreFailed"));
+        assert_eq!(names(&d.step), ["ex-0000"], "kept for its logs");
+    }
+
+    #[test]
+    fn a_member_added_before_a_stop_gets_its_pod() {
+        let p = parent(3, "Scaling", 2);
+        let s = spec(&p);
+        let pods = observed((0..2).map(|i| pod(&s, i, true, &s.image())).collect());
+        let members = vec![member(&s, 0, true, false), member(&s, 1, true, false), member(&s, 2, false, true)];
+        let d = plan(&s, &pods, &p, view(members));
+        assert_eq!(names(&d.step), ["ex-0000", "ex-0001", "ex-0002"]);
+        assert_eq!(d.change, None);
+        let cmd = d.step.pods[2]["spec"]["containers"][0]["command"].to_string();
+        assert!(cmd.contains("--initial-cluster-state=existing"), "{cmd}");
+        assert!(cmd.contains("ex-0000=http://ex-0000.ex.default.svc:2380,ex-0001="), "{cmd}");
+    }
+
+    #[test]
+    fn an_unready_pod_is_waited_for() {
+        let p = parent(3, "Scaling", 3);
+        let (s, mut pods, members) = healthy(&p);
+        pods.insert("ex-0002".into(), pod(&s, 2, false, &s.image()));
+        let d = plan(&s, &pods, &p, view(members));
+        assert_eq!((d.step.phase, reason(&d.step), d.change), ("Scaling", "MemberStarting", None));
+        assert_eq!(names(&d.step).len(), 3);
+    }
+
+    #[test]
+    fn a_learner_is_promoted() {
+        let p = parent(3, "Scaling", 3);
+        let (s, pods, mut members) = healthy(&p);
+        members[2].is_learner = true;
+        let d = plan(&s, &pods, &p, view(members));
+        assert_eq!(change_of(&d), Some(&MemberChange::Promote("id2".into())));
+        assert_eq!(d.change.as_ref().unwrap().endpoint, ENDPOINT);
+        assert_eq!(d.change.unwrap().on_failure, None, "a learner not caught up is asked again");
+        assert_eq!((d.step.phase, reason(&d.step)), ("Scaling", "Promoting"));
+    }
+
+    #[test]
+    fn a_dead_member_is_removed_while_quorum_holds() {
+        let p = parent(3, "Running", 3);
+        let (s, mut pods, members) = healthy(&p);
+        die(pods.get_mut("ex-0001").unwrap());
+        let d = plan(&s, &pods, &p, view(members.clone()));
+        assert_eq!(change_of(&d), Some(&MemberChange::Remove("id1".into())));
+        assert_eq!(names(&d.step), ["ex-0000", "ex-0002"], "its pod goes with it");
+        let fallback = d.change.unwrap().on_failure.unwrap();
+        assert_eq!(fallback.pods.len(), 3, "if etcd refuses, the pod stays");
+        let failed = fallback.step("etcdserver: unhealthy cluster");
+        assert_eq!((failed.phase, reason(&failed)), ("Recovering", "RemoveFailed"));
+        // Two of three dead: no quorum, nothing removed, the loss is reported.
+        die(pods.get_mut("ex-0002").unwrap());
+        let d = plan(&s, &pods, &p, view(members));
+        assert_eq!((d.step.phase, reason(&d.step), d.step.quorum_lost, d.change), ("Failed", "QuorumLost", true, None));
+        assert_eq!(names(&d.step).len(), 3);
+    }
+
+    #[test]
+    fn scaling_up_adds_a_learner_with_the_next_index() {
+        let p = parent(5, "Running", 7);
+        let (s, pods, members) = healthy(&p);
+        let d = plan(&s, &pods, &p, view(members));
+        assert_eq!(change_of(&d), Some(&MemberChange::AddLearner(s.peer_url("ex-0007"))), "indexes are never reused");
+        assert_eq!(names(&d.step), ["ex-0000", "ex-0001", "ex-0002", "ex-0007"]);
+        let failed = d.change.unwrap().on_failure.unwrap().step("too many learners");
+        assert_eq!((failed.phase, reason(&failed), failed.pods.len()), ("Scaling", "AddFailed", 3));
+    }
+
+    #[test]
+    fn scaling_down_removes_the_newest_member() {
+        let p = parent(1, "Running", 3);
+        let (s, pods, members) = healthy(&p);
+        let d = plan(&s, &pods, &p, view(members));
+        assert_eq!(change_of(&d), Some(&MemberChange::Remove("id2".into())));
+        assert_eq!(names(&d.step), ["ex-0000", "ex-0001"]);
+        assert_eq!(d.change.unwrap().on_failure.unwrap().condition, ("Available", "RemoveFailed"));
+    }
+
+    #[test]
+    fn an_upgrade_changes_one_member_at_a_time() {
+        let p = parent(3, "Running", 3);
+        let (s, _, members) = healthy(&p);
+        let old = "quay.io/coreos/etcd:v3.4.22";
+        let pods = observed((0..3).map(|i| pod(&s, i, true, old)).collect());
+        let d = plan(&s, &pods, &p, view(members.clone()));
+        assert_eq!((d.step.phase, d.change.as_ref()), ("Upgrading", None));
+        let images: Vec<&str> = d.step.pods.iter().map(|p| str_at(p, "/spec/containers/0/image")).collect();
+        assert_eq!(images.iter().filter(|i| **i == s.image()).count(), 1, "{images:?}");
+        // Asked for, not running yet: wait.
+        let mut pods = pods;
+        let first = pods.get_mut("ex-0000").unwrap();
+        first["spec"]["containers"][0]["image"] = json!(s.image());
+        let d = plan(&s, &pods, &p, view(members.clone()));
+        assert!(d.step.conditions[1]["message"].as_str().unwrap().starts_with("waiting for ex-0000"));
+        let images: Vec<&str> = d.step.pods.iter().map(|p| str_at(p, "/spec/containers/0/image")).collect();
+        assert_eq!(images, [s.image().as_str(), old, old], "the next waits");
+    }
+
+    #[test]
+    fn a_healthy_cluster_runs() {
+        let p = parent(3, "Running", 3);
+        let (s, pods, members) = healthy(&p);
+        let d = plan(&s, &pods, &p, view(members));
+        assert_eq!((d.step.phase, reason(&d.step), d.step.busy, d.change), ("Running", "Available", false, None));
+        assert_eq!(names(&d.step).len(), 3);
+    }
+
+    #[test]
+    fn a_restore_removes_every_member_then_seeds_one_from_the_snapshot() {
+        let s = spec(&parent(3, "Running", 5));
+        let r = restore::Request { id: "rid".into(), snapshot: std::path::PathBuf::from("/b/snap.db") };
+        let mut observed = Map::new();
+        observed.insert("ex-0004".into(), json!({"metadata": {"name": "ex-0004"}}));
+        let (step, seeded) = restore_step(&s, &observed, &r, 5);
+        assert!(!seeded && step.pods.is_empty() && step.phase == "Restoring", "members go first");
+        let (step, seeded) = restore_step(&s, &Map::new(), &r, 5);
+        assert!(seeded);
+        assert_eq!(step.pods.len(), 1);
+        let seed = &step.pods[0];
+        assert_eq!(seed["metadata"]["name"], json!("ex-0005"), "the seed continues the cluster's indexes");
+        assert_eq!(seed["metadata"]["annotations"]["etcd.database.coreos.com/restore-id"], json!("rid"));
+        assert!(
+            seed["spec"]["containers"][0]["command"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("--initial-cluster-state=new"))
+        );
+    }
+}

@@ -1,0 +1,214 @@
+//! The cluster as an EtcdCluster's spec describes it: its size, version and image, its members' names
+//! and URLs, and the objects each member is made of (pod, data claim, Services).
+
+use serde_json::{Value, json};
+use uc_api::meta::str_at;
+
+/// The image repository when the spec names none (coreos's).
+const DEFAULT_REPOSITORY: &str = "quay.io/coreos/etcd";
+/// etcd's client port.
+pub const CLIENT_PORT: u16 = 2379;
+/// etcd's peer port.
+pub const PEER_PORT: u16 = 2380;
+
+/// The cluster as the spec describes it.
+pub struct Spec {
+    pub name: String,
+    pub namespace: String,
+    pub uid: String,
+    pub size: usize,
+    pub version: String,
+    pub repository: String,
+    /// Opt-in: restore from this EtcdBackup's latest snapshot once quorum has been lost this long.
+    pub restore_on_quorum_loss: Option<(String, u64)>,
+    /// coreos `PodPolicy`: what every member's pod gets.
+    pub pod_policy: Value,
+}
+
+impl Spec {
+    pub fn from(parent: &Value) -> Result<Spec, String> {
+        let size = parent.pointer("/spec/size").and_then(Value::as_u64).unwrap_or(0) as usize;
+        if !(1..=7).contains(&size) {
+            return Err(format!("spec.size: {size} is not between 1 and 7"));
+        }
+        let version = str_at(parent, "/spec/version").trim_start_matches('v').to_string();
+        let version = if version.is_empty() { "3.2.13".to_string() } else { version };
+        let parts: Vec<&str> = version.split('.').collect();
+        if parts.len() != 3 || parts[0] != "3" || parts.iter().any(|p| p.parse::<u32>().is_err()) {
+            return Err(format!("spec.version: {version:?} is not an etcd 3.x version"));
+        }
+        let repository = match str_at(parent, "/spec/repository") {
+            "" => DEFAULT_REPOSITORY.to_string(),
+            r => r.to_string(),
+        };
+        let restore_on_quorum_loss = parent.pointer("/spec/restoreOnQuorumLoss").map(|r| {
+            (str_at(r, "/backupName").to_string(), r.get("afterSeconds").and_then(Value::as_u64).unwrap_or(30))
+        });
+        if let Some((backup, _)) = &restore_on_quorum_loss
+            && backup.is_empty()
+        {
+            return Err("spec.restoreOnQuorumLoss.backupName: names the EtcdBackup to restore from".into());
+        }
+        Ok(Spec {
+            name: str_at(parent, "/metadata/name").into(),
+            namespace: str_at(parent, "/metadata/namespace").into(),
+            uid: str_at(parent, "/metadata/uid").into(),
+            size,
+            version,
+            repository,
+            restore_on_quorum_loss,
+            pod_policy: parent.pointer("/spec/pod").cloned().unwrap_or(Value::Null),
+        })
+    }
+
+    pub fn image(&self) -> String {
+        format!("{}:v{}", self.repository, self.version)
+    }
+
+    pub fn host(&self, member: &str) -> String {
+        format!("{member}.{}.{}.svc", self.name, self.namespace)
+    }
+
+    pub fn peer_url(&self, member: &str) -> String {
+        format!("http://{}:{PEER_PORT}", self.host(member))
+    }
+
+    pub fn client_url(&self, member: &str) -> String {
+        format!("http://{}:{CLIENT_PORT}", self.host(member))
+    }
+
+    pub fn member_name(&self, index: u32) -> String {
+        format!("{}-{index:04}", self.name)
+    }
+
+    pub fn index_of(&self, member: &str) -> Option<u32> {
+        member.strip_prefix(&self.name)?.strip_prefix('-')?.parse().ok()
+    }
+
+    pub fn labels(&self) -> Value {
+        json!({"app": "etcd", "etcd_cluster": self.name})
+    }
+
+    pub fn services(&self) -> Vec<Value> {
+        let ports = json!([{"name": "client", "port": CLIENT_PORT, "targetPort": CLIENT_PORT},
+                           {"name": "peer", "port": PEER_PORT, "targetPort": PEER_PORT}]);
+        vec![
+            json!({"apiVersion": "v1", "kind": "Service",
+                   "metadata": {"name": self.name, "labels": self.labels()},
+                   "spec": {"clusterIP": "None", "publishNotReadyAddresses": true, "selector": self.labels(), "ports": ports}}),
+            json!({"apiVersion": "v1", "kind": "Service",
+                   "metadata": {"name": format!("{}-client", self.name), "labels": self.labels()},
+                   "spec": {"selector": self.labels(),
+                            "ports": [{"name": "client", "port": CLIENT_PORT, "targetPort": CLIENT_PORT}]}}),
+        ]
+    }
+
+    /// A member's pod. `initial_cluster` lists `name=peerURL` of every member it starts with.
+    pub fn pod(&self, member: &str, initial_cluster: &str, state: &str) -> Value {
+        let command = vec![
+            "/usr/local/bin/etcd".to_string(),
+            "--data-dir=/var/etcd/data".into(),
+            format!("--name={member}"),
+            format!("--initial-advertise-peer-urls={}", self.peer_url(member)),
+            format!("--listen-peer-urls=http://$(POD_IP):{PEER_PORT}"),
+            format!("--listen-client-urls=http://$(POD_IP):{CLIENT_PORT}"),
+            format!("--advertise-client-urls={}", self.client_url(member)),
+            format!("--initial-cluster={initial_cluster}"),
+            format!("--initial-cluster-state={state}"),
+            format!("--initial-cluster-token={}", self.uid),
+        ];
+        let mut pod = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": member, "labels": self.labels(),
+                         "annotations": {"etcd.version": self.version}},
+            "spec": {
+                "hostname": member, "subdomain": self.name,
+                // A member that dies is replaced, not restarted: its data may be gone (coreos does the same).
+                "restartPolicy": "Never",
+                "containers": [{
+                    "name": "etcd", "image": self.image(),
+                    "command": command,
+                    "env": [{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+                    "ports": [{"name": "client", "containerPort": CLIENT_PORT}, {"name": "peer", "containerPort": PEER_PORT}],
+                    "readinessProbe": {"httpGet": {"path": "/health", "port": CLIENT_PORT},
+                                       "initialDelaySeconds": 0, "periodSeconds": 1, "failureThreshold": 3},
+                    "volumeMounts": [{"name": "etcd-data", "mountPath": "/var/etcd"}]
+                }],
+                "volumes": [{"name": "etcd-data", "emptyDir": {}}]
+            }
+        });
+        self.apply_pod_policy(&mut pod);
+        if self.pod_policy.get("persistentVolumeClaimSpec").is_some_and(Value::is_object) {
+            pod["spec"]["volumes"][0] = json!({"name": "etcd-data", "persistentVolumeClaim": {"claimName": member}});
+        }
+        pod
+    }
+
+    /// The data claim a member's pod names, if any (it goes with the member).
+    pub fn claim_of(&self, pod: &Value) -> Option<Value> {
+        let volumes = pod.pointer("/spec/volumes")?.as_array()?;
+        let claim = volumes.iter().find_map(|v| v.pointer("/persistentVolumeClaim/claimName")?.as_str())?;
+        let spec = self.pod_policy.get("persistentVolumeClaimSpec").filter(|s| s.is_object()).cloned().unwrap_or_else(
+            || json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}),
+        );
+        Some(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                    "metadata": {"name": claim, "labels": self.labels()}, "spec": spec}))
+    }
+
+    /// The coreos `PodPolicy`: labels and annotations (the operator's own win), `etcdEnv`, `resources`,
+    /// and the scheduling and security fields copied onto the pod as they are.
+    pub fn apply_pod_policy(&self, pod: &mut Value) {
+        let policy = &self.pod_policy;
+        for (from, to) in [("labels", "labels"), ("annotations", "annotations")] {
+            for (k, v) in policy.get(from).and_then(Value::as_object).into_iter().flatten() {
+                let map = &mut pod["metadata"][to];
+                if map.get(k).is_none() && v.is_string() {
+                    map[k] = v.clone();
+                }
+            }
+        }
+        let container = &mut pod["spec"]["containers"][0];
+        if let Some(env) = policy.get("etcdEnv").and_then(Value::as_array)
+            && let Some(list) = container["env"].as_array_mut()
+        {
+            list.extend(env.iter().filter(|e| e.get("name").is_some_and(|n| n != "POD_IP")).cloned());
+        }
+        if let Some(r) = policy.get("resources").filter(|r| r.is_object()) {
+            container["resources"] = r.clone();
+        }
+        for field in ["nodeSelector", "affinity", "tolerations", "securityContext", "priorityClassName"] {
+            if let Some(v) = policy.get(field).filter(|v| !v.is_null()) {
+                pod["spec"][field] = v.clone();
+            }
+        }
+    }
+}
+
+impl Spec {
+    /// The seed member of a restore: an init container writes its data directory from the snapshot
+    /// (`etcdctl snapshot restore`, the image's own etcdctl) before etcd starts on it.
+    pub fn restore_pod(&self, member: &str, snapshot: &std::path::Path, id: &str) -> Value {
+        let mut pod = self.pod(member, &format!("{member}={}", self.peer_url(member)), "new");
+        let dir = snapshot.parent().map(|d| d.display().to_string()).unwrap_or_else(|| "/".into());
+        let file = snapshot.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+        pod["metadata"]["annotations"]["etcd.database.coreos.com/restored-from"] =
+            json!(snapshot.display().to_string());
+        pod["metadata"]["annotations"]["etcd.database.coreos.com/restore-id"] = json!(id);
+        pod["spec"]["initContainers"] = json!([{
+            "name": "restore", "image": self.image(),
+            "command": ["/usr/local/bin/etcdctl", "snapshot", "restore", format!("/var/etcd-restore/{file}"),
+                format!("--name={member}"),
+                format!("--initial-cluster={member}={}", self.peer_url(member)),
+                format!("--initial-cluster-token={}", self.uid),
+                format!("--initial-advertise-peer-urls={}", self.peer_url(member)),
+                "--data-dir=/var/etcd/data"],
+            "env": [{"name": "ETCDCTL_API", "value": "3"}],
+            "volumeMounts": [{"name": "etcd-data", "mountPath": "/var/etcd"},
+                             {"name": "backup", "mountPath": "/var/etcd-restore", "readOnly": true}]
+        }]);
+        if let Some(v) = pod.pointer_mut("/spec/volumes").and_then(Value::as_array_mut) {
+            v.push(json!({"name": "backup", "hostPath": {"path": dir, "type": "Directory"}}));
+        }
+        pod
+    }
+}
