@@ -25,9 +25,11 @@ mod resources;
 pub mod restore;
 pub mod spec;
 pub mod storage;
+pub mod types;
 
 use std::sync::Arc;
 
+use kube::CustomResourceExt;
 use kube::api::{DynamicObject, PostParams};
 use serde_json::{Map, Value, json};
 use uc_api::meta::str_at;
@@ -39,43 +41,18 @@ use plan::{Decision, MemberChange, Step, View, member_pods, plan, restore_step};
 use pods::{condition, current_version, pod_ready};
 pub use resources::GROUP;
 use resources::api;
+#[cfg(test)]
+use spec::SpecError;
 use spec::{CLIENT_PORT, Spec};
 /// Name of the native hook.
 pub const HOOK: &str = "etcd-cluster";
 /// Where a restore's seed member records the restore (`EtcdRestore` uid).
 const RESTORE_ID: &str = "/metadata/annotations/etcd.database.coreos.com~1restore-id";
 
-/// The EtcdCluster CRD: `size` 1..7 and the version format are checked by the schema.
+/// The EtcdCluster CRD, derived from `types::EtcdClusterSpec`: `size` 1..7 and the version format are
+/// checked by the schema.
 pub fn crd() -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("etcdclusters.{GROUP}")},
-        "spec": {
-            "group": GROUP, "scope": "Namespaced",
-            "names": {"kind": "EtcdCluster", "listKind": "EtcdClusterList", "plural": "etcdclusters",
-                      "singular": "etcdcluster", "shortNames": ["etcd"]},
-            "versions": [{
-                "name": "v1beta2", "served": true, "storage": true, "subresources": {"status": {}},
-                "additionalPrinterColumns": [
-                    {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
-                    {"name": "Ready", "type": "integer", "jsonPath": ".status.readyMembers"},
-                    {"name": "Version", "type": "string", "jsonPath": ".status.currentVersion"},
-                    {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                    "spec": {"type": "object", "required": ["size"], "properties": {
-                        "size": {"type": "integer", "minimum": 1, "maximum": 7},
-                        "version": {"type": "string", "pattern": "^v?3\\.[0-9]+\\.[0-9]+$"},
-                        "repository": {"type": "string"},
-                        "pod": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {
-                            "persistentVolumeClaimSpec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
-                        "restoreOnQuorumLoss": {"type": "object", "required": ["backupName"], "properties": {
-                            "backupName": {"type": "string", "minLength": 1},
-                            "afterSeconds": {"type": "integer", "minimum": 0}}}}},
-                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}
-            }]
-        }
-    })
+    serde_json::to_value(types::EtcdCluster::crd()).unwrap_or(Value::Null)
 }
 
 /// The operator's CRDs.
@@ -154,7 +131,8 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, request: &Value) -> Valu
     let previous = parent.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
     let spec = match Spec::from(parent) {
         Ok(s) => s,
-        Err(message) => {
+        Err(error) => {
+            let message = error.to_string();
             // Keep whatever runs; a bad edit must not take a cluster down.
             let mut kept: Vec<Value> = children(request, "Service.v1").values().cloned().collect();
             kept.extend(observed_pods.values().cloned());
@@ -340,10 +318,13 @@ mod tests {
 
     #[test]
     fn specs_are_checked_and_names_derived() {
-        assert!(Spec::from(&parent(0, "3.2.13")).is_err());
-        assert!(Spec::from(&parent(8, "3.2.13")).is_err());
-        assert!(Spec::from(&parent(3, "banana")).is_err());
-        assert!(Spec::from(&parent(3, "4.0.0")).is_err());
+        assert_eq!(Spec::from(&parent(0, "3.2.13")).err(), Some(SpecError::Size(0)));
+        assert_eq!(Spec::from(&parent(8, "3.2.13")).err(), Some(SpecError::Size(8)));
+        assert_eq!(Spec::from(&parent(3, "banana")).err(), Some(SpecError::Version("banana".into())));
+        assert_eq!(Spec::from(&parent(3, "4.0.0")).err(), Some(SpecError::Version("4.0.0".into())));
+        let mut unreadable = parent(3, "3.2.13");
+        unreadable["spec"]["size"] = json!("three");
+        assert!(matches!(Spec::from(&unreadable), Err(SpecError::Unreadable(m)) if m.contains("invalid type")));
         let s = Spec::from(&parent(3, "v3.2.13")).unwrap();
         assert_eq!(s.version, "3.2.13");
         assert_eq!(s.member_name(2), "ex-0002");

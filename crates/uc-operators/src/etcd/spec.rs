@@ -4,6 +4,24 @@
 use serde_json::{Value, json};
 use uc_api::meta::str_at;
 
+use super::types::EtcdClusterSpec;
+
+/// What is wrong with an EtcdCluster's spec (the schema admits none of these; they guard objects
+/// written before it did).
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SpecError {
+    #[error("spec: {0}")]
+    Unreadable(String),
+    #[error("spec.size: {0} is not between 1 and 7")]
+    Size(usize),
+    #[error("spec.version: {0:?} is not an etcd 3.x version")]
+    Version(String),
+    #[error("spec.restoreOnQuorumLoss.backupName: names the EtcdBackup to restore from")]
+    RestoreBackupName,
+}
+
+/// The etcd version when the spec names none (coreos's default).
+const DEFAULT_VERSION: &str = "3.2.13";
 /// The image repository when the spec names none (coreos's).
 const DEFAULT_REPOSITORY: &str = "quay.io/coreos/etcd";
 /// etcd's client port.
@@ -26,29 +44,30 @@ pub struct Spec {
 }
 
 impl Spec {
-    pub fn from(parent: &Value) -> Result<Spec, String> {
-        let size = parent.pointer("/spec/size").and_then(Value::as_u64).unwrap_or(0) as usize;
+    /// The cluster an EtcdCluster object describes (its spec read as `EtcdClusterSpec`), or what in the
+    /// spec is wrong.
+    pub fn from(parent: &Value) -> Result<Spec, SpecError> {
+        let spec = parent.get("spec").cloned().unwrap_or(Value::Null);
+        let spec: EtcdClusterSpec = serde_json::from_value(spec).map_err(|e| SpecError::Unreadable(e.to_string()))?;
+        let size = spec.size as usize;
         if !(1..=7).contains(&size) {
-            return Err(format!("spec.size: {size} is not between 1 and 7"));
+            return Err(SpecError::Size(size));
         }
-        let version = str_at(parent, "/spec/version").trim_start_matches('v').to_string();
-        let version = if version.is_empty() { "3.2.13".to_string() } else { version };
+        let version = spec.version.as_deref().unwrap_or("").trim_start_matches('v').to_string();
+        let version = if version.is_empty() { DEFAULT_VERSION.to_string() } else { version };
         let parts: Vec<&str> = version.split('.').collect();
         if parts.len() != 3 || parts[0] != "3" || parts.iter().any(|p| p.parse::<u32>().is_err()) {
-            return Err(format!("spec.version: {version:?} is not an etcd 3.x version"));
+            return Err(SpecError::Version(version));
         }
-        let repository = match str_at(parent, "/spec/repository") {
-            "" => DEFAULT_REPOSITORY.to_string(),
-            r => r.to_string(),
+        let repository = match spec.repository.as_deref() {
+            None | Some("") => DEFAULT_REPOSITORY.to_string(),
+            Some(r) => r.to_string(),
         };
-        let restore_on_quorum_loss = parent.pointer("/spec/restoreOnQuorumLoss").map(|r| {
-            (str_at(r, "/backupName").to_string(), r.get("afterSeconds").and_then(Value::as_u64).unwrap_or(30))
-        });
-        if let Some((backup, _)) = &restore_on_quorum_loss
-            && backup.is_empty()
-        {
-            return Err("spec.restoreOnQuorumLoss.backupName: names the EtcdBackup to restore from".into());
-        }
+        let restore_on_quorum_loss = match spec.restore_on_quorum_loss {
+            Some(r) if r.backup_name.is_empty() => return Err(SpecError::RestoreBackupName),
+            Some(r) => Some((r.backup_name, u64::from(r.after_seconds.unwrap_or(30)))),
+            None => None,
+        };
         Ok(Spec {
             name: str_at(parent, "/metadata/name").into(),
             namespace: str_at(parent, "/metadata/namespace").into(),
@@ -57,7 +76,7 @@ impl Spec {
             version,
             repository,
             restore_on_quorum_loss,
-            pod_policy: parent.pointer("/spec/pod").cloned().unwrap_or(Value::Null),
+            pod_policy: spec.pod.unwrap_or(Value::Null),
         })
     }
 
