@@ -32,23 +32,31 @@ fn schema() -> &'static Messages {
     })
 }
 
+/// What is wrong with a message-layout schema.
+#[derive(Debug, thiserror::Error)]
+#[error("proto schema: {0}")]
+struct SchemaError(String);
+
 /// The message layouts: `{"messages": {name: [[tag, jsonName, kind, "repeated"|"", typeName], ...]}}`.
-fn parse_schema(text: &str) -> Result<Messages, String> {
-    let raw: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    let messages = raw.get("messages").and_then(Value::as_object).ok_or("no messages object")?;
+fn parse_schema(text: &str) -> Result<Messages, SchemaError> {
+    let raw: Value = serde_json::from_str(text).map_err(|e| SchemaError(format!("not JSON: {e}")))?;
+    let messages =
+        raw.get("messages").and_then(Value::as_object).ok_or_else(|| SchemaError("no messages object".into()))?;
     let mut out = Messages::new();
     for (name, fields) in messages {
         let mut defs = HashMap::new();
-        for (i, f) in fields.as_array().ok_or_else(|| format!("messages.{name} is not a list"))?.iter().enumerate() {
+        for (i, f) in
+            fields.as_array().ok_or_else(|| SchemaError(format!("messages.{name} is not a list")))?.iter().enumerate()
+        {
             let at = |j: usize| f.get(j).and_then(Value::as_str).map(String::from);
-            let bad = || format!("messages.{name}[{i}] is not [tag, json, kind, label, type]");
+            let bad = || SchemaError(format!("messages.{name}[{i}] is not [tag, json, kind, label, type]"));
             let tag = f.get(0).and_then(Value::as_u64).ok_or_else(bad)?;
             let (json, kind) = (at(1).ok_or_else(bad)?, at(2).ok_or_else(bad)?);
             let repeated = at(3).ok_or_else(bad)? == "repeated";
             let type_name = match at(4) {
                 Some(t) => t,
                 None if kind == "message" => {
-                    return Err(format!("messages.{name}[{i}]: a message field needs its type"));
+                    return Err(SchemaError(format!("messages.{name}[{i}]: a message field needs its type")));
                 }
                 None => String::new(),
             };
@@ -57,7 +65,7 @@ fn parse_schema(text: &str) -> Result<Messages, String> {
         out.insert(name.clone(), defs);
     }
     if out.is_empty() {
-        return Err("no message layouts".into());
+        return Err(SchemaError("no message layouts".into()));
     }
     Ok(out)
 }
@@ -423,7 +431,7 @@ mod tests {
             (r#"{"messages": {"M": [[1, "a", "message", "optional"]]}}"#, "a message field needs its type"),
         ] {
             let e = parse_schema(text).unwrap_err();
-            assert!(e.contains(why), "{text}: {e}");
+            assert!(e.to_string().contains(why), "{text}: {e}");
         }
     }
 

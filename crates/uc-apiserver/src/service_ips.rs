@@ -16,14 +16,23 @@ pub struct ServiceRange {
     size: u32,
 }
 
+/// A Service IP range that cannot be used.
+#[derive(Debug, PartialEq, thiserror::Error)]
+#[error("{cidr:?}: {reason}")]
+pub struct CidrError {
+    cidr: String,
+    reason: String,
+}
+
 impl ServiceRange {
     /// Parses `a.b.c.d/len` (len 16..=30).
-    pub fn parse(cidr: &str) -> Result<ServiceRange, String> {
-        let (ip, len) = cidr.split_once('/').ok_or_else(|| format!("{cidr:?} is not a CIDR"))?;
-        let ip: Ipv4Addr = ip.parse().map_err(|e| format!("{cidr:?}: {e}"))?;
-        let len: u32 = len.parse().map_err(|e| format!("{cidr:?}: {e}"))?;
+    pub fn parse(cidr: &str) -> Result<ServiceRange, CidrError> {
+        let bad = |reason: String| CidrError { cidr: cidr.to_string(), reason };
+        let (ip, len) = cidr.split_once('/').ok_or_else(|| bad("not a.b.c.d/length".into()))?;
+        let ip: Ipv4Addr = ip.parse().map_err(|e: std::net::AddrParseError| bad(e.to_string()))?;
+        let len: u32 = len.parse().map_err(|e: std::num::ParseIntError| bad(e.to_string()))?;
         if !(16..=30).contains(&len) {
-            return Err(format!("{cidr:?}: the prefix length must be between 16 and 30"));
+            return Err(bad("the prefix length must be between 16 and 30".into()));
         }
         let size = 1u32 << (32 - len);
         Ok(ServiceRange { base: u32::from(ip) & !(size - 1), size })

@@ -9,6 +9,7 @@
 //!   command must name one of its tools (`python`, `pip`, `sh`, ...), mapped to the machine's own; a
 //!   multi-call image (busybox) runs any command as an applet of its program.
 
+use crate::invalid::Invalid;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -174,35 +175,38 @@ impl Allowlist {
     /// `{"allowlist": [{"images": ["repo", "repo:tag", "repo:3*"], "program": "/path", "prefixArgs": [],
     /// "defaultArgs": [], "tools": {"name": "/path"}, "runtime": false, "multiCall": false}]}`. Entries
     /// from the file come first, so they may also replace a shipped image's program.
-    pub fn extend_from_file(&mut self, path: &Path) -> Result<(), String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let v: Value = serde_json::from_str(&text).map_err(|e| format!("{}: not valid JSON: {e}", path.display()))?;
+    pub fn extend_from_file(&mut self, path: &Path) -> Result<(), Invalid> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| Invalid::new(&file, e.to_string()))?;
+        let v: Value = serde_json::from_str(&text).map_err(|e| Invalid::new(&file, format!("not valid JSON: {e}")))?;
         let mut added = Vec::new();
         for (i, e) in v.get("allowlist").and_then(Value::as_array).into_iter().flatten().enumerate() {
-            let field = |k: &str| format!("{}: allowlist[{i}].{k}", path.display());
+            let field = |k: &str| format!("{file}: allowlist[{i}].{k}");
             let strs = |k: &str| -> Vec<String> {
                 e.get(k)
                     .and_then(Value::as_array)
                     .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
                     .unwrap_or_default()
             };
-            let flag = |k: &str| -> Result<bool, String> {
+            let flag = |k: &str| -> Result<bool, Invalid> {
                 match e.get(k) {
                     None => Ok(false),
                     Some(Value::Bool(b)) => Ok(*b),
-                    Some(_) => Err(format!("{} must be true or false", field(k))),
+                    Some(_) => Err(Invalid::new(field(k), "must be true or false")),
                 }
             };
-            let program =
-                e.get("program").and_then(Value::as_str).ok_or_else(|| format!("{} is required", field("program")))?;
+            let program = e
+                .get("program")
+                .and_then(Value::as_str)
+                .ok_or_else(|| Invalid::new(field("program"), "is required"))?;
             let images = strs("images");
             if images.is_empty() {
-                return Err(format!("{} is required", field("images")));
+                return Err(Invalid::new(field("images"), "is required"));
             }
             let mut tools = Vec::new();
             for (name, tool) in e.get("tools").and_then(Value::as_object).into_iter().flatten() {
                 let tool =
-                    tool.as_str().ok_or_else(|| format!("{} must be a path", field(&format!("tools.{name}"))))?;
+                    tool.as_str().ok_or_else(|| Invalid::new(field(&format!("tools.{name}")), "must be a path"))?;
                 tools.push((name.clone(), PathBuf::from(tool)));
             }
             added.push(AllowEntry {
@@ -264,7 +268,7 @@ impl AllowEntry {
 
 /// The argv a container runs: a program of its allowlist entry, never anything else. Fails for a
 /// runtime image whose command names none of its tools.
-pub fn argv(entry: &AllowEntry, container: &Value) -> Result<Vec<String>, String> {
+pub fn argv(entry: &AllowEntry, container: &Value) -> Result<Vec<String>, Invalid> {
     let strs = |p: &str| -> Vec<String> {
         container
             .get(p)
@@ -285,9 +289,9 @@ pub fn argv(entry: &AllowEntry, container: &Value) -> Result<Vec<String>, String
         // No command: the image's default program with its default args, which `args` replace (a
         // runtime image's CMD, like `python3`, takes args as its own).
         if let Some(first) = command.first() {
-            return Err(format!(
-                "command {first:?} is not in the image (the node maps these of its commands: {})",
-                entry.commands()
+            return Err(Invalid::new(
+                "command",
+                format!("{first:?} is not in the image (the node maps these of its commands: {})", entry.commands()),
             ));
         }
         let mut out = vec![entry.program.display().to_string()];
@@ -394,7 +398,7 @@ mod tests {
         );
         assert_eq!(run(json!({"command": ["/bin/sh", "-c", "echo"]})).unwrap(), vec!["/bin/sh", "-c", "echo"]);
         assert_eq!(run(json!({"args": ["-m", "http.server"]})).unwrap(), vec!["/usr/bin/python3", "-m", "http.server"]);
-        let err = run(json!({"command": ["gunicorn", "app"]})).unwrap_err();
+        let err = run(json!({"command": ["gunicorn", "app"]})).unwrap_err().to_string();
         assert!(err.contains("\"gunicorn\" is not in the image") && err.contains("python, sh"), "{err}");
         let busybox = AllowEntry {
             images: vec!["busybox".into()],
@@ -436,9 +440,9 @@ mod tests {
         assert_eq!(argv(v34, &restore).unwrap()[0], "/usr/bin/etcdctl");
         assert_eq!(argv(v34, &json!({"command": ["etcd", "--x"]})).unwrap(), vec!["/usr/bin/etcd", "--x"]);
         std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "tools": {"t": 1}}]}"#).unwrap();
-        assert!(a.extend_from_file(&file).unwrap_err().contains("tools.t must be a path"));
+        assert!(a.extend_from_file(&file).unwrap_err().to_string().contains("allowlist[0].tools.t: must be a path"));
         std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "runtime": "yes"}]}"#).unwrap();
-        assert!(a.extend_from_file(&file).unwrap_err().contains("runtime must be true or false"));
+        assert!(a.extend_from_file(&file).unwrap_err().to_string().contains("runtime: must be true or false"));
         let _ = std::fs::remove_dir_all(dir);
     }
 
@@ -455,7 +459,7 @@ mod tests {
         assert!(a.find("ruby:3.3").unwrap().runtime);
         assert!(a.find("etcd").is_some(), "shipped entries stay");
         std::fs::write(&file, r#"{"allowlist": [{"images": ["x"]}]}"#).unwrap();
-        assert!(a.extend_from_file(&file).unwrap_err().contains("program is required"));
+        assert!(a.extend_from_file(&file).unwrap_err().to_string().contains("program: is required"));
         let _ = std::fs::remove_dir_all(dir);
     }
 }

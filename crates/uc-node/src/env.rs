@@ -26,6 +26,30 @@ impl Kind {
     }
 }
 
+/// Why a container's configuration (its environment, its volumes' files and mounts) cannot be made:
+/// the kubelet's CreateContainerConfigError and failed-mount messages, word for word.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ConfigError {
+    #[error("{} \"{name}\" not found", kind.noun())]
+    NotFound { kind: Kind, name: String },
+    #[error("couldn't find key {key} in {} {namespace}/{name}", kind.noun())]
+    MissingKey { kind: Kind, key: String, namespace: String, name: String },
+    #[error("configmap references non-existent config key: {key} ({} {namespace}/{name})", kind.noun())]
+    MissingItem { kind: Kind, key: String, namespace: String, name: String },
+    #[error("unsupported fieldRef fieldPath {0:?}")]
+    FieldPath(String),
+    #[error("unsupported resource {0:?}")]
+    Resource(String),
+    #[error("path {0:?} must be relative and may not contain '..'")]
+    Path(String),
+    #[error("volumeMounts[{index}].subPath: {sub_path:?} must be a relative path inside the volume")]
+    SubPath { index: usize, sub_path: String },
+    #[error("volume {0:?} is not written by the node")]
+    NotWritten(String),
+    #[error("no service account token is available")]
+    NoToken,
+}
+
 /// The keys and values of a ConfigMap or Secret (Secret values decoded; ConfigMap `binaryData`
 /// decoded too). None: the object does not exist.
 pub type Data = Option<BTreeMap<String, Vec<u8>>>;
@@ -133,7 +157,7 @@ fn map_lines(m: Option<&Value>) -> String {
 }
 
 /// A downward API field of the pod (`metadata.name`, `metadata.labels['app']`, `status.podIP`, ...).
-pub fn field(pod: &Value, path: &str, pod_ip: &str) -> Result<String, String> {
+pub fn field(pod: &Value, path: &str, pod_ip: &str) -> Result<String, ConfigError> {
     let meta_key = |prefix: &str| -> Option<String> {
         let rest = path.strip_prefix(prefix)?.strip_prefix("['")?.strip_suffix("']")?;
         Some(rest.to_string())
@@ -167,7 +191,7 @@ pub fn field(pod: &Value, path: &str, pod_ip: &str) -> Result<String, String> {
         },
         "status.podIP" | "status.podIPs" => pod_ip.into(),
         "status.hostIP" | "status.hostIPs" => "127.0.0.1".into(),
-        other => return Err(format!("unsupported fieldRef fieldPath {other:?}")),
+        other => return Err(ConfigError::FieldPath(other.to_string())),
     })
 }
 
@@ -199,11 +223,12 @@ fn quantity(q: &str) -> Option<f64> {
 
 /// A downward API resource of a container (`limits.cpu`, `requests.memory`, ...), in units of
 /// `divisor` (default 1), rounded up; a limit that is not set is the node's allocatable amount.
-pub fn resource(container: &Value, reference: &Value) -> Result<String, String> {
+pub fn resource(container: &Value, reference: &Value) -> Result<String, ConfigError> {
     let name = s(reference, "/resource");
-    let (kind, res) = name.split_once('.').ok_or_else(|| format!("unsupported resource {name:?}"))?;
+    let unsupported = || ConfigError::Resource(name.to_string());
+    let (kind, res) = name.split_once('.').ok_or_else(unsupported)?;
     if !matches!(kind, "limits" | "requests") || !matches!(res, "cpu" | "memory" | "ephemeral-storage") {
-        return Err(format!("unsupported resource {name:?}"));
+        return Err(unsupported());
     }
     let set = container.pointer(&format!("/resources/{kind}/{res}")).and_then(|v| match v {
         Value::String(s) => quantity(s),
@@ -254,8 +279,8 @@ pub fn expand(input: &str, env: &[(String, String)]) -> String {
     out
 }
 
-fn missing(kind: Kind, name: &str) -> String {
-    format!("{} \"{name}\" not found", kind.noun())
+fn missing(kind: Kind, name: &str) -> ConfigError {
+    ConfigError::NotFound { kind, name: name.to_string() }
 }
 
 /// A container's environment: `base` (what every container gets), then `envFrom`, then `env`, each
@@ -267,7 +292,7 @@ pub fn container_env(
     pod_ip: &str,
     base: &[(String, String)],
     sources: &dyn Sources,
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, String)>, ConfigError> {
     let mut env: Vec<(String, String)> = base.to_vec();
     for e in container.get("envFrom").and_then(Value::as_array).into_iter().flatten() {
         let prefix = s(e, "/prefix");
@@ -306,11 +331,12 @@ pub fn container_env(
                 Some(Some(v)) => String::from_utf8_lossy(&v).into_owned(),
                 _ if optional => continue,
                 Some(None) => {
-                    return Err(format!(
-                        "couldn't find key {key} in {} {}/{obj}",
-                        kind.noun(),
-                        s(pod, "/metadata/namespace")
-                    ));
+                    return Err(ConfigError::MissingKey {
+                        kind,
+                        key: key.to_string(),
+                        namespace: s(pod, "/metadata/namespace").to_string(),
+                        name: obj.to_string(),
+                    });
                 }
                 None => return Err(missing(kind, obj)),
             }
@@ -373,12 +399,12 @@ mod tests {
         let c = |r: Value| json!({"env": [{"name": "X", "valueFrom": r}]});
         let err =
             container_env(&pod(), &c(json!({"configMapKeyRef": {"name": "gone", "key": "k"}})), "", &[], &sources());
-        assert_eq!(err.unwrap_err(), "configmap \"gone\" not found");
+        assert_eq!(err.unwrap_err().to_string(), "configmap \"gone\" not found");
         let err =
             container_env(&pod(), &c(json!({"secretKeyRef": {"name": "pw", "key": "user"}})), "", &[], &sources());
-        assert_eq!(err.unwrap_err(), "couldn't find key user in secret ns/pw");
+        assert_eq!(err.unwrap_err().to_string(), "couldn't find key user in secret ns/pw");
         let err = container_env(&pod(), &json!({"envFrom": [{"secretRef": {"name": "nope"}}]}), "", &[], &sources());
-        assert_eq!(err.unwrap_err(), "secret \"nope\" not found");
+        assert_eq!(err.unwrap_err().to_string(), "secret \"nope\" not found");
     }
 
     #[test]
@@ -387,7 +413,7 @@ mod tests {
         assert_eq!(field(&p, "metadata.labels", "").unwrap(), "a=\"1\"\nb=\"2\"");
         assert_eq!(field(&p, "status.podIP", "127.1.0.5").unwrap(), "127.1.0.5");
         assert_eq!(field(&p, "spec.serviceAccountName", "").unwrap(), "default");
-        assert!(field(&p, "spec.bogus", "").is_err());
+        assert_eq!(field(&p, "spec.bogus", ""), Err(ConfigError::FieldPath("spec.bogus".into())));
         assert_eq!(resource(&json!({}), &json!({"resource": "limits.cpu", "divisor": "1m"})).unwrap(), "2000");
         assert_eq!(
             resource(&json!({"resources": {"requests": {"cpu": "250m"}}}), &json!({"resource": "requests.cpu"}))

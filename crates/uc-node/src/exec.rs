@@ -55,10 +55,23 @@ fn own_mount_namespace(pid: i32) -> bool {
     theirs.is_some() && theirs != ns("self")
 }
 
+/// Why an exec session could not run its command (sent to the client as the session's status).
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("no command given")]
+    NoCommand,
+    #[error("allocating a terminal: {0}")]
+    Terminal(std::io::Error),
+    #[error("{command}: {source}")]
+    Start { command: String, source: std::io::Error },
+    #[error("waiting for the command: {0}")]
+    Wait(std::io::Error),
+}
+
 /// The command that runs `argv` in a container: entering its mount namespace (`nsenter`) when it has
 /// one, with its environment and working directory.
-pub fn command(target: &ExecTarget, argv: &[String]) -> Result<tokio::process::Command, String> {
-    let (first, rest) = argv.split_first().ok_or("no command given")?;
+pub fn command(target: &ExecTarget, argv: &[String]) -> Result<tokio::process::Command, ExecError> {
+    let (first, rest) = argv.split_first().ok_or(ExecError::NoCommand)?;
     let mut full = target.entry.tool(first).unwrap_or_else(|| vec![first.clone()]);
     full.extend(rest.iter().cloned());
     let mut cmd;
@@ -111,7 +124,7 @@ impl Request {
 }
 
 /// The final status message: `Success`, or the failure with the exit code as kubectl reads it.
-pub fn status_message(protocol: &str, command: &[String], result: &Result<i32, String>) -> Vec<u8> {
+pub fn status_message(protocol: &str, command: &[String], result: &Result<i32, ExecError>) -> Vec<u8> {
     let v4 = protocol.starts_with("v4.") || protocol.starts_with("v5.");
     match result {
         Ok(0) if v4 => json!({"metadata": {}, "status": "Success"}).to_string().into_bytes(),
@@ -125,8 +138,8 @@ pub fn status_message(protocol: &str, command: &[String], result: &Result<i32, S
         .to_string()
         .into_bytes(),
         Ok(code) => format!("command terminated with non-zero exit code: exit status {code}").into_bytes(),
-        Err(e) if v4 => json!({"metadata": {}, "status": "Failure", "message": e, "reason": "InternalError"}).to_string().into_bytes(),
-        Err(e) => e.clone().into_bytes(),
+        Err(e) if v4 => json!({"metadata": {}, "status": "Failure", "message": e.to_string(), "reason": "InternalError"}).to_string().into_bytes(),
+        Err(e) => e.to_string().into_bytes(),
     }
 }
 
@@ -206,12 +219,12 @@ async fn run(
     protocol: &str,
     target: &ExecTarget,
     req: &Request,
-) -> Result<i32, String> {
+) -> Result<i32, ExecError> {
     let mut cmd = command(target, &req.command)?;
     let mut pty = None;
     if req.tty {
-        let (master, slave) = open_pty().map_err(|e| format!("allocating a terminal: {e}"))?;
-        let dup = |f: &OwnedFd| f.try_clone().map_err(|e| format!("allocating a terminal: {e}"));
+        let (master, slave) = open_pty().map_err(ExecError::Terminal)?;
+        let dup = |f: &OwnedFd| f.try_clone().map_err(ExecError::Terminal);
         // A session with the terminal as its controlling terminal (util-linux setsid -c), so job control
         // and Ctrl-C work as in a shell.
         let inner = cmd.as_std();
@@ -230,14 +243,17 @@ async fn run(
             .stderr(if req.stderr { Stdio::piped() } else { Stdio::null() });
     }
     cmd.kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| format!("{}: {e}", req.command.first().cloned().unwrap_or_default()))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|source| ExecError::Start { command: req.command.first().cloned().unwrap_or_default(), source })?;
     let mut pumps = Vec::new();
     let mut stdin: Option<Box<dyn tokio::io::AsyncWrite + Unpin + Send>> = None;
     if let Some(master) = &pty {
-        let reader = tokio::fs::File::from_std(std::fs::File::from(master.try_clone().map_err(|e| e.to_string())?));
+        let reader = tokio::fs::File::from_std(std::fs::File::from(master.try_clone().map_err(ExecError::Terminal)?));
         pumps.push(tokio::spawn(pump(reader, STDOUT, out.clone())));
         if req.stdin {
-            let writer = tokio::fs::File::from_std(std::fs::File::from(master.try_clone().map_err(|e| e.to_string())?));
+            let writer =
+                tokio::fs::File::from_std(std::fs::File::from(master.try_clone().map_err(ExecError::Terminal)?));
             stdin = Some(Box::new(writer));
         }
     } else {
@@ -276,7 +292,7 @@ async fn run(
     for p in pumps {
         let _ = tokio::time::timeout(Duration::from_secs(2), p).await;
     }
-    let status = status.map_err(|e| e.to_string())?;
+    let status = status.map_err(ExecError::Wait)?;
     use std::os::unix::process::ExitStatusExt;
     Ok(status.code().or_else(|| status.signal().map(|s| 128 + s)).unwrap_or(1))
 }
@@ -358,6 +374,12 @@ mod tests {
         let ok: Value = serde_json::from_slice(&status_message("v4.channel.k8s.io", &r.command, &Ok(0))).unwrap();
         assert_eq!(ok["status"], json!("Success"));
         assert!(status_message("channel.k8s.io", &r.command, &Ok(0)).is_empty(), "before v4 success says nothing");
+        let refused: Value =
+            serde_json::from_slice(&status_message("v5.channel.k8s.io", &[], &Err(ExecError::NoCommand))).unwrap();
+        assert_eq!(
+            (refused["message"].as_str(), refused["reason"].as_str()),
+            (Some("no command given"), Some("InternalError"))
+        );
     }
 
     #[tokio::test]
@@ -374,6 +396,6 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "hi /tmp", "only the container's environment");
-        assert!(command(&target, &[]).is_err());
+        assert!(matches!(command(&target, &[]), Err(ExecError::NoCommand)));
     }
 }

@@ -27,6 +27,7 @@ pub mod container;
 mod context;
 pub mod env;
 pub mod exec;
+pub mod invalid;
 pub mod logs;
 pub mod names;
 pub mod objects;

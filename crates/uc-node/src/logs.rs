@@ -3,6 +3,7 @@
 //! how `kubectl logs` options read them back: `--timestamps`, `--since`/`--since-time`, `--tail`,
 //! `--limit-bytes`. Writing happens in the container's shim; reading in the node's log endpoint.
 
+use crate::invalid::Invalid;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -97,10 +98,10 @@ pub struct ReadOptions {
 impl ReadOptions {
     /// From the query of a log request (`timestamps`, `sinceSeconds`, `sinceTime`, `tailLines`,
     /// `limitBytes`), as of `now`.
-    pub fn from_query(query: &[(String, String)], now: DateTime<Utc>) -> Result<ReadOptions, String> {
+    pub fn from_query(query: &[(String, String)], now: DateTime<Utc>) -> Result<ReadOptions, Invalid> {
         let get = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-        let number = |k: &str| -> Result<Option<i64>, String> {
-            get(k).map(|v| v.parse::<i64>().map_err(|_| format!("{k}: {v:?} is not a number"))).transpose()
+        let number = |k: &str| -> Result<Option<i64>, Invalid> {
+            get(k).map(|v| v.parse::<i64>().map_err(|_| Invalid::new(k, format!("{v:?} is not a number")))).transpose()
         };
         let mut o = ReadOptions {
             timestamps: get("timestamps").is_some_and(|v| v == "true" || v == "1"),
@@ -108,12 +109,12 @@ impl ReadOptions {
         };
         if let Some(s) = number("sinceSeconds")? {
             if s < 1 {
-                return Err("sinceSeconds: must be greater than 0".into());
+                return Err(Invalid::new("sinceSeconds", "must be greater than 0"));
             }
             o.since = Some(now - chrono::Duration::seconds(s));
         }
         if let Some(t) = get("sinceTime") {
-            let t = DateTime::parse_from_rfc3339(t).map_err(|e| format!("sinceTime: {t:?}: {e}"))?;
+            let t = DateTime::parse_from_rfc3339(t).map_err(|e| Invalid::new("sinceTime", format!("{t:?}: {e}")))?;
             o.since = Some(t.with_timezone(&Utc));
         }
         if let Some(n) = number("tailLines")? {
@@ -121,7 +122,7 @@ impl ReadOptions {
         }
         if let Some(n) = number("limitBytes")? {
             if n < 1 {
-                return Err("limitBytes: must be greater than 0".into());
+                return Err(Invalid::new("limitBytes", "must be greater than 0"));
             }
             o.limit_bytes = usize::try_from(n).ok();
         }
@@ -353,7 +354,7 @@ mod tests {
             o,
             ReadOptions { timestamps: true, since: Some(at("2026-01-01T00:00:30Z")), tail: Some(5), limit_bytes: None }
         );
-        assert!(ReadOptions::from_query(&q(&[("limitBytes", "0")]), now).unwrap_err().contains("limitBytes"));
-        assert!(ReadOptions::from_query(&q(&[("sinceTime", "yesterday")]), now).unwrap_err().contains("sinceTime"));
+        assert!(ReadOptions::from_query(&q(&[("limitBytes", "0")]), now).unwrap_err().field == "limitBytes");
+        assert!(ReadOptions::from_query(&q(&[("sinceTime", "yesterday")]), now).unwrap_err().field == "sinceTime");
     }
 }

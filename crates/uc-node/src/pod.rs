@@ -237,7 +237,7 @@ impl PodProcesses {
                     match start_run(&self.shim, &dir, state.run, &c.spec).await {
                         Ok(r) => r,
                         Err(e) => {
-                            self.set(&name, |s| s.start_error = Some(("RunContainerError".into(), e)));
+                            self.set(&name, |s| s.start_error = Some(("RunContainerError".into(), e.to_string())));
                             return;
                         }
                     }
@@ -411,19 +411,19 @@ impl PodProcesses {
 
 /// Starts a run; a shim of the previous run that is still letting go of the lock (a moment after its
 /// process ended) is waited for.
-async fn start_run(shim: &std::path::Path, dir: &ContainerDir, n: u32, spec: &container::Spec) -> Result<Run, String> {
-    let mut last = String::new();
+async fn start_run(
+    shim: &std::path::Path,
+    dir: &ContainerDir,
+    n: u32,
+    spec: &container::Spec,
+) -> Result<Run, container::StartError> {
     for _ in 0..50 {
         match container::start(shim, dir, n, spec).await {
-            Ok(r) => return Ok(r),
-            Err(e) if e.contains("running already") => {
-                last = e;
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(e) => return Err(e),
+            Err(container::StartError::Running) => tokio::time::sleep(Duration::from_millis(100)).await,
+            done => return done,
         }
     }
-    Err(last)
+    Err(container::StartError::Running)
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
+use crate::invalid::Invalid;
 use crate::spdy::{self, Codec, Frame};
 use crate::ws::{Out, Socket};
 
@@ -23,21 +24,25 @@ use crate::ws::{Out, Socket};
 pub const PROTOCOLS: &[&str] = &["SPDY/3.1+portforward.k8s.io", "v4.channel.k8s.io", "portforward.k8s.io"];
 
 /// Connects to a pod's port: its own address first, then loopback (a process may listen on either).
-async fn connect(ip: &str, port: u16) -> Result<TcpStream, String> {
+/// Fails with the error of the pod's own address.
+async fn connect(ip: &str, port: u16) -> std::io::Result<TcpStream> {
     match TcpStream::connect((ip, port)).await {
         Ok(s) => Ok(s),
-        Err(first) => {
-            TcpStream::connect(("127.0.0.1", port)).await.map_err(|_| format!("dial tcp {ip}:{port}: {first}"))
-        }
+        Err(first) => TcpStream::connect(("127.0.0.1", port)).await.map_err(|_| first),
     }
 }
 
 /// The ports of a channel-protocol request (`ports` repeated or comma-separated).
-pub fn ports(query: &[(String, String)]) -> Result<Vec<u16>, String> {
+pub fn ports(query: &[(String, String)]) -> Result<Vec<u16>, Invalid> {
     let mut out = Vec::new();
     for (_, v) in query.iter().filter(|(k, _)| k == "ports") {
         for p in v.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            out.push(p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| format!("invalid port {p:?}"))?);
+            out.push(
+                p.parse::<u16>()
+                    .ok()
+                    .filter(|p| *p > 0)
+                    .ok_or_else(|| Invalid::new("ports", format!("invalid port {p:?}")))?,
+            );
         }
     }
     Ok(out)
@@ -173,7 +178,7 @@ async fn forward(
     let tcp = match connect(&ip, port).await {
         Ok(t) => t,
         Err(e) => {
-            let msg = format!("error forwarding port {port} to pod {pod}: {e}");
+            let msg = format!("error forwarding port {port} to pod {pod}: dial tcp {ip}:{port}: {e}");
             let _ = out.send(spdy::data(error, false, msg.as_bytes())).await;
             let _ = out.send(spdy::data(error, true, &[])).await;
             let _ = out.send(spdy::data(data, true, &[])).await;
@@ -294,7 +299,7 @@ mod tests {
             [("ports", "2379,2380"), ("ports", "8080")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
         assert_eq!(ports(&q).unwrap(), vec![2379, 2380, 8080]);
         let bad: Vec<(String, String)> = vec![("ports".into(), "http".into())];
-        assert!(ports(&bad).unwrap_err().contains("invalid port"));
+        assert!(ports(&bad).unwrap_err().to_string().starts_with("ports: invalid port"));
     }
 
     /// A whole SPDY session against a local server: the client's frames in, the pod's answer out.

@@ -56,6 +56,22 @@ pub(crate) async fn service_account_token(ctx: &Ctx, pod: &Value) -> Option<Stri
     }
 }
 
+/// A volume the node could not write (the kubelet's words).
+#[derive(Debug, thiserror::Error)]
+#[error("MountVolume.SetUp failed for volume {volume:?} : {cause}")]
+pub(crate) struct MountError {
+    volume: String,
+    cause: MountCause,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum MountCause {
+    #[error(transparent)]
+    Config(#[from] env::ConfigError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
 /// Writes the pod's node-written volumes (configMap, secret, downwardAPI, projected); fails like a
 /// kubelet's mount when a required source is missing.
 pub(crate) fn write_volumes(
@@ -64,16 +80,15 @@ pub(crate) fn write_volumes(
     pod_dir: &Path,
     sources: &dyn env::Sources,
     token: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), MountError> {
     for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
         if !volumes::is_projected(v) {
             continue;
         }
         let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
-        let files = volumes::render(v, pod, ip, sources, token)
-            .map_err(|e| format!("MountVolume.SetUp failed for volume {name:?} : {e}"))?;
-        volumes::write_volume(&pod_dir.join("volumes").join(name), &files)
-            .map_err(|e| format!("MountVolume.SetUp failed for volume {name:?} : {e}"))?;
+        let failed = |cause: MountCause| MountError { volume: name.to_string(), cause };
+        let files = volumes::render(v, pod, ip, sources, token).map_err(|e| failed(e.into()))?;
+        volumes::write_volume(&pod_dir.join("volumes").join(name), &files).map_err(|e| failed(e.into()))?;
     }
     Ok(())
 }
@@ -117,9 +132,9 @@ pub(crate) fn prepare(
         .find(&image)
         .cloned()
         .ok_or_else(|| fail("ErrImageNeverPull", format!("image {image:?} is not on the node's allowlist")))?;
-    let argv = allowlist::argv(&entry, c).map_err(|e| fail("RunContainerError", e))?;
+    let argv = allowlist::argv(&entry, c).map_err(|e| fail("RunContainerError", e.to_string()))?;
     let argv: Vec<String> = argv.iter().map(|a| env::expand(a, &env)).collect();
-    let mounts = volumes::mounts_of(c, dirs).map_err(|e| fail("CreateContainerConfigError", e))?;
+    let mounts = volumes::mounts_of(c, dirs).map_err(|e| fail("CreateContainerConfigError", e.to_string()))?;
     let workdir = c.get("workingDir").and_then(Value::as_str).filter(|d| !d.is_empty()).map(String::from);
     let names = volumes::NameFiles { hosts: ctx.hosts.as_ref().map(|h| h.path(meta(pod, "namespace"))) };
     let isolated = volumes::can_isolate();
@@ -155,7 +170,8 @@ pub(crate) async fn prepare_pod(
         let _ = std::fs::create_dir_all(d);
     }
     let token = service_account_token(ctx, pod).await;
-    write_volumes(pod, ip, pod_dir, &sources, token.as_deref()).map_err(|m| ("ContainerCreating".to_string(), m))?;
+    write_volumes(pod, ip, pod_dir, &sources, token.as_deref())
+        .map_err(|m| ("ContainerCreating".to_string(), m.to_string()))?;
     let base = base_env(ctx, pod, ip);
     let list = |key: &str| pod.pointer(&format!("/spec/{key}")).and_then(Value::as_array).cloned().unwrap_or_default();
     let mut prepared = Vec::new();
@@ -163,7 +179,7 @@ pub(crate) async fn prepare_pod(
         let mut out = Vec::new();
         for c in list(key) {
             let env = env::container_env(pod, &c, ip, &base, &sources)
-                .map_err(|m| ("CreateContainerConfigError".to_string(), m))?;
+                .map_err(|m| ("CreateContainerConfigError".to_string(), m.to_string()))?;
             out.push(prepare(ctx, pod, &c, ip, env, &dirs));
         }
         prepared.push(out);

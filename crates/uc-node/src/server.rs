@@ -188,7 +188,7 @@ fn port_forward(req: Request<Incoming>, e: PodEntry, name: &str, query: &[(Strin
                     ws::upgrade(req, p, move |s| portforward::serve_channels(s, ports, pod, ip))
                 }
                 Ok(_) => error(StatusCode::BAD_REQUEST, "query parameter \"port\" is required"),
-                Err(e) => error(StatusCode::BAD_REQUEST, &e),
+                Err(e) => error(StatusCode::BAD_REQUEST, &e.to_string()),
             },
             None => error(
                 StatusCode::BAD_REQUEST,
@@ -247,7 +247,7 @@ fn logs(e: PodEntry, container: &str, query: &[(String, String)]) -> Response<Bo
     }
     let options = match ReadOptions::from_query(query, chrono::Utc::now()) {
         Ok(o) => o,
-        Err(m) => return error(StatusCode::BAD_REQUEST, &m),
+        Err(m) => return error(StatusCode::BAD_REQUEST, &m.to_string()),
     };
     let flag = |k: &str| query.iter().any(|(n, v)| n == k && (v == "true" || v == "1"));
     let (previous, follow) = (flag("previous"), flag("follow"));

@@ -18,7 +18,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::env::{self, Kind, Sources};
+use crate::env::{self, ConfigError, Kind, Sources};
 
 /// A directory (or file) mounted into a container: `source` on the machine at `target` in the
 /// container.
@@ -62,7 +62,7 @@ pub fn safe_relative(p: &str) -> bool {
 
 /// The mounts of one container; a `subPath` that does not exist yet is created as a directory, as the
 /// kubelet does. Fails for a `subPath` that leaves its volume.
-pub fn mounts_of(container: &Value, dirs: &HashMap<String, PathBuf>) -> Result<Vec<Mount>, String> {
+pub fn mounts_of(container: &Value, dirs: &HashMap<String, PathBuf>) -> Result<Vec<Mount>, ConfigError> {
     let mut out = Vec::new();
     for (i, m) in container.get("volumeMounts").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let Some(name) = m.get("name").and_then(Value::as_str) else { continue };
@@ -72,7 +72,7 @@ pub fn mounts_of(container: &Value, dirs: &HashMap<String, PathBuf>) -> Result<V
         let source = match m.get("subPath").and_then(Value::as_str).filter(|s| !s.is_empty()) {
             None => dir.clone(),
             Some(sub) if !safe_relative(sub) => {
-                return Err(format!("volumeMounts[{i}].subPath: {sub:?} must be a relative path inside the volume"));
+                return Err(ConfigError::SubPath { index: i, sub_path: sub.to_string() });
             }
             Some(sub) => {
                 let p = dir.join(sub);
@@ -165,7 +165,7 @@ pub fn render(
     pod_ip: &str,
     sources: &dyn Sources,
     token: Option<&str>,
-) -> Result<BTreeMap<String, File>, String> {
+) -> Result<BTreeMap<String, File>, ConfigError> {
     let name = volume.get("name").and_then(Value::as_str).unwrap_or_default();
     let mut out = BTreeMap::new();
     let default_mode = |v: &Value| v.get("defaultMode").and_then(Value::as_u64).map(|m| m as u32).unwrap_or(0o644);
@@ -186,19 +186,19 @@ pub fn render(
                 downward_files(src, pod, pod_ip, mode, &mut out)?;
             } else if let Some(src) = s.get("serviceAccountToken") {
                 let path = src.get("path").and_then(Value::as_str).unwrap_or("token");
-                let token = token.ok_or("no service account token is available")?;
+                let token = token.ok_or(ConfigError::NoToken)?;
                 add(&mut out, path, token.as_bytes().to_vec(), mode)?;
             }
         }
     } else {
-        return Err(format!("volume {name:?} is not written by the node"));
+        return Err(ConfigError::NotWritten(name.to_string()));
     }
     Ok(out)
 }
 
-fn add(out: &mut BTreeMap<String, File>, path: &str, data: Vec<u8>, mode: u32) -> Result<(), String> {
+fn add(out: &mut BTreeMap<String, File>, path: &str, data: Vec<u8>, mode: u32) -> Result<(), ConfigError> {
     if !safe_relative(path) || path.starts_with("..") {
-        return Err(format!("path {path:?} must be relative and may not contain '..'"));
+        return Err(ConfigError::Path(path.to_string()));
     }
     out.insert(path.trim_start_matches("./").to_string(), File { data, mode });
     Ok(())
@@ -212,11 +212,11 @@ fn object_files(
     sources: &dyn Sources,
     default_mode: u32,
     out: &mut BTreeMap<String, File>,
-) -> Result<(), String> {
+) -> Result<(), ConfigError> {
     let name = src.get(name_key).and_then(Value::as_str).unwrap_or_default();
     let optional = src.get("optional").and_then(Value::as_bool).unwrap_or(false);
     let Some(data) = sources.data(kind, name) else {
-        return if optional { Ok(()) } else { Err(format!("{} \"{name}\" not found", kind.noun())) };
+        return if optional { Ok(()) } else { Err(ConfigError::NotFound { kind, name: name.to_string() }) };
     };
     let mode = src.get("defaultMode").and_then(Value::as_u64).map(|m| m as u32).unwrap_or(default_mode);
     match src.get("items").and_then(Value::as_array) {
@@ -235,10 +235,12 @@ fn object_files(
                     None if optional => {}
                     None => {
                         let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
-                        return Err(format!(
-                            "configmap references non-existent config key: {key} ({} {ns}/{name})",
-                            kind.noun()
-                        ));
+                        return Err(ConfigError::MissingItem {
+                            kind,
+                            key: key.to_string(),
+                            namespace: ns.to_string(),
+                            name: name.to_string(),
+                        });
                     }
                 }
             }
@@ -253,7 +255,7 @@ fn downward_files(
     pod_ip: &str,
     default_mode: u32,
     out: &mut BTreeMap<String, File>,
-) -> Result<(), String> {
+) -> Result<(), ConfigError> {
     for item in src.get("items").and_then(Value::as_array).into_iter().flatten() {
         let path = item.get("path").and_then(Value::as_str).unwrap_or_default();
         let mode = item.get("mode").and_then(Value::as_u64).map(|m| m as u32).unwrap_or(default_mode);
@@ -381,7 +383,7 @@ mod tests {
             }]
         );
         let bad = json!({"volumeMounts": [{"name": "tmp", "mountPath": "/x", "subPath": "../../etc"}]});
-        assert!(mounts_of(&bad, &dirs).unwrap_err().contains("subPath"));
+        assert!(matches!(mounts_of(&bad, &dirs), Err(ConfigError::SubPath { index: 0, .. })));
         assert_eq!(quote("it's"), "'it'\\''s'");
     }
 
@@ -403,12 +405,12 @@ mod tests {
         assert_eq!(projected["namespace"].data, b"ns");
         assert_eq!(projected["labels"].data, b"app=\"a\"");
         assert_eq!(
-            files(json!({"name": "v", "configMap": {"name": "gone"}})).unwrap_err(),
+            files(json!({"name": "v", "configMap": {"name": "gone"}})).unwrap_err().to_string(),
             "configmap \"gone\" not found"
         );
         let escape =
             files(json!({"name": "v", "configMap": {"name": "hook", "items": [{"key": "other", "path": "../x"}]}}));
-        assert!(escape.unwrap_err().contains("may not contain '..'"));
+        assert!(escape.unwrap_err().to_string().contains("may not contain '..'"));
     }
 
     #[test]

@@ -240,7 +240,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         let mut allowlist = uc_node::allowlist::Allowlist::shipped(exe.clone());
         let node_config = args.data_dir.join("node.json");
         if node_config.exists() {
-            allowlist.extend_from_file(&node_config).map_err(anyhow::Error::msg).context("reading the node config")?;
+            allowlist.extend_from_file(&node_config).context("reading the node config")?;
         }
         let data_dir = std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone());
         let options = uc_node::NodeOptions {

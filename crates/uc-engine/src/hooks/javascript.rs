@@ -193,15 +193,20 @@ fn run(engine: &Engine, job: &Job<'_>) -> Result<Value, HookError> {
         let f: Function = ctx.globals().get("__uc_call").map_err(|e| HookError::Script(e.to_string()))?;
         let request = ctx.json_parse(job.request).map_err(script)?;
         let out: rquickjs::Value = f.call((job.kind.as_str(), request)).map_err(script)?;
-        to_json(&out, 0).map_err(HookError::InvalidResponse)
+        to_json(&out, 0)
     })
+}
+
+/// A returned value that is not JSON.
+fn invalid(e: impl std::fmt::Display) -> HookError {
+    HookError::InvalidResponse(e.to_string())
 }
 
 /// Converts a returned JavaScript value to JSON the way `JSON.stringify` would (functions and
 /// `undefined` members dropped, non-finite numbers as null), without building a string.
-fn to_json(v: &rquickjs::Value<'_>, depth: usize) -> Result<Value, String> {
+fn to_json(v: &rquickjs::Value<'_>, depth: usize) -> Result<Value, HookError> {
     if depth > 128 {
-        return Err("the returned value nests too deeply (or is cyclic)".into());
+        return Err(invalid("the returned value nests too deeply (or is cyclic)"));
     }
     if v.is_undefined() || v.is_null() || v.is_function() {
         return Ok(Value::Null);
@@ -220,25 +225,24 @@ fn to_json(v: &rquickjs::Value<'_>, depth: usize) -> Result<Value, String> {
         return Ok(serde_json::Number::from_f64(f).map(Value::Number).unwrap_or(Value::Null));
     }
     if let Some(s) = v.as_string() {
-        return s.to_string().map(Value::String).map_err(|e| e.to_string());
+        return s.to_string().map(Value::String).map_err(invalid);
     }
     if let Some(a) = v.as_array() {
         let mut out = Vec::with_capacity(a.len());
         for item in a.iter::<rquickjs::Value>() {
-            let item = item.map_err(|e| e.to_string())?;
+            let item = item.map_err(invalid)?;
             out.push(to_json(&item, depth + 1)?);
         }
         return Ok(Value::Array(out));
     }
     if let Some(o) = v.as_object() {
         if let Ok(to_json_fn) = o.get::<_, Function>("toJSON") {
-            let r: rquickjs::Value =
-                to_json_fn.call((rquickjs::function::This(o.clone()),)).map_err(|e| e.to_string())?;
+            let r: rquickjs::Value = to_json_fn.call((rquickjs::function::This(o.clone()),)).map_err(invalid)?;
             return to_json(&r, depth + 1);
         }
         let mut out = serde_json::Map::new();
         for prop in o.props::<String, rquickjs::Value>() {
-            let (k, val) = prop.map_err(|e| e.to_string())?;
+            let (k, val) = prop.map_err(invalid)?;
             if val.is_undefined() || val.is_function() {
                 continue;
             }
@@ -246,7 +250,7 @@ fn to_json(v: &rquickjs::Value<'_>, depth: usize) -> Result<Value, String> {
         }
         return Ok(Value::Object(out));
     }
-    Err(format!("the script returned a value JSON cannot represent ({})", v.type_name()))
+    Err(invalid(format!("the script returned a value JSON cannot represent ({})", v.type_name())))
 }
 
 #[cfg(test)]

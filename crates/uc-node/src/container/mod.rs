@@ -230,12 +230,31 @@ pub struct Spec {
     pub stdin: bool,
 }
 
+/// Why a run of a container did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("creating {}: {source}", dir.display())]
+    Dir { dir: PathBuf, source: std::io::Error },
+    /// Its lock is held: a process of the container runs (or its shim is letting go of the lock).
+    #[error("the container is running already")]
+    Running,
+    #[error("starting the shim {}: {source}", shim.display())]
+    Shim { shim: PathBuf, source: std::io::Error },
+    /// The shim's own `error: ...` line (the command could not be run).
+    #[error("{0}")]
+    Refused(String),
+    #[error("the shim did not start the container ({0:?})")]
+    NoAnswer(String),
+    #[error("the shim recorded no process")]
+    NoRecord,
+}
+
 /// Starts run `n` of a container through its shim; returns once the container's process runs.
 /// Refuses when the container runs already (its lock is held): never two processes for one container.
-pub async fn start(shim: &Path, dir: &ContainerDir, n: u32, spec: &Spec) -> Result<Run, String> {
-    std::fs::create_dir_all(dir.path()).map_err(|e| format!("creating {}: {e}", dir.path().display()))?;
+pub async fn start(shim: &Path, dir: &ContainerDir, n: u32, spec: &Spec) -> Result<Run, StartError> {
+    std::fs::create_dir_all(dir.path()).map_err(|source| StartError::Dir { dir: dir.path().to_path_buf(), source })?;
     if dir.locked() {
-        return Err("the container is running already".into());
+        return Err(StartError::Running);
     }
     let _ = std::fs::remove_file(dir.exit_path(n));
     let mut cmd = tokio::process::Command::new(shim);
@@ -248,8 +267,8 @@ pub async fn start(shim: &Path, dir: &ContainerDir, n: u32, spec: &Spec) -> Resu
         cmd.current_dir(d);
     }
     cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
-    let mut child = cmd.spawn().map_err(|e| format!("starting the shim {}: {e}", shim.display()))?;
-    let out = child.stdout.take().ok_or("the shim has no stdout")?;
+    let mut child = cmd.spawn().map_err(|source| StartError::Shim { shim: shim.to_path_buf(), source })?;
+    let out = child.stdout.take().ok_or_else(|| StartError::NoAnswer(String::new()))?;
     // The shim says `started <pid>` once the process runs, or `error: ...` and exits.
     let mut line = String::new();
     let mut reader = tokio::io::BufReader::new(out);
@@ -260,12 +279,12 @@ pub async fn start(shim: &Path, dir: &ContainerDir, n: u32, spec: &Spec) -> Resu
         let _ = child.wait().await;
     });
     if let Some(e) = line.strip_prefix("error: ") {
-        return Err(e.to_string());
+        return Err(StartError::Refused(e.to_string()));
     }
     if !line.starts_with("started ") {
-        return Err(format!("the shim did not start the container ({line:?})"));
+        return Err(StartError::NoAnswer(line));
     }
-    adopt(dir, n).await.ok_or_else(|| "the shim recorded no process".to_string())
+    adopt(dir, n).await.ok_or(StartError::NoRecord)
 }
 
 /// The running run `n` of a container whose shim holds its lock (after a restart of the node).

@@ -18,45 +18,20 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use kube::CustomResourceExt;
 use serde_json::{Value, json};
 use uc_engine::names::{ClusterNames, Resolver};
 
 use super::resources::GROUP;
-use super::storage::S3;
+use super::storage::{S3, StorageError};
 use uc_api::meta::str_at;
 
 /// Name of the native hook.
 pub const HOOK: &str = "etcd-backup";
 
-/// The EtcdBackup CRD (coreos field names).
+/// The EtcdBackup CRD (coreos field names), derived from `types::EtcdBackupSpec`.
 pub fn crd() -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("etcdbackups.{GROUP}")},
-        "spec": {
-            "group": GROUP, "scope": "Namespaced",
-            "names": {"kind": "EtcdBackup", "listKind": "EtcdBackupList", "plural": "etcdbackups", "singular": "etcdbackup"},
-            "versions": [{
-                "name": "v1beta2", "served": true, "storage": true, "subresources": {"status": {}},
-                "additionalPrinterColumns": [
-                    {"name": "Succeeded", "type": "boolean", "jsonPath": ".status.succeeded"},
-                    {"name": "Revision", "type": "integer", "jsonPath": ".status.etcdRevision"},
-                    {"name": "Last Success", "type": "date", "jsonPath": ".status.lastSuccessDate"},
-                    {"name": "Reason", "type": "string", "jsonPath": ".status.reason"}],
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                    "spec": {"type": "object", "required": ["etcdEndpoints"], "properties": {
-                        "etcdEndpoints": {"type": "array", "minItems": 1, "items": {"type": "string"}},
-                        "storageType": {"type": "string", "enum": ["Local", "S3"], "default": "Local"},
-                        "local": {"type": "object", "properties": {"path": {"type": "string"}}},
-                        "s3": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                        "backupPolicy": {"type": "object", "properties": {
-                            "backupIntervalInSecond": {"type": "integer", "minimum": 0},
-                            "maxBackups": {"type": "integer", "minimum": 0},
-                            "timeoutInSecond": {"type": "integer", "minimum": 1}}}}},
-                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}
-            }]
-        }
-    })
+    serde_json::to_value(super::types::EtcdBackup::crd()).unwrap_or(Value::Null)
 }
 
 /// The UniversalController of backups: no children, status only.
@@ -82,20 +57,41 @@ struct Saved {
 async fn post(
     client: &Client<HttpConnector<Resolver>, Full<Bytes>>,
     url: String,
-) -> Result<http::Response<hyper::body::Incoming>, String> {
-    let req = http::Request::post(&url)
+) -> Result<http::Response<hyper::body::Incoming>, SnapshotError> {
+    let request = http::Request::post(&url)
         .header(http::header::CONTENT_TYPE, "application/json")
-        .body(Full::new(Bytes::from_static(b"{}")))
-        .map_err(|e| e.to_string())?;
-    let resp = client.request(req).await.map_err(|e| format!("{url}: {e}"))?;
+        .body(Full::new(Bytes::from_static(b"{}")));
+    let failed = |message: String| SnapshotError::Request { url: url.clone(), message };
+    let request = request.map_err(|e| failed(e.to_string()))?;
+    let resp = client.request(request).await.map_err(|e| failed(e.to_string()))?;
     if !resp.status().is_success() {
-        return Err(format!("{url}: {}", resp.status()));
+        return Err(failed(resp.status().to_string()));
     }
     Ok(resp)
 }
 
+/// Why a snapshot could not be taken or stored.
+#[derive(Debug, thiserror::Error)]
+enum SnapshotError {
+    /// etcd could not be asked, or said no.
+    #[error("{url}: {message}")]
+    Request { url: String, message: String },
+    /// What etcd sent is not what its API describes, or says it failed.
+    #[error("{what}: {message}")]
+    Answer { what: &'static str, message: String },
+    /// The snapshot could not be written or uploaded.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+impl SnapshotError {
+    fn answer(what: &'static str) -> impl Fn(&dyn std::fmt::Display) -> SnapshotError {
+        move |e| SnapshotError::Answer { what, message: e.to_string() }
+    }
+}
+
 /// Streams a snapshot from `endpoint` into `file` (through `<file>.partial`).
-async fn snapshot(endpoint: &str, file: &Path, resolver: Resolver) -> Result<Saved, String> {
+async fn snapshot(endpoint: &str, file: &Path, resolver: Resolver) -> Result<Saved, SnapshotError> {
     let client =
         Client::builder(TokioExecutor::new()).build::<_, Full<Bytes>>(HttpConnector::new_with_resolver(resolver));
     let endpoint = endpoint.trim_end_matches('/');
@@ -104,33 +100,35 @@ async fn snapshot(endpoint: &str, file: &Path, resolver: Resolver) -> Result<Sav
         .into_body()
         .collect()
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(|e| SnapshotError::answer("maintenance status")(&e))?
         .to_bytes();
-    let status: Value = serde_json::from_slice(&status_body).map_err(|e| format!("maintenance status: {e}"))?;
+    let status: Value =
+        serde_json::from_slice(&status_body).map_err(|e| SnapshotError::answer("maintenance status")(&e))?;
     let revision = str_at(&status, "/header/revision").parse().unwrap_or(0);
     let version = str_at(&status, "/version").to_string();
     let partial = PathBuf::from(format!("{}.partial", file.display()));
     if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(StorageError::file(dir))?;
     }
-    let mut out = std::fs::File::create(&partial).map_err(|e| format!("{}: {e}", partial.display()))?;
+    let mut out = std::fs::File::create(&partial).map_err(StorageError::file(&partial))?;
     let mut body = post(&client, format!("{endpoint}/v3/maintenance/snapshot")).await?.into_body();
     let mut pending = Vec::new();
-    let mut write_line = |line: &[u8]| -> Result<(), String> {
+    let mut write_line = |line: &[u8]| -> Result<(), SnapshotError> {
         if line.iter().all(u8::is_ascii_whitespace) {
             return Ok(());
         }
-        let msg: Value = serde_json::from_slice(line).map_err(|e| format!("snapshot stream: {e}"))?;
+        let msg: Value = serde_json::from_slice(line).map_err(|e| SnapshotError::answer("snapshot stream")(&e))?;
         if let Some(err) = msg.get("error") {
-            return Err(format!("snapshot: {err}"));
+            return Err(SnapshotError::answer("snapshot")(err));
         }
         let blob = str_at(&msg, "/result/blob");
-        let bytes =
-            base64::engine::general_purpose::STANDARD.decode(blob).map_err(|e| format!("snapshot chunk: {e}"))?;
-        std::io::Write::write_all(&mut out, &bytes).map_err(|e| e.to_string())
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(blob)
+            .map_err(|e| SnapshotError::answer("snapshot chunk")(&e))?;
+        Ok(std::io::Write::write_all(&mut out, &bytes).map_err(StorageError::file(&partial))?)
     };
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| format!("snapshot stream: {e}"))?;
+        let frame = frame.map_err(|e| SnapshotError::answer("snapshot stream")(&e))?;
         if let Ok(data) = frame.into_data() {
             pending.extend_from_slice(&data);
             while let Some(pos) = pending.iter().position(|b| *b == b'\n') {
@@ -140,8 +138,8 @@ async fn snapshot(endpoint: &str, file: &Path, resolver: Resolver) -> Result<Sav
         }
     }
     write_line(&pending)?;
-    out.sync_all().map_err(|e| e.to_string())?;
-    std::fs::rename(&partial, file).map_err(|e| format!("{}: {e}", file.display()))?;
+    out.sync_all().map_err(StorageError::file(&partial))?;
+    std::fs::rename(&partial, file).map_err(StorageError::file(file))?;
     Ok(Saved { revision, version })
 }
 
@@ -206,7 +204,7 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
         let spec = parent.pointer("/spec/s3").cloned().unwrap_or_default();
         match S3::open(client, str_at(parent, "/metadata/namespace"), &spec, "spec.s3").await {
             Ok(s3) => Some(s3),
-            Err(e) => return failed(e),
+            Err(e) => return failed(e.to_string()),
         }
     } else {
         None
@@ -246,7 +244,7 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
         let saved = match attempt {
             Ok(Ok(saved)) => saved,
             Ok(Err(e)) => {
-                last_error = e;
+                last_error = e.to_string();
                 let _ = std::fs::remove_file(format!("{}.partial", tmp.display()));
                 continue;
             }
@@ -272,7 +270,7 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
                     if interval > 0 && max_backups > 0 {
                         s3.prune(&s3.key, max_backups).await?;
                     }
-                    Ok::<String, String>(s3.full(&key))
+                    Ok::<String, StorageError>(s3.full(&key))
                 }
                 .await;
                 let _ = std::fs::remove_dir_all(base.parent().unwrap_or(&base));
@@ -293,7 +291,7 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
         let backup_path = match stored {
             Ok(p) => p,
             Err(e) => {
-                last_error = e;
+                last_error = e.to_string();
                 break;
             }
         };

@@ -10,6 +10,7 @@
 
 use std::path::PathBuf;
 
+use kube::CustomResourceExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
@@ -21,34 +22,10 @@ pub const HOOK: &str = "etcd-restore";
 /// The annotation on an EtcdCluster that asks its controller to restore it.
 pub const ANNOTATION: &str = "etcd.database.coreos.com/restore";
 
-/// The EtcdRestore CRD (coreos field names, plus an optional size for a cluster that no longer exists).
+/// The EtcdRestore CRD (coreos field names, plus an optional size for a cluster that no longer exists),
+/// derived from `types::EtcdRestoreSpec`.
 pub fn crd() -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("etcdrestores.{GROUP}")},
-        "spec": {
-            "group": GROUP, "scope": "Namespaced",
-            "names": {"kind": "EtcdRestore", "listKind": "EtcdRestoreList", "plural": "etcdrestores", "singular": "etcdrestore"},
-            "versions": [{
-                "name": "v1beta2", "served": true, "storage": true, "subresources": {"status": {}},
-                "additionalPrinterColumns": [
-                    {"name": "Cluster", "type": "string", "jsonPath": ".spec.etcdCluster.name"},
-                    {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-                    {"name": "Reason", "type": "string", "jsonPath": ".status.reason"},
-                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                    "spec": {"type": "object", "required": ["etcdCluster"], "properties": {
-                        "etcdCluster": {"type": "object", "required": ["name"], "properties": {
-                            "name": {"type": "string", "minLength": 1},
-                            "size": {"type": "integer", "minimum": 1, "maximum": 7},
-                            "version": {"type": "string", "pattern": "^v?3\\.[0-9]+\\.[0-9]+$"}}},
-                        "backupStorageType": {"type": "string", "enum": ["Local", "S3"], "default": "Local"},
-                        "local": {"type": "object", "properties": {"path": {"type": "string"}}},
-                        "s3": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
-                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}
-            }]
-        }
-    })
+    serde_json::to_value(super::types::EtcdRestore::crd()).unwrap_or(Value::Null)
 }
 
 /// The UniversalController of restores: no children; the EtcdCluster is reached through the API.
@@ -104,7 +81,7 @@ pub async fn sync(client: &kube::Client, request: &Value) -> Value {
     let restore_name = format!("{ns}/{}", str_at(parent, "/metadata/name"));
     let snapshot = match super::storage::fetch(client, parent).await {
         Ok(p) => p,
-        Err(e) => return status("Failed", &e, None),
+        Err(e) => return status("Failed", &e.to_string(), None),
     };
     let wanted = Request { id: str_at(parent, "/metadata/uid").to_string(), snapshot: snapshot.clone() };
     let clusters: Api<DynamicObject> = api(client, ns, "EtcdCluster", "etcdclusters");

@@ -19,6 +19,34 @@ use tokio::io::AsyncWriteExt;
 
 use uc_api::meta::str_at;
 
+/// Why a snapshot could not be stored or fetched. The messages name the spec field or the location.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// The spec names storage that cannot be used.
+    #[error("{field}: {message}")]
+    Spec { field: String, message: String },
+    /// A local file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    File { path: PathBuf, source: std::io::Error },
+    /// The object store refused or failed.
+    #[error("{location}: {source}")]
+    Store { location: String, source: object_store::Error },
+    /// An upload failed half-way (nothing was left behind).
+    #[error("uploading {location}: {source}")]
+    Upload { location: String, source: std::io::Error },
+}
+
+impl StorageError {
+    fn spec(field: impl Into<String>, message: impl Into<String>) -> StorageError {
+        StorageError::Spec { field: field.into(), message: message.into() }
+    }
+
+    /// The error of an I/O operation on `path`.
+    pub(super) fn file(path: &Path) -> impl FnOnce(std::io::Error) -> StorageError + '_ {
+        move |source| StorageError::File { path: path.to_path_buf(), source }
+    }
+}
+
 /// What a backup recorded next to its snapshot (`<file>.meta.json`).
 pub fn meta_path(snapshot: &Path) -> PathBuf {
     PathBuf::from(format!("{}.meta.json", snapshot.display()))
@@ -50,24 +78,29 @@ fn ini_value(text: &str, key: &str) -> Option<String> {
 
 impl S3 {
     /// The store named by an `s3` spec (`field` is its path in the spec, for errors).
-    pub async fn open(client: &kube::Client, namespace: &str, spec: &Value, field: &str) -> Result<S3, String> {
+    pub async fn open(client: &kube::Client, namespace: &str, spec: &Value, field: &str) -> Result<S3, StorageError> {
         let path = str_at(spec, "/path");
         let Some((bucket, key)) = path.split_once('/').filter(|(b, k)| !b.is_empty() && !k.is_empty()) else {
-            return Err(format!("{field}.path: {path:?} is not <bucket>/<key>"));
+            return Err(StorageError::spec(format!("{field}.path"), format!("{path:?} is not <bucket>/<key>")));
         };
         let secret_name = str_at(spec, "/awsSecret");
         if secret_name.is_empty() {
-            return Err(format!("{field}.awsSecret: names the Secret with the credentials"));
+            return Err(StorageError::spec(format!("{field}.awsSecret"), "names the Secret with the credentials"));
         }
         let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-        let secret = secrets.get(secret_name).await.map_err(|e| format!("{field}.awsSecret: {secret_name}: {e}"))?;
+        let secret = secrets
+            .get(secret_name)
+            .await
+            .map_err(|e| StorageError::spec(format!("{field}.awsSecret"), format!("{secret_name}: {e}")))?;
         let data = secret.data.unwrap_or_default();
         let file = |k: &str| data.get(k).map(|b| String::from_utf8_lossy(&b.0).into_owned()).unwrap_or_default();
         let (credentials, config) = (file("credentials"), file("config"));
-        let access = ini_value(&credentials, "aws_access_key_id")
-            .ok_or_else(|| format!("{field}.awsSecret: {secret_name} has no aws_access_key_id in `credentials`"))?;
-        let secret_key = ini_value(&credentials, "aws_secret_access_key")
-            .ok_or_else(|| format!("{field}.awsSecret: {secret_name} has no aws_secret_access_key in `credentials`"))?;
+        let missing = |key: &str| {
+            StorageError::spec(format!("{field}.awsSecret"), format!("{secret_name} has no {key} in `credentials`"))
+        };
+        let access = ini_value(&credentials, "aws_access_key_id").ok_or_else(|| missing("aws_access_key_id"))?;
+        let secret_key =
+            ini_value(&credentials, "aws_secret_access_key").ok_or_else(|| missing("aws_secret_access_key"))?;
         let region = ini_value(&config, "region").unwrap_or_else(|| "us-east-1".into());
         let mut builder = AmazonS3Builder::new()
             .with_bucket_name(bucket)
@@ -85,7 +118,7 @@ impl S3 {
                 .with_allow_http(endpoint.starts_with("http://"))
                 .with_virtual_hosted_style_request(!path_style);
         }
-        let store = builder.build().map_err(|e| format!("{field}: {e}"))?;
+        let store = builder.build().map_err(|e| StorageError::spec(field, e.to_string()))?;
         Ok(S3 { store: Arc::new(store), bucket: bucket.to_string(), key: key.to_string() })
     }
 
@@ -95,42 +128,47 @@ impl S3 {
     }
 
     /// Uploads a file (in parts when large); the object appears only when complete.
-    pub async fn upload(&self, file: &Path, key: &str) -> Result<(), String> {
-        let mut src = tokio::fs::File::open(file).await.map_err(|e| format!("{}: {e}", file.display()))?;
+    pub async fn upload(&self, file: &Path, key: &str) -> Result<(), StorageError> {
+        let mut src = tokio::fs::File::open(file).await.map_err(StorageError::file(file))?;
         let mut dst = object_store::buffered::BufWriter::new(self.store.clone(), Key::from(key));
         let copied = tokio::io::copy(&mut src, &mut dst).await;
         if let Err(e) = copied {
             let _ = dst.abort().await;
-            return Err(format!("uploading {}: {e}", self.full(key)));
+            return Err(StorageError::Upload { location: self.full(key), source: e });
         }
-        dst.shutdown().await.map_err(|e| format!("uploading {}: {e}", self.full(key)))
+        dst.shutdown().await.map_err(|source| StorageError::Upload { location: self.full(key), source })
     }
 
     /// Writes a small object.
-    pub async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), String> {
-        self.store.put(&Key::from(key), PutPayload::from(bytes)).await.map(|_| ()).map_err(|e| e.to_string())
+    pub async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), StorageError> {
+        self.store.put(&Key::from(key), PutPayload::from(bytes)).await.map(|_| ()).map_err(self.store_error(key))
     }
 
     /// Downloads an object to a file.
-    pub async fn download(&self, key: &str, file: &Path) -> Result<(), String> {
-        let got = self.store.get(&Key::from(key)).await.map_err(|e| format!("{}: {e}", self.full(key)))?;
-        let mut out = tokio::fs::File::create(file).await.map_err(|e| format!("{}: {e}", file.display()))?;
+    pub async fn download(&self, key: &str, file: &Path) -> Result<(), StorageError> {
+        let got = self.store.get(&Key::from(key)).await.map_err(self.store_error(key))?;
+        let mut out = tokio::fs::File::create(file).await.map_err(StorageError::file(file))?;
         let mut stream = got.into_stream();
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| format!("{}: {e}", self.full(key)))?;
-            out.write_all(&chunk).await.map_err(|e| format!("{}: {e}", file.display()))?;
+            let chunk = chunk.map_err(self.store_error(key))?;
+            out.write_all(&chunk).await.map_err(StorageError::file(file))?;
         }
-        out.sync_all().await.map_err(|e| e.to_string())
+        out.sync_all().await.map_err(StorageError::file(file))
+    }
+
+    fn store_error(&self, key: &str) -> impl FnOnce(object_store::Error) -> StorageError {
+        let location = self.full(key);
+        move |source| StorageError::Store { location, source }
     }
 
     /// Removes the oldest snapshots under `<prefix>_v` beyond `keep` (with their meta objects).
-    pub async fn prune(&self, prefix: &str, keep: usize) -> Result<(), String> {
+    pub async fn prune(&self, prefix: &str, keep: usize) -> Result<(), StorageError> {
         let dir = prefix.rsplit_once('/').map(|(d, _)| Key::from(d));
         let wanted = format!("{prefix}_v");
         let mut found: Vec<(chrono::DateTime<chrono::Utc>, String)> = Vec::new();
         let mut list = self.store.list(dir.as_ref());
         while let Some(meta) = list.next().await {
-            let meta = meta.map_err(|e| e.to_string())?;
+            let meta = meta.map_err(self.store_error(prefix))?;
             let key = meta.location.to_string();
             if key.starts_with(&wanted) && !key.ends_with(".meta.json") {
                 found.push((meta.last_modified, key));
@@ -140,7 +178,7 @@ impl S3 {
         while found.len() > keep {
             let (_, key) = found.remove(0);
             let _ = self.store.delete(&Key::from(format!("{key}.meta.json"))).await;
-            self.store.delete(&Key::from(key.as_str())).await.map_err(|e| e.to_string())?;
+            self.store.delete(&Key::from(key.as_str())).await.map_err(self.store_error(&key))?;
         }
         Ok(())
     }
@@ -148,16 +186,16 @@ impl S3 {
 
 /// The snapshot file a restore reads, on this machine: a local path as is; an S3 object downloaded
 /// (with its meta) into a directory of its own under the system's temporary directory.
-pub async fn fetch(client: &kube::Client, restore: &Value) -> Result<PathBuf, String> {
+pub async fn fetch(client: &kube::Client, restore: &Value) -> Result<PathBuf, StorageError> {
     match str_at(restore, "/spec/backupStorageType") {
         "" | "Local" => {
             let path = str_at(restore, "/spec/local/path");
             if !path.starts_with('/') {
-                return Err(format!("spec.local.path: {path:?} must be an absolute path"));
+                return Err(StorageError::spec("spec.local.path", format!("{path:?} must be an absolute path")));
             }
             let p = PathBuf::from(path);
             if !p.is_file() {
-                return Err(format!("spec.local.path: {path} is not a file"));
+                return Err(StorageError::spec("spec.local.path", format!("{path} is not a file")));
             }
             Ok(p)
         }
@@ -166,7 +204,7 @@ pub async fn fetch(client: &kube::Client, restore: &Value) -> Result<PathBuf, St
             let spec = restore.pointer("/spec/s3").cloned().unwrap_or_default();
             let s3 = S3::open(client, ns, &spec, "spec.s3").await?;
             let dir = std::env::temp_dir().join("uc-etcd-restore").join(str_at(restore, "/metadata/uid"));
-            std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            std::fs::create_dir_all(&dir).map_err(StorageError::file(&dir))?;
             let name = s3.key.rsplit('/').next().unwrap_or("snapshot.db").to_string();
             let file = dir.join(&name);
             if !file.is_file() {
@@ -174,11 +212,11 @@ pub async fn fetch(client: &kube::Client, restore: &Value) -> Result<PathBuf, St
                 s3.download(&s3.key, &partial).await?;
                 // The meta is optional: a snapshot put there by hand has none.
                 let _ = s3.download(&format!("{}.meta.json", s3.key), &meta_path(&file)).await;
-                std::fs::rename(&partial, &file).map_err(|e| e.to_string())?;
+                std::fs::rename(&partial, &file).map_err(StorageError::file(&file))?;
             }
             Ok(file)
         }
-        other => Err(format!("spec.backupStorageType: {other:?} is not Local or S3")),
+        other => Err(StorageError::spec("spec.backupStorageType", format!("{other:?} is not Local or S3"))),
     }
 }
 
@@ -194,5 +232,13 @@ mod tests {
         assert_eq!(ini_value(creds, "aws_secret_access_key").as_deref(), Some("s3cr3t"));
         assert_eq!(ini_value("[profile default]\nregion = eu-west-1", "region").as_deref(), Some("eu-west-1"));
         assert_eq!(ini_value(creds, "region"), None);
+    }
+
+    #[test]
+    fn errors_name_the_field_or_the_file() {
+        let e = StorageError::spec("spec.s3.path", "\"b\" is not <bucket>/<key>");
+        assert_eq!(e.to_string(), "spec.s3.path: \"b\" is not <bucket>/<key>");
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "gone");
+        assert_eq!(StorageError::file(Path::new("/x/y"))(io).to_string(), "/x/y: gone");
     }
 }
