@@ -4,12 +4,12 @@
 
 use std::sync::atomic::Ordering;
 
-use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
 use serde_json::{Value, json};
 use uc_api::meta::{controller_owner_reference, meta_str};
 
 use super::errors::{SyncError, SyncReason};
-use super::shared::Shared;
+use super::shared::{Shared, to_dynamic};
 use super::written::digest;
 use crate::apply;
 use crate::plan::Action;
@@ -33,10 +33,6 @@ pub(super) fn ownership_patch(parent: &Value, obj: &Value) -> (bool, Value) {
     (adopt, patch)
 }
 
-fn to_dynamic(v: Value) -> Result<DynamicObject, SyncError> {
-    serde_json::from_value::<DynamicObject>(v).map_err(|e| SyncError::new(SyncReason::InvalidChild, e.to_string()))
-}
-
 impl Shared {
     pub(super) async fn execute(&self, parent: &Value, action: Action) -> Result<(), SyncError> {
         match action {
@@ -51,7 +47,7 @@ impl Shared {
                 let t = self.child_type_of(&obj).map(|t| t.res.clone()).unwrap_or_else(|| self.parent.clone());
                 let api = self.api(&t, meta_str(&obj, "namespace"));
                 let name = meta_str(&obj, "name").to_string();
-                api.create(&PostParams::default(), &to_dynamic(obj)?)
+                api.create(&PostParams::default(), &to_dynamic(obj, SyncReason::InvalidChild)?)
                     .await
                     .map_err(|e| SyncError::kube(&format!("creating {} {name}", t.ar.kind), e))?;
                 Ok(())
@@ -65,7 +61,7 @@ impl Shared {
                 let name = meta_str(&obj, "name").to_string();
                 let (uid, sent) = (meta_str(&obj, "uid").to_string(), digest(&obj));
                 let stored = api
-                    .replace(&name, &PostParams::default(), &to_dynamic(obj)?)
+                    .replace(&name, &PostParams::default(), &to_dynamic(obj, SyncReason::InvalidChild)?)
                     .await
                     .map_err(|e| SyncError::kube(&format!("updating {} {name}", t.ar.kind), e))?;
                 self.written.remember(&uid, sent, stored.metadata.resource_version.unwrap_or_default());

@@ -10,7 +10,7 @@ use uc_api::hook::SyncResponse;
 use uc_api::meta::{controller_owner_reference, controller_uid, meta_str};
 
 use super::errors::{SyncError, SyncReason};
-use super::shared::{RevisionStore, Shared};
+use super::shared::{RevisionStore, Shared, to_dynamic};
 use super::validate::validate_children;
 use crate::hooks::{HookImpl, HookKind};
 use crate::informer::Obj;
@@ -54,10 +54,6 @@ pub(super) fn status_with_condition(hook_status: Option<Value>, parent: &Value, 
     let mut s = if base.is_object() { base } else { json!({}) };
     revision::set_condition(&mut s, condition, parent.get("status"), now);
     s
-}
-
-fn to_dynamic(v: Value) -> Result<DynamicObject, SyncError> {
-    serde_json::from_value::<DynamicObject>(v).map_err(|e| SyncError::new(SyncReason::InternalError, e.to_string()))
 }
 
 impl Shared {
@@ -178,14 +174,14 @@ impl Shared {
                 let (group, resource) = (self.parent.ar.group.as_str(), self.parent.ar.plural.as_str());
                 let labels = revision::labels(group, resource, selector_labels);
                 let body = revision_object(latest, self.revisions_namespace(parent), labels, parent);
-                api.create(&PostParams::default(), &to_dynamic(body)?)
+                api.create(&PostParams::default(), &to_dynamic(body, SyncReason::InternalError)?)
                     .await
                     .map_err(|e| SyncError::kube(&format!("creating ControllerRevision {}", latest.name), e))?;
             }
             Some(stored) if latest.needs_write() => {
                 let mut body = stored.clone();
                 body["children"] = latest.children_value();
-                api.replace(&latest.name, &PostParams::default(), &to_dynamic(body)?)
+                api.replace(&latest.name, &PostParams::default(), &to_dynamic(body, SyncReason::InternalError)?)
                     .await
                     .map_err(|e| SyncError::kube(&format!("updating ControllerRevision {}", latest.name), e))?;
             }
@@ -209,7 +205,7 @@ impl Shared {
             } else if rev.needs_write() {
                 let mut body = stored.clone();
                 body["children"] = rev.children_value();
-                api.replace(&rev.name, &PostParams::default(), &to_dynamic(body)?)
+                api.replace(&rev.name, &PostParams::default(), &to_dynamic(body, SyncReason::InternalError)?)
                     .await
                     .map_err(|e| SyncError::kube(&format!("updating ControllerRevision {}", rev.name), e))?;
             }

@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 use uc_api::controller::{StatusChecks, UniversalControllerSpec, UpdateMethod};
 use uc_api::hook::RelatedResourceRule;
 
+use super::errors::{SyncError, SyncReason};
 use super::written::WriteMemo;
 use crate::events::Recorder;
 use crate::hooks::HookImpl;
@@ -122,4 +123,10 @@ impl Shared {
     pub fn use_server_side_apply(&self) -> bool {
         self.ctx.server_side_apply && !self.ssa_unsupported.load(Ordering::Acquire)
     }
+}
+
+/// An object to write, as kube's client takes it; `reason` says whose fault a malformed one is (a
+/// hook's child, or uc's own revision).
+pub(super) fn to_dynamic(v: Value, reason: SyncReason) -> Result<DynamicObject, SyncError> {
+    serde_json::from_value(v).map_err(|e| SyncError::new(reason, e.to_string()))
 }
