@@ -342,8 +342,8 @@ pub struct RevisionChildren {
     pub names: Vec<String>,
 }
 
-/// An object with any fields.
-fn free_form_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+/// The schema of an object with any fields (kept as written by the API server), for `schema_with`.
+pub fn free_form_object(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
 }
 

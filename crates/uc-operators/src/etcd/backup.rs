@@ -85,8 +85,8 @@ enum SnapshotError {
 }
 
 impl SnapshotError {
-    fn answer(what: &'static str) -> impl Fn(&dyn std::fmt::Display) -> SnapshotError {
-        move |e| SnapshotError::Answer { what, message: e.to_string() }
+    fn answer(what: &'static str, e: impl std::fmt::Display) -> SnapshotError {
+        SnapshotError::Answer { what, message: e.to_string() }
     }
 }
 
@@ -100,10 +100,10 @@ async fn snapshot(endpoint: &str, file: &Path, resolver: Resolver) -> Result<Sav
         .into_body()
         .collect()
         .await
-        .map_err(|e| SnapshotError::answer("maintenance status")(&e))?
+        .map_err(|e| SnapshotError::answer("maintenance status", e))?
         .to_bytes();
     let status: Value =
-        serde_json::from_slice(&status_body).map_err(|e| SnapshotError::answer("maintenance status")(&e))?;
+        serde_json::from_slice(&status_body).map_err(|e| SnapshotError::answer("maintenance status", e))?;
     let revision = str_at(&status, "/header/revision").parse().unwrap_or(0);
     let version = str_at(&status, "/version").to_string();
     let partial = PathBuf::from(format!("{}.partial", file.display()));
@@ -117,18 +117,18 @@ async fn snapshot(endpoint: &str, file: &Path, resolver: Resolver) -> Result<Sav
         if line.iter().all(u8::is_ascii_whitespace) {
             return Ok(());
         }
-        let msg: Value = serde_json::from_slice(line).map_err(|e| SnapshotError::answer("snapshot stream")(&e))?;
+        let msg: Value = serde_json::from_slice(line).map_err(|e| SnapshotError::answer("snapshot stream", e))?;
         if let Some(err) = msg.get("error") {
-            return Err(SnapshotError::answer("snapshot")(err));
+            return Err(SnapshotError::answer("snapshot", err));
         }
         let blob = str_at(&msg, "/result/blob");
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(blob)
-            .map_err(|e| SnapshotError::answer("snapshot chunk")(&e))?;
+            .map_err(|e| SnapshotError::answer("snapshot chunk", e))?;
         Ok(std::io::Write::write_all(&mut out, &bytes).map_err(StorageError::file(&partial))?)
     };
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| SnapshotError::answer("snapshot stream")(&e))?;
+        let frame = frame.map_err(|e| SnapshotError::answer("snapshot stream", e))?;
         if let Ok(data) = frame.into_data() {
             pending.extend_from_slice(&data);
             while let Some(pos) = pending.iter().position(|b| *b == b'\n') {

@@ -8,6 +8,7 @@ use kube::CustomResource;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use uc_api::controller::free_form_object;
 
 /// Status the operator's hooks write: phases, members, conditions, backup results. Open: the schema
 /// keeps every field the hooks write.
@@ -20,14 +21,9 @@ impl JsonSchema for OpenStatus {
         "OpenStatus".into()
     }
 
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        free_form_object(generator)
     }
-}
-
-/// An object of any fields (coreos `PodPolicy`, S3 settings): kept as written.
-fn open_object(_: &mut SchemaGenerator) -> Schema {
-    json_schema!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
 }
 
 /// coreos `PodPolicy`: open, with the data claim named.
@@ -138,7 +134,7 @@ pub struct EtcdBackupSpec {
     pub local: Option<LocalSource>,
     /// S3 storage (`path` as `bucket/key`, `awsSecret`, `endpoint`, `forcePathStyle`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "open_object")]
+    #[schemars(schema_with = "free_form_object")]
     pub s3: Option<Value>,
     /// Periodic backups.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -188,7 +184,7 @@ pub struct EtcdRestoreSpec {
     pub local: Option<LocalSource>,
     /// S3 storage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "open_object")]
+    #[schemars(schema_with = "free_form_object")]
     pub s3: Option<Value>,
 }
 
