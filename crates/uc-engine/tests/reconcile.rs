@@ -18,8 +18,9 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-use uc_engine::hooks::native::{HookFuture, NativeRegistry};
-use uc_engine::hooks::{HookError, HookKind};
+use uc_api::hook::{SyncRequest, SyncResponse};
+use uc_engine::hooks::HookError;
+use uc_engine::hooks::native::{NativeRegistry, typed};
 use uc_engine::{Engine, EngineOptions};
 
 const NS: &str = "default";
@@ -34,17 +35,15 @@ struct Cluster {
 }
 
 /// The hook: `spec.replicas` ConfigMaps `<parent>-<i>` holding `spec.value`; status `{value}`.
-fn configmaps(_: HookKind, request: Value) -> HookFuture {
-    Box::pin(async move {
-        let parent = &request["parent"];
-        let name = parent["metadata"]["name"].as_str().ok_or_else(|| HookError::Config("no name".into()))?;
-        let value = parent["spec"]["value"].clone();
-        let replicas = parent["spec"]["replicas"].as_u64().unwrap_or(1);
-        let children: Vec<Value> = (0..replicas)
-            .map(|i| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("{name}-{i}")}, "data": {"value": value}}))
-            .collect();
-        Ok(json!({"status": {"value": value}, "children": children}))
-    })
+fn configmaps(request: SyncRequest) -> Result<SyncResponse, HookError> {
+    let parent = &request.parent;
+    let name = parent["metadata"]["name"].as_str().ok_or_else(|| HookError::Config("no name".into()))?;
+    let value = parent["spec"]["value"].clone();
+    let replicas = parent["spec"]["replicas"].as_u64().unwrap_or(1);
+    let children: Vec<Value> = (0..replicas)
+        .map(|i| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("{name}-{i}")}, "data": {"value": value}}))
+        .collect();
+    Ok(SyncResponse { status: Some(json!({"value": value})), children, ..Default::default() })
 }
 
 fn foo_resource() -> ApiResource {
@@ -94,7 +93,7 @@ impl Cluster {
         .expect("CRD");
         Api::<CustomResourceDefinition>::all(client.clone()).create(&PostParams::default(), &crd).await.expect("CRD");
         let mut natives = NativeRegistry::default();
-        natives.register("configmaps", Arc::new(configmaps));
+        natives.register("configmaps", typed(Arc::new(configmaps), None));
         let options = EngineOptions { workers: 2, natives, ..Default::default() };
         let engine = Engine::start(client.clone(), options).await.expect("engine starts");
         Cluster { client, _engine: engine, _server: server, _dir: dir }

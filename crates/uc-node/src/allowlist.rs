@@ -12,6 +12,7 @@
 use crate::invalid::Invalid;
 use std::path::{Path, PathBuf};
 
+use k8s_openapi::api::core::v1::Container;
 use serde_json::Value;
 
 /// One allowlisted image.
@@ -268,16 +269,9 @@ impl AllowEntry {
 
 /// The argv a container runs: a program of its allowlist entry, never anything else. Fails for a
 /// runtime image whose command names none of its tools.
-pub fn argv(entry: &AllowEntry, container: &Value) -> Result<Vec<String>, Invalid> {
-    let strs = |p: &str| -> Vec<String> {
-        container
-            .get(p)
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
-            .unwrap_or_default()
-    };
-    let command = strs("command");
-    let args = strs("args");
+pub fn argv(entry: &AllowEntry, container: &Container) -> Result<Vec<String>, Invalid> {
+    let command = container.command.clone().unwrap_or_default();
+    let args = container.args.clone().unwrap_or_default();
     if let Some(first) = command.first()
         && let Some(mut out) = entry.tool(first)
     {
@@ -324,6 +318,11 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn container(mut c: Value) -> Container {
+        c["name"] = json!("c");
+        serde_json::from_value(c).unwrap()
+    }
+
     #[test]
     fn allowlist_matches_repositories_not_lookalikes() {
         let a = Allowlist::shipped(PathBuf::from("/bin/uc"));
@@ -361,23 +360,23 @@ mod tests {
         let a = Allowlist::shipped(PathBuf::from("/bin/uc"));
         let etcd = a.find("etcd").unwrap();
         let c = json!({"command": ["/usr/local/bin/etcd", "--name", "$(POD_NAME)"], "args": ["--x"]});
-        assert_eq!(argv(etcd, &c).unwrap(), vec!["/usr/bin/etcd", "--name", "$(POD_NAME)", "--x"]);
+        assert_eq!(argv(etcd, &container(c)).unwrap(), vec!["/usr/bin/etcd", "--name", "$(POD_NAME)", "--x"]);
         let sneaky = json!({"command": ["/bin/sh", "-c", "rm -rf /"]});
-        assert_eq!(argv(etcd, &sneaky).unwrap()[0], "/usr/bin/etcd", "a command never replaces the program");
+        assert_eq!(argv(etcd, &container(sneaky)).unwrap()[0], "/usr/bin/etcd", "a command never replaces the program");
         let zk = a.find("zookeeper:3.8").unwrap();
-        assert_eq!(argv(zk, &json!({})).unwrap()[1..], ["start-foreground"]);
+        assert_eq!(argv(zk, &container(json!({}))).unwrap()[1..], ["start-foreground"]);
         assert_eq!(
-            argv(zk, &json!({"args": ["start-foreground", "/cfg"]})).unwrap()[1..],
+            argv(zk, &container(json!({"args": ["start-foreground", "/cfg"]}))).unwrap()[1..],
             ["start-foreground", "/cfg"],
             "args replace the defaults"
         );
         let http = a.find("uc/http-server").unwrap();
         assert_eq!(
-            argv(http, &json!({"args": ["--port", "8080"]})).unwrap(),
+            argv(http, &container(json!({"args": ["--port", "8080"]}))).unwrap(),
             vec!["/bin/uc", "http-server", "--port", "8080"]
         );
         assert_eq!(
-            argv(http, &json!({"command": ["serve", "--text", "x"]})).unwrap(),
+            argv(http, &container(json!({"command": ["serve", "--text", "x"]}))).unwrap(),
             vec!["/bin/uc", "http-server", "--text", "x"]
         );
     }
@@ -391,7 +390,7 @@ mod tests {
             runtime: true,
             ..Default::default()
         };
-        let run = |c: Value| argv(&python, &c);
+        let run = |c: Value| argv(&python, &container(c));
         assert_eq!(
             run(json!({"command": ["python", "/app/server.py"]})).unwrap(),
             vec!["/usr/bin/python3", "/app/server.py"]
@@ -408,9 +407,10 @@ mod tests {
             multi_call: true,
             ..Default::default()
         };
-        assert_eq!(argv(&busybox, &json!({"command": ["sleep", "5"]})).unwrap(), vec!["/bin/busybox", "sleep", "5"]);
-        assert_eq!(argv(&busybox, &json!({})).unwrap(), vec!["/bin/busybox", "sh"]);
-        assert_eq!(argv(&busybox, &json!({"args": ["echo", "hi"]})).unwrap(), vec!["/bin/busybox", "echo", "hi"]);
+        let run = |c: Value| argv(&busybox, &container(c)).unwrap();
+        assert_eq!(run(json!({"command": ["sleep", "5"]})), vec!["/bin/busybox", "sleep", "5"]);
+        assert_eq!(run(json!({})), vec!["/bin/busybox", "sh"]);
+        assert_eq!(run(json!({"args": ["echo", "hi"]})), vec!["/bin/busybox", "echo", "hi"]);
     }
 
     /// A node.json with `text` in a directory of its own (removed by the test).
@@ -436,9 +436,12 @@ mod tests {
         assert_eq!(v35.program, PathBuf::from("/opt/etcd35/etcd"), "the tag's own program");
         assert_eq!(v34.program, PathBuf::from("/usr/bin/etcd"), "other tags: the repository's");
         let restore = json!({"command": ["/usr/local/bin/etcdctl", "snapshot", "restore"], "args": ["/b/s.db"]});
-        assert_eq!(argv(v35, &restore).unwrap(), vec!["/opt/etcd35/etcdctl", "snapshot", "restore", "/b/s.db"]);
-        assert_eq!(argv(v34, &restore).unwrap()[0], "/usr/bin/etcdctl");
-        assert_eq!(argv(v34, &json!({"command": ["etcd", "--x"]})).unwrap(), vec!["/usr/bin/etcd", "--x"]);
+        assert_eq!(
+            argv(v35, &container(restore.clone())).unwrap(),
+            vec!["/opt/etcd35/etcdctl", "snapshot", "restore", "/b/s.db"]
+        );
+        assert_eq!(argv(v34, &container(restore.clone())).unwrap()[0], "/usr/bin/etcdctl");
+        assert_eq!(argv(v34, &container(json!({"command": ["etcd", "--x"]}))).unwrap(), vec!["/usr/bin/etcd", "--x"]);
         std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "tools": {"t": 1}}]}"#).unwrap();
         assert!(a.extend_from_file(&file).unwrap_err().to_string().contains("allowlist[0].tools.t: must be a path"));
         std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "runtime": "yes"}]}"#).unwrap();
@@ -455,7 +458,10 @@ mod tests {
         );
         let mut a = Allowlist::shipped(PathBuf::from("/bin/uc"));
         a.extend_from_file(&file).unwrap();
-        assert_eq!(argv(a.find("my/server:2").unwrap(), &json!({})).unwrap(), vec!["/opt/server", "--serve"]);
+        assert_eq!(
+            argv(a.find("my/server:2").unwrap(), &container(json!({}))).unwrap(),
+            vec!["/opt/server", "--serve"]
+        );
         assert!(a.find("ruby:3.3").unwrap().runtime);
         assert!(a.find("etcd").is_some(), "shipped entries stay");
         std::fs::write(&file, r#"{"allowlist": [{"images": ["x"]}]}"#).unwrap();

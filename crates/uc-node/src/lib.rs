@@ -51,7 +51,7 @@ use allowlist::Allowlist;
 pub use context::NodeOptions;
 use context::{Ctx, Ips, SharedIps};
 use pod::PodProcesses;
-use pod_api::{bind, finish_deletion, key_of, meta, patch_status, same_status};
+use pod_api::{bind, finish_deletion, has_status, key_of, meta, patch_status};
 use prepare::{prepare_pod, refresh_volumes, update_images};
 use server::{PodEntry, Pods};
 
@@ -354,6 +354,14 @@ async fn collect_garbage(pods_dir: PathBuf, keep: HashSet<String>) {
     }
 }
 
+/// The pod as k8s-openapi's type; one that does not read as a Pod gets no status from the node (the
+/// API server admitted it, so this is logged, not expected).
+fn typed_pod(pod: &Value) -> Option<k8s_openapi::api::core::v1::Pod> {
+    serde_json::from_value(pod.clone())
+        .inspect_err(|e| tracing::warn!(pod = ?key_of(pod), error = %e, "the pod does not read as a Pod"))
+        .ok()
+}
+
 /// Whether every container's image, init containers' included, is allowlisted (then the pod runs
 /// real processes).
 fn runs_as_processes(pod: &Value, allow: &Allowlist) -> bool {
@@ -381,9 +389,11 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
         match prepare_pod(&ctx, &pod, &ip, &pod_dir).await {
             Ok(p) => break p,
             Err((reason, message)) => {
-                let status = status::waiting_status(&pod, &ip, &reason, &message);
-                if !same_status(&pod, &status) {
-                    let _ = patch_status(&ctx.client, &pod, status).await;
+                if let Some(typed) = typed_pod(&pod) {
+                    let status = status::waiting_status(&typed, &ip, &reason, &message);
+                    if !has_status(&pod, &status) {
+                        let _ = patch_status(&ctx.client, &pod, status).await;
+                    }
                 }
                 tokio::select! {
                     changed = rx.changed() => if changed.is_err() { return },
@@ -397,7 +407,8 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
         return;
     }
     let policy = first.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always").to_string();
-    let ready_before: HashSet<String> = status::ready_containers(&first).into_iter().collect();
+    let ready_before: HashSet<String> =
+        typed_pod(&first).map(|p| status::ready_containers(&p)).unwrap_or_default().into_iter().collect();
     let procs = PodProcesses::start(pod_dir.clone(), ctx.options.shim.clone(), policy, init, containers, ready_before);
     if let Some(e) = ctx.pods.lock().get_mut(&key) {
         e.procs = Some(procs.clone());
@@ -419,8 +430,8 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
             return;
         }
         let states = procs.states.lock().clone();
-        let status = status::pod_status(&pod, &states, &ip);
-        if !same_status(&pod, &status)
+        let status = typed_pod(&pod).map(|p| status::pod_status(&p, &states, &ip));
+        if let Some(status) = status.filter(|s| !has_status(&pod, s))
             && let Err(e) = patch_status(&ctx.client, &pod, status).await
         {
             if matches!(&e, kube::Error::Api(s) if s.code == 404) {

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use chrono::Utc;
+use k8s_openapi::api::core::v1::{Container, Probe};
 use parking_lot::Mutex;
 use rustix::process::Signal;
-use serde_json::Value;
 use tokio::sync::{Notify, watch};
 
 use crate::container::{self, ContainerDir, Run, signal_group, time_string};
@@ -36,7 +36,7 @@ pub struct Prepared {
     /// How `kubectl exec` and exec probes enter it.
     pub exec: ExecTarget,
     /// The container as the pod spec has it (probes).
-    pub container: Value,
+    pub container: Container,
 }
 
 /// After a run ended with `code`: whether the restart policy runs it again.
@@ -168,12 +168,13 @@ impl PodProcesses {
                     continue;
                 }
             };
-            let (name, spec) = (c.name.clone(), c.container.clone());
-            if let Some(p) = spec.get("livenessProbe").cloned() {
-                tokio::spawn(self.clone().liveness(name.clone(), p, spec.clone()));
+            let name = c.name.clone();
+            let container = Arc::new(c.container.clone());
+            if let Some(p) = container.liveness_probe.clone() {
+                tokio::spawn(self.clone().liveness(name.clone(), p, container.clone()));
             }
-            if let Some(p) = spec.get("readinessProbe").cloned() {
-                tokio::spawn(self.clone().readiness(name.clone(), p, spec.clone()));
+            if let Some(p) = container.readiness_probe.clone() {
+                tokio::spawn(self.clone().readiness(name.clone(), p, container.clone()));
             }
             tokio::spawn(self.clone().supervise(c, policy.to_string()));
         }
@@ -185,7 +186,7 @@ impl PodProcesses {
         self.live.fetch_add(1, Ordering::AcqRel);
         let _live = Live(self.clone());
         let name = c.name.clone();
-        let probed = c.container.get("readinessProbe").is_some();
+        let probed = c.container.readiness_probe.is_some();
         let dir = ContainerDir::new(&self.pod_dir, &name);
         let mut state = dir.state().unwrap_or_default();
         let mut next = if dir.locked() { container::adopt(&dir, state.run).await } else { None };
@@ -325,7 +326,7 @@ impl PodProcesses {
         self.changed.notify_waiters();
     }
 
-    async fn readiness(self: Arc<Self>, name: String, spec: Value, container: Value) {
+    async fn readiness(self: Arc<Self>, name: String, spec: Probe, container: Arc<Container>) {
         let p = probe::Settings::of(&spec);
         tokio::time::sleep(p.initial_delay).await;
         let (mut ok_run, mut fail_run) = (0u32, 0u32);
@@ -354,7 +355,7 @@ impl PodProcesses {
 
     /// Liveness: after `failureThreshold` failed probes in a row the container is killed; the
     /// restartPolicy then restarts it (bumping restartCount), as the kubelet does.
-    async fn liveness(self: Arc<Self>, name: String, spec: Value, container: Value) {
+    async fn liveness(self: Arc<Self>, name: String, spec: Probe, container: Arc<Container>) {
         let p = probe::Settings::of(&spec);
         let mut since = None;
         let mut failures = 0u32;

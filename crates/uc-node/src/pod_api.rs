@@ -34,7 +34,16 @@ pub(crate) fn same_status(pod: &Value, status: &Value) -> bool {
     pod.get("status") == Some(typed.as_ref().unwrap_or(status))
 }
 
-pub(crate) async fn patch_status(client: &kube::Client, pod: &Value, status: Value) -> Result<(), kube::Error> {
+/// Whether the pod already has this typed status.
+pub(crate) fn has_status(pod: &Value, status: &k8s_openapi::api::core::v1::PodStatus) -> bool {
+    serde_json::to_value(status).is_ok_and(|s| pod.get("status") == Some(&s))
+}
+
+pub(crate) async fn patch_status(
+    client: &kube::Client,
+    pod: &Value,
+    status: impl serde::Serialize,
+) -> Result<(), kube::Error> {
     let api: Api<Pod> = Api::namespaced(client.clone(), meta(pod, "namespace"));
     api.patch_status(meta(pod, "name"), &PatchParams::default(), &Patch::Merge(&json!({"status": status})))
         .await

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::Container;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -125,17 +126,25 @@ pub(crate) fn prepare(
 ) -> Result<Prepared, Unprepared> {
     let name = c.get("name").and_then(Value::as_str).unwrap_or("main").to_string();
     let fail = |reason: &str, message: String| (name.clone(), (reason.to_string(), message));
-    let image = c.get("image").and_then(Value::as_str).unwrap_or_default().to_string();
+    // The API server checked the pod against its schema; a container that still does not read as one
+    // does not start, and says why.
+    let mut c = c.clone();
+    if let Some(fields) = c.as_object_mut() {
+        fields.entry("name").or_insert_with(|| json!(name));
+    }
+    let c: Container = serde_json::from_value(c)
+        .map_err(|e| fail("CreateContainerConfigError", format!("container {name:?}: {e}")))?;
+    let image = c.image.clone().unwrap_or_default();
     let entry = ctx
         .options
         .allowlist
         .find(&image)
         .cloned()
         .ok_or_else(|| fail("ErrImageNeverPull", format!("image {image:?} is not on the node's allowlist")))?;
-    let argv = allowlist::argv(&entry, c).map_err(|e| fail("RunContainerError", e.to_string()))?;
+    let argv = allowlist::argv(&entry, &c).map_err(|e| fail("RunContainerError", e.to_string()))?;
     let argv: Vec<String> = argv.iter().map(|a| env::expand(a, &env)).collect();
-    let mounts = volumes::mounts_of(c, dirs).map_err(|e| fail("CreateContainerConfigError", e.to_string()))?;
-    let workdir = c.get("workingDir").and_then(Value::as_str).filter(|d| !d.is_empty()).map(String::from);
+    let mounts = volumes::mounts_of(&c, dirs).map_err(|e| fail("CreateContainerConfigError", e.to_string()))?;
+    let workdir = c.working_dir.clone().filter(|d| !d.is_empty());
     let names = volumes::NameFiles { hosts: ctx.hosts.as_ref().map(|h| h.path(meta(pod, "namespace"))) };
     let isolated = volumes::can_isolate();
     let argv = volumes::isolate(argv, &names, &mounts, workdir.as_deref());
@@ -144,10 +153,10 @@ pub(crate) fn prepare(
             argv,
             env: env.clone(),
             cwd: if isolated { None } else { workdir.as_ref().map(PathBuf::from) },
-            stdin: c.get("stdin").and_then(Value::as_bool).unwrap_or(false),
+            stdin: c.stdin.unwrap_or(false),
         },
         exec: ExecTarget { pid: 0, ip: ip.to_string(), env, workdir, entry },
-        container: c.clone(),
+        container: c,
         image,
         name,
     })

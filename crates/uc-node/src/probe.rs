@@ -4,7 +4,8 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use serde_json::Value;
+use k8s_openapi::api::core::v1::{Container, Probe};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::exec::ExecTarget;
@@ -26,44 +27,42 @@ pub struct Settings {
 
 impl Settings {
     /// The settings of a probe spec.
-    pub fn of(probe: &Value) -> Settings {
-        let num = |k: &str, d: u64| probe.get(k).and_then(Value::as_u64).unwrap_or(d);
+    pub fn of(probe: &Probe) -> Settings {
+        let num = |v: Option<i32>, d: i32| v.unwrap_or(d).max(0) as u32;
         Settings {
-            initial_delay: Duration::from_secs(num("initialDelaySeconds", 0)),
-            period: Duration::from_secs(num("periodSeconds", 10).max(1)),
-            timeout: Duration::from_secs(num("timeoutSeconds", 1).max(1)),
-            success_threshold: num("successThreshold", 1).max(1) as u32,
-            failure_threshold: num("failureThreshold", 3).max(1) as u32,
+            initial_delay: Duration::from_secs(num(probe.initial_delay_seconds, 0).into()),
+            period: Duration::from_secs(num(probe.period_seconds, 10).max(1).into()),
+            timeout: Duration::from_secs(num(probe.timeout_seconds, 1).max(1).into()),
+            success_threshold: num(probe.success_threshold, 1).max(1),
+            failure_threshold: num(probe.failure_threshold, 3).max(1),
         }
     }
 }
 
 /// A port of a probe: a number, or the name of one of the container's ports.
-pub fn port_of(port: &Value, container: &Value) -> Option<u16> {
+pub fn port_of(port: &IntOrString, container: &Container) -> Option<u16> {
     match port {
-        Value::Number(n) => n.as_u64().and_then(|p| u16::try_from(p).ok()),
-        Value::String(name) => container
-            .get("ports")?
-            .as_array()?
+        IntOrString::Int(n) => u16::try_from(*n).ok(),
+        IntOrString::String(name) => container
+            .ports
+            .as_ref()?
             .iter()
-            .find(|p| p.get("name").and_then(Value::as_str) == Some(name))
-            .and_then(|p| p.get("containerPort").and_then(Value::as_u64))
-            .and_then(|p| u16::try_from(p).ok()),
-        _ => None,
+            .find(|p| p.name.as_deref() == Some(name.as_str()))
+            .and_then(|p| u16::try_from(p.container_port).ok()),
     }
 }
 
 /// Runs a probe once against the container at `ip`; whether it succeeded within `timeout`.
-pub async fn run(probe: &Value, container: &Value, target: &ExecTarget, timeout: Duration) -> bool {
+pub async fn run(probe: &Probe, container: &Container, target: &ExecTarget, timeout: Duration) -> bool {
     tokio::time::timeout(timeout, once(probe, container, target)).await.unwrap_or(false)
 }
 
-async fn once(probe: &Value, container: &Value, target: &ExecTarget) -> bool {
+async fn once(probe: &Probe, container: &Container, target: &ExecTarget) -> bool {
     let ip = if target.ip.is_empty() { "127.0.0.1" } else { target.ip.as_str() };
-    if let Some(h) = probe.get("httpGet") {
-        let host = h.get("host").and_then(Value::as_str).unwrap_or(ip);
-        let Some(port) = h.get("port").and_then(|p| port_of(p, container)) else { return false };
-        let path = h.get("path").and_then(Value::as_str).unwrap_or("/");
+    if let Some(h) = &probe.http_get {
+        let host = h.host.as_deref().filter(|h| !h.is_empty()).unwrap_or(ip);
+        let Some(port) = port_of(&h.port, container) else { return false };
+        let path = h.path.as_deref().unwrap_or("/");
         let Ok(mut s) = tokio::net::TcpStream::connect((host, port)).await else { return false };
         let req = format!("GET {path} HTTP/1.0\r\nHost: {host}\r\nUser-Agent: kube-probe/1.33 (uc)\r\n\r\n");
         if s.write_all(req.as_bytes()).await.is_err() {
@@ -78,14 +77,13 @@ async fn once(probe: &Value, container: &Value, target: &ExecTarget) -> bool {
             .and_then(|c| c.parse::<u16>().ok())
             .is_some_and(|c| (200..400).contains(&c));
     }
-    if let Some(t) = probe.get("tcpSocket") {
-        let host = t.get("host").and_then(Value::as_str).unwrap_or(ip);
-        let Some(port) = t.get("port").and_then(|p| port_of(p, container)) else { return false };
+    if let Some(t) = &probe.tcp_socket {
+        let host = t.host.as_deref().filter(|h| !h.is_empty()).unwrap_or(ip);
+        let Some(port) = port_of(&t.port, container) else { return false };
         return tokio::net::TcpStream::connect((host, port)).await.is_ok();
     }
-    if let Some(cmd) = probe.pointer("/exec/command").and_then(Value::as_array) {
-        let argv: Vec<String> = cmd.iter().filter_map(|x| x.as_str().map(String::from)).collect();
-        let Ok(mut command) = crate::exec::command(target, &argv) else { return false };
+    if let Some(argv) = probe.exec.as_ref().and_then(|e| e.command.as_ref()) {
+        let Ok(mut command) = crate::exec::command(target, argv) else { return false };
         command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).kill_on_drop(true);
         return command.status().await.is_ok_and(|s| s.success());
     }
@@ -99,13 +97,18 @@ mod tests {
 
     #[test]
     fn settings_take_the_kubelets_defaults() {
-        let s = Settings::of(&json!({"periodSeconds": 0, "failureThreshold": 5}));
+        let probe: Probe = serde_json::from_value(json!({"periodSeconds": 0, "failureThreshold": 5})).unwrap();
+        let s = Settings::of(&probe);
         assert_eq!(s.period, Duration::from_secs(1), "at least a second");
         assert_eq!(s.failure_threshold, 5);
         assert_eq!(s.timeout, Duration::from_secs(1));
-        let c = json!({"ports": [{"name": "client", "containerPort": 2379}]});
-        assert_eq!(port_of(&json!("client"), &c), Some(2379));
-        assert_eq!(port_of(&json!(8080), &c), Some(8080));
-        assert_eq!(port_of(&json!("nope"), &c), None);
+        assert_eq!((s.initial_delay, s.success_threshold), (Duration::ZERO, 1));
+        let c: Container =
+            serde_json::from_value(json!({"name": "etcd", "ports": [{"name": "client", "containerPort": 2379}]}))
+                .unwrap();
+        assert_eq!(port_of(&IntOrString::String("client".into()), &c), Some(2379));
+        assert_eq!(port_of(&IntOrString::Int(8080), &c), Some(8080));
+        assert_eq!(port_of(&IntOrString::Int(70000), &c), None);
+        assert_eq!(port_of(&IntOrString::String("nope".into()), &c), None);
     }
 }

@@ -4,7 +4,12 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerState as K8sState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
+    ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 
 use crate::container::Exit;
 
@@ -28,58 +33,83 @@ pub struct ContainerState {
     pub image: Option<String>,
 }
 
-fn ts(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+fn time(t: DateTime<Utc>) -> Time {
+    // Whole seconds, as the kubelet reports them.
+    let secs = Timestamp::from_second(t.timestamp()).unwrap_or(Timestamp::UNIX_EPOCH);
+    Time(secs)
 }
 
 /// The status of one container; `initializing` while init containers still run.
-fn container_status(c: &Value, st: &ContainerState, uid: &str, initializing: bool) -> Value {
-    let name = c.get("name").and_then(Value::as_str).unwrap_or("main");
-    let terminated = |(code, s, f): Exit| json!({"terminated": {"exitCode": code, "reason": if code == 0 { "Completed" } else { "Error" }, "startedAt": ts(s), "finishedAt": ts(f)}});
+fn container_status(c: &Container, st: &ContainerState, uid: &str, initializing: bool) -> ContainerStatus {
+    let name = c.name.as_str();
+    let terminated = |(code, s, f): Exit| K8sState {
+        terminated: Some(ContainerStateTerminated {
+            exit_code: code as i32,
+            reason: Some(if code == 0 { "Completed" } else { "Error" }.into()),
+            started_at: Some(time(s)),
+            finished_at: Some(time(f)),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let waiting = |reason: &str, message: Option<&str>| K8sState {
+        waiting: Some(ContainerStateWaiting { reason: Some(reason.into()), message: message.map(String::from) }),
+        ..Default::default()
+    };
     let state = match (&st.running_since, &st.start_error, st.done, st.last_exit) {
-        (Some(t), _, _, _) => json!({"running": {"startedAt": ts(*t)}}),
-        (None, Some((reason, message)), _, _) => json!({"waiting": {"reason": reason, "message": message}}),
+        (Some(t), _, _, _) => {
+            K8sState { running: Some(ContainerStateRunning { started_at: Some(time(*t)) }), ..Default::default() }
+        }
+        (None, Some((reason, message)), _, _) => waiting(reason, Some(message)),
         (None, None, true, Some(x)) => terminated(x),
-        (None, None, false, Some(_)) => json!({"waiting": {"reason": "CrashLoopBackOff"}}),
-        _ if initializing => json!({"waiting": {"reason": "PodInitializing"}}),
-        _ => json!({"waiting": {"reason": "ContainerCreating"}}),
+        (None, None, false, Some(_)) => waiting("CrashLoopBackOff", None),
+        _ if initializing => waiting("PodInitializing", None),
+        _ => waiting("ContainerCreating", None),
     };
     let last = match (st.done, st.last_exit) {
         (false, Some(x)) => terminated(x),
-        _ => json!({}),
+        _ => K8sState::default(),
     };
-    let image = st.image.as_deref().map(Value::from).or_else(|| c.get("image").cloned());
-    json!({"name": name, "image": image, "imageID": "", "containerID": format!("uc-process://{uid}/{name}/{}", st.restarts),
-           "ready": st.ready, "started": st.running_since.is_some(), "restartCount": st.restarts,
-           "state": state, "lastState": last})
+    ContainerStatus {
+        name: name.to_string(),
+        image: st.image.clone().or_else(|| c.image.clone()).unwrap_or_default(),
+        image_id: String::new(),
+        container_id: Some(format!("uc-process://{uid}/{name}/{}", st.restarts)),
+        ready: st.ready,
+        started: Some(st.running_since.is_some()),
+        restart_count: st.restarts as i32,
+        state: Some(state),
+        last_state: Some(last),
+        ..Default::default()
+    }
 }
 
 /// The pod status its containers give.
-pub fn pod_status(pod: &Value, states: &HashMap<String, ContainerState>, ip: &str) -> Value {
-    let created = pod.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null);
-    let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
-    let list = |key: &str| pod.pointer(&format!("/spec/{key}")).and_then(Value::as_array).cloned().unwrap_or_default();
-    let state_of =
-        |c: &Value| states.get(c.get("name").and_then(Value::as_str).unwrap_or("main")).cloned().unwrap_or_default();
+pub fn pod_status(pod: &Pod, states: &HashMap<String, ContainerState>, ip: &str) -> PodStatus {
+    let created = pod.metadata.creation_timestamp.clone();
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let spec = pod.spec.clone().unwrap_or_default();
+    let state_of = |c: &Container| states.get(&c.name).cloned().unwrap_or_default();
     let exit_of = |st: &ContainerState| st.last_exit.map(|(c, _, _)| c);
     // Init containers: each must have exited 0; one that failed for good fails the pod.
-    let init = list("initContainers");
+    let init = spec.init_containers.unwrap_or_default();
     let initialized = init.iter().all(|c| exit_of(&state_of(c)) == Some(0) && state_of(c).running_since.is_none());
     let init_failed = init.iter().any(|c| {
         let st = state_of(c);
         st.start_error.is_some() || (st.done && exit_of(&st).is_some_and(|code| code != 0))
     });
-    let init_statuses: Vec<Value> = init.iter().map(|c| container_status(c, &state_of(c), uid, false)).collect();
+    let init_statuses: Vec<ContainerStatus> =
+        init.iter().map(|c| container_status(c, &state_of(c), uid, false)).collect();
     let mut all_ready = initialized;
     let mut all_done = true;
     let mut any_failed = false;
     let mut statuses = Vec::new();
-    for c in list("containers") {
-        let st = state_of(&c);
+    for c in &spec.containers {
+        let st = state_of(c);
         all_ready &= st.ready;
         all_done &= st.done;
         any_failed |= st.done && exit_of(&st).is_some_and(|code| code != 0);
-        statuses.push(container_status(&c, &st, uid, !initialized));
+        statuses.push(container_status(c, &st, uid, !initialized));
     }
     let phase = if init_failed {
         "Failed"
@@ -90,59 +120,70 @@ pub fn pod_status(pod: &Value, states: &HashMap<String, ContainerState>, ip: &st
     } else {
         "Running"
     };
-    let cond = |t: &str, ok: bool| json!({"type": t, "status": if ok { "True" } else { "False" }, "lastProbeTime": null, "lastTransitionTime": created});
-    let mut status = json!({
-        "phase": phase,
-        "conditions": [cond("PodScheduled", true), cond("Initialized", initialized), cond("ContainersReady", all_ready), cond("Ready", all_ready)],
-        "hostIP": "127.0.0.1", "hostIPs": [{"ip": "127.0.0.1"}], "podIP": ip, "podIPs": [{"ip": ip}],
-        "startTime": created, "qosClass": "BestEffort", "containerStatuses": statuses,
-    });
-    if !init_statuses.is_empty() {
-        status["initContainerStatuses"] = json!(init_statuses);
+    let cond = |t: &str, ok: bool| PodCondition {
+        type_: t.into(),
+        status: if ok { "True" } else { "False" }.into(),
+        last_transition_time: created.clone(),
+        ..Default::default()
+    };
+    let ips = |ip: &str| Some(vec![HostIP { ip: ip.into() }]);
+    PodStatus {
+        phase: Some(phase.into()),
+        conditions: Some(vec![
+            cond("PodScheduled", true),
+            cond("Initialized", initialized),
+            cond("ContainersReady", all_ready),
+            cond("Ready", all_ready),
+        ]),
+        host_ip: Some("127.0.0.1".into()),
+        host_ips: ips("127.0.0.1"),
+        pod_ip: Some(ip.into()),
+        pod_ips: Some(vec![PodIP { ip: ip.into() }]),
+        start_time: created,
+        qos_class: Some("BestEffort".into()),
+        container_statuses: Some(statuses),
+        init_container_statuses: (!init_statuses.is_empty()).then_some(init_statuses),
+        ..Default::default()
     }
-    status
 }
 
 /// The status of a pod whose containers cannot be created yet (a volume's or the environment's
 /// source is missing), as the kubelet reports it.
-pub fn waiting_status(pod: &Value, ip: &str, reason: &str, message: &str) -> Value {
-    let states: HashMap<String, ContainerState> = pod
-        .pointer("/spec/containers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c.get("name").and_then(Value::as_str))
-        .map(|n| {
-            (n.to_string(), ContainerState { start_error: Some((reason.into(), message.into())), ..Default::default() })
+pub fn waiting_status(pod: &Pod, ip: &str, reason: &str, message: &str) -> PodStatus {
+    let containers = pod.spec.as_ref().map(|s| s.containers.as_slice()).unwrap_or_default();
+    let states: HashMap<String, ContainerState> = containers
+        .iter()
+        .map(|c| {
+            let state = ContainerState { start_error: Some((reason.into(), message.into())), ..Default::default() };
+            (c.name.clone(), state)
         })
         .collect();
-    let mut status = pod_status(pod, &states, ip);
-    status["phase"] = json!("Pending");
-    status
+    PodStatus { phase: Some("Pending".into()), ..pod_status(pod, &states, ip) }
 }
 
 /// Which containers the pod's current status shows Ready (kept across a restart of the node until
 /// their probes say otherwise, so a node restart does not make running pods flap).
-pub fn ready_containers(pod: &Value) -> Vec<String> {
-    pod.pointer("/status/containerStatuses")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|s| s.get("ready").and_then(Value::as_bool) == Some(true))
-        .filter_map(|s| s.get("name").and_then(Value::as_str).map(String::from))
-        .collect()
+pub fn ready_containers(pod: &Pod) -> Vec<String> {
+    let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_ref());
+    statuses.into_iter().flatten().filter(|s| s.ready).map(|s| s.name.clone()).collect()
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
+
+    fn typed(pod: Value) -> Pod {
+        serde_json::from_value(pod).unwrap()
+    }
 
     #[test]
     fn init_containers_gate_the_pod() {
-        let pod = json!({"metadata": {"uid": "u"}, "spec": {
-            "initContainers": [{"name": "restore", "image": "etcd"}], "containers": [{"name": "etcd", "image": "etcd"}]}});
+        let pod = typed(json!({"metadata": {"uid": "u"}, "spec": {
+            "initContainers": [{"name": "restore", "image": "etcd"}], "containers": [{"name": "etcd", "image": "etcd"}]}}));
         let phase = |states: &HashMap<String, ContainerState>| {
-            let st = pod_status(&pod, states, "127.1.0.1");
+            let st = serde_json::to_value(pod_status(&pod, states, "127.1.0.1")).unwrap();
             let initialized = st["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Initialized").unwrap()
                 ["status"]
                 .clone();
@@ -169,9 +210,17 @@ mod tests {
 
     #[test]
     fn a_missing_source_keeps_the_pod_creating() {
-        let pod = json!({"metadata": {"uid": "u"}, "spec": {"containers": [{"name": "c", "image": "python:3.11"}]},
-                         "status": {"containerStatuses": [{"name": "c", "ready": true}]}});
-        let st = waiting_status(&pod, "127.1.0.2", "CreateContainerConfigError", "configmap \"x\" not found");
+        let pod =
+            typed(json!({"metadata": {"uid": "u"}, "spec": {"containers": [{"name": "c", "image": "python:3.11"}]},
+                         "status": {"containerStatuses": [{"name": "c", "ready": true, "image": "python:3.11",
+                                                           "imageID": "", "restartCount": 0}]}}));
+        let st = serde_json::to_value(waiting_status(
+            &pod,
+            "127.1.0.2",
+            "CreateContainerConfigError",
+            "configmap \"x\" not found",
+        ))
+        .unwrap();
         assert_eq!(st["phase"], json!("Pending"));
         assert_eq!(
             st["containerStatuses"][0]["state"],

@@ -16,6 +16,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 
+use k8s_openapi::api::core::v1::Container;
 use serde_json::Value;
 
 use crate::env::{self, ConfigError, Kind, Sources};
@@ -62,14 +63,13 @@ pub fn safe_relative(p: &str) -> bool {
 
 /// The mounts of one container; a `subPath` that does not exist yet is created as a directory, as the
 /// kubelet does. Fails for a `subPath` that leaves its volume.
-pub fn mounts_of(container: &Value, dirs: &HashMap<String, PathBuf>) -> Result<Vec<Mount>, ConfigError> {
+pub fn mounts_of(container: &Container, dirs: &HashMap<String, PathBuf>) -> Result<Vec<Mount>, ConfigError> {
     let mut out = Vec::new();
-    for (i, m) in container.get("volumeMounts").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        let Some(name) = m.get("name").and_then(Value::as_str) else { continue };
-        let Some(dir) = dirs.get(name) else { continue };
-        let Some(target) = m.get("mountPath").and_then(Value::as_str) else { continue };
-        let read_only = m.get("readOnly").and_then(Value::as_bool).unwrap_or(false);
-        let source = match m.get("subPath").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+    for (i, m) in container.volume_mounts.iter().flatten().enumerate() {
+        let Some(dir) = dirs.get(&m.name) else { continue };
+        let target = m.mount_path.as_str();
+        let read_only = m.read_only.unwrap_or(false);
+        let source = match m.sub_path.as_deref().filter(|s| !s.is_empty()) {
             None => dir.clone(),
             Some(sub) if !safe_relative(sub) => {
                 return Err(ConfigError::SubPath { index: i, sub_path: sub.to_string() });
@@ -358,6 +358,11 @@ mod tests {
         m
     }
 
+    fn container(mut c: Value) -> Container {
+        c["name"] = json!("c");
+        serde_json::from_value(c).unwrap()
+    }
+
     fn pod() -> Value {
         json!({"metadata": {"name": "p", "namespace": "ns", "labels": {"app": "a"}}, "spec": {"containers": [{"name": "c"}]}})
     }
@@ -372,8 +377,9 @@ mod tests {
         assert_eq!(dirs["tmp"], PathBuf::from("/d/pods/u/volumes/tmp"));
         assert_eq!(dirs["cfg"], PathBuf::from("/d/pods/u/volumes/cfg"));
         assert!(!dirs.contains_key("nfs"));
-        let c =
-            json!({"volumeMounts": [{"name": "data", "mountPath": "/var/lib/x"}, {"name": "nfs", "mountPath": "/n"}]});
+        let c = container(
+            json!({"volumeMounts": [{"name": "data", "mountPath": "/var/lib/x"}, {"name": "nfs", "mountPath": "/n"}]}),
+        );
         assert_eq!(
             mounts_of(&c, &dirs).unwrap(),
             vec![Mount {
@@ -382,7 +388,7 @@ mod tests {
                 read_only: false
             }]
         );
-        let bad = json!({"volumeMounts": [{"name": "tmp", "mountPath": "/x", "subPath": "../../etc"}]});
+        let bad = container(json!({"volumeMounts": [{"name": "tmp", "mountPath": "/x", "subPath": "../../etc"}]}));
         assert!(matches!(mounts_of(&bad, &dirs), Err(ConfigError::SubPath { index: 0, .. })));
         assert_eq!(quote("it's"), "'it'\\''s'");
     }

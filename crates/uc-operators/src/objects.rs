@@ -1,25 +1,185 @@
 //! What the operators read from hook requests and pods, and how they name and label what they make.
+//!
+//! Parents are decoded into k8s-openapi's types (one object per sync). Observed pods are read through
+//! [`PodView`], a typed view borrowing from the request: a ReplicaSet's request holds every one of its
+//! pods, and decoding each into an owned `Pod` on every sync would copy them all; the pods a hook keeps
+//! are moved from the request into its answer, not rebuilt.
 
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
 
-/// Children of one type from a sync request.
-pub(crate) fn obj_map<'a>(request: &'a Value, type_key: &str) -> &'a Map<String, Value> {
-    // Borrowed, not copied: a ReplicaSet's request holds every one of its pods.
-    static EMPTY: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
-    request.pointer(&format!("/children/{}", type_key.replace('/', "~1"))).and_then(Value::as_object).unwrap_or(&EMPTY)
+use serde::Deserialize;
+use serde_json::{Value, json};
+use uc_api::hook::{ObjectMap, SyncRequest};
+use uc_engine::hooks::HookError;
+
+/// Decodes part of a request into a type (by reference: borrowed views copy nothing); a fault names
+/// `what` it was decoding.
+pub(crate) fn decode<'a, T: Deserialize<'a>>(what: &str, value: &'a Value) -> Result<T, HookError> {
+    T::deserialize(value).map_err(|e| HookError::InvalidRequest(format!("{what}: {e}")))
 }
 
-/// A pod that counts as running (not finished, not being deleted).
-pub(crate) fn active(pod: &Value) -> bool {
-    let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending");
-    pod.pointer("/metadata/deletionTimestamp").is_none() && phase != "Succeeded" && phase != "Failed"
+/// Children of one type from a sync request, moved out of it.
+pub(crate) fn take_children(request: &mut SyncRequest, type_key: &str) -> ObjectMap {
+    request.children.remove(type_key).unwrap_or_default()
 }
 
-/// A pod whose Ready condition is True.
+/// What a workload hook reads of an observed pod.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct PodView<'a> {
+    #[serde(borrow)]
+    pub metadata: Option<MetaView<'a>>,
+    #[serde(borrow)]
+    pub spec: Option<PodSpecView<'a>>,
+    #[serde(borrow)]
+    pub status: Option<PodStatusView<'a>>,
+}
+
+/// A pod's metadata, as far as the hooks read it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct MetaView<'a> {
+    pub name: Option<&'a str>,
+    pub creation_timestamp: Option<&'a str>,
+    pub deletion_timestamp: Option<&'a str>,
+    #[serde(borrow)]
+    pub labels: Option<BTreeMap<&'a str, &'a str>>,
+}
+
+/// A pod's spec, as far as the hooks read it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct PodSpecView<'a> {
+    pub node_name: Option<&'a str>,
+}
+
+/// A pod's status, as far as the hooks read it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct PodStatusView<'a> {
+    pub phase: Option<&'a str>,
+    #[serde(borrow)]
+    pub conditions: Option<Vec<ConditionView<'a>>>,
+    #[serde(borrow)]
+    pub container_statuses: Option<Vec<ContainerStatusView<'a>>>,
+}
+
+/// A status condition's type and status.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ConditionView<'a> {
+    #[serde(rename = "type")]
+    pub type_: &'a str,
+    pub status: &'a str,
+}
+
+/// When a container finished, if it did.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct ContainerStatusView<'a> {
+    #[serde(borrow)]
+    pub state: Option<ContainerStateView<'a>>,
+}
+
+/// The terminated state of a container.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct ContainerStateView<'a> {
+    #[serde(borrow)]
+    pub terminated: Option<TerminatedView<'a>>,
+}
+
+/// When a terminated container finished.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct TerminatedView<'a> {
+    pub finished_at: Option<&'a str>,
+}
+
+impl<'a> PodView<'a> {
+    /// Reads a pod of a request; a malformed one is an error naming it.
+    pub fn of(name: &str, pod: &'a Value) -> Result<Self, HookError> {
+        decode(&format!("pod {name}"), pod)
+    }
+
+    fn meta(&self) -> Option<&MetaView<'a>> {
+        self.metadata.as_ref()
+    }
+
+    /// The pod's name.
+    pub fn name(&self) -> &'a str {
+        self.meta().and_then(|m| m.name).unwrap_or_default()
+    }
+
+    /// When the pod was created (RFC 3339, which sorts as text).
+    pub fn created(&self) -> &'a str {
+        self.meta().and_then(|m| m.creation_timestamp).unwrap_or_default()
+    }
+
+    /// Whether the pod is being deleted.
+    pub fn deleting(&self) -> bool {
+        self.meta().is_some_and(|m| m.deletion_timestamp.is_some())
+    }
+
+    /// One of the pod's labels.
+    pub fn label(&self, key: &str) -> Option<&'a str> {
+        self.meta()?.labels.as_ref()?.get(key).copied()
+    }
+
+    /// The node the pod is bound to ("" when none).
+    pub fn node(&self) -> &'a str {
+        self.spec.as_ref().and_then(|s| s.node_name).unwrap_or_default()
+    }
+
+    /// The pod's phase (`Pending` when it has none yet).
+    pub fn phase(&self) -> &'a str {
+        self.status.as_ref().and_then(|s| s.phase).unwrap_or("Pending")
+    }
+
+    /// A pod that counts as running (not finished, not being deleted).
+    pub fn active(&self) -> bool {
+        !self.deleting() && !matches!(self.phase(), "Succeeded" | "Failed")
+    }
+
+    /// A pod whose Ready condition is True.
+    pub fn ready(&self) -> bool {
+        let conditions = self.status.as_ref().and_then(|s| s.conditions.as_ref());
+        conditions.is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+    }
+
+    /// When the last of its containers finished, if any did.
+    pub fn finished_at(&self) -> Option<&'a str> {
+        let statuses = self.status.as_ref()?.container_statuses.as_ref()?;
+        statuses.iter().filter_map(|c| c.state.as_ref()?.terminated.as_ref()?.finished_at).max()
+    }
+}
+
+/// A pod whose Ready condition is True (an untyped pod; one that cannot be read is not Ready).
 pub(crate) fn is_ready(pod: &Value) -> bool {
-    pod.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"))
+    PodView::deserialize(pod).is_ok_and(|p| p.ready())
+}
+
+/// Reads every pod of a map; the first malformed one is an error.
+pub(crate) fn pod_views(pods: &ObjectMap) -> Result<Vec<(&String, PodView<'_>)>, HookError> {
+    pods.iter().map(|(k, p)| PodView::of(k, p).map(|v| (k, v))).collect()
+}
+
+/// A new pod from a pod template, as written (its hash names revisions: a typed round trip would
+/// drop fields it does not know and change the hash), named `name` in `namespace`.
+pub(crate) fn pod_from_template(template: &Value, name: &str, namespace: Option<&str>) -> Value {
+    let mut meta = template.get("metadata").filter(|m| m.is_object()).cloned().unwrap_or_else(|| json!({}));
+    meta["name"] = json!(name);
+    meta["namespace"] = json!(namespace.unwrap_or("default"));
+    if let Some(m) = meta.as_object_mut() {
+        m.remove("creationTimestamp");
+    }
+    let spec = template.get("spec").filter(|s| s.is_object()).cloned().unwrap_or_else(|| json!({}));
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+}
+
+/// Serializes a typed object or status into the answer.
+pub(crate) fn to_value<T: serde::Serialize>(what: &str, value: &T) -> Result<Value, HookError> {
+    serde_json::to_value(value).map_err(|e| HookError::InvalidResponse(format!("{what}: {e}")))
 }
 
 /// FNV-1a: a stable hash (std's hasher may change between releases; names must not).
@@ -50,4 +210,82 @@ pub(crate) fn set_label(obj: &mut Value, key: &str, value: &str) {
         obj["metadata"]["labels"] = json!({});
     }
     obj["metadata"]["labels"][key] = json!(value);
+}
+
+/// Test support: a request written as JSON (`parent`, `children`, `related`; the rest defaulted).
+#[cfg(test)]
+pub(crate) fn request_of(request: Value) -> SyncRequest {
+    let group = |v: &Value| -> BTreeMap<String, ObjectMap> {
+        let objects = |m: &Value| m.as_object().map(|m| m.clone().into_iter().collect()).unwrap_or_default();
+        v.as_object().map(|m| m.iter().map(|(k, m)| (k.clone(), objects(m))).collect()).unwrap_or_default()
+    };
+    SyncRequest {
+        parent: request["parent"].clone(),
+        children: group(&request["children"]),
+        related: group(&request["related"]),
+        ..Default::default()
+    }
+}
+
+/// Test support: a hook run on a request written as JSON, its answer as JSON.
+#[cfg(test)]
+pub(crate) fn run_json(
+    hook: impl Fn(SyncRequest) -> Result<uc_api::hook::SyncResponse, HookError>,
+    request: Value,
+) -> Value {
+    hook(request_of(request)).expect("the hook answers").into_value()
+}
+
+/// Test support: an asynchronous hook that always answers, run on a request written as JSON.
+#[cfg(test)]
+pub(crate) async fn run_json_async<F: std::future::Future<Output = uc_api::hook::SyncResponse>>(
+    hook: impl FnOnce(SyncRequest) -> F,
+    request: Value,
+) -> Value {
+    hook(request_of(request)).await.into_value()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pod_view_reads_what_the_hooks_decide_on() {
+        let pod = json!({"metadata": {"name": "p", "creationTimestamp": "2026-01-01T00:00:00Z", "labels": {"a": "b"},
+                                      "managedFields": [{"manager": "x"}]},
+                         "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "i"}]},
+                         "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                                    "containerStatuses": [{"state": {"terminated": {"finishedAt": "2026-01-01T00:00:01Z"}}},
+                                                          {"state": {"running": {}}}]}});
+        let v = PodView::of("p", &pod).unwrap();
+        assert_eq!((v.name(), v.created(), v.node(), v.phase()), ("p", "2026-01-01T00:00:00Z", "n", "Running"));
+        assert!(v.active() && v.ready() && !v.deleting());
+        assert_eq!((v.label("a"), v.label("x")), (Some("b"), None));
+        assert_eq!(v.finished_at(), Some("2026-01-01T00:00:01Z"));
+        let empty = json!({"metadata": null, "status": {"conditions": null}});
+        let v = PodView::of("e", &empty).unwrap();
+        assert_eq!((v.phase(), v.ready(), v.active(), v.finished_at()), ("Pending", false, true, None));
+        let deleting =
+            json!({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}, "status": {"phase": "Running"}});
+        assert!(!PodView::of("d", &deleting).unwrap().active());
+        let bad = PodView::of("b", &json!({"status": {"phase": 3}})).unwrap_err();
+        assert!(matches!(bad, HookError::InvalidRequest(ref m) if m.starts_with("pod b: ")), "{bad}");
+    }
+
+    #[test]
+    fn pods_from_templates_keep_what_was_written() {
+        let template = json!({"metadata": {"labels": {"app": "a"}, "creationTimestamp": null, "x-unknown": 1},
+                              "spec": {"containers": [{"name": "c", "image": "i", "futureField": true}]}});
+        let pod = pod_from_template(&template, "p-0", Some("ns"));
+        assert_eq!(
+            pod,
+            json!({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": "p-0", "namespace": "ns", "labels": {"app": "a"}, "x-unknown": 1},
+                   "spec": {"containers": [{"name": "c", "image": "i", "futureField": true}]}})
+        );
+        assert_eq!(
+            pod_from_template(&Value::Null, "q", None)["metadata"],
+            json!({"name": "q", "namespace": "default"})
+        );
+    }
 }

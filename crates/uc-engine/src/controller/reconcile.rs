@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
+use uc_api::hook::{ObjectMap, SyncRequest};
 use uc_api::meta::{finalizers, is_deleting, meta_str};
 
 use super::claim::{child_key, claim, selector_for};
-use super::errors::{SyncError, SyncReason};
+use super::errors::SyncError;
 use super::finalizer::{FinalizerStep, finalizer_step};
 use super::rollout::status_with_condition;
 use super::shared::Shared;
@@ -90,22 +90,16 @@ impl Shared {
             children: children_req,
             related,
             finalizing: deleting,
-        }
-        .into_value();
+        };
         let (kind, hook) = match (&self.finalize, deleting) {
             (Some(f), true) => (HookKind::Finalize, f),
             _ => (HookKind::Sync, &self.sync),
         };
         // A rollout asks the hook again about old revisions, starting from this request.
         let rollout_request = (self.revisions.is_some() && !deleting).then(|| request.clone());
-        let (answer, elapsed) = hook.call(kind, request).await;
+        let (answer, elapsed) = hook.sync(kind, request).await;
         self.ctx.metrics.hook_call(&self.name, kind.as_str(), elapsed, answer.is_ok());
-        let response: SyncResponse = serde_json::from_value(answer?).map_err(|e| {
-            SyncError::new(
-                SyncReason::HookError,
-                format!("invalid hook response: {e} (a response must have a `children` list)"),
-            )
-        })?;
+        let response = answer?;
         let types = self.children.iter().map(|t| &t.res);
         let mut desired = validate_children(types, self.parent.namespaced, &parent, response.children)?;
         let mut status = response.status;

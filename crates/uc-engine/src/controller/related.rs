@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 use uc_api::LabelSelector;
-use uc_api::hook::{CustomizeRequest, CustomizeResponse, ObjectMap, RelatedResourceRule};
+use uc_api::hook::{CustomizeRequest, ObjectMap, RelatedResourceRule};
 use uc_api::meta::meta_str;
 
 use super::claim::child_key;
 use super::errors::{SyncError, SyncReason};
 use super::shared::{AbortOnDrop, RelatedSource, Shared};
-use crate::hooks::{HookImpl, HookKind};
+use crate::hooks::HookImpl;
 use crate::informer::{Obj, ObjKey, resource_id};
 
 /// Checks a customize answer's rules: each sets exactly one of `labelSelector` and `names`.
@@ -83,12 +83,10 @@ impl Shared {
         parent: &Value,
         hook: &HookImpl,
     ) -> Result<BTreeMap<String, ObjectMap>, SyncError> {
-        let request = serde_json::to_value(CustomizeRequest { controller: self.uc.clone(), parent: parent.clone() })
-            .map_err(|e| SyncError::new(SyncReason::InternalError, e.to_string()))?;
-        let (answer, elapsed) = hook.call(HookKind::Customize, request).await;
+        let request = CustomizeRequest { controller: self.uc.clone(), parent: parent.clone() };
+        let (answer, elapsed) = hook.customize(request).await;
         self.ctx.metrics.hook_call(&self.name, "customize", elapsed, answer.is_ok());
-        let response: CustomizeResponse = serde_json::from_value(answer?)
-            .map_err(|e| SyncError::new(SyncReason::HookError, format!("invalid customize response: {e}")))?;
+        let response = answer?;
         check_rules(&response.related_resources)?;
         let mut out: BTreeMap<String, ObjectMap> = BTreeMap::new();
         let mut rules = Vec::new();

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams, Preconditions};
 use serde_json::{Map, Value, json};
-use uc_api::hook::SyncResponse;
+use uc_api::hook::SyncRequest;
 use uc_api::meta::{controller_owner_reference, controller_uid, meta_str};
 
 use super::errors::{SyncError, SyncReason};
@@ -78,7 +78,7 @@ impl Shared {
         selector_labels: &Map<String, Value>,
         observed: &[Vec<Obj>],
         desired: &mut [Vec<Value>],
-        request: &Value,
+        request: &SyncRequest,
         hook: &HookImpl,
     ) -> Result<Rollout, SyncError> {
         let (group, resource) = (self.parent.ar.group.as_str(), self.parent.ar.plural.as_str());
@@ -115,13 +115,11 @@ impl Shared {
                 continue;
             }
             let old_parent = revision::parent_at(parent, &rev.patch, &store.field_paths);
-            let mut req = request.clone();
-            req["parent"] = old_parent.clone();
-            let (answer, elapsed) = hook.call(HookKind::Sync, req).await;
+            let req = SyncRequest { parent: old_parent.clone(), ..request.clone() };
+            let (answer, elapsed) = hook.sync(HookKind::Sync, req).await;
             self.ctx.metrics.hook_call(&self.name, HookKind::Sync.as_str(), elapsed, answer.is_ok());
-            let response: SyncResponse = serde_json::from_value(answer?).map_err(|e| {
-                SyncError::new(SyncReason::HookError, format!("invalid hook response for revision {}: {e}", rev.name))
-            })?;
+            let response =
+                answer.map_err(|e| SyncError::new(SyncReason::HookError, format!("revision {}: {e}", rev.name)))?;
             let types = self.children.iter().map(|t| &t.res);
             desired_at.push(validate_children(types, self.parent.namespaced, &old_parent, response.children)?);
         }

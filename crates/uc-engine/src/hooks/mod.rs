@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use uc_api::controller::Hook as HookSpec;
+use uc_api::hook::{CustomizeRequest, CustomizeResponse, SyncRequest, SyncResponse};
 
 /// A hook implementation: what a UniversalController's hook spec names, ready to call.
 #[derive(Clone)]
@@ -54,15 +55,41 @@ impl HookImpl {
             .ok_or_else(|| HookError::Config(format!("no native hook named {name:?}")))
     }
 
-    /// Calls the hook with a request; returns the raw JSON answer and the call's duration. The request is
-    /// taken, not borrowed: a native hook gets it without a copy.
-    pub async fn call(&self, kind: HookKind, request: Value) -> (Result<Value, HookError>, Duration) {
+    /// Calls the hook's sync (or finalize) function; returns its answer and the call's duration. The
+    /// request is taken, not borrowed: a native hook gets it without a copy, the others as JSON.
+    pub async fn sync(&self, kind: HookKind, request: SyncRequest) -> (Result<SyncResponse, HookError>, Duration) {
         let started = Instant::now();
-        let r = match self {
+        let answer = match self {
+            HookImpl::Native(n) => n.sync(request).await,
+            other => other.call_json(kind, request.into_value()).await.and_then(|answer| {
+                serde_json::from_value(answer)
+                    .map_err(|e| HookError::InvalidResponse(format!("{e} (a response must have a `children` list)")))
+            }),
+        };
+        (answer, started.elapsed())
+    }
+
+    /// Calls the hook's customize function; returns its answer and the call's duration.
+    pub async fn customize(&self, request: CustomizeRequest) -> (Result<CustomizeResponse, HookError>, Duration) {
+        let started = Instant::now();
+        let answer = match self {
+            HookImpl::Native(n) => n.customize(request).await,
+            other => match serde_json::to_value(request) {
+                Ok(json) => other.call_json(HookKind::Customize, json).await.and_then(|answer| {
+                    serde_json::from_value(answer).map_err(|e| HookError::InvalidResponse(format!("customize: {e}")))
+                }),
+                Err(e) => Err(HookError::InvalidRequest(e.to_string())),
+            },
+        };
+        (answer, started.elapsed())
+    }
+
+    /// A webhook or JavaScript call, in the JSON they speak.
+    async fn call_json(&self, kind: HookKind, request: Value) -> Result<Value, HookError> {
+        match self {
             HookImpl::Webhook(w) => w.call(&request).await,
             HookImpl::JavaScript(j) => j.call(kind, &request).await,
-            HookImpl::Native(n) => n.call(kind, request).await,
-        };
-        (r, started.elapsed())
+            HookImpl::Native(_) => Err(HookError::Config("a native hook is called with typed requests".into())),
+        }
     }
 }

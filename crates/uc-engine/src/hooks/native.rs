@@ -1,32 +1,30 @@
-//! Native hooks: Rust functions compiled into uc, for the operators it ships (same request/response
-//! JSON as every other hook, so they are tested the same way).
+//! Native hooks: Rust functions compiled into uc, for the operators it ships. They speak uc's typed hook
+//! protocol ([`SyncRequest`] → [`SyncResponse`], [`CustomizeRequest`] → [`CustomizeResponse`]): the
+//! engine hands them the request it built, with no JSON in between, and they hand back the answer
+//! it validates like any other hook's.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde_json::Value;
 use uc_api::hook::{CustomizeRequest, CustomizeResponse, SyncRequest, SyncResponse};
 
-use super::protocol::{HookError, HookKind};
+use super::protocol::HookError;
 
-/// Boxed future returned by native hooks.
-pub type HookFuture = Pin<Box<dyn Future<Output = Result<Value, HookError>> + Send>>;
+/// What a native sync (or finalize) call returns.
+pub type SyncFuture = Pin<Box<dyn Future<Output = Result<SyncResponse, HookError>> + Send>>;
+
+/// What a native customize call returns.
+pub type CustomizeFuture = Pin<Box<dyn Future<Output = Result<CustomizeResponse, HookError>> + Send>>;
 
 /// A hook written in Rust.
 pub trait NativeHook: Send + Sync {
-    /// Answers one request.
-    fn call(&self, kind: HookKind, request: Value) -> HookFuture;
-}
+    /// Answers a sync call, or a finalize call (`request.finalizing`).
+    fn sync(&self, request: SyncRequest) -> SyncFuture;
 
-impl<F> NativeHook for F
-where
-    F: Fn(HookKind, Value) -> HookFuture + Send + Sync,
-{
-    fn call(&self, kind: HookKind, request: Value) -> HookFuture {
-        self(kind, request)
-    }
+    /// Answers a customize call.
+    fn customize(&self, request: CustomizeRequest) -> CustomizeFuture;
 }
 
 /// A sync (and finalize) hook on uc's typed protocol. It owns its request, so it can move children
@@ -36,23 +34,57 @@ pub type SyncFn = dyn Fn(SyncRequest) -> Result<SyncResponse, HookError> + Send 
 /// A customize hook on the typed protocol.
 pub type CustomizeFn = dyn Fn(CustomizeRequest) -> Result<CustomizeResponse, HookError> + Send + Sync;
 
+/// A sync hook on the typed protocol that waits on I/O (an operator talking to what it runs).
+pub type AsyncSyncFn = dyn Fn(SyncRequest) -> SyncFuture + Send + Sync;
+
+fn no_customize() -> CustomizeFuture {
+    Box::pin(async { Err(HookError::Config("this native hook has no customize function".into())) })
+}
+
+struct Typed {
+    sync: Arc<SyncFn>,
+    customize: Option<Arc<CustomizeFn>>,
+}
+
+impl NativeHook for Typed {
+    fn sync(&self, request: SyncRequest) -> SyncFuture {
+        let answer = (self.sync)(request);
+        Box::pin(async move { answer })
+    }
+
+    fn customize(&self, request: CustomizeRequest) -> CustomizeFuture {
+        match &self.customize {
+            Some(c) => {
+                let answer = c(request);
+                Box::pin(async move { answer })
+            }
+            None => no_customize(),
+        }
+    }
+}
+
 /// A native hook from typed functions: `sync` answers sync and finalize calls, `customize` (when the
 /// controller names one) customize calls.
 pub fn typed(sync: Arc<SyncFn>, customize: Option<Arc<CustomizeFn>>) -> Arc<dyn NativeHook> {
-    Arc::new(move |kind: HookKind, request: Value| -> HookFuture {
-        let answer = match (kind, &customize) {
-            (HookKind::Customize, Some(c)) => serde_json::from_value::<CustomizeRequest>(request)
-                .map_err(|e| HookError::InvalidRequest(e.to_string()))
-                .and_then(|r| c(r))
-                .and_then(|r| serde_json::to_value(r).map_err(|e| HookError::InvalidResponse(e.to_string()))),
-            (HookKind::Customize, None) => Err(HookError::Config("this native hook has no customize function".into())),
-            _ => serde_json::from_value::<SyncRequest>(request)
-                .map_err(|e| HookError::InvalidRequest(e.to_string()))
-                .and_then(|r| sync(r))
-                .map(SyncResponse::into_value),
-        };
-        Box::pin(async move { answer })
-    })
+    Arc::new(Typed { sync, customize })
+}
+
+struct TypedAsync(Arc<AsyncSyncFn>);
+
+impl NativeHook for TypedAsync {
+    fn sync(&self, request: SyncRequest) -> SyncFuture {
+        (self.0)(request)
+    }
+
+    fn customize(&self, _: CustomizeRequest) -> CustomizeFuture {
+        no_customize()
+    }
+}
+
+/// A native hook from an asynchronous typed sync function (it answers sync and finalize calls; such a
+/// hook has no customize function).
+pub fn typed_async(sync: Arc<AsyncSyncFn>) -> Arc<dyn NativeHook> {
+    Arc::new(TypedAsync(sync))
 }
 
 /// Native hooks by name.
@@ -79,8 +111,16 @@ mod tests {
 
     use super::*;
 
+    fn request(parent: serde_json::Value, finalizing: bool) -> SyncRequest {
+        let children = std::collections::BTreeMap::from([(
+            "ConfigMap.v1".to_string(),
+            uc_api::hook::ObjectMap::from([("a".to_string(), json!({"kind": "ConfigMap"}))]),
+        )]);
+        SyncRequest { parent, children, finalizing, ..Default::default() }
+    }
+
     #[tokio::test]
-    async fn typed_hooks_get_decoded_requests_and_answer_json() {
+    async fn typed_hooks_answer_sync_finalize_and_customize() {
         let sync: Arc<SyncFn> = Arc::new(|r: SyncRequest| {
             let name = r.parent["metadata"]["name"].as_str().ok_or(HookError::Failed("no name".into()))?.to_string();
             let children = r.children.into_values().flat_map(|m| m.into_values()).collect();
@@ -92,22 +132,36 @@ mod tests {
             })
         });
         let customize: Arc<CustomizeFn> = Arc::new(|_| Ok(CustomizeResponse::default()));
-        let hook = typed(sync, Some(customize));
-        let request = json!({"controller": {}, "parent": {"metadata": {"name": "p"}},
-            "children": {"ConfigMap.v1": {"a": {"kind": "ConfigMap"}}}, "related": {}, "finalizing": false});
-        let out = hook.call(HookKind::Sync, request.clone()).await.unwrap();
-        assert_eq!(out, json!({"status": {"name": "p"}, "children": [{"kind": "ConfigMap"}], "finalized": false}));
-        let mut finalize = request.clone();
-        finalize["finalizing"] = json!(true);
-        assert_eq!(hook.call(HookKind::Finalize, finalize).await.unwrap()["finalized"], json!(true));
-        let c = hook.call(HookKind::Customize, json!({"controller": {}, "parent": {}})).await.unwrap();
-        assert_eq!(c, json!({"relatedResources": []}));
-        let bad = hook.call(HookKind::Sync, json!({"parent": 1})).await.unwrap_err();
-        assert!(matches!(bad, HookError::InvalidRequest(_)), "{bad}");
-        let refused = hook.call(
-            HookKind::Sync,
-            json!({"controller": {}, "parent": {}, "children": {}, "related": {}, "finalizing": false}),
+        let hook = typed(sync.clone(), Some(customize));
+        let out = hook.sync(request(json!({"metadata": {"name": "p"}}), false)).await.unwrap();
+        assert_eq!(
+            out.into_value(),
+            json!({"status": {"name": "p"}, "children": [{"kind": "ConfigMap"}], "finalized": false})
         );
-        assert_eq!(refused.await.unwrap_err().to_string(), "hook failed: no name");
+        let finalized = hook.sync(request(json!({"metadata": {"name": "p"}}), true)).await.unwrap();
+        assert_eq!(finalized.finalized, Some(true));
+        let c = hook.customize(CustomizeRequest::default()).await.unwrap();
+        assert!(c.related_resources.is_empty());
+        let refused = hook.sync(request(json!({}), false)).await.unwrap_err();
+        assert_eq!(refused.to_string(), "hook failed: no name");
+        let without = typed(sync, None);
+        assert!(matches!(without.customize(CustomizeRequest::default()).await, Err(HookError::Config(_))));
+    }
+
+    #[tokio::test]
+    async fn asynchronous_hooks_answer_after_waiting() {
+        let waits: Arc<AsyncSyncFn> = Arc::new(|r: SyncRequest| -> SyncFuture {
+            Box::pin(async move {
+                tokio::task::yield_now().await;
+                Ok(SyncResponse { status: Some(r.parent), resync_after_seconds: Some(1.0), ..Default::default() })
+            })
+        });
+        let hook = typed_async(waits);
+        let out = hook.sync(request(json!({"metadata": {"name": "p"}}), false)).await.unwrap();
+        assert_eq!(
+            out.into_value(),
+            json!({"status": {"metadata": {"name": "p"}}, "children": [], "resyncAfterSeconds": 1.0})
+        );
+        assert!(matches!(hook.customize(CustomizeRequest::default()).await, Err(HookError::Config(_))));
     }
 }

@@ -22,8 +22,12 @@ use kube::CustomResourceExt;
 use serde_json::{Value, json};
 use uc_engine::names::{ClusterNames, Resolver};
 
+use serde::Deserialize;
+use uc_api::hook::{SyncRequest, SyncResponse};
+
 use super::resources::GROUP;
 use super::storage::{S3, StorageError};
+use super::types::{EtcdBackup, StorageType};
 use uc_api::meta::str_at;
 
 /// Name of the native hook.
@@ -166,23 +170,36 @@ fn prune(base: &Path, keep: usize) {
     }
 }
 
+/// The answer of a sync: the backup's status, no children.
+fn answer(status: Value, resync_after_seconds: Option<f64>) -> SyncResponse {
+    SyncResponse { status: Some(status), children: Vec::new(), resync_after_seconds, finalized: None }
+}
+
 /// One sync of an EtcdBackup. `client` reads the S3 credentials' Secret.
-pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, request: &Value) -> Value {
-    let parent = &request["parent"];
+pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, request: SyncRequest) -> SyncResponse {
+    let parent = &request.parent;
     let previous = parent.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
-    let interval = parent.pointer("/spec/backupPolicy/backupIntervalInSecond").and_then(Value::as_u64).unwrap_or(0);
-    let max_backups = parent.pointer("/spec/backupPolicy/maxBackups").and_then(Value::as_u64).unwrap_or(0) as usize;
-    let timeout = parent.pointer("/spec/backupPolicy/timeoutInSecond").and_then(Value::as_u64).unwrap_or(60);
     let failed = |reason: String| {
-        json!({"status": {"succeeded": false, "reason": reason,
-        "etcdRevision": previous.get("etcdRevision"), "etcdVersion": previous.get("etcdVersion"),
-        "lastSuccessDate": previous.get("lastSuccessDate")}, "children": [], "resyncAfterSeconds": 10.0})
+        let status = json!({"succeeded": false, "reason": reason,
+            "etcdRevision": previous.get("etcdRevision"), "etcdVersion": previous.get("etcdVersion"),
+            "lastSuccessDate": previous.get("lastSuccessDate")});
+        answer(status, Some(10.0))
     };
+    let backup: EtcdBackup = match EtcdBackup::deserialize(parent) {
+        Ok(b) => b,
+        Err(e) => return failed(format!("spec: {e}")),
+    };
+    let spec = &backup.spec;
+    let policy = spec.backup_policy.clone().unwrap_or_default();
+    let interval = policy.backup_interval_in_second.unwrap_or(0);
+    let max_backups = policy.max_backups.unwrap_or(0) as usize;
+    let timeout = policy.timeout_in_second.unwrap_or(60);
+    let namespace = backup.metadata.namespace.as_deref().unwrap_or_default();
     let now = chrono::Utc::now();
     // One-shot: done once it succeeded. Periodic: again once the interval has passed.
     if previous.get("succeeded") == Some(&Value::Bool(true)) {
         if interval == 0 {
-            return json!({"status": previous, "children": []});
+            return answer(previous, None);
         }
         let last = previous
             .get("lastSuccessDate")
@@ -192,17 +209,17 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
             let due = last.with_timezone(&chrono::Utc) + chrono::Duration::seconds(interval as i64);
             if due > now {
                 let wait = (due - now).num_milliseconds() as f64 / 1000.0;
-                return json!({"status": previous, "children": [], "resyncAfterSeconds": wait.max(0.5)});
+                return answer(previous, Some(wait.max(0.5)));
             }
         }
     }
     // Where the snapshot goes: a local path, or a local staging file then an S3 object.
-    let s3 = if str_at(parent, "/spec/storageType") == "S3" {
+    let s3 = if spec.storage_type == StorageType::S3 {
         let Some(client) = client else {
             return failed("S3 storage needs the API server (for spec.s3.awsSecret)".into());
         };
-        let spec = parent.pointer("/spec/s3").cloned().unwrap_or_default();
-        match S3::open(client, str_at(parent, "/metadata/namespace"), &spec, "spec.s3").await {
+        let s3_spec = spec.s3.clone().unwrap_or_default();
+        match S3::open(client, namespace, &s3_spec, "spec.s3").await {
             Ok(s3) => Some(s3),
             Err(e) => return failed(e.to_string()),
         }
@@ -212,32 +229,28 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
     let path = match &s3 {
         Some(_) => std::env::temp_dir()
             .join("uc-etcd-backup")
-            .join(str_at(parent, "/metadata/uid"))
+            .join(backup.metadata.uid.as_deref().unwrap_or_default())
             .join("snapshot.db")
             .display()
             .to_string(),
-        None => str_at(parent, "/spec/local/path").to_string(),
+        None => spec.local.as_ref().and_then(|l| l.path.clone()).unwrap_or_default(),
     };
     if !path.starts_with('/') {
         return failed(format!("spec.local.path: {path:?} must be an absolute path"));
     }
     let base = PathBuf::from(&path);
-    let endpoints: Vec<String> = parent
-        .pointer("/spec/etcdEndpoints")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|e| e.as_str().map(String::from)).collect())
-        .unwrap_or_default();
+    let endpoints = &spec.etcd_endpoints;
     let mut last_error = "spec.etcdEndpoints is empty".to_string();
     // `http://example-client:2379` means the Service in the backup's namespace, as it would in a pod.
     let resolver = match names {
-        Some(n) => n.resolver(str_at(parent, "/metadata/namespace")),
+        Some(n) => n.resolver(namespace),
         None => Resolver::system(),
     };
     let stamp = now.format("%Y-%m-%d-%H:%M:%S").to_string();
     // A periodic backup names each snapshot by revision and time; a one-shot one writes the path itself.
     let name_for =
         |base: &str, rev: i64| if interval > 0 { format!("{base}_v{rev}_{stamp}") } else { base.to_string() };
-    for endpoint in &endpoints {
+    for endpoint in endpoints {
         let tmp = PathBuf::from(name_for(&path, 0));
         let attempt =
             tokio::time::timeout(Duration::from_secs(timeout), snapshot(endpoint, &tmp, resolver.clone())).await;
@@ -298,8 +311,7 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
         let status = json!({"succeeded": true, "reason": "", "etcdRevision": saved.revision,
             "etcdVersion": saved.version, "lastSuccessDate": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             "backupPath": backup_path});
-        let resync = if interval > 0 { Some(interval as f64) } else { None };
-        return json!({"status": status, "children": [], "resyncAfterSeconds": resync});
+        return answer(status, (interval > 0).then_some(interval as f64));
     }
     failed(last_error)
 }
@@ -310,23 +322,32 @@ mod tests {
 
     #[tokio::test]
     async fn bad_requests_fail_with_a_reason_and_write_nothing() {
-        let req = |spec: Value| json!({"parent": {"metadata": {"name": "b"}, "spec": spec}});
-        let out = sync(None, None, &req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "storageType": "S3"}))).await;
-        assert_eq!(out["status"]["succeeded"], json!(false));
-        assert!(out["status"]["reason"].as_str().unwrap().contains("S3"));
+        let req = |spec: Value| SyncRequest {
+            parent: json!({"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdBackup",
+                           "metadata": {"name": "b"}, "spec": spec}),
+            ..Default::default()
+        };
+        let status = |out: SyncResponse| out.status.expect("a backup always answers with its status");
         let out =
-            sync(None, None, &req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "local": {"path": "rel/x.db"}})))
-                .await;
-        assert!(out["status"]["reason"].as_str().unwrap().contains("absolute"));
+            status(sync(None, None, req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "storageType": "S3"}))).await);
+        assert_eq!(out["succeeded"], json!(false));
+        assert!(out["reason"].as_str().unwrap().contains("S3"));
+        let out = status(
+            sync(None, None, req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "local": {"path": "rel/x.db"}})))
+                .await,
+        );
+        assert!(out["reason"].as_str().unwrap().contains("absolute"));
+        let out = status(sync(None, None, req(json!({"etcdEndpoints": "one"}))).await);
+        assert!(out["reason"].as_str().unwrap().starts_with("spec: invalid type"), "{out}");
         let dir = std::env::temp_dir().join(format!("uc-backup-test-{}", std::process::id()));
         let file = dir.join("x.db");
         let out = sync(
             None,
             None,
-            &req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "local": {"path": file.display().to_string()}})),
+            req(json!({"etcdEndpoints": ["http://127.0.0.1:1"], "local": {"path": file.display().to_string()}})),
         )
         .await;
-        assert_eq!(out["status"]["succeeded"], json!(false), "nothing listens on port 1");
+        assert_eq!(status(out)["succeeded"], json!(false), "nothing listens on port 1");
         assert!(!file.exists() && !dir.join("x.db.partial").exists(), "a failed backup leaves no file");
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -31,11 +31,12 @@ use std::sync::Arc;
 
 use kube::CustomResourceExt;
 use kube::api::{DynamicObject, PostParams};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
 use uc_api::meta::str_at;
-use uc_engine::hooks::HookKind;
-use uc_engine::hooks::native::{HookFuture, NativeRegistry};
+use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry, SyncFuture};
 
+use crate::objects::take_children;
 use client::Etcd;
 use plan::{Decision, MemberChange, Step, View, member_pods, plan, restore_step};
 use pods::{condition, current_version, pod_ready};
@@ -93,55 +94,43 @@ pub fn controller() -> Value {
 pub fn register(natives: &mut NativeRegistry, client: kube::Client, names: Option<uc_engine::names::ClusterNames>) {
     let etcd = Etcd::default();
     let kube = client.clone();
-    natives.register(
-        HOOK,
-        Arc::new(move |_kind: HookKind, request: Value| -> HookFuture {
-            let etcd = etcd.clone();
-            let kube = kube.clone();
-            // Never an error: what goes wrong is reported in the cluster's status.
-            Box::pin(async move { Ok(sync(&etcd, Some(&kube), &request).await) })
-        }),
-    );
+    // None of them answers with an error: what goes wrong is reported in the object's status.
+    let cluster: Arc<AsyncSyncFn> = Arc::new(move |request: SyncRequest| -> SyncFuture {
+        let (etcd, kube) = (etcd.clone(), kube.clone());
+        Box::pin(async move { Ok(sync(&etcd, Some(&kube), request).await) })
+    });
+    natives.register(HOOK, native::typed_async(cluster));
     let restorer = client.clone();
-    natives.register(
-        restore::HOOK,
-        Arc::new(move |_kind: HookKind, request: Value| -> HookFuture {
-            let client = restorer.clone();
-            Box::pin(async move { Ok(restore::sync(&client, &request).await) })
-        }),
-    );
-    let kube = client.clone();
-    natives.register(
-        backup::HOOK,
-        Arc::new(move |_kind: HookKind, request: Value| -> HookFuture {
-            let (kube, names) = (kube.clone(), names.clone());
-            Box::pin(async move { Ok(backup::sync(Some(&kube), names.as_ref(), &request).await) })
-        }),
-    );
-}
-
-fn children<'a>(request: &'a Value, key: &str) -> &'a Map<String, Value> {
-    crate::objects::obj_map(request, key)
+    let restores: Arc<AsyncSyncFn> = Arc::new(move |request: SyncRequest| -> SyncFuture {
+        let client = restorer.clone();
+        Box::pin(async move { Ok(restore::sync(&client, request).await) })
+    });
+    natives.register(restore::HOOK, native::typed_async(restores));
+    let backups: Arc<AsyncSyncFn> = Arc::new(move |request: SyncRequest| -> SyncFuture {
+        let (kube, names) = (client.clone(), names.clone());
+        Box::pin(async move { Ok(backup::sync(Some(&kube), names.as_ref(), request).await) })
+    });
+    natives.register(backup::HOOK, native::typed_async(backups));
 }
 
 /// One sync of an EtcdCluster.
-async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, request: &Value) -> Value {
-    let parent = &request["parent"];
-    let observed_pods = children(request, "Pod.v1");
+async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest) -> SyncResponse {
+    let observed_pods = &take_children(&mut request, "Pod.v1");
+    let parent = &request.parent;
     let previous = parent.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
     let spec = match Spec::from(parent) {
         Ok(s) => s,
         Err(error) => {
             let message = error.to_string();
             // Keep whatever runs; a bad edit must not take a cluster down.
-            let mut kept: Vec<Value> = children(request, "Service.v1").values().cloned().collect();
+            let mut kept: Vec<Value> = take_children(&mut request, "Service.v1").into_values().collect();
             kept.extend(observed_pods.values().cloned());
             let mut status = previous;
             status["phase"] =
                 json!(if kept.is_empty() { "Failed" } else { status["phase"].as_str().unwrap_or("Failed") });
             status["reason"] = json!(message);
             status["conditions"] = json!([condition("Available", false, "InvalidSpec", &message)]);
-            return json!({"status": status, "children": kept});
+            return SyncResponse { status: Some(status), children: kept, ..Default::default() };
         }
     };
     // The next member index, kept in the status so that a removed member's name is never reused.
@@ -205,8 +194,7 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, request: &Value) -> Valu
     let mut children = spec.services();
     children.extend(step.pods.iter().filter_map(|p| spec.claim_of(p)));
     children.extend(step.pods);
-    json!({
-        "status": {
+    let status = json!({
             "phase": step.phase,
             "reason": reason,
             "size": members_ready.len() + members_unready.len(),
@@ -220,14 +208,17 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, request: &Value) -> Valu
             "restoredFrom": if restored_from.is_empty() { Value::Null } else { json!(restored_from) },
             "quorumLostSince": quorum_lost_since,
             "conditions": step.conditions,
-        },
-        "children": children,
-        "resyncAfterSeconds": if step.busy || step.quorum_lost { 1.0 } else { 10.0 },
-    })
+    });
+    SyncResponse {
+        status: Some(status),
+        children,
+        resync_after_seconds: Some(if step.busy || step.quorum_lost { 1.0 } else { 10.0 }),
+        finalized: None,
+    }
 }
 
 /// etcd's member list, through the first Ready member that answers.
-async fn read_members(etcd: &Etcd, spec: &Spec, observed: &Map<String, Value>) -> View {
+async fn read_members(etcd: &Etcd, spec: &Spec, observed: &ObjectMap) -> View {
     let mut last_error = String::from("no member is Ready");
     for p in member_pods(spec, observed).values().filter(|p| pod_ready(p)) {
         let endpoint = format!("http://{}:{CLIENT_PORT}", str_at(p, "/status/podIP"));
@@ -387,21 +378,24 @@ mod tests {
     #[tokio::test]
     async fn bootstrap_starts_one_seed_member_and_bad_specs_keep_what_runs() {
         let etcd = Etcd::default();
-        let req = json!({"parent": parent(3, "3.2.13"), "children": {"Pod.v1": {}, "Service.v1": {}}});
-        let out = sync(&etcd, None, &req).await;
+        let run = |request: Value| {
+            let etcd = etcd.clone();
+            async move { crate::objects::run_json_async(|r| sync(&etcd, None, r), request).await }
+        };
+        let out = run(json!({"parent": parent(3, "3.2.13"), "children": {"Pod.v1": {}, "Service.v1": {}}})).await;
         let pods: Vec<&Value> = out["children"].as_array().unwrap().iter().filter(|c| c["kind"] == "Pod").collect();
         assert_eq!(pods.len(), 1, "one seed member first");
         assert_eq!(out["status"]["phase"], json!("Creating"));
         let bad = json!({"parent": parent(3, "nope"), "children": {"Pod.v1": {"ex-0000": {"metadata": {"name": "ex-0000"}}}}});
-        let out = sync(&etcd, None, &bad).await;
+        let out = run(bad).await;
         assert_eq!(out["children"].as_array().unwrap().len(), 1, "a running member is kept");
         assert!(out["status"]["reason"].as_str().unwrap().contains("spec.version"));
         let mut ran = parent(3, "3.2.13");
         ran["status"] = json!({"phase": "Failed", "nextMemberIndex": 3});
-        let out = sync(&etcd, None, &json!({"parent": ran, "children": {"Pod.v1": {}}})).await;
+        let out = run(json!({"parent": ran, "children": {"Pod.v1": {}}})).await;
         assert!(out["children"].as_array().unwrap().iter().all(|c| c["kind"] != "Pod"), "never bootstrapped again");
         assert_eq!(out["status"]["reason"], json!("QuorumLost"));
         let bad_new = json!({"parent": parent(3, "nope"), "children": {}});
-        assert_eq!(sync(&etcd, None, &bad_new).await["children"], json!([]), "no pod for an invalid spec");
+        assert_eq!(run(bad_new).await["children"], json!([]), "no pod for an invalid spec");
     }
 }

@@ -15,9 +15,10 @@
 //! 8. a member on another version: change its image in place, one at a time;
 //! 9. otherwise: Running.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+use uc_api::hook::ObjectMap;
 use uc_api::meta::str_at;
 
 use super::client::Member;
@@ -118,7 +119,7 @@ impl Fallback {
 }
 
 /// The cluster's member pods: those named as members and not being deleted.
-pub fn member_pods(spec: &Spec, observed: &Map<String, Value>) -> BTreeMap<String, Value> {
+pub fn member_pods(spec: &Spec, observed: &ObjectMap) -> ObjectMap {
     observed
         .iter()
         .filter(|(n, p)| spec.index_of(n).is_some() && p.pointer("/metadata/deletionTimestamp").is_none())
@@ -128,7 +129,7 @@ pub fn member_pods(spec: &Spec, observed: &Map<String, Value>) -> BTreeMap<Strin
 
 /// A restore the cluster has not done yet: every member goes, then one seed member starts from the
 /// snapshot (its index continues the cluster's, so no name is reused). Returns whether the seed is in.
-pub fn restore_step(spec: &Spec, observed: &Map<String, Value>, r: &restore::Request, next: u32) -> (Step, bool) {
+pub fn restore_step(spec: &Spec, observed: &ObjectMap, r: &restore::Request, next: u32) -> (Step, bool) {
     let members = observed.keys().filter(|n| spec.index_of(n).is_some()).count();
     let snapshot = r.snapshot.display().to_string();
     let restoring = |message: String| condition("Recovering", true, "Restoring", &message);
@@ -150,7 +151,7 @@ pub fn restore_step(spec: &Spec, observed: &Map<String, Value>, r: &restore::Req
 }
 
 /// The decision of one sync (see the module's list).
-pub fn plan(spec: &Spec, observed: &Map<String, Value>, parent: &Value, view: View) -> Decision {
+pub fn plan(spec: &Spec, observed: &ObjectMap, parent: &Value, view: View) -> Decision {
     let mine = member_pods(spec, observed);
     // Pods are re-listed as they are: pods are never changed in place (but for an upgrade's image).
     let keep =
@@ -328,7 +329,7 @@ pub fn plan(spec: &Spec, observed: &Map<String, Value>, parent: &Value, view: Vi
 /// first member; one that ran has lost quorum, and nothing is deleted (dead members' data may be
 /// needed).
 fn unreachable(
-    mine: &BTreeMap<String, Value>,
+    mine: &ObjectMap,
     alive: &BTreeSet<String>,
     coming_up: bool,
     last_error: &str,
@@ -430,7 +431,7 @@ mod tests {
         pod["status"]["conditions"] = json!([{"type": "Ready", "status": "False"}]);
     }
 
-    fn observed(pods: Vec<Value>) -> Map<String, Value> {
+    fn observed(pods: Vec<Value>) -> ObjectMap {
         pods.into_iter().map(|p| (str_at(&p, "/metadata/name").to_string(), p)).collect()
     }
 
@@ -461,7 +462,7 @@ mod tests {
     }
 
     /// Three Ready members on the spec's image, all started voting members of etcd.
-    fn healthy(p: &Value) -> (Spec, Map<String, Value>, Vec<Member>) {
+    fn healthy(p: &Value) -> (Spec, ObjectMap, Vec<Member>) {
         let s = spec(p);
         let image = s.image();
         let pods = observed((0..3).map(|i| pod(&s, i, true, &image)).collect());
@@ -472,14 +473,14 @@ mod tests {
     #[test]
     fn bootstrap_starts_the_seed_member_once() {
         let p = parent(3, "", 0);
-        let d = plan(&spec(&p), &Map::new(), &p, View::Unreachable("no member is Ready".into()));
+        let d = plan(&spec(&p), &ObjectMap::new(), &p, View::Unreachable("no member is Ready".into()));
         assert_eq!(names(&d.step), ["ex-0000"]);
         assert_eq!((d.step.phase, reason(&d.step), d.change), ("Creating", "Bootstrapping", None));
         let cmd = d.step.pods[0]["spec"]["containers"][0]["command"].to_string();
         assert!(cmd.contains("--initial-cluster-state=new"), "{cmd}");
         // A cluster that had members is never started empty again.
         let ran = parent(3, "Running", 3);
-        let d = plan(&spec(&ran), &Map::new(), &ran, View::Unreachable("no member is Ready".into()));
+        let d = plan(&spec(&ran), &ObjectMap::new(), &ran, View::Unreachable("no member is Ready".into()));
         assert!(d.step.pods.is_empty() && d.step.quorum_lost && reason(&d.step) == "QuorumLost");
     }
 
@@ -621,11 +622,11 @@ mod tests {
     fn a_restore_removes_every_member_then_seeds_one_from_the_snapshot() {
         let s = spec(&parent(3, "Running", 5));
         let r = restore::Request { id: "rid".into(), snapshot: std::path::PathBuf::from("/b/snap.db") };
-        let mut observed = Map::new();
+        let mut observed = ObjectMap::new();
         observed.insert("ex-0004".into(), json!({"metadata": {"name": "ex-0004"}}));
         let (step, seeded) = restore_step(&s, &observed, &r, 5);
         assert!(!seeded && step.pods.is_empty() && step.phase == "Restoring", "members go first");
-        let (step, seeded) = restore_step(&s, &Map::new(), &r, 5);
+        let (step, seeded) = restore_step(&s, &ObjectMap::new(), &r, 5);
         assert!(seeded);
         assert_eq!(step.pods.len(), 1);
         let seed = &step.pods[0];

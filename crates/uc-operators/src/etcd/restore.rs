@@ -14,8 +14,12 @@ use kube::CustomResourceExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
-use super::resources::{GROUP, api};
+use serde::Deserialize;
+use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_api::meta::str_at;
+
+use super::resources::{GROUP, api};
+use super::types::{EtcdRestore, StorageType};
 
 /// Name of the native hook.
 pub const HOOK: &str = "etcd-restore";
@@ -65,25 +69,34 @@ impl Request {
     }
 }
 
-fn status(phase: &str, reason: &str, resync: Option<f64>) -> Value {
-    json!({"status": {"phase": phase, "succeeded": phase == "Completed", "reason": reason},
-           "children": [], "resyncAfterSeconds": resync})
+fn status(phase: &str, reason: &str, resync: Option<f64>) -> SyncResponse {
+    SyncResponse {
+        status: Some(json!({"phase": phase, "succeeded": phase == "Completed", "reason": reason})),
+        children: Vec::new(),
+        resync_after_seconds: resync,
+        finalized: None,
+    }
 }
 
 /// One sync of an EtcdRestore.
-pub async fn sync(client: &kube::Client, request: &Value) -> Value {
-    let parent = &request["parent"];
-    if matches!(str_at(parent, "/status/phase"), "Completed" | "Failed") {
-        return json!({"status": parent["status"], "children": []});
+pub async fn sync(client: &kube::Client, request: SyncRequest) -> SyncResponse {
+    let restore: EtcdRestore = match EtcdRestore::deserialize(&request.parent) {
+        Ok(r) => r,
+        Err(e) => return status("Failed", &format!("spec: {e}"), None),
+    };
+    let previous = restore.status.as_ref().map(|s| &s.0);
+    let phase = previous.and_then(|s| s.get("phase")).and_then(Value::as_str);
+    if let Some(done) = previous.filter(|_| matches!(phase, Some("Completed" | "Failed"))) {
+        return SyncResponse { status: Some(Value::Object(done.clone())), ..Default::default() };
     }
-    let ns = str_at(parent, "/metadata/namespace");
-    let name = str_at(parent, "/spec/etcdCluster/name");
-    let restore_name = format!("{ns}/{}", str_at(parent, "/metadata/name"));
-    let snapshot = match super::storage::fetch(client, parent).await {
+    let ns = restore.metadata.namespace.as_deref().unwrap_or_default();
+    let name = restore.spec.etcd_cluster.name.as_str();
+    let restore_name = format!("{ns}/{}", restore.metadata.name.as_deref().unwrap_or_default());
+    let snapshot = match super::storage::fetch(client, &restore).await {
         Ok(p) => p,
         Err(e) => return status("Failed", &e.to_string(), None),
     };
-    let wanted = Request { id: str_at(parent, "/metadata/uid").to_string(), snapshot: snapshot.clone() };
+    let wanted = Request { id: restore.metadata.uid.clone().unwrap_or_default(), snapshot: snapshot.clone() };
     let clusters: Api<DynamicObject> = api(client, ns, "EtcdCluster", "etcdclusters");
     let cluster = match clusters.get_opt(name).await {
         Ok(c) => c.and_then(|c| serde_json::to_value(c).ok()),
@@ -96,10 +109,8 @@ pub async fn sync(client: &kube::Client, request: &Value) -> Value {
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or(Value::Null);
-        let size = parent
-            .pointer("/spec/etcdCluster/size")
-            .and_then(Value::as_u64)
-            .or_else(|| meta.get("clusterSize").and_then(Value::as_u64));
+        let size =
+            restore.spec.etcd_cluster.size.map(u64::from).or_else(|| meta.get("clusterSize").and_then(Value::as_u64));
         let Some(size) = size else {
             return status(
                 "Failed",
@@ -109,9 +120,9 @@ pub async fn sync(client: &kube::Client, request: &Value) -> Value {
                 None,
             );
         };
-        let version = match str_at(parent, "/spec/etcdCluster/version") {
-            "" => meta.get("etcdVersion").and_then(Value::as_str).unwrap_or_default().to_string(),
-            v => v.to_string(),
+        let version = match restore.spec.etcd_cluster.version.as_deref() {
+            None | Some("") => meta.get("etcdVersion").and_then(Value::as_str).unwrap_or_default().to_string(),
+            Some(v) => v.to_string(),
         };
         let mut obj = json!({"apiVersion": format!("{GROUP}/v1beta2"), "kind": "EtcdCluster",
             "metadata": {"name": name, "namespace": ns, "annotations": annotation["metadata"]["annotations"]},
@@ -149,7 +160,7 @@ pub async fn sync(client: &kube::Client, request: &Value) -> Value {
     let restored = str_at(cs, "/restoredFrom") == wanted.id;
     if restored && str_at(cs, "/phase") == "Running" && cs.get("readyMembers").and_then(Value::as_u64) == Some(size) {
         // A snapshot staged from S3 has served its purpose (a local one is the user's and stays).
-        if str_at(parent, "/spec/backupStorageType") == "S3"
+        if restore.spec.backup_storage_type == StorageType::S3
             && let Some(dir) = snapshot.parent()
         {
             let _ = std::fs::remove_dir_all(dir);

@@ -19,6 +19,8 @@ use tokio::io::AsyncWriteExt;
 
 use uc_api::meta::str_at;
 
+use super::types::{EtcdRestore, StorageType};
+
 /// Why a snapshot could not be stored or fetched. The messages name the spec field or the location.
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
@@ -186,10 +188,10 @@ impl S3 {
 
 /// The snapshot file a restore reads, on this machine: a local path as is; an S3 object downloaded
 /// (with its meta) into a directory of its own under the system's temporary directory.
-pub async fn fetch(client: &kube::Client, restore: &Value) -> Result<PathBuf, StorageError> {
-    match str_at(restore, "/spec/backupStorageType") {
-        "" | "Local" => {
-            let path = str_at(restore, "/spec/local/path");
+pub async fn fetch(client: &kube::Client, restore: &EtcdRestore) -> Result<PathBuf, StorageError> {
+    match restore.spec.backup_storage_type {
+        StorageType::Local => {
+            let path = restore.spec.local.as_ref().and_then(|l| l.path.as_deref()).unwrap_or_default();
             if !path.starts_with('/') {
                 return Err(StorageError::spec("spec.local.path", format!("{path:?} must be an absolute path")));
             }
@@ -199,11 +201,12 @@ pub async fn fetch(client: &kube::Client, restore: &Value) -> Result<PathBuf, St
             }
             Ok(p)
         }
-        "S3" => {
-            let ns = str_at(restore, "/metadata/namespace");
-            let spec = restore.pointer("/spec/s3").cloned().unwrap_or_default();
+        StorageType::S3 => {
+            let ns = restore.metadata.namespace.as_deref().unwrap_or_default();
+            let spec = restore.spec.s3.clone().unwrap_or_default();
             let s3 = S3::open(client, ns, &spec, "spec.s3").await?;
-            let dir = std::env::temp_dir().join("uc-etcd-restore").join(str_at(restore, "/metadata/uid"));
+            let uid = restore.metadata.uid.as_deref().unwrap_or_default();
+            let dir = std::env::temp_dir().join("uc-etcd-restore").join(uid);
             std::fs::create_dir_all(&dir).map_err(StorageError::file(&dir))?;
             let name = s3.key.rsplit('/').next().unwrap_or("snapshot.db").to_string();
             let file = dir.join(&name);
@@ -216,7 +219,6 @@ pub async fn fetch(client: &kube::Client, restore: &Value) -> Result<PathBuf, St
             }
             Ok(file)
         }
-        other => Err(StorageError::spec("spec.backupStorageType", format!("{other:?} is not Local or S3"))),
     }
 }
 

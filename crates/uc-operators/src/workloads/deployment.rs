@@ -2,76 +2,122 @@
 //! maxUnavailable) or Recreate strategy, and the status and conditions `kubectl rollout status` reads.
 //! Each sync takes one step of kube's algorithm; the ReplicaSets' status changes bring the next.
 
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStatus, ReplicaSet};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
+use uc_api::hook::{SyncRequest, SyncResponse};
+use uc_engine::hooks::HookError;
 
-use crate::objects::{hash_str, obj_map, set_label};
+use crate::objects::{decode, hash_str, set_label, take_children, to_value};
 
 /// Label carrying the template hash, as kube names it.
 pub const HASH_LABEL: &str = "pod-template-hash";
 /// Annotation carrying the rollout revision, as kube names it.
 pub const REVISION: &str = "deployment.kubernetes.io/revision";
 
-fn int_or_percent(v: Option<&Value>, total: i64, round_up: bool, default: &str) -> i64 {
-    let v = v.cloned().unwrap_or_else(|| json!(default));
-    match v {
-        Value::Number(n) => n.as_i64().unwrap_or(0).max(0),
-        Value::String(s) => match s.strip_suffix('%').and_then(|p| p.trim().parse::<f64>().ok()) {
+/// `maxSurge` / `maxUnavailable` against `total` replicas: a number, or a percentage rounded up (surge)
+/// or down (unavailability), as kube rounds them.
+fn int_or_percent(v: Option<&IntOrString>, total: i64, round_up: bool, default: &str) -> i64 {
+    let default = IntOrString::String(default.to_string());
+    match v.unwrap_or(&default) {
+        IntOrString::Int(n) => i64::from(*n).max(0),
+        IntOrString::String(s) => match s.strip_suffix('%').and_then(|p| p.trim().parse::<f64>().ok()) {
             Some(p) => {
                 let x = p * total as f64 / 100.0;
                 (if round_up { x.ceil() } else { x.floor() }) as i64
             }
             None => s.parse().unwrap_or(0),
         },
-        _ => 0,
     }
 }
 
-fn rs_int(rs: &Value, pointer: &str) -> i64 {
-    rs.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
+/// An observed ReplicaSet: typed for reading, the object as observed for passing back.
+struct Observed {
+    rs: ReplicaSet,
+    object: Value,
 }
 
-fn revision(rs: &Value) -> i64 {
-    rs.pointer("/metadata/annotations")
-        .and_then(|a| a.get(REVISION))
-        .and_then(Value::as_str)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0)
+impl Observed {
+    fn name(&self) -> &str {
+        self.rs.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    fn spec_replicas(&self) -> i64 {
+        self.rs.spec.as_ref().and_then(|s| s.replicas).map(i64::from).unwrap_or(0)
+    }
+
+    fn replicas(&self) -> i64 {
+        self.rs.status.as_ref().map(|s| i64::from(s.replicas)).unwrap_or(0)
+    }
+
+    fn ready(&self) -> i64 {
+        self.rs.status.as_ref().and_then(|s| s.ready_replicas).map(i64::from).unwrap_or(0)
+    }
+
+    fn available(&self) -> i64 {
+        self.rs.status.as_ref().and_then(|s| s.available_replicas).map(i64::from).unwrap_or(0)
+    }
+
+    fn revision(&self) -> i64 {
+        let annotations = self.rs.metadata.annotations.as_ref();
+        annotations.and_then(|a| a.get(REVISION)).and_then(|s| s.parse().ok()).unwrap_or(0)
+    }
 }
 
-/// The short hash naming a template's ReplicaSet.
+/// The short hash naming a template's ReplicaSet (of the template as written).
 pub fn template_hash(template: &Value) -> String {
     let h = hash_str(&template.to_string());
     format!("{:x}", h % 0xff_ffff_ffff).chars().take(10).collect()
 }
 
+fn condition(
+    type_: &str,
+    ok: bool,
+    reason: &str,
+    message: String,
+    at: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+) -> DeploymentCondition {
+    DeploymentCondition {
+        type_: type_.into(),
+        status: if ok { "True" } else { "False" }.into(),
+        reason: Some(reason.into()),
+        message: Some(message),
+        last_update_time: at.clone(),
+        last_transition_time: at.clone(),
+    }
+}
+
 /// The sync hook: desired ReplicaSets and status of one Deployment.
-pub fn sync(request: &Value) -> Value {
-    let d = &request["parent"];
-    let name = d.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    let namespace = d.pointer("/metadata/namespace").cloned().unwrap_or(json!("default"));
-    let replicas = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1).max(0);
-    let template = d.pointer("/spec/template").cloned().unwrap_or(json!({}));
-    let hash = template_hash(&template);
+pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
+    let sets = take_children(&mut request, "ReplicaSet.apps/v1");
+    let d: Deployment = decode("parent", &request.parent)?;
+    let spec = d.spec.unwrap_or_default();
+    let template = &request.parent["spec"]["template"];
+    let name = d.metadata.name.as_deref().unwrap_or_default();
+    let replicas = i64::from(spec.replicas.unwrap_or(1).max(0));
+    let hash = template_hash(template);
     let new_name = format!("{name}-{hash}");
-    let all = obj_map(request, "ReplicaSet.apps/v1");
-    let new_rs = all.get(&new_name);
-    let mut old: Vec<&Value> =
-        all.values().filter(|rs| rs.pointer("/metadata/name").and_then(Value::as_str) != Some(&new_name)).collect();
-    old.sort_by_key(|rs| revision(rs));
-    let strategy = d.pointer("/spec/strategy/type").and_then(Value::as_str).unwrap_or("RollingUpdate");
-    let surge = int_or_percent(d.pointer("/spec/strategy/rollingUpdate/maxSurge"), replicas, true, "25%");
-    let mut unavailable =
-        int_or_percent(d.pointer("/spec/strategy/rollingUpdate/maxUnavailable"), replicas, false, "25%");
+    let mut all = Vec::with_capacity(sets.len());
+    for (key, object) in sets {
+        all.push(Observed { rs: decode(&format!("replica set {key}"), &object)?, object });
+    }
+    let (mut old, new_rs): (Vec<Observed>, Vec<Observed>) = all.into_iter().partition(|rs| rs.name() != new_name);
+    let new_rs = new_rs.into_iter().next();
+    old.sort_by_key(Observed::revision);
+    let strategy = spec.strategy.unwrap_or_default();
+    let rolling = strategy.rolling_update.unwrap_or_default();
+    let surge = int_or_percent(rolling.max_surge.as_ref(), replicas, true, "25%");
+    let mut unavailable = int_or_percent(rolling.max_unavailable.as_ref(), replicas, false, "25%");
     if surge == 0 && unavailable == 0 {
         unavailable = 1;
     }
-    let spec_of = |rs: &Value| rs_int(rs, "/spec/replicas");
-    let available_of = |rs: &Value| rs_int(rs, "/status/availableReplicas");
-    let old_spec_total: i64 = old.iter().map(|rs| spec_of(rs)).sum();
-    let old_live: i64 = old.iter().map(|rs| rs_int(rs, "/status/replicas")).sum();
-    let mut new_replicas = new_rs.map(spec_of).unwrap_or(0);
-    let mut old_replicas: Vec<i64> = old.iter().map(|rs| spec_of(rs)).collect();
-    if strategy == "Recreate" {
+    let old_spec_total: i64 = old.iter().map(Observed::spec_replicas).sum();
+    let old_live: i64 = old.iter().map(Observed::replicas).sum();
+    let new_spec = new_rs.as_ref().map(Observed::spec_replicas).unwrap_or(0);
+    let new_available = new_rs.as_ref().map(Observed::available).unwrap_or(0);
+    let mut new_replicas = new_spec;
+    let mut old_replicas: Vec<i64> = old.iter().map(Observed::spec_replicas).collect();
+    if strategy.type_.as_deref() == Some("Recreate") {
         old_replicas.iter_mut().for_each(|r| *r = 0);
         new_replicas = if old_live == 0 { replicas } else { 0 };
     } else {
@@ -85,12 +131,12 @@ pub fn sync(request: &Value) -> Value {
         }
         // Scale down old ones within maxUnavailable, counting the new one's unavailable pods.
         let min_available = replicas - unavailable;
-        let new_unavailable = (new_rs.map(spec_of).unwrap_or(0) - new_rs.map(available_of).unwrap_or(0)).max(0);
-        let all_pods = new_rs.map(spec_of).unwrap_or(0) + old_spec_total;
+        let new_unavailable = (new_spec - new_available).max(0);
+        let all_pods = new_spec + old_spec_total;
         let mut budget = (all_pods - min_available - new_unavailable).max(0);
         // Old pods that are not available can always go.
         for (i, rs) in old.iter().enumerate() {
-            let unhealthy = (spec_of(rs) - available_of(rs)).max(0);
+            let unhealthy = (rs.spec_replicas() - rs.available()).max(0);
             let cut = unhealthy.min(old_replicas[i]);
             old_replicas[i] -= cut;
         }
@@ -100,64 +146,75 @@ pub fn sync(request: &Value) -> Value {
             budget -= cut;
         }
     }
-    let next_revision = all.values().map(revision).max().unwrap_or(0) + i64::from(new_rs.is_none());
+    let revisions = old.iter().chain(&new_rs).map(Observed::revision);
+    let next_revision = revisions.max().unwrap_or(0) + i64::from(new_rs.is_none());
     let mut rs_template = template.clone();
     set_label(&mut rs_template, HASH_LABEL, &hash);
-    let mut selector = d.pointer("/spec/selector").cloned().unwrap_or(json!({}));
+    let mut selector = request.parent["spec"]["selector"].clone();
+    if !selector.is_object() {
+        selector = json!({});
+    }
     selector["matchLabels"][HASH_LABEL] = json!(hash);
-    let labels = rs_template.pointer("/metadata/labels").cloned().unwrap_or(json!({}));
-    let new_revision = new_rs.map(revision).filter(|r| *r > 0).unwrap_or(next_revision);
+    let labels = rs_template["metadata"]["labels"].clone();
+    let new_revision = new_rs.as_ref().map(Observed::revision).filter(|r| *r > 0).unwrap_or(next_revision);
     let mut children = vec![json!({
         "apiVersion": "apps/v1", "kind": "ReplicaSet",
-        "metadata": {"name": new_name, "namespace": namespace, "labels": labels,
-                     "annotations": {REVISION: new_revision.to_string()}},
+        "metadata": {"name": new_name, "namespace": d.metadata.namespace.as_deref().unwrap_or("default"),
+                     "labels": labels, "annotations": {REVISION: new_revision.to_string()}},
         "spec": {"replicas": new_replicas, "selector": selector, "template": rs_template,
-                 "minReadySeconds": d.pointer("/spec/minReadySeconds").cloned().unwrap_or(json!(0))},
+                 "minReadySeconds": spec.min_ready_seconds.unwrap_or(0)},
     })];
     // Old ReplicaSets stay (scaled to zero) for rollbacks, up to revisionHistoryLimit.
-    let history = d.pointer("/spec/revisionHistoryLimit").and_then(Value::as_i64).unwrap_or(10).max(0) as usize;
+    let history = spec.revision_history_limit.unwrap_or(10).max(0) as usize;
+    let sum = |f: fn(&Observed) -> i64| -> i64 { old.iter().chain(&new_rs).map(f).sum() };
+    let (total, ready, available) = (sum(Observed::replicas), sum(Observed::ready), sum(Observed::available));
+    let updated = new_rs.as_ref().map(Observed::replicas).unwrap_or(0);
     let mut empty_kept = 0;
-    for (i, rs) in old.iter().enumerate().rev() {
-        if old_replicas[i] == 0 && rs_int(rs, "/status/replicas") == 0 {
+    for (i, rs) in old.into_iter().enumerate().rev() {
+        if old_replicas[i] == 0 && rs.replicas() == 0 {
             if empty_kept >= history {
                 continue;
             }
             empty_kept += 1;
         }
-        let mut keep = (*rs).clone();
+        let mut keep = rs.object;
         keep["spec"]["replicas"] = json!(old_replicas[i]);
         children.push(keep);
     }
-    let sum = |p: &str| -> i64 { all.values().map(|rs| rs_int(rs, p)).sum() };
-    let (total, ready, available) =
-        (sum("/status/replicas"), sum("/status/readyReplicas"), sum("/status/availableReplicas"));
-    let updated = new_rs.map(|rs| rs_int(rs, "/status/replicas")).unwrap_or(0);
-    let complete = updated == replicas && total == updated && new_rs.map(available_of).unwrap_or(0) == replicas;
+    let complete = updated == replicas && total == updated && new_available == replicas;
     let available_ok = available >= replicas - unavailable;
-    let ts = request.pointer("/parent/metadata/creationTimestamp").cloned().unwrap_or(Value::Null);
-    let status = json!({
-        "replicas": total,
-        "updatedReplicas": updated,
-        "readyReplicas": ready,
-        "availableReplicas": available,
-        "unavailableReplicas": (replicas - available).max(0),
-        "conditions": [
-            {"type": "Available", "status": if available_ok { "True" } else { "False" },
-             "reason": if available_ok { "MinimumReplicasAvailable" } else { "MinimumReplicasUnavailable" },
-             "message": if available_ok { "Deployment has minimum availability." } else { "Deployment does not have minimum availability." },
-             "lastUpdateTime": ts, "lastTransitionTime": ts},
-            {"type": "Progressing", "status": "True",
-             "reason": if complete { "NewReplicaSetAvailable" } else { "ReplicaSetUpdated" },
-             "message": format!("ReplicaSet \"{new_name}\" {}", if complete { "has successfully progressed." } else { "is progressing." }),
-             "lastUpdateTime": ts, "lastTransitionTime": ts},
-        ],
-    });
-    json!({"status": status, "children": children})
+    let at = &d.metadata.creation_timestamp;
+    let (reason, message) = if available_ok {
+        ("MinimumReplicasAvailable", "Deployment has minimum availability.")
+    } else {
+        ("MinimumReplicasUnavailable", "Deployment does not have minimum availability.")
+    };
+    let progress = if complete { "has successfully progressed." } else { "is progressing." };
+    let status = DeploymentStatus {
+        replicas: Some(total as i32),
+        updated_replicas: Some(updated as i32),
+        ready_replicas: Some(ready as i32),
+        available_replicas: Some(available as i32),
+        unavailable_replicas: Some((replicas - available).max(0) as i32),
+        conditions: Some(vec![
+            condition("Available", available_ok, reason, message.into(), at),
+            condition(
+                "Progressing",
+                true,
+                if complete { "NewReplicaSetAvailable" } else { "ReplicaSetUpdated" },
+                format!("ReplicaSet \"{new_name}\" {progress}"),
+                at,
+            ),
+        ]),
+        ..Default::default()
+    };
+    Ok(SyncResponse { status: Some(to_value("status", &status)?), children, ..Default::default() })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::objects::run_json;
 
     fn deployment(image: &str, replicas: i64) -> Value {
         json!({"metadata": {"name": "web", "namespace": "ns"},
@@ -174,7 +231,7 @@ mod tests {
     fn run(d: &Value, sets: &[Value]) -> Value {
         let map: serde_json::Map<String, Value> =
             sets.iter().map(|s| (s["metadata"]["name"].as_str().unwrap().to_string(), s.clone())).collect();
-        sync(&json!({"parent": d, "children": {"ReplicaSet.apps/v1": map}}))
+        run_json(sync, json!({"parent": d, "children": {"ReplicaSet.apps/v1": map}}))
     }
 
     fn replicas_of(out: &Value) -> Vec<(String, i64)> {
@@ -233,9 +290,11 @@ mod tests {
 
     #[test]
     fn percentages_round_like_kubernetes() {
-        assert_eq!(int_or_percent(Some(&json!("25%")), 3, true, "0"), 1);
-        assert_eq!(int_or_percent(Some(&json!("25%")), 3, false, "0"), 0);
+        let pct = IntOrString::String("25%".into());
+        assert_eq!(int_or_percent(Some(&pct), 3, true, "0"), 1);
+        assert_eq!(int_or_percent(Some(&pct), 3, false, "0"), 0);
         assert_eq!(int_or_percent(None, 10, false, "25%"), 2);
-        assert_eq!(int_or_percent(Some(&json!(2)), 10, false, "0"), 2);
+        assert_eq!(int_or_percent(Some(&IntOrString::Int(2)), 10, false, "0"), 2);
+        assert_eq!(int_or_percent(Some(&IntOrString::String("3".into())), 10, false, "0"), 3);
     }
 }

@@ -1,107 +1,133 @@
 //! Job: runs pods until `completions` succeed, at most `parallelism` at a time, and fails once more than
 //! `backoffLimit` pods failed; status counts and the Complete / Failed conditions.
 
-use serde_json::{Value, json};
+use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use serde_json::Value;
+use uc_api::hook::{SyncRequest, SyncResponse};
+use uc_engine::hooks::HookError;
 
 use super::replicaset::pod_name;
-use crate::objects::{active, obj_map, set_label};
+use crate::objects::{decode, pod_from_template, pod_views, set_label, take_children, to_value};
 
-fn finished_at(pod: &Value) -> Option<String> {
-    pod.pointer("/status/containerStatuses")
-        .and_then(Value::as_array)
-        .and_then(|cs| {
-            cs.iter().filter_map(|c| c.pointer("/state/terminated/finishedAt").and_then(Value::as_str)).max()
-        })
-        .map(String::from)
+/// The job's condition of `type_`, if it holds.
+fn condition(job: &Job, type_: &str) -> Option<JobCondition> {
+    let conditions = job.status.as_ref()?.conditions.as_ref()?;
+    conditions.iter().find(|c| c.type_ == type_ && c.status == "True").cloned()
 }
 
-fn condition(job: &Value, type_: &str) -> Option<Value> {
-    job.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .and_then(|cs| cs.iter().find(|c| c["type"] == type_ && c["status"] == "True").cloned())
-}
-
-fn new_pod(job: &Value, name: &str) -> Value {
-    let template = job.pointer("/spec/template").cloned().unwrap_or(json!({}));
-    let mut meta = template.get("metadata").cloned().unwrap_or(json!({}));
-    meta["name"] = json!(name);
-    meta["namespace"] = job.pointer("/metadata/namespace").cloned().unwrap_or(json!("default"));
-    let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template.get("spec").cloned().unwrap_or(json!({}))});
-    set_label(&mut pod, "job-name", job.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default());
-    pod
+fn new_condition(type_: &str, reason: &str, message: &str, at: Option<Time>) -> JobCondition {
+    JobCondition {
+        type_: type_.into(),
+        status: "True".into(),
+        reason: Some(reason.into()),
+        message: Some(message.into()),
+        last_transition_time: at,
+        ..Default::default()
+    }
 }
 
 /// The sync hook: desired pods and status of one Job.
-pub fn sync(request: &Value) -> Value {
-    let job = &request["parent"];
-    let name = job.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    let uid = job.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
-    let completions = job.pointer("/spec/completions").and_then(Value::as_i64).unwrap_or(1).max(0) as usize;
-    let parallelism = job.pointer("/spec/parallelism").and_then(Value::as_i64).unwrap_or(1).max(0) as usize;
-    let backoff_limit = job.pointer("/spec/backoffLimit").and_then(Value::as_i64).unwrap_or(6).max(0) as usize;
-    let suspended = job.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false);
-    let pods = obj_map(request, "Pod.v1");
-    let phase = |p: &Value| p.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending").to_string();
-    let succeeded: Vec<&Value> = pods.values().filter(|p| phase(p) == "Succeeded").collect();
-    let failed: Vec<&Value> = pods.values().filter(|p| phase(p) == "Failed").collect();
-    let running: Vec<&Value> = pods.values().filter(|p| active(p)).collect();
-    let finished: Vec<Value> = succeeded.iter().chain(failed.iter()).map(|p| (*p).clone()).collect();
-    let last_finish = finished.iter().filter_map(finished_at).max();
-    let start = job
-        .pointer("/status/startTime")
-        .or_else(|| job.pointer("/metadata/creationTimestamp"))
-        .cloned()
-        .unwrap_or(Value::Null);
+pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
+    let mut pods = take_children(&mut request, "Pod.v1");
+    let job: Job = decode("parent", &request.parent)?;
+    let spec = job.spec.clone().unwrap_or_default();
+    let name = job.metadata.name.as_deref().unwrap_or_default();
+    let uid = job.metadata.uid.as_deref().unwrap_or_default();
+    let count = |n: Option<i32>, default: i32| n.unwrap_or(default).max(0) as usize;
+    let completions = count(spec.completions, 1);
+    let parallelism = count(spec.parallelism, 1);
+    let backoff_limit = count(spec.backoff_limit, 6);
+    let suspended = spec.suspend.unwrap_or(false);
 
-    let done = condition(job, "Complete").is_some() || succeeded.len() >= completions;
-    let failed_now = condition(job, "Failed").is_some() || failed.len() > backoff_limit;
-    let mut children = finished.clone();
+    let (succeeded, failed, mut running, ready, last_finish) = {
+        let views = pod_views(&pods)?;
+        let names = |f: &dyn Fn(&crate::objects::PodView<'_>) -> bool| -> Vec<String> {
+            views.iter().filter(|(_, p)| f(p)).map(|(k, _)| k.to_string()).collect()
+        };
+        let succeeded = names(&|p| p.phase() == "Succeeded");
+        let failed = names(&|p| p.phase() == "Failed");
+        let running: Vec<(String, String)> =
+            views.iter().filter(|(_, p)| p.active()).map(|(k, p)| (k.to_string(), p.name().to_string())).collect();
+        let ready = views.iter().filter(|(_, p)| p.active() && p.ready()).count();
+        let finished = views.iter().filter(|(_, p)| matches!(p.phase(), "Succeeded" | "Failed"));
+        let last_finish = finished.filter_map(|(_, p)| p.finished_at()).max().map(String::from);
+        (succeeded, failed, running, ready, last_finish)
+    };
+    let last_finish: Option<Time> = match last_finish {
+        Some(t) => Some(decode("finishedAt", &Value::String(t))?),
+        None => None,
+    };
+    let start =
+        job.status.as_ref().and_then(|s| s.start_time.clone()).or_else(|| job.metadata.creation_timestamp.clone());
+
+    let done = condition(&job, "Complete").is_some() || succeeded.len() >= completions;
+    let failed_now = condition(&job, "Failed").is_some() || failed.len() > backoff_limit;
+    let running_count = running.len();
+    // Every name in use, finished pods' too: a new pod never takes one.
+    let taken: std::collections::BTreeSet<String> = pods.keys().cloned().collect();
+    // Finished pods stay for inspection.
+    let mut children: Vec<Value> = succeeded.iter().chain(&failed).filter_map(|k| pods.remove(k)).collect();
+    let finished = children.len();
     let mut conditions = Vec::new();
     if failed_now && !done {
-        // Finished pods stay for inspection; running ones stop.
-        conditions.push(condition(job, "Failed").unwrap_or_else(|| {
-            json!({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
-                   "message": "Job has reached the specified backoff limit", "lastTransitionTime": last_finish})
+        // Running pods stop.
+        conditions.push(condition(&job, "Failed").unwrap_or_else(|| {
+            new_condition(
+                "Failed",
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit",
+                last_finish.clone(),
+            )
         }));
     } else if done {
-        conditions.push(condition(job, "Complete").unwrap_or_else(|| {
-            json!({"type": "Complete", "status": "True", "reason": "CompletionsReached",
-                   "message": "Reached expected number of succeeded pods", "lastTransitionTime": last_finish})
+        conditions.push(condition(&job, "Complete").unwrap_or_else(|| {
+            new_condition(
+                "Complete",
+                "CompletionsReached",
+                "Reached expected number of succeeded pods",
+                last_finish.clone(),
+            )
         }));
     } else if !suspended {
         let want = parallelism.min(completions - succeeded.len());
-        let mut keep: Vec<&Value> = running.clone();
-        keep.sort_by_key(|p| p.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string());
-        keep.truncate(want);
-        children.extend(keep.iter().map(|p| (*p).clone()));
+        running.sort_by(|a, b| a.1.cmp(&b.1));
+        running.truncate(want);
+        children.extend(running.iter().filter_map(|(k, _)| pods.remove(k)));
         let mut slot = 0;
-        while children.len() < finished.len() + want {
+        while children.len() < finished + want {
             let candidate = pod_name(name, uid, slot);
             slot += 1;
-            if !pods.contains_key(&candidate) {
-                children.push(new_pod(job, &candidate));
+            if !taken.contains(&candidate) {
+                let mut pod = pod_from_template(
+                    &request.parent["spec"]["template"],
+                    &candidate,
+                    job.metadata.namespace.as_deref(),
+                );
+                set_label(&mut pod, "job-name", name);
+                children.push(pod);
             }
         }
     }
-    let mut status = json!({
-        "active": if done || failed_now { 0 } else { running.len().min(parallelism) },
-        "succeeded": succeeded.len(),
-        "failed": failed.len(),
-        "ready": running.iter().filter(|p| crate::objects::is_ready(p)).count(),
-        "startTime": start,
-    });
-    if done && let Some(t) = &last_finish {
-        status["completionTime"] = json!(t);
-    }
-    if !conditions.is_empty() {
-        status["conditions"] = Value::Array(conditions);
-    }
-    json!({"status": status, "children": children})
+    let status = JobStatus {
+        active: Some(if done || failed_now { 0 } else { running_count.min(parallelism) as i32 }),
+        succeeded: Some(succeeded.len() as i32),
+        failed: Some(failed.len() as i32),
+        ready: Some(ready as i32),
+        start_time: start,
+        completion_time: if done { last_finish } else { None },
+        conditions: (!conditions.is_empty()).then_some(conditions),
+        ..Default::default()
+    };
+    Ok(SyncResponse { status: Some(to_value("status", &status)?), children, ..Default::default() })
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::objects::run_json;
 
     fn pod(name: &str, phase: &str) -> Value {
         json!({"metadata": {"name": name}, "status": {"phase": phase,
@@ -119,11 +145,11 @@ mod tests {
 
     #[test]
     fn runs_parallelism_pods_until_completions() {
-        let out = sync(&request(5, 2, 6, &[]));
+        let out = run_json(sync, request(5, 2, 6, &[]));
         assert_eq!(out["children"].as_array().unwrap().len(), 2);
         assert_eq!(out["children"][0]["metadata"]["labels"]["job-name"], json!("j"));
         let done4 = [pod("a", "Succeeded"), pod("b", "Succeeded"), pod("c", "Succeeded"), pod("d", "Succeeded")];
-        let out = sync(&request(5, 2, 6, &done4));
+        let out = run_json(sync, request(5, 2, 6, &done4));
         assert_eq!(out["children"].as_array().unwrap().len(), 5, "four kept, one new");
         let done5 = [
             pod("a", "Succeeded"),
@@ -132,7 +158,7 @@ mod tests {
             pod("d", "Succeeded"),
             pod("e", "Succeeded"),
         ];
-        let out = sync(&request(5, 2, 6, &done5));
+        let out = run_json(sync, request(5, 2, 6, &done5));
         assert_eq!(out["status"]["succeeded"], json!(5));
         assert_eq!(out["status"]["conditions"][0]["type"], json!("Complete"));
         assert!(out["status"]["completionTime"].is_string());
@@ -140,9 +166,9 @@ mod tests {
 
     #[test]
     fn stops_at_the_backoff_limit() {
-        let out = sync(&request(1, 1, 2, &[pod("a", "Failed"), pod("b", "Failed")]));
+        let out = run_json(sync, request(1, 1, 2, &[pod("a", "Failed"), pod("b", "Failed")]));
         assert_eq!(out["children"].as_array().unwrap().len(), 3, "a retry");
-        let out = sync(&request(1, 1, 2, &[pod("a", "Failed"), pod("bb", "Failed"), pod("ccc", "Failed")]));
+        let out = run_json(sync, request(1, 1, 2, &[pod("a", "Failed"), pod("bb", "Failed"), pod("ccc", "Failed")]));
         assert_eq!(out["status"]["conditions"][0]["reason"], json!("BackoffLimitExceeded"));
         assert_eq!(out["status"]["failed"], json!(3));
         assert_eq!(out["children"].as_array().unwrap().len(), 3, "no new pod");

@@ -1,5 +1,6 @@
 //! The embedded cluster's workload controllers, written as uc controllers with native hooks: uc's
-//! first user is uc itself. Each is a pure function from a sync request to a sync response; the engine
+//! first user is uc itself. Each is a pure function from a typed sync request to a sync response (its
+//! parent decoded into k8s-openapi's type, a malformed one refused with the field at fault); the engine
 //! does the watching, claiming, applying and status writing.
 
 pub mod daemonset;
@@ -13,37 +14,20 @@ pub mod statefulset;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use uc_engine::hooks::HookKind;
-use uc_engine::hooks::native::{self, HookFuture, NativeHook, NativeRegistry};
-
-fn native(f: fn(&Value) -> Value) -> Arc<dyn NativeHook> {
-    native_with_customize(f, None)
-}
-
-/// A sync hook that takes its request, to move objects out of it instead of copying them.
-fn native_owned(sync: fn(Value) -> Value) -> Arc<dyn NativeHook> {
-    Arc::new(move |_: HookKind, request: Value| -> HookFuture { Box::pin(async move { Ok(sync(request)) }) })
-}
-
-fn native_with_customize(sync: fn(&Value) -> Value, customize: Option<fn(&Value) -> Value>) -> Arc<dyn NativeHook> {
-    Arc::new(move |kind: HookKind, request: Value| -> HookFuture {
-        let f = match (kind, customize) {
-            (HookKind::Customize, Some(c)) => c,
-            _ => sync,
-        };
-        Box::pin(async move { Ok(f(&request)) })
-    })
-}
+use uc_api::hook::{SyncRequest, SyncResponse};
+use uc_engine::hooks::HookError;
+use uc_engine::hooks::native::{self, NativeRegistry};
 
 /// Registers the workload hooks.
 pub fn register(natives: &mut NativeRegistry) {
-    natives.register("replicaset", native_owned(replicaset::sync));
-    natives.register("deployment", native(deployment::sync));
-    natives.register("job", native(job::sync));
-    natives.register("statefulset", native(statefulset::sync));
+    let sync = |f: fn(SyncRequest) -> Result<SyncResponse, HookError>| native::typed(Arc::new(f), None);
+    natives.register("replicaset", sync(replicaset::sync));
+    natives.register("deployment", sync(deployment::sync));
+    natives.register("job", sync(job::sync));
+    natives.register("statefulset", sync(statefulset::sync));
     natives.register("endpoints", native::typed(Arc::new(endpoints::sync), Some(Arc::new(endpoints::customize))));
-    natives.register("daemonset", native_with_customize(daemonset::sync, Some(daemonset::customize)));
-    natives.register("replicationcontroller", native_owned(replicationcontroller::sync));
+    natives.register("daemonset", native::typed(Arc::new(daemonset::sync), Some(Arc::new(daemonset::customize))));
+    natives.register("replicationcontroller", sync(replicationcontroller::sync));
 }
 
 /// The UniversalController objects of the workload controllers.

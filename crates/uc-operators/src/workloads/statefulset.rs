@@ -6,78 +6,92 @@
 //! descending ordinal, so the highest one is replaced first, one at a time, each after the previous is
 //! Ready again.
 
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
-use crate::objects::{active, is_ready, obj_map, set_label};
+use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetStatus};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use serde_json::{Value, json};
+use uc_api::hook::{SyncRequest, SyncResponse};
+use uc_engine::hooks::HookError;
+
+use crate::objects::{PodView, decode, pod_from_template, pod_views, set_label, take_children, to_value};
 
 fn ordinal(set: &str, pod_name: &str) -> Option<usize> {
     pod_name.strip_prefix(set)?.strip_prefix('-')?.parse().ok()
 }
 
-fn claim_templates(sts: &Value) -> Vec<Value> {
-    sts.pointer("/spec/volumeClaimTemplates").and_then(Value::as_array).cloned().unwrap_or_default()
+fn claim_name(template: &PersistentVolumeClaim) -> &str {
+    template.metadata.name.as_deref().unwrap_or("data")
 }
 
-fn pvc_name(template: &Value, set: &str, i: usize) -> String {
-    format!("{}-{set}-{i}", template.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("data"))
+fn pvc_name(template: &PersistentVolumeClaim, set: &str, i: usize) -> String {
+    format!("{}-{set}-{i}", claim_name(template))
 }
 
-fn pod_for(sts: &Value, set: &str, i: usize) -> Value {
-    let template = sts.pointer("/spec/template").cloned().unwrap_or(json!({}));
-    let mut meta = template.get("metadata").cloned().unwrap_or(json!({}));
+/// The pod of ordinal `i`, from the template as written.
+fn pod_for(sts: &StatefulSet, template: &Value, set: &str, i: usize) -> Value {
     let name = format!("{set}-{i}");
-    meta["name"] = json!(name);
-    meta["namespace"] = sts.pointer("/metadata/namespace").cloned().unwrap_or(json!("default"));
-    let mut spec = template.get("spec").cloned().unwrap_or(json!({}));
+    let mut pod = pod_from_template(template, &name, sts.metadata.namespace.as_deref());
+    let spec = &mut pod["spec"];
     spec["hostname"] = json!(name);
-    if let Some(svc) = sts.pointer("/spec/serviceName").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+    if let Some(svc) = sts.spec.as_ref().and_then(|s| s.service_name.as_deref()).filter(|s| !s.is_empty()) {
         spec["subdomain"] = json!(svc);
     }
     let mut volumes = spec.get("volumes").and_then(Value::as_array).cloned().unwrap_or_default();
     for t in claim_templates(sts) {
-        let claim = t.pointer("/metadata/name").cloned().unwrap_or(json!("data"));
-        volumes.retain(|v| v.get("name") != Some(&claim));
-        volumes.push(json!({"name": claim, "persistentVolumeClaim": {"claimName": pvc_name(&t, set, i)}}));
+        let claim = claim_name(t);
+        volumes.retain(|v| v.get("name").and_then(Value::as_str) != Some(claim));
+        volumes.push(json!({"name": claim, "persistentVolumeClaim": {"claimName": pvc_name(t, set, i)}}));
     }
     if !volumes.is_empty() {
         spec["volumes"] = Value::Array(volumes);
     }
-    let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec});
     set_label(&mut pod, "statefulset.kubernetes.io/pod-name", &name);
     set_label(&mut pod, "apps.kubernetes.io/pod-index", &i.to_string());
     pod
 }
 
-fn pvc_for(sts: &Value, template: &Value, set: &str, i: usize) -> Value {
-    let mut labels = sts.pointer("/spec/selector/matchLabels").cloned().unwrap_or(json!({}));
-    if let Some(extra) = template.pointer("/metadata/labels").and_then(Value::as_object) {
-        for (k, v) in extra {
-            labels[k] = v.clone();
-        }
-    }
-    json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-           "metadata": {"name": pvc_name(template, set, i), "namespace": sts.pointer("/metadata/namespace"), "labels": labels},
-           "spec": template.get("spec").cloned().unwrap_or(json!({}))})
+fn claim_templates(sts: &StatefulSet) -> &[PersistentVolumeClaim] {
+    sts.spec.as_ref().and_then(|s| s.volume_claim_templates.as_deref()).unwrap_or_default()
+}
+
+/// The claim of ordinal `i` from a claim template, labelled with the set's selector and its own labels.
+fn pvc_for(sts: &StatefulSet, template: &PersistentVolumeClaim, set: &str, i: usize) -> Result<Value, HookError> {
+    let selector = sts.spec.as_ref().and_then(|s| s.selector.match_labels.clone());
+    let mut labels: BTreeMap<String, String> = selector.unwrap_or_default();
+    labels.extend(template.metadata.labels.clone().unwrap_or_default());
+    let mut claim =
+        PersistentVolumeClaim { spec: Some(template.spec.clone().unwrap_or_default()), ..Default::default() };
+    claim.metadata.name = Some(pvc_name(template, set, i));
+    claim.metadata.namespace = sts.metadata.namespace.clone();
+    claim.metadata.labels = Some(labels);
+    let mut out = to_value("claim", &claim)?;
+    out["apiVersion"] = json!("v1");
+    out["kind"] = json!("PersistentVolumeClaim");
+    Ok(out)
 }
 
 /// The sync hook: desired pods and claims, and status, of one StatefulSet.
-pub fn sync(request: &Value) -> Value {
-    let sts = &request["parent"];
-    let set = sts.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    let replicas = sts.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1).max(0) as usize;
-    let parallel = sts.pointer("/spec/podManagementPolicy").and_then(Value::as_str) == Some("Parallel");
-    let pods = obj_map(request, "Pod.v1");
-    let claims = obj_map(request, "PersistentVolumeClaim.v1");
-    let by_ordinal = |i: usize| pods.get(&format!("{set}-{i}"));
-    let running_ready = |p: &Value| active(p) && is_ready(p);
+pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
+    let pods = take_children(&mut request, "Pod.v1");
+    let claims = take_children(&mut request, "PersistentVolumeClaim.v1");
+    let sts: StatefulSet = decode("parent", &request.parent)?;
+    let template = &request.parent["spec"]["template"];
+    let set = sts.metadata.name.as_deref().unwrap_or_default();
+    let spec = sts.spec.as_ref();
+    let replicas = spec.and_then(|s| s.replicas).unwrap_or(1).max(0) as usize;
+    let parallel = spec.and_then(|s| s.pod_management_policy.as_deref()) == Some("Parallel");
+    let views: BTreeMap<&String, PodView<'_>> = pod_views(&pods)?.into_iter().collect();
+    let by_ordinal = |i: usize| views.get(&format!("{set}-{i}"));
+    let running_ready = |p: &PodView<'_>| p.active() && p.ready();
 
     // Which ordinals exist, which should: scale-down removes the highest first, one at a time,
     // and only while all others are Ready (unless Parallel).
-    let existing: Vec<usize> = pods.keys().filter_map(|n| ordinal(set, n)).collect();
+    let existing: Vec<usize> = views.keys().filter_map(|n| ordinal(set, n)).collect();
     let highest = existing.iter().copied().max().map(|h| h + 1).unwrap_or(0);
     let mut keep_up_to = replicas.max(highest);
     if highest > replicas {
-        let others_ready = (0..highest - 1).all(|i| by_ordinal(i).is_some_and(&running_ready));
+        let others_ready = (0..highest - 1).all(|i| by_ordinal(i).is_some_and(running_ready));
         keep_up_to = if parallel {
             replicas
         } else if others_ready {
@@ -92,16 +106,16 @@ pub fn sync(request: &Value) -> Value {
             continue;
         }
         match by_ordinal(i) {
-            Some(p) if !active(p) && p.pointer("/metadata/deletionTimestamp").is_none() => {
+            Some(p) if !p.active() && !p.deleting() => {
                 // A finished pod is replaced (deleted now, created on a later sync).
                 continue;
             }
-            Some(_) => desired_pods.push((i, pod_for(sts, set, i))),
+            Some(_) => desired_pods.push((i, pod_for(&sts, template, set, i))),
             None => {
                 // OrderedReady: create ordinal i only once 0..i are Running and Ready.
-                let lower_ready = (0..i).all(|j| by_ordinal(j).is_some_and(&running_ready));
+                let lower_ready = (0..i).all(|j| by_ordinal(j).is_some_and(running_ready));
                 if parallel || lower_ready {
-                    desired_pods.push((i, pod_for(sts, set, i)));
+                    desired_pods.push((i, pod_for(&sts, template, set, i)));
                     if !parallel {
                         // One new pod per step; its readiness brings the next.
                         let later_missing = (i + 1..replicas).any(|j| by_ordinal(j).is_none());
@@ -119,37 +133,33 @@ pub fn sync(request: &Value) -> Value {
     desired_pods.sort_by_key(|(i, _)| std::cmp::Reverse(*i));
     let mut children: Vec<Value> = desired_pods.into_iter().map(|(_, p)| p).collect();
     // Claims: one per template and ordinal up to the largest ordinal ever used; kept on scale-down.
-    for t in claim_templates(sts) {
+    for t in claim_templates(&sts) {
         let mut ordinals: Vec<usize> = (0..replicas).collect();
-        for name in claims.keys() {
-            if let Some(i) = name
-                .strip_prefix(&format!("{}-", t.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("data")))
-                .and_then(|rest| ordinal(set, rest))
-            {
-                ordinals.push(i);
-            }
-        }
+        let prefix = format!("{}-", claim_name(t));
+        ordinals.extend(claims.keys().filter_map(|name| ordinal(set, name.strip_prefix(&prefix)?)));
         ordinals.sort_unstable();
         ordinals.dedup();
         for i in ordinals {
-            children.push(pvc_for(sts, &t, set, i));
+            children.push(pvc_for(&sts, t, set, i)?);
         }
     }
-    let live: Vec<&Value> = pods.values().filter(|p| active(p)).collect();
-    let ready = live.iter().filter(|p| is_ready(p)).count();
-    let status = json!({
-        "replicas": live.len(),
-        "readyReplicas": ready,
-        "availableReplicas": ready,
-        "currentReplicas": live.len(),
-        "updatedReplicas": live.len(),
-    });
-    json!({"status": status, "children": children})
+    let live = views.values().filter(|p| p.active()).count() as i32;
+    let ready = views.values().filter(|p| p.active() && p.ready()).count() as i32;
+    let status = StatefulSetStatus {
+        replicas: live,
+        ready_replicas: Some(ready),
+        available_replicas: Some(ready),
+        current_replicas: Some(live),
+        updated_replicas: Some(live),
+        ..Default::default()
+    };
+    Ok(SyncResponse { status: Some(to_value("status", &status)?), children, ..Default::default() })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::objects::run_json;
 
     fn pod(name: &str, ready: bool) -> Value {
         json!({"metadata": {"name": name}, "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}]}})
@@ -178,15 +188,15 @@ mod tests {
 
     #[test]
     fn ordered_ready_starts_one_at_a_time() {
-        assert_eq!(pod_names(&sync(&request(3, &[], false))), vec!["web-0"]);
+        assert_eq!(pod_names(&run_json(sync, request(3, &[], false))), vec!["web-0"]);
         assert_eq!(
-            pod_names(&sync(&request(3, &[pod("web-0", false)], false))),
+            pod_names(&run_json(sync, request(3, &[pod("web-0", false)], false))),
             vec!["web-0"],
             "waits for web-0 to be Ready"
         );
-        assert_eq!(pod_names(&sync(&request(3, &[pod("web-0", true)], false))), vec!["web-1", "web-0"]);
-        assert_eq!(pod_names(&sync(&request(3, &[], true))), vec!["web-2", "web-1", "web-0"], "Parallel");
-        let out = sync(&request(3, &[], false));
+        assert_eq!(pod_names(&run_json(sync, request(3, &[pod("web-0", true)], false))), vec!["web-1", "web-0"]);
+        assert_eq!(pod_names(&run_json(sync, request(3, &[], true))), vec!["web-2", "web-1", "web-0"], "Parallel");
+        let out = run_json(sync, request(3, &[], false));
         let p = &out["children"][0];
         assert_eq!((p["spec"]["hostname"].as_str(), p["spec"]["subdomain"].as_str()), (Some("web-0"), Some("web")));
         assert_eq!(p["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"], json!("www-web-0"));
@@ -203,10 +213,10 @@ mod tests {
     #[test]
     fn scale_down_removes_the_highest_ordinal_first_and_keeps_claims() {
         let three = [pod("web-0", true), pod("web-1", true), pod("web-2", true)];
-        assert_eq!(pod_names(&sync(&request(1, &three, false))), vec!["web-1", "web-0"], "web-2 goes first");
+        assert_eq!(pod_names(&run_json(sync, request(1, &three, false))), vec!["web-1", "web-0"], "web-2 goes first");
         let mut req = request(1, &three[..2], false);
         req["children"]["PersistentVolumeClaim.v1"] = json!({"www-web-2": {}, "www-web-1": {}, "www-web-0": {}});
-        let out = sync(&req);
+        let out = run_json(sync, req);
         assert_eq!(pod_names(&out), vec!["web-0"]);
         let claims =
             out["children"].as_array().unwrap().iter().filter(|c| c["kind"] == "PersistentVolumeClaim").count();
