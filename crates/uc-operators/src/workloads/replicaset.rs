@@ -17,15 +17,6 @@ pub fn pod_name(rs_name: &str, rs_uid: &str, i: usize) -> String {
     format!("{rs_name}-{}", name_suffix(&format!("{rs_uid}/{i}")))
 }
 
-/// What the replica logic reads of its parent (a ReplicaSet or a ReplicationController).
-pub(crate) struct Replicated<'a> {
-    pub metadata: &'a ObjectMeta,
-    /// `spec.replicas` (kube's default: 1).
-    pub replicas: Option<i32>,
-    /// `spec.template`, as written.
-    pub template: &'a Value,
-}
-
 /// The counts a replica controller reports, in either kind's status.
 #[derive(Debug, PartialEq)]
 pub(crate) struct Counts {
@@ -34,33 +25,46 @@ pub(crate) struct Counts {
 }
 
 /// The sync hook: desired pods and status of one ReplicaSet.
-pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
-    let pods = take_children(&mut request, "Pod.v1");
-    let rs: ReplicaSet = decode("parent", &request.parent)?;
-    let parent = Replicated {
-        metadata: &rs.metadata,
-        replicas: rs.spec.as_ref().and_then(|s| s.replicas),
-        template: &request.parent["spec"]["template"],
-    };
-    let (children, counts) = replicas(&parent, pods, "uc.njuics.cn/replicaset")?;
-    let status = ReplicaSetStatus {
-        replicas: counts.replicas,
-        fully_labeled_replicas: Some(counts.replicas),
-        ready_replicas: Some(counts.ready),
-        available_replicas: Some(counts.ready),
+pub fn sync(request: SyncRequest) -> Result<SyncResponse, HookError> {
+    let status = |c: Counts| ReplicaSetStatus {
+        replicas: c.replicas,
+        fully_labeled_replicas: Some(c.replicas),
+        ready_replicas: Some(c.ready),
+        available_replicas: Some(c.ready),
         ..Default::default()
     };
-    Ok(SyncResponse { status: Some(to_value("status", &status)?), children, ..Default::default() })
+    let spec: fn(&ReplicaSet) -> (&ObjectMeta, Option<i32>) =
+        |rs| (&rs.metadata, rs.spec.as_ref().and_then(|s| s.replicas));
+    sync_replicas(request, "uc.njuics.cn/replicaset", spec, status)
+}
+
+/// A replica controller's sync (ReplicaSets and ReplicationControllers): `parts` reads the parent's
+/// metadata and `spec.replicas` (kube's default: 1), `status` writes the counts in the kind's status,
+/// `label` names the parent on its pods.
+pub(crate) fn sync_replicas<P: serde::de::DeserializeOwned, S: serde::Serialize>(
+    mut request: SyncRequest,
+    label: &str,
+    parts: fn(&P) -> (&ObjectMeta, Option<i32>),
+    status: impl Fn(Counts) -> S,
+) -> Result<SyncResponse, HookError> {
+    let pods = take_children(&mut request, "Pod.v1");
+    let parent: P = decode("parent", &request.parent)?;
+    let (metadata, want) = parts(&parent);
+    let template = &request.parent["spec"]["template"];
+    let (children, counts) = replicas(metadata, want, template, pods, label)?;
+    Ok(SyncResponse { status: Some(to_value("status", &status(counts))?), children, ..Default::default() })
 }
 
 /// The replica logic, for ReplicaSets and ReplicationControllers: `label` names the parent on its pods.
 /// The pods it keeps are moved out of the request's children, not copied (a request holds every pod).
-pub(crate) fn replicas(
-    parent: &Replicated<'_>,
+fn replicas(
+    metadata: &ObjectMeta,
+    replicas: Option<i32>,
+    template: &Value,
     mut pods: ObjectMap,
     label: &str,
 ) -> Result<(Vec<Value>, Counts), HookError> {
-    let want = parent.replicas.unwrap_or(1).max(0) as usize;
+    let want = replicas.unwrap_or(1).max(0) as usize;
     let (kept, ready) = {
         // Keep running pods; when there are too many, drop not-ready ones first, then the newest.
         let mut keep: Vec<(&String, PodView<'_>)> = pod_views(&pods)?.into_iter().filter(|(_, p)| p.active()).collect();
@@ -73,9 +77,9 @@ pub(crate) fn replicas(
         (kept, ready)
     };
     let mut out: Vec<Value> = kept.iter().filter_map(|k| pods.remove(k)).collect();
-    let name = parent.metadata.name.as_deref().unwrap_or_default();
-    let uid = parent.metadata.uid.as_deref().unwrap_or_default();
-    let namespace = parent.metadata.namespace.as_deref();
+    let name = metadata.name.as_deref().unwrap_or_default();
+    let uid = metadata.uid.as_deref().unwrap_or_default();
+    let namespace = metadata.namespace.as_deref();
     let mut slot = 0;
     while out.len() < want {
         let candidate = pod_name(name, uid, slot);
@@ -84,7 +88,7 @@ pub(crate) fn replicas(
         if pods.contains_key(&candidate) || kept.contains(&candidate) {
             continue;
         }
-        out.push(pod_from_template(parent.template, &candidate, namespace));
+        out.push(pod_from_template(template, &candidate, namespace));
     }
     for c in &mut out {
         set_label(c, label, name);

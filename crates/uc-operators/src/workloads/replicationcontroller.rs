@@ -2,30 +2,24 @@
 //! is a plain map of labels (the engine reads it as `matchLabels`).
 
 use k8s_openapi::api::core::v1::{ReplicationController, ReplicationControllerStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_engine::hooks::HookError;
 
-use super::replicaset::{Replicated, replicas};
-use crate::objects::{decode, take_children, to_value};
+use super::replicaset::{Counts, sync_replicas};
 
 /// The sync hook: desired pods and status of one ReplicationController.
-pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
-    let pods = take_children(&mut request, "Pod.v1");
-    let rc: ReplicationController = decode("parent", &request.parent)?;
-    let parent = Replicated {
-        metadata: &rc.metadata,
-        replicas: rc.spec.as_ref().and_then(|s| s.replicas),
-        template: &request.parent["spec"]["template"],
-    };
-    let (children, counts) = replicas(&parent, pods, "uc.njuics.cn/replicationcontroller")?;
-    let status = ReplicationControllerStatus {
-        replicas: counts.replicas,
-        fully_labeled_replicas: Some(counts.replicas),
-        ready_replicas: Some(counts.ready),
-        available_replicas: Some(counts.ready),
+pub fn sync(request: SyncRequest) -> Result<SyncResponse, HookError> {
+    let status = |c: Counts| ReplicationControllerStatus {
+        replicas: c.replicas,
+        fully_labeled_replicas: Some(c.replicas),
+        ready_replicas: Some(c.ready),
+        available_replicas: Some(c.ready),
         ..Default::default()
     };
-    Ok(SyncResponse { status: Some(to_value("status", &status)?), children, ..Default::default() })
+    let spec: fn(&ReplicationController) -> (&ObjectMeta, Option<i32>) =
+        |rc| (&rc.metadata, rc.spec.as_ref().and_then(|s| s.replicas));
+    sync_replicas(request, "uc.njuics.cn/replicationcontroller", spec, status)
 }
 
 #[cfg(test)]
