@@ -116,8 +116,12 @@ def test_not_found_conflict_and_unsupported(raw):
     stale = foo({"deploymentName": "y"}, resourceVersion="1")
     assert_status(raw.call("PUT", FOOS + "/f", stale), 409, "Conflict")
     assert_status(raw.call("PATCH", FOOS + "/f", {"spec": {}}, content_type="application/strategic-merge-patch+json"), 415, "UnsupportedMediaType")
-    body = assert_status(raw.call("PATCH", FOOS + "/f", b"apiVersion: x", content_type="application/apply-patch+yaml"), 415, "UnsupportedMediaType")
-    assert "server-side apply" in body["message"]
+    body = assert_status(raw.call("PATCH", FOOS + "/f", b"apiVersion: x", content_type="application/apply-patch+yaml"), 422, "Invalid")
+    assert body["details"]["causes"][0]["field"] == "fieldManager", "an apply names its field manager"
+    body = assert_status(raw.call("PATCH", FOOS + "/f?fieldManager=m", b"apiVersion: x\nkind: Foo", content_type="application/apply-patch+yaml"), 422, "Invalid")
+    assert body["details"]["causes"][0]["field"] == "apiVersion"
+    assert_status(raw.call("PATCH", FOOS + "/f?fieldManager=m", b"[1", content_type="application/apply-patch+yaml"), 400, "BadRequest")
+    assert_status(raw.call("PATCH", FOOS + "/f?fieldManager=m", b"\xa1", content_type="application/apply-patch+cbor"), 415, "UnsupportedMediaType")
     assert_status(raw.call("PATCH", FOOS + "/f", b"[{\"op\": \"test\", \"path\": \"/spec/deploymentName\", \"value\": \"z\"}]",
                            content_type="application/json-patch+json"), 422, "Invalid")
     assert_status(raw.call("GET", "/api/v1/namespaces/default/pods?labelSelector=a%20in%20b"), 400, "BadRequest")

@@ -346,12 +346,14 @@ def test_uc_run_against_another_api_server(make_cluster):
         assert engine.wait(timeout=15) == 0
 
 
-def test_server_side_apply_falls_back_where_unsupported(make_cluster):
-    # The embedded API server answers server-side apply with 415; the engine switches to client-side apply.
+def test_engine_applies_children_server_side(make_cluster):
+    # With --server-side-apply the engine writes children as field manager `uc`, forced.
     c = make_cluster(extra_args=["--server-side-apply"])
     setup_js(c)
     c.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
     d = wait_for(lambda: get(c, "deploy", "example-foo"), timeout=20, message="the Deployment")
     assert d["spec"]["replicas"] == 1
+    shown = json.loads(c.kubectl("get", "deploy", "example-foo", "-o", "json", "--show-managed-fields").stdout)
+    assert ("uc", "Apply") in {(m["manager"], m["operation"]) for m in shown["metadata"]["managedFields"]}
     c.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"spec":{"replicas":4}}')
-    wait_for(lambda: get(c, "deploy", "example-foo")["spec"]["replicas"] == 4, message="update after the fallback")
+    wait_for(lambda: get(c, "deploy", "example-foo")["spec"]["replicas"] == 4, message="the update, applied")

@@ -171,4 +171,6 @@ pub struct Req {
     pub body: Bytes,
     /// Warnings to return in `Warning` headers.
     pub warnings: Vec<String>,
+    /// `User-Agent` (the default field manager).
+    pub user_agent: String,
 }

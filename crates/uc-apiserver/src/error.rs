@@ -97,6 +97,20 @@ impl ApiError {
         Self::new(Status::failure(409, "Conflict", message).with_details(subject.details()))
     }
 
+    /// 409 Conflict of a server-side apply: the fields other managers own, one cause each.
+    pub fn apply_conflicts(subject: &Subject, message: String, conflicts: &[crate::ssa::Conflict]) -> Self {
+        let causes = conflicts
+            .iter()
+            .map(|c| StatusCause {
+                reason: "FieldManagerConflict".into(),
+                message: format!("conflict with {:?}", c.manager),
+                field: c.field.clone(),
+            })
+            .collect();
+        let details = StatusDetails { causes, ..subject.details() };
+        Self::new(Status::failure(409, "Conflict", message).with_details(details))
+    }
+
     /// 410 Gone (Expired).
     pub fn gone(message: impl Into<String>) -> Self {
         Self::new(Status::failure(410, "Expired", message))

@@ -20,6 +20,7 @@ pub mod request;
 pub mod schema;
 pub mod server;
 pub mod service_ips;
+pub mod ssa;
 pub mod storage;
 pub mod stored;
 pub mod table;

@@ -43,7 +43,7 @@ pub fn strategic_merge_patch(target: &mut Value, patch: &[u8]) -> Result<(), Pat
 
 /// How a list field merges.
 #[derive(Debug, PartialEq)]
-enum ListStrategy {
+pub(crate) enum ListStrategy {
     /// Objects merged by this key.
     Key(&'static str),
     /// Primitives merged as a set.
@@ -52,7 +52,7 @@ enum ListStrategy {
     Replace,
 }
 
-fn list_strategy(path: &[String]) -> ListStrategy {
+pub(crate) fn list_strategy(path: &[String]) -> ListStrategy {
     let last = path.last().map(String::as_str).unwrap_or_default();
     let in_container =
         path.iter().any(|p| matches!(p.as_str(), "containers" | "initContainers" | "ephemeralContainers"));

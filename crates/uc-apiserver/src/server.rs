@@ -225,8 +225,11 @@ async fn handle_inner(app: &Arc<App>, req: Request<Incoming>) -> Result<Response
         .and_then(|h| h.to_str().ok())
         .map(|s| s.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
         .unwrap_or_default();
+    let user_agent =
+        parts.headers.get(header::USER_AGENT).and_then(|h| h.to_str().ok()).unwrap_or_default().to_string();
     let body = read_body(body, app.config.max_body_bytes).await?;
-    let mut r = Req { method: parts.method, path, params, negotiated, content_type, body, warnings: Vec::new() };
+    let mut r =
+        Req { method: parts.method, path, params, negotiated, content_type, body, warnings: Vec::new(), user_agent };
     let mut response = crate::handlers::dispatch(app, &mut r).await?;
     for w in &r.warnings {
         let text = format!("299 - {:?}", w);

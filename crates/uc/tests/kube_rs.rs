@@ -147,3 +147,36 @@ async fn discovery_and_dynamic_api() {
     let legacy = kube::Discovery::new(client).run().await.expect("legacy discovery");
     assert!(legacy.groups().any(|g| g.name() == "apiextensions.k8s.io"));
 }
+
+/// Server-side apply the way kube-rs controllers write: `Patch::Apply` with a field manager creates,
+/// a second manager changing the same field gets 409 naming the first, `force` takes the field over.
+#[tokio::test]
+async fn server_side_apply_with_field_managers() {
+    let uc = Uc::start();
+    let client = uc.client().await;
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    let intent = |value: &str| serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"v": value}});
+    let alice = PatchParams::apply("alice");
+    let created = api.patch("ssa", &alice, &Patch::Apply(intent("1"))).await.expect("apply creates");
+    assert_eq!(created.data.as_ref().and_then(|d| d.get("v")).map(String::as_str), Some("1"));
+    let fields = created.metadata.managed_fields.clone().unwrap_or_default();
+    assert_eq!(
+        fields.iter().map(|f| (f.manager.clone(), f.operation.clone())).collect::<Vec<_>>(),
+        vec![(Some("alice".to_string()), Some("Apply".to_string()))]
+    );
+    let bob = PatchParams::apply("bob");
+    let err = api.patch("ssa", &bob, &Patch::Apply(intent("2"))).await.expect_err("a conflict");
+    match err {
+        kube::Error::Api(s) => {
+            assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"));
+            assert!(s.message.contains("conflict with \"alice\"") && s.message.contains(".data.v"), "{}", s.message);
+        }
+        other => panic!("expected a 409, got {other}"),
+    }
+    assert_eq!(api.get("ssa").await.expect("get").data.unwrap_or_default()["v"], "1", "a conflict changes nothing");
+    let forced = api.patch("ssa", &bob.force(), &Patch::Apply(intent("2"))).await.expect("forced apply");
+    assert_eq!(forced.data.unwrap_or_default()["v"], "2");
+    let owners: Vec<Option<String>> =
+        forced.metadata.managed_fields.unwrap_or_default().into_iter().map(|f| f.manager).collect();
+    assert_eq!(owners, vec![Some("bob".to_string())], "ownership moved to bob; alice owns nothing left");
+}

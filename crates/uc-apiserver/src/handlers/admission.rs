@@ -50,7 +50,6 @@ pub(crate) fn check_object_meta(info: &ResourceInfo, obj: &mut Value) -> Result<
     let Some(meta) = obj["metadata"].as_object_mut() else {
         return Err(ApiError::bad_request("metadata: must be an object"));
     };
-    meta.remove("managedFields");
     let mut errs = Vec::new();
     for field in ["labels", "annotations"] {
         match meta.get(field) {

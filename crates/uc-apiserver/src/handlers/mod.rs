@@ -3,6 +3,7 @@
 //! streaming ones). One module per kind of verb; what they share about a request is in `request.rs`.
 
 pub mod admission;
+pub mod apply;
 pub mod delete;
 pub mod meta;
 pub mod read;

@@ -11,6 +11,7 @@ use crate::error::{ApiError, FieldError, FieldErrorKind, Result, Subject};
 use crate::handlers::admission::{
     admit_crd, check_object_meta, check_type_meta, invalid, namespace_check, spec_changed, sync_crd, validate_body,
 };
+use crate::handlers::apply::track_update;
 use crate::handlers::meta::{
     CRD_CLEANUP, finalizers, init_namespace, is_deleting, meta_str, ready_to_vanish, set_finalizers, stamp_new,
 };
@@ -25,7 +26,19 @@ fn random_suffix() -> String {
 }
 
 pub(crate) async fn create(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
-    let mut obj = parse_body(req)?;
+    let obj = parse_body(req)?;
+    create_object(app, req, t, obj, true).await
+}
+
+/// Creates `obj` (as the client sent it, or as a server-side apply made it); `track`: record the
+/// creation in managed fields as an update (an apply has recorded itself).
+pub(crate) async fn create_object(
+    app: &Arc<App>,
+    req: &mut Req,
+    t: &Target,
+    mut obj: Value,
+    track: bool,
+) -> Result<Response<Body>> {
     let info = t.info.clone();
     if let Some(crd) = &info.crd {
         let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
@@ -100,6 +113,9 @@ pub(crate) async fn create(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<
     } else {
         None
     };
+    if track {
+        track_update(req, t, None, &mut obj)?;
+    }
     obj["apiVersion"] = Value::String(info.api_version(&info.storage_version));
     let subject = Subject { name: name.clone(), ..t.subject() };
     // A Service's cluster IP is chosen under a lock held until it is stored, so two never share one.
@@ -278,7 +294,8 @@ pub(crate) async fn update(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<
         {
             return Err(ApiError::from_store(StoreError::Conflict { expected: rv, found: rv_of(&old) }, &t.subject()));
         }
-        let new = prepare_update(req, t, &old, body.clone())?;
+        let mut new = prepare_update(req, t, &old, body.clone())?;
+        track_update(req, t, Some(&old), &mut new)?;
         if dry_run(req) {
             return Ok(respond_object(req, t, 200, &Arc::new(new)));
         }
@@ -303,14 +320,9 @@ pub(crate) fn apply_patch(req: &Req, t: &Target, target: &mut Value) -> Result<(
                 "strategic merge patch is not supported for custom resources; use application/merge-patch+json or application/json-patch+json",
             ));
         }
-        "application/apply-patch+yaml" | "application/apply-patch+cbor" => {
-            return Err(ApiError::unsupported_media_type(
-                "server-side apply is not supported by the uc API server yet; use client-side apply (kubectl apply without --server-side) or a merge patch",
-            ));
-        }
         other => {
             return Err(ApiError::unsupported_media_type(format!(
-                "the body of the request was in an unknown format ({other}) - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"
+                "the body of the request was in an unknown format ({other}) - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
             )));
         }
     };
@@ -326,10 +338,16 @@ pub(crate) fn apply_patch(req: &Req, t: &Target, target: &mut Value) -> Result<(
 }
 
 pub(crate) async fn patch_object(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
-    // The patch type is judged before the object's existence (server-side apply would create it).
     if matches!(req.content_type.as_str(), "application/apply-patch+yaml" | "application/apply-patch+cbor") {
-        let mut probe = json!({});
-        apply_patch(req, t, &mut probe)?;
+        return super::apply::server_side_apply(app, req, t).await;
+    }
+    if req.params.contains_key("force") {
+        return Err(ApiError::invalid(
+            "PatchOptions",
+            "meta.k8s.io",
+            "",
+            &[FieldError::forbidden("force", "may not be specified for non-apply patch")],
+        ));
     }
     let key = t.key();
     for _ in 0..16 {
@@ -342,7 +360,8 @@ pub(crate) async fn patch_object(app: &Arc<App>, req: &mut Req, t: &Target) -> R
         {
             return Err(ApiError::from_store(StoreError::Conflict { expected: rv, found: rv_of(&old) }, &t.subject()));
         }
-        let new = prepare_update(req, t, &old, working)?;
+        let mut new = prepare_update(req, t, &old, working)?;
+        track_update(req, t, Some(&old), &mut new)?;
         if dry_run(req) {
             return Ok(respond_object(req, t, 200, &Arc::new(new)));
         }

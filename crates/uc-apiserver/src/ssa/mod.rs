@@ -1,0 +1,320 @@
+//! Server-side apply, as kube-apiserver does it: field managers own the fields they set (recorded in
+//! `metadata.managedFields`), an apply merges a manager's intent into the object and removes what the
+//! manager stopped declaring, and changing a field another manager owns is a conflict unless forced.
+//! Updates (create, update, non-apply patch) of objects with managed fields move the ownership of what
+//! they change to their manager.
+//!
+//! `fields.rs` is the set of paths and its FieldsV1 form, `shape.rs` how each place of an object merges
+//! (schemas for custom resources, merge keys for the built-ins), `walk.rs` the pure walks over values,
+//! `managed.rs` the entries of `managedFields`.
+
+pub mod fields;
+pub mod managed;
+pub mod shape;
+pub mod walk;
+
+use serde_json::{Value, json};
+
+use fields::{FieldSet, path_string};
+use managed::{Entry, Operation};
+pub use shape::{Builtin, Shape, Structural};
+
+/// Top-level fields no manager owns.
+const IDENTITY: &[&str] = &["apiVersion", "kind"];
+/// Metadata no manager owns: identity and what the server sets.
+const SERVER_META: &[&str] = &[
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+];
+
+/// The part of an object a write may change, and so own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// All of it (a resource without a status subresource).
+    Object,
+    /// All but `status` (the main resource of one with a status subresource).
+    AllButStatus,
+    /// Only `status` (the status subresource).
+    Status,
+}
+
+/// What a write's managed fields are computed from.
+#[derive(Clone, Copy, Debug)]
+pub struct Write<'a> {
+    /// The field manager.
+    pub manager: &'a str,
+    /// The API version of the request.
+    pub api_version: &'a str,
+    /// The subresource written (`status`), if any.
+    pub subresource: Option<&'a str>,
+    /// What the write may change.
+    pub scope: Scope,
+    /// Now, RFC 3339.
+    pub now: &'a str,
+}
+
+/// A field another manager owns, which an apply would change.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conflict {
+    /// The manager that owns it.
+    pub manager: String,
+    /// The field, as kube prints it (`.spec.replicas`).
+    pub field: String,
+}
+
+/// Why an apply was refused.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum ApplyError {
+    /// Fields owned by other managers would change (409 unless forced).
+    #[error("Apply failed with {} conflict{}: {}", .0.len(), if .0.len() == 1 { "" } else { "s" }, conflicts_text(.0))]
+    Conflicts(Vec<Conflict>),
+    /// The object's `managedFields` cannot be read.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+fn conflicts_text(conflicts: &[Conflict]) -> String {
+    conflicts.iter().map(|c| format!("conflict with \"{}\": {}", c.manager, c.field)).collect::<Vec<_>>().join(", ")
+}
+
+/// The part of `obj` that managers own under `scope`.
+fn owned_part(obj: &Value, scope: Scope) -> Value {
+    match scope {
+        Scope::Object => walk::without(obj, IDENTITY, SERVER_META),
+        Scope::AllButStatus => walk::without(obj, &["apiVersion", "kind", "status"], SERVER_META),
+        Scope::Status => match obj.get("status") {
+            Some(s) => json!({"status": s}),
+            None => json!({}),
+        },
+    }
+}
+
+fn entry(w: &Write<'_>, operation: Operation, fields: FieldSet) -> Entry {
+    Entry {
+        manager: w.manager.to_string(),
+        operation,
+        api_version: w.api_version.to_string(),
+        time: w.now.to_string(),
+        subresource: w.subresource.map(String::from),
+        fields,
+    }
+}
+
+/// The entries of `live`; an object written before fields were tracked belongs to one manager,
+/// `before-first-apply`, as in kube.
+fn entries_of(live: &Value, shape: &dyn Shape, w: &Write<'_>) -> Result<Vec<Entry>, ApplyError> {
+    let entries = managed::read(live).map_err(ApplyError::Invalid)?;
+    if !entries.is_empty() {
+        return Ok(entries);
+    }
+    let fields = walk::fields_of(&owned_part(live, Scope::AllButStatus), shape);
+    let first = Write { manager: "before-first-apply", subresource: None, ..*w };
+    Ok(vec![entry(&first, Operation::Update, fields)])
+}
+
+/// Applies `applied` (a manager's intent) to `live` (None: the object does not exist yet and `applied`
+/// creates it). Returns the new object, its `managedFields` updated.
+pub fn apply(
+    live: Option<&Value>,
+    applied: &Value,
+    force: bool,
+    shape: &dyn Shape,
+    w: &Write<'_>,
+) -> Result<Value, ApplyError> {
+    let mut entries = match live {
+        Some(l) => entries_of(l, shape, w)?,
+        None => Vec::new(),
+    };
+    let base = match live {
+        Some(l) => l.clone(),
+        None => {
+            let meta = applied.get("metadata");
+            let mut identity =
+                json!({"apiVersion": applied.get("apiVersion"), "kind": applied.get("kind"), "metadata": {}});
+            for k in ["name", "namespace", "generateName"] {
+                if let Some(v) = meta.and_then(|m| m.get(k)) {
+                    identity["metadata"][k] = v.clone();
+                }
+            }
+            identity
+        }
+    };
+    let intent = owned_part(applied, w.scope);
+    let claimed = walk::fields_of(&intent, shape);
+    let before = owned_part(&base, w.scope);
+    let changed = walk::diff(&before, &walk::merge(&before, &intent, shape), shape).all();
+    let mine = |e: &Entry| e.is(w.manager, Operation::Apply, w.subresource);
+    let mut conflicts = Vec::new();
+    for e in entries.iter_mut().filter(|e| !mine(e)) {
+        let taken = e.fields.intersection(&changed);
+        if taken.is_empty() {
+            continue;
+        }
+        if force {
+            e.fields = e.fields.difference(&taken);
+        } else {
+            conflicts
+                .extend(taken.paths().iter().map(|p| Conflict { manager: e.manager.clone(), field: path_string(p) }));
+        }
+    }
+    if !conflicts.is_empty() {
+        return Err(ApplyError::Conflicts(conflicts));
+    }
+    let others = entries.iter().filter(|e| !mine(e)).fold(FieldSet::new(), |acc, e| acc.union(&e.fields));
+    let previous = entries.iter().find(|e| mine(e)).map(|e| e.fields.clone()).unwrap_or_default();
+    // What the manager stopped declaring goes, unless another manager owns it too.
+    let dropped = previous.difference(&claimed).difference(&others);
+    let mut out = walk::merge(&base, &intent, shape);
+    walk::remove(&mut out, &dropped, &others, shape);
+    entries.retain(|e| !mine(e));
+    entries.push(entry(w, Operation::Apply, claimed));
+    managed::write(&mut out, &entries);
+    Ok(out)
+}
+
+/// Records an update (a create, update or non-apply patch from `old` to `new`) in `new`'s
+/// `managedFields`: the writer owns what it changed, other managers lose it. Only objects that carry
+/// managed fields are tracked. `new` without `managedFields` keeps `old`'s, as kube keeps them when a
+/// client leaves them out.
+pub fn update(old: Option<&Value>, new: &mut Value, shape: &dyn Shape, w: &Write<'_>) -> Result<(), ApplyError> {
+    let given = new.get("metadata").and_then(|m| m.get("managedFields")).is_some();
+    let mut entries = match (given, old) {
+        (true, _) => managed::read(new).map_err(ApplyError::Invalid)?,
+        (false, Some(o)) => managed::read(o).map_err(ApplyError::Invalid)?,
+        (false, None) => Vec::new(),
+    };
+    if entries.is_empty() {
+        managed::write(new, &entries);
+        return Ok(());
+    }
+    let empty = json!({});
+    let before = owned_part(old.unwrap_or(&empty), w.scope);
+    let d = walk::diff(&before, &owned_part(new, w.scope), shape);
+    let all = d.all();
+    for e in entries.iter_mut() {
+        e.fields = e.fields.difference(&all);
+    }
+    if !d.changed.is_empty() {
+        match entries.iter_mut().find(|e| e.is(w.manager, Operation::Update, w.subresource)) {
+            Some(e) => {
+                e.fields = e.fields.union(&d.changed);
+                e.time = w.now.to_string();
+                e.api_version = w.api_version.to_string();
+            }
+            None => entries.push(entry(w, Operation::Update, d.changed)),
+        }
+    }
+    managed::write(new, &entries);
+    Ok(())
+}
+
+/// The field manager of a write that names none: kube's default, the client's user agent up to its
+/// first `/` (`kubectl/v1.32.0 (linux/amd64)` → `kubectl`).
+pub fn default_manager(user_agent: &str) -> String {
+    let name = user_agent.split('/').next().unwrap_or_default().trim();
+    name.chars().take(128).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NOW: &str = "2026-01-01T00:00:00Z";
+
+    fn w(manager: &str) -> Write<'_> {
+        Write { manager, api_version: "v1", subresource: None, scope: Scope::Object, now: NOW }
+    }
+
+    fn cm(data: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}, "data": data})
+    }
+
+    fn managers(obj: &Value) -> Vec<(String, String)> {
+        managed::read(obj)
+            .unwrap()
+            .iter()
+            .map(|e| (e.manager.clone(), e.fields.paths().iter().map(|p| path_string(p)).collect::<Vec<_>>().join(" ")))
+            .collect()
+    }
+
+    #[test]
+    fn apply_creates_then_merges_and_records_the_manager() {
+        let created = apply(None, &cm(json!({"a": "1"})), false, &Builtin, &w("alice")).unwrap();
+        assert_eq!(created["data"], json!({"a": "1"}));
+        assert_eq!(created["metadata"]["name"], json!("c"));
+        assert_eq!(managers(&created), vec![("alice".into(), ".data.a".into())]);
+        assert_eq!(created["metadata"]["managedFields"][0]["operation"], json!("Apply"));
+        let both = apply(Some(&created), &cm(json!({"b": "2"})), false, &Builtin, &w("bob")).unwrap();
+        assert_eq!(both["data"], json!({"a": "1", "b": "2"}));
+        assert_eq!(managers(&both), vec![("alice".into(), ".data.a".into()), ("bob".into(), ".data.b".into())]);
+        // alice stops declaring a: it goes; bob's b stays.
+        let dropped = apply(Some(&both), &cm(json!({"x": "y"})), false, &Builtin, &w("alice")).unwrap();
+        assert_eq!(dropped["data"], json!({"b": "2", "x": "y"}));
+    }
+
+    #[test]
+    fn changing_another_managers_field_conflicts_unless_forced() {
+        let created = apply(None, &cm(json!({"a": "1"})), false, &Builtin, &w("alice")).unwrap();
+        let err = apply(Some(&created), &cm(json!({"a": "2"})), false, &Builtin, &w("bob")).unwrap_err();
+        assert_eq!(err, ApplyError::Conflicts(vec![Conflict { manager: "alice".into(), field: ".data.a".into() }]));
+        assert_eq!(err.to_string(), "Apply failed with 1 conflict: conflict with \"alice\": .data.a");
+        // The same value is shared, not a conflict.
+        let shared = apply(Some(&created), &cm(json!({"a": "1"})), false, &Builtin, &w("bob")).unwrap();
+        assert_eq!(managers(&shared).len(), 2);
+        // alice lets go of a shared field: it stays, bob still owns it.
+        let kept = apply(Some(&shared), &cm(json!({})), false, &Builtin, &w("alice")).unwrap();
+        assert_eq!(kept["data"], json!({"a": "1"}));
+        let forced = apply(Some(&created), &cm(json!({"a": "2"})), true, &Builtin, &w("bob")).unwrap();
+        assert_eq!(forced["data"]["a"], json!("2"));
+        assert_eq!(
+            managers(&forced),
+            vec![("bob".into(), ".data.a".into())],
+            "ownership moved; alice's entry is empty"
+        );
+    }
+
+    #[test]
+    fn updates_move_ownership_of_what_they_change() {
+        let created = apply(None, &cm(json!({"a": "1", "b": "2"})), false, &Builtin, &w("alice")).unwrap();
+        let mut edited = created.clone();
+        edited["data"]["a"] = json!("9");
+        edited["metadata"].as_object_mut().unwrap().remove("managedFields");
+        update(Some(&created), &mut edited, &Builtin, &w("kubectl-edit")).unwrap();
+        assert_eq!(
+            managers(&edited),
+            vec![("alice".into(), ".data.b".into()), ("kubectl-edit".into(), ".data.a".into())],
+            "managedFields left out of the request are kept, and the edited field moves"
+        );
+        let again = apply(Some(&edited), &cm(json!({"a": "1", "b": "2"})), false, &Builtin, &w("alice")).unwrap_err();
+        assert!(matches!(again, ApplyError::Conflicts(ref c) if c[0].manager == "kubectl-edit"));
+        let mut untracked = cm(json!({"a": "1"}));
+        update(None, &mut untracked, &Builtin, &w("kubectl-create")).unwrap();
+        assert!(untracked["metadata"].get("managedFields").is_none(), "objects no one applied are not tracked");
+        let first = apply(Some(&untracked), &cm(json!({"a": "2"})), false, &Builtin, &w("alice")).unwrap_err();
+        assert!(matches!(first, ApplyError::Conflicts(ref c) if c[0].manager == "before-first-apply"));
+        assert_eq!(default_manager("kubectl/v1.32.0 (linux/amd64) kubernetes/abc"), "kubectl");
+    }
+
+    #[test]
+    fn status_is_owned_only_through_its_subresource() {
+        let mut obj = cm(json!({"a": "1"}));
+        obj["status"] = json!({"phase": "x"});
+        let main = Write { scope: Scope::AllButStatus, ..w("alice") };
+        let applied = apply(None, &obj, false, &Builtin, &main).unwrap();
+        assert!(applied.get("status").is_none(), "status is not applied through the main resource");
+        let status = Write { scope: Scope::Status, subresource: Some("status"), ..w("ctl") };
+        let with_status = apply(Some(&applied), &obj, false, &Builtin, &status).unwrap();
+        assert_eq!(with_status["status"], json!({"phase": "x"}));
+        assert_eq!(with_status["data"], json!({"a": "1"}));
+        let entries = managed::read(&with_status).unwrap();
+        assert_eq!(entries[1].subresource.as_deref(), Some("status"));
+    }
+}

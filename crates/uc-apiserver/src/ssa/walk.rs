@@ -1,0 +1,379 @@
+//! The walks of server-side apply over objects, each guided by the resource's shape: the fields a value
+//! sets, the fields that differ between two values, an applied configuration merged into the live
+//! object, and fields removed from it. Pure functions of JSON values.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::fields::{FieldSet, field, key, value};
+use super::shape::{ITEM, Kind, Shape};
+
+/// The path element of a keyed list's item: its key fields (a missing `protocol` is TCP, kube's default).
+fn item_key(item: &Value, keys: &[String]) -> String {
+    let fields: BTreeMap<String, Value> = keys
+        .iter()
+        .map(|k| {
+            let v = item.get(k).cloned().unwrap_or(Value::Null);
+            let v = if k == "protocol" && v.is_null() { Value::String("TCP".into()) } else { v };
+            (k.clone(), v)
+        })
+        .collect();
+    key(&fields)
+}
+
+fn with<T>(path: &mut Vec<String>, segment: &str, f: impl FnOnce(&mut Vec<String>) -> T) -> T {
+    path.push(segment.to_string());
+    let out = f(path);
+    path.pop();
+    out
+}
+
+/// What a value at a place owns: (`own`: the place itself, the paths under it). An empty object or
+/// list is owned as a whole, like a scalar.
+fn owned(v: &Value, shape: &dyn Shape, path: &mut Vec<String>) -> (bool, FieldSet) {
+    let mut sub = FieldSet::new();
+    match (shape.kind(path, v), v) {
+        (Kind::Granular, Value::Object(m)) => {
+            for (k, child) in m {
+                let (own, s) = with(path, k, |p| owned(child, shape, p));
+                sub.insert_child(field(k), own, s);
+            }
+        }
+        (Kind::Keyed(keys), Value::Array(items)) => {
+            for item in items {
+                let (_, s) = with(path, ITEM, |p| owned(item, shape, p));
+                sub.insert_child(item_key(item, &keys), true, s);
+            }
+        }
+        (Kind::Set, Value::Array(items)) => {
+            for item in items {
+                sub.insert_child(value(item), true, FieldSet::new());
+            }
+        }
+        _ => return (true, sub),
+    }
+    (sub.is_empty(), sub)
+}
+
+/// The fields an object sets (what applying it claims).
+pub fn fields_of(obj: &Value, shape: &dyn Shape) -> FieldSet {
+    owned(obj, shape, &mut Vec::new()).1
+}
+
+/// The paths where two versions of an object differ: `changed` (set or changed in the new one) and
+/// `removed` (only in the old one).
+#[derive(Debug, Default, PartialEq)]
+pub struct Diff {
+    /// Set or changed by the new version.
+    pub changed: FieldSet,
+    /// Gone from the new version.
+    pub removed: FieldSet,
+}
+
+impl Diff {
+    /// Both.
+    pub fn all(&self) -> FieldSet {
+        self.changed.union(&self.removed)
+    }
+}
+
+fn index<'a>(items: &'a [Value], keys: &[String]) -> Vec<(String, &'a Value)> {
+    items.iter().map(|i| (item_key(i, keys), i)).collect()
+}
+
+fn diff_at(
+    old: Option<&Value>,
+    new: Option<&Value>,
+    shape: &dyn Shape,
+    path: &mut Vec<String>,
+    out: &mut Diff,
+    pe: Option<String>,
+) {
+    // `pe` is the element of this place in its parent (None at the root); results go into `out` under it.
+    let mut sub = Diff::default();
+    let (own_changed, own_removed) = match (old, new) {
+        (None, None) => return,
+        (None, Some(n)) => {
+            let (_, s) = owned(n, shape, path);
+            sub.changed = s;
+            (true, false)
+        }
+        (Some(o), None) => {
+            let (_, s) = owned(o, shape, path);
+            sub.removed = s;
+            (false, true)
+        }
+        (Some(o), Some(n)) => match (shape.kind(path, n), o, n) {
+            (Kind::Granular, Value::Object(om), Value::Object(nm)) => {
+                let keys: std::collections::BTreeSet<&String> = om.keys().chain(nm.keys()).collect();
+                for k in keys {
+                    with(path, k, |p| diff_at(om.get(k), nm.get(k), shape, p, &mut sub, Some(field(k))));
+                }
+                (false, false)
+            }
+            (Kind::Keyed(keys), Value::Array(oi), Value::Array(ni)) => {
+                let (oi, ni) = (index(oi, &keys), index(ni, &keys));
+                let all: std::collections::BTreeSet<&String> = oi.iter().chain(ni.iter()).map(|(k, _)| k).collect();
+                for k in all {
+                    let o = oi.iter().find(|(x, _)| x == k).map(|(_, v)| *v);
+                    let n = ni.iter().find(|(x, _)| x == k).map(|(_, v)| *v);
+                    with(path, ITEM, |p| diff_at(o, n, shape, p, &mut sub, Some(k.clone())));
+                }
+                (false, false)
+            }
+            (Kind::Set, Value::Array(oi), Value::Array(ni)) => {
+                for v in ni.iter().filter(|v| !oi.contains(v)) {
+                    sub.changed.insert_child(value(v), true, FieldSet::new());
+                }
+                for v in oi.iter().filter(|v| !ni.contains(v)) {
+                    sub.removed.insert_child(value(v), true, FieldSet::new());
+                }
+                (false, false)
+            }
+            _ => (o != n, false),
+        },
+    };
+    match pe {
+        Some(pe) => {
+            out.changed.insert_child(pe.clone(), own_changed, sub.changed);
+            out.removed.insert_child(pe, own_removed, sub.removed);
+        }
+        None => {
+            out.changed = out.changed.union(&sub.changed);
+            out.removed = out.removed.union(&sub.removed);
+        }
+    }
+}
+
+/// Where `new` differs from `old`.
+pub fn diff(old: &Value, new: &Value, shape: &dyn Shape) -> Diff {
+    let mut out = Diff::default();
+    diff_at(Some(old), Some(new), shape, &mut Vec::new(), &mut out, None);
+    out
+}
+
+fn merge_at(live: &Value, applied: &Value, shape: &dyn Shape, path: &mut Vec<String>) -> Value {
+    match (shape.kind(path, applied), live, applied) {
+        (Kind::Granular, Value::Object(lm), Value::Object(am)) => {
+            let mut out = lm.clone();
+            for (k, av) in am {
+                if av.is_null() {
+                    out.remove(k);
+                    continue;
+                }
+                let merged = match lm.get(k) {
+                    Some(lv) => with(path, k, |p| merge_at(lv, av, shape, p)),
+                    None => av.clone(),
+                };
+                out.insert(k.clone(), merged);
+            }
+            Value::Object(out)
+        }
+        (Kind::Keyed(keys), Value::Array(li), Value::Array(ai)) => {
+            let mut out = li.clone();
+            for item in ai {
+                let k = item_key(item, &keys);
+                match out.iter().position(|l| item_key(l, &keys) == k) {
+                    Some(i) => out[i] = with(path, ITEM, |p| merge_at(&li[i], item, shape, p)),
+                    None => out.push(item.clone()),
+                }
+            }
+            Value::Array(out)
+        }
+        (Kind::Set, Value::Array(li), Value::Array(ai)) => {
+            let mut out = li.clone();
+            out.extend(ai.iter().filter(|v| !li.contains(v)).cloned());
+            Value::Array(out)
+        }
+        _ => applied.clone(),
+    }
+}
+
+/// `applied` merged into `live`: its values win; keyed lists merge item by item; a `null` removes.
+pub fn merge(live: &Value, applied: &Value, shape: &dyn Shape) -> Value {
+    merge_at(live, applied, shape, &mut Vec::new())
+}
+
+fn remove_at(v: &mut Value, set: &FieldSet, keep: Option<&FieldSet>, shape: &dyn Shape, path: &mut Vec<String>) {
+    let kind = shape.kind(path, v);
+    match (kind, v) {
+        (Kind::Granular, Value::Object(m)) => {
+            let names: Vec<String> = m.keys().cloned().collect();
+            for k in names {
+                let pe = field(&k);
+                let Some((own, sub)) = set.child(&pe) else { continue };
+                let kept = keep.and_then(|s| s.child(&pe));
+                // Whole only when no one else owns anything under it.
+                if own && kept.is_none_or(|(_, s)| s.is_empty()) {
+                    m.remove(&k);
+                } else if let Some(child) = m.get_mut(&k) {
+                    with(path, &k, |p| remove_at(child, sub, kept.map(|(_, s)| s), shape, p));
+                }
+            }
+        }
+        (Kind::Keyed(keys), Value::Array(items)) => {
+            let mut out = Vec::with_capacity(items.len());
+            for mut item in std::mem::take(items) {
+                let pe = item_key(&item, &keys);
+                match set.child(&pe) {
+                    Some((own, sub)) => {
+                        let kept = keep.and_then(|s| s.child(&pe));
+                        if own && kept.is_none_or(|(_, s)| s.is_empty()) {
+                            continue;
+                        }
+                        with(path, ITEM, |p| remove_at(&mut item, sub, kept.map(|(_, s)| s), shape, p));
+                        out.push(item);
+                    }
+                    None => out.push(item),
+                }
+            }
+            *items = out;
+        }
+        (Kind::Set, Value::Array(items)) => items.retain(|i| set.child(&value(i)).is_none_or(|(own, _)| !own)),
+        _ => {}
+    }
+}
+
+/// Removes the paths of `set` from `obj`; an object or list item goes whole unless `keep` (what other
+/// managers own) has paths under it, then only the paths of `set`.
+pub fn remove(obj: &mut Value, set: &FieldSet, keep: &FieldSet, shape: &dyn Shape) {
+    remove_at(obj, set, Some(keep), shape, &mut Vec::new());
+}
+
+/// A copy of `obj` without `fields` at its top level and in its metadata.
+pub fn without(obj: &Value, top: &[&str], metadata: &[&str]) -> Value {
+    let Value::Object(m) = obj else { return obj.clone() };
+    let mut out: Map<String, Value> =
+        m.iter().filter(|(k, _)| !top.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+    if let Some(Value::Object(meta)) = out.get_mut("metadata") {
+        meta.retain(|k, _| !metadata.contains(&k.as_str()));
+        if meta.is_empty() {
+            out.remove("metadata");
+        }
+    }
+    Value::Object(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::super::fields::path_string;
+    use super::super::shape::Builtin;
+    use super::*;
+
+    fn paths(s: &FieldSet) -> Vec<String> {
+        let mut out: Vec<String> = s.paths().iter().map(|p| path_string(p)).collect();
+        out.sort();
+        out
+    }
+
+    fn deployment(image: &str, replicas: i64) -> Value {
+        json!({"metadata": {"labels": {"app": "web"}},
+               "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
+                        "template": {"spec": {"containers": [{"name": "c", "image": image, "ports": [{"containerPort": 80}]}]}}}})
+    }
+
+    #[test]
+    fn an_objects_fields_are_its_leaves_and_items() {
+        let f = fields_of(&deployment("v1", 2), &Builtin);
+        assert_eq!(
+            paths(&f),
+            vec![
+                ".metadata.labels.app",
+                ".spec.replicas",
+                ".spec.selector",
+                ".spec.template.spec.containers[name=\"c\"]",
+                ".spec.template.spec.containers[name=\"c\"].image",
+                ".spec.template.spec.containers[name=\"c\"].name",
+                ".spec.template.spec.containers[name=\"c\"].ports[containerPort=80,protocol=\"TCP\"]",
+                ".spec.template.spec.containers[name=\"c\"].ports[containerPort=80,protocol=\"TCP\"].containerPort",
+            ]
+        );
+        assert_eq!(
+            paths(&fields_of(&json!({"spec": {"volumes": [{"name": "v", "emptyDir": {}}]}}), &Builtin)).len(),
+            3
+        );
+    }
+
+    #[test]
+    fn diffs_name_what_changed_and_what_went() {
+        let d = diff(&deployment("v1", 2), &deployment("v2", 2), &Builtin);
+        assert_eq!(paths(&d.changed), vec![".spec.template.spec.containers[name=\"c\"].image"]);
+        assert!(d.removed.is_empty());
+        let mut two = deployment("v1", 2);
+        two["spec"]["template"]["spec"]["containers"].as_array_mut().unwrap().push(json!({"name": "d", "image": "x"}));
+        let d = diff(&two, &deployment("v1", 3), &Builtin);
+        assert_eq!(paths(&d.changed), vec![".spec.replicas"]);
+        assert_eq!(
+            paths(&d.removed),
+            vec![
+                ".spec.template.spec.containers[name=\"d\"]",
+                ".spec.template.spec.containers[name=\"d\"].image",
+                ".spec.template.spec.containers[name=\"d\"].name"
+            ]
+        );
+        let set = diff(
+            &json!({"metadata": {"finalizers": ["a"]}}),
+            &json!({"metadata": {"finalizers": ["b", "a"]}}),
+            &Builtin,
+        );
+        assert_eq!(paths(&set.changed), vec![".metadata.finalizers[=\"b\"]"]);
+    }
+
+    #[test]
+    fn applied_values_merge_into_the_live_object() {
+        let mut live = deployment("v1", 2);
+        live["spec"]["template"]["spec"]["containers"][0]["resources"] = json!({"limits": {"cpu": "1"}});
+        live["status"] = json!({"replicas": 2});
+        let applied = json!({"spec": {"replicas": 3, "template": {"spec": {"containers": [{"name": "c", "image": "v2"}, {"name": "side", "image": "s"}]}}}});
+        let merged = merge(&live, &applied, &Builtin);
+        let c = &merged["spec"]["template"]["spec"]["containers"];
+        assert_eq!(
+            (c[0]["image"].clone(), c[0]["resources"]["limits"]["cpu"].clone()),
+            (json!("v2"), json!("1")),
+            "merged by name"
+        );
+        assert_eq!(c[1]["name"], json!("side"));
+        assert_eq!(merged["spec"]["replicas"], json!(3));
+        assert_eq!(merged["status"]["replicas"], json!(2), "what the configuration does not name stays");
+        let selector = merge(&live, &json!({"spec": {"selector": {"matchLabels": {"x": "y"}}}}), &Builtin);
+        assert_eq!(selector["spec"]["selector"], json!({"matchLabels": {"x": "y"}}), "atomic: replaced whole");
+        let nulled = merge(&live, &json!({"metadata": {"labels": {"app": null}}}), &Builtin);
+        assert_eq!(nulled["metadata"]["labels"], json!({}));
+    }
+
+    #[test]
+    fn removal_spares_what_others_own() {
+        let mut obj = deployment("v1", 2);
+        let d_container = json!({"name": "d", "image": "x", "resources": {"cpu": "1"}});
+        obj["spec"]["template"]["spec"]["containers"].as_array_mut().unwrap().push(d_container);
+        let mut mine = FieldSet::new();
+        let d = |x: &str| vec![field("spec"), field("template"), field("spec"), field("containers"), x.to_string()];
+        let item = r#"k:{"name":"d"}"#;
+        mine.insert(&d(item));
+        let mut image = d(item);
+        image.push(field("image"));
+        mine.insert(&image);
+        mine.insert(&[field("spec"), field("replicas")]);
+        let mut theirs = FieldSet::new();
+        let mut res = d(item);
+        res.push(field("resources"));
+        theirs.insert(&res);
+        let mut kept = obj.clone();
+        remove(&mut kept, &mine, &theirs, &Builtin);
+        assert_eq!(kept["spec"].get("replicas"), None);
+        assert_eq!(kept["spec"]["template"]["spec"]["containers"][1], json!({"name": "d", "resources": {"cpu": "1"}}));
+        remove(&mut obj, &mine, &FieldSet::new(), &Builtin);
+        assert_eq!(
+            obj["spec"]["template"]["spec"]["containers"].as_array().unwrap().len(),
+            1,
+            "no one else: the item goes"
+        );
+        assert_eq!(
+            without(&json!({"apiVersion": "v1", "metadata": {"name": "x", "labels": {}}}), &["apiVersion"], &["name"]),
+            json!({"metadata": {"labels": {}}})
+        );
+    }
+}

@@ -1,0 +1,135 @@
+"""Server-side apply against `uc up` with kubectl and the Python client: field managers, conflicts,
+force, lists merged by their keys, dry runs, and updates that move ownership."""
+
+import json
+
+import pytest
+
+from conftest import MANIFESTS
+
+CONFIGMAP = """
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, labels: {team: a}}
+data: {mode: MODE, level: "1"}
+"""
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: busybox
+        command: [sleep, "3600"]
+        env: ENV
+"""
+
+
+def managers(cluster, *resource):
+    obj = json.loads(cluster.kubectl("get", *resource, "-o", "json", "--show-managed-fields").stdout)
+    return {(m["manager"], m["operation"]) for m in obj["metadata"].get("managedFields", [])}, obj
+
+
+def test_kubectl_server_side_apply_owns_conflicts_and_forces(cluster):
+    cm = CONFIGMAP.replace("MODE", "fast")
+    out = cluster.kubectl("apply", "--server-side", "-f", "-", input=cm).stdout
+    assert "serverside-applied" in out
+    owners, obj = managers(cluster, "configmap", "settings")
+    assert owners == {("kubectl", "Apply")}
+    fields = obj["metadata"]["managedFields"][0]["fieldsV1"]
+    assert fields["f:data"] == {"f:mode": {}, "f:level": {}} and fields["f:metadata"]["f:labels"] == {"f:team": {}}
+    # Another manager changing kubectl's field: refused with the field named, nothing changed.
+    ops = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: MODE}\n"
+    other = cluster.kubectl("apply", "--server-side", "--field-manager=ops", "-f", "-",
+                            input=ops.replace("MODE", "safe"), check=False)
+    assert other.returncode != 0
+    assert 'conflict with "kubectl"' in other.stderr and ".data.mode" in other.stderr, other.stderr
+    assert cluster.kubectl("get", "cm", "settings", "-o", "jsonpath={.data.mode}").stdout == "fast"
+    # The same value is shared; forcing takes the field over.
+    cluster.kubectl("apply", "--server-side", "--field-manager=ops", "-f", "-", input=ops.replace("MODE", "fast"))
+    cluster.kubectl("apply", "--server-side", "--field-manager=ops", "--force-conflicts", "-f", "-",
+                    input=ops.replace("MODE", "safe"))
+    owners, obj = managers(cluster, "configmap", "settings")
+    assert obj["data"]["mode"] == "safe" and owners == {("kubectl", "Apply"), ("ops", "Apply")}
+    kubectl_fields = next(m for m in obj["metadata"]["managedFields"] if m["manager"] == "kubectl")["fieldsV1"]
+    assert "f:mode" not in kubectl_fields["f:data"], "ownership of mode moved to ops"
+    # kubectl stops declaring level and the label: they go; mode stays (ops owns it).
+    cluster.kubectl("apply", "--server-side", "-f", "-",
+                    input="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: safe}\n")
+    obj = json.loads(cluster.kubectl("get", "cm", "settings", "-o", "json").stdout)
+    assert obj["data"] == {"mode": "safe"} and "team" not in obj["metadata"].get("labels", {})
+
+
+def test_a_dry_run_apply_changes_nothing(cluster):
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=CONFIGMAP.replace("MODE", "fast"))
+    rv = cluster.kubectl("get", "cm", "settings", "-o", "jsonpath={.metadata.resourceVersion}").stdout
+    out = cluster.kubectl("apply", "--server-side", "--dry-run=server", "-o", "jsonpath={.data.mode}", "-f", "-",
+                          input=CONFIGMAP.replace("MODE", "slow")).stdout
+    assert out == "slow", "the answer shows the result"
+    assert cluster.kubectl("get", "cm", "settings", "-o", "jsonpath={.data.mode}").stdout == "fast"
+    assert cluster.kubectl("get", "cm", "settings", "-o", "jsonpath={.metadata.resourceVersion}").stdout == rv
+    created = cluster.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-",
+                              input=CONFIGMAP.replace("settings", "never").replace("MODE", "x"))
+    assert "serverside-applied (server dry run)" in created.stdout
+    assert cluster.kubectl("get", "cm", "never", check=False).returncode != 0
+
+
+def test_lists_merge_by_their_keys_and_updates_move_ownership(cluster):
+    env = '[{name: A, value: "1"}, {name: B, value: "2"}]'
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=DEPLOYMENT.replace("ENV", env))
+    # Another manager adds a container of its own; kubectl's container is untouched.
+    sidecar = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+               "spec": {"template": {"spec": {"containers": [{"name": "side", "image": "busybox"}]}}}}
+    cluster.kubectl("apply", "--server-side", "--field-manager=injector", "-f", "-", input=json.dumps(sidecar))
+    containers = json.loads(cluster.kubectl("get", "deploy", "web", "-o", "json").stdout)["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["web", "side"]
+    # kubectl drops env B: only B goes.
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=DEPLOYMENT.replace("ENV", '[{name: A, value: "1"}]'))
+    d = json.loads(cluster.kubectl("get", "deploy", "web", "-o", "json").stdout)
+    c = {c["name"]: c for c in d["spec"]["template"]["spec"]["containers"]}
+    assert [e["name"] for e in c["web"]["env"]] == ["A"] and "side" in c
+    # A merge patch is an update: its manager now owns replicas, and kubectl's next apply conflicts.
+    cluster.kubectl("patch", "deploy", "web", "--type=merge", "-p", '{"spec": {"replicas": 3}}')
+    owners, obj = managers(cluster, "deploy", "web")
+    assert ("kubectl-patch", "Update") in owners, owners
+    again = cluster.kubectl("apply", "--server-side", "-f", "-", input=DEPLOYMENT.replace("ENV", '[{name: A, value: "1"}]'),
+                            check=False)
+    assert again.returncode != 0 and 'conflict with "kubectl-patch"' in again.stderr and ".spec.replicas" in again.stderr
+
+
+def test_custom_resources_apply_by_their_schema(cluster):
+    cluster.kubectl("apply", "-f", str(MANIFESTS / "foo-crd.yaml"))
+    foo = "apiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\nmetadata: {name: f}\nspec: {deploymentName: d, replicas: 2}\n"
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=foo)
+    obj = json.loads(cluster.kubectl("get", "foo", "f", "-o", "json", "--show-managed-fields").stdout)
+    assert obj["spec"] == {"deploymentName": "d", "replicas": 2}
+    assert obj["metadata"]["managedFields"][0]["fieldsV1"] == {"f:spec": {"f:deploymentName": {}, "f:replicas": {}}}
+    bad = cluster.kubectl("apply", "--server-side", "-f", "-", input=foo.replace("replicas: 2", "replicas: 20"), check=False)
+    assert bad.returncode != 0 and "spec.replicas" in bad.stderr, "the schema still validates the result"
+
+
+def test_python_client_server_side_apply(cluster):
+    from kubernetes import dynamic
+    from kubernetes.client import exceptions
+
+    client = dynamic.DynamicClient(cluster.api_client())
+    cms = client.resources.get(api_version="v1", kind="ConfigMap")
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "py"}, "data": {"k": "1"}}
+    created = cms.server_side_apply(body=body, namespace="default", field_manager="py-a")
+    assert created.data.k == "1"
+    body["data"]["k"] = "2"
+    with pytest.raises(exceptions.ApiException) as refused:
+        cms.server_side_apply(body=body, namespace="default", field_manager="py-b")
+    assert refused.value.status == 409
+    status = json.loads(refused.value.body)
+    assert status["reason"] == "Conflict"
+    assert status["details"]["causes"] == [{"reason": "FieldManagerConflict", "message": 'conflict with "py-a"', "field": ".data.k"}]
+    forced = cms.server_side_apply(body=body, namespace="default", field_manager="py-b", force_conflicts=True)
+    assert forced.data.k == "2"
