@@ -60,6 +60,8 @@ pub struct App {
     /// Served resources.
     pub registry: Arc<Registry>,
     /// The bearer token.
+    /// The cluster CA, PEM (published as `kube-root-ca.crt`).
+    pub ca_pem: String,
     pub token: String,
     /// Configuration.
     pub config: Config,

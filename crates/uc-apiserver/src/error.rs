@@ -97,16 +97,8 @@ impl ApiError {
         Self::new(Status::failure(409, "Conflict", message).with_details(subject.details()))
     }
 
-    /// 409 Conflict of a server-side apply: the fields other managers own, one cause each.
-    pub fn apply_conflicts(subject: &Subject, message: String, conflicts: &[crate::ssa::Conflict]) -> Self {
-        let causes = conflicts
-            .iter()
-            .map(|c| StatusCause {
-                reason: "FieldManagerConflict".into(),
-                message: format!("conflict with {:?}", c.manager),
-                field: c.field.clone(),
-            })
-            .collect();
+    /// 409 Conflict with causes (a server-side apply's: the fields other managers own, one each).
+    pub fn conflict_with_causes(subject: &Subject, message: String, causes: Vec<StatusCause>) -> Self {
         let details = StatusDetails { causes, ..subject.details() };
         Self::new(Status::failure(409, "Conflict", message).with_details(details))
     }

@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod builtin;
+pub mod cluster_objects;
 pub mod discovery;
 pub mod error;
 pub mod gc;

@@ -72,6 +72,7 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
         store,
         registry,
         token: creds.token.clone(),
+        ca_pem: creds.ca_pem.clone(),
         config: config.clone(),
         traffic: Default::default(),
         service_range,
@@ -83,6 +84,9 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
         .await
         .map_err(|e| StartError::Io(format!("binding 127.0.0.1:{}: {e}", config.port)))?;
     let addr = listener.local_addr().map_err(|e| StartError::Io(e.to_string()))?;
+    crate::cluster_objects::ensure(&app, addr.port())
+        .await
+        .map_err(|e| StartError::Io(format!("creating the kubernetes Service and CA ConfigMaps: {e}")))?;
     let kubeconfig = tls::write_kubeconfig(&config.data_dir, &format!("https://{addr}"), &creds)?;
     let acceptor = tokio_rustls::TlsAcceptor::from(creds.server_config.clone());
     let (shutdown, mut shutdown_rx) = watch::channel(false);

@@ -44,6 +44,11 @@ impl ServiceRange {
         n > self.base && n < self.base + self.size - 1
     }
 
+    /// The range's first usable address (where kube puts the `kubernetes` Service).
+    pub fn first(&self) -> Ipv4Addr {
+        Ipv4Addr::from(self.base + 1)
+    }
+
     /// A free address, starting the search at a point chosen by `seed` (so allocations spread).
     pub fn allocate(&self, in_use: &HashSet<Ipv4Addr>, seed: u64) -> Option<Ipv4Addr> {
         let usable = self.size - 2;

@@ -1,71 +1,24 @@
-//! Server-side apply (`PATCH` with `application/apply-patch+yaml`) and the managed fields every other
-//! write keeps: the HTTP side of `crate::ssa`.
+//! Server-side apply (`PATCH` with `application/apply-patch+yaml`): the HTTP side of `crate::ssa`.
 
 use std::sync::Arc;
 
 use http::Response;
 use serde_json::Value;
 
+use uc_api::StatusCause;
+
 use crate::app::{App, Body, Req};
 use crate::error::{ApiError, FieldError, Result};
+use crate::handlers::managed::{invalid_managed_fields, now, scope, with_shape};
 use crate::handlers::meta::meta_str;
 use crate::handlers::write::{commit_update, create_object, prepare_update};
 use crate::request::{Target, dry_run, respond_object, to_version};
-use crate::ssa::{self, ApplyError, Builtin, Scope, Shape, Structural};
+use crate::ssa::{self, ApplyError};
 use crate::storage::StoreError;
 
-fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
-/// What part of the object a write to `t` may change.
-fn scope(t: &Target) -> Scope {
-    match t.sub.as_deref() {
-        Some("status") => Scope::Status,
-        _ if t.info.version(&t.version).is_some_and(|v| v.status) => Scope::AllButStatus,
-        _ => Scope::Object,
-    }
-}
-
-/// The shape of the target's objects: its schema for a custom resource, merge keys for the built-ins.
-fn with_shape<T>(t: &Target, f: impl FnOnce(&dyn Shape) -> T) -> T {
-    match t.info.version(&t.version).and_then(|v| v.schema.clone()) {
-        Some(schema) => f(&Structural(&schema)),
-        None => f(&Builtin),
-    }
-}
-
-/// The request's field manager: `fieldManager`, else kube's default from the user agent.
-fn manager(req: &Req) -> String {
-    match req.params.get("fieldManager").filter(|m| !m.is_empty()) {
-        Some(m) => m.clone(),
-        None => ssa::default_manager(&req.user_agent),
-    }
-}
-
-fn invalid_managed_fields(t: &Target, message: String) -> ApiError {
-    let name = t.name.clone().unwrap_or_default();
-    ApiError::invalid(
-        &t.info.kind,
-        &t.info.group,
-        &name,
-        &[FieldError::invalid("metadata.managedFields", &Value::Null, message)],
-    )
-}
-
-/// Records a create, update or non-apply patch in `new`'s managed fields (objects that have them).
-pub(crate) fn track_update(req: &Req, t: &Target, old: Option<&Value>, new: &mut Value) -> Result<()> {
-    let manager = manager(req);
-    let api_version = t.info.api_version(&t.version);
-    let now = now();
-    let w = ssa::Write {
-        manager: &manager,
-        api_version: &api_version,
-        subresource: t.sub.as_deref(),
-        scope: scope(t),
-        now: &now,
-    };
-    with_shape(t, |shape| ssa::update(old, new, shape, &w)).map_err(|e| invalid_managed_fields(t, e.to_string()))
+/// Whether a PATCH is a server-side apply (by its media type).
+pub(crate) fn is_apply(req: &Req) -> bool {
+    matches!(req.content_type.as_str(), "application/apply-patch+yaml" | "application/apply-patch+cbor")
 }
 
 /// Reads an apply patch: YAML (JSON is YAML too), one object of the target's kind.
@@ -144,8 +97,16 @@ pub(crate) async fn server_side_apply(app: &Arc<App>, req: &mut Req, t: &Target)
         let new = match applied {
             Ok(v) => v,
             Err(ApplyError::Conflicts(c)) => {
-                let message = ApplyError::Conflicts(c.clone()).to_string();
-                return Err(ApiError::apply_conflicts(&subject, message, &c));
+                let causes = c
+                    .iter()
+                    .map(|c| StatusCause {
+                        reason: "FieldManagerConflict".into(),
+                        message: format!("conflict with {:?}", c.manager),
+                        field: c.field.clone(),
+                    })
+                    .collect();
+                let message = ApplyError::Conflicts(c).to_string();
+                return Err(ApiError::conflict_with_causes(&subject, message, causes));
             }
             Err(ApplyError::Invalid(m)) => return Err(invalid_managed_fields(t, m)),
         };

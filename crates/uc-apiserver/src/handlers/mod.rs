@@ -5,6 +5,7 @@
 pub mod admission;
 pub mod apply;
 pub mod delete;
+pub mod managed;
 pub mod meta;
 pub mod read;
 pub mod scale;
@@ -121,6 +122,7 @@ async fn resource(app: &Arc<App>, req: &mut Req, t: Target) -> Result<Response<B
             let ct = req.content_type.clone();
             scale::update_scale(app, req, &t, Some((ct, body))).await
         }
+        (&Method::PATCH, Some(_), _) if apply::is_apply(req) => apply::server_side_apply(app, req, &t).await,
         (&Method::PATCH, Some(_), _) => write::patch_object(app, req, &t).await,
         (&Method::DELETE, Some(_), None) => delete::delete(app, req, &t).await,
         (&Method::DELETE, None, None) => delete::delete_collection(app, req, &t).await,

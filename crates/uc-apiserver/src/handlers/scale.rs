@@ -101,7 +101,7 @@ pub(crate) async fn update_scale(
         let mut main = Target { sub: None, ..t.clone() };
         main.sub = None;
         let mut new = prepare_update(req, &main, &old, new)?;
-        crate::handlers::apply::track_update(req, &main, Some(&old), &mut new)?;
+        crate::handlers::managed::track_update(req, &main, Some(&old), &mut new)?;
         match commit_update(app, &t.info, &key, &old, new).await {
             Ok(stored) => return Ok(json_response(200, &scale_view(&paths, &stored))),
             Err(StoreError::Conflict { .. }) => continue,

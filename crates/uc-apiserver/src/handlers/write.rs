@@ -11,7 +11,7 @@ use crate::error::{ApiError, FieldError, FieldErrorKind, Result, Subject};
 use crate::handlers::admission::{
     admit_crd, check_object_meta, check_type_meta, invalid, namespace_check, spec_changed, sync_crd, validate_body,
 };
-use crate::handlers::apply::track_update;
+use crate::handlers::managed::track_update;
 use crate::handlers::meta::{
     CRD_CLEANUP, finalizers, init_namespace, is_deleting, meta_str, ready_to_vanish, set_finalizers, stamp_new,
 };
@@ -142,6 +142,12 @@ pub(crate) async fn create_object(
         .map_err(|e| ApiError::from_store(e, &subject))?;
     if let Some(ci) = crd_info {
         app.registry.install_crd(ci);
+    }
+    if info.group.is_empty() && info.resource == "namespaces" {
+        // Every namespace gets the cluster CA, as kube's root-CA publisher does.
+        if let Err(e) = crate::cluster_objects::ensure_root_ca(app, &name).await {
+            tracing::warn!(namespace = %name, error = %e, "could not create kube-root-ca.crt");
+        }
     }
     Ok(respond_object(req, t, 201, &stored))
 }
@@ -338,9 +344,6 @@ pub(crate) fn apply_patch(req: &Req, t: &Target, target: &mut Value) -> Result<(
 }
 
 pub(crate) async fn patch_object(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
-    if matches!(req.content_type.as_str(), "application/apply-patch+yaml" | "application/apply-patch+cbor") {
-        return super::apply::server_side_apply(app, req, t).await;
-    }
     if req.params.contains_key("force") {
         return Err(ApiError::invalid(
             "PatchOptions",

@@ -1,0 +1,39 @@
+"""Objects every cluster has, which clients and in-cluster programs look for: the `kubernetes` Service
+and its Endpoints, the namespaces, and the cluster CA in every namespace."""
+
+import base64
+import json
+from urllib.parse import urlparse
+
+import yaml
+
+from conftest import wait_for
+
+
+def kubeconfig(cluster):
+    with open(cluster.kubeconfig) as f:
+        return yaml.safe_load(f)
+
+
+def test_the_kubernetes_service_points_at_the_api_server(cluster):
+    server = kubeconfig(cluster)["clusters"][0]["cluster"]["server"]
+    port = urlparse(server).port
+    svc = json.loads(cluster.kubectl("get", "svc", "kubernetes", "-n", "default", "-o", "json").stdout)
+    assert svc["spec"]["ports"][0]["port"] == 443 and svc["spec"]["ports"][0]["targetPort"] == port
+    assert svc["metadata"]["labels"] == {"component": "apiserver", "provider": "kubernetes"}
+    ep = json.loads(cluster.kubectl("get", "endpoints", "kubernetes", "-n", "default", "-o", "json").stdout)
+    assert ep["subsets"][0]["addresses"][0]["ip"] == "127.0.0.1" and ep["subsets"][0]["ports"][0]["port"] == port
+    names = cluster.kubectl("get", "ns", "-o", "jsonpath={.items[*].metadata.name}").stdout.split()
+    assert {"default", "kube-system", "kube-public", "kube-node-lease"} <= set(names)
+
+
+def test_every_namespace_has_the_cluster_ca(cluster):
+    ca = base64.b64decode(kubeconfig(cluster)["clusters"][0]["cluster"]["certificate-authority-data"]).decode()
+
+    def published(ns):
+        r = cluster.kubectl("get", "cm", "kube-root-ca.crt", "-n", ns, "-o", "json", check=False)
+        return r.returncode == 0 and json.loads(r.stdout)["data"]["ca.crt"]
+
+    assert published("default") == ca and published("kube-system") == ca
+    cluster.kubectl("create", "namespace", "team-a")
+    assert wait_for(lambda: published("team-a"), message="the CA in a new namespace") == ca
