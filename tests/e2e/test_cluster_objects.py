@@ -37,3 +37,23 @@ def test_every_namespace_has_the_cluster_ca(cluster):
     assert published("default") == ca and published("kube-system") == ca
     cluster.kubectl("create", "namespace", "team-a")
     assert wait_for(lambda: published("team-a"), message="the CA in a new namespace") == ca
+
+
+def test_the_node_renews_its_lease(cluster):
+    from kubernetes import client, watch
+
+    node = cluster.kubectl("get", "nodes", "-o", "jsonpath={.items[0].metadata.name}").stdout
+    leases = client.CoordinationV1Api(cluster.api_client())
+    lease = wait_for(lambda: next((l for l in leases.list_namespaced_lease("kube-node-lease").items
+                                   if l.metadata.name == node), None), message="the node's lease")
+    assert lease.spec.holder_identity == node and lease.spec.lease_duration_seconds == 40
+    assert lease.metadata.owner_references[0].kind == "Node"
+    # Renewed: watched from the lease's own version, the next change moves renewTime forward.
+    for ev in watch.Watch().stream(leases.list_namespaced_lease, "kube-node-lease",
+                                   resource_version=lease.metadata.resource_version, timeout_seconds=40):
+        renewed = ev["object"]
+        if ev["type"] == "MODIFIED" and renewed.metadata.name == node:
+            assert renewed.spec.renew_time > lease.spec.renew_time
+            break
+    else:
+        raise AssertionError("the lease was not renewed within 40 s")

@@ -55,6 +55,28 @@ def test_deployment_rollout_and_cascade(cluster):
              timeout=20, message="ReplicaSets and Pods deleted with their Deployment")
 
 
+def test_rollout_history_and_undo(cluster):
+    cluster.kubectl("create", "deployment", "web", "--image=nginx:1.25", "--replicas=2")
+    cluster.kubectl("rollout", "status", "deploy/web", "--timeout=30s")
+    assert get(cluster, "deploy", "web")["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+    cluster.kubectl("set", "image", "deploy/web", "nginx=nginx:1.26")
+    cluster.kubectl("rollout", "status", "deploy/web", "--timeout=60s")
+    history = cluster.kubectl("rollout", "history", "deploy/web").stdout
+    revisions = [line.split()[0] for line in history.splitlines()[2:] if line.strip()]
+    assert revisions == ["1", "2"], history
+    cluster.kubectl("rollout", "undo", "deploy/web")
+    d = get(cluster, "deploy", "web")
+    assert d["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.25"
+    assert d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+    cluster.kubectl("rollout", "status", "deploy/web", "--timeout=60s")
+
+    def rs_revisions():
+        return {rs["spec"]["template"]["spec"]["containers"][0]["image"]: rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+                for rs in get(cluster, "rs", "-l", "app=web")["items"]}
+    assert wait_for(lambda: rs_revisions() == {"nginx:1.25": "3", "nginx:1.26": "2"} and rs_revisions(),
+                    message="the rolled-back ReplicaSet is revision 3")
+
+
 def test_replicaset_replaces_deleted_pods(cluster):
     rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "solo"},
           "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "solo"}},

@@ -238,6 +238,33 @@ fn check_non_negative(obj: &Value, pointer: &str, field: &str, errs: &mut Vec<Fi
     }
 }
 
+/// The annotation a Deployment's rollout revision is kept in (and its ReplicaSets').
+pub const DEPLOYMENT_REVISION: &str = "deployment.kubernetes.io/revision";
+
+/// Stamps a Deployment's rollout revision, as kube's deployment controller keeps it: 1 at creation, one
+/// more at every change of the pod template (a rollback too), unchanged otherwise. `kubectl rollout
+/// undo` patches the annotations, so they must exist.
+pub fn deployment_revision(old: Option<&Value>, new: &mut Value) {
+    let revision_of = |o: &Value| {
+        o.pointer("/metadata/annotations")
+            .and_then(|a| a.get(DEPLOYMENT_REVISION))
+            .and_then(Value::as_str)
+            .and_then(|s| s.parse::<u64>().ok())
+    };
+    let revision = match old {
+        None => 1,
+        Some(o) => {
+            let before = revision_of(o).unwrap_or(0);
+            let changed = o.pointer("/spec/template") != new.pointer("/spec/template");
+            if changed || before == 0 { before + 1 } else { before }
+        }
+    };
+    if !new["metadata"]["annotations"].is_object() {
+        new["metadata"]["annotations"] = Value::Object(Default::default());
+    }
+    new["metadata"]["annotations"][DEPLOYMENT_REVISION] = Value::String(revision.to_string());
+}
+
 /// Validates a built-in kind; returns field errors (422).
 pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
@@ -300,6 +327,24 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deployments_count_their_template_changes() {
+        let d = |image: &str| serde_json::json!({"metadata": {"name": "d"}, "spec": {"replicas": 1, "template": {"spec": {"containers": [{"image": image}]}}}});
+        let mut created = d("a");
+        deployment_revision(None, &mut created);
+        assert_eq!(created["metadata"]["annotations"][DEPLOYMENT_REVISION], "1");
+        let mut scaled = created.clone();
+        scaled["spec"]["replicas"] = serde_json::json!(3);
+        deployment_revision(Some(&created), &mut scaled);
+        assert_eq!(scaled["metadata"]["annotations"][DEPLOYMENT_REVISION], "1", "scaling is no new revision");
+        let mut rolled = d("b");
+        deployment_revision(Some(&scaled), &mut rolled);
+        assert_eq!(rolled["metadata"]["annotations"][DEPLOYMENT_REVISION], "2", "kept though the client left it out");
+        let mut back = d("a");
+        deployment_revision(Some(&rolled), &mut back);
+        assert_eq!(back["metadata"]["annotations"][DEPLOYMENT_REVISION], "3", "a rollback is a new revision");
+    }
 
     #[test]
     fn deployment_defaults_and_validation() {

@@ -28,6 +28,7 @@ mod context;
 pub mod env;
 pub mod exec;
 pub mod invalid;
+pub mod lease;
 pub mod logs;
 pub mod names;
 pub mod objects;
@@ -86,7 +87,8 @@ fn grace_of(pod: &Value) -> u64 {
 pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result<Node> {
     let pods: Pods = Default::default();
     let endpoint = server::serve(options.kubelet_port, options.kubelet_token.clone(), pods.clone()).await?;
-    register(&client, &options.name, endpoint.port()).await?;
+    let uid = register(&client, &options.name, endpoint.port()).await?;
+    tokio::spawn(lease::heartbeat(client.clone(), options.name.clone(), uid));
     let hosts = match &options.hosts_dir {
         Some(d) => Some(Arc::new(names::HostsFiles::new(d.clone())?)),
         None => None,
@@ -184,7 +186,8 @@ fn event_value<K: serde::Serialize>(e: watcher::Event<K>) -> Option<(Value, bool
     }
 }
 
-async fn register(client: &kube::Client, name: &str, kubelet_port: u16) -> anyhow::Result<()> {
+/// Registers the Node and reports it ready; returns its uid.
+async fn register(client: &kube::Client, name: &str, kubelet_port: u16) -> anyhow::Result<Option<String>> {
     let nodes: Api<NodeObject> = Api::all(client.clone());
     let node: NodeObject = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Node",
@@ -206,8 +209,8 @@ async fn register(client: &kube::Client, name: &str, kubelet_port: u16) -> anyho
         "nodeInfo": {"kubeletVersion": "v1.33.0-uc", "operatingSystem": "linux", "architecture": std::env::consts::ARCH,
                      "containerRuntimeVersion": "uc://process", "osImage": "", "kernelVersion": "", "kubeProxyVersion": "",
                      "machineID": "", "systemUUID": "", "bootID": ""}}});
-    nodes.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await?;
-    Ok(())
+    let node = nodes.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await?;
+    Ok(node.metadata.uid)
 }
 
 async fn run(ctx: Arc<Ctx>) {

@@ -85,6 +85,9 @@ pub(crate) async fn create_object(
     if !errs.is_empty() {
         return Err(invalid(&info, &name, &errs));
     }
+    if info.group == "apps" && info.resource == "deployments" {
+        crate::builtin::deployment_revision(None, &mut obj);
+    }
     // Status is owned by the status subresource; creation starts it afresh.
     if info.version(&t.version).is_some_and(|v| v.status) {
         match info.resource.as_str() {
@@ -253,6 +256,9 @@ pub(crate) fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Valu
     validate_body(req, info, &t.version, &mut result, &mut errs)?;
     if !errs.is_empty() {
         return Err(invalid(info, &name, &errs));
+    }
+    if info.group == "apps" && info.resource == "deployments" && t.sub.is_none() {
+        crate::builtin::deployment_revision(Some(old), &mut result);
     }
     if info.generation {
         let g = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);

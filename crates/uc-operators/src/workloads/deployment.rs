@@ -64,9 +64,21 @@ impl Observed {
     }
 }
 
-/// The short hash naming a template's ReplicaSet (of the template as written).
+/// The short hash naming a template's ReplicaSet: of the template as written, but for a null
+/// `metadata.creationTimestamp`, which clients send or leave out at will (`kubectl create` leaves it out,
+/// `kubectl rollout undo` sends it): the same template must name the same ReplicaSet.
 pub fn template_hash(template: &Value) -> String {
-    let h = hash_str(&template.to_string());
+    let null_stamp = template.get("metadata").and_then(|m| m.get("creationTimestamp")).is_some_and(Value::is_null);
+    let text = if null_stamp {
+        let mut t = template.clone();
+        if let Some(m) = t.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("creationTimestamp");
+        }
+        t.to_string()
+    } else {
+        template.to_string()
+    };
+    let h = hash_str(&text);
     format!("{:x}", h % 0xff_ffff_ffff).chars().take(10).collect()
 }
 
@@ -146,8 +158,8 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
             budget -= cut;
         }
     }
-    let revisions = old.iter().chain(&new_rs).map(Observed::revision);
-    let next_revision = revisions.max().unwrap_or(0) + i64::from(new_rs.is_none());
+    // The newest revision stays; a template that comes back (a rollback) is a new revision, as in kube.
+    let newest = old.iter().chain(&new_rs).map(Observed::revision).max().unwrap_or(0);
     let mut rs_template = template.clone();
     set_label(&mut rs_template, HASH_LABEL, &hash);
     let mut selector = request.parent["spec"]["selector"].clone();
@@ -156,7 +168,10 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
     }
     selector["matchLabels"][HASH_LABEL] = json!(hash);
     let labels = rs_template["metadata"]["labels"].clone();
-    let new_revision = new_rs.as_ref().map(Observed::revision).filter(|r| *r > 0).unwrap_or(next_revision);
+    let new_revision = match new_rs.as_ref().map(Observed::revision) {
+        Some(r) if r > 0 && r == newest => r,
+        _ => newest + 1,
+    };
     let mut children = vec![json!({
         "apiVersion": "apps/v1", "kind": "ReplicaSet",
         "metadata": {"name": new_name, "namespace": d.metadata.namespace.as_deref().unwrap_or("default"),
@@ -278,6 +293,19 @@ mod tests {
     }
 
     #[test]
+    fn a_rollback_makes_the_old_replicaset_the_newest_revision() {
+        let v1 = deployment("v1", 2);
+        let v1_name = format!("web-{}", template_hash(&v1["spec"]["template"]));
+        let v2 = deployment("v2", 2);
+        let v2_name = format!("web-{}", template_hash(&v2["spec"]["template"]));
+        let out = run(&v1, &[rs(&v1_name, 0, 0, 1), rs(&v2_name, 2, 2, 2)]);
+        assert_eq!(out["children"][0]["metadata"]["name"], json!(v1_name));
+        assert_eq!(out["children"][0]["metadata"]["annotations"][REVISION], json!("3"));
+        let settled = run(&v1, &[rs(&v1_name, 2, 2, 3), rs(&v2_name, 0, 0, 2)]);
+        assert_eq!(settled["children"][0]["metadata"]["annotations"][REVISION], json!("3"), "and stays so");
+    }
+
+    #[test]
     fn recreate_waits_for_old_pods() {
         let mut v2 = deployment("v2", 2);
         v2["spec"]["strategy"] = json!({"type": "Recreate"});
@@ -286,6 +314,16 @@ mod tests {
         assert_eq!(replicas_of(&out), vec![(new_name.clone(), 0), ("web-old".into(), 0)]);
         let out = run(&v2, &[rs("web-old", 0, 0, 1)]);
         assert_eq!(replicas_of(&out)[0], (new_name, 2));
+    }
+
+    #[test]
+    fn a_null_creation_timestamp_does_not_change_the_hash() {
+        let plain = json!({"metadata": {"labels": {"app": "web"}}, "spec": {"containers": []}});
+        let mut stamped = plain.clone();
+        stamped["metadata"]["creationTimestamp"] = Value::Null;
+        assert_eq!(template_hash(&plain), template_hash(&stamped));
+        stamped["spec"]["containers"] = json!([{"name": "c"}]);
+        assert_ne!(template_hash(&plain), template_hash(&stamped));
     }
 
     #[test]
