@@ -243,3 +243,17 @@ def test_metrics_count_requests_and_bytes_per_client(cluster):
                for c in kubectl)
     assert grew >= len(listing), "the list's bytes are counted for kubectl"
     assert cluster.kubectl("get", "--raw", "/metrics", check=False).returncode == 0
+
+
+def test_cordon_and_field_selectors_on_unset_fields(cluster):
+    def schedulable(value):
+        return cluster.kubectl("get", "nodes", "--field-selector", f"spec.unschedulable={value}",
+                               "-o", "jsonpath={.items[*].metadata.name}").stdout.split()
+
+    node = cluster.kubectl("get", "nodes", "-o", "jsonpath={.items[0].metadata.name}").stdout
+    assert schedulable("false") == [node], "a node never cordoned has no spec.unschedulable, and selects as false"
+    cluster.kubectl("cordon", node)
+    assert schedulable("true") == [node] and schedulable("false") == []
+    assert "SchedulingDisabled" in cluster.kubectl("get", "node", node).stdout
+    cluster.kubectl("uncordon", node)
+    assert schedulable("false") == [node]

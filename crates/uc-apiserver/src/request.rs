@@ -139,15 +139,44 @@ impl Selectors {
         self.labels.matches_value(obj.pointer("/metadata/labels"))
             && self.fields.matches(|f| {
                 let pointer = format!("/{}", f.replace('.', "/"));
-                obj.pointer(&pointer).map(|v| match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
+                obj.pointer(&pointer)
+                    .map(|v| match v {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .or_else(|| unset_field(f).map(String::from))
             })
+    }
+}
+
+/// The value kube's field selectors see in a field the object leaves unset: the zero value of its Go
+/// type, for the selectable fields that are not strings (`spec.unschedulable=false` matches a node that
+/// was never cordoned).
+pub fn unset_field(field: &str) -> Option<&'static str> {
+    match field {
+        "spec.unschedulable" | "spec.hostNetwork" => Some("false"),
+        "status.replicas" | "status.successful" => Some("0"),
+        _ => None,
     }
 }
 
 /// Parses a resourceVersion parameter.
 pub fn parse_rv(rv: &str) -> Result<u64> {
     rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}: must be an integer")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unset_boolean_and_number_fields_select_as_their_zero_value() {
+        let sel = |s: &str| Selectors { labels: LabelSelector::parse("").unwrap(), fields: FieldSelector::parse(s).unwrap() };
+        let node = serde_json::json!({"metadata": {"name": "n"}, "spec": {}});
+        assert!(sel("spec.unschedulable=false").matches(&node));
+        assert!(!sel("spec.unschedulable=true").matches(&node));
+        let cordoned = serde_json::json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}});
+        assert!(sel("spec.unschedulable=true").matches(&cordoned) && sel("spec.unschedulable!=false").matches(&cordoned));
+        assert!(sel("status.phase!=Running").matches(&node), "strings are empty when unset");
+    }
 }

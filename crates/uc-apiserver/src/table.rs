@@ -314,7 +314,10 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
                     .and_then(|cs| cs.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("Ready")))
                     .and_then(|c| c.get("status").and_then(Value::as_str))
                     == Some("True");
-                Value::String(if ready { "Ready" } else { "NotReady" }.into())
+                let status = if ready { "Ready" } else { "NotReady" };
+                // kubectl's words for a cordoned node.
+                let cordoned = v.pointer("/spec/unschedulable") == Some(&Value::Bool(true));
+                Value::String(if cordoned { format!("{status},SchedulingDisabled") } else { status.into() })
             }),
             c("Roles", "string", 0, |v| {
                 let roles: Vec<String> = v
@@ -460,6 +463,15 @@ fn render_cell(c: &PrinterColumn, found: &[&Value]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cordoned_node_shows_scheduling_disabled() {
+        let status = builtin_columns("nodes").into_iter().find(|c| c.name == "Status").unwrap().cell;
+        let mut node = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        assert_eq!(status(&node), json!("Ready"));
+        node["spec"] = json!({"unschedulable": true});
+        assert_eq!(status(&node), json!("Ready,SchedulingDisabled"));
+    }
 
     #[test]
     fn jsonpath_subset() {
