@@ -217,3 +217,19 @@ def test_graceful_pod_deletion(make_cluster):
     api.delete_namespaced_pod("q", "default")
     with pytest.raises(ApiException):
         api.read_namespaced_pod("q", "default")
+
+
+def test_deletes_answer_what_kube_answers_for_the_kind(cluster):
+    # A Service's and a ServiceAccount's DELETE return the object (the client types the answer as one);
+    # a ConfigMap's returns a Status.
+    api = client.CoreV1Api(cluster.api_client())
+    svc = client.V1Service(metadata=client.V1ObjectMeta(name="gone"),
+                           spec=client.V1ServiceSpec(ports=[client.V1ServicePort(port=80)]))
+    api.create_namespaced_service("default", svc)
+    deleted = api.delete_namespaced_service("gone", "default")
+    assert isinstance(deleted, client.V1Service) and deleted.metadata.name == "gone" and deleted.spec.ports[0].port == 80
+    api.create_namespaced_service_account("default", client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="sa")))
+    assert api.delete_namespaced_service_account("sa", "default").metadata.name == "sa"
+    api.create_namespaced_config_map("default", configmap("cm"))
+    status = api.delete_namespaced_config_map("cm", "default")  # typed `object` by the client: a dict
+    assert status["kind"] == "Status" and status["status"] == "Success" and status["details"]["name"] == "cm"

@@ -152,9 +152,25 @@ pub fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).map_err(|never: Infallible| match never {}).boxed()
 }
 
+/// A `Status` as kube-apiserver writes it: its fields in kube's order (kind, apiVersion, metadata,
+/// status, message, reason, details, code), then a newline.
+pub fn status_response(code: u16, status: &uc_api::Status) -> Response<Body> {
+    let mut r = Response::new(full(status_body(status)));
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+/// The bytes of a `Status` response.
+pub fn status_body(status: &uc_api::Status) -> Vec<u8> {
+    let mut body = serde_json::to_vec(status).unwrap_or_default();
+    body.push(b'\n');
+    body
+}
+
 /// The error response for an ApiError.
 pub fn error_response(e: &ApiError) -> Response<Body> {
-    json_response(e.code(), &serde_json::to_value(&e.0).unwrap_or(Value::Null))
+    status_response(e.code(), &e.0)
 }
 
 /// Everything a handler needs to know about the request, decoded.
@@ -175,4 +191,19 @@ pub struct Req {
     pub warnings: Vec<String>,
     /// `User-Agent` (the default field manager).
     pub user_agent: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_written_as_kube_apiserver_writes_them() {
+        let subject = crate::error::Subject { resource: "pods".into(), name: "x".into(), ..Default::default() };
+        let body = status_body(&ApiError::not_found(&subject).0);
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"pods \\\"x\\\" not found\",\"reason\":\"NotFound\",\"details\":{\"name\":\"x\",\"kind\":\"pods\"},\"code\":404}\n"
+        );
+    }
 }

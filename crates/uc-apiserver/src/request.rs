@@ -171,12 +171,15 @@ mod tests {
 
     #[test]
     fn unset_boolean_and_number_fields_select_as_their_zero_value() {
-        let sel = |s: &str| Selectors { labels: LabelSelector::parse("").unwrap(), fields: FieldSelector::parse(s).unwrap() };
+        let sel =
+            |s: &str| Selectors { labels: LabelSelector::parse("").unwrap(), fields: FieldSelector::parse(s).unwrap() };
         let node = serde_json::json!({"metadata": {"name": "n"}, "spec": {}});
         assert!(sel("spec.unschedulable=false").matches(&node));
         assert!(!sel("spec.unschedulable=true").matches(&node));
         let cordoned = serde_json::json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}});
-        assert!(sel("spec.unschedulable=true").matches(&cordoned) && sel("spec.unschedulable!=false").matches(&cordoned));
+        assert!(
+            sel("spec.unschedulable=true").matches(&cordoned) && sel("spec.unschedulable!=false").matches(&cordoned)
+        );
         assert!(sel("status.phase!=Running").matches(&node), "strings are empty when unset");
     }
 }

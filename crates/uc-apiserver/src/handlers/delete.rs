@@ -227,12 +227,18 @@ pub async fn delete_object(
     Err(ApiError::conflict(subject, "too many concurrent updates; try again"))
 }
 
+/// Whether a DELETE answers with the deleted object rather than a Status, per kind, as kube-apiserver's
+/// registries are set up (`ReturnDeletedObject`): pods, services, service accounts.
+fn returns_deleted_object(info: &crate::registry::ResourceInfo) -> bool {
+    info.group.is_empty() && matches!(info.resource.as_str(), "pods" | "services" | "serviceaccounts")
+}
+
 pub(crate) async fn delete(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
     let opts = delete_options(req)?;
     let subject = t.subject();
     match delete_object(app, &t.info, &t.key(), &subject, &opts).await? {
         Deleted::Pending(obj) => Ok(respond_object(req, t, 200, &obj)),
-        Deleted::Gone(obj) if t.info.resource == "pods" => Ok(respond_object(req, t, 200, &obj)),
+        Deleted::Gone(obj) if returns_deleted_object(&t.info) => Ok(respond_object(req, t, 200, &obj)),
         Deleted::Gone(obj) => {
             let details = StatusDetails {
                 name: subject.name.clone(),
@@ -241,7 +247,7 @@ pub(crate) async fn delete(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<
                 uid: meta_str(&obj, "uid").unwrap_or_default().to_string(),
                 ..Default::default()
             };
-            Ok(json_response(200, &serde_json::to_value(uc_api::Status::success(details)).unwrap_or(Value::Null)))
+            Ok(crate::app::status_response(200, &uc_api::Status::success(details)))
         }
     }
 }
