@@ -3,6 +3,8 @@ behave as on a real cluster, enough for operators that wait for availability."""
 
 import json
 
+import pytest
+
 from conftest import ROOT, wait_for
 
 EXAMPLE = ROOT / "examples" / "sample-controller"
@@ -16,7 +18,7 @@ def get(cluster, *args):
 def test_builtin_controllers_are_listed(cluster):
     out = cluster.kubectl("get", "uc", "-l", "uc.njuics.cn/builtin=true", "-o", "name").stdout.split()
     names = sorted(o.rsplit("/", 1)[1] for o in out)
-    assert names == ["builtin-daemonset", "builtin-deployment", "builtin-endpoints", "builtin-job", "builtin-replicaset",
+    assert names == ["builtin-daemonset", "builtin-deployment", "builtin-endpoints", "builtin-job", "builtin-poddisruptionbudget", "builtin-replicaset",
                      "builtin-replicationcontroller", "builtin-statefulset"]
     for n in names:
         wait_for(lambda: any(c["type"] == "Ready" and c["status"] == "True"
@@ -204,3 +206,42 @@ def test_replication_controller_keeps_its_replicas(cluster):
     cluster.kubectl("scale", "rc/legacy", "--replicas=1")
     wait_for(lambda: len([p for p in get(cluster, "pods", "-l", "app=legacy")["items"]
                           if "deletionTimestamp" not in p["metadata"]]) == 1, timeout=30, message="scaled to 1")
+
+
+PDB = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: NAME}\nspec: {selector: {matchLabels: {app: NAME}}, BUDGET}\n"
+
+
+def test_evictions_honour_disruption_budgets_and_drain(cluster):
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    # Two pods no controller replaces, and a budget that allows no disruption.
+    for name in ("db-0", "db-1"):
+        cluster.kubectl("run", name, "--image=nginx:1.25", "--labels=app=db")
+    cluster.kubectl("wait", "--for=condition=Ready", "pod", "db-0", "db-1", "--timeout=30s")
+    cluster.kubectl("apply", "-f", "-", input=PDB.replace("NAME", "db").replace("BUDGET", "minAvailable: 2"))
+    status = wait_for(lambda: (s := get(cluster, "pdb", "db").get("status", {})).get("currentHealthy") == 2 and s,
+                      message="the budget counted")
+    assert (status["expectedPods"], status["desiredHealthy"], status["disruptionsAllowed"]) == (2, 2, 0)
+    api = client.CoreV1Api(cluster.api_client())
+
+    def evict(name):
+        api.create_namespaced_pod_eviction(name, "default", client.V1Eviction(metadata=client.V1ObjectMeta(name=name)))
+
+    with pytest.raises(ApiException) as refused:
+        evict("db-0")
+    assert refused.value.status == 429 and "disruption budget" in refused.value.body
+    # One disruption allowed: the first eviction takes it, the second is refused.
+    cluster.kubectl("apply", "-f", "-", input=PDB.replace("NAME", "db").replace("BUDGET", "maxUnavailable: 1"))
+    wait_for(lambda: get(cluster, "pdb", "db").get("status", {}).get("disruptionsAllowed") == 1, message="one allowed")
+    evict("db-0")
+    with pytest.raises(ApiException) as second:
+        evict("db-1")
+    assert second.value.status == 429
+    wait_for(lambda: get(cluster, "pod", "db-0") is None, message="the evicted pod gone")
+    # kubectl drain evicts the node's pods through the same subresource.
+    cluster.kubectl("delete", "pdb", "db")
+    node = cluster.kubectl("get", "nodes", "-o", "jsonpath={.items[0].metadata.name}").stdout
+    out = cluster.kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=60s")
+    assert "evicting pod default/db-1" in out.stderr + out.stdout and "drained" in out.stdout, out.stdout + out.stderr
+    cluster.kubectl("uncordon", node)

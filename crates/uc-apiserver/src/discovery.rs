@@ -45,6 +45,9 @@ fn subresources(info: &ResourceInfo, version: &str) -> Vec<(String, String, Stri
     if info.resource == "namespaces" {
         subs.push(("finalize".into(), String::new(), "Namespace".into(), vec!["update"]));
     }
+    if info.group.is_empty() && info.resource == "pods" {
+        subs.push(("eviction".into(), "policy".into(), "Eviction".into(), vec!["create"]));
+    }
     subs
 }
 

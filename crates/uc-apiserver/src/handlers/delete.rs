@@ -61,6 +61,11 @@ fn delete_options(req: &Req) -> Result<DeleteOptions> {
         serde_json::from_slice(&req.body)
             .map_err(|e| ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}")))?
     };
+    options_from(&body, req)
+}
+
+/// DeleteOptions from a body (a DELETE's, or an Eviction's `deleteOptions`) and the query.
+pub(crate) fn options_from(body: &Value, req: &Req) -> Result<DeleteOptions> {
     let policy = body
         .get("propagationPolicy")
         .and_then(Value::as_str)

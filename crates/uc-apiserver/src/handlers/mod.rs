@@ -5,6 +5,7 @@
 pub mod admission;
 pub mod apply;
 pub mod delete;
+pub mod eviction;
 pub mod managed;
 pub mod meta;
 pub mod read;
@@ -97,6 +98,7 @@ fn resolve(app: &App, group: &str, version: &str, rest: &[&str]) -> Result<Targe
             "scale" => v.scale.is_some(),
             "log" => info.log,
             "finalize" => info.resource == "namespaces",
+            "eviction" => info.group.is_empty() && info.resource == "pods",
             _ => false,
         };
         if !ok {
@@ -115,6 +117,7 @@ async fn resource(app: &Arc<App>, req: &mut Req, t: Target) -> Result<Response<B
         (&Method::GET, Some(_), Some("scale")) => scale::get_scale(app, &t),
         (&Method::GET, Some(_), _) => read::get(app, req, &t),
         (&Method::POST, None, None) => write::create(app, req, &t).await,
+        (&Method::POST, Some(_), Some("eviction")) => eviction::evict(app, req, &t).await,
         (&Method::PUT, Some(_), Some("scale")) => scale::update_scale(app, req, &t, None).await,
         (&Method::PUT, Some(_), _) => write::update(app, req, &t).await,
         (&Method::PATCH, Some(_), Some("scale")) => {

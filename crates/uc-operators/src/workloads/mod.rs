@@ -5,6 +5,7 @@
 
 pub mod daemonset;
 pub mod deployment;
+pub mod disruption;
 pub mod endpoints;
 pub mod job;
 pub mod replicaset;
@@ -28,6 +29,10 @@ pub fn register(natives: &mut NativeRegistry) {
     natives.register("endpoints", native::typed(Arc::new(endpoints::sync), Some(Arc::new(endpoints::customize))));
     natives.register("daemonset", native::typed(Arc::new(daemonset::sync), Some(Arc::new(daemonset::customize))));
     natives.register("replicationcontroller", sync(replicationcontroller::sync));
+    natives.register(
+        "poddisruptionbudget",
+        native::typed(Arc::new(disruption::sync), Some(Arc::new(disruption::customize))),
+    );
 }
 
 /// The UniversalController objects of the workload controllers.
@@ -107,6 +112,17 @@ pub fn controllers() -> Vec<Value> {
         ),
         // Jobs select their pods by a generated selector (kube generates controller-uid too).
         uc("builtin-job", ("batch/v1", "jobs"), ("v1", "pods"), "OnDelete", "job", true, false),
+        // A budget's selector picks pods, which are not its children: they are related resources.
+        json!({
+            "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
+            "metadata": {"name": "builtin-poddisruptionbudget", "labels": {"uc.njuics.cn/builtin": "true"}},
+            "spec": {
+                "parentResource": {"apiVersion": "policy/v1", "resource": "poddisruptionbudgets"},
+                "childResources": [],
+                "hooks": {"sync": {"native": {"name": "poddisruptionbudget"}},
+                          "customize": {"native": {"name": "poddisruptionbudget"}}}
+            }
+        }),
         // A Service's selector picks pods, not its Endpoints: the pods are related resources.
         uc("builtin-endpoints", ("v1", "services"), ("v1", "endpoints"), "InPlace", "endpoints", true, true),
     ]
