@@ -57,3 +57,21 @@ def test_the_node_renews_its_lease(cluster):
             break
     else:
         raise AssertionError("the lease was not renewed within 40 s")
+
+
+def test_every_namespace_has_a_default_service_account(cluster):
+    assert cluster.kubectl("get", "sa", "default", "-n", "kube-system", "-o", "name").stdout.strip() == "serviceaccount/default"
+    cluster.kubectl("create", "namespace", "team-b")
+    wait_for(lambda: cluster.kubectl("get", "sa", "default", "-n", "team-b", check=False).returncode == 0,
+             message="the default ServiceAccount in a new namespace")
+
+
+def test_kubectl_auth_whoami_and_can_i(cluster):
+    who = json.loads(cluster.kubectl("auth", "whoami", "-o", "json").stdout)
+    assert who["status"]["userInfo"]["username"] == "uc-admin" and "system:masters" in who["status"]["userInfo"]["groups"]
+    assert cluster.kubectl("auth", "can-i", "delete", "pods", "-n", "kube-system").stdout.strip() == "yes"
+    listed = cluster.kubectl("auth", "can-i", "--list").stdout
+    assert "*.*" in listed, listed
+    # Acting as another identity cannot be answered truthfully without roles: refused, not a false yes.
+    r = cluster.kubectl("auth", "can-i", "list", "pods", "--as=system:serviceaccount:default:sa", check=False)
+    assert r.returncode != 0 and "impersonation" in r.stderr, r.stdout + r.stderr

@@ -1,6 +1,6 @@
 //! Objects every Kubernetes cluster has and clients look for: the `kubernetes` Service in `default` with
-//! Endpoints pointing at the API server, and the `kube-root-ca.crt` ConfigMap in every namespace (the
-//! CA that signs the API server's certificate, for in-cluster clients). The builders are pure; `ensure`
+//! Endpoints pointing at the API server, and in every namespace the `kube-root-ca.crt` ConfigMap (the
+//! CA that signs the API server's certificate, for in-cluster clients) and the `default` ServiceAccount. The builders are pure; `ensure`
 //! writes what is missing or stale.
 
 use std::net::Ipv4Addr;
@@ -53,6 +53,11 @@ pub fn root_ca(namespace: &str, ca_pem: &str) -> Value {
     })
 }
 
+/// The `default` ServiceAccount every namespace has.
+pub fn default_service_account(namespace: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": namespace}})
+}
+
 /// Creates `object` unless it exists; with `refresh`, replaces the part `refresh` names (`spec`,
 /// `subsets`, `data`) when it differs (the API server's port can change between runs).
 async fn ensure_one(app: &App, gr: GroupResource, mut object: Value, refresh: Option<&str>) -> Result<(), StoreError> {
@@ -79,9 +84,10 @@ async fn ensure_one(app: &App, gr: GroupResource, mut object: Value, refresh: Op
     }
 }
 
-/// The CA ConfigMap of a namespace, if it is missing.
-pub async fn ensure_root_ca(app: &App, namespace: &str) -> Result<(), StoreError> {
-    ensure_one(app, GroupResource::new("", "configmaps"), root_ca(namespace, &app.ca_pem), Some("data")).await
+/// What every namespace has, if it is missing: the CA ConfigMap and the `default` ServiceAccount.
+pub async fn ensure_namespace_objects(app: &App, namespace: &str) -> Result<(), StoreError> {
+    ensure_one(app, GroupResource::new("", "configmaps"), root_ca(namespace, &app.ca_pem), Some("data")).await?;
+    ensure_one(app, GroupResource::new("", "serviceaccounts"), default_service_account(namespace), None).await
 }
 
 /// Everything above, for an API server listening on `port`.
@@ -118,7 +124,7 @@ pub async fn ensure(app: &App, port: u16) -> Result<(), StoreError> {
     for (_, ns) in namespaces {
         let name = ns.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
         if ns.pointer("/metadata/deletionTimestamp").is_none() {
-            ensure_root_ca(app, name).await?;
+            ensure_namespace_objects(app, name).await?;
         }
     }
     Ok(())
@@ -142,5 +148,6 @@ mod tests {
         assert_eq!(ep["subsets"][0]["ports"][0]["port"], json!(6443));
         assert_eq!(root_ca("team-a", "PEM")["data"]["ca.crt"], json!("PEM"));
         assert_eq!(root_ca("team-a", "PEM")["metadata"]["namespace"], json!("team-a"));
+        assert_eq!(default_service_account("team-a")["metadata"], json!({"name": "default", "namespace": "team-a"}));
     }
 }

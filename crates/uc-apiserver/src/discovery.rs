@@ -23,6 +23,9 @@ pub fn root_paths() -> Value {
 }
 
 fn verbs(info: &ResourceInfo) -> Vec<&'static str> {
+    if info.review {
+        return vec!["create"];
+    }
     vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
         .into_iter()
         .filter(|_| !info.resource.is_empty())

@@ -85,6 +85,8 @@ pub struct ResourceInfo {
     pub generation: bool,
     /// The CRD that defines this resource.
     pub crd: Option<String>,
+    /// A review (authentication.k8s.io, authorization.k8s.io): only created, answered, never stored.
+    pub review: bool,
 }
 
 impl ResourceInfo {
@@ -169,6 +171,11 @@ const BUILTINS: &[Builtin] = &[
     with(b("batch", "v1", "cronjobs", "CronJob", true, &["cj"]), true, false, true, true),
     b("coordination.k8s.io", "v1", "leases", "Lease", true, &[]),
     with(b("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"]), true, false, true, false),
+    b("authentication.k8s.io", "v1", "selfsubjectreviews", "SelfSubjectReview", false, &[]),
+    b("authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview", false, &[]),
+    b("authorization.k8s.io", "v1", "selfsubjectrulesreviews", "SelfSubjectRulesReview", false, &[]),
+    b("authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", false, &[]),
+    b("authorization.k8s.io", "v1", "localsubjectaccessreviews", "LocalSubjectAccessReview", true, &[]),
     with(
         b(
             "apiextensions.k8s.io",
@@ -212,6 +219,7 @@ fn builtin_info(x: &Builtin) -> ResourceInfo {
         log: x.resource == "pods",
         generation: x.generation,
         crd: None,
+        review: matches!(x.group, "authentication.k8s.io" | "authorization.k8s.io"),
     }
 }
 
@@ -476,6 +484,7 @@ pub fn crd_to_resource(crd: &Value) -> Result<ResourceInfo, Vec<FieldError>> {
         log: false,
         generation: true,
         crd: Some(name),
+        review: false,
     })
 }
 

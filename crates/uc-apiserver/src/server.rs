@@ -195,6 +195,14 @@ async fn handle_inner(app: &Arc<App>, req: Request<Incoming>) -> Result<Response
         if presented != Some(app.token.as_str()) {
             return Err(ApiError::unauthorized());
         }
+        // One identity, no roles: acting as another user would be answered as the admin, so it is refused.
+        if req.headers().keys().any(|h| h.as_str().starts_with("impersonate-")) {
+            return Err(ApiError::new(uc_api::Status::failure(
+                403,
+                "Forbidden",
+                "impersonation (kubectl --as) is not supported by the uc API server yet: it has one identity, uc-admin",
+            )));
+        }
     }
     // Logs, exec, attach and port-forward go to the pod's node, upgrades and all.
     if let Some((ns, name, sub)) = crate::kubelet::target(&path)

@@ -9,6 +9,7 @@ pub mod eviction;
 pub mod managed;
 pub mod meta;
 pub mod read;
+pub mod review;
 pub mod scale;
 pub mod write;
 
@@ -111,6 +112,8 @@ fn resolve(app: &App, group: &str, version: &str, rest: &[&str]) -> Result<Targe
 async fn resource(app: &Arc<App>, req: &mut Req, t: Target) -> Result<Response<Body>> {
     let watching = t.watch_prefix || matches!(req.params.get("watch").map(String::as_str), Some("true" | "1"));
     match (&req.method, &t.name, t.sub.as_deref()) {
+        (&Method::POST, None, None) if t.info.review => review::create(app, req, &t),
+        _ if t.info.review => Err(ApiError::method_not_allowed(format!("{} can only be created", t.info.resource))),
         (&Method::GET, None, _) if watching => watch::serve(app, req, &t),
         (&Method::GET, None, _) => read::list(app, req, &t),
         (&Method::GET, Some(_), _) if watching => watch::serve(app, req, &t),

@@ -147,9 +147,9 @@ pub(crate) async fn create_object(
         app.registry.install_crd(ci);
     }
     if info.group.is_empty() && info.resource == "namespaces" {
-        // Every namespace gets the cluster CA, as kube's root-CA publisher does.
-        if let Err(e) = crate::cluster_objects::ensure_root_ca(app, &name).await {
-            tracing::warn!(namespace = %name, error = %e, "could not create kube-root-ca.crt");
+        // Every namespace gets the cluster CA and a default ServiceAccount, as kube's controllers do.
+        if let Err(e) = crate::cluster_objects::ensure_namespace_objects(app, &name).await {
+            tracing::warn!(namespace = %name, error = %e, "could not create kube-root-ca.crt or the default ServiceAccount");
         }
     }
     Ok(respond_object(req, t, 201, &stored))
