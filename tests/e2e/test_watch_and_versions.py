@@ -50,21 +50,22 @@ def events(resp, n):
 
 
 def test_send_initial_events_ends_with_a_bookmark(cluster):
+    # Secrets: a namespace starts with none (its ConfigMaps include the cluster CA).
     for i in range(3):
-        cluster.kubectl("create", "configmap", f"c{i}")
-    conn, resp = stream(cluster, "/api/v1/namespaces/default/configmaps?watch=true&sendInitialEvents=true"
+        cluster.kubectl("create", "secret", "generic", f"c{i}")
+    conn, resp = stream(cluster, "/api/v1/namespaces/default/secrets?watch=true&sendInitialEvents=true"
                                  "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true")
     evs = events(resp, 4)
     assert [e["type"] for e in evs] == ["ADDED", "ADDED", "ADDED", "BOOKMARK"]
     assert evs[3]["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
-    cluster.kubectl("create", "configmap", "later")
+    cluster.kubectl("create", "secret", "generic", "later")
     (ev,) = events(resp, 1)
     assert ev["type"] == "ADDED" and ev["object"]["metadata"]["name"] == "later"
     conn.close()
 
 
 def test_watch_timeout_closes_the_stream(cluster):
-    conn, resp = stream(cluster, "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=1")
+    conn, resp = stream(cluster, "/api/v1/namespaces/default/secrets?watch=true&timeoutSeconds=1")
     start = time.time()
     assert resp.read() == b""  # no objects, and the server ends the stream
     assert 0.8 < time.time() - start < 5
