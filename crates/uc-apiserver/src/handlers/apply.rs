@@ -9,7 +9,7 @@ use uc_api::StatusCause;
 
 use crate::app::{App, Body, Req};
 use crate::error::{ApiError, FieldError, Result};
-use crate::handlers::managed::{invalid_managed_fields, now, scope, with_shape};
+use crate::handlers::managed::{invalid_managed_fields, now, with_shape, write_of};
 use crate::handlers::meta::meta_str;
 use crate::handlers::write::{commit_update, create_object, prepare_update};
 use crate::request::{Target, dry_run, respond_object, to_version};
@@ -84,13 +84,7 @@ pub(crate) async fn server_side_apply(app: &Arc<App>, req: &mut Req, t: &Target)
     let subject = t.subject();
     for _ in 0..16 {
         let now = now();
-        let w = ssa::Write {
-            manager: &manager,
-            api_version: &api_version,
-            subresource: t.sub.as_deref(),
-            scope: scope(t),
-            now: &now,
-        };
+        let w = write_of(t, &manager, &api_version, &now);
         let old = app.store.get(&t.info.gr(), &key);
         let live = old.as_ref().map(|o| to_version(&t.info, &t.version, o));
         let applied = with_shape(t, |shape| ssa::apply(live.as_deref(), &intent, force, shape, &w));

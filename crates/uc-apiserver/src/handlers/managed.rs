@@ -47,17 +47,16 @@ pub(crate) fn invalid_managed_fields(t: &Target, message: String) -> ApiError {
     )
 }
 
+/// What a write by `manager` to `t` records, at `now`.
+pub(crate) fn write_of<'a>(t: &'a Target, manager: &'a str, api_version: &'a str, now: &'a str) -> ssa::Write<'a> {
+    ssa::Write { manager, api_version, subresource: t.sub.as_deref(), scope: scope(t), now }
+}
+
 /// Records a create, update or non-apply patch in `new`'s managed fields (objects that have them).
 pub(crate) fn track_update(req: &Req, t: &Target, old: Option<&Value>, new: &mut Value) -> Result<()> {
     let manager = manager(req);
     let api_version = t.info.api_version(&t.version);
     let now = now();
-    let w = ssa::Write {
-        manager: &manager,
-        api_version: &api_version,
-        subresource: t.sub.as_deref(),
-        scope: scope(t),
-        now: &now,
-    };
+    let w = write_of(t, &manager, &api_version, &now);
     with_shape(t, |shape| ssa::update(old, new, shape, &w)).map_err(|e| invalid_managed_fields(t, e.to_string()))
 }
