@@ -162,6 +162,12 @@ impl Default for StoreOptions {
     }
 }
 
+/// The revision of the first change of a log record whose changes took consecutive revisions
+/// ending at `revision`; `None` when the record claims more changes than revisions before it.
+fn first_revision(revision: u64, changes: usize) -> Option<u64> {
+    (revision + 1).checked_sub(changes as u64)
+}
+
 /// The object store. Cheap to share behind an `Arc`.
 pub struct Store {
     state: RwLock<State>,
@@ -185,7 +191,19 @@ impl Store {
                 for record in recovered.records {
                     // Changes of one record took consecutive revisions ending at the record's.
                     let from_log = record.revision > recovered.snapshot_revision;
-                    let mut rv = record.revision + 1 - record.changes.len() as u64;
+                    // Snapshot records carry revision 0 (only the last names the snapshot's), so
+                    // their changes have no revisions of their own; they make no events either.
+                    let mut rv = match (from_log, first_revision(record.revision, record.changes.len())) {
+                        (false, _) => 0,
+                        (true, Some(rv)) => rv,
+                        (true, None) => {
+                            return Err(StoreError::Backend(format!(
+                                "log record at revision {} holds {} changes, more than its revision allows",
+                                record.revision,
+                                record.changes.len()
+                            )));
+                        }
+                    };
                     for (k, value) in record.changes {
                         let mut parts = k.splitn(3, '/');
                         let (Some(group), Some(resource), Some(key)) = (parts.next(), parts.next(), parts.next())
@@ -638,6 +656,36 @@ mod tests {
         let mut seen = vec![];
         store.events_after(2, |e| seen.push((e.rv, e.kind))).unwrap();
         assert_eq!(seen, vec![(3, EventType::Added), (4, EventType::Deleted)]);
+    }
+
+    #[test]
+    fn a_log_record_names_the_revision_of_its_first_change() {
+        assert_eq!(first_revision(7, 3), Some(5));
+        assert_eq!(first_revision(0, 1), Some(0));
+        assert_eq!(first_revision(1, 3), None, "more changes than revisions is refused, not wrapped");
+    }
+
+    #[tokio::test]
+    async fn a_snapshot_of_several_objects_reloads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        {
+            let (mut wal, _) = Wal::open(&path).unwrap();
+            let state =
+                vec![("/pods/ns/a".to_string(), Arc::new(pod("a"))), ("/pods/ns/b".to_string(), Arc::new(pod("b")))];
+            wal.checkpoint(2, state).unwrap();
+            // The snapshot is written on its own thread; it is in place once the temporary is renamed.
+            for _ in 0..500 {
+                if path.join("snapshot").exists() && !path.join("snapshot.tmp").exists() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            assert!(path.join("snapshot").exists(), "the snapshot was written");
+        }
+        let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
+        assert_eq!(store.revision(), 2);
+        assert!(store.get(&gr(), "ns/a").is_some() && store.get(&gr(), "ns/b").is_some());
     }
 
     #[tokio::test]
