@@ -5,6 +5,7 @@ source in a ConfigMap, behind a Service) that a UniversalController calls by its
 
 import json
 import os
+import subprocess
 import shutil
 
 import pytest
@@ -76,7 +77,15 @@ def test_volumes_and_environment_from_the_api(cluster):
     assert exec_(cluster, "cat", "/etc/podinfo/labels") == 'app="reader"\ntier="web"'
     assert exec_(cluster, "cat", "/var/run/all/config/mode") == "fast"
     assert exec_(cluster, "cat", "/var/run/all/namespace") == "default"
-    assert exec_(cluster, "cat", "/var/run/all/token").strip(), "a service account token"
+    token = exec_(cluster, "cat", "/var/run/all/token").strip()
+    # The projected token is the pod's service account's, bound to the pod.
+    server, _ = cluster.server_and_token()
+    who = subprocess.run(["kubectl", "--kubeconfig=/dev/null", f"--server={server}", f"--token={token}",
+                          f"--certificate-authority={os.path.join(cluster.data_dir, 'ca.crt')}",
+                          "auth", "whoami", "-o", "json"], capture_output=True, text=True, timeout=60)
+    info = json.loads(who.stdout)["status"]["userInfo"]
+    assert info["username"] == "system:serviceaccount:default:default", who.stderr
+    assert info["extra"]["authentication.kubernetes.io/pod-name"] == ["reader"]
     assert exec_(cluster, "cat", "/etc/mode.txt") == "fast", "subPath of a configMap volume"
     exec_(cluster, "sh", "-c", "echo kept > /work/sub/f")
     assert exec_(cluster, "cat", "/work/sub/f") == "kept\n"

@@ -59,10 +59,12 @@ pub struct App {
     pub store: Arc<Store>,
     /// Served resources.
     pub registry: Arc<Registry>,
-    /// The bearer token.
     /// The cluster CA, PEM (published as `kube-root-ca.crt`).
     pub ca_pem: String,
+    /// The admin bearer token.
     pub token: String,
+    /// The key service account tokens are signed with.
+    pub token_key: crate::auth::token::Key,
     /// Configuration.
     pub config: Config,
     /// Per-client request and byte counters (`/metrics`).
@@ -191,6 +193,8 @@ pub struct Req {
     pub warnings: Vec<String>,
     /// `User-Agent` (the default field manager).
     pub user_agent: String,
+    /// Who the request acts as (after impersonation).
+    pub user: Arc<crate::auth::User>,
 }
 
 #[cfg(test)]

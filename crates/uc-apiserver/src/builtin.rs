@@ -310,6 +310,9 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
                 }
             }
         }
+        "roles" | "clusterroles" | "rolebindings" | "clusterrolebindings" => {
+            errs.extend(crate::auth::validate::validate(resource, obj));
+        }
         "configmaps" => {
             if let Some(data) = obj.get("data").and_then(Value::as_object) {
                 for (k, v) in data {

@@ -60,7 +60,11 @@ impl ApiError {
 
     /// 403 Forbidden.
     pub fn forbidden(subject: &Subject, message: impl Into<String>) -> Self {
-        let message = format!("{} {:?} is forbidden: {}", subject.qualified(), subject.name, message.into());
+        let message = if subject.name.is_empty() {
+            format!("{} is forbidden: {}", subject.qualified(), message.into())
+        } else {
+            format!("{} {:?} is forbidden: {}", subject.qualified(), subject.name, message.into())
+        };
         Self::new(Status::failure(403, "Forbidden", message).with_details(subject.details()))
     }
 

@@ -5,6 +5,7 @@
 //! and revision log → watchers and the garbage collector. See `docs/ARCHITECTURE.md`.
 
 pub mod app;
+pub mod auth;
 pub mod builtin;
 pub mod cluster_objects;
 pub mod discovery;

@@ -72,6 +72,8 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
         store,
         registry,
         token: creds.token.clone(),
+        token_key: crate::auth::token::Key::load_or_create(&config.data_dir)
+            .map_err(|e| StartError::Io(format!("the service account signing key: {e}")))?,
         ca_pem: creds.ca_pem.clone(),
         config: config.clone(),
         traffic: Default::default(),
@@ -79,6 +81,7 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
         ip_lock: tokio::sync::Mutex::new(()),
     });
     crate::handlers::bootstrap(&app).await.map_err(|e| StartError::Io(format!("bootstrapping: {}", e.0.message)))?;
+    crate::auth::defaults::ensure(&app).await.map_err(|e| StartError::Io(format!("the default RBAC roles: {e}")))?;
 
     let listener = TcpListener::bind(("127.0.0.1", config.port))
         .await
@@ -91,6 +94,7 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
     let acceptor = tokio_rustls::TlsAcceptor::from(creds.server_config.clone());
     let (shutdown, mut shutdown_rx) = watch::channel(false);
     tokio::spawn(crate::gc::run(app.clone(), shutdown.subscribe()));
+    tokio::spawn(crate::auth::defaults::run_aggregation(app.clone(), shutdown.subscribe()));
     let app2 = app.clone();
     let task = tokio::spawn(async move {
         loop {
@@ -114,9 +118,13 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
                     Ok(Ok(s)) => s,
                     _ => return,
                 };
+                // A client certificate the CA signed names its user (CN) and groups (O).
+                let peer = tls.get_ref().1.peer_certificates().and_then(|c| c.first()).and_then(|c| tls::subject_of(c));
+                let peer = peer.map(|(cn, orgs)| Arc::new(crate::auth::user_of_certificate(&cn, &orgs)));
                 let service = hyper::service::service_fn(move |req| {
                     let app = app.clone();
-                    async move { Ok::<_, Infallible>(handle(app, req).await) }
+                    let peer = peer.clone();
+                    async move { Ok::<_, Infallible>(handle(app, req, peer).await) }
                 });
                 let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
                 let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
@@ -130,12 +138,12 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
     Ok(RunningServer { addr, kubeconfig, app, shutdown, task })
 }
 
-async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
+async fn handle(app: Arc<App>, req: Request<Incoming>, peer: Option<Arc<crate::auth::User>>) -> Response<Body> {
     let path = req.uri().path().to_string();
     let method = req.method().clone();
     let client = crate::traffic::client_name(req.headers().get(header::USER_AGENT).and_then(|h| h.to_str().ok()));
     let counters = app.traffic.request(&client);
-    let mut response = match handle_inner(&app, req).await {
+    let mut response = match handle_inner(&app, req, peer).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
     };
@@ -151,13 +159,6 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Response<Body> {
         })
         .boxed()
     })
-}
-
-fn public_path(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz" | "/livez" | "/version" | "/version/")
-        || path.starts_with("/healthz/")
-        || path.starts_with("/readyz/")
-        || path.starts_with("/livez/")
 }
 
 /// Reads a request body of at most `limit` bytes. A larger one is read on (and discarded, up to a
@@ -183,31 +184,20 @@ async fn read_body(mut body: Incoming, limit: usize) -> Result<Bytes, ApiError> 
     Ok(buf.freeze())
 }
 
-async fn handle_inner(app: &Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
+async fn handle_inner(
+    app: &Arc<App>,
+    req: Request<Incoming>,
+    peer: Option<Arc<crate::auth::User>>,
+) -> Result<Response<Body>, ApiError> {
     let path = req.uri().path().to_string();
-    if !public_path(&path) {
-        let presented = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|h| h.to_str().ok())
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .map(str::trim);
-        if presented != Some(app.token.as_str()) {
-            return Err(ApiError::unauthorized());
-        }
-        // One identity, no roles: acting as another user would be answered as the admin, so it is refused.
-        if req.headers().keys().any(|h| h.as_str().starts_with("impersonate-")) {
-            return Err(ApiError::new(uc_api::Status::failure(
-                403,
-                "Forbidden",
-                "impersonation (kubectl --as) is not supported by the uc API server yet: it has one identity, uc-admin",
-            )));
-        }
-    }
+    let user = authenticate(app, &req, peer, &path)?;
     // Logs, exec, attach and port-forward go to the pod's node, upgrades and all.
     if let Some((ns, name, sub)) = crate::kubelet::target(&path)
         && (req.method() == Method::GET || req.method() == Method::POST)
     {
+        let verb = crate::auth::verb_of(req.method(), true, false);
+        let attrs = crate::auth::rbac::Attributes::resource(verb, "", "pods", &ns, &name).on_subresource(&sub);
+        crate::auth::authorize(&app.store, &user, &attrs)?;
         return crate::kubelet::proxy(app, req, &ns, &name, &sub).await;
     }
     let (parts, body) = req.into_parts();
@@ -240,8 +230,17 @@ async fn handle_inner(app: &Arc<App>, req: Request<Incoming>) -> Result<Response
     let user_agent =
         parts.headers.get(header::USER_AGENT).and_then(|h| h.to_str().ok()).unwrap_or_default().to_string();
     let body = read_body(body, app.config.max_body_bytes).await?;
-    let mut r =
-        Req { method: parts.method, path, params, negotiated, content_type, body, warnings: Vec::new(), user_agent };
+    let mut r = Req {
+        method: parts.method,
+        path,
+        params,
+        negotiated,
+        content_type,
+        body,
+        warnings: Vec::new(),
+        user_agent,
+        user,
+    };
     let mut response = crate::handlers::dispatch(app, &mut r).await?;
     for w in &r.warnings {
         let text = format!("299 - {:?}", w);
@@ -250,4 +249,31 @@ async fn handle_inner(app: &Arc<App>, req: Request<Incoming>) -> Result<Response
         }
     }
     Ok(response)
+}
+
+/// Who a request is: the bearer token's user, else the client certificate's; then whom it
+/// impersonates. Public paths (health, version) need no credentials.
+fn authenticate(
+    app: &App,
+    req: &Request<Incoming>,
+    peer: Option<Arc<crate::auth::User>>,
+    path: &str,
+) -> Result<Arc<crate::auth::User>, ApiError> {
+    let bearer = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(str::trim);
+    let user = match (bearer, peer) {
+        (Some(token), _) => crate::auth::user_of_token(&app.token, &app.token_key, &app.store, token)?,
+        (None, Some(user)) => (*user).clone(),
+        (None, None) if crate::auth::public_path(path) => crate::auth::User {
+            name: "system:anonymous".into(),
+            groups: vec!["system:unauthenticated".into()],
+            ..Default::default()
+        },
+        (None, None) => return Err(ApiError::unauthorized()),
+    };
+    Ok(Arc::new(crate::auth::impersonate(&app.store, user, req.headers())?))
 }

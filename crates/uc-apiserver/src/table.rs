@@ -202,6 +202,25 @@ fn count(v: &Value, p: &str) -> Value {
     )
 }
 
+/// A binding's subjects of one kind, as `kubectl get rolebinding -o wide` lists them.
+fn subjects_of(v: &Value, kind: &str) -> Value {
+    let names: Vec<String> = v
+        .get("subjects")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|s| s.get("kind").and_then(Value::as_str) == Some(kind))
+        .map(|s| {
+            let name = s.get("name").and_then(Value::as_str).unwrap_or_default();
+            match s.get("namespace").and_then(Value::as_str) {
+                Some(ns) if kind == "ServiceAccount" => format!("{ns}/{name}"),
+                _ => name.to_string(),
+            }
+        })
+        .collect();
+    Value::String(names.join(", "))
+}
+
 fn builtin_columns(resource: &str) -> Vec<Column> {
     let c = |name, ty, priority, cell| Column { name, ty, priority, cell };
     match resource {
@@ -368,7 +387,20 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
             }),
             c("Message", "string", 0, |v| s_at(v, "/message")),
         ],
-        "customresourcedefinitions" => vec![c("Created At", "string", 0, |v| s_at(v, "/metadata/creationTimestamp"))],
+        "customresourcedefinitions" | "roles" | "clusterroles" => {
+            vec![c("Created At", "string", 0, |v| s_at(v, "/metadata/creationTimestamp"))]
+        }
+        "rolebindings" | "clusterrolebindings" => vec![
+            c("Role", "string", 0, |v| {
+                let kind = v.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or_default();
+                let name = v.pointer("/roleRef/name").and_then(Value::as_str).unwrap_or_default();
+                Value::String(format!("{kind}/{name}"))
+            }),
+            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Users", "string", 1, |v| subjects_of(v, "User")),
+            c("Groups", "string", 1, |v| subjects_of(v, "Group")),
+            c("ServiceAccounts", "string", 1, |v| subjects_of(v, "ServiceAccount")),
+        ],
         _ => vec![c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp")))],
     }
 }

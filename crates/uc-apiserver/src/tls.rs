@@ -80,11 +80,37 @@ pub fn ensure_credentials(dir: &Path) -> Result<Credentials, TlsError> {
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsError::Invalid { path: cert_path.clone(), reason: e.to_string() })?
-        .with_no_client_auth()
+        .with_client_cert_verifier(client_verifier(&ca_pem, &ca_path)?)
         .with_single_cert(certs, key)
         .map_err(|e| TlsError::Invalid { path: cert_path.clone(), reason: e.to_string() })?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Credentials { ca_pem, server_config: Arc::new(config), token })
+}
+
+/// Client certificates are optional; one the cluster CA signed authenticates its subject.
+fn client_verifier(
+    ca_pem: &str,
+    ca_path: &Path,
+) -> Result<Arc<dyn rustls::server::danger::ClientCertVerifier>, TlsError> {
+    let invalid = |reason: String| TlsError::Invalid { path: ca_path.into(), reason };
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
+        roots.add(cert.map_err(|e| invalid(e.to_string()))?).map_err(|e| invalid(e.to_string()))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        .allow_unauthenticated()
+        .build()
+        .map_err(|e| invalid(e.to_string()))
+}
+
+/// The common name and organizations of a (verified) client certificate.
+pub fn subject_of(cert: &rustls::pki_types::CertificateDer<'_>) -> Option<(String, Vec<String>)> {
+    let (_, cert) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
+    let subject = cert.subject();
+    let cn = subject.iter_common_name().next()?.as_str().ok()?.to_string();
+    let orgs = subject.iter_organization().filter_map(|o| o.as_str().ok().map(str::to_string)).collect();
+    Some((cn, orgs))
 }
 
 fn generate(dir: &Path) -> Result<(), TlsError> {

@@ -37,9 +37,6 @@ pub struct NodeOptions {
     pub kubelet_port: u16,
     /// The API server, for pods' `KUBERNETES_SERVICE_HOST`/`PORT`.
     pub api_server: Option<SocketAddr>,
-    /// The token projected service account token volumes get while the API server has no
-    /// TokenRequest.
-    pub fallback_token: Option<String>,
 }
 
 impl Default for NodeOptions {
@@ -55,7 +52,6 @@ impl Default for NodeOptions {
             kubelet_token: String::new(),
             kubelet_port: 0,
             api_server: None,
-            fallback_token: None,
         }
     }
 }

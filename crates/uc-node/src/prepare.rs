@@ -29,20 +29,35 @@ pub(crate) async fn read_sources(ctx: &Ctx, pod: &Value) -> BTreeMap<(env::Kind,
     out
 }
 
-/// A token for a pod's projected service account token: from the TokenRequest API when the API
-/// server has it, else the node's stand-in.
-pub(crate) async fn service_account_token(ctx: &Ctx, pod: &Value) -> Option<String> {
-    let wants = pod
-        .pointer("/spec/volumes")
+/// The first `serviceAccountToken` projection of a pod's volumes.
+fn token_source(pod: &Value) -> Option<&Value> {
+    pod.pointer("/spec/volumes")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(|v| v.pointer("/projected/sources").and_then(Value::as_array))
         .flatten()
-        .any(|s| s.get("serviceAccountToken").is_some());
-    if !wants {
-        return None;
+        .find_map(|s| s.get("serviceAccountToken"))
+}
+
+/// The TokenRequest a pod's projected token comes from: its account, the projection's audience and
+/// lifetime (kube's default: one hour), bound to the pod so that it stops working when the pod goes.
+fn token_request(pod: &Value, source: &Value) -> Value {
+    let mut spec = json!({
+        "expirationSeconds": source.get("expirationSeconds").and_then(Value::as_i64).unwrap_or(3600),
+        "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": meta(pod, "name"), "uid": meta(pod, "uid")},
+    });
+    if let Some(aud) = source.get("audience").and_then(Value::as_str).filter(|a| !a.is_empty()) {
+        spec["audiences"] = json!([aud]);
     }
+    json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
+}
+
+/// A token for a pod's projected service account token, from the TokenRequest API, with when to
+/// renew it (at 80% of its lifetime, as the kubelet does). None when the pod projects no token or
+/// the API server issues none (the volume then fails to mount, as it does on a kubelet).
+pub(crate) async fn service_account_token(ctx: &Ctx, pod: &Value) -> Option<(String, std::time::Duration)> {
+    let source = token_source(pod)?;
     let sa = match pod.pointer("/spec/serviceAccountName").and_then(Value::as_str) {
         Some(s) if !s.is_empty() => s,
         _ => "default",
@@ -50,10 +65,16 @@ pub(crate) async fn service_account_token(ctx: &Ctx, pod: &Value) -> Option<Stri
     let api: Api<k8s_openapi::api::core::v1::ServiceAccount> =
         Api::namespaced(ctx.client.clone(), meta(pod, "namespace"));
     let request: k8s_openapi::api::authentication::v1::TokenRequest =
-        serde_json::from_value(json!({"spec": {"audiences": [], "expirationSeconds": 3600}})).ok()?;
+        serde_json::from_value(token_request(pod, source)).ok()?;
     match api.create_token_request(sa, &PostParams::default(), &request).await {
-        Ok(t) => t.status.map(|s| s.token),
-        Err(_) => ctx.options.fallback_token.clone(),
+        Ok(t) => {
+            let seconds = t.spec.expiration_seconds.unwrap_or(3600).max(60) as u64;
+            t.status.map(|s| (s.token, std::time::Duration::from_secs(seconds * 4 / 5)))
+        }
+        Err(e) => {
+            tracing::warn!(pod = %meta(pod, "name"), account = sa, error = %e, "no service account token for the pod");
+            None
+        }
     }
 }
 
@@ -178,7 +199,7 @@ pub(crate) async fn prepare_pod(
     for d in dirs.values().filter(|d| d.starts_with(&ctx.options.volumes_dir) || d.starts_with(pod_dir)) {
         let _ = std::fs::create_dir_all(d);
     }
-    let token = service_account_token(ctx, pod).await;
+    let token = service_account_token(ctx, pod).await.map(|(t, _)| t);
     write_volumes(pod, ip, pod_dir, &sources, token.as_deref())
         .map_err(|m| ("ContainerCreating".to_string(), m.to_string()))?;
     let base = base_env(ctx, pod, ip);
@@ -225,13 +246,28 @@ pub(crate) async fn refresh_volumes(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<V
         });
     }
     drop(notify_tx);
-    let token = service_account_token(&ctx, &pod).await;
+    // A token is renewed when 80% of its lifetime has passed; one that could not be had is asked
+    // for again a minute later.
+    let retry = std::time::Duration::from_secs(60);
+    let (mut token, mut renew_at) = match service_account_token(&ctx, &pod).await {
+        Some((t, renew)) => (Some(t), tokio::time::Instant::now() + renew),
+        None => (None, tokio::time::Instant::now() + retry),
+    };
     loop {
+        let mut renewing = false;
         tokio::select! {
             _ = notify.recv() => {}
             changed = rx.changed() => if changed.is_err() { return },
+            _ = tokio::time::sleep_until(renew_at), if token_source(&pod).is_some() => renewing = true,
         }
         let pod = rx.borrow().clone();
+        if renewing {
+            renew_at = tokio::time::Instant::now() + retry;
+            if let Some((t, renew)) = service_account_token(&ctx, &pod).await {
+                token = Some(t);
+                renew_at = tokio::time::Instant::now() + renew;
+            }
+        }
         if pod.pointer("/metadata/deletionTimestamp").is_some() {
             return;
         }
@@ -268,4 +304,29 @@ pub(crate) async fn update_images(ctx: &Ctx, procs: &PodProcesses, old: &Value, 
         }
     }
     procs.update_images(changed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_projected_token_is_asked_for_the_pod_with_its_audience_and_lifetime() {
+        let pod = json!({"metadata": {"name": "p", "namespace": "n", "uid": "u1"}, "spec": {"volumes": [
+            {"name": "c", "configMap": {"name": "x"}},
+            {"name": "t", "projected": {"sources": [
+                {"serviceAccountToken": {"path": "token", "audience": "vault", "expirationSeconds": 7200}}]}}
+        ]}});
+        let source = token_source(&pod).expect("the projection is found");
+        let req = token_request(&pod, source);
+        assert_eq!(req["spec"]["audiences"], json!(["vault"]));
+        assert_eq!(req["spec"]["expirationSeconds"], json!(7200));
+        assert_eq!(req["spec"]["boundObjectRef"], json!({"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": "u1"}));
+        let plain =
+            json!({"spec": {"volumes": [{"name": "t", "projected": {"sources": [{"serviceAccountToken": {}}]}}]}});
+        let req = token_request(&plain, token_source(&plain).unwrap());
+        assert_eq!(req["spec"]["expirationSeconds"], json!(3600));
+        assert!(req["spec"].get("audiences").is_none(), "the API server's own audience by default");
+        assert!(token_source(&json!({"spec": {}})).is_none());
+    }
 }

@@ -252,7 +252,6 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
             shim: exe,
             kubelet_token,
             api_server: Some(server.addr),
-            fallback_token: Some(server.app.token.clone()),
             ..Default::default()
         };
         Some(uc_node::start(client, options).await.context("starting the node agent")?)

@@ -11,6 +11,7 @@ pub mod meta;
 pub mod read;
 pub mod review;
 pub mod scale;
+pub mod token;
 pub mod write;
 
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use serde_json::json;
 use uc_api::GroupResource;
 
 use crate::app::{App, Body, Req, json_response};
+use crate::auth::rbac::Attributes;
 use crate::error::{ApiError, Result, Subject};
 use crate::handlers::meta::{init_namespace, stamp_new};
 use crate::registry::crd_to_resource;
@@ -32,6 +34,11 @@ pub async fn dispatch(app: &Arc<App>, req: &mut Req) -> Result<Response<Body>> {
     let path = req.path.trim_end_matches('/').to_string();
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let get = req.method == Method::GET;
+    if !matches!(segs.as_slice(), ["api", _, _, ..] | ["apis", _, _, _, ..]) && !crate::auth::public_path(&path) {
+        let verb = if get { "get".to_string() } else { req.method.as_str().to_ascii_lowercase() };
+        let path = if path.is_empty() { "/" } else { path.as_str() };
+        crate::auth::authorize(&app.store, &req.user, &Attributes::path(&verb, path))?;
+    }
     match segs.as_slice() {
         [] if get => Ok(json_response(200, &discovery::root_paths())),
         ["healthz" | "livez" | "readyz", ..] if get => {
@@ -100,6 +107,7 @@ fn resolve(app: &App, group: &str, version: &str, rest: &[&str]) -> Result<Targe
             "log" => info.log,
             "finalize" => info.resource == "namespaces",
             "eviction" => info.group.is_empty() && info.resource == "pods",
+            "token" => info.group.is_empty() && info.resource == "serviceaccounts",
             _ => false,
         };
         if !ok {
@@ -111,6 +119,18 @@ fn resolve(app: &App, group: &str, version: &str, rest: &[&str]) -> Result<Targe
 
 async fn resource(app: &Arc<App>, req: &mut Req, t: Target) -> Result<Response<Body>> {
     let watching = t.watch_prefix || matches!(req.params.get("watch").map(String::as_str), Some("true" | "1"));
+    if !req.user.is_master() {
+        let verb = crate::auth::verb_of(&req.method, t.name.is_some(), watching);
+        let attrs = Attributes::resource(
+            verb,
+            &t.info.group,
+            &t.info.resource,
+            t.namespace.as_deref().unwrap_or_default(),
+            t.name.as_deref().unwrap_or_default(),
+        )
+        .on_subresource(t.sub.as_deref().unwrap_or_default());
+        crate::auth::authorize(&app.store, &req.user, &attrs)?;
+    }
     match (&req.method, &t.name, t.sub.as_deref()) {
         (&Method::POST, None, None) if t.info.review => review::create(app, req, &t),
         _ if t.info.review => Err(ApiError::method_not_allowed(format!("{} can only be created", t.info.resource))),
@@ -121,6 +141,7 @@ async fn resource(app: &Arc<App>, req: &mut Req, t: Target) -> Result<Response<B
         (&Method::GET, Some(_), _) => read::get(app, req, &t),
         (&Method::POST, None, None) => write::create(app, req, &t).await,
         (&Method::POST, Some(_), Some("eviction")) => eviction::evict(app, req, &t).await,
+        (&Method::POST, Some(_), Some("token")) => token::create(app, req, &t),
         (&Method::PUT, Some(_), Some("scale")) => scale::update_scale(app, req, &t, None).await,
         (&Method::PUT, Some(_), _) => write::update(app, req, &t).await,
         (&Method::PATCH, Some(_), Some("scale")) => {

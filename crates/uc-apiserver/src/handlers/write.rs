@@ -242,6 +242,12 @@ pub(crate) fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Valu
             new
         }
     };
+    if info.group == "rbac.authorization.k8s.io"
+        && info.resource.ends_with("bindings")
+        && let Some(e) = crate::auth::validate::role_ref_unchanged(old, &result)
+    {
+        errs.push(e);
+    }
     if is_deleting(old) {
         let before = finalizers(old);
         if let Some(added) = finalizers(&result).into_iter().find(|f| !before.contains(f)) {

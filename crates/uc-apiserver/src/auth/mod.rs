@@ -1,0 +1,224 @@
+//! Who is asking and what they may do: authentication (the admin token, service account tokens,
+//! client certificates), impersonation, and authorization by RBAC.
+//!
+//! The kubeconfig's token is `uc-admin` in `system:masters`, which RBAC never restricts, so the
+//! engine, the node and the benchmarks never pay for a policy look-up.
+
+pub mod defaults;
+pub mod rbac;
+pub mod token;
+pub mod user;
+pub mod validate;
+
+pub use user::{ADMIN, User};
+
+use std::collections::BTreeMap;
+
+use http::HeaderMap;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use uc_api::{GroupResource, Status};
+
+use crate::error::ApiError;
+use crate::storage::{Store, object_key};
+use rbac::{Attributes, Policy, Target};
+
+/// Paths anyone may read without credentials: health and version.
+pub fn public_path(path: &str) -> bool {
+    matches!(path, "/healthz" | "/readyz" | "/livez" | "/version" | "/version/")
+        || path.starts_with("/healthz/")
+        || path.starts_with("/readyz/")
+        || path.starts_with("/livez/")
+}
+
+/// The subject of a client certificate: CN is the user, each O a group.
+pub fn user_of_certificate(common_name: &str, organizations: &[String]) -> User {
+    let mut groups = organizations.to_vec();
+    groups.push("system:authenticated".into());
+    User { name: common_name.into(), groups, ..Default::default() }
+}
+
+/// Who a bearer token is: the admin token, or a service account token whose account (and bound
+/// pod) still exist with the uids it names.
+pub fn user_of_token(app_token: &str, key: &token::Key, store: &Store, presented: &str) -> Result<User, ApiError> {
+    if presented == app_token {
+        return Ok(User::admin());
+    }
+    if !token::looks_like_jwt(presented) {
+        return Err(ApiError::unauthorized());
+    }
+    let now = chrono::Utc::now().timestamp();
+    let claims = token::verify(key, presented, now, token::ISSUER).map_err(|e| {
+        tracing::debug!(error = %e, "a service account token was refused");
+        ApiError::unauthorized()
+    })?;
+    let k = &claims.kube;
+    let uid_of = |gr: GroupResource, name: &str| {
+        store
+            .get(&gr, &object_key(&k.namespace, name))
+            .and_then(|o| o.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_string))
+    };
+    if uid_of(GroupResource::new("", "serviceaccounts"), &k.serviceaccount.name).as_deref()
+        != Some(k.serviceaccount.uid.as_str())
+    {
+        return Err(ApiError::unauthorized());
+    }
+    let mut user = User::service_account(&k.namespace, &k.serviceaccount.name, &k.serviceaccount.uid);
+    if let Some(pod) = &k.pod {
+        if uid_of(GroupResource::new("", "pods"), &pod.name).as_deref() != Some(pod.uid.as_str()) {
+            return Err(ApiError::unauthorized());
+        }
+        user.extra.insert("authentication.kubernetes.io/pod-name".into(), vec![pod.name.clone()]);
+        user.extra.insert("authentication.kubernetes.io/pod-uid".into(), vec![pod.uid.clone()]);
+    }
+    Ok(user)
+}
+
+/// Reads the RBAC objects that decide requests in `namespace` (every cluster-wide one, and the
+/// namespace's Roles and RoleBindings). Objects that do not decode are skipped: a broken binding
+/// grants nothing.
+pub fn load_policy(store: &Store, namespace: &str) -> Policy {
+    fn all<T: DeserializeOwned>(store: &Store, resource: &str, ns: Option<&str>) -> Vec<T> {
+        let gr = GroupResource::new("rbac.authorization.k8s.io", resource);
+        let (objects, _) = store.list(&gr, ns, None).unwrap_or_default();
+        objects.into_iter().filter_map(|(_, o)| serde_json::from_value((*o).clone()).ok()).collect()
+    }
+    let named = |name: &Option<String>| name.clone().unwrap_or_default();
+    let cluster_roles: Vec<ClusterRole> = all(store, "clusterroles", None);
+    let cluster_role_bindings: Vec<ClusterRoleBinding> = all(store, "clusterrolebindings", None);
+    let (roles, role_bindings): (Vec<Role>, Vec<RoleBinding>) = if namespace.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        (all(store, "roles", Some(namespace)), all(store, "rolebindings", Some(namespace)))
+    };
+    Policy {
+        cluster_roles: cluster_roles.into_iter().map(|r| (named(&r.metadata.name), r)).collect(),
+        cluster_role_bindings,
+        roles: roles.into_iter().map(|r| (named(&r.metadata.name), r)).collect(),
+        role_bindings,
+    }
+}
+
+/// Whether `user` may do `attrs`, deciding from the store's RBAC objects.
+pub fn allowed(store: &Store, user: &User, attrs: &Attributes) -> bool {
+    user.is_master() || rbac::allows(&load_policy(store, attrs.namespace()), user, attrs)
+}
+
+/// Refuses what `user` may not do, with kube-apiserver's 403.
+pub fn authorize(store: &Store, user: &User, attrs: &Attributes) -> Result<(), ApiError> {
+    if allowed(store, user, attrs) { Ok(()) } else { Err(forbidden(user, attrs)) }
+}
+
+/// kube-apiserver's 403 for a refused request.
+pub fn forbidden(user: &User, attrs: &Attributes) -> ApiError {
+    let why = rbac::forbidden_message(user, attrs);
+    match &attrs.target {
+        Target::Path(_) => ApiError::new(Status::failure(403, "Forbidden", format!("forbidden: {why}"))),
+        Target::Resource { group, resource, name, .. } => {
+            let subject =
+                crate::error::Subject { group: group.clone(), resource: resource.clone(), name: name.clone() };
+            ApiError::forbidden(&subject, why)
+        }
+    }
+}
+
+/// The identity a request acts as: `user` itself, or the one its `Impersonate-*` headers name when
+/// `user` may impersonate it (RBAC verb `impersonate` on `users`, `groups`, `serviceaccounts`,
+/// `uids`, `userextras/<key>`).
+pub fn impersonate(store: &Store, user: User, headers: &HeaderMap) -> Result<User, ApiError> {
+    let values = |name: &str| -> Vec<String> {
+        headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).map(str::to_string).collect()
+    };
+    let Some(name) = values("impersonate-user").into_iter().next() else {
+        if headers.keys().any(|h| h.as_str().starts_with("impersonate-")) {
+            return Err(ApiError::bad_request("impersonating groups, a uid or extras requires Impersonate-User"));
+        }
+        return Ok(user);
+    };
+    let groups = values("impersonate-group");
+    let uid = values("impersonate-uid").into_iter().next().unwrap_or_default();
+    let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (h, v) in headers {
+        if let (Some(key), Ok(v)) = (h.as_str().strip_prefix("impersonate-extra-"), v.to_str()) {
+            let key = percent_decode(key);
+            extra.entry(key).or_default().push(v.to_string());
+        }
+    }
+    // What must be allowed, one check per impersonated attribute.
+    let mut checks = Vec::new();
+    match name.strip_prefix("system:serviceaccount:").and_then(|r| r.split_once(':')) {
+        Some((ns, sa)) => checks.push(Attributes::resource("impersonate", "", "serviceaccounts", ns, sa)),
+        None => checks.push(Attributes::resource("impersonate", "", "users", "", &name)),
+    }
+    checks.extend(groups.iter().map(|g| Attributes::resource("impersonate", "", "groups", "", g)));
+    if !uid.is_empty() {
+        checks.push(Attributes::resource("impersonate", "authentication.k8s.io", "uids", "", &uid));
+    }
+    for (key, vals) in &extra {
+        for v in vals {
+            checks.push(
+                Attributes::resource("impersonate", "authentication.k8s.io", "userextras", "", v).on_subresource(key),
+            );
+        }
+    }
+    if let Some(refused) = checks.iter().find(|a| !allowed(store, &user, a)) {
+        return Err(forbidden(&user, refused));
+    }
+    let mut impersonated = match name.strip_prefix("system:serviceaccount:").and_then(|r| r.split_once(':')) {
+        Some((ns, sa)) if groups.is_empty() => User::service_account(ns, sa, ""),
+        _ => User { name: name.clone(), ..Default::default() },
+    };
+    impersonated.groups.extend(groups);
+    if name != "system:anonymous" && !impersonated.groups.iter().any(|g| g == "system:authenticated") {
+        impersonated.groups.push("system:authenticated".into());
+    }
+    impersonated.uid = uid;
+    impersonated.extra = extra;
+    Ok(impersonated)
+}
+
+fn percent_decode(s: &str) -> String {
+    form_urlencoded::parse(format!("k={s}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default()
+}
+
+/// The verb RBAC checks for a request to a resource path.
+pub fn verb_of(method: &http::Method, has_name: bool, watching: bool) -> &'static str {
+    match *method {
+        http::Method::GET | http::Method::HEAD if watching => "watch",
+        http::Method::GET | http::Method::HEAD if has_name => "get",
+        http::Method::GET | http::Method::HEAD => "list",
+        http::Method::POST => "create",
+        http::Method::PUT => "update",
+        http::Method::PATCH => "patch",
+        http::Method::DELETE if has_name => "delete",
+        http::Method::DELETE => "deletecollection",
+        _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verbs_follow_kube_apiserver() {
+        use http::Method;
+        assert_eq!(verb_of(&Method::GET, true, false), "get");
+        assert_eq!(verb_of(&Method::GET, false, false), "list");
+        assert_eq!(verb_of(&Method::GET, false, true), "watch");
+        assert_eq!(verb_of(&Method::DELETE, false, false), "deletecollection");
+        assert_eq!(verb_of(&Method::PATCH, true, false), "patch");
+    }
+
+    #[test]
+    fn certificates_and_accounts_name_users_and_groups() {
+        let u = user_of_certificate("jane", &["dev".into(), "ops".into()]);
+        assert_eq!(u.groups, vec!["dev", "ops", "system:authenticated"]);
+        let sa = User::service_account("a", "sa", "u");
+        assert_eq!(sa.name, "system:serviceaccount:a:sa");
+        assert!(sa.groups.contains(&"system:serviceaccounts:a".to_string()) && !sa.is_master());
+        assert!(User::admin().is_master());
+        assert_eq!(percent_decode("scopes%2Fa"), "scopes/a");
+    }
+}
