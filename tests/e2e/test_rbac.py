@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -159,6 +160,7 @@ def client_certificate(cluster, tmp_path, cn, org):
     return crt, key
 
 
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the client certificate")
 def test_client_certificates_name_the_user_and_groups(cluster, tmp_path):
     cert = client_certificate(cluster, tmp_path, "jane", "dev")
     who = json.loads(as_user(cluster, "auth", "whoami", "-o", "json", cert=cert).stdout)["status"]["userInfo"]
