@@ -167,6 +167,9 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
             }
         }
         "persistentvolumeclaims" => set_default(obj, "/spec/volumeMode", json!("Filesystem")),
+        "validatingwebhookconfigurations" | "mutatingwebhookconfigurations" => {
+            crate::webhooks::config::apply_defaults(resource, obj)
+        }
         _ => {}
     }
 }
@@ -309,6 +312,9 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
                     }
                 }
             }
+        }
+        "validatingwebhookconfigurations" | "mutatingwebhookconfigurations" => {
+            errs.extend(crate::webhooks::config::validate(obj));
         }
         "roles" | "clusterroles" | "rolebindings" | "clusterrolebindings" => {
             errs.extend(crate::auth::validate::validate(resource, obj));

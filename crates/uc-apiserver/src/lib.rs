@@ -30,6 +30,7 @@ pub mod tls;
 pub mod traffic;
 pub mod wal;
 pub mod watch;
+pub mod webhooks;
 
 pub use app::Config;
 pub use server::{RunningServer, StartError, start};

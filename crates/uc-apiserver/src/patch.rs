@@ -71,6 +71,7 @@ pub(crate) fn list_strategy(path: &[String]) -> ListStrategy {
         "ports" => ListStrategy::Key("port"),
         "hostAliases" => ListStrategy::Key("ip"),
         "ownerReferences" => ListStrategy::Key("uid"),
+        "webhooks" if path.len() == 1 => ListStrategy::Key("name"),
         "conditions" => ListStrategy::Key("type"),
         "topologySpreadConstraints" => ListStrategy::Key("topologyKey"),
         "addresses" if path.first().is_some_and(|p| p == "status") => ListStrategy::Key("type"),
@@ -323,5 +324,14 @@ mod tests {
         assert!(merge_patch(&mut v, b"{").is_err());
         assert!(json_patch(&mut v, br#"[{"op": "test", "path": "/a", "value": 1}]"#).is_err());
         assert!(strategic_merge_patch(&mut json!({}), br#"{"spec": {"containers": [{"image": "x"}]}}"#).is_err());
+    }
+
+    #[test]
+    fn webhook_configurations_merge_their_webhooks_by_name() {
+        assert_eq!(list_strategy(&["webhooks".to_string()]), ListStrategy::Key("name"));
+        assert_eq!(list_strategy(&["spec".to_string(), "webhooks".to_string()]), ListStrategy::Replace);
+        let mut c = json!({"webhooks": [{"name": "a.x.io", "failurePolicy": "Fail", "sideEffects": "None"}]});
+        strategic_merge_patch(&mut c, br#"{"webhooks": [{"name": "a.x.io", "failurePolicy": "Ignore"}]}"#).unwrap();
+        assert_eq!(c, json!({"webhooks": [{"name": "a.x.io", "failurePolicy": "Ignore", "sideEffects": "None"}]}));
     }
 }

@@ -11,7 +11,7 @@ use crate::app::{App, Body, Req};
 use crate::error::{ApiError, FieldError, Result};
 use crate::handlers::managed::{invalid_managed_fields, now, with_shape, write_of};
 use crate::handlers::meta::meta_str;
-use crate::handlers::write::{commit_update, create_object, prepare_update};
+use crate::handlers::write::{admit_update, commit_update, create_object, prepare_update};
 use crate::request::{Target, dry_run, respond_object, to_version};
 use crate::ssa::{self, ApplyError};
 use crate::storage::StoreError;
@@ -110,7 +110,8 @@ pub(crate) async fn server_side_apply(app: &Arc<App>, req: &mut Req, t: &Target)
             }
             return create_object(app, req, t, new, false).await;
         };
-        let new = prepare_update(req, t, &old, new)?;
+        let mut new = prepare_update(req, t, &old, new)?;
+        admit_update(app, req, t, &old, &mut new).await?;
         if dry_run(req) {
             return Ok(respond_object(req, t, 200, &Arc::new(new)));
         }

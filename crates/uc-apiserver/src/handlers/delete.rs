@@ -238,9 +238,22 @@ fn returns_deleted_object(info: &crate::registry::ResourceInfo) -> bool {
     info.group.is_empty() && matches!(info.resource.as_str(), "pods" | "services" | "serviceaccounts")
 }
 
+/// Runs the validating webhooks that concern deleting the object at `key`.
+async fn admit_delete(app: &Arc<App>, req: &mut Req, t: &Target, key: &str) -> Result<()> {
+    if !crate::webhooks::configured(&app.store) {
+        return Ok(());
+    }
+    if let Some(old) = app.store.get(&t.info.gr(), key) {
+        let old = to_version(&t.info, &t.version, &old);
+        crate::webhooks::admit(app, req, t, "DELETE", None, Some(&old)).await?;
+    }
+    Ok(())
+}
+
 pub(crate) async fn delete(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
     let opts = delete_options(req)?;
     let subject = t.subject();
+    admit_delete(app, req, t, &t.key()).await?;
     match delete_object(app, &t.info, &t.key(), &subject, &opts).await? {
         Deleted::Pending(obj) => Ok(respond_object(req, t, 200, &obj)),
         Deleted::Gone(obj) if returns_deleted_object(&t.info) => Ok(respond_object(req, t, 200, &obj)),
@@ -270,6 +283,7 @@ pub(crate) async fn delete_collection(app: &Arc<App>, req: &mut Req, t: &Target)
             continue;
         }
         let subject = Subject { name: meta_str(&obj, "name").unwrap_or_default().into(), ..t.subject() };
+        admit_delete(app, req, t, &key).await?;
         match delete_object(app, &t.info, &key, &subject, &opts).await {
             Ok(Deleted::Gone(o) | Deleted::Pending(o)) => items.push(to_version(&t.info, &t.version, &o)),
             Err(e) if e.code() == 404 => {}

@@ -116,6 +116,9 @@ pub(crate) async fn create_object(
     } else {
         None
     };
+    if crate::webhooks::admit(app, req, t, "CREATE", Some(&mut obj), None).await?.patched {
+        revalidate(req, t, &name, &mut obj)?;
+    }
     if track {
         track_update(req, t, None, &mut obj)?;
     }
@@ -153,6 +156,32 @@ pub(crate) async fn create_object(
         }
     }
     Ok(respond_object(req, t, 201, &stored))
+}
+
+/// Validates again an object a mutating webhook changed.
+fn revalidate(req: &mut Req, t: &Target, name: &str, obj: &mut Value) -> Result<()> {
+    let mut errs = Vec::new();
+    validate_body(req, &t.info, &t.version, obj, &mut errs)?;
+    if errs.is_empty() { Ok(()) } else { Err(invalid(&t.info, name, &errs)) }
+}
+
+/// Runs the admission webhooks on an update of `old` to `new` (both in the storage version; the
+/// webhooks see the version the request used).
+pub(crate) async fn admit_update(app: &Arc<App>, req: &mut Req, t: &Target, old: &Obj, new: &mut Value) -> Result<()> {
+    if !crate::webhooks::configured(&app.store) {
+        return Ok(());
+    }
+    let storage_version = new.get("apiVersion").cloned();
+    new["apiVersion"] = json!(t.info.api_version(&t.version));
+    let old = to_version(&t.info, &t.version, old);
+    let name = meta_str(&old, "name").unwrap_or_default().to_string();
+    if crate::webhooks::admit(app, req, t, "UPDATE", Some(new), Some(&old)).await?.patched {
+        revalidate(req, t, &name, new)?;
+    }
+    if let Some(v) = storage_version {
+        new["apiVersion"] = v;
+    }
+    Ok(())
 }
 
 /// Prepares an update of `old` to `new` through the main resource or a subresource; returns the
@@ -313,6 +342,7 @@ pub(crate) async fn update(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<
             return Err(ApiError::from_store(StoreError::Conflict { expected: rv, found: rv_of(&old) }, &t.subject()));
         }
         let mut new = prepare_update(req, t, &old, body.clone())?;
+        admit_update(app, req, t, &old, &mut new).await?;
         track_update(req, t, Some(&old), &mut new)?;
         if dry_run(req) {
             return Ok(respond_object(req, t, 200, &Arc::new(new)));
@@ -376,6 +406,7 @@ pub(crate) async fn patch_object(app: &Arc<App>, req: &mut Req, t: &Target) -> R
             return Err(ApiError::from_store(StoreError::Conflict { expected: rv, found: rv_of(&old) }, &t.subject()));
         }
         let mut new = prepare_update(req, t, &old, working)?;
+        admit_update(app, req, t, &old, &mut new).await?;
         track_update(req, t, Some(&old), &mut new)?;
         if dry_run(req) {
             return Ok(respond_object(req, t, 200, &Arc::new(new)));
