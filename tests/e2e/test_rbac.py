@@ -184,3 +184,47 @@ def test_impersonation_is_for_those_allowed_to_impersonate(cluster):
     token = reader_in(cluster)
     r = as_user(cluster, "get", "pods", "-n", "a", "--as=jane", token=token, check=False)
     assert r.returncode != 0 and 'cannot impersonate resource "users"' in r.stderr, r.stderr
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl makes the certificate request")
+def test_certificate_signing_requests_are_approved_and_signed_by_the_cluster_ca(cluster, tmp_path):
+    import base64
+
+    key, csr = str(tmp_path / "bob.key"), str(tmp_path / "bob.csr")
+    subprocess.run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", key, "-subj", "/CN=bob/O=ops", "-out", csr], check=True, capture_output=True)
+    request = base64.b64encode(open(csr, "rb").read()).decode()
+
+    def submit(name):
+        cluster.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": name},
+            "spec": {"request": request, "signerName": "kubernetes.io/kube-apiserver-client",
+                     "expirationSeconds": 3600, "usages": ["client auth"],
+                     "username": "someone-else"}}))
+
+    submit("bob")
+    got = json.loads(cluster.kubectl("get", "csr", "bob", "-o", "json").stdout)
+    assert got["spec"]["username"] == "uc-admin", "the requester is who asked, not what the client wrote"
+    assert "Pending" in cluster.kubectl("get", "csr", "bob").stdout
+    cluster.kubectl("certificate", "approve", "bob")
+    cert_b64 = wait_for(lambda: json.loads(cluster.kubectl("get", "csr", "bob", "-o", "json").stdout)
+                        .get("status", {}).get("certificate"), message="the signer issues the certificate")
+    assert "Approved,Issued" in cluster.kubectl("get", "csr", "bob").stdout
+    crt = tmp_path / "bob.crt"
+    crt.write_bytes(base64.b64decode(cert_b64))
+    who = json.loads(as_user(cluster, "auth", "whoami", "-o", "json", cert=(str(crt), key)).stdout)["status"]
+    assert who["userInfo"]["username"] == "bob" and "ops" in who["userInfo"]["groups"]
+
+    submit("denied")
+    cluster.kubectl("certificate", "deny", "denied")
+    conditions = json.loads(cluster.kubectl("get", "csr", "denied", "-o", "json").stdout)["status"]["conditions"]
+    assert [c["type"] for c in conditions] == ["Denied"]
+    r = cluster.kubectl("certificate", "approve", "denied", check=False)
+    assert r.returncode != 0 and "already Denied" in r.stderr, r.stderr
+    # Past kubectl's own check, the server refuses both conditions at once.
+    both = json.loads(cluster.kubectl("get", "csr", "denied", "-o", "json").stdout)
+    both["status"]["conditions"].append({"type": "Approved", "status": "True", "reason": "Forced"})
+    r = cluster.kubectl("replace", "--raw", "/apis/certificates.k8s.io/v1/certificatesigningrequests/denied/approval",
+                        "-f", "-", input=json.dumps(both), check=False)
+    assert r.returncode != 0 and "mutually exclusive" in r.stderr, r.stderr
+    assert "certificate" not in json.loads(cluster.kubectl("get", "csr", "denied", "-o", "json").stdout)["status"]

@@ -316,6 +316,7 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
         "validatingwebhookconfigurations" | "mutatingwebhookconfigurations" => {
             errs.extend(crate::webhooks::config::validate(obj));
         }
+        "certificatesigningrequests" => errs.extend(crate::certificates::validate(obj)),
         "roles" | "clusterroles" | "rolebindings" | "clusterrolebindings" => {
             errs.extend(crate::auth::validate::validate(resource, obj));
         }

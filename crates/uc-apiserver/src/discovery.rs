@@ -51,6 +51,9 @@ fn subresources(info: &ResourceInfo, version: &str) -> Vec<(String, String, Stri
     if info.group.is_empty() && info.resource == "pods" {
         subs.push(("eviction".into(), "policy".into(), "Eviction".into(), vec!["create"]));
     }
+    if info.resource == "certificatesigningrequests" {
+        subs.push(("approval".into(), info.group.clone(), info.kind.clone(), vec!["get", "patch", "update"]));
+    }
     if info.group.is_empty() && info.resource == "serviceaccounts" {
         subs.push(("token".into(), "authentication.k8s.io".into(), "TokenRequest".into(), vec!["create"]));
     }

@@ -4,9 +4,11 @@
 //! (defaulting, pruning, validation) → the store's writer (group commit to a write-ahead log) → the in-memory state
 //! and revision log → watchers and the garbage collector. See `docs/ARCHITECTURE.md`.
 
+pub mod apiservices;
 pub mod app;
 pub mod auth;
 pub mod builtin;
+pub mod certificates;
 pub mod cluster_objects;
 pub mod discovery;
 pub mod error;
@@ -28,6 +30,7 @@ pub mod stored;
 pub mod table;
 pub mod tls;
 pub mod traffic;
+pub mod views;
 pub mod wal;
 pub mod watch;
 pub mod webhooks;

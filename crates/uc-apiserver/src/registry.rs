@@ -90,9 +90,14 @@ pub struct ResourceInfo {
 }
 
 impl ResourceInfo {
-    /// Group/resource identity.
+    /// Where its objects are stored (events.k8s.io Events are the core ones: `views.rs`).
     pub fn gr(&self) -> GroupResource {
-        GroupResource::new(&self.group, &self.resource)
+        crate::views::storage_of(&self.group, &self.resource)
+    }
+
+    /// The apiVersion its objects are stored with.
+    pub fn storage_api_version(&self) -> String {
+        crate::views::storage_api_version(&self.group, &self.resource, &self.storage_version)
     }
 
     /// A served version by name.
@@ -170,7 +175,16 @@ const BUILTINS: &[Builtin] = &[
     with(b("batch", "v1", "jobs", "Job", true, &[]), true, false, true, true),
     with(b("batch", "v1", "cronjobs", "CronJob", true, &["cj"]), true, false, true, true),
     b("coordination.k8s.io", "v1", "leases", "Lease", true, &[]),
+    b("events.k8s.io", "v1", "events", "Event", true, &[]),
     with(b("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"]), true, false, true, false),
+    with(b("apiregistration.k8s.io", "v1", "apiservices", "APIService", false, &[]), true, false, false, false),
+    with(
+        b("certificates.k8s.io", "v1", "certificatesigningrequests", "CertificateSigningRequest", false, &["csr"]),
+        true,
+        false,
+        false,
+        false,
+    ),
     b("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", false, &[]),
     b("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", false, &[]),
     b("rbac.authorization.k8s.io", "v1", "roles", "Role", true, &[]),
@@ -260,7 +274,18 @@ impl Registry {
     pub fn new() -> Self {
         let resources =
             BUILTINS.iter().map(|x| (GroupResource::new(x.group, x.resource), Arc::new(builtin_info(x)))).collect();
-        Self { resources: RwLock::new(resources) }
+        let registry = Self { resources: RwLock::new(resources) };
+        // CustomResourceDefinitions are also served at v1beta1, converted (views.rs), for older bundles.
+        let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+        if let Some(info) = registry.get(&crds) {
+            let mut info = (*info).clone();
+            let mut beta = info.versions[0].clone();
+            beta.name = "v1beta1".into();
+            beta.deprecated = true;
+            info.versions.push(beta);
+            registry.resources.write().insert(crds, Arc::new(info));
+        }
+        registry
     }
 
     /// A resource by group and plural name.

@@ -77,6 +77,9 @@ pub(crate) fn dry_run(req: &Req) -> bool {
 
 /// The object as served at `version` (conversion strategy None: only apiVersion changes).
 pub fn to_version(info: &ResourceInfo, version: &str, obj: &Obj) -> Obj {
+    if let Some(view) = crate::views::to_view(&info.group, &info.resource, version, obj) {
+        return Arc::new(view);
+    }
     let api_version = info.api_version(version);
     if obj.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str()) {
         return obj.clone();

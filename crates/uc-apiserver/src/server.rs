@@ -95,6 +95,8 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
     let (shutdown, mut shutdown_rx) = watch::channel(false);
     tokio::spawn(crate::gc::run(app.clone(), shutdown.subscribe()));
     tokio::spawn(crate::auth::defaults::run_aggregation(app.clone(), shutdown.subscribe()));
+    tokio::spawn(crate::certificates::run_signer(app.clone(), shutdown.subscribe()));
+    tokio::spawn(crate::apiservices::run(app.clone(), shutdown.subscribe()));
     let app2 = app.clone();
     let task = tokio::spawn(async move {
         loop {

@@ -202,6 +202,16 @@ fn count(v: &Value, p: &str) -> Value {
     )
 }
 
+/// A duration as kubectl prints requested durations: `1h`, `10m`, `90s`, `2d`.
+pub(crate) fn short_duration(seconds: i64) -> String {
+    match seconds {
+        s if s % 86400 == 0 => format!("{}d", s / 86400),
+        s if s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
 /// A binding's subjects of one kind, as `kubectl get rolebinding -o wide` lists them.
 fn subjects_of(v: &Value, kind: &str) -> Value {
     let names: Vec<String> = v
@@ -390,6 +400,56 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
         "customresourcedefinitions" | "roles" | "clusterroles" => {
             vec![c("Created At", "string", 0, |v| s_at(v, "/metadata/creationTimestamp"))]
         }
+        "apiservices" => vec![
+            c("Service", "string", 0, |v| match v.pointer("/spec/service") {
+                Some(s) if s.is_object() => Value::String(format!(
+                    "{}/{}",
+                    s.get("namespace").and_then(Value::as_str).unwrap_or_default(),
+                    s.get("name").and_then(Value::as_str).unwrap_or_default()
+                )),
+                _ => Value::String("Local".into()),
+            }),
+            c("Available", "string", 0, |v| {
+                let available = v
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .and_then(|c| c.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("Available")));
+                match available {
+                    Some(c) if c.get("status").and_then(Value::as_str) == Some("True") => Value::String("True".into()),
+                    Some(c) => Value::String(format!(
+                        "False ({})",
+                        c.get("reason").and_then(Value::as_str).unwrap_or_default()
+                    )),
+                    None => Value::String("Unknown".into()),
+                }
+            }),
+            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+        ],
+        "certificatesigningrequests" => vec![
+            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("SignerName", "string", 0, |v| s_at(v, "/spec/signerName")),
+            c("Requestor", "string", 0, |v| s_at(v, "/spec/username")),
+            c("RequestedDuration", "string", 0, |v| {
+                match v.pointer("/spec/expirationSeconds").and_then(Value::as_i64) {
+                    Some(s) => Value::String(crate::table::short_duration(s)),
+                    None => Value::String("<none>".into()),
+                }
+            }),
+            c("Condition", "string", 0, |v| {
+                let mut parts: Vec<String> = v
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter(|c| c.get("status").and_then(Value::as_str) != Some("False"))
+                    .filter_map(|c| c.get("type").and_then(Value::as_str).map(str::to_string))
+                    .collect();
+                if v.pointer("/status/certificate").is_some() {
+                    parts.push("Issued".into());
+                }
+                Value::String(if parts.is_empty() { "Pending".into() } else { parts.join(",") })
+            }),
+        ],
         "rolebindings" | "clusterrolebindings" => vec![
             c("Role", "string", 0, |v| {
                 let kind = v.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or_default();

@@ -112,8 +112,8 @@ struct UpArgs {
     /// Run none of the built-in workload controllers (Deployment, ReplicaSet).
     #[arg(long)]
     no_workload_controllers: bool,
-    /// Apply children with server-side apply (the embedded API server lacks it: uc falls back to
-    /// client-side apply).
+    /// Apply children with server-side apply (field manager `uc`, forced) instead of uc's
+    /// client-side apply.
     #[arg(long)]
     server_side_apply: bool,
 }

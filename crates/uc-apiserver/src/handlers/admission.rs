@@ -40,6 +40,12 @@ pub(crate) fn check_type_meta(info: &ResourceInfo, version: &str, obj: &mut Valu
             )));
         }
     }
+    // A version served in another shape is converted to the stored one here, before anything reads it.
+    let body_version =
+        obj.get("apiVersion").and_then(Value::as_str).map(|av| uc_api::resource::split_api_version(av).1.to_string());
+    if let Some(stored) = body_version.and_then(|v| crate::views::from_view(&info.group, &info.resource, &v, obj)) {
+        *obj = stored;
+    }
     Ok(())
 }
 

@@ -108,6 +108,7 @@ fn resolve(app: &App, group: &str, version: &str, rest: &[&str]) -> Result<Targe
             "finalize" => info.resource == "namespaces",
             "eviction" => info.group.is_empty() && info.resource == "pods",
             "token" => info.group.is_empty() && info.resource == "serviceaccounts",
+            "approval" => info.resource == "certificatesigningrequests",
             _ => false,
         };
         if !ok {
@@ -119,6 +120,13 @@ fn resolve(app: &App, group: &str, version: &str, rest: &[&str]) -> Result<Targe
 
 async fn resource(app: &Arc<App>, req: &mut Req, t: Target) -> Result<Response<Body>> {
     let watching = t.watch_prefix || matches!(req.params.get("watch").map(String::as_str), Some("true" | "1"));
+    if t.info.version(&t.version).is_some_and(|v| v.deprecated) {
+        req.warnings.push(if t.info.crd.is_none() && t.info.group == "apiextensions.k8s.io" {
+            "apiextensions.k8s.io/v1beta1 CustomResourceDefinition is deprecated in v1.16+, unavailable in v1.22+; use apiextensions.k8s.io/v1 CustomResourceDefinition".to_string()
+        } else {
+            format!("{} {} is deprecated", t.info.api_version(&t.version), t.info.kind)
+        });
+    }
     if !req.user.is_master() {
         let verb = crate::auth::verb_of(&req.method, t.name.is_some(), watching);
         let attrs = Attributes::resource(

@@ -78,6 +78,9 @@ pub(crate) async fn create_object(
     }
     let name = meta.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
     stamp_new(&mut obj);
+    if info.group == "certificates.k8s.io" && info.resource == "certificatesigningrequests" {
+        crate::certificates::stamp_requester(&mut obj, &req.user);
+    }
     if info.namespaced && !dry_run(req) {
         namespace_check(app, t, t.namespace.as_deref().unwrap_or_default())?;
     }
@@ -122,7 +125,7 @@ pub(crate) async fn create_object(
     if track {
         track_update(req, t, None, &mut obj)?;
     }
-    obj["apiVersion"] = Value::String(info.api_version(&info.storage_version));
+    obj["apiVersion"] = Value::String(info.storage_api_version());
     let subject = Subject { name: name.clone(), ..t.subject() };
     // A Service's cluster IP is chosen under a lock held until it is stored, so two never share one.
     let _allocating = match (&app.service_range, info.group.is_empty() && info.resource == "services") {
@@ -235,6 +238,12 @@ pub(crate) fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Valu
             }
             merged
         }
+        Some("approval") => {
+            // Only the conditions change through /approval.
+            let mut merged = (**old).clone();
+            merged["status"]["conditions"] = new.pointer("/status/conditions").cloned().unwrap_or(json!([]));
+            merged
+        }
         Some("finalize") => {
             let mut merged = (**old).clone();
             merged["spec"]["finalizers"] = new.pointer("/spec/finalizers").cloned().unwrap_or(json!([]));
@@ -271,6 +280,11 @@ pub(crate) fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Valu
             new
         }
     };
+    if info.resource == "certificatesigningrequests"
+        && let Some(e) = crate::certificates::spec_unchanged(old, &result)
+    {
+        errs.push(e);
+    }
     if info.group == "rbac.authorization.k8s.io"
         && info.resource.ends_with("bindings")
         && let Some(e) = crate::auth::validate::role_ref_unchanged(old, &result)
@@ -303,7 +317,7 @@ pub(crate) fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Valu
     if info.resource == "customresourcedefinitions" && info.group == "apiextensions.k8s.io" && t.sub.is_none() {
         admit_crd(&mut result, Some(old))?;
     }
-    result["apiVersion"] = Value::String(info.api_version(&info.storage_version));
+    result["apiVersion"] = Value::String(info.storage_api_version());
     Ok(result)
 }
 
