@@ -103,3 +103,18 @@ def test_a_v1beta1_crd_from_an_older_bundle_installs(cluster):
     beta = json.loads(cluster.kubectl("get", "customresourcedefinitions.v1beta1.apiextensions.k8s.io", "memcacheds.cache.example.com",
                                       "-o", "json").stdout)
     assert beta["apiVersion"] == "apiextensions.k8s.io/v1beta1" and beta["spec"]["version"] == "v1alpha1"
+
+
+def test_kubectl_explain_and_client_side_validation_read_the_openapi_documents(cluster):
+    image = cluster.kubectl("explain", "pod.spec.containers.image").stdout
+    assert "Container image name" in image, image
+    assert "FIELD: strategy <DeploymentStrategy>" in cluster.kubectl("explain", "deployment.spec.strategy").stdout
+    assert "The parent type, child types and hooks" in cluster.kubectl("explain", "uc.spec").stdout
+    # kubectl validates a `kind: List` on the client, from /openapi/v2 in protobuf.
+    items = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "listed"}, "data": {"k": "v"}}]
+    listed = {"apiVersion": "v1", "kind": "List", "items": items}
+    assert "configmap/listed created" in cluster.kubectl("apply", "-f", "-", input=json.dumps(listed)).stdout
+    listed["items"].append({"apiVersion": "example.com/v1", "kind": "Nope", "metadata": {"name": "b"}})
+    r = cluster.kubectl("apply", "-f", "-", input=json.dumps(listed), check=False)
+    assert r.returncode != 0 and 'no matches for kind "Nope" in version "example.com/v1"' in r.stderr, r.stderr
+    assert "openapi" not in r.stderr, r.stderr

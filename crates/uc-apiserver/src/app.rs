@@ -105,7 +105,8 @@ pub(crate) fn negotiate(accept: Option<&str>) -> Result<Negotiated, ApiError> {
         let mut pieces = part.split(';').map(str::trim);
         let media = pieces.next().unwrap_or_default();
         let params: HashMap<&str, &str> = pieces.filter_map(|p| p.split_once('=')).collect();
-        let is_json = matches!(media, "application/json" | "*/*" | "application/*" | "");
+        let is_json = matches!(media, "application/json" | "*/*" | "application/*" | "")
+            || media.starts_with("application/com.github.proto-openapi.spec.v2");
         if !is_json {
             continue;
         }
@@ -195,6 +196,8 @@ pub struct Req {
     pub user_agent: String,
     /// Who the request acts as (after impersonation).
     pub user: Arc<crate::auth::User>,
+    /// The Accept header as sent.
+    pub accept: String,
 }
 
 #[cfg(test)]

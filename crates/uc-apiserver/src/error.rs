@@ -129,7 +129,7 @@ impl ApiError {
         let message = format!("{qualified} {name:?} is invalid: {}", join_errors(&summary));
         let causes = errors
             .iter()
-            .map(|e| StatusCause { reason: e.kind.reason().into(), message: e.to_string(), field: e.field.clone() })
+            .map(|e| StatusCause { reason: e.kind.reason().into(), message: e.body(), field: e.field.clone() })
             .collect();
         let details =
             StatusDetails { name: name.into(), group: group.into(), kind: kind.into(), causes, ..Default::default() };
@@ -248,6 +248,15 @@ fn render(v: &serde_json::Value) -> String {
             let s = other.to_string();
             if s.len() > 80 { format!("{}...", s.chars().take(80).collect::<String>()) } else { s }
         }
+    }
+}
+
+impl FieldError {
+    /// The error without its field, as a StatusCause's message carries it (the field is beside it):
+    /// `Invalid value: 1: must be a string`.
+    pub fn body(&self) -> String {
+        let text = self.to_string();
+        text.strip_prefix(&format!("{}: ", self.field)).map(str::to_string).unwrap_or(text)
     }
 }
 

@@ -43,11 +43,18 @@ fn schema_name(info: &ResourceInfo, version: &str) -> String {
     }
 }
 
-fn kind_schema(info: &ResourceInfo, version: &str) -> Value {
+fn kind_schema(info: &ResourceInfo, version: &str, builtin: Option<&Value>) -> Value {
     let gvk = json!([{"group": info.group, "version": version, "kind": info.kind}]);
-    let mut schema = match info.version(version).and_then(|v| v.schema.as_ref()) {
-        Some(s) => s.raw.clone(),
-        None => json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+    let mut schema = match (info.version(version).and_then(|v| v.schema.as_ref()), builtin) {
+        (Some(s), _) => s.raw.clone(),
+        (None, Some(b)) => {
+            let mut b = b.clone();
+            if let Some(m) = b.as_object_mut() {
+                m.insert("x-kubernetes-group-version-kind".into(), gvk);
+            }
+            return b;
+        }
+        (None, None) => json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true,
                        "description": format!("{} is a built-in kind served by the uc API server.", info.kind)}),
     };
     if let Some(map) = schema.as_object_mut() {
@@ -86,8 +93,9 @@ fn operation(info: &ResourceInfo, version: &str, verb: &str, schema_ref: &str) -
     })
 }
 
-/// The OpenAPI v3 document of one group/version.
-pub fn gv_document(app: &App, group: &str, version: &str) -> Option<Value> {
+/// The OpenAPI v3 document of one group/version; with `builtin_schemas`, the built-in kinds'
+/// full schemas (kube's, with descriptions) — without, what their hash depends on (they never change).
+pub fn gv_document(app: &App, group: &str, version: &str, builtin_schemas: bool) -> Option<Value> {
     let resources: Vec<_> =
         app.registry.all().into_iter().filter(|r| r.group == group && r.version(version).is_some()).collect();
     if resources.is_empty() {
@@ -95,12 +103,20 @@ pub fn gv_document(app: &App, group: &str, version: &str) -> Option<Value> {
     }
     let mut schemas = Map::new();
     schemas.insert(OBJECT_META.into(), object_meta_schema());
+    let (builtin, definitions) = if builtin_schemas {
+        let kinds: Vec<&str> = resources.iter().filter(|r| r.crd.is_none()).map(|r| r.kind.as_str()).collect();
+        crate::builtin_schemas::schemas(group, version, &kinds)
+    } else {
+        Default::default()
+    };
+    schemas.extend(definitions);
     let mut paths = Map::new();
     let prefix = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
     for info in &resources {
         let name = schema_name(info, version);
         let schema_ref = format!("#/components/schemas/{name}");
-        schemas.insert(name, kind_schema(info, version));
+        let b = if info.crd.is_none() { builtin.get(&info.kind) } else { None };
+        schemas.insert(name, kind_schema(info, version, b));
         let base = if info.namespaced {
             format!("{prefix}/namespaces/{{namespace}}/{}", info.resource)
         } else {
@@ -137,7 +153,7 @@ pub fn v3_index(app: &App) -> Value {
     for (group, versions) in app.registry.groups() {
         for v in versions {
             let rel = if group.is_empty() { format!("api/{v}") } else { format!("apis/{group}/{v}") };
-            if let Some(doc) = gv_document(app, &group, &v) {
+            if let Some(doc) = gv_document(app, &group, &v, false) {
                 paths.insert(
                     rel.clone(),
                     json!({"serverRelativeURL": format!("/openapi/v3/{rel}?hash={}", hash_of(&doc))}),
@@ -152,29 +168,47 @@ pub fn v3_index(app: &App) -> Value {
 pub fn v3_doc(app: &App, rel: &str) -> Result<Response<Body>> {
     let parts: Vec<&str> = rel.split('/').collect();
     let doc = match parts.as_slice() {
-        ["api", v] => gv_document(app, "", v),
-        ["apis", g, v] => gv_document(app, g, v),
+        ["api", v] => gv_document(app, "", v, true),
+        ["apis", g, v] => gv_document(app, g, v, true),
         _ => None,
     };
     doc.map(|d| json_response(200, &d)).ok_or_else(ApiError::no_route)
 }
 
-/// `GET /openapi/v2`: served only as JSON (kubectl falls back to v3 when protobuf is not offered).
+/// `GET /openapi/v2`: JSON, or protobuf when asked first (kubectl's client-side validation). Built-in
+/// kinds are open objects here: kubectl validates them on the server (`fieldValidation`), and a
+/// stricter client-side check than kube's own v2 document would refuse what kube accepts.
 pub fn v2(app: &App, req: &Req) -> Result<Response<Body>> {
-    let _ = req;
+    let doc = v2_document(app);
+    if crate::openapi_proto::wanted(&req.accept) {
+        let mut r = Response::new(crate::app::full(crate::openapi_proto::document(&doc)));
+        r.headers_mut()
+            .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(crate::openapi_proto::MEDIA_TYPE));
+        return Ok(r);
+    }
+    Ok(json_response(200, &doc))
+}
+
+/// The OpenAPI v2 document (JSON).
+pub fn v2_document(app: &App) -> Value {
     let mut definitions = Map::new();
     definitions.insert(OBJECT_META.into(), object_meta_schema());
     for info in app.registry.all() {
         for v in &info.versions {
-            let mut s = kind_schema(&info, &v.name);
+            let mut s = kind_schema(&info, &v.name, None);
             rewrite_refs(&mut s);
+            // A kind known without its schema is an open object here: OpenAPI v2 has no
+            // `x-kubernetes-preserve-unknown-fields`, and a client validating against the three
+            // properties every kind has would refuse all the others.
+            if v.schema.is_none()
+                && let Some(m) = s.as_object_mut()
+            {
+                m.remove("properties");
+            }
             definitions.insert(schema_name(&info, &v.name), s);
         }
     }
-    Ok(json_response(
-        200,
-        &json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.33.0-uc"}, "paths": {}, "definitions": definitions}),
-    ))
+    json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.33.0-uc"}, "paths": {}, "definitions": definitions})
 }
 
 fn rewrite_refs(v: &mut Value) {

@@ -222,7 +222,8 @@ async fn handle_inner(
     }
     let params: Params =
         parts.uri.query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
-    let negotiated = negotiate(parts.headers.get(header::ACCEPT).and_then(|h| h.to_str().ok()))?;
+    let accept = parts.headers.get(header::ACCEPT).and_then(|h| h.to_str().ok()).unwrap_or_default().to_string();
+    let negotiated = negotiate(Some(accept.as_str()).filter(|a| !a.is_empty()))?;
     let content_type = parts
         .headers
         .get(header::CONTENT_TYPE)
@@ -242,6 +243,7 @@ async fn handle_inner(
         warnings: Vec::new(),
         user_agent,
         user,
+        accept,
     };
     let mut response = crate::handlers::dispatch(app, &mut r).await?;
     for w in &r.warnings {
