@@ -189,3 +189,28 @@ def test_service_cluster_ips_reach_their_pods(cluster):
     assert r.returncode != 0 and "spec.clusterIP" in r.stderr and "immutable" in r.stderr
     with socket.create_connection((ip, 80), timeout=5):
         pass
+
+
+@needs_busybox
+def test_kubectl_debug_adds_an_ephemeral_container_to_a_running_pod(cluster):
+    cluster.kubectl("run", "app", "--image=busybox", "--restart=Never", "--", "sleep", "3600")
+    wait_for(lambda: "Running" in cluster.kubectl("get", "pod", "app").stdout, timeout=30, message="app running")
+    cluster.kubectl("debug", "app", "--image=busybox", "--container=debugger", "--target=app", "--",
+                    "sh", "-c", "echo debugging $HOSTNAME; sleep 3600")
+
+    def running():
+        pod = json.loads(cluster.kubectl("get", "pod", "app", "-o", "json").stdout)
+        statuses = pod["status"].get("ephemeralContainerStatuses") or []
+        return any(s["name"] == "debugger" and "running" in s["state"] for s in statuses) and pod
+
+    pod = wait_for(running, timeout=30, message="the debugger runs")
+    assert [c["name"] for c in pod["spec"]["ephemeralContainers"]] == ["debugger"]
+    assert pod["status"]["containerStatuses"][0]["ready"], "the pod's own container goes on"
+    wait_for(lambda: "debugging app" in cluster.kubectl("logs", "app", "-c", "debugger").stdout, timeout=30,
+             message="the debugger's log")
+    assert cluster.kubectl("exec", "app", "-c", "debugger", "--", "echo", "inside").stdout.strip() == "inside"
+    # Ephemeral containers are added, never changed.
+    pod["spec"]["ephemeralContainers"][0]["image"] = "other"
+    r = cluster.kubectl("replace", "--raw", "/api/v1/namespaces/default/pods/app/ephemeralcontainers", "-f", "-",
+                        input=json.dumps(pod), check=False)
+    assert r.returncode != 0 and "may not be changed" in r.stderr, r.stderr

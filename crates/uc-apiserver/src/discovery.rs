@@ -50,6 +50,7 @@ fn subresources(info: &ResourceInfo, version: &str) -> Vec<(String, String, Stri
     }
     if info.group.is_empty() && info.resource == "pods" {
         subs.push(("eviction".into(), "policy".into(), "Eviction".into(), vec!["create"]));
+        subs.push(("ephemeralcontainers".into(), String::new(), "Pod".into(), vec!["get", "patch", "update"]));
     }
     if info.resource == "certificatesigningrequests" {
         subs.push(("approval".into(), info.group.clone(), info.kind.clone(), vec!["get", "patch", "update"]));

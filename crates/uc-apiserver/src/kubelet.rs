@@ -41,7 +41,12 @@ fn names(pod: &Value, key: &str) -> Vec<String> {
 /// The container a request is for: the one named (it must exist), or the only one.
 fn container(pod: &Value, name: &str, asked: Option<&str>) -> Result<String, ApiError> {
     let containers = names(pod, "containers");
-    let all: Vec<String> = containers.iter().cloned().chain(names(pod, "initContainers")).collect();
+    let all: Vec<String> = containers
+        .iter()
+        .cloned()
+        .chain(names(pod, "initContainers"))
+        .chain(names(pod, "ephemeralContainers"))
+        .collect();
     match asked {
         Some(c) if all.iter().any(|x| x == c) => Ok(c.to_string()),
         Some(c) => Err(ApiError::bad_request(format!("container {c} is not valid for pod {name}"))),

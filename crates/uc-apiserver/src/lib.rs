@@ -12,6 +12,7 @@ pub mod builtin_schemas;
 pub mod certificates;
 pub mod cluster_objects;
 pub mod discovery;
+pub mod ephemeral;
 pub mod error;
 pub mod gc;
 pub mod handlers;

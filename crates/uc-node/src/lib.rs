@@ -53,7 +53,7 @@ pub use context::NodeOptions;
 use context::{Ctx, Ips, SharedIps};
 use pod::PodProcesses;
 use pod_api::{bind, finish_deletion, has_status, key_of, meta, patch_status};
-use prepare::{prepare_pod, refresh_volumes, update_images};
+use prepare::{ephemeral_names, prepare_ephemeral, prepare_pod, refresh_volumes, update_images};
 use server::{PodEntry, Pods};
 
 /// A running node agent.
@@ -419,11 +419,18 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
     }
     tokio::spawn(refresh_volumes(ctx.clone(), rx.clone(), ip.clone(), pod_dir.clone()));
     let mut running = first.clone();
+    let mut ephemeral: Vec<String> = Vec::new();
     loop {
         let pod = rx.borrow_and_update().clone();
         if pod.pointer("/spec/containers") != running.pointer("/spec/containers") {
             update_images(&ctx, &procs, &running, &pod, &ip, &pod_dir).await;
             running = pod.clone();
+        }
+        if pod.pointer("/metadata/deletionTimestamp").is_none() {
+            for c in prepare_ephemeral(&ctx, &pod, &ip, &pod_dir, &ephemeral).await {
+                procs.add_ephemeral(c);
+            }
+            ephemeral = ephemeral_names(&pod);
         }
         if pod.pointer("/metadata/deletionTimestamp").is_some() {
             procs.stop(Duration::from_secs(grace_of(&pod)), false).await;

@@ -296,6 +296,24 @@ impl PodProcesses {
         }
     }
 
+    /// Starts an ephemeral container (`kubectl debug`): run once, never restarted, beside the pod's
+    /// containers.
+    pub fn add_ephemeral(self: &Arc<Self>, c: Result<Prepared, Unprepared>) {
+        match c {
+            Ok(c) => {
+                self.states.lock().entry(c.name.clone()).or_default();
+                if !self.stopping() {
+                    tokio::spawn(self.clone().supervise(c, "Never".into()));
+                }
+            }
+            Err((name, error)) => {
+                self.states.lock().entry(name.clone()).or_default();
+                self.set(&name, |s| s.start_error = Some(error));
+            }
+        }
+        self.changed.notify_waiters();
+    }
+
     /// SIGTERM to a container's process group now, SIGKILL after `grace` if that process still runs.
     fn terminate(&self, record: &container::PidRecord, grace: Duration) {
         signal_group(record.pid, Signal::TERM);

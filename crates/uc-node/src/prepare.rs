@@ -219,6 +219,50 @@ pub(crate) async fn prepare_pod(
     Ok((init, containers))
 }
 
+/// The names of a pod's ephemeral containers.
+pub(crate) fn ephemeral_names(pod: &Value) -> Vec<String> {
+    pod.pointer("/spec/ephemeralContainers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get("name").and_then(Value::as_str).map(str::to_string))
+        .collect()
+}
+
+/// The ephemeral containers of `pod` (`kubectl debug`) not among `started`, prepared to run in the
+/// pod's volumes and environment.
+pub(crate) async fn prepare_ephemeral(
+    ctx: &Ctx,
+    pod: &Value,
+    ip: &str,
+    pod_dir: &Path,
+    started: &[String],
+) -> Vec<Result<Prepared, Unprepared>> {
+    let new: Vec<Value> = pod
+        .pointer("/spec/ephemeralContainers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|c| c.get("name").and_then(Value::as_str).is_some_and(|n| !started.iter().any(|s| s == n)))
+        .cloned()
+        .collect();
+    if new.is_empty() {
+        return Vec::new();
+    }
+    let sources = read_sources(ctx, pod).await;
+    let base = base_env(ctx, pod, ip);
+    let dirs = volumes::volume_dirs(pod, &ctx.options.volumes_dir, pod_dir);
+    new.iter()
+        .map(|c| match env::container_env(pod, c, ip, &base, &sources) {
+            Ok(env) => prepare(ctx, pod, c, ip, env, &dirs),
+            Err(m) => {
+                let name = c.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+                Err((name, ("CreateContainerConfigError".to_string(), m.to_string())))
+            }
+        })
+        .collect()
+}
+
 /// Keeps a pod's node-written volumes current: rewritten when a source or the pod changes.
 pub(crate) async fn refresh_volumes(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>, ip: String, pod_dir: PathBuf) {
     let pod = rx.borrow().clone();

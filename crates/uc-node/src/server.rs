@@ -98,7 +98,7 @@ async fn handle(req: Request<Incoming>, token: &str, pods: &Pods) -> Response<Bo
 }
 
 fn has_container(pod: &Value, name: &str) -> bool {
-    ["containers", "initContainers"].iter().any(|k| {
+    ["containers", "initContainers", "ephemeralContainers"].iter().any(|k| {
         pod.pointer(&format!("/spec/{k}"))
             .and_then(Value::as_array)
             .is_some_and(|cs| cs.iter().any(|c| c.get("name").and_then(Value::as_str) == Some(name)))

@@ -92,7 +92,7 @@ pub fn pod_status(pod: &Pod, states: &HashMap<String, ContainerState>, ip: &str)
     let state_of = |c: &Container| states.get(&c.name).cloned().unwrap_or_default();
     let exit_of = |st: &ContainerState| st.last_exit.map(|(c, _, _)| c);
     // Init containers: each must have exited 0; one that failed for good fails the pod.
-    let init = spec.init_containers.unwrap_or_default();
+    let init = spec.init_containers.clone().unwrap_or_default();
     let initialized = init.iter().all(|c| exit_of(&state_of(c)) == Some(0) && state_of(c).running_since.is_none());
     let init_failed = init.iter().any(|c| {
         let st = state_of(c);
@@ -143,8 +143,27 @@ pub fn pod_status(pod: &Pod, states: &HashMap<String, ContainerState>, ip: &str)
         qos_class: Some("BestEffort".into()),
         container_statuses: Some(statuses),
         init_container_statuses: (!init_statuses.is_empty()).then_some(init_statuses),
+        ephemeral_container_statuses: ephemeral_statuses(&spec, states, uid),
         ..Default::default()
     }
+}
+
+/// The ephemeral containers' statuses (`kubectl debug` waits for its container to run).
+fn ephemeral_statuses(
+    spec: &k8s_openapi::api::core::v1::PodSpec,
+    states: &HashMap<String, ContainerState>,
+    uid: &str,
+) -> Option<Vec<ContainerStatus>> {
+    let ephemeral = spec.ephemeral_containers.as_ref().filter(|e| !e.is_empty())?;
+    Some(
+        ephemeral
+            .iter()
+            .map(|e| {
+                let c = Container { name: e.name.clone(), image: e.image.clone(), ..Default::default() };
+                container_status(&c, &states.get(&e.name).cloned().unwrap_or_default(), uid, false)
+            })
+            .collect(),
+    )
 }
 
 /// The status of a pod whose containers cannot be created yet (a volume's or the environment's
@@ -206,6 +225,31 @@ mod tests {
         states
             .insert("restore".into(), ContainerState { last_exit: Some((1, t, t)), done: false, ..Default::default() });
         assert_eq!(phase(&states).0, "Pending", "one that is retried keeps it pending");
+    }
+
+    #[test]
+    fn ephemeral_containers_report_their_own_statuses_and_leave_readiness_alone() {
+        let pod = typed(json!({"metadata": {"uid": "u"}, "spec": {
+            "containers": [{"name": "app", "image": "busybox"}],
+            "ephemeralContainers": [{"name": "debugger", "image": "busybox", "targetContainerName": "app"}]}}));
+        let t = Utc::now();
+        let mut states = HashMap::new();
+        states.insert("app".into(), ContainerState { running_since: Some(t), ready: true, ..Default::default() });
+        states.insert("debugger".into(), ContainerState { running_since: Some(t), ..Default::default() });
+        let st = serde_json::to_value(pod_status(&pod, &states, "127.1.0.1")).unwrap();
+        assert_eq!(st["ephemeralContainerStatuses"][0]["name"], "debugger");
+        assert!(st["ephemeralContainerStatuses"][0]["state"]["running"].is_object());
+        assert_eq!(st["containerStatuses"].as_array().unwrap().len(), 1);
+        let ready = st["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Ready").unwrap();
+        assert_eq!(ready["status"], "True", "a debugger does not make the pod unready");
+        let plain =
+            typed(json!({"metadata": {"uid": "u"}, "spec": {"containers": [{"name": "app", "image": "busybox"}]}}));
+        assert!(
+            serde_json::to_value(pod_status(&plain, &states, "127.1.0.1"))
+                .unwrap()
+                .get("ephemeralContainerStatuses")
+                .is_none()
+        );
     }
 
     #[test]

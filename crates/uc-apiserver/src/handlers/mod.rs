@@ -106,7 +106,7 @@ fn resolve(app: &App, group: &str, version: &str, rest: &[&str]) -> Result<Targe
             "scale" => v.scale.is_some(),
             "log" => info.log,
             "finalize" => info.resource == "namespaces",
-            "eviction" => info.group.is_empty() && info.resource == "pods",
+            "eviction" | "ephemeralcontainers" => info.group.is_empty() && info.resource == "pods",
             "token" => info.group.is_empty() && info.resource == "serviceaccounts",
             "approval" => info.resource == "certificatesigningrequests",
             _ => false,

@@ -238,6 +238,13 @@ pub(crate) fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Valu
             }
             merged
         }
+        Some("ephemeralcontainers") => match crate::ephemeral::update(old, &new) {
+            Ok(pod) => pod,
+            Err(e) => {
+                errs.extend(e);
+                (**old).clone()
+            }
+        },
         Some("approval") => {
             // Only the conditions change through /approval.
             let mut merged = (**old).clone();
