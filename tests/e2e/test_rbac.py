@@ -130,8 +130,16 @@ def test_default_cluster_roles_and_aggregation(cluster):
     cluster.kubectl("-n", "team", "create", "rolebinding", "sa-admin", "--clusterrole=admin", "--serviceaccount=team:sa")
     as_user(cluster, "-n", "team", "create", "configmap", "made-by-sa", token=token)
     as_user(cluster, "-n", "team", "create", "role", "r", "--verb=get", "--resource=pods", token=token)
+    as_user(cluster, "-n", "team", "create", "rolebinding", "viewers", "--clusterrole=view", "--group=qa", token=token)
     r = as_user(cluster, "-n", "other", "create", "configmap", "x", token=token, check=False)
     assert r.returncode != 0 and "forbidden" in r.stderr
+    # It cannot grant what it does not hold: no escalation through a role or a binding.
+    r = as_user(cluster, "-n", "team", "create", "role", "nodes", "--verb=get", "--resource=nodes", token=token,
+                check=False)
+    assert r.returncode != 0 and "attempting to grant RBAC permissions not currently held" in r.stderr, r.stderr
+    r = as_user(cluster, "-n", "team", "create", "rolebinding", "root", "--clusterrole=cluster-admin", "--group=qa",
+                token=token, check=False)
+    assert r.returncode != 0 and "attempting to grant RBAC permissions not currently held" in r.stderr, r.stderr
 
 
 def test_bindings_are_validated(cluster):

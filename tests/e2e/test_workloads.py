@@ -231,8 +231,9 @@ def test_evictions_honour_disruption_budgets_and_drain(cluster):
     with pytest.raises(ApiException) as refused:
         evict("db-0")
     assert refused.value.status == 429 and "disruption budget" in refused.value.body
-    # One disruption allowed: the first eviction takes it, the second is refused.
-    cluster.kubectl("apply", "-f", "-", input=PDB.replace("NAME", "db").replace("BUDGET", "maxUnavailable: 1"))
+    # One disruption allowed: the first eviction takes it, the second is refused (whether or not the first
+    # pod is gone yet: one must stay).
+    cluster.kubectl("apply", "-f", "-", input=PDB.replace("NAME", "db").replace("BUDGET", "minAvailable: 1"))
     wait_for(lambda: get(cluster, "pdb", "db").get("status", {}).get("disruptionsAllowed") == 1, message="one allowed")
     evict("db-0")
     with pytest.raises(ApiException) as second:

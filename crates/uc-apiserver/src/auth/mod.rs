@@ -5,6 +5,7 @@
 //! engine, the node and the benchmarks never pay for a policy look-up.
 
 pub mod defaults;
+pub mod escalation;
 pub mod rbac;
 pub mod token;
 pub mod user;
@@ -15,7 +16,7 @@ pub use user::{ADMIN, User};
 use std::collections::BTreeMap;
 
 use http::HeaderMap;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use uc_api::{GroupResource, Status};
@@ -108,6 +109,57 @@ pub fn allowed(store: &Store, user: &User, attrs: &Attributes) -> bool {
 /// Refuses what `user` may not do, with kube-apiserver's 403.
 pub fn authorize(store: &Store, user: &User, attrs: &Attributes) -> Result<(), ApiError> {
     if allowed(store, user, attrs) { Ok(()) } else { Err(forbidden(user, attrs)) }
+}
+
+/// Refuses a write of a Role, ClusterRole or binding (`resource`, in `namespace`) that would grant
+/// more than `user` holds there, unless they may `escalate` (roles) or `bind` (the bound role).
+pub fn check_escalation(
+    store: &Store,
+    user: &User,
+    resource: &str,
+    namespace: &str,
+    obj: &Value,
+) -> Result<(), ApiError> {
+    if user.is_master() {
+        return Ok(());
+    }
+    const GROUP: &str = "rbac.authorization.k8s.io";
+    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let decode = |v: Option<&Value>| -> Vec<PolicyRule> {
+        v.and_then(|r| serde_json::from_value(r.clone()).ok()).unwrap_or_default()
+    };
+    let (requested, verb, target_resource, target_name) = match resource {
+        "roles" | "clusterroles" => (decode(obj.get("rules")), "escalate", resource.to_string(), name.to_string()),
+        "rolebindings" | "clusterrolebindings" => {
+            let kind = obj.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or_default();
+            let role = obj.pointer("/roleRef/name").and_then(Value::as_str).unwrap_or_default();
+            let (res, ns) = if kind == "Role" { ("roles", namespace) } else { ("clusterroles", "") };
+            let rules =
+                store.get(&GroupResource::new(GROUP, res), &object_key(ns, role)).and_then(|r| r.get("rules").cloned());
+            (decode(rules.as_ref()), "bind", res.to_string(), role.to_string())
+        }
+        _ => return Ok(()),
+    };
+    let ns_of_target = if target_resource == "roles" { namespace } else { "" };
+    if allowed(store, user, &Attributes::resource(verb, GROUP, &target_resource, ns_of_target, &target_name)) {
+        return Ok(());
+    }
+    let held = rbac::rules_for(&load_policy(store, namespace), user, namespace);
+    let missing = escalation::uncovered(&held, &requested);
+    let role_missing = verb == "bind" && requested.is_empty() && {
+        let res = GroupResource::new(GROUP, &target_resource);
+        store.get(&res, &object_key(ns_of_target, &target_name)).is_none()
+    };
+    if missing.is_empty() && !role_missing {
+        return Ok(());
+    }
+    let subject = crate::error::Subject { group: GROUP.into(), resource: resource.into(), name: name.into() };
+    let why = if role_missing {
+        format!("{target_resource}.{GROUP} {target_name:?} not found, and {:?} may not bind it", user.name)
+    } else {
+        escalation::message(user, &missing)
+    };
+    Err(ApiError::forbidden(&subject, why))
 }
 
 /// kube-apiserver's 403 for a refused request.

@@ -119,6 +119,10 @@ pub(crate) async fn create_object(
     } else {
         None
     };
+    if info.group == "rbac.authorization.k8s.io" {
+        let ns = t.namespace.as_deref().unwrap_or_default();
+        crate::auth::check_escalation(&app.store, &req.user, &info.resource, ns, &obj)?;
+    }
     if crate::webhooks::admit(app, req, t, "CREATE", Some(&mut obj), None).await?.patched {
         revalidate(req, t, &name, &mut obj)?;
     }
@@ -168,9 +172,13 @@ fn revalidate(req: &mut Req, t: &Target, name: &str, obj: &mut Value) -> Result<
     if errs.is_empty() { Ok(()) } else { Err(invalid(&t.info, name, &errs)) }
 }
 
-/// Runs the admission webhooks on an update of `old` to `new` (both in the storage version; the
-/// webhooks see the version the request used).
+/// Admits an update of `old` to `new` (both in the storage version): RBAC escalation prevention,
+/// then the admission webhooks (which see the version the request used).
 pub(crate) async fn admit_update(app: &Arc<App>, req: &mut Req, t: &Target, old: &Obj, new: &mut Value) -> Result<()> {
+    if t.info.group == "rbac.authorization.k8s.io" {
+        let ns = t.namespace.as_deref().unwrap_or_default();
+        crate::auth::check_escalation(&app.store, &req.user, &t.info.resource, ns, new)?;
+    }
     if !crate::webhooks::configured(&app.store) {
         return Ok(());
     }
