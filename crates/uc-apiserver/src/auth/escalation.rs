@@ -59,7 +59,7 @@ pub fn uncovered(held: &[PolicyRule], requested: &[PolicyRule]) -> Vec<PolicyRul
 }
 
 /// kube-apiserver's words for an escalation (what follows `… is forbidden: `).
-pub fn message(user: &super::User, missing: &[PolicyRule]) -> String {
+pub fn message(user: &super::user::User, missing: &[PolicyRule]) -> String {
     let rules: Vec<String> = missing
         .iter()
         .map(|r| {
@@ -123,7 +123,7 @@ mod tests {
         assert!(uncovered(&status, &deploy_status).is_empty());
         let urls = rules(json!([{"nonResourceURLs": ["/healthz/*"], "verbs": ["get"]}]));
         assert!(uncovered(&urls, &rules(json!([{"nonResourceURLs": ["/healthz/etcd"], "verbs": ["get"]}]))).is_empty());
-        let user = super::super::User { name: "u".into(), ..Default::default() };
+        let user = super::super::user::User { name: "u".into(), ..Default::default() };
         assert!(message(&user, &all).contains("APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\"]"));
     }
 }
