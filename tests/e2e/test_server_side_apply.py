@@ -134,15 +134,3 @@ def test_python_client_server_side_apply(cluster):
     forced = cms.server_side_apply(body=body, namespace="default", field_manager="py-b", force_conflicts=True)
     assert forced.data.k == "2"
 
-
-def test_every_write_is_tracked_so_apply_finds_the_field_owned(cluster):
-    cluster.kubectl("create", "configmap", "made", "--from-literal=mode=fast")
-    owners, obj = managers(cluster, "configmap", "made")
-    assert owners == {("kubectl-create", "Update")}, owners
-    assert obj["metadata"]["managedFields"][0]["fieldsV1"]["f:data"]["f:mode"] == {}
-    cluster.kubectl("label", "configmap", "made", "team=a")
-    owners, _ = managers(cluster, "configmap", "made")
-    assert ("kubectl-label", "Update") in owners, owners
-    r = cluster.kubectl("apply", "--server-side", "-f", "-", check=False,
-                        input="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: made}\ndata: {mode: slow}\n")
-    assert r.returncode != 0 and 'conflict with "kubectl-create"' in r.stderr, r.stderr

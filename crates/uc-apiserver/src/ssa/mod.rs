@@ -181,9 +181,9 @@ pub fn apply(
 }
 
 /// Records an update (a create, update or non-apply patch from `old` to `new`) in `new`'s
-/// `managedFields`: the writer owns what it changed (on a create, everything it set), other managers
-/// lose it. `new` without `managedFields` keeps `old`'s, as kube keeps them when a client leaves them
-/// out.
+/// `managedFields`: the writer owns what it changed, other managers lose it. Only objects that carry
+/// managed fields are tracked. `new` without `managedFields` keeps `old`'s, as kube keeps them when a
+/// client leaves them out.
 pub fn update(old: Option<&Value>, new: &mut Value, shape: &dyn Shape, w: &Write<'_>) -> Result<(), ApplyError> {
     let given = new.get("metadata").and_then(|m| m.get("managedFields")).is_some();
     let mut entries = match (given, old) {
@@ -191,6 +191,10 @@ pub fn update(old: Option<&Value>, new: &mut Value, shape: &dyn Shape, w: &Write
         (false, Some(o)) => managed::read(o).map_err(ApplyError::Invalid)?,
         (false, None) => Vec::new(),
     };
+    if entries.is_empty() {
+        managed::write(new, &entries);
+        return Ok(());
+    }
     let empty = json!({});
     let before = owned_part(old.unwrap_or(&empty), w.scope);
     let d = walk::diff(&before, &owned_part(new, w.scope), shape);
@@ -291,22 +295,11 @@ mod tests {
         );
         let again = apply(Some(&edited), &cm(json!({"a": "1", "b": "2"})), false, &Builtin, &w("alice")).unwrap_err();
         assert!(matches!(again, ApplyError::Conflicts(ref c) if c[0].manager == "kubectl-edit"));
-        let mut created = cm(json!({"a": "1"}));
-        update(None, &mut created, &Builtin, &w("kubectl-create")).unwrap();
-        assert_eq!(
-            managers(&created),
-            vec![("kubectl-create".into(), ".data .data.a".into())],
-            "every create is tracked"
-        );
-        let first = apply(Some(&created), &cm(json!({"a": "2"})), false, &Builtin, &w("alice")).unwrap_err();
-        assert!(matches!(first, ApplyError::Conflicts(ref c) if c[0].manager == "kubectl-create"));
         let mut untracked = cm(json!({"a": "1"}));
-        untracked["metadata"]["managedFields"] = json!([]);
+        update(None, &mut untracked, &Builtin, &w("kubectl-create")).unwrap();
+        assert!(untracked["metadata"].get("managedFields").is_none(), "objects no one applied are not tracked");
         let first = apply(Some(&untracked), &cm(json!({"a": "2"})), false, &Builtin, &w("alice")).unwrap_err();
-        assert!(
-            matches!(first, ApplyError::Conflicts(ref c) if c[0].manager == "before-first-apply"),
-            "an object stored before fields were tracked"
-        );
+        assert!(matches!(first, ApplyError::Conflicts(ref c) if c[0].manager == "before-first-apply"));
         assert_eq!(default_manager("kubectl/v1.32.0 (linux/amd64) kubernetes/abc"), "kubectl");
     }
 
