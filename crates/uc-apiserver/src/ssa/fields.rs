@@ -87,15 +87,34 @@ impl FieldSet {
         }
         let node = self.children.entry(pe).or_default();
         node.own |= own;
-        node.children = node.children.union(&sub);
+        node.children.absorb(sub);
+    }
+
+    /// Adds every path of `other`, taking its nodes (a subtree this set lacks is moved in whole, not
+    /// copied node by node: building a set bottom-up stays linear in its size).
+    fn absorb(&mut self, other: FieldSet) {
+        if self.children.is_empty() {
+            self.children = other.children;
+            return;
+        }
+        for (pe, n) in other.children {
+            match self.children.entry(pe) {
+                std::collections::btree_map::Entry::Vacant(v) => {
+                    v.insert(n);
+                }
+                std::collections::btree_map::Entry::Occupied(mut o) => {
+                    let mine = o.get_mut();
+                    mine.own |= n.own;
+                    mine.children.absorb(n.children);
+                }
+            }
+        }
     }
 
     /// Every path of either set.
     pub fn union(&self, other: &FieldSet) -> FieldSet {
         let mut out = self.clone();
-        for (pe, n) in &other.children {
-            out.insert_child(pe.clone(), n.own, n.children.clone());
-        }
+        out.absorb(other.clone());
         out
     }
 

@@ -94,6 +94,8 @@ fn diff_at(
     let mut sub = Diff::default();
     let (own_changed, own_removed) = match (old, new) {
         (None, None) => return,
+        // Nothing differs below an unchanged place: no need to walk it.
+        (Some(o), Some(n)) if o == n => return,
         (None, Some(n)) => {
             let (_, s) = owned(n, shape, path);
             sub.changed = s;
