@@ -39,36 +39,25 @@ pub fn hooks(mutating: &[MutatingWebhookConfiguration], validating: &[Validating
     m.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let mut v: Vec<&ValidatingWebhookConfiguration> = validating.iter().collect();
     v.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-    let dry_safe = |s: &str| matches!(s, "None" | "NoneOnDryRun");
-    let mut out = Vec::new();
-    for w in m.into_iter().flat_map(|c| c.webhooks.iter().flatten()) {
-        out.push(Hook {
-            name: w.name.clone(),
-            mutating: true,
-            client: w.client_config.clone(),
-            rules: w.rules.clone().unwrap_or_default(),
-            fail_closed: w.failure_policy.as_deref() != Some("Ignore"),
-            namespace_selector: w.namespace_selector.clone(),
-            object_selector: w.object_selector.clone(),
-            timeout_seconds: w.timeout_seconds.unwrap_or(10).clamp(1, 30) as u64,
-            review_versions: w.admission_review_versions.clone(),
-            dry_run_safe: dry_safe(&w.side_effects),
-        });
+    // Mutating and validating webhooks are two types with the same fields.
+    macro_rules! hook {
+        ($w:expr, $mutating:expr) => {
+            Hook {
+                name: $w.name.clone(),
+                mutating: $mutating,
+                client: $w.client_config.clone(),
+                rules: $w.rules.clone().unwrap_or_default(),
+                fail_closed: $w.failure_policy.as_deref() != Some("Ignore"),
+                namespace_selector: $w.namespace_selector.clone(),
+                object_selector: $w.object_selector.clone(),
+                timeout_seconds: $w.timeout_seconds.unwrap_or(10).clamp(1, 30) as u64,
+                review_versions: $w.admission_review_versions.clone(),
+                dry_run_safe: matches!($w.side_effects.as_str(), "None" | "NoneOnDryRun"),
+            }
+        };
     }
-    for w in v.into_iter().flat_map(|c| c.webhooks.iter().flatten()) {
-        out.push(Hook {
-            name: w.name.clone(),
-            mutating: false,
-            client: w.client_config.clone(),
-            rules: w.rules.clone().unwrap_or_default(),
-            fail_closed: w.failure_policy.as_deref() != Some("Ignore"),
-            namespace_selector: w.namespace_selector.clone(),
-            object_selector: w.object_selector.clone(),
-            timeout_seconds: w.timeout_seconds.unwrap_or(10).clamp(1, 30) as u64,
-            review_versions: w.admission_review_versions.clone(),
-            dry_run_safe: dry_safe(&w.side_effects),
-        });
-    }
+    let mut out: Vec<Hook> = m.into_iter().flat_map(|c| c.webhooks.iter().flatten()).map(|w| hook!(w, true)).collect();
+    out.extend(v.into_iter().flat_map(|c| c.webhooks.iter().flatten()).map(|w| hook!(w, false)));
     out
 }
 
