@@ -33,13 +33,14 @@ pub fn stamp_requester(obj: &mut Value, user: &User) {
     let spec = &mut obj["spec"];
     spec["username"] = json!(user.name);
     spec["groups"] = json!(user.groups);
-    match user.uid.is_empty() {
-        true => drop(spec.as_object_mut().map(|m| m.remove("uid"))),
-        false => spec["uid"] = json!(user.uid),
+    let Some(spec) = spec.as_object_mut() else { return };
+    spec.remove("uid");
+    spec.remove("extra");
+    if !user.uid.is_empty() {
+        spec.insert("uid".into(), json!(user.uid));
     }
-    match user.extra.is_empty() {
-        true => drop(spec.as_object_mut().map(|m| m.remove("extra"))),
-        false => spec["extra"] = json!(user.extra),
+    if !user.extra.is_empty() {
+        spec.insert("extra".into(), json!(user.extra));
     }
 }
 

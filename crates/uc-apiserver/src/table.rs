@@ -202,16 +202,6 @@ fn count(v: &Value, p: &str) -> Value {
     )
 }
 
-/// A duration as kubectl prints requested durations: `1h`, `10m`, `90s`, `2d`.
-pub(crate) fn short_duration(seconds: i64) -> String {
-    match seconds {
-        s if s % 86400 == 0 => format!("{}d", s / 86400),
-        s if s % 3600 == 0 => format!("{}h", s / 3600),
-        s if s % 60 == 0 => format!("{}m", s / 60),
-        s => format!("{s}s"),
-    }
-}
-
 /// A binding's subjects of one kind, as `kubectl get rolebinding -o wide` lists them.
 fn subjects_of(v: &Value, kind: &str) -> Value {
     let names: Vec<String> = v
@@ -431,7 +421,7 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
             c("Requestor", "string", 0, |v| s_at(v, "/spec/username")),
             c("RequestedDuration", "string", 0, |v| {
                 match v.pointer("/spec/expirationSeconds").and_then(Value::as_i64) {
-                    Some(s) => Value::String(crate::table::short_duration(s)),
+                    Some(s) => Value::String(human_duration(chrono::Duration::seconds(s))),
                     None => Value::String("<none>".into()),
                 }
             }),
