@@ -346,14 +346,30 @@ def test_uc_run_against_another_api_server(make_cluster):
         assert engine.wait(timeout=15) == 0
 
 
-def test_engine_applies_children_server_side(make_cluster):
-    # With --server-side-apply the engine writes children as field manager `uc`, forced.
-    c = make_cluster(extra_args=["--server-side-apply"])
+def managers_of(c, kind, name):
+    shown = json.loads(c.kubectl("get", kind, name, "-o", "json", "--show-managed-fields").stdout)
+    return {(m["manager"], m["operation"]) for m in shown["metadata"]["managedFields"]}
+
+
+def test_engine_applies_children_client_side_when_asked(make_cluster):
+    # --client-side-apply: children are created and updated (tracked as Update), never applied.
+    c = make_cluster(extra_args=["--client-side-apply"])
+    setup_js(c)
+    c.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
+    wait_for(lambda: get(c, "deploy", "example-foo"), timeout=20, message="the Deployment")
+    c.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"spec":{"replicas":3}}')
+    wait_for(lambda: get(c, "deploy", "example-foo")["spec"]["replicas"] == 3, message="the update")
+    managers = managers_of(c, "deploy", "example-foo")
+    assert "Update" in {op for _, op in managers} and "Apply" not in {op for _, op in managers}, managers
+
+
+def test_engine_applies_children_server_side(cluster):
+    # By default the engine writes children by server-side apply, as field manager `uc`, forced.
+    c = cluster
     setup_js(c)
     c.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
     d = wait_for(lambda: get(c, "deploy", "example-foo"), timeout=20, message="the Deployment")
     assert d["spec"]["replicas"] == 1
-    shown = json.loads(c.kubectl("get", "deploy", "example-foo", "-o", "json", "--show-managed-fields").stdout)
-    assert ("uc", "Apply") in {(m["manager"], m["operation"]) for m in shown["metadata"]["managedFields"]}
+    assert ("uc", "Apply") in managers_of(c, "deploy", "example-foo")
     c.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"spec":{"replicas":4}}')
     wait_for(lambda: get(c, "deploy", "example-foo")["spec"]["replicas"] == 4, message="the update, applied")

@@ -104,6 +104,34 @@ def test_lists_merge_by_their_keys_and_updates_move_ownership(cluster):
     assert again.returncode != 0 and 'conflict with "kubectl-patch"' in again.stderr and ".spec.replicas" in again.stderr
 
 
+def test_creates_are_tracked_and_a_write_that_changes_nothing_stores_nothing(cluster):
+    # An object made by `kubectl create` belongs to kubectl-create, as in kube: applying a change to
+    # one of its fields conflicts with it.
+    cluster.kubectl("create", "configmap", "made", "--from-literal=mode=fast")
+    owners, obj = managers(cluster, "configmap", "made")
+    assert owners == {("kubectl-create", "Update")}
+    assert obj["metadata"]["managedFields"][0]["fieldsV1"]["f:data"] == {".": {}, "f:mode": {}}
+    applied = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: made}\ndata: {mode: MODE}\n"
+    clash = cluster.kubectl("apply", "--server-side", "-f", "-", input=applied.replace("MODE", "slow"), check=False)
+    assert clash.returncode != 0 and 'conflict with "kubectl-create"' in clash.stderr, clash.stderr
+    # Applying the same value shares the field; applying it again changes nothing: no new
+    # resourceVersion (kubectl reports it unchanged-equivalent), no watch event.
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=applied.replace("MODE", "fast"))
+    rv = cluster.kubectl("get", "cm", "made", "-o", "jsonpath={.metadata.resourceVersion}").stdout
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=applied.replace("MODE", "fast"))
+    cluster.kubectl("patch", "cm", "made", "--type=merge", "-p", '{"data": {"mode": "fast"}}')
+    assert cluster.kubectl("get", "cm", "made", "-o", "jsonpath={.metadata.resourceVersion}").stdout == rv
+    cluster.kubectl("patch", "cm", "made", "--type=merge", "-p", '{"data": {"mode": "slow"}}')
+    # Watched from rv, the first event is that change: the writes that changed nothing made none.
+    from kubernetes import client, watch
+
+    v1 = client.CoreV1Api(cluster.api_client())
+    stream = watch.Watch().stream(v1.list_namespaced_config_map, "default", field_selector="metadata.name=made",
+                                  resource_version=rv, timeout_seconds=30)
+    first = next(stream)
+    assert (first["type"], first["object"].data["mode"]) == ("MODIFIED", "slow")
+
+
 def test_custom_resources_apply_by_their_schema(cluster):
     cluster.kubectl("apply", "-f", str(MANIFESTS / "foo-crd.yaml"))
     foo = "apiVersion: samplecontroller.k8s.io/v1alpha1\nkind: Foo\nmetadata: {name: f}\nspec: {deploymentName: d, replicas: 2}\n"

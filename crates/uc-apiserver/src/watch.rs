@@ -77,7 +77,8 @@ impl Watcher {
         let info = &self.target.info;
         let obj = to_version(info, &self.target.version, obj);
         let object = match self.render {
-            Render::Json => (*obj).clone(),
+            // The stored object is serialized where it lies, not copied first.
+            Render::Json => return line(kind, &obj),
             Render::Metadata => {
                 json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata")})
             }
@@ -110,8 +111,16 @@ impl Watcher {
     }
 }
 
+/// One event of the stream, serialized from borrowed parts.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    object: &'a Value,
+}
+
 fn line(kind: &str, object: &Value) -> Bytes {
-    let mut v = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+    let mut v = serde_json::to_vec(&Line { kind, object }).unwrap_or_default();
     v.push(b'\n');
     Bytes::from(v)
 }

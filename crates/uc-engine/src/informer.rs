@@ -267,6 +267,14 @@ impl InformerHub {
     }
 }
 
+/// The object as the cache keeps it: without `managedFields`, which nothing in the engine reads
+/// (children are applied from their desired state, hooks get objects as `kubectl get` shows them),
+/// as kube-rs's reflectors are advised to drop them.
+fn cached(mut o: DynamicObject) -> serde_json::Result<Value> {
+    o.metadata.managed_fields = None;
+    serde_json::to_value(&o)
+}
+
 async fn run_watch(api: Api<DynamicObject>, informer: Weak<Informer>, synced: watch::Sender<bool>) {
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
@@ -283,7 +291,7 @@ async fn run_watch(api: Api<DynamicObject>, informer: Weak<Informer>, synced: wa
         match ev {
             watcher::Event::Init => fresh = Some(HashMap::new()),
             watcher::Event::InitApply(o) => {
-                if let (Some(f), Ok(v)) = (fresh.as_mut(), serde_json::to_value(&o)) {
+                if let (Some(f), Ok(v)) = (fresh.as_mut(), cached(o)) {
                     f.insert(key_of(&v), Arc::new(v));
                 }
             }
@@ -315,13 +323,13 @@ async fn run_watch(api: Api<DynamicObject>, informer: Weak<Informer>, synced: wa
                 let _ = synced.send(true);
             }
             watcher::Event::Apply(o) => {
-                let Ok(v) = serde_json::to_value(&o) else { continue };
+                let Ok(v) = cached(o) else { continue };
                 let obj = Arc::new(v);
                 let old = inf.cache.write().put(obj.clone());
                 inf.publish(Change { object: obj, old, deleted: false });
             }
             watcher::Event::Delete(o) => {
-                let Ok(v) = serde_json::to_value(&o) else { continue };
+                let Ok(v) = cached(o) else { continue };
                 let key = key_of(&v);
                 let old = inf.cache.write().remove(&key);
                 inf.publish(Change { object: Arc::new(v), old, deleted: true });

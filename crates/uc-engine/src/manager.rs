@@ -34,7 +34,7 @@ pub struct EngineOptions {
     pub install_crds: bool,
     /// Native hooks available to UC objects.
     pub natives: NativeRegistry,
-    /// Apply children with server-side apply where the cluster supports it.
+    /// Apply children with server-side apply where the cluster supports it (the default).
     pub server_side_apply: bool,
     /// The cluster's names, for webhooks addressed by in-cluster names (None: the system resolver).
     pub names: Option<crate::names::ClusterNames>,
@@ -47,7 +47,7 @@ impl Default for EngineOptions {
             metrics_addr: None,
             install_crds: true,
             natives: NativeRegistry::default(),
-            server_side_apply: false,
+            server_side_apply: true,
             names: None,
         }
     }

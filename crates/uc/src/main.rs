@@ -70,9 +70,11 @@ struct RunArgs {
     /// Workers per controller.
     #[arg(long, default_value_t = 8)]
     workers: usize,
-    /// Apply children with server-side apply (client-side apply where the cluster lacks it).
+    /// Apply children client-side (a three-way merge with uc's last-applied annotation, like
+    /// `kubectl apply`) instead of server-side apply (field manager `uc`, forced); clusters without
+    /// server-side apply get client-side apply anyway.
     #[arg(long)]
-    server_side_apply: bool,
+    client_side_apply: bool,
 }
 
 #[derive(clap::Args)]
@@ -112,10 +114,11 @@ struct UpArgs {
     /// Run none of the built-in workload controllers (Deployment, ReplicaSet).
     #[arg(long)]
     no_workload_controllers: bool,
-    /// Apply children with server-side apply (field manager `uc`, forced) instead of uc's
-    /// client-side apply.
+    /// Apply children client-side (a three-way merge with uc's last-applied annotation, like
+    /// `kubectl apply`) instead of server-side apply (field manager `uc`, forced); clusters without
+    /// server-side apply get client-side apply anyway.
     #[arg(long)]
-    server_side_apply: bool,
+    client_side_apply: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -208,7 +211,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         let mut options = uc_engine::EngineOptions {
             workers: args.workers,
             metrics_addr: Some(std::net::SocketAddr::from(([127, 0, 0, 1], args.metrics_port))),
-            server_side_apply: args.server_side_apply,
+            server_side_apply: !args.client_side_apply,
             ..Default::default()
         };
         // One table of the cluster's names for every client uc runs (webhooks, the operators').
@@ -313,8 +316,12 @@ async fn http_server(args: HttpServerArgs) -> anyhow::Result<()> {
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let client = client_for(args.kubeconfig.as_deref(), "uc-engine").await?;
-    let mut options =
-        uc_engine::EngineOptions { workers: args.workers, metrics_addr: Some(args.metrics_addr), ..Default::default() };
+    let mut options = uc_engine::EngineOptions {
+        workers: args.workers,
+        metrics_addr: Some(args.metrics_addr),
+        server_side_apply: !args.client_side_apply,
+        ..Default::default()
+    };
     // The operators uc ships answer here too, for UniversalControllers that name their native hooks.
     let names = uc_engine::names::ClusterNames::start(client.clone());
     options.names = Some(names.clone());

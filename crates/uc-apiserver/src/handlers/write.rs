@@ -349,6 +349,9 @@ pub async fn commit_update(
     let expect_rv = rv_of(old);
     let stored = if ready_to_vanish(info, &new) {
         app.store.write(Op::Delete { gr, key: key.to_string(), expect_rv }).await?
+    } else if crate::ssa::managed::same_but_times(old, &new) {
+        // Nothing changes: nothing is stored, the resourceVersion stays (as kube-apiserver does).
+        return Ok(old.clone());
     } else {
         app.store.write(Op::Update { gr, key: key.to_string(), object: new, expect_rv }).await?
     };

@@ -105,9 +105,66 @@ pub fn write(obj: &mut Value, entries: &[Entry]) {
     }
 }
 
+/// Whether `new` is `old` but for its resourceVersion and the times of its managed field entries: a
+/// write that changes nothing else is no write at all (kube-apiserver keeps the old timestamps then,
+/// and stores nothing, so the resourceVersion stays and watchers see no event).
+pub fn same_but_times(old: &Value, new: &Value) -> bool {
+    let (Value::Object(o), Value::Object(n)) = (old, new) else { return old == new };
+    o.len() == n.len()
+        && o.iter().all(|(k, ov)| match (k.as_str(), n.get(k)) {
+            (_, None) => false,
+            ("metadata", Some(nv)) => same_meta(ov, nv),
+            (_, Some(nv)) => ov == nv,
+        })
+}
+
+fn same_meta(old: &Value, new: &Value) -> bool {
+    let (Value::Object(o), Value::Object(n)) = (old, new) else { return old == new };
+    let skipped = |k: &str| k == "resourceVersion";
+    let count = |m: &Map<String, Value>| m.keys().filter(|k| !skipped(k)).count();
+    count(o) == count(n)
+        && o.iter().filter(|(k, _)| !skipped(k)).all(|(k, ov)| match (k.as_str(), n.get(k)) {
+            (_, None) => false,
+            ("managedFields", Some(nv)) => same_entries(ov, nv),
+            (_, Some(nv)) => ov == nv,
+        })
+}
+
+fn same_entries(old: &Value, new: &Value) -> bool {
+    let (Value::Array(o), Value::Array(n)) = (old, new) else { return old == new };
+    let same_entry = |a: &Value, b: &Value| match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len() && a.iter().all(|(k, v)| k == "time" || b.get(k) == Some(v))
+        }
+        _ => a == b,
+    };
+    o.len() == n.len() && o.iter().zip(n).all(|(a, b)| same_entry(a, b))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_write_that_changes_only_times_is_no_change() {
+        let entry =
+            |time: &str| json!({"manager": "m", "operation": "Update", "time": time, "fieldsV1": {"f:data": {}}});
+        let old = json!({"metadata": {"name": "a", "resourceVersion": "5", "managedFields": [entry("t1")]}, "data": {"x": "1"}});
+        let new = json!({"metadata": {"name": "a", "managedFields": [entry("t2")]}, "data": {"x": "1"}});
+        assert!(same_but_times(&old, &new));
+        let mut changed = new.clone();
+        changed["data"]["x"] = json!("2");
+        assert!(!same_but_times(&old, &changed), "data changed");
+        let mut other_manager = new.clone();
+        other_manager["metadata"]["managedFields"][0]["manager"] = json!("n");
+        assert!(!same_but_times(&old, &other_manager), "ownership changed");
+        let mut labelled = new.clone();
+        labelled["metadata"]["labels"] = json!({"a": "b"});
+        assert!(!same_but_times(&old, &labelled), "a label was added");
+        let mut without = new.clone();
+        without.as_object_mut().unwrap().remove("data");
+        assert!(!same_but_times(&old, &without), "data was removed");
+    }
 
     #[test]
     fn entries_round_trip_and_bad_ones_name_the_field() {

@@ -174,16 +174,19 @@ pub fn apply(
     let dropped = previous.difference(&claimed).difference(&others);
     let mut out = walk::merge(&base, &intent, shape);
     walk::remove(&mut out, &dropped, &others, shape);
-    entries.retain(|e| !mine(e));
-    entries.push(entry(w, Operation::Apply, claimed));
+    // The manager's entry stays in its place, so that an apply changing nothing leaves the list as it was.
+    let recorded = entry(w, Operation::Apply, claimed);
+    match entries.iter().position(mine) {
+        Some(i) => entries[i] = recorded,
+        None => entries.push(recorded),
+    }
     managed::write(&mut out, &entries);
     Ok(out)
 }
 
 /// Records an update (a create, update or non-apply patch from `old` to `new`) in `new`'s
-/// `managedFields`: the writer owns what it changed, other managers lose it. Only objects that carry
-/// managed fields are tracked. `new` without `managedFields` keeps `old`'s, as kube keeps them when a
-/// client leaves them out.
+/// `managedFields`: the writer owns what it changed (all it set, for a create), other managers lose
+/// it. `new` without `managedFields` keeps `old`'s, as kube keeps them when a client leaves them out.
 pub fn update(old: Option<&Value>, new: &mut Value, shape: &dyn Shape, w: &Write<'_>) -> Result<(), ApplyError> {
     let given = new.get("metadata").and_then(|m| m.get("managedFields")).is_some();
     let mut entries = match (given, old) {
@@ -191,10 +194,6 @@ pub fn update(old: Option<&Value>, new: &mut Value, shape: &dyn Shape, w: &Write
         (false, Some(o)) => managed::read(o).map_err(ApplyError::Invalid)?,
         (false, None) => Vec::new(),
     };
-    if entries.is_empty() {
-        managed::write(new, &entries);
-        return Ok(());
-    }
     let empty = json!({});
     let before = owned_part(old.unwrap_or(&empty), w.scope);
     let d = walk::diff(&before, &owned_part(new, w.scope), shape);
@@ -295,10 +294,19 @@ mod tests {
         );
         let again = apply(Some(&edited), &cm(json!({"a": "1", "b": "2"})), false, &Builtin, &w("alice")).unwrap_err();
         assert!(matches!(again, ApplyError::Conflicts(ref c) if c[0].manager == "kubectl-edit"));
-        let mut untracked = cm(json!({"a": "1"}));
-        update(None, &mut untracked, &Builtin, &w("kubectl-create")).unwrap();
-        assert!(untracked["metadata"].get("managedFields").is_none(), "objects no one applied are not tracked");
-        let first = apply(Some(&untracked), &cm(json!({"a": "2"})), false, &Builtin, &w("alice")).unwrap_err();
+        let mut created = cm(json!({"a": "1"}));
+        update(None, &mut created, &Builtin, &w("kubectl-create")).unwrap();
+        assert_eq!(
+            managers(&created),
+            vec![("kubectl-create".into(), ".data .data.a".into())],
+            "a create owns what it set"
+        );
+        assert_eq!(created["metadata"]["managedFields"][0]["operation"], json!("Update"));
+        let first = apply(Some(&created), &cm(json!({"a": "2"})), false, &Builtin, &w("alice")).unwrap_err();
+        assert!(matches!(first, ApplyError::Conflicts(ref c) if c[0].manager == "kubectl-create"));
+        // An object stored before fields were tracked belongs to before-first-apply on its first apply.
+        let legacy = cm(json!({"a": "1"}));
+        let first = apply(Some(&legacy), &cm(json!({"a": "2"})), false, &Builtin, &w("alice")).unwrap_err();
         assert!(matches!(first, ApplyError::Conflicts(ref c) if c[0].manager == "before-first-apply"));
         assert_eq!(default_manager("kubectl/v1.32.0 (linux/amd64) kubernetes/abc"), "kubectl");
     }
