@@ -110,7 +110,7 @@ impl Allowlist {
                 ..Default::default()
             },
             AllowEntry {
-                images: vec!["zookeeper".into()],
+                images: vec!["zookeeper".into(), "pravega/zookeeper".into()],
                 program: PathBuf::from("/usr/share/zookeeper/bin/zkServer.sh"),
                 default_args: vec!["start-foreground".into()],
                 tools: ["zkServer.sh", "zkCli.sh", "zkCleanup.sh"]

@@ -1,6 +1,7 @@
 //! What uc ships on its own engine: the built-in workload controllers of the embedded cluster, and the
-//! etcd operator.
+//! etcd and ZooKeeper operators.
 
 pub mod etcd;
 pub mod objects;
 pub mod workloads;
+pub mod zookeeper;

@@ -219,6 +219,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         options.names = Some(names.clone());
         uc_operators::workloads::register(&mut options.natives);
         uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names));
+        uc_operators::zookeeper::register(&mut options.natives, client.clone());
         let engine =
             uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
         if !args.no_workload_controllers {
@@ -227,6 +228,10 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
                 uc_engine::manager::install_crd(&client, crd).await?;
             }
             install_controllers(&client, uc_operators::etcd::controllers()).await?;
+            for crd in uc_operators::zookeeper::crds() {
+                uc_engine::manager::install_crd(&client, crd).await?;
+            }
+            install_controllers(&client, uc_operators::zookeeper::controllers()).await?;
         }
         if let Some(addr) = engine.metrics_addr {
             std::fs::write(args.data_dir.join("metrics-address"), addr.to_string())
@@ -327,6 +332,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     options.names = Some(names.clone());
     uc_operators::workloads::register(&mut options.natives);
     uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names));
+    uc_operators::zookeeper::register(&mut options.natives, client.clone());
     let engine = uc_engine::Engine::start(client, options).await.context("starting the controller engine")?;
     tracing::info!(metrics = ?engine.metrics_addr, "engine running");
     wait_for_signal().await;

@@ -1,0 +1,320 @@
+//! The ZooKeeper operator (the pravega zookeeper-operator's API, `zookeeper.pravega.io/v1beta1`): a
+//! `ZookeeperCluster` becomes a headless Service (every server's DNS name), a `<name>-client` Service,
+//! a ConfigMap with the static `zoo.cfg`, a PodDisruptionBudget, and one pod (with a data claim) per
+//! server running real ZooKeeper. The sync hook is native because it talks to the servers: their
+//! four-letter words (`srvr`, `conf`) say who serves, who leads and what the configuration is, and
+//! the status says what they say, not only whether pods are Ready.
+//!
+//! `myid` is the pod's ordinal + 1; every server's dynamic configuration names every member by its DNS
+//! name; the configuration enables dynamic reconfiguration (`reconfigEnabled=true`,
+//! `standaloneEnabled=false`). A member whose pod is deleted gets it back (same ordinal, same claim,
+//! same myid); a lost quorum is reported (`Error`, `QuorumLost`), never repaired by bootstrapping over
+//! the data.
+//!
+//! Scaling goes through ZooKeeper's dynamic reconfiguration, one server at a time (see `plan`). The
+//! hook makes the `reconfig` calls itself, with a ZooKeeper client of its own (`client.rs`) logged in as
+//! the super user (password in the `<name>-admin` Secret, digest passed to the servers): a native hook
+//! holding a client answers in milliseconds and reports ZooKeeper's own error codes, where `zkCli.sh`
+//! through exec would start a JVM per call and leave only its output to parse.
+
+pub mod client;
+pub mod fourlw;
+pub mod objects;
+pub mod plan;
+pub mod spec;
+pub mod types;
+
+use std::sync::Arc;
+
+use kube::CustomResourceExt;
+use serde_json::{Value, json};
+use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
+use uc_api::meta::str_at;
+use uc_engine::events::Recorder;
+use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry, SyncFuture};
+
+use crate::objects::take_children;
+use plan::Observed;
+use spec::{CLIENT_PORT, Spec};
+
+/// Name of the native hook.
+pub const HOOK: &str = "zookeeper-cluster";
+
+/// The ZookeeperCluster CRD, derived from `types::ZookeeperClusterSpec`.
+pub fn crd() -> Value {
+    serde_json::to_value(types::ZookeeperCluster::crd()).unwrap_or(Value::Null)
+}
+
+/// The operator's CRDs.
+pub fn crds() -> Vec<Value> {
+    vec![crd()]
+}
+
+/// The operator's UniversalControllers.
+pub fn controllers() -> Vec<Value> {
+    vec![controller()]
+}
+
+/// The UniversalController of ZookeeperClusters.
+pub fn controller() -> Value {
+    json!({
+        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
+        "metadata": {"name": "zookeeper-operator", "labels": {"uc.njuics.cn/operator": "zookeeper"}},
+        "spec": {
+            "generateSelector": true,
+            "resyncPeriodSeconds": 10,
+            "parentResource": {"apiVersion": "zookeeper.pravega.io/v1beta1", "resource": "zookeeperclusters"},
+            "childResources": [
+                {"apiVersion": "v1", "resource": "services", "updateStrategy": {"method": "InPlace"}},
+                {"apiVersion": "v1", "resource": "configmaps", "updateStrategy": {"method": "InPlace"}},
+                {"apiVersion": "policy/v1", "resource": "poddisruptionbudgets", "updateStrategy": {"method": "InPlace"}},
+                // Pods are kept as they were made; the hook decides every change to a server.
+                {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "InPlace"}},
+                {"apiVersion": "v1", "resource": "persistentvolumeclaims", "updateStrategy": {"method": "OnDelete"}}
+            ],
+            "hooks": {"sync": {"native": {"name": HOOK}}}
+        }
+    })
+}
+
+/// Registers the native hook; `client` keeps the admin Secret and records Events.
+pub fn register(natives: &mut NativeRegistry, client: kube::Client) {
+    let events = Arc::new(Recorder::new(client.clone()));
+    let cluster: Arc<AsyncSyncFn> = Arc::new(move |request: SyncRequest| -> SyncFuture {
+        let (client, events) = (client.clone(), events.clone());
+        Box::pin(async move { Ok(sync(&client, &events, request).await) })
+    });
+    natives.register(HOOK, native::typed_async(cluster));
+}
+
+/// One sync of a ZookeeperCluster. It never answers with an error: what goes wrong is in the status.
+async fn sync(kube: &kube::Client, events: &Recorder, mut request: SyncRequest) -> SyncResponse {
+    let pods = take_children(&mut request, "Pod.v1");
+    let claims = take_children(&mut request, "PersistentVolumeClaim.v1");
+    let parent = &request.parent;
+    let previous = parent.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+    let spec = match Spec::from(parent) {
+        Ok(s) => s,
+        Err(error) => {
+            // Keep whatever runs; a bad edit must not take an ensemble down.
+            let mut kept: Vec<Value> = request.children.values().flat_map(|m| m.values().cloned()).collect();
+            kept.extend(pods.into_values());
+            kept.extend(claims.into_values());
+            let mut status = previous;
+            let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            let c = json!({"type": "Error", "status": "True", "reason": "InvalidSpec", "message": error.to_string(),
+                           "lastTransitionTime": now});
+            uc_api::conditions::set_condition(&mut status, c, None, &now);
+            return SyncResponse { status: Some(status), children: kept, ..Default::default() };
+        }
+    };
+    let observed = observe(&spec, &pods).await;
+    let mut decision = plan::plan(&spec, &pods, &observed, &previous);
+    if let Some(change) = decision.change.clone() {
+        let done = match admin_password(kube, &spec, parent).await {
+            Ok(password) => reconfigure(&spec, &pods, &observed, &password, &change).await,
+            Err(e) => Err(format!("reading the admin Secret {}: {e}", spec.admin_secret())),
+        };
+        match done {
+            Ok(()) => {
+                let (reason, message) = match &change {
+                    plan::Change::Add(line) => ("MemberAdded", format!("reconfigured: added {line}")),
+                    plan::Change::Remove(id) => ("MemberRemoved", format!("reconfigured: removed server.{id}")),
+                };
+                events.record(parent, "Normal", reason, &message).await;
+            }
+            Err(e) => {
+                let progress = str_at(&decision.status, "/progress").to_string();
+                decision.status["progress"] = json!(format!("{progress}: {e}; trying again"));
+                events.record(parent, "Warning", "ReconfigFailed", &e).await;
+            }
+        }
+    } else if let Err(e) = admin_password(kube, &spec, parent).await {
+        // The servers' pods need the Secret to start.
+        tracing::warn!(cluster = %spec.name, error = %e, "could not make the admin Secret");
+    }
+    let mut children = objects::services(&spec);
+    children.push(objects::config_map(&spec));
+    children.push(objects::disruption_budget(&spec));
+    let ordinals: Vec<u32> =
+        decision.pods.iter().filter_map(|p| spec.ordinal_of(str_at(p, "/metadata/name"))).collect();
+    children.extend(ordinals.iter().filter_map(|o| objects::claim(&spec, *o)));
+    // Claims of servers no longer in the ensemble stay unless the reclaim policy says Delete.
+    if let spec::Storage::Persistent { delete: false, .. } = spec.storage {
+        let made: Vec<String> = ordinals.iter().map(|o| spec.claim_name(*o)).collect();
+        children.extend(claims.into_iter().filter(|(n, _)| !made.contains(n)).map(|(_, c)| as_is(c)));
+    }
+    children.extend(decision.pods);
+    SyncResponse {
+        status: Some(decision.status),
+        children,
+        resync_after_seconds: Some(if decision.busy { 2.0 } else { 10.0 }),
+        finalized: None,
+    }
+}
+
+/// The super user's password, from the `<name>-admin` Secret, made (random, owned by the cluster)
+/// when it is not there.
+async fn admin_password(kube: &kube::Client, spec: &Spec, parent: &Value) -> Result<String, String> {
+    use k8s_openapi::api::core::v1::Secret;
+    let api: kube::Api<Secret> = kube::Api::namespaced(kube.clone(), &spec.namespace);
+    let name = spec.admin_secret();
+    for _ in 0..2 {
+        match api.get_opt(&name).await.map_err(|e| e.to_string())? {
+            Some(s) => {
+                let password = s.data.as_ref().and_then(|d| d.get("password")).map(|b| b.0.clone());
+                return String::from_utf8(password.unwrap_or_default())
+                    .ok()
+                    .filter(|p| !p.is_empty())
+                    .ok_or_else(|| format!("Secret {name} has no password"));
+            }
+            None => {
+                let password: String = (0..32).map(|_| char::from(b'a' + rand::random_range(0..26u8))).collect();
+                let secret = json!({
+                    "apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": name, "labels": spec.labels(),
+                                 "ownerReferences": [uc_api::meta::controller_owner_reference(parent)]},
+                    "stringData": {"password": password, "digest": client::super_digest(&password)},
+                });
+                let secret: Secret = serde_json::from_value(secret).map_err(|e| e.to_string())?;
+                match api.create(&kube::api::PostParams::default(), &secret).await {
+                    Ok(_) => return Ok(password),
+                    Err(kube::Error::Api(e)) if e.code == 409 => continue,
+                    Err(e) => return Err(e.to_string()),
+                }
+            }
+        }
+    }
+    Err(format!("Secret {name} keeps changing"))
+}
+
+/// Makes a membership change through the leader (any serving member if none leads), then confirms
+/// that the new configuration commits a write.
+async fn reconfigure(
+    spec: &Spec,
+    pods: &ObjectMap,
+    observed: &Observed,
+    password: &str,
+    change: &plan::Change,
+) -> Result<(), String> {
+    // The leader, unless it is the server leaving (its sessions end with it).
+    let leaving = match change {
+        plan::Change::Remove(id) => Some(spec.pod_name(id - 1)),
+        plan::Change::Add(_) => None,
+    };
+    let mut serving: Vec<(&String, &fourlw::Srvr)> =
+        observed.serving.iter().filter(|(n, _)| Some(*n) != leaving.as_ref()).collect();
+    serving.sort_by_key(|(_, s)| s.mode != "leader");
+    let (name, _) = serving.first().ok_or("no server serves")?;
+    let ip = pods.get(*name).map(|p| str_at(p, "/status/podIP")).unwrap_or_default();
+    let addr = format!("{ip}:{CLIENT_PORT}");
+    let mut session = client::Session::open(&addr, password).await.map_err(|e| format!("{addr}: {e}"))?;
+    let result = match change {
+        plan::Change::Add(line) => session.reconfig(line, "").await,
+        plan::Change::Remove(id) => session.reconfig("", &id.to_string()).await,
+    };
+    let config = result.map_err(|e| format!("reconfig on {name}: {e}"))?;
+    tracing::info!(cluster = %spec.name, change = ?change, %config, "reconfigured");
+    let stamp = chrono::Utc::now().to_rfc3339().into_bytes();
+    let confirmed = match session.set_data(CONFIRM_PATH, &stamp).await {
+        Err(e) if e.is_no_node() => session.create(CONFIRM_PATH, &stamp).await,
+        other => other,
+    };
+    session.close().await;
+    confirmed.map_err(|e| format!("the write after the reconfiguration: {e}"))
+}
+
+/// The znode the operator writes after each reconfiguration, to confirm that the new configuration
+/// commits writes.
+const CONFIRM_PATH: &str = "/zookeeper-operator";
+
+fn as_is(mut obj: Value) -> Value {
+    if let Some(m) = obj.as_object_mut() {
+        m.remove("status");
+    }
+    obj
+}
+
+/// Asks every server pod with an address `srvr`, and one serving server `conf`.
+async fn observe(spec: &Spec, pods: &ObjectMap) -> Observed {
+    let addresses: Vec<(String, String)> = pods
+        .iter()
+        .filter(|(name, p)| spec.ordinal_of(name).is_some() && p.pointer("/metadata/deletionTimestamp").is_none())
+        .filter_map(|(name, p)| {
+            let ip = str_at(p, "/status/podIP");
+            (!ip.is_empty()).then(|| (name.clone(), format!("{ip}:{CLIENT_PORT}")))
+        })
+        .collect();
+    let answers = futures::future::join_all(addresses.iter().map(|(_, a)| fourlw::ask(a, "srvr"))).await;
+    let mut observed = Observed::default();
+    for ((name, _), answer) in addresses.iter().zip(answers) {
+        if let Some(s) = answer.ok().as_deref().and_then(fourlw::parse_srvr) {
+            observed.serving.insert(name.clone(), s);
+        }
+    }
+    // The leader's configuration is the newest committed one; any serving server's will do otherwise.
+    let mut by_preference: Vec<&(String, String)> =
+        addresses.iter().filter(|(n, _)| observed.serving.contains_key(n)).collect();
+    by_preference.sort_by_key(|(n, _)| observed.serving.get(n).is_none_or(|s| s.mode != "leader"));
+    for (_, addr) in by_preference {
+        if let Ok(answer) = fourlw::ask(addr, "conf").await {
+            let config = fourlw::parse_conf(&answer);
+            if !config.servers.is_empty() {
+                observed.config = Some(config);
+                break;
+            }
+        }
+    }
+    observed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_crd_has_every_field_of_the_pravega_crd() {
+        let crd = crd();
+        let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+        let fields = include_str!("testdata/pravega-fields.txt");
+        let missing: Vec<&str> = fields
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .filter(|path| {
+                let mut at = schema;
+                for part in path.split('.') {
+                    at = &at["properties"][part];
+                }
+                at.is_null()
+            })
+            .collect();
+        assert!(missing.is_empty(), "fields of pravega's CRD that uc's lacks: {missing:?}");
+        let columns: Vec<&str> = crd["spec"]["versions"][0]["additionalPrinterColumns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(columns, ["Replicas", "Ready", "Version", "Leader", "Age"]);
+    }
+
+    #[test]
+    fn the_controller_owns_every_kind_the_hook_makes() {
+        let c = controller();
+        let s = Spec::from(&json!({"metadata": {"name": "zk", "namespace": "ns"}, "spec": {}})).unwrap();
+        let mut made = objects::services(&s);
+        made.extend([objects::config_map(&s), objects::disruption_budget(&s), objects::pod(&s, 0, &[], false)]);
+        made.extend(objects::claim(&s, 0));
+        let owned: Vec<String> = c["spec"]["childResources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| format!("{}/{}", r["apiVersion"].as_str().unwrap(), r["resource"].as_str().unwrap()))
+            .collect();
+        for obj in made {
+            let kind = obj["kind"].as_str().unwrap().to_lowercase();
+            let key = format!("{}/{kind}", obj["apiVersion"].as_str().unwrap());
+            assert!(owned.iter().any(|o| o.starts_with(&key)), "{key} not in {owned:?}");
+        }
+    }
+}

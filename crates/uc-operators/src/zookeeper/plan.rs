@@ -1,0 +1,445 @@
+//! One sync's decision for an ensemble, as a pure function of what the servers said and the pods seen:
+//! which servers' pods exist (kept as they are, created, or re-created for a member whose pod is gone),
+//! at most one membership change, and the status. Membership comes from the servers themselves (`conf`
+//! of the leader); when no server serves, from the last status; for a new ensemble, from the spec.
+//!
+//! Membership changes are made one server at a time, only while every member serves:
+//! 1. a member without a pod gets its pod back (same ordinal, claim and myid) — nothing else happens
+//!    until every member serves again;
+//! 2. growing: the next server's pod starts with the current configuration plus itself listed as an
+//!    observer, so it can never form a quorum with another joiner: it adopts the ensemble's committed
+//!    configuration and follows the leader without a vote (ZooKeeper's documented way to join). Once it
+//!    serves so, it is reconfigured in as a participant — which needs a quorum of the new
+//!    configuration synced with the leader, the joiner included, so it is never added before it has
+//!    caught up. (Reconfiguring it in as an observer first would not do: an observer cannot vote for
+//!    its own promotion, and a one-server ensemble could then never grow.) Observers someone else
+//!    configured are promoted the same way, when the promotion does not need their own vote;
+//! 3. shrinking: the highest server is reconfigured out (the operator then confirms a write), and only
+//!    then its pod goes (its claim too, unless the reclaim policy is Retain).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use uc_api::hook::ObjectMap;
+use uc_api::meta::str_at;
+
+use super::fourlw::{Config, Srvr};
+use super::objects;
+use super::spec::{Role, Spec};
+use crate::objects::is_ready;
+
+/// What the servers said this sync.
+#[derive(Clone, Debug, Default)]
+pub struct Observed {
+    /// `srvr` of each server pod that answered as serving, by pod name.
+    pub serving: BTreeMap<String, Srvr>,
+    /// The configuration a serving server runs.
+    pub config: Option<Config>,
+}
+
+/// The members: ordinal → role.
+pub type Membership = BTreeMap<u32, Role>;
+
+/// A membership change, made through ZooKeeper's `reconfig`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Add a server (its `server.N=...` line) with the role its line says, or change its role.
+    Add(String),
+    /// Remove the server with this id.
+    Remove(u32),
+}
+
+/// The sync's decision: the pods to keep or make, the change to make, and the status.
+#[derive(Debug)]
+pub struct Decision {
+    pub pods: Vec<Value>,
+    pub change: Option<Change>,
+    pub status: Value,
+    /// Something is in progress: sync again soon.
+    pub busy: bool,
+}
+
+/// The membership a configuration describes (server ids are ordinals + 1).
+pub fn membership_of(config: &Config) -> Membership {
+    let role = |line: &str| if line.contains(":observer") { Role::Observer } else { Role::Participant };
+    config.servers.iter().filter(|(id, _)| **id > 0).map(|(id, line)| (id - 1, role(line))).collect()
+}
+
+/// The membership the last status recorded.
+fn membership_of_status(spec: &Spec, status: &Value) -> Option<Membership> {
+    let servers = status.get("servers")?.as_array()?;
+    let m: Membership = servers
+        .iter()
+        .filter_map(|s| {
+            let ordinal = spec.ordinal_of(s.get("name")?.as_str()?)?;
+            let role = if s.get("mode").and_then(Value::as_str) == Some("observer") {
+                Role::Observer
+            } else {
+                Role::Participant
+            };
+            Some((ordinal, role))
+        })
+        .collect();
+    (!m.is_empty()).then_some(m)
+}
+
+/// An observed pod, as a desired child: what uc wrote (status and server fields go).
+fn as_written(pod: &Value) -> Value {
+    uc_engine::apply::last_applied(pod).unwrap_or_else(|| {
+        let mut p = pod.clone();
+        if let Some(m) = p.as_object_mut() {
+            m.remove("status");
+        }
+        p
+    })
+}
+
+/// The decision for one sync.
+pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value) -> Decision {
+    let server_pods: BTreeMap<u32, &Value> =
+        pods.iter().filter_map(|(name, p)| Some((spec.ordinal_of(name)?, p))).collect();
+    let (membership, source) = match (&observed.config, membership_of_status(spec, previous)) {
+        (Some(c), _) => (membership_of(c), "servers"),
+        (None, Some(m)) => (m, "status"),
+        (None, None) => ((0..spec.replicas).map(|o| (o, Role::Participant)).collect(), "spec"),
+    };
+    let lines: Vec<String> = membership.iter().map(|(o, r)| spec.server_line(*o, *r)).collect();
+    let mut out = Vec::new();
+    let mut missing = false;
+    for ordinal in membership.keys() {
+        match server_pods.get(ordinal) {
+            Some(p) => out.push(as_written(p)),
+            // A member without a pod (a new ensemble, or a pod that was deleted): its pod, with the
+            // ensemble's configuration; its data, if its claim kept it, is its own.
+            None => {
+                missing = true;
+                out.push(objects::pod(spec, *ordinal, &lines, false));
+            }
+        }
+    }
+    // Serving, as the server says, and Ready, as its pod says (so that no two pods are unready at once).
+    let serves = |o: &u32| {
+        let name = spec.pod_name(*o);
+        observed.serving.contains_key(&name) && server_pods.get(o).is_some_and(|p| is_ready(p))
+    };
+    let whole = observed.config.is_some() && !missing && membership.keys().all(serves);
+    let mut change = None;
+    let mut progress = String::new();
+    if whole {
+        let participants: Vec<u32> =
+            membership.iter().filter(|(_, r)| **r == Role::Participant).map(|(o, _)| *o).collect();
+        let observer = membership.iter().find(|(_, r)| **r == Role::Observer).map(|(o, _)| *o);
+        let next = (0..spec.replicas).find(|o| !membership.contains_key(o));
+        // A promotion needs the acks of a quorum of the new configuration (voters + 1 members, quorum
+        // ceil(voters / 2) + 1), and an observer has no vote: the voters must make it alone.
+        let voters = participants.len();
+        let promotable = voters > voters.div_ceil(2);
+        if let Some(o) = observer.filter(|o| *o >= spec.replicas || promotable) {
+            change = Some(if o < spec.replicas {
+                progress = format!("promoting {} to participant", spec.pod_name(o));
+                Change::Add(spec.server_line(o, Role::Participant))
+            } else {
+                progress = format!("removing {}", spec.pod_name(o));
+                Change::Remove(o + 1)
+            });
+        } else if participants.len() < spec.replicas as usize
+            && let Some(k) = next
+        {
+            match server_pods.get(&k) {
+                Some(p) if serves(&k) => {
+                    progress = format!("adding {}", spec.pod_name(k));
+                    change = Some(Change::Add(spec.server_line(k, Role::Participant)));
+                    out.push(as_written(p));
+                }
+                Some(p) => {
+                    progress = format!("waiting for {} to start", spec.pod_name(k));
+                    out.push(as_written(p));
+                }
+                None => {
+                    progress = format!("starting {}", spec.pod_name(k));
+                    let mut joining = lines.clone();
+                    joining.push(spec.server_line(k, Role::Observer));
+                    out.push(objects::pod(spec, k, &joining, true));
+                }
+            }
+        } else if participants.len() > spec.replicas as usize
+            && let Some(h) = participants.iter().copied().filter(|o| *o >= spec.replicas).max()
+        {
+            progress = format!("removing {}", spec.pod_name(h));
+            change = Some(Change::Remove(h + 1));
+        }
+    } else if observed.config.is_some() {
+        progress = "waiting for every member to serve".into();
+    }
+    // Pods of servers outside the membership: a joiner being started stays (above); a server that
+    // was reconfigured out goes, now that the servers say it is out. Without a configuration to go
+    // by (no server serves), every pod stays.
+    for (ordinal, p) in &server_pods {
+        let placed = out.iter().any(|q| str_at(q, "/metadata/name") == spec.pod_name(*ordinal));
+        if !membership.contains_key(ordinal) && !placed && observed.config.is_none() {
+            out.push(as_written(p));
+        }
+    }
+    let mut status = status(spec, pods, observed, &membership, source, previous);
+    if !progress.is_empty() {
+        status["progress"] = json!(progress);
+    }
+    let busy =
+        change.is_some() || status["readyReplicas"] != status["replicas"] || membership.len() != spec.replicas as usize;
+    Decision { pods: out, change, status, busy }
+}
+
+fn status(
+    spec: &Spec,
+    pods: &ObjectMap,
+    observed: &Observed,
+    membership: &Membership,
+    source: &str,
+    previous: &Value,
+) -> Value {
+    let mut ready = Vec::new();
+    let mut unready = Vec::new();
+    let mut servers = Vec::new();
+    let mut leader = Value::Null;
+    for (ordinal, role) in membership {
+        let name = spec.pod_name(*ordinal);
+        let said = observed.serving.get(&name);
+        match said {
+            Some(_) => ready.push(name.clone()),
+            None => unready.push(name.clone()),
+        }
+        if said.is_some_and(|s| s.mode == "leader") {
+            leader = json!(name);
+        }
+        let mode = match (said, role) {
+            (Some(s), _) => s.mode.clone(),
+            (None, Role::Observer) => "observer".to_string(),
+            (None, Role::Participant) => "unknown".to_string(),
+        };
+        let mut s = json!({"name": name, "id": ordinal + 1, "mode": mode});
+        if let Some(said) = said {
+            s["zxid"] = json!(said.zxid);
+        }
+        servers.push(s);
+    }
+    let participants = membership.values().filter(|r| **r == Role::Participant).count();
+    let serving_participants = membership
+        .iter()
+        .filter(|(o, r)| **r == Role::Participant && observed.serving.contains_key(&spec.pod_name(**o)))
+        .count();
+    let quorum = participants / 2 + 1;
+    let all_ready = ready.len() == membership.len();
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let mut conditions = vec![condition("PodsReady", all_ready, &now, ""), condition("Upgrading", false, &now, "")];
+    // A new ensemble that has not elected yet has not lost anything.
+    let lost = source != "spec" && serving_participants < quorum;
+    conditions.push(if lost {
+        let message = format!(
+            "quorum lost: {serving_participants} of {participants} participants serve, {quorum} needed; waiting for \
+             the servers to come back (no data is touched)"
+        );
+        json!({"type": "Error", "status": "True", "reason": "QuorumLost", "message": message, "lastTransitionTime": now})
+    } else {
+        condition("Error", false, &now, "")
+    });
+    keep_transition_times(&mut conditions, previous);
+    let running: Vec<String> = pods.values().filter(|p| is_ready(p)).filter_map(running_tag).collect();
+    let current = match running.first() {
+        Some(t) if running.iter().all(|r| r == t) && all_ready => json!(t),
+        _ => previous.get("currentVersion").cloned().unwrap_or(Value::Null),
+    };
+    json!({
+        "replicas": membership.len(),
+        "readyReplicas": ready.len(),
+        "members": {"ready": ready, "unready": unready},
+        "internalClientEndpoint": spec.client_endpoint(),
+        "currentVersion": current,
+        "targetVersion": spec.tag,
+        "leader": leader,
+        "servers": servers,
+        "conditions": conditions,
+    })
+}
+
+/// The tag of the image the ZooKeeper container runs, as the node reports it.
+fn running_tag(pod: &Value) -> Option<String> {
+    let statuses = pod.pointer("/status/containerStatuses")?.as_array()?;
+    let c = statuses.iter().find(|c| c.get("name").and_then(Value::as_str) == Some(objects::CONTAINER))?;
+    let image = c.get("image").and_then(Value::as_str)?;
+    Some(image.rsplit_once(':').map(|(_, t)| t).unwrap_or("latest").to_string())
+}
+
+fn condition(type_: &str, ok: bool, now: &str, message: &str) -> Value {
+    json!({"type": type_, "status": if ok { "True" } else { "False" }, "reason": "", "message": message,
+           "lastTransitionTime": now})
+}
+
+/// A condition whose status did not change keeps its transition time.
+fn keep_transition_times(conditions: &mut [Value], previous: &Value) {
+    let Some(before) = previous.get("conditions").and_then(Value::as_array) else { return };
+    for c in conditions.iter_mut() {
+        let same = before.iter().find(|b| b.get("type") == c.get("type") && b.get("status") == c.get("status"));
+        if let Some(t) = same.and_then(|b| b.get("lastTransitionTime")) {
+            c["lastTransitionTime"] = t.clone();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::zookeeper::fourlw::parse_conf;
+    use uc_api::meta::str_at;
+
+    fn spec(replicas: u32) -> Spec {
+        Spec::from(&json!({"metadata": {"name": "zk", "namespace": "ns", "uid": "u"}, "spec": {"replicas": replicas}}))
+            .unwrap()
+    }
+
+    fn running(spec: &Spec, ordinal: u32) -> (String, Value) {
+        let mut p = objects::pod(spec, ordinal, &[], false);
+        p["status"] = json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                             "containerStatuses": [{"name": "zookeeper", "ready": true, "image": "zookeeper:3.8"}]});
+        (spec.pod_name(ordinal), p)
+    }
+
+    fn srvr(mode: &str) -> Srvr {
+        Srvr { mode: mode.into(), zxid: "0x100000002".into() }
+    }
+
+    #[test]
+    fn a_new_ensemble_starts_every_server_with_every_member() {
+        let s = spec(3);
+        let d = plan(&s, &ObjectMap::new(), &Observed::default(), &json!({}));
+        assert_eq!(d.pods.len(), 3);
+        let servers = d.pods[2]["spec"]["initContainers"][0]["env"][1]["value"].as_str().unwrap().to_string();
+        assert_eq!(servers.split(' ').count(), 3, "{servers}");
+        assert!(servers.contains("server.3=zk-2.zk-headless.ns.svc.cluster.local:2888:3888:participant"));
+        assert_eq!(d.status["conditions"][2]["status"], json!("False"), "no quorum loss before the first election");
+        assert!(d.busy);
+    }
+
+    #[test]
+    fn a_serving_ensemble_reports_its_leader_and_keeps_its_pods() {
+        let s = spec(3);
+        let pods: ObjectMap = (0..3).map(|o| running(&s, o)).collect();
+        let conf = parse_conf(&objects::participants(&s, 0..3).join("\n"));
+        let serving = BTreeMap::from([
+            ("zk-0".to_string(), srvr("follower")),
+            ("zk-1".to_string(), srvr("leader")),
+            ("zk-2".to_string(), srvr("follower")),
+        ]);
+        let d = plan(&s, &pods, &Observed { serving, config: Some(conf) }, &json!({}));
+        assert_eq!(d.pods.len(), 3);
+        assert_eq!(d.status["leader"], json!("zk-1"));
+        assert_eq!(d.status["readyReplicas"], json!(3));
+        assert_eq!(d.status["currentVersion"], json!("3.8"));
+        assert_eq!(d.status["members"]["ready"], json!(["zk-0", "zk-1", "zk-2"]));
+        assert_eq!(d.status["conditions"][0]["status"], json!("True"));
+        assert!(!d.busy);
+    }
+
+    #[test]
+    fn a_deleted_member_pod_comes_back_and_lost_quorum_is_reported_not_repaired() {
+        let s = spec(3);
+        let mut pods: ObjectMap = (0..3).map(|o| running(&s, o)).collect();
+        let previous = json!({"servers": [{"name": "zk-0", "id": 1, "mode": "follower"},
+                                          {"name": "zk-1", "id": 2, "mode": "leader"},
+                                          {"name": "zk-2", "id": 3, "mode": "follower"}]});
+        pods.remove("zk-1");
+        pods.remove("zk-2");
+        let d = plan(&s, &pods, &Observed::default(), &previous);
+        let names: Vec<&str> = d.pods.iter().map(|p| str_at(p, "/metadata/name")).collect();
+        assert_eq!(names, ["zk-0", "zk-1", "zk-2"], "the members' pods are made again, same ordinals");
+        let again = &d.pods[1]["spec"]["initContainers"][0]["env"];
+        assert_eq!(again[2]["value"], json!("false"), "a member comes back, it does not join afresh");
+        let error = &d.status["conditions"][2];
+        assert_eq!((error["status"].as_str(), error["reason"].as_str()), (Some("True"), Some("QuorumLost")));
+        assert!(error["message"].as_str().unwrap().contains("0 of 3 participants serve"));
+    }
+
+    fn serving_ensemble(s: &Spec, members: std::ops::Range<u32>) -> (ObjectMap, Observed) {
+        let pods: ObjectMap = members.clone().map(|o| running(s, o)).collect();
+        let conf = parse_conf(&objects::participants(s, members.clone()).join("\n"));
+        let serving = members.map(|o| (s.pod_name(o), srvr(if o == 0 { "leader" } else { "follower" }))).collect();
+        (pods, Observed { serving, config: Some(conf) })
+    }
+
+    fn env(pod: &Value, name: &str) -> String {
+        let env = pod["spec"]["initContainers"][0]["env"].as_array().unwrap();
+        env.iter().find(|e| e["name"] == json!(name)).unwrap()["value"].as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn growing_starts_one_joiner_then_adds_it_once_it_serves() {
+        let s = spec(5);
+        let (mut pods, mut observed) = serving_ensemble(&s, 0..3);
+        let d = plan(&s, &pods, &observed, &json!({}));
+        assert_eq!(d.change, None, "nothing is reconfigured before the joiner serves");
+        let joiner = d.pods.iter().find(|p| str_at(p, "/metadata/name") == "zk-3").expect("zk-3 is started");
+        assert_eq!(env(joiner, "ZK_JOIN"), "true");
+        let servers = env(joiner, "ZK_SERVERS");
+        assert!(servers.contains("server.4=zk-3.zk-headless.ns.svc.cluster.local:2888:3888:observer"), "{servers}");
+        assert_eq!(servers.split(' ').count(), 4);
+        assert!(!d.pods.iter().any(|p| str_at(p, "/metadata/name") == "zk-4"), "one joiner at a time");
+        assert_eq!(d.status["progress"], json!("starting zk-3"));
+        // zk-3 follows without a vote: it is added as a participant.
+        let (name, pod) = running(&s, 3);
+        pods.insert(name.clone(), pod);
+        observed.serving.insert(name, srvr("follower"));
+        let d = plan(&s, &pods, &observed, &json!({}));
+        assert_eq!(d.change, Some(Change::Add(s.server_line(3, Role::Participant))));
+        assert_eq!(d.pods.len(), 4, "the joiner's pod stays");
+    }
+
+    #[test]
+    fn shrinking_reconfigures_the_highest_out_before_its_pod_goes() {
+        let s = spec(3);
+        let (pods, observed) = serving_ensemble(&s, 0..5);
+        let d = plan(&s, &pods, &observed, &json!({}));
+        assert_eq!(d.change, Some(Change::Remove(5)));
+        assert_eq!(d.pods.len(), 5, "every pod stays until the servers say zk-4 is out");
+        // The servers now run without server 5: its pod goes.
+        let (_, mut observed) = serving_ensemble(&s, 0..4);
+        observed.serving.insert("zk-4".into(), srvr("follower"));
+        let d = plan(&s, &pods, &observed, &json!({}));
+        assert_eq!(d.change, Some(Change::Remove(4)));
+        let names: Vec<&str> = d.pods.iter().map(|p| str_at(p, "/metadata/name")).collect();
+        assert_eq!(names, ["zk-0", "zk-1", "zk-2", "zk-3"]);
+    }
+
+    #[test]
+    fn nothing_changes_while_a_member_does_not_serve() {
+        let s = spec(5);
+        let (pods, mut observed) = serving_ensemble(&s, 0..3);
+        observed.serving.remove("zk-2");
+        let d = plan(&s, &pods, &observed, &json!({}));
+        assert_eq!(d.change, None);
+        assert_eq!(d.pods.len(), 3, "no joiner starts");
+        assert_eq!(d.status["progress"], json!("waiting for every member to serve"));
+    }
+
+    #[test]
+    fn an_observer_is_promoted_only_when_the_promotion_needs_not_its_vote() {
+        let s = spec(3);
+        let (pods, mut observed) = serving_ensemble(&s, 0..2);
+        let mut conf = parse_conf(&objects::participants(&s, 0..2).join("\n"));
+        conf.servers.insert(3, s.server_line(2, Role::Observer).split_once('=').unwrap().1.to_string());
+        observed.config = Some(conf.clone());
+        let mut pods = pods;
+        let (name, pod) = running(&s, 2);
+        pods.insert(name.clone(), pod);
+        observed.serving.insert(name, srvr("observer"));
+        let d = plan(&s, &pods, &observed, &json!({}));
+        assert_eq!(d.change, Some(Change::Add(s.server_line(2, Role::Participant))), "two voters carry the third");
+        let one = spec(2);
+        let mut conf = parse_conf(&objects::participants(&one, 0..1).join("\n"));
+        conf.servers.insert(2, one.server_line(1, Role::Observer).split_once('=').unwrap().1.to_string());
+        let observed = Observed {
+            serving: [("zk-0".to_string(), srvr("leader")), ("zk-1".to_string(), srvr("observer"))].into(),
+            config: Some(conf),
+        };
+        let pods: ObjectMap = (0..2).map(|o| running(&one, o)).collect();
+        assert_eq!(plan(&one, &pods, &observed, &json!({})).change, None, "one voter cannot carry a second");
+    }
+}
