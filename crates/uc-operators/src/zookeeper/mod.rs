@@ -112,26 +112,32 @@ async fn sync(kube: &kube::Client, events: &Recorder, mut request: SyncRequest) 
     let mut decision = plan::plan(&spec, &pods, &observed, &previous);
     if let Some(change) = decision.change.clone() {
         let done = match admin_password(kube, &spec, parent).await {
-            Ok(password) => reconfigure(&spec, &pods, &observed, &password, &change).await,
-            Err(e) => Err(format!("reading the admin Secret {}: {e}", spec.admin_secret())),
+            Ok(password) => match reconfigure(&spec, &pods, &observed, &password, &change).await {
+                Ok(addr) => {
+                    confirm_write(&addr, &password).await.map_err(|message| Failure { routine: false, message })
+                }
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(Failure {
+                routine: false,
+                message: format!("reading the admin Secret {}: {e}", spec.admin_secret()),
+            }),
         };
-        match done {
-            Ok(()) => {
-                let (reason, message) = match &change {
-                    plan::Change::Add(line) => ("MemberAdded", format!("reconfigured: added {line}")),
-                    plan::Change::Remove(id) => ("MemberRemoved", format!("reconfigured: removed server.{id}")),
-                };
-                events.record(parent, "Normal", reason, &message).await;
-            }
-            Err(e) => {
-                let progress = str_at(&decision.status, "/progress").to_string();
-                decision.status["progress"] = json!(format!("{progress}: {e}; trying again"));
-                events.record(parent, "Warning", "ReconfigFailed", &e).await;
+        if let Err(f) = done {
+            let progress = str_at(&decision.status, "/progress").to_string();
+            decision.status["progress"] = json!(format!("{progress}: {}; trying again", f.message));
+            if f.routine {
+                tracing::debug!(cluster = %spec.name, error = %f.message, "membership change to be retried");
+            } else {
+                events.record(parent, "Warning", "ReconfigFailed", &f.message).await;
             }
         }
     } else if let Err(e) = admin_password(kube, &spec, parent).await {
         // The servers' pods need the Secret to start.
         tracing::warn!(cluster = %spec.name, error = %e, "could not make the admin Secret");
+    }
+    for (reason, message) in &decision.events {
+        events.record(parent, "Normal", reason, message).await;
     }
     let mut children = objects::services(&spec);
     children.push(objects::config_map(&spec));
@@ -188,15 +194,15 @@ async fn admin_password(kube: &kube::Client, spec: &Spec, parent: &Value) -> Res
     Err(format!("Secret {name} keeps changing"))
 }
 
-/// Makes a membership change through the leader (any serving member if none leads), then confirms
-/// that the new configuration commits a write.
+/// Makes a membership change through the leader (any serving member if none leads); the address of
+/// the server it went through.
 async fn reconfigure(
     spec: &Spec,
     pods: &ObjectMap,
     observed: &Observed,
     password: &str,
     change: &plan::Change,
-) -> Result<(), String> {
+) -> Result<String, Failure> {
     // The leader, unless it is the server leaving (its sessions end with it).
     let leaving = match change {
         plan::Change::Remove(id) => Some(spec.pod_name(id - 1)),
@@ -205,23 +211,58 @@ async fn reconfigure(
     let mut serving: Vec<(&String, &fourlw::Srvr)> =
         observed.serving.iter().filter(|(n, _)| Some(*n) != leaving.as_ref()).collect();
     serving.sort_by_key(|(_, s)| s.mode != "leader");
-    let (name, _) = serving.first().ok_or("no server serves")?;
+    let (name, _) = serving.first().ok_or(Failure { routine: true, message: "no server serves".into() })?;
     let ip = pods.get(*name).map(|p| str_at(p, "/status/podIP")).unwrap_or_default();
     let addr = format!("{ip}:{CLIENT_PORT}");
-    let mut session = client::Session::open(&addr, password).await.map_err(|e| format!("{addr}: {e}"))?;
+    let failure =
+        |what: String, e: client::ZkError| Failure { routine: e.is_retryable(), message: format!("{what}: {e}") };
+    let mut session = client::Session::open(&addr, password).await.map_err(|e| failure(addr.clone(), e))?;
     let result = match change {
         plan::Change::Add(line) => session.reconfig(line, "").await,
         plan::Change::Remove(id) => session.reconfig("", &id.to_string()).await,
     };
-    let config = result.map_err(|e| format!("reconfig on {name}: {e}"))?;
-    tracing::info!(cluster = %spec.name, change = ?change, %config, "reconfigured");
-    let stamp = chrono::Utc::now().to_rfc3339().into_bytes();
-    let confirmed = match session.set_data(CONFIRM_PATH, &stamp).await {
-        Err(e) if e.is_no_node() => session.create(CONFIRM_PATH, &stamp).await,
-        other => other,
-    };
     session.close().await;
-    confirmed.map_err(|e| format!("the write after the reconfiguration: {e}"))
+    let config = result.map_err(|e| failure(format!("reconfig on {name}"), e))?;
+    tracing::info!(cluster = %spec.name, change = ?change, %config, "reconfigured");
+    Ok(addr)
+}
+
+/// Why a membership change did not (visibly) happen. Routine: the leadership moved, another
+/// reconfiguration was under way, or the new configuration had no quorum yet — the next sync sees what
+/// the servers run and asks again if needed; not worth a Warning.
+#[derive(Debug)]
+struct Failure {
+    routine: bool,
+    message: String,
+}
+
+/// Confirms that the ensemble commits a write (through `addr`): the reconfiguration may have moved
+/// the leadership, so a few attempts over some seconds, each with a new session.
+async fn confirm_write(addr: &str, password: &str) -> Result<(), String> {
+    let mut last = String::new();
+    for attempt in 0..10 {
+        if attempt > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        }
+        let mut session = match client::Session::open(addr, password).await {
+            Ok(s) => s,
+            Err(e) => {
+                last = e.to_string();
+                continue;
+            }
+        };
+        let stamp = chrono::Utc::now().to_rfc3339().into_bytes();
+        let written = match session.set_data(CONFIRM_PATH, &stamp).await {
+            Err(e) if e.is_no_node() => session.create(CONFIRM_PATH, &stamp).await,
+            other => other,
+        };
+        session.close().await;
+        match written {
+            Ok(()) => return Ok(()),
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(format!("no write committed after the reconfiguration: {last}"))
 }
 
 /// The znode the operator writes after each reconfiguration, to confirm that the new configuration
@@ -235,7 +276,7 @@ fn as_is(mut obj: Value) -> Value {
     obj
 }
 
-/// Asks every server pod with an address `srvr`, and one serving server `conf`.
+/// Asks every server pod with an address `srvr`, and the leader `conf`.
 async fn observe(spec: &Spec, pods: &ObjectMap) -> Observed {
     let addresses: Vec<(String, String)> = pods
         .iter()
@@ -252,17 +293,15 @@ async fn observe(spec: &Spec, pods: &ObjectMap) -> Observed {
             observed.serving.insert(name.clone(), s);
         }
     }
-    // The leader's configuration is the newest committed one; any serving server's will do otherwise.
-    let mut by_preference: Vec<&(String, String)> =
-        addresses.iter().filter(|(n, _)| observed.serving.contains_key(n)).collect();
-    by_preference.sort_by_key(|(n, _)| observed.serving.get(n).is_none_or(|s| s.mode != "leader"));
-    for (_, addr) in by_preference {
-        if let Ok(answer) = fourlw::ask(addr, "conf").await {
-            let config = fourlw::parse_conf(&answer);
-            if !config.servers.is_empty() {
-                observed.config = Some(config);
-                break;
-            }
+    // The leader's configuration is the committed one (a follower's may lag a reconfiguration behind);
+    // without a leader there is no configuration to go by.
+    let leader = addresses.iter().find(|(n, _)| observed.serving.get(n).is_some_and(|s| s.mode == "leader"));
+    if let Some((_, addr)) = leader
+        && let Ok(answer) = fourlw::ask(addr, "conf").await
+    {
+        let config = fourlw::parse_conf(&answer);
+        if !config.servers.is_empty() {
+            observed.config = Some(config);
         }
     }
     observed

@@ -57,6 +57,8 @@ pub struct Decision {
     pub status: Value,
     /// Something is in progress: sync again soon.
     pub busy: bool,
+    /// Membership changes the servers show since the last status: (reason, message) of an Event each.
+    pub events: Vec<(&'static str, String)>,
 }
 
 /// The membership a configuration describes (server ids are ordinals + 1).
@@ -186,7 +188,23 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
     }
     let busy =
         change.is_some() || status["readyReplicas"] != status["replicas"] || membership.len() != spec.replicas as usize;
-    Decision { pods: out, change, status, busy }
+    let events = match (source, membership_of_status(spec, previous)) {
+        ("servers", Some(before)) => membership_events(spec, &before, &membership),
+        _ => Vec::new(),
+    };
+    Decision { pods: out, change, status, busy, events }
+}
+
+/// An Event per server that joined or left between two memberships.
+fn membership_events(spec: &Spec, before: &Membership, now: &Membership) -> Vec<(&'static str, String)> {
+    let joined = now.iter().filter(|(o, _)| !before.contains_key(o)).map(|(o, r)| {
+        ("MemberAdded", format!("{} (server.{}) joined the ensemble as a {}", spec.pod_name(*o), o + 1, r.as_str()))
+    });
+    let left = before
+        .keys()
+        .filter(|o| !now.contains_key(o))
+        .map(|o| ("MemberRemoved", format!("{} (server.{}) left the ensemble", spec.pod_name(*o), o + 1)));
+    joined.chain(left).collect()
 }
 
 fn status(
@@ -243,7 +261,12 @@ fn status(
         condition("Error", false, &now, "")
     });
     keep_transition_times(&mut conditions, previous);
-    let running: Vec<String> = pods.values().filter(|p| is_ready(p)).filter_map(running_tag).collect();
+    // The version is what the serving servers' containers run.
+    let running: Vec<String> = pods
+        .iter()
+        .filter(|(name, _)| observed.serving.contains_key(*name))
+        .filter_map(|(_, p)| running_tag(p))
+        .collect();
     let current = match running.first() {
         Some(t) if running.iter().all(|r| r == t) && all_ready => json!(t),
         _ => previous.get("currentVersion").cloned().unwrap_or(Value::Null),
@@ -406,6 +429,18 @@ mod tests {
         assert_eq!(d.change, Some(Change::Remove(4)));
         let names: Vec<&str> = d.pods.iter().map(|p| str_at(p, "/metadata/name")).collect();
         assert_eq!(names, ["zk-0", "zk-1", "zk-2", "zk-3"]);
+    }
+
+    #[test]
+    fn membership_changes_the_servers_show_become_events() {
+        let s = spec(4);
+        let (pods, observed) = serving_ensemble(&s, 0..4);
+        let previous = plan(&s, &pods, &serving_ensemble(&s, 0..3).1, &json!({})).status;
+        let d = plan(&s, &pods, &observed, &previous);
+        assert_eq!(d.events, vec![("MemberAdded", "zk-3 (server.4) joined the ensemble as a participant".to_string())]);
+        let d = plan(&spec(3), &pods, &serving_ensemble(&s, 0..3).1, &d.status);
+        assert_eq!(d.events, vec![("MemberRemoved", "zk-3 (server.4) left the ensemble".to_string())]);
+        assert!(plan(&s, &pods, &observed, &json!({})).events.is_empty(), "a first status is no change");
     }
 
     #[test]
