@@ -234,3 +234,146 @@ def test_lost_servers_come_back_with_their_data_and_lost_quorum_is_reported(clus
     assert lost and lost["reason"] == "QuorumLost", lost
     wait_for(lambda: healthy(cluster, 3), timeout=180, message="the ensemble recovered")
     znodes_on_every_server(cluster, 20)
+
+
+class Writer:
+    """Creates /w/nNNNNN in a loop through kazoo (which moves to another server when one goes) and
+    keeps the writes the ensemble acknowledged."""
+
+    def __init__(self, cluster):
+        self.zk = kazoo_client(cluster)
+        self.zk.ensure_path("/w")
+        self.acked = []
+        self.running = True
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        import time
+
+        i = 0
+        while self.running:
+            try:
+                self.zk.create(f"/w/n{i:05}", b"x")
+                self.acked.append(i)
+            except Exception:  # noqa: BLE001 - not acknowledged (connection loss): may or may not be there
+                time.sleep(0.2)
+            i += 1
+            time.sleep(0.02)
+
+    def stop(self):
+        self.running = False
+        self.thread.join(timeout=30)
+        self.zk.stop()
+        self.zk.close()
+
+
+class Rollout:
+    """Watches the server pods and keeps the order in which each one got `done(pod)` true."""
+
+    def __init__(self, cluster, done):
+        from kubernetes import client, watch
+
+        self.v1 = client.CoreV1Api(cluster.api_client())
+        rv = self.v1.list_namespaced_pod("default", label_selector=f"app={NAME}").metadata.resource_version
+        self.watch = watch.Watch()
+        self.done = done
+        self.order = []
+        self.thread = threading.Thread(target=self.run, args=(rv,), daemon=True)
+        self.thread.start()
+
+    def run(self, rv):
+        try:
+            for ev in self.watch.stream(self.v1.list_namespaced_pod, "default", label_selector=f"app={NAME}",
+                                        resource_version=rv, timeout_seconds=600):
+                pod = ev["object"]
+                if ev["type"] != "DELETED" and self.done(pod) and pod.metadata.name not in self.order:
+                    self.order.append(pod.metadata.name)
+        except Exception:  # noqa: BLE001 - the stream ends when the test stops it
+            pass
+
+    def stop(self):
+        self.watch.stop()
+
+
+def rolled_out(cluster, n):
+    st = status(cluster)
+    upgrading = next((c for c in st.get("conditions", []) if c["type"] == "Upgrading"), {})
+    return healthy(cluster, n) and upgrading.get("status") == "False"
+
+
+def every_acked_write_is_there(cluster, writer):
+    zk = kazoo_client(cluster)
+    try:
+        zk.sync("/w")
+        present = {int(c.removeprefix("n")) for c in zk.get_children("/w")}
+    finally:
+        zk.stop()
+        zk.close()
+    lost = [i for i in writer.acked if i not in present]
+    assert not lost, f"{len(lost)} acknowledged writes lost: {lost[:10]}"
+    assert len(writer.acked) > 20, "the writer kept writing"
+
+
+def test_an_upgrade_restarts_each_server_once_the_leader_last_and_loses_no_write(cluster):
+    apply(cluster, 3)
+    wait_for(lambda: healthy(cluster, 3), timeout=120, message="3 servers")
+    leader = status(cluster)["leader"]
+    writer = Writer(cluster)
+    new_image = lambda pod: any(c.image.endswith(":0.2.16") and c.ready for c in pod.status.container_statuses or [])  # noqa: E731
+    rollout = Rollout(cluster, new_image)
+    try:
+        cluster.kubectl("patch", "zk", NAME, "--type=merge", "-p", '{"spec": {"image": {"tag": "0.2.16"}}}')
+        wait_for(lambda: rolled_out(cluster, 3) and status(cluster).get("currentVersion") == "0.2.16"
+                 and len(rollout.order) == 3, timeout=240, message="every server on 0.2.16")
+    finally:
+        rollout.stop()
+        writer.stop()
+    assert sorted(rollout.order) == [f"{NAME}-{i}" for i in range(3)] and rollout.order[-1] == leader, \
+        (rollout.order, leader)
+    for p in server_pods(cluster).values():
+        assert p["status"]["containerStatuses"][0]["restartCount"] == 1, p["metadata"]["name"]
+    every_acked_write_is_there(cluster, writer)
+
+
+def test_a_rolling_restart_remakes_each_server_once_the_leader_last(cluster):
+    apply(cluster, 3)
+    wait_for(lambda: healthy(cluster, 3), timeout=120, message="3 servers")
+    leader = status(cluster)["leader"]
+    before = {n: p["metadata"]["uid"] for n, p in server_pods(cluster).items()}
+    writer = Writer(cluster)
+    remade = lambda pod: pod.metadata.uid != before.get(pod.metadata.name) and any(  # noqa: E731
+        c.ready for c in pod.status.container_statuses or [])
+    rollout = Rollout(cluster, remade)
+    try:
+        cluster.kubectl("patch", "zk", NAME, "--type=merge", "-p", '{"spec": {"triggerRollingRestart": true}}')
+        wait_for(lambda: rolled_out(cluster, 3) and len(rollout.order) == 3, timeout=240, message="every server remade")
+    finally:
+        rollout.stop()
+        writer.stop()
+    assert sorted(rollout.order) == sorted(before) and rollout.order[-1] == leader, (rollout.order, leader)
+    every_acked_write_is_there(cluster, writer)
+    # The round is done: another change (synced: the budget follows it) restarts nothing while the
+    # field stays true.
+    uids = {n: p["metadata"]["uid"] for n, p in server_pods(cluster).items()}
+    cluster.kubectl("patch", "zk", NAME, "--type=merge", "-p", '{"spec": {"maxUnavailableReplicas": 2}}')
+    wait_for(lambda: get(cluster, "pdb", NAME)["spec"]["maxUnavailable"] == 2, message="the budget synced")
+    assert rolled_out(cluster, 3)
+    assert {n: p["metadata"]["uid"] for n, p in server_pods(cluster).items()} == uids
+
+
+def test_kill_9_of_uc_during_a_scale_up_converges_with_the_data(cluster):
+    apply(cluster, 3)
+    wait_for(lambda: healthy(cluster, 3), timeout=120, message="3 servers")
+    zk = kazoo_client(cluster)
+    zk.ensure_path("/data")
+    for i in range(50):
+        zk.create(f"/data/n{i:03}", b"x")
+    zk.stop()
+    zk.close()
+    apply(cluster, 5)
+    wait_for(lambda: f"{NAME}-3" in server_pods(cluster), timeout=60, message="the first joiner's pod")
+    cluster.kill9()
+    cluster.start()
+    wait_for(lambda: healthy(cluster, 5), timeout=240, message="5 servers after the restart")
+    znodes_on_every_server(cluster, 50)

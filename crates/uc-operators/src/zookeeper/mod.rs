@@ -21,6 +21,7 @@ pub mod client;
 pub mod fourlw;
 pub mod objects;
 pub mod plan;
+pub mod rollout;
 pub mod spec;
 pub mod types;
 
@@ -93,7 +94,7 @@ async fn sync(kube: &kube::Client, events: &Recorder, mut request: SyncRequest) 
     let claims = take_children(&mut request, "PersistentVolumeClaim.v1");
     let parent = &request.parent;
     let previous = parent.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
-    let spec = match Spec::from(parent) {
+    let mut spec = match Spec::from(parent) {
         Ok(s) => s,
         Err(error) => {
             // Keep whatever runs; a bad edit must not take an ensemble down.
@@ -108,6 +109,8 @@ async fn sync(kube: &kube::Client, events: &Recorder, mut request: SyncRequest) 
             return SyncResponse { status: Some(status), children: kept, ..Default::default() };
         }
     };
+    let generation = parent.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+    spec.restart_round = rollout::restart_round(&spec, generation, &previous);
     let observed = observe(&spec, &pods).await;
     let mut decision = plan::plan(&spec, &pods, &observed, &previous);
     if let Some(change) = decision.change.clone() {
@@ -276,7 +279,7 @@ fn as_is(mut obj: Value) -> Value {
     obj
 }
 
-/// Asks every server pod with an address `srvr`, and the leader `conf`.
+/// Asks every server pod with an address `srvr`, and the leader `conf` and `mntr`.
 async fn observe(spec: &Spec, pods: &ObjectMap) -> Observed {
     let addresses: Vec<(String, String)> = pods
         .iter()
@@ -296,12 +299,15 @@ async fn observe(spec: &Spec, pods: &ObjectMap) -> Observed {
     // The leader's configuration is the committed one (a follower's may lag a reconfiguration behind);
     // without a leader there is no configuration to go by.
     let leader = addresses.iter().find(|(n, _)| observed.serving.get(n).is_some_and(|s| s.mode == "leader"));
-    if let Some((_, addr)) = leader
-        && let Ok(answer) = fourlw::ask(addr, "conf").await
-    {
-        let config = fourlw::parse_conf(&answer);
-        if !config.servers.is_empty() {
-            observed.config = Some(config);
+    if let Some((_, addr)) = leader {
+        if let Ok(answer) = fourlw::ask(addr, "conf").await {
+            let config = fourlw::parse_conf(&answer);
+            if !config.servers.is_empty() {
+                observed.config = Some(config);
+            }
+        }
+        if let Ok(answer) = fourlw::ask(addr, "mntr").await {
+            observed.leader_mntr = fourlw::parse_mntr(&answer);
         }
     }
     observed

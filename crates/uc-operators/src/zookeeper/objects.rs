@@ -13,6 +13,15 @@ use super::spec::{CLIENT_PORT, DATA_DIR, ELECTION_PORT, QUORUM_PORT, Role, Spec,
 
 /// The container that runs ZooKeeper.
 pub const CONTAINER: &str = "zookeeper";
+/// The rolling restart round a server's pod was made in.
+pub const RESTART_ANNOTATION: &str = "zookeeper.uc.njuics.cn/restart-round";
+/// The static configuration a server's pod started with (a digest of `zoo.cfg`).
+pub const CONFIG_ANNOTATION: &str = "zookeeper.uc.njuics.cn/config";
+
+/// The digest of a static configuration, as pods carry it.
+pub fn config_digest(zoo_cfg: &str) -> String {
+    format!("{:016x}", crate::objects::hash_str(zoo_cfg))
+}
 /// The image of the init container that prepares the data directory.
 const INIT_IMAGE: &str = "busybox:1.36";
 /// The JVM's flags: a small heap and a collector for small machines.
@@ -178,8 +187,13 @@ pub fn pod(spec: &Spec, ordinal: u32, servers: &[String], join: bool) -> Value {
     set("securityContext", json_of(&policy.security_context));
     set("serviceAccountName", json_of(&policy.service_account_name));
     set("imagePullSecrets", json_of(&policy.image_pull_secrets));
+    let mut annotations = policy.annotations.clone().unwrap_or_default();
+    annotations.insert(CONFIG_ANNOTATION.into(), config_digest(&spec.zoo_cfg()));
+    if let Some(round) = &spec.restart_round {
+        annotations.insert(RESTART_ANNOTATION.into(), round.clone());
+    }
     json!({"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": spec.pod_name(ordinal), "labels": labels, "annotations": policy.annotations},
+           "metadata": {"name": spec.pod_name(ordinal), "labels": labels, "annotations": annotations},
            "spec": pod_spec})
 }
 

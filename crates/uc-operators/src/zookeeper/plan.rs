@@ -25,6 +25,7 @@ use uc_api::meta::str_at;
 
 use super::fourlw::{Config, Srvr};
 use super::objects;
+use super::rollout::{self, Step};
 use super::spec::{Role, Spec};
 use crate::objects::is_ready;
 
@@ -35,6 +36,8 @@ pub struct Observed {
     pub serving: BTreeMap<String, Srvr>,
     /// The configuration a serving server runs.
     pub config: Option<Config>,
+    /// The leader's `mntr`.
+    pub leader_mntr: BTreeMap<String, String>,
 }
 
 /// The members: ordinal → role.
@@ -127,7 +130,36 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
     let whole = observed.config.is_some() && !missing && membership.keys().all(serves);
     let mut change = None;
     let mut progress = String::new();
-    if whole {
+    let round = spec.restart_round.as_deref();
+    let outdated: Vec<Step> = membership
+        .keys()
+        .filter_map(|o| server_pods.get(o).and_then(|p| rollout::step_for(spec, round, *o, p)))
+        .collect();
+    if whole && !outdated.is_empty() {
+        let voters = membership.values().filter(|r| **r == Role::Participant).count();
+        if rollout::caught_up(&observed.leader_mntr, voters) {
+            let leader =
+                observed.serving.iter().find(|(_, s)| s.mode == "leader").and_then(|(n, _)| spec.ordinal_of(n));
+            let at = |o: u32| out.iter().position(|p| str_at(p, "/metadata/name") == spec.pod_name(o));
+            match rollout::next(&outdated, leader) {
+                Some(Step::Image(o)) => {
+                    progress = format!("upgrading {} to {}", spec.pod_name(o), spec.image());
+                    if let Some(i) = at(o) {
+                        out[i] = rollout::upgraded(spec, round, out[i].clone());
+                    }
+                }
+                Some(Step::Restart(o)) => {
+                    progress = format!("restarting {}", spec.pod_name(o));
+                    if let Some(i) = at(o) {
+                        out.remove(i);
+                    }
+                }
+                None => {}
+            }
+        } else {
+            progress = "waiting for every follower to catch up with the leader".into();
+        }
+    } else if whole {
         let participants: Vec<u32> =
             membership.iter().filter(|(_, r)| **r == Role::Participant).map(|(o, _)| *o).collect();
         let observer = membership.iter().find(|(_, r)| **r == Role::Observer).map(|(o, _)| *o);
@@ -182,7 +214,11 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
             out.push(as_written(p));
         }
     }
-    let mut status = status(spec, pods, observed, &membership, source, previous);
+    let upgrading = (!outdated.is_empty()).then(|| {
+        let what = if outdated.iter().all(|s| matches!(s, Step::Restart(_))) { "restart" } else { "upgrade" };
+        format!("rolling {what}: {} of {} servers to go", outdated.len(), membership.len())
+    });
+    let mut status = status(spec, pods, observed, &membership, source, previous, upgrading.as_deref());
     if !progress.is_empty() {
         status["progress"] = json!(progress);
     }
@@ -214,6 +250,7 @@ fn status(
     membership: &Membership,
     source: &str,
     previous: &Value,
+    upgrading: Option<&str>,
 ) -> Value {
     let mut ready = Vec::new();
     let mut unready = Vec::new();
@@ -248,7 +285,23 @@ fn status(
     let quorum = participants / 2 + 1;
     let all_ready = ready.len() == membership.len();
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let mut conditions = vec![condition("PodsReady", all_ready, &now, ""), condition("Upgrading", false, &now, "")];
+    let mut conditions = vec![
+        if all_ready {
+            condition("PodsReady", true, "AllServersServing", &now, "")
+        } else {
+            condition(
+                "PodsReady",
+                false,
+                "ServersNotServing",
+                &now,
+                &format!("{} of {} serve", ready.len(), membership.len()),
+            )
+        },
+        match upgrading {
+            Some(m) => condition("Upgrading", true, "RollingUpdate", &now, m),
+            None => condition("Upgrading", false, "UpToDate", &now, ""),
+        },
+    ];
     // A new ensemble that has not elected yet has not lost anything.
     let lost = source != "spec" && serving_participants < quorum;
     conditions.push(if lost {
@@ -258,7 +311,7 @@ fn status(
         );
         json!({"type": "Error", "status": "True", "reason": "QuorumLost", "message": message, "lastTransitionTime": now})
     } else {
-        condition("Error", false, &now, "")
+        condition("Error", false, "NoError", &now, "")
     });
     keep_transition_times(&mut conditions, previous);
     // The version is what the serving servers' containers run.
@@ -280,6 +333,7 @@ fn status(
         "targetVersion": spec.tag,
         "leader": leader,
         "servers": servers,
+        "restartRound": spec.restart_round,
         "conditions": conditions,
     })
 }
@@ -292,8 +346,8 @@ fn running_tag(pod: &Value) -> Option<String> {
     Some(image.rsplit_once(':').map(|(_, t)| t).unwrap_or("latest").to_string())
 }
 
-fn condition(type_: &str, ok: bool, now: &str, message: &str) -> Value {
-    json!({"type": type_, "status": if ok { "True" } else { "False" }, "reason": "", "message": message,
+fn condition(type_: &str, ok: bool, reason: &str, now: &str, message: &str) -> Value {
+    json!({"type": type_, "status": if ok { "True" } else { "False" }, "reason": reason, "message": message,
            "lastTransitionTime": now})
 }
 
@@ -311,7 +365,7 @@ fn keep_transition_times(conditions: &mut [Value], previous: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::zookeeper::fourlw::parse_conf;
+    use crate::zookeeper::fourlw::{self, parse_conf};
     use uc_api::meta::str_at;
 
     fn spec(replicas: u32) -> Spec {
@@ -352,7 +406,7 @@ mod tests {
             ("zk-1".to_string(), srvr("leader")),
             ("zk-2".to_string(), srvr("follower")),
         ]);
-        let d = plan(&s, &pods, &Observed { serving, config: Some(conf) }, &json!({}));
+        let d = plan(&s, &pods, &Observed { serving, config: Some(conf), ..Default::default() }, &json!({}));
         assert_eq!(d.pods.len(), 3);
         assert_eq!(d.status["leader"], json!("zk-1"));
         assert_eq!(d.status["readyReplicas"], json!(3));
@@ -384,8 +438,11 @@ mod tests {
     fn serving_ensemble(s: &Spec, members: std::ops::Range<u32>) -> (ObjectMap, Observed) {
         let pods: ObjectMap = members.clone().map(|o| running(s, o)).collect();
         let conf = parse_conf(&objects::participants(s, members.clone()).join("\n"));
-        let serving = members.map(|o| (s.pod_name(o), srvr(if o == 0 { "leader" } else { "follower" }))).collect();
-        (pods, Observed { serving, config: Some(conf) })
+        let serving =
+            members.clone().map(|o| (s.pod_name(o), srvr(if o == 0 { "leader" } else { "follower" }))).collect();
+        let synced = members.len().saturating_sub(1);
+        let leader_mntr = fourlw::parse_mntr(&format!("zk_server_state\tleader\nzk_synced_followers\t{synced}\n"));
+        (pods, Observed { serving, config: Some(conf), leader_mntr })
     }
 
     fn env(pod: &Value, name: &str) -> String {
@@ -473,8 +530,52 @@ mod tests {
         let observed = Observed {
             serving: [("zk-0".to_string(), srvr("leader")), ("zk-1".to_string(), srvr("observer"))].into(),
             config: Some(conf),
+            ..Default::default()
         };
         let pods: ObjectMap = (0..2).map(|o| running(&one, o)).collect();
         assert_eq!(plan(&one, &pods, &observed, &json!({})).change, None, "one voter cannot carry a second");
+    }
+
+    #[test]
+    fn an_upgrade_rolls_followers_first_and_the_leader_last_and_only_when_caught_up() {
+        let s = spec(3);
+        let (mut pods, mut observed) = serving_ensemble(&s, 0..3); // zk-0 leads
+        let mut upgraded = Spec::from(&json!({"metadata": {"name": "zk", "namespace": "ns"},
+                                              "spec": {"replicas": 3, "image": {"tag": "3.9"}}}))
+        .unwrap();
+        let d = plan(&upgraded, &pods, &observed, &json!({}));
+        let images: Vec<&str> = d.pods.iter().map(|p| str_at(p, "/spec/containers/0/image")).collect();
+        assert_eq!(images, ["zookeeper:3.8", "zookeeper:3.8", "zookeeper:3.9"], "the highest follower first");
+        assert_eq!(d.change, None, "no membership change during a rollout");
+        let upgrading = &d.status["conditions"][1];
+        assert_eq!(
+            (upgrading["status"].as_str(), upgrading["message"].as_str()),
+            (Some("True"), Some("rolling upgrade: 3 of 3 servers to go"))
+        );
+        // Followers done: the leader goes last.
+        for o in 1..3 {
+            pods.get_mut(&s.pod_name(o)).unwrap()["spec"]["containers"][0]["image"] = json!("zookeeper:3.9");
+        }
+        let d = plan(&upgraded, &pods, &observed, &json!({}));
+        assert_eq!(str_at(&d.pods[0], "/spec/containers/0/image"), "zookeeper:3.9");
+        // A follower the leader does not count as synced holds the rollout.
+        observed.leader_mntr.insert("zk_synced_followers".into(), "1".into());
+        let d = plan(&upgraded, &pods, &observed, &json!({}));
+        assert_eq!(str_at(&d.pods[0], "/spec/containers/0/image"), "zookeeper:3.8");
+        assert_eq!(d.status["progress"], json!("waiting for every follower to catch up with the leader"));
+        // A restart round deletes one pod at a time (it comes back as the same member).
+        upgraded.restart_round = Some("7".into());
+        let all_new: ObjectMap = pods
+            .iter()
+            .map(|(n, p)| {
+                let mut p = p.clone();
+                p["spec"]["containers"][0]["image"] = json!("zookeeper:3.9");
+                (n.clone(), p)
+            })
+            .collect();
+        observed.leader_mntr.insert("zk_synced_followers".into(), "2".into());
+        let d = plan(&upgraded, &all_new, &observed, &json!({}));
+        let names: Vec<&str> = d.pods.iter().map(|p| str_at(p, "/metadata/name")).collect();
+        assert_eq!(names, ["zk-0", "zk-1"], "zk-2 restarts first");
     }
 }

@@ -64,6 +64,8 @@ pub struct Spec {
     pub pull_policy: Option<String>,
     pub domain: String,
     pub storage: Storage,
+    /// The rolling restart round asked for (see `rollout`), set by the sync from the status.
+    pub restart_round: Option<String>,
     /// The typed spec, for the parts copied into pods as they are.
     pub spec: ZookeeperClusterSpec,
 }
@@ -119,6 +121,7 @@ impl Spec {
             pull_policy: image.pull_policy,
             domain: nonempty(spec.kubernetes_cluster_domain.clone(), "cluster.local"),
             storage,
+            restart_round: None,
             spec,
         })
     }

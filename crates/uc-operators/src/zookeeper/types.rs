@@ -326,6 +326,10 @@ pub struct ZookeeperClusterStatus {
     /// The pod of the server that leads (uc's addition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader: Option<String>,
+    /// The rolling restart round done or under way: the generation at which `triggerRollingRestart`
+    /// turned true (uc's addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_round: Option<String>,
     /// The membership change under way, in words (uc's addition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<String>,
