@@ -36,6 +36,15 @@ impl Shared {
         let sent = digest(&status);
         let mut obj = parent.clone();
         obj["status"] = status;
+        // The status subresource is the controller's alone: written without a resourceVersion, so a
+        // cache a moment behind (the parent changed since this sync read it) is not a 409 to report;
+        // the next sync, from the newer parent, writes its own status anyway. A parent without the
+        // subresource is written whole, so there the resourceVersion stays (its spec may have changed).
+        if self.parent.status_subresource
+            && let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            meta.remove("resourceVersion");
+        }
         let api = self.api(&self.parent, meta_str(parent, "namespace"));
         let name = meta_str(parent, "name").to_string();
         let o: DynamicObject =
