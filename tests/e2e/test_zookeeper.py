@@ -103,6 +103,18 @@ def kazoo_client(cluster):
     return zk
 
 
+def write_znodes(cluster, count):
+    """Creates /data/n000 ... through the client Service's servers."""
+    zk = kazoo_client(cluster)
+    try:
+        zk.ensure_path("/data")
+        for i in range(count):
+            zk.create(f"/data/n{i:03}", str(i).encode())
+    finally:
+        zk.stop()
+        zk.close()
+
+
 def znodes_on_every_server(cluster, count):
     """Each server, asked alone, has every znode the test wrote."""
     from kazoo.client import KazooClient
@@ -178,12 +190,7 @@ def test_an_ensemble_elects_a_leader_and_replicates(cluster):
 def test_scaling_reconfigures_one_server_at_a_time_and_keeps_the_data(cluster):
     apply(cluster, 3)
     wait_for(lambda: healthy(cluster, 3), timeout=120, message="3 servers")
-    zk = kazoo_client(cluster)
-    zk.ensure_path("/data")
-    for i in range(200):
-        zk.create(f"/data/n{i:03}", str(i).encode())
-    zk.stop()
-    zk.close()
+    write_znodes(cluster, 200)
     readiness = PodReadiness(cluster)
     writer = Writer(cluster)
     try:
@@ -209,12 +216,7 @@ def test_scaling_reconfigures_one_server_at_a_time_and_keeps_the_data(cluster):
 def test_lost_servers_come_back_with_their_data_and_lost_quorum_is_reported(cluster):
     apply(cluster, 3)
     wait_for(lambda: healthy(cluster, 3), timeout=120, message="3 servers")
-    zk = kazoo_client(cluster)
-    zk.ensure_path("/data")
-    for i in range(20):
-        zk.create(f"/data/n{i:03}", b"x")
-    zk.stop()
-    zk.close()
+    write_znodes(cluster, 20)
     # One server's pod deleted: it comes back as the same member (same myid, same claim).
     old_uid = server_pods(cluster)[f"{NAME}-1"]["metadata"]["uid"]
     cluster.kubectl("delete", "pod", f"{NAME}-1")
@@ -371,12 +373,7 @@ def test_a_rolling_restart_remakes_each_server_once_the_leader_last(cluster):
 def test_kill_9_of_uc_during_a_scale_up_converges_with_the_data(cluster):
     apply(cluster, 3)
     wait_for(lambda: healthy(cluster, 3), timeout=120, message="3 servers")
-    zk = kazoo_client(cluster)
-    zk.ensure_path("/data")
-    for i in range(50):
-        zk.create(f"/data/n{i:03}", b"x")
-    zk.stop()
-    zk.close()
+    write_znodes(cluster, 50)
     apply(cluster, 5)
     wait_for(lambda: f"{NAME}-3" in server_pods(cluster), timeout=60, message="the first joiner's pod")
     cluster.kill9()
@@ -394,12 +391,7 @@ def test_an_old_claim_is_not_reused_by_a_server_that_joins_again(cluster):
     wait_for(lambda: healthy(cluster, 1), timeout=120, message="1 server")
     claims = sorted(c["metadata"]["name"] for c in get(cluster, "pvc")["items"])
     assert claims == [f"data-{NAME}-{i}" for i in range(3)], "Retain keeps the claims"
-    zk = kazoo_client(cluster)
-    zk.ensure_path("/data")
-    for i in range(10):
-        zk.create(f"/data/n{i:03}", b"x")  # written while servers 2 and 3 were out
-    zk.stop()
-    zk.close()
+    write_znodes(cluster, 10)  # written while servers 2 and 3 were out
     cluster.kubectl("apply", "-f", "-", input=YAML.replace("REPLICAS", "3").replace("Delete", "Retain"))
     wait_for(lambda: healthy(cluster, 3), timeout=180, message="3 servers again")
     znodes_on_every_server(cluster, 10)
