@@ -90,7 +90,9 @@ class Cluster:
         return 0.0
 
     def env(self):
-        return {**os.environ, "KUBECONFIG": self.kubeconfig}
+        # kubectl's discovery cache is keyed by host:port; clusters of earlier tests that had this port
+        # must not answer for this one, so each cluster has its own.
+        return {**os.environ, "KUBECONFIG": self.kubeconfig, "KUBECACHEDIR": os.path.join(self.data_dir, "kubectl-cache")}
 
     def kubectl(self, *args, input=None, check=True, timeout=60):
         r = subprocess.run(["kubectl", *args], input=input, capture_output=True, text=True, env=self.env(), timeout=timeout)
