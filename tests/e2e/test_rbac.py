@@ -17,7 +17,9 @@ def as_user(cluster, *args, token=None, cert=None, check=True):
     r = subprocess.run(
         ["kubectl", "--kubeconfig=/dev/null", f"--server={server}",
          f"--certificate-authority={os.path.join(cluster.data_dir, 'ca.crt')}", *creds, *args],
-        capture_output=True, text=True, timeout=60)
+        # The cluster's discovery cache, which the admin's calls filled: an identity that may not
+        # impersonate is refused discovery too, and kubectl then reports only "Forbidden: unknown".
+        capture_output=True, text=True, timeout=60, env=cluster.env())
     if check and r.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
     return r
