@@ -289,3 +289,15 @@ mod tests {
         );
     }
 }
+
+/// An observed child, as a desired one: what uc wrote (its last-applied configuration), else the
+/// object without its status.
+pub(crate) fn as_written(obj: &Value) -> Value {
+    uc_engine::apply::last_applied(obj).unwrap_or_else(|| {
+        let mut o = obj.clone();
+        if let Some(m) = o.as_object_mut() {
+            m.remove("status");
+        }
+        o
+    })
+}

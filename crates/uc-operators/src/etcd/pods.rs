@@ -47,11 +47,5 @@ pub fn current_version(spec: &Spec, pods: &[Value]) -> String {
 
 /// An observed pod, as a desired child: what uc wrote (status and server fields go).
 pub fn strip(pod: &Value) -> Value {
-    uc_engine::apply::last_applied(pod).unwrap_or_else(|| {
-        let mut p = pod.clone();
-        if let Some(m) = p.as_object_mut() {
-            m.remove("status");
-        }
-        p
-    })
+    crate::objects::as_written(pod)
 }

@@ -27,7 +27,7 @@ use super::fourlw::{Config, Srvr};
 use super::objects;
 use super::rollout::{self, Step};
 use super::spec::{Role, Spec};
-use crate::objects::is_ready;
+use crate::objects::{as_written, is_ready};
 
 /// What the servers said this sync.
 #[derive(Clone, Debug, Default)]
@@ -86,17 +86,6 @@ fn membership_of_status(spec: &Spec, status: &Value) -> Option<Membership> {
         })
         .collect();
     (!m.is_empty()).then_some(m)
-}
-
-/// An observed pod, as a desired child: what uc wrote (status and server fields go).
-fn as_written(pod: &Value) -> Value {
-    uc_engine::apply::last_applied(pod).unwrap_or_else(|| {
-        let mut p = pod.clone();
-        if let Some(m) = p.as_object_mut() {
-            m.remove("status");
-        }
-        p
-    })
 }
 
 /// The decision for one sync.
