@@ -245,6 +245,18 @@ pub(crate) async fn run_json_async<F: std::future::Future<Output = uc_api::hook:
     hook(request_of(request)).await.into_value()
 }
 
+/// An observed child, as a desired one: what uc wrote (its last-applied configuration), else the
+/// object without its status.
+pub(crate) fn as_written(obj: &Value) -> Value {
+    uc_engine::apply::last_applied(obj).unwrap_or_else(|| {
+        let mut o = obj.clone();
+        if let Some(m) = o.as_object_mut() {
+            m.remove("status");
+        }
+        o
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -288,16 +300,4 @@ mod tests {
             json!({"name": "q", "namespace": "default"})
         );
     }
-}
-
-/// An observed child, as a desired one: what uc wrote (its last-applied configuration), else the
-/// object without its status.
-pub(crate) fn as_written(obj: &Value) -> Value {
-    uc_engine::apply::last_applied(obj).unwrap_or_else(|| {
-        let mut o = obj.clone();
-        if let Some(m) = o.as_object_mut() {
-            m.remove("status");
-        }
-        o
-    })
 }
