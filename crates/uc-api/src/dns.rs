@@ -11,6 +11,11 @@ use serde_json::Value;
 
 /// The cluster domain.
 pub const DOMAIN: &str = "cluster.local";
+/// The domain of multi-cluster services (the MCS API's `clusterset.local`).
+pub const CLUSTERSET_DOMAIN: &str = "clusterset.local";
+/// Labels of an EndpointSlice imported from another cluster (the MCS API's).
+pub const SOURCE_CLUSTER: &str = "multicluster.kubernetes.io/source-cluster";
+pub const MCS_SERVICE_NAME: &str = "multicluster.kubernetes.io/service-name";
 
 fn s<'a>(v: &'a Value, p: &str) -> &'a str {
     v.pointer(p).and_then(Value::as_str).unwrap_or_default()
@@ -52,6 +57,35 @@ pub fn service_records(service: &Value, endpoints: Option<&Value>) -> Vec<(Strin
     out
 }
 
+/// The clusterset records of an EndpointSlice imported from another cluster (labelled with its
+/// source cluster and service): `<hostname>.<cluster>.<svc>.<ns>.svc.clusterset.local` per endpoint
+/// with a hostname, and every address under `<svc>.<ns>.svc.clusterset.local` (which the slices of
+/// all clusters share). Endpoints count ready or not: a server joining an ensemble must be reachable
+/// before it serves.
+pub fn clusterset_records(slice: &Value) -> Vec<(String, Vec<IpAddr>)> {
+    let label = |k: &str| slice.pointer(&format!("/metadata/labels/{}", k.replace('/', "~1"))).and_then(Value::as_str);
+    let (Some(cluster), Some(svc)) = (label(SOURCE_CLUSTER), label(MCS_SERVICE_NAME)) else { return Vec::new() };
+    let ns = s(slice, "/metadata/namespace");
+    let mut all = Vec::new();
+    let mut out = Vec::new();
+    for ep in slice.get("endpoints").and_then(Value::as_array).into_iter().flatten() {
+        let ips: Vec<IpAddr> = ep
+            .get("addresses")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.as_str()?.parse().ok())
+            .collect();
+        all.extend(ips.iter().copied());
+        let host = s(ep, "/hostname");
+        if !host.is_empty() && !ips.is_empty() {
+            out.push((format!("{host}.{cluster}.{svc}.{ns}.svc.{CLUSTERSET_DOMAIN}"), ips));
+        }
+    }
+    out.insert(0, (format!("{svc}.{ns}.svc.{CLUSTERSET_DOMAIN}"), all));
+    out
+}
+
 /// A name as fully qualified candidates, in the order a pod in `namespace` tries them (`ndots:5`: a
 /// name with fewer than five dots goes through the search path first).
 pub fn candidates(name: &str, namespace: &str) -> Vec<String> {
@@ -76,14 +110,31 @@ pub struct Names {
 }
 
 impl Names {
-    /// The table of `services` with their Endpoints (by `namespace/name`).
-    pub fn build<'a>(services: impl IntoIterator<Item = &'a Value>, endpoints: &BTreeMap<String, Value>) -> Names {
-        let mut records = BTreeMap::new();
+    /// The table of `services` with their Endpoints (by `namespace/name`), and the clusterset names of
+    /// EndpointSlices imported from other clusters (`slices`: any EndpointSlices; the others add
+    /// nothing).
+    pub fn build<'a>(
+        services: impl IntoIterator<Item = &'a Value>,
+        endpoints: &BTreeMap<String, Value>,
+        slices: impl IntoIterator<Item = &'a Value>,
+    ) -> Names {
+        let mut records: BTreeMap<String, Vec<IpAddr>> = BTreeMap::new();
         for svc in services {
             let key = format!("{}/{}", s(svc, "/metadata/namespace"), s(svc, "/metadata/name"));
             for (name, ips) in service_records(svc, endpoints.get(&key)) {
                 records.insert(name, ips);
             }
+        }
+        for slice in slices {
+            let mut recs = clusterset_records(slice).into_iter();
+            // `<svc>.<ns>.svc.clusterset.local`: every cluster's endpoints.
+            if let Some((service, ips)) = recs.next() {
+                let all = records.entry(service).or_default();
+                all.extend(ips);
+                all.sort();
+                all.dedup();
+            }
+            records.extend(recs);
         }
         Names { records }
     }
@@ -141,7 +192,32 @@ mod tests {
             "default/example".to_string(),
             json!({"subsets": [{"addresses": [{"ip": "127.5.0.2", "hostname": "example-0000"}, {"ip": "127.5.0.3", "hostname": "example-0001"}]}]}),
         );
-        Names::build(services.iter(), &endpoints)
+        let slices = [
+            json!({"metadata": {"name": "imported-m2-zk-headless", "namespace": "default",
+                                "labels": {SOURCE_CLUSTER: "m2", MCS_SERVICE_NAME: "zk-headless"}},
+                   "endpoints": [{"addresses": ["127.8.0.2"], "hostname": "zk-0", "conditions": {"ready": false}},
+                                 {"addresses": ["127.8.0.3"]}]}),
+            json!({"metadata": {"name": "imported-m1-zk-headless", "namespace": "default",
+                                "labels": {SOURCE_CLUSTER: "m1", MCS_SERVICE_NAME: "zk-headless"}},
+                   "endpoints": [{"addresses": ["127.7.0.2"], "hostname": "zk-0"}]}),
+            // A slice of this cluster's own: no clusterset names.
+            json!({"metadata": {"name": "web-abc", "namespace": "default"}, "endpoints": [{"addresses": ["127.5.0.9"], "hostname": "w"}]}),
+        ];
+        Names::build(services.iter(), &endpoints, slices.iter())
+    }
+
+    #[test]
+    fn imported_slices_give_clusterset_names() {
+        let t = table();
+        let ip = |s: &str| vec![s.parse::<IpAddr>().unwrap()];
+        assert_eq!(t.resolve("zk-0.m2.zk-headless.default.svc.clusterset.local", "x"), Some(&ip("127.8.0.2")[..]));
+        assert_eq!(t.resolve("zk-0.m1.zk-headless.default.svc.clusterset.local", "x"), Some(&ip("127.7.0.2")[..]));
+        let all = t.resolve("zk-headless.default.svc.clusterset.local", "x").unwrap();
+        assert_eq!(all.len(), 3, "every cluster's endpoints: {all:?}");
+        assert_eq!(t.records().keys().filter(|k| k.contains("clusterset")).count(), 3);
+        let lines = t.hosts_lines("default");
+        assert!(lines.iter().any(|(i, n)| i.to_string() == "127.8.0.2"
+            && n == &vec!["zk-0.m2.zk-headless.default.svc.clusterset.local".to_string()]));
     }
 
     #[test]

@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 
 use k8s_openapi::api::{
     admissionregistration::v1 as admission, apps::v1 as apps, authentication::v1 as authn, authorization::v1 as authz,
-    batch::v1 as batch, certificates::v1 as certs, coordination::v1 as coord, core::v1 as core, events::v1 as events,
-    policy::v1 as policy, rbac::v1 as rbac,
+    batch::v1 as batch, certificates::v1 as certs, coordination::v1 as coord, core::v1 as core,
+    discovery::v1 as discovery, events::v1 as events, policy::v1 as policy, rbac::v1 as rbac,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
 
@@ -50,6 +50,7 @@ kinds! {
     "batch" "v1" "Job" => batch::Job,
     "batch" "v1" "CronJob" => batch::CronJob,
     "coordination.k8s.io" "v1" "Lease" => coord::Lease,
+    "discovery.k8s.io" "v1" "EndpointSlice" => discovery::EndpointSlice,
     "events.k8s.io" "v1" "Event" => events::Event,
     "policy" "v1" "PodDisruptionBudget" => policy::PodDisruptionBudget,
     "rbac.authorization.k8s.io" "v1" "Role" => rbac::Role,

@@ -175,6 +175,7 @@ const BUILTINS: &[Builtin] = &[
     with(b("batch", "v1", "jobs", "Job", true, &[]), true, false, true, true),
     with(b("batch", "v1", "cronjobs", "CronJob", true, &["cj"]), true, false, true, true),
     b("coordination.k8s.io", "v1", "leases", "Lease", true, &[]),
+    b("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true, &[]),
     b("events.k8s.io", "v1", "events", "Event", true, &[]),
     with(b("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"]), true, false, true, false),
     with(b("apiregistration.k8s.io", "v1", "apiservices", "APIService", false, &[]), true, false, false, false),

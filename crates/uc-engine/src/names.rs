@@ -15,17 +15,19 @@ use std::time::Duration;
 use futures::StreamExt;
 use hyper_util::client::legacy::connect::dns::{GaiResolver, Name};
 use k8s_openapi::api::core::v1::{Endpoints, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::RwLock;
 use serde_json::Value;
 use tokio::sync::watch;
-use uc_api::dns::{DOMAIN, Names};
+use uc_api::dns::{CLUSTERSET_DOMAIN, DOMAIN, Names};
 
 #[derive(Default)]
 struct Objects {
     services: BTreeMap<String, Value>,
     endpoints: BTreeMap<String, Value>,
+    slices: BTreeMap<String, Value>,
 }
 
 /// The cluster's names, kept current.
@@ -41,24 +43,32 @@ fn key_of(v: &Value) -> String {
 }
 
 impl ClusterNames {
-    /// Starts watching the cluster's Services and Endpoints.
+    /// Starts watching the cluster's Services, Endpoints and EndpointSlices.
     pub fn start(client: kube::Client) -> ClusterNames {
         let table = Arc::new(RwLock::new(Names::default()));
         let (tx, synced) = watch::channel(false);
         let t = table.clone();
         tokio::spawn(async move {
             let services = watcher(Api::<Service>::all(client.clone()), watcher::Config::default()).default_backoff();
-            let endpoints = watcher(Api::<Endpoints>::all(client), watcher::Config::default()).default_backoff();
-            let events = futures::stream::select(
-                services.map(|e| (true, e.map(values))),
-                endpoints.map(|e| (false, e.map(values))),
-            );
+            let endpoints =
+                watcher(Api::<Endpoints>::all(client.clone()), watcher::Config::default()).default_backoff();
+            // Slices imported from other clusters (multi-cluster services) give clusterset names.
+            let slices = watcher(Api::<EndpointSlice>::all(client), watcher::Config::default()).default_backoff();
+            let events = futures::stream::select_all([
+                services.map(|e| (0, e.map(values))).boxed(),
+                endpoints.map(|e| (1, e.map(values))).boxed(),
+                slices.map(|e| (2, e.map(values))).boxed(),
+            ]);
             let mut events = std::pin::pin!(events);
             let mut objects = Objects::default();
-            let mut done = (false, false);
-            while let Some((is_service, ev)) = events.next().await {
+            let mut done = [false, false];
+            while let Some((which, ev)) = events.next().await {
                 let Ok(ev) = ev else { continue };
-                let map = if is_service { &mut objects.services } else { &mut objects.endpoints };
+                let map = match which {
+                    0 => &mut objects.services,
+                    1 => &mut objects.endpoints,
+                    _ => &mut objects.slices,
+                };
                 match ev {
                     watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
                         map.insert(key_of(&o), o);
@@ -68,15 +78,13 @@ impl ClusterNames {
                     }
                     watcher::Event::Init => map.clear(),
                     watcher::Event::InitDone => {
-                        if is_service {
-                            done.0 = true
-                        } else {
-                            done.1 = true
+                        if which < 2 {
+                            done[which] = true;
                         }
                     }
                 }
-                *t.write() = Names::build(objects.services.values(), &objects.endpoints);
-                if done.0 && done.1 {
+                *t.write() = Names::build(objects.services.values(), &objects.endpoints, objects.slices.values());
+                if done[0] && done[1] {
                     tx.send_replace(true);
                 }
             }
@@ -112,7 +120,11 @@ fn values<K: serde::Serialize>(e: watcher::Event<K>) -> watcher::Event<Value> {
 /// Whether a name can only be a cluster name (the system resolver is not asked for it).
 fn cluster_only(name: &str) -> bool {
     let n = name.trim_end_matches('.');
-    n.ends_with(&format!(".svc.{DOMAIN}")) || n.ends_with(".svc") || n == DOMAIN || n.ends_with(&format!(".{DOMAIN}"))
+    n.ends_with(&format!(".svc.{DOMAIN}"))
+        || n.ends_with(".svc")
+        || n == DOMAIN
+        || n.ends_with(&format!(".{DOMAIN}"))
+        || n.ends_with(&format!(".{CLUSTERSET_DOMAIN}"))
 }
 
 /// A DNS resolver for hyper's `HttpConnector` that knows the cluster's names.

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Endpoints, Node as NodeObject, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::Mutex;
@@ -149,29 +150,40 @@ async fn reclaim_claims(client: kube::Client, volumes: PathBuf) {
     }
 }
 
-/// Services and Endpoints feed the hosts files and the service proxy.
+/// Services and Endpoints feed the hosts files and the service proxy; EndpointSlices imported from
+/// other clusters, the hosts files' clusterset names.
 async fn watch_services(client: kube::Client, hosts: Option<Arc<names::HostsFiles>>, proxy: Arc<proxy::Proxy>) {
     let services = watcher(Api::<Service>::all(client.clone()), watcher::Config::default()).default_backoff();
-    let endpoints = watcher(Api::<Endpoints>::all(client), watcher::Config::default()).default_backoff();
-    let tagged = futures::stream::select(
-        services.map(|e| (true, e.map(event_value))),
-        endpoints.map(|e| (false, e.map(event_value))),
-    );
+    let endpoints = watcher(Api::<Endpoints>::all(client.clone()), watcher::Config::default()).default_backoff();
+    let slices = watcher(Api::<EndpointSlice>::all(client), watcher::Config::default()).default_backoff();
+    let tagged = futures::stream::select_all([
+        services.map(|e| (0, e.map(event_value))).boxed(),
+        endpoints.map(|e| (1, e.map(event_value))).boxed(),
+        slices.map(|e| (2, e.map(event_value))).boxed(),
+    ]);
     let mut tagged = std::pin::pin!(tagged);
-    while let Some((is_service, ev)) = tagged.next().await {
+    while let Some((which, ev)) = tagged.next().await {
         let (obj, gone) = match ev {
             Ok(Some(x)) => x,
             _ => continue,
         };
-        if is_service {
-            proxy.set_service(&obj, gone);
-            if let Some(h) = &hosts {
-                h.set_service(&obj, gone);
+        match which {
+            0 => {
+                proxy.set_service(&obj, gone);
+                if let Some(h) = &hosts {
+                    h.set_service(&obj, gone);
+                }
             }
-        } else {
-            proxy.set_endpoints(&obj, gone);
-            if let Some(h) = &hosts {
-                h.set_endpoints(&obj, gone);
+            1 => {
+                proxy.set_endpoints(&obj, gone);
+                if let Some(h) = &hosts {
+                    h.set_endpoints(&obj, gone);
+                }
+            }
+            _ => {
+                if let Some(h) = &hosts {
+                    h.set_endpoint_slice(&obj, gone);
+                }
             }
         }
     }

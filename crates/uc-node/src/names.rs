@@ -44,6 +44,8 @@ struct Tables {
     pods: BTreeMap<String, (String, String, Vec<String>)>,
     services: BTreeMap<String, Value>,
     endpoints: BTreeMap<String, Value>,
+    /// EndpointSlices imported from other clusters (multi-cluster services).
+    slices: BTreeMap<String, Value>,
     namespaces: BTreeSet<String>,
 }
 
@@ -131,6 +133,26 @@ impl HostsFiles {
         }
     }
 
+    /// Records an EndpointSlice (or forgets it); only slices imported from other clusters name
+    /// anything (their clusterset names).
+    pub fn set_endpoint_slice(&self, slice: &Value, gone: bool) {
+        let key = key_of(slice);
+        let imported = !uc_api::dns::clusterset_records(slice).is_empty();
+        let changed = {
+            let mut t = self.tables.lock();
+            let before = t.slices.get(&key).cloned();
+            if gone || !imported {
+                t.slices.remove(&key);
+            } else {
+                t.slices.insert(key.clone(), slice.clone());
+            }
+            before.as_ref().and_then(|b| b.get("endpoints")) != t.slices.get(&key).and_then(|e| e.get("endpoints"))
+        };
+        if changed {
+            self.flush();
+        }
+    }
+
     /// The file's content for `namespace`.
     pub fn render(&self, namespace: &str) -> String {
         let t = self.tables.lock();
@@ -167,7 +189,7 @@ fn render(t: &Tables, namespace: &str) -> String {
         }
         lines.push((ip.clone(), names));
     }
-    let names = Names::build(t.services.values(), &t.endpoints);
+    let names = Names::build(t.services.values(), &t.endpoints, t.slices.values());
     for (ip, n) in names.hosts_lines(namespace) {
         lines.push((ip.to_string(), n));
     }

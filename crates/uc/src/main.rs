@@ -22,6 +22,9 @@ enum Command {
     Run(RunArgs),
     /// Print the CRDs of uc's own resources (UniversalController, ControllerRevision) as YAML.
     Crds,
+    /// Register a member cluster with a multi-cluster control plane (`uc up --control-plane`, or
+    /// Karmada), as `karmadactl join` does in push mode: a credentials Secret and a `Cluster`.
+    Join(JoinArgs),
     /// A tiny HTTP server (the allowlisted test image `uc/http-server`): answers every GET with a text.
     #[command(hide = true)]
     HttpServer(HttpServerArgs),
@@ -44,6 +47,18 @@ struct ShimArgs {
     /// The program and its arguments.
     #[arg(last = true, required = true)]
     argv: Vec<String>,
+}
+
+#[derive(clap::Args)]
+struct JoinArgs {
+    /// The member's name (the `Cluster` object's).
+    name: String,
+    /// Kubeconfig of the control plane (default: $KUBECONFIG, ~/.kube/config).
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Kubeconfig of the member cluster (its current context's server, CA and bearer token are used).
+    #[arg(long)]
+    cluster_kubeconfig: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -114,6 +129,16 @@ struct UpArgs {
     /// Run none of the built-in workload controllers (Deployment, ReplicaSet).
     #[arg(long)]
     no_workload_controllers: bool,
+    /// Be a multi-cluster control plane with Karmada's API (Clusters, PropagationPolicy,
+    /// OverridePolicy, ResourceBinding, Work, the MCS API): resource templates here are propagated to
+    /// the member clusters registered with `uc join`. Like Karmada's control plane it runs no node
+    /// and no workload controllers.
+    #[arg(long)]
+    control_plane: bool,
+    /// The second octet of this cluster's pod addresses (127.N.0.0/16; default: chosen at random once
+    /// per data directory). Clusters whose pods talk to each other need different ones.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=254))]
+    pod_subnet: Option<u8>,
     /// Apply children client-side (a three-way merge with uc's last-applied annotation, like
     /// `kubectl apply`) instead of server-side apply (field manager `uc`, forced); clusters without
     /// server-side apply get client-side apply anyway.
@@ -142,6 +167,7 @@ fn main() -> anyhow::Result<()> {
         Command::Up(args) => runtime.block_on(up(args)),
         Command::Run(args) => runtime.block_on(run(args)),
         Command::HttpServer(args) => runtime.block_on(http_server(args)),
+        Command::Join(args) => runtime.block_on(join(args)),
         Command::Shim(_) => Ok(()),
         Command::Crds => {
             use std::io::Write;
@@ -189,7 +215,13 @@ fn random_token() -> String {
 
 async fn up(args: UpArgs) -> anyhow::Result<()> {
     let _lock = lock_data_dir(&args.data_dir)?;
-    let subnet = pod_subnet(&args.data_dir)?;
+    let subnet = match args.pod_subnet {
+        Some(n) => {
+            std::fs::write(args.data_dir.join("pod-subnet"), n.to_string()).context("writing pod-subnet")?;
+            n
+        }
+        None => pod_subnet(&args.data_dir)?,
+    };
     let kubelet_token = random_token();
     let mut config = uc_apiserver::Config::new(&args.data_dir);
     config.port = args.port;
@@ -222,7 +254,12 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         uc_operators::zookeeper::register(&mut options.natives, client.clone());
         let engine =
             uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
-        if !args.no_workload_controllers {
+        if args.control_plane {
+            // Resource templates of the operators' kinds, propagated rather than run here.
+            for crd in uc_operators::zookeeper::crds() {
+                uc_engine::manager::install_crd(&client, crd).await?;
+            }
+        } else if !args.no_workload_controllers {
             install_controllers(&client, uc_operators::workloads::controllers()).await?;
             for crd in uc_operators::etcd::crds() {
                 uc_engine::manager::install_crd(&client, crd).await?;
@@ -240,7 +277,16 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         }
         Some(engine)
     };
-    let node = if args.no_node {
+    let control_plane = if args.control_plane {
+        let client = client_for(Some(&kubeconfig), "karmada-controller-manager").await?;
+        let resolver = uc_engine::names::ClusterNames::start(client.clone()).resolver("default");
+        let plane = uc_karmada::start(client, resolver).await.context("starting the multi-cluster control plane")?;
+        tracing::info!("multi-cluster control plane running (Karmada's API)");
+        Some(plane)
+    } else {
+        None
+    };
+    let node = if args.no_node || args.control_plane {
         None
     } else {
         let client = client_for(Some(&kubeconfig), "uc-node").await?;
@@ -271,6 +317,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         // Every pod process stops with its grace period; nothing uc started is left running.
         n.shutdown().await;
     }
+    drop(control_plane);
     drop(engine);
     server.shutdown().await;
     Ok(())
@@ -337,6 +384,22 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     tracing::info!(metrics = ?engine.metrics_addr, "engine running");
     wait_for_signal().await;
     drop(engine);
+    Ok(())
+}
+
+async fn join(args: JoinArgs) -> anyhow::Result<()> {
+    let member = kube::config::Kubeconfig::read_from(&args.cluster_kubeconfig)
+        .with_context(|| format!("reading {}", args.cluster_kubeconfig.display()))?;
+    let creds = uc_karmada::join::credentials(&member).map_err(anyhow::Error::msg)?;
+    let (secret, cluster) = uc_karmada::join::objects(&args.name, &creds);
+    let client = client_for(args.kubeconfig.as_deref(), "uc-join").await?;
+    let kinds = uc_karmada::kinds::Kinds::default();
+    let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+                                "metadata": {"name": uc_karmada::join::SECRET_NAMESPACE}});
+    for obj in [&ns, &secret, &cluster] {
+        uc_karmada::objects::apply(&client, &kinds, obj).await.map_err(anyhow::Error::msg)?;
+    }
+    println!("cluster {} joined ({})", args.name, creds.endpoint);
     Ok(())
 }
 

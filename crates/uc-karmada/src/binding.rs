@@ -1,0 +1,308 @@
+//! Bindings and Works as pure functions: Karmada's names, the template as a Work carries it, the
+//! ResourceBinding a policy makes for a template, and the binding's status from its Works.
+
+use serde_json::{Map, Value, json};
+use uc_api::conditions::{condition, set_condition};
+use uc_api::meta::{controller_owner_reference, str_at};
+
+use crate::types::{Placement, TargetCluster};
+
+/// Who writes what the control plane writes (its field manager).
+pub const MANAGER: &str = "karmada-controller-manager";
+/// Label on a Work: the uid of the binding it comes from.
+pub const BINDING_ID: &str = "resourcebinding.karmada.io/permanent-id";
+/// Annotations on a Work: the binding it comes from.
+pub const BINDING_NAME: &str = "resourcebinding.karmada.io/name";
+pub const BINDING_NAMESPACE: &str = "resourcebinding.karmada.io/namespace";
+/// Labels on a binding: the policy that made it.
+pub const POLICY_NAME: &str = "propagationpolicy.karmada.io/name";
+pub const POLICY_NAMESPACE: &str = "propagationpolicy.karmada.io/namespace";
+pub const CLUSTER_POLICY_NAME: &str = "clusterpropagationpolicy.karmada.io/name";
+/// Annotations on a Work: the overrides applied (as Karmada records them).
+pub const APPLIED_OVERRIDES: &str = "policy.karmada.io/applied-overrides";
+pub const APPLIED_CLUSTER_OVERRIDES: &str = "policy.karmada.io/applied-cluster-overrides";
+/// The finalizer that makes a Work's deletion delete its objects in the member first.
+pub const EXECUTION_FINALIZER: &str = "karmada.io/execution-controller";
+
+/// `<name>-<kind>`, lower case (Karmada's `GenerateBindingName`).
+pub fn binding_name(kind: &str, name: &str) -> String {
+    format!("{}-{}", name.replace(':', "."), kind).to_lowercase()
+}
+
+/// `<name>-<hash of namespace, name and kind>` (Karmada's `GenerateWorkName`: FNV-32a, safe-encoded).
+pub fn work_name(kind: &str, name: &str, namespace: &str) -> String {
+    let name = name.replace(':', ".").to_lowercase();
+    let key = if namespace.is_empty() { format!("{name}-{kind}") } else { format!("{namespace}-{name}-{kind}") };
+    let mut hash: u32 = 0x811c_9dc5;
+    for b in key.to_lowercase().bytes() {
+        hash ^= b as u32;
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    format!("{name}-{}", safe_encode(&hash.to_string()))
+}
+
+/// apimachinery's `rand.SafeEncodeString`: digits and letters mapped to ones that spell no words.
+fn safe_encode(s: &str) -> String {
+    const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    s.bytes().map(|b| ALPHANUMS[b as usize % ALPHANUMS.len()] as char).collect()
+}
+
+/// `karmada-es-<cluster>`: where a cluster's Works live.
+pub fn execution_space(cluster: &str) -> String {
+    format!("karmada-es-{cluster}")
+}
+
+/// The cluster whose execution space `namespace` is.
+pub fn cluster_of(namespace: &str) -> Option<&str> {
+    namespace.strip_prefix("karmada-es-")
+}
+
+/// The template as a Work carries it: what the user wrote, without the control plane's metadata
+/// (uid, resourceVersion, owners, managed fields), status, or a Service's allocated addresses.
+pub fn prune(template: &Value) -> Value {
+    let mut out = template.clone();
+    if let Some(m) = out.as_object_mut() {
+        m.remove("status");
+    }
+    let meta = template.get("metadata").cloned().unwrap_or(json!({}));
+    let mut kept = Map::new();
+    for key in ["name", "namespace", "labels", "annotations"] {
+        if let Some(v) = meta.get(key) {
+            kept.insert(key.into(), v.clone());
+        }
+    }
+    if let Some(Value::Object(a)) = kept.get_mut("annotations") {
+        a.remove("kubectl.kubernetes.io/last-applied-configuration");
+    }
+    out["metadata"] = Value::Object(kept);
+    if str_at(template, "/kind") == "Service"
+        && let Some(spec) = out.get_mut("spec").and_then(Value::as_object_mut)
+    {
+        if spec.get("clusterIP").and_then(Value::as_str) != Some("None") {
+            spec.remove("clusterIP");
+            spec.remove("clusterIPs");
+        }
+        spec.remove("healthCheckNodePort");
+    }
+    out
+}
+
+/// The policy that made a binding: kind (`PropagationPolicy` / `ClusterPropagationPolicy`),
+/// namespace and name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyRef {
+    pub cluster_scoped: bool,
+    pub namespace: String,
+    pub name: String,
+}
+
+/// The ResourceBinding a policy makes for a template: owned by the template, naming it, with the
+/// policy's placement, the replicas the template declares and the scheduling result.
+pub fn binding(
+    template: &Value,
+    policy: &PolicyRef,
+    placement: &Placement,
+    replicas: i32,
+    clusters: &[TargetCluster],
+) -> Value {
+    let kind = str_at(template, "/kind");
+    let name = str_at(template, "/metadata/name");
+    let mut labels = Map::new();
+    if policy.cluster_scoped {
+        labels.insert(CLUSTER_POLICY_NAME.into(), json!(policy.name));
+    } else {
+        labels.insert(POLICY_NAMESPACE.into(), json!(policy.namespace));
+        labels.insert(POLICY_NAME.into(), json!(policy.name));
+    }
+    let mut spec = json!({
+        "resource": {
+            "apiVersion": template.get("apiVersion"), "kind": kind,
+            "namespace": str_at(template, "/metadata/namespace"), "name": name,
+            "uid": str_at(template, "/metadata/uid"),
+            "resourceVersion": str_at(template, "/metadata/resourceVersion"),
+        },
+        "placement": placement,
+        "clusters": clusters,
+    });
+    if replicas > 0 {
+        spec["replicas"] = json!(replicas);
+    }
+    json!({
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ResourceBinding",
+        "metadata": {
+            "name": binding_name(kind, name),
+            "namespace": str_at(template, "/metadata/namespace"),
+            "labels": labels,
+            "ownerReferences": [controller_owner_reference(template)],
+        },
+        "spec": spec,
+    })
+}
+
+/// The scheduling result to keep: the binding's own, when the placement and replicas it was made for
+/// are unchanged and every cluster in it is still a member. Karmada does not move a workload
+/// because a member stopped answering (it has no failover here).
+pub fn kept_schedule(
+    existing: &Value,
+    placement: &Placement,
+    replicas: i32,
+    members: &[String],
+) -> Option<Vec<TargetCluster>> {
+    let same_placement = existing.pointer("/spec/placement").is_some_and(|p| *p == json!(placement));
+    let same_replicas = existing.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0) == replicas as i64;
+    let clusters: Vec<TargetCluster> =
+        serde_json::from_value(existing.pointer("/spec/clusters").cloned().unwrap_or(json!([]))).ok()?;
+    let all_members = clusters.iter().all(|c| members.contains(&c.name));
+    (same_placement && same_replicas && all_members && !clusters.is_empty()).then_some(clusters)
+}
+
+/// A binding's status from its Works: one `aggregatedStatus` item per target cluster (the status and
+/// health the Work collected, whether it applied), `FullyApplied` when every Work applied, and
+/// `Scheduled` as the scheduler left it.
+pub fn binding_status(
+    previous: &Value,
+    clusters: &[TargetCluster],
+    works: &[(String, Value)],
+    scheduled: Value,
+    now: &str,
+) -> Value {
+    let mut items = Vec::new();
+    let mut all_applied = !clusters.is_empty();
+    for c in clusters {
+        let work = works.iter().find(|(cluster, _)| *cluster == c.name).map(|(_, w)| w);
+        let applied_cond = work.and_then(|w| {
+            w.pointer("/status/conditions")?
+                .as_array()?
+                .iter()
+                .find(|c| c.get("type") == Some(&json!("Applied")))
+                .cloned()
+        });
+        let applied = applied_cond.as_ref().is_some_and(|c| c.get("status") == Some(&json!("True")));
+        all_applied &= applied;
+        let mut item = json!({"clusterName": c.name, "applied": applied});
+        if let Some(cond) = &applied_cond
+            && !applied
+        {
+            item["appliedMessage"] = json!(str_at(cond, "/message"));
+        }
+        if let Some(m) = work.and_then(|w| w.pointer("/status/manifestStatuses/0")) {
+            if let Some(s) = m.get("status") {
+                item["status"] = s.clone();
+            }
+            item["health"] = json!(m.get("health").and_then(Value::as_str).unwrap_or("Unknown"));
+        } else {
+            item["health"] = json!("Unknown");
+        }
+        items.push(item);
+    }
+    let prev_status = previous.get("status");
+    let mut status = json!({"aggregatedStatus": items});
+    for key in ["schedulerObservedGeneration", "lastScheduledTime"] {
+        if let Some(v) = prev_status.and_then(|s| s.get(key)) {
+            status[key] = v.clone();
+        }
+    }
+    set_condition(&mut status, scheduled, prev_status, now);
+    let fully = if all_applied {
+        condition("FullyApplied", true, "FullyAppliedSuccess", "All works have been successfully applied")
+    } else {
+        condition(
+            "FullyApplied",
+            false,
+            "FullyAppliedFailed",
+            "Failed to apply all works, see status.aggregatedStatus for details",
+        )
+    };
+    set_condition(&mut status, fully, prev_status, now);
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn karmadas_names() {
+        assert_eq!(binding_name("Deployment", "nginx"), "nginx-deployment");
+        assert_eq!(binding_name("ClusterRole", "system:x"), "system.x-clusterrole");
+        let w = work_name("Deployment", "nginx", "default");
+        assert!(w.starts_with("nginx-") && w.len() > 7, "{w}");
+        assert_eq!(w, work_name("Deployment", "nginx", "default"));
+        assert_ne!(w, work_name("Deployment", "nginx", "other"));
+        assert_eq!(execution_space("m1"), "karmada-es-m1");
+        assert_eq!(cluster_of("karmada-es-m1"), Some("m1"));
+        assert_eq!(cluster_of("default"), None);
+    }
+
+    #[test]
+    fn prune_keeps_what_the_user_wrote() {
+        let t = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "s", "namespace": "d", "uid": "u", "resourceVersion": "9", "labels": {"a": "b"},
+                         "managedFields": [], "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "x": "y"}},
+            "spec": {"clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"], "ports": [{"port": 80}]},
+            "status": {"loadBalancer": {}}});
+        let p = prune(&t);
+        assert_eq!(
+            p["metadata"],
+            json!({"name": "s", "namespace": "d", "labels": {"a": "b"}, "annotations": {"x": "y"}})
+        );
+        assert_eq!(p["spec"], json!({"ports": [{"port": 80}]}));
+        assert!(p.get("status").is_none());
+        let mut headless = t.clone();
+        headless["spec"]["clusterIP"] = json!("None");
+        assert_eq!(prune(&headless)["spec"]["clusterIP"], "None");
+    }
+
+    #[test]
+    fn a_schedule_is_kept_until_placement_replicas_or_members_change() {
+        let p = Placement::default();
+        let clusters = vec![TargetCluster { name: "m1".into(), replicas: 2 }];
+        let rb = binding(
+            &json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "n", "namespace": "d", "uid": "u"}}),
+            &PolicyRef { cluster_scoped: false, namespace: "d".into(), name: "pp".into() },
+            &p,
+            2,
+            &clusters,
+        );
+        assert_eq!(rb["metadata"]["name"], "n-deployment");
+        assert_eq!(rb["metadata"]["ownerReferences"][0]["uid"], "u");
+        let members = vec!["m1".to_string()];
+        assert_eq!(kept_schedule(&rb, &p, 2, &members), Some(clusters.clone()));
+        assert_eq!(kept_schedule(&rb, &p, 3, &members), None);
+        assert_eq!(kept_schedule(&rb, &p, 2, &[]), None);
+    }
+
+    #[test]
+    fn status_aggregates_works_and_says_when_all_applied() {
+        let clusters =
+            vec![TargetCluster { name: "m1".into(), replicas: 1 }, TargetCluster { name: "m2".into(), replicas: 1 }];
+        let ok = json!({"status": {"conditions": [{"type": "Applied", "status": "True"}],
+                                   "manifestStatuses": [{"status": {"readyReplicas": 1}, "health": "Healthy"}]}});
+        let failed = json!({"status": {"conditions": [{"type": "Applied", "status": "False", "message": "cluster m2 is not reachable"}]}});
+        let scheduled = condition("Scheduled", true, "Success", "Binding has been scheduled successfully.");
+        let s = binding_status(
+            &json!({}),
+            &clusters,
+            &[("m1".into(), ok.clone()), ("m2".into(), failed)],
+            scheduled.clone(),
+            "t1",
+        );
+        assert_eq!(
+            s["aggregatedStatus"][0],
+            json!({"clusterName": "m1", "applied": true, "status": {"readyReplicas": 1}, "health": "Healthy"})
+        );
+        assert_eq!(s["aggregatedStatus"][1]["appliedMessage"], "cluster m2 is not reachable");
+        let fully = s["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "FullyApplied").unwrap();
+        assert_eq!(fully["status"], "False");
+        let s2 = binding_status(
+            &json!({"status": s}),
+            &clusters,
+            &[("m1".into(), ok.clone()), ("m2".into(), ok)],
+            scheduled,
+            "t2",
+        );
+        let fully = s2["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "FullyApplied").unwrap();
+        assert_eq!((fully["status"].as_str(), fully["lastTransitionTime"].as_str()), (Some("True"), Some("t2")));
+    }
+}

@@ -1,0 +1,116 @@
+//! The control plane's loop: every pass reads the member clusters' health, then runs the detector and
+//! scheduler, the binding controller, the execution controller, status aggregation and service
+//! import, each level-triggered from what the API holds — so a pass that fails half-way (a member
+//! gone, an API error) is made good by the next one. Passes run back to back, at most one per
+//! `PERIOD`.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use uc_api::conditions::{condition, set_condition};
+use uc_api::meta::str_at;
+
+use crate::interpret::Interpreter;
+use crate::kinds::Kinds;
+use crate::members::Members;
+use crate::objects::{self, holds};
+use crate::plane::{CLUSTER_API, CONFIG_API, Plane};
+use crate::{execute, mcs, propagate};
+
+/// The shortest time between two passes.
+const PERIOD: Duration = Duration::from_millis(700);
+
+/// Runs the control plane until the task is dropped.
+pub async fn run(client: kube::Client, resolver: uc_engine::names::Resolver) {
+    let mut plane = Plane { client, kinds: Kinds::default(), members: Members::default(), resolver };
+    let mut with_crds: HashSet<String> = HashSet::new();
+    loop {
+        let started = tokio::time::Instant::now();
+        if let Err(e) = pass(&mut plane, &mut with_crds).await {
+            tracing::warn!(error = %e, "control plane pass incomplete");
+            // A kind may have been installed or removed.
+            plane.kinds.forget();
+        }
+        tokio::time::sleep_until(started + PERIOD).await;
+    }
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+async fn pass(plane: &mut Plane, with_crds: &mut HashSet<String>) -> Result<(), String> {
+    let now = now();
+    let clusters = objects::list(&plane.client, &plane.kinds, CLUSTER_API, "Cluster", "").await?;
+    plane.members.refresh(&plane.client, &clusters).await;
+    for c in &clusters {
+        cluster_status(plane, c, &now).await?;
+    }
+    for m in plane.members.by_name.values() {
+        if !m.ready {
+            with_crds.remove(&m.name);
+        } else if !with_crds.contains(&m.name) {
+            // Karmada installs the MCS API in every member it joins.
+            let client = m.client.clone();
+            let mut ok = true;
+            for crd in crate::crds::member() {
+                ok &= uc_engine::manager::install_crd(&client, crd).await.is_ok();
+            }
+            if ok {
+                with_crds.insert(m.name.clone());
+                m.kinds.forget();
+            }
+        }
+    }
+    ensure_execution_spaces(plane, &clusters).await?;
+    let configs =
+        objects::list(&plane.client, &plane.kinds, CONFIG_API, "ResourceInterpreterWebhookConfiguration", "").await?;
+    let interpreter = Interpreter::new(&configs, &plane.resolver);
+    for e in &interpreter.errors {
+        tracing::warn!(error = %e, "interpreter webhook not usable");
+    }
+    let scheduled = propagate::detect(plane, &interpreter, &now).await?;
+    propagate::sync_works(plane, &interpreter).await?;
+    execute::execute(plane, &interpreter, &now).await?;
+    execute::aggregate(plane, &scheduled, &now).await?;
+    mcs::sync(plane).await?;
+    Ok(())
+}
+
+/// A Cluster's `Ready` condition and Kubernetes version, from its last health check.
+async fn cluster_status(plane: &Plane, cluster: &Value, now: &str) -> Result<(), String> {
+    let name = str_at(cluster, "/metadata/name");
+    let previous = cluster.get("status");
+    let mut status = previous.cloned().unwrap_or(json!({}));
+    let cond = match plane.members.by_name.get(name) {
+        Some(m) if m.ready => {
+            status["kubernetesVersion"] = json!(m.version);
+            condition("Ready", true, "ClusterReady", &m.message)
+        }
+        Some(m) => condition("Ready", false, "ClusterNotReachable", &m.message),
+        None => condition(
+            "Ready",
+            false,
+            "ClusterNotReachable",
+            "no client for the cluster: see spec.apiEndpoint and spec.secretRef",
+        ),
+    };
+    set_condition(&mut status, cond, previous, now);
+    if !holds(previous.unwrap_or(&Value::Null), &status) {
+        objects::write_status(&plane.client, &plane.kinds, cluster, &status).await?;
+    }
+    Ok(())
+}
+
+/// `karmada-es-<cluster>` for every member.
+async fn ensure_execution_spaces(plane: &Plane, clusters: &[Value]) -> Result<(), String> {
+    for c in clusters {
+        let ns = crate::binding::execution_space(str_at(c, "/metadata/name"));
+        if objects::get(&plane.client, &plane.kinds, "v1", "Namespace", "", &ns).await?.is_none() {
+            let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            objects::apply(&plane.client, &plane.kinds, &obj).await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,173 @@
+//! The execution controller: every Work's manifests applied in its member cluster (namespace first),
+//! their status and health collected back into the Work, objects deleted from the member when their
+//! Work goes; and each binding's status aggregated from its Works.
+
+use std::collections::HashSet;
+
+use serde_json::{Value, json};
+use uc_api::conditions::{condition, set_condition};
+use uc_api::meta::{finalizers, is_deleting, str_at};
+
+use crate::binding::{self, BINDING_ID, EXECUTION_FINALIZER};
+use crate::interpret::Interpreter;
+use crate::members::Member;
+use crate::objects::{self, holds};
+use crate::plane::{BINDING_API, Plane, WORK_API};
+use crate::propagate::Scheduled;
+use crate::types::TargetCluster;
+
+/// Label on every object the control plane put into a member.
+pub const MANAGED: &str = "karmada.io/managed";
+/// Annotations on such an object: its Work.
+pub const WORK_NAME: &str = "work.karmada.io/name";
+pub const WORK_NAMESPACE: &str = "work.karmada.io/namespace";
+
+/// Applies every Work in its member and records what came of it.
+pub async fn execute(plane: &Plane, interpreter: &Interpreter, now: &str) -> Result<(), String> {
+    let works = objects::list(&plane.client, &plane.kinds, WORK_API, "Work", "").await?;
+    for w in works {
+        let Some(cluster) = binding::cluster_of(str_at(&w, "/metadata/namespace")) else { continue };
+        let member = plane.members.by_name.get(cluster);
+        if is_deleting(&w) {
+            if let Err(e) = delete_from_member(plane, &w, member).await {
+                tracing::warn!(work = str_at(&w, "/metadata/name"), %cluster, error = %e, "work not deleted yet");
+            }
+            continue;
+        }
+        let status = match member {
+            Some(m) if m.ready => apply_in_member(m, interpreter, &w, now).await,
+            Some(m) => failed(&w, &format!("cluster {cluster} is not ready: {}", m.message), now),
+            None => failed(&w, &format!("cluster {cluster} is not a member"), now),
+        };
+        if w.get("status") != Some(&status) {
+            objects::write_status(&plane.client, &plane.kinds, &w, &status).await?;
+        }
+    }
+    Ok(())
+}
+
+fn manifests(w: &Value) -> Vec<Value> {
+    w.pointer("/spec/workload/manifests").and_then(Value::as_array).cloned().unwrap_or_default()
+}
+
+/// The Work's status when nothing could be applied: `Applied` False, the last collected statuses kept.
+fn failed(w: &Value, message: &str, now: &str) -> Value {
+    let previous = w.get("status");
+    let mut status = previous.cloned().unwrap_or(json!({}));
+    set_condition(&mut status, condition("Applied", false, "AppliedFailed", message), previous, now);
+    status
+}
+
+async fn apply_in_member(m: &Member, interpreter: &Interpreter, w: &Value, now: &str) -> Value {
+    let previous = w.get("status");
+    let mut namespaces = HashSet::new();
+    let mut statuses = Vec::new();
+    for (i, manifest) in manifests(w).into_iter().enumerate() {
+        let mut manifest = manifest;
+        manifest["metadata"]["labels"][MANAGED] = json!("true");
+        manifest["metadata"]["annotations"][WORK_NAME] = json!(str_at(w, "/metadata/name"));
+        manifest["metadata"]["annotations"][WORK_NAMESPACE] = json!(str_at(w, "/metadata/namespace"));
+        let (av, kind) = (str_at(&manifest, "/apiVersion").to_string(), str_at(&manifest, "/kind").to_string());
+        let (ns, name) =
+            (str_at(&manifest, "/metadata/namespace").to_string(), str_at(&manifest, "/metadata/name").to_string());
+        if !ns.is_empty()
+            && namespaces.insert(ns.clone())
+            && let Err(e) = ensure_namespace(m, &ns).await
+        {
+            return failed(w, &format!("cluster {}: {e}", m.name), now);
+        }
+        let current = match objects::get(&m.client, &m.kinds, &av, &kind, &ns, &name).await {
+            Ok(c) => c,
+            Err(e) => return failed(w, &format!("cluster {}: {e}", m.name), now),
+        };
+        let observed = match current {
+            Some(c) if holds(&c, &manifest) => c,
+            _ => match objects::apply(&m.client, &m.kinds, &manifest).await {
+                Ok(applied) => applied,
+                Err(e) => return failed(w, &format!("cluster {}: {e}", m.name), now),
+            },
+        };
+        let (group, version) = uc_api::resource::split_api_version(&av);
+        let plural = m.kinds.get(&m.client, &av, &kind).await.map(|k| k.ar.plural).unwrap_or_default();
+        let mut item = json!({"identifier": {"ordinal": i, "group": group, "version": version, "kind": kind,
+                                             "resource": plural, "namespace": ns, "name": name}});
+        match interpreter.status(&observed).await {
+            Ok(Some(s)) => item["status"] = s,
+            Ok(None) => {}
+            Err(e) => tracing::warn!(cluster = %m.name, error = %e, "status not interpreted"),
+        }
+        item["health"] = json!(interpreter.health(&observed).await.unwrap_or_else(|e| {
+            tracing::warn!(cluster = %m.name, error = %e, "health not interpreted");
+            "Unknown"
+        }));
+        statuses.push(item);
+    }
+    let mut status = json!({"manifestStatuses": statuses});
+    let ok = condition("Applied", true, "AppliedSuccessful", "Manifest has been successfully applied");
+    set_condition(&mut status, ok, previous, now);
+    status
+}
+
+async fn ensure_namespace(m: &Member, ns: &str) -> Result<(), String> {
+    if objects::get(&m.client, &m.kinds, "v1", "Namespace", "", ns).await?.is_some() {
+        return Ok(());
+    }
+    let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+    objects::apply(&m.client, &m.kinds, &obj).await.map(|_| ())
+}
+
+/// Deletes a deleted Work's objects from its member, then lets the Work go. A member that is gone
+/// has nothing left to delete; one that does not answer keeps the Work until it does.
+async fn delete_from_member(plane: &Plane, w: &Value, member: Option<&Member>) -> Result<(), String> {
+    if !finalizers(w).iter().any(|f| f == EXECUTION_FINALIZER) {
+        return Ok(());
+    }
+    if let Some(m) = member {
+        if !m.ready {
+            return Err(format!("cluster {} is not ready: {}", m.name, m.message));
+        }
+        for manifest in manifests(w) {
+            let (av, kind) = (str_at(&manifest, "/apiVersion"), str_at(&manifest, "/kind"));
+            let (ns, name) = (str_at(&manifest, "/metadata/namespace"), str_at(&manifest, "/metadata/name"));
+            objects::delete(&m.client, &m.kinds, av, kind, ns, name).await?;
+        }
+    }
+    let rest: Vec<String> = finalizers(w).into_iter().filter(|f| f != EXECUTION_FINALIZER).collect();
+    let rv = str_at(w, "/metadata/resourceVersion");
+    objects::merge(&plane.client, &plane.kinds, w, &json!({"metadata": {"finalizers": rest, "resourceVersion": rv}}))
+        .await
+}
+
+/// Every binding's status from its Works and this pass's scheduling.
+pub async fn aggregate(plane: &Plane, scheduled: &Scheduled, now: &str) -> Result<(), String> {
+    let bindings = objects::list(&plane.client, &plane.kinds, BINDING_API, "ResourceBinding", "").await?;
+    let works = objects::list(&plane.client, &plane.kinds, WORK_API, "Work", "").await?;
+    for rb in bindings {
+        let id = str_at(&rb, "/metadata/uid");
+        let mine: Vec<(String, Value)> = works
+            .iter()
+            .filter(|w| {
+                w.pointer(&format!("/metadata/labels/{}", BINDING_ID.replace('/', "~1"))).and_then(Value::as_str)
+                    == Some(id)
+            })
+            .filter_map(|w| Some((binding::cluster_of(str_at(w, "/metadata/namespace"))?.to_string(), w.clone())))
+            .collect();
+        let clusters: Vec<TargetCluster> =
+            serde_json::from_value(rb.pointer("/spec/clusters").cloned().unwrap_or(json!([]))).unwrap_or_default();
+        let key = format!("{}/{}", str_at(&rb, "/metadata/namespace"), str_at(&rb, "/metadata/name"));
+        let cond = scheduled.get(&key).cloned().or_else(|| {
+            rb.pointer("/status/conditions")?.as_array()?.iter().find(|c| c["type"] == "Scheduled").cloned()
+        });
+        let cond =
+            cond.unwrap_or_else(|| condition("Scheduled", false, "Unschedulable", "no policy propagates the resource"));
+        let mut cond = cond;
+        if let Some(m) = cond.as_object_mut() {
+            m.remove("lastTransitionTime");
+        }
+        let status = binding::binding_status(&rb, &clusters, &mine, cond, now);
+        if !holds(rb.get("status").unwrap_or(&Value::Null), &status) {
+            objects::write_status(&plane.client, &plane.kinds, &rb, &status).await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,278 @@
+//! The resource interpreter: how many replicas a resource declares, the resource with its replicas
+//! revised, the status to reflect from a member and its health. Kinds Karmada knows are answered here
+//! (its default interpreter); any kind a `ResourceInterpreterWebhookConfiguration` names is asked over
+//! its webhook with a `ResourceInterpreterContext`, as Karmada does.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use uc_api::meta::str_at;
+use uc_engine::hooks::webhook::WebhookHook;
+use uc_engine::names::Resolver;
+
+/// The operations the control plane asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    InterpretReplica,
+    ReviseReplica,
+    InterpretStatus,
+    InterpretHealth,
+}
+
+impl Operation {
+    fn name(self) -> &'static str {
+        match self {
+            Operation::InterpretReplica => "InterpretReplica",
+            Operation::ReviseReplica => "ReviseReplica",
+            Operation::InterpretStatus => "InterpretStatus",
+            Operation::InterpretHealth => "InterpretHealth",
+        }
+    }
+}
+
+/// Whether a webhook's rules take `op` on `apiVersion`/`kind` (`*` matches everything).
+pub fn rules_match(webhook: &Value, op: Operation, api_version: &str, kind: &str) -> bool {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let has = |rule: &Value, key: &str, want: &str| {
+        rule.get(key).and_then(Value::as_array).is_some_and(|l| l.iter().any(|v| v == "*" || v == want))
+    };
+    webhook.get("rules").and_then(Value::as_array).into_iter().flatten().any(|r| {
+        has(r, "operations", op.name())
+            && has(r, "apiGroups", group)
+            && has(r, "apiVersions", version)
+            && has(r, "kinds", kind)
+    })
+}
+
+/// One webhook of a configuration, ready to call.
+struct Hook {
+    config: Value,
+    client: Arc<WebhookHook>,
+}
+
+/// The interpreter: the default one plus the webhooks configured when it was built.
+#[derive(Default)]
+pub struct Interpreter {
+    hooks: Vec<Hook>,
+    /// Configurations that could not be used, with why.
+    pub errors: Vec<String>,
+}
+
+impl Interpreter {
+    /// From every `ResourceInterpreterWebhookConfiguration`.
+    pub fn new(configs: &[Value], resolver: &Resolver) -> Interpreter {
+        let mut out = Interpreter::default();
+        for cfg in configs {
+            for w in cfg.get("webhooks").and_then(Value::as_array).into_iter().flatten() {
+                let cc = w.get("clientConfig").cloned().unwrap_or(json!({}));
+                let url = match (cc.get("url").and_then(Value::as_str), cc.get("service")) {
+                    (_, Some(s)) => format!(
+                        "https://{}.{}.svc:{}{}",
+                        str_at(s, "/name"),
+                        str_at(s, "/namespace"),
+                        s.get("port").and_then(Value::as_i64).unwrap_or(443),
+                        str_at(s, "/path")
+                    ),
+                    (Some(u), None) => u.to_string(),
+                    (None, None) => {
+                        out.errors.push(format!("{}: clientConfig needs url or service", str_at(w, "/name")));
+                        continue;
+                    }
+                };
+                let spec = uc_api::controller::Webhook {
+                    url: Some(url),
+                    timeout: Some(format!("{}s", w.get("timeoutSeconds").and_then(Value::as_i64).unwrap_or(10))),
+                    ca_bundle: cc.get("caBundle").and_then(Value::as_str).map(str::to_string),
+                    ..Default::default()
+                };
+                match WebhookHook::new(&spec, resolver.clone()) {
+                    Ok(client) => out.hooks.push(Hook { config: w.clone(), client: Arc::new(client) }),
+                    Err(e) => out.errors.push(format!("{}: {e}", str_at(w, "/name"))),
+                }
+            }
+        }
+        out
+    }
+
+    fn hook_for(&self, op: Operation, obj: &Value) -> Option<&Hook> {
+        let (av, kind) = (str_at(obj, "/apiVersion"), str_at(obj, "/kind"));
+        self.hooks.iter().find(|h| rules_match(&h.config, op, av, kind))
+    }
+
+    async fn ask(&self, hook: &Hook, op: Operation, obj: &Value, replicas: Option<i32>) -> Result<Value, String> {
+        let av = str_at(obj, "/apiVersion");
+        let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
+        let uid = uuid::Uuid::new_v4().to_string();
+        let mut request = json!({
+            "uid": uid,
+            "kind": {"group": group, "version": version, "kind": str_at(obj, "/kind")},
+            "name": str_at(obj, "/metadata/name"),
+            "namespace": str_at(obj, "/metadata/namespace"),
+            "operation": op.name(),
+            "object": obj,
+        });
+        if let Some(n) = replicas {
+            request["replicas"] = json!(n);
+        }
+        let context = json!({"apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterContext",
+                             "request": request});
+        let name = str_at(&hook.config, "/name").to_string();
+        let answer = hook.client.call(&context).await.map_err(|e| format!("interpreter webhook {name}: {e}"))?;
+        let response = answer.get("response").cloned().unwrap_or(Value::Null);
+        if response.get("successful").and_then(Value::as_bool) != Some(true) {
+            let why = str_at(&response, "/status/message");
+            return Err(format!("interpreter webhook {name} answered {} unsuccessfully: {why}", op.name()));
+        }
+        Ok(response)
+    }
+
+    /// The replicas `obj` declares.
+    pub async fn replicas(&self, obj: &Value) -> Result<i32, String> {
+        if let Some(h) = self.hook_for(Operation::InterpretReplica, obj) {
+            let r = self.ask(h, Operation::InterpretReplica, obj, None).await?;
+            return Ok(r.get("replicas").and_then(Value::as_i64).unwrap_or(0) as i32);
+        }
+        Ok(default_replicas(obj))
+    }
+
+    /// `obj` with its replicas set to `n`.
+    pub async fn revise_replicas(&self, obj: &Value, n: i32) -> Result<Value, String> {
+        if let Some(h) = self.hook_for(Operation::ReviseReplica, obj) {
+            let r = self.ask(h, Operation::ReviseReplica, obj, Some(n)).await?;
+            return apply_response_patch(obj, &r);
+        }
+        let mut out = obj.clone();
+        if let Some(path) = replicas_path(str_at(obj, "/kind")) {
+            out[path.0][path.1] = json!(n);
+        }
+        Ok(out)
+    }
+
+    /// The status to reflect from a member's object.
+    pub async fn status(&self, observed: &Value) -> Result<Option<Value>, String> {
+        if let Some(h) = self.hook_for(Operation::InterpretStatus, observed) {
+            let r = self.ask(h, Operation::InterpretStatus, observed, None).await?;
+            return Ok(r.get("rawStatus").cloned());
+        }
+        Ok(observed.get("status").cloned())
+    }
+
+    /// `Healthy`, `Unhealthy` or `Unknown`.
+    pub async fn health(&self, observed: &Value) -> Result<&'static str, String> {
+        if let Some(h) = self.hook_for(Operation::InterpretHealth, observed) {
+            let r = self.ask(h, Operation::InterpretHealth, observed, None).await?;
+            return Ok(match r.get("healthy").and_then(Value::as_bool) {
+                Some(true) => "Healthy",
+                Some(false) => "Unhealthy",
+                None => "Unknown",
+            });
+        }
+        Ok(default_health(observed))
+    }
+}
+
+/// A webhook's answer applied: its base64 JSON patch, when it sent one.
+fn apply_response_patch(obj: &Value, response: &Value) -> Result<Value, String> {
+    let Some(p) = response.get("patch").and_then(Value::as_str) else { return Ok(obj.clone()) };
+    let bytes =
+        base64::engine::general_purpose::STANDARD.decode(p).map_err(|e| format!("the patch is not base64: {e}"))?;
+    let patch: json_patch::Patch =
+        serde_json::from_slice(&bytes).map_err(|e| format!("the patch is not a JSON patch: {e}"))?;
+    let mut out = obj.clone();
+    json_patch::patch(&mut out, &patch).map_err(|e| format!("the patch does not apply: {e}"))?;
+    Ok(out)
+}
+
+/// Where a kind Karmada knows keeps its replicas.
+fn replicas_path(kind: &str) -> Option<(&'static str, &'static str)> {
+    match kind {
+        "Deployment" | "ReplicaSet" | "StatefulSet" | "ReplicationController" => Some(("spec", "replicas")),
+        "Job" => Some(("spec", "parallelism")),
+        _ => None,
+    }
+}
+
+/// The replicas of a kind Karmada knows (Deployment's default of 1 included); 0 for the rest.
+pub fn default_replicas(obj: &Value) -> i32 {
+    match replicas_path(str_at(obj, "/kind")) {
+        Some((a, b)) => obj.get(a).and_then(|s| s.get(b)).and_then(Value::as_i64).unwrap_or(1) as i32,
+        None if str_at(obj, "/kind") == "Pod" => 1,
+        None => 0,
+    }
+}
+
+/// Health of a kind Karmada knows: workloads whose replicas are all updated and available at their
+/// generation, Pods running or done; `Unknown` for the rest.
+pub fn default_health(obj: &Value) -> &'static str {
+    let int = |p: &str| obj.pointer(p).and_then(Value::as_i64).unwrap_or(0);
+    let observed = int("/status/observedGeneration") >= int("/metadata/generation");
+    let verdict = match str_at(obj, "/kind") {
+        "Deployment" | "StatefulSet" | "ReplicaSet" => {
+            let want = obj.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+            let ready = if str_at(obj, "/kind") == "Deployment" {
+                int("/status/availableReplicas")
+            } else {
+                int("/status/readyReplicas")
+            };
+            Some(observed && ready >= want && int("/status/updatedReplicas").max(ready) >= want)
+        }
+        "DaemonSet" => Some(observed && int("/status/numberReady") >= int("/status/desiredNumberScheduled")),
+        "Pod" => Some(matches!(str_at(obj, "/status/phase"), "Running" | "Succeeded")),
+        "Service" | "ConfigMap" | "Secret" | "Namespace" | "ServiceAccount" => Some(true),
+        _ => None,
+    };
+    match verdict {
+        Some(true) => "Healthy",
+        Some(false) => "Unhealthy",
+        None => "Unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn webhook_rules_match_by_operation_group_version_kind() {
+        let w = json!({"rules": [{"operations": ["ReviseReplica", "InterpretHealth"], "apiGroups": ["zookeeper.pravega.io"],
+                                   "apiVersions": ["*"], "kinds": ["ZookeeperCluster"]}]});
+        let av = "zookeeper.pravega.io/v1beta1";
+        assert!(rules_match(&w, Operation::ReviseReplica, av, "ZookeeperCluster"));
+        assert!(!rules_match(&w, Operation::InterpretReplica, av, "ZookeeperCluster"));
+        assert!(!rules_match(&w, Operation::ReviseReplica, "apps/v1", "ZookeeperCluster"));
+        assert!(!rules_match(&w, Operation::ReviseReplica, av, "Other"));
+    }
+
+    #[test]
+    fn the_default_interpreter_knows_workloads() {
+        let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"generation": 2}, "spec": {}});
+        assert_eq!(default_replicas(&d), 1);
+        assert_eq!(default_replicas(&json!({"kind": "ConfigMap"})), 0);
+        assert_eq!(default_health(&d), "Unhealthy");
+        let mut healthy = d.clone();
+        healthy["spec"]["replicas"] = json!(2);
+        healthy["status"] = json!({"observedGeneration": 2, "availableReplicas": 2, "updatedReplicas": 2});
+        assert_eq!(default_health(&healthy), "Healthy");
+        assert_eq!(default_health(&json!({"kind": "Widget"})), "Unknown");
+    }
+
+    #[tokio::test]
+    async fn the_default_revision_sets_replicas() {
+        let i = Interpreter::default();
+        let d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 5}});
+        assert_eq!(i.revise_replicas(&d, 2).await.unwrap()["spec"]["replicas"], 2);
+        let w = json!({"apiVersion": "x/v1", "kind": "Widget", "spec": {"replicas": 5}});
+        assert_eq!(i.revise_replicas(&w, 2).await.unwrap(), w);
+    }
+
+    #[test]
+    fn a_response_patch_is_applied() {
+        let patch =
+            base64::engine::general_purpose::STANDARD.encode(r#"[{"op":"replace","path":"/spec/replicas","value":0}]"#);
+        let out =
+            apply_response_patch(&json!({"spec": {"replicas": 5}}), &json!({"patch": patch, "patchType": "JSONPatch"}));
+        assert_eq!(out.unwrap()["spec"]["replicas"], 0);
+        assert!(apply_response_patch(&json!({}), &json!({"patch": "***"})).is_err());
+    }
+}

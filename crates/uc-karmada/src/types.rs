@@ -1,0 +1,188 @@
+//! The parts of Karmada's types the control plane acts on, with Karmada's field names (the CRDs in
+//! `crds/` validate the rest; unknown fields are kept in the stored objects, and ignored here).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `PropagationPolicy.spec` / `ClusterPropagationPolicy.spec`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PropagationSpec {
+    pub resource_selectors: Vec<ResourceSelector>,
+    pub placement: Placement,
+    pub priority: Option<i32>,
+    pub scheduler_name: Option<String>,
+}
+
+/// `ResourceSelector`: which resource templates a policy takes.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ResourceSelector {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
+}
+
+/// `Placement`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Placement {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_affinity: Option<ClusterAffinity>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica_scheduling: Option<ReplicaScheduling>,
+    /// Everything else Karmada's placement has (spread constraints, tolerations, affinities), kept
+    /// so that the binding carries the policy's placement as written.
+    #[serde(flatten)]
+    pub rest: BTreeMap<String, Value>,
+}
+
+/// `ClusterAffinity`: clusters by name, label, exclusion.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ClusterAffinity {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cluster_names: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exclude: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<LabelSelector>,
+    #[serde(flatten)]
+    pub rest: BTreeMap<String, Value>,
+}
+
+/// `ReplicaSchedulingStrategy`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ReplicaScheduling {
+    /// `Duplicated` (the default) or `Divided`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica_scheduling_type: Option<String>,
+    /// `Aggregated` or `Weighted`, for `Divided`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica_division_preference: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight_preference: Option<WeightPreference>,
+}
+
+/// `ClusterPreferences`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct WeightPreference {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub static_weight_list: Vec<StaticClusterWeight>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dynamic_weight: Option<String>,
+}
+
+/// `StaticClusterWeight`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct StaticClusterWeight {
+    pub target_cluster: ClusterAffinity,
+    pub weight: i64,
+}
+
+/// `OverridePolicy.spec` / `ClusterOverridePolicy.spec`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct OverrideSpec {
+    pub resource_selectors: Vec<ResourceSelector>,
+    pub override_rules: Vec<RuleWithCluster>,
+    /// Deprecated in Karmada, still honoured: one target and its overriders.
+    pub target_cluster: Option<ClusterAffinity>,
+    pub overriders: Option<Overriders>,
+}
+
+/// `RuleWithCluster`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RuleWithCluster {
+    pub target_cluster: Option<ClusterAffinity>,
+    pub overriders: Overriders,
+}
+
+/// `Overriders`: the kinds of change an override rule makes.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Overriders {
+    pub plaintext: Vec<PlaintextOverrider>,
+    pub image_overrider: Vec<ImageOverrider>,
+    pub command_overrider: Vec<CommandArgsOverrider>,
+    pub args_overrider: Vec<CommandArgsOverrider>,
+    pub labels_overrider: Vec<LabelAnnotationOverrider>,
+    pub annotations_overrider: Vec<LabelAnnotationOverrider>,
+}
+
+/// `PlaintextOverrider`: a JSON patch operation.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PlaintextOverrider {
+    pub path: String,
+    pub operator: String,
+    pub value: Option<Value>,
+}
+
+/// `ImageOverrider`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ImageOverrider {
+    pub predicate: Option<ImagePredicate>,
+    /// `Registry`, `Repository` or `Tag`.
+    pub component: String,
+    pub operator: String,
+    pub value: String,
+}
+
+/// `ImagePredicate`: the path of the one image to change.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ImagePredicate {
+    pub path: String,
+}
+
+/// `CommandArgsOverrider`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CommandArgsOverrider {
+    pub container_name: String,
+    pub operator: String,
+    pub value: Vec<String>,
+}
+
+/// `LabelAnnotationOverrider`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LabelAnnotationOverrider {
+    pub operator: String,
+    pub value: BTreeMap<String, String>,
+}
+
+/// `TargetCluster` of a binding: a cluster and its share of the replicas.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TargetCluster {
+    pub name: String,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub replicas: i32,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
+}
+
+/// A member cluster as the scheduler sees it.
+#[derive(Clone, Debug, Default)]
+pub struct MemberCluster {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub ready: bool,
+}
