@@ -250,8 +250,8 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         let names = uc_engine::names::ClusterNames::start(client.clone());
         options.names = Some(names.clone());
         uc_operators::workloads::register(&mut options.natives);
-        uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names));
-        uc_operators::zookeeper::register(&mut options.natives, client.clone());
+        uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names.clone()));
+        uc_operators::zookeeper::register(&mut options.natives, client.clone(), Some(names.clone()));
         let engine =
             uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
         if args.control_plane {
@@ -378,8 +378,8 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     let names = uc_engine::names::ClusterNames::start(client.clone());
     options.names = Some(names.clone());
     uc_operators::workloads::register(&mut options.natives);
-    uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names));
-    uc_operators::zookeeper::register(&mut options.natives, client.clone());
+    uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names.clone()));
+    uc_operators::zookeeper::register(&mut options.natives, client.clone(), Some(names.clone()));
     let engine = uc_engine::Engine::start(client, options).await.context("starting the controller engine")?;
     tracing::info!(metrics = ?engine.metrics_addr, "engine running");
     wait_for_signal().await;

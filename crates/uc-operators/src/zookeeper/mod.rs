@@ -33,6 +33,7 @@ use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
 use uc_api::meta::str_at;
 use uc_engine::events::Recorder;
 use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry, SyncFuture};
+use uc_engine::names::ClusterNames;
 
 use crate::objects::take_children;
 use plan::Observed;
@@ -78,18 +79,25 @@ pub fn controller() -> Value {
     })
 }
 
-/// Registers the native hook; `client` keeps the admin Secret and records Events.
-pub fn register(natives: &mut NativeRegistry, client: kube::Client) {
+/// Registers the native hook; `client` keeps the admin Secret and records Events; `names` resolves
+/// the addresses of servers in other clusters (clusterset names), when the ensemble spans clusters.
+pub fn register(natives: &mut NativeRegistry, client: kube::Client, names: Option<ClusterNames>) {
     let events = Arc::new(Recorder::new(client.clone()));
+    let names = Arc::new(names);
     let cluster: Arc<AsyncSyncFn> = Arc::new(move |request: SyncRequest| -> SyncFuture {
-        let (client, events) = (client.clone(), events.clone());
-        Box::pin(async move { Ok(sync(&client, &events, request).await) })
+        let (client, events, names) = (client.clone(), events.clone(), names.clone());
+        Box::pin(async move { Ok(sync(&client, &events, names.as_ref().as_ref(), request).await) })
     });
     natives.register(HOOK, native::typed_async(cluster));
 }
 
 /// One sync of a ZookeeperCluster. It never answers with an error: what goes wrong is in the status.
-async fn sync(kube: &kube::Client, events: &Recorder, mut request: SyncRequest) -> SyncResponse {
+async fn sync(
+    kube: &kube::Client,
+    events: &Recorder,
+    names: Option<&ClusterNames>,
+    mut request: SyncRequest,
+) -> SyncResponse {
     let pods = take_children(&mut request, "Pod.v1");
     let claims = take_children(&mut request, "PersistentVolumeClaim.v1");
     let parent = &request.parent;
@@ -111,11 +119,11 @@ async fn sync(kube: &kube::Client, events: &Recorder, mut request: SyncRequest) 
     };
     let generation = parent.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
     spec.restart_round = rollout::restart_round(&spec, generation, &previous);
-    let observed = observe(&spec, &pods).await;
+    let observed = observe(&spec, &pods, names).await;
     let mut decision = plan::plan(&spec, &pods, &observed, &previous);
     if let Some(change) = decision.change.clone() {
         let done = match admin_password(kube, &spec, parent).await {
-            Ok(password) => match reconfigure(&spec, &pods, &observed, &password, &change).await {
+            Ok(password) => match reconfigure(&spec, &observed, &password, &change).await {
                 Ok(addr) => {
                     confirm_write(&addr, &password).await.map_err(|message| Failure { routine: false, message })
                 }
@@ -201,22 +209,20 @@ async fn admin_password(kube: &kube::Client, spec: &Spec, parent: &Value) -> Res
 /// the server it went through.
 async fn reconfigure(
     spec: &Spec,
-    pods: &ObjectMap,
     observed: &Observed,
     password: &str,
     change: &plan::Change,
 ) -> Result<String, Failure> {
     // The leader, unless it is the server leaving (its sessions end with it).
     let leaving = match change {
-        plan::Change::Remove(id) => Some(spec.pod_name(id - 1)),
+        plan::Change::Remove(id) => spec.ordinal_of_id(*id).map(|o| spec.pod_name(o)),
         plan::Change::Add(_) => None,
     };
     let mut serving: Vec<(&String, &fourlw::Srvr)> =
         observed.serving.iter().filter(|(n, _)| Some(*n) != leaving.as_ref()).collect();
     serving.sort_by_key(|(_, s)| s.mode != "leader");
     let (name, _) = serving.first().ok_or(Failure { routine: true, message: "no server serves".into() })?;
-    let ip = pods.get(*name).map(|p| str_at(p, "/status/podIP")).unwrap_or_default();
-    let addr = format!("{ip}:{CLIENT_PORT}");
+    let addr = observed.addresses.get(*name).cloned().unwrap_or_default();
     let failure =
         |what: String, e: client::ZkError| Failure { routine: e.is_retryable(), message: format!("{what}: {e}") };
     let mut session = client::Session::open(&addr, password).await.map_err(|e| failure(addr.clone(), e))?;
@@ -279,9 +285,10 @@ fn as_is(mut obj: Value) -> Value {
     obj
 }
 
-/// Asks every server pod with an address `srvr`, and the leader `conf` and `mntr`.
-async fn observe(spec: &Spec, pods: &ObjectMap) -> Observed {
-    let addresses: Vec<(String, String)> = pods
+/// Asks every server pod with an address `srvr` (and every server of other clusters the ensemble
+/// lists, at the address its name resolves to), and the leader `conf` and `mntr`.
+async fn observe(spec: &Spec, pods: &ObjectMap, names: Option<&ClusterNames>) -> Observed {
+    let mut addresses: Vec<(String, String)> = pods
         .iter()
         .filter(|(name, p)| spec.ordinal_of(name).is_some() && p.pointer("/metadata/deletionTimestamp").is_none())
         .filter_map(|(name, p)| {
@@ -289,8 +296,13 @@ async fn observe(spec: &Spec, pods: &ObjectMap) -> Observed {
             (!ip.is_empty()).then(|| (name.clone(), format!("{ip}:{CLIENT_PORT}")))
         })
         .collect();
+    for (_, host) in spec.remote_servers() {
+        if let Some(ip) = resolve(names, &host, &spec.namespace).await {
+            addresses.push((host, format!("{ip}:{CLIENT_PORT}")));
+        }
+    }
     let answers = futures::future::join_all(addresses.iter().map(|(_, a)| fourlw::ask(a, "srvr"))).await;
-    let mut observed = Observed::default();
+    let mut observed = Observed { addresses: addresses.iter().cloned().collect(), ..Default::default() };
     for ((name, _), answer) in addresses.iter().zip(answers) {
         if let Some(s) = answer.ok().as_deref().and_then(fourlw::parse_srvr) {
             observed.serving.insert(name.clone(), s);
@@ -311,6 +323,17 @@ async fn observe(spec: &Spec, pods: &ObjectMap) -> Observed {
         }
     }
     observed
+}
+
+/// The address a server's name resolves to: the cluster's names (clusterset names of imported
+/// services included), else the system's resolver.
+async fn resolve(names: Option<&ClusterNames>, host: &str, namespace: &str) -> Option<std::net::IpAddr> {
+    if let Some(n) = names
+        && let Some(ips) = n.lookup(host, namespace).await
+    {
+        return ips.first().copied();
+    }
+    tokio::net::lookup_host((host, CLIENT_PORT)).await.ok()?.next().map(|a| a.ip())
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 //! copies the static `zoo.cfg` next to the data (ZooKeeper rewrites its own copy on reconfiguration)
 //! and, for a data directory without one, writes the dynamic configuration the operator chose. A
 //! server joining the ensemble (`ZK_JOIN=true`) whose claim holds another member's data (an old claim
-//! after a scale-down) starts afresh rather than reuse it.
+//! after a scale-down) starts afresh rather than reuse it. A server of an ensemble spanning clusters
+//! waits until its listed address resolves (its cluster imports it) before ZooKeeper binds it.
 
 use serde_json::{Value, json};
 
@@ -37,6 +38,13 @@ fi
 mkdir -p "$conf"
 [ -e /data/token ] || echo "$ZK_TOKEN" > /data/token
 echo "$MYID" > /data/myid
+if [ -n "${ZK_ADDRESS:-}" ]; then
+  # An ensemble across clusters: the server binds its listed address, which names this pod once the
+  # cluster has imported it.
+  until grep -qwF "$ZK_ADDRESS" /etc/hosts; do
+    echo "waiting for $ZK_ADDRESS to resolve"; sleep 1
+  done
+fi
 dynamic=$(grep '^dynamicConfigFile=' "$conf/zoo.cfg" 2>/dev/null | cut -d= -f2- || true)
 if [ -z "$dynamic" ] || [ ! -e "$dynamic" ]; then
   dynamic="$conf/zoo.cfg.dynamic"
@@ -158,14 +166,17 @@ pub fn pod(spec: &Spec, ordinal: u32, servers: &[String], join: bool) -> Value {
     if let Some(r) = &policy.resources {
         zookeeper["resources"] = serde_json::to_value(r).unwrap_or_default();
     }
-    let prepare = json!({
+    let mut prepare = json!({
         "name": "prepare", "image": INIT_IMAGE, "command": ["sh", "-c", PREPARE],
-        "env": [{"name": "MYID", "value": (ordinal + 1).to_string()},
+        "env": [{"name": "MYID", "value": spec.id(ordinal).to_string()},
                 {"name": "ZK_SERVERS", "value": servers.join(" ")},
                 {"name": "ZK_JOIN", "value": join.to_string()},
                 {"name": "ZK_TOKEN", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}}],
         "volumeMounts": [{"name": "data", "mountPath": DATA_DIR}, {"name": "conf", "mountPath": "/conf"}],
     });
+    if spec.ensemble.is_some() {
+        prepare["env"].as_array_mut().expect("env").push(json!({"name": "ZK_ADDRESS", "value": spec.fqdn(ordinal)}));
+    }
     let mut init = vec![prepare];
     init.extend(spec.spec.init_containers.iter().flatten().map(|c| serde_json::to_value(c).unwrap_or_default()));
     let mut containers = vec![zookeeper];

@@ -38,6 +38,9 @@ pub struct Observed {
     pub config: Option<Config>,
     /// The leader's `mntr`.
     pub leader_mntr: BTreeMap<String, String>,
+    /// The client address (`ip:port`) of every server asked, by pod name (this cluster's) or host
+    /// (another cluster's).
+    pub addresses: BTreeMap<String, String>,
 }
 
 /// The members: ordinal → role.
@@ -64,10 +67,37 @@ pub struct Decision {
     pub events: Vec<(&'static str, String)>,
 }
 
-/// The membership a configuration describes (server ids are ordinals + 1).
-pub fn membership_of(config: &Config) -> Membership {
-    let role = |line: &str| if line.contains(":observer") { Role::Observer } else { Role::Participant };
-    config.servers.iter().filter(|(id, _)| **id > 0).map(|(id, line)| (id - 1, role(line))).collect()
+/// Members in other clusters (an ensemble spanning clusters): id → role and the rest of its line as
+/// the configuration has it (`host:2888:3888:participant;host:2181`).
+pub type Remote = BTreeMap<u32, (Role, String)>;
+
+fn role_of(line: &str) -> Role {
+    if line.contains(":observer") { Role::Observer } else { Role::Participant }
+}
+
+/// The host of a server's line.
+pub fn host_of(line: &str) -> &str {
+    line.split(':').next().unwrap_or_default()
+}
+
+/// The membership a configuration describes: this cluster's servers by ordinal (id = `first_id` +
+/// ordinal), the others' by id. In an ensemble of its own every server is this cluster's; in one
+/// spanning clusters, a server is this cluster's when its ordinal is within `replicas` or its pod is
+/// here (a server being removed).
+pub fn membership_of(spec: &Spec, config: &Config, pods: &BTreeMap<u32, &Value>) -> (Membership, Remote) {
+    let mut local = Membership::new();
+    let mut remote = Remote::new();
+    for (id, line) in config.servers.iter().filter(|(id, _)| **id > 0) {
+        match spec.ordinal_of_id(*id) {
+            Some(o) if spec.ensemble.is_none() || o < spec.replicas || pods.contains_key(&o) => {
+                local.insert(o, role_of(line));
+            }
+            _ => {
+                remote.insert(*id, (role_of(line), line.clone()));
+            }
+        }
+    }
+    (local, remote)
 }
 
 /// The membership the last status recorded.
@@ -92,12 +122,22 @@ fn membership_of_status(spec: &Spec, status: &Value) -> Option<Membership> {
 pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value) -> Decision {
     let server_pods: BTreeMap<u32, &Value> =
         pods.iter().filter_map(|(name, p)| Some((spec.ordinal_of(name)?, p))).collect();
+    let mut remote = Remote::new();
     let (membership, source) = match (&observed.config, membership_of_status(spec, previous)) {
-        (Some(c), _) => (membership_of(c), "servers"),
+        (Some(c), _) => {
+            let (local, others) = membership_of(spec, c, &server_pods);
+            remote = others;
+            (local, "servers")
+        }
         (None, Some(m)) => (m, "status"),
-        (None, None) => ((0..spec.replicas).map(|o| (o, Role::Participant)).collect(), "spec"),
+        (None, None) if spec.bootstraps() => ((0..spec.replicas).map(|o| (o, Role::Participant)).collect(), "spec"),
+        // Part of an ensemble another cluster starts: nothing to do until it serves.
+        (None, None) => (Membership::new(), "waiting"),
     };
-    let lines: Vec<String> = membership.iter().map(|(o, r)| spec.server_line(*o, *r)).collect();
+    let mut lines: Vec<String> = membership.iter().map(|(o, r)| spec.server_line(*o, *r)).collect();
+    lines.extend(remote.iter().map(|(id, (_, line))| format!("server.{id}={line}")));
+    let remote_serve = remote.values().all(|(_, line)| observed.serving.contains_key(host_of(line)));
+    let remote_voters = remote.values().filter(|(r, _)| *r == Role::Participant).count();
     let mut out = Vec::new();
     let mut missing = false;
     for ordinal in membership.keys() {
@@ -116,7 +156,7 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
         let name = spec.pod_name(*o);
         observed.serving.contains_key(&name) && server_pods.get(o).is_some_and(|p| is_ready(p))
     };
-    let whole = observed.config.is_some() && !missing && membership.keys().all(serves);
+    let whole = observed.config.is_some() && !missing && membership.keys().all(serves) && remote_serve;
     let mut change = None;
     let mut progress = String::new();
     let round = spec.restart_round.as_deref();
@@ -125,7 +165,7 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
         .filter_map(|o| server_pods.get(o).and_then(|p| rollout::step_for(spec, round, *o, p)))
         .collect();
     if whole && !outdated.is_empty() {
-        let voters = membership.values().filter(|r| **r == Role::Participant).count();
+        let voters = membership.values().filter(|r| **r == Role::Participant).count() + remote_voters;
         if rollout::caught_up(&observed.leader_mntr, voters) {
             let leader =
                 observed.serving.iter().find(|(_, s)| s.mode == "leader").and_then(|(n, _)| spec.ordinal_of(n));
@@ -155,7 +195,7 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
         let next = (0..spec.replicas).find(|o| !membership.contains_key(o));
         // A promotion needs the acks of a quorum of the new configuration (voters + 1 members, quorum
         // ceil(voters / 2) + 1), and an observer has no vote: the voters must make it alone.
-        let voters = participants.len();
+        let voters = participants.len() + remote_voters;
         let promotable = voters > voters.div_ceil(2);
         if let Some(o) = observer.filter(|o| *o >= spec.replicas || promotable) {
             change = Some(if o < spec.replicas {
@@ -163,7 +203,7 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
                 Change::Add(spec.server_line(o, Role::Participant))
             } else {
                 progress = format!("removing {}", spec.pod_name(o));
-                Change::Remove(o + 1)
+                Change::Remove(spec.id(o))
             });
         } else if participants.len() < spec.replicas as usize
             && let Some(k) = next
@@ -189,10 +229,16 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
             && let Some(h) = participants.iter().copied().filter(|o| *o >= spec.replicas).max()
         {
             progress = format!("removing {}", spec.pod_name(h));
-            change = Some(Change::Remove(h + 1));
+            change = Some(Change::Remove(spec.id(h)));
         }
     } else if observed.config.is_some() {
         progress = "waiting for every member to serve".into();
+    } else if source == "waiting" {
+        let first = spec.ensemble.as_ref().and_then(|e| e.iter().next());
+        progress = match first {
+            Some((id, host)) => format!("waiting for the ensemble to serve (server.{id} at {host} starts it)"),
+            None => "waiting for the ensemble to serve".into(),
+        };
     }
     // Pods of servers outside the membership: a joiner being started stays (above); a server that
     // was reconfigured out goes, now that the servers say it is out. Without a configuration to go
@@ -207,7 +253,7 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
         let what = if outdated.iter().all(|s| matches!(s, Step::Restart(_))) { "restart" } else { "upgrade" };
         format!("rolling {what}: {} of {} servers to go", outdated.len(), membership.len())
     });
-    let mut status = status(spec, pods, observed, &membership, source, previous, upgrading.as_deref());
+    let mut status = status(spec, pods, observed, (&membership, &remote), source, previous, upgrading.as_deref());
     if !progress.is_empty() {
         status["progress"] = json!(progress);
     }
@@ -223,12 +269,15 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
 /// An Event per server that joined or left between two memberships.
 fn membership_events(spec: &Spec, before: &Membership, now: &Membership) -> Vec<(&'static str, String)> {
     let joined = now.iter().filter(|(o, _)| !before.contains_key(o)).map(|(o, r)| {
-        ("MemberAdded", format!("{} (server.{}) joined the ensemble as a {}", spec.pod_name(*o), o + 1, r.as_str()))
+        (
+            "MemberAdded",
+            format!("{} (server.{}) joined the ensemble as a {}", spec.pod_name(*o), spec.id(*o), r.as_str()),
+        )
     });
     let left = before
         .keys()
         .filter(|o| !now.contains_key(o))
-        .map(|o| ("MemberRemoved", format!("{} (server.{}) left the ensemble", spec.pod_name(*o), o + 1)));
+        .map(|o| ("MemberRemoved", format!("{} (server.{}) left the ensemble", spec.pod_name(*o), spec.id(*o))));
     joined.chain(left).collect()
 }
 
@@ -236,7 +285,7 @@ fn status(
     spec: &Spec,
     pods: &ObjectMap,
     observed: &Observed,
-    membership: &Membership,
+    (membership, remote): (&Membership, &Remote),
     source: &str,
     previous: &Value,
     upgrading: Option<&str>,
@@ -260,17 +309,40 @@ fn status(
             (None, Role::Observer) => "observer".to_string(),
             (None, Role::Participant) => "unknown".to_string(),
         };
-        let mut s = json!({"name": name, "id": ordinal + 1, "mode": mode});
+        let mut s = json!({"name": name, "id": spec.id(*ordinal), "mode": mode});
         if let Some(said) = said {
             s["zxid"] = json!(said.zxid);
         }
         servers.push(s);
     }
-    let participants = membership.values().filter(|r| **r == Role::Participant).count();
+    // The servers of other clusters, by address.
+    for (id, (role, line)) in remote {
+        let host = host_of(line);
+        let said = observed.serving.get(host);
+        if said.is_some_and(|s| s.mode == "leader") {
+            leader = json!(host);
+        }
+        let mode = match (said, role) {
+            (Some(s), _) => s.mode.clone(),
+            (None, Role::Observer) => "observer".to_string(),
+            (None, Role::Participant) => "unknown".to_string(),
+        };
+        let mut s = json!({"name": host, "id": id, "mode": mode});
+        if let Some(said) = said {
+            s["zxid"] = json!(said.zxid);
+        }
+        servers.push(s);
+    }
+    let participants = membership.values().filter(|r| **r == Role::Participant).count()
+        + remote.values().filter(|(r, _)| *r == Role::Participant).count();
     let serving_participants = membership
         .iter()
         .filter(|(o, r)| **r == Role::Participant && observed.serving.contains_key(&spec.pod_name(**o)))
-        .count();
+        .count()
+        + remote
+            .values()
+            .filter(|(r, line)| *r == Role::Participant && observed.serving.contains_key(host_of(line)))
+            .count();
     let quorum = participants / 2 + 1;
     let all_ready = ready.len() == membership.len();
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -292,7 +364,7 @@ fn status(
         },
     ];
     // A new ensemble that has not elected yet has not lost anything.
-    let lost = source != "spec" && serving_participants < quorum;
+    let lost = source != "spec" && source != "waiting" && serving_participants < quorum;
     conditions.push(if lost {
         let message = format!(
             "quorum lost: {serving_participants} of {participants} participants serve, {quorum} needed; waiting for \
@@ -431,7 +503,7 @@ mod tests {
             members.clone().map(|o| (s.pod_name(o), srvr(if o == 0 { "leader" } else { "follower" }))).collect();
         let synced = members.len().saturating_sub(1);
         let leader_mntr = fourlw::parse_mntr(&format!("zk_server_state\tleader\nzk_synced_followers\t{synced}\n"));
-        (pods, Observed { serving, config: Some(conf), leader_mntr })
+        (pods, Observed { serving, config: Some(conf), leader_mntr, ..Default::default() })
     }
 
     fn env(pod: &Value, name: &str) -> String {
@@ -566,5 +638,78 @@ mod tests {
         let d = plan(&upgraded, &all_new, &observed, &json!({}));
         let names: Vec<&str> = d.pods.iter().map(|p| str_at(p, "/metadata/name")).collect();
         assert_eq!(names, ["zk-0", "zk-1"], "zk-2 restarts first");
+    }
+
+    /// The part of a five-server ensemble in cluster `mN` (servers 1–2 in m1, 3–4 in m2, 5 in m3).
+    fn part(first_id: u32, replicas: u32) -> Spec {
+        let servers: Vec<Value> = (1..=5u32)
+            .map(|i| json!({"id": i, "host": format!("zk-{}.m{}.zk-headless.ns.svc.clusterset.local", (i - 1) % 2, i.div_ceil(2))}))
+            .collect();
+        Spec::from(&json!({"metadata": {"name": "zk", "namespace": "ns", "uid": "u"},
+                           "spec": {"replicas": replicas, "ensemble": {"firstId": first_id, "servers": servers}}}))
+        .unwrap()
+    }
+
+    /// m1's two servers serving, seen from another cluster (by host).
+    fn m1_serving() -> Observed {
+        let m1 = part(1, 2);
+        let conf = parse_conf(&objects::participants(&m1, 0..2).join("\n"));
+        let serving = [
+            ("zk-0.m1.zk-headless.ns.svc.clusterset.local".to_string(), srvr("leader")),
+            ("zk-1.m1.zk-headless.ns.svc.clusterset.local".to_string(), srvr("follower")),
+        ]
+        .into();
+        let leader_mntr = fourlw::parse_mntr("zk_synced_followers\t1\n");
+        Observed { serving, config: Some(conf), leader_mntr, ..Default::default() }
+    }
+
+    #[test]
+    fn a_part_of_an_ensemble_waits_for_the_cluster_that_starts_it() {
+        let m2 = part(3, 2);
+        let d = plan(&m2, &ObjectMap::new(), &Observed::default(), &json!({}));
+        assert!(d.pods.is_empty(), "no server starts an ensemble of its own");
+        assert!(str_at(&d.status, "/progress").contains("server.1 at zk-0.m1"), "{}", d.status);
+        assert_eq!(d.status["conditions"][2]["status"], "False", "nothing is lost");
+        // The cluster of server 1 starts it with its own servers.
+        let d = plan(&part(1, 2), &ObjectMap::new(), &Observed::default(), &json!({}));
+        assert_eq!(d.pods.len(), 2);
+        assert!(env(&d.pods[1], "ZK_SERVERS").contains("server.2=zk-1.m1.zk-headless.ns.svc.clusterset.local:2888"));
+        assert_eq!(env(&d.pods[1], "ZK_ADDRESS"), "zk-1.m1.zk-headless.ns.svc.clusterset.local");
+    }
+
+    #[test]
+    fn a_part_joins_the_serving_ensemble_one_server_at_a_time_and_never_touches_the_others() {
+        let m2 = part(3, 2);
+        let observed = m1_serving();
+        let d = plan(&m2, &ObjectMap::new(), &observed, &json!({}));
+        assert_eq!(d.pods.len(), 1, "one joiner at a time");
+        assert_eq!(env(&d.pods[0], "MYID"), "3");
+        let servers = env(&d.pods[0], "ZK_SERVERS");
+        assert!(servers.contains("server.1=zk-0.m1") && servers.contains("server.2=zk-1.m1"), "{servers}");
+        assert!(servers.contains("server.3=zk-0.m2.zk-headless.ns.svc.clusterset.local:2888:3888:observer"));
+        assert_eq!(d.status["leader"], "zk-0.m1.zk-headless.ns.svc.clusterset.local");
+        assert_eq!((d.status["replicas"].as_i64(), d.status["servers"].as_array().map(Vec::len)), (Some(0), Some(2)));
+        // Serving as a non-voting follower, it is reconfigured in as a participant.
+        let pods: ObjectMap = [running(&m2, 0)].into();
+        let mut observed = observed;
+        observed.serving.insert("zk-0".into(), srvr("observer"));
+        let d = plan(&m2, &pods, &observed, &json!({}));
+        match d.change {
+            Some(Change::Add(line)) => assert!(line.starts_with("server.3=zk-0.m2") && line.contains(":participant;")),
+            other => panic!("{other:?}"),
+        }
+        // m1, seeing m2's servers in the configuration, leaves them alone.
+        let m1 = part(1, 2);
+        let mut four = m1_serving();
+        let lines = [objects::participants(&m1, 0..2), objects::participants(&m2, 0..2)].concat();
+        four.config = Some(parse_conf(&lines.join("\n")));
+        let m1_pods: ObjectMap = (0..2).map(|o| running(&m1, o)).collect();
+        four.serving = [("zk-0".to_string(), srvr("leader")), ("zk-1".to_string(), srvr("follower"))].into();
+        four.serving.insert("zk-0.m2.zk-headless.ns.svc.clusterset.local".into(), srvr("follower"));
+        four.serving.insert("zk-1.m2.zk-headless.ns.svc.clusterset.local".into(), srvr("follower"));
+        let d = plan(&m1, &m1_pods, &four, &json!({}));
+        assert_eq!(d.change, None);
+        assert_eq!((d.status["replicas"].as_i64(), d.status["readyReplicas"].as_i64()), (Some(2), Some(2)));
+        assert_eq!(d.status["servers"].as_array().map(Vec::len), Some(4));
     }
 }

@@ -13,8 +13,10 @@ use super::types::{ZookeeperClusterSpec, ZookeeperConfig};
 pub enum SpecError {
     #[error("spec: {0}")]
     Unreadable(String),
-    #[error("spec.replicas: {0} is not between 1 and 7")]
+    #[error("spec.replicas: {0} is not between 1 and 7 (0 only for a cluster holding part of an ensemble)")]
     Replicas(i32),
+    #[error("spec.ensemble.{0}")]
+    Ensemble(String),
     #[error("spec.storageType: {0:?} is neither persistence nor ephemeral")]
     StorageType(String),
     #[error("spec.persistence.reclaimPolicy: {0:?} is neither Delete nor Retain")]
@@ -66,6 +68,10 @@ pub struct Spec {
     pub storage: Storage,
     /// The rolling restart round asked for (see `rollout`), set by the sync from the status.
     pub restart_round: Option<String>,
+    /// The `myid` of the server with ordinal 0 (1, unless the ensemble spans clusters).
+    pub first_id: u32,
+    /// Every server of an ensemble that spans clusters (id → address); None for one in this cluster.
+    pub ensemble: Option<BTreeMap<u32, String>>,
     /// The typed spec, for the parts copied into pods as they are.
     pub spec: ZookeeperClusterSpec,
 }
@@ -77,9 +83,36 @@ impl Spec {
         let spec: ZookeeperClusterSpec =
             serde_json::from_value(raw).map_err(|e| SpecError::Unreadable(e.to_string()))?;
         let replicas = spec.replicas.unwrap_or(3);
-        if !(1..=7).contains(&replicas) {
+        let least = if spec.ensemble.is_some() { 0 } else { 1 };
+        if !(least..=7).contains(&replicas) {
             return Err(SpecError::Replicas(replicas));
         }
+        let (first_id, ensemble) = match &spec.ensemble {
+            None => (1, None),
+            Some(e) => {
+                let first = e.first_id.unwrap_or(1);
+                if !(1..=i64::from(u32::MAX)).contains(&first) {
+                    return Err(SpecError::Ensemble(format!("firstId: {first} is not a server id")));
+                }
+                let mut servers = BTreeMap::new();
+                for (i, server) in e.servers.iter().enumerate() {
+                    if !(1..=i64::from(u32::MAX)).contains(&server.id) || server.host.is_empty() {
+                        return Err(SpecError::Ensemble(format!("servers[{i}]: needs an id ≥ 1 and a host")));
+                    }
+                    if servers.insert(server.id as u32, server.host.clone()).is_some() {
+                        return Err(SpecError::Ensemble(format!("servers[{i}].id: {} is listed twice", server.id)));
+                    }
+                }
+                let first = first as u32;
+                if let Some(o) = (0..replicas as u32).find(|o| !servers.contains_key(&(first + o))) {
+                    return Err(SpecError::Ensemble(format!(
+                        "servers: no server with id {} (this cluster's server with ordinal {o})",
+                        first + o
+                    )));
+                }
+                (first, Some(servers))
+            }
+        };
         let image = spec.image.clone().unwrap_or_default();
         let nonempty = |s: Option<String>, default: &str| s.filter(|s| !s.is_empty()).unwrap_or_else(|| default.into());
         let storage = match spec.storage_type.as_deref().map(str::to_ascii_lowercase).as_deref() {
@@ -122,6 +155,8 @@ impl Spec {
             domain: nonempty(spec.kubernetes_cluster_domain.clone(), "cluster.local"),
             storage,
             restart_round: None,
+            first_id,
+            ensemble,
             spec,
         })
     }
@@ -150,9 +185,33 @@ impl Spec {
         format!("{}-admin", self.name)
     }
 
-    /// The pod of the server with ordinal `i` (its `myid` is `i + 1`).
+    /// The pod of the server with ordinal `i` (its `myid` is `first_id + i`).
     pub fn pod_name(&self, ordinal: u32) -> String {
         format!("{}-{ordinal}", self.name)
+    }
+
+    /// The `myid` of the server with ordinal `i`.
+    pub fn id(&self, ordinal: u32) -> u32 {
+        self.first_id + ordinal
+    }
+
+    /// The ordinal a server id would have here (whether such a server is this cluster's is for the
+    /// caller to say: see `plan`).
+    pub fn ordinal_of_id(&self, id: u32) -> Option<u32> {
+        id.checked_sub(self.first_id)
+    }
+
+    /// Whether this cluster starts a new ensemble: always when the ensemble is its own; when it spans
+    /// clusters, only the cluster of the lowest id does (the others join it).
+    pub fn bootstraps(&self) -> bool {
+        self.ensemble.as_ref().is_none_or(|e| e.keys().next().is_none_or(|lowest| *lowest == self.first_id))
+    }
+
+    /// The addresses of the servers of other clusters (id → host), when the ensemble spans clusters.
+    pub fn remote_servers(&self) -> Vec<(u32, String)> {
+        let Some(e) = &self.ensemble else { return Vec::new() };
+        let local = self.first_id..self.first_id + self.replicas;
+        e.iter().filter(|(id, _)| !local.contains(id)).map(|(id, h)| (*id, h.clone())).collect()
     }
 
     /// The ordinal of a server's pod.
@@ -165,8 +224,12 @@ impl Spec {
         format!("data-{}", self.pod_name(ordinal))
     }
 
-    /// The server's DNS name, under the headless Service.
+    /// The server's DNS name: under the headless Service, or the address the ensemble lists for it
+    /// when the ensemble spans clusters.
     pub fn fqdn(&self, ordinal: u32) -> String {
+        if let Some(host) = self.ensemble.as_ref().and_then(|e| e.get(&self.id(ordinal))) {
+            return host.clone();
+        }
         format!("{}.{}.{}.svc.{}", self.pod_name(ordinal), self.headless(), self.namespace, self.domain)
     }
 
@@ -175,7 +238,11 @@ impl Spec {
     /// port).
     pub fn server_line(&self, ordinal: u32, role: Role) -> String {
         let host = self.fqdn(ordinal);
-        format!("server.{}={host}:{QUORUM_PORT}:{ELECTION_PORT}:{};{host}:{CLIENT_PORT}", ordinal + 1, role.as_str())
+        format!(
+            "server.{}={host}:{QUORUM_PORT}:{ELECTION_PORT}:{};{host}:{CLIENT_PORT}",
+            self.id(ordinal),
+            role.as_str()
+        )
     }
 
     /// `<client service>:<port>`, as pravega reports it.
@@ -297,7 +364,7 @@ mod tests {
     #[test]
     fn bad_specs_name_the_field() {
         let err = |spec: Value| Spec::from(&zk(spec)).err().unwrap().to_string();
-        assert_eq!(err(json!({"replicas": 9})), "spec.replicas: 9 is not between 1 and 7");
+        assert!(err(json!({"replicas": 9})).starts_with("spec.replicas: 9 is not between 1 and 7"));
         assert!(err(json!({"storageType": "tape"})).starts_with("spec.storageType"));
         assert!(err(json!({"persistence": {"reclaimPolicy": "Keep"}})).starts_with("spec.persistence.reclaimPolicy"));
         assert!(
@@ -305,6 +372,36 @@ mod tests {
                 .starts_with("spec.config.additionalConfig.dataDir")
         );
         assert!(err(json!({"replicas": "three"})).starts_with("spec: "));
+    }
+
+    #[test]
+    fn an_ensemble_across_clusters_gives_ids_and_addresses() {
+        let servers: Vec<Value> = (1..=5)
+            .map(|i| json!({"id": i, "host": format!("zk-{}.m{}.zk-headless.ns.svc.clusterset.local", (i - 1) % 2, (i + 1) / 2)}))
+            .collect();
+        let s = Spec::from(&zk(json!({"replicas": 2, "ensemble": {"firstId": 3, "servers": servers}}))).unwrap();
+        assert_eq!((s.id(0), s.id(1), s.ordinal_of_id(4), s.ordinal_of_id(2)), (3, 4, Some(1), None));
+        assert_eq!(s.fqdn(0), "zk-0.m2.zk-headless.ns.svc.clusterset.local");
+        assert!(
+            s.server_line(1, Role::Participant)
+                .starts_with("server.4=zk-1.m2.zk-headless.ns.svc.clusterset.local:2888")
+        );
+        assert!(!s.bootstraps(), "the cluster of server 1 starts the ensemble");
+        assert_eq!(s.remote_servers().iter().map(|(id, _)| *id).collect::<Vec<_>>(), [1, 2, 5]);
+        let first = Spec::from(&zk(json!({"replicas": 2, "ensemble": {"firstId": 1, "servers": servers}}))).unwrap();
+        assert!(first.bootstraps());
+        let none_here = Spec::from(&zk(json!({"replicas": 0, "ensemble": {"servers": servers}}))).unwrap();
+        assert_eq!(none_here.replicas, 0);
+        let err = |spec: Value| Spec::from(&zk(spec)).err().unwrap().to_string();
+        assert_eq!(
+            err(json!({"replicas": 2, "ensemble": {"firstId": 5, "servers": servers}})),
+            "spec.ensemble.servers: no server with id 6 (this cluster's server with ordinal 1)"
+        );
+        assert!(err(json!({"replicas": 0})).starts_with("spec.replicas: 0"));
+        assert!(
+            err(json!({"ensemble": {"servers": [{"id": 1, "host": "a"}, {"id": 1, "host": "b"}]}}))
+                .contains("listed twice")
+        );
     }
 
     #[test]

@@ -101,6 +101,33 @@ pub struct ZookeeperClusterSpec {
     /// Extra mounts of the ZooKeeper container.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volume_mounts: Option<Vec<VolumeMount>>,
+    /// This cluster holds part of an ensemble spread over several clusters (uc's addition; the
+    /// MultiClusterZooKeeper operator sets it): every server of the ensemble, and the ids of this
+    /// cluster's own. `replicas` is then this cluster's share, and may be 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ensemble: Option<EnsembleSpec>,
+}
+
+/// The whole ensemble, when it spans clusters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnsembleSpec {
+    /// The `myid` of this cluster's first server: the server with ordinal `i` has `firstId + i`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_id: Option<i64>,
+    /// Every server of the ensemble, in every cluster: its id and the address the others reach it
+    /// at (a clusterset name, `<pod>.<cluster>.<headless service>.<namespace>.svc.clusterset.local`).
+    #[serde(default)]
+    pub servers: Vec<EnsembleServer>,
+}
+
+/// One server of a multi-cluster ensemble.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EnsembleServer {
+    /// Its `myid`.
+    pub id: i64,
+    /// Its address (a DNS name every server and the operators resolve).
+    pub host: String,
 }
 
 /// An image: repository and tag.
