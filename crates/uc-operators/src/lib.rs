@@ -2,6 +2,7 @@
 //! etcd and ZooKeeper operators.
 
 pub mod etcd;
+pub mod multicluster;
 pub mod objects;
 pub mod workloads;
 pub mod zookeeper;

@@ -252,13 +252,18 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         uc_operators::workloads::register(&mut options.natives);
         uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names.clone()));
         uc_operators::zookeeper::register(&mut options.natives, client.clone(), Some(names.clone()));
+        if args.control_plane {
+            uc_operators::multicluster::register(&mut options.natives, client.clone());
+        }
         let engine =
             uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
         if args.control_plane {
-            // Resource templates of the operators' kinds, propagated rather than run here.
-            for crd in uc_operators::zookeeper::crds() {
+            // The multi-cluster operators; the ZookeeperCluster is a resource template here,
+            // propagated rather than run.
+            for crd in uc_operators::multicluster::crds() {
                 uc_engine::manager::install_crd(&client, crd).await?;
             }
+            install_controllers(&client, uc_operators::multicluster::controllers()).await?;
         } else if !args.no_workload_controllers {
             install_controllers(&client, uc_operators::workloads::controllers()).await?;
             for crd in uc_operators::etcd::crds() {

@@ -185,6 +185,13 @@ async fn admin_password(kube: &kube::Client, spec: &Spec, parent: &Value) -> Res
                     .filter(|p| !p.is_empty())
                     .ok_or_else(|| format!("Secret {name} has no password"));
             }
+            // An ensemble across clusters shares one password: the Secret comes with the
+            // ZookeeperCluster (the MultiClusterZooKeeper propagates it); one made here would differ.
+            None if spec.ensemble.is_some() => {
+                return Err(format!(
+                    "Secret {name} is not here yet (an ensemble across clusters shares the one propagated to every cluster)"
+                ));
+            }
             None => {
                 let password: String = (0..32).map(|_| char::from(b'a' + rand::random_range(0..26u8))).collect();
                 let secret = json!({

@@ -35,10 +35,10 @@ use uc_api::controller::free_form_object;
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ZookeeperClusterSpec {
-    /// The expected size of the ensemble, 1 to 7 (default 3). Changed one server at a time through
-    /// ZooKeeper's dynamic reconfiguration.
+    /// The expected size of the ensemble, 1 to 7 (default 3); with `ensemble`, this cluster's share
+    /// of it, 0 to 7. Changed one server at a time through ZooKeeper's dynamic reconfiguration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 7))]
+    #[schemars(range(min = 0, max = 7))]
     pub replicas: Option<i32>,
     /// The container image (default `zookeeper:3.8`; `pravega/zookeeper` tags run the machine's
     /// ZooKeeper on the embedded node too).
@@ -322,6 +322,9 @@ pub struct AdminServerServicePolicy {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ZookeeperClusterStatus {
+    /// The generation of the spec this status is of (uc's addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
     /// Servers in the ensemble's configuration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i32>,

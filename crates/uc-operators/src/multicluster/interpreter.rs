@@ -1,0 +1,160 @@
+//! The resource interpreter webhook for ZookeeperCluster (Karmada's `ResourceInterpreterContext`
+//! protocol): `InterpretReplica` (the spec's replicas, for scheduling), `ReviseReplica` (always 0:
+//! every member gets the ZookeeperCluster with no servers, until its OverridePolicy gives it its part),
+//! `InterpretStatus` (the status, with the spec's digest and generation, so that the control plane can
+//! tell which spec a status is of) and `InterpretHealth`. Served over HTTPS on loopback with a
+//! certificate of its own, registered by a `ResourceInterpreterWebhookConfiguration`.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use serde_json::{Value, json};
+use uc_api::meta::str_at;
+
+use super::plan::spec_digest;
+
+/// The configuration's name.
+pub const CONFIGURATION: &str = "zookeeper.uc.njuics.cn";
+
+/// The answer to one `ResourceInterpreterContext`.
+pub fn answer(context: &Value) -> Value {
+    let request = context.get("request").cloned().unwrap_or(Value::Null);
+    let obj = request.get("object").cloned().unwrap_or(Value::Null);
+    let mut response = json!({"uid": request.get("uid").cloned().unwrap_or(json!("")), "successful": true});
+    let int = |p: &str| obj.pointer(p).and_then(Value::as_i64);
+    match str_at(&request, "/operation") {
+        "InterpretReplica" => response["replicas"] = json!(int("/spec/replicas").unwrap_or(0)),
+        "ReviseReplica" => {
+            let op = if obj.pointer("/spec/replicas").is_some() { "replace" } else { "add" };
+            let patch = json!([{"op": op, "path": "/spec/replicas", "value": 0}]).to_string();
+            response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(patch));
+            response["patchType"] = json!("JSONPatch");
+        }
+        "InterpretStatus" => {
+            let mut status = obj.get("status").cloned().filter(Value::is_object).unwrap_or(json!({}));
+            status["specDigest"] = json!(spec_digest(obj.get("spec").unwrap_or(&json!({}))));
+            status["generation"] = json!(int("/metadata/generation").unwrap_or(0));
+            response["rawStatus"] = status;
+        }
+        "InterpretHealth" => response["healthy"] = json!(healthy(&obj)),
+        other => {
+            response["successful"] = json!(false);
+            response["status"] =
+                json!({"code": 400, "message": format!("operation {other:?} is not interpreted here")});
+        }
+    }
+    json!({"apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterContext", "response": response})
+}
+
+/// Healthy: the operator synced this spec, every server it wants serves, nothing rolls.
+fn healthy(obj: &Value) -> bool {
+    let int = |p: &str| obj.pointer(p).and_then(Value::as_i64);
+    let want = int("/spec/replicas").unwrap_or(0);
+    let rolling = obj
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Upgrading" && c["status"] == "True");
+    int("/status/observedGeneration") == int("/metadata/generation")
+        && int("/status/replicas").unwrap_or(0) == want
+        && int("/status/readyReplicas").unwrap_or(0) == want
+        && !rolling
+}
+
+/// The `ResourceInterpreterWebhookConfiguration` pointing Karmada at the webhook.
+pub fn configuration(url: &str, ca_pem: &str) -> Value {
+    json!({
+        "apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterWebhookConfiguration",
+        "metadata": {"name": CONFIGURATION},
+        "webhooks": [{
+            "name": format!("zookeeperclusters.{CONFIGURATION}"),
+            "clientConfig": {"url": url, "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem)},
+            "rules": [{"operations": ["InterpretReplica", "ReviseReplica", "InterpretStatus", "InterpretHealth"],
+                       "apiGroups": ["zookeeper.pravega.io"], "apiVersions": ["v1beta1"], "kinds": ["ZookeeperCluster"]}],
+            "interpreterContextVersions": ["v1alpha1"],
+            "timeoutSeconds": 5,
+        }],
+    })
+}
+
+/// Serves the webhook on 127.0.0.1 (a free port) over HTTPS; returns its URL and CA (PEM).
+pub async fn serve() -> anyhow::Result<(String, String)> {
+    let key = rcgen::KeyPair::generate()?;
+    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()])?;
+    params.subject_alt_names.push(rcgen::SanType::IpAddress(std::net::IpAddr::from([127, 0, 0, 1])));
+    let cert = params.self_signed(&key)?;
+    let pem = cert.pem();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )?;
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+    let url = format!("https://127.0.0.1:{}/interpret", listener.local_addr()?.port());
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else { continue };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(stream) = acceptor.accept(tcp).await else { return };
+                let service = hyper::service::service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
+                    let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                    let (status, out) = match serde_json::from_slice::<Value>(&body) {
+                        Ok(context) => (200, answer(&context)),
+                        Err(e) => (400, json!({"message": format!("not a ResourceInterpreterContext: {e}")})),
+                    };
+                    hyper::Response::builder()
+                        .status(status)
+                        .header("content-type", "application/json")
+                        .body(Full::new(Bytes::from(out.to_string())))
+                });
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+            });
+        }
+    });
+    Ok((url, pem))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(op: &str, obj: Value) -> Value {
+        answer(&json!({"request": {"uid": "u1", "operation": op, "object": obj}}))["response"].clone()
+    }
+
+    #[test]
+    fn replicas_are_read_and_revised_to_zero() {
+        let zk = json!({"metadata": {"generation": 4}, "spec": {"replicas": 5}});
+        assert_eq!(ask("InterpretReplica", zk.clone())["replicas"], 5);
+        let r = ask("ReviseReplica", zk.clone());
+        assert_eq!(
+            (r["uid"].as_str(), r["successful"].as_bool(), r["patchType"].as_str()),
+            (Some("u1"), Some(true), Some("JSONPatch"))
+        );
+        let patch = base64::engine::general_purpose::STANDARD.decode(r["patch"].as_str().unwrap()).unwrap();
+        let patch: Value = serde_json::from_slice(&patch).unwrap();
+        assert_eq!(patch, json!([{"op": "replace", "path": "/spec/replicas", "value": 0}]));
+        assert_eq!(ask("Prune", zk)["successful"], false);
+    }
+
+    #[test]
+    fn status_carries_the_spec_it_is_of_and_health_needs_every_server() {
+        let mut zk = json!({"metadata": {"generation": 4}, "spec": {"replicas": 2},
+                            "status": {"observedGeneration": 4, "replicas": 2, "readyReplicas": 2}});
+        let s = ask("InterpretStatus", zk.clone())["rawStatus"].clone();
+        assert_eq!((s["generation"].as_i64(), s["readyReplicas"].as_i64()), (Some(4), Some(2)));
+        assert_eq!(s["specDigest"], json!(spec_digest(&json!({"replicas": 2}))));
+        assert_eq!(ask("InterpretHealth", zk.clone())["healthy"], true);
+        zk["status"]["observedGeneration"] = json!(3);
+        assert_eq!(ask("InterpretHealth", zk)["healthy"], false);
+    }
+}

@@ -1,0 +1,175 @@
+//! The MultiClusterZooKeeper operator (seed 002): on a Karmada control plane (Karmada itself, or uc's
+//! embedded one, `uc up --control-plane`) a `MultiClusterZooKeeper` becomes a ZookeeperCluster, a
+//! ServiceExport and ServiceImport of its headless Service, and a PropagationPolicy; Karmada divides
+//! the replicas over the member clusters (the ResourceBinding's scheduling result), this operator's
+//! resource interpreter revises every member's replicas to 0, and the deployment records of the
+//! status move one cluster at a time from pending to deploying to completed, each cluster given its
+//! part — its replicas, its server ids and every server's address — by an OverridePolicy of its own.
+//! Each member's ZooKeeper operator runs its part (`spec.ensemble`), joining the servers the clusters
+//! before it started.
+//!
+//! The hook is native (a function on the engine): it reads the ResourceBinding through its client,
+//! as any Karmada user would; `plan.rs` is the decision, `records.rs` the records' rules,
+//! `interpreter.rs` the webhook.
+
+pub mod interpreter;
+pub mod plan;
+pub mod records;
+pub mod types;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::CustomResourceExt;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use serde_json::{Value, json};
+use uc_api::hook::{SyncRequest, SyncResponse};
+use uc_api::meta::str_at;
+use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry, SyncFuture};
+
+use crate::objects::take_children;
+use types::MultiClusterZooKeeperSpec;
+
+/// Name of the native hook.
+pub const HOOK: &str = "multicluster-zookeeper";
+
+/// The MultiClusterZooKeeper CRD.
+pub fn crd() -> Value {
+    serde_json::to_value(types::MultiClusterZooKeeper::crd()).unwrap_or(Value::Null)
+}
+
+/// The operator's CRDs (the ZookeeperCluster's too: it is the resource template it propagates).
+pub fn crds() -> Vec<Value> {
+    vec![crd(), crate::zookeeper::crd()]
+}
+
+/// The operator's UniversalControllers.
+pub fn controllers() -> Vec<Value> {
+    let child = |api: &str, resource: &str| json!({"apiVersion": api, "resource": resource, "updateStrategy": {"method": "InPlace"}});
+    vec![json!({
+        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
+        "metadata": {"name": "multicluster-zookeeper-operator", "labels": {"uc.njuics.cn/operator": "multicluster-zookeeper"}},
+        "spec": {
+            "generateSelector": true,
+            "resyncPeriodSeconds": 10,
+            "parentResource": {"apiVersion": types::API_VERSION, "resource": "multiclusterzookeepers"},
+            "childResources": [
+                child(plan::ZK_API, "zookeeperclusters"),
+                child("multicluster.x-k8s.io/v1alpha1", "serviceexports"),
+                child("multicluster.x-k8s.io/v1alpha1", "serviceimports"),
+                child("policy.karmada.io/v1alpha1", "propagationpolicies"),
+                child("policy.karmada.io/v1alpha1", "overridepolicies"),
+                child("v1", "secrets"),
+            ],
+            "hooks": {"sync": {"native": {"name": HOOK}}}
+        }
+    })]
+}
+
+/// Registers the native hook, and serves the resource interpreter webhook (registering it with the
+/// control plane as soon as Karmada's API is there).
+pub fn register(natives: &mut NativeRegistry, client: kube::Client) {
+    let hook_client = client.clone();
+    let sync_fn: Arc<AsyncSyncFn> = Arc::new(move |request: SyncRequest| -> SyncFuture {
+        let client = hook_client.clone();
+        Box::pin(async move { Ok(sync(&client, request).await) })
+    });
+    natives.register(HOOK, native::typed_async(sync_fn));
+    tokio::spawn(async move {
+        let (url, ca) = match interpreter::serve().await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::error!(error = %e, "the ZookeeperCluster interpreter webhook could not start");
+                return;
+            }
+        };
+        let config = interpreter::configuration(&url, &ca);
+        let ar = ApiResource {
+            group: "config.karmada.io".into(),
+            version: "v1alpha1".into(),
+            api_version: "config.karmada.io/v1alpha1".into(),
+            kind: "ResourceInterpreterWebhookConfiguration".into(),
+            plural: "resourceinterpreterwebhookconfigurations".into(),
+        };
+        let api: Api<DynamicObject> = Api::all_with(client, &ar);
+        let params = PatchParams::apply("uc-multicluster-zookeeper").force();
+        // Karmada's CRDs may come a moment after the engine.
+        while let Err(e) = api.patch(interpreter::CONFIGURATION, &params, &Patch::Apply(&config)).await {
+            tracing::debug!(error = %e, "interpreter webhook not registered yet");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        tracing::info!(%url, "ZookeeperCluster interpreter webhook registered");
+    });
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// One sync of a MultiClusterZooKeeper. Never an error: what goes wrong is in the status.
+async fn sync(client: &kube::Client, mut request: SyncRequest) -> SyncResponse {
+    let overrides = take_children(&mut request, "OverridePolicy.policy.karmada.io/v1alpha1");
+    let templates = take_children(&mut request, &format!("ZookeeperCluster.{}", plan::ZK_API));
+    let secrets = take_children(&mut request, "Secret.v1");
+    let parent = &request.parent;
+    let (name, ns) = (str_at(parent, "/metadata/name"), str_at(parent, "/metadata/namespace"));
+    let spec: MultiClusterZooKeeperSpec =
+        match serde_json::from_value(parent.get("spec").cloned().unwrap_or(Value::Null)) {
+            Ok(s) => s,
+            Err(e) => {
+                // Keep what runs; a bad edit must not take an ensemble down.
+                let mut kept: Vec<Value> = request.children.values().flat_map(|m| m.values().cloned()).collect();
+                kept.extend(overrides.into_values());
+                kept.extend(templates.into_values());
+                kept.extend(secrets.into_values());
+                let mut status = parent.get("status").cloned().unwrap_or(json!({}));
+                let c = uc_api::conditions::condition("Ready", false, "InvalidSpec", &format!("spec: {e}"));
+                uc_api::conditions::set_condition(&mut status, c, parent.get("status"), &now());
+                return SyncResponse { status: Some(status), children: kept, ..Default::default() };
+            }
+        };
+    let binding = read_binding(client, ns, &plan::binding_name(name)).await;
+    let admin = match secrets.get(&plan::admin_secret(name)) {
+        Some(s) => crate::objects::as_written(s),
+        None => admin_secret(name, ns),
+    };
+    let seen = plan::Observed { binding: binding.as_ref(), template: templates.get(name), overrides: &overrides };
+    let decision = plan::plan(parent, &spec, seen, admin, &now());
+    SyncResponse {
+        status: Some(decision.status),
+        children: decision.children,
+        resync_after_seconds: Some(if decision.busy { 2.0 } else { 10.0 }),
+        finalized: None,
+    }
+}
+
+/// A new Secret with a random super user password, and its digest for the servers.
+fn admin_secret(name: &str, namespace: &str) -> Value {
+    use base64::Engine as _;
+    let password: String = (0..32).map(|_| char::from(b'a' + rand::random_range(0..26u8))).collect();
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": plan::admin_secret(name), "namespace": namespace},
+        "type": "Opaque",
+        "data": {"password": b64(&password), "digest": b64(&crate::zookeeper::client::super_digest(&password))},
+    })
+}
+
+async fn read_binding(client: &kube::Client, namespace: &str, name: &str) -> Option<Value> {
+    let ar = ApiResource {
+        group: "work.karmada.io".into(),
+        version: "v1alpha2".into(),
+        api_version: "work.karmada.io/v1alpha2".into(),
+        kind: "ResourceBinding".into(),
+        plural: "resourcebindings".into(),
+    };
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
+    match api.get_opt(name).await {
+        Ok(b) => b.and_then(|b| serde_json::to_value(b).ok()),
+        Err(e) => {
+            tracing::debug!(binding = name, error = %e, "ResourceBinding not read");
+            None
+        }
+    }
+}

@@ -1,0 +1,439 @@
+//! One sync of a MultiClusterZooKeeper as a pure function (seed 002): the ZookeeperCluster, its
+//! ServiceExport/ServiceImport and the PropagationPolicy it writes on the control plane; the
+//! scheduling result it reads from the ResourceBinding; the deployment records; and an
+//! OverridePolicy per cluster that has started deploying in the current record, giving that
+//! cluster's ZookeeperCluster its replicas and every server's address.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use uc_api::conditions::{condition, set_condition};
+use uc_api::hook::ObjectMap;
+use uc_api::meta::str_at;
+
+use super::records::{self, COMPLETED, DEPLOYING, Generations, PENDING};
+use super::types::{MultiClusterZooKeeperSpec, Record};
+use crate::zookeeper::spec::{CLIENT_PORT, ELECTION_PORT, QUORUM_PORT};
+
+/// The ZookeeperCluster's API version.
+pub const ZK_API: &str = "zookeeper.pravega.io/v1beta1";
+/// Server ids are given in blocks per cluster (cluster k of the order: `10k + 1` …), so that one
+/// cluster's share can change without renumbering another's.
+pub const ID_BLOCK: u32 = 10;
+
+/// The scheduling result: clusters in order, with their replicas.
+pub type Schedule = Vec<(String, i32)>;
+
+/// The scheduling result of a ResourceBinding, once it has one.
+pub fn schedule_of(binding: &Value) -> Option<Schedule> {
+    let scheduled = binding
+        .pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .any(|c| c["type"] == "Scheduled" && c["status"] == "True");
+    let clusters: Schedule = binding
+        .pointer("/spec/clusters")?
+        .as_array()?
+        .iter()
+        .map(|c| (str_at(c, "/name").to_string(), c.get("replicas").and_then(Value::as_i64).unwrap_or(0) as i32))
+        .collect();
+    (scheduled && !clusters.is_empty()).then_some(clusters)
+}
+
+/// The binding Karmada makes for the ZookeeperCluster (`<name>-zookeepercluster`).
+pub fn binding_name(name: &str) -> String {
+    format!("{name}-zookeepercluster")
+}
+
+/// The `myid` of the first server of the k-th cluster.
+pub fn first_id(k: usize) -> u32 {
+    ID_BLOCK * k as u32 + 1
+}
+
+/// Every server of the ensemble: id and clusterset address
+/// (`<name>-<i>.<cluster>.<name>-headless.<ns>.svc.clusterset.local`).
+pub fn servers(name: &str, namespace: &str, schedule: &Schedule) -> Vec<Value> {
+    let mut out = Vec::new();
+    for (k, (cluster, replicas)) in schedule.iter().enumerate() {
+        for o in 0..(*replicas).max(0) as u32 {
+            let host = format!("{name}-{o}.{cluster}.{name}-headless.{namespace}.svc.clusterset.local");
+            out.push(json!({"id": first_id(k) + o, "host": host}));
+        }
+    }
+    out
+}
+
+fn zookeeper_spec(spec: &MultiClusterZooKeeperSpec) -> Value {
+    let mut zk = serde_json::to_value(spec.zookeeper.clone().unwrap_or_default()).unwrap_or(json!({}));
+    if !zk.is_object() {
+        zk = json!({});
+    }
+    zk
+}
+
+/// The ZookeeperCluster of one cluster: its share of the servers, the whole server list.
+pub fn member_spec(
+    spec: &MultiClusterZooKeeperSpec,
+    name: &str,
+    namespace: &str,
+    schedule: &Schedule,
+    cluster: &str,
+) -> Value {
+    let mut zk = zookeeper_spec(spec);
+    let k = schedule.iter().position(|(c, _)| c == cluster).unwrap_or(0);
+    zk["replicas"] = json!(schedule.get(k).map(|(_, r)| *r).unwrap_or(0));
+    zk["ensemble"] = json!({"firstId": first_id(k), "servers": servers(name, namespace, schedule)});
+    zk
+}
+
+/// The digest of a spec, whatever the order of its keys (the member's object comes back from another
+/// API server).
+pub fn spec_digest(spec: &Value) -> String {
+    fn canonical(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                out.push('{');
+                for k in keys {
+                    out.push_str(&serde_json::to_string(k).unwrap_or_default());
+                    out.push(':');
+                    canonical(&m[k], out);
+                    out.push(',');
+                }
+                out.push('}');
+            }
+            Value::Array(a) => {
+                out.push('[');
+                for x in a {
+                    canonical(x, out);
+                    out.push(',');
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut s = String::new();
+    canonical(spec, &mut s);
+    format!("{:016x}", crate::objects::hash_str(&s))
+}
+
+/// Whether a cluster's part is deployed and serving, from its item of the binding's
+/// `aggregatedStatus` (the status the interpreter reflected): applied, at the spec this record gave
+/// it, every server serving, nothing rolling. Err says why not.
+pub fn cluster_ready(item: Option<&Value>, expected: &Value) -> Result<(), String> {
+    let item = item.ok_or("no status collected from the cluster yet")?;
+    if item.get("applied").and_then(Value::as_bool) != Some(true) {
+        let why = str_at(item, "/appliedMessage");
+        return Err(if why.is_empty() { "not applied yet".into() } else { why.to_string() });
+    }
+    let status = item.get("status").ok_or("no status reflected yet")?;
+    if str_at(status, "/specDigest") != spec_digest(expected) {
+        return Err("the cluster's ZookeeperCluster is not at this record's spec yet".into());
+    }
+    let int = |p: &str| status.pointer(p).and_then(Value::as_i64);
+    if int("/observedGeneration") != int("/generation") {
+        return Err("the cluster's operator has not synced the new spec yet".into());
+    }
+    let want = expected.get("replicas").and_then(Value::as_i64).unwrap_or(0);
+    let (replicas, ready) = (int("/replicas").unwrap_or(0), int("/readyReplicas").unwrap_or(0));
+    if replicas != want || ready != want {
+        return Err(format!("{ready} of {want} servers serve ({replicas} in the ensemble's configuration here)"));
+    }
+    let upgrading = status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Upgrading" && c["status"] == "True");
+    if upgrading {
+        return Err("rolling its servers".into());
+    }
+    Ok(())
+}
+
+fn meta(name: &str, namespace: &str) -> Value {
+    json!({"name": name, "namespace": namespace})
+}
+
+/// What one sync writes: the children and the status.
+#[derive(Debug)]
+pub struct Decision {
+    pub children: Vec<Value>,
+    pub status: Value,
+    /// Something is under way: sync again soon.
+    pub busy: bool,
+}
+
+/// What a sync observed on the control plane.
+pub struct Observed<'a> {
+    /// The ResourceBinding of the ZookeeperCluster, if any.
+    pub binding: Option<&'a Value>,
+    /// The control plane's ZookeeperCluster.
+    pub template: Option<&'a Value>,
+    /// The OverridePolicies this object owns, by name.
+    pub overrides: &'a ObjectMap,
+}
+
+/// The decision for one sync. `admin` is the Secret with ZooKeeper's super user password, which every
+/// member's servers share (it is propagated with the rest).
+pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, admin: Value, now: &str) -> Decision {
+    let Observed { binding, template, overrides } = seen;
+    let (name, ns) = (str_at(parent, "/metadata/name"), str_at(parent, "/metadata/namespace"));
+    let previous = parent.get("status").cloned().unwrap_or(json!({}));
+    let mut status = json!({"conditions": previous.get("conditions").cloned().unwrap_or(json!([]))});
+    let schedule = binding.and_then(schedule_of);
+    let headless = format!("{name}-headless");
+    // The control plane's ZookeeperCluster: the whole ensemble (its replicas are what Karmada divides).
+    let mut desired = zookeeper_spec(spec);
+    desired["replicas"] = json!(spec.replicas);
+    desired["ensemble"] = json!({"servers": schedule.as_ref().map(|s| servers(name, ns, s)).unwrap_or_default()});
+    // Its generation counts once it holds what this sync wants (a record starts at a generation
+    // that is the spec's, not one a moment old).
+    let generation = template
+        .filter(|t| t.get("spec").is_some_and(|s| spec_digest(s) == spec_digest(&desired)))
+        .and_then(|t| t.pointer("/metadata/generation").and_then(Value::as_i64));
+    let ports = json!([
+        {"name": "tcp-client", "port": CLIENT_PORT, "protocol": "TCP"},
+        {"name": "tcp-quorum", "port": QUORUM_PORT, "protocol": "TCP"},
+        {"name": "tcp-leader-election", "port": ELECTION_PORT, "protocol": "TCP"},
+    ]);
+    let placement = spec.placement.clone().unwrap_or_else(
+        || json!({"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"}}),
+    );
+    let mut children = vec![
+        json!({"apiVersion": ZK_API, "kind": "ZookeeperCluster", "metadata": meta(name, ns), "spec": desired}),
+        json!({"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceExport", "metadata": meta(&headless, ns)}),
+        json!({"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport", "metadata": meta(&headless, ns),
+               "spec": {"type": "Headless", "ports": ports}}),
+        json!({"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy", "metadata": meta(name, ns),
+               "spec": {"resourceSelectors": [
+                   {"apiVersion": ZK_API, "kind": "ZookeeperCluster", "name": name},
+                   {"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceExport", "name": headless},
+                   {"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport", "name": headless},
+                   {"apiVersion": "v1", "kind": "Secret", "name": admin_secret(name)},
+               ], "placement": placement}}),
+        admin,
+    ];
+    let (Some(schedule), Some(generation)) = (schedule.clone(), generation) else {
+        let why = match (binding, &schedule) {
+            (None, _) => "waiting for the ResourceBinding",
+            (Some(_), None) => "waiting for the scheduler",
+            (Some(_), Some(_)) => "waiting for the ZookeeperCluster to be written",
+        };
+        let scheduled = match &schedule {
+            Some(s) => condition("Scheduled", true, "Scheduled", &describe(s)),
+            None => condition("Scheduled", false, "Pending", why),
+        };
+        set_condition(&mut status, scheduled, Some(&previous), now);
+        let ready = condition("Ready", false, if schedule.is_some() { "Deploying" } else { "Scheduling" }, why);
+        set_condition(&mut status, ready, Some(&previous), now);
+        status["records"] = previous.get("records").cloned().unwrap_or(json!([]));
+        children.extend(overrides.values().cloned());
+        return Decision { children, status, busy: true };
+    };
+    set_condition(&mut status, condition("Scheduled", true, "Scheduled", &describe(&schedule)), Some(&previous), now);
+    let order: Vec<String> = schedule.iter().map(|(c, _)| c.clone()).collect();
+    let items: BTreeMap<&str, &Value> = binding
+        .and_then(|b| b.pointer("/status/aggregatedStatus"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|i| (str_at(i, "/clusterName"), i))
+        .collect();
+    let expected = |c: &str| member_spec(spec, name, ns, &schedule, c);
+    let before: Vec<Record> =
+        serde_json::from_value(previous.get("records").cloned().unwrap_or(json!([]))).unwrap_or_default();
+    let g = Generations {
+        multicluster: parent.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0),
+        zookeeper: generation,
+    };
+    let after =
+        records::advance(before, &order, g, now, |c| cluster_ready(items.get(c).copied(), &expected(c)).is_ok());
+    let last = after.last().cloned().unwrap_or_default();
+    let state = |k: &str| last.current_state.get(k).cloned().unwrap_or_default();
+    // Clusters deploying or done in this record get this record's spec; pending ones keep theirs.
+    for c in state(DEPLOYING).iter().chain(state(COMPLETED).iter()) {
+        children.push(override_policy(name, ns, c, &expected(c)));
+    }
+    for c in state(PENDING) {
+        if let Some(op) = overrides.get(&override_name(name, &c)) {
+            children.push(op.clone());
+        }
+    }
+    let ready = last.status == records::STATUS_READY;
+    let cond = if ready {
+        condition("Ready", true, "Deployed", &format!("every cluster serves its part ({})", describe(&schedule)))
+    } else {
+        let deploying = state(DEPLOYING);
+        let why: Vec<String> = deploying
+            .iter()
+            .map(|c| match cluster_ready(items.get(c.as_str()).copied(), &expected(c)) {
+                Ok(()) => format!("{c}: ready"),
+                Err(e) => format!("{c}: {e}"),
+            })
+            .collect();
+        let reason = if why.iter().any(|w| w.contains("not ready") || w.contains("not reachable")) {
+            "ClusterUnavailable"
+        } else {
+            "Deploying"
+        };
+        let message = format!(
+            "record {}: deploying {}; {} of {} clusters completed",
+            after.len(),
+            why.join("; "),
+            state(COMPLETED).len(),
+            order.len()
+        );
+        condition("Ready", false, reason, &message)
+    };
+    set_condition(&mut status, cond, Some(&previous), now);
+    status["records"] = serde_json::to_value(&after).unwrap_or(json!([]));
+    Decision { children, status, busy: !ready }
+}
+
+fn describe(schedule: &Schedule) -> String {
+    schedule.iter().map(|(c, r)| format!("{c}: {r}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The Secret with the super user's password (the ZookeeperCluster's `<name>-admin`).
+pub fn admin_secret(name: &str) -> String {
+    format!("{name}-admin")
+}
+
+/// `<name>-<cluster>`.
+pub fn override_name(name: &str, cluster: &str) -> String {
+    format!("{name}-{cluster}")
+}
+
+/// The OverridePolicy giving one cluster's ZookeeperCluster its spec.
+pub fn override_policy(name: &str, namespace: &str, cluster: &str, member: &Value) -> Value {
+    json!({
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "OverridePolicy",
+        "metadata": meta(&override_name(name, cluster), namespace),
+        "spec": {
+            "resourceSelectors": [{"apiVersion": ZK_API, "kind": "ZookeeperCluster", "name": name}],
+            "overrideRules": [{
+                "targetCluster": {"clusterNames": [cluster]},
+                "overriders": {"plaintext": [{"path": "/spec", "operator": "replace", "value": member}]},
+            }],
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mczk() -> (Value, MultiClusterZooKeeperSpec) {
+        let parent = json!({"apiVersion": super::super::types::API_VERSION, "kind": "MultiClusterZooKeeper",
+            "metadata": {"name": "zk", "namespace": "default", "generation": 1},
+            "spec": {"replicas": 5, "zookeeper": {"config": {"tickTime": 2000}}}});
+        let spec = serde_json::from_value(parent["spec"].clone()).unwrap();
+        (parent, spec)
+    }
+
+    static NONE: std::sync::LazyLock<ObjectMap> = std::sync::LazyLock::new(ObjectMap::new);
+
+    fn seen<'a>(binding: Option<&'a Value>, template: Option<&'a Value>) -> Observed<'a> {
+        Observed { binding, template, overrides: &NONE }
+    }
+
+    fn binding(items: Value) -> Value {
+        json!({"spec": {"clusters": [{"name": "m1", "replicas": 2}, {"name": "m2", "replicas": 2}, {"name": "m3", "replicas": 1}]},
+               "status": {"conditions": [{"type": "Scheduled", "status": "True"}], "aggregatedStatus": items}})
+    }
+
+    fn serving(spec: &Value) -> Value {
+        let n = spec["replicas"].clone();
+        json!({"applied": true, "health": "Healthy",
+               "status": {"specDigest": spec_digest(spec), "generation": 3, "observedGeneration": 3, "replicas": n, "readyReplicas": n}})
+    }
+
+    #[test]
+    fn servers_get_ids_in_blocks_and_clusterset_names() {
+        let s: Schedule = vec![("m1".into(), 2), ("m2".into(), 2), ("m3".into(), 1)];
+        let list = servers("zk", "default", &s);
+        let ids: Vec<i64> = list.iter().map(|s| s["id"].as_i64().unwrap()).collect();
+        assert_eq!(ids, [1, 2, 11, 12, 21]);
+        assert_eq!(list[3]["host"], "zk-1.m2.zk-headless.default.svc.clusterset.local");
+        let (_, spec) = mczk();
+        let m2 = member_spec(&spec, "zk", "default", &s, "m2");
+        assert_eq!((m2["replicas"].as_i64(), m2["ensemble"]["firstId"].as_i64()), (Some(2), Some(11)));
+        assert_eq!(m2["config"]["tickTime"], 2000);
+        // Every member's spec names the same five servers, and reads as a ZookeeperCluster spec.
+        let parsed = crate::zookeeper::spec::Spec::from(
+            &json!({"metadata": {"name": "zk", "namespace": "default"}, "spec": m2}),
+        )
+        .unwrap();
+        assert_eq!((parsed.id(0), parsed.fqdn(1).as_str()), (11, "zk-1.m2.zk-headless.default.svc.clusterset.local"));
+    }
+
+    #[test]
+    fn without_a_schedule_it_writes_the_template_and_the_policy_and_waits() {
+        let (parent, spec) = mczk();
+        let d = plan(&parent, &spec, seen(None, None), json!({}), "t0");
+        assert!(d.status.to_string().contains("waiting for the ResourceBinding"));
+        let kinds: Vec<&str> = d.children.iter().map(|c| str_at(c, "/kind")).collect();
+        assert_eq!(kinds[..4], ["ZookeeperCluster", "ServiceExport", "ServiceImport", "PropagationPolicy"]);
+        assert_eq!(d.children[0]["spec"]["replicas"], 5);
+        assert_eq!(d.children[3]["spec"]["placement"]["replicaScheduling"]["replicaSchedulingType"], "Divided");
+        assert_eq!(d.status["records"], json!([]));
+        assert!(d.busy);
+    }
+
+    #[test]
+    fn clusters_deploy_in_order_each_given_its_part_by_an_override() {
+        let (parent, spec) = mczk();
+        let s: Schedule = vec![("m1".into(), 2), ("m2".into(), 2), ("m3".into(), 1)];
+        let template = json!({"metadata": {"generation": 2}, "spec": {"replicas": 5, "config": {"tickTime": 2000},
+                                                                         "ensemble": {"servers": servers("zk", "default", &s)}}});
+        let d = plan(&parent, &spec, seen(Some(&binding(json!([]))), Some(&template)), json!({}), "t0");
+        let ops: Vec<&Value> = d.children.iter().filter(|c| c["kind"] == "OverridePolicy").collect();
+        assert_eq!(ops.len(), 1, "only the deploying cluster gets its part");
+        assert_eq!(ops[0]["metadata"]["name"], "zk-m1");
+        assert_eq!(ops[0]["spec"]["overrideRules"][0]["overriders"]["plaintext"][0]["value"]["replicas"], 2);
+        assert_eq!(d.status["records"][0]["currentState"]["deploying"], json!(["m1"]));
+        assert_eq!(d.status["records"][0]["order"], json!(["m1", "m2", "m3"]));
+        assert_eq!(d.status["records"][0]["observedGenerations"], json!({"multiclusterzookeeper": 1, "zookeeper": 2}));
+        // A template a moment old (the servers not written yet) starts nothing.
+        let stale = json!({"metadata": {"generation": 1}, "spec": {"replicas": 5}});
+        let waiting = plan(&parent, &spec, seen(Some(&binding(json!([]))), Some(&stale)), json!({}), "t0");
+        assert_eq!(waiting.status["records"], json!([]));
+        // m1 serves its part: m2 starts; m1's override stays.
+        let mut parent2 = parent.clone();
+        parent2["status"] = d.status.clone();
+        let items = json!([serving(&member_spec(&spec, "zk", "default", &s, "m1"))]);
+        let mut items = items;
+        items[0]["clusterName"] = json!("m1");
+        let d = plan(&parent2, &spec, seen(Some(&binding(items)), Some(&template)), json!({}), "t1");
+        assert_eq!(d.status["records"][0]["currentState"]["completed"], json!(["m1"]));
+        assert_eq!(d.status["records"][0]["currentState"]["deploying"], json!(["m2"]));
+        let ready = d.status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Ready").unwrap().clone();
+        assert_eq!(ready["status"], "False");
+        assert!(str_at(&ready, "/message").contains("m2: no status collected"), "{ready}");
+    }
+
+    #[test]
+    fn a_cluster_is_ready_only_at_its_spec_with_every_server_serving() {
+        let spec = json!({"replicas": 2});
+        assert!(cluster_ready(Some(&serving(&spec)), &spec).is_ok());
+        let mut old = serving(&json!({"replicas": 1}));
+        old["status"]["replicas"] = json!(2);
+        old["status"]["readyReplicas"] = json!(2);
+        assert!(cluster_ready(Some(&old), &spec).unwrap_err().contains("not at this record's spec"));
+        let down = json!({"applied": false, "appliedMessage": "cluster m2 is not ready: cluster is not reachable"});
+        assert_eq!(cluster_ready(Some(&down), &spec).unwrap_err(), "cluster m2 is not ready: cluster is not reachable");
+        let mut lagging = serving(&spec);
+        lagging["status"]["readyReplicas"] = json!(1);
+        assert!(cluster_ready(Some(&lagging), &spec).unwrap_err().starts_with("1 of 2 servers serve"));
+        let mut rolling = serving(&spec);
+        rolling["status"]["conditions"] = json!([{"type": "Upgrading", "status": "True"}]);
+        assert_eq!(cluster_ready(Some(&rolling), &spec).unwrap_err(), "rolling its servers");
+        assert_eq!(
+            spec_digest(&json!({"a": 1, "b": [1, {"c": 2, "d": 3}]})),
+            spec_digest(&json!({"b": [1, {"d": 3, "c": 2}], "a": 1}))
+        );
+    }
+}
