@@ -26,9 +26,10 @@ def uc_binary() -> str:
 class Cluster:
     """One `uc up` process with its data directory."""
 
-    def __init__(self, data_dir: str, extra_args=()):
+    def __init__(self, data_dir: str, extra_args=(), port: int = 0):
         self.data_dir = data_dir
         self.extra_args = list(extra_args)
+        self.port = port
         self.proc = None
         self.kubeconfig = None
         self.log = None
@@ -36,7 +37,7 @@ class Cluster:
     def start(self, timeout: float = 30.0):
         self.log = open(os.path.join(self.data_dir, "uc.log"), "ab")
         self.proc = subprocess.Popen(
-            [uc_binary(), "up", "--data-dir", self.data_dir, "--port", "0", *self.extra_args],
+            [uc_binary(), "up", "--data-dir", self.data_dir, "--port", str(self.port), *self.extra_args],
             stdout=subprocess.PIPE,
             stderr=self.log,
             text=True,
@@ -46,6 +47,8 @@ class Cluster:
         if not line.startswith("export KUBECONFIG="):
             raise RuntimeError(f"uc up printed {line!r} instead of the export line; see {self.log.name}")
         self.kubeconfig = line.strip().split("=", 1)[1]
+        # A restart keeps the address (clients and other clusters hold it).
+        self.port = int(self.server_and_token()[0].rsplit(":", 1)[1])
         while time.time() < deadline:
             if self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0:
                 return self

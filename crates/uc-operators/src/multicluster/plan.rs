@@ -121,8 +121,9 @@ pub fn spec_digest(spec: &Value) -> String {
 
 /// Whether a cluster's part is deployed and serving, from its item of the binding's
 /// `aggregatedStatus` (the status the interpreter reflected): applied, at the spec this record gave
-/// it, every server serving, nothing rolling. Err says why not.
-pub fn cluster_ready(item: Option<&Value>, expected: &Value) -> Result<(), String> {
+/// it, every server serving, nothing rolling, and the configuration its servers run holding at least
+/// `joined` servers (those of the clusters deployed before it and its own). Err says why not.
+pub fn cluster_ready(item: Option<&Value>, expected: &Value, joined: usize) -> Result<(), String> {
     let item = item.ok_or("no status collected from the cluster yet")?;
     if item.get("applied").and_then(Value::as_bool) != Some(true) {
         let why = str_at(item, "/appliedMessage");
@@ -140,6 +141,13 @@ pub fn cluster_ready(item: Option<&Value>, expected: &Value) -> Result<(), Strin
     let (replicas, ready) = (int("/replicas").unwrap_or(0), int("/readyReplicas").unwrap_or(0));
     if replicas != want || ready != want {
         return Err(format!("{ready} of {want} servers serve ({replicas} in the ensemble's configuration here)"));
+    }
+    // The servers of the clusters before it in the configuration its servers run, each serving: a
+    // part that formed an ensemble of its own is not this one.
+    let servers = status.get("servers").and_then(Value::as_array).cloned().unwrap_or_default();
+    let serving = servers.iter().filter(|s| matches!(str_at(s, "/mode"), "leader" | "follower" | "observer")).count();
+    if servers.len() < joined || serving < servers.len() {
+        return Err(format!("{serving} servers serve in its configuration, {joined} expected"));
     }
     let upgrading = status
         .get("conditions")
@@ -243,14 +251,20 @@ pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, ad
         .map(|i| (str_at(i, "/clusterName"), i))
         .collect();
     let expected = |c: &str| member_spec(spec, name, ns, &schedule, c);
+    // The servers of the clusters up to and including `c` in the order.
+    let joined = |c: &str| {
+        let at = schedule.iter().position(|(x, _)| x == c).unwrap_or(schedule.len());
+        schedule.iter().take(at + 1).map(|(_, r)| (*r).max(0) as usize).sum::<usize>()
+    };
     let before: Vec<Record> =
         serde_json::from_value(previous.get("records").cloned().unwrap_or(json!([]))).unwrap_or_default();
     let g = Generations {
         multicluster: parent.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0),
         zookeeper: generation,
     };
-    let after =
-        records::advance(before, &order, g, now, |c| cluster_ready(items.get(c).copied(), &expected(c)).is_ok());
+    let after = records::advance(before, &order, g, now, |c| {
+        cluster_ready(items.get(c).copied(), &expected(c), joined(c)).is_ok()
+    });
     let last = after.last().cloned().unwrap_or_default();
     let state = |k: &str| last.current_state.get(k).cloned().unwrap_or_default();
     // Clusters deploying or done in this record get this record's spec; pending ones keep theirs.
@@ -269,7 +283,7 @@ pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, ad
         let deploying = state(DEPLOYING);
         let why: Vec<String> = deploying
             .iter()
-            .map(|c| match cluster_ready(items.get(c.as_str()).copied(), &expected(c)) {
+            .map(|c| match cluster_ready(items.get(c.as_str()).copied(), &expected(c), joined(c)) {
                 Ok(()) => format!("{c}: ready"),
                 Err(e) => format!("{c}: {e}"),
             })
@@ -347,8 +361,12 @@ mod tests {
 
     fn serving(spec: &Value) -> Value {
         let n = spec["replicas"].clone();
+        let listed = spec.pointer("/ensemble/servers").and_then(Value::as_array).map_or(0, Vec::len);
+        let servers: Vec<Value> =
+            (0..listed).map(|i| json!({"id": i + 1, "mode": if i == 0 { "leader" } else { "follower" }})).collect();
         json!({"applied": true, "health": "Healthy",
-               "status": {"specDigest": spec_digest(spec), "generation": 3, "observedGeneration": 3, "replicas": n, "readyReplicas": n}})
+               "status": {"specDigest": spec_digest(spec), "generation": 3, "observedGeneration": 3, "replicas": n,
+                          "readyReplicas": n, "servers": servers}})
     }
 
     #[test]
@@ -418,19 +436,31 @@ mod tests {
     #[test]
     fn a_cluster_is_ready_only_at_its_spec_with_every_server_serving() {
         let spec = json!({"replicas": 2});
-        assert!(cluster_ready(Some(&serving(&spec)), &spec).is_ok());
+        assert!(cluster_ready(Some(&serving(&spec)), &spec, 0).is_ok());
         let mut old = serving(&json!({"replicas": 1}));
         old["status"]["replicas"] = json!(2);
         old["status"]["readyReplicas"] = json!(2);
-        assert!(cluster_ready(Some(&old), &spec).unwrap_err().contains("not at this record's spec"));
+        assert!(cluster_ready(Some(&old), &spec, 0).unwrap_err().contains("not at this record's spec"));
         let down = json!({"applied": false, "appliedMessage": "cluster m2 is not ready: cluster is not reachable"});
-        assert_eq!(cluster_ready(Some(&down), &spec).unwrap_err(), "cluster m2 is not ready: cluster is not reachable");
+        assert_eq!(
+            cluster_ready(Some(&down), &spec, 0).unwrap_err(),
+            "cluster m2 is not ready: cluster is not reachable"
+        );
         let mut lagging = serving(&spec);
         lagging["status"]["readyReplicas"] = json!(1);
-        assert!(cluster_ready(Some(&lagging), &spec).unwrap_err().starts_with("1 of 2 servers serve"));
+        assert!(cluster_ready(Some(&lagging), &spec, 0).unwrap_err().starts_with("1 of 2 servers serve"));
+        // A part that formed an ensemble of its own (one server listed of five) is not ready.
+        let five = json!({"replicas": 1, "ensemble": {"servers": [1, 2, 3, 4, 5]}});
+        let mut alone = serving(&five);
+        alone["status"]["servers"] = json!([{"id": 21, "mode": "leader"}]);
+        assert_eq!(
+            cluster_ready(Some(&alone), &five, 5).unwrap_err(),
+            "1 servers serve in its configuration, 5 expected"
+        );
+        assert!(cluster_ready(Some(&serving(&five)), &five, 5).is_ok());
         let mut rolling = serving(&spec);
         rolling["status"]["conditions"] = json!([{"type": "Upgrading", "status": "True"}]);
-        assert_eq!(cluster_ready(Some(&rolling), &spec).unwrap_err(), "rolling its servers");
+        assert_eq!(cluster_ready(Some(&rolling), &spec, 0).unwrap_err(), "rolling its servers");
         assert_eq!(
             spec_digest(&json!({"a": 1, "b": [1, {"c": 2, "d": 3}]})),
             spec_digest(&json!({"b": [1, {"d": 3, "c": 2}], "a": 1}))

@@ -145,6 +145,10 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
             Some(p) => out.push(as_written(p)),
             // A member without a pod (a new ensemble, or a pod that was deleted): its pod, with the
             // ensemble's configuration; its data, if its claim kept it, is its own.
+            // Part of an ensemble across clusters, it waits for a configuration from a leader: what it
+            // remembers holds this cluster's servers only, and a server started with that alone
+            // would form an ensemble of its own.
+            None if spec.ensemble.is_some() && source == "status" => missing = true,
             None => {
                 missing = true;
                 out.push(objects::pod(spec, *ordinal, &lines, false));
@@ -233,6 +237,8 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
         }
     } else if observed.config.is_some() {
         progress = "waiting for every member to serve".into();
+    } else if missing && spec.ensemble.is_some() {
+        progress = "waiting for a leader's configuration before starting this cluster's servers again".into();
     } else if source == "waiting" {
         let first = spec.ensemble.as_ref().and_then(|e| e.iter().next());
         progress = match first {
@@ -711,5 +717,22 @@ mod tests {
         assert_eq!(d.change, None);
         assert_eq!((d.status["replicas"].as_i64(), d.status["readyReplicas"].as_i64()), (Some(2), Some(2)));
         assert_eq!(d.status["servers"].as_array().map(Vec::len), Some(4));
+    }
+
+    #[test]
+    fn a_part_never_restarts_a_server_without_a_leaders_configuration() {
+        let m3 = part(5, 1);
+        let previous = json!({"servers": [{"name": "zk-0", "id": 5, "mode": "follower"},
+                                          {"name": "zk-0.m1.zk-headless.ns.svc.clusterset.local", "id": 1, "mode": "leader"}]});
+        let d = plan(&m3, &ObjectMap::new(), &Observed::default(), &previous);
+        assert!(d.pods.is_empty(), "its pod waits: a server started with what the status remembers would be alone");
+        assert!(str_at(&d.status, "/progress").contains("waiting for a leader's configuration"));
+        // With the leader's configuration it comes back with every member listed.
+        let mut observed = m1_serving();
+        let lines = [objects::participants(&part(1, 2), 0..2), objects::participants(&m3, 0..1)].concat();
+        observed.config = Some(parse_conf(&lines.join("\n")));
+        let d = plan(&m3, &ObjectMap::new(), &observed, &previous);
+        assert_eq!(d.pods.len(), 1);
+        assert_eq!(env(&d.pods[0], "ZK_SERVERS").split(' ').count(), 3);
     }
 }

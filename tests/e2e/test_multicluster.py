@@ -1,0 +1,246 @@
+"""MultiClusterZooKeeper on uc's Karmada-compatible control plane (`uc up --control-plane`) over three
+member clusters (`uc up` each, joined with `uc join`): one real ZooKeeper ensemble across them,
+deployed cluster by cluster as seed 002 specifies, checked from the MultiClusterZooKeeper's watch
+history, the servers' four-letter words and kazoo."""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+
+import pytest
+
+from conftest import ROOT, Cluster, uc_binary, wait_for
+
+EXAMPLE = ROOT / "examples" / "multicluster-zookeeper" / "mczk.yaml"
+MEMBERS = ("m1", "m2", "m3")
+
+pytestmark = pytest.mark.skipif(
+    not (os.path.exists("/usr/share/zookeeper/bin/zkServer.sh") and shutil.which("java") and os.path.exists("/bin/busybox")),
+    reason="needs Debian's zookeeper, a JRE and busybox (.ci/run installs them)")
+
+
+class History:
+    """Every state of the MultiClusterZooKeeper's status, from a watch (`kubectl get -w`)."""
+
+    def __init__(self, cp):
+        self.states = []
+        # A watch of the list: it waits for the object when there is none yet.
+        self.proc = cp.kubectl_bg("get", "multiclusterzookeepers", "-w", "-o", "json")
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        decoder, buf = json.JSONDecoder(), ""
+        for line in self.proc.stdout:
+            buf += line
+            try:
+                obj, end = decoder.raw_decode(buf.strip())
+            except json.JSONDecodeError:
+                continue
+            buf = buf.strip()[end:]
+            self.states.append(obj.get("status", {}))
+
+    def records(self):
+        return [s.get("records", []) for s in list(self.states)]
+
+    def stop(self, index):
+        """Stops once the watch has shown record `index` Ready."""
+        try:
+            wait_for(lambda: any(len(r) > index and r[index]["status"] == "Ready" for r in self.records()),
+                     timeout=30, message="the watch to show the record Ready")
+        finally:
+            self.proc.terminate()
+
+
+def state(record, key):
+    return record.get("currentState", {}).get(key, [])
+
+
+def check_one_at_a_time(history, index):
+    """At every moment of record `index` at most one cluster deploys, and clusters complete in order."""
+    seen = [r[index] for r in history.records() if len(r) > index]
+    assert seen, "the record was never seen"
+    for r in seen:
+        assert len(state(r, "deploying")) <= 1, f"two clusters deploying at once: {r}"
+        order, completed = r["order"], state(r, "completed")
+        assert completed == order[: len(completed)], f"completed out of order: {r}"
+        if state(r, "deploying"):
+            assert state(r, "deploying") == [order[len(completed)]], f"deploying out of order: {r}"
+    assert seen[-1]["status"] == "Ready"
+    assert any(r["status"] == "Deploying" for r in seen), "the record never showed a deployment"
+
+
+def mczk(cp):
+    return json.loads(cp.kubectl("get", "multiclusterzookeeper", "zk", "-o", "json").stdout)
+
+
+def ready_condition(cp):
+    return next((c for c in mczk(cp).get("status", {}).get("conditions", []) if c["type"] == "Ready"), {})
+
+
+def last_record(cp):
+    records = mczk(cp).get("status", {}).get("records", [])
+    return records[-1] if records else {}
+
+
+def ask(ip, word):
+    try:
+        with socket.create_connection((ip, 2181), timeout=2) as s:
+            s.sendall(word.encode())
+            out = b""
+            while chunk := s.recv(65536):
+                out += chunk
+            return out.decode()
+    except OSError:
+        return ""
+
+
+def server_ips(members):
+    ips = {}
+    for name, m in members.items():
+        pods = json.loads(m.kubectl("get", "pods", "-l", "app=zk", "-o", "json").stdout)["items"]
+        for p in pods:
+            ips[f"{p['metadata']['name']}@{name}"] = p["status"].get("podIP", "")
+    return ips
+
+
+def ensemble(members):
+    """(modes, configurations) of every server: `srvr`'s mode and `conf`'s sorted server lines."""
+    modes, confs = {}, {}
+    for who, ip in server_ips(members).items():
+        modes[who] = next((l.split(": ")[1] for l in ask(ip, "srvr").splitlines() if l.startswith("Mode: ")), None)
+        confs[who] = sorted(l for l in ask(ip, "conf").splitlines() if l.startswith("server."))
+    return modes, confs
+
+
+def whole(members):
+    modes, confs = ensemble(members)
+    values = sorted(m or "" for m in modes.values())
+    return (values == ["follower"] * 4 + ["leader"]) and len({tuple(c) for c in confs.values()}) == 1 and (modes, confs)
+
+
+@pytest.fixture(scope="module")
+def planes():
+    dirs = [tempfile.TemporaryDirectory(prefix="uc-e2e-mc-") for _ in range(4)]
+    cp = Cluster(dirs[0].name, ["--control-plane", "--in-memory"]).start()
+    members = {}
+    try:
+        for i, name in enumerate(MEMBERS):
+            members[name] = Cluster(dirs[i + 1].name, ["--pod-subnet", str(101 + i)]).start()
+            subprocess.run([uc_binary(), "join", name, "--kubeconfig", cp.kubeconfig,
+                            "--cluster-kubeconfig", members[name].kubeconfig], check=True, capture_output=True)
+        wait_for(lambda: all(c.get("status", {}).get("conditions", [{}])[-1].get("status") == "True"
+                             for c in json.loads(cp.kubectl("get", "clusters", "-o", "json").stdout)["items"]) or None,
+                 timeout=30, message="three Ready member clusters")
+        yield cp, members
+    finally:
+        for c in [cp, *members.values()]:
+            if c.proc is not None:
+                c.stop()
+        for d in dirs:
+            d.cleanup()
+
+
+def test_an_ensemble_is_deployed_across_three_clusters_one_cluster_at_a_time(planes):
+    cp, members = planes
+    history = History(cp)
+    cp.kubectl("apply", "-f", str(EXAMPLE))
+    wait_for(lambda: last_record(cp).get("status") == "Ready", timeout=240, interval=1, message="record 1 Ready")
+    history.stop(0)
+    binding = json.loads(cp.kubectl("get", "resourcebinding", "zk-zookeepercluster", "-o", "json").stdout)
+    order = [c["name"] for c in binding["spec"]["clusters"]]
+    assert order == list(MEMBERS)
+    assert [c["replicas"] for c in binding["spec"]["clusters"]] == [2, 2, 1], "static weights 2/2/1 of 5"
+    record = mczk(cp)["status"]["records"][0]
+    assert record["order"] == order, "the record deploys in the scheduling order"
+    assert set(record["observedGenerations"]) == {"multiclusterzookeeper", "zookeeper"}
+    check_one_at_a_time(history, 0)
+    fully = next(c for c in binding["status"]["conditions"] if c["type"] == "FullyApplied")
+    assert fully["status"] == "True", binding["status"]
+    # One ensemble: a leader, four followers, the same five servers (clusterset names) everywhere.
+    modes, confs = wait_for(lambda: whole(members), timeout=60, interval=1, message="one leader and four followers")
+    lines = next(iter(confs.values()))
+    assert len(lines) == 5 and all(".svc.clusterset.local:2888:3888:participant" in l for l in lines), lines
+    for i, name in enumerate(MEMBERS):
+        assert sum(1 for l in lines if f".{name}.zk-headless.default.svc.clusterset.local" in l) == [2, 2, 1][i]
+    # Each member's ZooKeeper operator ran its part: ids, replicas, the ensemble's list.
+    parts = {n: json.loads(m.kubectl("get", "zookeepercluster", "zk", "-o", "json").stdout) for n, m in members.items()}
+    assert [parts[n]["spec"]["replicas"] for n in MEMBERS] == [2, 2, 1]
+    assert [parts[n]["spec"]["ensemble"]["firstId"] for n in MEMBERS] == [1, 11, 21]
+    # A znode written through m1 is read through m3.
+    from kazoo.client import KazooClient
+
+    ips = server_ips(members)
+    writer = KazooClient(hosts=f"{ips['zk-0@m1']}:2181", timeout=10)
+    writer.start(timeout=20)
+    writer.create("/across", b"written in m1", makepath=True)
+    writer.stop()
+    reader = KazooClient(hosts=f"{ips['zk-0@m3']}:2181", timeout=10)
+    reader.start(timeout=20)
+    reader.sync("/across")
+    assert reader.get("/across")[0] == b"written in m1"
+    reader.stop()
+
+
+def test_the_policies_the_operator_wrote_validate_against_karmadas_crds(planes):
+    cp, _ = planes
+    checked = 0
+    for kind in ("propagationpolicies", "overridepolicies", "serviceexports", "serviceimports"):
+        for obj in json.loads(cp.kubectl("get", kind, "-o", "json").stdout)["items"]:
+            fresh = {"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+                     "metadata": {"name": obj["metadata"]["name"] + "-dry-run", "namespace": "default"}}
+            if "spec" in obj:
+                fresh["spec"] = obj["spec"]
+            cp.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(fresh))
+            checked += 1
+    assert checked >= 1 + 3 + 1 + 1, "a PropagationPolicy, three OverridePolicies, the export and the import"
+    # The schemas are Karmada's: what they forbid is refused.
+    bad = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy", "metadata": {"name": "bad"},
+           "spec": {"resourceSelectors": [{"apiVersion": "v1", "kind": "Secret"}],
+                    "placement": {"replicaScheduling": {"replicaSchedulingType": "Sideways"}}}}
+    r = cp.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(bad), check=False)
+    assert r.returncode != 0 and "replicaSchedulingType" in r.stderr, r.stderr
+
+
+def test_a_spec_change_rolls_cluster_by_cluster_as_a_new_record(planes):
+    cp, members = planes
+    first = mczk(cp)["status"]["records"][0]
+    generation = first["observedGenerations"]["zookeeper"]
+    history = History(cp)
+    cp.kubectl("patch", "multiclusterzookeeper", "zk", "--type", "merge", "-p",
+               json.dumps({"spec": {"zookeeper": {"config": {"tickTime": 2500}}}}))
+    wait_for(lambda: len(mczk(cp)["status"]["records"]) == 2 and last_record(cp)["status"] == "Ready",
+             timeout=300, interval=1, message="record 2 Ready")
+    history.stop(1)
+    records = mczk(cp)["status"]["records"]
+    assert records[0] == first, "record 1 stays as history"
+    assert records[1]["observedGenerations"]["zookeeper"] > generation
+    check_one_at_a_time(history, 1)
+    wait_for(lambda: whole(members), timeout=60, interval=1, message="the ensemble whole after the roll")
+    for who, ip in server_ips(members).items():
+        assert "tickTime=2500" in ask(ip, "conf"), f"{who} runs the old configuration"
+
+
+def test_a_stopped_member_holds_its_record_in_deploying_until_it_returns(planes):
+    cp, members = planes
+    cp.kubectl("patch", "multiclusterzookeeper", "zk", "--type", "merge", "-p",
+               json.dumps({"spec": {"zookeeper": {"config": {"tickTime": 3000}}}}))
+    wait_for(lambda: len(mczk(cp)["status"]["records"]) == 3 and state(last_record(cp), "deploying") == ["m2"],
+             timeout=240, interval=0.2, message="record 3 deploying m2")
+    m2 = members["m2"]
+    assert m2.stop() == 0
+    cond = wait_for(lambda: (c := ready_condition(cp)).get("reason") == "ClusterUnavailable" and c,
+                    timeout=60, interval=0.5, message="the Ready condition saying m2 is unavailable")
+    assert "m2" in cond["message"] and "not ready" in cond["message"], cond
+    record = last_record(cp)
+    assert (state(record, "deploying"), state(record, "completed"), record["status"]) == (["m2"], ["m1"], "Deploying")
+    cluster = json.loads(cp.kubectl("get", "cluster", "m2", "-o", "json").stdout)
+    assert next(c for c in cluster["status"]["conditions"] if c["type"] == "Ready")["status"] == "False"
+    m2.start()
+    wait_for(lambda: last_record(cp).get("status") == "Ready", timeout=300, interval=1, message="record 3 Ready")
+    assert ready_condition(cp)["status"] == "True"
+    wait_for(lambda: whole(members), timeout=90, interval=1, message="the ensemble whole with m2 back")
