@@ -244,3 +244,39 @@ def test_a_stopped_member_holds_its_record_in_deploying_until_it_returns(planes)
     wait_for(lambda: last_record(cp).get("status") == "Ready", timeout=300, interval=1, message="record 3 Ready")
     assert ready_condition(cp)["status"] == "True"
     wait_for(lambda: whole(members), timeout=90, interval=1, message="the ensemble whole with m2 back")
+
+
+def test_uc_run_brings_the_operator_to_a_control_plane_it_does_not_run_on(make_cluster, tmp_path):
+    """`uc run --multicluster-zookeeper` against a control plane that only serves Karmada's API (as
+    Karmada's would): it installs the operator and registers its interpreter webhook, which answers
+    Karmada's ResourceInterpreterContext over HTTPS with the CA it registered."""
+    import base64
+    import ssl
+    import urllib.request
+
+    cp = make_cluster(["--control-plane", "--no-engine", "--in-memory"])
+    run = subprocess.Popen([uc_binary(), "run", "--kubeconfig", cp.kubeconfig, "--multicluster-zookeeper",
+                            "--metrics-addr", "127.0.0.1:0"], stderr=open(tmp_path / "run.log", "wb"))
+    try:
+        config = wait_for(lambda: json.loads(cp.kubectl("get", "resourceinterpreterwebhookconfigurations", "-o", "json").stdout)["items"],
+                          timeout=30, message="the interpreter webhook registered")[0]
+        hook = config["webhooks"][0]
+        assert hook["rules"][0]["kinds"] == ["ZookeeperCluster"]
+        assert "ReviseReplica" in hook["rules"][0]["operations"]
+        wait_for(lambda: cp.kubectl("get", "crd", "multiclusterzookeepers.zookeeper.uc.njuics.cn", check=False).returncode == 0,
+                 timeout=30, message="the MultiClusterZooKeeper CRD")
+        wait_for(lambda: cp.kubectl("get", "universalcontroller", "multicluster-zookeeper-operator", check=False).returncode == 0,
+                 timeout=30, message="the operator's controller")
+        ca = base64.b64decode(hook["clientConfig"]["caBundle"]).decode()
+        tls = ssl.create_default_context(cadata=ca)
+        body = json.dumps({"apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterContext",
+                           "request": {"uid": "u-1", "operation": "ReviseReplica", "replicas": 2,
+                                       "object": {"spec": {"replicas": 5}}}}).encode()
+        req = urllib.request.Request(hook["clientConfig"]["url"], data=body, headers={"content-type": "application/json"})
+        with urllib.request.urlopen(req, context=tls, timeout=10) as r:
+            answer = json.loads(r.read())["response"]
+        assert (answer["uid"], answer["successful"], answer["patchType"]) == ("u-1", True, "JSONPatch")
+        assert json.loads(base64.b64decode(answer["patch"])) == [{"op": "replace", "path": "/spec/replicas", "value": 0}]
+    finally:
+        run.terminate()
+        run.wait(timeout=15)

@@ -90,6 +90,17 @@ struct RunArgs {
     /// server-side apply get client-side apply anyway.
     #[arg(long)]
     client_side_apply: bool,
+    /// Run the MultiClusterZooKeeper operator against a Karmada control plane (this kubeconfig's):
+    /// installs its CRDs and controller, serves the ZookeeperCluster resource interpreter webhook and
+    /// registers it.
+    #[arg(long)]
+    multicluster_zookeeper: bool,
+    /// Address the interpreter webhook listens on.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    interpreter_webhook_addr: std::net::SocketAddr,
+    /// URL Karmada reaches the interpreter webhook at (default: https://<its address>/interpret).
+    #[arg(long)]
+    interpreter_webhook_url: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -253,7 +264,8 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names.clone()));
         uc_operators::zookeeper::register(&mut options.natives, client.clone(), Some(names.clone()));
         if args.control_plane {
-            uc_operators::multicluster::register(&mut options.natives, client.clone());
+            let listen = uc_operators::multicluster::interpreter::Listen::default();
+            uc_operators::multicluster::register(&mut options.natives, client.clone(), listen);
         }
         let engine =
             uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
@@ -385,7 +397,20 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     uc_operators::workloads::register(&mut options.natives);
     uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names.clone()));
     uc_operators::zookeeper::register(&mut options.natives, client.clone(), Some(names.clone()));
-    let engine = uc_engine::Engine::start(client, options).await.context("starting the controller engine")?;
+    if args.multicluster_zookeeper {
+        let listen = uc_operators::multicluster::interpreter::Listen {
+            addr: args.interpreter_webhook_addr,
+            url: args.interpreter_webhook_url.clone(),
+        };
+        uc_operators::multicluster::register(&mut options.natives, client.clone(), listen);
+    }
+    let engine = uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
+    if args.multicluster_zookeeper {
+        for crd in uc_operators::multicluster::crds() {
+            uc_engine::manager::install_crd(&client, crd).await?;
+        }
+        install_controllers(&client, uc_operators::multicluster::controllers()).await?;
+    }
     tracing::info!(metrics = ?engine.metrics_addr, "engine running");
     wait_for_signal().await;
     drop(engine);

@@ -80,11 +80,38 @@ pub fn configuration(url: &str, ca_pem: &str) -> Value {
     })
 }
 
-/// Serves the webhook on 127.0.0.1 (a free port) over HTTPS; returns its URL and CA (PEM).
-pub async fn serve() -> anyhow::Result<(String, String)> {
+/// Where the webhook listens and the URL Karmada is given for it.
+#[derive(Clone, Debug)]
+pub struct Listen {
+    /// Address to bind (port 0: a free one).
+    pub addr: std::net::SocketAddr,
+    /// The URL to register (default `https://<bound address>/interpret`); its host is in the
+    /// certificate.
+    pub url: Option<String>,
+}
+
+impl Default for Listen {
+    fn default() -> Self {
+        Listen { addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)), url: None }
+    }
+}
+
+/// Serves the webhook over HTTPS with a certificate of its own; returns its URL and CA (PEM).
+pub async fn serve(listen: Listen) -> anyhow::Result<(String, String)> {
     let key = rcgen::KeyPair::generate()?;
-    let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()])?;
-    params.subject_alt_names.push(rcgen::SanType::IpAddress(std::net::IpAddr::from([127, 0, 0, 1])));
+    let mut names = vec!["localhost".to_string()];
+    let host = listen.url.as_deref().and_then(|u| u.parse::<http::Uri>().ok()).and_then(|u| u.host().map(str::to_string));
+    if let Some(h) = host.as_ref().filter(|h| h.parse::<std::net::IpAddr>().is_err()) {
+        names.push(h.clone());
+    }
+    let mut params = rcgen::CertificateParams::new(names)?;
+    for ip in [Some(std::net::IpAddr::from([127, 0, 0, 1])), Some(listen.addr.ip()), host.and_then(|h| h.parse().ok())]
+        .into_iter()
+        .flatten()
+        .filter(|ip: &std::net::IpAddr| !ip.is_unspecified())
+    {
+        params.subject_alt_names.push(rcgen::SanType::IpAddress(ip));
+    }
     let cert = params.self_signed(&key)?;
     let pem = cert.pem();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -96,8 +123,9 @@ pub async fn serve() -> anyhow::Result<(String, String)> {
             rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
         )?;
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
-    let url = format!("https://127.0.0.1:{}/interpret", listener.local_addr()?.port());
+    let listener = tokio::net::TcpListener::bind(listen.addr).await?;
+    let bound = listener.local_addr()?;
+    let url = listen.url.unwrap_or_else(|| format!("https://{bound}/interpret"));
     tokio::spawn(async move {
         loop {
             let Ok((tcp, _)) = listener.accept().await else { continue };

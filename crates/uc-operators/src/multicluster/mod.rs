@@ -68,7 +68,7 @@ pub fn controllers() -> Vec<Value> {
 
 /// Registers the native hook, and serves the resource interpreter webhook (registering it with the
 /// control plane as soon as Karmada's API is there).
-pub fn register(natives: &mut NativeRegistry, client: kube::Client) {
+pub fn register(natives: &mut NativeRegistry, client: kube::Client, listen: interpreter::Listen) {
     let hook_client = client.clone();
     let sync_fn: Arc<AsyncSyncFn> = Arc::new(move |request: SyncRequest| -> SyncFuture {
         let client = hook_client.clone();
@@ -76,7 +76,7 @@ pub fn register(natives: &mut NativeRegistry, client: kube::Client) {
     });
     natives.register(HOOK, native::typed_async(sync_fn));
     tokio::spawn(async move {
-        let (url, ca) = match interpreter::serve().await {
+        let (url, ca) = match interpreter::serve(listen).await {
             Ok(x) => x,
             Err(e) => {
                 tracing::error!(error = %e, "the ZookeeperCluster interpreter webhook could not start");
