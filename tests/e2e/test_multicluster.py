@@ -280,3 +280,46 @@ def test_uc_run_brings_the_operator_to_a_control_plane_it_does_not_run_on(make_c
     finally:
         run.terminate()
         run.wait(timeout=15)
+
+
+def test_karmadas_nginx_sample_propagates_with_its_overrides_and_goes_when_deleted(planes):
+    """Karmada's own samples/nginx (member1/member2 renamed m1/m2): a Deployment divided 1/1, each
+    cluster's copy overridden by its rule, status collected back; deleting the template deletes the
+    binding, the Works and the members' copies."""
+    cp, members = planes
+    samples = ROOT / "crates" / "uc-karmada" / "testdata"
+    for name in ("nginx_deployment.yaml", "nginx_propagationpolicy.yaml", "nginx_overridepolicy.yaml"):
+        text = (samples / name).read_text().replace("member1", "m1").replace("member2", "m2")
+        cp.kubectl("apply", "-f", "-", input=text)
+
+    def binding():
+        r = cp.kubectl("get", "resourcebinding", "nginx-deployment", "-o", "json", check=False)
+        return json.loads(r.stdout) if r.returncode == 0 else {}
+
+    def applied():
+        b = binding()
+        fully = [c for c in b.get("status", {}).get("conditions", []) if c["type"] == "FullyApplied"]
+        items = b.get("status", {}).get("aggregatedStatus", [])
+        return fully and fully[0]["status"] == "True" and all(i.get("health") == "Healthy" for i in items) and b
+
+    b = wait_for(applied, timeout=60, interval=0.5, message="the nginx binding fully applied and healthy")
+    assert [(c["name"], c["replicas"]) for c in b["spec"]["clusters"]] == [("m1", 1), ("m2", 1)]
+    assert [i["status"]["readyReplicas"] for i in b["status"]["aggregatedStatus"]] == [1, 1]
+    works = json.loads(cp.kubectl("get", "works", "-A", "-o", "json").stdout)["items"]
+    spaces = sorted(w["metadata"]["namespace"] for w in works if w["spec"]["workload"]["manifests"][0]["kind"] == "Deployment"
+                    and w["spec"]["workload"]["manifests"][0]["metadata"]["name"] == "nginx")
+    assert spaces == ["karmada-es-m1", "karmada-es-m2"]
+    d1 = json.loads(members["m1"].kubectl("get", "deployment", "nginx", "-o", "json").stdout)
+    d2 = json.loads(members["m2"].kubectl("get", "deployment", "nginx", "-o", "json").stdout)
+    assert d1["spec"]["replicas"] == 1 and d2["spec"]["replicas"] == 1, "2 replicas divided by weights 1/1"
+    assert d1["metadata"]["annotations"].get("env") == "skoala-stage", "member1's annotationsOverrider"
+    assert d2["metadata"]["labels"].get("env") == "skoala-dev", "member2's labelsOverrider"
+    assert "env" not in d1["metadata"].get("labels", {}) and "env" not in d2["metadata"].get("annotations", {})
+    assert members["m3"].kubectl("get", "deployment", "nginx", check=False).returncode != 0, "m3 is not a target"
+    cp.kubectl("delete", "deployment", "nginx")
+    wait_for(lambda: not binding(), timeout=30, message="the binding to go with its template")
+    for m in ("m1", "m2"):
+        wait_for(lambda: members[m].kubectl("get", "deployment", "nginx", check=False).returncode != 0,
+                 timeout=30, message=f"the Deployment deleted from {m}")
+    cp.kubectl("delete", "-f", "-", input=(samples / "nginx_overridepolicy.yaml").read_text())
+    cp.kubectl("delete", "-f", "-", input=(samples / "nginx_propagationpolicy.yaml").read_text())

@@ -88,7 +88,12 @@ pub async fn detect(plane: &Plane, interpreter: &Interpreter, now: &str) -> Resu
                 let uid = str_at(&t, "/metadata/uid").to_string();
                 let t_ns = str_at(&t, "/metadata/namespace");
                 // Cluster-scoped templates would need a ClusterResourceBinding, which is not served.
-                if t_ns.is_empty() || is_deleting(&t) || reserved(t_ns) || !selector_matches(sel, &t) || !claimed.insert(uid) {
+                if t_ns.is_empty()
+                    || is_deleting(&t)
+                    || reserved(t_ns)
+                    || !selector_matches(sel, &t)
+                    || !claimed.insert(uid)
+                {
                     continue;
                 }
                 let key =

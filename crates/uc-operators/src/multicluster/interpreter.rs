@@ -100,7 +100,8 @@ impl Default for Listen {
 pub async fn serve(listen: Listen) -> anyhow::Result<(String, String)> {
     let key = rcgen::KeyPair::generate()?;
     let mut names = vec!["localhost".to_string()];
-    let host = listen.url.as_deref().and_then(|u| u.parse::<http::Uri>().ok()).and_then(|u| u.host().map(str::to_string));
+    let host =
+        listen.url.as_deref().and_then(|u| u.parse::<http::Uri>().ok()).and_then(|u| u.host().map(str::to_string));
     if let Some(h) = host.as_ref().filter(|h| h.parse::<std::net::IpAddr>().is_err()) {
         names.push(h.clone());
     }
