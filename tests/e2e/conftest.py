@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -164,3 +165,16 @@ def wait_for(predicate, timeout=20.0, interval=0.1, message="condition"):
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out waiting for {message} (last value {last!r})")
+
+
+def ask_zookeeper(ip, word):
+    """A ZooKeeper server's answer to a four-letter word ("" when it does not answer)."""
+    try:
+        with socket.create_connection((ip, 2181), timeout=2) as s:
+            s.sendall(word.encode())
+            out = b""
+            while chunk := s.recv(65536):
+                out += chunk
+            return out.decode()
+    except OSError:
+        return ""

@@ -6,14 +6,13 @@ history, the servers' four-letter words and kazoo."""
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading
 
 import pytest
 
-from conftest import ROOT, Cluster, uc_binary, wait_for
+from conftest import ROOT, Cluster, ask_zookeeper as ask, uc_binary, wait_for
 
 EXAMPLE = ROOT / "examples" / "multicluster-zookeeper" / "mczk.yaml"
 MEMBERS = ("m1", "m2", "m3")
@@ -85,18 +84,6 @@ def ready_condition(cp):
 def last_record(cp):
     records = mczk(cp).get("status", {}).get("records", [])
     return records[-1] if records else {}
-
-
-def ask(ip, word):
-    try:
-        with socket.create_connection((ip, 2181), timeout=2) as s:
-            s.sendall(word.encode())
-            out = b""
-            while chunk := s.recv(65536):
-                out += chunk
-            return out.decode()
-    except OSError:
-        return ""
 
 
 def server_ips(members):

@@ -5,12 +5,11 @@ words, zkCli.sh through kubectl exec, and kazoo from the machine."""
 import json
 import os
 import shutil
-import socket
 import threading
 
 import pytest
 
-from conftest import wait_for
+from conftest import ask_zookeeper as ask, wait_for
 
 NAME = "zookeeper"
 YAML = """
@@ -50,18 +49,6 @@ def status(cluster):
 def server_pods(cluster):
     items = get(cluster, "pods", "-l", f"app={NAME}")["items"]
     return {p["metadata"]["name"]: p for p in items if not p["metadata"].get("deletionTimestamp")}
-
-
-def ask(ip, word):
-    try:
-        with socket.create_connection((ip, 2181), timeout=2) as s:
-            s.sendall(word.encode())
-            out = b""
-            while chunk := s.recv(65536):
-                out += chunk
-            return out.decode()
-    except OSError:
-        return ""
 
 
 def mode(ip):
