@@ -25,9 +25,10 @@ const PERIOD: Duration = Duration::from_millis(700);
 pub async fn run(client: kube::Client, resolver: uc_engine::names::Resolver) {
     let mut plane = Plane { client, kinds: Kinds::default(), members: Members::default(), resolver };
     let mut with_crds: HashSet<String> = HashSet::new();
+    let mut interpreter = Cached::default();
     loop {
         let started = tokio::time::Instant::now();
-        if let Err(e) = pass(&mut plane, &mut with_crds).await {
+        if let Err(e) = pass(&mut plane, &mut with_crds, &mut interpreter).await {
             tracing::warn!(error = %e, "control plane pass incomplete");
             // A kind may have been installed or removed.
             plane.kinds.forget();
@@ -40,7 +41,30 @@ fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-async fn pass(plane: &mut Plane, with_crds: &mut HashSet<String>) -> Result<(), String> {
+/// The interpreter, rebuilt only when the webhook configurations change (its clients keep their
+/// connections between passes).
+#[derive(Default)]
+struct Cached {
+    versions: Option<Vec<String>>,
+    interpreter: Interpreter,
+}
+
+impl Cached {
+    fn get(&mut self, configs: &[Value], resolver: &uc_engine::names::Resolver) -> &Interpreter {
+        let versions: Vec<String> =
+            configs.iter().map(|c| str_at(c, "/metadata/resourceVersion").to_string()).collect();
+        if self.versions.as_ref() != Some(&versions) {
+            self.interpreter = Interpreter::new(configs, resolver);
+            for e in &self.interpreter.errors {
+                tracing::warn!(error = %e, "interpreter webhook not usable");
+            }
+            self.versions = Some(versions);
+        }
+        &self.interpreter
+    }
+}
+
+async fn pass(plane: &mut Plane, with_crds: &mut HashSet<String>, cached: &mut Cached) -> Result<(), String> {
     let now = now();
     let clusters = objects::list(&plane.client, &plane.kinds, CLUSTER_API, "Cluster", "").await?;
     plane.members.refresh(&plane.client, &clusters).await;
@@ -66,13 +90,10 @@ async fn pass(plane: &mut Plane, with_crds: &mut HashSet<String>) -> Result<(), 
     ensure_execution_spaces(plane, &clusters).await?;
     let configs =
         objects::list(&plane.client, &plane.kinds, CONFIG_API, "ResourceInterpreterWebhookConfiguration", "").await?;
-    let interpreter = Interpreter::new(&configs, &plane.resolver);
-    for e in &interpreter.errors {
-        tracing::warn!(error = %e, "interpreter webhook not usable");
-    }
-    let scheduled = propagate::detect(plane, &interpreter, &now).await?;
-    propagate::sync_works(plane, &interpreter).await?;
-    execute::execute(plane, &interpreter, &now).await?;
+    let interpreter = cached.get(&configs, &plane.resolver);
+    let scheduled = propagate::detect(plane, interpreter, &now).await?;
+    propagate::sync_works(plane, interpreter).await?;
+    execute::execute(plane, interpreter, &now).await?;
     execute::aggregate(plane, &scheduled, &now).await?;
     mcs::sync(plane).await?;
     Ok(())
