@@ -373,3 +373,80 @@ def test_engine_applies_children_server_side(cluster):
     assert ("uc", "Apply") in managers_of(c, "deploy", "example-foo")
     c.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"spec":{"replicas":4}}')
     wait_for(lambda: get(c, "deploy", "example-foo")["spec"]["replicas"] == 4, message="the update, applied")
+
+
+def test_a_second_controller_of_a_parent_type_is_refused_and_nothing_fights(cluster):
+    setup_js(cluster)
+    wait_for(lambda: uc_condition(cluster, "sample-controller", "Ready").get("status") == "True", timeout=20, message="controller ready")
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
+    wait_for(lambda: (get(cluster, "foo", "example-foo") or {}).get("status", {}).get("availableReplicas") == 1,
+             timeout=60, message="the Foo's Deployment available")
+    rival = "function sync(r) { return {children: [], status: {availableReplicas: 42}}; }"
+    cluster.kubectl("apply", "-f", "-", input=js_controller("rival", rival))
+    cond = wait_for(lambda: (c := uc_condition(cluster, "rival", "Ready")).get("reason") == "ParentClaimed" and c,
+                    timeout=20, message="the second controller refused")
+    assert cond["status"] == "False" and '"sample-controller"' in cond["message"] and "foos.njuics.cn" in cond["message"]
+    table = cluster.kubectl("get", "uc").stdout.splitlines()
+    assert table[0].split()[:7] == ["NAME", "PARENT", "READY", "SYNCED", "PARENTS", "FAILING", "REASON"], table[0]
+    row = next(line.split() for line in table if line.startswith("sample-controller "))
+    assert row[2:6] == ["True", "True", "1", "0"], row
+    # No write storm: the parent's resourceVersion stays put over 10 s, seen by a watch from it.
+    foo = get(cluster, "foo", "example-foo")
+    assert foo["status"]["availableReplicas"] == 1
+    path = (f"/apis/njuics.cn/v1alpha1/namespaces/default/foos?watch=1&resourceVersion={foo['metadata']['resourceVersion']}"
+            "&timeoutSeconds=10&fieldSelector=metadata.name%3Dexample-foo")
+    events = cluster.kubectl("get", "--raw", path, timeout=30).stdout.strip()
+    assert events == "", f"the parent was written while two controllers claimed it: {events[:300]}"
+    # The first one gone, the second runs.
+    cluster.kubectl("delete", "uc", "sample-controller")
+    wait_for(lambda: uc_condition(cluster, "rival", "Ready").get("status") == "True", timeout=20, message="the second controller running")
+    wait_for(lambda: get(cluster, "foo", "example-foo")["status"].get("availableReplicas") == 42, timeout=20, message="the second controller's status")
+
+
+def test_console_lines_of_a_javascript_hook_reach_ucs_log_naming_controller_and_parent(cluster):
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "crd.yaml"))
+    src = "function sync(r) { console.log('hello from', r.parent.metadata.name, {replicas: r.parent.spec.replicas}); return {children: []}; }"
+    cluster.kubectl("apply", "-f", "-", input=js_controller("talker", src))
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
+    log = Path(cluster.data_dir) / "uc.log"
+
+    def line():
+        return next((l for l in log.read_text(errors="replace").splitlines() if "hello from example-foo" in l), None)
+
+    found = wait_for(line, timeout=20, message="the console line in uc's log")
+    assert '{"replicas":1}' in found and "talker" in found and "default/example-foo" in found, found
+
+
+def test_a_javascript_hook_follows_its_configmap(cluster):
+    """Editing the ConfigMap that holds a hook changes the children at the next sync; a version that does
+    not load leaves the old one running and says so; a deleted ConfigMap is reported at once."""
+    setup_js(cluster)
+    wait_for(lambda: uc_condition(cluster, "sample-controller", "Ready").get("status") == "True", timeout=20, message="controller ready")
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
+    wait_for(lambda: get(cluster, "deploy", "example-foo"), message="the Deployment")
+    source = (EXAMPLE / "sync.js").read_text()
+
+    def put(text):
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "sample-controller-hook"}, "data": {"sync.js": text}}
+        cluster.kubectl("replace", "-f", "-", input=json.dumps(cm))
+
+    put(source.replace('image: "nginx:stable"', 'image: "nginx:reloaded"'))
+    # The Foo changes so that the next sync comes at once (any sync would run the new version).
+    cluster.kubectl("annotate", "foo", "example-foo", "touch=1")
+    image = lambda: get(cluster, "deploy", "example-foo")["spec"]["template"]["spec"]["containers"][0]["image"]
+    wait_for(lambda: image() == "nginx:reloaded", timeout=20, message="the children of the new version")
+    uc = get(cluster, "uc", "sample-controller")
+    assert uc["status"]["observedGeneration"] == uc["metadata"]["generation"] == 1, "no restart of the controller"
+    put("var reconcile = function (")  # does not load
+    cond = wait_for(lambda: (c := uc_condition(cluster, "sample-controller", "Ready")).get("reason") == "HookReloadFailed" and c,
+                    timeout=20, message="the broken version reported")
+    assert cond["status"] == "True" and "previous version runs" in cond["message"], cond
+    cluster.kubectl("patch", "foo", "example-foo", "--type=merge", "-p", '{"spec":{"replicas":2}}')
+    wait_for(lambda: get(cluster, "deploy", "example-foo")["spec"]["replicas"] == 2, timeout=20, message="the old version still syncing")
+    assert image() == "nginx:reloaded"
+    put(source)
+    wait_for(lambda: uc_condition(cluster, "sample-controller", "Ready").get("reason") == "Running", timeout=20, message="a good version again")
+    cluster.kubectl("delete", "configmap", "sample-controller-hook")
+    cond = wait_for(lambda: (c := uc_condition(cluster, "sample-controller", "Ready")).get("reason") == "HookUnavailable" and c,
+                    timeout=20, message="the deleted source reported")
+    assert cond["status"] == "False" and "deleted" in cond["message"]

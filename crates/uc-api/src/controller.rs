@@ -27,6 +27,9 @@ pub const API_VERSION: &str = "universalcontroller.njuics.cn/v1alpha1";
     status = "UniversalControllerStatus",
     printcolumn = r#"{"name": "Parent", "type": "string", "jsonPath": ".spec.parentResource.resource"}"#,
     printcolumn = r#"{"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"}"#,
+    printcolumn = r#"{"name": "Synced", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Synced\")].status"}"#,
+    printcolumn = r#"{"name": "Parents", "type": "integer", "jsonPath": ".status.parents"}"#,
+    printcolumn = r#"{"name": "Failing", "type": "integer", "jsonPath": ".status.failing"}"#,
     printcolumn = r#"{"name": "Reason", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].reason"}"#,
     printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
 )]
@@ -358,6 +361,12 @@ pub struct UniversalControllerStatus {
     #[serde(default)]
     #[schemars(schema_with = "conditions_schema")]
     pub conditions: Vec<Value>,
+    /// Parents the controller sees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parents: Option<i64>,
+    /// Parents whose last sync failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing: Option<i64>,
 }
 
 #[cfg(test)]

@@ -15,17 +15,30 @@ const REPEAT_AFTER: Duration = Duration::from_secs(30);
 /// Records Events.
 pub struct Recorder {
     client: kube::Client,
+    component: String,
     recent: Mutex<HashMap<(String, String), Instant>>,
 }
 
 impl Recorder {
-    /// A recorder using this client.
+    /// A recorder using this client, its Events from `uc`.
     pub fn new(client: kube::Client) -> Self {
-        Self { client, recent: Mutex::new(HashMap::new()) }
+        Self::named(client, "uc")
+    }
+
+    /// A recorder whose Events come from `component` (a controller's name).
+    pub fn named(client: kube::Client, component: &str) -> Self {
+        Self { client, component: component.to_string(), recent: Mutex::new(HashMap::new()) }
     }
 
     /// Records an event of `type_` (`Normal`, `Warning`) about `object`.
     pub async fn record(&self, object: &Value, type_: &str, reason: &str, message: &str) {
+        let component = self.component.clone();
+        self.record_as(&component, object, type_, reason, message).await
+    }
+
+    /// Records an event from `component` (`source.component`; `reportingComponent`
+    /// `uc.njuics.cn/<component>`).
+    pub async fn record_as(&self, component: &str, object: &Value, type_: &str, reason: &str, message: &str) {
         let s = |p: &str| object.pointer(p).and_then(Value::as_str).map(String::from);
         let uid = s("/metadata/uid").unwrap_or_default();
         {
@@ -62,8 +75,8 @@ impl Recorder {
             count: Some(1),
             first_timestamp: Some(now.clone()),
             last_timestamp: Some(now),
-            source: Some(EventSource { component: Some("uc".into()), ..Default::default() }),
-            reporting_component: Some("uc".into()),
+            source: Some(EventSource { component: Some(component.into()), ..Default::default() }),
+            reporting_component: Some(format!("uc.njuics.cn/{component}")),
             ..Default::default()
         };
         if let Err(e) =

@@ -169,6 +169,16 @@ impl Informer {
         c.by_owner.get(uid).map(|s| s.iter().filter_map(|k| c.objects.get(k).cloned()).collect()).unwrap_or_default()
     }
 
+    /// How many objects the cache holds.
+    pub fn len(&self) -> usize {
+        self.cache.read().objects.len()
+    }
+
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Objects in a namespace (all objects when `None`).
     pub fn list(&self, namespace: Option<&str>) -> Vec<Obj> {
         let c = self.cache.read();

@@ -13,6 +13,7 @@ pub mod informer;
 pub mod manager;
 pub mod metrics;
 pub mod names;
+pub mod ownership;
 pub mod plan;
 pub mod queue;
 pub mod resources;

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use uc_api::conditions::{condition, set_condition};
 
-use crate::controller::{self, Ctx, Running, StartError};
+use crate::controller::{self, Ctx, Running, StartError, StartReason};
 use crate::events::Recorder;
 use crate::hooks::native::NativeRegistry;
 use crate::informer::InformerHub;
@@ -178,6 +178,9 @@ async fn run(ctx: Arc<Ctx>) {
                         let list = initial.take().unwrap_or_default();
                         let names: Vec<String> = list.iter().map(name_of).collect();
                         entries.retain(|n, _| names.contains(n));
+                        // The oldest first: of two controllers of one parent type, it is the one that runs.
+                        let mut list = list;
+                        list.sort_by_key(|uc| uc.pointer("/metadata/creationTimestamp").and_then(Value::as_str).unwrap_or_default().to_string());
                         for uc in list {
                             apply_uc(&ctx, &mut entries, uc).await;
                         }
@@ -191,16 +194,24 @@ async fn run(ctx: Arc<Ctx>) {
                     Ok(watcher::Event::Delete(o)) => {
                         if let Some(e) = entries.remove(&o.metadata.name.unwrap_or_default()) {
                             tracing::info!(controller = %name_of(&e.uc), "controller stopped (its UniversalController was deleted)");
+                            // A controller refused for this one's parent type may run now.
+                            let waiting: Vec<String> = entries.iter().filter(|(_, w)| w.running.is_none()).map(|(n, _)| n.clone()).collect();
+                            for name in waiting {
+                                start_unless_claimed(&ctx, &mut entries, &name).await;
+                            }
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, "watching UniversalControllers failed; retrying"),
                 }
             }
             _ = tick.tick() => {
-                for e in entries.values_mut() {
-                    if e.running.is_none() && e.tried.elapsed() >= RETRY_EVERY {
-                        try_start(&ctx, e).await;
-                    }
+                let due: Vec<String> = entries
+                    .iter()
+                    .filter(|(_, e)| e.running.is_none() && e.tried.elapsed() >= RETRY_EVERY)
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                for name in due {
+                    start_unless_claimed(&ctx, &mut entries, &name).await;
                 }
                 report(&api, &mut entries).await;
                 let ready = listed && entries.values().all(|e| e.running.as_ref().is_none_or(Running::is_synced));
@@ -227,13 +238,31 @@ async fn apply_uc(ctx: &Arc<Ctx>, entries: &mut HashMap<String, Entry>, uc: Valu
         e.running = None;
         e.generation = generation;
         e.uc = uc;
-        try_start(ctx, e).await;
-        return;
+    } else {
+        let e =
+            Entry { generation, uc, running: None, error: None, tried: Instant::now(), reported: None, written: None };
+        entries.insert(name.clone(), e);
     }
-    let mut e =
-        Entry { generation, uc, running: None, error: None, tried: Instant::now(), reported: None, written: None };
-    try_start(ctx, &mut e).await;
-    entries.insert(name, e);
+    start_unless_claimed(ctx, entries, &name).await;
+}
+
+/// Starts a controller, unless an older one controls its parent type.
+async fn start_unless_claimed(ctx: &Arc<Ctx>, entries: &mut HashMap<String, Entry>, name: &str) {
+    let Some(uc) = entries.get(name).map(|e| e.uc.clone()) else { return };
+    let holder = crate::ownership::claimed_by(&uc, entries.values().map(|e| &e.uc));
+    let Some(e) = entries.get_mut(name) else { return };
+    match holder {
+        Some(holder) => {
+            e.tried = Instant::now();
+            e.running = None;
+            let refused = StartError::new(StartReason::ParentClaimed, crate::ownership::message(&uc, &holder));
+            if e.error.as_ref() != Some(&refused) {
+                tracing::warn!(controller = %name, holder = %holder, "controller refused: its parent type has a controller");
+            }
+            e.error = Some(refused);
+        }
+        None => try_start(ctx, e).await,
+    }
 }
 
 async fn try_start(ctx: &Arc<Ctx>, e: &mut Entry) {
@@ -253,11 +282,16 @@ async fn try_start(ctx: &Arc<Ctx>, e: &mut Entry) {
 }
 
 fn desired_status(e: &Entry) -> Value {
-    let ready = match (&e.running, &e.error) {
-        (Some(r), _) if r.is_synced() => condition("Ready", true, "Running", "the controller is running"),
-        (Some(_), _) => condition("Ready", false, "Syncing", "waiting for the caches to sync"),
-        (None, Some(err)) => condition("Ready", false, err.reason.as_str(), &err.message),
-        (None, None) => condition("Ready", false, "Starting", "starting"),
+    let problem = e.running.as_ref().and_then(Running::source_problem);
+    let ready = match (&e.running, &e.error, problem) {
+        (Some(_), _, Some(controller::SourceProblem::Gone(m))) => condition("Ready", false, "HookUnavailable", &m),
+        (Some(r), _, Some(controller::SourceProblem::Broken(m))) if r.is_synced() => {
+            condition("Ready", true, "HookReloadFailed", &m)
+        }
+        (Some(r), _, _) if r.is_synced() => condition("Ready", true, "Running", "the controller is running"),
+        (Some(_), _, _) => condition("Ready", false, "Syncing", "waiting for the caches to sync"),
+        (None, Some(err), _) => condition("Ready", false, err.reason.as_str(), &err.message),
+        (None, None, _) => condition("Ready", false, "Starting", "starting"),
     };
     let failures = e.running.as_ref().map(Running::failures).unwrap_or_default();
     let synced = match failures.iter().next() {
@@ -267,7 +301,8 @@ fn desired_status(e: &Entry) -> Value {
             condition("Synced", false, "SyncFailed", &format!("{} parent(s) failing; {who}: {msg}", failures.len()))
         }
     };
-    json!({"observedGeneration": e.generation, "conditions": [ready, synced]})
+    let parents = e.running.as_ref().map(Running::parents).unwrap_or_default();
+    json!({"observedGeneration": e.generation, "conditions": [ready, synced], "parents": parents, "failing": failures.len()})
 }
 
 async fn report(api: &Api<DynamicObject>, entries: &mut HashMap<String, Entry>) {

@@ -100,6 +100,11 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         delay
     }
 
+    /// A key's consecutive failures so far.
+    pub fn failures(&self, key: &K) -> u32 {
+        self.inner.lock().failures.get(key).copied().unwrap_or(0)
+    }
+
     /// Clears a key's failure count (after a success).
     pub fn forget(&self, key: &K) {
         self.inner.lock().failures.remove(key);

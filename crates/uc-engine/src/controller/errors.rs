@@ -1,5 +1,5 @@
-//! Why a controller cannot start, and why one reconcile failed: a reason (an enum, reported as the
-//! `Ready` condition's or the Event's reason) and a message.
+//! Why a controller cannot start, why one reconcile failed, and what is wrong with a hook's source:
+//! a reason (an enum, reported as the `Ready` condition's or the Event's reason) and a message.
 
 use crate::hooks::HookError;
 
@@ -12,6 +12,8 @@ pub enum StartReason {
     UnknownResource,
     /// A hook cannot be reached or loaded.
     HookUnavailable,
+    /// An older controller controls the same parent type.
+    ParentClaimed,
 }
 
 impl StartReason {
@@ -21,6 +23,7 @@ impl StartReason {
             Self::InvalidSpec => "InvalidSpec",
             Self::UnknownResource => "UnknownResource",
             Self::HookUnavailable => "HookUnavailable",
+            Self::ParentClaimed => "ParentClaimed",
         }
     }
 }
@@ -36,7 +39,7 @@ pub struct StartError {
 }
 
 impl StartError {
-    pub(crate) fn new(reason: StartReason, message: impl Into<String>) -> Self {
+    pub fn new(reason: StartReason, message: impl Into<String>) -> Self {
         Self { reason, message: message.into() }
     }
 }
@@ -52,6 +55,8 @@ pub enum SyncReason {
     InvalidChild,
     /// The API server refused a write.
     ApplyError,
+    /// A write met a newer version of its object (409): retried, routine unless retries give up.
+    Conflict,
     /// Something that cannot happen did.
     InternalError,
 }
@@ -64,6 +69,7 @@ impl SyncReason {
             Self::InvalidParent => "InvalidParent",
             Self::InvalidChild => "InvalidChild",
             Self::ApplyError => "ApplyError",
+            Self::Conflict => "Conflict",
             Self::InternalError => "InternalError",
         }
     }
@@ -84,8 +90,15 @@ impl SyncError {
         Self { reason, message: message.into() }
     }
 
+    /// A failed API call, in the server's words (its message and code, not a dump of the error).
     pub(crate) fn kube(what: &str, e: kube::Error) -> Self {
-        Self::new(SyncReason::ApplyError, format!("{what}: {e}"))
+        match e {
+            kube::Error::Api(s) if s.code == 409 && s.reason == "Conflict" => {
+                Self::new(SyncReason::Conflict, format!("{what}: {} ({})", s.message, s.code))
+            }
+            kube::Error::Api(s) => Self::new(SyncReason::ApplyError, format!("{what}: {} ({})", s.message, s.code)),
+            other => Self::new(SyncReason::ApplyError, format!("{what}: {other}")),
+        }
     }
 }
 
@@ -93,4 +106,13 @@ impl From<HookError> for SyncError {
     fn from(e: HookError) -> Self {
         Self::new(SyncReason::HookError, e.to_string())
     }
+}
+
+/// What is wrong with a hook's source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SourceProblem {
+    /// The ConfigMap or its key is gone: the hook can no longer be (re)loaded.
+    Gone(String),
+    /// The newest version does not load; the one before still runs.
+    Broken(String),
 }

@@ -12,6 +12,7 @@ mod reconcile;
 mod related;
 mod rollout;
 mod shared;
+mod sources;
 mod status;
 mod validate;
 mod written;
@@ -28,7 +29,7 @@ use uc_api::controller::{UniversalControllerSpec, UpdateMethod, UpdateStrategy};
 use uc_api::meta::meta_str;
 
 pub use claim::CONTROLLER_UID_LABEL;
-pub use errors::{StartError, StartReason, SyncError, SyncReason};
+pub use errors::{SourceProblem, StartError, StartReason, SyncError, SyncReason};
 pub use shared::Ctx;
 use shared::{ChildType, RevisionStore, Shared};
 
@@ -64,6 +65,16 @@ impl Running {
         self.shared.failures.lock().clone()
     }
 
+    /// The first problem with a hook's source (hot reload), if any.
+    pub fn source_problem(&self) -> Option<SourceProblem> {
+        self.shared.source_problems.lock().values().next().cloned()
+    }
+
+    /// Parents the controller sees.
+    pub fn parents(&self) -> usize {
+        self.shared.parents.len()
+    }
+
     /// Open the queue depth to callers (tests, status).
     pub fn queue_len(&self) -> usize {
         self.shared.queue.len()
@@ -84,11 +95,16 @@ async fn js_source(ctx: &Ctx, hook: &uc_api::controller::Hook) -> Result<Option<
     })
 }
 
-async fn build_hook(ctx: &Ctx, hook: &uc_api::controller::Hook, which: &str) -> Result<HookImpl, StartError> {
+async fn build_hook(
+    ctx: &Ctx,
+    hook: &uc_api::controller::Hook,
+    which: &str,
+    controller: &str,
+) -> Result<HookImpl, StartError> {
     let source = js_source(ctx, hook).await?;
     // Short names in a hook's URL are of the default namespace (a UniversalController has none).
     let resolver = ctx.names.as_ref().map(|n| n.resolver("default")).unwrap_or_else(crate::names::Resolver::system);
-    HookImpl::from_spec(hook, source, &ctx.natives, resolver).map_err(|e| {
+    HookImpl::from_spec(hook, source, &ctx.natives, resolver, controller).map_err(|e| {
         let reason =
             if matches!(e, HookError::Config(_)) { StartReason::InvalidSpec } else { StartReason::HookUnavailable };
         StartError::new(reason, format!("hooks.{which}: {e}"))
@@ -152,13 +168,13 @@ pub async fn start(ctx: Arc<Ctx>, uc: Value) -> Result<Running, StartError> {
     } else {
         None
     };
-    let sync = build_hook(&ctx, &sync_spec, "sync").await?;
+    let sync = build_hook(&ctx, &sync_spec, "sync", &name).await?;
     let finalize = match &spec.hooks.finalize {
-        Some(h) => Some(build_hook(&ctx, h, "finalize").await?),
+        Some(h) => Some(build_hook(&ctx, h, "finalize", &name).await?),
         None => None,
     };
     let customize = match &spec.hooks.customize {
-        Some(h) => Some(build_hook(&ctx, h, "customize").await?),
+        Some(h) => Some(build_hook(&ctx, h, "customize", &name).await?),
         None => None,
     };
     let parents = ctx.hub.acquire(&parent.ar);
@@ -186,6 +202,7 @@ pub async fn start(ctx: Arc<Ctx>, uc: Value) -> Result<Running, StartError> {
         synced: Default::default(),
         written: Default::default(),
         ssa_unsupported: Default::default(),
+        source_problems: Default::default(),
     });
     let mut tasks = Vec::new();
     let mut subscriptions = Vec::new();
@@ -246,5 +263,6 @@ pub async fn start(ctx: Arc<Ctx>, uc: Value) -> Result<Running, StartError> {
             let _ = w.await;
         }
     }));
+    tasks.extend(sources::watch(&shared));
     Ok(Running { shared, tasks, _subscriptions: subscriptions })
 }

@@ -10,7 +10,7 @@ use uc_api::hook::{ObjectMap, SyncRequest};
 use uc_api::meta::{finalizers, is_deleting, meta_str};
 
 use super::claim::{child_key, claim, selector_for};
-use super::errors::SyncError;
+use super::errors::{SyncError, SyncReason};
 use super::finalizer::{FinalizerStep, finalizer_step};
 use super::rollout::status_with_condition;
 use super::shared::Shared;
@@ -22,6 +22,9 @@ use crate::plan::{Action, plan};
 
 /// How long a deleting parent waits before its finalize hook is asked again.
 const FINALIZE_RETRY: Duration = Duration::from_secs(2);
+
+/// Conflicts in a row retried quietly before one is reported.
+const CONFLICT_RETRIES: u32 = 5;
 
 /// The longest resync a hook may ask for.
 const MAX_RESYNC_SECONDS: f64 = 86_400.0;
@@ -37,13 +40,19 @@ impl Shared {
                     self.failures.lock().remove(&key);
                     self.ctx.metrics.reconcile(&self.name, "success");
                 }
+                Err(e) if e.reason == SyncReason::Conflict && self.queue.failures(&key) < CONFLICT_RETRIES => {
+                    // Someone wrote the object since it was read: the retry reads it again. Routine.
+                    tracing::debug!(controller = %self.name, parent = ?key, error = %e.message, "conflict; retrying");
+                    self.ctx.metrics.reconcile(&self.name, "conflict");
+                    self.queue.add_rate_limited(key.clone());
+                }
                 Err(e) => {
                     let reason = e.reason.as_str();
                     tracing::warn!(controller = %self.name, parent = ?key, reason, error = %e.message, "sync failed");
                     self.ctx.metrics.reconcile(&self.name, "error");
                     self.failures.lock().insert(key.clone(), e.to_string());
                     if let Some(p) = self.parents.get(&key) {
-                        self.ctx.recorder.record(&p, "Warning", reason, &e.message).await;
+                        self.ctx.recorder.record_as(&self.name, &p, "Warning", reason, &e.message).await;
                     }
                     self.queue.add_rate_limited(key.clone());
                 }

@@ -210,7 +210,7 @@ impl Shared {
         }
         for m in &r.moved {
             let msg = format!("{m} moves to revision {}", latest.name);
-            self.ctx.recorder.record(parent, "Normal", "RollingUpdate", &msg).await;
+            self.ctx.recorder.record_as(&self.name, parent, "Normal", "RollingUpdate", &msg).await;
         }
         Ok(())
     }

@@ -103,6 +103,8 @@ pub(super) struct Shared {
     pub written: WriteMemo,
     /// Set once the cluster answered a server-side apply with 415.
     pub ssa_unsupported: AtomicBool,
+    /// Problems with hooks' sources (hot reload), by hook.
+    pub source_problems: Mutex<BTreeMap<&'static str, super::errors::SourceProblem>>,
 }
 
 impl Shared {

@@ -1,6 +1,8 @@
 //! JavaScript hooks run in-process by QuickJS (rquickjs), on the calling thread, with a
 //! wall-clock deadline (an uncatchable interrupt), a memory limit and a stack limit. Scripts get the
-//! bare language: no file system, no network, no timers.
+//! bare language — no file system, no network, no timers — and `console.log/info/warn/error/debug`,
+//! which write to uc's log naming the controller and the parent (at most `CONSOLE_LINES` lines per
+//! `CONSOLE_WINDOW` per hook; what is over is counted and said).
 //!
 //! Two forms are accepted: `function sync(request) { return response }` (and `finalize`,
 //! `customize`), or the kubeless form of the thesis, `module.exports = { handler: (event, context) =>
@@ -48,7 +50,68 @@ impl JsLimits {
     }
 }
 
-const PRELUDE: &str = "var module = {exports: {}}; var exports = module.exports;";
+const PRELUDE: &str = r#"var module = {exports: {}}; var exports = module.exports;
+globalThis.console = (function () {
+  var fmt = function (a) {
+    if (typeof a === 'string') return a;
+    try { var j = JSON.stringify(a); return j === undefined ? String(a) : j; } catch (e) { return String(a); }
+  };
+  var at = function (level) {
+    return function () {
+      __uc_log(level, String(globalThis.__uc_parent || ''), Array.prototype.map.call(arguments, fmt).join(' '));
+    };
+  };
+  return {log: at('info'), info: at('info'), warn: at('warn'), error: at('error'), debug: at('debug')};
+})();"#;
+
+/// Console lines a hook may write per window; the rest are counted and dropped.
+const CONSOLE_LINES: u32 = 50;
+const CONSOLE_WINDOW: Duration = Duration::from_secs(10);
+/// The longest console line kept.
+const CONSOLE_LINE_BYTES: usize = 4096;
+
+/// Where a hook's console lines go: uc's log, rate-limited.
+struct Console {
+    label: String,
+    window: Mutex<(Instant, u32, u32)>,
+}
+
+impl Console {
+    fn write(&self, level: &str, parent: &str, line: &str) {
+        let dropped = {
+            let mut w = self.window.lock();
+            if w.0.elapsed() >= CONSOLE_WINDOW {
+                let dropped = w.2;
+                *w = (Instant::now(), 0, 0);
+                if dropped > 0 {
+                    tracing::warn!(controller = %self.label, dropped, "console lines over the limit were dropped");
+                }
+            }
+            w.1 += 1;
+            if w.1 > CONSOLE_LINES {
+                w.2 += 1;
+                true
+            } else {
+                false
+            }
+        };
+        if dropped {
+            return;
+        }
+        let mut end = line.len().min(CONSOLE_LINE_BYTES);
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        let text = &line[..end];
+        let c = self.label.as_str();
+        match level {
+            "error" => tracing::error!(target: "uc_engine::hook", controller = c, parent, "{text}"),
+            "warn" => tracing::warn!(target: "uc_engine::hook", controller = c, parent, "{text}"),
+            "debug" => tracing::debug!(target: "uc_engine::hook", controller = c, parent, "{text}"),
+            _ => tracing::info!(target: "uc_engine::hook", controller = c, parent, "{text}"),
+        }
+    }
+}
 const ENTRY: &str = r#"
 globalThis.__uc_call = function (kind, req) {
   var m = (typeof module === 'object' && module) ? module.exports : undefined;
@@ -78,14 +141,18 @@ struct Job<'a> {
 /// A JavaScript hook: a small pool of QuickJS runtimes (one call at a time each), called on the
 /// caller's thread so a call costs no thread hand-off.
 pub struct JsHook {
-    source: String,
+    /// The source and its version (bumped by each reload; an engine of an older one is reloaded).
+    source: parking_lot::RwLock<(Arc<str>, u64)>,
     limits: JsLimits,
+    console: Arc<Console>,
     pool: Vec<Mutex<Slot>>,
     next: std::sync::atomic::AtomicUsize,
 }
 
 struct Slot {
     engine: Option<Engine>,
+    /// The source version the engine was loaded from.
+    version: u64,
     deadline: Arc<AtomicU64>,
     base: Instant,
 }
@@ -99,13 +166,24 @@ fn now_ms(base: Instant) -> u64 {
     base.elapsed().as_millis() as u64
 }
 
-fn load(source: &str, limits: JsLimits, deadline: Arc<AtomicU64>, base: Instant) -> Result<Engine, HookError> {
+fn load(
+    source: &str,
+    limits: JsLimits,
+    console: Arc<Console>,
+    deadline: Arc<AtomicU64>,
+    base: Instant,
+) -> Result<Engine, HookError> {
     let runtime = Runtime::new().map_err(|e| HookError::Script(e.to_string()))?;
     runtime.set_memory_limit(limits.memory_bytes);
     runtime.set_max_stack_size(limits.stack_bytes);
     runtime.set_interrupt_handler(Some(Box::new(move || now_ms(base) > deadline.load(Ordering::Relaxed))));
     let context = Context::full(&runtime).map_err(|e| HookError::Script(e.to_string()))?;
     context.with(|ctx| -> Result<(), HookError> {
+        let log = Function::new(ctx.clone(), move |level: String, parent: String, line: String| {
+            console.write(&level, &parent, &line)
+        })
+        .map_err(|e| HookError::Script(e.to_string()))?;
+        ctx.globals().set("__uc_log", log).map_err(|e| HookError::Script(e.to_string()))?;
         for (name, code) in [("prelude", PRELUDE), ("hook", source), ("entry", ENTRY)] {
             ctx.eval::<(), _>(code)
                 .map_err(|e| HookError::Script(format!("loading the {name}: {}", describe(&ctx, e))))?;
@@ -134,16 +212,37 @@ fn describe(ctx: &rquickjs::Ctx<'_>, e: rquickjs::Error) -> String {
 impl JsHook {
     /// Loads the script; fails if it does not load.
     pub fn new(source: String, limits: JsLimits) -> Result<Self, HookError> {
+        Self::labelled(source, limits, "javascript")
+    }
+
+    /// Loads the script of controller `label` (its console lines name it).
+    pub fn labelled(source: String, limits: JsLimits, label: &str) -> Result<Self, HookError> {
+        let console = Arc::new(Console { label: label.to_string(), window: Mutex::new((Instant::now(), 0, 0)) });
         let size = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 4);
         let mut pool = Vec::with_capacity(size);
         for i in 0..size {
             let deadline = Arc::new(AtomicU64::new(u64::MAX));
             let base = Instant::now();
             // Load the first engine now so a broken script is reported at once; the rest on first use.
-            let engine = if i == 0 { Some(load(&source, limits, deadline.clone(), base)?) } else { None };
-            pool.push(Mutex::new(Slot { engine, deadline, base }));
+            let engine =
+                if i == 0 { Some(load(&source, limits, console.clone(), deadline.clone(), base)?) } else { None };
+            pool.push(Mutex::new(Slot { engine, version: 0, deadline, base }));
         }
-        Ok(Self { source, limits, pool, next: Default::default() })
+        let source = parking_lot::RwLock::new((Arc::from(source), 0));
+        Ok(Self { source, limits, console, pool, next: Default::default() })
+    }
+
+    /// Replaces the script with `source` if it loads; otherwise the old one stays and the error says
+    /// why. Calls under way finish with the old one; each runtime loads the new one at its next call.
+    pub fn reload(&self, source: &str) -> Result<bool, HookError> {
+        if &*self.source.read().0 == source {
+            return Ok(false);
+        }
+        let probe = Arc::new(AtomicU64::new(now_ms(Instant::now()) + self.limits.timeout.as_millis() as u64));
+        load(source, self.limits, self.console.clone(), probe, Instant::now())?;
+        let mut s = self.source.write();
+        *s = (Arc::from(source), s.1 + 1);
+        Ok(true)
     }
 
     /// Calls the script.
@@ -166,8 +265,11 @@ impl JsHook {
             let start = self.next.fetch_add(1, Ordering::Relaxed);
             self.pool[start % n].lock()
         });
-        if slot.engine.is_none() {
-            slot.engine = Some(load(&self.source, self.limits, slot.deadline.clone(), slot.base)?);
+        let (source, version) = self.source.read().clone();
+        if slot.engine.is_none() || slot.version != version {
+            slot.engine = None;
+            slot.engine = Some(load(&source, self.limits, self.console.clone(), slot.deadline.clone(), slot.base)?);
+            slot.version = version;
         }
         let Some(engine) = slot.engine.as_ref() else {
             return Err(HookError::Script("the script does not load".into()));
@@ -192,6 +294,17 @@ fn run(engine: &Engine, job: &Job<'_>) -> Result<Value, HookError> {
         let script = |e| HookError::Script(describe(&ctx, e));
         let f: Function = ctx.globals().get("__uc_call").map_err(|e| HookError::Script(e.to_string()))?;
         let request = ctx.json_parse(job.request).map_err(script)?;
+        // The parent the console lines are about.
+        let parent = request.as_object().and_then(|r| r.get::<_, rquickjs::Object>("parent").ok()).and_then(|p| {
+            let meta: rquickjs::Object = p.get("metadata").ok()?;
+            let name: String = meta.get("name").ok()?;
+            let ns: Option<String> = meta.get("namespace").ok();
+            Some(match ns.filter(|n| !n.is_empty()) {
+                Some(ns) => format!("{ns}/{name}"),
+                None => name,
+            })
+        });
+        let _ = ctx.globals().set("__uc_parent", parent.unwrap_or_default());
         let out: rquickjs::Value = f.call((job.kind.as_str(), request)).map_err(script)?;
         to_json(&out, 0)
     })
@@ -257,6 +370,34 @@ fn to_json(v: &rquickjs::Value<'_>, depth: usize) -> Result<Value, HookError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[tokio::test]
+    async fn a_reload_takes_a_source_that_loads_and_keeps_the_old_one_otherwise() {
+        let hook = JsHook::new("function sync(r) { return {children: [], status: {v: 1}}; }".into(), limits()).unwrap();
+        let request = json!({"parent": {}});
+        let call = || hook.call(HookKind::Sync, &request);
+        assert_eq!(call().await.unwrap()["status"]["v"], 1);
+        assert!(hook.reload("function sync(r) { return {children: [], status: {v: 2}}; }").unwrap());
+        assert_eq!(call().await.unwrap()["status"]["v"], 2);
+        assert!(!hook.reload("function sync(r) { return {children: [], status: {v: 2}}; }").unwrap(), "unchanged");
+        assert!(matches!(hook.reload("function sync(r) {"), Err(HookError::Script(_))));
+        assert_eq!(call().await.unwrap()["status"]["v"], 2, "the broken version did not replace the old");
+    }
+
+    #[tokio::test]
+    async fn console_is_there_and_rate_limited() {
+        let src = "function sync(r) { console.log('seen', r.parent.metadata.name, {a: 1}); console.warn(1); console.error(); console.debug(null); return {children: []}; }";
+        let hook = JsHook::labelled(src.into(), limits(), "demo").unwrap();
+        let out =
+            hook.call(HookKind::Sync, &json!({"parent": {"metadata": {"name": "p", "namespace": "n"}}})).await.unwrap();
+        assert_eq!(out, json!({"children": []}));
+        assert_eq!(hook.console.window.lock().1, 4, "four lines written");
+        for _ in 0..CONSOLE_LINES {
+            hook.console.write("info", "n/p", "more");
+        }
+        let w = *hook.console.window.lock();
+        assert_eq!((w.1, w.2), (CONSOLE_LINES + 4, 4), "the lines over the limit are counted, not written");
+    }
 
     /// The thesis's listing 5.2, as the example ships it.
     const THESIS_5_2: &str = include_str!("../../../../examples/sample-controller/sync.js");

@@ -26,12 +26,14 @@ pub enum HookImpl {
 }
 
 impl HookImpl {
-    /// Builds a hook from its spec. JavaScript from a ConfigMap is passed in already resolved.
+    /// Builds a hook of controller `label` from its spec. JavaScript from a ConfigMap is passed in
+    /// already resolved.
     pub fn from_spec(
         spec: &HookSpec,
         js_source: Option<String>,
         natives: &native::NativeRegistry,
         resolver: crate::names::Resolver,
+        label: &str,
     ) -> Result<Self, HookError> {
         let set =
             [spec.webhook.is_some(), spec.javascript.is_some(), spec.native.is_some()].iter().filter(|x| **x).count();
@@ -46,7 +48,7 @@ impl HookImpl {
                 .or_else(|| js.source.clone())
                 .ok_or_else(|| HookError::Config("javascript needs source or configMapRef".into()))?;
             let limits = javascript::JsLimits::from_spec(js)?;
-            return Ok(HookImpl::JavaScript(Arc::new(javascript::JsHook::new(source, limits)?)));
+            return Ok(HookImpl::JavaScript(Arc::new(javascript::JsHook::labelled(source, limits, label)?)));
         }
         let name = spec.native.as_ref().map(|n| n.name.clone()).unwrap_or_default();
         natives

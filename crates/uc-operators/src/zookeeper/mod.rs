@@ -82,7 +82,7 @@ pub fn controller() -> Value {
 /// Registers the native hook; `client` keeps the admin Secret and records Events; `names` resolves
 /// the addresses of servers in other clusters (clusterset names), when the ensemble spans clusters.
 pub fn register(natives: &mut NativeRegistry, client: kube::Client, names: Option<ClusterNames>) {
-    let events = Arc::new(Recorder::new(client.clone()));
+    let events = Arc::new(Recorder::named(client.clone(), "zookeeper-operator"));
     let names = Arc::new(names);
     let cluster: Arc<AsyncSyncFn> = Arc::new(move |request: SyncRequest| -> SyncFuture {
         let (client, events, names) = (client.clone(), events.clone(), names.clone());
