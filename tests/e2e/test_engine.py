@@ -450,3 +450,17 @@ def test_a_javascript_hook_follows_its_configmap(cluster):
     cond = wait_for(lambda: (c := uc_condition(cluster, "sample-controller", "Ready")).get("reason") == "HookUnavailable" and c,
                     timeout=20, message="the deleted source reported")
     assert cond["status"] == "False" and "deleted" in cond["message"]
+
+
+@pytest.mark.parametrize("program", ["sync.sh", "sync_exec.py"])
+def test_an_exec_hook_runs_the_sample_controller(cluster, program):
+    import shutil
+
+    if program.endswith(".sh") and not shutil.which("jq"):
+        pytest.skip("needs jq (.ci/run installs it)")
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "crd.yaml"))
+    command = ["sh" if program.endswith(".sh") else sys.executable, str(EXAMPLE / program)]
+    manifest = (EXAMPLE / "controller-exec.yaml").read_text().replace(
+        "command: [sh, examples/sample-controller/sync.sh]", f"command: {json.dumps(command)}")
+    cluster.kubectl("apply", "-f", "-", input=manifest)
+    exercise_sample_controller(cluster)

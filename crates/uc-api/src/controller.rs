@@ -176,7 +176,7 @@ pub struct Hooks {
     pub customize: Option<Hook>,
 }
 
-/// One hook: exactly one of webhook, javascript, native.
+/// One hook: exactly one of webhook, javascript, exec, native.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Hook {
     /// An HTTP(S) endpoint.
@@ -185,9 +185,32 @@ pub struct Hook {
     /// JavaScript run in-process.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub javascript: Option<JavaScript>,
+    /// A program run for each call: the request JSON on its stdin, the response on its stdout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<Exec>,
     /// A native hook compiled into uc (operators shipped with uc).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native: Option<Native>,
+}
+
+/// An executable hook, run on the machine (or in the container) that runs the engine, as the engine's
+/// user: the request JSON on stdin, the response JSON on stdout, stderr to uc's log; a non-zero exit,
+/// a timeout or an answer that is not JSON fails the call (nothing changes). `UC_HOOK` says which
+/// hook is called (`sync`, `finalize`, `customize`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Exec {
+    /// The program and its arguments (the program looked up on `PATH` unless it is a path).
+    pub command: Vec<String>,
+    /// Timeout as a duration (`10s`, `500ms`); default 10s. The process is killed when it passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// Address-space limit of the process in MiB (`ulimit -v`); default none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_mi_b: Option<u64>,
+    /// Working directory; default the engine's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
 }
 
 /// A webhook.

@@ -1,5 +1,6 @@
 //! Hooks behind one interface: webhooks, JavaScript run in-process, and native Rust hooks.
 
+pub mod exec;
 pub mod javascript;
 pub mod native;
 mod protocol;
@@ -21,6 +22,8 @@ pub enum HookImpl {
     Webhook(Arc<webhook::WebhookHook>),
     /// In-process JavaScript.
     JavaScript(Arc<javascript::JsHook>),
+    /// A program, run for each call.
+    Exec(Arc<exec::ExecHook>),
     /// Native Rust.
     Native(Arc<dyn native::NativeHook>),
 }
@@ -35,10 +38,15 @@ impl HookImpl {
         resolver: crate::names::Resolver,
         label: &str,
     ) -> Result<Self, HookError> {
-        let set =
-            [spec.webhook.is_some(), spec.javascript.is_some(), spec.native.is_some()].iter().filter(|x| **x).count();
+        let set = [spec.webhook.is_some(), spec.javascript.is_some(), spec.exec.is_some(), spec.native.is_some()]
+            .iter()
+            .filter(|x| **x)
+            .count();
         if set != 1 {
-            return Err(HookError::Config("a hook needs exactly one of webhook, javascript, native".into()));
+            return Err(HookError::Config("a hook needs exactly one of webhook, javascript, exec, native".into()));
+        }
+        if let Some(e) = &spec.exec {
+            return Ok(HookImpl::Exec(Arc::new(exec::ExecHook::new(e, label)?)));
         }
         if let Some(w) = &spec.webhook {
             return Ok(HookImpl::Webhook(Arc::new(webhook::WebhookHook::new(w, resolver)?)));
@@ -91,6 +99,7 @@ impl HookImpl {
         match self {
             HookImpl::Webhook(w) => w.call(&request).await,
             HookImpl::JavaScript(j) => j.call(kind, &request).await,
+            HookImpl::Exec(e) => e.call(kind, &request).await,
             HookImpl::Native(_) => Err(HookError::Config("a native hook is called with typed requests".into())),
         }
     }
