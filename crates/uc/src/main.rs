@@ -1,6 +1,8 @@
 //! The `uc` binary: the declarative universal Kubernetes operator.
 
 mod allocator;
+mod hook_test;
+mod init;
 
 use std::path::PathBuf;
 
@@ -22,6 +24,12 @@ enum Command {
     Run(RunArgs),
     /// Print the CRDs of uc's own resources (UniversalController, ControllerRevision) as YAML.
     Crds,
+    /// Scaffold a working operator in a new directory NAME: CRD, UniversalController, a JavaScript hook,
+    /// an example, a recorded request with its expected answer, a README.
+    Init(InitArgs),
+    /// Hooks offline.
+    #[command(subcommand)]
+    Hook(HookCommand),
     /// Register a member cluster with a multi-cluster control plane (`uc up --control-plane`, or
     /// Karmada), as `karmadactl join` does in push mode: a credentials Secret and a `Cluster`.
     Join(JoinArgs),
@@ -47,6 +55,30 @@ struct ShimArgs {
     /// The program and its arguments.
     #[arg(last = true, required = true)]
     argv: Vec<String>,
+}
+
+#[derive(clap::Args)]
+struct InitArgs {
+    /// The operator's name (lowercase letters, digits, '-'): its directory, controller and kind.
+    name: String,
+    /// The hook's language (JavaScript, run in-process by the engine).
+    #[arg(long, default_value = "js", value_parser = ["js"])]
+    hook: String,
+}
+
+#[derive(Subcommand)]
+enum HookCommand {
+    /// Run the sync hook of DIR/controller.yaml (JavaScript, exec or webhook) against the recorded
+    /// requests DIR/tests/<case>/request.json and compare with expected.json; non-zero exit on a
+    /// difference.
+    Test {
+        /// The operator's directory.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Write the answers as the expected ones.
+        #[arg(long)]
+        update: bool,
+    },
 }
 
 #[derive(clap::Args)]
@@ -179,6 +211,14 @@ fn main() -> anyhow::Result<()> {
         Command::Run(args) => runtime.block_on(run(args)),
         Command::HttpServer(args) => runtime.block_on(http_server(args)),
         Command::Join(args) => runtime.block_on(join(args)),
+        Command::Init(args) => init::write(&args.name, std::path::Path::new(&args.name)).map(|()| {
+            println!("{}: an operator with a {} hook; see {}/README.md", args.name, args.hook, args.name);
+        }),
+        Command::Hook(HookCommand::Test { dir, update }) => match runtime.block_on(hook_test::run(&dir, update)) {
+            Ok(true) => Ok(()),
+            Ok(false) => std::process::exit(1),
+            Err(e) => Err(e),
+        },
         Command::Shim(_) => Ok(()),
         Command::Crds => {
             use std::io::Write;

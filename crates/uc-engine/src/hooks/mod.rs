@@ -95,7 +95,7 @@ impl HookImpl {
     }
 
     /// A webhook or JavaScript call, in the JSON they speak.
-    async fn call_json(&self, kind: HookKind, request: Value) -> Result<Value, HookError> {
+    pub async fn call_json(&self, kind: HookKind, request: Value) -> Result<Value, HookError> {
         match self {
             HookImpl::Webhook(w) => w.call(&request).await,
             HookImpl::JavaScript(j) => j.call(kind, &request).await,

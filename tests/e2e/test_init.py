@@ -1,0 +1,34 @@
+"""`uc init` scaffolds an operator that runs as its README says, and `uc hook test` checks its hook
+against the recorded request offline — failing, with a diff, when the expected answer differs."""
+
+import json
+import subprocess
+
+from conftest import uc_binary, wait_for
+
+
+def test_an_initialized_operator_runs_and_its_hook_test_passes_then_fails_on_a_difference(cluster, tmp_path):
+    r = subprocess.run([uc_binary(), "init", "demo", "--hook", "js"], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    demo = tmp_path / "demo"
+    test = subprocess.run([uc_binary(), "hook", "test", "."], cwd=demo, capture_output=True, text=True)
+    assert test.returncode == 0 and "ok   example" in test.stdout, test.stdout + test.stderr
+    expected = demo / "tests" / "example" / "expected.json"
+    answer = json.loads(expected.read_text())
+    answer["status"]["greeting"] = "bonjour"
+    expected.write_text(json.dumps(answer))
+    test = subprocess.run([uc_binary(), "hook", "test", "."], cwd=demo, capture_output=True, text=True)
+    assert test.returncode == 1 and "FAIL example" in test.stdout, test.stdout
+    assert '-     "greeting": "bonjour"' in test.stdout and '+     "greeting": "hello"' in test.stdout, test.stdout
+    # The README's commands, on the embedded cluster.
+    cluster.kubectl("apply", "-f", str(demo / "crd.yaml"))
+    cluster.kubectl("create", "configmap", "demo-hook", f"--from-file={demo / 'sync.js'}")
+    cluster.kubectl("apply", "-f", str(demo / "controller.yaml"), "-f", str(demo / "example.yaml"))
+    cm = wait_for(lambda: (r := cluster.kubectl("get", "configmap", "example-greeting", "-o", "json", check=False)).returncode == 0
+                  and json.loads(r.stdout), timeout=30, message="the ConfigMap the hook asks for")
+    assert cm["data"] == {"greeting": "hello", "replicas": "2"}
+    wait_for(lambda: json.loads(cluster.kubectl("get", "demos", "example", "-o", "json").stdout).get("status", {}).get("configMapReady"),
+             timeout=30, message="the status the hook computes")
+    # A bad name is refused, nothing written.
+    r = subprocess.run([uc_binary(), "init", "Bad_Name"], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode != 0 and "not a valid name" in r.stderr and not (tmp_path / "Bad_Name").exists()
