@@ -63,7 +63,7 @@ pub fn service_records(service: &Value, endpoints: Option<&Value>) -> Vec<(Strin
 /// all clusters share). Endpoints count ready or not: a server joining an ensemble must be reachable
 /// before it serves.
 pub fn clusterset_records(slice: &Value) -> Vec<(String, Vec<IpAddr>)> {
-    let label = |k: &str| slice.pointer(&format!("/metadata/labels/{}", k.replace('/', "~1"))).and_then(Value::as_str);
+    let label = |k: &str| crate::meta::label(slice, k);
     let (Some(cluster), Some(svc)) = (label(SOURCE_CLUSTER), label(MCS_SERVICE_NAME)) else { return Vec::new() };
     let ns = s(slice, "/metadata/namespace");
     let mut all = Vec::new();

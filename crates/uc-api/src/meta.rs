@@ -39,6 +39,11 @@ pub fn controller_uid(obj: &Value) -> Option<&str> {
     controller_ref(obj)?.get("uid")?.as_str()
 }
 
+/// The value of a label of an object.
+pub fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
+    obj.pointer("/metadata/labels")?.get(key)?.as_str()
+}
+
 /// The ownerReference a controller puts on what it owns: `controller` and `blockOwnerDeletion` set.
 pub fn controller_owner_reference(owner: &Value) -> Value {
     json!({

@@ -146,10 +146,7 @@ pub async fn aggregate(plane: &Plane, scheduled: &Scheduled, now: &str) -> Resul
         let id = str_at(&rb, "/metadata/uid");
         let mine: Vec<(String, Value)> = works
             .iter()
-            .filter(|w| {
-                w.pointer(&format!("/metadata/labels/{}", BINDING_ID.replace('/', "~1"))).and_then(Value::as_str)
-                    == Some(id)
-            })
+            .filter(|w| uc_api::meta::label(w, BINDING_ID) == Some(id))
             .filter_map(|w| Some((binding::cluster_of(str_at(w, "/metadata/namespace"))?.to_string(), w.clone())))
             .collect();
         let clusters: Vec<TargetCluster> =

@@ -19,8 +19,7 @@ pub const SERVICE_NAME: &str = "kubernetes.io/service-name";
 pub const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
 pub const DISPATCHER: &str = "endpointslice-dispatch-controller.karmada.io";
 /// The MCS API's labels on an imported slice.
-pub const SOURCE_CLUSTER: &str = "multicluster.kubernetes.io/source-cluster";
-pub const MCS_SERVICE_NAME: &str = "multicluster.kubernetes.io/service-name";
+pub use uc_api::dns::{MCS_SERVICE_NAME, SOURCE_CLUSTER};
 
 /// One exporting cluster's part of a service.
 #[derive(Clone, Debug, PartialEq)]
@@ -142,9 +141,7 @@ pub async fn sync(plane: &Plane) -> Result<(), String> {
             continue;
         };
         for s in slices {
-            let managed =
-                s.pointer(&format!("/metadata/labels/{}", MANAGED_BY.replace('/', "~1"))).and_then(Value::as_str)
-                    == Some(DISPATCHER);
+            let managed = uc_api::meta::label(&s, MANAGED_BY) == Some(DISPATCHER);
             let key = (str_at(&s, "/metadata/namespace").to_string(), str_at(&s, "/metadata/name").to_string());
             if managed && !keep.contains(&key) {
                 let _ =

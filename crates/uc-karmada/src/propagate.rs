@@ -198,8 +198,7 @@ pub async fn sync_works(plane: &Plane, interpreter: &Interpreter) -> Result<(), 
         }
     }
     for w in &works {
-        let id =
-            w.pointer(&format!("/metadata/labels/{}", binding::BINDING_ID.replace('/', "~1"))).and_then(Value::as_str);
+        let id = uc_api::meta::label(w, binding::BINDING_ID);
         let Some(id) = id else { continue };
         let key = (str_at(w, "/metadata/namespace").to_string(), str_at(w, "/metadata/name").to_string());
         let orphan = !binding_ids.contains(id);
