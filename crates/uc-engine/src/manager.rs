@@ -249,7 +249,7 @@ async fn apply_uc(ctx: &Arc<Ctx>, entries: &mut HashMap<String, Entry>, uc: Valu
 /// Starts a controller, unless an older one controls its parent type.
 async fn start_unless_claimed(ctx: &Arc<Ctx>, entries: &mut HashMap<String, Entry>, name: &str) {
     let Some(uc) = entries.get(name).map(|e| e.uc.clone()) else { return };
-    let holder = crate::ownership::claimed_by(&uc, entries.values().map(|e| &e.uc));
+    let holder = crate::ownership::claimed_by(&uc, entries.values().map(|e| (&e.uc, e.running.is_some())));
     let Some(e) = entries.get_mut(name) else { return };
     match holder {
         Some(holder) => {

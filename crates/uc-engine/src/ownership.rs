@@ -18,15 +18,20 @@ fn age_key(uc: &Value) -> (String, String) {
     (str_at(uc, "/metadata/creationTimestamp").to_string(), str_at(uc, "/metadata/name").to_string())
 }
 
-/// The older UniversalController among `others` that controls `uc`'s parent type, if any.
-pub fn claimed_by<'a>(uc: &Value, others: impl IntoIterator<Item = &'a Value>) -> Option<String> {
+/// The UniversalController among `others` (each with whether it runs) that controls `uc`'s parent
+/// type, if any: one that runs holds it whatever its age (creation times have one-second resolution,
+/// so two made in one second are ordered by name); otherwise the oldest older one.
+pub fn claimed_by<'a>(uc: &Value, others: impl IntoIterator<Item = (&'a Value, bool)>) -> Option<String> {
     let mine = parent_type(uc);
     let name = str_at(uc, "/metadata/name");
-    others
-        .into_iter()
-        .filter(|o| str_at(o, "/metadata/name") != name && parent_type(o) == mine && age_key(o) < age_key(uc))
-        .min_by_key(|o| age_key(o))
-        .map(|o| str_at(o, "/metadata/name").to_string())
+    let rivals: Vec<(&Value, bool)> =
+        others.into_iter().filter(|(o, _)| str_at(o, "/metadata/name") != name && parent_type(o) == mine).collect();
+    let holder = rivals
+        .iter()
+        .find(|(_, running)| *running)
+        .map(|(o, _)| *o)
+        .or_else(|| rivals.iter().map(|(o, _)| *o).filter(|o| age_key(o) < age_key(uc)).min_by_key(|o| age_key(o)));
+    holder.map(|o| str_at(o, "/metadata/name").to_string())
 }
 
 /// The refusal's message.
@@ -53,13 +58,16 @@ mod tests {
         let a = uc("a", "2026-01-01T00:00:00Z", "njuics.cn/v1alpha1", "foos");
         let b = uc("b", "2026-01-02T00:00:00Z", "njuics.cn/v1beta1", "foos");
         let other = uc("c", "2025-01-01T00:00:00Z", "njuics.cn/v1alpha1", "bars");
-        let all = [a.clone(), b.clone(), other.clone()];
-        assert_eq!(claimed_by(&b, &all), Some("a".to_string()), "any version of the type");
-        assert_eq!(claimed_by(&a, &all), None);
-        assert_eq!(claimed_by(&other, &all), None);
-        // Created in the same second: the name decides.
+        let all = [(&a, false), (&b, false), (&other, false)];
+        assert_eq!(claimed_by(&b, all), Some("a".to_string()), "any version of the type");
+        assert_eq!(claimed_by(&a, all), None);
+        assert_eq!(claimed_by(&other, all), None);
+        // Created in the same second: the name decides, unless the other one runs already.
         let a2 = uc("a2", "2026-01-02T00:00:00Z", "njuics.cn/v1alpha1", "foos");
-        assert_eq!(claimed_by(&b, [&a2]), Some("a2".to_string()));
+        assert_eq!(claimed_by(&b, [(&a2, false)]), Some("a2".to_string()));
+        assert_eq!(claimed_by(&a2, [(&b, false)]), None);
+        assert_eq!(claimed_by(&a2, [(&b, true)]), Some("b".to_string()), "a running controller keeps its type");
+        assert_eq!(claimed_by(&a, [(&b, true)]), Some("b".to_string()));
         assert!(message(&b, "a").starts_with("foos.njuics.cn is controlled by UniversalController \"a\""));
     }
 }
