@@ -60,7 +60,8 @@ async fn hook_overhead(calls: usize) -> Result<(Vec<Duration>, Vec<Duration>)> {
     let js = JsHook::new(SAMPLE_JS.to_string(), JsLimits::default()).map_err(|e| anyhow::anyhow!("{e}"))?;
     let addr = start_webhook().await?;
     let spec = uc_api::controller::Webhook { url: Some(format!("http://{addr}/")), ..Default::default() };
-    let web = WebhookHook::new(&spec, uc_engine::names::Resolver::system()).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let web = WebhookHook::new(&spec, uc_engine::names::Resolver::system(), Default::default())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
     let mut js_times = Vec::with_capacity(calls);
     let mut web_times = Vec::with_capacity(calls);
     for i in 0..calls {

@@ -49,6 +49,10 @@ pub struct UniversalControllerSpec {
     /// The hooks.
     #[serde(default)]
     pub hooks: Hooks,
+    /// Connection settings (CA bundle, client TLS, authorization) for webhooks by host, as
+    /// Metacontroller's `endpointConfigs`; a hook's own settings win over its host's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub endpoint_configs: Vec<crate::webhook_auth::EndpointConfig>,
 }
 
 /// The parent resource rule.
@@ -62,6 +66,19 @@ pub struct ParentResource {
     /// Fields whose change rolls children (rolling update strategies).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision_history: Option<RevisionHistory>,
+    /// Only parents whose labels this selector selects are reconciled (`matchLabels`,
+    /// `matchExpressions`); two controllers of one parent type may run when their selectors are
+    /// disjoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "free_form_object")]
+    pub label_selector: Option<Value>,
+    /// Only parents whose annotations this selects (`matchAnnotations`, `matchExpressions`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "free_form_object")]
+    pub annotation_selector: Option<Value>,
+    /// A change of a parent's status alone does not sync it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore_status_changes: Option<bool>,
 }
 
 /// Which parent fields belong to a revision.
@@ -179,6 +196,11 @@ pub struct Hooks {
 /// One hook: exactly one of webhook, javascript, exec, native.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Hook {
+    /// The request layout (Metacontroller's hook versions): `v1` keys a namespaced parent's children
+    /// by name, `v2` keys every namespaced object by `namespace/name` and lets the customize hook
+    /// relate objects of any namespace. Default v1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<HookVersion>,
     /// An HTTP(S) endpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook: Option<Webhook>,
@@ -191,6 +213,18 @@ pub struct Hook {
     /// A native hook compiled into uc (operators shipped with uc).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native: Option<Native>,
+}
+
+/// A hook's request layout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum HookVersion {
+    /// Children of a namespaced parent keyed by name (`namespace/name` under a cluster-scoped parent).
+    #[default]
+    #[serde(rename = "v1")]
+    V1,
+    /// Namespaced objects always keyed `namespace/name`.
+    #[serde(rename = "v2")]
+    V2,
 }
 
 /// An executable hook, run on the machine (or in the container) that runs the engine, as the engine's
@@ -229,12 +263,32 @@ pub struct Webhook {
     /// A Service to call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<ServiceReference>,
-    /// PEM CA bundle for https.
+    /// CA bundle for https: PEM (or base64 PEM) as a string, or Metacontroller's
+    /// `{inline | secretRef | configMapRef}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ca_bundle: Option<String>,
+    #[schemars(schema_with = "crate::webhook_auth::ca_bundle_schema")]
+    pub ca_bundle: Option<crate::webhook_auth::CaBundle>,
     /// A bearer token sent with every call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bearer_token: Option<String>,
+    /// An `Authorization` header from a Secret (`type` default Bearer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization: Option<crate::webhook_auth::Authorization>,
+    /// HTTP basic authentication from a Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub basic_auth: Option<crate::webhook_auth::BasicAuth>,
+    /// A client certificate from a Secret (mutual TLS).
+    #[serde(default, rename = "clientTLS", skip_serializing_if = "Option::is_none")]
+    pub client_tls: Option<crate::webhook_auth::ClientTls>,
+    /// ETag caching: the last answer per parent is kept and `If-None-Match` sent; a 304 (or 412)
+    /// reuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<crate::webhook_auth::Etag>,
+    /// `loose` (unknown response fields ignored, a missing list read as empty) or `strict`. Default:
+    /// strict for UniversalControllers; for Metacontroller's controllers loose with v1 hooks, strict
+    /// with v2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_un_marshall_mode: Option<String>,
 }
 
 /// A Service address for a webhook.

@@ -8,9 +8,11 @@ pub mod crds;
 pub mod dns;
 pub mod hook;
 pub mod meta;
+pub mod metacontroller;
 pub mod resource;
 pub mod selector;
 pub mod status;
+pub mod webhook_auth;
 
 pub use resource::{GroupResource, GroupVersionKind};
 pub use selector::{FieldSelector, LabelSelector, SelectorError};

@@ -295,6 +295,102 @@ impl FieldSelector {
     }
 }
 
+/// What one requirement allows of its key's value.
+enum Allows<'a> {
+    /// One of these values.
+    Only(Vec<&'a str>),
+    /// Anything but these values, or no value.
+    Except(Vec<&'a str>),
+    /// Some value.
+    Present,
+    /// No value.
+    Absent,
+}
+
+fn allows(r: &Requirement) -> (&str, Allows<'_>) {
+    match r {
+        Requirement::Equals(k, v) => (k, Allows::Only(vec![v])),
+        Requirement::In(k, vs) => (k, Allows::Only(vs.iter().map(String::as_str).collect())),
+        Requirement::NotEquals(k, v) => (k, Allows::Except(vec![v])),
+        Requirement::NotIn(k, vs) => (k, Allows::Except(vs.iter().map(String::as_str).collect())),
+        Requirement::DoesNotExist(k) => (k, Allows::Absent),
+        Requirement::Exists(k) | Requirement::GreaterThan(k, _) | Requirement::LessThan(k, _) => (k, Allows::Present),
+    }
+}
+
+fn exclusive(a: &Allows, b: &Allows) -> bool {
+    match (a, b) {
+        (Allows::Only(x), Allows::Only(y)) => !x.iter().any(|v| y.contains(v)),
+        (Allows::Only(x), Allows::Except(e)) | (Allows::Except(e), Allows::Only(x)) => x.iter().all(|v| e.contains(v)),
+        (Allows::Only(_) | Allows::Present, Allows::Absent) | (Allows::Absent, Allows::Only(_) | Allows::Present) => {
+            true
+        }
+        _ => false,
+    }
+}
+
+impl LabelSelector {
+    /// A Metacontroller annotation selector (`matchAnnotations`, `matchExpressions`), to match against
+    /// annotations.
+    pub fn from_annotation_selector(v: &Value) -> Result<Self, SelectorError> {
+        let mut as_labels = serde_json::Map::new();
+        if let Some(m) = v.get("matchAnnotations") {
+            as_labels.insert("matchLabels".into(), m.clone());
+        }
+        if let Some(e) = v.get("matchExpressions") {
+            as_labels.insert("matchExpressions".into(), e.clone());
+        }
+        Self::from_value(&Value::Object(as_labels))
+    }
+
+    /// Whether no set of labels can match both selectors: some key on which their requirements
+    /// exclude each other. `false` means they may overlap (the check is conservative).
+    pub fn disjoint(&self, other: &LabelSelector) -> bool {
+        if self.matches_nothing || other.matches_nothing {
+            return true;
+        }
+        self.requirements.iter().any(|a| {
+            let (ka, aa) = allows(a);
+            other.requirements.iter().any(|b| {
+                let (kb, ab) = allows(b);
+                ka == kb && exclusive(&aa, &ab)
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod disjoint_tests {
+    use super::*;
+
+    #[test]
+    fn selectors_that_exclude_each_other() {
+        let s = |x: &str| LabelSelector::parse(x).unwrap();
+        assert!(s("tier=a").disjoint(&s("tier=b")));
+        assert!(!s("tier=a").disjoint(&s("tier=a,x=y")));
+        assert!(!s("tier=a").disjoint(&s("other=b")), "different keys may overlap");
+        assert!(s("tier in (a,b)").disjoint(&s("tier in (c)")));
+        assert!(!s("tier in (a,b)").disjoint(&s("tier in (b,c)")));
+        assert!(s("tier=a").disjoint(&s("tier notin (a)")));
+        assert!(s("tier notin (a)").disjoint(&s("tier in (a)")), "symmetric");
+        assert!(!s("tier!=a").disjoint(&s("tier!=b")));
+        assert!(s("tier").disjoint(&s("!tier")));
+        assert!(s("tier=a").disjoint(&s("!tier")));
+        assert!(!s("").disjoint(&s("tier=a")), "an empty selector selects everything");
+    }
+
+    #[test]
+    fn annotation_selectors() {
+        let sel = LabelSelector::from_annotation_selector(&serde_json::json!({
+            "matchAnnotations": {"a": "b"},
+            "matchExpressions": [{"key": "c", "operator": "Exists"}]
+        }))
+        .unwrap();
+        assert!(sel.matches_value(Some(&serde_json::json!({"a": "b", "c": "any value: with spaces"}))));
+        assert!(!sel.matches_value(Some(&serde_json::json!({"a": "b"}))));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

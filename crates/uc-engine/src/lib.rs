@@ -8,6 +8,7 @@
 pub mod apply;
 pub mod controller;
 pub mod events;
+pub mod flavor;
 pub mod hooks;
 pub mod informer;
 pub mod manager;

@@ -1,14 +1,14 @@
-//! The engine's top level: installs uc's CRDs, watches UniversalController objects and runs one parent
-//! controller per object — started on create, restarted when its spec changes (its generation moves),
+//! The engine's top level: installs uc's CRDs (and Metacontroller's), watches UniversalController,
+//! CompositeController and DecoratorController objects and runs one parent controller per object — started on create, restarted when its spec changes (its generation moves),
 //! stopped on delete, retried while it cannot run — and reports each one's state in its status.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
 
@@ -16,6 +16,7 @@ use uc_api::conditions::{condition, set_condition};
 
 use crate::controller::{self, Ctx, Running, StartError, StartReason};
 use crate::events::Recorder;
+use crate::flavor::Flavor;
 use crate::hooks::native::NativeRegistry;
 use crate::informer::InformerHub;
 use crate::metrics::{self, Metrics};
@@ -38,6 +39,9 @@ pub struct EngineOptions {
     pub server_side_apply: bool,
     /// The cluster's names, for webhooks addressed by in-cluster names (None: the system resolver).
     pub names: Option<crate::names::ClusterNames>,
+    /// Also serve and run Metacontroller's CompositeControllers and DecoratorControllers (off where
+    /// Metacontroller itself runs them).
+    pub metacontroller: bool,
 }
 
 impl Default for EngineOptions {
@@ -49,6 +53,7 @@ impl Default for EngineOptions {
             natives: NativeRegistry::default(),
             server_side_apply: true,
             names: None,
+            metacontroller: true,
         }
     }
 }
@@ -68,29 +73,32 @@ impl Drop for Engine {
     }
 }
 
-fn uc_resource() -> ApiResource {
-    ApiResource {
-        group: uc_api::controller::GROUP.into(),
-        version: uc_api::controller::VERSION.into(),
-        api_version: uc_api::controller::API_VERSION.into(),
-        kind: "UniversalController".into(),
-        plural: "universalcontrollers".into(),
+/// Creates uc's CRDs (and Metacontroller's, with `metacontroller`) if they are missing and waits
+/// until they are served.
+pub async fn install_crds(client: &kube::Client, metacontroller: bool) -> anyhow::Result<()> {
+    let mut crds = vec![uc_api::crds::universal_controller_crd(), uc_api::crds::controller_revision_crd()];
+    if metacontroller {
+        crds.extend(uc_api::metacontroller::crds());
     }
-}
-
-/// Creates uc's CRDs if they are missing and waits until they are served.
-pub async fn install_crds(client: &kube::Client) -> anyhow::Result<()> {
-    for crd in [uc_api::crds::universal_controller_crd(), uc_api::crds::controller_revision_crd()] {
+    for crd in crds {
         install_crd(client, crd).await?;
     }
     let deadline = Instant::now() + Duration::from_secs(30);
-    while crate::resources::resolve(client, uc_api::controller::API_VERSION, "universalcontrollers").await.is_err() {
-        if Instant::now() > deadline {
-            anyhow::bail!("the UniversalController CRD is not served after 30s");
+    for f in flavors(metacontroller) {
+        let ar = f.resource();
+        while crate::resources::resolve(client, &ar.api_version, &ar.plural).await.is_err() {
+            if Instant::now() > deadline {
+                anyhow::bail!("the {} CRD is not served after 30s", f.kind());
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     Ok(())
+}
+
+/// The kinds of controller objects the engine runs.
+fn flavors(metacontroller: bool) -> Vec<Flavor> {
+    if metacontroller { Flavor::ALL.to_vec() } else { vec![Flavor::Universal] }
 }
 
 /// Creates a CRD uc ships, or brings one an older uc installed up to this one's schema.
@@ -132,7 +140,7 @@ impl Engine {
     /// Starts the engine against the cluster `client` talks to.
     pub async fn start(client: kube::Client, options: EngineOptions) -> anyhow::Result<Engine> {
         if options.install_crds {
-            install_crds(&client).await?;
+            install_crds(&client, options.metacontroller).await?;
         }
         let metrics = Arc::new(Metrics::new());
         let metrics_addr = match options.metrics_addr {
@@ -150,58 +158,63 @@ impl Engine {
             server_side_apply: options.server_side_apply,
             discovery: Arc::new(crate::resources::Discovery::new(client.clone())),
         });
-        let task = tokio::spawn(run(ctx));
+        let task = tokio::spawn(run(ctx, flavors(options.metacontroller)));
         Ok(Engine { metrics_addr, metrics, task })
     }
 }
 
-async fn run(ctx: Arc<Ctx>) {
-    let api: Api<DynamicObject> = Api::all_with(ctx.client.clone(), &uc_resource());
-    let stream = watcher(api.clone(), watcher::Config::default()).default_backoff();
-    let mut stream = std::pin::pin!(stream);
+async fn run(ctx: Arc<Ctx>, flavors: Vec<Flavor>) {
+    let apis: HashMap<Flavor, Api<DynamicObject>> =
+        flavors.iter().map(|f| (*f, Api::all_with(ctx.client.clone(), &f.resource()))).collect();
+    let streams = flavors.iter().map(|f| {
+        let f = *f;
+        watcher(apis[&f].clone(), watcher::Config::default()).default_backoff().map(move |ev| (f, ev)).boxed()
+    });
+    let mut stream = futures::stream::select_all(streams);
     let mut entries: HashMap<String, Entry> = HashMap::new();
-    let mut listed = false;
-    let mut initial: Option<Vec<Value>> = None;
+    let mut listed: HashSet<Flavor> = HashSet::new();
+    let mut initial: HashMap<Flavor, Vec<Value>> = HashMap::new();
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     loop {
         tokio::select! {
             ev = stream.next() => {
-                let Some(ev) = ev else { return };
+                let Some((flavor, ev)) = ev else { return };
                 match ev {
-                    Ok(watcher::Event::Init) => initial = Some(Vec::new()),
+                    Ok(watcher::Event::Init) => { initial.insert(flavor, Vec::new()); }
                     Ok(watcher::Event::InitApply(o)) => {
-                        if let (Some(list), Ok(v)) = (initial.as_mut(), serde_json::to_value(&o)) {
+                        if let (Some(list), Ok(v)) = (initial.get_mut(&flavor), controller_value(flavor, &o)) {
                             list.push(v);
                         }
                     }
                     Ok(watcher::Event::InitDone) => {
-                        let list = initial.take().unwrap_or_default();
-                        let names: Vec<String> = list.iter().map(name_of).collect();
-                        entries.retain(|n, _| names.contains(n));
+                        let list = initial.remove(&flavor).unwrap_or_default();
+                        let keys: Vec<String> = list.iter().map(key_of).collect();
+                        entries.retain(|k, e| flavor_of(&e.uc) != flavor || keys.contains(k));
                         // The oldest first: of two controllers of one parent type, it is the one that runs.
                         let mut list = list;
                         list.sort_by_key(|uc| uc.pointer("/metadata/creationTimestamp").and_then(Value::as_str).unwrap_or_default().to_string());
                         for uc in list {
                             apply_uc(&ctx, &mut entries, uc).await;
                         }
-                        listed = true;
+                        listed.insert(flavor);
                     }
                     Ok(watcher::Event::Apply(o)) => {
-                        if let Ok(v) = serde_json::to_value(&o) {
+                        if let Ok(v) = controller_value(flavor, &o) {
                             apply_uc(&ctx, &mut entries, v).await;
                         }
                     }
                     Ok(watcher::Event::Delete(o)) => {
-                        if let Some(e) = entries.remove(&o.metadata.name.unwrap_or_default()) {
-                            tracing::info!(controller = %name_of(&e.uc), "controller stopped (its UniversalController was deleted)");
+                        let Ok(v) = controller_value(flavor, &o) else { continue };
+                        if let Some(e) = entries.remove(&key_of(&v)) {
+                            tracing::info!(controller = %key_of(&e.uc), "controller stopped (its object was deleted)");
                             // A controller refused for this one's parent type may run now.
                             let waiting: Vec<String> = entries.iter().filter(|(_, w)| w.running.is_none()).map(|(n, _)| n.clone()).collect();
-                            for name in waiting {
-                                start_unless_claimed(&ctx, &mut entries, &name).await;
+                            for key in waiting {
+                                start_unless_claimed(&ctx, &mut entries, &key).await;
                             }
                         }
                     }
-                    Err(e) => tracing::warn!(error = %e, "watching UniversalControllers failed; retrying"),
+                    Err(e) => tracing::warn!(kind = flavor.kind(), error = %e, "watching controllers failed; retrying"),
                 }
             }
             _ = tick.tick() => {
@@ -210,23 +223,40 @@ async fn run(ctx: Arc<Ctx>) {
                     .filter(|(_, e)| e.running.is_none() && e.tried.elapsed() >= RETRY_EVERY)
                     .map(|(n, _)| n.clone())
                     .collect();
-                for name in due {
-                    start_unless_claimed(&ctx, &mut entries, &name).await;
+                for key in due {
+                    start_unless_claimed(&ctx, &mut entries, &key).await;
                 }
-                report(&api, &mut entries).await;
-                let ready = listed && entries.values().all(|e| e.running.as_ref().is_none_or(Running::is_synced));
+                report(&apis, &mut entries).await;
+                let ready = listed.len() == flavors.len() && entries.values().all(|e| e.running.as_ref().is_none_or(Running::is_synced));
                 ctx.metrics.set_ready(ready);
             }
         }
     }
 }
 
+/// A watched controller object as JSON, its kind set (as hooks receive it).
+fn controller_value(flavor: Flavor, o: &DynamicObject) -> serde_json::Result<Value> {
+    let mut v = serde_json::to_value(o)?;
+    v["apiVersion"] = json!(flavor.resource().api_version);
+    v["kind"] = json!(flavor.kind());
+    Ok(v)
+}
+
+fn flavor_of(uc: &Value) -> Flavor {
+    uc.get("kind").and_then(Value::as_str).and_then(Flavor::of_kind).unwrap_or(Flavor::Universal)
+}
+
 fn name_of(uc: &Value) -> String {
     uc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string()
 }
 
+/// An entry's key: `Kind/name` (a CompositeController and a UniversalController may share a name).
+fn key_of(uc: &Value) -> String {
+    format!("{}/{}", flavor_of(uc).kind(), name_of(uc))
+}
+
 async fn apply_uc(ctx: &Arc<Ctx>, entries: &mut HashMap<String, Entry>, uc: Value) {
-    let name = name_of(&uc);
+    let name = key_of(&uc);
     let generation = uc.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
     if let Some(e) = entries.get_mut(&name) {
         if e.generation == generation {
@@ -305,8 +335,10 @@ fn desired_status(e: &Entry) -> Value {
     json!({"observedGeneration": e.generation, "conditions": [ready, synced], "parents": parents, "failing": failures.len()})
 }
 
-async fn report(api: &Api<DynamicObject>, entries: &mut HashMap<String, Entry>) {
-    for (name, e) in entries.iter_mut() {
+async fn report(apis: &HashMap<Flavor, Api<DynamicObject>>, entries: &mut HashMap<String, Entry>) {
+    for (key, e) in entries.iter_mut() {
+        let Some(api) = apis.get(&flavor_of(&e.uc)) else { continue };
+        let name = name_of(&e.uc);
         let status = desired_status(e);
         if e.reported.as_ref() == Some(&status) {
             continue;
@@ -321,12 +353,12 @@ async fn report(api: &Api<DynamicObject>, entries: &mut HashMap<String, Entry>) 
             set_condition(&mut with_time, c.clone(), previous.as_ref(), &now);
         }
         let patch = json!({"status": with_time});
-        match api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
             Ok(_) => {
                 e.reported = Some(status);
                 e.written = Some(with_time);
             }
-            Err(err) => tracing::debug!(controller = %name, error = %err, "writing the controller status failed"),
+            Err(err) => tracing::debug!(controller = %key, error = %err, "writing the controller status failed"),
         }
     }
 }

@@ -301,11 +301,17 @@ pub fn updated_condition(latest: &str, updated: usize, total: usize, next: Optio
 
 pub use uc_api::conditions::set_condition;
 
-/// The labels of a parent's revisions: the parent's group and resource, and the selector's labels.
-pub fn labels(group: &str, resource: &str, selector_labels: &Map<String, Value>) -> Map<String, Value> {
+/// The labels of a parent's revisions: the parent's group and resource (under `keys`:
+/// [`LABEL_API_GROUP`], [`LABEL_RESOURCE`] or Metacontroller's), and the selector's labels.
+pub fn labels(
+    keys: [&str; 2],
+    group: &str,
+    resource: &str,
+    selector_labels: &Map<String, Value>,
+) -> Map<String, Value> {
     let mut l = selector_labels.clone();
-    l.insert(LABEL_API_GROUP.into(), Value::String(group.into()));
-    l.insert(LABEL_RESOURCE.into(), Value::String(resource.into()));
+    l.insert(keys[0].into(), Value::String(group.into()));
+    l.insert(keys[1].into(), Value::String(resource.into()));
     l
 }
 

@@ -83,10 +83,13 @@ impl Interpreter {
                 let spec = uc_api::controller::Webhook {
                     url: Some(url),
                     timeout: Some(format!("{}s", w.get("timeoutSeconds").and_then(Value::as_i64).unwrap_or(10))),
-                    ca_bundle: cc.get("caBundle").and_then(Value::as_str).map(str::to_string),
                     ..Default::default()
                 };
-                match WebhookHook::new(&spec, resolver.clone()) {
+                let credentials = uc_engine::hooks::credentials::Credentials {
+                    ca_pem: cc.get("caBundle").and_then(Value::as_str).map(uc_engine::hooks::credentials::decode_pem),
+                    ..Default::default()
+                };
+                match WebhookHook::new(&spec, resolver.clone(), credentials) {
                     Ok(client) => out.hooks.push(Hook { config: w.clone(), client: Arc::new(client) }),
                     Err(e) => out.errors.push(format!("{}: {e}", str_at(w, "/name"))),
                 }

@@ -36,8 +36,17 @@ fn load_hooks(dir: &Path) -> anyhow::Result<(HookImpl, Option<HookImpl>)> {
         {
             e.working_dir = Some(dir.display().to_string());
         }
+        // Offline: credentials written in the spec only (no Secrets to read).
+        let credentials = match &spec.webhook {
+            Some(w) => {
+                let url = uc_engine::hooks::webhook::url_of(w).map_err(|e| anyhow::anyhow!("hooks.{which}: {e}"))?;
+                futures::executor::block_on(uc_engine::hooks::credentials::resolve(None, w, &url, &[]))
+                    .map_err(|e| anyhow::anyhow!("hooks.{which}.webhook: {e}"))?
+            }
+            None => Default::default(),
+        };
         let natives = NativeRegistry::default();
-        HookImpl::from_spec(&spec, source, &natives, uc_engine::names::Resolver::system(), "hook-test")
+        HookImpl::from_spec(&spec, source, credentials, &natives, uc_engine::names::Resolver::system(), "hook-test")
             .map_err(|e| anyhow::anyhow!("hooks.{which}: {e}"))
     };
     let sync = build("sync", hooks.sync.as_ref().context("spec.hooks.sync is missing")?)?;

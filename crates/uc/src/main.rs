@@ -122,6 +122,10 @@ struct RunArgs {
     /// server-side apply get client-side apply anyway.
     #[arg(long)]
     client_side_apply: bool,
+    /// Neither serve nor run Metacontroller's CompositeControllers and DecoratorControllers (for a
+    /// cluster where Metacontroller itself runs them).
+    #[arg(long)]
+    no_metacontroller: bool,
     /// Run the MultiClusterZooKeeper operator against a Karmada control plane (this kubeconfig's):
     /// installs its CRDs and controller, serves the ZookeeperCluster resource interpreter webhook and
     /// registers it.
@@ -187,6 +191,10 @@ struct UpArgs {
     /// server-side apply get client-side apply anyway.
     #[arg(long)]
     client_side_apply: bool,
+    /// Neither serve nor run Metacontroller's CompositeControllers and DecoratorControllers (for a
+    /// cluster where Metacontroller itself runs them).
+    #[arg(long)]
+    no_metacontroller: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -295,6 +303,7 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
             workers: args.workers,
             metrics_addr: Some(std::net::SocketAddr::from(([127, 0, 0, 1], args.metrics_port))),
             server_side_apply: !args.client_side_apply,
+            metacontroller: !args.no_metacontroller,
             ..Default::default()
         };
         // One table of the cluster's names for every client uc runs (webhooks, the operators').
@@ -429,6 +438,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         workers: args.workers,
         metrics_addr: Some(args.metrics_addr),
         server_side_apply: !args.client_side_apply,
+        metacontroller: !args.no_metacontroller,
         ..Default::default()
     };
     // The operators uc ships answer here too, for UniversalControllers that name their native hooks.

@@ -7,10 +7,12 @@ use std::collections::HashSet;
 use serde_json::{Map, Value, json};
 use uc_api::LabelSelector;
 use uc_api::meta::{controller_uid, is_deleting, meta_str};
+use uc_api::metacontroller::DECORATOR_ANNOTATION;
 use uc_api::selector::Requirement;
 
 use super::errors::{SyncError, SyncReason};
 use super::shared::{ChildType, Shared};
+use crate::flavor::Flavor;
 use crate::informer::{Change, Obj, ObjKey, key_of};
 use crate::plan::Action;
 
@@ -84,14 +86,14 @@ pub(super) fn claim(parent_uid: &str, parent_deleting: bool, selector: &LabelSel
     out
 }
 
-/// A child's key in the hook request: its name, or `namespace/name` for namespaced children of a
-/// cluster-scoped parent.
-pub(super) fn child_key(parent_namespaced: bool, child_namespaced: bool, obj: &Value) -> String {
-    if !parent_namespaced && child_namespaced {
-        format!("{}/{}", meta_str(obj, "namespace"), meta_str(obj, "name"))
-    } else {
-        meta_str(obj, "name").to_string()
-    }
+/// A decorator's claim: the objects the target owns that carry this decorator's annotation. A
+/// decorator adopts and releases nothing (its attachments are not selected by labels).
+pub(super) fn decorator_claim(decorator: &str, owned: Vec<Obj>) -> Claim {
+    let ours = |o: &Obj| {
+        o.pointer("/metadata/annotations").and_then(|a| a.get(DECORATOR_ANNOTATION)).and_then(Value::as_str)
+            == Some(decorator)
+    };
+    Claim { mine: owned.into_iter().filter(ours).collect(), actions: Vec::new() }
 }
 
 impl Shared {
@@ -107,6 +109,9 @@ impl Shared {
         let ns = meta_str(parent, "namespace");
         let in_scope = |o: &Obj| !self.parent.namespaced || meta_str(o, "namespace") == ns;
         let mut out: Vec<Obj> = t.informer.owned_by(parent_uid).into_iter().filter(in_scope).collect();
+        if self.flavor == Flavor::Decorator {
+            return out;
+        }
         let equality = selector.requirements.iter().find_map(|r| match r {
             Requirement::Equals(k, v) => Some((k.clone(), v.clone())),
             _ => None,
@@ -131,6 +136,7 @@ impl Shared {
         for obj in std::iter::once(&ch.object).chain(ch.old.iter()) {
             match controller_uid(obj) {
                 Some(uid) => out.extend(self.parents.get_by_uid(uid).map(|p| key_of(&p))),
+                None if self.flavor == Flavor::Decorator => {}
                 None => {
                     let ns = meta_str(obj, "namespace");
                     let candidates =
@@ -239,10 +245,15 @@ mod tests {
     }
 
     #[test]
-    fn keys_of_children_in_requests() {
-        let c = json!({"metadata": {"name": "c", "namespace": "ns"}});
-        assert_eq!(child_key(true, true, &c), "c");
-        assert_eq!(child_key(false, true, &c), "ns/c");
-        assert_eq!(child_key(false, false, &c), "c");
+    fn a_decorator_claims_its_annotated_attachments_only() {
+        let mut annotated = (*child("svc", json!({}), Some("pu"), false)).clone();
+        annotated["metadata"]["annotations"] = json!({DECORATOR_ANNOTATION: "spp"});
+        let mut other = annotated.clone();
+        other["metadata"]["name"] = json!("other-decorators");
+        other["metadata"]["annotations"] = json!({DECORATOR_ANNOTATION: "else"});
+        let plain = child("plain", json!({}), Some("pu"), false);
+        let c = decorator_claim("spp", vec![Arc::new(annotated), Arc::new(other), plain]);
+        assert_eq!(names(&c.mine), ["svc"]);
+        assert!(c.actions.is_empty(), "no adoption, no release");
     }
 }

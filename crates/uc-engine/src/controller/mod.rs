@@ -1,10 +1,12 @@
-//! A parent controller: one per UniversalController object. It watches the parent and child types
+//! A parent controller: one per UniversalController, CompositeController or DecoratorController
+//! object (a decorator runs one part per decorated type). It watches the parent and child types
 //! through the shared informers, queues parents, and reconciles each one (`reconcile.rs`):
 //! finalizer (`finalizer.rs`) → claim children (`claim.rs`) → related resources (`related.rs`) → hook →
 //! validate (`validate.rs`) → rollout (`rollout.rs`) → plan (`crate::plan`) → execute (`execute.rs`)
 //! → status (`status.rs`). A hook failure changes nothing in the cluster.
 
 mod claim;
+mod decorate;
 mod errors;
 mod execute;
 mod finalizer;
@@ -25,59 +27,75 @@ use kube::api::Api;
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::task::JoinHandle;
+use uc_api::LabelSelector;
 use uc_api::controller::{UniversalControllerSpec, UpdateMethod, UpdateStrategy};
 use uc_api::meta::meta_str;
 
 pub use claim::CONTROLLER_UID_LABEL;
 pub use errors::{SourceProblem, StartError, StartReason, SyncError, SyncReason};
 pub use shared::Ctx;
-use shared::{ChildType, RevisionStore, Shared};
+use shared::{ChildType, Dialects, RevisionStore, Shared};
 
+use crate::flavor::Flavor;
+use crate::hooks::dialect::Dialect;
 use crate::hooks::{HookError, HookImpl};
 use crate::informer::{ObjKey, Subscription, key_of};
 use crate::queue::WorkQueue;
 
-/// A running controller; stops when dropped.
+/// A running controller; stops when dropped. A DecoratorController of several resource types runs as
+/// one part per type.
 pub struct Running {
+    parts: Vec<Part>,
+}
+
+/// One parent type of a running controller.
+struct Part {
     shared: Arc<Shared>,
     tasks: Vec<JoinHandle<()>>,
     _subscriptions: Vec<Subscription>,
 }
 
-impl Drop for Running {
+impl Drop for Part {
     fn drop(&mut self) {
         self.shared.queue.shutdown();
         for t in &self.tasks {
             t.abort();
         }
-        self.shared.ctx.metrics.remove_controller(&self.shared.name);
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(p) = self.parts.first() {
+            p.shared.ctx.metrics.remove_controller(&p.shared.name);
+        }
     }
 }
 
 impl Running {
     /// Whether every informer has synced and workers run.
     pub fn is_synced(&self) -> bool {
-        self.shared.synced.load(std::sync::atomic::Ordering::Acquire)
+        self.parts.iter().all(|p| p.shared.synced.load(std::sync::atomic::Ordering::Acquire))
     }
 
     /// Parents whose last reconcile failed, with the error.
     pub fn failures(&self) -> BTreeMap<ObjKey, String> {
-        self.shared.failures.lock().clone()
+        self.parts.iter().flat_map(|p| p.shared.failures.lock().clone()).collect()
     }
 
     /// The first problem with a hook's source (hot reload), if any.
     pub fn source_problem(&self) -> Option<SourceProblem> {
-        self.shared.source_problems.lock().values().next().cloned()
+        self.parts.iter().find_map(|p| p.shared.source_problems.lock().values().next().cloned())
     }
 
-    /// Parents the controller sees.
+    /// Parents the controller sees (those its selectors select).
     pub fn parents(&self) -> usize {
-        self.shared.parents.len()
+        self.parts.iter().map(|p| p.shared.parent_count()).sum()
     }
 
     /// Open the queue depth to callers (tests, status).
     pub fn queue_len(&self) -> usize {
-        self.shared.queue.len()
+        self.parts.iter().map(|p| p.shared.queue.len()).sum()
     }
 }
 
@@ -95,27 +113,90 @@ async fn js_source(ctx: &Ctx, hook: &uc_api::controller::Hook) -> Result<Option<
     })
 }
 
+/// A hook of a controller, ready to call, and how it speaks.
 async fn build_hook(
     ctx: &Ctx,
+    spec: &UniversalControllerSpec,
+    flavor: Flavor,
     hook: &uc_api::controller::Hook,
     which: &str,
     controller: &str,
-) -> Result<HookImpl, StartError> {
+) -> Result<(HookImpl, Dialect), StartError> {
+    let config = |e: HookError| StartError::new(StartReason::InvalidSpec, format!("spec.hooks.{which}: {e}"));
+    let dialect = Dialect::new(flavor, hook).map_err(config)?;
     let source = js_source(ctx, hook).await?;
-    // Short names in a hook's URL are of the default namespace (a UniversalController has none).
+    let credentials = match &hook.webhook {
+        Some(w) => {
+            let url = crate::hooks::webhook::url_of(w).map_err(config)?;
+            crate::hooks::credentials::resolve(Some(&ctx.client), w, &url, &spec.endpoint_configs).await.map_err(
+                |m| StartError::new(StartReason::HookUnavailable, format!("spec.hooks.{which}.webhook: {m}")),
+            )?
+        }
+        None => Default::default(),
+    };
+    // Short names in a hook's URL are of the default namespace (a controller object has none).
     let resolver = ctx.names.as_ref().map(|n| n.resolver("default")).unwrap_or_else(crate::names::Resolver::system);
-    HookImpl::from_spec(hook, source, &ctx.natives, resolver, controller).map_err(|e| {
+    let imp = HookImpl::from_spec(hook, source, credentials, &ctx.natives, resolver, controller).map_err(|e| {
         let reason =
             if matches!(e, HookError::Config(_)) { StartReason::InvalidSpec } else { StartReason::HookUnavailable };
-        StartError::new(reason, format!("hooks.{which}: {e}"))
-    })
+        StartError::new(reason, format!("spec.hooks.{which}: {e}"))
+    })?;
+    Ok((imp, dialect))
 }
 
-/// Starts the controller of a UniversalController object.
-pub async fn start(ctx: Arc<Ctx>, uc: Value) -> Result<Running, StartError> {
-    let name = uc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-    let spec: UniversalControllerSpec = serde_json::from_value(uc.get("spec").cloned().unwrap_or(Value::Null))
-        .map_err(|e| StartError::new(StartReason::InvalidSpec, format!("spec: {e}")))?;
+/// A parent selector of the spec (`labelSelector`, or `annotationSelector` when `annotations`).
+fn parent_selector(v: Option<&Value>, field: &str, annotations: bool) -> Result<Option<LabelSelector>, StartError> {
+    let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(None) };
+    let parsed = if annotations { LabelSelector::from_annotation_selector(v) } else { LabelSelector::from_value(v) };
+    parsed.map(Some).map_err(|e| StartError::new(StartReason::InvalidSpec, format!("{field}: {e}")))
+}
+
+/// How a controller's spec fields are named in messages: a decorator's parent types are its
+/// `resources`, its child types its `attachments`.
+struct Fields {
+    parent: String,
+    children: &'static str,
+}
+
+/// Starts the controller of a UniversalController, CompositeController or DecoratorController object.
+pub async fn start(ctx: Arc<Ctx>, controller: Value) -> Result<Running, StartError> {
+    let name = controller.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let kind = controller.get("kind").and_then(Value::as_str).unwrap_or("UniversalController");
+    let flavor = Flavor::of_kind(kind).unwrap_or(Flavor::Universal);
+    let raw = controller.get("spec").cloned().unwrap_or(Value::Null);
+    let invalid = |e: serde_json::Error| StartError::new(StartReason::InvalidSpec, format!("spec: {e}"));
+    let specs: Vec<(UniversalControllerSpec, Fields)> = match flavor {
+        Flavor::Universal | Flavor::Composite => {
+            let spec = serde_json::from_value(raw).map_err(invalid)?;
+            vec![(spec, Fields { parent: "spec.parentResource".into(), children: "spec.childResources" })]
+        }
+        Flavor::Decorator => {
+            let d: uc_api::metacontroller::DecoratorControllerSpec = serde_json::from_value(raw).map_err(invalid)?;
+            if d.resources.is_empty() {
+                return Err(StartError::new(StartReason::InvalidSpec, "spec.resources: name at least one resource"));
+            }
+            (d.parts().into_iter().enumerate())
+                .map(|(i, s)| (s, Fields { parent: format!("spec.resources[{i}]"), children: "spec.attachments" }))
+                .collect()
+        }
+    };
+    let mut parts = Vec::new();
+    for (i, (spec, fields)) in specs.into_iter().enumerate() {
+        parts.push(start_part(&ctx, &controller, &name, flavor, spec, &fields, i == 0).await?);
+    }
+    Ok(Running { parts })
+}
+
+/// Starts one parent type of a controller.
+async fn start_part(
+    ctx: &Arc<Ctx>,
+    controller: &Value,
+    name: &str,
+    flavor: Flavor,
+    spec: UniversalControllerSpec,
+    fields: &Fields,
+    watch_sources: bool,
+) -> Result<Part, StartError> {
     let sync_spec = spec
         .hooks
         .sync
@@ -125,21 +206,39 @@ pub async fn start(ctx: Arc<Ctx>, uc: Value) -> Result<Running, StartError> {
         .discovery
         .resolve(&spec.parent_resource.api_version, &spec.parent_resource.resource)
         .await
-        .map_err(|m| StartError::new(StartReason::UnknownResource, format!("spec.parentResource: {m}")))?;
+        .map_err(|m| StartError::new(StartReason::UnknownResource, format!("{}: {m}", fields.parent)))?;
+    let label_selector = parent_selector(
+        spec.parent_resource.label_selector.as_ref(),
+        &format!("{}.labelSelector", fields.parent),
+        false,
+    )?;
+    let annotation_selector = parent_selector(
+        spec.parent_resource.annotation_selector.as_ref(),
+        &format!("{}.annotationSelector", fields.parent),
+        true,
+    )?;
     let mut child_res = Vec::new();
     for (i, c) in spec.child_resources.iter().enumerate() {
+        let at = format!("{}[{i}]", fields.children);
         let res = ctx
             .discovery
             .resolve(&c.api_version, &c.resource)
             .await
-            .map_err(|m| StartError::new(StartReason::UnknownResource, format!("spec.childResources[{i}]: {m}")))?;
+            .map_err(|m| StartError::new(StartReason::UnknownResource, format!("{at}: {m}")))?;
         if parent.namespaced && !res.namespaced {
             return Err(StartError::new(
                 StartReason::InvalidSpec,
-                format!("spec.childResources[{i}]: a namespaced parent cannot have cluster-scoped children"),
+                format!("{at}: a namespaced parent cannot have cluster-scoped children"),
             ));
         }
         let method = UpdateStrategy::method_of(c.update_strategy.as_ref());
+        let rolling = matches!(method, UpdateMethod::RollingRecreate | UpdateMethod::RollingInPlace);
+        if flavor == Flavor::Decorator && rolling {
+            return Err(StartError::new(
+                StartReason::InvalidSpec,
+                format!("{at}.updateStrategy.method: attachments are updated OnDelete, Recreate or InPlace"),
+            ));
+        }
         let checks = c.update_strategy.as_ref().and_then(|s| s.status_checks.clone());
         child_res.push((res, method, checks));
     }
@@ -147,7 +246,8 @@ pub async fn start(ctx: Arc<Ctx>, uc: Value) -> Result<Running, StartError> {
         .iter()
         .any(|(_, m, _)| matches!(m, UpdateMethod::RollingRecreate | UpdateMethod::RollingInPlace))
     {
-        let res = ctx.discovery.resolve(uc_api::controller::API_VERSION, "controllerrevisions").await.map_err(|m| {
+        let (api_version, label_keys) = flavor.revisions();
+        let res = ctx.discovery.resolve(api_version, "controllerrevisions").await.map_err(|m| {
             StartError::new(StartReason::UnknownResource, format!("rolling update strategies keep their state in ControllerRevisions: {m} (install it: uc crds | kubectl apply -f -)"))
         })?;
         let mut field_paths =
@@ -156,26 +256,31 @@ pub async fn start(ctx: Arc<Ctx>, uc: Value) -> Result<Running, StartError> {
             return Err(StartError::new(
                 StartReason::InvalidSpec,
                 format!(
-                    "spec.parentResource.revisionHistory.fieldPaths[{i}]: {:?} is not a dotted field path",
-                    field_paths[i]
+                    "{}.revisionHistory.fieldPaths[{i}]: {:?} is not a dotted field path",
+                    fields.parent, field_paths[i]
                 ),
             ));
         }
         if field_paths.is_empty() {
             field_paths.push("spec".into());
         }
-        Some(RevisionStore { res, field_paths })
+        Some(RevisionStore { res, field_paths, label_keys })
     } else {
         None
     };
-    let sync = build_hook(&ctx, &sync_spec, "sync", &name).await?;
+    let (sync, sync_dialect) = build_hook(ctx, &spec, flavor, &sync_spec, "sync", name).await?;
     let finalize = match &spec.hooks.finalize {
-        Some(h) => Some(build_hook(&ctx, h, "finalize", &name).await?),
+        Some(h) => Some(build_hook(ctx, &spec, flavor, h, "finalize", name).await?),
         None => None,
     };
     let customize = match &spec.hooks.customize {
-        Some(h) => Some(build_hook(&ctx, h, "customize", &name).await?),
+        Some(h) => Some(build_hook(ctx, &spec, flavor, h, "customize", name).await?),
         None => None,
+    };
+    let dialects = Dialects {
+        sync: sync_dialect,
+        finalize: finalize.as_ref().map(|(_, d)| *d).unwrap_or(sync_dialect),
+        customize: customize.as_ref().map(|(_, d)| *d).unwrap_or(sync_dialect),
     };
     let parents = ctx.hub.acquire(&parent.ar);
     let children = child_res
@@ -183,17 +288,21 @@ pub async fn start(ctx: Arc<Ctx>, uc: Value) -> Result<Running, StartError> {
         .map(|(res, method, checks)| ChildType { informer: ctx.hub.acquire(&res.ar), res, method, checks })
         .collect();
     let shared = Arc::new(Shared {
-        finalizer: format!("{}/{}", uc_api::controller::GROUP, name),
-        name,
-        uc,
+        finalizer: flavor.finalizer(name),
+        name: name.to_string(),
+        uc: controller.clone(),
+        flavor,
+        dialects,
+        label_selector,
+        annotation_selector,
         spec,
         parent,
         parents,
         children,
         revisions,
         sync,
-        finalize,
-        customize,
+        finalize: finalize.map(|(h, _)| h),
+        customize: customize.map(|(h, _)| h),
         queue: WorkQueue::default(),
         ctx: ctx.clone(),
         related_rules: Arc::new(Mutex::new(HashMap::new())),
@@ -210,12 +319,15 @@ pub async fn start(ctx: Arc<Ctx>, uc: Value) -> Result<Running, StartError> {
     subscriptions.push(sub);
     let s = shared.clone();
     tasks.push(tokio::spawn(async move {
+        let ignore_status = s.spec.parent_resource.ignore_status_changes == Some(true);
         while let Some(ch) = rx.recv().await {
             let key = key_of(&ch.object);
             if ch.deleted {
                 // Nothing about a deleted parent outlives it.
                 s.written.forget(meta_str(&ch.object, "uid"));
                 s.related_rules.lock().remove(&key);
+            } else if ignore_status && ch.old.as_ref().is_some_and(|old| only_status_changed(old, &ch.object)) {
+                continue;
             }
             s.queue.add(key);
         }
@@ -263,6 +375,37 @@ pub async fn start(ctx: Arc<Ctx>, uc: Value) -> Result<Running, StartError> {
             let _ = w.await;
         }
     }));
-    tasks.extend(sources::watch(&shared));
-    Ok(Running { shared, tasks, _subscriptions: subscriptions })
+    if watch_sources {
+        tasks.extend(sources::watch(&shared));
+    }
+    Ok(Part { shared, tasks, _subscriptions: subscriptions })
+}
+
+/// Whether an update changed a parent's status only (Metacontroller's `ignoreStatusChanges`): same
+/// generation, labels, annotations and finalizers, not being deleted.
+pub(crate) fn only_status_changed(old: &Value, new: &Value) -> bool {
+    let same = |p: &str| old.pointer(p) == new.pointer(p);
+    new.pointer("/metadata/deletionTimestamp").is_none()
+        && same("/metadata/generation")
+        && same("/metadata/labels")
+        && same("/metadata/annotations")
+        && same("/metadata/finalizers")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn status_only_changes() {
+        let old = json!({"metadata": {"generation": 1, "labels": {"a": "1"}}, "status": {"x": 1}});
+        let status = json!({"metadata": {"generation": 1, "labels": {"a": "1"}}, "status": {"x": 2}});
+        assert!(super::only_status_changed(&old, &status));
+        let spec = json!({"metadata": {"generation": 2, "labels": {"a": "1"}}, "status": {"x": 1}});
+        assert!(!super::only_status_changed(&old, &spec));
+        let labels = json!({"metadata": {"generation": 1, "labels": {"a": "2"}}});
+        assert!(!super::only_status_changed(&old, &labels));
+        let deleting = json!({"metadata": {"generation": 1, "labels": {"a": "1"}, "deletionTimestamp": "t"}});
+        assert!(!super::only_status_changed(&old, &deleting));
+    }
 }

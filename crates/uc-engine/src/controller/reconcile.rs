@@ -1,5 +1,5 @@
 //! One reconcile of one parent, as a pipeline: finalizer step → claim → related resources → hook →
-//! validate → rollout → plan → execute → status. Everything that can fail is asked before anything is
+//! validate → rollout → plan → execute → a decorator's labels and annotations → status. Everything that can fail is asked before anything is
 //! written: a hook failure or an invalid answer changes nothing in the cluster.
 
 use std::collections::BTreeMap;
@@ -9,14 +9,17 @@ use std::time::Duration;
 use uc_api::hook::{ObjectMap, SyncRequest};
 use uc_api::meta::{finalizers, is_deleting, meta_str};
 
-use super::claim::{child_key, claim, selector_for};
+use super::claim::{claim, decorator_claim, selector_for};
+use super::decorate::{mark_attachment, metadata_patch};
 use super::errors::{SyncError, SyncReason};
 use super::finalizer::{FinalizerStep, finalizer_step};
 use super::rollout::status_with_condition;
 use super::shared::Shared;
 use super::status::status_to_write;
 use super::validate::validate_children;
+use crate::flavor::Flavor;
 use crate::hooks::HookKind;
+use crate::hooks::dialect::Answer;
 use crate::informer::{Obj, ObjKey};
 use crate::plan::{Action, plan};
 
@@ -63,15 +66,31 @@ impl Shared {
 
     pub(super) async fn reconcile(&self, key: &ObjKey) -> Result<(), SyncError> {
         let Some(parent) = self.parents.get(key) else { return Ok(()) };
+        let decorator = self.flavor == Flavor::Decorator;
         let deleting = is_deleting(&parent);
         let has_finalizer = finalizers(&parent).contains(&self.finalizer);
-        match finalizer_step(deleting, has_finalizer, self.finalize.is_some()) {
+        let selected = self.selects(&parent);
+        // A parent the selectors do not select is not this controller's, unless it is a decorator's
+        // target that opted out: that one is finalized.
+        if !(selected || decorator && has_finalizer) {
+            return Ok(());
+        }
+        let finalizing = deleting || !selected;
+        match finalizer_step(finalizing, has_finalizer, self.finalize.is_some()) {
             FinalizerStep::Done => return Ok(()),
             FinalizerStep::Set(present) => return self.set_finalizer(&parent, present).await,
             FinalizerStep::Sync => {}
         }
-        let (selector, selector_labels) = selector_for(self.spec.generate_selector == Some(true), &parent)?;
+        let (selector, selector_labels) = if decorator {
+            Default::default()
+        } else {
+            selector_for(self.spec.generate_selector == Some(true), &parent)?
+        };
         let parent_uid = meta_str(&parent, "uid").to_string();
+        let (kind, hook, dialect) = match (&self.finalize, finalizing) {
+            (Some(f), true) => (HookKind::Finalize, f, self.dialects.finalize),
+            _ => (HookKind::Sync, &self.sync, self.dialects.sync),
+        };
 
         // Claim: adoptions and releases are carried out after a good answer, with the plan.
         let mut actions: Vec<Action> = Vec::new();
@@ -79,18 +98,22 @@ impl Shared {
         let mut children_req = BTreeMap::new();
         for t in &self.children {
             let candidates = self.child_candidates(t, &parent, &selector, &parent_uid);
-            let c = claim(&parent_uid, deleting, &selector, candidates);
+            let c = if decorator {
+                decorator_claim(&self.name, candidates)
+            } else {
+                claim(&parent_uid, deleting, &selector, candidates)
+            };
             actions.extend(c.actions);
             let map: ObjectMap = c
                 .mine
                 .iter()
-                .map(|o| (child_key(self.parent.namespaced, t.res.namespaced, o), (**o).clone()))
+                .map(|o| (dialect.object_key(self.parent.namespaced, t.res.namespaced, o), (**o).clone()))
                 .collect();
             children_req.insert(t.res.type_key(), map);
             observed.push(c.mine);
         }
         let related = match &self.customize {
-            Some(h) => self.related_for(key, &parent, h).await?,
+            Some(h) => self.related_for(key, &parent, h, &dialect).await?,
             None => BTreeMap::new(),
         };
         let request = SyncRequest {
@@ -98,19 +121,20 @@ impl Shared {
             parent: (*parent).clone(),
             children: children_req,
             related,
-            finalizing: deleting,
-        };
-        let (kind, hook) = match (&self.finalize, deleting) {
-            (Some(f), true) => (HookKind::Finalize, f),
-            _ => (HookKind::Sync, &self.sync),
+            finalizing,
         };
         // A rollout asks the hook again about old revisions, starting from this request.
-        let rollout_request = (self.revisions.is_some() && !deleting).then(|| request.clone());
-        let (answer, elapsed) = hook.sync(kind, request).await;
+        let rollout_request = (self.revisions.is_some() && !finalizing).then(|| request.clone());
+        let (answer, elapsed) = hook.sync_as(kind, request, &dialect).await;
         self.ctx.metrics.hook_call(&self.name, kind.as_str(), elapsed, answer.is_ok());
-        let response = answer?;
+        let Answer { response, labels, annotations } = answer?;
         let types = self.children.iter().map(|t| &t.res);
         let mut desired = validate_children(types, self.parent.namespaced, &parent, response.children)?;
+        if decorator {
+            for c in desired.iter_mut().flatten() {
+                mark_attachment(c, &self.name);
+            }
+        }
         let mut status = response.status;
         let rollout = match (&self.revisions, &rollout_request) {
             (Some(store), Some(request)) => {
@@ -134,12 +158,15 @@ impl Shared {
         for a in actions {
             self.execute(&parent, a).await?;
         }
+        if let Some(patch) = metadata_patch(&parent, &labels, &annotations) {
+            self.patch_parent_metadata(&parent, patch).await?;
+        }
         self.write_status(&parent, status).await?;
-        if deleting && response.finalized == Some(true) {
+        if finalizing && response.finalized == Some(true) {
             if let Some(p) = self.parents.get(key) {
                 self.set_finalizer(&p, false).await?;
             }
-        } else if deleting {
+        } else if finalizing {
             self.queue.add_after(key.clone(), FINALIZE_RETRY);
         }
         if let Some(after) = response.resync_after_seconds.filter(|s| *s > 0.0 && s.is_finite()) {

@@ -11,10 +11,10 @@ use uc_api::LabelSelector;
 use uc_api::hook::{CustomizeRequest, ObjectMap, RelatedResourceRule};
 use uc_api::meta::meta_str;
 
-use super::claim::child_key;
 use super::errors::{SyncError, SyncReason};
 use super::shared::{AbortOnDrop, RelatedSource, Shared};
 use crate::hooks::HookImpl;
+use crate::hooks::dialect::Dialect;
 use crate::informer::{Obj, ObjKey, resource_id};
 
 /// Checks a customize answer's rules: each sets exactly one of `labelSelector` and `names`.
@@ -28,18 +28,34 @@ pub(super) fn check_rules(rules: &[RelatedResourceRule]) -> Result<(), SyncError
     }
 }
 
-/// Whether a rule of the parent at `parent_key` selects `obj` (of the rule's resource type).
+/// Which namespaces a rule of a parent searches by label: the rule's namespace if it names one; else
+/// the parent's for a namespaced parent of a v1 hook; else every namespace (`None`).
+fn label_namespace(rule: &RelatedResourceRule, parent_ns: &str, parent_namespaced: bool, v2: bool) -> Option<String> {
+    match &rule.namespace {
+        Some(ns) => Some(ns.clone()),
+        None if parent_namespaced && !v2 => Some(parent_ns.to_string()),
+        None => None,
+    }
+}
+
+/// Whether a rule of the parent at `parent_key` selects `obj` (of the rule's resource type); `v2`: the
+/// hook may relate objects of any namespace.
 pub(super) fn rule_matches(
     rule: &RelatedResourceRule,
     obj: &Value,
     parent_key: &ObjKey,
     parent_namespaced: bool,
+    v2: bool,
 ) -> bool {
     if let Some(names) = &rule.names {
         let ns = rule.namespace.clone().unwrap_or_else(|| parent_key.0.clone());
         return names.iter().any(|n| n == meta_str(obj, "name")) && (ns.is_empty() || ns == meta_str(obj, "namespace"));
     }
-    if parent_namespaced && meta_str(obj, "namespace") != parent_key.0 {
+    let obj_ns = meta_str(obj, "namespace");
+    if let Some(ns) = label_namespace(rule, &parent_key.0, parent_namespaced, v2)
+        && !obj_ns.is_empty()
+        && ns != obj_ns
+    {
         return false;
     }
     rule.label_selector
@@ -53,6 +69,7 @@ fn select_related(
     rule: &RelatedResourceRule,
     parent: &Value,
     parent_namespaced: bool,
+    v2: bool,
 ) -> Result<Vec<Obj>, SyncError> {
     if let Some(names) = &rule.names {
         let ns = rule.namespace.clone().unwrap_or_else(|| meta_str(parent, "namespace").to_string());
@@ -66,11 +83,10 @@ fn select_related(
         .transpose()
         .map_err(|e| SyncError::new(SyncReason::HookError, format!("relatedResources labelSelector: {e}")))?
         .unwrap_or_default();
-    let ns = meta_str(parent, "namespace");
-    let candidates = if parent_namespaced && source.res.namespaced {
-        source.informer.list(Some(ns))
-    } else {
-        source.informer.list(None)
+    let ns = label_namespace(rule, meta_str(parent, "namespace"), parent_namespaced, v2);
+    let candidates = match ns {
+        Some(ns) if source.res.namespaced => source.informer.list(Some(&ns)),
+        _ => source.informer.list(None),
     };
     Ok(candidates.into_iter().filter(|o| sel.matches_value(o.pointer("/metadata/labels"))).collect())
 }
@@ -82,9 +98,12 @@ impl Shared {
         key: &ObjKey,
         parent: &Value,
         hook: &HookImpl,
+        keys: &Dialect,
     ) -> Result<BTreeMap<String, ObjectMap>, SyncError> {
         let request = CustomizeRequest { controller: self.uc.clone(), parent: parent.clone() };
-        let (answer, elapsed) = hook.customize(request).await;
+        let dialect = self.dialects.customize;
+        let v2 = dialect.version == uc_api::controller::HookVersion::V2;
+        let (answer, elapsed) = hook.customize(request, &dialect).await;
         self.ctx.metrics.hook_call(&self.name, "customize", elapsed, answer.is_ok());
         let response = answer?;
         check_rules(&response.related_resources)?;
@@ -93,8 +112,8 @@ impl Shared {
         for rule in response.related_resources {
             let source = self.related_source(&rule.api_version, &rule.resource).await?;
             let entry = out.entry(source.res.type_key()).or_default();
-            for o in select_related(&source, &rule, parent, self.parent.namespaced)? {
-                entry.insert(child_key(self.parent.namespaced, source.res.namespaced, &o), (*o).clone());
+            for o in select_related(&source, &rule, parent, self.parent.namespaced, v2)? {
+                entry.insert(keys.object_key(self.parent.namespaced, source.res.namespaced, &o), (*o).clone());
             }
             rules.push((resource_id(&source.res.ar), rule));
         }
@@ -119,6 +138,7 @@ impl Shared {
         let id = resource_id(&res.ar);
         let related_rules = self.related_rules.clone();
         let parent_namespaced = self.parent.namespaced;
+        let v2 = self.dialects.customize.version == uc_api::controller::HookVersion::V2;
         let task = tokio::spawn(async move {
             let _sub = sub;
             while let Some(ch) = rx.recv().await {
@@ -126,7 +146,9 @@ impl Shared {
                     .lock()
                     .iter()
                     .filter(|(pk, rules)| {
-                        rules.iter().any(|(rid, r)| *rid == id && rule_matches(r, &ch.object, pk, parent_namespaced))
+                        rules
+                            .iter()
+                            .any(|(rid, r)| *rid == id && rule_matches(r, &ch.object, pk, parent_namespaced, v2))
                     })
                     .map(|(pk, _)| pk.clone())
                     .collect();
@@ -173,17 +195,31 @@ mod tests {
         let obj = |ns: &str, name: &str, labels: Value| json!({"metadata": {"namespace": ns, "name": name, "labels": labels}});
         let by_label =
             rule(json!({"apiVersion": "v1", "resource": "secrets", "labelSelector": {"matchLabels": {"a": "b"}}}));
-        assert!(rule_matches(&by_label, &obj("ns", "x", json!({"a": "b"})), &key, true));
-        assert!(!rule_matches(&by_label, &obj("other", "x", json!({"a": "b"})), &key, true), "namespaced parent");
-        assert!(rule_matches(&by_label, &obj("other", "x", json!({"a": "b"})), &key, false), "cluster-scoped parent");
-        assert!(!rule_matches(&by_label, &obj("ns", "x", json!({})), &key, true));
-        let by_name = rule(json!({"apiVersion": "v1", "resource": "secrets", "names": ["s"]}));
-        assert!(rule_matches(&by_name, &obj("ns", "s", json!({})), &key, true));
+        let ab = json!({"a": "b"});
+        assert!(rule_matches(&by_label, &obj("ns", "x", ab.clone()), &key, true, false));
         assert!(
-            !rule_matches(&by_name, &obj("other", "s", json!({})), &key, true),
+            !rule_matches(&by_label, &obj("other", "x", ab.clone()), &key, true, false),
+            "v1: the parent's namespace"
+        );
+        assert!(rule_matches(&by_label, &obj("other", "x", ab.clone()), &key, true, true), "v2: any namespace");
+        assert!(rule_matches(&by_label, &obj("other", "x", ab.clone()), &key, false, false), "cluster-scoped parent");
+        assert!(!rule_matches(&by_label, &obj("ns", "x", json!({})), &key, true, false));
+        let in_other = rule(json!({"apiVersion": "v1", "resource": "secrets", "namespace": "other",
+                                   "labelSelector": {"matchLabels": {"a": "b"}}}));
+        assert!(rule_matches(&in_other, &obj("other", "x", ab.clone()), &key, true, true));
+        assert!(!rule_matches(&in_other, &obj("ns", "x", ab.clone()), &key, true, true), "the named namespace only");
+        let cluster_scoped = json!({"metadata": {"name": "n", "labels": ab}});
+        assert!(
+            rule_matches(&by_label, &cluster_scoped, &key, true, false),
+            "cluster-scoped objects have no namespace"
+        );
+        let by_name = rule(json!({"apiVersion": "v1", "resource": "secrets", "names": ["s"]}));
+        assert!(rule_matches(&by_name, &obj("ns", "s", json!({})), &key, true, false));
+        assert!(
+            !rule_matches(&by_name, &obj("other", "s", json!({})), &key, true, false),
             "defaults to the parent's namespace"
         );
         let elsewhere = rule(json!({"apiVersion": "v1", "resource": "secrets", "names": ["s"], "namespace": "other"}));
-        assert!(rule_matches(&elsewhere, &obj("other", "s", json!({})), &key, true));
+        assert!(rule_matches(&elsewhere, &obj("other", "s", json!({})), &key, true, false));
     }
 }

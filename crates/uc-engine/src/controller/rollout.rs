@@ -36,9 +36,15 @@ pub(super) fn latest_revision(revisions: &mut Vec<Revision>, name: String, patch
 }
 
 /// A new ControllerRevision object for `rev`, owned by the parent.
-pub(super) fn revision_object(rev: &Revision, namespace: &str, labels: Map<String, Value>, parent: &Value) -> Value {
+pub(super) fn revision_object(
+    api_version: &str,
+    rev: &Revision,
+    namespace: &str,
+    labels: Map<String, Value>,
+    parent: &Value,
+) -> Value {
     json!({
-        "apiVersion": uc_api::controller::API_VERSION, "kind": "ControllerRevision",
+        "apiVersion": api_version, "kind": "ControllerRevision",
         "metadata": {
             "name": rev.name, "namespace": namespace, "labels": labels,
             "ownerReferences": [controller_owner_reference(parent)],
@@ -82,7 +88,7 @@ impl Shared {
         hook: &HookImpl,
     ) -> Result<Rollout, SyncError> {
         let (group, resource) = (self.parent.ar.group.as_str(), self.parent.ar.plural.as_str());
-        let selector = revision::labels(group, resource, selector_labels)
+        let selector = revision::labels(store.label_keys, group, resource, selector_labels)
             .iter()
             .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
             .collect::<Vec<_>>()
@@ -116,10 +122,11 @@ impl Shared {
             }
             let old_parent = revision::parent_at(parent, &rev.patch, &store.field_paths);
             let req = SyncRequest { parent: old_parent.clone(), ..request.clone() };
-            let (answer, elapsed) = hook.sync(HookKind::Sync, req).await;
+            let (answer, elapsed) = hook.sync_as(HookKind::Sync, req, &self.dialects.sync).await;
             self.ctx.metrics.hook_call(&self.name, HookKind::Sync.as_str(), elapsed, answer.is_ok());
-            let response =
-                answer.map_err(|e| SyncError::new(SyncReason::HookError, format!("revision {}: {e}", rev.name)))?;
+            let response = answer
+                .map_err(|e| SyncError::new(SyncReason::HookError, format!("revision {}: {e}", rev.name)))?
+                .response;
             let types = self.children.iter().map(|t| &t.res);
             desired_at.push(validate_children(types, self.parent.namespaced, &old_parent, response.children)?);
         }
@@ -170,8 +177,14 @@ impl Shared {
         match &latest.stored {
             None => {
                 let (group, resource) = (self.parent.ar.group.as_str(), self.parent.ar.plural.as_str());
-                let labels = revision::labels(group, resource, selector_labels);
-                let body = revision_object(latest, self.revisions_namespace(parent), labels, parent);
+                let labels = revision::labels(store.label_keys, group, resource, selector_labels);
+                let body = revision_object(
+                    &store.res.ar.api_version,
+                    latest,
+                    self.revisions_namespace(parent),
+                    labels,
+                    parent,
+                );
                 api.create(&PostParams::default(), &to_dynamic(body, SyncReason::InternalError)?)
                     .await
                     .map_err(|e| SyncError::kube(&format!("creating ControllerRevision {}", latest.name), e))?;
@@ -241,7 +254,8 @@ mod tests {
         let parent = json!({"apiVersion": "x/v1", "kind": "P", "metadata": {"name": "p", "uid": "pu"}});
         let mut labels = Map::new();
         labels.insert("app".into(), json!("a"));
-        let o = revision_object(&rev("p-1", 3), "ns", labels, &parent);
+        let o = revision_object("metacontroller.k8s.io/v1alpha1", &rev("p-1", 3), "ns", labels, &parent);
+        assert_eq!(o["apiVersion"], "metacontroller.k8s.io/v1alpha1");
         assert_eq!(o["metadata"]["ownerReferences"], json!([controller_owner_reference(&parent)]));
         assert_eq!((o["revision"].clone(), o["metadata"]["namespace"].clone()), (json!(3), json!("ns")));
         assert_eq!(o["metadata"]["labels"], json!({"app": "a"}));

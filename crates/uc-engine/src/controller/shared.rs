@@ -8,13 +8,16 @@ use kube::api::{Api, DynamicObject};
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::task::JoinHandle;
+use uc_api::LabelSelector;
 use uc_api::controller::{StatusChecks, UniversalControllerSpec, UpdateMethod};
 use uc_api::hook::RelatedResourceRule;
 
 use super::errors::{SyncError, SyncReason};
 use super::written::WriteMemo;
 use crate::events::Recorder;
+use crate::flavor::Flavor;
 use crate::hooks::HookImpl;
+use crate::hooks::dialect::Dialect;
 use crate::hooks::native::NativeRegistry;
 use crate::informer::{Informer, InformerHub, ObjKey};
 use crate::metrics::Metrics;
@@ -57,10 +60,20 @@ impl ChildType {
     }
 }
 
-/// Where the revisions of rolling child types live, and which parent fields they hold.
+/// Where the revisions of rolling child types live, which parent fields they hold, and the label
+/// keys naming the parent type on them.
 pub(super) struct RevisionStore {
     pub res: Resolved,
     pub field_paths: Vec<String>,
+    pub label_keys: [&'static str; 2],
+}
+
+/// How each hook of the controller speaks.
+#[derive(Clone, Copy)]
+pub(super) struct Dialects {
+    pub sync: Dialect,
+    pub finalize: Dialect,
+    pub customize: Dialect,
 }
 
 /// Per parent: the related-resource rules its last customize answer named, by resource id.
@@ -84,7 +97,13 @@ impl Drop for AbortOnDrop {
 
 pub(super) struct Shared {
     pub name: String,
+    /// The controller object, as hooks receive it.
     pub uc: Value,
+    pub flavor: Flavor,
+    pub dialects: Dialects,
+    /// Only parents these select are reconciled.
+    pub label_selector: Option<LabelSelector>,
+    pub annotation_selector: Option<LabelSelector>,
     pub spec: UniversalControllerSpec,
     pub parent: Resolved,
     pub parents: Arc<Informer>,
@@ -120,6 +139,24 @@ impl Shared {
         let av = obj.get("apiVersion").and_then(Value::as_str)?;
         let kind = obj.get("kind").and_then(Value::as_str)?;
         self.children.iter().find(|t| t.res.ar.api_version == av && t.res.ar.kind == kind)
+    }
+
+    /// Whether the controller's parent selectors select `parent`.
+    pub fn selects(&self, parent: &Value) -> bool {
+        let labels = self.label_selector.as_ref().is_none_or(|s| s.matches_value(parent.pointer("/metadata/labels")));
+        labels
+            && self
+                .annotation_selector
+                .as_ref()
+                .is_none_or(|s| s.matches_value(parent.pointer("/metadata/annotations")))
+    }
+
+    /// The parents the controller reconciles.
+    pub fn parent_count(&self) -> usize {
+        if self.label_selector.is_none() && self.annotation_selector.is_none() {
+            return self.parents.len();
+        }
+        self.parents.list(None).iter().filter(|p| self.selects(p)).count()
     }
 
     pub fn use_server_side_apply(&self) -> bool {

@@ -1,5 +1,7 @@
 //! Hooks behind one interface: webhooks, JavaScript run in-process, and native Rust hooks.
 
+pub mod credentials;
+pub mod dialect;
 pub mod exec;
 pub mod javascript;
 pub mod native;
@@ -29,11 +31,12 @@ pub enum HookImpl {
 }
 
 impl HookImpl {
-    /// Builds a hook of controller `label` from its spec. JavaScript from a ConfigMap is passed in
-    /// already resolved.
+    /// Builds a hook of controller `label` from its spec. JavaScript from a ConfigMap and a
+    /// webhook's credentials from Secrets are passed in already resolved.
     pub fn from_spec(
         spec: &HookSpec,
         js_source: Option<String>,
+        credentials: credentials::Credentials,
         natives: &native::NativeRegistry,
         resolver: crate::names::Resolver,
         label: &str,
@@ -49,7 +52,7 @@ impl HookImpl {
             return Ok(HookImpl::Exec(Arc::new(exec::ExecHook::new(e, label)?)));
         }
         if let Some(w) = &spec.webhook {
-            return Ok(HookImpl::Webhook(Arc::new(webhook::WebhookHook::new(w, resolver)?)));
+            return Ok(HookImpl::Webhook(Arc::new(webhook::WebhookHook::new(w, resolver, credentials)?)));
         }
         if let Some(js) = &spec.javascript {
             let source = js_source
@@ -65,29 +68,47 @@ impl HookImpl {
             .ok_or_else(|| HookError::Config(format!("no native hook named {name:?}")))
     }
 
-    /// Calls the hook's sync (or finalize) function; returns its answer and the call's duration. The
-    /// request is taken, not borrowed: a native hook gets it without a copy, the others as JSON.
+    /// Calls the hook's sync (or finalize) function in uc's own format; returns its answer and the
+    /// call's duration. The request is taken, not borrowed: a native hook gets it without a copy.
     pub async fn sync(&self, kind: HookKind, request: SyncRequest) -> (Result<SyncResponse, HookError>, Duration) {
+        let (answer, elapsed) = self.sync_as(kind, request, &dialect::Dialect::UC).await;
+        (answer.map(|a| a.response), elapsed)
+    }
+
+    /// Calls the hook's sync (or finalize) function in `dialect`'s format.
+    pub async fn sync_as(
+        &self,
+        kind: HookKind,
+        request: SyncRequest,
+        dialect: &dialect::Dialect,
+    ) -> (Result<dialect::Answer, HookError>, Duration) {
         let started = Instant::now();
         let answer = match self {
-            HookImpl::Native(n) => n.sync(request).await,
-            other => other.call_json(kind, request.into_value()).await.and_then(|answer| {
-                serde_json::from_value(answer)
-                    .map_err(|e| HookError::InvalidResponse(format!("{e} (a response must have a `children` list)")))
-            }),
+            HookImpl::Native(n) => {
+                n.sync(request).await.map(|response| dialect::Answer { response, ..Default::default() })
+            }
+            other => match other.call_json(kind, dialect.request(request)).await {
+                Ok(answer) => dialect.decode(answer),
+                Err(e) => Err(e),
+            },
         };
         (answer, started.elapsed())
     }
 
     /// Calls the hook's customize function; returns its answer and the call's duration.
-    pub async fn customize(&self, request: CustomizeRequest) -> (Result<CustomizeResponse, HookError>, Duration) {
+    pub async fn customize(
+        &self,
+        request: CustomizeRequest,
+        dialect: &dialect::Dialect,
+    ) -> (Result<CustomizeResponse, HookError>, Duration) {
         let started = Instant::now();
         let answer = match self {
             HookImpl::Native(n) => n.customize(request).await,
             other => match serde_json::to_value(request) {
-                Ok(json) => other.call_json(HookKind::Customize, json).await.and_then(|answer| {
-                    serde_json::from_value(answer).map_err(|e| HookError::InvalidResponse(format!("customize: {e}")))
-                }),
+                Ok(json) => match other.call_json(HookKind::Customize, json).await {
+                    Ok(answer) => dialect.decode_customize(answer),
+                    Err(e) => Err(e),
+                },
                 Err(e) => Err(HookError::InvalidRequest(e.to_string())),
             },
         };

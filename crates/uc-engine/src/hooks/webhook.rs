@@ -1,7 +1,8 @@
-//! Webhook hooks: JSON over HTTP POST, to a URL or a Service, with a timeout, https with a CA bundle,
-//! and an optional bearer token.
+//! Webhook hooks: JSON over HTTP POST, to a URL or a Service, with a timeout, https with a CA bundle
+//! and an optional client certificate, an `Authorization` header, and ETag caching.
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{Request, header};
@@ -9,9 +10,11 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use parking_lot::Mutex;
 use serde_json::Value;
 use uc_api::controller::{Webhook, parse_duration};
 
+use super::credentials::Credentials;
 use super::protocol::HookError;
 use crate::names::Resolver;
 
@@ -21,55 +24,123 @@ type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector<Resolver>>,
 pub struct WebhookHook {
     url: String,
     timeout: Duration,
-    token: Option<String>,
+    authorization: Option<String>,
     client: HttpsClient,
+    etags: Option<EtagCache>,
 }
 
 /// Largest answer accepted from a hook.
 const MAX_RESPONSE: usize = 64 << 20;
 
-impl WebhookHook {
-    /// From the spec: `url` wins over `service` + `path`. Host names go through `resolver` (so
-    /// in-cluster names reach Services).
-    pub fn new(spec: &Webhook, resolver: Resolver) -> Result<Self, HookError> {
-        let url = match (&spec.url, &spec.service) {
-            (Some(u), _) => u.clone(),
-            (None, Some(s)) => {
-                let protocol = s.protocol.clone().unwrap_or_else(|| "http".into());
-                let port = s.port.unwrap_or(if protocol == "https" { 443 } else { 80 });
-                let path = spec.path.clone().unwrap_or_default();
-                let path = if path.is_empty() || path.starts_with('/') { path } else { format!("/{path}") };
-                format!("{protocol}://{}.{}.svc:{port}{path}", s.name, s.namespace)
+/// The most answers an ETag cache keeps.
+const MAX_ETAGS: usize = 10_000;
+
+/// A parent's kind, namespace and name.
+type RootKey = (String, String, String);
+
+/// The last answer with an ETag per parent, as Metacontroller keeps them: ETag, body, when.
+struct EtagCache {
+    ttl: Duration,
+    entries: Mutex<HashMap<RootKey, (String, Bytes, Instant)>>,
+}
+
+impl EtagCache {
+    fn get(&self, key: &RootKey) -> Option<(String, Bytes)> {
+        let mut entries = self.entries.lock();
+        match entries.get(key) {
+            Some((_, _, at)) if at.elapsed() > self.ttl => {
+                entries.remove(key);
+                None
             }
-            (None, None) => return Err(HookError::Config("webhook needs url or service".into())),
-        };
-        let uri: http::Uri = url.parse().map_err(|e| HookError::Config(format!("invalid webhook url {url:?}: {e}")))?;
-        if !matches!(uri.scheme_str(), Some("http" | "https")) {
-            return Err(HookError::Config(format!("webhook url {url:?} must be http or https")));
+            Some((etag, body, _)) => Some((etag.clone(), body.clone())),
+            None => None,
         }
+    }
+
+    fn put(&self, key: RootKey, etag: String, body: Bytes) {
+        let mut entries = self.entries.lock();
+        if entries.len() >= MAX_ETAGS {
+            let ttl = self.ttl;
+            entries.retain(|_, (_, _, at)| at.elapsed() <= ttl);
+            if entries.len() >= MAX_ETAGS {
+                entries.clear();
+            }
+        }
+        entries.insert(key, (etag, body, Instant::now()));
+    }
+}
+
+/// The parent (a decorator's target) a request is about: the ETag cache's key.
+fn root_key(request: &Value) -> Option<RootKey> {
+    let root = request.get("parent").or_else(|| request.get("object"))?;
+    let s = |p: &str| root.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    Some((s("/kind"), s("/metadata/namespace"), s("/metadata/name")))
+}
+
+/// A webhook's URL: `url` wins over `service` + `path`.
+pub fn url_of(spec: &Webhook) -> Result<String, HookError> {
+    let url = match (&spec.url, &spec.service) {
+        (Some(u), _) => u.clone(),
+        (None, Some(s)) => {
+            let protocol = s.protocol.clone().unwrap_or_else(|| "http".into());
+            let port = s.port.unwrap_or(if protocol == "https" { 443 } else { 80 });
+            let path = spec.path.clone().unwrap_or_default();
+            let path = if path.is_empty() || path.starts_with('/') { path } else { format!("/{path}") };
+            format!("{protocol}://{}.{}.svc:{port}{path}", s.name, s.namespace)
+        }
+        (None, None) => return Err(HookError::Config("webhook needs url or service".into())),
+    };
+    let uri: http::Uri = url.parse().map_err(|e| HookError::Config(format!("invalid webhook url {url:?}: {e}")))?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) {
+        return Err(HookError::Config(format!("webhook url {url:?} must be http or https")));
+    }
+    Ok(url)
+}
+
+fn tls_config(credentials: &Credentials) -> Result<rustls::ClientConfig, HookError> {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| HookError::Config(e.to_string()))?;
+    let roots = match &credentials.ca_pem {
+        Some(pem) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
+                let cert = cert.map_err(|e| HookError::Config(format!("caBundle: {e}")))?;
+                roots.add(cert).map_err(|e| HookError::Config(format!("caBundle: {e}")))?;
+            }
+            if roots.is_empty() {
+                return Err(HookError::Config("caBundle: no PEM certificate in it".into()));
+            }
+            roots
+        }
+        None => rustls::RootCertStore { roots: webpki_roots().to_vec() },
+    };
+    let builder = builder.with_root_certificates(roots);
+    match &credentials.client_identity {
+        None => Ok(builder.with_no_client_auth()),
+        Some((cert, key)) => {
+            let chain: Vec<_> = rustls_pemfile::certs(&mut cert.as_slice())
+                .collect::<Result<_, _>>()
+                .map_err(|e| HookError::Config(format!("clientTLS certificate: {e}")))?;
+            let key = rustls_pemfile::private_key(&mut key.as_slice())
+                .map_err(|e| HookError::Config(format!("clientTLS key: {e}")))?
+                .ok_or_else(|| HookError::Config("clientTLS key: no PEM private key in it".into()))?;
+            builder.with_client_auth_cert(chain, key).map_err(|e| HookError::Config(format!("clientTLS: {e}")))
+        }
+    }
+}
+
+impl WebhookHook {
+    /// From the spec and its credentials. Host names go through `resolver` (so in-cluster names reach
+    /// Services).
+    pub fn new(spec: &Webhook, resolver: Resolver, credentials: Credentials) -> Result<Self, HookError> {
+        let url = url_of(spec)?;
         let timeout = match &spec.timeout {
             Some(t) => parse_duration(t).map_err(|e| HookError::Config(e.to_string()))?,
             None => Duration::from_secs(10),
         };
-        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-        let builder = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| HookError::Config(e.to_string()))?;
-        let tls = match &spec.ca_bundle {
-            Some(pem) => {
-                let mut roots = rustls::RootCertStore::empty();
-                let pem = decode_ca_bundle(pem);
-                for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-                    let cert = cert.map_err(|e| HookError::Config(format!("caBundle: {e}")))?;
-                    roots.add(cert).map_err(|e| HookError::Config(format!("caBundle: {e}")))?;
-                }
-                builder.with_root_certificates(roots).with_no_client_auth()
-            }
-            None => {
-                let roots = rustls::RootCertStore { roots: webpki_roots().to_vec() };
-                builder.with_root_certificates(roots).with_no_client_auth()
-            }
-        };
+        let tls = tls_config(&credentials)?;
         let mut http = HttpConnector::new_with_resolver(resolver);
         http.enforce_http(false);
         let https = hyper_rustls::HttpsConnectorBuilder::new()
@@ -78,7 +149,11 @@ impl WebhookHook {
             .enable_http1()
             .wrap_connector(http);
         let client = Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(60)).build(https);
-        Ok(Self { url, timeout, token: spec.bearer_token.clone(), client })
+        let etags = spec.etag.as_ref().filter(|e| e.enabled == Some(true)).map(|e| EtagCache {
+            ttl: Duration::from_secs(e.cache_timeout_seconds.filter(|s| *s > 0).unwrap_or(600) as u64),
+            entries: Mutex::new(HashMap::new()),
+        });
+        Ok(Self { url, timeout, authorization: credentials.authorization, client, etags })
     }
 
     /// POSTs the request and decodes the JSON answer.
@@ -87,36 +162,46 @@ impl WebhookHook {
         let mut req = Request::post(&self.url)
             .header(header::CONTENT_TYPE, "application/json")
             .header(header::ACCEPT, "application/json");
-        if let Some(t) = &self.token {
-            req = req.header(header::AUTHORIZATION, format!("Bearer {t}"));
+        if let Some(a) = &self.authorization {
+            req = req.header(header::AUTHORIZATION, a);
+        }
+        let key = self.etags.as_ref().and_then(|_| root_key(request));
+        let cached = match (&self.etags, &key) {
+            (Some(cache), Some(k)) => cache.get(k),
+            _ => None,
+        };
+        if let Some((etag, _)) = &cached {
+            req = req.header(header::IF_NONE_MATCH, etag);
         }
         let req = req.body(Full::new(Bytes::from(body))).map_err(|e| HookError::Config(e.to_string()))?;
         let call = async {
             let resp =
                 self.client.request(req).await.map_err(|e| HookError::Unreachable(format!("{}: {e}", self.url)))?;
             let status = resp.status().as_u16();
+            let etag = resp.headers().get(header::ETAG).and_then(|v| v.to_str().ok()).map(str::to_string);
             let body = http_body_util::Limited::new(resp.into_body(), MAX_RESPONSE)
                 .collect()
                 .await
                 .map_err(|e| HookError::Unreachable(format!("reading the answer: {e}")))?
                 .to_bytes();
-            if !(200..300).contains(&status) {
-                let text = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
-                return Err(HookError::Status { status, body: text });
-            }
+            let body = match (status, cached) {
+                (304 | 412, Some((_, cached))) => cached,
+                (200..=299, _) => {
+                    if let (Some(cache), Some(k), Some(etag)) = (&self.etags, key, etag) {
+                        cache.put(k, etag, body.clone());
+                    }
+                    body
+                }
+                _ => {
+                    let text = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
+                    return Err(HookError::Status { status, body: text });
+                }
+            };
             serde_json::from_slice(&body)
                 .map_err(|e| HookError::InvalidResponse(format!("the answer is not JSON: {e}")))
         };
         tokio::time::timeout(self.timeout, call).await.map_err(|_| HookError::Timeout(self.timeout))?
     }
-}
-
-fn decode_ca_bundle(s: &str) -> Vec<u8> {
-    use base64::Engine as _;
-    if s.contains("-----BEGIN") {
-        return s.as_bytes().to_vec();
-    }
-    base64::engine::general_purpose::STANDARD.decode(s.trim()).unwrap_or_else(|_| s.as_bytes().to_vec())
 }
 
 fn webpki_roots() -> &'static [rustls::pki_types::TrustAnchor<'static>] {
@@ -177,17 +262,13 @@ mod tests {
     }
 
     fn hook(url: &str, ca: Option<&str>, token: Option<&str>, timeout: &str) -> WebhookHook {
-        WebhookHook::new(
-            &Webhook {
-                url: Some(url.into()),
-                ca_bundle: ca.map(String::from),
-                bearer_token: token.map(String::from),
-                timeout: Some(timeout.into()),
-                ..Default::default()
-            },
-            Resolver::system(),
-        )
-        .unwrap()
+        let credentials = Credentials {
+            ca_pem: ca.map(|c| c.as_bytes().to_vec()),
+            authorization: token.map(|t| format!("Bearer {t}")),
+            client_identity: None,
+        };
+        let spec = Webhook { url: Some(url.into()), timeout: Some(timeout.into()), ..Default::default() };
+        WebhookHook::new(&spec, Resolver::system(), credentials).unwrap()
     }
 
     #[tokio::test]
@@ -222,18 +303,12 @@ mod tests {
             path: Some("sync".into()),
             ..Default::default()
         };
-        assert_eq!(WebhookHook::new(&spec, Resolver::system()).unwrap().url, "http://ctl.ns.svc:8080/sync");
-        assert!(WebhookHook::new(&Webhook::default(), Resolver::system()).is_err());
+        let new = |spec: &Webhook| WebhookHook::new(spec, Resolver::system(), Credentials::default());
+        assert_eq!(new(&spec).unwrap().url, "http://ctl.ns.svc:8080/sync");
+        assert!(new(&Webhook::default()).is_err());
+        assert!(new(&Webhook { url: Some("ftp://x".into()), ..Default::default() }).is_err());
         assert!(
-            WebhookHook::new(&Webhook { url: Some("ftp://x".into()), ..Default::default() }, Resolver::system())
-                .is_err()
-        );
-        assert!(
-            WebhookHook::new(
-                &Webhook { url: Some("http://x".into()), timeout: Some("soon".into()), ..Default::default() },
-                Resolver::system()
-            )
-            .is_err()
+            new(&Webhook { url: Some("http://x".into()), timeout: Some("soon".into()), ..Default::default() }).is_err()
         );
     }
 }
