@@ -195,12 +195,13 @@ pub(crate) fn validate_body(
             schema.apply_defaults(obj);
             let mut pruned = Vec::new();
             schema.prune(obj, "", &mut pruned);
-            schema.validate(obj, "", errs);
+            // Validated with its type and metadata back (a schema may require them, as controller-gen's do).
             if let Some(map) = obj.as_object_mut() {
                 for (k, v) in kept {
                     map.insert(k, v);
                 }
             }
+            schema.validate(obj, "", errs);
             if !pruned.is_empty() {
                 match mode {
                     FieldValidation::Strict => {
