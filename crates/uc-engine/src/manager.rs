@@ -206,6 +206,7 @@ async fn run(ctx: Arc<Ctx>, flavors: Vec<Flavor>) {
                     Ok(watcher::Event::Delete(o)) => {
                         let Ok(v) = controller_value(flavor, &o) else { continue };
                         if let Some(e) = entries.remove(&key_of(&v)) {
+                            ctx.metrics.recordings.remove(&name_of(&v));
                             tracing::info!(controller = %key_of(&e.uc), "controller stopped (its object was deleted)");
                             // A controller refused for this one's parent type may run now.
                             let waiting: Vec<String> = entries.iter().filter(|(_, w)| w.running.is_none()).map(|(n, _)| n.clone()).collect();
@@ -260,6 +261,9 @@ async fn apply_uc(ctx: &Arc<Ctx>, entries: &mut HashMap<String, Entry>, uc: Valu
     let generation = uc.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
     if let Some(e) = entries.get_mut(&name) {
         if e.generation == generation {
+            if let Some(r) = &e.running {
+                r.set_record_capacity(crate::recording::capacity_of(&uc));
+            }
             e.uc = uc;
             return;
         }

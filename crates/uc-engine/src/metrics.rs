@@ -1,4 +1,5 @@
-//! Prometheus metrics of the engine, and the `/metrics`, `/healthz`, `/readyz` endpoint.
+//! Prometheus metrics of the engine, and the `/metrics`, `/healthz`, `/readyz` endpoint (with
+//! `/debug/hooks`, the recorded hook calls of `crate::recording`).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -49,6 +50,8 @@ pub struct Metrics {
     watches_open: Family<ResourceLabels, Gauge>,
     watches_started: Family<ResourceLabels, Counter>,
     ready: AtomicBool,
+    /// Controllers' recorded hook calls, served at `/debug/hooks`.
+    pub recordings: crate::recording::Recordings,
 }
 
 impl Default for Metrics {
@@ -88,6 +91,7 @@ impl Metrics {
             watches_open,
             watches_started,
             ready: AtomicBool::new(false),
+            recordings: Default::default(),
         }
     }
 
@@ -152,8 +156,16 @@ pub async fn serve(metrics: Arc<Metrics>, addr: SocketAddr) -> std::io::Result<S
                 let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
                     let metrics = metrics.clone();
                     async move {
-                        let (code, body) = match req.uri().path() {
+                        let path = req.uri().path();
+                        let (code, body) = match path {
                             "/metrics" => (StatusCode::OK, metrics.encode()),
+                            "/debug/hooks" => (StatusCode::OK, metrics.recordings.list().to_string()),
+                            _ if path.starts_with("/debug/hooks/") => {
+                                match metrics.recordings.get(&path["/debug/hooks/".len()..]) {
+                                    Some(records) => (StatusCode::OK, serde_json::Value::from(records).to_string()),
+                                    None => (StatusCode::NOT_FOUND, "no such controller".to_string()),
+                                }
+                            }
                             "/healthz" | "/livez" => (StatusCode::OK, "ok".to_string()),
                             "/readyz" if metrics.ready.load(Ordering::Acquire) => (StatusCode::OK, "ok".to_string()),
                             "/readyz" => (StatusCode::SERVICE_UNAVAILABLE, "caches not synced".to_string()),

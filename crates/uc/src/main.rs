@@ -1,6 +1,7 @@
 //! The `uc` binary: the declarative universal Kubernetes operator.
 
 mod allocator;
+mod hook_record;
 mod hook_test;
 mod init;
 
@@ -79,6 +80,39 @@ enum HookCommand {
         #[arg(long)]
         update: bool,
     },
+    /// Show the hook calls a running engine recorded for a controller (annotate it
+    /// universalcontroller.njuics.cn/record-hooks=<N> to keep its last N calls).
+    Show {
+        /// The controller's name.
+        name: String,
+        /// Print each request and answer in full.
+        #[arg(long)]
+        full: bool,
+        #[command(flatten)]
+        engine: EngineAddress,
+    },
+    /// Save a controller's recorded hook calls as `uc hook test` cases (DIR/tests/<case>/request.json
+    /// and expected.json).
+    Record {
+        /// The controller's name.
+        name: String,
+        /// The operator's directory.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        #[command(flatten)]
+        engine: EngineAddress,
+    },
+}
+
+/// Where a running engine serves its metrics and recorded hook calls.
+#[derive(clap::Args)]
+struct EngineAddress {
+    /// HOST:PORT of the engine's metrics endpoint (default: what `uc up` wrote in --data-dir).
+    #[arg(long)]
+    engine: Option<String>,
+    /// The data directory of `uc up`.
+    #[arg(long, default_value = ".uc")]
+    data_dir: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -227,6 +261,20 @@ fn main() -> anyhow::Result<()> {
             Ok(false) => std::process::exit(1),
             Err(e) => Err(e),
         },
+        Command::Hook(HookCommand::Show { name, full, engine }) => runtime.block_on(async {
+            let address = hook_record::engine_address(engine.engine, &engine.data_dir)?;
+            print!("{}", hook_record::show(&hook_record::records(&address, &name).await?, full));
+            Ok(())
+        }),
+        Command::Hook(HookCommand::Record { name, dir, engine }) => runtime.block_on(async {
+            let address = hook_record::engine_address(engine.engine, &engine.data_dir)?;
+            let cases = hook_record::save(&hook_record::records(&address, &name).await?, &dir)?;
+            for c in &cases {
+                println!("saved {}", c.display());
+            }
+            println!("{} case(s); run `uc hook test {}`", cases.len(), dir.display());
+            Ok(())
+        }),
         Command::Shim(_) => Ok(()),
         Command::Crds => {
             use std::io::Write;

@@ -93,6 +93,13 @@ impl Running {
         self.parts.iter().map(|p| p.shared.parent_count()).sum()
     }
 
+    /// Keeps the last `n` hook calls (the record-hooks annotation changed).
+    pub fn set_record_capacity(&self, n: usize) {
+        for p in &self.parts {
+            p.shared.recorder.set_capacity(n);
+        }
+    }
+
     /// Open the queue depth to callers (tests, status).
     pub fn queue_len(&self) -> usize {
         self.parts.iter().map(|p| p.shared.queue.len()).sum()
@@ -311,8 +318,10 @@ async fn start_part(
         synced: Default::default(),
         written: Default::default(),
         ssa_unsupported: Default::default(),
+        recorder: ctx.metrics.recordings.of(name),
         source_problems: Default::default(),
     });
+    shared.recorder.set_capacity(crate::recording::capacity_of(controller));
     let mut tasks = Vec::new();
     let mut subscriptions = Vec::new();
     let (sub, mut rx) = shared.parents.subscribe();

@@ -125,7 +125,13 @@ impl Shared {
         };
         // A rollout asks the hook again about old revisions, starting from this request.
         let rollout_request = (self.revisions.is_some() && !finalizing).then(|| request.clone());
-        let (answer, elapsed) = hook.sync_as(kind, request, &dialect).await;
+        let (answer, elapsed) = if self.recorder.enabled() {
+            let (answer, elapsed, exchange) = hook.sync_traced(kind, request, &dialect).await;
+            self.recorder.record(kind.as_str(), key, exchange, elapsed);
+            (answer, elapsed)
+        } else {
+            hook.sync_as(kind, request, &dialect).await
+        };
         self.ctx.metrics.hook_call(&self.name, kind.as_str(), elapsed, answer.is_ok());
         let Answer { response, labels, annotations } = answer?;
         let types = self.children.iter().map(|t| &t.res);

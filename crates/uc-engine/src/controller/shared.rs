@@ -122,6 +122,8 @@ pub(super) struct Shared {
     pub written: WriteMemo,
     /// Set once the cluster answered a server-side apply with 415.
     pub ssa_unsupported: AtomicBool,
+    /// The controller's recorded hook calls (`crate::recording`).
+    pub recorder: Arc<crate::recording::HookRecorder>,
     /// Problems with hooks' sources (hot reload), by hook.
     pub source_problems: Mutex<BTreeMap<&'static str, super::errors::SourceProblem>>,
 }

@@ -95,6 +95,36 @@ impl HookImpl {
         (answer, started.elapsed())
     }
 
+    /// As [`HookImpl::sync_as`], also returning the call as it went over the wire (for recording).
+    pub async fn sync_traced(
+        &self,
+        kind: HookKind,
+        request: SyncRequest,
+        dialect: &dialect::Dialect,
+    ) -> (Result<dialect::Answer, HookError>, Duration, crate::recording::Exchange) {
+        let started = Instant::now();
+        let (answer, raw) = match self {
+            HookImpl::Native(n) => {
+                let sent = dialect.request(request.clone());
+                let answer = n.sync(request).await;
+                let raw = answer.as_ref().map(|r| r.clone().into_value()).map_err(|e| e.to_string());
+                (answer.map(|response| dialect::Answer { response, ..Default::default() }), (sent, raw))
+            }
+            other => {
+                let sent = dialect.request(request);
+                match other.call_json(kind, sent.clone()).await {
+                    Ok(raw) => (dialect.decode(raw.clone()), (sent, Ok(raw))),
+                    Err(e) => {
+                        let m = e.to_string();
+                        (Err(e), (sent, Err(m)))
+                    }
+                }
+            }
+        };
+        let exchange = crate::recording::Exchange { request: raw.0, answer: raw.1 };
+        (answer, started.elapsed(), exchange)
+    }
+
     /// Calls the hook's customize function; returns its answer and the call's duration.
     pub async fn customize(
         &self,
