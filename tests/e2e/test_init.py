@@ -2,7 +2,10 @@
 against the recorded request offline — failing, with a diff, when the expected answer differs."""
 
 import json
+import shutil
 import subprocess
+
+import pytest
 
 from conftest import uc_binary, wait_for
 
@@ -65,3 +68,26 @@ def test_recorded_hook_calls_are_shown_and_become_test_cases(cluster, tmp_path):
     assert r.returncode == 0 and "3 case(s)" in r.stdout, r.stdout + r.stderr
     test = subprocess.run([uc_binary(), "hook", "test", str(fixtures)], capture_output=True, text=True)
     assert test.returncode == 0 and "3 case(s), 0 failed" in test.stdout, test.stdout + test.stderr
+
+
+@pytest.mark.parametrize("lang,source", [("python", "sync.py"), ("exec", "sync.sh"), ("rust", "src/main.rs")])
+def test_every_hook_language_scaffolds_a_hook_that_passes_its_test(tmp_path, lang, source):
+    tool = {"python": "python3", "exec": "jq", "rust": "cargo"}[lang]
+    if shutil.which(tool) is None:
+        pytest.skip(f"needs {tool}")
+    r = subprocess.run([uc_binary(), "init", "demo", "--hook", lang], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    demo = tmp_path / "demo"
+    assert (demo / source).is_file()
+    if lang == "rust":
+        # serde_json is in cargo's cache already (uc uses it): no network needed.
+        build = subprocess.run(["cargo", "build", "--release", "--offline", "-q"], cwd=demo, capture_output=True, text=True)
+        assert build.returncode == 0, build.stderr
+    test = subprocess.run([uc_binary(), "hook", "test", "."], cwd=demo, capture_output=True, text=True)
+    assert test.returncode == 0 and "ok   example" in test.stdout, test.stdout + test.stderr
+    expected = demo / "tests" / "example" / "expected.json"
+    answer = json.loads(expected.read_text())
+    answer["children"][0]["data"]["replicas"] = "3"
+    expected.write_text(json.dumps(answer))
+    test = subprocess.run([uc_binary(), "hook", "test", "."], cwd=demo, capture_output=True, text=True)
+    assert test.returncode == 1 and '-         "replicas": "3"' in test.stdout, test.stdout

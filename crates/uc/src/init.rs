@@ -27,9 +27,69 @@ fn valid(name: &str) -> bool {
         && !name.ends_with('-')
 }
 
+/// The language of a new operator's hook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lang {
+    /// JavaScript, run in-process (source in a ConfigMap, hot-reloaded).
+    Js,
+    /// Python 3, an exec hook.
+    Python,
+    /// Shell and jq, an exec hook.
+    Exec,
+    /// Rust, an exec hook built with cargo.
+    Rust,
+}
+
+impl Lang {
+    /// From `--hook`.
+    pub fn parse(s: &str) -> Option<Lang> {
+        match s {
+            "js" => Some(Lang::Js),
+            "python" => Some(Lang::Python),
+            "exec" => Some(Lang::Exec),
+            "rust" => Some(Lang::Rust),
+            _ => None,
+        }
+    }
+
+    /// The hook's spec in the controller, and its source files.
+    fn hook(self, name: &str, kind: &str) -> (serde_json::Value, Vec<(String, String)>) {
+        let exec = |command: serde_json::Value| json!({"exec": {"command": command, "timeout": "10s"}});
+        match self {
+            Lang::Js => (
+                json!({"javascript": {"configMapRef": {"name": format!("{name}-hook"), "namespace": "default", "key": "sync.js"}}}),
+                vec![("sync.js".into(), SYNC_JS.replace("KIND", kind))],
+            ),
+            Lang::Python => {
+                (exec(json!(["python3", "sync.py"])), vec![("sync.py".into(), SYNC_PY.replace("KIND", kind))])
+            }
+            Lang::Exec => (exec(json!(["sh", "sync.sh"])), vec![("sync.sh".into(), SYNC_SH.replace("KIND", kind))]),
+            Lang::Rust => (
+                exec(json!([format!("target/release/{name}-hook")])),
+                vec![
+                    ("Cargo.toml".into(), CARGO_TOML.replace("NAME", name)),
+                    ("src/main.rs".into(), MAIN_RS.replace("KIND", kind)),
+                ],
+            ),
+        }
+    }
+
+    /// How the README says to run it (after the CRD is applied).
+    fn run_steps(self, name: &str) -> String {
+        match self {
+            Lang::Js => format!("kubectl create configmap {name}-hook --from-file=sync.js\n"),
+            Lang::Python | Lang::Exec => String::new(),
+            Lang::Rust => {
+                "cargo build --release                          # target/release/NAME-hook\n".replace("NAME", name)
+            }
+        }
+    }
+}
+
 /// The files of a new operator: (path, content).
-pub fn files(name: &str) -> Vec<(String, String)> {
+pub fn files(name: &str, lang: Lang) -> Vec<(String, String)> {
     let kind = kind_of(name);
+    let (hook, sources) = lang.hook(name, &kind);
     let plural = format!("{}s", name.replace('-', ""));
     let group = "example.com";
     let crd = json!({
@@ -67,7 +127,7 @@ pub fn files(name: &str) -> Vec<(String, String)> {
             "generateSelector": true,
             "parentResource": {"apiVersion": format!("{group}/v1alpha1"), "resource": plural},
             "childResources": [{"apiVersion": "v1", "resource": "configmaps", "updateStrategy": {"method": "InPlace"}}],
-            "hooks": {"sync": {"javascript": {"configMapRef": {"name": format!("{name}-hook"), "namespace": "default", "key": "sync.js"}}}},
+            "hooks": {"sync": hook},
         },
     });
     let example = json!({
@@ -91,15 +151,34 @@ pub fn files(name: &str) -> Vec<(String, String)> {
     });
     let yaml = |v: &serde_json::Value| serde_yaml::to_string(v).unwrap_or_default();
     let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default() + "\n";
-    vec![
+    let readme = match lang {
+        Lang::Js => README_JS,
+        _ => README_EXEC,
+    };
+    let readme = readme
+        .replace("RUN_STEPS\n", &lang.run_steps(name))
+        .replace(
+            "EDIT_NOTE",
+            if lang == Lang::Rust {
+                "Each call runs the program anew: `cargo build --release` after an edit, and the next sync uses it."
+            } else {
+                "Each call runs the program anew: an edit of `SOURCE` is used by the next sync."
+            },
+        )
+        .replace("SOURCE", &sources.last().map(|(p, _)| p.clone()).unwrap_or_default())
+        .replace("NAME", name)
+        .replace("KIND", &kind)
+        .replace("PLURAL", &plural);
+    let mut out = vec![
         ("crd.yaml".into(), yaml(&crd)),
         ("controller.yaml".into(), yaml(&controller)),
-        ("sync.js".into(), SYNC_JS.replace("KIND", &kind)),
         ("example.yaml".into(), yaml(&example)),
         ("tests/example/request.json".into(), pretty(&request)),
         ("tests/example/expected.json".into(), pretty(&expected)),
-        ("README.md".into(), README.replace("NAME", name).replace("KIND", &kind).replace("PLURAL", &plural)),
-    ]
+        ("README.md".into(), readme),
+    ];
+    out.extend(sources);
+    out
 }
 
 const SYNC_JS: &str = r#"// The sync hook of KIND: from the parent (and the children that exist), the children it should have
@@ -120,7 +199,125 @@ function sync(request) {
 }
 "#;
 
-const README: &str = r#"# NAME: a KIND operator on uc
+const SYNC_PY: &str = r#"#!/usr/bin/env python3
+"""The sync hook of KIND, run by uc as an exec hook: the request JSON on stdin, the answer on stdout;
+what it prints on stderr goes to uc's log; a non-zero exit changes nothing in the cluster."""
+
+import json
+import sys
+
+
+def sync(request):
+    parent = request["parent"]
+    name = parent["metadata"]["name"] + "-greeting"
+    existing = request["children"].get("ConfigMap.v1", {}).get(name)
+    print("syncing", parent["metadata"]["name"], "greeting", parent["spec"]["greeting"], file=sys.stderr)
+    return {
+        "status": {"greeting": parent["spec"]["greeting"], "configMapReady": existing is not None},
+        "children": [{
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name},
+            "data": {"greeting": parent["spec"]["greeting"], "replicas": str(parent["spec"].get("replicas", 1))},
+        }],
+    }
+
+
+if __name__ == "__main__":
+    json.dump(sync(json.load(sys.stdin)), sys.stdout)
+"#;
+
+const SYNC_SH: &str = r#"#!/bin/sh
+# The sync hook of KIND, run by uc as an exec hook: the request JSON on stdin, the answer on stdout
+# (jq does the work); stderr goes to uc's log; a non-zero exit changes nothing in the cluster.
+set -eu
+jq -c '
+  .parent as $p
+  | ($p.metadata.name + "-greeting") as $name
+  | {
+      status: {greeting: $p.spec.greeting, configMapReady: ((.children["ConfigMap.v1"] // {})[$name] != null)},
+      children: [{
+        apiVersion: "v1", kind: "ConfigMap",
+        metadata: {name: $name},
+        data: {greeting: $p.spec.greeting, replicas: ($p.spec.replicas // 1 | tostring)}
+      }]
+    }'
+"#;
+
+const CARGO_TOML: &str = r#"[package]
+name = "NAME-hook"
+version = "0.1.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+serde_json = "1"
+
+# A project of its own, even inside another workspace.
+[workspace]
+"#;
+
+const MAIN_RS: &str = r#"//! The sync hook of KIND, run by uc as an exec hook: the request JSON on stdin, the answer on stdout;
+//! stderr goes to uc's log; a non-zero exit changes nothing in the cluster.
+
+use std::io::Read;
+
+use serde_json::{json, Value};
+
+fn sync(request: &Value) -> Value {
+    let parent = &request["parent"];
+    let name = format!("{}-greeting", parent["metadata"]["name"].as_str().unwrap_or_default());
+    let existing = request["children"]["ConfigMap.v1"].get(&name).is_some();
+    let greeting = parent["spec"]["greeting"].clone();
+    let replicas = parent["spec"]["replicas"].as_i64().unwrap_or(1);
+    eprintln!("syncing {} greeting {}", parent["metadata"]["name"], greeting);
+    json!({
+        "status": {"greeting": greeting, "configMapReady": existing},
+        "children": [{
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name},
+            "data": {"greeting": greeting, "replicas": replicas.to_string()}
+        }]
+    })
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut input = String::new();
+    std::io::stdin().read_to_string(&mut input)?;
+    let request: Value = serde_json::from_str(&input)?;
+    println!("{}", sync(&request));
+    Ok(())
+}
+"#;
+
+const README_EXEC: &str = r#"# NAME: a KIND operator on uc
+
+Made by `uc init NAME`. A `KIND` (crd.yaml) gets a ConfigMap `<name>-greeting` saying its greeting;
+the logic is `SOURCE`, run by uc's engine as an exec hook (controller.yaml): the request JSON on its
+stdin, the answer on its stdout, stderr to uc's log; a non-zero exit or a timeout changes nothing.
+The command's paths are relative to where the engine runs: start `uc up` in this directory.
+
+```sh
+RUN_STEPS
+uc up --data-dir .uc &                         # the embedded cluster, run here
+export KUBECONFIG=$PWD/.uc/kubeconfig
+kubectl apply -f crd.yaml
+kubectl apply -f controller.yaml -f example.yaml
+kubectl get PLURAL,configmaps,uc                # example, example-greeting, NAME READY True
+```
+
+EDIT_NOTE
+
+Test the hook offline against recorded requests (`tests/<case>/request.json` and the answer expected,
+`expected.json`); `--update` rewrites the expected answers. Record real calls of the running controller
+as more cases with `kubectl annotate uc NAME universalcontroller.njuics.cn/record-hooks=10`, then
+`uc hook record NAME .`:
+
+```sh
+uc hook test .
+```
+"#;
+
+const README_JS: &str = r#"# NAME: a KIND operator on uc
 
 Made by `uc init NAME`. A `KIND` (crd.yaml) gets a ConfigMap `<name>-greeting` saying its greeting;
 the logic is `sync.js`, run by uc's engine (controller.yaml).
@@ -129,7 +326,7 @@ the logic is `sync.js`, run by uc's engine (controller.yaml).
 uc up --data-dir .uc &                         # the embedded cluster (or any cluster with `uc run`)
 export KUBECONFIG=$PWD/.uc/kubeconfig
 kubectl apply -f crd.yaml
-kubectl create configmap NAME-hook --from-file=sync.js
+RUN_STEPS
 kubectl apply -f controller.yaml -f example.yaml
 kubectl get PLURAL,configmaps,uc                # example, example-greeting, NAME READY True
 ```
@@ -139,7 +336,9 @@ kubectl replace -f -`: the next sync runs the new version (a version that does n
 one running, and `kubectl get uc NAME` says so). `console.log` lines are in uc's log.
 
 Test the hook offline against recorded requests (`tests/<case>/request.json` and the answer expected,
-`expected.json`); `--update` rewrites the expected answers:
+`expected.json`); `--update` rewrites the expected answers. Record real calls of the running controller
+as more cases with `kubectl annotate uc NAME universalcontroller.njuics.cn/record-hooks=10`, then
+`uc hook record NAME .`:
 
 ```sh
 uc hook test .
@@ -147,14 +346,14 @@ uc hook test .
 "#;
 
 /// Writes the files of operator `name` into `dir` (which must not exist yet).
-pub fn write(name: &str, dir: &Path) -> anyhow::Result<()> {
+pub fn write(name: &str, lang: Lang, dir: &Path) -> anyhow::Result<()> {
     if !valid(name) {
         bail!("{name:?} is not a valid name: lowercase letters, digits and '-', starting with a letter (at most 40)");
     }
     if dir.exists() {
         bail!("{} exists already; uc init writes a new directory", dir.display());
     }
-    for (path, content) in files(name) {
+    for (path, content) in files(name, lang) {
         let p = dir.join(&path);
         if let Some(parent) = p.parent() {
             std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
@@ -176,8 +375,30 @@ mod tests {
     }
 
     #[test]
+    fn every_language_has_its_hook_and_run_steps() {
+        for (lang, source, command) in [
+            (Lang::Python, "sync.py", "python3"),
+            (Lang::Exec, "sync.sh", "sh"),
+            (Lang::Rust, "src/main.rs", "target/release/demo-hook"),
+        ] {
+            let files = files("demo", lang);
+            let get = |n: &str| files.iter().find(|(p, _)| p == n).map(|(_, c)| c.clone());
+            assert!(get(source).is_some(), "{lang:?}");
+            let uc: serde_json::Value = serde_yaml::from_str(&get("controller.yaml").unwrap()).unwrap();
+            assert_eq!(uc["spec"]["hooks"]["sync"]["exec"]["command"][0], command);
+            let readme = get("README.md").unwrap();
+            assert!(
+                readme.contains(source) && !readme.contains("RUN_STEPS") && !readme.contains("configmap demo-hook")
+            );
+        }
+        assert!(files("demo", Lang::Rust).iter().any(|(p, c)| p == "Cargo.toml" && c.contains("name = \"demo-hook\"")));
+        assert_eq!(Lang::parse("python"), Some(Lang::Python));
+        assert_eq!(Lang::parse("cobol"), None);
+    }
+
+    #[test]
     fn the_scaffold_parses() {
-        let files = files("demo");
+        let files = files("demo", Lang::Js);
         let get = |n: &str| files.iter().find(|(p, _)| p == n).map(|(_, c)| c.clone()).unwrap();
         let crd: serde_json::Value = serde_yaml::from_str(&get("crd.yaml")).unwrap();
         assert_eq!(crd["metadata"]["name"], "demos.example.com");

@@ -62,8 +62,9 @@ struct ShimArgs {
 struct InitArgs {
     /// The operator's name (lowercase letters, digits, '-'): its directory, controller and kind.
     name: String,
-    /// The hook's language (JavaScript, run in-process by the engine).
-    #[arg(long, default_value = "js", value_parser = ["js"])]
+    /// The hook's language: js (in-process, from a ConfigMap), python, exec (shell and jq) or rust
+    /// (exec hooks: the request on stdin, the answer on stdout).
+    #[arg(long, default_value = "js", value_parser = ["js", "python", "exec", "rust"])]
     hook: String,
 }
 
@@ -253,9 +254,12 @@ fn main() -> anyhow::Result<()> {
         Command::Run(args) => runtime.block_on(run(args)),
         Command::HttpServer(args) => runtime.block_on(http_server(args)),
         Command::Join(args) => runtime.block_on(join(args)),
-        Command::Init(args) => init::write(&args.name, std::path::Path::new(&args.name)).map(|()| {
-            println!("{}: an operator with a {} hook; see {}/README.md", args.name, args.hook, args.name);
-        }),
+        Command::Init(args) => {
+            let lang = init::Lang::parse(&args.hook).context("--hook: one of js, python, exec, rust")?;
+            init::write(&args.name, lang, std::path::Path::new(&args.name)).map(|()| {
+                println!("{}: an operator with a {} hook; see {}/README.md", args.name, args.hook, args.name);
+            })
+        }
         Command::Hook(HookCommand::Test { dir, update }) => match runtime.block_on(hook_test::run(&dir, update)) {
             Ok(true) => Ok(()),
             Ok(false) => std::process::exit(1),
