@@ -311,4 +311,115 @@ mod tests {
             new(&Webhook { url: Some("http://x".into()), timeout: Some("soon".into()), ..Default::default() }).is_err()
         );
     }
+
+    /// A plain HTTP server that answers with ETag "v1" and, to a request carrying `If-None-Match: "v1"`,
+    /// 304 without a body; it counts the conditional requests.
+    async fn etag_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        let conditional = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = conditional.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut tcp, _)) = listener.accept().await else { return };
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 65536];
+                    let n = tcp.read(&mut buf).await.unwrap_or(0);
+                    let req = String::from_utf8_lossy(&buf[..n]).to_lowercase();
+                    let resp = if req.contains("if-none-match: \"v1\"") {
+                        seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        "HTTP/1.1 304 Not Modified\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_string()
+                    } else {
+                        let body = r#"{"children": [{"kind": "ConfigMap"}]}"#;
+                        format!(
+                            "HTTP/1.1 200 OK\r\netag: \"v1\"\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                            body.len()
+                        )
+                    };
+                    let _ = tcp.write_all(resp.as_bytes()).await;
+                });
+            }
+        });
+        (format!("http://127.0.0.1:{port}/sync"), conditional)
+    }
+
+    #[tokio::test]
+    async fn etags_reuse_the_cached_answer_per_parent() {
+        let (url, conditional) = etag_server().await;
+        let spec: Webhook = serde_json::from_value(json!({"url": url, "etag": {"enabled": true}})).unwrap();
+        let hook = WebhookHook::new(&spec, Resolver::system(), Credentials::default()).unwrap();
+        let request = |name: &str| json!({"parent": {"kind": "Foo", "metadata": {"namespace": "ns", "name": name}}});
+        let first = hook.call(&request("a")).await.unwrap();
+        let again = hook.call(&request("a")).await.unwrap();
+        assert_eq!(again, first, "the 304 answered with the cached body");
+        assert_eq!(conditional.load(std::sync::atomic::Ordering::SeqCst), 1);
+        hook.call(&request("b")).await.unwrap();
+        assert_eq!(conditional.load(std::sync::atomic::Ordering::SeqCst), 1, "another parent has no ETag yet");
+        let off: Webhook = serde_json::from_value(json!({"url": url})).unwrap();
+        let plain = WebhookHook::new(&off, Resolver::system(), Credentials::default()).unwrap();
+        plain.call(&request("a")).await.unwrap();
+        plain.call(&request("a")).await.unwrap();
+        assert_eq!(conditional.load(std::sync::atomic::Ordering::SeqCst), 1, "no If-None-Match unless enabled");
+    }
+
+    #[tokio::test]
+    async fn client_certificates_for_mutual_tls() {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+        let server_key = KeyPair::generate().unwrap();
+        let server = CertificateParams::new(vec!["localhost".to_string()]).unwrap().self_signed(&server_key).unwrap();
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_cert = ca.clone().self_signed(&ca_key).unwrap();
+        let client_key = KeyPair::generate().unwrap();
+        let client = CertificateParams::new(vec!["hook-client".to_string()])
+            .unwrap()
+            .signed_by(&client_key, &Issuer::new(ca, &ca_key))
+            .unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(ca_cert.der().clone()).unwrap();
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+            .build()
+            .unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(
+                vec![server.der().clone()],
+                rustls::pki_types::PrivateKeyDer::Pkcs8(server_key.serialize_der().into()),
+            )
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else { return };
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(tcp).await else { return };
+                    let mut buf = vec![0u8; 65536];
+                    let _ = tls.read(&mut buf).await;
+                    let body = r#"{"children": []}"#;
+                    let resp =
+                        format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}", body.len());
+                    let _ = tls.write_all(resp.as_bytes()).await;
+                    let _ = tls.shutdown().await;
+                });
+            }
+        });
+        let spec = Webhook { url: Some(format!("https://localhost:{port}/sync")), ..Default::default() };
+        let credentials = |identity: bool| Credentials {
+            ca_pem: Some(server.pem().into_bytes()),
+            authorization: None,
+            client_identity: identity.then(|| (client.pem().into_bytes(), client_key.serialize_pem().into_bytes())),
+        };
+        let with = WebhookHook::new(&spec, Resolver::system(), credentials(true)).unwrap();
+        assert_eq!(with.call(&json!({})).await.unwrap(), json!({"children": []}));
+        let without = WebhookHook::new(&spec, Resolver::system(), credentials(false)).unwrap();
+        assert!(matches!(without.call(&json!({})).await, Err(HookError::Unreachable(_))), "no client certificate");
+    }
 }
