@@ -157,7 +157,8 @@ fn string_patch(v: Option<Value>, field: &str) -> Result<StringPatch, HookError>
 }
 
 fn drop_unknown_customize_fields(answer: Value) -> Value {
-    const RULE: &[&str] = &["apiVersion", "resource", "labelSelector", "namespace", "names"];
+    // namespaceSelector is kept so that decoding refuses it: uc does not select namespaces by label.
+    const RULE: &[&str] = &["apiVersion", "resource", "labelSelector", "namespace", "names", "namespaceSelector"];
     let Value::Object(mut m) = answer else { return answer };
     let mut out = Map::new();
     if let Some(Value::Array(rules)) = m.remove("relatedResources") {
@@ -251,5 +252,9 @@ mod tests {
             .unwrap();
         assert_eq!(r.related_resources[0].names.as_deref(), Some(&["a".to_string()][..]));
         assert!(Dialect::UC.decode_customize(json!({"relatedResources": [], "y": 2})).is_err());
+        let by_namespace = json!({"relatedResources": [{"apiVersion": "v1", "resource": "configmaps",
+                                                         "namespaceSelector": {"matchLabels": {"a": "b"}}}]});
+        let e = loose.decode_customize(by_namespace).unwrap_err().to_string();
+        assert!(e.contains("namespaceSelector"), "refused, not widened: {e}");
     }
 }
