@@ -403,6 +403,35 @@ def test_a_second_controller_of_a_parent_type_is_refused_and_nothing_fights(clus
     wait_for(lambda: get(cluster, "foo", "example-foo")["status"].get("availableReplicas") == 42, timeout=20, message="the second controller's status")
 
 
+def test_controllers_with_disjoint_parent_selectors_share_a_parent_type(cluster):
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "crd.yaml"))
+    served = {"a": 1, "b": 2}  # each controller's mark in the Foo's status
+    for tier in ["a", "b"]:
+        uc = json.loads(js_controller(f"tier-{tier}", f"function sync(r) {{ return {{children: [], status: {{availableReplicas: {served[tier]}}}}}; }}"))
+        uc["spec"]["parentResource"]["labelSelector"] = {"matchLabels": {"tier": tier}}
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(uc))
+    for tier in ["a", "b"]:
+        wait_for(lambda: uc_condition(cluster, f"tier-{tier}", "Ready").get("status") == "True", timeout=20,
+                 message=f"tier-{tier} running beside the other")
+    for name, tier in [("fa", "a"), ("fb", "b"), ("nobody", "c")]:
+        foo = {"apiVersion": "njuics.cn/v1alpha1", "kind": "Foo", "metadata": {"name": name, "labels": {"tier": tier}},
+               "spec": {"deploymentName": name, "replicas": 1}}
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(foo))
+    for name, tier in [("fa", "a"), ("fb", "b")]:
+        wait_for(lambda: (get(cluster, "foo", name) or {}).get("status", {}).get("availableReplicas") == served[tier], timeout=20,
+                 message=f"{name} served by tier-{tier}")
+    wait_for(lambda: json.loads(cluster.kubectl("get", "uc", "tier-a", "-o", "json").stdout)["status"].get("parents") == 1,
+             message="tier-a counts its one parent")
+    assert "status" not in get(cluster, "foo", "nobody"), "a parent neither selects is left alone"
+    # An overlapping selector is refused.
+    overlapping = json.loads(js_controller("tier-a-too", "function sync(r) { return {children: []}; }"))
+    overlapping["spec"]["parentResource"]["labelSelector"] = {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "c"]}]}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(overlapping))
+    cond = wait_for(lambda: (c := uc_condition(cluster, "tier-a-too", "Ready")).get("reason") == "ParentClaimed" and c,
+                    timeout=20, message="the overlapping controller refused")
+    assert '"tier-a"' in cond["message"], cond
+
+
 def test_console_lines_of_a_javascript_hook_reach_ucs_log_naming_controller_and_parent(cluster):
     cluster.kubectl("apply", "-f", str(EXAMPLE / "crd.yaml"))
     src = "function sync(r) { console.log('hello from', r.parent.metadata.name, {replicas: r.parent.spec.replicas}); return {children: []}; }"
