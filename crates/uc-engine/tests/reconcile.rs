@@ -340,3 +340,58 @@ async fn rolling_in_place_moves_children_through_revisions() {
     let children = list.items[0].data["children"].to_string();
     assert!(["p-0", "p-1", "p-2"].iter().all(|n| children.contains(n)), "{children}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parent_that_stops_matching_the_selector_is_let_go() {
+    let c = Cluster::start().await;
+    let uc: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
+        "metadata": {"name": "tiered"},
+        "spec": {
+            "parentResource": {"apiVersion": "test.uc.dev/v1", "resource": "foos",
+                               "labelSelector": {"matchLabels": {"tier": "a"}}},
+            "childResources": [{"apiVersion": "v1", "resource": "configmaps"}],
+            "generateSelector": true,
+            "hooks": {"sync": {"native": {"name": "configmaps"}}, "finalize": {"native": {"name": "configmaps"}}},
+        }
+    }))
+    .expect("UC");
+    let ucs =
+        Api::<DynamicObject>::all_with(c.client.clone(), &uc_resource("UniversalController", "universalcontrollers"));
+    ucs.create(&PostParams::default(), &uc).await.expect("UniversalController");
+    let p: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "test.uc.dev/v1", "kind": "Foo", "metadata": {"name": "p", "labels": {"tier": "a"}},
+        "spec": {"replicas": 1, "value": "v1"}
+    }))
+    .expect("parent");
+    c.foos().create(&PostParams::default(), &p).await.expect("parent");
+    c.synced("v1").await;
+    let finalizers = |o: &DynamicObject| o.metadata.finalizers.clone().unwrap_or_default();
+    eventually("the controller's finalizer", || async {
+        let p = c.foos().get("p").await.ok()?;
+        finalizers(&p).contains(&"universalcontroller.njuics.cn/tiered".to_string()).then_some(())
+    })
+    .await;
+    let patch = json!({"metadata": {"labels": {"tier": "b"}}});
+    c.foos().patch("p", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("relabel");
+    eventually("the finalizer removed from the parent no longer selected", || async {
+        let p = c.foos().get("p").await.ok()?;
+        finalizers(&p).is_empty().then_some(())
+    })
+    .await;
+    c.children_at("v1", 1).await;
+    // Not selected, the parent is not synced: no child is written for its spec change, and its deletion
+    // does not wait for the finalize hook.
+    let events = c.watch_children().await;
+    c.change("v2").await;
+    c.foos().delete("p", &DeleteParams::default()).await.expect("delete");
+    eventually("the parent gone without its finalize hook", || async {
+        c.foos().get("p").await.is_err().then_some(())
+    })
+    .await;
+    assert!(
+        events.lock().iter().all(|(_, _, value)| value != "v2"),
+        "no child was written for a parent the selector does not select: {:?}",
+        events.lock()
+    );
+}

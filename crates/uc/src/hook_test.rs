@@ -15,8 +15,15 @@ fn load_hooks(dir: &Path) -> anyhow::Result<(HookImpl, Option<HookImpl>)> {
     let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let uc = serde_yaml::Deserializer::from_str(&text)
         .filter_map(|d| serde::Deserialize::deserialize(d).ok())
-        .find(|v: &Value| v.get("kind").and_then(Value::as_str) == Some("UniversalController"))
-        .with_context(|| format!("{} holds no UniversalController", path.display()))?;
+        .find(|v: &Value| {
+            matches!(
+                v.get("kind").and_then(Value::as_str),
+                Some("UniversalController" | "CompositeController" | "DecoratorController")
+            )
+        })
+        .with_context(|| {
+            format!("{} holds no UniversalController, CompositeController or DecoratorController", path.display())
+        })?;
     let hooks: uc_api::controller::Hooks = serde_json::from_value(uc["spec"]["hooks"].clone())
         .with_context(|| format!("{}: spec.hooks", path.display()))?;
     let build = |which: &str, spec: &uc_api::controller::Hook| -> anyhow::Result<HookImpl> {

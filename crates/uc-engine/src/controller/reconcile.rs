@@ -70,10 +70,14 @@ impl Shared {
         let deleting = is_deleting(&parent);
         let has_finalizer = finalizers(&parent).contains(&self.finalizer);
         let selected = self.selects(&parent);
-        // A parent the selectors do not select is not this controller's, unless it is a decorator's
-        // target that opted out: that one is finalized.
-        if !(selected || decorator && has_finalizer) {
+        // A parent the selectors do not select is not this controller's. One that carries its
+        // finalizer was: a decorator's target that opted out is finalized; another parent is let go
+        // (its finalizer removed), unless it is being deleted, when its finalize hook still runs.
+        if !selected && !has_finalizer {
             return Ok(());
+        }
+        if !selected && !decorator && !deleting {
+            return self.set_finalizer(&parent, false).await;
         }
         let finalizing = deleting || !selected;
         match finalizer_step(finalizing, has_finalizer, self.finalize.is_some()) {
