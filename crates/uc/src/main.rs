@@ -64,7 +64,7 @@ struct InitArgs {
     name: String,
     /// The hook's language: js (in-process, from a ConfigMap), python, exec (shell and jq) or rust
     /// (exec hooks: the request on stdin, the answer on stdout).
-    #[arg(long, default_value = "js", value_parser = ["js", "python", "exec", "rust"])]
+    #[arg(long, alias = "lang", default_value = "js", value_parser = ["js", "python", "exec", "rust"])]
     hook: String,
 }
 
