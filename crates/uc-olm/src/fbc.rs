@@ -262,6 +262,18 @@ impl Catalog {
     }
 }
 
+/// The entries no other entry of the channel replaces or skips (a valid channel has one).
+pub fn heads(channel: &Channel) -> Vec<String> {
+    channel
+        .entries
+        .iter()
+        .filter(|e| {
+            !channel.entries.iter().any(|o| o.replaces.as_deref() == Some(e.name.as_str()) || o.skips.contains(&e.name))
+        })
+        .map(|e| e.name.clone())
+        .collect()
+}
+
 fn check_package(pkg: &Package) -> Result<(), CatalogError> {
     if pkg.channels.is_empty() {
         return Err(error(&pkg.name, "a package needs at least one olm.channel"));
@@ -282,7 +294,7 @@ fn check_package(pkg: &Package) -> Result<(), CatalogError> {
                 Range::parse(r).map_err(|err| error(&at, format!("entry {:?} skipRange: {err}", e.name)))?;
             }
         }
-        let heads = crate::graph::heads(ch);
+        let heads = heads(ch);
         if heads.len() != 1 {
             return Err(error(&at, format!("a channel has exactly one head; found {heads:?}")));
         }

@@ -2,20 +2,9 @@
 //! bundle the next one — an entry that replaces it, skips it, or whose `skipRange` holds its version;
 //! of several, the newest (so a skipRange jumps straight to the latest, as OLM does).
 
+pub use crate::fbc::heads;
 use crate::fbc::{Channel, Entry, Package};
 use crate::versions::{Range, Version};
-
-/// The entries no other entry of the channel replaces or skips (a valid channel has one).
-pub fn heads(channel: &Channel) -> Vec<String> {
-    channel
-        .entries
-        .iter()
-        .filter(|e| {
-            !channel.entries.iter().any(|o| o.replaces.as_deref() == Some(e.name.as_str()) || o.skips.contains(&e.name))
-        })
-        .map(|e| e.name.clone())
-        .collect()
-}
 
 /// The channel's head.
 pub fn head(channel: &Channel) -> Option<&Entry> {
