@@ -1,7 +1,11 @@
-//! Operator lifecycle with OLM's own API (`operators.coreos.com`). This crate holds the decisions, as
-//! pure functions: file-based catalogs (`fbc.rs`), versions and ranges (`versions.rs`), channel upgrade
-//! graphs (`graph.rs`) and dependency resolution (`resolve.rs`).
+//! Operator lifecycle with OLM's own API (`operators.coreos.com`): OLM's CRDs (`crds.rs`), and the
+//! decisions, as pure functions: file-based catalogs (`fbc.rs`), bundles and package manifests on disk
+//! read into them (`bundle.rs`), the ClusterServiceVersion parts OLM acts on (`csv.rs`), versions and
+//! ranges (`versions.rs`), channel upgrade graphs (`graph.rs`) and dependency resolution (`resolve.rs`).
 
+pub mod bundle;
+pub mod crds;
+pub mod csv;
 pub mod fbc;
 pub mod graph;
 pub mod resolve;

@@ -1,0 +1,317 @@
+//! Bundles on disk, in OLM's two layouts, read into catalog packages:
+//! - a **bundle** directory: `manifests/` (the CSV, CRDs, other objects) and `metadata/annotations.yaml`
+//!   (`operators.operatorframework.io.bundle.package.v1`, `.channels.v1`, `.channel.default.v1`);
+//! - the older **package manifest** layout: `<package>.package.yaml` (`packageName`, `channels [{name,
+//!   currentCSV}]`, `defaultChannel`) beside one folder per version holding its CSV and CRDs.
+//!
+//! A bundle's properties come from its CSV as `opm` derives them: `olm.package` (name and version),
+//! `olm.gvk` for each owned CRD, `olm.gvk.required` for each required one; its manifests travel with it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use crate::csv::Csv;
+use crate::fbc::{Bundle, Catalog, Channel, Entry, Package, parse_blobs};
+use crate::versions::parse_version;
+
+/// Annotation keys of `metadata/annotations.yaml`.
+pub const PACKAGE_ANNOTATION: &str = "operators.operatorframework.io.bundle.package.v1";
+/// See [`PACKAGE_ANNOTATION`].
+pub const CHANNELS_ANNOTATION: &str = "operators.operatorframework.io.bundle.channels.v1";
+/// See [`PACKAGE_ANNOTATION`].
+pub const DEFAULT_CHANNEL_ANNOTATION: &str = "operators.operatorframework.io.bundle.channel.default.v1";
+
+/// Every object in the YAML/JSON files of a directory (not its subdirectories), by file name.
+pub fn read_objects(dir: &Path) -> Result<Vec<Value>, String> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && matches!(p.extension().and_then(|x| x.to_str()), Some("yaml" | "yml" | "json")))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        out.extend(parse_blobs(&text).map_err(|e| format!("{}: {e}", f.display()))?);
+    }
+    Ok(out)
+}
+
+/// A bundle from its manifests: the one CSV among them gives its name, version and APIs.
+pub fn bundle_from_objects(package: &str, objects: Vec<Value>) -> Result<Bundle, String> {
+    let csvs: Vec<&Value> =
+        objects.iter().filter(|o| o.get("kind").and_then(Value::as_str) == Some("ClusterServiceVersion")).collect();
+    let [csv] = csvs.as_slice() else {
+        return Err(format!("a bundle has exactly one ClusterServiceVersion; found {}", csvs.len()));
+    };
+    let csv = Csv::from_value(csv)?;
+    let name = csv.name().to_string();
+    let version = csv.spec.version.as_deref().ok_or_else(|| format!("{name}: spec.version is missing"))?;
+    let version = parse_version(version).map_err(|e| format!("{name}: spec.version: {e}"))?;
+    Ok(Bundle {
+        name,
+        package: package.to_string(),
+        version,
+        image: String::new(),
+        provides: csv.owned(),
+        requires: csv.required(),
+        requires_packages: Vec::new(),
+        objects,
+        csv_metadata: None,
+    })
+}
+
+/// The channel entry of a bundle, from its CSV's `replaces`, `skips` and `olm.skipRange`.
+pub fn entry_of(bundle: &Bundle) -> Entry {
+    let csv = bundle.objects.iter().find_map(|o| Csv::from_value(o).ok()).unwrap_or_default();
+    Entry {
+        name: bundle.name.clone(),
+        replaces: csv.spec.replaces.clone(),
+        skips: csv.spec.skips.clone(),
+        skip_range: csv.skip_range().map(str::to_string),
+    }
+}
+
+/// A bundle directory: its package name, channels, default channel, and the bundle.
+pub fn read_bundle_dir(dir: &Path) -> Result<(Bundle, Vec<String>, Option<String>), String> {
+    let annotations = read_objects(&dir.join("metadata"))?
+        .into_iter()
+        .find_map(|d| d.get("annotations").cloned())
+        .ok_or_else(|| format!("{}: metadata/annotations.yaml has no annotations", dir.display()))?;
+    let get = |k: &str| annotations.get(k).and_then(Value::as_str).map(str::to_string);
+    let package = get(PACKAGE_ANNOTATION).ok_or_else(|| format!("{}: no {PACKAGE_ANNOTATION}", dir.display()))?;
+    let channels: Vec<String> = get(CHANNELS_ANNOTATION)
+        .unwrap_or_default()
+        .split(',')
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty())
+        .collect();
+    let bundle = bundle_from_objects(&package, read_objects(&dir.join("manifests"))?)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok((bundle, channels, get(DEFAULT_CHANNEL_ANNOTATION)))
+}
+
+/// A package in the package-manifest layout: `<package>.package.yaml` and one folder per version.
+pub fn read_package_manifest(dir: &Path) -> Result<Package, String> {
+    let manifest = read_objects(dir)?
+        .into_iter()
+        .find(|o| o.get("packageName").is_some())
+        .ok_or_else(|| format!("{}: no <package>.package.yaml (with packageName)", dir.display()))?;
+    let name = manifest["packageName"].as_str().unwrap_or_default().to_string();
+    let mut bundles = BTreeMap::new();
+    let mut versions: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    versions.sort();
+    for v in versions {
+        let b = bundle_from_objects(&name, read_objects(&v)?).map_err(|e| format!("{}: {e}", v.display()))?;
+        bundles.insert(b.name.clone(), b);
+    }
+    let mut channels = BTreeMap::new();
+    for ch in manifest.get("channels").and_then(Value::as_array).into_iter().flatten() {
+        let ch_name = ch.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+        let mut current = ch.get("currentCSV").and_then(Value::as_str).map(str::to_string);
+        let mut entries: Vec<Entry> = Vec::new();
+        // From the channel's current CSV back along `replaces`, as long as the CSVs are here.
+        while let Some(c) = current.take() {
+            let Some(b) = bundles.get(&c) else { break };
+            if entries.iter().any(|e| e.name == c) {
+                break;
+            }
+            let e = entry_of(b);
+            current = e.replaces.clone();
+            entries.push(e);
+        }
+        entries.reverse();
+        channels.insert(ch_name.clone(), Channel { name: ch_name, entries });
+    }
+    let default_channel = manifest
+        .get("defaultChannel")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .or_else(|| channels.keys().next().cloned())
+        .unwrap_or_default();
+    Ok(Package { name, default_channel, description: String::new(), icon: None, channels, bundles })
+}
+
+/// The FBC blob of a bundle: its properties (`olm.package`, `olm.gvk`, `olm.gvk.required`,
+/// `olm.package.required`) and its manifests as `olm.bundle.object`s.
+pub fn bundle_blob(b: &Bundle) -> Value {
+    let mut properties =
+        vec![json!({"type": "olm.package", "value": {"packageName": b.package, "version": b.version.to_string()}})];
+    let gvk = |g: &crate::fbc::Gvk| json!({"group": g.group, "version": g.version, "kind": g.kind});
+    properties.extend(b.provides.iter().map(|g| json!({"type": "olm.gvk", "value": gvk(g)})));
+    properties.extend(b.requires.iter().map(|g| json!({"type": "olm.gvk.required", "value": gvk(g)})));
+    properties.extend(b.requires_packages.iter().map(|r| {
+        json!({"type": "olm.package.required", "value": {"packageName": r.package, "versionRange": r.range.to_string()}})
+    }));
+    properties.extend(b.objects.iter().map(|o| {
+        let data = base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(o).unwrap_or_default());
+        json!({"type": "olm.bundle.object", "value": {"data": data}})
+    }));
+    let mut blob = json!({"schema": "olm.bundle", "package": b.package, "name": b.name, "properties": properties});
+    if !b.image.is_empty() {
+        blob["image"] = json!(b.image);
+    }
+    blob
+}
+
+/// The FBC blobs of a package: `olm.package`, its channels, its bundles.
+pub fn package_blobs(p: &Package) -> Vec<Value> {
+    let mut pkg = json!({"schema": "olm.package", "name": p.name, "defaultChannel": p.default_channel});
+    if !p.description.is_empty() {
+        pkg["description"] = json!(p.description);
+    }
+    if let Some(icon) = &p.icon {
+        pkg["icon"] = icon.clone();
+    }
+    let mut out = vec![pkg];
+    for ch in p.channels.values() {
+        let entries: Vec<Value> = ch
+            .entries
+            .iter()
+            .map(|e| {
+                let mut v = json!({"name": e.name});
+                if let Some(r) = &e.replaces {
+                    v["replaces"] = json!(r);
+                }
+                if !e.skips.is_empty() {
+                    v["skips"] = json!(e.skips);
+                }
+                if let Some(r) = &e.skip_range {
+                    v["skipRange"] = json!(r);
+                }
+                v
+            })
+            .collect();
+        out.push(json!({"schema": "olm.channel", "package": p.name, "name": ch.name, "entries": entries}));
+    }
+    out.extend(p.bundles.values().map(bundle_blob));
+    out
+}
+
+/// Reads a catalog from what a directory holds: FBC files anywhere under it, package-manifest folders
+/// (a `*.package.yaml` beside version folders) and bundle directories (`manifests/` + `metadata/`).
+pub fn read_catalog_dir(dir: &Path) -> Result<Catalog, String> {
+    let mut blobs = Vec::new();
+    collect(dir, &mut blobs)?;
+    Catalog::from_blobs(&blobs).map_err(|e| e.to_string())
+}
+
+fn collect(dir: &Path, blobs: &mut Vec<Value>) -> Result<(), String> {
+    if dir.join("manifests").is_dir() && dir.join("metadata").is_dir() {
+        let (bundle, channels, default) = read_bundle_dir(dir)?;
+        let package = Package {
+            name: bundle.package.clone(),
+            default_channel: default.unwrap_or_else(|| channels.first().cloned().unwrap_or_default()),
+            channels: channels
+                .iter()
+                .map(|c| (c.clone(), Channel { name: c.clone(), entries: vec![entry_of(&bundle)] }))
+                .collect(),
+            bundles: BTreeMap::from([(bundle.name.clone(), bundle)]),
+            ..Default::default()
+        };
+        blobs.extend(package_blobs(&package));
+        return Ok(());
+    }
+    let objects = read_objects(dir)?;
+    if objects.iter().any(|o| o.get("packageName").is_some()) {
+        blobs.extend(package_blobs(&read_package_manifest(dir)?));
+        return Ok(());
+    }
+    blobs.extend(objects.into_iter().filter(|o| o.get("schema").and_then(Value::as_str).is_some()));
+    let mut subdirs: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    subdirs.sort();
+    for d in subdirs {
+        collect(&d, blobs)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn csv(name: &str, version: &str, replaces: Option<&str>) -> String {
+        let replaces = replaces.map(|r| format!("  replaces: {r}\n")).unwrap_or_default();
+        format!(
+            "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata:\n  name: {name}\nspec:\n  version: {version}\n{replaces}  customresourcedefinitions:\n    owned:\n    - {{name: memcacheds.cache.example.com, version: v1alpha1, kind: Memcached}}\n"
+        )
+    }
+
+    const CRD: &str = "apiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nmetadata:\n  name: memcacheds.cache.example.com\n";
+
+    #[test]
+    fn the_package_manifest_layout() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(
+            root.join("memcached.package.yaml"),
+            "packageName: memcached\ndefaultChannel: alpha\nchannels:\n- name: alpha\n  currentCSV: memcached.v0.0.2\n",
+        )
+        .unwrap();
+        for (v, replaces) in [("0.0.1", None), ("0.0.2", Some("memcached.v0.0.1"))] {
+            let d = root.join(v);
+            std::fs::create_dir(&d).unwrap();
+            std::fs::write(
+                d.join("memcached.clusterserviceversion.yaml"),
+                csv(&format!("memcached.v{v}"), v, replaces),
+            )
+            .unwrap();
+            std::fs::write(d.join("crd.yaml"), CRD).unwrap();
+        }
+        let catalog = read_catalog_dir(root).unwrap();
+        let p = &catalog.packages["memcached"];
+        let names: Vec<&str> = p.channels["alpha"].entries.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["memcached.v0.0.1", "memcached.v0.0.2"]);
+        let b = &p.bundles["memcached.v0.0.2"];
+        assert_eq!(b.provides[0].to_string(), "cache.example.com/v1alpha1/Memcached");
+        assert_eq!(b.objects.len(), 2, "the CSV and its CRD travel with the bundle");
+    }
+
+    #[test]
+    fn a_bundle_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let b = dir.path().join("memcached");
+        std::fs::create_dir_all(b.join("manifests")).unwrap();
+        std::fs::create_dir_all(b.join("metadata")).unwrap();
+        std::fs::write(b.join("manifests/csv.yaml"), csv("memcached.v0.1.0", "0.1.0", None)).unwrap();
+        std::fs::write(b.join("manifests/crd.yaml"), CRD).unwrap();
+        std::fs::write(
+            b.join("metadata/annotations.yaml"),
+            format!("annotations:\n  {PACKAGE_ANNOTATION}: memcached\n  {CHANNELS_ANNOTATION}: stable,fast\n  {DEFAULT_CHANNEL_ANNOTATION}: stable\n"),
+        )
+        .unwrap();
+        let catalog = read_catalog_dir(dir.path()).unwrap();
+        let p = &catalog.packages["memcached"];
+        assert_eq!(p.default_channel, "stable");
+        assert_eq!(p.channels.keys().collect::<Vec<_>>(), ["fast", "stable"]);
+        // Written back as FBC and read again: the same package.
+        let again = Catalog::from_blobs(&package_blobs(p)).unwrap();
+        assert_eq!(&again.packages["memcached"], p);
+        let none = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(none.path().join("manifests")).unwrap();
+        std::fs::create_dir_all(none.path().join("metadata")).unwrap();
+        assert!(read_catalog_dir(none.path()).unwrap_err().contains("annotations"));
+    }
+
+    #[test]
+    fn a_bundle_needs_one_csv_with_a_version() {
+        assert!(bundle_from_objects("p", vec![]).unwrap_err().contains("exactly one ClusterServiceVersion"));
+        let no_version: Value =
+            serde_yaml::from_str("kind: ClusterServiceVersion\nmetadata: {name: p.v1}\nspec: {}\n").unwrap();
+        assert!(bundle_from_objects("p", vec![no_version]).unwrap_err().contains("spec.version is missing"));
+    }
+}

@@ -1,0 +1,31 @@
+//! OLM's CRDs as operator-framework/api ships them (`crds/`, see its PROVENANCE.md).
+
+use serde_json::Value;
+
+const YAML: &[&str] = &[
+    include_str!("../crds/operators.coreos.com_catalogsources.yaml"),
+    include_str!("../crds/operators.coreos.com_clusterserviceversions.yaml"),
+    include_str!("../crds/operators.coreos.com_installplans.yaml"),
+    include_str!("../crds/operators.coreos.com_operatorconditions.yaml"),
+    include_str!("../crds/operators.coreos.com_operatorgroups.yaml"),
+    include_str!("../crds/operators.coreos.com_subscriptions.yaml"),
+];
+
+/// The CRDs of `operators.coreos.com`.
+pub fn crds() -> Vec<Value> {
+    YAML.iter().map(|y| serde_yaml::from_str(y).expect("a vendored CRD parses")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn olms_crds() {
+        let names: Vec<String> =
+            crds().iter().map(|c| c["metadata"]["name"].as_str().unwrap_or_default().to_string()).collect();
+        assert_eq!(names.len(), 6);
+        assert!(names.iter().all(|n| n.ends_with(".operators.coreos.com")), "{names:?}");
+        assert!(names.contains(&"subscriptions.operators.coreos.com".to_string()));
+    }
+}

@@ -1,0 +1,243 @@
+//! The parts of a ClusterServiceVersion OLM acts on, typed: version and upgrade edges (`replaces`,
+//! `skips`, the `olm.skipRange` annotation), owned and required APIs, install modes, and the install
+//! strategy (Deployments, namespaced and cluster-wide permissions of their service accounts). Read
+//! leniently — a CSV carries much more (descriptors, icons, links) that only UIs read.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::DeploymentSpec;
+use k8s_openapi::api::rbac::v1::PolicyRule;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::fbc::Gvk;
+
+/// The annotation holding a CSV's skip range.
+pub const SKIP_RANGE_ANNOTATION: &str = "olm.skipRange";
+
+/// A ClusterServiceVersion.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+pub struct Csv {
+    /// Its metadata (name, namespace, annotations, labels).
+    #[serde(default)]
+    pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    /// Its spec.
+    #[serde(default)]
+    pub spec: CsvSpec,
+}
+
+/// `spec` of a CSV.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CsvSpec {
+    /// Semantic version.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// The CSV this one replaces.
+    #[serde(default)]
+    pub replaces: Option<String>,
+    /// CSVs this one skips.
+    #[serde(default)]
+    pub skips: Vec<String>,
+    /// Human name.
+    #[serde(default)]
+    pub display_name: Option<String>,
+    /// Markdown description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Which OperatorGroup shapes it supports.
+    #[serde(default)]
+    pub install_modes: Vec<InstallMode>,
+    /// How it is installed.
+    #[serde(default)]
+    pub install: Option<Install>,
+    /// APIs it owns and needs.
+    #[serde(default)]
+    pub customresourcedefinitions: Option<CrdDescriptions>,
+    /// Lowest Kubernetes version.
+    #[serde(default)]
+    pub min_kube_version: Option<String>,
+    /// `alpha`, `beta`, `stable`...
+    #[serde(default)]
+    pub maturity: Option<String>,
+    /// `{name, url}`.
+    #[serde(default)]
+    pub provider: Option<Value>,
+}
+
+/// An install mode and whether it is supported.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct InstallMode {
+    /// `OwnNamespace`, `SingleNamespace`, `MultiNamespace`, `AllNamespaces`.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Whether this CSV supports it.
+    #[serde(default)]
+    pub supported: bool,
+}
+
+/// The install strategy.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+pub struct Install {
+    /// `deployment` (the only strategy OLM has).
+    #[serde(default)]
+    pub strategy: String,
+    /// Its details.
+    #[serde(default)]
+    pub spec: Option<InstallSpec>,
+}
+
+/// A deployment strategy: Deployments and the permissions of their service accounts.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstallSpec {
+    /// The operator's Deployments.
+    #[serde(default)]
+    pub deployments: Vec<StrategyDeployment>,
+    /// Rules granted in the target namespaces (a Role and RoleBinding per service account).
+    #[serde(default)]
+    pub permissions: Vec<Permission>,
+    /// Rules granted cluster-wide (a ClusterRole and ClusterRoleBinding per service account).
+    #[serde(default)]
+    pub cluster_permissions: Vec<Permission>,
+}
+
+/// One Deployment of an install strategy.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+pub struct StrategyDeployment {
+    /// The Deployment's name.
+    pub name: String,
+    /// Its spec.
+    #[serde(default)]
+    pub spec: DeploymentSpec,
+    /// Labels for it.
+    #[serde(default)]
+    pub label: Option<BTreeMap<String, String>>,
+}
+
+/// Rules for one service account.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Permission {
+    /// The service account.
+    pub service_account_name: String,
+    /// Its rules.
+    #[serde(default)]
+    pub rules: Vec<PolicyRule>,
+}
+
+/// The APIs a CSV owns and needs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct CrdDescriptions {
+    /// CRDs it owns (shipped in its bundle).
+    #[serde(default)]
+    pub owned: Vec<CrdDescription>,
+    /// CRDs it needs another operator to provide.
+    #[serde(default)]
+    pub required: Vec<CrdDescription>,
+}
+
+/// One CRD a CSV names: `<plural>.<group>`, a version and a kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CrdDescription {
+    /// `<plural>.<group>`.
+    pub name: String,
+    /// The version.
+    #[serde(default)]
+    pub version: String,
+    /// The kind.
+    #[serde(default)]
+    pub kind: String,
+    /// Human name.
+    #[serde(default)]
+    pub display_name: Option<String>,
+    /// What it is.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+impl CrdDescription {
+    /// The API it describes.
+    pub fn gvk(&self) -> Gvk {
+        let group = self.name.split_once('.').map(|(_, g)| g).unwrap_or_default();
+        Gvk { group: group.to_string(), version: self.version.clone(), kind: self.kind.clone() }
+    }
+}
+
+impl Csv {
+    /// Reads a CSV manifest; a clear error when it is not one.
+    pub fn from_value(v: &Value) -> Result<Csv, String> {
+        if v.get("kind").and_then(Value::as_str) != Some("ClusterServiceVersion") {
+            return Err(format!("not a ClusterServiceVersion: kind {:?}", v.get("kind")));
+        }
+        serde_json::from_value(v.clone()).map_err(|e| format!("ClusterServiceVersion: {e}"))
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        self.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    /// Its skip range (annotation `olm.skipRange`).
+    pub fn skip_range(&self) -> Option<&str> {
+        self.metadata.annotations.as_ref()?.get(SKIP_RANGE_ANNOTATION).map(String::as_str)
+    }
+
+    /// The APIs it owns.
+    pub fn owned(&self) -> Vec<Gvk> {
+        self.spec.customresourcedefinitions.iter().flat_map(|c| c.owned.iter().map(CrdDescription::gvk)).collect()
+    }
+
+    /// The APIs it requires.
+    pub fn required(&self) -> Vec<Gvk> {
+        self.spec.customresourcedefinitions.iter().flat_map(|c| c.required.iter().map(CrdDescription::gvk)).collect()
+    }
+
+    /// Whether it supports an install mode.
+    pub fn supports(&self, mode: &str) -> bool {
+        self.spec.install_modes.iter().any(|m| m.type_ == mode && m.supported)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn etcd() -> Value {
+        json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+            "metadata": {"name": "etcdoperator.v0.9.4", "annotations": {"olm.skipRange": "<0.9.4"}},
+            "spec": {
+                "version": "0.9.4", "replaces": "etcdoperator.v0.9.2", "displayName": "etcd",
+                "installModes": [{"type": "OwnNamespace", "supported": true}, {"type": "AllNamespaces", "supported": false}],
+                "customresourcedefinitions": {
+                    "owned": [{"name": "etcdclusters.etcd.database.coreos.com", "version": "v1beta2", "kind": "EtcdCluster"}],
+                    "required": [{"name": "backups.example.com", "version": "v1", "kind": "Backup"}]
+                },
+                "install": {"strategy": "deployment", "spec": {
+                    "deployments": [{"name": "etcd-operator", "spec": {"selector": {"matchLabels": {"name": "etcd"}},
+                        "template": {"metadata": {"labels": {"name": "etcd"}},
+                                     "spec": {"serviceAccountName": "etcd-operator", "containers": [{"name": "etcd-operator", "image": "quay.io/coreos/etcd-operator@sha256:abc"}]}}}}],
+                    "permissions": [{"serviceAccountName": "etcd-operator", "rules": [{"apiGroups": ["etcd.database.coreos.com"], "resources": ["etcdclusters"], "verbs": ["*"]}]}]
+                }},
+                "icon": [{"base64data": "x", "mediatype": "image/png"}], "links": [{"name": "docs", "url": "u"}]
+            }
+        })
+    }
+
+    #[test]
+    fn what_olm_reads_from_a_csv() {
+        let csv = Csv::from_value(&etcd()).unwrap();
+        assert_eq!((csv.name(), csv.spec.version.as_deref()), ("etcdoperator.v0.9.4", Some("0.9.4")));
+        assert_eq!(csv.skip_range(), Some("<0.9.4"));
+        assert_eq!(csv.owned()[0].to_string(), "etcd.database.coreos.com/v1beta2/EtcdCluster");
+        assert_eq!(csv.required()[0].group, "example.com");
+        assert!(csv.supports("OwnNamespace") && !csv.supports("AllNamespaces") && !csv.supports("MultiNamespace"));
+        let spec = csv.spec.install.unwrap().spec.unwrap();
+        assert_eq!(spec.deployments[0].name, "etcd-operator");
+        assert_eq!(spec.permissions[0].rules[0].verbs, ["*"]);
+        assert!(Csv::from_value(&json!({"kind": "Deployment"})).unwrap_err().contains("not a ClusterServiceVersion"));
+    }
+}
