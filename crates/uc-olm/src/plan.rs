@@ -1,0 +1,232 @@
+//! What installing a bundle means, as OLM lays it out in an InstallPlan: one step per object — the CRDs
+//! it owns, the CSV, a ServiceAccount and a Role and RoleBinding per entry of `permissions`, a
+//! ClusterRole and ClusterRoleBinding per entry of `clusterPermissions`, then its other manifests —
+//! each with the manifest to create. And what the CSV then creates: its Deployments, owned by it and
+//! labelled as OLM labels them.
+
+use serde_json::{Value, json};
+
+use crate::csv::Csv;
+use crate::fbc::Bundle;
+
+/// Labels OLM puts on what a CSV owns.
+pub const OWNER_LABEL: &str = "olm.owner";
+/// See [`OWNER_LABEL`].
+pub const OWNER_NAMESPACE_LABEL: &str = "olm.owner.namespace";
+/// See [`OWNER_LABEL`].
+pub const OWNER_KIND_LABEL: &str = "olm.owner.kind";
+/// The annotation on a CSV (and its Deployments' pods) listing the namespaces it serves.
+pub const TARGET_NAMESPACES_ANNOTATION: &str = "olm.targetNamespaces";
+/// The annotation naming the OperatorGroup a CSV belongs to.
+pub const OPERATOR_GROUP_ANNOTATION: &str = "olm.operatorGroup";
+
+/// One step of an InstallPlan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// The CSV this step installs.
+    pub resolving: String,
+    /// The object.
+    pub manifest: Value,
+}
+
+impl Step {
+    /// The step as an InstallPlan's `status.plan[]` entry.
+    pub fn to_status(&self, source: &str, source_namespace: &str, status: &str) -> Value {
+        let s = |p: &str| self.manifest.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+        let api_version = s("/apiVersion");
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version.as_str()));
+        json!({
+            "resolving": self.resolving,
+            "resource": {
+                "group": group, "version": version, "kind": s("/kind"), "name": s("/metadata/name"),
+                "sourceName": source, "sourceNamespace": source_namespace,
+                "manifest": self.manifest.to_string(),
+            },
+            "status": status,
+        })
+    }
+}
+
+fn kind_of(o: &Value) -> &str {
+    o.get("kind").and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The RBAC objects of a CSV's permissions in `namespace`: per service account, the account, a Role
+/// and its RoleBinding (namespaced permissions), a ClusterRole and its ClusterRoleBinding (cluster ones).
+pub fn rbac(csv: &Csv, namespace: &str) -> Vec<Value> {
+    let Some(spec) = csv.spec.install.as_ref().and_then(|i| i.spec.as_ref()) else { return Vec::new() };
+    let name = csv.name();
+    let mut out = Vec::new();
+    let mut accounts: Vec<&str> = Vec::new();
+    for p in spec.permissions.iter().chain(&spec.cluster_permissions) {
+        if !accounts.contains(&p.service_account_name.as_str()) {
+            accounts.push(&p.service_account_name);
+        }
+    }
+    for sa in &accounts {
+        out.push(
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": namespace}}),
+        );
+    }
+    let subject = |sa: &str| json!([{"kind": "ServiceAccount", "name": sa, "namespace": namespace}]);
+    for p in &spec.permissions {
+        let role = format!("{name}-{}", p.service_account_name);
+        out.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                        "metadata": {"name": role, "namespace": namespace}, "rules": p.rules}));
+        out.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                        "metadata": {"name": role, "namespace": namespace},
+                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
+                        "subjects": subject(&p.service_account_name)}));
+    }
+    for p in &spec.cluster_permissions {
+        let role = format!("{name}-{}-{namespace}", p.service_account_name);
+        out.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                        "metadata": {"name": role}, "rules": p.rules}));
+        out.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                        "metadata": {"name": role},
+                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                        "subjects": subject(&p.service_account_name)}));
+    }
+    out
+}
+
+/// The steps that install `bundle` into `namespace`, in OLM's order: CRDs, the CSV, RBAC, the rest.
+pub fn steps(bundle: &Bundle, namespace: &str) -> Result<Vec<Step>, String> {
+    let csv_manifest = bundle
+        .objects
+        .iter()
+        .find(|o| kind_of(o) == "ClusterServiceVersion")
+        .ok_or_else(|| format!("bundle {}: no ClusterServiceVersion in its manifests", bundle.name))?;
+    let csv = Csv::from_value(csv_manifest)?;
+    let step = |mut manifest: Value, namespaced: bool| {
+        if let Some(meta) = manifest.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+            meta.remove("uid");
+            if namespaced {
+                meta.insert("namespace".into(), json!(namespace));
+            } else {
+                meta.remove("namespace");
+            }
+        }
+        Step { resolving: bundle.name.clone(), manifest }
+    };
+    let mut out: Vec<Step> = bundle
+        .objects
+        .iter()
+        .filter(|o| kind_of(o) == "CustomResourceDefinition")
+        .map(|o| step(o.clone(), false))
+        .collect();
+    out.push(step(csv_manifest.clone(), true));
+    out.extend(rbac(&csv, namespace).into_iter().map(|o| {
+        let namespaced = o.pointer("/metadata/namespace").is_some();
+        step(o, namespaced)
+    }));
+    for o in
+        bundle.objects.iter().filter(|o| !matches!(kind_of(o), "CustomResourceDefinition" | "ClusterServiceVersion"))
+    {
+        let cluster_scoped = matches!(
+            kind_of(o),
+            "ClusterRole"
+                | "ClusterRoleBinding"
+                | "PriorityClass"
+                | "APIService"
+                | "Namespace"
+                | "UniversalController"
+                | "CompositeController"
+                | "DecoratorController"
+        );
+        out.push(step(o.clone(), !cluster_scoped));
+    }
+    Ok(out)
+}
+
+/// The Deployments a CSV creates in its namespace: owned by it, labelled `olm.owner*`, their pods
+/// annotated with the target namespaces.
+pub fn deployments(csv_object: &Value, target_namespaces: &str) -> Result<Vec<Value>, String> {
+    let csv = Csv::from_value(csv_object)?;
+    let namespace = csv_object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
+    let Some(spec) = csv.spec.install.as_ref().and_then(|i| i.spec.as_ref()) else { return Ok(Vec::new()) };
+    let owner = json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+        "name": csv.name(), "uid": csv_object.pointer("/metadata/uid").cloned().unwrap_or(Value::Null),
+        "controller": false, "blockOwnerDeletion": false,
+    });
+    spec.deployments
+        .iter()
+        .map(|d| {
+            let mut labels = d.label.clone().unwrap_or_default();
+            labels.insert(OWNER_LABEL.into(), csv.name().to_string());
+            labels.insert(OWNER_NAMESPACE_LABEL.into(), namespace.to_string());
+            labels.insert(OWNER_KIND_LABEL.into(), "ClusterServiceVersion".into());
+            let mut spec = serde_json::to_value(&d.spec).map_err(|e| e.to_string())?;
+            spec["template"]["metadata"]["annotations"][TARGET_NAMESPACES_ANNOTATION] = json!(target_namespaces);
+            Ok(json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": d.name, "namespace": namespace, "labels": labels, "ownerReferences": [owner]},
+                "spec": spec,
+            }))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::bundle_from_objects;
+
+    fn csv_object() -> Value {
+        json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+            "metadata": {"name": "memcached.v0.1.0", "namespace": "operators", "uid": "u1"},
+            "spec": {"version": "0.1.0", "install": {"strategy": "deployment", "spec": {
+                "deployments": [{"name": "memcached-operator", "spec": {
+                    "selector": {"matchLabels": {"app": "m"}},
+                    "template": {"metadata": {"labels": {"app": "m"}}, "spec": {"serviceAccountName": "memcached",
+                        "containers": [{"name": "manager", "image": "quay.io/example/memcached-operator:v0.1.0"}]}}}}],
+                "permissions": [{"serviceAccountName": "memcached", "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}],
+                "clusterPermissions": [{"serviceAccountName": "memcached", "rules": [{"apiGroups": ["cache.example.com"], "resources": ["memcacheds"], "verbs": ["*"]}]}]
+            }}}
+        })
+    }
+
+    #[test]
+    fn an_install_plan_lists_every_object_in_olms_order() {
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                         "metadata": {"name": "memcacheds.cache.example.com", "namespace": "stray"}});
+        let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "metrics"}});
+        let bundle = bundle_from_objects("memcached", vec![svc, csv_object(), crd]).unwrap();
+        let steps = steps(&bundle, "operators").unwrap();
+        let kinds: Vec<&str> = steps.iter().map(|s| kind_of(&s.manifest)).collect();
+        assert_eq!(
+            kinds,
+            [
+                "CustomResourceDefinition",
+                "ClusterServiceVersion",
+                "ServiceAccount",
+                "Role",
+                "RoleBinding",
+                "ClusterRole",
+                "ClusterRoleBinding",
+                "Service"
+            ]
+        );
+        assert!(steps[0].manifest["metadata"].get("namespace").is_none(), "a CRD is cluster-scoped");
+        assert_eq!(steps[7].manifest["metadata"]["namespace"], "operators");
+        assert_eq!(steps[4].manifest["subjects"][0]["name"], "memcached");
+        let status = steps[1].to_status("uc-operators", "olm", "Unknown");
+        assert_eq!(status["resource"]["group"], "operators.coreos.com");
+        assert_eq!(status["resource"]["kind"], "ClusterServiceVersion");
+        assert_eq!(status["resolving"], "memcached.v0.1.0");
+    }
+
+    #[test]
+    fn a_csvs_deployments_are_owned_and_labelled() {
+        let ds = deployments(&csv_object(), "operators").unwrap();
+        assert_eq!(ds.len(), 1);
+        let d = &ds[0];
+        assert_eq!(d["metadata"]["labels"][OWNER_LABEL], "memcached.v0.1.0");
+        assert_eq!(d["metadata"]["ownerReferences"][0]["uid"], "u1");
+        assert_eq!(d["spec"]["template"]["metadata"]["annotations"][TARGET_NAMESPACES_ANNOTATION], "operators");
+        assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["name"], "manager");
+    }
+}
