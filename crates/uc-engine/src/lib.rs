@@ -7,6 +7,7 @@
 
 pub mod apply;
 pub mod controller;
+pub mod dynamic;
 pub mod events;
 pub mod flavor;
 pub mod hooks;

@@ -1,132 +1,13 @@
-//! Reading and writing objects of any kind as JSON, for the control plane and its members alike.
+//! Reading and writing objects of any kind as JSON, for the control plane and its members alike: the
+//! engine's (`uc_engine::dynamic`), applying as Karmada's controller manager.
 
-use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
-use serde_json::{Value, json};
-use uc_api::meta::str_at;
+use serde_json::Value;
+pub use uc_engine::dynamic::{api_error, delete, get, holds, list, merge, write_status};
 
 use crate::binding::MANAGER;
-use crate::kinds::{Kind, Kinds};
-
-/// Every object of `api_version`/`kind` (in `namespace`, or everywhere when it is empty).
-pub async fn list(
-    client: &kube::Client,
-    kinds: &Kinds,
-    api_version: &str,
-    kind: &str,
-    namespace: &str,
-) -> Result<Vec<Value>, String> {
-    let k = kinds.get(client, api_version, kind).await?;
-    let api = if namespace.is_empty() || !k.namespaced {
-        kube::Api::<DynamicObject>::all_with(client.clone(), &k.ar)
-    } else {
-        k.api(client, namespace)
-    };
-    let list = api.list(&ListParams::default()).await.map_err(|e| format!("listing {kind}: {e}"))?;
-    Ok(list.items.into_iter().map(|o| typed(&k, o)).collect())
-}
-
-/// One object, or None.
-pub async fn get(
-    client: &kube::Client,
-    kinds: &Kinds,
-    api_version: &str,
-    kind: &str,
-    namespace: &str,
-    name: &str,
-) -> Result<Option<Value>, String> {
-    let k = kinds.get(client, api_version, kind).await?;
-    let got =
-        k.api(client, namespace).get_opt(name).await.map_err(|e| format!("reading {kind} {namespace}/{name}: {e}"))?;
-    Ok(got.map(|o| typed(&k, o)))
-}
-
-fn typed(k: &Kind, o: DynamicObject) -> Value {
-    let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
-    v["apiVersion"] = json!(k.ar.api_version);
-    v["kind"] = json!(k.ar.kind);
-    v
-}
+use crate::kinds::Kinds;
 
 /// Server-side applies `obj` (field manager `karmada-controller-manager`, forced).
 pub async fn apply(client: &kube::Client, kinds: &Kinds, obj: &Value) -> Result<Value, String> {
-    let (kind, name, ns) = (str_at(obj, "/kind"), str_at(obj, "/metadata/name"), str_at(obj, "/metadata/namespace"));
-    let k = kinds.get(client, str_at(obj, "/apiVersion"), kind).await?;
-    let applied = k
-        .api(client, ns)
-        .patch(name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(obj))
-        .await
-        .map_err(|e| format!("applying {kind} {ns}/{name}: {}", api_error(&e)))?;
-    Ok(typed(&k, applied))
-}
-
-/// Merges `status` into an object's status subresource.
-pub async fn write_status(client: &kube::Client, kinds: &Kinds, obj: &Value, status: &Value) -> Result<(), String> {
-    let (kind, name, ns) = (str_at(obj, "/kind"), str_at(obj, "/metadata/name"), str_at(obj, "/metadata/namespace"));
-    let k = kinds.get(client, str_at(obj, "/apiVersion"), kind).await?;
-    k.api(client, ns)
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))
-        .await
-        .map_err(|e| format!("writing the status of {kind} {ns}/{name}: {}", api_error(&e)))?;
-    Ok(())
-}
-
-/// Merge-patches an object (metadata such as finalizers).
-pub async fn merge(client: &kube::Client, kinds: &Kinds, obj: &Value, patch: &Value) -> Result<(), String> {
-    let (kind, name, ns) = (str_at(obj, "/kind"), str_at(obj, "/metadata/name"), str_at(obj, "/metadata/namespace"));
-    let k = kinds.get(client, str_at(obj, "/apiVersion"), kind).await?;
-    match k.api(client, ns).patch(name, &PatchParams::default(), &Patch::Merge(patch)).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(format!("patching {kind} {ns}/{name}: {}", api_error(&e))),
-    }
-}
-
-/// Deletes an object (gone already is fine).
-pub async fn delete(
-    client: &kube::Client,
-    kinds: &Kinds,
-    api_version: &str,
-    kind: &str,
-    namespace: &str,
-    name: &str,
-) -> Result<(), String> {
-    let k = kinds.get(client, api_version, kind).await?;
-    match k.api(client, namespace).delete(name, &DeleteParams::background()).await {
-        Ok(_) => Ok(()),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(format!("deleting {kind} {namespace}/{name}: {}", api_error(&e))),
-    }
-}
-
-/// An API error in the server's words (its message and code), not a debug dump.
-pub fn api_error(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) => format!("{} ({})", s.message, s.code),
-        other => other.to_string(),
-    }
-}
-
-/// Whether `have` already holds everything `want` says: every key of an object (recursively), lists
-/// item by item, scalars equal. Fields the server added (defaults, metadata) do not count.
-pub fn holds(have: &Value, want: &Value) -> bool {
-    match (have, want) {
-        (Value::Object(h), Value::Object(w)) => w.iter().all(|(k, wv)| h.get(k).is_some_and(|hv| holds(hv, wv))),
-        (Value::Array(h), Value::Array(w)) => h.len() == w.len() && h.iter().zip(w).all(|(a, b)| holds(a, b)),
-        _ => have == want,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn holds_ignores_what_the_server_added() {
-        let want = json!({"spec": {"replicas": 2, "containers": [{"name": "a"}]}});
-        let have =
-            json!({"spec": {"replicas": 2, "containers": [{"name": "a", "imagePullPolicy": "Always"}]}, "status": {}});
-        assert!(holds(&have, &want));
-        assert!(!holds(&json!({"spec": {"replicas": 3, "containers": [{"name": "a"}]}}), &want));
-        assert!(!holds(&json!({"spec": {"replicas": 2, "containers": []}}), &want));
-    }
+    uc_engine::dynamic::apply(client, kinds, obj, MANAGER).await
 }
