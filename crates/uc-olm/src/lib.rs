@@ -3,15 +3,90 @@
 //! read into them (`bundle.rs`), the ClusterServiceVersion parts OLM acts on (`csv.rs`), versions and
 //! ranges (`versions.rs`), channel upgrade graphs (`graph.rs`), dependency resolution (`resolve.rs`),
 //! InstallPlan steps and a CSV's Deployments (`plan.rs`), OperatorGroups (`group.rs`) and a CSV's phase
-//! (`phase.rs`).
+//! (`phase.rs`). At the edges, the lifecycle manager (`controller.rs`): CatalogSources read
+//! (`sources.rs`), Subscriptions (`subscriptions.rs`), InstallPlans (`installplans.rs`) and CSVs
+//! (`csvs.rs`) moved on.
 
 pub mod bundle;
+pub mod context;
+pub mod controller;
 pub mod crds;
 pub mod csv;
+pub mod csvs;
 pub mod fbc;
 pub mod graph;
 pub mod group;
+pub mod installplans;
 pub mod phase;
 pub mod plan;
 pub mod resolve;
+pub mod sources;
+pub mod subscriptions;
 pub mod versions;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::json;
+
+/// The namespace of the catalogs every namespace sees, as OLM's.
+pub const GLOBAL_CATALOG_NAMESPACE: &str = "olm";
+/// The namespace of operators that serve every namespace, with its OperatorGroup, as OLM's.
+pub const GLOBAL_OPERATORS_NAMESPACE: &str = "operators";
+
+/// The running lifecycle manager; stops when dropped.
+pub struct Lifecycle {
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Lifecycle {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Installs OLM's CRDs, the `olm` and `operators` namespaces (with the `global-operators`
+/// OperatorGroup), a CatalogSource for each built-in catalog, and starts the lifecycle manager.
+pub async fn start(
+    client: kube::Client,
+    resolver: uc_engine::names::Resolver,
+    builtin: BTreeMap<String, fbc::Catalog>,
+) -> anyhow::Result<Lifecycle> {
+    for crd in crds::crds() {
+        uc_engine::manager::install_crd(&client, crd).await?;
+    }
+    let kinds = uc_engine::dynamic::Kinds::default();
+    let mut objects = vec![
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": GLOBAL_CATALOG_NAMESPACE}}),
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": GLOBAL_OPERATORS_NAMESPACE}}),
+        json!({"apiVersion": context::V1, "kind": "OperatorGroup",
+               "metadata": {"name": "global-operators", "namespace": GLOBAL_OPERATORS_NAMESPACE}, "spec": {}}),
+    ];
+    for name in builtin.keys() {
+        objects.push(json!({
+            "apiVersion": context::V1ALPHA1, "kind": "CatalogSource",
+            "metadata": {"name": name, "namespace": GLOBAL_CATALOG_NAMESPACE},
+            "spec": {"sourceType": "grpc", "address": format!("builtin://{name}"), "displayName": "uc's operators",
+                     "publisher": "uc"},
+        }));
+    }
+    // The CRDs were just installed: their kinds may take a moment to be served.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    for o in &objects {
+        loop {
+            match uc_engine::dynamic::apply(&client, &kinds, o, context::MANAGER).await {
+                Ok(_) => break,
+                Err(e) if std::time::Instant::now() < deadline => {
+                    tracing::debug!(error = %e, "waiting for OLM's kinds");
+                    kinds.forget();
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                }
+                Err(e) => anyhow::bail!("creating OLM's objects: {e}"),
+            }
+        }
+    }
+    let mut sources = sources::Sources::default();
+    sources.builtin = builtin.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
+    let olm = context::Olm { client, kinds, sources, resolver };
+    Ok(Lifecycle { task: tokio::spawn(controller::run(olm)) })
+}

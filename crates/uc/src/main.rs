@@ -1,6 +1,7 @@
 //! The `uc` binary: the declarative universal Kubernetes operator.
 
 mod allocator;
+mod catalog;
 mod hook_record;
 mod hook_test;
 mod init;
@@ -230,6 +231,11 @@ struct UpArgs {
     /// cluster where Metacontroller itself runs them).
     #[arg(long)]
     no_metacontroller: bool,
+    /// Serve OLM's API (operators.coreos.com: catalogs, Subscriptions, InstallPlans,
+    /// ClusterServiceVersions, OperatorGroups) with uc's operators in the catalog `olm/uc-operators`
+    /// (in progress: see docs/ARCHITECTURE.md, uc-olm).
+    #[arg(long)]
+    olm: bool,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -401,6 +407,17 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
         let plane = uc_karmada::start(client, resolver).await.context("starting the multi-cluster control plane")?;
         tracing::info!("multi-cluster control plane running (Karmada's API)");
         Some(plane)
+    } else {
+        None
+    };
+    let _lifecycle = if args.olm && !args.control_plane {
+        let client = client_for(Some(&kubeconfig), "olm-operator").await?;
+        let resolver = uc_engine::names::ClusterNames::start(client.clone()).resolver("default");
+        let lifecycle = uc_olm::start(client, resolver, catalog::builtin())
+            .await
+            .context("starting the operator lifecycle manager")?;
+        tracing::info!("operator lifecycle manager running (OLM's API)");
+        Some(lifecycle)
     } else {
         None
     };

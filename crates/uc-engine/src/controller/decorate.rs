@@ -46,12 +46,16 @@ pub(super) fn metadata_patch(parent: &Value, labels: &StringPatch, annotations: 
 
 impl Shared {
     /// Applies a decorator's label and annotation changes to its target (a merge patch of those keys
-    /// only: whatever else changed meanwhile stays).
-    pub(super) async fn patch_parent_metadata(&self, parent: &Value, patch: Value) -> Result<(), SyncError> {
+    /// only: whatever else changed meanwhile stays); the target's new resourceVersion.
+    pub(super) async fn patch_parent_metadata(
+        &self,
+        parent: &Value,
+        patch: Value,
+    ) -> Result<Option<String>, SyncError> {
         let api = self.api(&self.parent, meta_str(parent, "namespace"));
         match api.patch(meta_str(parent, "name"), &PatchParams::default(), &Patch::Merge(&patch)).await {
-            Ok(_) => Ok(()),
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Ok(o) => Ok(o.metadata.resource_version),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
             Err(e) => Err(SyncError::kube("setting the target's labels and annotations", e)),
         }
     }

@@ -168,10 +168,17 @@ impl Shared {
         for a in actions {
             self.execute(&parent, a).await?;
         }
-        if let Some(patch) = metadata_patch(&parent, &labels, &annotations) {
-            self.patch_parent_metadata(&parent, patch).await?;
+        match metadata_patch(&parent, &labels, &annotations) {
+            Some(patch) => {
+                // The status goes on top of the labels just written: at their resourceVersion.
+                let mut patched = (*parent).clone();
+                if let Some(rv) = self.patch_parent_metadata(&parent, patch).await? {
+                    patched["metadata"]["resourceVersion"] = serde_json::Value::String(rv);
+                }
+                self.write_status(&patched, status).await?;
+            }
+            None => self.write_status(&parent, status).await?,
         }
-        self.write_status(&parent, status).await?;
         if finalizing && response.finalized == Some(true) {
             if let Some(p) = self.parents.get(key) {
                 self.set_finalizer(&p, false).await?;

@@ -36,15 +36,10 @@ impl Shared {
         let sent = digest(&status);
         let mut obj = parent.clone();
         obj["status"] = status;
-        // The status subresource is the controller's alone: written without a resourceVersion, so a
-        // cache a moment behind (the parent changed since this sync read it) is not a 409 to report;
-        // the next sync, from the newer parent, writes its own status anyway. A parent without the
-        // subresource is written whole, so there the resourceVersion stays (its spec may have changed).
-        if self.parent.status_subresource
-            && let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut)
-        {
-            meta.remove("resourceVersion");
-        }
+        // Written conditioned on the resourceVersion the hook saw (as controller-runtime's status
+        // updates are): a status computed from a cache a moment behind — one that misses what the
+        // previous sync wrote, such as a condition the hook keeps history in — must not overwrite the
+        // newer one. The 409 it gets is routine: the sync is retried quietly from the newer parent.
         let api = self.api(&self.parent, meta_str(parent, "namespace"));
         let name = meta_str(parent, "name").to_string();
         let o: DynamicObject =

@@ -131,6 +131,41 @@ fn tls_config(credentials: &Credentials) -> Result<rustls::ClientConfig, HookErr
     }
 }
 
+/// GETs a URL (http or https, the public CA roots or `ca_pem`), for documents such as catalogs served
+/// over HTTP; the body of a 2xx answer.
+pub async fn fetch(
+    url: &str,
+    resolver: Resolver,
+    ca_pem: Option<Vec<u8>>,
+    timeout: Duration,
+) -> Result<Bytes, HookError> {
+    let tls = tls_config(&Credentials { ca_pem, ..Default::default() })?;
+    let mut http = HttpConnector::new_with_resolver(resolver);
+    http.enforce_http(false);
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http);
+    let client: HttpsClient = Client::builder(TokioExecutor::new()).build(https);
+    let req = Request::get(url).body(Full::new(Bytes::new())).map_err(|e| HookError::Config(format!("{url}: {e}")))?;
+    let call = async {
+        let resp = client.request(req).await.map_err(|e| HookError::Unreachable(format!("{url}: {e}")))?;
+        let status = resp.status().as_u16();
+        let body = http_body_util::Limited::new(resp.into_body(), MAX_RESPONSE)
+            .collect()
+            .await
+            .map_err(|e| HookError::Unreachable(format!("reading {url}: {e}")))?
+            .to_bytes();
+        if !(200..300).contains(&status) {
+            let text = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
+            return Err(HookError::Status { status, body: text });
+        }
+        Ok(body)
+    };
+    tokio::time::timeout(timeout, call).await.map_err(|_| HookError::Timeout(timeout))?
+}
+
 impl WebhookHook {
     /// From the spec and its credentials. Host names go through `resolver` (so in-cluster names reach
     /// Services).

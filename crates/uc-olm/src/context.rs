@@ -1,0 +1,52 @@
+//! What every pass of the lifecycle manager shares: its client, the kinds it has learned, the catalogs
+//! it has read; and the names of OLM's kinds.
+
+use serde_json::Value;
+use uc_engine::dynamic::Kinds;
+
+use crate::sources::Sources;
+
+/// `operators.coreos.com/v1alpha1`: CatalogSource, Subscription, InstallPlan, ClusterServiceVersion.
+pub const V1ALPHA1: &str = "operators.coreos.com/v1alpha1";
+/// `operators.coreos.com/v1`: OperatorGroup.
+pub const V1: &str = "operators.coreos.com/v1";
+/// The field manager of what the lifecycle manager writes.
+pub const MANAGER: &str = "olm";
+
+/// The lifecycle manager's state between passes.
+pub struct Olm {
+    pub client: kube::Client,
+    pub kinds: Kinds,
+    pub sources: Sources,
+    pub resolver: uc_engine::names::Resolver,
+}
+
+impl Olm {
+    /// Every object of an OLM kind, in every namespace.
+    pub async fn list(&self, api_version: &str, kind: &str) -> Result<Vec<Value>, String> {
+        uc_engine::dynamic::list(&self.client, &self.kinds, api_version, kind, "").await
+    }
+
+    /// Server-side applies an object as the lifecycle manager.
+    pub async fn apply(&self, obj: &Value) -> Result<Value, String> {
+        uc_engine::dynamic::apply(&self.client, &self.kinds, obj, MANAGER).await
+    }
+
+    /// Merges `status` into an object's status, unless it holds it already.
+    pub async fn status(&self, obj: &Value, status: &Value) -> Result<(), String> {
+        if obj.get("status").is_some_and(|s| uc_engine::dynamic::holds(s, status)) {
+            return Ok(());
+        }
+        uc_engine::dynamic::write_status(&self.client, &self.kinds, obj, status).await
+    }
+}
+
+/// A string at a JSON pointer ("" when absent).
+pub fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
+    v.pointer(p).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The time now, as Kubernetes writes it.
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}

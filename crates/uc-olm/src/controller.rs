@@ -1,0 +1,124 @@
+//! The lifecycle manager's loop: every pass reads the CatalogSources' catalogs, the OperatorGroups, and
+//! moves each Subscription, InstallPlan and ClusterServiceVersion on — level-triggered from what the API
+//! holds, so a pass that fails half-way is made good by the next one. Passes run back to back, at most
+//! one per `PERIOD`.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::context::{Olm, V1, V1ALPHA1, now, str_at};
+use crate::group::Group;
+use crate::subscriptions::Loaded;
+use crate::{csvs, installplans, subscriptions};
+
+/// The shortest time between two passes while something is in flight.
+const PERIOD: Duration = Duration::from_millis(700);
+
+/// The time between two passes when everything is settled.
+const IDLE: Duration = Duration::from_secs(3);
+
+/// Runs the lifecycle manager until the task is dropped.
+pub async fn run(mut olm: Olm) {
+    loop {
+        let started = tokio::time::Instant::now();
+        let busy = match pass(&mut olm).await {
+            Ok(busy) => busy,
+            Err(e) => {
+                tracing::warn!(error = %e, "lifecycle manager pass incomplete");
+                olm.kinds.forget();
+                true
+            }
+        };
+        tokio::time::sleep_until(started + if busy { PERIOD } else { IDLE }).await;
+    }
+}
+
+/// Whether anything waits on the lifecycle manager: a Subscription not at its latest, a plan not
+/// finished, a CSV not settled.
+fn in_flight(subs: &[Value], plans: &[Value], csvs: &[Value]) -> bool {
+    subs.iter().any(|s| str_at(s, "/status/state") != "AtLatestKnown")
+        || plans.iter().any(|p| !matches!(str_at(p, "/status/phase"), "Complete" | "Failed" | "RequiresApproval"))
+        || csvs.iter().any(|c| str_at(c, "/status/phase") != "Succeeded")
+}
+
+/// An OperatorGroup as the decisions read it.
+fn group(og: &Value) -> Group {
+    let targets = og
+        .pointer("/spec/targetNamespaces")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default();
+    Group {
+        name: str_at(og, "/metadata/name").to_string(),
+        namespace: str_at(og, "/metadata/namespace").to_string(),
+        target_namespaces: targets,
+    }
+}
+
+async fn catalogs(olm: &mut Olm) -> Result<(Vec<Loaded>, Vec<String>), String> {
+    let sources = olm.list(V1ALPHA1, "CatalogSource").await?;
+    let (mut loaded, mut unhealthy) = (Vec::new(), Vec::new());
+    for s in &sources {
+        let key = format!("{}/{}", str_at(s, "/metadata/namespace"), str_at(s, "/metadata/name"));
+        let priority = s.pointer("/spec/priority").and_then(Value::as_i64).unwrap_or(0);
+        let (state, message) = match olm.sources.load(&olm.client, &olm.resolver, s).await {
+            Ok(c) => {
+                loaded.push((key, priority, c));
+                ("READY", String::new())
+            }
+            Err(e) => {
+                tracing::warn!(catalog = %key, error = %e, "catalog unreadable");
+                unhealthy.push(key);
+                ("TRANSIENT_FAILURE", e)
+            }
+        };
+        if str_at(s, "/status/connectionState/lastObservedState") != state || str_at(s, "/status/message") != message {
+            let address =
+                Some(str_at(s, "/spec/address")).filter(|a| !a.is_empty()).unwrap_or(str_at(s, "/spec/configMap"));
+            let status = json!({"connectionState": {"address": address, "lastObservedState": state, "lastConnect": now()},
+                                "message": message, "reason": if message.is_empty() { "" } else { "CatalogUnreadable" }});
+            olm.status(s, &status).await?;
+        }
+    }
+    Ok((loaded, unhealthy))
+}
+
+/// One pass; whether something is in flight.
+async fn pass(olm: &mut Olm) -> Result<bool, String> {
+    let (loaded, unhealthy) = catalogs(olm).await?;
+    let groups_objects = olm.list(V1, "OperatorGroup").await?;
+    let groups: Vec<Group> = groups_objects.iter().map(group).collect();
+    for (og, g) in groups_objects.iter().zip(&groups) {
+        let namespaces =
+            if g.install_mode() == "AllNamespaces" { vec![String::new()] } else { g.target_namespaces.clone() };
+        olm.status(og, &json!({"namespaces": namespaces})).await?;
+    }
+    let plans = olm.list(V1ALPHA1, "InstallPlan").await?;
+    let installed = olm.list(V1ALPHA1, "ClusterServiceVersion").await?;
+    let subs = olm.list(V1ALPHA1, "Subscription").await?;
+    for sub in &subs {
+        if let Err(e) = subscriptions::sync(olm, sub, &loaded, &unhealthy, &plans, &installed).await {
+            tracing::warn!(subscription = %str_at(sub, "/metadata/name"), error = %e, "subscription not synced");
+        }
+    }
+    let plans = olm.list(V1ALPHA1, "InstallPlan").await?;
+    for plan in &plans {
+        if let Err(e) = installplans::sync(olm, plan).await {
+            tracing::warn!(plan = %str_at(plan, "/metadata/name"), error = %e, "install plan not synced");
+        }
+    }
+    let all_csvs = olm.list(V1ALPHA1, "ClusterServiceVersion").await?;
+    if all_csvs.is_empty() {
+        return Ok(in_flight(&subs, &plans, &all_csvs));
+    }
+    let crds =
+        uc_engine::dynamic::list(&olm.client, &olm.kinds, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "")
+            .await?;
+    for csv in &all_csvs {
+        if let Err(e) = csvs::sync(olm, csv, &all_csvs, &groups, &crds).await {
+            tracing::warn!(csv = %str_at(csv, "/metadata/name"), error = %e, "csv not synced");
+        }
+    }
+    Ok(in_flight(&subs, &plans, &all_csvs))
+}

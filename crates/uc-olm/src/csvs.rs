@@ -1,0 +1,141 @@
+//! ClusterServiceVersions: checked against their OperatorGroup and the CRDs they own and need, then
+//! installed — their Deployments created, owned by them, annotated with the namespaces they serve —
+//! and watched until those are available (`phase.rs` decides the phase). A CSV replaced by a newer one
+//! is `Replacing` until the newer one succeeded, then deleted.
+
+use serde_json::{Value, json};
+
+use crate::context::{Olm, now, str_at};
+use crate::csv::Csv;
+use crate::group::{self, Group};
+use crate::phase::{Observed, next};
+use crate::plan::{OPERATOR_GROUP_ANNOTATION, TARGET_NAMESPACES_ANNOTATION, deployments};
+
+/// The label OLM puts on a CSV copied into a target namespace.
+pub const COPIED_FROM_LABEL: &str = "olm.copiedFrom";
+
+/// Most phase changes a CSV's `status.conditions` keeps.
+const MAX_CONDITIONS: usize = 20;
+
+/// Whether a CRD is served: it exists and is `Established`.
+fn established(crds: &[Value], name: &str) -> bool {
+    crds.iter().any(|c| {
+        str_at(c, "/metadata/name") == name
+            && c.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|cs| {
+                cs.iter().any(|x| str_at(x, "/type") == "Established" && str_at(x, "/status") == "True")
+            })
+    })
+}
+
+/// Whether a Deployment is available: as many available replicas as it wants.
+pub fn available(d: &Value) -> bool {
+    let want = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    d.pointer("/status/availableReplicas").and_then(Value::as_i64).unwrap_or(0) >= want
+}
+
+/// Moves one CSV on.
+pub async fn sync(olm: &Olm, csv_obj: &Value, csvs: &[Value], groups: &[Group], crds: &[Value]) -> Result<(), String> {
+    if csv_obj.pointer(&format!("/metadata/labels/{}", COPIED_FROM_LABEL.replace('/', "~1"))).is_some() {
+        return Ok(());
+    }
+    let csv = Csv::from_value(csv_obj)?;
+    let (ns, name) = (str_at(csv_obj, "/metadata/namespace"), csv.name());
+    let group = group::check(&csv, ns, groups);
+    let descriptions = csv.spec.customresourcedefinitions.clone().unwrap_or_default();
+    let missing_crds: Vec<String> = descriptions
+        .owned
+        .iter()
+        .chain(&descriptions.required)
+        .map(|d| d.name.clone())
+        .filter(|n| !established(crds, n))
+        .collect();
+    let replaced_by = csvs
+        .iter()
+        .find(|c| str_at(c, "/metadata/namespace") == ns && str_at(c, "/spec/replaces") == name)
+        .map(|c| (str_at(c, "/metadata/name").to_string(), str_at(c, "/status/phase").to_string()));
+    let targets = group.as_ref().map(|g| g.target_annotation()).unwrap_or_default();
+    let wanted = deployments(csv_obj, &targets)?;
+    let mut existing = Vec::new();
+    for d in &wanted {
+        existing.push(
+            uc_engine::dynamic::get(&olm.client, &olm.kinds, "apps/v1", "Deployment", ns, str_at(d, "/metadata/name"))
+                .await?,
+        );
+    }
+    let observed = Observed {
+        phase: str_at(csv_obj, "/status/phase").to_string(),
+        group: group.as_ref().err().cloned(),
+        missing_crds,
+        deployments_created: existing.iter().all(Option::is_some),
+        unavailable: wanted
+            .iter()
+            .zip(&existing)
+            .filter(|(_, e)| !e.as_ref().is_some_and(available))
+            .map(|(d, _)| str_at(d, "/metadata/name").to_string())
+            .collect(),
+        replaced_by: replaced_by.as_ref().map(|(n, _)| n.clone()),
+    };
+    let p = next(&observed);
+    if p.phase == "Replacing" && replaced_by.as_ref().is_some_and(|(_, phase)| phase == "Succeeded") {
+        tracing::info!(csv = %name, namespace = %ns, "replaced; deleting");
+        return uc_engine::dynamic::delete(
+            &olm.client,
+            &olm.kinds,
+            crate::context::V1ALPHA1,
+            "ClusterServiceVersion",
+            ns,
+            name,
+        )
+        .await;
+    }
+    if let Ok(g) = &group
+        && matches!(p.phase, "InstallReady" | "Installing" | "Succeeded" | "Failed")
+        && observed.missing_crds.is_empty()
+    {
+        let annotations = csv_obj.pointer("/metadata/annotations");
+        let annotated = |k: &str, v: &str| annotations.and_then(|a| a.get(k)).and_then(Value::as_str) == Some(v);
+        if !annotated(OPERATOR_GROUP_ANNOTATION, &g.name) || !annotated(TARGET_NAMESPACES_ANNOTATION, &targets) {
+            let patch = json!({"metadata": {"annotations": {OPERATOR_GROUP_ANNOTATION: g.name, TARGET_NAMESPACES_ANNOTATION: targets}}});
+            uc_engine::dynamic::merge(&olm.client, &olm.kinds, csv_obj, &patch).await?;
+        }
+        for (d, have) in wanted.iter().zip(&existing) {
+            if !have.as_ref().is_some_and(|h| uc_engine::dynamic::holds(h, d)) {
+                olm.apply(d).await?;
+            }
+        }
+    }
+    let previous = str_at(csv_obj, "/status/phase");
+    let t = now();
+    let mut status = json!({"phase": p.phase, "reason": p.reason, "message": p.message, "lastUpdateTime": t,
+                            "requirementStatus": []});
+    if previous != p.phase || str_at(csv_obj, "/status/reason") != p.reason {
+        status["lastTransitionTime"] = json!(t);
+        let mut conditions: Vec<Value> =
+            csv_obj.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+        conditions.push(json!({"phase": p.phase, "reason": p.reason, "message": p.message,
+                               "lastTransitionTime": t, "lastUpdateTime": t}));
+        let skip = conditions.len().saturating_sub(MAX_CONDITIONS);
+        status["conditions"] = json!(conditions[skip..]);
+        tracing::info!(csv = %name, namespace = %ns, phase = p.phase, reason = p.reason, "csv phase");
+    } else if str_at(csv_obj, "/status/message") == p.message {
+        return Ok(());
+    }
+    olm.status(csv_obj, &status).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn served_crds_and_available_deployments() {
+        let crds = [
+            json!({"metadata": {"name": "a.x"}, "status": {"conditions": [{"type": "Established", "status": "True"}]}}),
+            json!({"metadata": {"name": "b.x"}, "status": {"conditions": [{"type": "Established", "status": "False"}]}}),
+        ];
+        assert!(established(&crds, "a.x") && !established(&crds, "b.x") && !established(&crds, "c.x"));
+        assert!(available(&json!({"spec": {"replicas": 2}, "status": {"availableReplicas": 2}})));
+        assert!(!available(&json!({"spec": {"replicas": 2}, "status": {"availableReplicas": 1}})));
+        assert!(!available(&json!({"spec": {}})), "one replica by default, none available yet");
+    }
+}

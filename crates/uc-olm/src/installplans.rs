@@ -1,0 +1,167 @@
+//! InstallPlans: created by a Subscription with every step of its bundles, waiting for approval when
+//! Manual, then carried out step by step (server-side apply, as the lifecycle manager) to Complete — or
+//! Failed with the step and the reason, as when a CRD upgrade would drop a version still stored.
+
+use serde_json::{Value, json};
+
+use crate::context::{Olm, V1ALPHA1, now, str_at};
+use crate::plan::Step;
+
+/// The versions an update of a CRD would drop while objects may still be stored in them: the existing
+/// CRD's `status.storedVersions` the new one does not serve.
+pub fn dropped_stored_versions(existing: &Value, new: &Value) -> Vec<String> {
+    let served: Vec<&str> = new
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.get("name").and_then(Value::as_str))
+        .chain(new.pointer("/spec/version").and_then(Value::as_str))
+        .collect();
+    existing
+        .pointer("/status/storedVersions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|v| !served.contains(v))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A new InstallPlan of `steps` for a Subscription in `namespace`.
+pub fn install_plan(
+    name: &str,
+    namespace: &str,
+    csvs: &[String],
+    approval: &str,
+    source: (&str, &str),
+    subscription: &Value,
+) -> Value {
+    json!({
+        "apiVersion": V1ALPHA1, "kind": "InstallPlan",
+        "metadata": {"name": name, "namespace": namespace,
+                     "ownerReferences": [{"apiVersion": V1ALPHA1, "kind": "Subscription",
+                                          "name": str_at(subscription, "/metadata/name"),
+                                          "uid": str_at(subscription, "/metadata/uid"),
+                                          "controller": false, "blockOwnerDeletion": false}]},
+        "spec": {"approval": approval, "approved": approval == "Automatic", "clusterServiceVersionNames": csvs,
+                 "generation": 1, "source": source.1, "sourceNamespace": source.0},
+    })
+}
+
+/// An InstallPlan's status with its steps (each with its CatalogSource's namespace and name), all
+/// `step_status`.
+pub fn plan_status(phase: &str, steps: &[(Step, &str, &str)], step_status: &str, sources: &[String]) -> Value {
+    let plan: Vec<Value> = steps.iter().map(|(s, ns, name)| s.to_status(name, ns, step_status)).collect();
+    json!({"phase": phase, "catalogSources": sources, "plan": plan})
+}
+
+/// The manifests of a plan's steps, from its status.
+fn steps_of(plan: &Value) -> Vec<Value> {
+    plan.pointer("/status/plan")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.pointer("/resource/manifest").and_then(Value::as_str))
+        .filter_map(|m| serde_json::from_str(m).ok())
+        .collect()
+}
+
+fn condition(installed: bool, reason: &str, message: &str) -> Value {
+    let t = now();
+    json!({"type": "Installed", "status": if installed { "True" } else { "False" }, "reason": reason,
+           "message": message, "lastTransitionTime": t, "lastUpdateTime": t})
+}
+
+/// Moves one InstallPlan on: approval, then its steps.
+pub async fn sync(olm: &Olm, plan: &Value) -> Result<(), String> {
+    let phase = str_at(plan, "/status/phase");
+    if matches!(phase, "Complete" | "Failed") || plan.pointer("/status/plan").is_none() {
+        return Ok(());
+    }
+    let approved = plan.pointer("/spec/approved").and_then(Value::as_bool) == Some(true);
+    if !approved {
+        return olm.status(plan, &json!({"phase": "RequiresApproval"})).await;
+    }
+    if phase != "Installing" {
+        olm.status(plan, &json!({"phase": "Installing", "startTime": now()})).await?;
+    }
+    let mut statuses = Vec::new();
+    for manifest in steps_of(plan) {
+        let (kind, name) = (str_at(&manifest, "/kind"), str_at(&manifest, "/metadata/name"));
+        let outcome = apply_step(olm, &manifest).await;
+        match outcome {
+            Ok(s) => statuses.push(s),
+            Err(message) => {
+                let message = format!("error creating {kind} {name}: {message}");
+                tracing::warn!(plan = %str_at(plan, "/metadata/name"), %message, "install plan failed");
+                let status = json!({"phase": "Failed", "message": message,
+                                    "conditions": [condition(false, "InstallComponentFailed", &message)]});
+                return olm.status(plan, &status).await;
+            }
+        }
+    }
+    let mut steps = plan.pointer("/status/plan").cloned().unwrap_or_else(|| json!([]));
+    if let Some(list) = steps.as_array_mut() {
+        for (step, s) in list.iter_mut().zip(&statuses) {
+            step["status"] = json!(s);
+        }
+    }
+    let status = json!({"phase": "Complete", "plan": steps, "conditions": [condition(true, "", "")]});
+    olm.status(plan, &status).await
+}
+
+/// Creates (or updates) one step's object: `Created` or `Present`.
+async fn apply_step(olm: &Olm, manifest: &Value) -> Result<&'static str, String> {
+    let (api_version, kind) = (str_at(manifest, "/apiVersion"), str_at(manifest, "/kind"));
+    let (ns, name) = (str_at(manifest, "/metadata/namespace"), str_at(manifest, "/metadata/name"));
+    let existing = uc_engine::dynamic::get(&olm.client, &olm.kinds, api_version, kind, ns, name).await?;
+    if kind == "CustomResourceDefinition"
+        && let Some(old) = &existing
+    {
+        let dropped = dropped_stored_versions(old, manifest);
+        if !dropped.is_empty() {
+            return Err(format!(
+                "risk of data loss updating {name}: the new CRD does not serve version(s) {} that the existing CRD lists as stored (status.storedVersions)",
+                dropped.join(", ")
+            ));
+        }
+    }
+    olm.apply(manifest).await?;
+    if kind == "CustomResourceDefinition" {
+        // Later steps (the CSV, its custom resources) need the new kind served.
+        olm.kinds.forget();
+    }
+    Ok(if existing.is_some() { "Present" } else { "Created" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_crd_update_that_drops_a_stored_version_is_caught() {
+        let existing = json!({"spec": {"versions": [{"name": "v1alpha1"}, {"name": "v1"}]},
+                              "status": {"storedVersions": ["v1alpha1", "v1"]}});
+        let keeps = json!({"spec": {"versions": [{"name": "v1alpha1"}, {"name": "v1"}, {"name": "v2"}]}});
+        assert!(dropped_stored_versions(&existing, &keeps).is_empty());
+        let drops = json!({"spec": {"versions": [{"name": "v1"}, {"name": "v2"}]}});
+        assert_eq!(dropped_stored_versions(&existing, &drops), ["v1alpha1"]);
+        let beta = json!({"spec": {"version": "v1alpha1", "versions": [{"name": "v1"}]}});
+        assert!(dropped_stored_versions(&existing, &beta).is_empty(), "v1beta1's spec.version counts");
+    }
+
+    #[test]
+    fn a_new_plan_waits_for_approval_unless_automatic() {
+        let sub = json!({"metadata": {"name": "etcd", "uid": "u"}});
+        let manual = install_plan("install-1", "ops", &["etcd.v1".into()], "Manual", ("olm", "uc-operators"), &sub);
+        assert_eq!(manual["spec"]["approved"], false);
+        assert_eq!(manual["metadata"]["ownerReferences"][0]["name"], "etcd");
+        let auto = install_plan("install-2", "ops", &["etcd.v1".into()], "Automatic", ("olm", "uc-operators"), &sub);
+        assert_eq!(
+            (auto["spec"]["approved"].clone(), auto["spec"]["sourceNamespace"].clone()),
+            (json!(true), json!("olm"))
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! Subscriptions: resolve the package on its channel (with its dependencies) into an InstallPlan, follow
+//! that plan, and once its CSV succeeded, plan the next bundle of the channel — the Subscription's
+//! status says where it is (`state`, `currentCSV`, `installedCSV`, `installPlanRef`) and why it waits
+//! (OLM's conditions).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::context::{Olm, V1ALPHA1, now, str_at};
+use crate::fbc::Catalog;
+use crate::graph;
+use crate::installplans::{install_plan, plan_status};
+use crate::plan::steps;
+use crate::resolve::{Choice, Installed, Source, Target, bundle_of, resolve};
+use crate::versions::parse_version;
+
+/// A catalog the lifecycle manager read: its CatalogSource (`namespace/name`), priority and contents.
+pub type Loaded = (String, i64, Arc<Catalog>);
+
+fn condition(type_: &str, status: bool, reason: &str, message: &str) -> Value {
+    json!({"type": type_, "status": if status { "True" } else { "False" }, "reason": reason, "message": message,
+           "lastTransitionTime": now()})
+}
+
+/// The name of the InstallPlan that installs `bundle` for a Subscription: stable, so that a pass
+/// repeated after a crash finds the plan it made.
+pub fn plan_name(subscription_uid: &str, bundle: &str) -> String {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in subscription_uid.bytes().chain([b'/']).chain(bundle.bytes()) {
+        h = (h ^ b as u64).wrapping_mul(0x100000001b3);
+    }
+    let alphabet = b"bcdfghjklmnpqrstvwxz2456789";
+    let tail: String = (0..5).map(|i| alphabet[((h >> (i * 8)) % alphabet.len() as u64) as usize] as char).collect();
+    format!("install-{tail}")
+}
+
+/// The target of a Subscription.
+pub fn target(sub: &Value) -> Target {
+    let opt = |p: &str| Some(str_at(sub, p).to_string()).filter(|s| !s.is_empty());
+    Target {
+        package: str_at(sub, "/spec/name").to_string(),
+        channel: opt("/spec/channel"),
+        starting_csv: opt("/spec/startingCSV"),
+        source: opt("/spec/source").map(|s| format!("{}/{s}", str_at(sub, "/spec/sourceNamespace"))),
+    }
+}
+
+/// What is installed in a namespace: its CSVs that are not being replaced.
+fn installed_in(csvs: &[Value], namespace: &str, sources: &[Source]) -> Vec<Installed> {
+    csvs.iter()
+        .filter(|c| str_at(c, "/metadata/namespace") == namespace && str_at(c, "/status/phase") != "Replacing")
+        .filter_map(|c| {
+            let csv = crate::csv::Csv::from_value(c).ok()?;
+            let version = parse_version(csv.spec.version.as_deref()?).ok()?;
+            let package = sources
+                .iter()
+                .flat_map(|s| s.catalog.packages.values())
+                .find(|p| p.bundles.contains_key(csv.name()))
+                .map(|p| p.name.clone())
+                .unwrap_or_default();
+            Some(Installed { package, version, provides: csv.owned() })
+        })
+        .collect()
+}
+
+/// Makes the InstallPlan of `choices` in the Subscription's namespace.
+async fn make_plan(olm: &Olm, sub: &Value, sources: &[Source<'_>], choices: &[Choice]) -> Result<String, String> {
+    let ns = str_at(sub, "/metadata/namespace");
+    let name = plan_name(str_at(sub, "/metadata/uid"), &choices[0].bundle);
+    let mut all = Vec::new();
+    for c in choices {
+        let b = bundle_of(sources, c).ok_or_else(|| format!("bundle {} vanished from its catalog", c.bundle))?;
+        let (source_ns, source_name) = c.source.split_once('/').unwrap_or(("", c.source.as_str()));
+        for s in steps(b, ns)? {
+            all.push((s, source_ns.to_string(), source_name.to_string()));
+        }
+    }
+    let csvs: Vec<String> = choices.iter().map(|c| c.bundle.clone()).collect();
+    let approval = Some(str_at(sub, "/spec/installPlanApproval")).filter(|a| !a.is_empty()).unwrap_or("Automatic");
+    let (source_ns, source_name) = choices[0].source.split_once('/').unwrap_or(("", ""));
+    let plan = olm.apply(&install_plan(&name, ns, &csvs, approval, (source_ns, source_name), sub)).await?;
+    if plan.pointer("/status/phase").is_none() {
+        let phase = if approval == "Automatic" { "Installing" } else { "RequiresApproval" };
+        let mut catalogs: Vec<String> = choices.iter().map(|c| c.source.clone()).collect();
+        catalogs.dedup();
+        let steps: Vec<(crate::plan::Step, &str, &str)> =
+            all.iter().map(|(s, ns, n)| (s.clone(), ns.as_str(), n.as_str())).collect();
+        olm.status(&plan, &plan_status(phase, &steps, "Unknown", &catalogs)).await?;
+    }
+    tracing::info!(subscription = %str_at(sub, "/metadata/name"), plan = %name, ?csvs, "install plan made");
+    Ok(name)
+}
+
+/// Moves one Subscription on.
+pub async fn sync(
+    olm: &Olm,
+    sub: &Value,
+    catalogs: &[Loaded],
+    unhealthy: &[String],
+    plans: &[Value],
+    csvs: &[Value],
+) -> Result<(), String> {
+    let ns = str_at(sub, "/metadata/namespace");
+    let sources: Vec<Source> =
+        catalogs.iter().map(|(n, p, c)| Source { name: n.as_str(), priority: *p, catalog: c.as_ref() }).collect();
+    let mut conditions = vec![if unhealthy.is_empty() {
+        condition(
+            "CatalogSourcesUnhealthy",
+            false,
+            "AllCatalogSourcesHealthy",
+            "all available catalogsources are healthy",
+        )
+    } else {
+        condition(
+            "CatalogSourcesUnhealthy",
+            true,
+            "UnhealthyCatalogSourceFound",
+            &format!("targeted catalogsource(s) unhealthy: {}", unhealthy.join(", ")),
+        )
+    }];
+    let mut installed = Some(str_at(sub, "/status/installedCSV").to_string()).filter(|s| !s.is_empty());
+    let current = str_at(sub, "/status/currentCSV").to_string();
+    let plan_ref = str_at(sub, "/status/installPlanRef/name").to_string();
+    let status =
+        |state: &str, current: &str, installed: Option<&String>, plan: Option<&str>, conditions: Vec<Value>| {
+            let plan_ref =
+                plan.map(|p| json!({"apiVersion": V1ALPHA1, "kind": "InstallPlan", "name": p, "namespace": ns}));
+            json!({"state": state, "currentCSV": current, "installedCSV": installed, "installPlanRef": plan_ref,
+               "installplan": plan.map(|p| json!({"apiVersion": V1ALPHA1, "kind": "InstallPlan", "name": p})),
+               "conditions": conditions, "lastUpdated": now()})
+        };
+    if !plan_ref.is_empty() {
+        let plan =
+            plans.iter().find(|p| str_at(p, "/metadata/namespace") == ns && str_at(p, "/metadata/name") == plan_ref);
+        match plan.map(|p| str_at(p, "/status/phase")) {
+            None => {
+                conditions.push(condition(
+                    "InstallPlanMissing",
+                    true,
+                    "ReferencedInstallPlanNotFound",
+                    &format!("the install plan {plan_ref} is gone; resolving again"),
+                ));
+                return olm.status(sub, &status("", &current, installed.as_ref(), None, conditions)).await;
+            }
+            Some("Complete") => installed = Some(current.clone()),
+            Some("Failed") => {
+                let message = str_at(plan.unwrap_or(&Value::Null), "/status/message");
+                conditions.push(condition("InstallPlanFailed", true, "InstallComponentFailed", message));
+                return olm
+                    .status(sub, &status("UpgradePending", &current, installed.as_ref(), Some(&plan_ref), conditions))
+                    .await;
+            }
+            Some(phase) => {
+                let reason = if phase == "RequiresApproval" { "RequiresApproval" } else { "Installing" };
+                conditions.push(condition("InstallPlanPending", true, reason, ""));
+                return olm
+                    .status(sub, &status("UpgradePending", &current, installed.as_ref(), Some(&plan_ref), conditions))
+                    .await;
+            }
+        }
+    }
+    let target = target(sub);
+    let Some(from) = installed.clone() else {
+        // Nothing installed: resolve the package (and what it needs) and plan it.
+        return match resolve(&sources, &target, &installed_in(csvs, ns, &sources)) {
+            Ok(choices) => {
+                let plan = make_plan(olm, sub, &sources, &choices).await?;
+                conditions.push(condition("InstallPlanPending", true, "Installing", ""));
+                olm.status(sub, &status("UpgradePending", &choices[0].bundle, None, Some(&plan), conditions)).await
+            }
+            Err(e) => {
+                conditions.push(condition("ResolutionFailed", true, "ConstraintsNotSatisfiable", &e.to_string()));
+                olm.status(sub, &status("", "", None, None, conditions)).await
+            }
+        };
+    };
+    // Installed: the next bundle of the channel, once the installed CSV succeeded.
+    let last_plan = (!plan_ref.is_empty()).then_some(plan_ref.as_str());
+    let succeeded = csvs.iter().any(|c| {
+        str_at(c, "/metadata/namespace") == ns
+            && str_at(c, "/metadata/name") == from
+            && str_at(c, "/status/phase") == "Succeeded"
+    });
+    let next = sources
+        .iter()
+        .filter(|s| target.source.as_deref().is_none_or(|n| n == s.name))
+        .find_map(|s| s.catalog.packages.get(&target.package))
+        .and_then(|pkg| {
+            let channel = pkg.channels.get(target.channel.as_deref().unwrap_or(&pkg.default_channel))?;
+            let version = pkg.bundles.get(&from).map(|b| b.version.clone());
+            graph::next(pkg, channel, &from, version.as_ref()).map(|e| e.name.clone())
+        });
+    match next {
+        Some(next) if succeeded => {
+            let upgrade = Target { starting_csv: Some(next.clone()), ..target };
+            match resolve(&sources, &upgrade, &installed_in(csvs, ns, &sources)) {
+                Ok(choices) => {
+                    let plan = make_plan(olm, sub, &sources, &choices).await?;
+                    conditions.push(condition("InstallPlanPending", true, "Installing", ""));
+                    olm.status(sub, &status("UpgradePending", &next, Some(&from), Some(&plan), conditions)).await
+                }
+                Err(e) => {
+                    conditions.push(condition("ResolutionFailed", true, "ConstraintsNotSatisfiable", &e.to_string()));
+                    olm.status(sub, &status("UpgradeAvailable", &from, Some(&from), last_plan, conditions)).await
+                }
+            }
+        }
+        Some(_) => olm.status(sub, &status("UpgradeAvailable", &from, Some(&from), last_plan, conditions)).await,
+        None => olm.status(sub, &status("AtLatestKnown", &from, Some(&from), last_plan, conditions)).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_names_are_stable_and_distinct() {
+        let a = plan_name("uid-1", "etcd.v0.1.0");
+        assert_eq!(a, plan_name("uid-1", "etcd.v0.1.0"));
+        assert_ne!(a, plan_name("uid-1", "etcd.v0.2.0"));
+        assert_ne!(a, plan_name("uid-2", "etcd.v0.1.0"));
+        assert!(a.starts_with("install-") && a.len() == "install-".len() + 5, "{a}");
+    }
+
+    #[test]
+    fn a_subscriptions_target() {
+        let sub =
+            json!({"spec": {"name": "etcd", "channel": "alpha", "source": "uc-operators", "sourceNamespace": "olm"}});
+        let t = target(&sub);
+        assert_eq!(
+            (t.package.as_str(), t.channel.as_deref(), t.source.as_deref()),
+            ("etcd", Some("alpha"), Some("olm/uc-operators"))
+        );
+        assert_eq!(target(&json!({"spec": {"name": "etcd"}})).starting_csv, None);
+    }
+}

@@ -1,0 +1,184 @@
+//! The catalog shipped with uc (`uc-operators`, served by `uc up` as a CatalogSource in `olm`): uc's
+//! operators as ordinary OLM bundles. Each bundle is a ClusterServiceVersion (description, icon,
+//! capability level, `alm-examples`), the operator's CRDs and its UniversalController objects; its
+//! install strategy has no Deployment, since the hooks run in uc's engine.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use uc_olm::bundle::{bundle_from_objects, entry_of};
+use uc_olm::fbc::{Catalog, Channel, Package};
+
+/// The catalog's name.
+pub const NAME: &str = "uc-operators";
+
+/// A small icon: uc's mark.
+const ICON_SVG: &str = r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="12" fill="#1f5f8b"/><text x="32" y="42" font-family="sans-serif" font-size="28" fill="#fff" text-anchor="middle">uc</text></svg>"##;
+
+/// One operator of the catalog.
+struct Operator {
+    package: &'static str,
+    display: &'static str,
+    description: &'static str,
+    /// The capability level (seed 001's maturity model) and why.
+    capabilities: &'static str,
+    categories: &'static str,
+    crds: Vec<Value>,
+    controllers: Vec<Value>,
+    examples: Value,
+}
+
+fn icon() -> Value {
+    use base64::Engine as _;
+    json!({"base64data": base64::engine::general_purpose::STANDARD.encode(ICON_SVG), "mediatype": "image/svg+xml"})
+}
+
+fn owned(crds: &[Value]) -> Vec<Value> {
+    crds.iter()
+        .map(|c| {
+            let served = c
+                .pointer("/spec/versions")
+                .and_then(Value::as_array)
+                .and_then(|vs| vs.iter().find(|v| v.get("storage") == Some(&json!(true))).or(vs.first()));
+            json!({
+                "name": c.pointer("/metadata/name"),
+                "version": served.and_then(|v| v.get("name")),
+                "kind": c.pointer("/spec/names/kind"),
+                "displayName": c.pointer("/spec/names/kind"),
+            })
+        })
+        .collect()
+}
+
+fn csv(op: &Operator, version: &str) -> Value {
+    json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+        "metadata": {
+            "name": format!("{}.v{version}", op.package),
+            "annotations": {
+                "alm-examples": op.examples.to_string(),
+                "capabilities": op.capabilities,
+                "categories": op.categories,
+                "description": op.description.lines().next().unwrap_or_default(),
+                "containerImage": "uc (the hooks run in uc's engine)",
+                "repository": "uc",
+                "support": "uc",
+            },
+        },
+        "spec": {
+            "displayName": op.display,
+            "description": op.description,
+            "version": version,
+            "maturity": "alpha",
+            "provider": {"name": "uc"},
+            "icon": [icon()],
+            "keywords": [op.package, "uc"],
+            "links": [{"name": "Documentation", "url": format!("docs/{}-operator.md", op.package)}],
+            "maintainers": [{"name": "uc", "email": "uc@localhost"}],
+            // The operator's hooks run in uc's engine, which serves every namespace.
+            "installModes": [
+                {"type": "OwnNamespace", "supported": false},
+                {"type": "SingleNamespace", "supported": false},
+                {"type": "MultiNamespace", "supported": false},
+                {"type": "AllNamespaces", "supported": true},
+            ],
+            "install": {"strategy": "deployment", "spec": {"deployments": []}},
+            "customresourcedefinitions": {"owned": owned(&op.crds)},
+        },
+    })
+}
+
+fn operators() -> Vec<Operator> {
+    vec![
+        Operator {
+            package: "etcd",
+            display: "etcd (uc)",
+            description: "Creates and maintains highly available etcd clusters: the coreos etcd-operator's API \
+                          (EtcdCluster, EtcdBackup, EtcdRestore) on uc's engine.\n\n\
+                          Members join as learners and are promoted; scaling and version upgrades go one member at \
+                          a time; dead members are replaced; backups go to local storage or S3 and restore \
+                          recovers a cluster that lost quorum.",
+            capabilities: "Full Lifecycle",
+            categories: "Database",
+            crds: uc_operators::etcd::crds(),
+            controllers: uc_operators::etcd::controllers(),
+            examples: json!([{"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdCluster",
+                              "metadata": {"name": "example"}, "spec": {"size": 3, "version": "3.4.30"}}]),
+        },
+        Operator {
+            package: "zookeeper",
+            display: "ZooKeeper (uc)",
+            description: "Runs Apache ZooKeeper ensembles: the pravega zookeeper-operator's API (ZookeeperCluster) \
+                          on uc's engine.\n\n\
+                          Scaling one server at a time by dynamic reconfiguration, members replaced with their \
+                          data, rolling upgrades with the leader last, status read from the servers.",
+            capabilities: "Seamless Upgrades",
+            categories: "Database",
+            crds: uc_operators::zookeeper::crds(),
+            controllers: uc_operators::zookeeper::controllers(),
+            examples: json!([{"apiVersion": "zookeeper.pravega.io/v1beta1", "kind": "ZookeeperCluster",
+                              "metadata": {"name": "example"}, "spec": {"replicas": 3}}]),
+        },
+    ]
+}
+
+/// The catalogs built into uc, by name.
+pub fn builtin() -> BTreeMap<String, Catalog> {
+    let version = env!("CARGO_PKG_VERSION");
+    let mut catalog = Catalog::default();
+    for op in operators() {
+        let mut objects = vec![csv(&op, version)];
+        objects.extend(op.crds.iter().cloned());
+        objects.extend(op.controllers.iter().cloned());
+        let bundle = match bundle_from_objects(op.package, objects) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::error!(package = op.package, error = %e, "a built-in bundle is malformed; left out");
+                continue;
+            }
+        };
+        let channel = Channel { name: "alpha".into(), entries: vec![entry_of(&bundle)] };
+        let package = Package {
+            name: op.package.into(),
+            default_channel: "alpha".into(),
+            description: op.description.into(),
+            icon: Some(icon()),
+            channels: BTreeMap::from([("alpha".into(), channel)]),
+            bundles: BTreeMap::from([(bundle.name.clone(), bundle)]),
+        };
+        catalog.packages.insert(op.package.into(), package);
+    }
+    BTreeMap::from([(NAME.to_string(), catalog)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ucs_operators_are_bundles_that_install_their_controllers() {
+        let catalogs = builtin();
+        let catalog = &catalogs[NAME];
+        let etcd = &catalog.packages["etcd"];
+        let bundle = etcd.bundles.values().next().unwrap();
+        assert_eq!(bundle.name, format!("etcd.v{}", env!("CARGO_PKG_VERSION")));
+        assert!(bundle.provides.iter().any(|g| g.kind == "EtcdCluster"));
+        let kinds: Vec<&str> = bundle.objects.iter().filter_map(|o| o.get("kind").and_then(Value::as_str)).collect();
+        assert!(kinds.contains(&"UniversalController") && kinds.contains(&"CustomResourceDefinition"), "{kinds:?}");
+        let csv = bundle.objects.iter().find(|o| o["kind"] == "ClusterServiceVersion").unwrap();
+        let examples: Value =
+            serde_json::from_str(csv["metadata"]["annotations"]["alm-examples"].as_str().unwrap()).unwrap();
+        assert_eq!(examples[0]["kind"], "EtcdCluster");
+        // Round trip through FBC: what `uc catalog` would write reads back the same.
+        let blobs: Vec<Value> = catalog.packages.values().flat_map(uc_olm::bundle::package_blobs).collect();
+        assert_eq!(&Catalog::from_blobs(&blobs).unwrap(), catalog);
+        let steps = uc_olm::plan::steps(bundle, "operators").unwrap();
+        assert!(
+            steps
+                .iter()
+                .any(|s| s.manifest["kind"] == "UniversalController"
+                    && s.manifest["metadata"].get("namespace").is_none()),
+            "controllers are cluster-scoped"
+        );
+    }
+}
