@@ -32,12 +32,27 @@ impl Olm {
         uc_engine::dynamic::apply(&self.client, &self.kinds, obj, MANAGER).await
     }
 
-    /// Merges `status` into an object's status, unless it holds it already.
+    /// Merges `status` into an object's status, unless it holds it already (times aside: a status
+    /// that differs only in when it was computed is not written again).
     pub async fn status(&self, obj: &Value, status: &Value) -> Result<(), String> {
-        if obj.get("status").is_some_and(|s| uc_engine::dynamic::holds(s, status)) {
+        if obj.get("status").is_some_and(|s| uc_engine::dynamic::holds(&timeless(s), &timeless(status))) {
             return Ok(());
         }
         uc_engine::dynamic::write_status(&self.client, &self.kinds, obj, status).await
+    }
+}
+
+/// The time fields of OLM's statuses.
+const TIMES: &[&str] = &["lastUpdated", "lastUpdateTime", "lastTransitionTime", "lastConnect", "startTime"];
+
+/// A status without its time fields.
+pub fn timeless(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter().filter(|(k, _)| !TIMES.contains(&k.as_str())).map(|(k, v)| (k.clone(), timeless(v))).collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(timeless).collect()),
+        other => other.clone(),
     }
 }
 
@@ -49,4 +64,18 @@ pub fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
 /// The time now, as Kubernetes writes it.
 pub fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn statuses_compare_without_their_times() {
+        let a = json!({"state": "AtLatestKnown", "lastUpdated": "t1", "conditions": [{"type": "X", "lastTransitionTime": "t1"}]});
+        let b = json!({"state": "AtLatestKnown", "lastUpdated": "t2", "conditions": [{"type": "X", "lastTransitionTime": "t2"}]});
+        assert_eq!(timeless(&a), timeless(&b));
+        assert_ne!(timeless(&a), timeless(&json!({"state": "UpgradePending"})));
+    }
 }

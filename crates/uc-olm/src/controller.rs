@@ -92,7 +92,12 @@ async fn pass(olm: &mut Olm) -> Result<bool, String> {
     for (og, g) in groups_objects.iter().zip(&groups) {
         let namespaces =
             if g.install_mode() == "AllNamespaces" { vec![String::new()] } else { g.target_namespaces.clone() };
-        olm.status(og, &json!({"namespaces": namespaces})).await?;
+        if og.pointer("/status/namespaces") != Some(&json!(namespaces)) {
+            let status = json!({"namespaces": namespaces, "lastUpdated": now()});
+            if let Err(e) = olm.status(og, &status).await {
+                tracing::warn!(group = %g.name, error = %e, "operator group status not written");
+            }
+        }
     }
     let plans = olm.list(V1ALPHA1, "InstallPlan").await?;
     let installed = olm.list(V1ALPHA1, "ClusterServiceVersion").await?;

@@ -65,7 +65,13 @@ fn installed_in(csvs: &[Value], namespace: &str, sources: &[Source]) -> Vec<Inst
 }
 
 /// Makes the InstallPlan of `choices` in the Subscription's namespace.
-async fn make_plan(olm: &Olm, sub: &Value, sources: &[Source<'_>], choices: &[Choice]) -> Result<String, String> {
+/// Makes the InstallPlan of `choices` in the Subscription's namespace; its name and uid.
+async fn make_plan(
+    olm: &Olm,
+    sub: &Value,
+    sources: &[Source<'_>],
+    choices: &[Choice],
+) -> Result<(String, String), String> {
     let ns = str_at(sub, "/metadata/namespace");
     let name = plan_name(str_at(sub, "/metadata/uid"), &choices[0].bundle);
     let mut all = Vec::new();
@@ -89,7 +95,7 @@ async fn make_plan(olm: &Olm, sub: &Value, sources: &[Source<'_>], choices: &[Ch
         olm.status(&plan, &plan_status(phase, &steps, "Unknown", &catalogs)).await?;
     }
     tracing::info!(subscription = %str_at(sub, "/metadata/name"), plan = %name, ?csvs, "install plan made");
-    Ok(name)
+    Ok((name, str_at(&plan, "/metadata/uid").to_string()))
 }
 
 /// Moves one Subscription on.
@@ -122,17 +128,21 @@ pub async fn sync(
     let mut installed = Some(str_at(sub, "/status/installedCSV").to_string()).filter(|s| !s.is_empty());
     let current = str_at(sub, "/status/currentCSV").to_string();
     let plan_ref = str_at(sub, "/status/installPlanRef/name").to_string();
+    // A plan is named with its uid (`installplan.uuid`).
     let status =
-        |state: &str, current: &str, installed: Option<&String>, plan: Option<&str>, conditions: Vec<Value>| {
-            let plan_ref =
-                plan.map(|p| json!({"apiVersion": V1ALPHA1, "kind": "InstallPlan", "name": p, "namespace": ns}));
+        |state: &str, current: &str, installed: Option<&String>, plan: Option<(&str, &str)>, conditions: Vec<Value>| {
+            let plan_ref = plan.map(|(p, uid)| {
+            json!({"apiVersion": V1ALPHA1, "kind": "InstallPlan", "name": p, "namespace": ns, "uid": uid})
+        });
+            let installplan =
+                plan.map(|(p, uid)| json!({"apiVersion": V1ALPHA1, "kind": "InstallPlan", "name": p, "uuid": uid}));
             json!({"state": state, "currentCSV": current, "installedCSV": installed, "installPlanRef": plan_ref,
-               "installplan": plan.map(|p| json!({"apiVersion": V1ALPHA1, "kind": "InstallPlan", "name": p})),
-               "conditions": conditions, "lastUpdated": now()})
+               "installplan": installplan, "conditions": conditions, "lastUpdated": now()})
         };
     if !plan_ref.is_empty() {
         let plan =
             plans.iter().find(|p| str_at(p, "/metadata/namespace") == ns && str_at(p, "/metadata/name") == plan_ref);
+        let uid = plan.map(|p| str_at(p, "/metadata/uid")).unwrap_or_default();
         match plan.map(|p| str_at(p, "/status/phase")) {
             None => {
                 conditions.push(condition(
@@ -148,14 +158,20 @@ pub async fn sync(
                 let message = str_at(plan.unwrap_or(&Value::Null), "/status/message");
                 conditions.push(condition("InstallPlanFailed", true, "InstallComponentFailed", message));
                 return olm
-                    .status(sub, &status("UpgradePending", &current, installed.as_ref(), Some(&plan_ref), conditions))
+                    .status(
+                        sub,
+                        &status("UpgradePending", &current, installed.as_ref(), Some((&plan_ref, uid)), conditions),
+                    )
                     .await;
             }
             Some(phase) => {
                 let reason = if phase == "RequiresApproval" { "RequiresApproval" } else { "Installing" };
                 conditions.push(condition("InstallPlanPending", true, reason, ""));
                 return olm
-                    .status(sub, &status("UpgradePending", &current, installed.as_ref(), Some(&plan_ref), conditions))
+                    .status(
+                        sub,
+                        &status("UpgradePending", &current, installed.as_ref(), Some((&plan_ref, uid)), conditions),
+                    )
                     .await;
             }
         }
@@ -165,9 +181,10 @@ pub async fn sync(
         // Nothing installed: resolve the package (and what it needs) and plan it.
         return match resolve(&sources, &target, &installed_in(csvs, ns, &sources)) {
             Ok(choices) => {
-                let plan = make_plan(olm, sub, &sources, &choices).await?;
+                let (plan, uid) = make_plan(olm, sub, &sources, &choices).await?;
                 conditions.push(condition("InstallPlanPending", true, "Installing", ""));
-                olm.status(sub, &status("UpgradePending", &choices[0].bundle, None, Some(&plan), conditions)).await
+                olm.status(sub, &status("UpgradePending", &choices[0].bundle, None, Some((&plan, &uid)), conditions))
+                    .await
             }
             Err(e) => {
                 conditions.push(condition("ResolutionFailed", true, "ConstraintsNotSatisfiable", &e.to_string()));
@@ -176,7 +193,12 @@ pub async fn sync(
         };
     };
     // Installed: the next bundle of the channel, once the installed CSV succeeded.
-    let last_plan = (!plan_ref.is_empty()).then_some(plan_ref.as_str());
+    let plan_uid = plans
+        .iter()
+        .find(|p| str_at(p, "/metadata/namespace") == ns && str_at(p, "/metadata/name") == plan_ref)
+        .map(|p| str_at(p, "/metadata/uid"))
+        .unwrap_or_default();
+    let last_plan = (!plan_ref.is_empty()).then_some((plan_ref.as_str(), plan_uid));
     let succeeded = csvs.iter().any(|c| {
         str_at(c, "/metadata/namespace") == ns
             && str_at(c, "/metadata/name") == from
@@ -196,9 +218,10 @@ pub async fn sync(
             let upgrade = Target { starting_csv: Some(next.clone()), ..target };
             match resolve(&sources, &upgrade, &installed_in(csvs, ns, &sources)) {
                 Ok(choices) => {
-                    let plan = make_plan(olm, sub, &sources, &choices).await?;
+                    let (plan, uid) = make_plan(olm, sub, &sources, &choices).await?;
                     conditions.push(condition("InstallPlanPending", true, "Installing", ""));
-                    olm.status(sub, &status("UpgradePending", &next, Some(&from), Some(&plan), conditions)).await
+                    olm.status(sub, &status("UpgradePending", &next, Some(&from), Some((&plan, &uid)), conditions))
+                        .await
                 }
                 Err(e) => {
                     conditions.push(condition("ResolutionFailed", true, "ConstraintsNotSatisfiable", &e.to_string()));

@@ -1,0 +1,119 @@
+"""OLM's own API on `uc up --olm` (work in progress, issue #18): uc's operators as bundles in the built-in
+catalog `olm/uc-operators`; a Subscription → an InstallPlan → a ClusterServiceVersion that succeeds, then
+an EtcdCluster made from the CSV's `alm-examples` runs; Manual approval waits for `approved: true`; an
+unsatisfiable requirement is a ResolutionFailed condition naming what is missing, with nothing installed.
+
+The tests share one cluster."""
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import Cluster, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def olm():
+    with tempfile.TemporaryDirectory(prefix="uc-e2e-") as d:
+        c = Cluster(d, ["--olm"]).start()
+        try:
+            wait_for(lambda: get(c, "-n", "olm", "catalogsource", "uc-operators") and
+                     get(c, "-n", "olm", "catalogsource", "uc-operators").get("status", {})
+                     .get("connectionState", {}).get("lastObservedState") == "READY", timeout=30,
+                     message="the built-in catalog ready")
+            yield c
+        finally:
+            assert c.stop() == 0, "uc up did not stop cleanly on Ctrl-C"
+
+
+def get(c, *args):
+    r = c.kubectl("get", *args, "-o", "json", check=False)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def subscribe(c, name, package, namespace="operators", **spec):
+    sub = {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+           "metadata": {"name": name, "namespace": namespace},
+           "spec": {"name": package, "channel": "alpha", "source": "uc-operators", "sourceNamespace": "olm", **spec}}
+    c.kubectl("apply", "-f", "-", input=json.dumps(sub))
+
+
+def condition(obj, kind):
+    return next((x for x in (obj or {}).get("status", {}).get("conditions", []) if x["type"] == kind), {})
+
+
+def test_a_subscription_installs_ucs_etcd_operator_and_its_example_runs(olm):
+    subscribe(olm, "etcd", "etcd")
+    sub = wait_for(lambda: (s := get(olm, "-n", "operators", "subscription", "etcd"))
+                   .get("status", {}).get("state") == "AtLatestKnown" and s, timeout=60, message="the Subscription at its latest")
+    st = sub["status"]
+    assert st["installedCSV"] == st["currentCSV"] and st["installedCSV"].startswith("etcd.v"), st
+    plan = get(olm, "-n", "operators", "installplan", st["installPlanRef"]["name"])
+    assert plan["status"]["phase"] == "Complete" and plan["spec"]["approved"] is True
+    kinds = [s["resource"]["kind"] for s in plan["status"]["plan"]]
+    assert kinds[:3] == ["CustomResourceDefinition"] * 3 and "ClusterServiceVersion" in kinds and "UniversalController" in kinds
+    csv = get(olm, "-n", "operators", "csv", st["installedCSV"])
+    assert csv["status"]["phase"] == "Succeeded" and csv["status"]["reason"] == "InstallSucceeded"
+    assert csv["metadata"]["annotations"]["capabilities"] == "Full Lifecycle"
+    assert [c["phase"] for c in csv["status"]["conditions"]][-1] == "Succeeded"
+    example = json.loads(csv["metadata"]["annotations"]["alm-examples"])[0]
+    assert example["kind"] == "EtcdCluster"
+    if shutil.which("etcd") is None:
+        pytest.skip("the example's members need etcd")
+    example["spec"]["size"] = 1
+    olm.kubectl("apply", "-f", "-", input=json.dumps(example))
+    wait_for(lambda: (e := get(olm, "etcdcluster", example["metadata"]["name"])) and
+             e.get("status", {}).get("phase") == "Running" and e["status"].get("readyMembers") == 1,
+             timeout=90, message="the example's etcd member running")
+
+
+def test_manual_approval_waits_for_the_plan_to_be_approved(olm):
+    olm.kubectl("create", "namespace", "zk-ops")
+    olm.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+        "metadata": {"name": "all", "namespace": "zk-ops"}, "spec": {}}))
+    subscribe(olm, "zookeeper", "zookeeper", namespace="zk-ops", installPlanApproval="Manual")
+    sub = wait_for(lambda: (s := get(olm, "-n", "zk-ops", "subscription", "zookeeper")) and
+                   condition(s, "InstallPlanPending").get("reason") == "RequiresApproval" and s,
+                   timeout=30, message="the plan waiting for approval")
+    name = sub["status"]["installPlanRef"]["name"]
+    plan = get(olm, "-n", "zk-ops", "installplan", name)
+    assert plan["status"]["phase"] == "RequiresApproval" and plan["spec"]["approval"] == "Manual"
+    assert get(olm, "-n", "zk-ops", "csv")["items"] == [], "nothing installed before approval"
+    olm.kubectl("-n", "zk-ops", "patch", "installplan", name, "--type=merge", "-p", '{"spec":{"approved":true}}')
+    wait_for(lambda: get(olm, "-n", "zk-ops", "installplan", name)["status"]["phase"] == "Complete", timeout=30,
+             message="the approved plan carried out")
+    wait_for(lambda: (get(olm, "-n", "zk-ops", "subscription", "zookeeper") or {}).get("status", {}).get("state")
+             == "AtLatestKnown", timeout=30, message="the Subscription at its latest")
+    csv = get(olm, "-n", "zk-ops", "csv")["items"][0]
+    assert csv["status"]["phase"] == "Succeeded" and csv["metadata"]["annotations"]["olm.operatorGroup"] == "all"
+
+
+def test_an_unsatisfiable_requirement_is_a_resolution_failure_and_installs_nothing(olm):
+    # The upstream multi-package example: foo.v0.2.0 requires package bar in <0.1.0, which no bar is.
+    catalog = (ROOT / "crates" / "uc-olm" / "testdata" / "example-multi-package-index.yaml").read_text()
+    olm.kubectl("create", "namespace", "cat")
+    olm.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "test-catalog", "namespace": "cat"},
+        "data": {"index.yaml": catalog}}))
+    olm.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+        "metadata": {"name": "test", "namespace": "cat"}, "spec": {"sourceType": "configmap", "configMap": "test-catalog"}}))
+    wait_for(lambda: (get(olm, "-n", "cat", "catalogsource", "test") or {}).get("status", {})
+             .get("connectionState", {}).get("lastObservedState") == "READY", timeout=30, message="the test catalog read")
+    olm.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+        "metadata": {"name": "all", "namespace": "cat"}, "spec": {}}))
+    subscribe(olm, "foo", "foo", namespace="cat", channel="beta", source="test", sourceNamespace="cat",
+              startingCSV="foo.v0.2.0")
+    failed = wait_for(lambda: condition(get(olm, "-n", "cat", "subscription", "foo"), "ResolutionFailed")
+                      .get("status") == "True" and condition(get(olm, "-n", "cat", "subscription", "foo"), "ResolutionFailed"),
+                      timeout=30, message="the resolution failure")
+    assert failed["reason"] == "ConstraintsNotSatisfiable"
+    assert 'package "bar"' in failed["message"] and "<0.1.0" in failed["message"] and "foo.v0.2.0" in failed["message"], failed
+    assert get(olm, "-n", "cat", "installplan")["items"] == [] and get(olm, "-n", "cat", "csv")["items"] == []
