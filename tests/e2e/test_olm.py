@@ -117,3 +117,88 @@ def test_an_unsatisfiable_requirement_is_a_resolution_failure_and_installs_nothi
     assert failed["reason"] == "ConstraintsNotSatisfiable"
     assert 'package "bar"' in failed["message"] and "<0.1.0" in failed["message"] and "foo.v0.2.0" in failed["message"], failed
     assert get(olm, "-n", "cat", "installplan")["items"] == [] and get(olm, "-n", "cat", "csv")["items"] == []
+
+
+def chain_catalog():
+    """Package `chain`: 1.0.0 ← 1.5.0 (replaces) ; 1.0.0 ← 2.0.0 (replaces, skips 1.5.0) ← 3.0.0 (replaces,
+    skipRange >=2.0.0 <3.0.0). From 1.0.0 the path is 2.0.0 then 3.0.0."""
+    import base64
+
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "chains.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced", "names": {"kind": "Chain", "plural": "chains"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    entries = [("1.0.0", None, [], None), ("1.5.0", "1.0.0", [], None), ("2.0.0", "1.0.0", ["1.5.0"], None),
+               ("3.0.0", "2.0.0", [], ">=2.0.0 <3.0.0")]
+    blobs = [{"schema": "olm.package", "name": "chain", "defaultChannel": "alpha"}]
+    channel = {"schema": "olm.channel", "package": "chain", "name": "alpha", "entries": []}
+    for version, replaces, skips, skip_range in entries:
+        csv = {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+               "metadata": {"name": f"chain.v{version}"},
+               "spec": {"version": version, "displayName": "Chain",
+                        "installModes": [{"type": "AllNamespaces", "supported": True}],
+                        "install": {"strategy": "deployment", "spec": {"deployments": []}},
+                        "customresourcedefinitions": {"owned": [{"name": "chains.example.com", "version": "v1", "kind": "Chain"}]}}}
+        if replaces:
+            csv["spec"]["replaces"] = f"chain.v{replaces}"
+        entry = {"name": f"chain.v{version}"}
+        if replaces:
+            entry["replaces"] = f"chain.v{replaces}"
+        if skips:
+            entry["skips"] = [f"chain.v{s}" for s in skips]
+        if skip_range:
+            entry["skipRange"] = skip_range
+        channel["entries"].append(entry)
+        objects = [{"type": "olm.bundle.object", "value": {"data": base64.b64encode(json.dumps(o).encode()).decode()}}
+                   for o in (csv, crd)]
+        blobs.append({"schema": "olm.bundle", "package": "chain", "name": f"chain.v{version}",
+                      "properties": [{"type": "olm.package", "value": {"packageName": "chain", "version": version}},
+                                     {"type": "olm.gvk", "value": {"group": "example.com", "version": "v1", "kind": "Chain"}},
+                                     *objects]})
+    blobs.append(channel)
+    return "\n".join(json.dumps(b) for b in blobs)
+
+
+def chain_namespace(olm, ns):
+    olm.kubectl("create", "namespace", ns)
+    olm.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "chain-catalog", "namespace": ns},
+        "data": {"catalog.json": chain_catalog()}}))
+    olm.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+        "metadata": {"name": "chain", "namespace": ns}, "spec": {"sourceType": "configmap", "configMap": "chain-catalog"}}))
+    olm.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup", "metadata": {"name": "all", "namespace": ns},
+        "spec": {}}))
+
+
+def test_automatic_upgrades_walk_the_channel_to_its_head(olm):
+    chain_namespace(olm, "chain-auto")
+    subscribe(olm, "chain", "chain", namespace="chain-auto", source="chain", sourceNamespace="chain-auto",
+              startingCSV="chain.v1.0.0")
+    sub = wait_for(lambda: (s := get(olm, "-n", "chain-auto", "subscription", "chain")) and
+                   s.get("status", {}).get("state") == "AtLatestKnown" and s, timeout=90, message="the head reached")
+    assert sub["status"]["installedCSV"] == "chain.v3.0.0"
+    plans = get(olm, "-n", "chain-auto", "installplan")["items"]
+    walked = sorted(p["spec"]["clusterServiceVersionNames"][0] for p in plans)
+    assert walked == ["chain.v1.0.0", "chain.v2.0.0", "chain.v3.0.0"], "1.5.0 skipped, one plan per step"
+    assert all(p["status"]["phase"] == "Complete" for p in plans)
+    wait_for(lambda: [c["metadata"]["name"] for c in get(olm, "-n", "chain-auto", "csv")["items"]] == ["chain.v3.0.0"],
+             timeout=30, message="replaced CSVs deleted once the new one succeeded")
+
+
+def test_manual_upgrades_stop_at_each_plan_until_approved(olm):
+    chain_namespace(olm, "chain-manual")
+    subscribe(olm, "chain", "chain", namespace="chain-manual", source="chain", sourceNamespace="chain-manual",
+              startingCSV="chain.v1.0.0", installPlanApproval="Manual")
+    for csv in ["chain.v1.0.0", "chain.v2.0.0", "chain.v3.0.0"]:
+        sub = wait_for(lambda: (s := get(olm, "-n", "chain-manual", "subscription", "chain")) and
+                       condition(s, "InstallPlanPending").get("reason") == "RequiresApproval" and
+                       s["status"]["currentCSV"] == csv and s, timeout=60, message=f"the plan of {csv} waiting")
+        name = sub["status"]["installPlanRef"]["name"]
+        assert get(olm, "-n", "chain-manual", "installplan", name)["spec"]["clusterServiceVersionNames"] == [csv]
+        olm.kubectl("-n", "chain-manual", "patch", "installplan", name, "--type=merge", "-p", '{"spec":{"approved":true}}')
+    sub = wait_for(lambda: (s := get(olm, "-n", "chain-manual", "subscription", "chain")) and
+                   s["status"].get("state") == "AtLatestKnown" and s, timeout=60, message="the head reached")
+    assert sub["status"]["installedCSV"] == "chain.v3.0.0"
