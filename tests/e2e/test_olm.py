@@ -72,6 +72,21 @@ def test_a_subscription_installs_ucs_etcd_operator_and_its_example_runs(olm):
              timeout=90, message="the example's etcd member running")
 
 
+def test_deleting_the_subscription_and_csv_uninstalls_the_controllers_and_keeps_crds_and_objects(olm):
+    ucs = lambda: {u["metadata"]["name"] for u in get(olm, "universalcontrollers")["items"]}
+    assert {"etcd-operator", "etcd-backup-operator", "etcd-restore-operator"} <= ucs(), "installed by the plan"
+    uc = get(olm, "universalcontroller", "etcd-operator")
+    assert uc["metadata"]["labels"]["olm.owner"].startswith("etcd.v")
+    csv = get(olm, "-n", "operators", "subscription", "etcd")["status"]["installedCSV"]
+    olm.kubectl("-n", "operators", "delete", "subscription", "etcd")
+    olm.kubectl("-n", "operators", "delete", "csv", csv)
+    wait_for(lambda: not ({"etcd-operator", "etcd-backup-operator", "etcd-restore-operator"} & ucs()), timeout=30,
+             message="the operator's controllers removed")
+    assert get(olm, "crd", "etcdclusters.etcd.database.coreos.com") is not None, "CRDs stay"
+    if shutil.which("etcd") is not None:
+        assert get(olm, "etcdcluster", "example") is not None, "the user's objects stay"
+
+
 def test_manual_approval_waits_for_the_plan_to_be_approved(olm):
     olm.kubectl("create", "namespace", "zk-ops")
     olm.kubectl("apply", "-f", "-", input=json.dumps({

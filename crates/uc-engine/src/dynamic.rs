@@ -91,6 +91,20 @@ pub async fn list(
     Ok(list.items.into_iter().map(|o| typed(&k, o)).collect())
 }
 
+/// Every object of `api_version`/`kind` whose labels `selector` selects (string form), everywhere.
+pub async fn list_selected(
+    client: &kube::Client,
+    kinds: &Kinds,
+    api_version: &str,
+    kind: &str,
+    selector: &str,
+) -> Result<Vec<Value>, String> {
+    let k = kinds.get(client, api_version, kind).await?;
+    let api = kube::Api::<DynamicObject>::all_with(client.clone(), &k.ar);
+    let list = api.list(&ListParams::default().labels(selector)).await.map_err(|e| format!("listing {kind}: {e}"))?;
+    Ok(list.items.into_iter().map(|o| typed(&k, o)).collect())
+}
+
 /// One object, or None.
 pub async fn get(
     client: &kube::Client,

@@ -19,6 +19,8 @@ pub struct Olm {
     pub kinds: Kinds,
     pub sources: Sources,
     pub resolver: uc_engine::names::Resolver,
+    /// The CSVs (namespace, name) of the last pass; None before the first.
+    pub csvs_seen: Option<std::collections::BTreeSet<(String, String)>>,
 }
 
 impl Olm {

@@ -3,12 +3,14 @@
 //! holds, so a pass that fails half-way is made good by the next one. Passes run back to back, at most
 //! one per `PERIOD`.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::context::{Olm, V1, V1ALPHA1, now, str_at};
 use crate::group::Group;
+use crate::plan::{LABELLED_KINDS, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL};
 use crate::subscriptions::Loaded;
 use crate::{csvs, installplans, subscriptions};
 
@@ -40,6 +42,33 @@ fn in_flight(subs: &[Value], plans: &[Value], csvs: &[Value]) -> bool {
     subs.iter().any(|s| str_at(s, "/status/state") != "AtLatestKnown")
         || plans.iter().any(|p| !matches!(str_at(p, "/status/phase"), "Complete" | "Failed" | "RequiresApproval"))
         || csvs.iter().any(|c| str_at(c, "/status/phase") != "Succeeded")
+}
+
+/// Deletes what installs labelled as a CSV's when that CSV no longer exists (the operator's
+/// controllers, RBAC, other objects; its CRDs and the user's objects stay).
+async fn sweep(olm: &Olm, current: &BTreeSet<(String, String)>) {
+    let selector = format!("{OWNER_KIND_LABEL}=ClusterServiceVersion");
+    for (api_version, kind) in LABELLED_KINDS {
+        let Ok(objects) =
+            uc_engine::dynamic::list_selected(&olm.client, &olm.kinds, api_version, kind, &selector).await
+        else {
+            continue; // a kind this cluster does not serve
+        };
+        for o in objects {
+            let label = |k: &str| {
+                o.pointer("/metadata/labels").and_then(|l| l.get(k)).and_then(Value::as_str).unwrap_or_default()
+            };
+            let owner = (label(OWNER_NAMESPACE_LABEL).to_string(), label(OWNER_LABEL).to_string());
+            if current.contains(&owner) {
+                continue;
+            }
+            let (ns, name) = (str_at(&o, "/metadata/namespace"), str_at(&o, "/metadata/name"));
+            tracing::info!(kind, namespace = ns, name, csv = %owner.1, "removing what an uninstalled operator left");
+            if let Err(e) = uc_engine::dynamic::delete(&olm.client, &olm.kinds, api_version, kind, ns, name).await {
+                tracing::warn!(kind, name, error = %e, "not removed");
+            }
+        }
+    }
 }
 
 /// An OperatorGroup as the decisions read it.
@@ -114,6 +143,16 @@ async fn pass(olm: &mut Olm) -> Result<bool, String> {
         }
     }
     let all_csvs = olm.list(V1ALPHA1, "ClusterServiceVersion").await?;
+    let current: BTreeSet<(String, String)> = all_csvs
+        .iter()
+        .map(|c| (str_at(c, "/metadata/namespace").to_string(), str_at(c, "/metadata/name").to_string()))
+        .collect();
+    // What a CSV's install labelled goes with it: swept when a CSV went (and once at start, for
+    // those that went while uc was down).
+    if olm.csvs_seen.as_ref().is_none_or(|seen| seen.difference(&current).next().is_some()) {
+        sweep(olm, &current).await;
+    }
+    olm.csvs_seen = Some(current);
     if all_csvs.is_empty() {
         return Ok(in_flight(&subs, &plans, &all_csvs));
     }

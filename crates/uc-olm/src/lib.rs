@@ -87,6 +87,6 @@ pub async fn start(
     }
     let mut sources = sources::Sources::default();
     sources.builtin = builtin.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
-    let olm = context::Olm { client, kinds, sources, resolver };
+    let olm = context::Olm { client, kinds, sources, resolver, csvs_seen: None };
     Ok(Lifecycle { task: tokio::spawn(controller::run(olm)) })
 }

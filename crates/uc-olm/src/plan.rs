@@ -9,6 +9,22 @@ use serde_json::{Value, json};
 use crate::csv::Csv;
 use crate::fbc::Bundle;
 
+/// The kinds of objects an install labels as the CSV's (besides its Deployments, which it owns), swept
+/// when the CSV is gone: `(apiVersion, kind)`.
+pub const LABELLED_KINDS: &[(&str, &str)] = &[
+    ("universalcontroller.njuics.cn/v1alpha1", "UniversalController"),
+    ("metacontroller.k8s.io/v1alpha1", "CompositeController"),
+    ("metacontroller.k8s.io/v1alpha1", "DecoratorController"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("v1", "ServiceAccount"),
+    ("v1", "Service"),
+    ("v1", "ConfigMap"),
+    ("v1", "Secret"),
+];
+
 /// Labels OLM puts on what a CSV owns.
 pub const OWNER_LABEL: &str = "olm.owner";
 /// See [`OWNER_LABEL`].
@@ -117,9 +133,15 @@ pub fn steps(bundle: &Bundle, namespace: &str) -> Result<Vec<Step>, String> {
         .map(|o| step(o.clone(), false))
         .collect();
     out.push(step(csv_manifest.clone(), true));
+    let owned = |mut o: Value| {
+        o["metadata"]["labels"][OWNER_LABEL] = json!(csv.name());
+        o["metadata"]["labels"][OWNER_NAMESPACE_LABEL] = json!(namespace);
+        o["metadata"]["labels"][OWNER_KIND_LABEL] = json!("ClusterServiceVersion");
+        o
+    };
     out.extend(rbac(&csv, namespace).into_iter().map(|o| {
         let namespaced = o.pointer("/metadata/namespace").is_some();
-        step(o, namespaced)
+        step(owned(o), namespaced)
     }));
     for o in
         bundle.objects.iter().filter(|o| !matches!(kind_of(o), "CustomResourceDefinition" | "ClusterServiceVersion"))
@@ -135,7 +157,7 @@ pub fn steps(bundle: &Bundle, namespace: &str) -> Result<Vec<Step>, String> {
                 | "CompositeController"
                 | "DecoratorController"
         );
-        out.push(step(o.clone(), !cluster_scoped));
+        out.push(step(owned(o.clone()), !cluster_scoped));
     }
     Ok(out)
 }
@@ -213,6 +235,8 @@ mod tests {
         assert!(steps[0].manifest["metadata"].get("namespace").is_none(), "a CRD is cluster-scoped");
         assert_eq!(steps[7].manifest["metadata"]["namespace"], "operators");
         assert_eq!(steps[4].manifest["subjects"][0]["name"], "memcached");
+        assert_eq!(steps[7].manifest["metadata"]["labels"][OWNER_LABEL], "memcached.v0.1.0", "labelled as the CSV's");
+        assert!(steps[0].manifest["metadata"].get("labels").is_none(), "CRDs outlive their operator");
         let status = steps[1].to_status("uc-operators", "olm", "Unknown");
         assert_eq!(status["resource"]["group"], "operators.coreos.com");
         assert_eq!(status["resource"]["kind"], "ClusterServiceVersion");

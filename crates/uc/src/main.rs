@@ -385,6 +385,9 @@ async fn up(args: UpArgs) -> anyhow::Result<()> {
             install_controllers(&client, uc_operators::multicluster::controllers()).await?;
         } else if !args.no_workload_controllers {
             install_controllers(&client, uc_operators::workloads::controllers()).await?;
+        }
+        // With OLM, uc's operators are installed by Subscriptions to the built-in catalog.
+        if !args.control_plane && !args.no_workload_controllers && !args.olm {
             for crd in uc_operators::etcd::crds() {
                 uc_engine::manager::install_crd(&client, crd).await?;
             }
