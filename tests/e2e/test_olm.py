@@ -217,3 +217,29 @@ def test_manual_upgrades_stop_at_each_plan_until_approved(olm):
     sub = wait_for(lambda: (s := get(olm, "-n", "chain-manual", "subscription", "chain")) and
                    s["status"].get("state") == "AtLatestKnown" and s, timeout=60, message="the head reached")
     assert sub["status"]["installedCSV"] == "chain.v3.0.0"
+
+
+def test_an_initialized_operator_is_packaged_catalogued_subscribed_and_runs(olm, tmp_path):
+    import subprocess
+    from conftest import uc_binary
+
+    run = lambda *a, cwd=tmp_path: subprocess.run([uc_binary(), *a], cwd=cwd, capture_output=True, text=True)
+    assert run("init", "greeter", "--hook", "js").returncode == 0
+    r = run("package", "greeter", "--version", "1.0.0")
+    assert r.returncode == 0 and "bundle written" in r.stdout, r.stdout + r.stderr
+    r = run("catalog", "add", "greeter/bundle", "catalog")
+    assert r.returncode == 0 and "greeter.v1.0.0 on channel alpha" in r.stdout, r.stdout + r.stderr
+    olm.kubectl("create", "namespace", "mine")
+    olm.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource", "metadata": {"name": "mine", "namespace": "mine"},
+        "spec": {"sourceType": "grpc", "address": f"file://{tmp_path / 'catalog'}"}}))
+    olm.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup", "metadata": {"name": "all", "namespace": "mine"},
+        "spec": {}}))
+    subscribe(olm, "greeter", "greeter", namespace="mine", source="mine", sourceNamespace="mine")
+    wait_for(lambda: (get(olm, "-n", "mine", "csv", "greeter.v1.0.0") or {}).get("status", {}).get("phase") == "Succeeded",
+             timeout=60, message="the packaged operator installed")
+    wait_for(lambda: get(olm, "crd", "greeters.example.com") is not None, message="its CRD")
+    olm.kubectl("apply", "-f", str(tmp_path / "greeter" / "example.yaml"))
+    cm = wait_for(lambda: get(olm, "configmap", "example-greeting"), timeout=30, message="its hook at work")
+    assert cm["data"]["greeting"] == "hello"

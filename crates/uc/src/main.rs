@@ -5,6 +5,7 @@ mod catalog;
 mod hook_record;
 mod hook_test;
 mod init;
+mod package;
 
 use std::path::PathBuf;
 
@@ -29,6 +30,25 @@ enum Command {
     /// Scaffold a working operator in a new directory NAME: CRD, UniversalController, a JavaScript hook,
     /// an example, a recorded request with its expected answer, a README.
     Init(InitArgs),
+    /// Build an OLM bundle (manifests/ with a ClusterServiceVersion, CRDs and the controller;
+    /// metadata/annotations.yaml) from an operator directory such as `uc init` makes.
+    Package {
+        /// The operator's directory.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// The bundle's version (semver).
+        #[arg(long, default_value = "0.1.0")]
+        version: String,
+        /// The CSV this one replaces (default: none; `uc catalog add` puts it after the channel's head).
+        #[arg(long)]
+        replaces: Option<String>,
+        /// Where to write the bundle (default DIR/bundle).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// File-based catalogs.
+    #[command(subcommand)]
+    Catalog(CatalogCommand),
     /// Hooks offline.
     #[command(subcommand)]
     Hook(HookCommand),
@@ -103,6 +123,21 @@ enum HookCommand {
         dir: PathBuf,
         #[command(flatten)]
         engine: EngineAddress,
+    },
+}
+
+#[derive(Subcommand)]
+enum CatalogCommand {
+    /// Add a bundle directory to a file-based catalog directory (CATALOG/<package>/catalog.json), on a
+    /// channel, after its head; serve it with a CatalogSource `address: file:///CATALOG`.
+    Add {
+        /// The bundle (manifests/ and metadata/).
+        bundle: PathBuf,
+        /// The catalog's directory.
+        catalog: PathBuf,
+        /// The channel (default: the bundle's first).
+        #[arg(long)]
+        channel: Option<String>,
     },
 }
 
@@ -285,6 +320,11 @@ fn main() -> anyhow::Result<()> {
             println!("{} case(s); run `uc hook test {}`", cases.len(), dir.display());
             Ok(())
         }),
+        Command::Package { dir, version, replaces, out } => package::package(&dir, &version, replaces.as_deref(), out)
+            .map(|b| println!("bundle written to {}", b.display())),
+        Command::Catalog(CatalogCommand::Add { bundle, catalog, channel }) => {
+            package::catalog_add(&bundle, &catalog, channel.as_deref()).map(|m| println!("added {m}"))
+        }
         Command::Shim(_) => Ok(()),
         Command::Crds => {
             use std::io::Write;

@@ -1,0 +1,240 @@
+//! `uc package DIR` builds an OLM bundle from an operator directory (what `uc init` scaffolds:
+//! `controller.yaml`, `crd.yaml`, the hook, `example.yaml`, `README.md`): `manifests/` with a
+//! ClusterServiceVersion, the CRDs and the controller (a JavaScript hook's source inlined, since a bundle
+//! installs into whatever namespace it is subscribed in), and `metadata/annotations.yaml`.
+//! `uc catalog add BUNDLE CATALOG` adds a bundle to a file-based catalog directory, on a channel, after
+//! the channel's head.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use uc_olm::bundle::{
+    CHANNELS_ANNOTATION, DEFAULT_CHANNEL_ANNOTATION, PACKAGE_ANNOTATION, bundle_blob, read_bundle_dir,
+};
+use uc_olm::fbc::{Catalog, parse_blobs};
+
+fn read_docs(path: &Path) -> anyhow::Result<Vec<Value>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    parse_blobs(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+/// The controller objects of `DIR/controller.yaml`, their JavaScript inlined from `DIR`.
+fn controllers(dir: &Path) -> anyhow::Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for mut c in read_docs(&dir.join("controller.yaml"))? {
+        let kind = c.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+        if !matches!(kind.as_str(), "UniversalController" | "CompositeController" | "DecoratorController") {
+            continue;
+        }
+        if let Some(hooks) = c.pointer_mut("/spec/hooks").and_then(Value::as_object_mut) {
+            for (which, hook) in hooks.iter_mut() {
+                if hook.get("exec").is_some() {
+                    bail!(
+                        "controller.yaml: hooks.{which} is an exec hook, a program on the machine that runs the engine; a bundle carries webhook, JavaScript or native hooks"
+                    );
+                }
+                let Some(js) = hook.get_mut("javascript").and_then(Value::as_object_mut) else { continue };
+                if let Some(key) = js.get("configMapRef").and_then(|r| r.get("key")).and_then(Value::as_str) {
+                    let file = dir.join(key);
+                    let source = std::fs::read_to_string(&file)
+                        .with_context(|| format!("hooks.{which}: reading {}", file.display()))?;
+                    js.remove("configMapRef");
+                    js.insert("source".into(), Value::String(source));
+                }
+            }
+        }
+        out.push(c);
+    }
+    if out.is_empty() {
+        bail!("{}: no UniversalController (or Metacontroller controller) in it", dir.join("controller.yaml").display());
+    }
+    Ok(out)
+}
+
+/// The first paragraph of the README after its title, as the CSV's one-line description.
+fn summary(dir: &Path) -> String {
+    let text = std::fs::read_to_string(dir.join("README.md")).unwrap_or_default();
+    text.split("\n\n")
+        .map(str::trim)
+        .find(|p| !p.is_empty() && !p.starts_with('#') && !p.starts_with("```"))
+        .unwrap_or_default()
+        .replace('\n', " ")
+}
+
+/// The CSV of an operator directory's bundle.
+fn csv(
+    name: &str,
+    version: &str,
+    replaces: Option<&str>,
+    crds: &[Value],
+    examples: &[Value],
+    description: &str,
+) -> Value {
+    let owned: Vec<Value> = crds
+        .iter()
+        .map(|c| {
+            let v = c
+                .pointer("/spec/versions")
+                .and_then(Value::as_array)
+                .and_then(|vs| vs.iter().find(|v| v.get("storage") == Some(&json!(true))).or(vs.first()));
+            json!({"name": c.pointer("/metadata/name"), "version": v.and_then(|v| v.get("name")),
+                   "kind": c.pointer("/spec/names/kind"), "displayName": c.pointer("/spec/names/kind")})
+        })
+        .collect();
+    let mut csv = json!({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+        "metadata": {"name": format!("{name}.v{version}"),
+                     "annotations": {"alm-examples": Value::Array(examples.to_vec()).to_string(),
+                                     "capabilities": "Basic Install", "description": description}},
+        "spec": {
+            "displayName": name, "description": description, "version": version, "maturity": "alpha",
+            "provider": {"name": "uc"},
+            "installModes": [{"type": "OwnNamespace", "supported": false}, {"type": "SingleNamespace", "supported": false},
+                             {"type": "MultiNamespace", "supported": false}, {"type": "AllNamespaces", "supported": true}],
+            "install": {"strategy": "deployment", "spec": {"deployments": []}},
+            "customresourcedefinitions": {"owned": owned},
+        },
+    });
+    if let Some(r) = replaces {
+        csv["spec"]["replaces"] = json!(r);
+    }
+    csv
+}
+
+fn write_yaml(path: &Path, docs: &[Value]) -> anyhow::Result<()> {
+    let mut text = String::new();
+    for d in docs {
+        text.push_str("---\n");
+        text.push_str(&serde_yaml::to_string(d).context("rendering YAML")?);
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Builds the bundle of the operator in `dir` into `out` (default `dir/bundle`); the bundle's directory.
+pub fn package(dir: &Path, version: &str, replaces: Option<&str>, out: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    uc_olm::versions::parse_version(version).map_err(|e| anyhow::anyhow!("--version: {e}"))?;
+    let controllers = controllers(dir)?;
+    let name = controllers[0].pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let crds: Vec<Value> = read_docs(&dir.join("crd.yaml"))?
+        .into_iter()
+        .filter(|d| d.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
+        .collect();
+    let examples = if dir.join("example.yaml").is_file() { read_docs(&dir.join("example.yaml"))? } else { Vec::new() };
+    let out = out.unwrap_or_else(|| dir.join("bundle"));
+    std::fs::create_dir_all(out.join("manifests")).with_context(|| format!("creating {}", out.display()))?;
+    std::fs::create_dir_all(out.join("metadata")).with_context(|| format!("creating {}", out.display()))?;
+    let csv = csv(&name, version, replaces, &crds, &examples, &summary(dir));
+    write_yaml(&out.join("manifests").join(format!("{name}.clusterserviceversion.yaml")), &[csv])?;
+    write_yaml(&out.join("manifests").join("crds.yaml"), &crds)?;
+    write_yaml(&out.join("manifests").join("controllers.yaml"), &controllers)?;
+    let annotations = json!({"annotations": {PACKAGE_ANNOTATION: name, CHANNELS_ANNOTATION: "alpha", DEFAULT_CHANNEL_ANNOTATION: "alpha"}});
+    write_yaml(&out.join("metadata").join("annotations.yaml"), &[annotations])?;
+    // Read back as OLM would: a bundle that does not read is not written silently.
+    read_bundle_dir(&out).map_err(|e| anyhow::anyhow!("the bundle written does not read back: {e}"))?;
+    Ok(out)
+}
+
+/// Adds the bundle in `bundle_dir` to the FBC catalog in `catalog_dir` (`<package>/catalog.json`), on
+/// `channel`, replacing the channel's head unless its CSV says what it replaces.
+pub fn catalog_add(bundle_dir: &Path, catalog_dir: &Path, channel: Option<&str>) -> anyhow::Result<String> {
+    let (bundle, channels, default) = read_bundle_dir(bundle_dir).map_err(anyhow::Error::msg)?;
+    let channel = channel.map(str::to_string).or_else(|| channels.first().cloned()).unwrap_or_else(|| "alpha".into());
+    let file = catalog_dir.join(&bundle.package).join("catalog.json");
+    let mut blobs = if file.is_file() { read_docs(&file)? } else { Vec::new() };
+    let schema = |b: &Value| b.get("schema").and_then(Value::as_str).unwrap_or_default().to_string();
+    let named = |b: &Value, n: &str| b.get("name").and_then(Value::as_str) == Some(n);
+    if !blobs.iter().any(|b| schema(b) == "olm.package") {
+        blobs.insert(
+            0,
+            json!({"schema": "olm.package", "name": bundle.package,
+                               "defaultChannel": default.clone().unwrap_or_else(|| channel.clone())}),
+        );
+    }
+    blobs.retain(|b| !(schema(b) == "olm.bundle" && named(b, &bundle.name)));
+    blobs.push(bundle_blob(&bundle));
+    let mut entry = uc_olm::bundle::entry_of(&bundle);
+    let ch_index = match blobs.iter().position(|b| schema(b) == "olm.channel" && named(b, &channel)) {
+        Some(i) => i,
+        None => {
+            blobs.push(json!({"schema": "olm.channel", "package": bundle.package, "name": channel, "entries": []}));
+            blobs.len() - 1
+        }
+    };
+    let entries = blobs[ch_index]["entries"].as_array().cloned().unwrap_or_default();
+    let mut existing: Vec<uc_olm::fbc::Entry> = entries
+        .iter()
+        .filter_map(|e| serde_json::from_value(e.clone()).ok())
+        .filter(|e: &uc_olm::fbc::Entry| e.name != entry.name)
+        .collect();
+    if entry.replaces.is_none() {
+        let ch = uc_olm::fbc::Channel { name: channel.clone(), entries: existing.clone() };
+        entry.replaces = uc_olm::graph::head(&ch).map(|e| e.name.clone());
+    }
+    existing.push(entry);
+    blobs[ch_index]["entries"] = Value::Array(
+        existing
+            .iter()
+            .map(|e| {
+                let mut v = json!({"name": e.name});
+                if let Some(r) = &e.replaces {
+                    v["replaces"] = json!(r);
+                }
+                if !e.skips.is_empty() {
+                    v["skips"] = json!(e.skips);
+                }
+                if let Some(r) = &e.skip_range {
+                    v["skipRange"] = json!(r);
+                }
+                v
+            })
+            .collect(),
+    );
+    Catalog::from_blobs(&blobs).map_err(|e| anyhow::anyhow!("the catalog would not be valid: {e}"))?;
+    std::fs::create_dir_all(file.parent().unwrap_or(catalog_dir))
+        .with_context(|| format!("creating {}", file.display()))?;
+    let text: Vec<String> = blobs.iter().map(|b| b.to_string()).collect();
+    std::fs::write(&file, text.join("\n") + "\n").with_context(|| format!("writing {}", file.display()))?;
+    Ok(format!("{} on channel {channel} of package {} in {}", bundle.name, bundle.package, file.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_initialized_operator_packages_and_enters_a_catalog_version_after_version() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("demo");
+        crate::init::write("demo", crate::init::Lang::Js, &dir).unwrap();
+        let bundle = package(&dir, "0.1.0", None, None).unwrap();
+        let (b, channels, _) = read_bundle_dir(&bundle).unwrap();
+        assert_eq!((b.name.as_str(), channels), ("demo.v0.1.0", vec!["alpha".to_string()]));
+        let uc = b.objects.iter().find(|o| o["kind"] == "UniversalController").unwrap();
+        assert!(
+            uc["spec"]["hooks"]["sync"]["javascript"]["source"].as_str().unwrap().contains("function sync"),
+            "inlined"
+        );
+        assert!(b.provides.iter().any(|g| g.kind == "Demo"));
+        let catalog = tmp.path().join("catalog");
+        catalog_add(&bundle, &catalog, None).unwrap();
+        let second = package(&dir, "0.2.0", None, Some(tmp.path().join("b2"))).unwrap();
+        catalog_add(&second, &catalog, None).unwrap();
+        let read = uc_olm::bundle::read_catalog_dir(&catalog).unwrap();
+        let ch = &read.packages["demo"].channels["alpha"];
+        assert_eq!(ch.entries[1].replaces.as_deref(), Some("demo.v0.1.0"), "after the head");
+        assert_eq!(uc_olm::graph::head(ch).unwrap().name, "demo.v0.2.0");
+        catalog_add(&second, &catalog, None).unwrap();
+        assert_eq!(uc_olm::bundle::read_catalog_dir(&catalog).unwrap().packages["demo"].bundles.len(), 2, "added once");
+    }
+
+    #[test]
+    fn exec_hooks_are_not_packaged() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("demo");
+        crate::init::write("demo", crate::init::Lang::Python, &dir).unwrap();
+        let e = package(&dir, "0.1.0", None, None).unwrap_err().to_string();
+        assert!(e.contains("exec hook"), "{e}");
+        assert!(package(&dir, "one", None, None).unwrap_err().to_string().contains("--version"));
+    }
+}
