@@ -81,14 +81,7 @@ pub async fn list(
     kind: &str,
     namespace: &str,
 ) -> Result<Vec<Value>, String> {
-    let k = kinds.get(client, api_version, kind).await?;
-    let api = if namespace.is_empty() || !k.namespaced {
-        kube::Api::<DynamicObject>::all_with(client.clone(), &k.ar)
-    } else {
-        k.api(client, namespace)
-    };
-    let list = api.list(&ListParams::default()).await.map_err(|e| format!("listing {kind}: {e}"))?;
-    Ok(list.items.into_iter().map(|o| typed(&k, o)).collect())
+    list_with(client, kinds, (api_version, kind), namespace, &ListParams::default()).await
 }
 
 /// Every object of `api_version`/`kind` whose labels `selector` selects (string form), everywhere.
@@ -99,9 +92,23 @@ pub async fn list_selected(
     kind: &str,
     selector: &str,
 ) -> Result<Vec<Value>, String> {
+    list_with(client, kinds, (api_version, kind), "", &ListParams::default().labels(selector)).await
+}
+
+async fn list_with(
+    client: &kube::Client,
+    kinds: &Kinds,
+    (api_version, kind): (&str, &str),
+    namespace: &str,
+    params: &ListParams,
+) -> Result<Vec<Value>, String> {
     let k = kinds.get(client, api_version, kind).await?;
-    let api = kube::Api::<DynamicObject>::all_with(client.clone(), &k.ar);
-    let list = api.list(&ListParams::default().labels(selector)).await.map_err(|e| format!("listing {kind}: {e}"))?;
+    let api = if namespace.is_empty() || !k.namespaced {
+        kube::Api::<DynamicObject>::all_with(client.clone(), &k.ar)
+    } else {
+        k.api(client, namespace)
+    };
+    let list = api.list(params).await.map_err(|e| format!("listing {kind}: {e}"))?;
     Ok(list.items.into_iter().map(|o| typed(&k, o)).collect())
 }
 

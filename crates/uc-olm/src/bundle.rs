@@ -174,23 +174,7 @@ pub fn package_blobs(p: &Package) -> Vec<Value> {
     }
     let mut out = vec![pkg];
     for ch in p.channels.values() {
-        let entries: Vec<Value> = ch
-            .entries
-            .iter()
-            .map(|e| {
-                let mut v = json!({"name": e.name});
-                if let Some(r) = &e.replaces {
-                    v["replaces"] = json!(r);
-                }
-                if !e.skips.is_empty() {
-                    v["skips"] = json!(e.skips);
-                }
-                if let Some(r) = &e.skip_range {
-                    v["skipRange"] = json!(r);
-                }
-                v
-            })
-            .collect();
+        let entries: Vec<Value> = ch.entries.iter().filter_map(|e| serde_json::to_value(e).ok()).collect();
         out.push(json!({"schema": "olm.channel", "package": p.name, "name": ch.name, "entries": entries}));
     }
     out.extend(p.bundles.values().map(bundle_blob));

@@ -34,19 +34,19 @@ impl std::fmt::Display for Gvk {
 }
 
 /// One entry of a channel: a bundle and the upgrade edges into it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Entry {
     /// The bundle's name.
     pub name: String,
     /// The bundle this one replaces.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaces: Option<String>,
     /// Bundles this one skips.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skips: Vec<String>,
     /// Versions this one upgrades from directly.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skip_range: Option<String>,
 }
 

@@ -172,24 +172,7 @@ pub fn catalog_add(bundle_dir: &Path, catalog_dir: &Path, channel: Option<&str>)
         entry.replaces = uc_olm::graph::head(&ch).map(|e| e.name.clone());
     }
     existing.push(entry);
-    blobs[ch_index]["entries"] = Value::Array(
-        existing
-            .iter()
-            .map(|e| {
-                let mut v = json!({"name": e.name});
-                if let Some(r) = &e.replaces {
-                    v["replaces"] = json!(r);
-                }
-                if !e.skips.is_empty() {
-                    v["skips"] = json!(e.skips);
-                }
-                if let Some(r) = &e.skip_range {
-                    v["skipRange"] = json!(r);
-                }
-                v
-            })
-            .collect(),
-    );
+    blobs[ch_index]["entries"] = serde_json::to_value(&existing).context("rendering the channel")?;
     Catalog::from_blobs(&blobs).map_err(|e| anyhow::anyhow!("the catalog would not be valid: {e}"))?;
     std::fs::create_dir_all(file.parent().unwrap_or(catalog_dir))
         .with_context(|| format!("creating {}", file.display()))?;

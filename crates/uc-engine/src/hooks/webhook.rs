@@ -77,6 +77,20 @@ fn root_key(request: &Value) -> Option<RootKey> {
     Some((s("/kind"), s("/metadata/namespace"), s("/metadata/name")))
 }
 
+/// An answer's body, at most [`MAX_RESPONSE`] bytes.
+async fn read_body(resp: http::Response<hyper::body::Incoming>) -> Result<Bytes, HookError> {
+    Ok(http_body_util::Limited::new(resp.into_body(), MAX_RESPONSE)
+        .collect()
+        .await
+        .map_err(|e| HookError::Unreachable(format!("reading the answer: {e}")))?
+        .to_bytes())
+}
+
+/// A non-2xx answer as an error, with the start of its body.
+fn status_error(status: u16, body: &[u8]) -> HookError {
+    HookError::Status { status, body: String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned() }
+}
+
 /// A webhook's URL: `url` wins over `service` + `path`.
 pub fn url_of(spec: &Webhook) -> Result<String, HookError> {
     let url = match (&spec.url, &spec.service) {
@@ -152,14 +166,9 @@ pub async fn fetch(
     let call = async {
         let resp = client.request(req).await.map_err(|e| HookError::Unreachable(format!("{url}: {e}")))?;
         let status = resp.status().as_u16();
-        let body = http_body_util::Limited::new(resp.into_body(), MAX_RESPONSE)
-            .collect()
-            .await
-            .map_err(|e| HookError::Unreachable(format!("reading {url}: {e}")))?
-            .to_bytes();
+        let body = read_body(resp).await?;
         if !(200..300).contains(&status) {
-            let text = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
-            return Err(HookError::Status { status, body: text });
+            return Err(status_error(status, &body));
         }
         Ok(body)
     };
@@ -214,11 +223,7 @@ impl WebhookHook {
                 self.client.request(req).await.map_err(|e| HookError::Unreachable(format!("{}: {e}", self.url)))?;
             let status = resp.status().as_u16();
             let etag = resp.headers().get(header::ETAG).and_then(|v| v.to_str().ok()).map(str::to_string);
-            let body = http_body_util::Limited::new(resp.into_body(), MAX_RESPONSE)
-                .collect()
-                .await
-                .map_err(|e| HookError::Unreachable(format!("reading the answer: {e}")))?
-                .to_bytes();
+            let body = read_body(resp).await?;
             let body = match (status, cached) {
                 (304 | 412, Some((_, cached))) => cached,
                 (200..=299, _) => {
@@ -227,10 +232,7 @@ impl WebhookHook {
                     }
                     body
                 }
-                _ => {
-                    let text = String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned();
-                    return Err(HookError::Status { status, body: text });
-                }
+                _ => return Err(status_error(status, &body)),
             };
             serde_json::from_slice(&body)
                 .map_err(|e| HookError::InvalidResponse(format!("the answer is not JSON: {e}")))
