@@ -1,5 +1,5 @@
 """OLM's own API on `uc up --olm` (work in progress, issue #18): uc's operators as bundles in the built-in
-catalog `olm/uc-operators`; a Subscription → an InstallPlan → a ClusterServiceVersion that succeeds, then
+catalog `olm/uc-operators`, listed as PackageManifests; a Subscription → an InstallPlan → a ClusterServiceVersion that succeeds, then
 an EtcdCluster made from the CSV's `alm-examples` runs; Manual approval waits for `approved: true`; an
 unsatisfiable requirement is a ResolutionFailed condition naming what is missing, with nothing installed.
 
@@ -45,6 +45,19 @@ def subscribe(c, name, package, namespace="operators", **spec):
 
 def condition(obj, kind):
     return next((x for x in (obj or {}).get("status", {}).get("conditions", []) if x["type"] == kind), {})
+
+
+def test_package_manifests_list_what_the_catalog_offers(olm):
+    table = wait_for(lambda: (r := olm.kubectl("get", "packagemanifests", "-n", "olm", check=False)).returncode == 0
+                     and "etcd" in r.stdout and r.stdout, timeout=30, message="the package manifests")
+    assert "zookeeper" in table and "uc's operators" in table, table
+    etcd = get(olm, "-n", "olm", "packagemanifest", "etcd")["status"]
+    assert (etcd["catalogSource"], etcd["defaultChannel"], etcd["packageName"]) == ("uc-operators", "alpha", "etcd")
+    channel = etcd["channels"][0]
+    assert channel["name"] == "alpha" and channel["currentCSV"].startswith("etcd.v")
+    desc = channel["currentCSVDesc"]
+    assert desc["annotations"]["capabilities"] == "Full Lifecycle" and desc["installModes"], desc.keys()
+    assert any(c["kind"] == "EtcdCluster" for c in desc["customresourcedefinitions"]["owned"])
 
 
 def test_a_subscription_installs_ucs_etcd_operator_and_its_example_runs(olm):
@@ -243,3 +256,31 @@ def test_an_initialized_operator_is_packaged_catalogued_subscribed_and_runs(olm,
     olm.kubectl("apply", "-f", str(tmp_path / "greeter" / "example.yaml"))
     cm = wait_for(lambda: get(olm, "configmap", "example-greeting"), timeout=30, message="its hook at work")
     assert cm["data"]["greeting"] == "hello"
+
+
+def test_an_operator_group_with_a_target_namespace_scopes_the_installed_operator(olm):
+    if shutil.which("etcd") is None:
+        pytest.skip("the members need etcd")
+    for ns in ["team-ops", "team-a", "team-b"]:
+        olm.kubectl("create", "namespace", ns)
+    olm.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup", "metadata": {"name": "team", "namespace": "team-ops"},
+        "spec": {"targetNamespaces": ["team-a"]}}))
+    subscribe(olm, "etcd", "etcd", namespace="team-ops")
+    csv = wait_for(lambda: (s := get(olm, "-n", "team-ops", "subscription", "etcd")) and
+                   s.get("status", {}).get("state") == "AtLatestKnown" and s["status"]["installedCSV"], timeout=60,
+                   message="etcd installed for team-a")
+    assert get(olm, "-n", "team-ops", "csv", csv)["metadata"]["annotations"]["olm.targetNamespaces"] == "team-a"
+    wait_for(lambda: get(olm, "universalcontroller", "etcd-operator")["metadata"].get("annotations", {})
+             .get("olm.targetNamespaces") == "team-a", message="the controller scoped to team-a")
+    for ns in ["team-a", "team-b"]:
+        olm.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdCluster",
+            "metadata": {"name": "mine", "namespace": ns}, "spec": {"size": 1, "version": "3.4.30"}}))
+    wait_for(lambda: (get(olm, "-n", "team-a", "etcdcluster", "mine") or {}).get("status", {}).get("readyMembers") == 1,
+             timeout=90, message="team-a's cluster running")
+    # The controller counts its parents: team-a's only (not team-b's, nor the earlier example in default).
+    wait_for(lambda: get(olm, "universalcontroller", "etcd-operator").get("status", {}).get("parents") == 1,
+             message="one parent in scope")
+    assert "status" not in get(olm, "-n", "team-b", "etcdcluster", "mine"), "team-b's cluster is not this operator's"
+    assert get(olm, "-n", "team-b", "pods", "-l", "etcd_cluster=mine")["items"] == []

@@ -263,6 +263,7 @@ async fn apply_uc(ctx: &Arc<Ctx>, entries: &mut HashMap<String, Entry>, uc: Valu
         if e.generation == generation {
             if let Some(r) = &e.running {
                 r.set_record_capacity(crate::recording::capacity_of(&uc));
+                r.set_target_namespaces(controller::target_namespaces(&uc));
             }
             e.uc = uc;
             return;

@@ -21,6 +21,8 @@ pub struct Olm {
     pub resolver: uc_engine::names::Resolver,
     /// The CSVs (namespace, name) of the last pass; None before the first.
     pub csvs_seen: Option<std::collections::BTreeSet<(String, String)>>,
+    /// The catalog each CatalogSource's PackageManifests were last written from (its address).
+    pub published: std::collections::HashMap<String, usize>,
 }
 
 impl Olm {

@@ -12,7 +12,7 @@ use crate::context::{Olm, V1, V1ALPHA1, now, str_at};
 use crate::group::Group;
 use crate::plan::{LABELLED_KINDS, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL};
 use crate::subscriptions::Loaded;
-use crate::{csvs, installplans, subscriptions};
+use crate::{csvs, installplans, packages, subscriptions};
 
 /// The shortest time between two passes while something is in flight.
 const PERIOD: Duration = Duration::from_millis(700);
@@ -71,6 +71,26 @@ async fn sweep(olm: &Olm, current: &BTreeSet<(String, String)>) {
     }
 }
 
+/// Writes a catalog's PackageManifests, and removes those of packages it no longer has.
+async fn publish(olm: &Olm, source: &Value, catalog: &crate::fbc::Catalog) -> Result<(), String> {
+    let (ns, name) = (str_at(source, "/metadata/namespace"), str_at(source, "/metadata/name"));
+    for pkg in catalog.packages.values() {
+        olm.apply(&packages::manifest(source, pkg)).await?;
+    }
+    let selector = format!("{}={name},{}={ns}", packages::CATALOG_LABEL, packages::CATALOG_NAMESPACE_LABEL);
+    for stale in
+        uc_engine::dynamic::list_selected(&olm.client, &olm.kinds, packages::API_VERSION, "PackageManifest", &selector)
+            .await?
+            .iter()
+            .filter(|m| !catalog.packages.contains_key(str_at(m, "/metadata/name")))
+    {
+        let stale_name = str_at(stale, "/metadata/name");
+        uc_engine::dynamic::delete(&olm.client, &olm.kinds, packages::API_VERSION, "PackageManifest", ns, stale_name)
+            .await?;
+    }
+    Ok(())
+}
+
 /// An OperatorGroup as the decisions read it.
 fn group(og: &Value) -> Group {
     let targets = og
@@ -93,15 +113,26 @@ async fn catalogs(olm: &mut Olm) -> Result<(Vec<Loaded>, Vec<String>), String> {
         let priority = s.pointer("/spec/priority").and_then(Value::as_i64).unwrap_or(0);
         let (state, message) = match olm.sources.load(&olm.client, &olm.resolver, s).await {
             Ok(c) => {
-                loaded.push((key, priority, c));
+                loaded.push((key.clone(), priority, c));
                 ("READY", String::new())
             }
             Err(e) => {
                 tracing::warn!(catalog = %key, error = %e, "catalog unreadable");
-                unhealthy.push(key);
+                unhealthy.push(key.clone());
                 ("TRANSIENT_FAILURE", e)
             }
         };
+        if let Some((_, _, catalog)) = loaded.last().filter(|(k, _, _)| *k == key) {
+            let at = std::sync::Arc::as_ptr(catalog) as usize;
+            if olm.published.get(&key) != Some(&at) {
+                match publish(olm, s, catalog).await {
+                    Ok(()) => {
+                        olm.published.insert(key.clone(), at);
+                    }
+                    Err(e) => tracing::warn!(catalog = %key, error = %e, "package manifests not written"),
+                }
+            }
+        }
         if str_at(s, "/status/connectionState/lastObservedState") != state || str_at(s, "/status/message") != message {
             let address =
                 Some(str_at(s, "/spec/address")).filter(|a| !a.is_empty()).unwrap_or(str_at(s, "/spec/configMap"));

@@ -9,7 +9,10 @@ use crate::context::{Olm, now, str_at};
 use crate::csv::Csv;
 use crate::group::{self, Group};
 use crate::phase::{Observed, next};
-use crate::plan::{OPERATOR_GROUP_ANNOTATION, TARGET_NAMESPACES_ANNOTATION, deployments};
+use crate::plan::{
+    LABELLED_KINDS, OPERATOR_GROUP_ANNOTATION, OWNER_LABEL, OWNER_NAMESPACE_LABEL, TARGET_NAMESPACES_ANNOTATION,
+    deployments,
+};
 
 /// The label OLM puts on a CSV copied into a target namespace.
 pub const COPIED_FROM_LABEL: &str = "olm.copiedFrom";
@@ -31,6 +34,30 @@ fn established(crds: &[Value], name: &str) -> bool {
 pub fn available(d: &Value) -> bool {
     let want = d.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
     d.pointer("/status/availableReplicas").and_then(Value::as_i64).unwrap_or(0) >= want
+}
+
+/// The controllers a CSV installed (uc's operators: UniversalControllers and Metacontroller's) serve
+/// its OperatorGroup's namespaces: they carry `olm.targetNamespaces`, which the engine honours.
+async fn scope_controllers(olm: &Olm, csv: &str, ns: &str, targets: &str) -> Result<(), String> {
+    let selector = format!("{OWNER_LABEL}={csv},{OWNER_NAMESPACE_LABEL}={ns}");
+    for (api_version, kind) in LABELLED_KINDS.iter().filter(|(_, k)| k.ends_with("Controller")) {
+        let Ok(controllers) =
+            uc_engine::dynamic::list_selected(&olm.client, &olm.kinds, api_version, kind, &selector).await
+        else {
+            continue; // a kind this cluster does not serve
+        };
+        for c in controllers {
+            let have = c
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(TARGET_NAMESPACES_ANNOTATION))
+                .and_then(Value::as_str);
+            if have != Some(targets) {
+                let patch = json!({"metadata": {"annotations": {TARGET_NAMESPACES_ANNOTATION: targets}}});
+                uc_engine::dynamic::merge(&olm.client, &olm.kinds, &c, &patch).await?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Moves one CSV on.
@@ -94,9 +121,14 @@ pub async fn sync(olm: &Olm, csv_obj: &Value, csvs: &[Value], groups: &[Group], 
     {
         let annotations = csv_obj.pointer("/metadata/annotations");
         let annotated = |k: &str, v: &str| annotations.and_then(|a| a.get(k)).and_then(Value::as_str) == Some(v);
-        if !annotated(OPERATOR_GROUP_ANNOTATION, &g.name) || !annotated(TARGET_NAMESPACES_ANNOTATION, &targets) {
+        let regroup =
+            !annotated(OPERATOR_GROUP_ANNOTATION, &g.name) || !annotated(TARGET_NAMESPACES_ANNOTATION, &targets);
+        if regroup {
             let patch = json!({"metadata": {"annotations": {OPERATOR_GROUP_ANNOTATION: g.name, TARGET_NAMESPACES_ANNOTATION: targets}}});
             uc_engine::dynamic::merge(&olm.client, &olm.kinds, csv_obj, &patch).await?;
+        }
+        if regroup || matches!(p.phase, "InstallReady" | "Installing") {
+            scope_controllers(olm, name, ns, &targets).await?;
         }
         for (d, have) in wanted.iter().zip(&existing) {
             if !have.as_ref().is_some_and(|h| uc_engine::dynamic::holds(h, d)) {

@@ -4,7 +4,7 @@
 //! ranges (`versions.rs`), channel upgrade graphs (`graph.rs`), dependency resolution (`resolve.rs`),
 //! InstallPlan steps and a CSV's Deployments (`plan.rs`), OperatorGroups (`group.rs`) and a CSV's phase
 //! (`phase.rs`). At the edges, the lifecycle manager (`controller.rs`): CatalogSources read
-//! (`sources.rs`), Subscriptions (`subscriptions.rs`), InstallPlans (`installplans.rs`) and CSVs
+//! (`sources.rs`) and published as PackageManifests (`packages.rs`), Subscriptions (`subscriptions.rs`), InstallPlans (`installplans.rs`) and CSVs
 //! (`csvs.rs`) moved on.
 
 pub mod bundle;
@@ -17,6 +17,7 @@ pub mod fbc;
 pub mod graph;
 pub mod group;
 pub mod installplans;
+pub mod packages;
 pub mod phase;
 pub mod plan;
 pub mod resolve;
@@ -52,7 +53,7 @@ pub async fn start(
     resolver: uc_engine::names::Resolver,
     builtin: BTreeMap<String, fbc::Catalog>,
 ) -> anyhow::Result<Lifecycle> {
-    for crd in crds::crds() {
+    for crd in crds::crds().into_iter().chain([packages::crd()]) {
         uc_engine::manager::install_crd(&client, crd).await?;
     }
     let kinds = uc_engine::dynamic::Kinds::default();
@@ -87,6 +88,6 @@ pub async fn start(
     }
     let mut sources = sources::Sources::default();
     sources.builtin = builtin.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
-    let olm = context::Olm { client, kinds, sources, resolver, csvs_seen: None };
+    let olm = context::Olm { client, kinds, sources, resolver, csvs_seen: None, published: Default::default() };
     Ok(Lifecycle { task: tokio::spawn(controller::run(olm)) })
 }

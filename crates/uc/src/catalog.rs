@@ -1,7 +1,8 @@
 //! The catalog shipped with uc (`uc-operators`, served by `uc up` as a CatalogSource in `olm`): uc's
 //! operators as ordinary OLM bundles. Each bundle is a ClusterServiceVersion (description, icon,
 //! capability level, `alm-examples`), the operator's CRDs and its UniversalController objects; its
-//! install strategy has no Deployment, since the hooks run in uc's engine.
+//! install strategy has no Deployment, since the hooks run in uc's engine; every install mode is supported
+//! (the controllers serve the OperatorGroup's namespaces).
 
 use std::collections::BTreeMap;
 
@@ -75,11 +76,12 @@ fn csv(op: &Operator, version: &str) -> Value {
             "keywords": [op.package, "uc"],
             "links": [{"name": "Documentation", "url": format!("docs/{}-operator.md", op.package)}],
             "maintainers": [{"name": "uc", "email": "uc@localhost"}],
-            // The operator's hooks run in uc's engine, which serves every namespace.
+            // The operator's hooks run in uc's engine; its controllers serve the OperatorGroup's
+            // namespaces (the lifecycle manager annotates them with olm.targetNamespaces).
             "installModes": [
-                {"type": "OwnNamespace", "supported": false},
-                {"type": "SingleNamespace", "supported": false},
-                {"type": "MultiNamespace", "supported": false},
+                {"type": "OwnNamespace", "supported": true},
+                {"type": "SingleNamespace", "supported": true},
+                {"type": "MultiNamespace", "supported": true},
                 {"type": "AllNamespaces", "supported": true},
             ],
             "install": {"strategy": "deployment", "spec": {"deployments": []}},

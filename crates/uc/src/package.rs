@@ -90,8 +90,8 @@ fn csv(
         "spec": {
             "displayName": name, "description": description, "version": version, "maturity": "alpha",
             "provider": {"name": "uc"},
-            "installModes": [{"type": "OwnNamespace", "supported": false}, {"type": "SingleNamespace", "supported": false},
-                             {"type": "MultiNamespace", "supported": false}, {"type": "AllNamespaces", "supported": true}],
+            "installModes": [{"type": "OwnNamespace", "supported": true}, {"type": "SingleNamespace", "supported": true},
+                             {"type": "MultiNamespace", "supported": true}, {"type": "AllNamespaces", "supported": true}],
             "install": {"strategy": "deployment", "spec": {"deployments": []}},
             "customresourcedefinitions": {"owned": owned},
         },

@@ -93,6 +93,20 @@ impl Running {
         self.parts.iter().map(|p| p.shared.parent_count()).sum()
     }
 
+    /// Reconciles only parents in `namespaces` (None: every namespace); parents that come into
+    /// scope are synced at once, those that leave it are let go at their next sync.
+    pub fn set_target_namespaces(&self, namespaces: Option<std::collections::BTreeSet<String>>) {
+        for p in &self.parts {
+            let changed = *p.shared.namespaces.read() != namespaces;
+            if changed {
+                *p.shared.namespaces.write() = namespaces.clone();
+                for parent in p.shared.parents.list(None) {
+                    p.shared.queue.add(key_of(&parent));
+                }
+            }
+        }
+    }
+
     /// Keeps the last `n` hook calls (the record-hooks annotation changed).
     pub fn set_record_capacity(&self, n: usize) {
         for p in &self.parts {
@@ -302,6 +316,7 @@ async fn start_part(
         dialects,
         label_selector,
         annotation_selector,
+        namespaces: parking_lot::RwLock::new(target_namespaces(controller)),
         spec,
         parent,
         parents,
@@ -390,6 +405,18 @@ async fn start_part(
     Ok(Part { shared, tasks, _subscriptions: subscriptions })
 }
 
+/// The annotation (OLM's) naming the namespaces a controller serves, comma-separated; empty or absent:
+/// every namespace.
+pub const TARGET_NAMESPACES_ANNOTATION: &str = "olm.targetNamespaces";
+
+/// The namespaces a controller object serves, from its `olm.targetNamespaces` annotation.
+pub fn target_namespaces(controller: &Value) -> Option<std::collections::BTreeSet<String>> {
+    let value = controller.pointer("/metadata/annotations")?.get(TARGET_NAMESPACES_ANNOTATION)?.as_str()?;
+    let set: std::collections::BTreeSet<String> =
+        value.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_string).collect();
+    (!set.is_empty()).then_some(set)
+}
+
 /// Whether an update changed a parent's status only (Metacontroller's `ignoreStatusChanges`): same
 /// generation, labels, annotations and finalizers, not being deleted.
 pub(crate) fn only_status_changed(old: &Value, new: &Value) -> bool {
@@ -404,6 +431,14 @@ pub(crate) fn only_status_changed(old: &Value, new: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    #[test]
+    fn target_namespaces_from_olms_annotation() {
+        let with = |v: &str| json!({"metadata": {"annotations": {super::TARGET_NAMESPACES_ANNOTATION: v}}});
+        assert_eq!(super::target_namespaces(&with("a, b")).unwrap().into_iter().collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(super::target_namespaces(&with("")), None, "every namespace");
+        assert_eq!(super::target_namespaces(&json!({"metadata": {}})), None);
+    }
 
     #[test]
     fn status_only_changes() {

@@ -11,6 +11,7 @@ use tokio::task::JoinHandle;
 use uc_api::LabelSelector;
 use uc_api::controller::{StatusChecks, UniversalControllerSpec, UpdateMethod};
 use uc_api::hook::RelatedResourceRule;
+use uc_api::meta::meta_str;
 
 use super::errors::{SyncError, SyncReason};
 use super::written::WriteMemo;
@@ -104,6 +105,8 @@ pub(super) struct Shared {
     /// Only parents these select are reconciled.
     pub label_selector: Option<LabelSelector>,
     pub annotation_selector: Option<LabelSelector>,
+    /// The namespaces whose parents it reconciles (an OperatorGroup's targets); None: every one.
+    pub namespaces: parking_lot::RwLock<Option<std::collections::BTreeSet<String>>>,
     pub spec: UniversalControllerSpec,
     pub parent: Resolved,
     pub parents: Arc<Informer>,
@@ -143,10 +146,13 @@ impl Shared {
         self.children.iter().find(|t| t.res.ar.api_version == av && t.res.ar.kind == kind)
     }
 
-    /// Whether the controller's parent selectors select `parent`.
+    /// Whether the controller's parent selectors and target namespaces select `parent`.
     pub fn selects(&self, parent: &Value) -> bool {
         let labels = self.label_selector.as_ref().is_none_or(|s| s.matches_value(parent.pointer("/metadata/labels")));
+        let in_scope = !self.parent.namespaced
+            || self.namespaces.read().as_ref().is_none_or(|ns| ns.contains(meta_str(parent, "namespace")));
         labels
+            && in_scope
             && self
                 .annotation_selector
                 .as_ref()
@@ -155,7 +161,7 @@ impl Shared {
 
     /// The parents the controller reconciles.
     pub fn parent_count(&self) -> usize {
-        if self.label_selector.is_none() && self.annotation_selector.is_none() {
+        if self.label_selector.is_none() && self.annotation_selector.is_none() && self.namespaces.read().is_none() {
             return self.parents.len();
         }
         self.parents.list(None).iter().filter(|p| self.selects(p)).count()

@@ -1,0 +1,121 @@
+//! PackageManifests (`packages.operators.coreos.com/v1`): what a catalog offers, one object per package,
+//! for `kubectl get packagemanifests` and consoles. OLM's package server serves them as an aggregated
+//! API; uc keeps them as objects of a CRD of the same group, kind and status, in the catalog's
+//! namespace, written by the lifecycle manager (they are read-only in spirit: the next pass restores them).
+
+use serde_json::{Value, json};
+
+use crate::csv::Csv;
+use crate::fbc::Package;
+use crate::graph;
+
+/// `packages.operators.coreos.com/v1`.
+pub const API_VERSION: &str = "packages.operators.coreos.com/v1";
+/// The label naming a PackageManifest's CatalogSource.
+pub const CATALOG_LABEL: &str = "catalog";
+/// The label naming its namespace.
+pub const CATALOG_NAMESPACE_LABEL: &str = "catalog-namespace";
+
+/// The CRD uc serves PackageManifests from.
+pub fn crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "packagemanifests.packages.operators.coreos.com"},
+        "spec": {
+            "group": "packages.operators.coreos.com", "scope": "Namespaced",
+            "names": {"kind": "PackageManifest", "listKind": "PackageManifestList", "plural": "packagemanifests",
+                      "singular": "packagemanifest"},
+            "versions": [{
+                // No status subresource: the manager writes each object whole.
+                "name": "v1", "served": true, "storage": true,
+                "additionalPrinterColumns": [
+                    {"name": "Catalog", "type": "string", "jsonPath": ".status.catalogSourceDisplayName"},
+                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                ],
+                "schema": {"openAPIV3Schema": {
+                    "description": "What a catalog offers of one package: its channels and their current CSVs (written by uc's lifecycle manager).",
+                    "type": "object",
+                    "properties": {
+                        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    },
+                }},
+            }],
+        },
+    })
+}
+
+/// The description of a channel's current CSV, as OLM's package server gives it.
+fn csv_description(pkg: &Package, bundle: &str) -> Value {
+    let Some(b) = pkg.bundles.get(bundle) else { return json!({}) };
+    let Some(csv_obj) =
+        b.objects.iter().find(|o| o.get("kind").and_then(Value::as_str) == Some("ClusterServiceVersion"))
+    else {
+        return json!({"version": b.version.to_string()});
+    };
+    let spec = csv_obj.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let csv = Csv::from_value(csv_obj).unwrap_or_default();
+    let pick = |k: &str| spec.get(k).cloned().unwrap_or(Value::Null);
+    json!({
+        "displayName": pick("displayName"), "description": pick("description"), "version": b.version.to_string(),
+        "provider": pick("provider"), "installModes": pick("installModes"), "keywords": pick("keywords"),
+        "links": pick("links"), "maintainers": pick("maintainers"), "maturity": pick("maturity"), "icon": pick("icon"),
+        "customresourcedefinitions": pick("customresourcedefinitions"),
+        "annotations": csv.metadata.annotations.unwrap_or_default(),
+    })
+}
+
+/// The PackageManifest of `pkg` from the CatalogSource `source`.
+pub fn manifest(source: &Value, pkg: &Package) -> Value {
+    let s = |p: &str| source.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let (ns, name) = (s("/metadata/namespace"), s("/metadata/name"));
+    let display = Some(s("/spec/displayName")).filter(|d| !d.is_empty()).unwrap_or(name);
+    let channels: Vec<Value> = pkg
+        .channels
+        .values()
+        .filter_map(|ch| {
+            let head = graph::head(ch)?;
+            Some(json!({"name": ch.name, "currentCSV": head.name, "currentCSVDesc": csv_description(pkg, &head.name)}))
+        })
+        .collect();
+    let provider = pkg
+        .channels
+        .get(&pkg.default_channel)
+        .and_then(graph::head)
+        .map(|h| csv_description(pkg, &h.name)["provider"].clone())
+        .unwrap_or(Value::Null);
+    json!({
+        "apiVersion": API_VERSION, "kind": "PackageManifest",
+        "metadata": {"name": pkg.name, "namespace": ns,
+                     "labels": {CATALOG_LABEL: name, CATALOG_NAMESPACE_LABEL: ns,
+                                "provider": provider.get("name").and_then(Value::as_str).unwrap_or_default()}},
+        "spec": {},
+        "status": {
+            "catalogSource": name, "catalogSourceNamespace": ns, "catalogSourceDisplayName": display,
+            "catalogSourcePublisher": s("/spec/publisher"), "packageName": pkg.name,
+            "defaultChannel": pkg.default_channel, "provider": provider, "channels": channels,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fbc::{Catalog, parse_blobs};
+
+    #[test]
+    fn a_package_manifest_shows_channels_and_their_current_csvs() {
+        let catalog =
+            Catalog::from_blobs(&parse_blobs(include_str!("../testdata/example-foo-index.yaml")).unwrap()).unwrap();
+        let source = json!({"metadata": {"name": "test", "namespace": "olm"}, "spec": {"displayName": "Test", "publisher": "me"}});
+        let m = manifest(&source, &catalog.packages["foo"]);
+        assert_eq!((m["metadata"]["name"].clone(), m["metadata"]["namespace"].clone()), (json!("foo"), json!("olm")));
+        assert_eq!(m["metadata"]["labels"][CATALOG_LABEL], "test");
+        assert_eq!(m["status"]["defaultChannel"], "beta");
+        let beta = m["status"]["channels"].as_array().unwrap().iter().find(|c| c["name"] == "beta").unwrap();
+        assert_eq!(beta["currentCSV"], "foo.v0.2.0");
+        assert_eq!(beta["currentCSVDesc"]["version"], "0.2.0");
+        assert_eq!(m["status"]["catalogSourceDisplayName"], "Test");
+        assert_eq!(crd()["spec"]["names"]["kind"], "PackageManifest");
+    }
+}
