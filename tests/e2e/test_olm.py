@@ -284,3 +284,113 @@ def test_an_operator_group_with_a_target_namespace_scopes_the_installed_operator
              message="one parent in scope")
     assert "status" not in get(olm, "-n", "team-b", "etcdcluster", "mine"), "team-b's cluster is not this operator's"
     assert get(olm, "-n", "team-b", "pods", "-l", "etcd_cluster=mine")["items"] == []
+
+
+MEMCACHED_CSV = """
+apiVersion: operators.coreos.com/v1alpha1
+kind: ClusterServiceVersion
+metadata:
+  name: memcached-operator.v0.0.1
+  annotations:
+    capabilities: Basic Install
+    alm-examples: '[{"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": "example"}, "spec": {"size": 3}}]'
+spec:
+  displayName: Memcached Operator
+  description: A third-party operator in the package-manifest layout.
+  version: 0.0.1
+  maturity: alpha
+  provider: {name: Example}
+  installModes:
+  - {type: OwnNamespace, supported: true}
+  - {type: SingleNamespace, supported: true}
+  - {type: MultiNamespace, supported: false}
+  - {type: AllNamespaces, supported: true}
+  customresourcedefinitions:
+    owned:
+    - {name: memcacheds.cache.example.com, version: v1alpha1, kind: Memcached, displayName: Memcached}
+  install:
+    strategy: deployment
+    spec:
+      permissions:
+      - serviceAccountName: memcached-operator
+        rules:
+        - {apiGroups: [""], resources: [pods, services, configmaps], verbs: ["*"]}
+        - {apiGroups: [apps], resources: [deployments], verbs: ["*"]}
+      clusterPermissions:
+      - serviceAccountName: memcached-operator
+        rules:
+        - {apiGroups: [cache.example.com], resources: [memcacheds, memcacheds/status], verbs: ["*"]}
+      deployments:
+      - name: memcached-operator
+        spec:
+          replicas: 1
+          selector: {matchLabels: {name: memcached-operator}}
+          template:
+            metadata: {labels: {name: memcached-operator}}
+            spec:
+              serviceAccountName: memcached-operator
+              containers:
+              - name: memcached-operator
+                image: quay.io/example/memcached-operator:v0.0.1
+                command: [memcached-operator]
+"""
+
+MEMCACHED_CRD = """
+apiVersion: apiextensions.k8s.io/v1beta1
+kind: CustomResourceDefinition
+metadata:
+  name: memcacheds.cache.example.com
+spec:
+  group: cache.example.com
+  names: {kind: Memcached, listKind: MemcachedList, plural: memcacheds, singular: memcached}
+  scope: Namespaced
+  version: v1alpha1
+  subresources: {status: {}}
+  validation:
+    openAPIV3Schema:
+      type: object
+      properties:
+        spec:
+          type: object
+          properties:
+            size: {type: integer}
+"""
+
+
+def test_a_third_party_package_manifest_bundle_with_v1beta1_crds_and_a_deployment_installs(olm, tmp_path):
+    pkg = tmp_path / "catalog" / "memcached"
+    (pkg / "0.0.1").mkdir(parents=True)
+    (pkg / "memcached.package.yaml").write_text(
+        "packageName: memcached-operator\nchannels:\n- name: alpha\n  currentCSV: memcached-operator.v0.0.1\ndefaultChannel: alpha\n")
+    (pkg / "0.0.1" / "memcached-operator.v0.0.1.clusterserviceversion.yaml").write_text(MEMCACHED_CSV)
+    (pkg / "0.0.1" / "cache_v1alpha1_memcached_crd.yaml").write_text(MEMCACHED_CRD)
+    olm.kubectl("create", "namespace", "memcached")
+    olm.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+        "metadata": {"name": "third-party", "namespace": "memcached"},
+        "spec": {"sourceType": "grpc", "address": f"file://{tmp_path / 'catalog'}", "displayName": "Third party"}}))
+    olm.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup", "metadata": {"name": "own", "namespace": "memcached"},
+        "spec": {"targetNamespaces": ["memcached"]}}))
+    subscribe(olm, "memcached", "memcached-operator", namespace="memcached", source="third-party", sourceNamespace="memcached")
+    csv = wait_for(lambda: (c := get(olm, "-n", "memcached", "csv", "memcached-operator.v0.0.1")) and
+                   c.get("status", {}).get("phase") == "Succeeded" and c, timeout=90, message="the CSV Succeeded")
+    assert csv["status"]["reason"] == "InstallSucceeded"
+    phases = [c["phase"] for c in csv["status"]["conditions"]]
+    assert phases[0] == "InstallReady" and "Installing" in phases and phases[-1] == "Succeeded", phases
+    # Its v1beta1 CRD is served (and readable as v1), its RBAC made, its Deployment running.
+    assert get(olm, "customresourcedefinitions.v1beta1.apiextensions.k8s.io", "memcacheds.cache.example.com") is not None
+    olm.kubectl("get", "memcacheds", "-n", "memcached")
+    role = get(olm, "-n", "memcached", "role", "memcached-operator.v0.0.1-memcached-operator")
+    assert role["rules"][0]["resources"] == ["pods", "services", "configmaps"]
+    binding = get(olm, "clusterrolebinding", "memcached-operator.v0.0.1-memcached-operator-memcached")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "memcached-operator", "namespace": "memcached"}]
+    deployment = get(olm, "-n", "memcached", "deployment", "memcached-operator")
+    assert deployment["metadata"]["labels"]["olm.owner"] == "memcached-operator.v0.0.1"
+    assert deployment["spec"]["template"]["metadata"]["annotations"]["olm.targetNamespaces"] == "memcached"
+    assert deployment["status"]["availableReplicas"] == 1
+    can = olm.kubectl("auth", "can-i", "create", "pods", "-n", "memcached",
+                      "--as=system:serviceaccount:memcached:memcached-operator").stdout.strip()
+    assert can == "yes", "the operator's service account got its permissions"
+    manifest = get(olm, "-n", "memcached", "packagemanifest", "memcached-operator")["status"]
+    assert manifest["catalogSourceDisplayName"] == "Third party" and manifest["channels"][0]["currentCSV"] == "memcached-operator.v0.0.1"

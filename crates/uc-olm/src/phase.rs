@@ -56,6 +56,10 @@ pub fn next(o: &Observed) -> Phase {
         ("" | "Pending", _, _) => {
             phase("InstallReady", "AllRequirementsMet", "all requirements found, attempting install")
         }
+        // The install strategy ran at InstallReady: as OLM, always through Installing.
+        ("InstallReady", _, _) => {
+            phase("Installing", "InstallWaiting", "installing: waiting for the operator's deployments")
+        }
         (_, false, _) => {
             phase("Installing", "InstallWaiting", "installing: the operator's deployments are being created")
         }
@@ -95,7 +99,7 @@ mod tests {
         let o = Observed { unavailable: vec!["op".into()], ..Default::default() };
         assert_eq!(walk(o.clone(), 3), ["InstallReady", "Installing", "Installing"]);
         let ready = Observed { unavailable: vec![], ..o };
-        assert_eq!(walk(ready, 3), ["InstallReady", "Succeeded", "Succeeded"]);
+        assert_eq!(walk(ready, 4), ["InstallReady", "Installing", "Succeeded", "Succeeded"]);
     }
 
     #[test]
