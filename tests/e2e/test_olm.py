@@ -70,8 +70,10 @@ def test_a_subscription_installs_ucs_etcd_operator_and_its_example_runs(olm):
     assert plan["status"]["phase"] == "Complete" and plan["spec"]["approved"] is True
     kinds = [s["resource"]["kind"] for s in plan["status"]["plan"]]
     assert kinds[:3] == ["CustomResourceDefinition"] * 3 and "ClusterServiceVersion" in kinds and "UniversalController" in kinds
-    csv = get(olm, "-n", "operators", "csv", st["installedCSV"])
-    assert csv["status"]["phase"] == "Succeeded" and csv["status"]["reason"] == "InstallSucceeded"
+    # The Subscription is at its latest once its plan ran; the CSV then settles (as on OLM).
+    csv = wait_for(lambda: (c := get(olm, "-n", "operators", "csv", st["installedCSV"])) and
+                   c.get("status", {}).get("phase") == "Succeeded" and c, timeout=30, message="the CSV Succeeded")
+    assert csv["status"]["reason"] == "InstallSucceeded"
     assert csv["metadata"]["annotations"]["capabilities"] == "Full Lifecycle"
     assert [c["phase"] for c in csv["status"]["conditions"]][-1] == "Succeeded"
     example = json.loads(csv["metadata"]["annotations"]["alm-examples"])[0]
@@ -118,8 +120,9 @@ def test_manual_approval_waits_for_the_plan_to_be_approved(olm):
              message="the approved plan carried out")
     wait_for(lambda: (get(olm, "-n", "zk-ops", "subscription", "zookeeper") or {}).get("status", {}).get("state")
              == "AtLatestKnown", timeout=30, message="the Subscription at its latest")
-    csv = get(olm, "-n", "zk-ops", "csv")["items"][0]
-    assert csv["status"]["phase"] == "Succeeded" and csv["metadata"]["annotations"]["olm.operatorGroup"] == "all"
+    csv = wait_for(lambda: (cs := get(olm, "-n", "zk-ops", "csv")["items"]) and
+                   cs[0].get("status", {}).get("phase") == "Succeeded" and cs[0], timeout=30, message="the CSV Succeeded")
+    assert csv["metadata"]["annotations"]["olm.operatorGroup"] == "all"
 
 
 def test_an_unsatisfiable_requirement_is_a_resolution_failure_and_installs_nothing(olm):
@@ -270,7 +273,8 @@ def test_an_operator_group_with_a_target_namespace_scopes_the_installed_operator
     csv = wait_for(lambda: (s := get(olm, "-n", "team-ops", "subscription", "etcd")) and
                    s.get("status", {}).get("state") == "AtLatestKnown" and s["status"]["installedCSV"], timeout=60,
                    message="etcd installed for team-a")
-    assert get(olm, "-n", "team-ops", "csv", csv)["metadata"]["annotations"]["olm.targetNamespaces"] == "team-a"
+    wait_for(lambda: (get(olm, "-n", "team-ops", "csv", csv) or {}).get("metadata", {}).get("annotations", {})
+             .get("olm.targetNamespaces") == "team-a", message="the CSV annotated with its group's namespaces")
     wait_for(lambda: get(olm, "universalcontroller", "etcd-operator")["metadata"].get("annotations", {})
              .get("olm.targetNamespaces") == "team-a", message="the controller scoped to team-a")
     for ns in ["team-a", "team-b"]:
