@@ -481,6 +481,28 @@ def test_a_javascript_hook_follows_its_configmap(cluster):
     assert cond["status"] == "False" and "deleted" in cond["message"]
 
 
+def test_a_javascript_hook_follows_its_secret(cluster):
+    """A hook whose source is in a Secret reloads as one in a ConfigMap does."""
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "crd.yaml"))
+    source = (EXAMPLE / "sync.js").read_text()
+    cluster.kubectl("create", "secret", "generic", "sample-controller-hook", f"--from-file={EXAMPLE / 'sync.js'}")
+    manifest = (EXAMPLE / "controller.yaml").read_text().replace("configMapRef:", "secretRef:")
+    cluster.kubectl("apply", "-f", "-", input=manifest)
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
+    image = lambda: (get(cluster, "deploy", "example-foo") or {}).get("spec", {}).get("template", {}).get("spec", {}) \
+        .get("containers", [{}])[0].get("image")
+    wait_for(lambda: image() == "nginx:stable", timeout=20, message="the Secret's version at work")
+    edited = source.replace('image: "nginx:stable"', 'image: "nginx:from-secret"')
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "sample-controller-hook"}, "stringData": {"sync.js": edited}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(secret))
+    cluster.kubectl("annotate", "foo", "example-foo", "touch=1")
+    wait_for(lambda: image() == "nginx:from-secret", timeout=20, message="the edited Secret's version")
+    cluster.kubectl("delete", "secret", "sample-controller-hook")
+    cond = wait_for(lambda: (c := uc_condition(cluster, "sample-controller", "Ready")).get("reason") == "HookUnavailable" and c,
+                    timeout=20, message="the deleted source reported")
+    assert "secret default/sample-controller-hook was deleted" in cond["message"], cond
+
+
 @pytest.mark.parametrize("program", ["sync.sh", "sync_exec.py"])
 def test_an_exec_hook_runs_the_sample_controller(cluster, program):
     import shutil

@@ -306,16 +306,19 @@ pub struct ServiceReference {
     pub protocol: Option<String>,
 }
 
-/// JavaScript source, inline or from a ConfigMap.
+/// JavaScript source, inline or from a ConfigMap or Secret.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct JavaScript {
     /// Inline source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
-    /// Source in a ConfigMap key.
+    /// Source in a ConfigMap key (followed: an edit is used by the next sync).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_map_ref: Option<ConfigMapKeyRef>,
+    /// Source in a Secret key (followed like a ConfigMap's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<ConfigMapKeyRef>,
     /// Wall-clock limit per call (duration, default 2s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<String>,
@@ -324,12 +327,12 @@ pub struct JavaScript {
     pub memory_limit_mi_b: Option<u64>,
 }
 
-/// A key of a ConfigMap.
+/// A key of a ConfigMap (or of a Secret).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ConfigMapKeyRef {
-    /// ConfigMap name.
+    /// The object's name.
     pub name: String,
-    /// ConfigMap namespace.
+    /// The object's namespace.
     pub namespace: String,
     /// Key holding the source.
     pub key: String,

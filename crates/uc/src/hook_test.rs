@@ -30,13 +30,14 @@ fn load_hooks(dir: &Path) -> anyhow::Result<(HookImpl, Option<HookImpl>)> {
         let mut spec = spec.clone();
         let mut source = None;
         if let Some(js) = &spec.javascript
-            && let Some(r) = &js.config_map_ref
+            && let Some(r) = js.secret_ref.as_ref().or(js.config_map_ref.as_ref())
         {
             // The ConfigMap is made from a file of this directory named after its key.
             let file = dir.join(&r.key);
-            source = Some(std::fs::read_to_string(&file).with_context(|| {
-                format!("hooks.{which}: the source of configMap {} is read from {}", r.name, file.display())
-            })?);
+            source =
+                Some(std::fs::read_to_string(&file).with_context(|| {
+                    format!("hooks.{which}: the source in {} is read from {}", r.name, file.display())
+                })?);
         }
         if let Some(e) = spec.exec.as_mut()
             && e.working_dir.is_none()

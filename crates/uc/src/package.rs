@@ -35,11 +35,13 @@ fn controllers(dir: &Path) -> anyhow::Result<Vec<Value>> {
                     );
                 }
                 let Some(js) = hook.get_mut("javascript").and_then(Value::as_object_mut) else { continue };
-                if let Some(key) = js.get("configMapRef").and_then(|r| r.get("key")).and_then(Value::as_str) {
+                let reference = js.get("configMapRef").or_else(|| js.get("secretRef"));
+                if let Some(key) = reference.and_then(|r| r.get("key")).and_then(Value::as_str) {
                     let file = dir.join(key);
                     let source = std::fs::read_to_string(&file)
                         .with_context(|| format!("hooks.{which}: reading {}", file.display()))?;
                     js.remove("configMapRef");
+                    js.remove("secretRef");
                     js.insert("source".into(), Value::String(source));
                 }
             }

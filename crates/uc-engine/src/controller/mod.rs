@@ -121,17 +121,25 @@ impl Running {
 }
 
 async fn js_source(ctx: &Ctx, hook: &uc_api::controller::Hook) -> Result<Option<String>, StartError> {
-    let Some(r) = hook.javascript.as_ref().and_then(|j| j.config_map_ref.as_ref()) else { return Ok(None) };
+    let Some(js) = hook.javascript.as_ref() else { return Ok(None) };
+    let unavailable = |m: String| StartError::new(StartReason::HookUnavailable, m);
+    if let Some(r) = &js.secret_ref {
+        let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(ctx.client.clone(), &r.namespace);
+        let secret =
+            api.get(&r.name).await.map_err(|e| unavailable(format!("secret {}/{}: {e}", r.namespace, r.name)))?;
+        return secret
+            .data
+            .and_then(|d| d.get(&r.key).map(|b| String::from_utf8_lossy(&b.0).into_owned()))
+            .map(Some)
+            .ok_or_else(|| unavailable(format!("secret {}/{} has no key {:?}", r.namespace, r.name, r.key)));
+    }
+    let Some(r) = js.config_map_ref.as_ref() else { return Ok(None) };
     let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(ctx.client.clone(), &r.namespace);
-    let cm = api.get(&r.name).await.map_err(|e| {
-        StartError::new(StartReason::HookUnavailable, format!("configMap {}/{}: {e}", r.namespace, r.name))
-    })?;
-    cm.data.and_then(|d| d.get(&r.key).cloned()).map(Some).ok_or_else(|| {
-        StartError::new(
-            StartReason::HookUnavailable,
-            format!("configMap {}/{} has no key {:?}", r.namespace, r.name, r.key),
-        )
-    })
+    let cm = api.get(&r.name).await.map_err(|e| unavailable(format!("configMap {}/{}: {e}", r.namespace, r.name)))?;
+    cm.data
+        .and_then(|d| d.get(&r.key).cloned())
+        .map(Some)
+        .ok_or_else(|| unavailable(format!("configMap {}/{} has no key {:?}", r.namespace, r.name, r.key)))
 }
 
 /// A hook of a controller, ready to call, and how it speaks.

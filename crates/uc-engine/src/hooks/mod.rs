@@ -57,7 +57,7 @@ impl HookImpl {
         if let Some(js) = &spec.javascript {
             let source = js_source
                 .or_else(|| js.source.clone())
-                .ok_or_else(|| HookError::Config("javascript needs source or configMapRef".into()))?;
+                .ok_or_else(|| HookError::Config("javascript needs source, configMapRef or secretRef".into()))?;
             let limits = javascript::JsLimits::from_spec(js)?;
             return Ok(HookImpl::JavaScript(Arc::new(javascript::JsHook::labelled(source, limits, label)?)));
         }
