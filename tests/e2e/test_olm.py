@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def olm():
     with tempfile.TemporaryDirectory(prefix="uc-e2e-") as d:
-        c = Cluster(d, ["--olm"]).start()
+        c = Cluster(d, ["--operators", "none"]).start()
         try:
             wait_for(lambda: get(c, "-n", "olm", "catalogsource", "uc-operators") and
                      get(c, "-n", "olm", "catalogsource", "uc-operators").get("status", {})

@@ -76,7 +76,10 @@ pub struct Schema {
     pub one_of: Vec<Schema>,
     /// `not`.
     pub not: Option<Box<Schema>>,
-    /// The schema as written, for OpenAPI publication.
+    /// `x-kubernetes-map-type`.
+    pub map_type: Option<String>,
+    /// The schema as written, for OpenAPI publication: at the root only (a copy at every node would
+    /// hold each subtree once per level above it — megabytes for a CRD like OLM's CSV).
     pub raw: Value,
 }
 
@@ -411,7 +414,7 @@ fn type_error(path: &str, v: &Value, ty: &str) -> FieldError {
 }
 
 fn parse_node(v: &Value, path: &str, root: bool, in_junctor: bool, errs: &mut Vec<FieldError>) -> Schema {
-    let mut s = Schema { raw: v.clone(), ..Default::default() };
+    let mut s = Schema { raw: if root { v.clone() } else { Value::Null }, ..Default::default() };
     let Some(map) = v.as_object() else {
         errs.push(FieldError::invalid(path, v, "must be a schema object"));
         return s;
@@ -491,6 +494,7 @@ fn parse_node(v: &Value, path: &str, root: bool, in_junctor: bool, errs: &mut Ve
     s.max_properties = get_u64("maxProperties");
     s.format = map.get("format").and_then(Value::as_str).map(String::from);
     s.list_type = map.get("x-kubernetes-list-type").and_then(Value::as_str).map(String::from);
+    s.map_type = map.get("x-kubernetes-map-type").and_then(Value::as_str).map(String::from);
     s.list_map_keys = map
         .get("x-kubernetes-list-map-keys")
         .and_then(Value::as_array)

@@ -23,6 +23,8 @@ pub struct Olm {
     pub csvs_seen: Option<std::collections::BTreeSet<(String, String)>>,
     /// The catalog each CatalogSource's PackageManifests were last written from (its address).
     pub published: std::collections::HashMap<String, usize>,
+    /// The ConfigMaps that CatalogSources name, whose changes wake the manager.
+    pub watched: crate::triggers::Watched,
 }
 
 impl Olm {

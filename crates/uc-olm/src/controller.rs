@@ -1,7 +1,7 @@
 //! The lifecycle manager's loop: every pass reads the CatalogSources' catalogs, the OperatorGroups, and
 //! moves each Subscription, InstallPlan and ClusterServiceVersion on — level-triggered from what the API
-//! holds, so a pass that fails half-way is made good by the next one. Passes run back to back, at most
-//! one per `PERIOD`.
+//! holds, so a pass that fails half-way is made good by the next one. A pass runs when a watched
+//! object changed, and at the latest every `RESYNC`.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -14,25 +14,37 @@ use crate::plan::{LABELLED_KINDS, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE
 use crate::subscriptions::Loaded;
 use crate::{csvs, installplans, packages, subscriptions};
 
-/// The shortest time between two passes while something is in flight.
-const PERIOD: Duration = Duration::from_millis(700);
+/// The shortest time between two passes after one failed.
+const RETRY: Duration = Duration::from_millis(700);
 
-/// The time between two passes when everything is settled.
-const IDLE: Duration = Duration::from_secs(3);
+/// The longest time between two passes while something is in flight (a catalog unreadable, a plan
+/// running): what no watched event may announce.
+const IN_FLIGHT: Duration = Duration::from_secs(5);
 
-/// Runs the lifecycle manager until the task is dropped.
-pub async fn run(mut olm: Olm) {
+/// The longest time between two passes when everything is settled (catalogs read from a directory or
+/// over HTTP are read again then).
+const RESYNC: Duration = Duration::from_secs(30);
+
+/// How long a wake-up waits for the events that come with it, so one pass answers them all.
+const SETTLE: Duration = Duration::from_millis(30);
+
+/// Runs the lifecycle manager until the task is dropped: a pass whenever a watched object changed
+/// (`triggers.rs`), and at the latest after `IN_FLIGHT` or `RESYNC`.
+pub async fn run(mut olm: Olm, wake: std::sync::Arc<tokio::sync::Notify>) {
     loop {
-        let started = tokio::time::Instant::now();
-        let busy = match pass(&mut olm).await {
-            Ok(busy) => busy,
+        let wait = match pass(&mut olm).await {
+            Ok(true) => IN_FLIGHT,
+            Ok(false) => RESYNC,
             Err(e) => {
                 tracing::warn!(error = %e, "lifecycle manager pass incomplete");
                 olm.kinds.forget();
-                true
+                RETRY
             }
         };
-        tokio::time::sleep_until(started + if busy { PERIOD } else { IDLE }).await;
+        tokio::select! {
+            _ = wake.notified() => tokio::time::sleep(SETTLE).await,
+            _ = tokio::time::sleep(wait) => {}
+        }
     }
 }
 
@@ -107,6 +119,13 @@ fn group(og: &Value) -> Group {
 
 async fn catalogs(olm: &mut Olm) -> Result<(Vec<Loaded>, Vec<String>), String> {
     let sources = olm.list(V1ALPHA1, "CatalogSource").await?;
+    *olm.watched.lock() = sources
+        .iter()
+        .filter_map(|s| match crate::sources::origin(s) {
+            Ok(crate::sources::Origin::ConfigMap(name)) => Some((str_at(s, "/metadata/namespace").to_string(), name)),
+            _ => None,
+        })
+        .collect();
     let (mut loaded, mut unhealthy) = (Vec::new(), Vec::new());
     for s in &sources {
         let key = format!("{}/{}", str_at(s, "/metadata/namespace"), str_at(s, "/metadata/name"));

@@ -5,7 +5,7 @@
 //! InstallPlan steps and a CSV's Deployments (`plan.rs`), OperatorGroups (`group.rs`) and a CSV's phase
 //! (`phase.rs`). At the edges, the lifecycle manager (`controller.rs`): CatalogSources read
 //! (`sources.rs`) and published as PackageManifests (`packages.rs`), Subscriptions (`subscriptions.rs`), InstallPlans (`installplans.rs`) and CSVs
-//! (`csvs.rs`) moved on.
+//! (`csvs.rs`) moved on, whenever a watched object changed (`triggers.rs`).
 
 pub mod bundle;
 pub mod context;
@@ -22,7 +22,9 @@ pub mod phase;
 pub mod plan;
 pub mod resolve;
 pub mod sources;
+pub mod subscribe;
 pub mod subscriptions;
+pub mod triggers;
 pub mod versions;
 
 use std::collections::BTreeMap;
@@ -38,6 +40,7 @@ pub const GLOBAL_OPERATORS_NAMESPACE: &str = "operators";
 /// The running lifecycle manager; stops when dropped.
 pub struct Lifecycle {
     task: tokio::task::JoinHandle<()>,
+    _triggers: triggers::Triggers,
 }
 
 impl Drop for Lifecycle {
@@ -88,6 +91,11 @@ pub async fn start(
     }
     let mut sources = sources::Sources::default();
     sources.builtin = builtin.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
-    let olm = context::Olm { client, kinds, sources, resolver, csvs_seen: None, published: Default::default() };
-    Ok(Lifecycle { task: tokio::spawn(controller::run(olm)) })
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let watched = triggers::Watched::default();
+    let triggers =
+        triggers::start(&client, &kinds, wake.clone(), watched.clone()).await.map_err(|e| anyhow::anyhow!(e))?;
+    let olm =
+        context::Olm { client, kinds, sources, resolver, csvs_seen: None, published: Default::default(), watched };
+    Ok(Lifecycle { task: tokio::spawn(controller::run(olm, wake)), _triggers: triggers })
 }

@@ -90,8 +90,23 @@ fn csv(op: &Operator, version: &str) -> Value {
     })
 }
 
+/// The objects of a YAML text (an example's files, built into uc).
+fn docs(text: &str) -> Result<Vec<Value>, String> {
+    uc_olm::fbc::parse_blobs(text).map_err(|e| e.to_string())
+}
+
+/// An example operator of the repository (`examples/<dir>`): its CRDs, its controllers with the
+/// JavaScript hook inlined, its example objects.
+fn example(crd: &str, controller: &str, hook: &str, objects: &str) -> Result<(Vec<Value>, Vec<Value>, Value), String> {
+    let mut controllers = docs(controller)?;
+    for c in &mut controllers {
+        crate::package::inline_hooks(c, |_| Ok(hook.to_string())).map_err(|e| format!("{e:#}"))?;
+    }
+    Ok((docs(crd)?, controllers, Value::Array(docs(objects)?)))
+}
+
 fn operators() -> Vec<Operator> {
-    vec![
+    let mut ops = vec![
         Operator {
             package: "etcd",
             display: "etcd (uc)",
@@ -99,7 +114,10 @@ fn operators() -> Vec<Operator> {
                           (EtcdCluster, EtcdBackup, EtcdRestore) on uc's engine.\n\n\
                           Members join as learners and are promoted; scaling and version upgrades go one member at \
                           a time; dead members are replaced; backups go to local storage or S3 and restore \
-                          recovers a cluster that lost quorum.",
+                          recovers a cluster that lost quorum.\n\n\
+                          Capability level: Full Lifecycle (3 of 5) — it installs, upgrades the operand one member \
+                          at a time, replaces failed members and backs up and restores; it is not Deep Insights, \
+                          since it exports no metrics or alerts of its own about the members.",
             capabilities: "Full Lifecycle",
             categories: "Database",
             crds: uc_operators::etcd::crds(),
@@ -113,7 +131,9 @@ fn operators() -> Vec<Operator> {
             description: "Runs Apache ZooKeeper ensembles: the pravega zookeeper-operator's API (ZookeeperCluster) \
                           on uc's engine.\n\n\
                           Scaling one server at a time by dynamic reconfiguration, members replaced with their \
-                          data, rolling upgrades with the leader last, status read from the servers.",
+                          data, rolling upgrades with the leader last, status read from the servers.\n\n\
+                          Capability level: Seamless Upgrades (2 of 5) — it installs and upgrades the ensemble \
+                          without losing quorum; it is not Full Lifecycle, since it has no backup or restore.",
             capabilities: "Seamless Upgrades",
             categories: "Database",
             crds: uc_operators::zookeeper::crds(),
@@ -121,7 +141,87 @@ fn operators() -> Vec<Operator> {
             examples: json!([{"apiVersion": "zookeeper.pravega.io/v1beta1", "kind": "ZookeeperCluster",
                               "metadata": {"name": "example"}, "spec": {"replicas": 3}}]),
         },
-    ]
+    ];
+    let examples = [
+        (
+            "catset",
+            "CatSet (uc)",
+            "The thesis's CatSet: a StatefulSet-like set of pods with stable names and their own volume claims, \
+             started in order, written as one UniversalController and a JavaScript hook.\n\n\
+             Capability level: Seamless Upgrades (2 of 5) — a change of the pod template rolls out one pod at a \
+             time, each waiting for the previous one to be Ready; it is not Full Lifecycle (no backup of the \
+             volumes, no failure handling beyond recreating pods).",
+            "Seamless Upgrades",
+            "Application Runtime",
+            example(
+                include_str!("../../../examples/catset/crd.yaml"),
+                include_str!("../../../examples/catset/controller.yaml"),
+                include_str!("../../../examples/catset/sync.js"),
+                include_str!("../../../examples/catset/catset.yaml"),
+            ),
+        ),
+        (
+            "tfjob",
+            "TensorFlowJob (uc)",
+            "The thesis's TensorFlowJob: distributed training jobs of parameter servers and workers, each with \
+             its Service, restarted by their restart policy, done when the workers are.\n\n\
+             Capability level: Basic Install (1 of 5) — it runs a job to completion; a job is not upgraded in \
+             place, and nothing is backed up.",
+            "Basic Install",
+            "AI/Machine Learning",
+            example(
+                include_str!("../../../examples/tfjob/crd.yaml"),
+                include_str!("../../../examples/tfjob/controller.yaml"),
+                include_str!("../../../examples/tfjob/sync.js"),
+                include_str!("../../../examples/tfjob/tfjob.yaml"),
+            ),
+        ),
+        (
+            "sample-controller",
+            "sample-controller (uc)",
+            "Kubernetes' sample-controller as the thesis writes it for the universal controller: a Foo keeps \
+             one Deployment with its replicas and mirrors the Deployment's available replicas.\n\n\
+             Capability level: Basic Install (1 of 5) — it creates and scales the Deployment; nothing more.",
+            "Basic Install",
+            "Developer Tools",
+            example(
+                include_str!("../../../examples/sample-controller/crd.yaml"),
+                include_str!("../../../examples/sample-controller/controller.yaml"),
+                include_str!("../../../examples/sample-controller/sync.js"),
+                include_str!("../../../examples/sample-controller/foo.yaml"),
+            ),
+        ),
+    ];
+    for (package, display, description, capabilities, categories, parts) in examples {
+        match parts {
+            Ok((crds, controllers, examples)) => ops.push(Operator {
+                package,
+                display,
+                description,
+                capabilities,
+                categories,
+                crds,
+                controllers,
+                examples,
+            }),
+            Err(e) => tracing::error!(package, error = %e, "a built-in operator is malformed; left out"),
+        }
+    }
+    ops
+}
+
+/// The packages of the catalog.
+pub fn packages() -> Vec<&'static str> {
+    operators().iter().map(|o| o.package).collect()
+}
+
+/// An operator's CRDs and controllers, to install without OLM.
+pub fn objects(package: &str) -> anyhow::Result<(Vec<Value>, Vec<Value>)> {
+    let op = operators()
+        .into_iter()
+        .find(|o| o.package == package)
+        .ok_or_else(|| anyhow::anyhow!("uc has no operator {package:?}"))?;
+    Ok((op.crds, op.controllers))
 }
 
 /// The catalogs built into uc, by name.

@@ -6,6 +6,7 @@ mod hook_record;
 mod hook_test;
 mod init;
 mod package;
+mod up;
 
 use std::path::PathBuf;
 
@@ -22,7 +23,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Start the embedded Kubernetes-compatible cluster on 127.0.0.1 with the engine, and write a kubeconfig.
-    Up(UpArgs),
+    Up(up::UpArgs),
     /// Run the universal controller engine against any cluster.
     Run(RunArgs),
     /// Print the CRDs of uc's own resources (UniversalController, ControllerRevision) as YAML.
@@ -210,69 +211,6 @@ struct RunArgs {
     interpreter_webhook_url: Option<String>,
 }
 
-#[derive(clap::Args)]
-struct UpArgs {
-    /// Directory for the database, credentials and kubeconfig.
-    #[arg(long, default_value = ".uc")]
-    data_dir: PathBuf,
-    /// Port of the API server on 127.0.0.1 (0 picks a free port).
-    #[arg(long, default_value_t = 6443)]
-    port: u16,
-    /// Keep objects in memory only (nothing survives a restart).
-    #[arg(long)]
-    in_memory: bool,
-    /// Most watch events kept for resuming watches; older resourceVersions get 410 Gone.
-    #[arg(long, default_value_t = 100_000)]
-    watch_cache_events: usize,
-    /// Seconds of history kept for watches and lists at a past revision (kube-apiserver compacts every
-    /// 5 minutes); older resourceVersions get 410 Gone.
-    #[arg(long, default_value_t = 300)]
-    history_seconds: u64,
-    /// Most megabytes (as JSON) of history kept, whatever its age.
-    #[arg(long, default_value_t = 256)]
-    history_mb: usize,
-    /// Port of the engine's /metrics, /healthz, /readyz on 127.0.0.1 (0 picks one; written to
-    /// <data-dir>/metrics-address).
-    #[arg(long, default_value_t = 0)]
-    metrics_port: u16,
-    /// Workers per controller.
-    #[arg(long, default_value_t = 8)]
-    workers: usize,
-    /// Run only the API server, without the controller engine.
-    #[arg(long)]
-    no_engine: bool,
-    /// Run no node agent: pods stay Pending.
-    #[arg(long)]
-    no_node: bool,
-    /// Run none of the built-in workload controllers (Deployment, ReplicaSet).
-    #[arg(long)]
-    no_workload_controllers: bool,
-    /// Be a multi-cluster control plane with Karmada's API (Clusters, PropagationPolicy,
-    /// OverridePolicy, ResourceBinding, Work, the MCS API): resource templates here are propagated to
-    /// the member clusters registered with `uc join`. Like Karmada's control plane it runs no node
-    /// and no workload controllers.
-    #[arg(long)]
-    control_plane: bool,
-    /// The second octet of this cluster's pod addresses (127.N.0.0/16; default: chosen at random once
-    /// per data directory). Clusters whose pods talk to each other need different ones.
-    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=254))]
-    pod_subnet: Option<u8>,
-    /// Apply children client-side (a three-way merge with uc's last-applied annotation, like
-    /// `kubectl apply`) instead of server-side apply (field manager `uc`, forced); clusters without
-    /// server-side apply get client-side apply anyway.
-    #[arg(long)]
-    client_side_apply: bool,
-    /// Neither serve nor run Metacontroller's CompositeControllers and DecoratorControllers (for a
-    /// cluster where Metacontroller itself runs them).
-    #[arg(long)]
-    no_metacontroller: bool,
-    /// Serve OLM's API (operators.coreos.com: catalogs, Subscriptions, InstallPlans,
-    /// ClusterServiceVersions, OperatorGroups) with uc's operators in the catalog `olm/uc-operators`
-    /// (in progress: see docs/ARCHITECTURE.md, uc-olm).
-    #[arg(long)]
-    olm: bool,
-}
-
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     if let Command::Shim(args) = cli.command {
@@ -291,7 +229,7 @@ fn main() -> anyhow::Result<()> {
         .init();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
     let result = match cli.command {
-        Command::Up(args) => runtime.block_on(up(args)),
+        Command::Up(args) => runtime.block_on(up::up(args)),
         Command::Run(args) => runtime.block_on(run(args)),
         Command::HttpServer(args) => runtime.block_on(http_server(args)),
         Command::Join(args) => runtime.block_on(join(args)),
@@ -342,163 +280,6 @@ fn main() -> anyhow::Result<()> {
     // Tasks that wait on containers' locks must not hold the exit up.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     result
-}
-
-/// Holds `<data-dir>/uc.lock` for as long as `uc up` runs: one `uc up` per data directory (two
-/// would start every container twice).
-fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
-    std::fs::create_dir_all(data_dir).with_context(|| format!("creating {}", data_dir.display()))?;
-    let path = data_dir.join("uc.lock");
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .with_context(|| format!("opening {}", path.display()))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            anyhow::bail!("another `uc up` is running on the data directory {}", data_dir.display())
-        }
-        Err(std::fs::TryLockError::Error(e)) => Err(e).with_context(|| format!("locking {}", path.display())),
-    }
-}
-
-/// A random token (hex).
-fn random_token() -> String {
-    (0..32).map(|_| format!("{:x}", rand::random::<u8>() & 0xf)).collect()
-}
-
-async fn up(args: UpArgs) -> anyhow::Result<()> {
-    let _lock = lock_data_dir(&args.data_dir)?;
-    let subnet = match args.pod_subnet {
-        Some(n) => {
-            std::fs::write(args.data_dir.join("pod-subnet"), n.to_string()).context("writing pod-subnet")?;
-            n
-        }
-        None => pod_subnet(&args.data_dir)?,
-    };
-    let kubelet_token = random_token();
-    let mut config = uc_apiserver::Config::new(&args.data_dir);
-    config.port = args.port;
-    config.service_cidr = Some(format!("127.{subnet}.240.0/20"));
-    config.kubelet_token = Some(kubelet_token.clone());
-    config.durable = !args.in_memory;
-    config.store.log_capacity = args.watch_cache_events.max(1);
-    config.store.retention = std::time::Duration::from_secs(args.history_seconds);
-    config.store.log_budget_bytes = args.history_mb.saturating_mul(1 << 20);
-    let server = uc_apiserver::start(config)
-        .await
-        .with_context(|| format!("starting the API server in {}", args.data_dir.display()))?;
-    let kubeconfig = std::fs::canonicalize(&server.kubeconfig).unwrap_or(server.kubeconfig.clone());
-    tracing::info!(address = %server.addr, "API server ready");
-    let engine = if args.no_engine {
-        None
-    } else {
-        let client = client_for(Some(&kubeconfig), "uc-engine").await?;
-        let mut options = uc_engine::EngineOptions {
-            workers: args.workers,
-            metrics_addr: Some(std::net::SocketAddr::from(([127, 0, 0, 1], args.metrics_port))),
-            server_side_apply: !args.client_side_apply,
-            metacontroller: !args.no_metacontroller,
-            ..Default::default()
-        };
-        // One table of the cluster's names for every client uc runs (webhooks, the operators').
-        let names = uc_engine::names::ClusterNames::start(client.clone());
-        options.names = Some(names.clone());
-        uc_operators::workloads::register(&mut options.natives);
-        uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names.clone()));
-        uc_operators::zookeeper::register(&mut options.natives, client.clone(), Some(names.clone()));
-        if args.control_plane {
-            let listen = uc_operators::multicluster::interpreter::Listen::default();
-            uc_operators::multicluster::register(&mut options.natives, client.clone(), listen);
-        }
-        let engine =
-            uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
-        if args.control_plane {
-            // The multi-cluster operators; the ZookeeperCluster is a resource template here,
-            // propagated rather than run.
-            for crd in uc_operators::multicluster::crds() {
-                uc_engine::manager::install_crd(&client, crd).await?;
-            }
-            install_controllers(&client, uc_operators::multicluster::controllers()).await?;
-        } else if !args.no_workload_controllers {
-            install_controllers(&client, uc_operators::workloads::controllers()).await?;
-        }
-        // With OLM, uc's operators are installed by Subscriptions to the built-in catalog.
-        if !args.control_plane && !args.no_workload_controllers && !args.olm {
-            for crd in uc_operators::etcd::crds() {
-                uc_engine::manager::install_crd(&client, crd).await?;
-            }
-            install_controllers(&client, uc_operators::etcd::controllers()).await?;
-            for crd in uc_operators::zookeeper::crds() {
-                uc_engine::manager::install_crd(&client, crd).await?;
-            }
-            install_controllers(&client, uc_operators::zookeeper::controllers()).await?;
-        }
-        if let Some(addr) = engine.metrics_addr {
-            std::fs::write(args.data_dir.join("metrics-address"), addr.to_string())
-                .context("writing metrics-address")?;
-            tracing::info!(%addr, "engine metrics");
-        }
-        Some(engine)
-    };
-    let control_plane = if args.control_plane {
-        let client = client_for(Some(&kubeconfig), "karmada-controller-manager").await?;
-        let resolver = uc_engine::names::ClusterNames::start(client.clone()).resolver("default");
-        let plane = uc_karmada::start(client, resolver).await.context("starting the multi-cluster control plane")?;
-        tracing::info!("multi-cluster control plane running (Karmada's API)");
-        Some(plane)
-    } else {
-        None
-    };
-    let _lifecycle = if args.olm && !args.control_plane {
-        let client = client_for(Some(&kubeconfig), "olm-operator").await?;
-        let resolver = uc_engine::names::ClusterNames::start(client.clone()).resolver("default");
-        let lifecycle = uc_olm::start(client, resolver, catalog::builtin())
-            .await
-            .context("starting the operator lifecycle manager")?;
-        tracing::info!("operator lifecycle manager running (OLM's API)");
-        Some(lifecycle)
-    } else {
-        None
-    };
-    let node = if args.no_node || args.control_plane {
-        None
-    } else {
-        let client = client_for(Some(&kubeconfig), "uc-node").await?;
-        let exe = std::env::current_exe().context("locating the uc binary")?;
-        let mut allowlist = uc_node::allowlist::Allowlist::shipped(exe.clone());
-        let node_config = args.data_dir.join("node.json");
-        if node_config.exists() {
-            allowlist.extend_from_file(&node_config).context("reading the node config")?;
-        }
-        let data_dir = std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone());
-        let options = uc_node::NodeOptions {
-            allowlist,
-            pods_dir: data_dir.join("pods"),
-            hosts_dir: Some(data_dir.join("hosts")),
-            pod_subnet: subnet,
-            volumes_dir: data_dir.join("volumes"),
-            shim: exe,
-            kubelet_token,
-            api_server: Some(server.addr),
-            ..Default::default()
-        };
-        Some(uc_node::start(client, options).await.context("starting the node agent")?)
-    };
-    println!("export KUBECONFIG={}", kubeconfig.display());
-    wait_for_signal().await;
-    tracing::info!("stopping");
-    if let Some(n) = node {
-        // Every pod process stops with its grace period; nothing uc started is left running.
-        n.shutdown().await;
-    }
-    drop(control_plane);
-    drop(engine);
-    server.shutdown().await;
-    Ok(())
 }
 
 async fn http_server(args: HttpServerArgs) -> anyhow::Result<()> {
@@ -571,7 +352,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         for crd in uc_operators::multicluster::crds() {
             uc_engine::manager::install_crd(&client, crd).await?;
         }
-        install_controllers(&client, uc_operators::multicluster::controllers()).await?;
+        up::install_controllers(&client, uc_operators::multicluster::controllers()).await?;
     }
     tracing::info!(metrics = ?engine.metrics_addr, "engine running");
     wait_for_signal().await;
@@ -595,62 +376,9 @@ async fn join(args: JoinArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Creates the built-in UniversalController objects, or brings them up to date.
-async fn install_controllers(client: &kube::Client, controllers: Vec<serde_json::Value>) -> anyhow::Result<()> {
-    use kube::api::{Api, ApiResource, DynamicObject, PostParams};
-    let ar = ApiResource {
-        group: uc_api::controller::GROUP.into(),
-        version: uc_api::controller::VERSION.into(),
-        api_version: uc_api::controller::API_VERSION.into(),
-        kind: "UniversalController".into(),
-        plural: "universalcontrollers".into(),
-    };
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
-    for c in controllers {
-        let mut obj: DynamicObject = serde_json::from_value(c)?;
-        let name = obj.metadata.name.clone().unwrap_or_default();
-        match api.get_opt(&name).await? {
-            None => {
-                api.create(&PostParams::default(), &obj)
-                    .await
-                    .with_context(|| format!("creating controller {name}"))?;
-            }
-            Some(current) if current.data.get("spec") != obj.data.get("spec") => {
-                obj.metadata.resource_version = current.metadata.resource_version;
-                api.replace(&name, &PostParams::default(), &obj)
-                    .await
-                    .with_context(|| format!("updating controller {name}"))?;
-            }
-            Some(_) => {}
-        }
-    }
-    Ok(())
-}
-
-/// The second octet of this cluster's pod IPs (127.N.0.0/16): chosen once per data directory, at
-/// random, so that several `uc up` on one machine do not hand out the same addresses.
-fn pod_subnet(data_dir: &std::path::Path) -> anyhow::Result<u8> {
-    let path = data_dir.join("pod-subnet");
-    if let Ok(text) = std::fs::read_to_string(&path)
-        && let Ok(n) = text.trim().parse::<u8>()
-        && (1..=254).contains(&n)
-    {
-        return Ok(n);
-    }
-    let n = 1
-        + (std::process::id() as u64
-            ^ std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0))
-            % 254;
-    std::fs::write(&path, n.to_string()).with_context(|| format!("writing {}", path.display()))?;
-    Ok(n as u8)
-}
-
 /// A client of the cluster that names itself `component` in its User-Agent (the API server's per-client
 /// traffic metrics go by it).
-async fn client_for(kubeconfig: Option<&std::path::Path>, component: &str) -> anyhow::Result<kube::Client> {
+pub(crate) async fn client_for(kubeconfig: Option<&std::path::Path>, component: &str) -> anyhow::Result<kube::Client> {
     let mut config = match kubeconfig {
         Some(path) => {
             let kc =
@@ -664,7 +392,7 @@ async fn client_for(kubeconfig: Option<&std::path::Path>, component: &str) -> an
     Ok(kube::Client::try_from(config)?)
 }
 
-async fn wait_for_signal() {
+pub(crate) async fn wait_for_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     match signal(SignalKind::terminate()) {
         Ok(mut term) => {

@@ -19,6 +19,29 @@ fn read_docs(path: &Path) -> anyhow::Result<Vec<Value>> {
     parse_blobs(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
+/// Puts the source of a controller's JavaScript hooks (a ConfigMap's or Secret's key, read from
+/// `read`) in the hook itself, since a bundle installs into whatever namespace it is subscribed in; an
+/// exec hook, a program on the engine's machine, cannot be bundled.
+pub fn inline_hooks(c: &mut Value, read: impl Fn(&str) -> anyhow::Result<String>) -> anyhow::Result<()> {
+    let Some(hooks) = c.pointer_mut("/spec/hooks").and_then(Value::as_object_mut) else { return Ok(()) };
+    for (which, hook) in hooks.iter_mut() {
+        if hook.get("exec").is_some() {
+            bail!(
+                "controller.yaml: hooks.{which} is an exec hook, a program on the machine that runs the engine; a bundle carries webhook, JavaScript or native hooks"
+            );
+        }
+        let Some(js) = hook.get_mut("javascript").and_then(Value::as_object_mut) else { continue };
+        let reference = js.get("configMapRef").or_else(|| js.get("secretRef"));
+        if let Some(key) = reference.and_then(|r| r.get("key")).and_then(Value::as_str) {
+            let source = read(key).with_context(|| format!("hooks.{which}"))?;
+            js.remove("configMapRef");
+            js.remove("secretRef");
+            js.insert("source".into(), Value::String(source));
+        }
+    }
+    Ok(())
+}
+
 /// The controller objects of `DIR/controller.yaml`, their JavaScript inlined from `DIR`.
 fn controllers(dir: &Path) -> anyhow::Result<Vec<Value>> {
     let mut out = Vec::new();
@@ -27,25 +50,10 @@ fn controllers(dir: &Path) -> anyhow::Result<Vec<Value>> {
         if !matches!(kind.as_str(), "UniversalController" | "CompositeController" | "DecoratorController") {
             continue;
         }
-        if let Some(hooks) = c.pointer_mut("/spec/hooks").and_then(Value::as_object_mut) {
-            for (which, hook) in hooks.iter_mut() {
-                if hook.get("exec").is_some() {
-                    bail!(
-                        "controller.yaml: hooks.{which} is an exec hook, a program on the machine that runs the engine; a bundle carries webhook, JavaScript or native hooks"
-                    );
-                }
-                let Some(js) = hook.get_mut("javascript").and_then(Value::as_object_mut) else { continue };
-                let reference = js.get("configMapRef").or_else(|| js.get("secretRef"));
-                if let Some(key) = reference.and_then(|r| r.get("key")).and_then(Value::as_str) {
-                    let file = dir.join(key);
-                    let source = std::fs::read_to_string(&file)
-                        .with_context(|| format!("hooks.{which}: reading {}", file.display()))?;
-                    js.remove("configMapRef");
-                    js.remove("secretRef");
-                    js.insert("source".into(), Value::String(source));
-                }
-            }
-        }
+        inline_hooks(&mut c, |key| {
+            let file = dir.join(key);
+            std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))
+        })?;
         out.push(c);
     }
     if out.is_empty() {

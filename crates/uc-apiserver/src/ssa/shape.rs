@@ -101,9 +101,7 @@ impl Shape for Structural<'_> {
         }
         let Some(s) = self.at(path) else { return by_value(value) };
         match value {
-            Value::Object(_) if s.raw.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic") => {
-                Kind::Atomic
-            }
+            Value::Object(_) if s.map_type.as_deref() == Some("atomic") => Kind::Atomic,
             Value::Object(_) => Kind::Granular,
             Value::Array(_) => match s.list_type.as_deref() {
                 Some("map") if !s.list_map_keys.is_empty() => Kind::Keyed(s.list_map_keys.clone()),

@@ -1,0 +1,103 @@
+//! Installing operators the way a user would, for `uc up`'s own: a Subscription per package in the
+//! `operators` namespace (its default channel, Automatic), then waiting until each one's CSV has
+//! Succeeded — so that, when `uc up` says it is ready, the operators' kinds are served.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::context::{MANAGER, V1ALPHA1, str_at};
+use crate::fbc::Catalog;
+
+/// The Subscription to `package` of `catalog` (a CatalogSource in `catalog_namespace`), in `namespace`.
+pub fn subscription(
+    catalog: &Catalog,
+    catalog_name: &str,
+    catalog_namespace: &str,
+    package: &str,
+    namespace: &str,
+) -> Result<Value, String> {
+    let p = catalog.packages.get(package).ok_or_else(|| {
+        let known: Vec<&str> = catalog.packages.keys().map(String::as_str).collect();
+        format!("{catalog_name} has no package {package:?} (it has {})", known.join(", "))
+    })?;
+    Ok(json!({
+        "apiVersion": V1ALPHA1, "kind": "Subscription",
+        "metadata": {"name": package, "namespace": namespace},
+        "spec": {"name": package, "channel": p.default_channel, "source": catalog_name,
+                 "sourceNamespace": catalog_namespace, "installPlanApproval": "Automatic"},
+    }))
+}
+
+/// Creates the Subscriptions (those that exist are left as they are).
+pub async fn create(client: &kube::Client, subscriptions: &[Value]) -> Result<(), String> {
+    let kinds = uc_engine::dynamic::Kinds::default();
+    for s in subscriptions {
+        let (ns, name) = (str_at(s, "/metadata/namespace"), str_at(s, "/metadata/name"));
+        if uc_engine::dynamic::get(client, &kinds, V1ALPHA1, "Subscription", ns, name).await?.is_none() {
+            uc_engine::dynamic::apply(client, &kinds, s, MANAGER).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Waits until every Subscription's installed CSV has Succeeded; those that have not by `timeout`,
+/// with the phase or condition they are in.
+pub async fn wait_installed(
+    client: &kube::Client,
+    subscriptions: &[Value],
+    timeout: Duration,
+) -> Result<(), Vec<String>> {
+    let kinds = uc_engine::dynamic::Kinds::default();
+    let deadline = Instant::now() + timeout;
+    loop {
+        let mut waiting = Vec::new();
+        for s in subscriptions {
+            let (ns, name) = (str_at(s, "/metadata/namespace"), str_at(s, "/metadata/name"));
+            let sub = uc_engine::dynamic::get(client, &kinds, V1ALPHA1, "Subscription", ns, name).await;
+            let installed = sub.ok().flatten().map(|s| str_at(&s, "/status/installedCSV").to_string());
+            let csv = match installed.as_deref() {
+                Some(csv) if !csv.is_empty() => {
+                    uc_engine::dynamic::get(client, &kinds, V1ALPHA1, "ClusterServiceVersion", ns, csv).await
+                }
+                _ => Ok(None),
+            };
+            let phase = csv.ok().flatten().map(|c| str_at(&c, "/status/phase").to_string());
+            if phase.as_deref() != Some("Succeeded") {
+                waiting.push(format!("{ns}/{name}: {}", phase.unwrap_or_else(|| "no CSV installed yet".into())));
+            }
+        }
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(waiting);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_subscription_follows_the_packages_default_channel() {
+        let blobs = crate::fbc::parse_blobs(
+            r#"{"schema": "olm.package", "name": "etcd", "defaultChannel": "stable"}
+{"schema": "olm.channel", "package": "etcd", "name": "stable", "entries": [{"name": "etcd.v1.0.0"}]}
+{"schema": "olm.bundle", "package": "etcd", "name": "etcd.v1.0.0", "image": "",
+ "properties": [{"type": "olm.package", "value": {"packageName": "etcd", "version": "1.0.0"}}]}"#,
+        )
+        .unwrap();
+        let catalog = Catalog::from_blobs(&blobs).unwrap();
+        let s = subscription(&catalog, "uc-operators", "olm", "etcd", "operators").unwrap();
+        assert_eq!(s["spec"]["channel"], "stable");
+        assert_eq!(
+            (s["metadata"]["namespace"].as_str(), s["spec"]["source"].as_str()),
+            (Some("operators"), Some("uc-operators"))
+        );
+        let e = subscription(&catalog, "uc-operators", "olm", "nope", "operators").unwrap_err();
+        assert!(e.contains("no package \"nope\"") && e.contains("etcd"), "{e}");
+    }
+}
