@@ -1,4 +1,4 @@
-"""OLM's own API on `uc up --olm` (work in progress, issue #18): uc's operators as bundles in the built-in
+"""OLM's own API, served by `uc up` (here with `--operators none`: the tests subscribe): uc's operators as bundles in the built-in
 catalog `olm/uc-operators`, listed as PackageManifests; a Subscription → an InstallPlan → a ClusterServiceVersion that succeeds, then
 an EtcdCluster made from the CSV's `alm-examples` runs; Manual approval waits for `approved: true`; an
 unsatisfiable requirement is a ResolutionFailed condition naming what is missing, with nothing installed.
@@ -150,6 +150,61 @@ def test_an_unsatisfiable_requirement_is_a_resolution_failure_and_installs_nothi
     assert get(olm, "-n", "cat", "installplan")["items"] == [] and get(olm, "-n", "cat", "csv")["items"] == []
 
 
+def test_a_bundle_requiring_an_api_of_another_package_installs_both(olm):
+    """`backup-app` (its own catalog) requires EtcdCluster, which only package etcd of uc's catalog
+    provides: one plan installs both, and the dependency gets its own Subscription, as on OLM."""
+    import base64
+
+    csv = {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+           "metadata": {"name": "backup-app.v1.0.0"},
+           "spec": {"version": "1.0.0", "displayName": "Backup app",
+                    "installModes": [{"type": "AllNamespaces", "supported": True}],
+                    "install": {"strategy": "deployment", "spec": {"deployments": []}},
+                    "customresourcedefinitions": {"required": [
+                        {"name": "etcdclusters.etcd.database.coreos.com", "version": "v1beta2", "kind": "EtcdCluster"}]}}}
+    blobs = [{"schema": "olm.package", "name": "backup-app", "defaultChannel": "stable"},
+             {"schema": "olm.channel", "package": "backup-app", "name": "stable", "entries": [{"name": "backup-app.v1.0.0"}]},
+             {"schema": "olm.bundle", "package": "backup-app", "name": "backup-app.v1.0.0",
+              "properties": [{"type": "olm.package", "value": {"packageName": "backup-app", "version": "1.0.0"}},
+                             {"type": "olm.gvk.required",
+                              "value": {"group": "etcd.database.coreos.com", "version": "v1beta2", "kind": "EtcdCluster"}},
+                             {"type": "olm.bundle.object",
+                              "value": {"data": base64.b64encode(json.dumps(csv).encode()).decode()}}]}]
+    olm.kubectl("create", "namespace", "apps")
+    olm.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "apps-catalog", "namespace": "apps"},
+        "data": {"catalog.json": "\n".join(json.dumps(b) for b in blobs)}}))
+    olm.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+        "metadata": {"name": "apps", "namespace": "apps"}, "spec": {"sourceType": "configmap", "configMap": "apps-catalog"}}))
+    olm.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup", "metadata": {"name": "all", "namespace": "apps"},
+        "spec": {}}))
+    subscribe(olm, "backup-app", "backup-app", namespace="apps", channel="stable", source="apps", sourceNamespace="apps")
+    sub = wait_for(lambda: (s := get(olm, "-n", "apps", "subscription", "backup-app")) and
+                   s.get("status", {}).get("state") == "AtLatestKnown" and s, timeout=60, message="backup-app at its latest")
+    plan = get(olm, "-n", "apps", "installplan", sub["status"]["installPlanRef"]["name"])
+    assert plan["spec"]["clusterServiceVersionNames"] == ["backup-app.v1.0.0", f"etcd.v{csv_version(olm)}"], plan["spec"]
+    steps = {(s["resource"]["kind"], s["resource"]["name"]) for s in plan["status"]["plan"]}
+    assert ("Subscription", "etcd-alpha-uc-operators-olm") in steps and ("UniversalController", "etcd-operator") in steps
+    for name in ("backup-app.v1.0.0", f"etcd.v{csv_version(olm)}"):
+        wait_for(lambda: (get(olm, "-n", "apps", "csv", name) or {}).get("status", {}).get("phase") == "Succeeded",
+                 timeout=30, message=f"{name} Succeeded")
+    dep = wait_for(lambda: (d := get(olm, "-n", "apps", "subscription", "etcd-alpha-uc-operators-olm")) and
+                   d.get("status", {}).get("state") == "AtLatestKnown" and d, timeout=30,
+                   message="the dependency's Subscription at its latest")
+    assert dep["spec"]["source"] == "uc-operators" and dep["status"]["installedCSV"] == f"etcd.v{csv_version(olm)}"
+    # Uninstalled as any operator: the Subscriptions, then the CSVs.
+    olm.kubectl("-n", "apps", "delete", "subscription", "--all")
+    olm.kubectl("-n", "apps", "delete", "csv", "--all")
+    wait_for(lambda: "etcd-operator" not in {u["metadata"]["name"] for u in get(olm, "universalcontrollers")["items"]},
+             timeout=30, message="etcd's controllers removed")
+
+
+def csv_version(olm):
+    return get(olm, "-n", "olm", "packagemanifest", "etcd")["status"]["channels"][0]["currentCSV"].removeprefix("etcd.v")
+
+
 def chain_catalog():
     """Package `chain`: 1.0.0 ← 1.5.0 (replaces) ; 1.0.0 ← 2.0.0 (replaces, skips 1.5.0) ← 3.0.0 (replaces,
     skipRange >=2.0.0 <3.0.0). From 1.0.0 the path is 2.0.0 then 3.0.0."""
@@ -277,6 +332,11 @@ def test_an_operator_group_with_a_target_namespace_scopes_the_installed_operator
              .get("olm.targetNamespaces") == "team-a", message="the CSV annotated with its group's namespaces")
     wait_for(lambda: get(olm, "universalcontroller", "etcd-operator")["metadata"].get("annotations", {})
              .get("olm.targetNamespaces") == "team-a", message="the controller scoped to team-a")
+    # As on OLM, the CSV shows in the namespace it serves: a copy, with the original's phase.
+    copy = wait_for(lambda: (c := get(olm, "-n", "team-a", "csv", csv)) and
+                    c.get("status", {}).get("phase") == "Succeeded" and c, message="the CSV copied into team-a")
+    assert copy["metadata"]["labels"]["olm.copiedFrom"] == "team-ops" and copy["status"]["reason"] == "Copied"
+    assert get(olm, "-n", "team-b", "csv", csv) is None, "not into a namespace it does not serve"
     for ns in ["team-a", "team-b"]:
         olm.kubectl("apply", "-f", "-", input=json.dumps({
             "apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdCluster",

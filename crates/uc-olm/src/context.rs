@@ -13,6 +13,10 @@ pub const V1: &str = "operators.coreos.com/v1";
 /// The field manager of what the lifecycle manager writes.
 pub const MANAGER: &str = "olm";
 
+/// The ConfigMaps `(namespace, name)` that CatalogSources name, kept current by the passes (their
+/// changes wake the manager, `triggers.rs`).
+pub type Watched = std::sync::Arc<parking_lot::Mutex<std::collections::BTreeSet<(String, String)>>>;
+
 /// The lifecycle manager's state between passes.
 pub struct Olm {
     pub client: kube::Client,
@@ -24,7 +28,7 @@ pub struct Olm {
     /// The catalog each CatalogSource's PackageManifests were last written from (its address).
     pub published: std::collections::HashMap<String, usize>,
     /// The ConfigMaps that CatalogSources name, whose changes wake the manager.
-    pub watched: crate::triggers::Watched,
+    pub watched: Watched,
 }
 
 impl Olm {

@@ -214,5 +214,8 @@ async fn pass(olm: &mut Olm) -> Result<bool, String> {
             tracing::warn!(csv = %str_at(csv, "/metadata/name"), error = %e, "csv not synced");
         }
     }
+    if let Err(e) = crate::copies::sync(olm, &all_csvs, &groups).await {
+        tracing::warn!(error = %e, "copied csvs not synced");
+    }
     Ok(in_flight(&subs, &plans, &all_csvs))
 }

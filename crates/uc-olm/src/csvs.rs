@@ -14,9 +14,6 @@ use crate::plan::{
     deployments,
 };
 
-/// The label OLM puts on a CSV copied into a target namespace.
-pub const COPIED_FROM_LABEL: &str = "olm.copiedFrom";
-
 /// Most phase changes a CSV's `status.conditions` keeps.
 const MAX_CONDITIONS: usize = 20;
 
@@ -62,8 +59,8 @@ async fn scope_controllers(olm: &Olm, csv: &str, ns: &str, targets: &str) -> Res
 
 /// Moves one CSV on.
 pub async fn sync(olm: &Olm, csv_obj: &Value, csvs: &[Value], groups: &[Group], crds: &[Value]) -> Result<(), String> {
-    if csv_obj.pointer(&format!("/metadata/labels/{}", COPIED_FROM_LABEL.replace('/', "~1"))).is_some() {
-        return Ok(());
+    if crate::copies::is_copy(csv_obj) {
+        return Ok(()); // copies follow their original (`copies.rs`)
     }
     let csv = Csv::from_value(csv_obj)?;
     let (ns, name) = (str_at(csv_obj, "/metadata/namespace"), csv.name());

@@ -128,6 +128,9 @@ async fn apply_step(olm: &Olm, manifest: &Value) -> Result<&'static str, String>
             ));
         }
     }
+    if kind == "Subscription" && existing.is_some() {
+        return Ok("Present"); // a dependency already subscribed to: the user's Subscription stays as it is
+    }
     olm.apply(manifest).await?;
     if kind == "CustomResourceDefinition" {
         // Later steps (the CSV, its custom resources) need the new kind served.

@@ -5,11 +5,12 @@
 //! InstallPlan steps and a CSV's Deployments (`plan.rs`), OperatorGroups (`group.rs`) and a CSV's phase
 //! (`phase.rs`). At the edges, the lifecycle manager (`controller.rs`): CatalogSources read
 //! (`sources.rs`) and published as PackageManifests (`packages.rs`), Subscriptions (`subscriptions.rs`), InstallPlans (`installplans.rs`) and CSVs
-//! (`csvs.rs`) moved on, whenever a watched object changed (`triggers.rs`).
+//! (`csvs.rs`) moved on and copied into the namespaces they serve (`copies.rs`), whenever a watched object changed (`triggers.rs`).
 
 pub mod bundle;
 pub mod context;
 pub mod controller;
+pub mod copies;
 pub mod crds;
 pub mod csv;
 pub mod csvs;
@@ -92,7 +93,7 @@ pub async fn start(
     let mut sources = sources::Sources::default();
     sources.builtin = builtin.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
     let wake = Arc::new(tokio::sync::Notify::new());
-    let watched = triggers::Watched::default();
+    let watched = context::Watched::default();
     let triggers =
         triggers::start(&client, &kinds, wake.clone(), watched.clone()).await.map_err(|e| anyhow::anyhow!(e))?;
     let olm =

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use crate::csv::Csv;
 use crate::fbc::Bundle;
+use crate::resolve::Choice;
 
 /// The kinds of objects an install labels as the CSV's (besides its Deployments, which it owns), swept
 /// when the CSV is gone: `(apiVersion, kind)`.
@@ -106,6 +107,14 @@ pub fn rbac(csv: &Csv, namespace: &str) -> Vec<Value> {
     out
 }
 
+/// The label OLM's Operator API puts on what an operator installed, `operators.coreos.com/<package>.<namespace>`:
+/// on the CRDs an install creates, so that `kubectl delete crd -l <label>` removes them when asked
+/// (uninstalling leaves them). None when the name is too long to be a label's.
+pub fn operator_label(package: &str, namespace: &str) -> Option<String> {
+    let name = format!("{package}.{namespace}");
+    (name.len() <= 63).then(|| format!("operators.coreos.com/{name}"))
+}
+
 /// The steps that install `bundle` into `namespace`, in OLM's order: CRDs, the CSV, RBAC, the rest.
 pub fn steps(bundle: &Bundle, namespace: &str) -> Result<Vec<Step>, String> {
     let csv_manifest = bundle
@@ -126,11 +135,18 @@ pub fn steps(bundle: &Bundle, namespace: &str) -> Result<Vec<Step>, String> {
         }
         Step { resolving: bundle.name.clone(), manifest }
     };
+    let package_label = operator_label(&bundle.package, namespace);
     let mut out: Vec<Step> = bundle
         .objects
         .iter()
         .filter(|o| kind_of(o) == "CustomResourceDefinition")
-        .map(|o| step(o.clone(), false))
+        .map(|o| {
+            let mut crd = o.clone();
+            if let Some(label) = &package_label {
+                crd["metadata"]["labels"][label] = json!("");
+            }
+            step(crd, false)
+        })
         .collect();
     out.push(step(csv_manifest.clone(), true));
     let owned = |mut o: Value| {
@@ -160,6 +176,23 @@ pub fn steps(bundle: &Bundle, namespace: &str) -> Result<Vec<Step>, String> {
         out.push(step(owned(o.clone()), !cluster_scoped));
     }
     Ok(out)
+}
+
+/// The step of a plan that subscribes to a dependency it installs, as OLM does (so the dependency is
+/// upgraded on its channel like any package): the Subscription
+/// `<package>-<channel>-<catalog>-<catalog namespace>` in `namespace`, starting at the CSV installed.
+pub fn dependency_subscription(choice: &Choice, namespace: &str, approval: &str) -> Step {
+    let (source_ns, source_name) = choice.source.split_once('/').unwrap_or(("", choice.source.as_str()));
+    let name = format!("{}-{}-{source_name}-{source_ns}", choice.package, choice.channel);
+    Step {
+        resolving: choice.bundle.clone(),
+        manifest: json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"name": choice.package, "channel": choice.channel, "source": source_name,
+                     "sourceNamespace": source_ns, "startingCSV": choice.bundle, "installPlanApproval": approval},
+        }),
+    }
 }
 
 /// The Deployments a CSV creates in its namespace: owned by it, labelled `olm.owner*`, their pods
@@ -236,7 +269,12 @@ mod tests {
         assert_eq!(steps[7].manifest["metadata"]["namespace"], "operators");
         assert_eq!(steps[4].manifest["subjects"][0]["name"], "memcached");
         assert_eq!(steps[7].manifest["metadata"]["labels"][OWNER_LABEL], "memcached.v0.1.0", "labelled as the CSV's");
-        assert!(steps[0].manifest["metadata"].get("labels").is_none(), "CRDs outlive their operator");
+        assert_eq!(
+            steps[0].manifest["metadata"]["labels"],
+            json!({"operators.coreos.com/memcached.operators": ""}),
+            "CRDs outlive their operator (not olm.owner), found by the package's label when asked"
+        );
+        assert_eq!(operator_label(&"x".repeat(60), "operators"), None, "too long for a label");
         let status = steps[1].to_status("uc-operators", "olm", "Unknown");
         assert_eq!(status["resource"]["group"], "operators.coreos.com");
         assert_eq!(status["resource"]["kind"], "ClusterServiceVersion");
@@ -252,5 +290,29 @@ mod tests {
         assert_eq!(d["metadata"]["ownerReferences"][0]["uid"], "u1");
         assert_eq!(d["spec"]["template"]["metadata"]["annotations"][TARGET_NAMESPACES_ANNOTATION], "operators");
         assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["name"], "manager");
+    }
+
+    #[test]
+    fn a_dependency_gets_a_subscription_named_as_olm_names_it() {
+        let choice = Choice {
+            source: "olm/uc-operators".into(),
+            package: "etcd".into(),
+            channel: "alpha".into(),
+            bundle: "etcd.v0.1.0".into(),
+        };
+        let step = dependency_subscription(&choice, "ops", "Manual");
+        assert_eq!(step.resolving, "etcd.v0.1.0");
+        let m = &step.manifest;
+        assert_eq!(m["metadata"]["name"], "etcd-alpha-uc-operators-olm");
+        assert_eq!(m["metadata"]["namespace"], "ops");
+        assert_eq!(
+            (
+                &m["spec"]["source"],
+                &m["spec"]["sourceNamespace"],
+                &m["spec"]["startingCSV"],
+                &m["spec"]["installPlanApproval"]
+            ),
+            (&json!("uc-operators"), &json!("olm"), &json!("etcd.v0.1.0"), &json!("Manual"))
+        );
     }
 }

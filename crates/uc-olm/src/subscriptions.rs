@@ -11,7 +11,7 @@ use crate::context::{Olm, V1ALPHA1, now, str_at};
 use crate::fbc::Catalog;
 use crate::graph;
 use crate::installplans::{install_plan, plan_status};
-use crate::plan::steps;
+use crate::plan::{dependency_subscription, steps};
 use crate::resolve::{Choice, Installed, Source, Target, bundle_of, resolve};
 use crate::versions::parse_version;
 
@@ -50,6 +50,7 @@ pub fn target(sub: &Value) -> Target {
 fn installed_in(csvs: &[Value], namespace: &str, sources: &[Source]) -> Vec<Installed> {
     csvs.iter()
         .filter(|c| str_at(c, "/metadata/namespace") == namespace && str_at(c, "/status/phase") != "Replacing")
+        .filter(|c| !crate::copies::is_copy(c))
         .filter_map(|c| {
             let csv = crate::csv::Csv::from_value(c).ok()?;
             let version = parse_version(csv.spec.version.as_deref()?).ok()?;
@@ -64,7 +65,17 @@ fn installed_in(csvs: &[Value], namespace: &str, sources: &[Source]) -> Vec<Inst
         .collect()
 }
 
-/// Makes the InstallPlan of `choices` in the Subscription's namespace.
+/// The CSV of `package` installed in `namespace` (not being replaced), if any.
+fn installed_csv_of(csvs: &[Value], namespace: &str, sources: &[Source], package: &str) -> Option<String> {
+    let bundles: Vec<&crate::fbc::Package> = sources.iter().filter_map(|s| s.catalog.packages.get(package)).collect();
+    csvs.iter()
+        .filter(|c| str_at(c, "/metadata/namespace") == namespace && str_at(c, "/status/phase") != "Replacing")
+        .filter(|c| !crate::copies::is_copy(c))
+        .map(|c| str_at(c, "/metadata/name"))
+        .find(|name| bundles.iter().any(|p| p.bundles.contains_key(*name)))
+        .map(str::to_string)
+}
+
 /// Makes the InstallPlan of `choices` in the Subscription's namespace; its name and uid.
 async fn make_plan(
     olm: &Olm,
@@ -82,8 +93,13 @@ async fn make_plan(
             all.push((s, source_ns.to_string(), source_name.to_string()));
         }
     }
-    let csvs: Vec<String> = choices.iter().map(|c| c.bundle.clone()).collect();
     let approval = Some(str_at(sub, "/spec/installPlanApproval")).filter(|a| !a.is_empty()).unwrap_or("Automatic");
+    // Each dependency of another package is subscribed to, as OLM does.
+    for c in choices.iter().skip(1).filter(|c| c.package != choices[0].package) {
+        let (source_ns, source_name) = c.source.split_once('/').unwrap_or(("", c.source.as_str()));
+        all.push((dependency_subscription(c, ns, approval), source_ns.to_string(), source_name.to_string()));
+    }
+    let csvs: Vec<String> = choices.iter().map(|c| c.bundle.clone()).collect();
     let (source_ns, source_name) = choices[0].source.split_once('/').unwrap_or(("", ""));
     let plan = olm.apply(&install_plan(&name, ns, &csvs, approval, (source_ns, source_name), sub)).await?;
     if plan.pointer("/status/phase").is_none() {
@@ -177,6 +193,11 @@ pub async fn sync(
         }
     }
     let target = target(sub);
+    if installed.is_none() && plan_ref.is_empty() {
+        // A Subscription to a package already installed here (a dependency a plan subscribed to, or
+        // one subscribed again) takes the installed CSV as its own.
+        installed = installed_csv_of(csvs, ns, &sources, &target.package);
+    }
     let Some(from) = installed.clone() else {
         // Nothing installed: resolve the package (and what it needs) and plan it.
         return match resolve(&sources, &target, &installed_in(csvs, ns, &sources)) {

@@ -2,19 +2,14 @@
 //! Namespaces, the Deployments a CSV created (by their `olm.owner.kind` label) and the ConfigMaps a
 //! CatalogSource names. Each event wakes the loop; nothing is kept (a pass reads what it needs).
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use futures::StreamExt;
 use kube::runtime::{WatchStreamExt, watcher};
-use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use crate::context::{V1, V1ALPHA1};
+use crate::context::{V1, V1ALPHA1, Watched};
 use crate::plan::OWNER_KIND_LABEL;
-
-/// The ConfigMaps `(namespace, name)` that CatalogSources name, kept current by the passes.
-pub type Watched = Arc<Mutex<BTreeSet<(String, String)>>>;
 
 /// The watches; they stop when dropped.
 pub struct Triggers {

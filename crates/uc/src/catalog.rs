@@ -239,7 +239,10 @@ pub fn builtin() -> BTreeMap<String, Catalog> {
                 continue;
             }
         };
-        let channel = Channel { name: "alpha".into(), entries: vec![entry_of(&bundle)] };
+        // The one bundle of each operator upgrades any earlier uc's: a uc upgraded moves its
+        // Subscriptions on.
+        let entry = uc_olm::fbc::Entry { skip_range: Some(format!("<{version}")), ..entry_of(&bundle) };
+        let channel = Channel { name: "alpha".into(), entries: vec![entry] };
         let package = Package {
             name: op.package.into(),
             default_channel: "alpha".into(),
@@ -271,6 +274,16 @@ mod tests {
         let examples: Value =
             serde_json::from_str(csv["metadata"]["annotations"]["alm-examples"].as_str().unwrap()).unwrap();
         assert_eq!(examples[0]["kind"], "EtcdCluster");
+        // An earlier uc's bundle is upgraded from.
+        let older = uc_olm::versions::Version::new(0, 0, 1);
+        let next = uc_olm::graph::next(etcd, &etcd.channels["alpha"], "etcd.v0.0.1", Some(&older));
+        assert_eq!(next.map(|e| e.name.as_str()), Some(bundle.name.as_str()));
+        // Every operator of the repository's examples is in it, with its hook inlined.
+        for package in ["catset", "tfjob", "sample-controller"] {
+            let b = catalog.packages[package].bundles.values().next().unwrap();
+            let controller = b.objects.iter().find(|o| o["kind"] == "UniversalController").unwrap();
+            assert!(controller["spec"]["hooks"]["sync"]["javascript"]["source"].is_string(), "{package}");
+        }
         // Round trip through FBC: what `uc catalog` would write reads back the same.
         let blobs: Vec<Value> = catalog.packages.values().flat_map(uc_olm::bundle::package_blobs).collect();
         assert_eq!(&Catalog::from_blobs(&blobs).unwrap(), catalog);

@@ -2,11 +2,16 @@
 
 mod allocator;
 mod catalog;
+mod client;
 mod hook_record;
 mod hook_test;
 mod init;
 mod package;
+mod signal;
 mod up;
+
+use client::client_for;
+use signal::wait_for_signal;
 
 use std::path::PathBuf;
 
@@ -374,35 +379,4 @@ async fn join(args: JoinArgs) -> anyhow::Result<()> {
     }
     println!("cluster {} joined ({})", args.name, creds.endpoint);
     Ok(())
-}
-
-/// A client of the cluster that names itself `component` in its User-Agent (the API server's per-client
-/// traffic metrics go by it).
-pub(crate) async fn client_for(kubeconfig: Option<&std::path::Path>, component: &str) -> anyhow::Result<kube::Client> {
-    let mut config = match kubeconfig {
-        Some(path) => {
-            let kc =
-                kube::config::Kubeconfig::read_from(path).with_context(|| format!("reading {}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default()).await?
-        }
-        None => kube::Config::infer().await?,
-    };
-    let agent = format!("{component}/{}", env!("CARGO_PKG_VERSION"));
-    config.headers.push((http::header::USER_AGENT, http::HeaderValue::from_str(&agent)?));
-    Ok(kube::Client::try_from(config)?)
-}
-
-pub(crate) async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }

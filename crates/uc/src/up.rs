@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use crate::{catalog, client_for, wait_for_signal};
+use crate::catalog;
+use crate::client::client_for;
+use crate::signal::wait_for_signal;
 
 #[derive(clap::Args)]
 pub struct UpArgs {

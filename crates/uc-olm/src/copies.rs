@@ -1,0 +1,132 @@
+//! Copied CSVs, as OLM makes them: an operator that serves other namespaces than its own shows its
+//! ClusterServiceVersion in each of them — a copy labelled `olm.copiedFrom: <its namespace>`, with the
+//! original's phase and reason `Copied` — so that `kubectl get csv -n <namespace>` lists the operators
+//! serving it. Copies follow the original (and go when it goes, or stops serving the namespace). An
+//! operator of an AllNamespaces group is not copied into every namespace: uc behaves as OLM does with
+//! `OLMConfig.spec.features.disableCopiedCSVs`, which OLM's maintainers recommend for clusters with many
+//! namespaces.
+
+use serde_json::{Value, json};
+
+use crate::context::{Olm, V1ALPHA1, now, str_at};
+use crate::csv::Csv;
+use crate::group::{self, Group};
+
+/// The label OLM puts on a CSV copied into a target namespace: the original's namespace.
+pub const COPIED_FROM_LABEL: &str = "olm.copiedFrom";
+
+/// Whether a CSV is a copy.
+pub fn is_copy(csv: &Value) -> bool {
+    csv.pointer("/metadata/labels").and_then(|l| l.get(COPIED_FROM_LABEL)).is_some()
+}
+
+/// The copies the CSVs should have: for each original whose group targets namespaces other than its
+/// own (not every namespace), one per such namespace, with the status it shows.
+pub fn wanted(csvs: &[Value], groups: &[Group]) -> Vec<(Value, Value)> {
+    let mut out = Vec::new();
+    for c in csvs.iter().filter(|c| !is_copy(c)) {
+        let ns = str_at(c, "/metadata/namespace");
+        let phase = str_at(c, "/status/phase");
+        if phase.is_empty() || phase == "Replacing" || c.pointer("/metadata/deletionTimestamp").is_some() {
+            continue;
+        }
+        let Ok(csv) = Csv::from_value(c) else { continue };
+        let Ok(g) = group::check(&csv, ns, groups) else { continue };
+        if g.install_mode() == "AllNamespaces" {
+            continue;
+        }
+        for target in g.target_namespaces.iter().filter(|t| *t != ns) {
+            let mut labels = c.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
+            labels[COPIED_FROM_LABEL] = json!(ns);
+            let copy = json!({
+                "apiVersion": V1ALPHA1, "kind": "ClusterServiceVersion",
+                "metadata": {"name": csv.name(), "namespace": target, "labels": labels,
+                             "annotations": c.pointer("/metadata/annotations").cloned().unwrap_or_else(|| json!({}))},
+                "spec": c.get("spec").cloned().unwrap_or_else(|| json!({})),
+            });
+            let status = json!({
+                "phase": phase, "reason": "Copied",
+                "message": format!("The operator is running in {ns} but is managing this namespace"),
+                "lastUpdateTime": now(),
+            });
+            out.push((copy, status));
+        }
+    }
+    out
+}
+
+/// Makes the copies what they should be: creates and updates those wanted, deletes the others.
+pub async fn sync(olm: &Olm, csvs: &[Value], groups: &[Group]) -> Result<(), String> {
+    let wanted = wanted(csvs, groups);
+    let key = |v: &Value| (str_at(v, "/metadata/namespace").to_string(), str_at(v, "/metadata/name").to_string());
+    for (copy, status) in &wanted {
+        let have = csvs.iter().find(|c| key(c) == key(copy));
+        if let Some(h) = have
+            && !is_copy(h)
+        {
+            continue; // the namespace has its own install of this CSV
+        }
+        let copied = match have {
+            Some(h) if uc_engine::dynamic::holds(h, copy) => h.clone(),
+            _ => match olm.apply(copy).await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::warn!(namespace = %str_at(copy, "/metadata/namespace"), csv = %str_at(copy, "/metadata/name"), error = %e, "csv not copied");
+                    continue;
+                }
+            },
+        };
+        olm.status(&copied, status).await?;
+    }
+    for stale in csvs.iter().filter(|c| is_copy(c) && !wanted.iter().any(|(w, _)| key(w) == key(c))) {
+        let (ns, name) = key(stale);
+        tracing::info!(namespace = %ns, csv = %name, "removing a copied csv");
+        uc_engine::dynamic::delete(&olm.client, &olm.kinds, V1ALPHA1, "ClusterServiceVersion", &ns, &name).await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn csv(ns: &str, phase: &str) -> Value {
+        json!({"apiVersion": V1ALPHA1, "kind": "ClusterServiceVersion",
+               "metadata": {"name": "op.v1", "namespace": ns, "labels": {"a": "b"}},
+               "spec": {"installModes": [{"type": "OwnNamespace", "supported": true},
+                                         {"type": "MultiNamespace", "supported": true},
+                                         {"type": "AllNamespaces", "supported": true}]},
+               "status": {"phase": phase}})
+    }
+
+    fn group(ns: &str, targets: &[&str]) -> Group {
+        Group {
+            name: "g".into(),
+            namespace: ns.into(),
+            target_namespaces: targets.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn copies_go_to_the_other_target_namespaces_with_the_originals_phase() {
+        let w = wanted(&[csv("ops", "Succeeded")], &[group("ops", &["ops", "team-a", "team-b"])]);
+        let namespaces: Vec<&str> = w.iter().map(|(c, _)| str_at(c, "/metadata/namespace")).collect();
+        assert_eq!(namespaces, ["team-a", "team-b"], "not into its own namespace");
+        let (copy, status) = &w[0];
+        assert_eq!(copy["metadata"]["labels"], json!({"a": "b", "olm.copiedFrom": "ops"}));
+        assert_eq!((status["phase"].as_str(), status["reason"].as_str()), (Some("Succeeded"), Some("Copied")));
+        assert!(status["message"].as_str().unwrap().contains("running in ops"));
+    }
+
+    #[test]
+    fn no_copies_for_every_namespace_own_namespace_replacing_or_copies() {
+        assert!(wanted(&[csv("ops", "Succeeded")], &[group("ops", &[])]).is_empty(), "AllNamespaces");
+        assert!(wanted(&[csv("ops", "Succeeded")], &[group("ops", &["ops"])]).is_empty(), "OwnNamespace");
+        assert!(wanted(&[csv("ops", "Replacing")], &[group("ops", &["team"])]).is_empty());
+        assert!(wanted(&[csv("ops", "")], &[group("ops", &["team"])]).is_empty(), "no phase yet");
+        let mut copy = csv("team", "Succeeded");
+        copy["metadata"]["labels"][COPIED_FROM_LABEL] = json!("ops");
+        assert!(is_copy(&copy) && !is_copy(&csv("ops", "Succeeded")));
+        assert!(wanted(&[copy], &[group("team", &["x"])]).is_empty(), "a copy is not copied");
+    }
+}
