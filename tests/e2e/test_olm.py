@@ -274,6 +274,44 @@ def test_automatic_upgrades_walk_the_channel_to_its_head(olm):
              timeout=30, message="replaced CSVs deleted once the new one succeeded")
 
 
+def test_a_catalog_served_over_http(olm):
+    import http.server
+    import threading
+
+    body = chain_catalog().encode()
+
+    class Catalog(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200 if self.path == "/catalog.json" else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            if self.path == "/catalog.json":
+                self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Catalog)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        olm.kubectl("create", "namespace", "web")
+        olm.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource", "metadata": {"name": "web", "namespace": "web"},
+            "spec": {"sourceType": "grpc", "address": f"http://127.0.0.1:{server.server_port}/catalog.json"}}))
+        olm.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup", "metadata": {"name": "all", "namespace": "web"},
+            "spec": {}}))
+        manifest = wait_for(lambda: get(olm, "-n", "web", "packagemanifest", "chain"), timeout=30,
+                            message="the HTTP catalog's package listed")
+        assert manifest["status"]["catalogSource"] == "web" and manifest["status"]["channels"][0]["currentCSV"] == "chain.v3.0.0"
+        subscribe(olm, "chain", "chain", namespace="web", source="web", sourceNamespace="web", startingCSV="chain.v2.0.0")
+        sub = wait_for(lambda: (s := get(olm, "-n", "web", "subscription", "chain")) and
+                       s.get("status", {}).get("state") == "AtLatestKnown" and s, timeout=60, message="the head reached")
+        assert sub["status"]["installedCSV"] == "chain.v3.0.0"
+    finally:
+        server.shutdown()
+
+
 def test_manual_upgrades_stop_at_each_plan_until_approved(olm):
     chain_namespace(olm, "chain-manual")
     subscribe(olm, "chain", "chain", namespace="chain-manual", source="chain", sourceNamespace="chain-manual",
