@@ -496,3 +496,24 @@ def test_a_third_party_package_manifest_bundle_with_v1beta1_crds_and_a_deploymen
     assert can == "yes", "the operator's service account got its permissions"
     manifest = get(olm, "-n", "memcached", "packagemanifest", "memcached-operator")["status"]
     assert manifest["catalogSourceDisplayName"] == "Third party" and manifest["channels"][0]["currentCSV"] == "memcached-operator.v0.0.1"
+
+
+def test_uc_up_installs_its_operators_by_subscription_once(make_cluster):
+    """A default `uc up`: etcd and ZooKeeper installed as a user would (Subscriptions in `operators`), their
+    kinds served as soon as uc says it is ready; uninstalled, they stay uninstalled across a restart."""
+    c = make_cluster()
+    subs = {s["metadata"]["name"]: s for s in get(c, "-n", "operators", "subscription")["items"]}
+    assert set(subs) == {"etcd", "zookeeper"} and all(s["spec"]["source"] == "uc-operators" for s in subs.values())
+    csvs = {x["metadata"]["name"]: x["status"]["phase"] for x in get(c, "-n", "operators", "csv")["items"]}
+    assert sorted(csvs.values()) == ["Succeeded", "Succeeded"], csvs
+    for kind in ("etcdclusters", "zookeeperclusters"):
+        assert c.kubectl("get", kind, check=False).returncode == 0, f"{kind} served once uc is ready"
+    c.kubectl("-n", "operators", "delete", "subscription", "zookeeper")
+    c.kubectl("-n", "operators", "delete", "csv", next(n for n in csvs if n.startswith("zookeeper.")))
+    wait_for(lambda: get(c, "universalcontroller", "zookeeper-operator") is None, timeout=30,
+             message="the ZooKeeper operator uninstalled")
+    assert c.stop() == 0
+    c.start()
+    assert [s["metadata"]["name"] for s in get(c, "-n", "operators", "subscription")["items"]] == ["etcd"]
+    assert get(c, "universalcontroller", "zookeeper-operator") is None, "not installed again by a restart"
+    assert get(c, "crd", "zookeeperclusters.zookeeper.pravega.io") is not None, "its CRD stays"
