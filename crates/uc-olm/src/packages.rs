@@ -75,7 +75,17 @@ pub fn manifest(source: &Value, pkg: &Package) -> Value {
         .values()
         .filter_map(|ch| {
             let head = graph::head(ch)?;
-            Some(json!({"name": ch.name, "currentCSV": head.name, "currentCSVDesc": csv_description(pkg, &head.name)}))
+            // Every version the channel offers, newest first (OLM's `entries`).
+            let mut entries: Vec<(&crate::versions::Version, &str)> = ch
+                .entries
+                .iter()
+                .filter_map(|e| pkg.bundles.get(&e.name).map(|b| (&b.version, e.name.as_str())))
+                .collect();
+            entries.sort_by(|a, b| b.0.cmp(a.0));
+            let entries: Vec<Value> =
+                entries.iter().map(|(v, n)| json!({"name": n, "version": v.to_string()})).collect();
+            Some(json!({"name": ch.name, "currentCSV": head.name, "currentCSVDesc": csv_description(pkg, &head.name),
+                        "entries": entries}))
         })
         .collect();
     let provider = pkg
@@ -115,6 +125,10 @@ mod tests {
         let beta = m["status"]["channels"].as_array().unwrap().iter().find(|c| c["name"] == "beta").unwrap();
         assert_eq!(beta["currentCSV"], "foo.v0.2.0");
         assert_eq!(beta["currentCSVDesc"]["version"], "0.2.0");
+        let versions: Vec<&str> =
+            beta["entries"].as_array().unwrap().iter().map(|e| e["version"].as_str().unwrap()).collect();
+        assert_eq!(versions.first(), Some(&"0.2.0"), "newest first: {versions:?}");
+        assert!(versions.len() >= 2, "{versions:?}");
         assert_eq!(m["status"]["catalogSourceDisplayName"], "Test");
         assert_eq!(crd()["spec"]["names"]["kind"], "PackageManifest");
     }

@@ -214,6 +214,9 @@ struct RunArgs {
     /// URL Karmada reaches the interpreter webhook at (default: https://<its address>/interpret).
     #[arg(long)]
     interpreter_webhook_url: Option<String>,
+    /// Serve the web console on this address (users log in with a token the cluster accepts).
+    #[arg(long)]
+    console: Option<std::net::SocketAddr>,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -360,6 +363,17 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         up::install_controllers(&client, uc_operators::multicluster::controllers()).await?;
     }
     tracing::info!(metrics = ?engine.metrics_addr, "engine running");
+    let _console = match args.console {
+        Some(addr) => {
+            let cluster = client::config_for(args.kubeconfig.as_deref()).await?;
+            let console = uc_console::start(uc_console::Options { addr, cluster, engine_metrics: engine.metrics_addr })
+                .await
+                .with_context(|| format!("starting the console on {addr}"))?;
+            tracing::info!(url = %format!("http://{}/", console.addr), "console");
+            Some(console)
+        }
+        None => None,
+    };
     wait_for_signal().await;
     drop(engine);
     Ok(())

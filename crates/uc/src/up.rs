@@ -75,6 +75,12 @@ pub struct UpArgs {
     /// sample-controller. Deleting one's Subscription and CSV uninstalls it for good.
     #[arg(long, value_delimiter = ',', default_value = "etcd,zookeeper")]
     operators: Vec<String>,
+    /// Port of the web console on 127.0.0.1 (0 picks one; written to <data-dir>/console-address).
+    #[arg(long, default_value_t = 0)]
+    console_port: u16,
+    /// Serve no web console.
+    #[arg(long)]
+    no_console: bool,
 }
 
 /// Whether this cluster runs uc's operators (a control plane and a cluster without workload
@@ -256,6 +262,21 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         Some(lifecycle)
     } else {
         None
+    };
+    let _console = if args.no_console {
+        None
+    } else {
+        let cluster = crate::client::config_for(Some(&kubeconfig)).await?;
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], args.console_port));
+        let engine_metrics = engine.as_ref().and_then(|e| e.metrics_addr);
+        let console = uc_console::start(uc_console::Options { addr, cluster, engine_metrics })
+            .await
+            .with_context(|| format!("starting the console on {addr}"))?;
+        let url = format!("http://{}/", console.addr);
+        std::fs::write(args.data_dir.join("console-address"), console.addr.to_string())
+            .context("writing console-address")?;
+        tracing::info!(%url, "console (log in with the kubeconfig's token)");
+        Some(console)
     };
     let node = if args.no_node || args.control_plane {
         None

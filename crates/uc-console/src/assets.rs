@@ -1,0 +1,66 @@
+//! The page application's files, built into uc (no network needed, nothing fetched from a CDN), and the
+//! login page.
+
+/// The style sheet (served to anyone: the login page uses it).
+pub const STYLE: &str = include_str!("../assets/style.css");
+
+const FILES: &[(&str, &str, &str)] = &[
+    ("/", "text/html; charset=utf-8", include_str!("../assets/index.html")),
+    ("/static/app.js", "text/javascript", include_str!("../assets/app.js")),
+    ("/static/k8s.js", "text/javascript", include_str!("../assets/k8s.js")),
+    ("/static/hub.js", "text/javascript", include_str!("../assets/hub.js")),
+    ("/static/installed.js", "text/javascript", include_str!("../assets/installed.js")),
+    ("/static/instance.js", "text/javascript", include_str!("../assets/instance.js")),
+    ("/static/controllers.js", "text/javascript", include_str!("../assets/controllers.js")),
+    ("/static/cluster.js", "text/javascript", include_str!("../assets/cluster.js")),
+    ("/static/schema-form.js", "text/javascript", include_str!("../assets/schema-form.js")),
+];
+
+/// A file of the application: its content type and content.
+pub fn get(path: &str) -> Option<(&'static str, &'static str)> {
+    let path = if path == "/index.html" { "/" } else { path };
+    FILES.iter().find(|(p, _, _)| *p == path).map(|(_, t, body)| (*t, *body))
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// The login page, with an error when a token was refused.
+pub fn login_page(error: Option<&str>) -> String {
+    let error = error.map(|e| format!(r#"<p class="error" id="login-error">{}</p>"#, escape(e))).unwrap_or_default();
+    format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>uc console — log in</title>
+<link rel="stylesheet" href="/static/style.css"></head>
+<body class="login"><main class="login-box">
+<h1>uc console</h1>
+<p>Log in with a bearer token the cluster accepts: the kubeconfig's (<code>kubectl config view --raw -o jsonpath='{{.users[0].user.token}}'</code>) or a service account's (<code>kubectl create token NAME</code>).</p>
+{error}
+<form method="post" action="/login"><label>Token <input type="password" name="token" id="token" autocomplete="off" autofocus></label>
+<button type="submit" id="login">Log in</button></form>
+</main></body></html>"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_page_module_is_served_and_the_login_page_escapes() {
+        assert!(get("/").is_some_and(|(t, b)| t.starts_with("text/html") && b.contains("/static/app.js")));
+        assert_eq!(get("/index.html"), get("/"));
+        let app = get("/static/app.js").unwrap().1;
+        for (path, _, _) in FILES.iter().filter(|(p, _, _)| p.ends_with(".js") && *p != "/static/app.js") {
+            let module = path.trim_start_matches("/static/");
+            assert!(
+                app.contains(module) || FILES.iter().any(|(_, _, b)| b.contains(&format!("./{module}"))),
+                "{module} is imported somewhere"
+            );
+        }
+        assert!(get("/static/nope.js").is_none());
+        let page = login_page(Some("<bad>"));
+        assert!(page.contains("&lt;bad&gt;") && !page.contains("<bad>"));
+    }
+}

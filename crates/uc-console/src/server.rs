@@ -1,0 +1,208 @@
+//! The console's HTTP server: the login page, the page application's files, the Kubernetes API passed
+//! through with the user's token (`/api`, `/apis`, `/version`: the pages list and watch as any client
+//! does), and the engine's hook metrics summarised (`/console/hooks`). Everything but the login page and
+//! the style sheet wants a token the API server accepts; without one a page gets the login page and an
+//! API call 401.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+
+use crate::assets;
+use crate::session::{self, Sessions};
+
+/// A response body: a whole one, or one streamed from the API server.
+pub type Body = UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
+
+/// What every request shares.
+pub struct State {
+    pub sessions: Sessions,
+    /// The engine's metrics endpoint (`host:port`), when the engine runs here.
+    pub engine_metrics: Option<SocketAddr>,
+}
+
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into()).map_err(|never| match never {}).boxed_unsync()
+}
+
+fn respond(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
+    let mut r = Response::new(full(body));
+    *r.status_mut() = status;
+    if let Ok(v) = content_type.parse() {
+        r.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    r.headers_mut().insert(header::CACHE_CONTROL, http::HeaderValue::from_static("no-store"));
+    r
+}
+
+fn redirect(to: &str, cookie: Option<String>) -> Response<Body> {
+    let mut r = respond(StatusCode::SEE_OTHER, "text/plain", "");
+    if let Ok(v) = to.parse() {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    if let Some(c) = cookie.and_then(|c| c.parse().ok()) {
+        r.headers_mut().insert(header::SET_COOKIE, c);
+    }
+    r
+}
+
+fn status_json(code: StatusCode, message: &str) -> Response<Body> {
+    let body = serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
+                                  "reason": code.canonical_reason(), "code": code.as_u16()});
+    respond(code, "application/json", body.to_string())
+}
+
+/// Whether a path is the Kubernetes API's.
+pub fn is_api(path: &str) -> bool {
+    path == "/api" || path.starts_with("/api/") || path == "/apis" || path.starts_with("/apis/") || path == "/version"
+}
+
+async fn login(state: &State, req: Request<Incoming>) -> Response<Body> {
+    let Ok(body) = req.into_body().collect().await.map(|b| b.to_bytes()) else {
+        return respond(StatusCode::BAD_REQUEST, "text/plain", "unreadable form");
+    };
+    let token = form_urlencoded::parse(&body).find(|(k, _)| k == "token").map(|(_, v)| v.trim().to_string());
+    match token.filter(|t| !t.is_empty()) {
+        Some(t) if state.sessions.valid(&t).await => redirect("/", Some(session::set_cookie(&t))),
+        Some(_) => respond(
+            StatusCode::UNAUTHORIZED,
+            "text/html; charset=utf-8",
+            assets::login_page(Some("The API server does not accept this token.")),
+        ),
+        None => {
+            respond(StatusCode::BAD_REQUEST, "text/html; charset=utf-8", assets::login_page(Some("A token, please.")))
+        }
+    }
+}
+
+/// Passes a request to the API server as the user.
+async fn proxy(state: &State, token: &str, req: Request<Incoming>) -> Response<Body> {
+    let client = match state.sessions.client(token) {
+        Ok(c) => c,
+        Err(e) => return status_json(StatusCode::BAD_GATEWAY, &format!("no client of the API server: {e}")),
+    };
+    let (parts, body) = req.into_parts();
+    let Ok(body) = body.collect().await.map(|b| b.to_bytes()) else {
+        return status_json(StatusCode::BAD_REQUEST, "unreadable request body");
+    };
+    let path = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+    let mut upstream = Request::builder().method(parts.method.clone()).uri(path);
+    for name in [header::ACCEPT, header::CONTENT_TYPE] {
+        if let Some(v) = parts.headers.get(&name) {
+            upstream = upstream.header(name, v);
+        }
+    }
+    let Ok(upstream) = upstream.body(kube::client::Body::from(body.to_vec())) else {
+        return status_json(StatusCode::BAD_REQUEST, "a request the console cannot pass on");
+    };
+    match client.send(upstream).await {
+        Ok(resp) => {
+            let (parts, body) = resp.into_parts();
+            let mut r =
+                Response::new(body.map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>).boxed_unsync());
+            *r.status_mut() = parts.status;
+            for name in [header::CONTENT_TYPE, header::CONTENT_LENGTH] {
+                if let Some(v) = parts.headers.get(&name) {
+                    r.headers_mut().insert(name, v.clone());
+                }
+            }
+            r
+        }
+        Err(e) => status_json(StatusCode::BAD_GATEWAY, &format!("the API server: {e}")),
+    }
+}
+
+/// The engine's hooks: calls, errors, p50 and p99.
+async fn hooks(state: &State) -> Response<Body> {
+    let Some(addr) = state.engine_metrics else {
+        return respond(StatusCode::OK, "application/json", "[]");
+    };
+    let text = async {
+        let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
+            .build_http::<http_body_util::Empty<Bytes>>();
+        let uri: http::Uri = format!("http://{addr}/metrics").parse()?;
+        let resp = client.get(uri).await?;
+        let bytes = resp.into_body().collect().await?.to_bytes();
+        anyhow::Ok(String::from_utf8_lossy(&bytes).into_owned())
+    };
+    match tokio::time::timeout(std::time::Duration::from_secs(5), text).await {
+        Ok(Ok(text)) => respond(
+            StatusCode::OK,
+            "application/json",
+            serde_json::to_string(&crate::metrics::hook_stats(&text)).unwrap_or_else(|_| "[]".into()),
+        ),
+        Ok(Err(e)) => status_json(StatusCode::BAD_GATEWAY, &format!("the engine's metrics: {e}")),
+        Err(_) => status_json(StatusCode::GATEWAY_TIMEOUT, "the engine's metrics did not answer"),
+    }
+}
+
+/// Answers one request.
+pub async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    let path = req.uri().path().to_string();
+    let html = "text/html; charset=utf-8";
+    Ok(match (req.method(), path.as_str()) {
+        (&Method::GET, "/login") => respond(StatusCode::OK, html, assets::login_page(None)),
+        (&Method::POST, "/login") => login(&state, req).await,
+        (&Method::GET, "/logout") => redirect("/login", Some(session::clear_cookie())),
+        (&Method::GET, "/static/style.css") => respond(StatusCode::OK, "text/css", assets::STYLE),
+        _ => {
+            let token = session::token(req.headers());
+            let valid = match &token {
+                Some(t) => state.sessions.valid(t).await,
+                None => false,
+            };
+            match (token.filter(|_| valid), is_api(&path)) {
+                (None, true) => status_json(StatusCode::UNAUTHORIZED, "Unauthorized: log in to the console"),
+                (None, false) if req.method() == Method::GET && !path.starts_with("/static/") => {
+                    redirect("/login", None)
+                }
+                (None, false) => status_json(StatusCode::UNAUTHORIZED, "Unauthorized: log in to the console"),
+                (Some(t), true) => proxy(&state, &t, req).await,
+                (Some(_), false) => match path.as_str() {
+                    "/console/hooks" => hooks(&state).await,
+                    p => match assets::get(p) {
+                        Some((content_type, body)) => respond(StatusCode::OK, content_type, body),
+                        None => respond(StatusCode::NOT_FOUND, "text/plain", "not found"),
+                    },
+                },
+            }
+        }
+    })
+}
+
+/// Serves connections on `listener` until the task is dropped.
+pub async fn serve(listener: tokio::net::TcpListener, state: Arc<State>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else { continue };
+        let state = state.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| handle(state.clone(), req));
+            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            if let Err(e) = builder.serve_connection(TokioIo::new(stream), service).await {
+                tracing::debug!(error = %e, "console connection ended");
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kubernetes_api_is_passed_through_and_nothing_else() {
+        for p in ["/api", "/api/v1/pods", "/apis", "/apis/apps/v1", "/version"] {
+            assert!(is_api(p), "{p}");
+        }
+        for p in ["/", "/apiary", "/console/hooks", "/static/app.js", "/login"] {
+            assert!(!is_api(p), "{p}");
+        }
+    }
+}

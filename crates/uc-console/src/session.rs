@@ -1,0 +1,140 @@
+//! Who is asking: the bearer token of a request (its `Authorization` header, or the cookie the login
+//! page set), and a Kubernetes client per token — the console acts with the user's own credentials,
+//! so the API server's authentication and RBAC decide what each user sees.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use http::HeaderMap;
+use parking_lot::Mutex;
+
+/// The cookie the login page sets.
+pub const COOKIE: &str = "uc-console-token";
+
+/// How long a token the API server accepted is taken as valid without asking again.
+const VALID_FOR: Duration = Duration::from_secs(10);
+
+/// Most clients kept (one per token seen recently).
+const MAX_CLIENTS: usize = 64;
+
+/// The bearer token of a request: `Authorization: Bearer`, else the console's cookie.
+pub fn token(headers: &HeaderMap) -> Option<String> {
+    if let Some(t) = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        return Some(t.to_string());
+    }
+    headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == COOKIE)
+        .map(|(_, v)| decode(v))
+        .filter(|t| !t.is_empty())
+}
+
+/// The `Set-Cookie` value that keeps `token` for the browser's session (not readable by scripts, sent
+/// only to this console).
+pub fn set_cookie(token: &str) -> String {
+    format!("{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict", encode(token))
+}
+
+/// The `Set-Cookie` value that forgets the token.
+pub fn clear_cookie() -> String {
+    format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+}
+
+fn encode(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+fn decode(s: &str) -> String {
+    form_urlencoded::parse(format!("t={s}").as_bytes()).next().map(|(_, v)| v.into_owned()).unwrap_or_default()
+}
+
+/// Clients of the API server, one per token, and which tokens it accepted lately.
+pub struct Sessions {
+    /// The cluster: its address and CA, with no credentials of its own.
+    base: kube::Config,
+    clients: Mutex<HashMap<String, (kube::Client, Option<Instant>)>>,
+}
+
+impl Sessions {
+    /// Sessions of the cluster `config` points at (its credentials are not used).
+    pub fn new(mut config: kube::Config) -> Self {
+        config.auth_info = Default::default();
+        Sessions { base: config, clients: Mutex::new(HashMap::new()) }
+    }
+
+    /// The client that acts as `token`.
+    pub fn client(&self, token: &str) -> anyhow::Result<kube::Client> {
+        if let Some((c, _)) = self.clients.lock().get(token) {
+            return Ok(c.clone());
+        }
+        let mut config = self.base.clone();
+        config.auth_info.token = Some(token.to_string().into());
+        let client = kube::Client::try_from(config)?;
+        let mut clients = self.clients.lock();
+        if clients.len() >= MAX_CLIENTS {
+            clients.clear();
+        }
+        clients.insert(token.to_string(), (client.clone(), None));
+        Ok(client)
+    }
+
+    /// Whether the API server accepts `token` (asked at most every few seconds per token).
+    pub async fn valid(&self, token: &str) -> bool {
+        if let Some((_, Some(at))) = self.clients.lock().get(token)
+            && at.elapsed() < VALID_FOR
+        {
+            return true;
+        }
+        let Ok(client) = self.client(token) else { return false };
+        let request = http::Request::get("/api").body(Vec::new());
+        let Ok(request) = request else { return false };
+        let ok = matches!(client.request_text(request).await, Ok(_));
+        if ok && let Some(entry) = self.clients.lock().get_mut(token) {
+            entry.1 = Some(Instant::now());
+        }
+        ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn the_token_comes_from_the_header_or_the_cookie() {
+        assert_eq!(token(&headers(&[("authorization", "Bearer abc")])).as_deref(), Some("abc"));
+        assert_eq!(token(&headers(&[("cookie", "a=1; uc-console-token=xyz; b=2")])).as_deref(), Some("xyz"));
+        assert_eq!(token(&headers(&[("cookie", "a=1"), ("cookie", "uc-console-token=q")])).as_deref(), Some("q"));
+        assert_eq!(token(&headers(&[("cookie", "uc-console-token=")])), None);
+        assert_eq!(token(&headers(&[("authorization", "Basic x")])), None);
+        assert_eq!(token(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn a_cookie_round_trips_any_token() {
+        let t = "eyJhbGciOi.J9+/=x";
+        let cookie = set_cookie(t);
+        assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
+        let value = cookie.split(';').next().unwrap();
+        assert_eq!(token(&headers(&[("cookie", value)])).as_deref(), Some(t));
+        assert!(clear_cookie().contains("Max-Age=0"));
+    }
+}
