@@ -72,9 +72,38 @@ def find(b, css, timeout=30, text=None):
 
 
 def login(b, cluster, token=None):
-    b.get(cluster.console + "/login")
-    find(b, "#token").send_keys(token or cluster.token)
-    find(b, "#login").click()
+    """Logs in through the login page; with the right token, until the console's pages are served."""
+    for _ in range(3):
+        b.get(cluster.console + "/login")
+        find(b, "#token").send_keys(token or cluster.token)
+        find(b, "#login").click()
+        if token is not None:
+            return
+        wait_for(lambda: not b.current_url.endswith("/login"), message="logged in")
+        b.get(cluster.console + "/")
+        if not b.current_url.endswith("/login"):
+            return
+    pytest.fail("the console did not keep the login")
+
+
+def click(b, css, timeout=30):
+    """Clicks what matches `css`, again if the page redrew it meanwhile."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    def clicked():
+        try:
+            find(b, css, timeout=timeout).click()
+            return True
+        except StaleElementReferenceException:
+            return False
+    wait_for(clicked, timeout=timeout, message=f"clicked {css}")
+
+
+def pods_in_tree(b):
+    """The pods of the Resources tree as (name, revision, ready), read at once (the tree redraws live)."""
+    return [tuple(p) for p in b.execute_script(
+        "return [...document.querySelectorAll('#resource-tree li[data-kind=Pod]')]"
+        ".map(li => [li.dataset.name, li.dataset.revision, !!li.querySelector(':scope > .node .ready')])")]
 
 
 def get(c, *args):
@@ -99,25 +128,34 @@ def test_install_etcd_from_operatorhub_with_manual_approval(cluster, browser):
     login(browser, cluster)
     browser.get(cluster.console + "/#/hub")
     find(browser, ".tile[data-package=zookeeper]")
+    tiles = lambda: sorted(t.get_attribute("data-package") for t in browser.find_elements(By.CSS_SELECTOR, ".tile"))
+    # The capability-level filter: only etcd is Full Lifecycle; the install-state filter: nothing installed yet.
+    click(browser, "#filter-level-full-lifecycle")
+    wait_for(lambda: tiles() == ["etcd"], message="the Full Lifecycle filter")
+    click(browser, "#filter-level-full-lifecycle")
+    click(browser, "#filter-install-installed")
+    wait_for(lambda: tiles() == [], message="nothing installed yet")
+    click(browser, "#filter-install-installed")
+    wait_for(lambda: len(tiles()) == 5, message="every package again")
     find(browser, "#hub-search").send_keys("etcd")
     wait_for(lambda: [t.get_attribute("data-package") for t in browser.find_elements(By.CSS_SELECTOR, ".tile")] == ["etcd"],
              message="only etcd's tile left")
     shot(browser, "operatorhub")
-    find(browser, ".tile[data-package=etcd]").click()
+    click(browser, ".tile[data-package=etcd]")
     find(browser, "#package-description", text="etcd")
     assert "EtcdCluster" in find(browser, "#alm-examples").text
     shot(browser, "package")
-    find(browser, "#install").click()
+    click(browser, "#install")
     Select(find(browser, "#install-channel")).select_by_value("alpha")
-    find(browser, "#mode-all").click()
-    find(browser, "#approval-manual").click()
+    click(browser, "#mode-all")
+    click(browser, "#approval-manual")
     shot(browser, "install-form")
-    find(browser, "#install-submit").click()
-    approve = find(browser, "#approve", timeout=60)
+    click(browser, "#install-submit")
+    find(browser, "#approve", timeout=60)
     assert "RequiresApproval" in find(browser, "#plan-phase").text
     assert get(cluster, "-n", "operators", "csv")["items"] == [], "nothing installed before approval"
     shot(browser, "install-plan")
-    approve.click()
+    click(browser, "#approve")
     find(browser, "#csv-phase", text="Succeeded", timeout=60)
     shot(browser, "installed-progress")
     sub = get(cluster, "-n", "operators", "subscription", "etcd")
@@ -128,10 +166,10 @@ def test_an_etcd_cluster_from_the_generated_form_runs_and_its_tree_goes_ready(cl
     if shutil.which("etcd") is None:
         pytest.skip("the members need etcd")
     browser.get(cluster.console + "/#/installed")
-    find(browser, "tr[data-csv^='etcd.v'] a").click()
+    click(browser, "tr[data-csv^='etcd.v'] a")
     find(browser, "#csv-phase", text="Succeeded")
     shot(browser, "installed-operator")
-    find(browser, "#create-EtcdCluster").click()
+    click(browser, "#create-EtcdCluster")
     name = find(browser, "#field-metadata-name")
     name.clear()
     name.send_keys("web")
@@ -140,16 +178,16 @@ def test_an_etcd_cluster_from_the_generated_form_runs_and_its_tree_goes_ready(cl
     size.send_keys("3")
     wait_for(lambda: "size: 3" in find(browser, "#create-yaml").get_attribute("value"), message="the YAML follows the form")
     shot(browser, "create-form")
-    find(browser, "#create-submit").click()
+    click(browser, "#create-submit")
     find(browser, "#resource-tree", timeout=30)
     assert get(cluster, "etcdcluster", "web")["spec"]["size"] == 3
 
     def ready_pods():
-        nodes = browser.find_elements(By.CSS_SELECTOR, "#resource-tree li[data-kind=Pod] .ready")
-        return len(nodes) == 3
+        pods = pods_in_tree(browser)
+        return len(pods) == 3 and all(ready for _, _, ready in pods)
     wait_for(ready_pods, timeout=120, message="3 Ready pods in the tree")
     shot(browser, "instance-resources")
-    find(browser, "#resource-tree li[data-kind=Pod] .logs-link").click()
+    click(browser, "#resource-tree li[data-kind=Pod] .logs-link")
     find(browser, "#logs", text="etcd", timeout=30)
     shot(browser, "pod-logs")
 
@@ -163,53 +201,67 @@ def test_a_catset_template_change_moves_pods_to_the_new_revision_one_at_a_time(c
     wait_for(lambda: (get(cluster, "universalcontroller", "catset-controller") or {}).get("status", {}).get("conditions"),
              timeout=30, message="the CatSet controller running")
     cluster.kubectl("apply", "-f", str(ROOT / "examples" / "catset" / "catset.yaml"))
+    login(browser, cluster)
     browser.get(cluster.console + "/#/instance/mlhub.njuics.cn%2Fv1alpha1/CatSet/default/nginx-backend/resources")
 
-    def pods_on(rev=None):
-        out = []
-        for li in browser.find_elements(By.CSS_SELECTOR, "#resource-tree li[data-kind=Pod]"):
-            try:
-                out.append((li.get_attribute("data-name"), li.get_attribute("data-revision"),
-                            bool(li.find_elements(By.CSS_SELECTOR, ".ready"))))
-            except Exception:
-                pass
-        return out
-    wait_for(lambda: len(pods_on()) == 3 and all(r for _, _, r in pods_on()), timeout=90, message="3 Ready pods")
+    def pods_on():
+        return pods_in_tree(browser)
+    try:
+        wait_for(lambda: len(pods_on()) == 3 and all(r for _, _, r in pods_on()), timeout=90, message="3 Ready pods")
+    finally:
+        shot(browser, "catset-resources")
     first = {rev for _, rev, _ in pods_on()}
     assert len(first) == 1, first
-    # Edit the template in the YAML view: a new annotation makes a new revision.
+    # Edit the template in the YAML view: a new image makes a new revision, pods recreated one by one. (Saved with the
+    # resourceVersion it was loaded at: a status written meanwhile is a conflict, reloaded and redone.)
+    wait_for(lambda: (get(cluster, "catset", "nginx-backend") or {}).get("status", {}).get("readyReplicas") == 3,
+             message="the CatSet's status settled")
     browser.get(cluster.console + "/#/instance/mlhub.njuics.cn%2Fv1alpha1/CatSet/default/nginx-backend/yaml")
-    area = find(browser, "#instance-yaml")
-    wait_for(lambda: "nginx-slim" in area.get_attribute("value"), message="the YAML loaded")
-    text = area.get_attribute("value")
-    edited = text.replace("uc.njuics.cn/ready-delay-seconds:", "console-edit: \"1\"\n        uc.njuics.cn/ready-delay-seconds:", 1)
-    assert edited != text
-    browser.execute_script("arguments[0].value = arguments[1];", area, edited)
-    shot(browser, "instance-yaml")
-    find(browser, "#yaml-save").click()
-    find(browser, "#yaml-message", text="Saved")
+    for attempt in range(3):
+        area = find(browser, "#instance-yaml")
+        wait_for(lambda: "nginx-slim" in area.get_attribute("value"), message="the YAML loaded")
+        text = area.get_attribute("value")
+        edited = text.replace("image: gcr.io/google_containers/nginx-slim:0.8", "image: gcr.io/google_containers/nginx-slim:0.9", 1)
+        assert edited != text
+        browser.execute_script("arguments[0].value = arguments[1];", area, edited)
+        shot(browser, "instance-yaml")
+        click(browser, "#yaml-save")
+        message = wait_for(lambda: (m := browser.execute_script("return document.getElementById('yaml-message').textContent"))
+                           and m != "Saving…" and m, message="saved or refused")
+        if message.startswith("Saved"):
+            break
+        assert "Conflict" in message, message
+        click(browser, "#yaml-reload")
+        wait_for(lambda: find(browser, "#yaml-message").text == "", message="reloaded")
+    else:
+        pytest.fail("three conflicts in a row")
+    image = get(cluster, "catset", "nginx-backend")["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image.endswith("nginx-slim:0.9"), image
     browser.get(cluster.console + "/#/instance/mlhub.njuics.cn%2Fv1alpha1/CatSet/default/nginx-backend/resources")
     find(browser, "#resource-tree li[data-kind=Pod]")
     old = first.pop()
-    # Watch the tree: pods on the new revision go 0 → 1 → 2 → 3, one at a time.
-    seen = []
+    # Watch the tree: pods join the new revision one at a time, each going (not) Ready on its own.
+    moved, sizes, most_unready = set(), [], 0
     deadline = time.time() + 120
     while time.time() < deadline:
         pods = pods_on()
-        moved = sum(1 for _, rev, _ in pods if rev and rev != old)
-        if not seen or seen[-1] != moved:
-            seen.append(moved)
-            if moved == 1:
+        moved |= {name for name, rev, _ in pods if rev and rev != old}
+        most_unready = max(most_unready, 3 - sum(1 for _, _, ready in pods if ready))
+        if not sizes or sizes[-1] != len(moved):
+            sizes.append(len(moved))
+            if len(moved) == 1:
                 shot(browser, "instance-rollout")
-        if moved == 3 and len(pods) == 3 and all(r for _, _, r in pods):
+        if len(moved) == 3 and len(pods) == 3 and all(rev != old and ready for _, rev, ready in pods):
             break
-        time.sleep(0.1)
-    assert seen and seen[-1] == 3, f"every pod on the new revision: {seen}"
-    assert all(b - a == 1 for a, b in zip(seen, seen[1:])), f"one pod at a time: {seen}"
+        time.sleep(0.05)
+    assert sizes[-1] == 3, f"every pod on the new revision: {sizes}"
+    assert all(b - a == 1 for a, b in zip(sizes, sizes[1:])), f"one pod at a time: {sizes}"
+    assert most_unready <= 1, "never two pods down at once"
     assert "Rollout" in find(browser, "#rollout").text
 
 
 def test_controllers_and_cluster_pages(cluster, browser):
+    login(browser, cluster)
     browser.get(cluster.console + "/#/controllers")
     row = find(browser, "tr[data-controller=builtin-deployment]")
     assert "True" in row.text

@@ -39,18 +39,19 @@ export function show(root) {
       h("tr", {}, h("td", {}, c.metadata.name), h("td", {}, phase(condition(c, "Ready")?.status)), h("td", {}, c.spec?.apiEndpoint || ""),
         h("td", {}, age(c.metadata.creationTimestamp)))))));
     resourceOf("zookeeper.uc.njuics.cn/v1alpha1", "MultiClusterZooKeeper").then((r) => {
-      stops.push(listWatch(path("zookeeper.uc.njuics.cn/v1alpha1", r.plural), (items) => records.replaceChildren(...items.map((m) => {
-        const recs = m.status?.records || m.status?.deploymentRecords || [];
-        return h("div", { class: "card" }, h("b", {}, `${m.metadata.namespace}/${m.metadata.name}`),
-          (Array.isArray(recs) ? recs : Object.entries(recs).map(([cluster, v]) => ({ cluster, ...(typeof v === "object" ? v : { state: v }) })))
-            .map((rec) => {
-              const state = String(rec.state || rec.status || rec.phase || "pending").toLowerCase();
+      // Each deployment record (status.records, seed 002's): its clusters in order, each pending,
+      // deploying or completed; the newest record first, earlier ones as history.
+      stops.push(listWatch(path("zookeeper.uc.njuics.cn/v1alpha1", r.plural), (items) => records.replaceChildren(...items.map((m) =>
+        h("div", { class: "card", "data-mczk": m.metadata.name }, h("b", {}, `${m.metadata.namespace}/${m.metadata.name}`),
+          (m.status?.records || []).slice().reverse().map((rec, i) => h("div", { class: i ? "muted" : "" },
+            h("p", {}, `${rec.status} — generations ${JSON.stringify(rec.observedGenerations || {})} — ${rec.lastTransitionTime || ""}`),
+            (rec.order || []).map((cluster) => {
+              const state = ["completed", "deploying", "pending"].find((s) => (rec.currentState?.[s] || []).includes(cluster)) || "pending";
               const steps = ["pending", "deploying", "completed"];
               const at = steps.indexOf(state);
-              return h("div", { class: "timeline" }, h("span", { style: "min-width:120px" }, rec.cluster || rec.name || ""),
-                steps.map((s, i) => h("span", { class: `step ${i < at ? "done" : i === at ? "now" : ""}` }, s)));
-            }));
-      }))));
+              return h("div", { class: "timeline", "data-cluster": cluster, "data-state": state }, h("span", { style: "min-width:120px" }, cluster),
+                steps.map((s, k) => h("span", { class: `step ${k < at ? "done" : k === at ? (s === "completed" ? "done" : "now") : ""}` }, s)));
+            }))))))));
     }).catch(() => {});
   }).catch(() => { /* not a control plane */ });
   return () => stops.forEach((s) => s());

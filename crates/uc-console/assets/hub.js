@@ -34,11 +34,11 @@ export function list(root) {
   function draw() {
     const providers = [...new Set(packages.map(provider).filter(Boolean))].sort();
     const cats = [...new Set(packages.flatMap(categories))].sort();
-    filters.replaceChildren(
+    filters.replaceChildren(...[
       h("h3", {}, "Install state"), ["Installed", "Not installed"].map((v) => checkbox(state.installed, v, `filter-install-${v.replace(" ", "-").toLowerCase()}`)),
       h("h3", {}, "Provider"), providers.map((v) => checkbox(state.provider, v, `filter-provider-${v}`)),
       h("h3", {}, "Category"), cats.map((v) => checkbox(state.category, v, `filter-category-${v}`)),
-      h("h3", {}, "Capability level"), LEVELS.map((v) => checkbox(state.level, v, `filter-level-${v.replace(" ", "-").toLowerCase()}`)));
+      h("h3", {}, "Capability level"), LEVELS.map((v) => checkbox(state.level, v, `filter-level-${v.replace(" ", "-").toLowerCase()}`))].flat());
     const shown = packages.filter((p) => {
       const d = desc(p);
       const text = `${p.metadata.name} ${d.displayName || ""} ${d.annotations?.description || ""} ${(d.keywords || []).join(" ")}`.toLowerCase();

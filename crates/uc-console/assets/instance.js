@@ -2,7 +2,7 @@
 // watches: kind, name, status, age; pods with readiness, restarts and logs; the revision each child of a
 // rolling update is on), Events, and YAML (editable, saved with the resourceVersion it was read at, so a
 // concurrent change is a conflict rather than lost).
-import { api, listWatch, h, path, phase, age, resourceOf, condition, ApiError } from "./k8s.js";
+import { api, listWatch, h, path, phase, age, resourceOf, condition, toYaml, ApiError } from "./k8s.js";
 
 // Kinds a parent's children are commonly of (those of the controller that owns its kind are added).
 const CHILD_KINDS = [
@@ -134,7 +134,9 @@ function yamlTab(root, objPath) {
   const text = h("textarea", { class: "yaml", id: "instance-yaml", spellcheck: "false" });
   const msg = h("p", { id: "yaml-message" });
   const reload = async () => {
-    text.value = await api(objPath, { accept: "application/yaml" });
+    const o = await api(objPath);
+    delete o.metadata.managedFields; // as kubectl shows an object, unless asked
+    text.value = toYaml(o) + "\n";
     msg.textContent = "";
   };
   const save = async () => {

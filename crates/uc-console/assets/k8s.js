@@ -57,68 +57,75 @@ export async function resourceOf(apiVersion, kind) {
 
 const keyOf = (o) => `${o.metadata.namespace || ""}/${o.metadata.name}`;
 
-// Lists a collection, then watches it from the list's resourceVersion; `onChange(items)` after each
-// change. Resumes a watch that ends from the last resourceVersion seen; lists again on 410 Gone.
-// Returns a function that stops it.
-export function listWatch(collection, onChange, { labelSelector, fieldSelector, onError } = {}) {
-  let stopped = false;
-  let controller = null;
-  const items = new Map();
-  const q = (extra) => {
-    const p = new URLSearchParams(extra);
-    if (labelSelector) p.set("labelSelector", labelSelector);
-    if (fieldSelector) p.set("fieldSelector", fieldSelector);
-    return `${collection}?${p}`;
-  };
-  const emit = () => onChange([...items.values()]);
-  async function list() {
-    const l = await api(q({}));
-    items.clear();
-    for (const o of l.items || []) items.set(keyOf(o), o);
-    emit();
-    return l.metadata.resourceVersion;
-  }
-  async function run() {
-    let rv = null;
-    while (!stopped) {
-      try {
-        if (rv === null) rv = await list();
-        controller = new AbortController();
-        const r = await fetch(q({ watch: "1", resourceVersion: rv, allowWatchBookmarks: "true", timeoutSeconds: "240" }),
-          { signal: controller.signal, credentials: "same-origin", headers: { Accept: "application/json" } });
-        if (r.status === 401) { location.href = "/login"; return; }
-        if (!r.ok) { rv = null; await sleep(1000); continue; }
-        const reader = r.body.getReader();
-        const decoder = new TextDecoder();
-        let buffer = "";
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buffer += decoder.decode(value, { stream: true });
-          let nl;
-          while ((nl = buffer.indexOf("\n")) >= 0) {
-            const line = buffer.slice(0, nl).trim();
-            buffer = buffer.slice(nl + 1);
-            if (!line) continue;
-            const ev = JSON.parse(line);
-            if (ev.type === "ERROR") { rv = null; break; }
-            if (ev.object?.metadata?.resourceVersion) rv = ev.object.metadata.resourceVersion;
-            if (ev.type === "BOOKMARK") continue;
-            if (ev.type === "DELETED") items.delete(keyOf(ev.object));
-            else items.set(keyOf(ev.object), ev.object);
-            emit();
-          }
-          if (rv === null) break;
+// Every list-and-watch of the page goes over one connection (`/console/watch`: a browser keeps six per
+// host, and a page may watch a dozen collections). The server lists each path, watches it from there
+// and resumes; the stream is opened again (listing everything anew) when the set of paths changes.
+const mux = { subs: new Map(), next: 1, controller: null, timer: null };
+
+function reopen() {
+  clearTimeout(mux.timer);
+  mux.timer = setTimeout(openStream, 20);
+}
+
+async function openStream() {
+  if (mux.controller) mux.controller.abort();
+  mux.controller = null;
+  const entries = [...mux.subs.entries()];
+  if (!entries.length) return;
+  const controller = new AbortController();
+  mux.controller = controller;
+  const query = entries.map(([, s]) => `path=${encodeURIComponent(s.path)}`).join("&");
+  try {
+    const r = await fetch(`/console/watch?${query}`, { signal: controller.signal, credentials: "same-origin" });
+    if (r.status === 401) { location.href = "/login"; return; }
+    if (!r.ok) throw new Error(`watch: HTTP ${r.status}`);
+    const reader = r.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      let nl;
+      while ((nl = buffer.indexOf("\n")) >= 0) {
+        const text = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        if (!text.trim()) continue;
+        const msg = JSON.parse(text);
+        const [id, sub] = entries[msg.i] || [];
+        if (!sub || !mux.subs.has(id)) continue;
+        if (msg.list) {
+          sub.items = new Map((msg.list.items || []).map((o) => [keyOf(o), o]));
+        } else if (msg.event) {
+          const ev = msg.event;
+          if (ev.type === "BOOKMARK" || !ev.object?.metadata) continue;
+          if (ev.type === "DELETED") sub.items.delete(keyOf(ev.object));
+          else sub.items.set(keyOf(ev.object), ev.object);
+        } else if (msg.error) {
+          if (sub.onError) sub.onError(new ApiError(msg.error.code || 500, msg.error));
+          continue;
         }
-      } catch (e) {
-        if (stopped) return;
-        if (onError) onError(e);
-        await sleep(1000);
+        sub.onChange([...sub.items.values()]);
       }
     }
+  } catch (e) {
+    if (controller.signal.aborted) return;
   }
-  run();
-  return () => { stopped = true; if (controller) controller.abort(); };
+  // The stream ended (the console restarted?): open it again.
+  if (mux.controller === controller) setTimeout(() => { if (mux.controller === controller) openStream(); }, 1000);
+}
+
+// Lists a collection, then follows it; `onChange(items)` after each change. Returns a function that
+// stops it.
+export function listWatch(collection, onChange, { labelSelector, fieldSelector, onError } = {}) {
+  const p = new URLSearchParams();
+  if (labelSelector) p.set("labelSelector", labelSelector);
+  if (fieldSelector) p.set("fieldSelector", fieldSelector);
+  const query = p.toString();
+  const id = mux.next++;
+  mux.subs.set(id, { path: query ? `${collection}?${query}` : collection, onChange, onError, items: new Map() });
+  reopen();
+  return () => { mux.subs.delete(id); reopen(); };
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));

@@ -9,6 +9,8 @@ pub mod assets;
 pub mod metrics;
 pub mod server;
 pub mod session;
+pub mod watch;
+pub mod wire;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! The console's HTTP server: the login page, the page application's files, the Kubernetes API passed
-//! through with the user's token (`/api`, `/apis`, `/version`: the pages list and watch as any client
-//! does), and the engine's hook metrics summarised (`/console/hooks`). Everything but the login page and
+//! through with the user's token (`/api`, `/apis`, `/version`: the pages list as any client does, and
+//! watch many collections over one connection, `/console/watch`), and the engine's hook metrics
+//! summarised (`/console/hooks`). Everything but the login page and
 //! the style sheet wants a token the API server accepts; without one a page gets the login page and an
 //! API call 401.
 
@@ -10,16 +11,13 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
-use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
 use crate::assets;
 use crate::session::{self, Sessions};
-
-/// A response body: a whole one, or one streamed from the API server.
-pub type Body = UnsyncBoxBody<Bytes, Box<dyn std::error::Error + Send + Sync>>;
+use crate::wire::{Body, is_api};
 
 /// What every request shares.
 pub struct State {
@@ -57,11 +55,6 @@ fn status_json(code: StatusCode, message: &str) -> Response<Body> {
     let body = serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
                                   "reason": code.canonical_reason(), "code": code.as_u16()});
     respond(code, "application/json", body.to_string())
-}
-
-/// Whether a path is the Kubernetes API's.
-pub fn is_api(path: &str) -> bool {
-    path == "/api" || path.starts_with("/api/") || path == "/apis" || path.starts_with("/apis/") || path == "/version"
 }
 
 async fn login(state: &State, req: Request<Incoming>) -> Response<Body> {
@@ -165,8 +158,24 @@ pub async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Respons
                 }
                 (None, false) => status_json(StatusCode::UNAUTHORIZED, "Unauthorized: log in to the console"),
                 (Some(t), true) => proxy(&state, &t, req).await,
-                (Some(_), false) => match path.as_str() {
+                (Some(t), false) => match path.as_str() {
                     "/console/hooks" => hooks(&state).await,
+                    "/console/watch" => {
+                        match (crate::watch::paths(req.uri().query().unwrap_or_default()), state.sessions.client(&t)) {
+                            (Ok(paths), Ok(client)) => {
+                                let mut r = Response::new(crate::watch::stream(client, paths));
+                                r.headers_mut().insert(
+                                    header::CONTENT_TYPE,
+                                    http::HeaderValue::from_static("application/x-ndjson"),
+                                );
+                                r
+                            }
+                            (Err(e), _) => status_json(StatusCode::BAD_REQUEST, &e),
+                            (_, Err(e)) => {
+                                status_json(StatusCode::BAD_GATEWAY, &format!("no client of the API server: {e}"))
+                            }
+                        }
+                    }
                     p => match assets::get(p) {
                         Some((content_type, body)) => respond(StatusCode::OK, content_type, body),
                         None => respond(StatusCode::NOT_FOUND, "text/plain", "not found"),
@@ -189,20 +198,5 @@ pub async fn serve(listener: tokio::net::TcpListener, state: Arc<State>) {
                 tracing::debug!(error = %e, "console connection ended");
             }
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_kubernetes_api_is_passed_through_and_nothing_else() {
-        for p in ["/api", "/api/v1/pods", "/apis", "/apis/apps/v1", "/version"] {
-            assert!(is_api(p), "{p}");
-        }
-        for p in ["/", "/apiary", "/console/hooks", "/static/app.js", "/login"] {
-            assert!(!is_api(p), "{p}");
-        }
     }
 }

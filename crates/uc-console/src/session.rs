@@ -98,7 +98,7 @@ impl Sessions {
         let Ok(client) = self.client(token) else { return false };
         let request = http::Request::get("/api").body(Vec::new());
         let Ok(request) = request else { return false };
-        let ok = matches!(client.request_text(request).await, Ok(_));
+        let ok = client.request_text(request).await.is_ok();
         if ok && let Some(entry) = self.clients.lock().get_mut(token) {
             entry.1 = Some(Instant::now());
         }
