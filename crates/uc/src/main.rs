@@ -335,19 +335,17 @@ async fn http_server(args: HttpServerArgs) -> anyhow::Result<()> {
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
     let client = client_for(args.kubeconfig.as_deref(), "uc-engine").await?;
-    let mut options = uc_engine::EngineOptions {
-        workers: args.workers,
-        metrics_addr: Some(args.metrics_addr),
-        server_side_apply: !args.client_side_apply,
-        metacontroller: !args.no_metacontroller,
-        ..Default::default()
-    };
     // The operators uc ships answer here too, for UniversalControllers that name their native hooks.
-    let names = uc_engine::names::ClusterNames::start(client.clone());
-    options.names = Some(names.clone());
-    uc_operators::workloads::register(&mut options.natives);
-    uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names.clone()));
-    uc_operators::zookeeper::register(&mut options.natives, client.clone(), Some(names.clone()));
+    let mut options = up::engine_options(
+        &client,
+        uc_engine::EngineOptions {
+            workers: args.workers,
+            metrics_addr: Some(args.metrics_addr),
+            server_side_apply: !args.client_side_apply,
+            metacontroller: !args.no_metacontroller,
+            ..Default::default()
+        },
+    );
     if args.multicluster_zookeeper {
         let listen = uc_operators::multicluster::interpreter::Listen {
             addr: args.interpreter_webhook_addr,

@@ -83,6 +83,17 @@ pub struct UpArgs {
     no_console: bool,
 }
 
+/// The engine's options with the native hooks of uc's operators registered (workloads, etcd,
+/// ZooKeeper), and one table of the cluster's names for every client uc runs (webhooks, the operators').
+pub(crate) fn engine_options(client: &kube::Client, mut options: uc_engine::EngineOptions) -> uc_engine::EngineOptions {
+    let names = uc_engine::names::ClusterNames::start(client.clone());
+    options.names = Some(names.clone());
+    uc_operators::workloads::register(&mut options.natives);
+    uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names.clone()));
+    uc_operators::zookeeper::register(&mut options.natives, client.clone(), Some(names));
+    options
+}
+
 /// Whether this cluster runs uc's operators (a control plane and a cluster without workload
 /// controllers do not).
 fn installs_operators(args: &UpArgs) -> bool {
@@ -192,19 +203,16 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         None
     } else {
         let client = client_for(Some(&kubeconfig), "uc-engine").await?;
-        let mut options = uc_engine::EngineOptions {
-            workers: args.workers,
-            metrics_addr: Some(std::net::SocketAddr::from(([127, 0, 0, 1], args.metrics_port))),
-            server_side_apply: !args.client_side_apply,
-            metacontroller: !args.no_metacontroller,
-            ..Default::default()
-        };
-        // One table of the cluster's names for every client uc runs (webhooks, the operators').
-        let names = uc_engine::names::ClusterNames::start(client.clone());
-        options.names = Some(names.clone());
-        uc_operators::workloads::register(&mut options.natives);
-        uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names.clone()));
-        uc_operators::zookeeper::register(&mut options.natives, client.clone(), Some(names.clone()));
+        let mut options = engine_options(
+            &client,
+            uc_engine::EngineOptions {
+                workers: args.workers,
+                metrics_addr: Some(std::net::SocketAddr::from(([127, 0, 0, 1], args.metrics_port))),
+                server_side_apply: !args.client_side_apply,
+                metacontroller: !args.no_metacontroller,
+                ..Default::default()
+            },
+        );
         if args.control_plane {
             let listen = uc_operators::multicluster::interpreter::Listen::default();
             uc_operators::multicluster::register(&mut options.natives, client.clone(), listen);
