@@ -323,7 +323,9 @@ def test_uc_run_against_another_api_server(make_cluster):
     api = make_cluster(extra_args=["--no-engine"])
     assert api.kubectl("get", "crd", "-o", "name").stdout.strip() == "", "no engine, no uc CRDs yet"
     port = free_port()
-    engine = subprocess.Popen([uc_binary(), "run", "--kubeconfig", api.kubeconfig, "--metrics-addr", f"127.0.0.1:{port}"],
+    console_port = free_port()
+    engine = subprocess.Popen([uc_binary(), "run", "--kubeconfig", api.kubeconfig, "--metrics-addr", f"127.0.0.1:{port}",
+                               "--console", f"127.0.0.1:{console_port}"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         def ready():
@@ -341,6 +343,23 @@ def test_uc_run_against_another_api_server(make_cluster):
         wait_for(lambda: get(api, "deploy", "example-foo"), timeout=20, message="the Deployment made by `uc run`")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
             assert 'uc_watches_open{resource="apps/v1/deployments"} 1' in r.read().decode()
+        # The console next to it (--console): the API as the bearer of a token it accepts, nothing without.
+        token = api.kubectl("config", "view", "--raw", "-o", "jsonpath={.users[0].user.token}").stdout.strip()
+        console = f"http://127.0.0.1:{console_port}"
+
+        def fetch(path, token=None):
+            req = urllib.request.Request(console + path, headers={"Authorization": f"Bearer {token}"} if token else {})
+            try:
+                with urllib.request.urlopen(req, timeout=5) as r:
+                    return r.status, r.read().decode()
+            except urllib.error.HTTPError as e:
+                return e.code, e.read().decode()
+        status, body = fetch("/apis/apps/v1/namespaces/default/deployments", token)
+        assert status == 200 and "example-foo" in body
+        assert fetch("/apis/apps/v1/namespaces/default/deployments")[0] == 401
+        assert fetch("/apis/apps/v1/namespaces/default/deployments", "wrong")[0] == 401
+        status, body = fetch("/console/hooks", token)
+        assert status == 200 and any(h["controller"] == "sample-controller" and h["calls"] >= 1 for h in json.loads(body)), body
     finally:
         engine.terminate()
         assert engine.wait(timeout=15) == 0
