@@ -122,10 +122,21 @@ class Cluster:
         return kc["clusters"][0]["cluster"]["server"], kc["users"][0]["user"]["token"]
 
 
+# The test modules that run uc's etcd and ZooKeeper operators (or test how uc up installs them); elsewhere clusters start with
+# `--operators none`, skipping their install (OLM's API and catalog are served all the same).
+USES_UCS_OPERATORS = {"test_etcd", "test_zookeeper", "test_crash_safety", "test_multicluster", "test_olm"}
+
+
+def operators_args(request, extra_args=()):
+    if request.module.__name__ in USES_UCS_OPERATORS or "--operators" in extra_args:
+        return []
+    return ["--operators", "none"]
+
+
 @pytest.fixture
-def cluster():
+def cluster(request):
     with tempfile.TemporaryDirectory(prefix="uc-e2e-") as d:
-        c = Cluster(d).start()
+        c = Cluster(d, operators_args(request)).start()
         try:
             yield c
         finally:
@@ -134,7 +145,7 @@ def cluster():
 
 
 @pytest.fixture
-def make_cluster():
+def make_cluster(request):
     """Clusters with custom arguments; stopped at the end of the test."""
     made = []
     dirs = []
@@ -144,7 +155,7 @@ def make_cluster():
             t = tempfile.TemporaryDirectory(prefix="uc-e2e-")
             dirs.append(t)
             data_dir = t.name
-        c = Cluster(data_dir, extra_args).start()
+        c = Cluster(data_dir, [*extra_args, *operators_args(request, extra_args)]).start()
         made.append(c)
         return c
 

@@ -206,9 +206,28 @@ async fn pass(olm: &mut Olm) -> Result<bool, String> {
     if all_csvs.is_empty() {
         return Ok(in_flight(&subs, &plans, &all_csvs));
     }
-    let crds =
-        uc_engine::dynamic::list(&olm.client, &olm.kinds, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "")
-            .await?;
+    // The CRDs the CSVs own and need, read one by one (listing every CRD would read OLM's own, a
+    // megabyte, on every pass).
+    let mut wanted: BTreeSet<String> = BTreeSet::new();
+    for c in &all_csvs {
+        for list in ["owned", "required"] {
+            let named = c.pointer(&format!("/spec/customresourcedefinitions/{list}")).and_then(Value::as_array);
+            wanted.extend(named.into_iter().flatten().filter_map(|d| d.get("name")?.as_str().map(str::to_string)));
+        }
+    }
+    let mut crds = Vec::new();
+    for name in &wanted {
+        let got = uc_engine::dynamic::get(
+            &olm.client,
+            &olm.kinds,
+            "apiextensions.k8s.io/v1",
+            "CustomResourceDefinition",
+            "",
+            name,
+        )
+        .await?;
+        crds.extend(got);
+    }
     for csv in &all_csvs {
         if let Err(e) = csvs::sync(olm, csv, &all_csvs, &groups, &crds).await {
             tracing::warn!(csv = %str_at(csv, "/metadata/name"), error = %e, "csv not synced");
