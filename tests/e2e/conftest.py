@@ -124,7 +124,7 @@ class Cluster:
 
 # The test modules that run uc's etcd and ZooKeeper operators (or test how uc up installs them); elsewhere clusters start with
 # `--operators none`, skipping their install (OLM's API and catalog are served all the same).
-USES_UCS_OPERATORS = {"test_etcd", "test_zookeeper", "test_crash_safety", "test_multicluster", "test_olm"}
+USES_UCS_OPERATORS = {"test_etcd", "test_zookeeper", "test_crash_safety", "test_multicluster", "test_olm", "test_streaming"}
 
 
 def operators_args(request, extra_args=()):
