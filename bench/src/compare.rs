@@ -271,8 +271,11 @@ async fn run_scenario(
                     &uc.kubeconfig,
                     "--metrics-addr",
                     "127.0.0.1:0",
+                    // One name for every scenario's engine: the next takes the last one's lease back.
+                    "--leader-election-identity",
+                    "bench",
                 ]))?);
-                clients.push(format!("uc-engine/{}", env!("CARGO_PKG_VERSION")));
+                clients.push(format!("uc-engine/{} (bench)", env!("CARGO_PKG_VERSION")));
             }
             Member::KubeRs(kind, name) => {
                 procs.push(Proc::quiet(Command::new(&args.controller).args([
@@ -485,6 +488,8 @@ async fn converge(
                 &uc.kubeconfig,
                 "--metrics-addr",
                 "127.0.0.1:0",
+                "--leader-election-identity",
+                "bench",
             ]))?,
             Impl::KubeRs => Proc::quiet(Command::new(&args.controller).args([
                 "foo",

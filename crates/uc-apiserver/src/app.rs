@@ -36,6 +36,8 @@ pub struct Config {
     /// The bearer token the API server presents to nodes' kubelet endpoints (logs, exec, attach,
     /// port-forward).
     pub kubelet_token: Option<String>,
+    /// Where to append the audit log (writes, at the Metadata level; None: no audit log).
+    pub audit_log_path: Option<PathBuf>,
 }
 
 impl Config {
@@ -49,6 +51,7 @@ impl Config {
             max_body_bytes: 3 * 1024 * 1024,
             service_cidr: None,
             kubelet_token: None,
+            audit_log_path: None,
         }
     }
 }
@@ -69,6 +72,8 @@ pub struct App {
     pub config: Config,
     /// Per-client request and byte counters (`/metrics`).
     pub traffic: crate::traffic::Traffic,
+    /// The audit log, if one is kept.
+    pub audit: Option<crate::audit::AuditLog>,
     /// Where Services' cluster IPs come from.
     pub service_range: Option<crate::service_ips::ServiceRange>,
     /// Held while a cluster IP is chosen and stored.

@@ -5,6 +5,7 @@
 //! and revision log → watchers and the garbage collector. See `docs/ARCHITECTURE.md`.
 
 pub mod apiservices;
+pub mod audit;
 pub mod app;
 pub mod auth;
 pub mod builtin;

@@ -77,6 +77,13 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
         ca_pem: creds.ca_pem.clone(),
         config: config.clone(),
         traffic: Default::default(),
+        audit: match &config.audit_log_path {
+            Some(p) => Some(
+                crate::audit::AuditLog::open(p)
+                    .map_err(|e| StartError::Io(format!("opening the audit log {}: {e}", p.display())))?,
+            ),
+            None => None,
+        },
         service_range,
         ip_lock: tokio::sync::Mutex::new(()),
     });
@@ -145,10 +152,29 @@ async fn handle(app: Arc<App>, req: Request<Incoming>, peer: Option<Arc<crate::a
     let method = req.method().clone();
     let client = crate::traffic::client_name(req.headers().get(header::USER_AGENT).and_then(|h| h.to_str().ok()));
     let counters = app.traffic.request(&client);
+    let audit = match &app.audit {
+        Some(_) if crate::audit::audited(&method) => {
+            let user = authenticate(&app, &req, peer.clone(), &path).map(|u| u.name.clone()).unwrap_or_default();
+            Some((crate::audit::now(), req.uri().to_string(), user))
+        }
+        _ => None,
+    };
     let mut response = match handle_inner(&app, req, peer).await {
         Ok(r) => r,
         Err(e) => error_response(&e),
     };
+    if let (Some(log), Some((received, uri, user))) = (&app.audit, audit) {
+        let r = crate::audit::Request {
+            method: &method,
+            uri: &uri,
+            user: &user,
+            user_agent: &client,
+            received,
+            completed: crate::audit::now(),
+            code: response.status().as_u16(),
+        };
+        log.write(&crate::audit::event(&r, &uuid::Uuid::new_v4().to_string()));
+    }
     tracing::debug!(%method, %path, %client, status = response.status().as_u16(), "request");
     response.headers_mut().insert("cache-control", HeaderValue::from_static("no-cache, private"));
     // Bytes are counted as they are written, so a watch stream counts what it has sent so far.

@@ -47,7 +47,7 @@ impl Kinds {
         } else {
             client.list_api_group_resources(api_version).await
         }
-        .map_err(|e| format!("{api_version} is not served: {e}"))?;
+        .map_err(|e| format!("{api_version} is not served: {}", api_error(&e)))?;
         let found = list
             .resources
             .iter()
@@ -108,7 +108,7 @@ async fn list_with(
     } else {
         k.api(client, namespace)
     };
-    let list = api.list(params).await.map_err(|e| format!("listing {kind}: {e}"))?;
+    let list = api.list(params).await.map_err(|e| format!("listing {kind}: {}", api_error(&e)))?;
     Ok(list.items.into_iter().map(|o| typed(&k, o)).collect())
 }
 
@@ -123,7 +123,7 @@ pub async fn get(
 ) -> Result<Option<Value>, String> {
     let k = kinds.get(client, api_version, kind).await?;
     let got =
-        k.api(client, namespace).get_opt(name).await.map_err(|e| format!("reading {kind} {namespace}/{name}: {e}"))?;
+        k.api(client, namespace).get_opt(name).await.map_err(|e| format!("reading {kind} {namespace}/{name}: {}", api_error(&e)))?;
     Ok(got.map(|o| typed(&k, o)))
 }
 
@@ -189,6 +189,21 @@ pub async fn delete(
 pub fn api_error(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(s) => format!("{} ({})", s.message, s.code),
+        // The transport's own words, without kube's variant names.
+        kube::Error::Service(e) => e.to_string(),
+        kube::Error::HyperError(e) => format!("cannot reach the API server: {e}"),
+        other => other.to_string(),
+    }
+}
+
+/// A watch's failure in the server's words.
+pub fn watch_error(e: &kube::runtime::watcher::Error) -> String {
+    use kube::runtime::watcher::Error as W;
+    match e {
+        W::InitialListFailed(e) => format!("listing: {}", api_error(e)),
+        W::WatchStartFailed(e) => format!("starting the watch: {}", api_error(e)),
+        W::WatchError(s) => format!("{} ({})", s.message, s.code),
+        W::WatchFailed(e) => format!("watching: {}", api_error(e)),
         other => other.to_string(),
     }
 }

@@ -82,7 +82,7 @@ impl Recorder {
         if let Err(e) =
             Api::<Event>::namespaced(self.client.clone(), &namespace).create(&PostParams::default(), &event).await
         {
-            tracing::debug!(error = %e, "recording an event failed");
+            tracing::debug!(error = %crate::dynamic::api_error(&e), "recording an event failed");
         }
     }
 }

@@ -20,6 +20,11 @@ pub type Obj = Arc<Value>;
 /// `(namespace, name)`; namespace empty for cluster-scoped objects.
 pub type ObjKey = (String, String);
 
+/// An object's key as logs and messages write it: `namespace/name`, or `name` when cluster-scoped.
+pub fn key_text((namespace, name): &ObjKey) -> String {
+    if namespace.is_empty() { name.clone() } else { format!("{namespace}/{name}") }
+}
+
 /// The key of an object.
 pub fn key_of(obj: &Value) -> ObjKey {
     let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
@@ -294,7 +299,7 @@ async fn run_watch(api: Api<DynamicObject>, informer: Weak<Informer>, synced: wa
         let ev = match ev {
             Ok(ev) => ev,
             Err(e) => {
-                tracing::warn!(resource = %inf.id, error = %e, "watch error; retrying");
+                tracing::warn!(resource = %inf.id, error = %crate::dynamic::watch_error(&e), "watch error; retrying");
                 continue;
             }
         };

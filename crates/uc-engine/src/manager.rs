@@ -18,7 +18,9 @@ use crate::controller::{self, Ctx, Running, StartError, StartReason};
 use crate::events::Recorder;
 use crate::flavor::Flavor;
 use crate::hooks::native::NativeRegistry;
+use crate::guard::Guard;
 use crate::informer::InformerHub;
+use crate::leader::{Candidate, LeaderElection};
 use crate::metrics::{self, Metrics};
 
 /// How often a controller that cannot start is tried again.
@@ -42,6 +44,10 @@ pub struct EngineOptions {
     /// Also serve and run Metacontroller's CompositeControllers and DecoratorControllers (off where
     /// Metacontroller itself runs them).
     pub metacontroller: bool,
+    /// Run only while holding a Lease (None: always, no lease).
+    pub leader: Option<LeaderElection>,
+    /// The guard of the engine's client (`Guard::client`), for its fence and its counters.
+    pub guard: Option<Arc<Guard>>,
 }
 
 impl Default for EngineOptions {
@@ -54,6 +60,8 @@ impl Default for EngineOptions {
             server_side_apply: true,
             names: None,
             metacontroller: true,
+            leader: None,
+            guard: None,
         }
     }
 }
@@ -65,11 +73,27 @@ pub struct Engine {
     /// Metrics.
     pub metrics: Arc<Metrics>,
     task: tokio::task::JoinHandle<()>,
+    stop: tokio::sync::watch::Sender<bool>,
 }
 
 impl Drop for Engine {
     fn drop(&mut self) {
         self.task.abort();
+    }
+}
+
+/// How long a stopping engine waits for reconciles under way to finish their writes.
+const DRAIN_AT_MOST: Duration = Duration::from_secs(10);
+
+impl Engine {
+    /// Stops in order: no new reconciles, those under way finish their writes (up to 10 s), the lease
+    /// is released (a standby takes over at once), then the engine is gone.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        let task = std::mem::replace(&mut self.task, tokio::spawn(async {}));
+        if tokio::time::timeout(DRAIN_AT_MOST + Duration::from_secs(5), task).await.is_err() {
+            tracing::warn!("the engine did not stop in time");
+        }
     }
 }
 
@@ -116,11 +140,11 @@ pub async fn install_crd(client: &kube::Client, crd: Value) -> anyhow::Result<()
                 updated.metadata.resource_version = current.metadata.resource_version;
                 api.replace(&name, &PostParams::default(), &updated)
                     .await
-                    .map_err(|e| anyhow::anyhow!("updating CRD {name}: {e}"))?;
+                    .map_err(|e| anyhow::anyhow!("updating CRD {name}: {}", crate::dynamic::api_error(&e)))?;
             }
             Ok(())
         }
-        Err(e) => Err(anyhow::anyhow!("installing CRD {name}: {e}")),
+        Err(e) => Err(anyhow::anyhow!("installing CRD {name}: {}", crate::dynamic::api_error(&e))),
     }
 }
 
@@ -139,10 +163,28 @@ struct Entry {
 impl Engine {
     /// Starts the engine against the cluster `client` talks to.
     pub async fn start(client: kube::Client, options: EngineOptions) -> anyhow::Result<Engine> {
+        let candidate = match &options.leader {
+            Some(settings) => {
+                settings.validate().map_err(anyhow::Error::msg)?;
+                let candidate = Candidate::new(settings.clone());
+                if !settings.wait {
+                    candidate.refuse_if_held().await?;
+                }
+                Some(candidate)
+            }
+            None => None,
+        };
         if options.install_crds {
-            install_crds(&client, options.metacontroller).await?;
+            // Every replica may install them (the same objects); a standby's writes are fenced, so
+            // it uses the lease's client.
+            let setup = options.leader.as_ref().map_or(&client, |l| &l.client);
+            install_crds(setup, options.metacontroller).await?;
         }
-        let metrics = Arc::new(Metrics::new());
+        let mut metrics = Metrics::new();
+        if let Some(guard) = &options.guard {
+            guard.register(metrics.registry_mut());
+        }
+        let metrics = Arc::new(metrics);
         let metrics_addr = match options.metrics_addr {
             Some(addr) => Some(metrics::serve(metrics.clone(), addr).await?),
             None => None,
@@ -158,12 +200,36 @@ impl Engine {
             server_side_apply: options.server_side_apply,
             discovery: Arc::new(crate::resources::Discovery::new(client.clone())),
         });
-        let task = tokio::spawn(run(ctx, flavors(options.metacontroller)));
-        Ok(Engine { metrics_addr, metrics, task })
+        let (stop, stopping) = tokio::sync::watch::channel(false);
+        let flavors = flavors(options.metacontroller);
+        let fence = options.guard.clone();
+        let task = match candidate {
+            Some(candidate) => tokio::spawn(crate::leadership::lead(candidate, fence, ctx, flavors, stopping)),
+            None => tokio::spawn(run_until_stopped(ctx, flavors, stopping)),
+        };
+        Ok(Engine { metrics_addr, metrics, task, stop })
     }
 }
 
-async fn run(ctx: Arc<Ctx>, flavors: Vec<Flavor>) {
+/// Runs the controllers until told to stop, then lets the reconciles under way finish.
+async fn run_until_stopped(ctx: Arc<Ctx>, flavors: Vec<Flavor>, mut stopping: tokio::sync::watch::Receiver<bool>) {
+    let running = tokio::spawn(run(ctx.clone(), flavors));
+    let _ = stopping.wait_for(|s| *s).await;
+    running.abort();
+    let _ = running.await;
+    drain(&ctx).await;
+}
+
+/// Waits (up to `DRAIN_AT_MOST`) until no reconcile is under way.
+pub(crate) async fn drain(ctx: &Ctx) {
+    let deadline = Instant::now() + DRAIN_AT_MOST;
+    while ctx.metrics.in_flight() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Runs the controllers (each object's), started and stopped as their objects come and go.
+pub(crate) async fn run(ctx: Arc<Ctx>, flavors: Vec<Flavor>) {
     let apis: HashMap<Flavor, Api<DynamicObject>> =
         flavors.iter().map(|f| (*f, Api::all_with(ctx.client.clone(), &f.resource()))).collect();
     let streams = flavors.iter().map(|f| {
@@ -215,7 +281,7 @@ async fn run(ctx: Arc<Ctx>, flavors: Vec<Flavor>) {
                             }
                         }
                     }
-                    Err(e) => tracing::warn!(kind = flavor.kind(), error = %e, "watching controllers failed; retrying"),
+                    Err(e) => tracing::warn!(kind = flavor.kind(), error = %crate::dynamic::watch_error(&e), "watching controllers failed; retrying"),
                 }
             }
             _ = tick.tick() => {
@@ -363,7 +429,7 @@ async fn report(apis: &HashMap<Flavor, Api<DynamicObject>>, entries: &mut HashMa
                 e.reported = Some(status);
                 e.written = Some(with_time);
             }
-            Err(err) => tracing::debug!(controller = %key, error = %err, "writing the controller status failed"),
+            Err(err) => tracing::debug!(controller = %key, error = %crate::dynamic::api_error(&err), "writing the controller status failed"),
         }
     }
 }

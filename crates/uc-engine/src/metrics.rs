@@ -49,6 +49,9 @@ pub struct Metrics {
     queue_depth: Family<ControllerLabels, Gauge>,
     watches_open: Family<ResourceLabels, Gauge>,
     watches_started: Family<ResourceLabels, Counter>,
+    in_flight: Gauge,
+    leader: Gauge,
+    leader_transitions: Counter,
     ready: AtomicBool,
     /// Controllers' recorded hook calls, served at `/debug/hooks`.
     pub recordings: crate::recording::Recordings,
@@ -82,6 +85,12 @@ impl Metrics {
             watches_open.clone(),
         );
         registry.register("watches_started", "Watches started per resource type", watches_started.clone());
+        let in_flight = Gauge::default();
+        let leader = Gauge::default();
+        let leader_transitions = Counter::default();
+        registry.register("reconciles_in_flight", "Reconciles under way", in_flight.clone());
+        registry.register("leader", "1 while this engine holds the leader lease (or runs without election)", leader.clone());
+        registry.register("leader_acquisitions", "Times this engine became the leader", leader_transitions.clone());
         Self {
             registry,
             hook_duration,
@@ -90,6 +99,9 @@ impl Metrics {
             queue_depth,
             watches_open,
             watches_started,
+            in_flight,
+            leader,
+            leader_transitions,
             ready: AtomicBool::new(false),
             recordings: Default::default(),
         }
@@ -131,6 +143,30 @@ impl Metrics {
         self.watches_open.get_or_create(&ResourceLabels { resource: resource.into() }).dec();
     }
 
+    /// The registry, to add more metrics before the engine starts.
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    /// A reconcile starts; it counts as under way until the returned guard drops.
+    pub fn reconcile_started(&self) -> InFlight {
+        self.in_flight.inc();
+        InFlight(self.in_flight.clone())
+    }
+
+    /// Reconciles under way.
+    pub fn in_flight(&self) -> i64 {
+        self.in_flight.get()
+    }
+
+    /// This engine leads (or not).
+    pub fn set_leader(&self, leading: bool) {
+        if leading && self.leader.get() == 0 {
+            self.leader_transitions.inc();
+        }
+        self.leader.set(i64::from(leading));
+    }
+
     /// Marks the engine ready (caches synced) or not.
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::Release);
@@ -141,6 +177,15 @@ impl Metrics {
         let mut out = String::new();
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+}
+
+/// A reconcile under way (see `Metrics::reconcile_started`).
+pub struct InFlight(Gauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
     }
 }
 

@@ -5,10 +5,41 @@ use anyhow::Context;
 /// A client of the cluster that names itself `component` in its User-Agent (the API server's per-client
 /// traffic metrics go by it).
 pub(crate) async fn client_for(kubeconfig: Option<&std::path::Path>, component: &str) -> anyhow::Result<kube::Client> {
-    let mut config = config_for(kubeconfig).await?;
-    let agent = format!("{component}/{}", env!("CARGO_PKG_VERSION"));
-    config.headers.push((http::header::USER_AGENT, http::HeaderValue::from_str(&agent)?));
+    let config = named(config_for(kubeconfig).await?, component, None)?;
     Ok(kube::Client::try_from(config)?)
+}
+
+/// A client of an engine replica: `component/<version> (identity)` in its User-Agent, so that the API
+/// server's metrics and audit log tell replicas apart.
+pub(crate) async fn replica_client_for(
+    kubeconfig: Option<&std::path::Path>,
+    component: &str,
+    identity: &str,
+) -> anyhow::Result<kube::Client> {
+    let config = named(config_for(kubeconfig).await?, component, Some(identity))?;
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// The engine's client: a replica's, its requests passing `guard` (the leader fence, the rate limit,
+/// the request counters).
+pub(crate) async fn guarded_client_for(
+    kubeconfig: Option<&std::path::Path>,
+    component: &str,
+    identity: &str,
+    guard: &std::sync::Arc<uc_engine::guard::Guard>,
+) -> anyhow::Result<kube::Client> {
+    let config = named(config_for(kubeconfig).await?, component, Some(identity))?;
+    Ok(guard.client(config)?)
+}
+
+fn named(mut config: kube::Config, component: &str, identity: Option<&str>) -> anyhow::Result<kube::Config> {
+    let version = env!("CARGO_PKG_VERSION");
+    let agent = match identity {
+        Some(id) => format!("{component}/{version} ({id})"),
+        None => format!("{component}/{version}"),
+    };
+    config.headers.push((http::header::USER_AGENT, http::HeaderValue::from_str(&agent)?));
+    Ok(config)
 }
 
 /// The cluster a kubeconfig names (default: $KUBECONFIG, ~/.kube/config, or in-cluster config).

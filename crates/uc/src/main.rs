@@ -3,6 +3,7 @@
 mod allocator;
 mod catalog;
 mod client;
+mod engine_args;
 mod hook_record;
 mod hook_test;
 mod init;
@@ -23,6 +24,10 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Log lines as `text` (colour only on a terminal) or `json` (one object per line: timestamp,
+    /// level, target, message and the fields). The level: $UC_LOG (default info).
+    #[arg(long, global = true, default_value = "text", value_parser = ["text", "json"])]
+    log_format: String,
 }
 
 #[derive(Subcommand)]
@@ -217,6 +222,10 @@ struct RunArgs {
     /// Serve the web console on this address (users log in with a token the cluster accepts).
     #[arg(long)]
     console: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    leader: engine_args::LeaderArgs,
+    #[command(flatten)]
+    client: engine_args::ClientArgs,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -231,10 +240,7 @@ fn main() -> anyhow::Result<()> {
         });
         std::process::exit(code);
     }
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("UC_LOG").unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging(&cli.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
     let result = match cli.command {
         Command::Up(args) => runtime.block_on(up::up(args)),
@@ -290,6 +296,18 @@ fn main() -> anyhow::Result<()> {
     result
 }
 
+/// Logs to stderr, as text (ANSI colour only on a terminal) or JSON lines.
+fn init_logging(format: &str) {
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("UC_LOG").unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if format == "json" {
+        builder.json().flatten_event(true).with_current_span(false).init();
+    } else {
+        builder.with_ansi(std::io::stderr().is_terminal()).init();
+    }
+}
+
 async fn http_server(args: HttpServerArgs) -> anyhow::Result<()> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let ip = std::env::var("POD_IP").unwrap_or_else(|_| "127.0.0.1".into());
@@ -334,7 +352,14 @@ async fn http_server(args: HttpServerArgs) -> anyhow::Result<()> {
 }
 
 async fn run(args: RunArgs) -> anyhow::Result<()> {
-    let client = client_for(args.kubeconfig.as_deref(), "uc-engine").await?;
+    let identity = engine_args::LeaderArgs::default_identity();
+    let identity = args.leader.leader_election_identity.clone().unwrap_or(identity);
+    let guard = uc_engine::guard::Guard::new(args.client.qps, args.client.burst);
+    let client =
+        client::guarded_client_for(args.kubeconfig.as_deref(), "uc-engine", &identity, &guard).await?;
+    // Setup writes (CRDs, the controllers uc installs) and the lease go around the fence.
+    let setup = client::replica_client_for(args.kubeconfig.as_deref(), "uc-engine", &identity).await?;
+    let leader = args.leader.election(setup.clone(), identity)?;
     // The operators uc ships answer here too, for UniversalControllers that name their native hooks.
     let mut options = up::engine_options(
         &client,
@@ -343,6 +368,8 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             metrics_addr: Some(args.metrics_addr),
             server_side_apply: !args.client_side_apply,
             metacontroller: !args.no_metacontroller,
+            leader: Some(leader),
+            guard: Some(guard),
             ..Default::default()
         },
     );
@@ -356,9 +383,9 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     let engine = uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
     if args.multicluster_zookeeper {
         for crd in uc_operators::multicluster::crds() {
-            uc_engine::manager::install_crd(&client, crd).await?;
+            uc_engine::manager::install_crd(&setup, crd).await?;
         }
-        up::install_controllers(&client, uc_operators::multicluster::controllers()).await?;
+        up::install_controllers(&setup, uc_operators::multicluster::controllers()).await?;
     }
     tracing::info!(metrics = ?engine.metrics_addr, "engine running");
     let _console = match args.console {
@@ -373,7 +400,8 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         None => None,
     };
     wait_for_signal().await;
-    drop(engine);
+    tracing::info!("stopping: reconciles under way finish, then the lease is released");
+    engine.shutdown().await;
     Ok(())
 }
 

@@ -81,6 +81,9 @@ pub struct UpArgs {
     /// Serve no web console.
     #[arg(long)]
     no_console: bool,
+    /// Append an audit log here: one audit.k8s.io/v1 Event (Metadata level) per request that writes.
+    #[arg(long)]
+    audit_log_path: Option<PathBuf>,
 }
 
 /// The engine's options with the native hooks of uc's operators registered (workloads, etcd,
@@ -190,6 +193,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     config.port = args.port;
     config.service_cidr = Some(format!("127.{subnet}.240.0/20"));
     config.kubelet_token = Some(kubelet_token.clone());
+    config.audit_log_path = args.audit_log_path.clone();
     config.durable = !args.in_memory;
     config.store.log_capacity = args.watch_cache_events.max(1);
     config.store.retention = std::time::Duration::from_secs(args.history_seconds);
@@ -202,7 +206,13 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     let engine = if args.no_engine {
         None
     } else {
-        let client = client_for(Some(&kubeconfig), "uc-engine").await?;
+        let data_dir = std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone());
+        // One `uc up` per data directory: a restarted one takes its own lease back at once.
+        let identity = format!("uc-up@{}:{}", crate::engine_args::hostname(), data_dir.display());
+        let guard = uc_engine::guard::Guard::new(0.0, 1);
+        let client = crate::client::guarded_client_for(Some(&kubeconfig), "uc-engine", &identity, &guard).await?;
+        let setup = crate::client::replica_client_for(Some(&kubeconfig), "uc-engine", &identity).await?;
+        let leader = uc_engine::leader::LeaderElection::new(setup.clone(), "kube-system", "uc-engine", &identity, false);
         let mut options = engine_options(
             &client,
             uc_engine::EngineOptions {
@@ -210,6 +220,8 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
                 metrics_addr: Some(std::net::SocketAddr::from(([127, 0, 0, 1], args.metrics_port))),
                 server_side_apply: !args.client_side_apply,
                 metacontroller: !args.no_metacontroller,
+                leader: Some(leader),
+                guard: Some(guard),
                 ..Default::default()
             },
         );
@@ -223,20 +235,20 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
             // The multi-cluster operators; the ZookeeperCluster is a resource template here,
             // propagated rather than run.
             for crd in uc_operators::multicluster::crds() {
-                uc_engine::manager::install_crd(&client, crd).await?;
+                uc_engine::manager::install_crd(&setup, crd).await?;
             }
-            install_controllers(&client, uc_operators::multicluster::controllers()).await?;
+            install_controllers(&setup, uc_operators::multicluster::controllers()).await?;
         } else if !args.no_workload_controllers {
-            install_controllers(&client, uc_operators::workloads::controllers()).await?;
+            install_controllers(&setup, uc_operators::workloads::controllers()).await?;
         }
         // Without OLM, uc's operators' CRDs and controllers are installed directly (on every start).
         if args.no_olm && installs_operators(&args) {
             for package in operators(&args)? {
                 let (crds, controllers) = catalog::objects(&package)?;
                 for crd in crds {
-                    uc_engine::manager::install_crd(&client, crd).await?;
+                    uc_engine::manager::install_crd(&setup, crd).await?;
                 }
-                install_controllers(&client, controllers).await?;
+                install_controllers(&setup, controllers).await?;
             }
         }
         if let Some(addr) = engine.metrics_addr {
@@ -313,12 +325,15 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     println!("export KUBECONFIG={}", kubeconfig.display());
     wait_for_signal().await;
     tracing::info!("stopping");
-    if let Some(n) = node {
-        // Every pod process stops with its grace period; nothing uc started is left running.
-        n.shutdown().await;
+    // In order: no new reconciles, those under way finish, the lease is released; then the pods
+    // stop with their grace periods (nothing uc started is left running); then the API server.
+    if let Some(e) = engine {
+        e.shutdown().await;
     }
     drop(control_plane);
-    drop(engine);
+    if let Some(n) = node {
+        n.shutdown().await;
+    }
     server.shutdown().await;
     Ok(())
 }

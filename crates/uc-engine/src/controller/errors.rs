@@ -59,6 +59,8 @@ pub enum SyncReason {
     Conflict,
     /// Something that cannot happen did.
     InternalError,
+    /// A write was not sent: this engine no longer holds the leader lease (its controllers stop).
+    NotLeader,
 }
 
 impl SyncReason {
@@ -71,6 +73,7 @@ impl SyncReason {
             Self::ApplyError => "ApplyError",
             Self::Conflict => "Conflict",
             Self::InternalError => "InternalError",
+            Self::NotLeader => "NotLeader",
         }
     }
 }
@@ -97,7 +100,10 @@ impl SyncError {
                 Self::new(SyncReason::Conflict, format!("{what}: {} ({})", s.message, s.code))
             }
             kube::Error::Api(s) => Self::new(SyncReason::ApplyError, format!("{what}: {} ({})", s.message, s.code)),
-            other => Self::new(SyncReason::ApplyError, format!("{what}: {other}")),
+            kube::Error::Service(e) if e.is::<crate::guard::NotLeader>() => {
+                Self::new(SyncReason::NotLeader, format!("{what}: {e}"))
+            }
+            other => Self::new(SyncReason::ApplyError, format!("{what}: {}", crate::dynamic::api_error(&other))),
         }
     }
 }

@@ -37,6 +37,7 @@ impl Shared {
     pub(super) async fn work(self: Arc<Self>) {
         while let Some(key) = self.queue.get().await {
             self.ctx.metrics.set_queue_depth(&self.name, self.queue.len());
+            let _under_way = self.ctx.metrics.reconcile_started();
             match self.reconcile(&key).await {
                 Ok(()) => {
                     self.queue.forget(&key);
@@ -45,13 +46,18 @@ impl Shared {
                 }
                 Err(e) if e.reason == SyncReason::Conflict && self.queue.failures(&key) < CONFLICT_RETRIES => {
                     // Someone wrote the object since it was read: the retry reads it again. Routine.
-                    tracing::debug!(controller = %self.name, parent = ?key, error = %e.message, "conflict; retrying");
+                    tracing::debug!(controller = %self.name, parent = %crate::informer::key_text(&key), error = %e.message, "conflict; retrying");
                     self.ctx.metrics.reconcile(&self.name, "conflict");
+                    self.queue.add_rate_limited(key.clone());
+                }
+                Err(e) if e.reason == SyncReason::NotLeader => {
+                    // Leadership lost: the controller is stopping; the next leader reconciles this.
+                    tracing::debug!(controller = %self.name, parent = %crate::informer::key_text(&key), error = %e.message, "not the leader");
                     self.queue.add_rate_limited(key.clone());
                 }
                 Err(e) => {
                     let reason = e.reason.as_str();
-                    tracing::warn!(controller = %self.name, parent = ?key, reason, error = %e.message, "sync failed");
+                    tracing::warn!(controller = %self.name, parent = %crate::informer::key_text(&key), reason = %reason, error = %e.message, "sync failed");
                     self.ctx.metrics.reconcile(&self.name, "error");
                     self.failures.lock().insert(key.clone(), e.to_string());
                     if let Some(p) = self.parents.get(&key) {

@@ -1,0 +1,94 @@
+//! The engine under leader election: it stands by until it holds the lease, runs the controllers
+//! while it renews it, and stops them — writes fenced first — when it cannot renew before the renew
+//! deadline or when asked to stop (then it lets the reconciles under way finish and releases the
+//! lease, so a standby takes over at once).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::controller::Ctx;
+use crate::flavor::Flavor;
+use crate::guard::Guard;
+use crate::leader::Candidate;
+use crate::manager::{drain, run};
+
+/// Leads when elected, until `stopping`.
+pub(crate) async fn lead(
+    mut candidate: Candidate,
+    guard: Option<Arc<Guard>>,
+    ctx: Arc<Ctx>,
+    flavors: Vec<Flavor>,
+    mut stopping: watch::Receiver<bool>,
+) {
+    let settings = candidate.settings().clone();
+    let lease = format!("{}/{}", settings.namespace, settings.name);
+    let fence = |f: &dyn Fn(&crate::guard::Fence)| {
+        if let Some(g) = &guard {
+            f(&g.fence)
+        }
+    };
+    fence(&|f| f.enforce());
+    loop {
+        ctx.metrics.set_leader(false);
+        tracing::info!(identity = %settings.identity, %lease, "standing by for the lease");
+        let acquired = loop {
+            if *stopping.borrow() {
+                return;
+            }
+            match candidate.try_once().await {
+                Ok(Some(sent)) => break sent,
+                Ok(None) => {}
+                Err(e) => tracing::warn!(%lease, error = %e, "reading the lease failed; retrying"),
+            }
+            tokio::select! {
+                _ = candidate.wait_for_change(settings.retry_period) => {}
+                _ = stopping.changed() => {}
+            }
+        };
+        let mut renewed = acquired;
+        fence(&|f| f.hold_until(acquired + settings.renew_deadline));
+        ctx.metrics.set_leader(true);
+        tracing::info!(identity = %settings.identity, %lease, "leading: the controllers run");
+        let running = tokio::spawn(run(ctx.clone(), flavors.clone()));
+        let stopped = loop {
+            tokio::select! {
+                _ = tokio::time::sleep(settings.retry_period) => {}
+                _ = stopping.wait_for(|s| *s) => break true,
+            }
+            let left = (renewed + settings.renew_deadline).saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                tracing::warn!(%lease, "the lease was not renewed before the renew deadline");
+                break false;
+            }
+            match tokio::time::timeout(left.min(settings.retry_period.max(Duration::from_millis(100))), candidate.try_once()).await {
+                Ok(Ok(Some(sent))) => {
+                    renewed = sent;
+                    fence(&|f| f.hold_until(sent + settings.renew_deadline));
+                }
+                Ok(Ok(None)) => {
+                    tracing::warn!(%lease, "another engine holds the lease");
+                    break false;
+                }
+                Ok(Err(e)) => tracing::warn!(%lease, error = %e, "renewing the lease failed; retrying"),
+                Err(_) => tracing::warn!(%lease, "renewing the lease timed out; retrying"),
+            }
+        };
+        // Stop reconciling; a stop lets the reconciles under way finish while the lease still holds.
+        running.abort();
+        let _ = running.await;
+        if stopped {
+            drain(&ctx).await;
+            fence(&|f| f.close());
+            ctx.metrics.set_leader(false);
+            match candidate.release().await {
+                Ok(()) => tracing::info!(%lease, "lease released"),
+                Err(e) => tracing::warn!(%lease, error = %e, "releasing the lease failed; it expires on its own"),
+            }
+            return;
+        }
+        fence(&|f| f.close());
+        tracing::warn!(identity = %settings.identity, %lease, "lost the lease: writes fenced, controllers stopped");
+    }
+}

@@ -1,0 +1,117 @@
+//! The flags `uc run` shares with `uc up` for the engine's client and its leader election.
+
+use std::time::Duration;
+
+use anyhow::Context;
+
+/// Leader election flags (client-go's names and defaults).
+#[derive(clap::Args, Clone)]
+pub struct LeaderArgs {
+    /// Stand by until this replica holds the Lease, and reconcile only while it does (run several
+    /// replicas with it). Without it, `uc run` refuses to start while another engine holds the lease.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// The Lease's namespace (default: $POD_NAMESPACE, else kube-system).
+    #[arg(long)]
+    pub leader_election_namespace: Option<String>,
+    /// The Lease's name: engines running the same controllers share it.
+    #[arg(long, default_value = "uc-engine")]
+    pub leader_election_id: String,
+    /// This replica's name in the lease (default: $POD_NAME, else <hostname>_<pid>).
+    #[arg(long)]
+    pub leader_election_identity: Option<String>,
+    /// How long the lease holds without renewal (a standby takes over after it).
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub lease_duration: Duration,
+    /// How long the leader tries to renew before it stops reconciling (shorter than the lease).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub renew_deadline: Duration,
+    /// How often candidates try the lease and the leader renews it.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub retry_period: Duration,
+}
+
+/// The engine client's flags.
+#[derive(clap::Args, Clone)]
+pub struct ClientArgs {
+    /// Requests per second to the API server, sustained (client-go's --kube-api-qps; 0: no limit).
+    #[arg(long, default_value_t = 0.0)]
+    pub qps: f64,
+    /// Requests allowed in a burst above --qps.
+    #[arg(long, default_value_t = 100)]
+    pub burst: u32,
+}
+
+/// A duration: `15s`, `500ms`, `2m`, or seconds (`1.5`).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (number, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => (&t[..i], &t[i..]),
+        None => (t, "s"),
+    };
+    let n: f64 = number.parse().map_err(|_| format!("{text:?}: a duration such as 15s, 500ms or 2m"))?;
+    let seconds = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(format!("{text:?}: the unit is one of ms, s, m, h")),
+    };
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(format!("{text:?}: not a duration"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// This machine's name.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+impl LeaderArgs {
+    /// The election, with `identity` unless the flags name one; `wait` unless --leader-elect is off.
+    pub fn election(&self, client: kube::Client, identity: String) -> anyhow::Result<uc_engine::leader::LeaderElection> {
+        let namespace = self
+            .leader_election_namespace
+            .clone()
+            .or_else(|| std::env::var("POD_NAMESPACE").ok().filter(|s| !s.is_empty()))
+            .unwrap_or_else(|| "kube-system".into());
+        let identity = self.leader_election_identity.clone().unwrap_or(identity);
+        let mut e =
+            uc_engine::leader::LeaderElection::new(client, &namespace, &self.leader_election_id, &identity, self.leader_elect);
+        e.lease_duration = self.lease_duration;
+        e.renew_deadline = self.renew_deadline;
+        e.retry_period = self.retry_period;
+        e.validate().map_err(anyhow::Error::msg).context("leader election")?;
+        Ok(e)
+    }
+
+    /// The identity of a `uc run` replica: $POD_NAME, else `<hostname>_<pid>`.
+    pub fn default_identity() -> String {
+        std::env::var("POD_NAME")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| format!("{}_{}", hostname(), std::process::id()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_client_go_writes_them() {
+        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("3d").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+}
