@@ -135,7 +135,9 @@ mod tests {
     fn resource_paths_name_their_objects() {
         assert_eq!(
             object_ref("/api/v1/namespaces/a/pods/web/status"),
-            Some(json!({"apiVersion": "v1", "namespace": "a", "resource": "pods", "name": "web", "subresource": "status"}))
+            Some(
+                json!({"apiVersion": "v1", "namespace": "a", "resource": "pods", "name": "web", "subresource": "status"})
+            )
         );
         assert_eq!(
             object_ref("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/uc-engine"),
@@ -146,7 +148,10 @@ mod tests {
             object_ref("/api/v1/namespaces/a"),
             Some(json!({"apiVersion": "v1", "resource": "namespaces", "name": "a"}))
         );
-        assert_eq!(object_ref("/apis/apps/v1/deployments"), Some(json!({"apiVersion": "v1", "apiGroup": "apps", "resource": "deployments"})));
+        assert_eq!(
+            object_ref("/apis/apps/v1/deployments"),
+            Some(json!({"apiVersion": "v1", "apiGroup": "apps", "resource": "deployments"}))
+        );
         assert_eq!(object_ref("/healthz"), None);
     }
 

@@ -5,8 +5,8 @@
 //! and revision log → watchers and the garbage collector. See `docs/ARCHITECTURE.md`.
 
 pub mod apiservices;
-pub mod audit;
 pub mod app;
+pub mod audit;
 pub mod auth;
 pub mod builtin;
 pub mod builtin_schemas;

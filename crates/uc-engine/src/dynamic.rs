@@ -122,8 +122,11 @@ pub async fn get(
     name: &str,
 ) -> Result<Option<Value>, String> {
     let k = kinds.get(client, api_version, kind).await?;
-    let got =
-        k.api(client, namespace).get_opt(name).await.map_err(|e| format!("reading {kind} {namespace}/{name}: {}", api_error(&e)))?;
+    let got = k
+        .api(client, namespace)
+        .get_opt(name)
+        .await
+        .map_err(|e| format!("reading {kind} {namespace}/{name}: {}", api_error(&e)))?;
     Ok(got.map(|o| typed(&k, o)))
 }
 

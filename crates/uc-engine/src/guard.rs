@@ -137,7 +137,11 @@ impl Guard {
 
     /// Registers the counters (`uc_client_requests_total{method}`, `uc_client_writes_refused_total`).
     pub fn register(&self, registry: &mut prometheus_client::registry::Registry) {
-        registry.register("client_requests", "Requests the engine made to the API server, per method", self.requests.clone());
+        registry.register(
+            "client_requests",
+            "Requests the engine made to the API server, per method",
+            self.requests.clone(),
+        );
         registry.register(
             "client_writes_refused",
             "Writes the engine did not send because it did not hold the leader lease",

@@ -113,7 +113,8 @@ pub fn step(spec: Option<&LeaseSpec>, me: &str, seen_since: Option<Instant>, now
     if holder == me {
         return Step::Renew;
     }
-    let duration = spec.lease_duration_seconds.filter(|s| *s > 0).map(|s| Duration::from_secs(s as u64)).unwrap_or(default);
+    let duration =
+        spec.lease_duration_seconds.filter(|s| *s > 0).map(|s| Duration::from_secs(s as u64)).unwrap_or(default);
     let since = seen_since.unwrap_or(now);
     match (since + duration).checked_duration_since(now) {
         Some(left) if !left.is_zero() => Step::Wait(left),
@@ -221,7 +222,8 @@ impl Candidate {
             Step::Acquire | Step::Renew => {}
         }
         let sent = Instant::now();
-        let claimed = claimed(spec.as_ref(), &me, self.settings.lease_duration, MicroTime(k8s_openapi::jiff::Timestamp::now()));
+        let claimed =
+            claimed(spec.as_ref(), &me, self.settings.lease_duration, MicroTime(k8s_openapi::jiff::Timestamp::now()));
         let result = match lease {
             Some(mut l) => {
                 // The resourceVersion read: of two candidates taking an expired lease, one wins.
@@ -255,7 +257,11 @@ impl Candidate {
         spec.holder_identity = None;
         spec.lease_duration_seconds = Some(1);
         spec.renew_time = Some(MicroTime(k8s_openapi::jiff::Timestamp::now()));
-        self.api.replace(&self.settings.name, &PostParams::default(), &lease).await.map(|_| ()).map_err(|e| ElectionError::Api(self.where_(), e))
+        self.api
+            .replace(&self.settings.name, &PostParams::default(), &lease)
+            .await
+            .map(|_| ())
+            .map_err(|e| ElectionError::Api(self.where_(), e))
     }
 
     /// Waits up to `at_most` for the lease to change (a watch on it), so that a standby sees a
@@ -263,7 +269,8 @@ impl Candidate {
     pub async fn wait_for_change(&self, at_most: Duration) {
         let config = watcher::Config::default().fields(&format!("metadata.name={}", self.settings.name));
         let mut changes = std::pin::pin!(watcher(self.api.clone(), config).skip_while(|e| {
-            let initial = matches!(e, Ok(watcher::Event::Init | watcher::Event::InitApply(_) | watcher::Event::InitDone));
+            let initial =
+                matches!(e, Ok(watcher::Event::Init | watcher::Event::InitApply(_) | watcher::Event::InitDone));
             std::future::ready(initial)
         }));
         let _ = tokio::time::timeout(at_most, changes.next()).await;

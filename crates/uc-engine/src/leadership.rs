@@ -39,8 +39,15 @@ pub(crate) async fn lead(
             }
             match candidate.try_once().await {
                 Ok(Some(sent)) => break sent,
-                Ok(None) => {}
-                Err(e) => tracing::warn!(%lease, error = %e, "reading the lease failed; retrying"),
+                Ok(None) => {
+                    // Another engine leads: this one is ready as a standby.
+                    ctx.metrics.set_api_reachable(true);
+                    ctx.metrics.set_standby(true);
+                }
+                Err(e) => {
+                    ctx.metrics.set_api_reachable(false);
+                    tracing::warn!(%lease, error = %e, "reading the lease failed; retrying");
+                }
             }
             tokio::select! {
                 _ = candidate.wait_for_change(settings.retry_period) => {}
@@ -49,6 +56,8 @@ pub(crate) async fn lead(
         };
         let mut renewed = acquired;
         fence(&|f| f.hold_until(acquired + settings.renew_deadline));
+        ctx.metrics.set_api_reachable(true);
+        ctx.metrics.set_standby(false);
         ctx.metrics.set_leader(true);
         tracing::info!(identity = %settings.identity, %lease, "leading: the controllers run");
         let running = tokio::spawn(run(ctx.clone(), flavors.clone()));
@@ -62,8 +71,14 @@ pub(crate) async fn lead(
                 tracing::warn!(%lease, "the lease was not renewed before the renew deadline");
                 break false;
             }
-            match tokio::time::timeout(left.min(settings.retry_period.max(Duration::from_millis(100))), candidate.try_once()).await {
+            match tokio::time::timeout(
+                left.min(settings.retry_period.max(Duration::from_millis(100))),
+                candidate.try_once(),
+            )
+            .await
+            {
                 Ok(Ok(Some(sent))) => {
+                    ctx.metrics.set_api_reachable(true);
                     renewed = sent;
                     fence(&|f| f.hold_until(sent + settings.renew_deadline));
                 }
@@ -71,13 +86,20 @@ pub(crate) async fn lead(
                     tracing::warn!(%lease, "another engine holds the lease");
                     break false;
                 }
-                Ok(Err(e)) => tracing::warn!(%lease, error = %e, "renewing the lease failed; retrying"),
-                Err(_) => tracing::warn!(%lease, "renewing the lease timed out; retrying"),
+                Ok(Err(e)) => {
+                    ctx.metrics.set_api_reachable(false);
+                    tracing::warn!(%lease, error = %e, "renewing the lease failed; retrying");
+                }
+                Err(_) => {
+                    ctx.metrics.set_api_reachable(false);
+                    tracing::warn!(%lease, "renewing the lease timed out; retrying");
+                }
             }
         };
         // Stop reconciling; a stop lets the reconciles under way finish while the lease still holds.
         running.abort();
         let _ = running.await;
+        ctx.metrics.set_ready(false);
         if stopped {
             drain(&ctx).await;
             fence(&|f| f.close());

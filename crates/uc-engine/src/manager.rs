@@ -17,8 +17,8 @@ use uc_api::conditions::{condition, set_condition};
 use crate::controller::{self, Ctx, Running, StartError, StartReason};
 use crate::events::Recorder;
 use crate::flavor::Flavor;
-use crate::hooks::native::NativeRegistry;
 use crate::guard::Guard;
+use crate::hooks::native::NativeRegistry;
 use crate::informer::InformerHub;
 use crate::leader::{Candidate, LeaderElection};
 use crate::metrics::{self, Metrics};
@@ -429,7 +429,9 @@ async fn report(apis: &HashMap<Flavor, Api<DynamicObject>>, entries: &mut HashMa
                 e.reported = Some(status);
                 e.written = Some(with_time);
             }
-            Err(err) => tracing::debug!(controller = %key, error = %crate::dynamic::api_error(&err), "writing the controller status failed"),
+            Err(err) => {
+                tracing::debug!(controller = %key, error = %crate::dynamic::api_error(&err), "writing the controller status failed")
+            }
         }
     }
 }

@@ -46,6 +46,7 @@ pub struct Metrics {
     hook_duration: Family<HookLabels, Histogram>,
     hook_errors: Family<HookLabels, Counter>,
     reconciles: Family<ReconcileLabels, Counter>,
+    reconcile_duration: Family<ControllerLabels, Histogram>,
     queue_depth: Family<ControllerLabels, Gauge>,
     watches_open: Family<ResourceLabels, Gauge>,
     watches_started: Family<ResourceLabels, Counter>,
@@ -53,6 +54,10 @@ pub struct Metrics {
     leader: Gauge,
     leader_transitions: Counter,
     ready: AtomicBool,
+    /// Whether the API server answered the last time the engine asked (the lease's reads).
+    api_reachable: AtomicBool,
+    /// Standing by for the lease (ready, though it runs no controllers).
+    standby: AtomicBool,
     /// Controllers' recorded hook calls, served at `/debug/hooks`.
     pub recordings: crate::recording::Recordings,
 }
@@ -72,12 +77,20 @@ impl Metrics {
         });
         let hook_errors = Family::<HookLabels, Counter>::default();
         let reconciles = Family::<ReconcileLabels, Counter>::default();
+        let reconcile_duration = Family::<ControllerLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.0001, 2.5, 16))
+        });
         let queue_depth = Family::<ControllerLabels, Gauge>::default();
         let watches_open = Family::<ResourceLabels, Gauge>::default();
         let watches_started = Family::<ResourceLabels, Counter>::default();
         registry.register("hook_duration_seconds", "Hook call latency", hook_duration.clone());
         registry.register("hook_errors", "Failed hook calls", hook_errors.clone());
         registry.register("reconciles", "Parent reconciles by result", reconciles.clone());
+        registry.register(
+            "reconcile_duration_seconds",
+            "Reconcile latency: hook calls and writes of one parent",
+            reconcile_duration.clone(),
+        );
         registry.register("queue_depth", "Parents waiting in a controller's work queue", queue_depth.clone());
         registry.register(
             "watches_open",
@@ -89,13 +102,18 @@ impl Metrics {
         let leader = Gauge::default();
         let leader_transitions = Counter::default();
         registry.register("reconciles_in_flight", "Reconciles under way", in_flight.clone());
-        registry.register("leader", "1 while this engine holds the leader lease (or runs without election)", leader.clone());
+        registry.register(
+            "leader",
+            "1 while this engine holds the leader lease (or runs without election)",
+            leader.clone(),
+        );
         registry.register("leader_acquisitions", "Times this engine became the leader", leader_transitions.clone());
         Self {
             registry,
             hook_duration,
             hook_errors,
             reconciles,
+            reconcile_duration,
             queue_depth,
             watches_open,
             watches_started,
@@ -103,6 +121,8 @@ impl Metrics {
             leader,
             leader_transitions,
             ready: AtomicBool::new(false),
+            api_reachable: AtomicBool::new(true),
+            standby: AtomicBool::new(false),
             recordings: Default::default(),
         }
     }
@@ -111,14 +131,23 @@ impl Metrics {
     pub fn hook_call(&self, controller: &str, hook: &str, elapsed: Duration, ok: bool) {
         let l = HookLabels { controller: controller.into(), hook: hook.into() };
         self.hook_duration.get_or_create(&l).observe(elapsed.as_secs_f64());
+        // The series exists from the first call (at 0), so that rate() charts it before any error.
+        let errors = self.hook_errors.get_or_create(&l);
         if !ok {
-            self.hook_errors.get_or_create(&l).inc();
+            errors.inc();
         }
     }
 
     /// Records a reconcile.
     pub fn reconcile(&self, controller: &str, result: &str) {
         self.reconciles.get_or_create(&ReconcileLabels { controller: controller.into(), result: result.into() }).inc();
+    }
+
+    /// Records how long one reconcile took.
+    pub fn reconcile_took(&self, controller: &str, elapsed: Duration) {
+        self.reconcile_duration
+            .get_or_create(&ControllerLabels { controller: controller.into() })
+            .observe(elapsed.as_secs_f64());
     }
 
     /// Sets a controller's queue depth.
@@ -167,6 +196,29 @@ impl Metrics {
         self.leader.set(i64::from(leading));
     }
 
+    /// Whether the API server answers.
+    pub fn set_api_reachable(&self, reachable: bool) {
+        self.api_reachable.store(reachable, Ordering::Release);
+    }
+
+    /// Whether this engine stands by for the lease.
+    pub fn set_standby(&self, standby: bool) {
+        self.standby.store(standby, Ordering::Release);
+    }
+
+    /// `/readyz`: the API server answers, and this engine either stands by or has its caches synced.
+    pub fn readiness(&self) -> Result<&'static str, &'static str> {
+        if !self.api_reachable.load(Ordering::Acquire) {
+            Err("the API server is not reachable")
+        } else if self.standby.load(Ordering::Acquire) {
+            Ok("ok (standing by for the leader lease)")
+        } else if self.ready.load(Ordering::Acquire) {
+            Ok("ok")
+        } else {
+            Err("caches not synced")
+        }
+    }
+
     /// Marks the engine ready (caches synced) or not.
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::Release);
@@ -212,8 +264,10 @@ pub async fn serve(metrics: Arc<Metrics>, addr: SocketAddr) -> std::io::Result<S
                                 }
                             }
                             "/healthz" | "/livez" => (StatusCode::OK, "ok".to_string()),
-                            "/readyz" if metrics.ready.load(Ordering::Acquire) => (StatusCode::OK, "ok".to_string()),
-                            "/readyz" => (StatusCode::SERVICE_UNAVAILABLE, "caches not synced".to_string()),
+                            "/readyz" => match metrics.readiness() {
+                                Ok(m) => (StatusCode::OK, m.to_string()),
+                                Err(m) => (StatusCode::SERVICE_UNAVAILABLE, m.to_string()),
+                            },
                             _ => (StatusCode::NOT_FOUND, "not found".to_string()),
                         };
                         let mut r = Response::new(Full::new(Bytes::from(body)));

@@ -75,15 +75,24 @@ pub fn hostname() -> String {
 
 impl LeaderArgs {
     /// The election, with `identity` unless the flags name one; `wait` unless --leader-elect is off.
-    pub fn election(&self, client: kube::Client, identity: String) -> anyhow::Result<uc_engine::leader::LeaderElection> {
+    pub fn election(
+        &self,
+        client: kube::Client,
+        identity: String,
+    ) -> anyhow::Result<uc_engine::leader::LeaderElection> {
         let namespace = self
             .leader_election_namespace
             .clone()
             .or_else(|| std::env::var("POD_NAMESPACE").ok().filter(|s| !s.is_empty()))
             .unwrap_or_else(|| "kube-system".into());
         let identity = self.leader_election_identity.clone().unwrap_or(identity);
-        let mut e =
-            uc_engine::leader::LeaderElection::new(client, &namespace, &self.leader_election_id, &identity, self.leader_elect);
+        let mut e = uc_engine::leader::LeaderElection::new(
+            client,
+            &namespace,
+            &self.leader_election_id,
+            &identity,
+            self.leader_elect,
+        );
         e.lease_duration = self.lease_duration;
         e.renew_deadline = self.renew_deadline;
         e.retry_period = self.retry_period;

@@ -3,11 +3,13 @@
 mod allocator;
 mod catalog;
 mod client;
+mod doctor;
 mod engine_args;
 mod hook_record;
 mod hook_test;
 mod init;
 mod package;
+mod rbac;
 mod signal;
 mod up;
 
@@ -63,6 +65,25 @@ enum Command {
     /// Hooks offline.
     #[command(subcommand)]
     Hook(HookCommand),
+    /// Print the ClusterRole an engine needs for the UniversalControllers in FILES (YAML; directories:
+    /// their *.yaml) or in the cluster (--from-cluster): its own rules and each controller's.
+    Rbac(RbacArgs),
+    /// Print uc's version and commit, and the API server's version when a cluster is reachable.
+    Version {
+        /// Only uc's own version.
+        #[arg(long)]
+        client: bool,
+        /// Kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+    },
+    /// Check this machine for what uc uses (kubectl, etcd, ZooKeeper, Java, Python, ports) and say what
+    /// each missing piece disables; non-zero exit when `uc up` cannot run.
+    Doctor {
+        /// The data directory `uc up` would use.
+        #[arg(long, default_value = ".uc")]
+        data_dir: PathBuf,
+    },
     /// Register a member cluster with a multi-cluster control plane (`uc up --control-plane`, or
     /// Karmada), as `karmadactl join` does in push mode: a credentials Secret and a `Cluster`.
     Join(JoinArgs),
@@ -161,6 +182,30 @@ struct EngineAddress {
     /// The data directory of `uc up`.
     #[arg(long, default_value = ".uc")]
     data_dir: PathBuf,
+}
+
+#[derive(clap::Args)]
+struct RbacArgs {
+    /// Files or directories holding UniversalController objects (other kinds are skipped).
+    files: Vec<PathBuf>,
+    /// Also the UniversalControllers of the cluster (--kubeconfig, $KUBECONFIG, ~/.kube/config).
+    #[arg(long)]
+    from_cluster: bool,
+    /// Kubeconfig for --from-cluster.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// The ClusterRole's name.
+    #[arg(long, default_value = "uc-engine")]
+    name: String,
+    /// Bind the role to this service account (NAMESPACE/NAME) with a ClusterRoleBinding.
+    #[arg(long)]
+    service_account: Option<String>,
+    /// Only the controllers' rules, not the engine's own (for a role added to an engine's identity).
+    #[arg(long)]
+    no_engine_rules: bool,
+    /// The engine runs with --no-metacontroller (no rules for Metacontroller's kinds).
+    #[arg(long)]
+    no_metacontroller: bool,
 }
 
 #[derive(clap::Args)]
@@ -278,6 +323,22 @@ fn main() -> anyhow::Result<()> {
             package::catalog_add(&bundle, &catalog, channel.as_deref()).map(|m| println!("added {m}"))
         }
         Command::Shim(_) => Ok(()),
+        Command::Rbac(args) => runtime.block_on(rbac_command(args)),
+        Command::Version { client, kubeconfig } => {
+            println!("uc {} (commit {}, {})", env!("CARGO_PKG_VERSION"), env!("UC_GIT_COMMIT"), env!("UC_TARGET"));
+            if !client {
+                runtime.block_on(print_server_version(kubeconfig.as_deref()));
+            }
+            Ok(())
+        }
+        Command::Doctor { data_dir } => {
+            let (text, ok) = doctor::report(&doctor::checks(&doctor::probe(&data_dir)));
+            print!("{text}");
+            if !ok {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Command::Crds => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
@@ -294,6 +355,83 @@ fn main() -> anyhow::Result<()> {
     // Tasks that wait on containers' locks must not hold the exit up.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     result
+}
+
+async fn rbac_command(args: RbacArgs) -> anyhow::Result<()> {
+    let mut docs = Vec::new();
+    for path in &args.files {
+        let files = if path.is_dir() {
+            let mut v: Vec<PathBuf> = std::fs::read_dir(path)
+                .with_context(|| format!("reading {}", path.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+                .collect();
+            v.sort();
+            v
+        } else {
+            vec![path.clone()]
+        };
+        for f in files {
+            let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
+            for doc in serde_yaml::Deserializer::from_str(&text) {
+                let v: serde_json::Value =
+                    serde::Deserialize::deserialize(doc).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+                if !v.is_null() {
+                    docs.push(v);
+                }
+            }
+        }
+    }
+    if args.from_cluster {
+        use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+        let client = client_for(args.kubeconfig.as_deref(), "uc-rbac").await?;
+        let ar = ApiResource {
+            group: uc_api::controller::GROUP.into(),
+            version: uc_api::controller::VERSION.into(),
+            api_version: uc_api::controller::API_VERSION.into(),
+            kind: "UniversalController".into(),
+            plural: "universalcontrollers".into(),
+        };
+        let list = Api::<DynamicObject>::all_with(client, &ar)
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| anyhow::anyhow!("listing UniversalControllers: {}", uc_engine::dynamic::api_error(&e)))?;
+        for o in list.items {
+            let mut v = serde_json::to_value(o)?;
+            v["kind"] = "UniversalController".into();
+            docs.push(v);
+        }
+    }
+    let controllers = rbac::controllers(&docs).map_err(anyhow::Error::msg)?;
+    let sa = match &args.service_account {
+        Some(s) => Some(s.split_once('/').context("--service-account: NAMESPACE/NAME")?),
+        None => None,
+    };
+    print!("{}", rbac::manifests(&args.name, &controllers, !args.no_engine_rules, !args.no_metacontroller, sa));
+    Ok(())
+}
+
+/// The API server's version, or why there is none (no cluster is no error for `uc version`).
+async fn print_server_version(kubeconfig: Option<&std::path::Path>) {
+    if client::config_for(kubeconfig).await.is_err() {
+        println!("server: no cluster configured (set KUBECONFIG or pass --kubeconfig)");
+        return;
+    }
+    let answer = async {
+        let client = client_for(kubeconfig, "uc-version").await?;
+        let v = tokio::time::timeout(std::time::Duration::from_secs(5), client.apiserver_version())
+            .await
+            .context("no answer in 5 s")??;
+        anyhow::Ok(format!("{} ({})", v.git_version, v.platform))
+    };
+    match answer.await {
+        Ok(v) => println!("server: {v}"),
+        Err(e) => {
+            let why =
+                e.downcast_ref::<kube::Error>().map(uc_engine::dynamic::api_error).unwrap_or_else(|| e.to_string());
+            println!("server: not reachable ({why})")
+        }
+    }
 }
 
 /// Logs to stderr, as text (ANSI colour only on a terminal) or JSON lines.
@@ -355,8 +493,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     let identity = engine_args::LeaderArgs::default_identity();
     let identity = args.leader.leader_election_identity.clone().unwrap_or(identity);
     let guard = uc_engine::guard::Guard::new(args.client.qps, args.client.burst);
-    let client =
-        client::guarded_client_for(args.kubeconfig.as_deref(), "uc-engine", &identity, &guard).await?;
+    let client = client::guarded_client_for(args.kubeconfig.as_deref(), "uc-engine", &identity, &guard).await?;
     // Setup writes (CRDs, the controllers uc installs) and the lease go around the fence.
     let setup = client::replica_client_for(args.kubeconfig.as_deref(), "uc-engine", &identity).await?;
     let leader = args.leader.election(setup.clone(), identity)?;

@@ -212,7 +212,8 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         let guard = uc_engine::guard::Guard::new(0.0, 1);
         let client = crate::client::guarded_client_for(Some(&kubeconfig), "uc-engine", &identity, &guard).await?;
         let setup = crate::client::replica_client_for(Some(&kubeconfig), "uc-engine", &identity).await?;
-        let leader = uc_engine::leader::LeaderElection::new(setup.clone(), "kube-system", "uc-engine", &identity, false);
+        let leader =
+            uc_engine::leader::LeaderElection::new(setup.clone(), "kube-system", "uc-engine", &identity, false);
         let mut options = engine_options(
             &client,
             uc_engine::EngineOptions {

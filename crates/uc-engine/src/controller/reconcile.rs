@@ -38,7 +38,10 @@ impl Shared {
         while let Some(key) = self.queue.get().await {
             self.ctx.metrics.set_queue_depth(&self.name, self.queue.len());
             let _under_way = self.ctx.metrics.reconcile_started();
-            match self.reconcile(&key).await {
+            let started = std::time::Instant::now();
+            let result = self.reconcile(&key).await;
+            self.ctx.metrics.reconcile_took(&self.name, started.elapsed());
+            match result {
                 Ok(()) => {
                     self.queue.forget(&key);
                     self.failures.lock().remove(&key);

@@ -1,0 +1,16 @@
+# uc's image: `docker build -t ghcr.io/njuics/uc:0.1.0 .` (the image deploy/uc.yaml runs).
+# Stage 1 builds the one binary, `uc`, exactly as `cargo build --release --locked -p uc` does here.
+FROM docker.io/library/rust:1.89-bookworm AS build
+WORKDIR /src
+COPY . .
+ARG UC_GIT_COMMIT=unknown
+ENV UC_GIT_COMMIT=${UC_GIT_COMMIT}
+RUN cargo build --release --locked -p uc
+
+# Stage 2: distroless (glibc, CA certificates, no shell), as the non-root user 65532.
+FROM gcr.io/distroless/cc-debian12:nonroot
+COPY --from=build /src/target/release/uc /usr/local/bin/uc
+USER 65532:65532
+EXPOSE 9090
+ENTRYPOINT ["/usr/local/bin/uc"]
+CMD ["run", "--leader-elect", "--metrics-addr", "0.0.0.0:9090"]

@@ -1,0 +1,246 @@
+//! `uc rbac`: the ClusterRole an engine needs — its own rules (uc's CRDs and controller objects, its
+//! lease, Events) and, per UniversalController it will run, the parent's and the children's verbs, the
+//! ConfigMaps and Secrets its hooks name — computed from the controller objects, so that the engine's
+//! identity can do what its controllers need and nothing else.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+use uc_api::controller::UniversalControllerSpec;
+
+const READ: &[&str] = &["get", "list", "watch"];
+const OWN: &[&str] = &["get", "list", "watch", "create", "update", "patch", "delete"];
+
+/// The native hooks (uc's operators) that read and make Secrets.
+const NATIVE_WITH_SECRETS: &[&str] = &[
+    uc_operators::etcd::HOOK,
+    uc_operators::etcd::backup::HOOK,
+    uc_operators::etcd::restore::HOOK,
+    uc_operators::zookeeper::HOOK,
+    uc_operators::multicluster::HOOK,
+];
+
+/// Rules being collected: verbs per (apiGroup, resource).
+#[derive(Default)]
+pub struct Rules(BTreeMap<(String, String), BTreeSet<String>>);
+
+impl Rules {
+    fn allow(&mut self, group: &str, resource: &str, verbs: &[&str]) {
+        let e = self.0.entry((group.to_string(), resource.to_string())).or_default();
+        e.extend(verbs.iter().map(|v| v.to_string()));
+    }
+
+    /// The engine's own needs, whatever controllers it runs.
+    pub fn engine(&mut self, metacontroller: bool) {
+        // uc's CRDs, installed (or upgraded) at start.
+        self.allow("apiextensions.k8s.io", "customresourcedefinitions", &["get", "list", "watch", "create", "update"]);
+        let uc = uc_api::controller::GROUP;
+        self.allow(uc, "universalcontrollers", &["get", "list", "watch", "update", "patch"]);
+        self.allow(uc, "universalcontrollers/status", &["get", "update", "patch"]);
+        self.allow(uc, "controllerrevisions", OWN);
+        if metacontroller {
+            for r in ["compositecontrollers", "decoratorcontrollers"] {
+                self.allow("metacontroller.k8s.io", r, &["get", "list", "watch", "update", "patch"]);
+                self.allow("metacontroller.k8s.io", &format!("{r}/status"), &["get", "update", "patch"]);
+            }
+        }
+        self.allow("", "events", &["create", "patch", "update"]);
+        self.allow("events.k8s.io", "events", &["create", "patch", "update"]);
+        // The leader lease.
+        self.allow("coordination.k8s.io", "leases", &["get", "list", "watch", "create", "update"]);
+        // In-cluster names for webhooks addressed by Service (the engine resolves them itself).
+        self.allow("", "services", READ);
+        self.allow("", "endpoints", READ);
+        self.allow("discovery.k8s.io", "endpointslices", READ);
+    }
+
+    /// What one controller's spec needs.
+    pub fn controller(&mut self, spec: &UniversalControllerSpec) {
+        let p = &spec.parent_resource;
+        let group = group_of(&p.api_version);
+        self.allow(group, &p.resource, &["get", "list", "watch", "update", "patch"]);
+        self.allow(group, &format!("{}/status", p.resource), &["get", "update", "patch"]);
+        // Owner references that block deletion need the parent's finalizers subresource.
+        self.allow(group, &format!("{}/finalizers", p.resource), &["update"]);
+        for c in &spec.child_resources {
+            self.allow(group_of(&c.api_version), &c.resource, OWN);
+        }
+        let hooks = [&spec.hooks.sync, &spec.hooks.finalize, &spec.hooks.customize];
+        for hook in hooks.into_iter().flatten() {
+            if let Some(js) = &hook.javascript {
+                if js.config_map_ref.is_some() {
+                    self.allow("", "configmaps", READ);
+                }
+                if js.secret_ref.is_some() {
+                    self.allow("", "secrets", READ);
+                }
+            }
+            // uc's operators (native hooks) read their parents' Secrets (backup credentials, the
+            // admin password) and make the admin Secret.
+            if hook.native.as_ref().is_some_and(|n| NATIVE_WITH_SECRETS.contains(&n.name.as_str())) {
+                self.allow("", "secrets", &["get", "list", "watch", "create"]);
+            }
+            if let Some(w) = &hook.webhook
+                && (w.authorization.is_some() || w.basic_auth.is_some() || w.client_tls.is_some())
+            {
+                self.allow("", "secrets", READ);
+            }
+        }
+        if spec
+            .endpoint_configs
+            .iter()
+            .any(|e| e.authorization.is_some() || e.basic_auth.is_some() || e.client_tls.is_some())
+        {
+            self.allow("", "secrets", READ);
+        }
+    }
+
+    /// The rules, resources with the same verbs in one group together.
+    pub fn policy_rules(&self) -> Vec<Value> {
+        let mut grouped: BTreeMap<(String, Vec<String>), Vec<String>> = BTreeMap::new();
+        for ((group, resource), verbs) in &self.0 {
+            grouped.entry((group.clone(), verbs.iter().cloned().collect())).or_default().push(resource.clone());
+        }
+        grouped
+            .into_iter()
+            .map(|((group, verbs), resources)| json!({"apiGroups": [group], "resources": resources, "verbs": verbs}))
+            .collect()
+    }
+}
+
+/// The group of an `apiVersion` (`""` for the core group's `v1`).
+fn group_of(api_version: &str) -> &str {
+    api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
+}
+
+/// The UniversalController specs among `docs` (other kinds are skipped); an invalid one is an error
+/// naming it.
+pub fn controllers(docs: &[Value]) -> Result<Vec<(String, UniversalControllerSpec)>, String> {
+    let mut out = Vec::new();
+    for d in docs {
+        if d.get("kind").and_then(Value::as_str) != Some("UniversalController") {
+            continue;
+        }
+        let name = d.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("<unnamed>").to_string();
+        let spec: UniversalControllerSpec = serde_json::from_value(d.get("spec").cloned().unwrap_or(Value::Null))
+            .map_err(|e| format!("UniversalController {name}: spec: {e}"))?;
+        out.push((name, spec));
+    }
+    Ok(out)
+}
+
+/// The ClusterRole (and, for `service_account` `ns/name`, its binding) as YAML documents.
+pub fn manifests(
+    name: &str,
+    controllers: &[(String, UniversalControllerSpec)],
+    engine: bool,
+    metacontroller: bool,
+    service_account: Option<(&str, &str)>,
+) -> String {
+    let mut rules = Rules::default();
+    if engine {
+        rules.engine(metacontroller);
+    }
+    for (_, spec) in controllers {
+        rules.controller(spec);
+    }
+    let names: Vec<&str> = controllers.iter().map(|(n, _)| n.as_str()).collect();
+    let mut role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "uc"}},
+        "rules": rules.policy_rules(),
+    });
+    if !names.is_empty() {
+        role["metadata"]["annotations"] = json!({"uc.njuics.cn/controllers": names.join(",")});
+    }
+    let mut out = String::new();
+    let customize: Vec<&str> =
+        controllers.iter().filter(|(_, s)| s.hooks.customize.is_some()).map(|(n, _)| n.as_str()).collect();
+    if !customize.is_empty() {
+        out.push_str(&format!(
+            "# {}: a customize hook names related resources at run time; add get/list/watch rules for them.\n",
+            customize.join(", ")
+        ));
+    }
+    out.push_str("---\n");
+    out.push_str(&serde_yaml::to_string(&role).unwrap_or_default());
+    if let Some((ns, sa)) = service_account {
+        let binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "uc"}},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}],
+        });
+        out.push_str("---\n");
+        out.push_str(&serde_yaml::to_string(&binding).unwrap_or_default());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Value {
+        serde_yaml::from_str(include_str!("../../../examples/sample-controller/controller.yaml")).unwrap()
+    }
+
+    fn rule_for<'a>(rules: &'a [Value], group: &str, resource: &str) -> Option<&'a Value> {
+        rules
+            .iter()
+            .find(|r| r["apiGroups"][0] == group && r["resources"].as_array().unwrap().iter().any(|x| x == resource))
+    }
+
+    fn verbs(rule: Option<&Value>) -> Vec<String> {
+        rule.map(|r| r["verbs"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn the_sample_controller_gets_its_parent_children_and_hook_configmap() {
+        let ucs = controllers(&[sample()]).unwrap();
+        let mut rules = Rules::default();
+        rules.controller(&ucs[0].1);
+        let r = rules.policy_rules();
+        assert_eq!(verbs(rule_for(&r, "njuics.cn", "foos")), ["get", "list", "patch", "update", "watch"]);
+        assert_eq!(verbs(rule_for(&r, "njuics.cn", "foos/status")), ["get", "patch", "update"]);
+        assert!(verbs(rule_for(&r, "apps", "deployments")).contains(&"delete".to_string()), "children are its own");
+        assert_eq!(verbs(rule_for(&r, "", "configmaps")), ["get", "list", "watch"], "its hook's ConfigMap");
+        assert!(rule_for(&r, "", "secrets").is_none(), "no hook names a Secret");
+        assert!(rule_for(&r, "njuics.cn", "deployments").is_none());
+    }
+
+    #[test]
+    fn rules_with_the_same_verbs_share_a_rule() {
+        let mut rules = Rules::default();
+        rules.allow("apps", "deployments", READ);
+        rules.allow("apps", "statefulsets", READ);
+        rules.allow("apps", "replicasets", OWN);
+        let r = rules.policy_rules();
+        assert_eq!(r.len(), 2);
+        assert_eq!(rule_for(&r, "apps", "deployments"), rule_for(&r, "apps", "statefulsets"));
+    }
+
+    #[test]
+    fn the_manifest_binds_the_role_to_the_service_account() {
+        let ucs = controllers(&[sample(), json!({"kind": "ConfigMap"})]).unwrap();
+        let text = manifests("uc-engine", &ucs, true, false, Some(("uc-system", "uc")));
+        let docs: Vec<Value> =
+            text.split("---\n").filter(|d| !d.trim().is_empty()).map(|d| serde_yaml::from_str(d).unwrap()).collect();
+        assert_eq!(docs.len(), 2);
+        assert_eq!(docs[0]["metadata"]["annotations"]["uc.njuics.cn/controllers"], "sample-controller");
+        let rules = docs[0]["rules"].as_array().unwrap();
+        assert!(rule_for(rules, "coordination.k8s.io", "leases").is_some(), "the engine's lease");
+        assert!(rule_for(rules, "metacontroller.k8s.io", "compositecontrollers").is_none());
+        assert_eq!(docs[1]["subjects"][0], json!({"kind": "ServiceAccount", "name": "uc", "namespace": "uc-system"}));
+    }
+
+    #[test]
+    fn an_invalid_controller_is_named() {
+        let bad = json!({"kind": "UniversalController", "metadata": {"name": "broken"}, "spec": {"parentResource": 3}});
+        let e = controllers(&[bad]).err().unwrap();
+        assert!(e.contains("broken") && e.contains("spec"), "{e}");
+    }
+}

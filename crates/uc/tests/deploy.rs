@@ -1,0 +1,100 @@
+//! deploy/ and the Dockerfile, checked without a container runtime: generated files current, the
+//! image built the way this repository builds the binary, the Deployment's flags ones `uc run` takes.
+
+use std::process::Command;
+
+fn repo_file(path: &str) -> String {
+    let p = format!("{}/../../{path}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+}
+
+fn uc(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_uc")).args(args).output().expect("uc runs");
+    assert!(out.status.success(), "uc {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+#[test]
+fn deploy_rbac_is_what_uc_rbac_prints() {
+    let committed = repo_file("deploy/rbac.yaml");
+    let generated = uc(&["rbac", "--service-account", "uc-system/uc"]);
+    assert!(committed.ends_with(&generated), "deploy/rbac.yaml is stale: regenerate it with `bash deploy/generate.sh`");
+    assert!(committed.contains("kind: ServiceAccount\nmetadata:\n  name: uc\n  namespace: uc-system"));
+}
+
+/// The Dockerfile's instructions: (INSTRUCTION, arguments), continuation lines joined, comments dropped.
+fn instructions(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('#') || (line.is_empty() && current.is_empty()) {
+            continue;
+        }
+        current.push_str(line.trim_end_matches('\\'));
+        current.push(' ');
+        if !line.ends_with('\\') {
+            let (op, rest) = current.trim().split_once(' ').unwrap_or((current.trim(), ""));
+            out.push((op.to_ascii_uppercase(), rest.trim().to_string()));
+            current.clear();
+        }
+    }
+    out
+}
+
+#[test]
+fn the_dockerfile_builds_the_binary_cargo_builds_and_runs_it_as_non_root_on_distroless() {
+    let ins = instructions(&repo_file("Dockerfile"));
+    let froms: Vec<&String> = ins.iter().filter(|(op, _)| op == "FROM").map(|(_, a)| a).collect();
+    assert_eq!(froms.len(), 2, "multi-stage: a build stage and a runtime stage");
+    let (builder, stage) = froms[0].split_once(" AS ").expect("the build stage is named");
+    let rust = builder.rsplit(':').next().and_then(|t| t.split('-').next()).expect("a rust:<version> image");
+    let msrv = repo_file("Cargo.toml")
+        .lines()
+        .find_map(|l| l.strip_prefix("rust-version = "))
+        .map(|v| v.trim_matches('"').to_string());
+    assert_eq!(Some(rust.to_string()), msrv, "the builder's Rust is the workspace's rust-version");
+    assert!(froms[1].starts_with("gcr.io/distroless/") && froms[1].ends_with(":nonroot"), "{}", froms[1]);
+    // Every instruction is one this linter knows (what hadolint would parse), in a sane order.
+    for (op, _) in &ins {
+        assert!(
+            ["FROM", "WORKDIR", "COPY", "ARG", "ENV", "RUN", "USER", "EXPOSE", "ENTRYPOINT", "CMD"]
+                .contains(&op.as_str()),
+            "unexpected instruction {op}"
+        );
+    }
+    let run = ins.iter().find(|(op, _)| op == "RUN").map(|(_, a)| a.as_str()).expect("a RUN");
+    assert_eq!(run, "cargo build --release --locked -p uc", "the build is this repository's");
+    // The binary copied is the one that build makes: target/release/<the uc binary's name>.
+    let binary = std::path::Path::new(env!("CARGO_BIN_EXE_uc")).file_name().unwrap().to_str().unwrap();
+    let copy = ins
+        .iter()
+        .find(|(op, a)| op == "COPY" && a.starts_with("--from="))
+        .map(|(_, a)| a.as_str())
+        .expect("COPY --from");
+    let workdir = ins.iter().find(|(op, _)| op == "WORKDIR").map(|(_, a)| a.as_str()).expect("WORKDIR");
+    let parts: Vec<&str> = copy.split_whitespace().collect();
+    assert_eq!(parts[0], format!("--from={stage}"));
+    assert_eq!(parts[1], format!("{workdir}/target/release/{binary}"));
+    let user = ins.iter().rev().find(|(op, _)| op == "USER").map(|(_, a)| a.as_str()).expect("USER");
+    assert!(!user.starts_with('0') && !user.starts_with("root"), "runs as non-root: {user}");
+    let entry = ins.iter().find(|(op, _)| op == "ENTRYPOINT").map(|(_, a)| a.as_str()).expect("ENTRYPOINT");
+    assert_eq!(entry, format!("[\"{}\"]", parts[2]), "the entrypoint is the copied binary (exec form)");
+    assert!(repo_file(".dockerignore").lines().any(|l| l.trim() == "target/"), "the build context leaves target/ out");
+}
+
+#[test]
+fn the_deployment_passes_only_flags_uc_run_takes() {
+    let deployment = repo_file("deploy/uc.yaml");
+    let args_line = deployment.lines().find(|l| l.trim_start().starts_with("args:")).expect("args");
+    let args: Vec<String> =
+        serde_json::from_str(args_line.trim_start().trim_start_matches("args:").trim()).expect("args as a flow list");
+    assert_eq!(args[0], "run");
+    let help = uc(&["run", "--help"]);
+    for flag in args.iter().filter(|a| a.starts_with("--")) {
+        assert!(help.contains(&format!("{flag} ")) || help.contains(&format!("{flag}\n")), "uc run has no {flag}");
+    }
+    assert!(args.iter().any(|a| a == "--leader-elect"), "replicas elect a leader");
+    let image = deployment.lines().find_map(|l| l.trim().strip_prefix("image: ")).expect("image");
+    assert!(repo_file("Dockerfile").contains(&format!("docker build -t {image} .")), "the Dockerfile builds {image}");
+}
