@@ -340,6 +340,7 @@ async fn start_part(
         failures: Mutex::new(BTreeMap::new()),
         synced: Default::default(),
         written: Default::default(),
+        vanished: Default::default(),
         ssa_unsupported: Default::default(),
         recorder: ctx.metrics.recordings.of(name),
         source_problems: Default::default(),
@@ -358,6 +359,7 @@ async fn start_part(
                 // Nothing about a deleted parent outlives it.
                 s.written.forget(meta_str(&ch.object, "uid"));
                 s.related_rules.lock().remove(&key);
+                s.vanished.lock().remove(&key);
             } else if ignore_status && ch.old.as_ref().is_some_and(|old| only_status_changed(old, &ch.object)) {
                 continue;
             }
@@ -374,6 +376,9 @@ async fn start_part(
                     s.written.forget(meta_str(&ch.object, "uid"));
                 }
                 for k in s.parents_of_child(&ch) {
+                    if ch.deleted {
+                        s.vanished.lock().insert(k.clone());
+                    }
                     s.queue.add(k);
                 }
             }

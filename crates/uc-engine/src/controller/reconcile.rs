@@ -73,8 +73,26 @@ impl Shared {
         }
     }
 
+    /// Whether the parent the cache holds still exists on the API server (the same object: its uid).
+    async fn parent_still_there(&self, parent: &serde_json::Value) -> Result<bool, SyncError> {
+        let api = self.api(&self.parent, meta_str(parent, "namespace"));
+        match api.get_opt(meta_str(parent, "name")).await {
+            Ok(Some(live)) => Ok(live.metadata.uid.as_deref() == Some(meta_str(parent, "uid"))),
+            Ok(None) => Ok(false),
+            Err(e) => Err(SyncError::kube("reading the parent", e)),
+        }
+    }
+
     pub(super) async fn reconcile(&self, key: &ObjKey) -> Result<(), SyncError> {
         let Some(parent) = self.parents.get(key) else { return Ok(()) };
+        if self.vanished.lock().contains(key) {
+            let there = self.parent_still_there(&parent).await?;
+            self.vanished.lock().remove(key);
+            if !there {
+                // Gone (or replaced) on the server: its children are not to be made again.
+                return Ok(());
+            }
+        }
         let decorator = self.flavor == Flavor::Decorator;
         let deleting = is_deleting(&parent);
         let has_finalizer = finalizers(&parent).contains(&self.finalizer);

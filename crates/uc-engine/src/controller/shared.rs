@@ -123,6 +123,10 @@ pub(super) struct Shared {
     pub failures: Mutex<BTreeMap<ObjKey, String>>,
     pub synced: AtomicBool,
     pub written: WriteMemo,
+    /// Parents one of whose children was deleted since their last reconcile: before recreating it, the
+    /// parent is read from the API server (the garbage collector deletes the children of a deleted
+    /// parent, and this controller may see that before it sees the parent go).
+    pub vanished: Mutex<std::collections::HashSet<ObjKey>>,
     /// Set once the cluster answered a server-side apply with 415.
     pub ssa_unsupported: AtomicBool,
     /// The controller's recorded hook calls (`crate::recording`).
