@@ -18,3 +18,5 @@ metadata:
 YAML
   "$uc" rbac --service-account uc-system/uc
 } > deploy/rbac.yaml
+"$uc" rbac --rules-only > deploy/helm/uc/files/engine-rules.yaml
+"$uc" rbac --rules-only --no-metacontroller > deploy/helm/uc/files/engine-rules-no-metacontroller.yaml

@@ -118,3 +118,58 @@ def test_deploy_applies_and_its_identity_can_do_exactly_what_the_controllers_nee
     service = [d for d in yaml.safe_load_all((DEPLOY / "uc.yaml").read_text()) if d["kind"] == "Service"][0]
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert monitor["spec"]["endpoints"][0]["port"] in [p["name"] for p in service["spec"]["ports"]]
+
+
+def helm(*args, check=True):
+    return subprocess.run(["helm", *args], capture_output=True, text=True, check=check)
+
+
+def test_the_helm_chart_renders_objects_the_api_server_accepts_with_the_usual_values(make_cluster, tmp_path):
+    chart = str(DEPLOY / "helm" / "uc")
+    lint = helm("lint", chart, "--strict")
+    assert "0 chart(s) failed" in lint.stdout, lint.stdout + lint.stderr
+    api = make_cluster(["--no-engine", "--no-node", "--in-memory"])
+    api.kubectl("create", "namespace", "ops")
+    api.kubectl("apply", "-f", str(DEPLOY / "crds.yaml"))
+    default = helm("template", "uc", chart, "-n", "ops").stdout
+    dry = api.kubectl("apply", "--dry-run=server", "-f", "-", input=default)
+    assert dry.stdout.count("(server dry run)") == 6, dry.stdout  # SA, ClusterRole, binding, Service, Deployment, PDB
+    objects = [d for d in yaml.safe_load_all(default) if d]
+    deployment = next(d for d in objects if d["kind"] == "Deployment")
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--leader-elect" in args and deployment["spec"]["replicas"] == 2
+    role = next(d for d in objects if d["kind"] == "ClusterRole")
+    generated = yaml.safe_load(subprocess.run([uc_binary(), "rbac", "--rules-only"], capture_output=True, text=True,
+                                              check=True).stdout)
+    assert role["rules"] == generated, "the chart's engine rules are uc rbac's"
+    # Every flag the chart passes is one uc run takes.
+    help_text = subprocess.run([uc_binary(), "run", "--help"], capture_output=True, text=True, check=True).stdout
+    for a in args[1:]:
+        flag = a.split("=", 1)[0]
+        assert re.search(rf"{re.escape(flag)}[ \n<]", help_text), f"uc run has no {flag}"
+
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump({
+        "replicaCount": 3, "image": {"repository": "registry.example/uc", "tag": "dev"},
+        "watchNamespaces": ["a", "b"], "metacontroller": False, "qps": 50, "burst": 80,
+        "resources": {"limits": {"memory": "1Gi"}},
+        "rbac": {"extraRules": [{"apiGroups": ["njuics.cn"], "resources": ["foos"], "verbs": ["get", "list", "watch"]}]},
+        "metrics": {"serviceMonitor": {"enabled": True}},
+    }))
+    custom = [d for d in yaml.safe_load_all(helm("template", "uc", chart, "-n", "ops", "-f", str(values)).stdout) if d]
+    deployment = next(d for d in custom if d["kind"] == "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert deployment["spec"]["replicas"] == 3 and container["image"] == "registry.example/uc:dev"
+    assert {"--watch-namespaces=a,b", "--no-metacontroller", "--qps=50", "--burst=80"} <= set(container["args"])
+    assert container["resources"]["limits"]["memory"] == "1Gi"
+    rules = next(d for d in custom if d["kind"] == "ClusterRole")["rules"]
+    assert {"apiGroups": ["njuics.cn"], "resources": ["foos"], "verbs": ["get", "list", "watch"]} in rules
+    assert not any("metacontroller.k8s.io" in r["apiGroups"] for r in rules)
+    assert any(d["kind"] == "ServiceMonitor" for d in custom)
+    accepted = api.kubectl("apply", "--dry-run=server", "-f", "-", check=False,
+                           input=yaml.safe_dump_all([d for d in custom if d["kind"] != "ServiceMonitor"]))
+    assert accepted.returncode == 0, accepted.stderr
+
+    # Two replicas without a lease would both write: the chart refuses to render them.
+    refused = helm("template", "uc", chart, "--set", "leaderElection.enabled=false", check=False)
+    assert refused.returncode != 0 and "leaderElection.enabled" in refused.stderr

@@ -46,6 +46,8 @@ pub struct EngineOptions {
     pub metacontroller: bool,
     /// Run only while holding a Lease (None: always, no lease).
     pub leader: Option<LeaderElection>,
+    /// Limit every controller's parents to these namespaces (None: every one).
+    pub namespaces: Option<std::collections::BTreeSet<String>>,
     /// The guard of the engine's client (`Guard::client`), for its fence and its counters.
     pub guard: Option<Arc<Guard>>,
 }
@@ -62,6 +64,7 @@ impl Default for EngineOptions {
             metacontroller: true,
             leader: None,
             guard: None,
+            namespaces: None,
         }
     }
 }
@@ -199,6 +202,7 @@ impl Engine {
             workers: options.workers,
             server_side_apply: options.server_side_apply,
             discovery: Arc::new(crate::resources::Discovery::new(client.clone())),
+            namespaces: options.namespaces.clone(),
         });
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let flavors = flavors(options.metacontroller);
@@ -329,7 +333,7 @@ async fn apply_uc(ctx: &Arc<Ctx>, entries: &mut HashMap<String, Entry>, uc: Valu
         if e.generation == generation {
             if let Some(r) = &e.running {
                 r.set_record_capacity(crate::recording::capacity_of(&uc));
-                r.set_target_namespaces(controller::target_namespaces(&uc));
+                r.set_target_namespaces(controller::scope(ctx.namespaces.as_ref(), controller::target_namespaces(&uc)));
             }
             e.uc = uc;
             return;

@@ -206,6 +206,9 @@ struct RbacArgs {
     /// The engine runs with --no-metacontroller (no rules for Metacontroller's kinds).
     #[arg(long)]
     no_metacontroller: bool,
+    /// Print only the rules (a YAML list, for a Helm chart or another role).
+    #[arg(long)]
+    rules_only: bool,
 }
 
 #[derive(clap::Args)]
@@ -267,6 +270,10 @@ struct RunArgs {
     /// Serve the web console on this address (users log in with a token the cluster accepts).
     #[arg(long)]
     console: Option<std::net::SocketAddr>,
+    /// Reconcile parents in these namespaces only (comma-separated; default: every namespace). The
+    /// engine still watches cluster-wide; a controller's own target namespaces narrow this further.
+    #[arg(long, value_delimiter = ',')]
+    watch_namespaces: Vec<String>,
     #[command(flatten)]
     leader: engine_args::LeaderArgs,
     #[command(flatten)]
@@ -407,6 +414,10 @@ async fn rbac_command(args: RbacArgs) -> anyhow::Result<()> {
         Some(s) => Some(s.split_once('/').context("--service-account: NAMESPACE/NAME")?),
         None => None,
     };
+    if args.rules_only {
+        print!("{}", rbac::rules_yaml(&controllers, !args.no_engine_rules, !args.no_metacontroller));
+        return Ok(());
+    }
     print!("{}", rbac::manifests(&args.name, &controllers, !args.no_engine_rules, !args.no_metacontroller, sa));
     Ok(())
 }
@@ -507,6 +518,11 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
             metacontroller: !args.no_metacontroller,
             leader: Some(leader),
             guard: Some(guard),
+            namespaces: {
+                let set: std::collections::BTreeSet<String> =
+                    args.watch_namespaces.iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
+                (!set.is_empty()).then_some(set)
+            },
             ..Default::default()
         },
     );

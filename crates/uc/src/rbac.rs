@@ -129,6 +129,22 @@ pub fn controllers(docs: &[Value]) -> Result<Vec<(String, UniversalControllerSpe
     Ok(out)
 }
 
+fn collect(controllers: &[(String, UniversalControllerSpec)], engine: bool, metacontroller: bool) -> Rules {
+    let mut rules = Rules::default();
+    if engine {
+        rules.engine(metacontroller);
+    }
+    for (_, spec) in controllers {
+        rules.controller(spec);
+    }
+    rules
+}
+
+/// Only the rules, as a YAML list.
+pub fn rules_yaml(controllers: &[(String, UniversalControllerSpec)], engine: bool, metacontroller: bool) -> String {
+    serde_yaml::to_string(&collect(controllers, engine, metacontroller).policy_rules()).unwrap_or_default()
+}
+
 /// The ClusterRole (and, for `service_account` `ns/name`, its binding) as YAML documents.
 pub fn manifests(
     name: &str,
@@ -137,13 +153,7 @@ pub fn manifests(
     metacontroller: bool,
     service_account: Option<(&str, &str)>,
 ) -> String {
-    let mut rules = Rules::default();
-    if engine {
-        rules.engine(metacontroller);
-    }
-    for (_, spec) in controllers {
-        rules.controller(spec);
-    }
+    let rules = collect(controllers, engine, metacontroller);
     let names: Vec<&str> = controllers.iter().map(|(n, _)| n.as_str()).collect();
     let mut role = json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",

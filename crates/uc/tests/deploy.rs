@@ -98,3 +98,18 @@ fn the_deployment_passes_only_flags_uc_run_takes() {
     let image = deployment.lines().find_map(|l| l.trim().strip_prefix("image: ")).expect("image");
     assert!(repo_file("Dockerfile").contains(&format!("docker build -t {image} .")), "the Dockerfile builds {image}");
 }
+
+#[test]
+fn the_helm_charts_engine_rules_are_what_uc_rbac_prints() {
+    for (file, extra) in
+        [("engine-rules.yaml", None), ("engine-rules-no-metacontroller.yaml", Some("--no-metacontroller"))]
+    {
+        let mut args = vec!["rbac", "--rules-only"];
+        args.extend(extra);
+        assert_eq!(
+            repo_file(&format!("deploy/helm/uc/files/{file}")),
+            uc(&args),
+            "deploy/helm/uc/files/{file} is stale: regenerate it with `bash deploy/generate.sh`"
+        );
+    }
+}

@@ -324,7 +324,7 @@ async fn start_part(
         dialects,
         label_selector,
         annotation_selector,
-        namespaces: parking_lot::RwLock::new(target_namespaces(controller)),
+        namespaces: parking_lot::RwLock::new(scope(ctx.namespaces.as_ref(), target_namespaces(controller))),
         spec,
         parent,
         parents,
@@ -430,6 +430,18 @@ pub fn target_namespaces(controller: &Value) -> Option<std::collections::BTreeSe
     (!set.is_empty()).then_some(set)
 }
 
+/// The namespaces a controller serves: its own targets within the engine's (None: every one).
+pub fn scope(
+    engine: Option<&std::collections::BTreeSet<String>>,
+    controller: Option<std::collections::BTreeSet<String>>,
+) -> Option<std::collections::BTreeSet<String>> {
+    match (engine, controller) {
+        (None, c) => c,
+        (Some(e), None) => Some(e.clone()),
+        (Some(e), Some(c)) => Some(c.intersection(e).cloned().collect()),
+    }
+}
+
 /// Whether an update changed a parent's status only (Metacontroller's `ignoreStatusChanges`): same
 /// generation, labels, annotations and finalizers, not being deleted.
 pub(crate) fn only_status_changed(old: &Value, new: &Value) -> bool {
@@ -444,6 +456,16 @@ pub(crate) fn only_status_changed(old: &Value, new: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    #[test]
+    fn an_engine_limited_to_namespaces_limits_every_controller() {
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<std::collections::BTreeSet<_>>();
+        assert_eq!(super::scope(None, None), None, "every namespace");
+        assert_eq!(super::scope(Some(&set(&["a", "b"])), None), Some(set(&["a", "b"])));
+        assert_eq!(super::scope(None, Some(set(&["c"]))), Some(set(&["c"])));
+        assert_eq!(super::scope(Some(&set(&["a", "b"])), Some(set(&["b", "c"]))), Some(set(&["b"])));
+        assert_eq!(super::scope(Some(&set(&["a"])), Some(set(&["c"]))), Some(set(&[])), "none: not every one");
+    }
 
     #[test]
     fn target_namespaces_from_olms_annotation() {

@@ -45,6 +45,8 @@ pub struct Ctx {
     pub server_side_apply: bool,
     /// Discovery, cached across controllers.
     pub discovery: Arc<crate::resources::Discovery>,
+    /// The namespaces every controller's parents are limited to (`uc run --watch-namespaces`).
+    pub namespaces: Option<std::collections::BTreeSet<String>>,
 }
 
 /// One child type of the controller.
