@@ -173,3 +173,10 @@ def test_the_helm_chart_renders_objects_the_api_server_accepts_with_the_usual_va
     # Two replicas without a lease would both write: the chart refuses to render them.
     refused = helm("template", "uc", chart, "--set", "leaderElection.enabled=false", check=False)
     assert refused.returncode != 0 and "leaderElection.enabled" in refused.stderr
+
+
+def test_the_dockerfile_passes_hadolint():
+    """The image cannot be built here (no container runtime); hadolint checks the Dockerfile, and
+    crates/uc/tests/deploy.rs that it builds and copies the binary `cargo build` makes."""
+    r = subprocess.run(["hadolint", "--failure-threshold", "info", str(ROOT / "Dockerfile")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -1,6 +1,7 @@
 //! The `uc` binary: the declarative universal Kubernetes operator.
 
 mod allocator;
+mod builtins;
 mod catalog;
 mod client;
 mod doctor;
@@ -390,15 +391,9 @@ async fn rbac_command(args: RbacArgs) -> anyhow::Result<()> {
         }
     }
     if args.from_cluster {
-        use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+        use kube::api::{Api, DynamicObject, ListParams};
         let client = client_for(args.kubeconfig.as_deref(), "uc-rbac").await?;
-        let ar = ApiResource {
-            group: uc_api::controller::GROUP.into(),
-            version: uc_api::controller::VERSION.into(),
-            api_version: uc_api::controller::API_VERSION.into(),
-            kind: "UniversalController".into(),
-            plural: "universalcontrollers".into(),
-        };
+        let ar = crate::builtins::resource();
         let list = Api::<DynamicObject>::all_with(client, &ar)
             .list(&ListParams::default())
             .await
@@ -448,7 +443,10 @@ async fn print_server_version(kubeconfig: Option<&std::path::Path>) {
 /// Logs to stderr, as text (ANSI colour only on a terminal) or JSON lines.
 fn init_logging(format: &str) {
     use std::io::IsTerminal;
-    let filter = tracing_subscriber::EnvFilter::try_from_env("UC_LOG").unwrap_or_else(|_| "info".into());
+    // kube's client warns of every connection the API server closes (on its shutdown, say); uc reports
+    // the failures that matter itself, in its own words.
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("UC_LOG").unwrap_or_else(|_| "info,kube_client=error".into());
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     if format == "json" {
         builder.json().flatten_event(true).with_current_span(false).init();

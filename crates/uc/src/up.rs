@@ -43,9 +43,14 @@ pub struct UpArgs {
     /// Run no node agent: pods stay Pending.
     #[arg(long)]
     no_node: bool,
-    /// Run none of the built-in workload controllers (Deployment, ReplicaSet).
+    /// Run none of the built-in workload controllers (those --disable-controllers lists), nor uc's
+    /// operators.
     #[arg(long)]
     no_workload_controllers: bool,
+    /// Built-in controllers not to run (comma-separated). A built-in controller that is running and
+    /// gets deleted is made again.
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(crate::builtins::NAMES))]
+    disable_controllers: Vec<String>,
     /// Be a multi-cluster control plane with Karmada's API (Clusters, PropagationPolicy,
     /// OverridePolicy, ResourceBinding, Work, the MCS API): resource templates here are propagated to
     /// the member clusters registered with `uc join`. Like Karmada's control plane it runs no node
@@ -203,6 +208,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         .with_context(|| format!("starting the API server in {}", args.data_dir.display()))?;
     let kubeconfig = std::fs::canonicalize(&server.kubeconfig).unwrap_or(server.kubeconfig.clone());
     tracing::info!(address = %server.addr, "API server ready");
+    let mut keep_builtins = None;
     let engine = if args.no_engine {
         None
     } else {
@@ -240,7 +246,11 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
             }
             install_controllers(&setup, uc_operators::multicluster::controllers()).await?;
         } else if !args.no_workload_controllers {
-            install_controllers(&setup, uc_operators::workloads::controllers()).await?;
+            let builtins = crate::builtins::enabled(&args.disable_controllers);
+            // Ones disabled now that an earlier start made are removed.
+            remove_disabled(&setup, &args.disable_controllers).await?;
+            install_controllers(&setup, builtins.clone()).await?;
+            keep_builtins = Some(tokio::spawn(crate::builtins::keep(setup.clone(), builtins)));
         }
         // Without OLM, uc's operators' CRDs and controllers are installed directly (on every start).
         if args.no_olm && installs_operators(&args) {
@@ -328,6 +338,9 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     tracing::info!("stopping");
     // In order: no new reconciles, those under way finish, the lease is released; then the pods
     // stop with their grace periods (nothing uc started is left running); then the API server.
+    if let Some(k) = keep_builtins {
+        k.abort();
+    }
     if let Some(e) = engine {
         e.shutdown().await;
     }
@@ -344,14 +357,8 @@ pub(crate) async fn install_controllers(
     client: &kube::Client,
     controllers: Vec<serde_json::Value>,
 ) -> anyhow::Result<()> {
-    use kube::api::{Api, ApiResource, DynamicObject, PostParams};
-    let ar = ApiResource {
-        group: uc_api::controller::GROUP.into(),
-        version: uc_api::controller::VERSION.into(),
-        api_version: uc_api::controller::API_VERSION.into(),
-        kind: "UniversalController".into(),
-        plural: "universalcontrollers".into(),
-    };
+    use kube::api::{Api, DynamicObject, PostParams};
+    let ar = crate::builtins::resource();
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
     for c in controllers {
         let mut obj: DynamicObject = serde_json::from_value(c)?;
@@ -369,6 +376,20 @@ pub(crate) async fn install_controllers(
                     .with_context(|| format!("updating controller {name}"))?;
             }
             Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the built-in controllers `disabled` names (made by an earlier start).
+async fn remove_disabled(client: &kube::Client, disabled: &[String]) -> anyhow::Result<()> {
+    use kube::api::{Api, DeleteParams, DynamicObject};
+    let ar = crate::builtins::resource();
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    for name in disabled {
+        match api.delete(&format!("builtin-{name}"), &DeleteParams::default()).await {
+            Ok(_) | Err(kube::Error::Api(_)) => {}
+            Err(e) => return Err(anyhow::anyhow!("removing the disabled controller {name}: {e}")),
         }
     }
     Ok(())

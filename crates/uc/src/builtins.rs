@@ -1,0 +1,91 @@
+//! The built-in workload controllers `uc up` runs (UniversalControllers labelled
+//! `uc.njuics.cn/builtin`): which are on (`--disable-controllers`), and keeping them: one deleted by
+//! accident is made again at once (as kube-controller-manager's controllers cannot be deleted at all).
+
+use futures::StreamExt;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::Value;
+
+/// Every built-in controller, by the name `--disable-controllers` takes (its object is `builtin-<name>`).
+pub const NAMES: &[&str] =
+    &["deployment", "replicaset", "statefulset", "daemonset", "job", "replicationcontroller", "poddisruptionbudget", "endpoints"];
+
+/// The label of built-in controllers.
+pub const LABEL: &str = "uc.njuics.cn/builtin";
+
+/// The built-in controllers not disabled, annotated as built in.
+pub fn enabled(disabled: &[String]) -> Vec<Value> {
+    uc_operators::workloads::controllers()
+        .into_iter()
+        .filter(|c| {
+            let name = c.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+            !disabled.iter().any(|d| name.strip_prefix("builtin-") == Some(d.as_str()))
+        })
+        .map(|mut c| {
+            let name = c.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+            let short = name.strip_prefix("builtin-").unwrap_or(&name).to_string();
+            c["metadata"]["annotations"] = serde_json::json!({
+                "uc.njuics.cn/description": format!(
+                    "built into uc up; deleted, it is made again; run `uc up --disable-controllers {short}` to go without it"
+                )
+            });
+            c
+        })
+        .collect()
+}
+
+/// The UniversalController resource.
+pub fn resource() -> ApiResource {
+    ApiResource {
+        group: uc_api::controller::GROUP.into(),
+        version: uc_api::controller::VERSION.into(),
+        api_version: uc_api::controller::API_VERSION.into(),
+        kind: "UniversalController".into(),
+        plural: "universalcontrollers".into(),
+    }
+}
+
+/// Makes a deleted built-in controller again, for as long as `uc up` runs.
+pub async fn keep(client: kube::Client, controllers: Vec<Value>) {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource());
+    let config = watcher::Config::default().labels(&format!("{LABEL}=true"));
+    let mut events = std::pin::pin!(watcher(api, config).default_backoff());
+    while let Some(ev) = events.next().await {
+        let Ok(watcher::Event::Delete(o)) = ev else { continue };
+        let name = o.metadata.name.clone().unwrap_or_default();
+        let Some(c) = controllers.iter().find(|c| c.pointer("/metadata/name").and_then(Value::as_str) == Some(&name))
+        else {
+            continue;
+        };
+        tracing::warn!(controller = %name, "a built-in controller was deleted; making it again (uc up --disable-controllers turns one off)");
+        if let Err(e) = crate::up::install_controllers(&client, vec![c.clone()]).await {
+            tracing::warn!(controller = %name, error = %e, "making the built-in controller again failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_names_are_every_built_in_controller() {
+        let mut all: Vec<String> = enabled(&[])
+            .iter()
+            .map(|c| c["metadata"]["name"].as_str().unwrap().strip_prefix("builtin-").unwrap().to_string())
+            .collect();
+        let mut names: Vec<String> = NAMES.iter().map(|s| s.to_string()).collect();
+        all.sort();
+        names.sort();
+        assert_eq!(all, names);
+    }
+
+    #[test]
+    fn disabled_ones_are_left_out_and_the_rest_say_they_are_built_in() {
+        let on = enabled(&["job".into(), "daemonset".into()]);
+        assert_eq!(on.len(), NAMES.len() - 2);
+        assert!(on.iter().all(|c| c["metadata"]["name"] != "builtin-job" && c["metadata"]["labels"][LABEL] == "true"));
+        assert!(on[0]["metadata"]["annotations"]["uc.njuics.cn/description"].as_str().unwrap().contains("--disable-controllers"));
+    }
+}
