@@ -8,8 +8,16 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::Value;
 
 /// Every built-in controller, by the name `--disable-controllers` takes (its object is `builtin-<name>`).
-pub const NAMES: &[&str] =
-    &["deployment", "replicaset", "statefulset", "daemonset", "job", "replicationcontroller", "poddisruptionbudget", "endpoints"];
+pub const NAMES: &[&str] = &[
+    "deployment",
+    "replicaset",
+    "statefulset",
+    "daemonset",
+    "job",
+    "replicationcontroller",
+    "poddisruptionbudget",
+    "endpoints",
+];
 
 /// The label of built-in controllers.
 pub const LABEL: &str = "uc.njuics.cn/builtin";
@@ -86,6 +94,11 @@ mod tests {
         let on = enabled(&["job".into(), "daemonset".into()]);
         assert_eq!(on.len(), NAMES.len() - 2);
         assert!(on.iter().all(|c| c["metadata"]["name"] != "builtin-job" && c["metadata"]["labels"][LABEL] == "true"));
-        assert!(on[0]["metadata"]["annotations"]["uc.njuics.cn/description"].as_str().unwrap().contains("--disable-controllers"));
+        assert!(
+            on[0]["metadata"]["annotations"]["uc.njuics.cn/description"]
+                .as_str()
+                .unwrap()
+                .contains("--disable-controllers")
+        );
     }
 }

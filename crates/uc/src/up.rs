@@ -14,8 +14,8 @@ pub struct UpArgs {
     /// Directory for the database, credentials and kubeconfig.
     #[arg(long, default_value = ".uc")]
     data_dir: PathBuf,
-    /// Port of the API server on 127.0.0.1 (0 picks a free port).
-    #[arg(long, default_value_t = 6443)]
+    /// Port of the API server on 127.0.0.1 (0 picks a free port; the kubeconfig names it).
+    #[arg(long, env = "UC_PORT", default_value_t = 6443)]
     port: u16,
     /// Keep objects in memory only (nothing survives a restart).
     #[arg(long)]
