@@ -189,3 +189,29 @@ def ask_zookeeper(ip, word):
             return out.decode()
     except OSError:
         return ""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+SAMPLE_CONTROLLER = ROOT / "examples" / "sample-controller"
+
+
+def install_sample_controller(cluster, wait_for_uc_crds=True):
+    """The sample-controller example (its CRD, the hook's ConfigMap, the UniversalController) on a cluster
+    whose uc CRDs an engine installs (`uc run` against `uc up --no-engine`)."""
+    if wait_for_uc_crds:
+        wait_for(lambda: cluster.kubectl("get", "crd", "universalcontrollers.universalcontroller.njuics.cn",
+                                         check=False).returncode == 0, timeout=30, message="uc's CRDs")
+    cluster.kubectl("apply", "-f", str(SAMPLE_CONTROLLER / "crd.yaml"))
+    cluster.kubectl("create", "configmap", "sample-controller-hook", f"--from-file={SAMPLE_CONTROLLER / 'sync.js'}")
+    cluster.kubectl("apply", "-f", str(SAMPLE_CONTROLLER / "controller.yaml"))
+
+
+def foos(names, replicas=1):
+    """Foo objects (the sample-controller's parents) as one YAML stream."""
+    return "".join(f"---\napiVersion: njuics.cn/v1alpha1\nkind: Foo\nmetadata: {{name: {n}}}\n"
+                   f"spec: {{deploymentName: {n}, replicas: {replicas}}}\n" for n in names)

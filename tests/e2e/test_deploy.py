@@ -6,25 +6,15 @@ charts only metrics the engine exports."""
 import json
 import re
 import subprocess
-import tempfile
 import urllib.request
-from pathlib import Path
 
 import yaml
 
-from conftest import ROOT, uc_binary, wait_for
+from conftest import ROOT, free_port, uc_binary, wait_for
 
 DEPLOY = ROOT / "deploy"
 EXAMPLE = ROOT / "examples" / "sample-controller"
 SA = "system:serviceaccount:uc-system:uc"
-
-
-def free_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def can(cluster, verb, resource, namespace=None, subresource=None):

@@ -7,13 +7,12 @@ KUBECONFIG=...` line before the next command, and stops what the walk-through le
 import os
 import re
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, uc_binary
+from conftest import ROOT, free_port, uc_binary
 
 # The walk-throughs run here; etcd, ZooKeeper, Metacontroller, the multi-cluster and native-hook examples
 # are the same commands their own end-to-end tests drive (test_etcd, test_zookeeper, ...).
@@ -22,12 +21,6 @@ WALKTHROUGHS = ["README.md", "examples/sample-controller/README.md", "examples/c
 # Lines a reader runs that the suite itself is, or has already done.
 SKIP = [re.compile(r"^bash \.ci/run\b"), re.compile(r"^sudo apt-get install\b"),
         re.compile(r"^cargo install --path crates/uc$")]  # the same binary, already built and on PATH
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def sh_blocks(markdown: str):

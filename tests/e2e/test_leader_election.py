@@ -7,25 +7,17 @@ running engine is refused."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import threading
 import time
 import urllib.request
 
-from conftest import ROOT, uc_binary, wait_for
+from conftest import foos, free_port, install_sample_controller, uc_binary, wait_for
 
-EXAMPLE = ROOT / "examples" / "sample-controller"
 LEASE = 2.0
 RENEW = 1.2
 RETRY = 0.3
 TIMING = ["--lease-duration", f"{LEASE}s", "--renew-deadline", f"{RENEW}s", "--retry-period", f"{RETRY}s"]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Replica:
@@ -106,14 +98,8 @@ def test_one_replica_reconciles_and_a_standby_takes_over_kills_and_stalls(make_c
     replicas = [Replica(api, f"r{next(counter)}", tmp_path, ["--leader-elect"]) for _ in range(2)]
     stop = threading.Event()
     try:
-        wait_for(lambda: api.kubectl("get", "crd", "universalcontrollers.universalcontroller.njuics.cn",
-                                     check=False).returncode == 0, timeout=30, message="uc's CRDs")
-        api.kubectl("apply", "-f", str(EXAMPLE / "crd.yaml"))
-        api.kubectl("create", "configmap", "sample-controller-hook", f"--from-file={EXAMPLE / 'sync.js'}")
-        api.kubectl("apply", "-f", str(EXAMPLE / "controller.yaml"))
-        foos = "".join(f"---\napiVersion: njuics.cn/v1alpha1\nkind: Foo\nmetadata: {{name: foo-{i}}}\n"
-                       f"spec: {{deploymentName: foo-{i}, replicas: 1}}\n" for i in range(5))
-        api.kubectl("apply", "-f", "-", input=foos)
+        install_sample_controller(api)
+        api.kubectl("apply", "-f", "-", input=foos([f"foo-{i}" for i in range(5)]))
         wait_for(lambda: len(json.loads(api.kubectl("get", "deploy", "-o", "json").stdout)["items"]) == 5,
                  timeout=30, message="5 Deployments")
 
@@ -157,7 +143,7 @@ def test_one_replica_reconciles_and_a_standby_takes_over_kills_and_stalls(make_c
             else:
                 leader.proc.kill()
                 leader.proc.wait()
-            new = wait_for(lambda: [r for r in standby if r.leading()], timeout=LEASE * 5, interval=0.05,
+            wait_for(lambda: [r for r in standby if r.leading()], timeout=LEASE * 5, interval=0.05,
                            message=f"a standby taking over (round {round_})")
             takeovers.append(time.time() - t0)
             if stall:

@@ -9,19 +9,9 @@ import time
 import urllib.error
 import urllib.request
 
-from conftest import ROOT, uc_binary, wait_for
-
-EXAMPLE = ROOT / "examples" / "sample-controller"
+from conftest import foos, free_port, install_sample_controller, uc_binary, wait_for
 PARENTS = 1000
 OUTAGE = 30
-
-
-def free_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def readyz(port):
@@ -32,11 +22,6 @@ def readyz(port):
         return e.code, e.read().decode()
     except OSError as e:
         return None, str(e)
-
-
-def foos(names, replicas):
-    return "".join(f"---\napiVersion: njuics.cn/v1alpha1\nkind: Foo\nmetadata: {{name: {n}}}\n"
-                   f"spec: {{deploymentName: {n}, replicas: {replicas}}}\n" for n in names)
 
 
 def deployments(api):
@@ -52,11 +37,7 @@ def test_a_30_second_outage_under_1000_parents_converges_without_duplicates_or_w
     engine = subprocess.Popen([uc_binary(), "run", "--kubeconfig", api.kubeconfig, "--metrics-addr", f"127.0.0.1:{port}",
                                "--no-metacontroller"], stdout=log, stderr=log)
     try:
-        wait_for(lambda: api.kubectl("get", "crd", "universalcontrollers.universalcontroller.njuics.cn",
-                                     check=False).returncode == 0, timeout=30, message="uc's CRDs")
-        api.kubectl("apply", "-f", str(EXAMPLE / "crd.yaml"))
-        api.kubectl("create", "configmap", "sample-controller-hook", f"--from-file={EXAMPLE / 'sync.js'}")
-        api.kubectl("apply", "-f", str(EXAMPLE / "controller.yaml"))
+        install_sample_controller(api)
         names = [f"foo-{i:04d}" for i in range(PARENTS)]
         api.kubectl("apply", "-f", "-", input=foos(names, 1), timeout=300)
         wait_for(lambda: len(deployments(api)) == PARENTS, timeout=180, interval=1, message=f"{PARENTS} Deployments")

@@ -11,62 +11,15 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+
+pub use crate::fenced::{Fence, NotLeader};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-
-/// Until when this process may write: a deadline on the monotonic clock, moved by each lease renewal.
-#[derive(Debug)]
-pub struct Fence {
-    base: Instant,
-    /// Nanoseconds after `base` until which writes may go out (0: never).
-    until: AtomicU64,
-    /// Whether the fence is enforced at all (only under leader election).
-    enforced: AtomicBool,
-}
-
-impl Default for Fence {
-    fn default() -> Self {
-        Self { base: Instant::now(), until: AtomicU64::new(0), enforced: AtomicBool::new(false) }
-    }
-}
-
-impl Fence {
-    /// Enforces the fence: from now on writes need a held lease.
-    pub fn enforce(&self) {
-        self.enforced.store(true, Ordering::Release);
-    }
-
-    /// Lets writes out until `deadline`.
-    pub fn hold_until(&self, deadline: Instant) {
-        let nanos = deadline.saturating_duration_since(self.base).as_nanos().min(u64::MAX as u128) as u64;
-        self.until.store(nanos.max(1), Ordering::Release);
-    }
-
-    /// Closes the fence at once (leadership lost or given up).
-    pub fn close(&self) {
-        self.until.store(0, Ordering::Release);
-    }
-
-    /// Whether a write may go out at `now`.
-    pub fn open_at(&self, now: Instant) -> bool {
-        if !self.enforced.load(Ordering::Acquire) {
-            return true;
-        }
-        let until = self.until.load(Ordering::Acquire);
-        until != 0 && now.saturating_duration_since(self.base).as_nanos() < until as u128
-    }
-
-    /// Whether a write may go out now.
-    pub fn open(&self) -> bool {
-        self.open_at(Instant::now())
-    }
-}
 
 /// A token bucket: `qps` tokens a second, at most `burst` saved up (client-go's flowcontrol).
 #[derive(Debug, Clone)]
@@ -107,7 +60,7 @@ struct MethodLabels {
 #[derive(Debug, Default)]
 pub struct Guard {
     /// The write fence (open unless leader election enforces it).
-    pub fence: Fence,
+    pub fence: Arc<Fence>,
     bucket: Option<Mutex<TokenBucket>>,
     requests: Family<MethodLabels, Counter>,
     refused: Counter,
@@ -129,7 +82,7 @@ impl Guard {
     /// connections, writes over fenced ones (`crate::fenced`).
     pub fn client(self: &Arc<Self>, config: kube::Config) -> Result<kube::Client, kube::Error> {
         let namespace = config.default_namespace.clone();
-        let writes = crate::fenced::client(&config, self.clone())?;
+        let writes = crate::fenced::client(&config, self.fence.clone())?;
         let reads = kube::Client::try_from(config)?;
         let split = Split { reads, writes, guard: self.clone(), sleep: None };
         Ok(kube::client::ClientBuilder::new(split, namespace).build())
@@ -168,11 +121,6 @@ struct Split {
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// The error of a write the fence stopped.
-#[derive(Debug, thiserror::Error)]
-#[error("not sent: this engine does not hold the leader lease")]
-pub struct NotLeader;
 
 impl tower_service::Service<http::Request<kube::client::Body>> for Split {
     type Response = http::Response<kube::client::Body>;
@@ -217,27 +165,6 @@ impl tower_service::Service<http::Request<kube::client::Body>> for Split {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_unenforced_fence_is_open() {
-        let f = Fence::default();
-        assert!(f.open());
-        f.enforce();
-        assert!(!f.open(), "enforced and never held");
-    }
-
-    #[test]
-    fn a_fence_holds_until_its_deadline_and_closes_at_once() {
-        let f = Fence::default();
-        f.enforce();
-        let now = Instant::now();
-        f.hold_until(now + Duration::from_secs(10));
-        assert!(f.open_at(now + Duration::from_secs(9)));
-        assert!(!f.open_at(now + Duration::from_secs(10)), "not at the deadline");
-        assert!(!f.open_at(now + Duration::from_secs(60)), "a process paused past it writes nothing");
-        f.close();
-        assert!(!f.open_at(now));
-    }
 
     #[test]
     fn a_bucket_gives_its_burst_then_qps() {

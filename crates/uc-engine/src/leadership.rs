@@ -9,22 +9,21 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
 use crate::controller::Ctx;
-use crate::flavor::Flavor;
 use crate::guard::Guard;
 use crate::leader::Candidate;
-use crate::manager::{drain, run};
+use crate::metrics::DRAIN_AT_MOST;
 
-/// Leads when elected, until `stopping`.
+/// Leads when elected — `start` runs the controllers — until `stopping`.
 pub(crate) async fn lead(
     mut candidate: Candidate,
     guard: Option<Arc<Guard>>,
     ctx: Arc<Ctx>,
-    flavors: Vec<Flavor>,
     mut stopping: watch::Receiver<bool>,
+    start: impl Fn() -> tokio::task::JoinHandle<()>,
 ) {
     let settings = candidate.settings().clone();
     let lease = format!("{}/{}", settings.namespace, settings.name);
-    let fence = |f: &dyn Fn(&crate::guard::Fence)| {
+    let fence = |f: &dyn Fn(&crate::fenced::Fence)| {
         if let Some(g) = &guard {
             f(&g.fence)
         }
@@ -60,7 +59,7 @@ pub(crate) async fn lead(
         ctx.metrics.set_standby(false);
         ctx.metrics.set_leader(true);
         tracing::info!(identity = %settings.identity, %lease, "leading: the controllers run");
-        let running = tokio::spawn(run(ctx.clone(), flavors.clone()));
+        let running = start();
         let stopped = loop {
             tokio::select! {
                 _ = tokio::time::sleep(settings.retry_period) => {}
@@ -101,7 +100,7 @@ pub(crate) async fn lead(
         let _ = running.await;
         ctx.metrics.set_ready(false);
         if stopped {
-            drain(&ctx).await;
+            ctx.metrics.wait_idle(DRAIN_AT_MOST).await;
             fence(&|f| f.close());
             ctx.metrics.set_leader(false);
             match candidate.release().await {

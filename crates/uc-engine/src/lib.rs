@@ -9,7 +9,7 @@ pub mod apply;
 pub mod controller;
 pub mod dynamic;
 pub mod events;
-mod fenced;
+pub mod fenced;
 pub mod flavor;
 pub mod guard;
 pub mod hooks;

@@ -21,7 +21,7 @@ use crate::guard::Guard;
 use crate::hooks::native::NativeRegistry;
 use crate::informer::InformerHub;
 use crate::leader::{Candidate, LeaderElection};
-use crate::metrics::{self, Metrics};
+use crate::metrics::{self, DRAIN_AT_MOST, Metrics};
 
 /// How often a controller that cannot start is tried again.
 const RETRY_EVERY: Duration = Duration::from_secs(3);
@@ -84,9 +84,6 @@ impl Drop for Engine {
         self.task.abort();
     }
 }
-
-/// How long a stopping engine waits for reconciles under way to finish their writes.
-const DRAIN_AT_MOST: Duration = Duration::from_secs(10);
 
 impl Engine {
     /// Stops in order: no new reconciles, those under way finish their writes (up to 10 s), the lease
@@ -208,7 +205,13 @@ impl Engine {
         let flavors = flavors(options.metacontroller);
         let fence = options.guard.clone();
         let task = match candidate {
-            Some(candidate) => tokio::spawn(crate::leadership::lead(candidate, fence, ctx, flavors, stopping)),
+            Some(candidate) => {
+                let start = {
+                    let ctx = ctx.clone();
+                    move || tokio::spawn(run(ctx.clone(), flavors.clone()))
+                };
+                tokio::spawn(crate::leadership::lead(candidate, fence, ctx, stopping, start))
+            }
             None => tokio::spawn(run_until_stopped(ctx, flavors, stopping)),
         };
         Ok(Engine { metrics_addr, metrics, task, stop })
@@ -221,15 +224,7 @@ async fn run_until_stopped(ctx: Arc<Ctx>, flavors: Vec<Flavor>, mut stopping: to
     let _ = stopping.wait_for(|s| *s).await;
     running.abort();
     let _ = running.await;
-    drain(&ctx).await;
-}
-
-/// Waits (up to `DRAIN_AT_MOST`) until no reconcile is under way.
-pub(crate) async fn drain(ctx: &Ctx) {
-    let deadline = Instant::now() + DRAIN_AT_MOST;
-    while ctx.metrics.in_flight() > 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    ctx.metrics.wait_idle(DRAIN_AT_MOST).await;
 }
 
 /// Runs the controllers (each object's), started and stopped as their objects come and go.

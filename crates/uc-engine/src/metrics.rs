@@ -188,6 +188,14 @@ impl Metrics {
         self.in_flight.get()
     }
 
+    /// Waits (up to `at_most`, e.g. `DRAIN_AT_MOST`) until no reconcile is under way.
+    pub async fn wait_idle(&self, at_most: Duration) {
+        let deadline = std::time::Instant::now() + at_most;
+        while self.in_flight() > 0 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// This engine leads (or not).
     pub fn set_leader(&self, leading: bool) {
         if leading && self.leader.get() == 0 {
@@ -231,6 +239,9 @@ impl Metrics {
         out
     }
 }
+
+/// How long a stopping engine waits for the reconciles under way to finish their writes.
+pub const DRAIN_AT_MOST: Duration = Duration::from_secs(10);
 
 /// A reconcile under way (see `Metrics::reconcile_started`).
 pub struct InFlight(Gauge);

@@ -1,7 +1,8 @@
-//! The built-in workload controllers `uc up` runs (UniversalControllers labelled
+//! The UniversalControllers uc installs, and the built-in workload controllers `uc up` runs (UniversalControllers labelled
 //! `uc.njuics.cn/builtin`): which are on (`--disable-controllers`), and keeping them: one deleted by
 //! accident is made again at once (as kube-controller-manager's controllers cannot be deleted at all).
 
+use anyhow::Context;
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -67,10 +68,53 @@ pub async fn keep(client: kube::Client, controllers: Vec<Value>) {
             continue;
         };
         tracing::warn!(controller = %name, "a built-in controller was deleted; making it again (uc up --disable-controllers turns one off)");
-        if let Err(e) = crate::up::install_controllers(&client, vec![c.clone()]).await {
+        if let Err(e) = install_controllers(&client, vec![c.clone()]).await {
             tracing::warn!(controller = %name, error = %e, "making the built-in controller again failed");
         }
     }
+}
+
+/// Creates UniversalController objects uc ships (built-in, operators'), or brings them up to date.
+pub(crate) async fn install_controllers(
+    client: &kube::Client,
+    controllers: Vec<serde_json::Value>,
+) -> anyhow::Result<()> {
+    use kube::api::{Api, DynamicObject, PostParams};
+    let ar = resource();
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    for c in controllers {
+        let mut obj: DynamicObject = serde_json::from_value(c)?;
+        let name = obj.metadata.name.clone().unwrap_or_default();
+        match api.get_opt(&name).await? {
+            None => {
+                api.create(&PostParams::default(), &obj)
+                    .await
+                    .with_context(|| format!("creating controller {name}"))?;
+            }
+            Some(current) if current.data.get("spec") != obj.data.get("spec") => {
+                obj.metadata.resource_version = current.metadata.resource_version;
+                api.replace(&name, &PostParams::default(), &obj)
+                    .await
+                    .with_context(|| format!("updating controller {name}"))?;
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the built-in controllers `disabled` names (made by an earlier start).
+pub(crate) async fn remove_disabled(client: &kube::Client, disabled: &[String]) -> anyhow::Result<()> {
+    use kube::api::{Api, DeleteParams, DynamicObject};
+    let ar = resource();
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    for name in disabled {
+        match api.delete(&format!("builtin-{name}"), &DeleteParams::default()).await {
+            Ok(_) | Err(kube::Error::Api(_)) => {}
+            Err(e) => return Err(anyhow::anyhow!("removing the disabled controller {name}: {e}")),
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -446,7 +446,7 @@ fn init_logging(format: &str) {
     // kube's client warns of every connection the API server closes (on its shutdown, say); uc reports
     // the failures that matter itself, in its own words.
     let filter =
-        tracing_subscriber::EnvFilter::try_from_env("UC_LOG").unwrap_or_else(|_| "info,kube_client=error".into());
+        tracing_subscriber::EnvFilter::try_from_env("UC_LOG").unwrap_or_else(|_| "info,kube_client=off".into());
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     if format == "json" {
         builder.json().flatten_event(true).with_current_span(false).init();
@@ -536,7 +536,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         for crd in uc_operators::multicluster::crds() {
             uc_engine::manager::install_crd(&setup, crd).await?;
         }
-        up::install_controllers(&setup, uc_operators::multicluster::controllers()).await?;
+        builtins::install_controllers(&setup, uc_operators::multicluster::controllers()).await?;
     }
     tracing::info!(metrics = ?engine.metrics_addr, "engine running");
     let _console = match args.console {

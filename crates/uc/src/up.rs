@@ -218,8 +218,13 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         let guard = uc_engine::guard::Guard::new(0.0, 1);
         let client = crate::client::guarded_client_for(Some(&kubeconfig), "uc-engine", &identity, &guard).await?;
         let setup = crate::client::replica_client_for(Some(&kubeconfig), "uc-engine", &identity).await?;
-        let leader =
+        let mut leader =
             uc_engine::leader::LeaderElection::new(setup.clone(), "kube-system", "uc-engine", &identity, false);
+        // One engine per cluster here (a restart takes its own lease back at once): renewed every 10 s,
+        // like a node's lease, so an idle cluster writes little.
+        leader.lease_duration = std::time::Duration::from_secs(60);
+        leader.renew_deadline = std::time::Duration::from_secs(40);
+        leader.retry_period = std::time::Duration::from_secs(10);
         let mut options = engine_options(
             &client,
             uc_engine::EngineOptions {
@@ -244,12 +249,12 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
             for crd in uc_operators::multicluster::crds() {
                 uc_engine::manager::install_crd(&setup, crd).await?;
             }
-            install_controllers(&setup, uc_operators::multicluster::controllers()).await?;
+            crate::builtins::install_controllers(&setup, uc_operators::multicluster::controllers()).await?;
         } else if !args.no_workload_controllers {
             let builtins = crate::builtins::enabled(&args.disable_controllers);
             // Ones disabled now that an earlier start made are removed.
-            remove_disabled(&setup, &args.disable_controllers).await?;
-            install_controllers(&setup, builtins.clone()).await?;
+            crate::builtins::remove_disabled(&setup, &args.disable_controllers).await?;
+            crate::builtins::install_controllers(&setup, builtins.clone()).await?;
             keep_builtins = Some(tokio::spawn(crate::builtins::keep(setup.clone(), builtins)));
         }
         // Without OLM, uc's operators' CRDs and controllers are installed directly (on every start).
@@ -259,7 +264,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
                 for crd in crds {
                     uc_engine::manager::install_crd(&setup, crd).await?;
                 }
-                install_controllers(&setup, controllers).await?;
+                crate::builtins::install_controllers(&setup, controllers).await?;
             }
         }
         if let Some(addr) = engine.metrics_addr {
@@ -349,49 +354,6 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         n.shutdown().await;
     }
     server.shutdown().await;
-    Ok(())
-}
-
-/// Creates the built-in UniversalController objects, or brings them up to date.
-pub(crate) async fn install_controllers(
-    client: &kube::Client,
-    controllers: Vec<serde_json::Value>,
-) -> anyhow::Result<()> {
-    use kube::api::{Api, DynamicObject, PostParams};
-    let ar = crate::builtins::resource();
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
-    for c in controllers {
-        let mut obj: DynamicObject = serde_json::from_value(c)?;
-        let name = obj.metadata.name.clone().unwrap_or_default();
-        match api.get_opt(&name).await? {
-            None => {
-                api.create(&PostParams::default(), &obj)
-                    .await
-                    .with_context(|| format!("creating controller {name}"))?;
-            }
-            Some(current) if current.data.get("spec") != obj.data.get("spec") => {
-                obj.metadata.resource_version = current.metadata.resource_version;
-                api.replace(&name, &PostParams::default(), &obj)
-                    .await
-                    .with_context(|| format!("updating controller {name}"))?;
-            }
-            Some(_) => {}
-        }
-    }
-    Ok(())
-}
-
-/// Deletes the built-in controllers `disabled` names (made by an earlier start).
-async fn remove_disabled(client: &kube::Client, disabled: &[String]) -> anyhow::Result<()> {
-    use kube::api::{Api, DeleteParams, DynamicObject};
-    let ar = crate::builtins::resource();
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
-    for name in disabled {
-        match api.delete(&format!("builtin-{name}"), &DeleteParams::default()).await {
-            Ok(_) | Err(kube::Error::Api(_)) => {}
-            Err(e) => return Err(anyhow::anyhow!("removing the disabled controller {name}: {e}")),
-        }
-    }
     Ok(())
 }
 

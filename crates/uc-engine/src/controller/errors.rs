@@ -100,7 +100,7 @@ impl SyncError {
                 Self::new(SyncReason::Conflict, format!("{what}: {} ({})", s.message, s.code))
             }
             kube::Error::Api(s) => Self::new(SyncReason::ApplyError, format!("{what}: {} ({})", s.message, s.code)),
-            kube::Error::Service(e) if e.is::<crate::guard::NotLeader>() => {
+            kube::Error::Service(e) if e.is::<crate::fenced::NotLeader>() => {
                 Self::new(SyncReason::NotLeader, format!("{what}: {e}"))
             }
             other => Self::new(SyncReason::ApplyError, format!("{what}: {}", crate::dynamic::api_error(&other))),
