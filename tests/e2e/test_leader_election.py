@@ -158,9 +158,10 @@ def test_one_replica_reconciles_and_a_standby_takes_over_kills_and_stalls(make_c
                 replicas.append(Replica(api, f"r{next(counter)}", tmp_path, ["--leader-elect"]))
         stop.set()
         churner.join()
-        # Takeover: within the lease duration of the standby's last sight of a renewal, which it
-        # polls every retry period.
-        assert max(takeovers) <= LEASE + 3 * RETRY + 1.0, takeovers
+        # Takeover: the lease duration after the last renewal (the standby watches the lease and tries
+        # again the moment it would expire), measured from the kill; the margin is for polling the
+        # replicas' metrics on a busy machine.
+        assert max(takeovers) <= LEASE + 1.0, takeovers
 
         violations, lease_writes, writes = terms_violations(audit)
         assert lease_writes > 20 and writes > 100, (lease_writes, writes)

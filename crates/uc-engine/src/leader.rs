@@ -158,13 +158,15 @@ pub struct Candidate {
     settings: LeaderElection,
     api: Api<Lease>,
     seen: Option<(Record, Instant)>,
+    /// When the last try found another holder: how long until its lease expires, unrenewed.
+    expires_in: Option<Duration>,
 }
 
 impl Candidate {
     /// A candidate with these settings.
     pub fn new(settings: LeaderElection) -> Self {
         let api = Api::namespaced(settings.client.clone(), &settings.namespace);
-        Self { settings, api, seen: None }
+        Self { settings, api, seen: None, expires_in: None }
     }
 
     /// The settings.
@@ -216,9 +218,13 @@ impl Candidate {
         if let Some(r) = record {
             self.seen = Some((r, since.unwrap_or(now)));
         }
+        self.expires_in = None;
         let me = self.settings.identity.clone();
         match step(spec.as_ref(), &me, since, now, self.settings.lease_duration) {
-            Step::Wait(_) => return Ok(None),
+            Step::Wait(left) => {
+                self.expires_in = Some(left);
+                return Ok(None);
+            }
             Step::Acquire | Step::Renew => {}
         }
         let sent = Instant::now();
@@ -241,6 +247,13 @@ impl Candidate {
             Err(kube::Error::Api(s)) if s.code == 409 => Ok(None),
             Err(e) => Err(ElectionError::Api(self.where_(), e)),
         }
+    }
+
+    /// How long a standby waits before trying again: until the holder's lease would expire unrenewed
+    /// (so that it takes over right then), at most `retry_period`; a renewal seen on the watch wakes
+    /// it earlier.
+    pub fn next_try_in(&self) -> Duration {
+        self.expires_in.map_or(self.settings.retry_period, |left| left.min(self.settings.retry_period))
     }
 
     /// Gives the lease up (holder emptied, duration 1 s), if this candidate holds it.

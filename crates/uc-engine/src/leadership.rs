@@ -49,7 +49,7 @@ pub(crate) async fn lead(
                 }
             }
             tokio::select! {
-                _ = candidate.wait_for_change(settings.retry_period) => {}
+                _ = candidate.wait_for_change(candidate.next_try_in()) => {}
                 _ = stopping.changed() => {}
             }
         };
