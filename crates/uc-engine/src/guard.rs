@@ -101,14 +101,6 @@ impl Guard {
             self.refused.clone(),
         );
     }
-
-    /// Writes sent (every method but GET, HEAD, OPTIONS).
-    pub fn writes(&self) -> u64 {
-        ["POST", "PUT", "PATCH", "DELETE"]
-            .iter()
-            .map(|m| self.requests.get_or_create(&MethodLabels { method: (*m).into() }).get())
-            .sum()
-    }
 }
 
 /// The engine client's service: each request through the rate limit, writes through the fence (here,

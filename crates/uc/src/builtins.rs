@@ -46,13 +46,7 @@ pub fn enabled(disabled: &[String]) -> Vec<Value> {
 
 /// The UniversalController resource.
 pub fn resource() -> ApiResource {
-    ApiResource {
-        group: uc_api::controller::GROUP.into(),
-        version: uc_api::controller::VERSION.into(),
-        api_version: uc_api::controller::API_VERSION.into(),
-        kind: "UniversalController".into(),
-        plural: "universalcontrollers".into(),
-    }
+    uc_engine::flavor::Flavor::Universal.resource()
 }
 
 /// Makes a deleted built-in controller again, for as long as `uc up` runs.
