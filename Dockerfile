@@ -1,11 +1,12 @@
 # uc's image: `docker build -t ghcr.io/njuics/uc:0.1.0 .` (the image deploy/uc.yaml runs).
-# Stage 1 builds the one binary, `uc`, exactly as `cargo build --release --locked -p uc` does here.
+# Stage 1 builds `uc` for running controllers in a cluster: without its embedded cluster (the API server
+# and node agent, cargo feature `cluster`), exactly as this command does here.
 FROM docker.io/library/rust:1.89-bookworm AS build
 WORKDIR /src
 COPY . .
 ARG UC_GIT_COMMIT=unknown
 ENV UC_GIT_COMMIT=${UC_GIT_COMMIT}
-RUN cargo build --release --locked -p uc
+RUN cargo build --release --locked -p uc --no-default-features --features jemalloc
 
 # Stage 2: distroless (glibc, CA certificates, no shell), as the non-root user 65532.
 FROM gcr.io/distroless/cc-debian12:nonroot

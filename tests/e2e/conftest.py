@@ -24,6 +24,24 @@ def uc_binary() -> str:
     return path
 
 
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+_subnets_handed_out = 0
+
+
+# 100..=109 are the multi-cluster walk-through's own (`--pod-subnet 10$i`, examples/multicluster-zookeeper).
+_SUBNETS = [n for n in range(1, 251) if not 100 <= n <= 109]
+
+
+def pod_subnet() -> int:
+    """A pod subnet (the second octet of 127.N.0.0/16) no other cluster of this test run has at the same
+    time: test workers running side by side (pytest-xdist) take turns through the list, each its own."""
+    global _subnets_handed_out
+    n = _subnets_handed_out * _WORKERS + _WORKER
+    _subnets_handed_out += 1
+    return _SUBNETS[n % len(_SUBNETS)]
+
+
 class Cluster:
     """One `uc up` process with its data directory."""
 
@@ -37,8 +55,11 @@ class Cluster:
 
     def start(self, timeout: float = 30.0):
         self.log = open(os.path.join(self.data_dir, "uc.log"), "ab")
+        subnet = []
+        if "--pod-subnet" not in self.extra_args and not os.path.exists(os.path.join(self.data_dir, "pod-subnet")):
+            subnet = ["--pod-subnet", str(pod_subnet())]
         self.proc = subprocess.Popen(
-            [uc_binary(), "up", "--data-dir", self.data_dir, "--port", str(self.port), *self.extra_args],
+            [uc_binary(), "up", "--data-dir", self.data_dir, "--port", str(self.port), *subnet, *self.extra_args],
             stdout=subprocess.PIPE,
             stderr=self.log,
             text=True,

@@ -12,15 +12,20 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, free_port, uc_binary
+from conftest import ROOT, free_port, pod_subnet, uc_binary
 
-# The walk-throughs run here; etcd, ZooKeeper, Metacontroller, the multi-cluster and native-hook examples
-# are the same commands their own end-to-end tests drive (test_etcd, test_zookeeper, ...).
+# Every example's walk-through; those needing a program the machine lacks are skipped, saying which.
 WALKTHROUGHS = ["README.md", "examples/sample-controller/README.md", "examples/catset/README.md",
-                "examples/tfjob/README.md"]
-# Lines a reader runs that the suite itself is, or has already done.
+                "examples/tfjob/README.md", "examples/native-hook/README.md", "examples/metacontroller/README.md",
+                "examples/etcd/README.md", "examples/zookeeper/README.md", "examples/multicluster-zookeeper/README.md"]
+NEEDS = {"examples/metacontroller/README.md": ["python3"], "examples/etcd/README.md": ["etcd", "etcdctl"],
+         "examples/zookeeper/README.md": ["java", "busybox"], "examples/multicluster-zookeeper/README.md": ["java", "busybox"]}
+# Lines a reader runs that the suite itself is, or has already done: building and installing the binaries
+# (already built, on PATH) and installing Debian packages.
 SKIP = [re.compile(r"^bash \.ci/run\b"), re.compile(r"^sudo apt-get install\b"),
-        re.compile(r"^cargo install --path crates/uc$")]  # the same binary, already built and on PATH
+        re.compile(r"^cargo install --path crates/uc$"), re.compile(r"^cargo build --release -p uc\b")]
+# `cargo run` of a workspace binary is the binary the suite built.
+BINARIES = ["uc", "native-hook-example"]
 
 
 def sh_blocks(markdown: str):
@@ -38,13 +43,17 @@ def script_of(doc: str) -> str:
             command = line.split("  #", 1)[0].strip()
             if not command or command.startswith("#") or any(p.search(command) for p in SKIP):
                 continue
-            command = command.replace("cargo run --release -p uc -- ", "uc ")
+            command = re.sub(r"^cargo run (?:--release )?-p ([\w-]+)(?: --)?", r"\1", command)
             up = re.match(r"^uc up (.*?)&?$", command)  # a foreground `uc up` is "in another terminal"
-            if up:
+            if up and ">" in up.group(1):
+                # Its output goes where the doc says; the doc waits for it to be ready by itself.
+                pass
+            elif up:
                 # A reader waits for `export KUBECONFIG=...` before going on.
                 command = (f'uc up {up.group(1)} > "$DOCS_TMP/up.out" 2> "$DOCS_TMP/up.err" & UP_PID=$!; '
+                           '{ set +x; } 2>/dev/null; '
                            'for _ in $(seq 600); do grep -q "^export KUBECONFIG=" "$DOCS_TMP/up.out" && break; '
-                           'kill -0 $UP_PID || { cat "$DOCS_TMP/up.err"; exit 1; }; sleep 0.1; done; '
+                           'kill -0 $UP_PID || { cat "$DOCS_TMP/up.err"; exit 1; }; sleep 0.1; done; set -x; '
                            'grep -q "^export KUBECONFIG=" "$DOCS_TMP/up.out"')
             elif command.endswith("&"):
                 command = command[:-1].strip() + ' > "$DOCS_TMP/bg.log" 2>&1 & sleep 1'
@@ -69,15 +78,21 @@ def test_walkthrough_runs_as_written(doc, tmp_path):
     for item in ["README.md", "examples"]:
         src = ROOT / item
         (shutil.copytree if src.is_dir() else shutil.copy)(src, repo / item)
+    missing = [p for p in NEEDS.get(doc, []) if shutil.which(p) is None]
+    if missing:
+        pytest.skip(f"{doc} needs {', '.join(missing)}")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "uc").symlink_to(os.path.abspath(uc_binary()))
+    for name in BINARIES:
+        (bin_dir / name).symlink_to(os.path.join(os.path.dirname(os.path.abspath(uc_binary())), name))
     # Where each walk-through says to run it: its own directory, or the repository's root.
     workdir = repo if "From the repository's root" in (ROOT / doc).read_text() else (repo / doc).parent
-    script = "set -euxo pipefail\ntrap 'jobs -p | xargs -r kill -TERM; wait' EXIT\n" + script_of(str(ROOT / doc))
+    script = "set -euxo pipefail\nPS4='+ [${SECONDS}s] '\ntrap 'jobs -p | xargs -r kill -TERM; wait' EXIT\n" + script_of(str(ROOT / doc))
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "UC_PORT": "0", "HOOK_PORT": str(free_port()),
+           "UC_POD_SUBNET": str(pod_subnet()), "TMPDIR": str(tmp_path),
            "DOCS_TMP": str(tmp_path)}
     env.pop("KUBECONFIG", None)
     r = subprocess.run(["bash", "-c", script], cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+    (tmp_path / "trace").write_text(r.stderr)  # each command with the second it started at
     assert r.returncode == 0, f"{doc} failed:\n{r.stderr[-4000:]}\n--- uc up:\n" + \
         ((tmp_path / "up.err").read_text()[-2000:] if (tmp_path / "up.err").exists() else "")

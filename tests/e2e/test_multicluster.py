@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from conftest import ROOT, Cluster, ask_zookeeper as ask, uc_binary, wait_for
+from conftest import ROOT, Cluster, ask_zookeeper as ask, pod_subnet, uc_binary, wait_for
 
 EXAMPLE = ROOT / "examples" / "multicluster-zookeeper" / "mczk.yaml"
 MEMBERS = ("m1", "m2", "m3")
@@ -117,7 +117,7 @@ def planes():
     members = {}
     try:
         for i, name in enumerate(MEMBERS):
-            members[name] = Cluster(dirs[i + 1].name, ["--pod-subnet", str(101 + i)]).start()
+            members[name] = Cluster(dirs[i + 1].name, ["--pod-subnet", str(pod_subnet())]).start()
             subprocess.run([uc_binary(), "join", name, "--kubeconfig", cp.kubeconfig,
                             "--cluster-kubeconfig", members[name].kubeconfig], check=True, capture_output=True)
         wait_for(lambda: all(c.get("status", {}).get("conditions", [{}])[-1].get("status") == "True"

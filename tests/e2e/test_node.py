@@ -201,6 +201,35 @@ def test_pod_and_service_names_resolve_inside_pods(cluster):
         assert "web-2.web" not in f.read(), "the machine's /etc/hosts is untouched"
 
 
+@pytest.mark.skipif(not os.path.exists("/bin/busybox") or os.geteuid() != 0,
+                    reason="needs Debian's busybox, and root (port 53, mount namespaces)")
+def test_pods_resolve_cluster_names_through_the_nodes_dns(cluster):
+    """A name that appears after a process first looked resolves at once through the node's DNS server
+    (hosts files alone left Go programs, such as etcd, with a copy up to five seconds old)."""
+    probe = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "dns-probe"},
+             "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["sleep", "3600"]}]}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(probe))
+    cluster.kubectl("wait", "pod/dns-probe", "--for=condition=Ready", "--timeout=60s")
+    subnet = open(f"{cluster.data_dir}/pod-subnet").read().strip()
+    conf = cluster.kubectl("exec", "dns-probe", "--", "cat", "/etc/resolv.conf").stdout
+    lines = [line for line in conf.splitlines() if not line.startswith("#")]
+    assert lines[0] == f"nameserver 127.{subnet}.239.255", conf
+    assert "search default.svc.cluster.local svc.cluster.local cluster.local" in conf and "options ndots:5" in conf, conf
+    with open("/etc/resolv.conf") as f:
+        assert f"127.{subnet}.239.255" not in f.read(), "the machine's resolv.conf is untouched"
+
+    def nslookup(name):
+        return cluster.kubectl("exec", "dns-probe", "--", "nslookup", name, check=False)
+
+    missing = nslookup("late.default.svc.cluster.local")
+    assert missing.returncode != 0 and "NXDOMAIN" in missing.stdout + missing.stderr, missing
+    cluster.kubectl("create", "service", "clusterip", "late", "--tcp=80:80")
+    ip = json.loads(cluster.kubectl("get", "svc", "late", "-o", "json").stdout)["spec"]["clusterIP"]
+    found = wait_for(lambda: (r := nslookup("late.default.svc.cluster.local")).returncode == 0 and r.stdout,
+                     message="the new Service's name")
+    assert f"Address: {ip}" in found, found
+
+
 def test_claim_directories_outlive_pods(cluster, tmp_path):
     mount = str(tmp_path / "www")  # what the process sees; the data lives under the data dir
     sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "vol"},

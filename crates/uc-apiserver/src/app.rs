@@ -38,6 +38,9 @@ pub struct Config {
     pub kubelet_token: Option<String>,
     /// Where to append the audit log (writes, at the Metadata level; None: no audit log).
     pub audit_log_path: Option<PathBuf>,
+    /// `/readyz` fails until [`crate::RunningServer::mark_ready`] is called: what the embedding process
+    /// starts after the server (kube-apiserver's post-start hooks) is ready too.
+    pub hold_readiness: bool,
 }
 
 impl Config {
@@ -52,6 +55,7 @@ impl Config {
             service_cidr: None,
             kubelet_token: None,
             audit_log_path: None,
+            hold_readiness: false,
         }
     }
 }
@@ -78,6 +82,8 @@ pub struct App {
     pub service_range: Option<crate::service_ips::ServiceRange>,
     /// Held while a cluster IP is chosen and stored.
     pub ip_lock: tokio::sync::Mutex<()>,
+    /// Whether `/readyz` answers ok (see [`Config::hold_readiness`]).
+    pub ready: std::sync::atomic::AtomicBool,
 }
 
 /// Parsed query parameters.

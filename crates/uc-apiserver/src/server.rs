@@ -47,6 +47,11 @@ pub struct RunningServer {
 }
 
 impl RunningServer {
+    /// `/readyz` answers ok from now on (with [`Config::hold_readiness`]).
+    pub fn mark_ready(&self) {
+        self.app.ready.store(true, std::sync::atomic::Ordering::Release);
+    }
+
     /// Stops accepting connections and waits for the listener to close.
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
@@ -86,6 +91,7 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
         },
         service_range,
         ip_lock: tokio::sync::Mutex::new(()),
+        ready: std::sync::atomic::AtomicBool::new(!config.hold_readiness),
     });
     crate::handlers::bootstrap(&app).await.map_err(|e| StartError::Io(format!("bootstrapping: {}", e.0.message)))?;
     crate::auth::defaults::ensure(&app).await.map_err(|e| StartError::Io(format!("the default RBAC roles: {e}")))?;

@@ -60,7 +60,7 @@ pub async fn renew(client: &kube::Client, name: &str, uid: Option<&str>) -> Resu
 pub async fn heartbeat(client: kube::Client, name: String, uid: Option<String>) {
     loop {
         if let Err(e) = renew(&client, &name, uid.as_deref()).await {
-            tracing::debug!(error = %e, "renewing the node lease failed; trying again");
+            tracing::debug!(error = %crate::pod_api::said(&e), "renewing the node lease failed; trying again");
         }
         tokio::time::sleep(RENEW_EVERY).await;
     }

@@ -26,6 +26,7 @@ use tokio::sync::watch;
 pub mod allowlist;
 pub mod container;
 mod context;
+pub mod dns;
 pub mod env;
 pub mod exec;
 pub mod invalid;
@@ -84,6 +85,20 @@ fn grace_of(pod: &Value) -> u64 {
         .unwrap_or(30)
 }
 
+/// The node's DNS server for pods, on the subnet's DNS address (port 53 needs root: without it, or
+/// with the address taken, pods resolve through their hosts files alone).
+async fn start_dns(hosts: Arc<names::HostsFiles>, subnet: u8) {
+    let addr = dns::address(subnet);
+    match tokio::net::UdpSocket::bind(addr).await {
+        Ok(socket) => {
+            hosts.serve_dns(*addr.ip(), std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default());
+            tokio::spawn(dns::serve(socket, Arc::new(move |name: &str| hosts.lookup(name))));
+            tracing::debug!(%addr, "cluster DNS for pods");
+        }
+        Err(e) => tracing::info!(%addr, error = %e, "no cluster DNS for pods: their hosts files still name everything"),
+    }
+}
+
 /// Starts the node agent.
 pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result<Node> {
     let pods: Pods = Default::default();
@@ -94,6 +109,9 @@ pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result
         Some(d) => Some(Arc::new(names::HostsFiles::new(d.clone())?)),
         None => None,
     };
+    if let Some(h) = &hosts {
+        start_dns(h.clone(), options.pod_subnet).await;
+    }
     tokio::spawn(watch_services(client.clone(), hosts.clone(), Arc::new(proxy::Proxy::default())));
     tokio::spawn(reclaim_claims(client.clone(), options.volumes_dir.clone()));
     let ctx = Arc::new(Ctx {
@@ -463,7 +481,7 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
                 }
                 return;
             }
-            tracing::debug!(error = %e, "status update failed; retrying");
+            tracing::debug!(error = %crate::pod_api::said(&e), "status update failed; retrying");
         }
         tokio::select! {
             changed = rx.changed() => if changed.is_err() {

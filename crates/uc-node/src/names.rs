@@ -49,10 +49,14 @@ struct Tables {
     namespaces: BTreeSet<String>,
 }
 
-/// The node's hosts files.
+/// The node's hosts files, and the same names for its DNS server.
 pub struct HostsFiles {
     dir: PathBuf,
     tables: Mutex<Tables>,
+    /// Every fully qualified name and its IPv4 addresses, as of the last change.
+    records: parking_lot::RwLock<std::collections::HashMap<String, Vec<std::net::Ipv4Addr>>>,
+    /// The node's DNS server and the machine's resolv.conf, when the node serves DNS.
+    dns: Mutex<Option<(std::net::Ipv4Addr, String)>>,
 }
 
 fn key_of(obj: &Value) -> String {
@@ -63,19 +67,43 @@ impl HostsFiles {
     /// Hosts files under `dir`.
     pub fn new(dir: PathBuf) -> std::io::Result<Self> {
         std::fs::create_dir_all(&dir)?;
-        Ok(Self { dir, tables: Mutex::new(Tables::default()) })
+        Ok(Self { dir, tables: Mutex::new(Tables::default()), records: Default::default(), dns: Mutex::new(None) })
+    }
+
+    /// From now on pods also get a resolv.conf naming `server` (the node's DNS server) before the
+    /// machine's nameservers (`machine`: its resolv.conf).
+    pub fn serve_dns(&self, server: std::net::Ipv4Addr, machine: String) {
+        *self.dns.lock() = Some((server, machine));
+    }
+
+    /// The resolv.conf a pod of `namespace` sees, written now; None when the node serves no DNS.
+    pub fn resolv_path(&self, namespace: &str) -> Option<PathBuf> {
+        let (server, machine) = self.dns.lock().clone()?;
+        let ns = namespace_or_default(namespace);
+        let path = self.dir.join(format!("{ns}.resolv"));
+        let text = crate::dns::resolv_conf(server, &ns, &machine);
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            std::fs::write(&path, text).ok()?;
+        }
+        Some(path)
+    }
+
+    /// What the cluster knows of a (lower-case) name, for the DNS server.
+    pub fn lookup(&self, name: &str) -> crate::dns::Lookup {
+        use crate::dns::Lookup;
+        match self.records.read().get(name) {
+            Some(ips) => Lookup::Found(ips.clone()),
+            None if crate::dns::in_zone(name) => Lookup::NoSuchName,
+            None => Lookup::NotOurs,
+        }
     }
 
     /// The file a pod of `namespace` sees as /etc/hosts (written now if it is new).
     pub fn path(&self, namespace: &str) -> PathBuf {
-        let ns = if namespace.is_empty() || namespace.contains('/') || namespace.starts_with('.') {
-            "default"
-        } else {
-            namespace
-        };
-        let new = self.tables.lock().namespaces.insert(ns.to_string());
+        let ns = namespace_or_default(namespace);
+        let new = self.tables.lock().namespaces.insert(ns.clone());
         if new {
-            let _ = self.flush_one(ns);
+            let _ = self.flush_one(&ns);
         }
         self.dir.join(ns)
     }
@@ -160,6 +188,7 @@ impl HostsFiles {
     }
 
     fn flush(&self) {
+        *self.records.write() = records(&self.tables.lock());
         let namespaces: Vec<String> = self.tables.lock().namespaces.iter().cloned().collect();
         for ns in namespaces {
             let _ = self.flush_one(&ns);
@@ -173,6 +202,39 @@ impl HostsFiles {
         let mut f = std::fs::OpenOptions::new().create(true).write(true).truncate(true).open(path)?;
         f.write_all(text.as_bytes())
     }
+}
+
+/// A namespace as a file name (anything that could leave the directory is `default`).
+fn namespace_or_default(namespace: &str) -> String {
+    if namespace.is_empty() || namespace.contains('/') || namespace.starts_with('.') {
+        "default".to_string()
+    } else {
+        namespace.to_string()
+    }
+}
+
+/// Every fully qualified name of the tables (pods' and Services') with its IPv4 addresses.
+fn records(t: &Tables) -> std::collections::HashMap<String, Vec<std::net::Ipv4Addr>> {
+    let mut out: std::collections::HashMap<String, Vec<std::net::Ipv4Addr>> = Default::default();
+    let v4 = |ip: &std::net::IpAddr| match ip {
+        std::net::IpAddr::V4(a) => Some(*a),
+        std::net::IpAddr::V6(_) => None,
+    };
+    for (ip, _, names) in t.pods.values() {
+        let Ok(ip) = ip.parse::<std::net::Ipv4Addr>() else { continue };
+        for n in names.iter().filter(|n| crate::dns::in_zone(n)) {
+            out.entry(n.to_ascii_lowercase()).or_default().push(ip);
+        }
+    }
+    let names = Names::build(t.services.values(), &t.endpoints, t.slices.values());
+    for (name, ips) in names.records() {
+        out.entry(name.to_ascii_lowercase()).or_default().extend(ips.iter().filter_map(v4));
+    }
+    for ips in out.values_mut() {
+        ips.sort();
+        ips.dedup();
+    }
+    out
 }
 
 fn render(t: &Tables, namespace: &str) -> String {
@@ -209,6 +271,45 @@ fn render(t: &Tables, namespace: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_dns_server_answers_the_names_of_the_hosts_files_as_they_change() {
+        use crate::dns::Lookup;
+        let dir = std::env::temp_dir().join(format!("uc-dns-test-{}", std::process::id()));
+        let h = HostsFiles::new(dir.clone()).unwrap();
+        let name = "web-0.web.team.svc.cluster.local";
+        assert_eq!(h.lookup(name), Lookup::NoSuchName, "before the pod has an address");
+        let pod = json!({"metadata": {"namespace": "team"}, "spec": {"hostname": "web-0", "subdomain": "web"},
+                         "status": {"podIP": "127.1.0.9"}});
+        h.set_pod("u1", Some(&pod));
+        assert_eq!(h.lookup(name), Lookup::Found(vec![std::net::Ipv4Addr::new(127, 1, 0, 9)]));
+        assert_eq!(
+            h.lookup("127-1-0-9.team.pod.cluster.local"),
+            Lookup::Found(vec![std::net::Ipv4Addr::new(127, 1, 0, 9)])
+        );
+        assert_eq!(h.lookup("web-0.web"), Lookup::NotOurs, "short forms are the resolver's search path's to expand");
+        h.set_service(
+            &json!({"metadata": {"name": "api", "namespace": "team"}, "spec": {"clusterIP": "127.1.240.3"}}),
+            false,
+        );
+        assert_eq!(
+            h.lookup("api.team.svc.cluster.local"),
+            Lookup::Found(vec![std::net::Ipv4Addr::new(127, 1, 240, 3)])
+        );
+        h.set_pod("u1", None);
+        assert_eq!(h.lookup(name), Lookup::NoSuchName, "gone with the pod");
+        // resolv.conf files only once the node serves DNS, one per namespace beside its hosts file.
+        assert_eq!(h.resolv_path("team"), None);
+        h.serve_dns(std::net::Ipv4Addr::new(127, 1, 239, 255), "nameserver 10.0.0.2\n".into());
+        let path = h.resolv_path("team").unwrap();
+        assert_eq!(path, dir.join("team.resolv"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("nameserver 127.1.239.255\nnameserver 10.0.0.2\nsearch team.svc.cluster.local "),
+            "{text}"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
 
     #[test]
     fn pods_and_services_get_their_names() {

@@ -15,12 +15,20 @@ pub(crate) fn key_of(pod: &Value) -> (String, String) {
     (meta(pod, "namespace").to_string(), meta(pod, "name").to_string())
 }
 
+/// An API error in the server's words (its message and code), not kube's debug rendering of the Status.
+pub(crate) fn said(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(status) => format!("{} ({})", status.message, status.code),
+        other => other.to_string(),
+    }
+}
+
 pub(crate) async fn bind(client: &kube::Client, pod: &Value, node: &str) {
     let api: Api<Pod> = Api::namespaced(client.clone(), meta(pod, "namespace"));
     let patch =
         json!({"metadata": {"resourceVersion": pod.pointer("/metadata/resourceVersion")}, "spec": {"nodeName": node}});
     if let Err(e) = api.patch(meta(pod, "name"), &PatchParams::default(), &Patch::Merge(&patch)).await {
-        tracing::debug!(pod = %meta(pod, "name"), error = %e, "binding failed; the next event retries");
+        tracing::debug!(pod = %meta(pod, "name"), error = %said(&e), "binding failed; the next event retries");
     }
 }
 

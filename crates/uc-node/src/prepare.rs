@@ -166,7 +166,10 @@ pub(crate) fn prepare(
     let argv: Vec<String> = argv.iter().map(|a| env::expand(a, &env)).collect();
     let mounts = volumes::mounts_of(&c, dirs).map_err(|e| fail("CreateContainerConfigError", e.to_string()))?;
     let workdir = c.working_dir.clone().filter(|d| !d.is_empty());
-    let names = volumes::NameFiles { hosts: ctx.hosts.as_ref().map(|h| h.path(meta(pod, "namespace"))) };
+    let ns = meta(pod, "namespace");
+    // A resolv.conf only where the machine has one to cover (a bind mount needs its target).
+    let resolv = ctx.hosts.as_ref().filter(|_| Path::new("/etc/resolv.conf").exists()).and_then(|h| h.resolv_path(ns));
+    let names = volumes::NameFiles { hosts: ctx.hosts.as_ref().map(|h| h.path(ns)), resolv };
     let isolated = volumes::can_isolate();
     let argv = volumes::isolate(argv, &names, &mounts, workdir.as_deref());
     Ok(Prepared {

@@ -216,7 +216,7 @@ pub(crate) async fn run_pod(client: kube::Client, mut rx: watch::Receiver<Arc<Va
                 if matches!(&e, kube::Error::Api(s) if s.code == 404) {
                     return;
                 }
-                tracing::debug!(pod = %name, error = %e, "status update failed; retrying");
+                tracing::debug!(pod = %name, error = %crate::pod_api::said(&e), "status update failed; retrying");
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
             }

@@ -92,11 +92,13 @@ fn quote(s: &str) -> String {
 }
 
 /// Files the process sees in place of the machine's: `/etc/hosts` (the node's names for the pod's
-/// namespace).
+/// namespace) and `/etc/resolv.conf` (the node's DNS server first, with the namespace's search path).
 #[derive(Clone, Debug, Default)]
 pub struct NameFiles {
     /// Shown as /etc/hosts.
     pub hosts: Option<PathBuf>,
+    /// Shown as /etc/resolv.conf.
+    pub resolv: Option<PathBuf>,
 }
 
 /// Whether this process may make mount namespaces (root, with `unshare` present).
@@ -113,12 +115,15 @@ pub fn can_isolate() -> bool {
 /// Service names and keeps its data where uc manages it while the machine's own files stay untouched.
 /// Without root or `unshare` the process runs as is (and `cwd` is taken on the machine).
 pub fn isolate(argv: Vec<String>, names: &NameFiles, mounts: &[Mount], cwd: Option<&str>) -> Vec<String> {
-    if (names.hosts.is_none() && mounts.is_empty() && cwd.is_none()) || !can_isolate() {
+    if (names.hosts.is_none() && names.resolv.is_none() && mounts.is_empty() && cwd.is_none()) || !can_isolate() {
         return argv;
     }
     let mut script = String::new();
     if let Some(f) = &names.hosts {
         script.push_str(&format!("mount --bind {} /etc/hosts && ", quote(&f.display().to_string())));
+    }
+    if let Some(f) = &names.resolv {
+        script.push_str(&format!("mount --bind {} /etc/resolv.conf && ", quote(&f.display().to_string())));
     }
     for m in mounts {
         let (t, s) = (quote(&m.target), quote(&m.source.display().to_string()));

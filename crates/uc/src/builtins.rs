@@ -111,6 +111,17 @@ pub(crate) async fn remove_disabled(client: &kube::Client, disabled: &[String]) 
     Ok(())
 }
 
+/// The engine's options with the native hooks of uc's operators registered (workloads, etcd,
+/// ZooKeeper), and one table of the cluster's names for every client uc runs (webhooks, the operators').
+pub(crate) fn engine_options(client: &kube::Client, mut options: uc_engine::EngineOptions) -> uc_engine::EngineOptions {
+    let names = uc_engine::names::ClusterNames::start(client.clone());
+    options.names = Some(names.clone());
+    uc_operators::workloads::register(&mut options.natives);
+    uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names.clone()));
+    uc_operators::zookeeper::register(&mut options.natives, client.clone(), Some(names));
+    options
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

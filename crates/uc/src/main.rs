@@ -1,7 +1,10 @@
 //! The `uc` binary: the declarative universal Kubernetes operator.
 
 mod allocator;
+// Much of these two is for `uc up` (the built-in controllers it keeps, the catalog it serves).
+#[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 mod builtins;
+#[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 mod catalog;
 mod client;
 mod doctor;
@@ -12,6 +15,7 @@ mod init;
 mod package;
 mod rbac;
 mod signal;
+#[cfg(feature = "cluster")]
 mod up;
 
 use client::client_for;
@@ -33,10 +37,20 @@ struct Cli {
     log_format: String,
 }
 
+// Parsed once at start: the size of its largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Start the embedded Kubernetes-compatible cluster on 127.0.0.1 with the engine, and write a kubeconfig.
+    #[cfg(feature = "cluster")]
     Up(up::UpArgs),
+    /// (`uc up` is not in this build.)
+    #[cfg(not(feature = "cluster"))]
+    #[command(hide = true, disable_help_flag = true)]
+    Up {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Run the universal controller engine against any cluster.
     Run(RunArgs),
     /// Print the CRDs of uc's own resources (UniversalController, ControllerRevision) as YAML.
@@ -92,10 +106,12 @@ enum Command {
     #[command(hide = true)]
     HttpServer(HttpServerArgs),
     /// The parent of one container's process (started by the node agent; outlives it).
+    #[cfg(feature = "cluster")]
     #[command(hide = true)]
     Shim(ShimArgs),
 }
 
+#[cfg(feature = "cluster")]
 #[derive(clap::Args)]
 struct ShimArgs {
     /// The container's directory.
@@ -283,6 +299,7 @@ struct RunArgs {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    #[cfg(feature = "cluster")]
     if let Command::Shim(args) = cli.command {
         // No runtime, no logging: a shim lives as long as its container and stays small.
         let code = uc_node::container::shim::main(uc_node::container::shim::Args {
@@ -296,7 +313,13 @@ fn main() -> anyhow::Result<()> {
     init_logging(&cli.log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
     let result = match cli.command {
+        #[cfg(feature = "cluster")]
         Command::Up(args) => runtime.block_on(up::up(args)),
+        #[cfg(not(feature = "cluster"))]
+        Command::Up { .. } => Err(anyhow::anyhow!(
+            "this uc is built without the embedded cluster (cargo feature `cluster`): `uc up` needs a default \
+             build (`cargo install --path crates/uc`); this one runs controllers against a cluster (`uc run`)"
+        )),
         Command::Run(args) => runtime.block_on(run(args)),
         Command::HttpServer(args) => runtime.block_on(http_server(args)),
         Command::Join(args) => runtime.block_on(join(args)),
@@ -330,6 +353,7 @@ fn main() -> anyhow::Result<()> {
         Command::Catalog(CatalogCommand::Add { bundle, catalog, channel }) => {
             package::catalog_add(&bundle, &catalog, channel.as_deref()).map(|m| println!("added {m}"))
         }
+        #[cfg(feature = "cluster")]
         Command::Shim(_) => Ok(()),
         Command::Rbac(args) => runtime.block_on(rbac_command(args)),
         Command::Version { client, kubeconfig } => {
@@ -507,7 +531,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
     let setup = client::replica_client_for(args.kubeconfig.as_deref(), "uc-engine", &identity).await?;
     let leader = args.leader.election(setup.clone(), identity)?;
     // The operators uc ships answer here too, for UniversalControllers that name their native hooks.
-    let mut options = up::engine_options(
+    let mut options = builtins::engine_options(
         &client,
         uc_engine::EngineOptions {
             workers: args.workers,

@@ -59,7 +59,7 @@ pub struct UpArgs {
     control_plane: bool,
     /// The second octet of this cluster's pod addresses (127.N.0.0/16; default: chosen at random once
     /// per data directory). Clusters whose pods talk to each other need different ones.
-    #[arg(long, value_parser = clap::value_parser!(u8).range(1..=254))]
+    #[arg(long, env = "UC_POD_SUBNET", value_parser = clap::value_parser!(u8).range(1..=254))]
     pod_subnet: Option<u8>,
     /// Apply children client-side (a three-way merge with uc's last-applied annotation, like
     /// `kubectl apply`) instead of server-side apply (field manager `uc`, forced); clusters without
@@ -89,17 +89,6 @@ pub struct UpArgs {
     /// Append an audit log here: one audit.k8s.io/v1 Event (Metadata level) per request that writes.
     #[arg(long)]
     audit_log_path: Option<PathBuf>,
-}
-
-/// The engine's options with the native hooks of uc's operators registered (workloads, etcd,
-/// ZooKeeper), and one table of the cluster's names for every client uc runs (webhooks, the operators').
-pub(crate) fn engine_options(client: &kube::Client, mut options: uc_engine::EngineOptions) -> uc_engine::EngineOptions {
-    let names = uc_engine::names::ClusterNames::start(client.clone());
-    options.names = Some(names.clone());
-    uc_operators::workloads::register(&mut options.natives);
-    uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names.clone()));
-    uc_operators::zookeeper::register(&mut options.natives, client.clone(), Some(names));
-    options
 }
 
 /// Whether this cluster runs uc's operators (a control plane and a cluster without workload
@@ -199,6 +188,8 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     config.service_cidr = Some(format!("127.{subnet}.240.0/20"));
     config.kubelet_token = Some(kubelet_token.clone());
     config.audit_log_path = args.audit_log_path.clone();
+    // Ready once everything below runs (the control plane's API served, the node registered).
+    config.hold_readiness = true;
     config.durable = !args.in_memory;
     config.store.log_capacity = args.watch_cache_events.max(1);
     config.store.retention = std::time::Duration::from_secs(args.history_seconds);
@@ -225,7 +216,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         leader.lease_duration = std::time::Duration::from_secs(60);
         leader.renew_deadline = std::time::Duration::from_secs(40);
         leader.retry_period = std::time::Duration::from_secs(10);
-        let mut options = engine_options(
+        let mut options = crate::builtins::engine_options(
             &client,
             uc_engine::EngineOptions {
                 workers: args.workers,
@@ -338,6 +329,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         };
         Some(uc_node::start(client, options).await.context("starting the node agent")?)
     };
+    server.mark_ready();
     println!("export KUBECONFIG={}", kubeconfig.display());
     wait_for_signal().await;
     tracing::info!("stopping");

@@ -64,7 +64,15 @@ fn the_dockerfile_builds_the_binary_cargo_builds_and_runs_it_as_non_root_on_dist
         );
     }
     let run = ins.iter().find(|(op, _)| op == "RUN").map(|(_, a)| a.as_str()).expect("a RUN");
-    assert_eq!(run, "cargo build --release --locked -p uc", "the build is this repository's");
+    assert_eq!(
+        run, "cargo build --release --locked -p uc --no-default-features --features jemalloc",
+        "the build is this repository's"
+    );
+    // Without the default `cluster` feature (the image runs `uc run`, never `uc up`), with the allocator.
+    let manifest = repo_file("crates/uc/Cargo.toml");
+    let default = manifest.lines().find(|l| l.starts_with("default = ")).expect("default features");
+    assert!(default.contains("\"cluster\"") && default.contains("\"jemalloc\""), "{default}");
+    assert!(manifest.lines().any(|l| l.starts_with("cluster = [")), "a `cluster` feature");
     // The binary copied is the one that build makes: target/release/<the uc binary's name>.
     let binary = std::path::Path::new(env!("CARGO_BIN_EXE_uc")).file_name().unwrap().to_str().unwrap();
     let copy = ins

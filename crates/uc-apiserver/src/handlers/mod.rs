@@ -42,7 +42,13 @@ pub async fn dispatch(app: &Arc<App>, req: &mut Req) -> Result<Response<Body>> {
     match segs.as_slice() {
         [] if get => Ok(json_response(200, &discovery::root_paths())),
         ["healthz" | "livez" | "readyz", ..] if get => {
-            let mut r = Response::new(crate::app::full("ok"));
+            let ready = segs[0] != "readyz" || app.ready.load(std::sync::atomic::Ordering::Acquire);
+            // As kube-apiserver says it while a post-start hook has not finished.
+            let body = if ready { "ok" } else { "[-]poststarthook/uc-up failed: not finished\nreadyz check failed\n" };
+            let mut r = Response::new(crate::app::full(body));
+            if !ready {
+                *r.status_mut() = http::StatusCode::INTERNAL_SERVER_ERROR;
+            }
             r.headers_mut()
                 .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain; charset=utf-8"));
             Ok(r)

@@ -4,8 +4,8 @@
 //! through etcd's member API *before* a pod starts or after it stops, one change at a time.
 //!
 //! One sync step, from what the hook observes (pods, and etcd's member list through a Ready member):
-//! 1. no pods and no members: start the seed member (`--initial-cluster-state=new`, the cluster's uid
-//!    as the token);
+//! 1. never bootstrapped: start every initial member at once (etcd's static bootstrap: each names them
+//!    all, `--initial-cluster-state=new`, the cluster's uid as the token);
 //! 2. a member that etcd knows but has no pod (added, then uc stopped before creating the pod): create
 //!    its pod with `--initial-cluster-state=existing`;
 //! 3. wait while a pod is not Ready;
@@ -47,8 +47,6 @@ use spec::SpecError;
 use spec::{CLIENT_PORT, Spec};
 /// Name of the native hook.
 pub const HOOK: &str = "etcd-cluster";
-/// Where a restore's seed member records the restore (`EtcdRestore` uid).
-const RESTORE_ID: &str = "/metadata/annotations/etcd.database.coreos.com~1restore-id";
 
 /// The EtcdCluster CRD, derived from `types::EtcdClusterSpec`: `size` 1..7 and the version format are
 /// checked by the schema.
@@ -145,11 +143,11 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest
             .max()
             .unwrap_or(0)
     };
-    // A restore is done once its seed member's pod exists (the pod carries the restore's id, so a sync
-    // that sees a stale status still knows) or the status says so (the seed may be gone since).
+    // A restore is done once all its members' pods exist (they carry the restore's id, so a sync that
+    // sees a stale status still knows) or the status says so (the members may be gone since).
     let mut restored_from = str_at(&previous, "/restoredFrom").to_string();
     if let Some(r) = restore::Request::of(parent)
-        && observed_pods.values().any(|p| str_at(p, RESTORE_ID) == r.id)
+        && plan::restore_complete(observed_pods, &r.id)
     {
         restored_from = r.id;
     }
@@ -357,7 +355,7 @@ mod tests {
             (claim["metadata"]["name"].clone(), claim["spec"]["resources"]["requests"]["storage"].clone()),
             (json!("ex-0002"), json!("2Gi"))
         );
-        let restore = spec.restore_pod("ex-0000", std::path::Path::new("/b/snap.db"), "rid");
+        let restore = spec.restore_pod("ex-0000", "ex-0000=http://x:2380", std::path::Path::new("/b/snap.db"), "rid");
         assert_eq!(restore["spec"]["initContainers"][0]["command"][3], json!("/var/etcd-restore/snap.db"));
         assert_eq!(restore["spec"]["volumes"][1]["hostPath"]["path"], json!("/b"));
         assert_eq!(restore["metadata"]["labels"]["team"], json!("db"));
@@ -376,7 +374,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn bootstrap_starts_one_seed_member_and_bad_specs_keep_what_runs() {
+    async fn bootstrap_starts_every_initial_member_and_bad_specs_keep_what_runs() {
         let etcd = Etcd::default();
         let run = |request: Value| {
             let etcd = etcd.clone();
@@ -384,8 +382,8 @@ mod tests {
         };
         let out = run(json!({"parent": parent(3, "3.2.13"), "children": {"Pod.v1": {}, "Service.v1": {}}})).await;
         let pods: Vec<&Value> = out["children"].as_array().unwrap().iter().filter(|c| c["kind"] == "Pod").collect();
-        assert_eq!(pods.len(), 1, "one seed member first");
-        assert_eq!(out["status"]["phase"], json!("Creating"));
+        assert_eq!(pods.len(), 3, "the initial members at once");
+        assert_eq!((&out["status"]["phase"], &out["status"]["nextMemberIndex"]), (&json!("Creating"), &json!(3)));
         let bad = json!({"parent": parent(3, "nope"), "children": {"Pod.v1": {"ex-0000": {"metadata": {"name": "ex-0000"}}}}});
         let out = run(bad).await;
         assert_eq!(out["children"].as_array().unwrap().len(), 1, "a running member is kept");

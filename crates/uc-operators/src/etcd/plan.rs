@@ -5,7 +5,7 @@
 //! to the decision's failure step when etcd refuses.
 //!
 //! The order of the checks, first match wins:
-//! 1. no pods and never bootstrapped: the seed member;
+//! 1. never bootstrapped: every initial member at once (etcd's static bootstrap);
 //! 2. no Ready member answers: wait (coming up), say why a restore failed, or report lost quorum;
 //! 3. a member etcd knows but has no pod: start its pod;
 //! 4. a pod not Ready: wait;
@@ -127,18 +127,23 @@ pub fn member_pods(spec: &Spec, observed: &ObjectMap) -> ObjectMap {
         .collect()
 }
 
-/// A restore the cluster has not done yet: every member goes, then one seed member starts from the
-/// snapshot (its index continues the cluster's, so no name is reused). Returns whether the seed is in.
+/// A restore the cluster has not done yet: every member goes, then all `size` members start from the
+/// snapshot at once (etcd's multi-member restore; their indexes continue the cluster's, so no name is
+/// reused). A restore cut short (some of its pods written) gets the rest of the members they name.
+/// Returns whether the restored members are in.
 pub fn restore_step(spec: &Spec, observed: &ObjectMap, r: &restore::Request, next: u32) -> (Step, bool) {
-    let members = observed.keys().filter(|n| spec.index_of(n).is_some()).count();
+    let members: Vec<&Value> = observed.iter().filter(|(n, _)| spec.index_of(n).is_some()).map(|(_, p)| p).collect();
+    let ours: Vec<&&Value> = members.iter().filter(|p| str_at(p, RESTORE_ID) == r.id).collect();
     let snapshot = r.snapshot.display().to_string();
     let restoring = |message: String| condition("Recovering", true, "Restoring", &message);
-    let (pods, message, seeded) = if members > 0 {
-        (vec![], format!("removing {members} member(s) before restoring from {snapshot}"), false)
+    let (pods, message, seeded) = if members.len() > ours.len() {
+        let n = members.len() - ours.len();
+        (vec![], format!("removing {n} member(s) before restoring from {snapshot}"), false)
     } else {
-        let seed = spec.member_name(next);
-        let message = format!("starting seed member {seed} from {snapshot}");
-        (vec![spec.restore_pod(&seed, &r.snapshot, &r.id)], message, true)
+        let (names, pods) = started_together(spec, ours.into_iter().copied(), next, observed, |n, cluster| {
+            spec.restore_pod(n, cluster, &r.snapshot, &r.id)
+        });
+        (pods, format!("starting members {} from {snapshot}", names.join(", ")), true)
     };
     let step = Step {
         pods,
@@ -162,14 +167,16 @@ pub fn plan(spec: &Spec, observed: &ObjectMap, parent: &Value, view: View) -> De
     let coming_up = matches!(str_at(parent, "/status/phase"), "" | "Creating" | "Restoring");
     let all: BTreeSet<String> = mine.keys().cloned().collect();
 
-    // 1. Bootstrap, once: a cluster that ever had members is never silently started empty again.
+    // 1. Bootstrap, once: every initial member at the same time, as etcd's static bootstrap does (each
+    // names them all in `--initial-cluster`, state `new`). A cluster that ever had members is never
+    // silently started empty again; one stopped half-way through its bootstrap (some pods written,
+    // no status yet) gets the rest of the members its first pods name.
     let bootstrapped = parent.pointer("/status/nextMemberIndex").and_then(Value::as_u64).unwrap_or(0) > 0;
-    if mine.is_empty() && !bootstrapped {
-        let seed = spec.member_name(0);
-        let pod = spec.pod(&seed, &format!("{seed}={}", spec.peer_url(&seed)), "new");
-        let message = format!("starting the seed member {seed}");
+    if !bootstrapped && mine.values().all(|p| bootstrap_flag(p, "--initial-cluster-state=") == Some("new")) {
+        let (names, pods) = started_together(spec, mine.values(), 0, &mine, |n, cluster| spec.pod(n, cluster, "new"));
+        let message = format!("starting the initial members {}", names.join(", "));
         return Step {
-            pods: vec![pod],
+            pods,
             phase: "Creating",
             conditions: vec![condition("Available", false, "Bootstrapping", &message)],
             busy: true,
@@ -325,7 +332,44 @@ pub fn plan(spec: &Spec, observed: &ObjectMap, parent: &Value, view: View) -> De
     done(&pods, "Running", vec![available], false).into()
 }
 
-/// No Ready member answered: a seed whose restore failed says so; a cluster coming up waits for its
+/// Where a restored member's pod records the restore (`EtcdRestore` uid).
+pub const RESTORE_ID: &str = "/metadata/annotations/etcd.database.coreos.com~1restore-id";
+
+/// Whether every member a restore started is there (then the restore is done): the members the pods
+/// carrying its id name.
+pub fn restore_complete(observed: &ObjectMap, id: &str) -> bool {
+    let ours: Vec<&Value> = observed.values().filter(|p| str_at(p, RESTORE_ID) == id).collect();
+    let named = ours.iter().find_map(|p| bootstrap_flag(p, "--initial-cluster=")).map(|c| c.split(',').count());
+    named.is_some_and(|n| ours.len() >= n)
+}
+
+/// Members that start together (a static bootstrap, a restore): those the `--initial-cluster` of the
+/// first of `started` names, or `size` new ones from index `first`; each its pod as observed, or
+/// `make(name, initial_cluster)`. Returns the names and the pods.
+fn started_together<'a>(
+    spec: &Spec,
+    mut started: impl Iterator<Item = &'a Value>,
+    first: u32,
+    observed: &ObjectMap,
+    make: impl Fn(&str, &str) -> Value,
+) -> (Vec<String>, Vec<Value>) {
+    let cluster =
+        started.find_map(|p| bootstrap_flag(p, "--initial-cluster=").map(String::from)).unwrap_or_else(|| {
+            let names = (first..first + spec.size as u32).map(|i| spec.member_name(i));
+            names.map(|n| format!("{n}={}", spec.peer_url(&n))).collect::<Vec<_>>().join(",")
+        });
+    let names: Vec<String> = cluster.split(',').filter_map(|e| e.split_once('=')).map(|(n, _)| n.to_string()).collect();
+    let pods = names.iter().map(|n| observed.get(n).map(strip).unwrap_or_else(|| make(n, &cluster))).collect();
+    (names, pods)
+}
+
+/// The value of one of a member's etcd flags (`--name=value`), as its pod runs it.
+fn bootstrap_flag<'a>(pod: &'a Value, flag: &str) -> Option<&'a str> {
+    let command = pod.pointer("/spec/containers/0/command")?.as_array()?;
+    command.iter().filter_map(Value::as_str).find_map(|a| a.strip_prefix(flag))
+}
+
+/// No Ready member answered: a member whose restore failed says so; a cluster coming up waits for its
 /// first member; one that ran has lost quorum, and nothing is deleted (dead members' data may be
 /// needed).
 fn unreachable(
@@ -471,13 +515,29 @@ mod tests {
     }
 
     #[test]
-    fn bootstrap_starts_the_seed_member_once() {
+    fn bootstrap_starts_every_initial_member_at_once_and_only_once() {
         let p = parent(3, "", 0);
-        let d = plan(&spec(&p), &ObjectMap::new(), &p, View::Unreachable("no member is Ready".into()));
-        assert_eq!(names(&d.step), ["ex-0000"]);
-        assert_eq!((d.step.phase, reason(&d.step), d.change), ("Creating", "Bootstrapping", None));
-        let cmd = d.step.pods[0]["spec"]["containers"][0]["command"].to_string();
-        assert!(cmd.contains("--initial-cluster-state=new"), "{cmd}");
+        let s = spec(&p);
+        let d = plan(&s, &ObjectMap::new(), &p, View::Unreachable("no member is Ready".into()));
+        assert_eq!(names(&d.step), ["ex-0000", "ex-0001", "ex-0002"]);
+        assert_eq!((d.step.phase, reason(&d.step), d.change.clone()), ("Creating", "Bootstrapping", None));
+        let all = "--initial-cluster=ex-0000=http://ex-0000.ex.default.svc:2380,\
+                   ex-0001=http://ex-0001.ex.default.svc:2380,ex-0002=http://ex-0002.ex.default.svc:2380";
+        for pod in &d.step.pods {
+            let cmd = pod["spec"]["containers"][0]["command"].to_string();
+            assert!(cmd.contains("--initial-cluster-state=new") && cmd.contains(all), "{cmd}");
+        }
+        // Stopped after writing one pod, before the status: the rest of the members that pod names,
+        // even if the size changed meanwhile.
+        let first = observed(vec![d.step.pods[0].clone()]);
+        let grown = parent(5, "", 0);
+        let again = plan(&spec(&grown), &first, &grown, View::Unreachable("no member is Ready".into()));
+        assert_eq!(again.step.pods, d.step.pods);
+        // Bootstrapped: the status counts its members; what happens next is the usual path.
+        let started = parent(3, "Creating", 3);
+        let waiting = plan(&s, &observed(d.step.pods.clone()), &started, View::Unreachable("refused".into()));
+        assert_eq!((waiting.step.phase, waiting.step.quorum_lost), ("Creating", false));
+        assert_eq!(waiting.step.pods.len(), 3);
         // A cluster that had members is never started empty again.
         let ran = parent(3, "Running", 3);
         let d = plan(&spec(&ran), &ObjectMap::new(), &ran, View::Unreachable("no member is Ready".into()));
@@ -619,24 +679,31 @@ mod tests {
     }
 
     #[test]
-    fn a_restore_removes_every_member_then_seeds_one_from_the_snapshot() {
+    fn a_restore_removes_every_member_then_starts_them_all_from_the_snapshot() {
         let s = spec(&parent(3, "Running", 5));
         let r = restore::Request { id: "rid".into(), snapshot: std::path::PathBuf::from("/b/snap.db") };
-        let mut observed = ObjectMap::new();
-        observed.insert("ex-0004".into(), json!({"metadata": {"name": "ex-0004"}}));
-        let (step, seeded) = restore_step(&s, &observed, &r, 5);
+        let mut others = ObjectMap::new();
+        others.insert("ex-0004".into(), json!({"metadata": {"name": "ex-0004"}}));
+        let (step, seeded) = restore_step(&s, &others, &r, 5);
         assert!(!seeded && step.pods.is_empty() && step.phase == "Restoring", "members go first");
         let (step, seeded) = restore_step(&s, &ObjectMap::new(), &r, 5);
         assert!(seeded);
-        assert_eq!(step.pods.len(), 1);
-        let seed = &step.pods[0];
-        assert_eq!(seed["metadata"]["name"], json!("ex-0005"), "the seed continues the cluster's indexes");
-        assert_eq!(seed["metadata"]["annotations"]["etcd.database.coreos.com/restore-id"], json!("rid"));
-        assert!(
-            seed["spec"]["containers"][0]["command"]
-                .as_array()
-                .unwrap()
-                .contains(&json!("--initial-cluster-state=new"))
-        );
+        assert_eq!(names(&step), ["ex-0005", "ex-0006", "ex-0007"], "the indexes continue the cluster's");
+        let all = "ex-0005=http://ex-0005.ex.default.svc:2380,ex-0006=http://ex-0006.ex.default.svc:2380,\
+                   ex-0007=http://ex-0007.ex.default.svc:2380";
+        for pod in &step.pods {
+            assert_eq!(pod["metadata"]["annotations"]["etcd.database.coreos.com/restore-id"], json!("rid"));
+            let main = pod["spec"]["containers"][0]["command"].as_array().unwrap();
+            assert!(main.contains(&json!("--initial-cluster-state=new")));
+            assert!(main.contains(&json!(format!("--initial-cluster={all}"))));
+            let restore = pod["spec"]["initContainers"][0]["command"].as_array().unwrap();
+            assert!(restore.contains(&json!(format!("--initial-cluster={all}"))), "{restore:?}");
+        }
+        // Cut short after one pod: the restore is not done, and goes on with the members it named.
+        let one = observed(vec![step.pods[0].clone()]);
+        assert!(!restore_complete(&one, "rid") && restore_complete(&observed(step.pods.clone()), "rid"));
+        let (again, seeded) = restore_step(&s, &one, &r, 6);
+        assert!(seeded);
+        assert_eq!(again.pods, step.pods);
     }
 }

@@ -4,9 +4,10 @@
 //! The restore never deletes the user's EtcdCluster object. It marks the cluster with the
 //! `etcd.database.coreos.com/restore` annotation (creating the cluster when it does not exist, at the
 //! size the backup recorded); the EtcdCluster controller, seeing a restore it has not done, removes every
-//! member, starts one seed member whose init container runs `etcdctl snapshot restore`, and then grows
-//! the cluster to its size by adding members as it always does. The restore is complete when the
-//! cluster says it was restored from this restore and all its members are Ready.
+//! member, then starts all its members at once, each with an init container running `etcdctl snapshot
+//! restore` of the same snapshot into its data directory (etcd's multi-member restore, every member
+//! named in `--initial-cluster`). The restore is complete when the cluster says it was restored from
+//! this restore and all its members are Ready.
 
 use std::path::PathBuf;
 

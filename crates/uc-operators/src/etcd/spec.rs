@@ -204,10 +204,11 @@ impl Spec {
 }
 
 impl Spec {
-    /// The seed member of a restore: an init container writes its data directory from the snapshot
-    /// (`etcdctl snapshot restore`, the image's own etcdctl) before etcd starts on it.
-    pub fn restore_pod(&self, member: &str, snapshot: &std::path::Path, id: &str) -> Value {
-        let mut pod = self.pod(member, &format!("{member}={}", self.peer_url(member)), "new");
+    /// A member of a restored cluster (`initial_cluster` names them all): an init container writes its
+    /// data directory from the snapshot (`etcdctl snapshot restore`, the image's own etcdctl, etcd's
+    /// multi-member restore) before etcd starts on it.
+    pub fn restore_pod(&self, member: &str, initial_cluster: &str, snapshot: &std::path::Path, id: &str) -> Value {
+        let mut pod = self.pod(member, initial_cluster, "new");
         let dir = snapshot.parent().map(|d| d.display().to_string()).unwrap_or_else(|| "/".into());
         let file = snapshot.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         pod["metadata"]["annotations"]["etcd.database.coreos.com/restored-from"] =
@@ -217,7 +218,7 @@ impl Spec {
             "name": "restore", "image": self.image(),
             "command": ["/usr/local/bin/etcdctl", "snapshot", "restore", format!("/var/etcd-restore/{file}"),
                 format!("--name={member}"),
-                format!("--initial-cluster={member}={}", self.peer_url(member)),
+                format!("--initial-cluster={initial_cluster}"),
                 format!("--initial-cluster-token={}", self.uid),
                 format!("--initial-advertise-peer-urls={}", self.peer_url(member)),
                 "--data-dir=/var/etcd/data"],
