@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every benchmark of uc in one go; each writes its section of docs/benchmarks.md.
 #   bash bench/all.sh
-# Needs: a Rust toolchain, Python 3 with kopf (installed here if missing).
+# Needs: a Rust toolchain, Python 3 with kopf (installed here if missing), etcd (etcd-bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -c 'import kopf, kubernetes' 2>/dev/null || python3 -m pip install --quiet kopf kubernetes
@@ -13,3 +13,5 @@ target/release/apiserver-bench
 target/release/engine-bench
 target/release/compare-bench
 target/release/memory-bench
+# Real etcd members: needs etcd on PATH (sudo apt-get install -y etcd-server).
+target/release/etcd-bench

@@ -124,18 +124,19 @@ async fn converge(args: &Args, n: usize, webhook: Option<std::net::SocketAddr>) 
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     Api::<DynamicObject>::all_with(c.clone(), &uc_ar).create(&PostParams::default(), &controller).await?;
+    let progress = foos::Progress::start(&c, &foos).await?;
     let started = Instant::now();
     foos::create(&foos, n, 8).await?;
     let deadline = started + Duration::from_secs(600);
     loop {
-        let (done_foos, deps) = foos::progress(&c, &foos).await?;
+        let (done_foos, deps) = progress.counts();
         if done_foos == n && deps == n {
             return Ok(started.elapsed());
         }
         if Instant::now() > deadline {
             bail!("not converged after 600 s: {done_foos}/{n} statuses, {deps}/{n} deployments");
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

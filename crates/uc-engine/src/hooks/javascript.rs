@@ -147,7 +147,12 @@ pub struct JsHook {
     console: Arc<Console>,
     pool: Vec<Mutex<Slot>>,
     next: std::sync::atomic::AtomicUsize,
+    /// How long the last call took, in microseconds (see `call`).
+    last_call_us: AtomicU64,
 }
+
+/// A call expected to take longer than this (the last one did) runs with `block_in_place`.
+const INLINE_CALL_US: u64 = 2_000;
 
 struct Slot {
     engine: Option<Engine>,
@@ -229,7 +234,7 @@ impl JsHook {
             pool.push(Mutex::new(Slot { engine, version: 0, deadline, base }));
         }
         let source = parking_lot::RwLock::new((Arc::from(source), 0));
-        Ok(Self { source, limits, console, pool, next: Default::default() })
+        Ok(Self { source, limits, console, pool, next: Default::default(), last_call_us: AtomicU64::new(0) })
     }
 
     /// Replaces the script with `source` if it loads; otherwise the old one stays and the error says
@@ -249,10 +254,20 @@ impl JsHook {
     pub async fn call(&self, kind: HookKind, request: &Value) -> Result<Value, HookError> {
         let text = serde_json::to_string(request).map_err(|e| HookError::InvalidResponse(e.to_string()))?;
         let job = Job { kind, request: &text };
-        let work = || self.call_blocking(&job);
-        // A call is short but may spin until its deadline: let the runtime move other tasks away.
+        let work = || {
+            let start = Instant::now();
+            let result = self.call_blocking(&job);
+            self.last_call_us.store(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+            result
+        };
+        // A call is usually far shorter than handing the worker's tasks to another thread, as
+        // `block_in_place` does (a tenth of the engine's time when every call went that way, in the
+        // convergence profile of docs/benchmarks.md): it runs on the worker. After a slow call (one
+        // may spin until its deadline) the next ones let the runtime move the other tasks away, until
+        // one is quick again.
+        let slow = self.last_call_us.load(Ordering::Relaxed) > INLINE_CALL_US;
         match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(work),
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) if slow => tokio::task::block_in_place(work),
             _ => work(),
         }
     }
