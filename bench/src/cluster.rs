@@ -49,8 +49,21 @@ pub fn status_bytes(pid: u32, field: &str) -> u64 {
 
 /// Starts `<bin> up --port 0 --data-dir <temp> <flags>` and waits for its kubeconfig.
 pub fn start(bin: &Path, flags: &[&str]) -> Result<Uc> {
+    start_pinned(bin, flags, None)
+}
+
+/// As `start`, on the CPUs `cpus` names (`taskset -c`, which execs uc: the pid is uc's) if given.
+pub fn start_pinned(bin: &Path, flags: &[&str], cpus: Option<&str>) -> Result<Uc> {
     let dir = tempfile::tempdir()?;
-    let mut child = Command::new(bin)
+    let mut command = match cpus {
+        Some(cpus) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", cpus]).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    };
+    let mut child = command
         .args(["up", "--port", "0", "--data-dir"])
         .arg(dir.path())
         .args(flags)

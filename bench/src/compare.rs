@@ -16,12 +16,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use uc_bench::cluster;
+mod convergence;
 mod foos;
 use uc_bench::report;
 mod webhook;
 
 use uc_bench::cluster::Uc;
-use webhook::start_webhook;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
@@ -60,7 +60,16 @@ struct Args {
     no_convergence: bool,
     /// The controllers the convergence part runs (e.g. only `uc-js` while profiling it).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "uc-js,uc-webhook,kube-rs,kopf")]
-    impls: Vec<Impl>,
+    impls: Vec<convergence::Impl>,
+    /// Parent counts of the scaling part (uc, JavaScript hook, live).
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
+    scale: Vec<usize>,
+    /// Parents of the cores part (everything pinned to 1, 2, 4 … cores with taskset).
+    #[arg(long, default_value_t = 10_000)]
+    cores_parents: usize,
+    /// Skip the scaling and cores part.
+    #[arg(long)]
+    no_scaling: bool,
     /// Give up on one convergence run after this many seconds.
     #[arg(long, default_value_t = 900)]
     timeout: u64,
@@ -97,10 +106,22 @@ impl Proc {
     }
 }
 
-fn start_uc(bin: &Path, extra: &[&str]) -> Result<Uc> {
+fn start_uc(bin: &Path, extra: &[&str], cpus: Option<&str>) -> Result<Uc> {
     let mut flags = vec!["--no-engine", "--in-memory"];
     flags.extend_from_slice(extra);
-    cluster::start(bin, &flags)
+    cluster::start_pinned(bin, &flags, cpus)
+}
+
+/// `program`, or `taskset -c <cpus> program` (the same process: taskset execs it).
+fn pinned(program: &std::ffi::OsStr, cpus: Option<&str>) -> Command {
+    match cpus {
+        Some(cpus) => {
+            let mut c = Command::new("taskset");
+            c.args([std::ffi::OsStr::new("-c"), std::ffi::OsStr::new(cpus), program]);
+            c
+        }
+        None => Command::new(program),
+    }
 }
 
 async fn client(kubeconfig: &str) -> Result<Client> {
@@ -333,7 +354,7 @@ fn uc_controller(path: &str) -> Result<Value> {
 }
 
 async fn table(args: &Args) -> Result<String> {
-    let uc = start_uc(&args.uc, &["--no-workload-controllers"])?;
+    let uc = start_uc(&args.uc, &["--no-workload-controllers"], None)?;
     let c = client(&uc.kubeconfig).await?;
     prepare_table_cluster(&c).await?;
     // `uc run` from its own copy of the binary, as a controller deployed on its own would be: mapped from
@@ -446,204 +467,6 @@ async fn table(args: &Args) -> Result<String> {
     ))
 }
 
-/// The sample-controller written four ways.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
-enum Impl {
-    UcJs,
-    UcWebhook,
-    KubeRs,
-    Kopf,
-}
-
-const SAMPLE_JS: &str = include_str!("../../examples/sample-controller/sync.js");
-
-async fn converge(
-    args: &Args,
-    n: usize,
-    which: Impl,
-    webhook: std::net::SocketAddr,
-    backlog: bool,
-) -> Result<Option<Duration>> {
-    let (uc, c, foos) = foo_cluster(args).await?;
-    if matches!(which, Impl::UcJs | Impl::UcWebhook) {
-        {
-            for crd in [uc_api::crds::universal_controller_crd(), uc_api::crds::controller_revision_crd()] {
-                create(&c, &crd_resource(), None, crd).await?;
-            }
-            let hook = match which {
-                Impl::UcWebhook => json!({"webhook": {"url": format!("http://{webhook}/")}}),
-                _ => json!({"javascript": {"source": SAMPLE_JS}}),
-            };
-            create(&c, &uc_resource(), None, json!({
-                "apiVersion": "universalcontroller.njuics.cn/v1alpha1", "kind": "UniversalController", "metadata": {"name": "sample-controller"},
-                "spec": {"generateSelector": true, "parentResource": {"apiVersion": "njuics.cn/v1alpha1", "resource": "foos"},
-                         "childResources": [{"apiVersion": "apps/v1", "resource": "deployments", "updateStrategy": {"method": "InPlace"}}],
-                         "hooks": {"sync": hook}}})).await?;
-        }
-    }
-    let spawn = || -> Result<Proc> {
-        Ok(match which {
-            Impl::UcJs | Impl::UcWebhook => Proc::quiet(Command::new(&args.uc).args([
-                "run",
-                "--kubeconfig",
-                &uc.kubeconfig,
-                "--metrics-addr",
-                "127.0.0.1:0",
-                "--leader-election-identity",
-                "bench",
-            ]))?,
-            Impl::KubeRs => Proc::quiet(Command::new(&args.controller).args([
-                "foo",
-                "--kubeconfig",
-                &uc.kubeconfig,
-                "--name",
-                "kube-rs-foo",
-            ]))?,
-            Impl::Kopf => Proc::quiet(
-                Command::new(&args.python)
-                    .args(["-m", "kopf", "run", "--standalone", "--all-namespaces", "--quiet", "bench/kopf/foo.py"])
-                    .env("KUBECONFIG", &uc.kubeconfig),
-            )?,
-        })
-    };
-    // Live: the controller runs while the parents are created. Backlog: it starts once they all exist.
-    let mut proc = if backlog { None } else { Some(spawn()?) };
-    let progress = foos::Progress::start(&c, &foos).await?;
-    let mut started = Instant::now();
-    foos::create(&foos, n, 8).await?;
-    if proc.is_none() {
-        started = Instant::now();
-        proc = Some(spawn()?);
-    }
-    let _proc = proc;
-    let deadline = started + Duration::from_secs(args.timeout);
-    loop {
-        let (done_foos, deps) = progress.counts();
-        if done_foos == n && deps == n {
-            return Ok(Some(started.elapsed()));
-        }
-        if Instant::now() > deadline {
-            println!(
-                "{which:?}: not converged after {} s: {done_foos}/{n} statuses, {deps}/{n} deployments",
-                args.timeout
-            );
-            return Ok(None);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// A cluster for the convergence runs (`uc up --no-engine --no-node`, in memory) with the Foo CRD served.
-async fn foo_cluster(args: &Args) -> Result<(Uc, Client, Api<DynamicObject>)> {
-    let uc = start_uc(&args.uc, &["--no-node"])?;
-    let c = client(&uc.kubeconfig).await?;
-    create(&c, &crd_resource(), None, yaml_file("examples/sample-controller/crd.yaml")?).await?;
-    let foos: Api<DynamicObject> =
-        Api::namespaced_with(c.clone(), "default", &ar("njuics.cn", "v1alpha1", "Foo", "foos"));
-    for _ in 0..100 {
-        if foos.list(&ListParams::default().limit(1)).await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok((uc, c, foos))
-}
-
-/// The write-bound limit in parents/s: the Foos such a cluster takes per second from the 8 creating
-/// clients with no controller running, over the 3 writes a converged parent costs (its create, its
-/// Deployment's, its status).
-async fn write_bound(args: &Args, n: usize) -> Result<f64> {
-    let (_uc, _c, foos) = foo_cluster(args).await?;
-    let start = Instant::now();
-    foos::create(&foos, n, 8).await?;
-    Ok(n as f64 / start.elapsed().as_secs_f64() / 3.0)
-}
-
-async fn convergence(args: &Args) -> Result<String> {
-    let webhook = start_webhook().await?;
-    let mut rows = String::new();
-    let mut verdicts = String::new();
-    let fmt = |t: Option<Duration>, n: usize| match t {
-        Some(t) => format!("{:.2} s ({:.0}/s)", t.as_secs_f64(), n as f64 / t.as_secs_f64()),
-        None => format!("> {} s", args.timeout),
-    };
-    let largest = args.parents.iter().copied().max().unwrap_or(0);
-    let limit = write_bound(args, largest).await?;
-    println!("write-bound limit: {limit:.0} parents/s ({:.0} creates/s of {largest} Foos)", limit * 3.0);
-    for backlog in [false, true] {
-        let mode = if backlog { "backlog" } else { "live" };
-        for &n in &args.parents {
-            let mut times = std::collections::HashMap::new();
-            for &which in &args.impls {
-                let t = converge(args, n, which, webhook, backlog).await?;
-                println!("{n} parents ({mode}), {which:?}: {}", fmt(t, n));
-                times.insert(which, t);
-            }
-            // A controller not run (`--impls`) is a dash; one that did not finish, the timeout.
-            let cell = |which: Impl| times.get(&which).map(|t| fmt(*t, n)).unwrap_or_else(|| "—".into());
-            rows.push_str(&format!(
-                "| {n}, {mode} | {} | {} | {} | {} |\n",
-                cell(Impl::UcJs),
-                cell(Impl::UcWebhook),
-                cell(Impl::KubeRs),
-                cell(Impl::Kopf)
-            ));
-            let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
-            if n == largest
-                && let Some(Some(t)) = times.get(&Impl::UcJs)
-            {
-                let ratio = n as f64 / t.as_secs_f64() / limit;
-                verdicts.push_str(&format!(
-                    "| {n}, {mode}: uc (JS) ≥ 0.5 × the write-bound limit ({limit:.0} parents/s) | {ratio:.2} × | {} |\n",
-                    verdict(ratio >= 0.5)
-                ));
-            }
-            if !(times.contains_key(&Impl::UcJs)
-                && times.contains_key(&Impl::KubeRs)
-                && times.contains_key(&Impl::Kopf))
-            {
-                continue;
-            }
-            let (js, kube, kopf) = (times[&Impl::UcJs], times[&Impl::KubeRs], times[&Impl::Kopf]);
-            let rate = |t: Option<Duration>| t.map(|t| n as f64 / t.as_secs_f64());
-            if n >= 10_000 {
-                let js_ok = js.is_some_and(|t| t.as_secs_f64() <= 30.0);
-                verdicts.push_str(&format!(
-                    "| {n} parents converged ≤ 30 s (uc, JS, {mode}) | {} | {} |\n",
-                    fmt(js, n),
-                    verdict(js_ok)
-                ));
-            }
-            let vs_kube = rate(js).zip(rate(kube)).map(|(a, b)| a / b);
-            // kopf that did not finish in time ran at most n/timeout parents/s.
-            let vs_kopf = rate(js).map(|a| a / rate(kopf).unwrap_or(n as f64 / args.timeout as f64));
-            verdicts.push_str(&format!(
-                "| {n}, {mode}: uc (JS) ≥ 1.0 × kube-rs | {} | {} |\n| {n}, {mode}: uc (JS) ≥ 10 × kopf | {}{} | {} |\n",
-                vs_kube.map(|r| format!("{r:.2} ×")).unwrap_or("—".into()),
-                verdict(vs_kube.is_some_and(|r| r >= 1.0)),
-                vs_kopf.map(|r| format!("{r:.1} ×")).unwrap_or("—".into()),
-                if kopf.is_none() { " (at least)" } else { "" },
-                verdict(vs_kopf.is_some_and(|r| r >= 10.0)),
-            ));
-        }
-    }
-    Ok(format!(
-        "### Convergence: N Foos → Deployments + status\n\n\
-         Parents created by 8 concurrent clients; time until every Foo has its Deployment and a status with a current\n\
-         `observedGeneration`. *Live*: the controller runs while the parents are created, timed from the first\n\
-         create (the creating clients bound this: about as fast as the API server takes the creates); *backlog*:\n\
-         the controller starts once every parent exists, timed from its start (its own throughput). Every controller is its own process against `uc up --no-engine --no-node` (nothing\n\
-         else works on the cluster): uc is `uc run`; kube-rs is `bench-controller foo` (kube-runtime `Controller`,\n\
-         reads the child with a GET, as kube-rs's examples do); kopf is `bench/kopf/foo.py`. Progress is counted by\n\
-         two watches (Foos, Deployments' metadata), not by lists. The write-bound limit is measured first, in\n\
-         the same run: {largest} Foos created by the same 8 clients with no controller running, in creates/s over\n\
-         the 3 writes a converged parent costs: **{limit:.0} parents/s** ({creates:.0} creates/s).\n\n\
-         | parents | uc, JavaScript hook | uc, loopback webhook | kube-rs | kopf |\n| --- | --- | --- | --- | --- |\n{rows}\n\
-         | target | measured | verdict |\n| --- | --- | --- |\n{verdicts}\n",
-        creates = limit * 3.0,
-    ))
-}
-
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
@@ -657,7 +480,10 @@ async fn main() -> Result<()> {
         section.push_str(&table(&args).await?);
     }
     if !args.no_convergence {
-        section.push_str(&convergence(&args).await?);
+        section.push_str(&convergence::convergence(&args).await?);
+    }
+    if !args.no_scaling {
+        section.push_str(&convergence::scaling(&args).await?);
     }
     report::write_section(&args.report, "compare-bench", &section)?;
     println!("report written to {}", args.report.display());

@@ -1,0 +1,303 @@
+//! Convergence of N Foo parents into Deployments + status (compare-bench's second part): uc with the
+//! JavaScript hook, uc with a loopback webhook, the hand-written kube-rs controller and kopf, against the
+//! write-bound limit measured in the same run; then uc alone at 1,000 → 10,000 → 100,000 parents, and
+//! on 1, 2, 4 … cores (taskset).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use kube::Client;
+use kube::api::{Api, DynamicObject, ListParams};
+use serde_json::json;
+use uc_bench::cluster::{self, Uc};
+
+use super::webhook::start_webhook;
+use super::{Args, Proc, ar, client, crd_resource, create, foos, pinned, start_uc, uc_resource, yaml_file};
+
+/// The sample-controller written four ways.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Impl {
+    UcJs,
+    UcWebhook,
+    KubeRs,
+    Kopf,
+}
+
+const SAMPLE_JS: &str = include_str!("../../examples/sample-controller/sync.js");
+
+/// One converged run: its time, and the peak RSS (`VmHWM`) of `uc up` and of the controller.
+pub struct Run {
+    pub time: Duration,
+    pub peak_up: u64,
+    pub peak_controller: u64,
+}
+
+/// Converges `n` parents with `which`, everything pinned to `cpus` if given; None if not in time.
+async fn converge(
+    args: &Args,
+    n: usize,
+    which: Impl,
+    webhook: std::net::SocketAddr,
+    backlog: bool,
+    cpus: Option<&str>,
+) -> Result<Option<Run>> {
+    let (uc, c, foos) = foo_cluster(args, cpus).await?;
+    if matches!(which, Impl::UcJs | Impl::UcWebhook) {
+        {
+            for crd in [uc_api::crds::universal_controller_crd(), uc_api::crds::controller_revision_crd()] {
+                create(&c, &crd_resource(), None, crd).await?;
+            }
+            let hook = match which {
+                Impl::UcWebhook => json!({"webhook": {"url": format!("http://{webhook}/")}}),
+                _ => json!({"javascript": {"source": SAMPLE_JS}}),
+            };
+            create(&c, &uc_resource(), None, json!({
+                "apiVersion": "universalcontroller.njuics.cn/v1alpha1", "kind": "UniversalController", "metadata": {"name": "sample-controller"},
+                "spec": {"generateSelector": true, "parentResource": {"apiVersion": "njuics.cn/v1alpha1", "resource": "foos"},
+                         "childResources": [{"apiVersion": "apps/v1", "resource": "deployments", "updateStrategy": {"method": "InPlace"}}],
+                         "hooks": {"sync": hook}}})).await?;
+        }
+    }
+    let spawn = || -> Result<Proc> {
+        Ok(match which {
+            Impl::UcJs | Impl::UcWebhook => Proc::quiet(pinned(args.uc.as_os_str(), cpus).args([
+                "run",
+                "--kubeconfig",
+                &uc.kubeconfig,
+                "--metrics-addr",
+                "127.0.0.1:0",
+                "--leader-election-identity",
+                "bench",
+            ]))?,
+            Impl::KubeRs => Proc::quiet(pinned(args.controller.as_os_str(), cpus).args([
+                "foo",
+                "--kubeconfig",
+                &uc.kubeconfig,
+                "--name",
+                "kube-rs-foo",
+            ]))?,
+            Impl::Kopf => Proc::quiet(
+                pinned(std::ffi::OsStr::new(&args.python), cpus)
+                    .args(["-m", "kopf", "run", "--standalone", "--all-namespaces", "--quiet", "bench/kopf/foo.py"])
+                    .env("KUBECONFIG", &uc.kubeconfig),
+            )?,
+        })
+    };
+    // Live: the controller runs while the parents are created. Backlog: it starts once they all exist.
+    let mut proc = if backlog { None } else { Some(spawn()?) };
+    let progress = foos::Progress::start(&c, &foos).await?;
+    let mut started = Instant::now();
+    foos::create(&foos, n, 8).await?;
+    if proc.is_none() {
+        started = Instant::now();
+        proc = Some(spawn()?);
+    }
+    let proc = proc.context("the controller")?;
+    let deadline = started + Duration::from_secs(args.timeout);
+    loop {
+        let (done_foos, deps) = progress.counts();
+        if done_foos == n && deps == n {
+            let time = started.elapsed();
+            let (peak_up, peak_controller) = (cluster::status_bytes(uc.pid(), "VmHWM"), proc.status_bytes("VmHWM"));
+            return Ok(Some(Run { time, peak_up, peak_controller }));
+        }
+        if Instant::now() > deadline {
+            println!(
+                "{which:?}: not converged after {} s: {done_foos}/{n} statuses, {deps}/{n} deployments",
+                args.timeout
+            );
+            return Ok(None);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A cluster for the convergence runs (`uc up --no-engine --no-node`, in memory) with the Foo CRD served.
+async fn foo_cluster(args: &Args, cpus: Option<&str>) -> Result<(Uc, Client, Api<DynamicObject>)> {
+    let uc = start_uc(&args.uc, &["--no-node"], cpus)?;
+    let c = client(&uc.kubeconfig).await?;
+    create(&c, &crd_resource(), None, yaml_file("examples/sample-controller/crd.yaml")?).await?;
+    let foos: Api<DynamicObject> =
+        Api::namespaced_with(c.clone(), "default", &ar("njuics.cn", "v1alpha1", "Foo", "foos"));
+    for _ in 0..100 {
+        if foos.list(&ListParams::default().limit(1)).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok((uc, c, foos))
+}
+
+/// The write-bound limit in parents/s: the Foos such a cluster takes per second from the 8 creating
+/// clients with no controller running, over the 3 writes a converged parent costs (its create, its
+/// Deployment's, its status).
+async fn write_bound(args: &Args, n: usize) -> Result<f64> {
+    let (_uc, _c, foos) = foo_cluster(args, None).await?;
+    let start = Instant::now();
+    foos::create(&foos, n, 8).await?;
+    Ok(n as f64 / start.elapsed().as_secs_f64() / 3.0)
+}
+
+pub async fn convergence(args: &Args) -> Result<String> {
+    let webhook = start_webhook().await?;
+    let mut rows = String::new();
+    let mut verdicts = String::new();
+    let fmt = |t: Option<Duration>, n: usize| match t {
+        Some(t) => format!("{:.2} s ({:.0}/s)", t.as_secs_f64(), n as f64 / t.as_secs_f64()),
+        None => format!("> {} s", args.timeout),
+    };
+    let largest = args.parents.iter().copied().max().unwrap_or(0);
+    let limit = write_bound(args, largest).await?;
+    println!("write-bound limit: {limit:.0} parents/s ({:.0} creates/s of {largest} Foos)", limit * 3.0);
+    for backlog in [false, true] {
+        let mode = if backlog { "backlog" } else { "live" };
+        for &n in &args.parents {
+            let mut times = std::collections::HashMap::new();
+            for &which in &args.impls {
+                let t = converge(args, n, which, webhook, backlog, None).await?.map(|r| r.time);
+                println!("{n} parents ({mode}), {which:?}: {}", fmt(t, n));
+                times.insert(which, t);
+            }
+            // A controller not run (`--impls`) is a dash; one that did not finish, the timeout.
+            let cell = |which: Impl| times.get(&which).map(|t| fmt(*t, n)).unwrap_or_else(|| "—".into());
+            rows.push_str(&format!(
+                "| {n}, {mode} | {} | {} | {} | {} |\n",
+                cell(Impl::UcJs),
+                cell(Impl::UcWebhook),
+                cell(Impl::KubeRs),
+                cell(Impl::Kopf)
+            ));
+            let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
+            if n == largest
+                && let Some(Some(t)) = times.get(&Impl::UcJs)
+            {
+                let ratio = n as f64 / t.as_secs_f64() / limit;
+                verdicts.push_str(&format!(
+                    "| {n}, {mode}: uc (JS) ≥ 0.5 × the write-bound limit ({limit:.0} parents/s) | {ratio:.2} × | {} |\n",
+                    verdict(ratio >= 0.5)
+                ));
+            }
+            if !(times.contains_key(&Impl::UcJs)
+                && times.contains_key(&Impl::KubeRs)
+                && times.contains_key(&Impl::Kopf))
+            {
+                continue;
+            }
+            let (js, kube, kopf) = (times[&Impl::UcJs], times[&Impl::KubeRs], times[&Impl::Kopf]);
+            let rate = |t: Option<Duration>| t.map(|t| n as f64 / t.as_secs_f64());
+            if n >= 10_000 {
+                let js_ok = js.is_some_and(|t| t.as_secs_f64() <= 30.0);
+                verdicts.push_str(&format!(
+                    "| {n} parents converged ≤ 30 s (uc, JS, {mode}) | {} | {} |\n",
+                    fmt(js, n),
+                    verdict(js_ok)
+                ));
+            }
+            let vs_kube = rate(js).zip(rate(kube)).map(|(a, b)| a / b);
+            // kopf that did not finish in time ran at most n/timeout parents/s.
+            let vs_kopf = rate(js).map(|a| a / rate(kopf).unwrap_or(n as f64 / args.timeout as f64));
+            verdicts.push_str(&format!(
+                "| {n}, {mode}: uc (JS) ≥ 1.0 × kube-rs | {} | {} |\n| {n}, {mode}: uc (JS) ≥ 10 × kopf | {}{} | {} |\n",
+                vs_kube.map(|r| format!("{r:.2} ×")).unwrap_or("—".into()),
+                verdict(vs_kube.is_some_and(|r| r >= 1.0)),
+                vs_kopf.map(|r| format!("{r:.1} ×")).unwrap_or("—".into()),
+                if kopf.is_none() { " (at least)" } else { "" },
+                verdict(vs_kopf.is_some_and(|r| r >= 10.0)),
+            ));
+        }
+    }
+    Ok(format!(
+        "### Convergence: N Foos → Deployments + status\n\n\
+         Parents created by 8 concurrent clients; time until every Foo has its Deployment and a status with a current\n\
+         `observedGeneration`. *Live*: the controller runs while the parents are created, timed from the first\n\
+         create (the creating clients bound this: about as fast as the API server takes the creates); *backlog*:\n\
+         the controller starts once every parent exists, timed from its start (its own throughput). Every controller is its own process against `uc up --no-engine --no-node` (nothing\n\
+         else works on the cluster): uc is `uc run`; kube-rs is `bench-controller foo` (kube-runtime `Controller`,\n\
+         reads the child with a GET, as kube-rs's examples do); kopf is `bench/kopf/foo.py`. Progress is counted by\n\
+         two watches (Foos, Deployments' metadata), not by lists. The write-bound limit is measured first, in\n\
+         the same run: {largest} Foos created by the same 8 clients with no controller running, in creates/s over\n\
+         the 3 writes a converged parent costs: **{limit:.0} parents/s** ({creates:.0} creates/s).\n\n\
+         | parents | uc, JavaScript hook | uc, loopback webhook | kube-rs | kopf |\n| --- | --- | --- | --- | --- |\n{rows}\n\
+         | target | measured | verdict |\n| --- | --- | --- |\n{verdicts}\n",
+        creates = limit * 3.0,
+    ))
+}
+
+/// Parents/s of a run.
+fn rate(n: usize, t: Duration) -> f64 {
+    n as f64 / t.as_secs_f64()
+}
+
+/// uc (JavaScript hook, live) at each `--scale` count, with each process's peak RSS, and at
+/// `--cores-parents` on 1, 2, 4 … of the machine's cores.
+pub async fn scaling(args: &Args) -> Result<String> {
+    let webhook = start_webhook().await?;
+    let mb = |b: u64| b as f64 / 1e6;
+    let mut rows = String::new();
+    let mut last: Option<(usize, Run)> = None;
+    let mut verdicts = String::new();
+    for &n in &args.scale {
+        let Some(run) = converge(args, n, Impl::UcJs, webhook, false, None).await? else {
+            rows.push_str(&format!("| {n} | > {} s | | | | | |\n", args.timeout));
+            continue;
+        };
+        println!("scaling: {n} parents in {:.2} s", run.time.as_secs_f64());
+        // The log-log slope of time over parents: 1.0 is a flat cost per parent.
+        let slope = last
+            .as_ref()
+            .map(|(m, r)| (run.time.as_secs_f64() / r.time.as_secs_f64()).ln() / (n as f64 / *m as f64).ln());
+        rows.push_str(&format!(
+            "| {n} | {:.2} s | {:.0}/s | {:.0} µs | {} | {:.1} MB | {:.1} MB |\n",
+            run.time.as_secs_f64(),
+            rate(n, run.time),
+            run.time.as_secs_f64() * 1e6 / n as f64,
+            slope.map(|s| format!("{s:.2}")).unwrap_or("—".into()),
+            mb(run.peak_up),
+            mb(run.peak_controller),
+        ));
+        if n >= 100_000 {
+            let ok = run.time <= Duration::from_secs(60);
+            verdicts.push_str(&format!(
+                "| {n} parents converged (live) ≤ 60 s | {:.2} s | {} |\n",
+                run.time.as_secs_f64(),
+                if ok { "met" } else { "NOT met" }
+            ));
+        }
+        last = Some((n, run));
+    }
+    let all = crate::report::cores();
+    let mut counts: Vec<usize> =
+        std::iter::successors(Some(1usize), |c| Some(c * 2)).take_while(|c| *c < all).collect();
+    counts.push(all);
+    let n = args.cores_parents;
+    let mut core_rows = String::new();
+    let mut one = None;
+    for cores in counts {
+        let cpus = format!("0-{}", cores - 1);
+        let run = converge(args, n, Impl::UcJs, webhook, false, Some(&cpus)).await?;
+        let Some(run) = run else {
+            core_rows.push_str(&format!("| {cores} | > {} s | | |\n", args.timeout));
+            continue;
+        };
+        println!("cores: {n} parents on {cores} cores in {:.2} s", run.time.as_secs_f64());
+        let r = rate(n, run.time);
+        let base = *one.get_or_insert(r);
+        core_rows.push_str(&format!("| {cores} | {:.2} s | {r:.0}/s | {:.2} × |\n", run.time.as_secs_f64(), r / base));
+    }
+    if !verdicts.is_empty() {
+        verdicts = format!("| target | measured | verdict |\n| --- | --- | --- |\n{verdicts}\n");
+    }
+    Ok(format!(
+        "### Scaling: parents (uc, JavaScript hook, live)\n\n\
+         The same convergence run as above at each size; *slope* is the log-log slope of time over parents\n\
+         from the row above (1.0: the cost per parent stays flat); peak RSS is `VmHWM` of `uc up` (the API\n\
+         server holding every Foo and Deployment) and of `uc run` (its caches of both), read at convergence.\n\n\
+         | parents | time | parents/s | wall time per parent | slope | peak RSS `uc up` | peak RSS `uc run` |\n\
+         | --- | --- | --- | --- | --- | --- | --- |\n{rows}\n\
+         {verdicts}\
+         ### Cores: {n} parents (uc, JavaScript hook, live), everything pinned with `taskset`\n\n\
+         `uc up` and `uc run` on cores `0-(k-1)`; the benchmark's own clients are not pinned. This machine\n\
+         has {all} cores; a larger one extends the table.\n\n\
+         | cores | time | parents/s | × of 1 core |\n| --- | --- | --- | --- |\n{core_rows}\n"
+    ))
+}
