@@ -112,6 +112,12 @@ fn start_uc(bin: &Path, extra: &[&str], cpus: Option<&str>) -> Result<Uc> {
     cluster::start_pinned(bin, &flags, cpus)
 }
 
+/// `uc run`'s arguments against `kubeconfig`. One lease identity for every run: the next engine takes
+/// the last one's lease back at once.
+fn uc_run_args(kubeconfig: &str) -> [&str; 7] {
+    ["run", "--kubeconfig", kubeconfig, "--metrics-addr", "127.0.0.1:0", "--leader-election-identity", "bench"]
+}
+
 /// `program`, or `taskset -c <cpus> program` (the same process: taskset execs it).
 fn pinned(program: &std::ffi::OsStr, cpus: Option<&str>) -> Command {
     match cpus {
@@ -293,16 +299,7 @@ async fn run_scenario(
                     create(c, &uc_resource(), None, o.clone()).await?;
                     ucs.push(o["metadata"]["name"].as_str().unwrap_or_default().to_string());
                 }
-                procs.push(Proc::quiet(Command::new(controller_uc).args([
-                    "run",
-                    "--kubeconfig",
-                    &uc.kubeconfig,
-                    "--metrics-addr",
-                    "127.0.0.1:0",
-                    // One name for every scenario's engine: the next takes the last one's lease back.
-                    "--leader-election-identity",
-                    "bench",
-                ]))?);
+                procs.push(Proc::quiet(Command::new(controller_uc).args(uc_run_args(&uc.kubeconfig)))?);
                 clients.push(format!("uc-engine/{} (bench)", env!("CARGO_PKG_VERSION")));
             }
             Member::KubeRs(kind, name) => {

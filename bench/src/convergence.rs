@@ -12,7 +12,9 @@ use serde_json::json;
 use uc_bench::cluster::{self, Uc};
 
 use super::webhook::start_webhook;
-use super::{Args, Proc, ar, client, crd_resource, create, foos, pinned, start_uc, uc_resource, yaml_file};
+use super::{
+    Args, Proc, ar, client, crd_resource, create, foos, pinned, start_uc, uc_resource, uc_run_args, yaml_file,
+};
 
 /// The sample-controller written four ways.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
@@ -60,15 +62,9 @@ async fn converge(
     }
     let spawn = || -> Result<Proc> {
         Ok(match which {
-            Impl::UcJs | Impl::UcWebhook => Proc::quiet(pinned(args.uc.as_os_str(), cpus).args([
-                "run",
-                "--kubeconfig",
-                &uc.kubeconfig,
-                "--metrics-addr",
-                "127.0.0.1:0",
-                "--leader-election-identity",
-                "bench",
-            ]))?,
+            Impl::UcJs | Impl::UcWebhook => {
+                Proc::quiet(pinned(args.uc.as_os_str(), cpus).args(uc_run_args(&uc.kubeconfig)))?
+            }
             Impl::KubeRs => Proc::quiet(pinned(args.controller.as_os_str(), cpus).args([
                 "foo",
                 "--kubeconfig",
