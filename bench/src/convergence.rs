@@ -25,7 +25,8 @@ pub enum Impl {
     Kopf,
 }
 
-const SAMPLE_JS: &str = include_str!("../../examples/sample-controller/sync.js");
+/// The Foo hook (the thesis's listing 5.2 computing the status as the other controllers do: see the file).
+const SAMPLE_JS: &str = include_str!("../foo-sync.js");
 
 /// One converged run: its time, and the peak RSS (`VmHWM`) of `uc up` and of the controller.
 pub struct Run {

@@ -38,7 +38,8 @@ struct Args {
     report: PathBuf,
 }
 
-const SAMPLE_JS: &str = include_str!("../../examples/sample-controller/sync.js");
+/// The Foo hook (the thesis's listing 5.2 computing the status as the other controllers do: see the file).
+const SAMPLE_JS: &str = include_str!("../foo-sync.js");
 
 fn sample_request(i: usize) -> Value {
     json!({

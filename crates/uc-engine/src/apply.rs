@@ -53,6 +53,41 @@ pub fn apply(observed: &Value, desired: &Value) -> Value {
     out
 }
 
+/// Whether `apply(observed, desired)` would give `observed` back — the question the plan asks of every
+/// existing child on every sync — answered without building the merge. `false` also where it cannot
+/// tell cheaply (lists whose items repeat a key); the caller then merges.
+pub fn unchanged(observed: &Value, desired: &Value) -> bool {
+    let desired = sanitize_desired(desired);
+    let recorded = observed.pointer("/metadata/annotations").and_then(|a| a.get(LAST_APPLIED)).and_then(Value::as_str);
+    // The annotation `apply` writes is the desired state's text: the same text means the last applied
+    // configuration is the desired one, and the merge reduces to laying `desired` over `observed`.
+    recorded.is_some_and(|r| serde_json::to_string(&desired).is_ok_and(|d| d == r)) && covers(observed, &desired)
+}
+
+/// Whether `merge(Some(observed), Some(desired), desired) == observed`, i.e. `observed` already holds
+/// everything `desired` (also the last applied configuration) sets.
+fn covers(observed: &Value, desired: &Value) -> bool {
+    match (observed, desired) {
+        (Value::Object(o), Value::Object(d)) => d.iter().all(|(k, dv)| o.get(k).is_some_and(|ov| covers(ov, dv))),
+        (Value::Array(o), Value::Array(d)) => match list_map_key(o, d) {
+            Some(key) => covers_list_map(o, d, key),
+            None => o == d,
+        },
+        _ => observed == desired,
+    }
+}
+
+/// `covers` for a list merged by `key`: the merge lists the desired items in their order, then the
+/// observed ones uc never applied.
+fn covers_list_map(observed: &[Value], desired: &[Value], key: &str) -> bool {
+    let keys: Vec<&Value> = desired.iter().map(|d| d.get(key).unwrap_or(&Value::Null)).collect();
+    let distinct = keys.iter().enumerate().all(|(i, k)| !keys[..i].contains(k));
+    distinct
+        && observed.len() >= desired.len()
+        && desired.iter().zip(observed).all(|(d, o)| o.get(key) == d.get(key) && covers(o, d))
+        && observed[desired.len()..].iter().all(|o| !keys.contains(&o.get(key).unwrap_or(&Value::Null)))
+}
+
 /// A new object for `desired`, carrying the annotation.
 pub fn create(desired: &Value) -> Value {
     let desired = sanitize_desired(desired);
@@ -165,6 +200,92 @@ mod tests {
         );
         // Applying the same desired state again changes nothing.
         assert_eq!(apply(&out, &desired), out);
+    }
+
+    /// `unchanged` agrees with the merge wherever it answers yes, and says yes for the common case.
+    #[test]
+    fn unchanged_is_what_the_merge_says() {
+        let desired = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "labels": {"a": "1"}},
+            "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "app", "image": "a:1"}, {"name": "b", "image": "b"}]}}}});
+        let stored = {
+            let mut o = create(&desired);
+            // What the server and others add: defaults, status, an injected container, metadata.
+            o["metadata"]["resourceVersion"] = json!("9");
+            o["metadata"]["labels"]["other"] = json!("x");
+            o["spec"]["strategy"] = json!({"type": "RollingUpdate"});
+            o["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = json!("IfNotPresent");
+            o["spec"]["template"]["spec"]["containers"].as_array_mut().unwrap().push(json!({"name": "sidecar"}));
+            o["status"] = json!({"replicas": 1});
+            o
+        };
+        let cases = [
+            (stored.clone(), desired.clone()),
+            (
+                stored.clone(),
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "labels": {"a": "1"}}, "spec": {"replicas": 2}}),
+            ),
+            (
+                {
+                    let mut o = stored.clone();
+                    o["spec"]["replicas"] = json!(3);
+                    o
+                },
+                desired.clone(),
+            ),
+            (
+                {
+                    let mut o = stored.clone();
+                    o["metadata"]["labels"].as_object_mut().unwrap().remove("a");
+                    o
+                },
+                desired.clone(),
+            ),
+            (
+                {
+                    let mut o = stored.clone();
+                    o["spec"]["template"]["spec"]["containers"].as_array_mut().unwrap().swap(0, 1);
+                    o
+                },
+                desired.clone(),
+            ),
+            (
+                {
+                    let mut o = stored.clone();
+                    o["spec"]["template"]["spec"]["containers"][2]["name"] = json!("b");
+                    o
+                },
+                desired.clone(),
+            ),
+            (
+                {
+                    let mut o = stored.clone();
+                    o["metadata"]["annotations"].as_object_mut().unwrap().remove(LAST_APPLIED);
+                    o
+                },
+                desired.clone(),
+            ),
+            (stored.clone(), {
+                let mut d = desired.clone();
+                d["metadata"]["annotations"] = json!({"note": "n"});
+                d
+            }),
+            (stored.clone(), {
+                let mut d = desired.clone();
+                d["spec"]["template"]["spec"]["containers"][1]["name"] = json!("app");
+                d
+            }),
+            (create(&json!({"args": ["a", "b"]})), json!({"args": ["a", "b"]})),
+            (create(&json!({"args": ["a", "b"]})), json!({"args": ["b", "a"]})),
+        ];
+        for (i, (o, d)) in cases.iter().enumerate() {
+            let same = apply(o, d) == *o;
+            assert!(!unchanged(o, d) || same, "case {i}: unchanged says yes, the merge no");
+        }
+        assert!(unchanged(&cases[0].0, &cases[0].1), "what uc applied, with what others added");
+        assert!(unchanged(&cases[9].0, &cases[9].1));
+        for i in [1, 2, 3, 4, 5, 6, 7, 10] {
+            assert!(!unchanged(&cases[i].0, &cases[i].1), "case {i} changes");
+        }
     }
 
     #[test]

@@ -6,13 +6,14 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 
 use futures::StreamExt;
-use kube::api::{Api, ApiResource, DynamicObject};
+use kube::api::{Api, ApiResource};
 use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
 use crate::metrics::Metrics;
+use crate::raw::RawObject;
 
 /// An object in a cache.
 pub type Obj = Arc<Value>;
@@ -272,7 +273,7 @@ impl InformerHub {
             metrics: self.metrics.clone(),
         });
         self.metrics.watch_opened(&id);
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), ar);
+        let api: Api<RawObject> = Api::all_with(self.client.clone(), ar);
         let weak = Arc::downgrade(&informer);
         let task = tokio::spawn(run_watch(api, weak, synced_tx));
         *informer.task.lock() = Some(task);
@@ -284,26 +285,16 @@ impl InformerHub {
 
 /// The object as the cache keeps it: without `managedFields`, which nothing in the engine reads
 /// (children are applied from their desired state, hooks get objects as `kubectl get` shows them),
-/// as kube-rs's reflectors are advised to drop them.
-/// The object as the cache keeps it, without managed fields. The decoded body (everything but the
-/// type and metadata) is moved in, not serialised again: converting whole objects was most of the
-/// informers' time in the convergence profile (docs/benchmarks.md).
-fn cached(o: DynamicObject) -> serde_json::Result<Value> {
-    let DynamicObject { types, mut metadata, data } = o;
-    metadata.managed_fields = None;
-    let mut map = match data {
-        Value::Object(m) => m,
-        _ => serde_json::Map::new(),
-    };
-    if let Some(t) = types {
-        map.insert("apiVersion".into(), Value::String(t.api_version));
-        map.insert("kind".into(), Value::String(t.kind));
+/// as kube-rs's reflectors are advised to drop them. The decoded object is moved in, not copied.
+fn cached(o: RawObject) -> Value {
+    let mut body = o.body;
+    if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
     }
-    map.insert("metadata".into(), serde_json::to_value(&metadata)?);
-    Ok(Value::Object(map))
+    body
 }
 
-async fn run_watch(api: Api<DynamicObject>, informer: Weak<Informer>, synced: watch::Sender<bool>) {
+async fn run_watch(api: Api<RawObject>, informer: Weak<Informer>, synced: watch::Sender<bool>) {
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
     let mut fresh: Option<HashMap<ObjKey, Obj>> = None;
@@ -319,7 +310,8 @@ async fn run_watch(api: Api<DynamicObject>, informer: Weak<Informer>, synced: wa
         match ev {
             watcher::Event::Init => fresh = Some(HashMap::new()),
             watcher::Event::InitApply(o) => {
-                if let (Some(f), Ok(v)) = (fresh.as_mut(), cached(o)) {
+                if let Some(f) = fresh.as_mut() {
+                    let v = cached(o);
                     f.insert(key_of(&v), Arc::new(v));
                 }
             }
@@ -351,13 +343,12 @@ async fn run_watch(api: Api<DynamicObject>, informer: Weak<Informer>, synced: wa
                 let _ = synced.send(true);
             }
             watcher::Event::Apply(o) => {
-                let Ok(v) = cached(o) else { continue };
-                let obj = Arc::new(v);
+                let obj = Arc::new(cached(o));
                 let old = inf.cache.write().put(obj.clone());
                 inf.publish(Change { object: obj, old, deleted: false });
             }
             watcher::Event::Delete(o) => {
-                let Ok(v) = cached(o) else { continue };
+                let v = cached(o);
                 let key = key_of(&v);
                 let old = inf.cache.write().remove(&key);
                 inf.publish(Change { object: Arc::new(v), old, deleted: true });
@@ -381,12 +372,12 @@ mod tests {
             "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
             "status": {"readyReplicas": 1}
         });
-        let o: DynamicObject = serde_json::from_value(obj.clone()).unwrap();
+        let o: RawObject = serde_json::from_value(obj.clone()).unwrap();
         let mut expected = obj;
         expected["metadata"].as_object_mut().unwrap().remove("managedFields");
-        assert_eq!(cached(o).unwrap(), expected);
+        assert_eq!(cached(o), expected);
         // A body without type fields or anything beyond metadata.
-        let bare: DynamicObject = serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap();
-        assert_eq!(cached(bare).unwrap(), json!({"metadata": {"name": "x"}}));
+        let bare: RawObject = serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap();
+        assert_eq!(cached(bare), json!({"metadata": {"name": "x"}}));
     }
 }

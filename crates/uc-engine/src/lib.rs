@@ -22,6 +22,7 @@ pub mod names;
 pub mod ownership;
 pub mod plan;
 pub mod queue;
+pub mod raw;
 pub mod recording;
 pub mod resources;
 pub mod revision;

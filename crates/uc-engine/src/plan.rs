@@ -94,6 +94,9 @@ pub fn plan(
             actions.push(Action::Create(apply::create(&d)));
             continue;
         };
+        if apply::unchanged(o, &d) {
+            continue;
+        }
         let merged = apply::apply(o, &d);
         if merged == ***o {
             continue;

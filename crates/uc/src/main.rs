@@ -261,8 +261,8 @@ struct RunArgs {
     /// Address of /metrics, /healthz and /readyz.
     #[arg(long, default_value = "127.0.0.1:9090")]
     metrics_addr: std::net::SocketAddr,
-    /// Workers per controller.
-    #[arg(long, default_value_t = 8)]
+    /// Workers per controller: parents reconciled at once.
+    #[arg(long, default_value_t = uc_engine::manager::DEFAULT_WORKERS)]
     workers: usize,
     /// Apply children client-side (a three-way merge with uc's last-applied annotation, like
     /// `kubectl apply`) instead of server-side apply (field manager `uc`, forced); clusters without

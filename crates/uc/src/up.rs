@@ -34,8 +34,8 @@ pub struct UpArgs {
     /// <data-dir>/metrics-address).
     #[arg(long, default_value_t = 0)]
     metrics_port: u16,
-    /// Workers per controller.
-    #[arg(long, default_value_t = 8)]
+    /// Workers per controller: parents reconciled at once.
+    #[arg(long, default_value_t = uc_engine::manager::DEFAULT_WORKERS)]
     workers: usize,
     /// Run only the API server, without the controller engine.
     #[arg(long)]

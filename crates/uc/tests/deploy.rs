@@ -65,15 +65,20 @@ fn the_dockerfile_builds_the_binary_cargo_builds_and_runs_it_as_non_root_on_dist
     }
     let run = ins.iter().find(|(op, _)| op == "RUN").map(|(_, a)| a.as_str()).expect("a RUN");
     assert_eq!(
-        run, "cargo build --release --locked -p uc --no-default-features --features jemalloc",
+        run, "cargo build --profile controller --locked -p uc --no-default-features --features jemalloc",
         "the build is this repository's"
     );
+    // The profile is the workspace's: chosen for a controller's memory (docs/benchmarks.md, Table 5-2).
+    let workspace = repo_file("Cargo.toml");
+    let profile: Vec<&str> =
+        workspace.lines().skip_while(|l| *l != "[profile.controller]").take_while(|l| !l.is_empty()).collect();
+    assert!(profile.contains(&"lto = \"fat\"") && profile.contains(&"codegen-units = 1"), "{profile:?}");
     // Without the default `cluster` feature (the image runs `uc run`, never `uc up`), with the allocator.
     let manifest = repo_file("crates/uc/Cargo.toml");
     let default = manifest.lines().find(|l| l.starts_with("default = ")).expect("default features");
     assert!(default.contains("\"cluster\"") && default.contains("\"jemalloc\""), "{default}");
     assert!(manifest.lines().any(|l| l.starts_with("cluster = [")), "a `cluster` feature");
-    // The binary copied is the one that build makes: target/release/<the uc binary's name>.
+    // The binary copied is the one that build makes: target/controller/<the uc binary's name>.
     let binary = std::path::Path::new(env!("CARGO_BIN_EXE_uc")).file_name().unwrap().to_str().unwrap();
     let copy = ins
         .iter()
@@ -83,7 +88,7 @@ fn the_dockerfile_builds_the_binary_cargo_builds_and_runs_it_as_non_root_on_dist
     let workdir = ins.iter().find(|(op, _)| op == "WORKDIR").map(|(_, a)| a.as_str()).expect("WORKDIR");
     let parts: Vec<&str> = copy.split_whitespace().collect();
     assert_eq!(parts[0], format!("--from={stage}"));
-    assert_eq!(parts[1], format!("{workdir}/target/release/{binary}"));
+    assert_eq!(parts[1], format!("{workdir}/target/controller/{binary}"));
     let user = ins.iter().rev().find(|(op, _)| op == "USER").map(|(_, a)| a.as_str()).expect("USER");
     assert!(!user.starts_with('0') && !user.starts_with("root"), "runs as non-root: {user}");
     let entry = ins.iter().find(|(op, _)| op == "ENTRYPOINT").map(|(_, a)| a.as_str()).expect("ENTRYPOINT");

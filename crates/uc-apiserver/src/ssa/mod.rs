@@ -149,9 +149,15 @@ pub fn apply(
     };
     let intent = owned_part(applied, w.scope);
     let claimed = walk::fields_of(&intent, shape);
-    let before = owned_part(&base, w.scope);
-    let changed = walk::diff(&before, &walk::merge(&before, &intent, shape), shape).all();
     let mine = |e: &Entry| e.is(w.manager, Operation::Apply, w.subresource);
+    // What the apply changes, against which other managers' fields conflict: only worked out when
+    // there are other managers (an apply that creates has none).
+    let changed = if entries.iter().any(|e| !mine(e)) {
+        let before = owned_part(&base, w.scope);
+        walk::diff(&before, &walk::merge(&before, &intent, shape), shape).all()
+    } else {
+        FieldSet::new()
+    };
     let mut conflicts = Vec::new();
     for e in entries.iter_mut().filter(|e| !mine(e)) {
         let taken = e.fields.intersection(&changed);

@@ -3,15 +3,19 @@
 //! resourceVersion.
 
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
+use kube::Resource;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
 use serde_json::{Value, json};
 use uc_api::meta::{controller_owner_reference, meta_str};
 
+use super::echoes::Written;
 use super::errors::{SyncError, SyncReason};
 use super::shared::{Shared, to_dynamic};
 use super::written::digest;
 use crate::apply;
+use crate::informer::key_of;
 use crate::plan::Action;
 
 /// The merge patch that adopts `obj` for `parent` (adds a controller ownerReference) or releases it
@@ -35,6 +39,28 @@ pub(super) fn ownership_patch(parent: &Value, obj: &Value) -> (bool, Value) {
 
 impl Shared {
     pub(super) async fn execute(&self, parent: &Value, action: Action) -> Result<(), SyncError> {
+        // A create or update is expected back as a watch event (`echoes`) unless it fails or the
+        // server stored nothing new.
+        let echo = match &action {
+            Action::Create(o) | Action::Update(o) => self
+                .child_index_of(o)
+                .map(|i| (Written::Child(i, key_of(o)), meta_str(o, "resourceVersion").to_string())),
+            _ => None,
+        };
+        if let Some((e, _)) = &echo {
+            self.echoes.expect(&key_of(parent), e.clone(), Instant::now());
+        }
+        let r = self.carry_out(parent, action).await;
+        if let Some((e, before)) = echo
+            && !matches!(&r, Ok(Some(stored)) if *stored != before)
+        {
+            self.echoes.cancel(&e);
+        }
+        r.map(|_| ())
+    }
+
+    /// Carries out one action; for a create or update, the resourceVersion the server stored.
+    async fn carry_out(&self, parent: &Value, action: Action) -> Result<Option<String>, SyncError> {
         match action {
             Action::Create(obj) | Action::Update(obj) if self.child_type_of(&obj).is_none() => Err(SyncError::new(
                 SyncReason::InvalidChild,
@@ -47,14 +73,15 @@ impl Shared {
                 let t = self.child_type_of(&obj).map(|t| t.res.clone()).unwrap_or_else(|| self.parent.clone());
                 let api = self.api(&t, meta_str(&obj, "namespace"));
                 let name = meta_str(&obj, "name").to_string();
-                api.create(&PostParams::default(), &to_dynamic(obj, SyncReason::InvalidChild)?)
+                let stored = api
+                    .create(&PostParams::default(), &to_dynamic(obj, SyncReason::InvalidChild)?)
                     .await
                     .map_err(|e| SyncError::kube(&format!("creating {} {name}", t.ar.kind), e))?;
-                Ok(())
+                Ok(stored.metadata.resource_version)
             }
             Action::Update(obj) => {
                 if self.written.already_written(&obj, &obj) {
-                    return Ok(());
+                    return Ok(None);
                 }
                 let t = self.child_type_of(&obj).map(|t| t.res.clone()).unwrap_or_else(|| self.parent.clone());
                 let api = self.api(&t, meta_str(&obj, "namespace"));
@@ -64,8 +91,9 @@ impl Shared {
                     .replace(&name, &PostParams::default(), &to_dynamic(obj, SyncReason::InvalidChild)?)
                     .await
                     .map_err(|e| SyncError::kube(&format!("updating {} {name}", t.ar.kind), e))?;
-                self.written.remember(&uid, sent, stored.metadata.resource_version.unwrap_or_default());
-                Ok(())
+                let rv = stored.metadata.resource_version.unwrap_or_default();
+                self.written.remember(&uid, sent, rv.clone());
+                Ok(Some(rv))
             }
             Action::Delete { name, namespace, uid } => {
                 let t = self
@@ -75,20 +103,20 @@ impl Shared {
                         t.informer.get(&(namespace.clone(), name.clone())).is_some_and(|o| meta_str(&o, "uid") == uid)
                     })
                     .map(|t| t.res.clone());
-                let Some(t) = t else { return Ok(()) };
+                let Some(t) = t else { return Ok(None) };
                 let dp = DeleteParams {
                     preconditions: Some(Preconditions { uid: Some(uid), resource_version: None }),
                     propagation_policy: Some(PropagationPolicy::Background),
                     ..Default::default()
                 };
                 match self.api(&t, &namespace).delete(&name, &dp).await {
-                    Ok(_) => Ok(()),
-                    Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+                    Ok(_) => Ok(None),
+                    Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
                     Err(e) => Err(SyncError::kube(&format!("deleting {} {name}", t.ar.kind), e)),
                 }
             }
             Action::Adopt(obj) | Action::Release(obj) => {
-                let Some(t) = self.child_type_of(&obj).map(|t| t.res.clone()) else { return Ok(()) };
+                let Some(t) = self.child_type_of(&obj).map(|t| t.res.clone()) else { return Ok(None) };
                 let (adopt, patch) = ownership_patch(parent, &obj);
                 self.api(&t, meta_str(&obj, "namespace"))
                     .patch(meta_str(&obj, "name"), &PatchParams::default(), &Patch::Merge(&patch))
@@ -97,14 +125,14 @@ impl Shared {
                         let verb = if adopt { "adopting" } else { "releasing" };
                         SyncError::kube(&format!("{verb} {}", meta_str(&obj, "name")), e)
                     })?;
-                Ok(())
+                Ok(None)
             }
         }
     }
 
     /// Creates or updates a child with server-side apply; a cluster that answers 415 gets the
     /// client-side create or update from then on.
-    async fn server_side_apply(&self, parent: &Value, obj: Value) -> Result<(), SyncError> {
+    async fn server_side_apply(&self, parent: &Value, obj: Value) -> Result<Option<String>, SyncError> {
         let t = self.child_type_of(&obj).map(|t| t.res.clone()).unwrap_or_else(|| self.parent.clone());
         // The body is the desired object (with uc's annotation, which keeps the diff exact), never the
         // merge: with server-side apply the server merges, and owns the other fields' fate.
@@ -114,8 +142,8 @@ impl Shared {
         };
         let name = meta_str(&obj, "name").to_string();
         let params = PatchParams::apply("uc").force();
-        match self.api(&t, meta_str(&obj, "namespace")).patch(&name, &params, &Patch::Apply(&body)).await {
-            Ok(_) => Ok(()),
+        match self.raw_api(&t, meta_str(&obj, "namespace")).patch(&name, &params, &Patch::Apply(&body)).await {
+            Ok(stored) => Ok(stored.meta().resource_version.clone()),
             Err(kube::Error::Api(s)) if s.code == 415 => {
                 tracing::warn!(controller = %self.name, "the cluster does not support server-side apply; using client-side apply");
                 self.ssa_unsupported.store(true, Ordering::Release);
@@ -124,7 +152,7 @@ impl Shared {
                 } else {
                     Action::Update(obj)
                 };
-                Box::pin(self.execute(parent, action)).await
+                Box::pin(self.carry_out(parent, action)).await
             }
             Err(e) => Err(SyncError::kube(&format!("applying {} {name}", t.ar.kind), e)),
         }

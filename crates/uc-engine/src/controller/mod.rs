@@ -7,6 +7,7 @@
 
 mod claim;
 mod decorate;
+mod echoes;
 mod errors;
 mod execute;
 mod finalizer;
@@ -340,6 +341,7 @@ async fn start_part(
         failures: Mutex::new(BTreeMap::new()),
         synced: Default::default(),
         written: Default::default(),
+        echoes: Default::default(),
         vanished: Default::default(),
         ssa_unsupported: Default::default(),
         recorder: ctx.metrics.recordings.of(name),
@@ -355,8 +357,10 @@ async fn start_part(
         let ignore_status = s.spec.parent_resource.ignore_status_changes == Some(true);
         while let Some(ch) = rx.recv().await {
             let key = key_of(&ch.object);
+            s.echoes.seen(&echoes::Written::Parent(key.clone()));
             if ch.deleted {
                 // Nothing about a deleted parent outlives it.
+                s.echoes.forget(&key);
                 s.written.forget(meta_str(&ch.object, "uid"));
                 s.related_rules.lock().remove(&key);
                 s.vanished.lock().remove(&key);
@@ -372,6 +376,7 @@ async fn start_part(
         let s = shared.clone();
         tasks.push(tokio::spawn(async move {
             while let Some(ch) = rx.recv().await {
+                s.echoes.seen(&echoes::Written::Child(i, key_of(&ch.object)));
                 if ch.deleted {
                     s.written.forget(meta_str(&ch.object, "uid"));
                 }
@@ -394,11 +399,7 @@ async fn start_part(
             s.queue.add(key_of(&p));
         }
         s.synced.store(true, std::sync::atomic::Ordering::Release);
-        let mut workers = Vec::new();
-        for _ in 0..s.ctx.workers.max(1) {
-            let s = s.clone();
-            workers.push(tokio::spawn(async move { s.work().await }));
-        }
+        let workers = tokio::spawn(s.clone().work());
         let resync = s.spec.resync_period_seconds.filter(|p| *p > 0.0).map(Duration::from_secs_f64);
         if let Some(period) = resync {
             loop {
@@ -408,8 +409,16 @@ async fn start_part(
                 }
             }
         }
-        for w in workers {
-            let _ = w.await;
+        let _ = workers.await;
+    }));
+    // Parents whose writes' events never came are reconciled after all (`echoes`).
+    let s = shared.clone();
+    tasks.push(tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(echoes::TTL / 3).await;
+            for k in s.echoes.lapse(std::time::Instant::now()) {
+                s.queue.add(k);
+            }
         }
     }));
     if watch_sources {

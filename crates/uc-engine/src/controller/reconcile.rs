@@ -33,44 +33,66 @@ const CONFLICT_RETRIES: u32 = 5;
 const MAX_RESYNC_SECONDS: f64 = 86_400.0;
 
 impl Shared {
-    /// A worker: reconciles queued parents one at a time, retrying failures with backoff.
+    /// Reconciles queued parents, up to `workers` at once (each parent one at a time: the queue hands a
+    /// key to one taker until it is done). A task per reconcile rather than a standing task per worker:
+    /// an idle controller holds one task, not `workers` of them.
     pub(super) async fn work(self: Arc<Self>) {
-        while let Some(key) = self.queue.get().await {
-            self.ctx.metrics.set_queue_depth(&self.name, self.queue.len());
-            let _under_way = self.ctx.metrics.reconcile_started();
-            let started = std::time::Instant::now();
-            let result = self.reconcile(&key).await;
-            self.ctx.metrics.reconcile_took(&self.name, started.elapsed());
-            match result {
-                Ok(()) => {
-                    self.queue.forget(&key);
-                    self.failures.lock().remove(&key);
-                    self.ctx.metrics.reconcile(&self.name, "success");
-                }
-                Err(e) if e.reason == SyncReason::Conflict && self.queue.failures(&key) < CONFLICT_RETRIES => {
-                    // Someone wrote the object since it was read: the retry reads it again. Routine.
-                    tracing::debug!(controller = %self.name, parent = %crate::informer::key_text(&key), error = %e.message, "conflict; retrying");
-                    self.ctx.metrics.reconcile(&self.name, "conflict");
-                    self.queue.add_rate_limited(key.clone());
-                }
-                Err(e) if e.reason == SyncReason::NotLeader => {
-                    // Leadership lost: the controller is stopping; the next leader reconciles this.
-                    tracing::debug!(controller = %self.name, parent = %crate::informer::key_text(&key), error = %e.message, "not the leader");
-                    self.queue.add_rate_limited(key.clone());
-                }
-                Err(e) => {
-                    let reason = e.reason.as_str();
-                    tracing::warn!(controller = %self.name, parent = %crate::informer::key_text(&key), reason = %reason, error = %e.message, "sync failed");
-                    self.ctx.metrics.reconcile(&self.name, "error");
-                    self.failures.lock().insert(key.clone(), e.to_string());
-                    if let Some(p) = self.parents.get(&key) {
-                        self.ctx.recorder.record_as(&self.name, &p, "Warning", reason, &e.message).await;
-                    }
-                    self.queue.add_rate_limited(key.clone());
-                }
+        let mut running = tokio::task::JoinSet::new();
+        loop {
+            while running.try_join_next().is_some() {}
+            if running.len() >= self.ctx.workers.max(1) {
+                running.join_next().await;
+                continue;
             }
-            self.queue.done(&key);
+            let Some(key) = self.queue.get().await else { break };
+            let s = self.clone();
+            running.spawn(async move { s.work_on(key).await });
         }
+        while running.join_next().await.is_some() {}
+    }
+
+    /// Reconciles one parent, retrying a failure with backoff.
+    async fn work_on(&self, key: ObjKey) {
+        self.ctx.metrics.set_queue_depth(&self.name, self.queue.len());
+        if self.echoes.awaited(&key) {
+            // The caches lack one of its last writes: the event bringing it queues it again.
+            self.ctx.metrics.reconcile(&self.name, "awaiting_echo");
+            self.queue.done(&key);
+            return;
+        }
+        let _under_way = self.ctx.metrics.reconcile_started();
+        let started = std::time::Instant::now();
+        let result = self.reconcile(&key).await;
+        self.ctx.metrics.reconcile_took(&self.name, started.elapsed());
+        match result {
+            Ok(()) => {
+                self.queue.forget(&key);
+                self.failures.lock().remove(&key);
+                self.ctx.metrics.reconcile(&self.name, "success");
+            }
+            Err(e) if e.reason == SyncReason::Conflict && self.queue.failures(&key) < CONFLICT_RETRIES => {
+                // Someone wrote the object since it was read: the retry reads it again. Routine.
+                tracing::debug!(controller = %self.name, parent = %crate::informer::key_text(&key), error = %e.message, "conflict; retrying");
+                self.ctx.metrics.reconcile(&self.name, "conflict");
+                self.queue.add_rate_limited(key.clone());
+            }
+            Err(e) if e.reason == SyncReason::NotLeader => {
+                // Leadership lost: the controller is stopping; the next leader reconciles this.
+                tracing::debug!(controller = %self.name, parent = %crate::informer::key_text(&key), error = %e.message, "not the leader");
+                self.queue.add_rate_limited(key.clone());
+            }
+            Err(e) => {
+                let reason = e.reason.as_str();
+                tracing::warn!(controller = %self.name, parent = %crate::informer::key_text(&key), reason = %reason, error = %e.message, "sync failed");
+                self.ctx.metrics.reconcile(&self.name, "error");
+                self.failures.lock().insert(key.clone(), e.to_string());
+                if let Some(p) = self.parents.get(&key) {
+                    self.ctx.recorder.record_as(&self.name, &p, "Warning", reason, &e.message).await;
+                }
+                self.queue.add_rate_limited(key.clone());
+            }
+        }
+        self.queue.done(&key);
     }
 
     /// Whether the parent the cache holds still exists on the API server (the same object: its uid).

@@ -125,6 +125,8 @@ pub(super) struct Shared {
     pub failures: Mutex<BTreeMap<ObjKey, String>>,
     pub synced: AtomicBool,
     pub written: WriteMemo,
+    /// Writes whose watch events have not arrived: their parents wait for them.
+    pub echoes: super::echoes::Echoes,
     /// Parents one of whose children was deleted since their last reconcile: before recreating it, the
     /// parent is read from the API server (the garbage collector deletes the children of a deleted
     /// parent, and this controller may see that before it sees the parent go).
@@ -146,10 +148,24 @@ impl Shared {
         }
     }
 
+    /// As `api`, for writes whose answer is read only for its resourceVersion.
+    pub fn raw_api(&self, res: &Resolved, namespace: &str) -> Api<crate::raw::RawObject> {
+        if res.namespaced {
+            Api::namespaced_with(self.ctx.client.clone(), namespace, &res.ar)
+        } else {
+            Api::all_with(self.ctx.client.clone(), &res.ar)
+        }
+    }
+
     pub fn child_type_of(&self, obj: &Value) -> Option<&ChildType> {
+        self.child_index_of(obj).map(|i| &self.children[i])
+    }
+
+    /// The index of `obj`'s child type in `children`.
+    pub fn child_index_of(&self, obj: &Value) -> Option<usize> {
         let av = obj.get("apiVersion").and_then(Value::as_str)?;
         let kind = obj.get("kind").and_then(Value::as_str)?;
-        self.children.iter().find(|t| t.res.ar.api_version == av && t.res.ar.kind == kind)
+        self.children.iter().position(|t| t.res.ar.api_version == av && t.res.ar.kind == kind)
     }
 
     /// Whether the controller's parent selectors and target namespaces select `parent`.

@@ -1,12 +1,18 @@
 //! The parent's status as the hook (and the rollout) computed it, written back when it changed.
 
-use kube::api::{DynamicObject, PostParams};
+use std::time::Instant;
+
+use kube::Resource;
+use kube::api::PostParams;
 use serde_json::Value;
 use uc_api::meta::meta_str;
 
+use super::echoes::Written;
 use super::errors::{SyncError, SyncReason};
 use super::shared::Shared;
 use super::written::digest;
+use crate::informer::key_of;
+use crate::raw::RawObject;
 
 /// The status to write, if any: what the hook answered, with `observedGeneration` when the parent has
 /// a status subresource (without one a status write bumps the generation, so it is not recorded);
@@ -40,18 +46,25 @@ impl Shared {
         // updates are): a status computed from a cache a moment behind — one that misses what the
         // previous sync wrote, such as a condition the hook keeps history in — must not overwrite the
         // newer one. The 409 it gets is routine: the sync is retried quietly from the newer parent.
-        let api = self.api(&self.parent, meta_str(parent, "namespace"));
+        let api = self.raw_api(&self.parent, meta_str(parent, "namespace"));
         let name = meta_str(parent, "name").to_string();
-        let o: DynamicObject =
-            serde_json::from_value(obj).map_err(|e| SyncError::new(SyncReason::InternalError, e.to_string()))?;
+        let o = RawObject::new(obj);
+        let echo = Written::Parent(key_of(parent));
+        self.echoes.expect(&key_of(parent), echo.clone(), Instant::now());
         let r = if self.parent.status_subresource {
             api.replace_status(&name, &PostParams::default(), &o).await
         } else {
             api.replace(&name, &PostParams::default(), &o).await
         };
+        let stored = r.as_ref().ok().and_then(|o| o.meta().resource_version.as_deref());
+        if stored.is_none_or(|rv| rv == meta_str(parent, "resourceVersion")) {
+            // Failed, or changed nothing: no event will come.
+            self.echoes.cancel(&echo);
+        }
         match r {
             Ok(o) => {
-                self.written.remember(meta_str(parent, "uid"), sent, o.metadata.resource_version.unwrap_or_default());
+                let rv = o.meta().resource_version.clone().unwrap_or_default();
+                self.written.remember(meta_str(parent, "uid"), sent, rv);
                 Ok(())
             }
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
