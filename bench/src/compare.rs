@@ -37,7 +37,7 @@ struct Args {
     #[arg(long, default_value = "target/release/uc")]
     uc: PathBuf,
     /// What `uc run` runs from in Table 5-2: uc without its embedded cluster, as the image builds it
-    /// (bench/all.sh: `cargo build --release -p uc --no-default-features --features jemalloc`, copied here).
+    /// (bench/all.sh: `cargo build --profile controller -p uc --no-default-features --features jemalloc`, copied here).
     #[arg(long, default_value = "target/release/uc-controller")]
     controller_uc: PathBuf,
     /// The hand-written kube-rs controllers (`cargo build --release -p uc-bench`).
@@ -429,9 +429,9 @@ async fn table(args: &Args) -> Result<String> {
          start ({startup} s: initial lists, discovery, registration), then run for the measured window of {w} s.\n\
          RSS is the sum over the scenario's controller processes at the end (`VmRSS`; \"private\" is `RssAnon`:\n\
          heap and stacks, without mapped code); bytes are what the API server sent those processes, from its\n\
-         per-client counters (`/metrics`). `uc run` runs from its own copy of uc built without the embedded\n\
-         cluster (`--no-default-features --features jemalloc`, as the image is: no API server or node agent),\n\
-         as a controller deployed on its own would.\n\n\
+         per-client counters (`/metrics`). `uc run` runs from its own copy of uc built as the image is: without\n\
+         the embedded cluster (`--no-default-features --features jemalloc`: no API server or node agent) in the\n\
+         `controller` profile (fat LTO, one codegen unit, `opt-level = \"s\"`), as a controller deployed on its own would.\n\n\
          | scenario | RSS | of which private | bytes sent at startup | bytes sent in the window |\n\
          | --- | --- | --- | --- | --- |\n{rows}\n\
          | target | measured | verdict |\n| --- | --- | --- |\n\
@@ -443,8 +443,10 @@ async fn table(args: &Args) -> Result<String> {
          is the binary's code mapped into the process ({code_mb:.1} MB on disk; the kernel maps code in 64 KB blocks\n\
          around each page touched). Four\n\
          controllers add {added_anon:.1} MB private (caches of the 100 pods, one QuickJS runtime per hook) and {added_file:.1} MB of\n\
-         further code. Building with fat LTO, one codegen unit and `panic = \"abort\"` was measured at 13.6 MB for `uc\n\
-         run` alone (code 12.6 MB instead of 15.3 MB) for a 4× longer release build; not adopted. The startup bytes\n\
+         further code. The `controller` profile was chosen by this table: with `--release` settings `uc run` alone\n\
+         was 23.4 MB (19.8 MB of it code and data mapped in) and with 4 controllers 27.5 MB; fat LTO with one\n\
+         codegen unit and `opt-level = \"s\"` shrinks the code from 30.8 to 17.2 MB and the resident set by a\n\
+         fifth, for a 4.5-minute build. The startup bytes\n\
          a controller costs are its registration: discovery (shared and cached), its UniversalController object\n\
          and status, the ConfigMap holding its hook, the initial lists of types no other controller watches.\n\n",
         code_mb = code_mb,

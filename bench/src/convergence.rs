@@ -209,7 +209,9 @@ pub async fn convergence(args: &Args) -> Result<String> {
          `observedGeneration`. *Live*: the controller runs while the parents are created, timed from the first\n\
          create (the creating clients bound this: about as fast as the API server takes the creates); *backlog*:\n\
          the controller starts once every parent exists, timed from its start (its own throughput). Every controller is its own process against `uc up --no-engine --no-node` (nothing\n\
-         else works on the cluster): uc is `uc run`; kube-rs is `bench-controller foo` (kube-runtime `Controller`,\n\
+         else works on the cluster): uc is `uc run` (its JavaScript hook `bench/foo-sync.js`, the thesis's listing 5.2\n\
+         with `availableReplicas` defaulting to 0 as every other controller here computes it; the webhook\n\
+         the same in Rust); kube-rs is `bench-controller foo` (kube-runtime `Controller`,\n\
          reads the child with a GET, as kube-rs's examples do); kopf is `bench/kopf/foo.py`. Progress is counted by\n\
          two watches (Foos, Deployments' metadata), not by lists. The write-bound limit is measured first, in\n\
          the same run: {largest} Foos created by the same 8 clients with no controller running, in creates/s over\n\
