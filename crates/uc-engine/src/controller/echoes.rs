@@ -68,6 +68,14 @@ impl Echoes {
         self.0.lock().take(object);
     }
 
+    /// The write of `object`, made against resourceVersion `before`, is done: the server `stored` a
+    /// version (None: it failed). Only a new version brings an event.
+    pub fn settle(&self, object: &Written, before: &str, stored: Option<&str>) {
+        if stored.is_none_or(|rv| rv == before) {
+            self.cancel(object);
+        }
+    }
+
     /// An event for `object` arrived.
     pub fn seen(&self, object: &Written) {
         let mut e = self.0.lock();
@@ -132,8 +140,13 @@ mod tests {
         let now = Instant::now();
         let (p, q) = (key("p"), key("q"));
         e.expect(&p, Written::Parent(p.clone()), now);
-        e.cancel(&Written::Parent(p.clone()));
-        assert!(!e.awaited(&p));
+        e.settle(&Written::Parent(p.clone()), "5", Some("6"));
+        assert!(e.awaited(&p), "a new version: its event comes");
+        e.settle(&Written::Parent(p.clone()), "5", Some("5"));
+        assert!(!e.awaited(&p), "nothing stored anew: no event");
+        e.expect(&p, Written::Parent(p.clone()), now);
+        e.settle(&Written::Parent(p.clone()), "5", None);
+        assert!(!e.awaited(&p), "failed");
         e.expect(&q, Written::Child(0, key("c")), now);
         e.expect(&q, Written::Parent(q.clone()), now);
         e.forget(&q);

@@ -51,10 +51,8 @@ impl Shared {
             self.echoes.expect(&key_of(parent), e.clone(), Instant::now());
         }
         let r = self.carry_out(parent, action).await;
-        if let Some((e, before)) = echo
-            && !matches!(&r, Ok(Some(stored)) if *stored != before)
-        {
-            self.echoes.cancel(&e);
+        if let Some((e, before)) = echo {
+            self.echoes.settle(&e, &before, r.as_ref().ok().and_then(Option::as_deref));
         }
         r.map(|_| ())
     }

@@ -141,15 +141,18 @@ pub(super) struct Shared {
 
 impl Shared {
     pub fn api(&self, res: &Resolved, namespace: &str) -> Api<DynamicObject> {
-        if res.namespaced {
-            Api::namespaced_with(self.ctx.client.clone(), namespace, &res.ar)
-        } else {
-            Api::all_with(self.ctx.client.clone(), &res.ar)
-        }
+        self.api_of(res, namespace)
     }
 
     /// As `api`, for writes whose answer is read only for its resourceVersion.
     pub fn raw_api(&self, res: &Resolved, namespace: &str) -> Api<crate::raw::RawObject> {
+        self.api_of(res, namespace)
+    }
+
+    fn api_of<K>(&self, res: &Resolved, namespace: &str) -> Api<K>
+    where
+        K: kube::Resource<DynamicType = kube::api::ApiResource, Scope = kube::core::DynamicResourceScope>,
+    {
         if res.namespaced {
             Api::namespaced_with(self.ctx.client.clone(), namespace, &res.ar)
         } else {

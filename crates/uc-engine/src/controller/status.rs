@@ -49,18 +49,16 @@ impl Shared {
         let api = self.raw_api(&self.parent, meta_str(parent, "namespace"));
         let name = meta_str(parent, "name").to_string();
         let o = RawObject::new(obj);
-        let echo = Written::Parent(key_of(parent));
-        self.echoes.expect(&key_of(parent), echo.clone(), Instant::now());
+        let key = key_of(parent);
+        let echo = Written::Parent(key.clone());
+        self.echoes.expect(&key, echo.clone(), Instant::now());
         let r = if self.parent.status_subresource {
             api.replace_status(&name, &PostParams::default(), &o).await
         } else {
             api.replace(&name, &PostParams::default(), &o).await
         };
         let stored = r.as_ref().ok().and_then(|o| o.meta().resource_version.as_deref());
-        if stored.is_none_or(|rv| rv == meta_str(parent, "resourceVersion")) {
-            // Failed, or changed nothing: no event will come.
-            self.echoes.cancel(&echo);
-        }
+        self.echoes.settle(&echo, meta_str(parent, "resourceVersion"), stored);
         match r {
             Ok(o) => {
                 let rv = o.meta().resource_version.clone().unwrap_or_default();
