@@ -5,9 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -c 'import kopf, kubernetes' 2>/dev/null || python3 -m pip install --quiet kopf kubernetes
-# uc without its embedded cluster, as the image builds it (profile `controller`: fat LTO, one codegen
-# unit, optimised for size): what `uc run` runs from in compare-bench's Table 5-2.
-cargo build --profile controller --locked -p uc --no-default-features --features jemalloc
+# uc without its embedded cluster, as the image builds it (deploy/build-controller.sh): what `uc run`
+# runs from in compare-bench's Table 5-2.
+bash deploy/build-controller.sh
 mkdir -p target/release && cp target/controller/uc target/release/uc-controller
 cargo build --release --locked -p uc -p uc-bench
 target/release/apiserver-bench

@@ -37,7 +37,7 @@ struct Args {
     #[arg(long, default_value = "target/release/uc")]
     uc: PathBuf,
     /// What `uc run` runs from in Table 5-2: uc without its embedded cluster, as the image builds it
-    /// (bench/all.sh: `cargo build --profile controller -p uc --no-default-features --features jemalloc`, copied here).
+    /// (bench/all.sh: `bash deploy/build-controller.sh`, copied here).
     #[arg(long, default_value = "target/release/uc-controller")]
     controller_uc: PathBuf,
     /// The hand-written kube-rs controllers (`cargo build --release -p uc-bench`).
@@ -58,6 +58,10 @@ struct Args {
     /// Skip the convergence part.
     #[arg(long)]
     no_convergence: bool,
+    /// Run only the Table 5-2 scenarios whose name contains one of these (e.g. `uc + 4` while
+    /// profiling a controller process); the verdicts, which need every scenario, are then left out.
+    #[arg(long, value_delimiter = ',')]
+    scenarios: Vec<String>,
     /// The controllers the convergence part runs (e.g. only `uc-js` while profiling it).
     #[arg(long, value_enum, value_delimiter = ',', default_value = "uc-js,uc-webhook,kube-rs,kopf")]
     impls: Vec<convergence::Impl>,
@@ -78,11 +82,27 @@ struct Args {
     report: PathBuf,
 }
 
-/// A child process killed when dropped.
+/// A child process stopped when dropped as the kubelet stops a container: SIGTERM, then SIGKILL after
+/// a grace period (a profiler wrapping `uc run`, e.g. bench/controller-order.sh's, writes its data then).
 struct Proc(Child);
+
+/// How long a stopped process has to exit before it is killed.
+const GRACE: Duration = Duration::from_secs(15);
 
 impl Drop for Proc {
     fn drop(&mut self) {
+        let terminated = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        let deadline = Instant::now() + GRACE;
+        while terminated && Instant::now() < deadline {
+            if !matches!(self.0.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -281,6 +301,9 @@ struct Measured {
 /// Seconds the controllers get to start before the measured window.
 const STARTUP_SECS: u64 = 5;
 
+/// Scenarios run so far: each one's pod changes are told apart from the previous ones'.
+static SCENARIOS_RUN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 async fn run_scenario(
     args: &Args,
     controller_uc: &Path,
@@ -320,6 +343,9 @@ async fn run_scenario(
     let sent = |from: &BTreeMap<String, u64>, to: &BTreeMap<String, u64>| -> u64 {
         clients.iter().map(|n| to.get(n).copied().unwrap_or(0) - from.get(n).copied().unwrap_or(0)).sum()
     };
+    // Every patch writes a value no earlier patch wrote (the scenarios share the pods): a repeated
+    // value would be a no-op that changes nothing and sends no watch event.
+    let run = SCENARIOS_RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut tick = 0u64;
     let mut started = None;
     let start_end = Instant::now() + Duration::from_secs(STARTUP_SECS);
@@ -328,7 +354,7 @@ async fn run_scenario(
         if started.is_none() && Instant::now() >= start_end {
             started = Some(client_bytes(c).await?);
         }
-        let patch = json!({"metadata": {"annotations": {"bench/tick": tick.to_string()}}});
+        let patch = json!({"metadata": {"annotations": {"bench/tick": format!("{run}-{tick}")}}});
         pods.patch(&format!("sleep-{}", tick % 100), &PatchParams::default(), &Patch::Merge(&patch)).await?;
         tick += 1;
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -397,7 +423,11 @@ async fn table(args: &Args) -> Result<String> {
     ];
     let mut rows = String::new();
     let mut results = BTreeMap::new();
+    let chosen = |name: &str| args.scenarios.is_empty() || args.scenarios.iter().any(|s| name.contains(s.as_str()));
     for (name, members) in scenarios {
+        if !chosen(name) {
+            continue;
+        }
         let m = run_scenario(args, &controller_uc, &uc, &c, members).await?;
         println!(
             "{name}: RSS {:.1} MB (private {:.1} MB), {:.1} KB sent at startup, {:.1} KB in the window",
@@ -415,6 +445,12 @@ async fn table(args: &Args) -> Result<String> {
         ));
         results.insert(name, m);
     }
+    if !args.scenarios.is_empty() {
+        return Ok(format!(
+            "### Table 5-2 (scenarios {:?} only)\n\n| scenario | RSS | of which private | bytes sent at startup | bytes sent in the window |\n| --- | --- | --- | --- | --- |\n{rows}\n",
+            args.scenarios
+        ));
+    }
     let uc4 = &results["uc + 4 controllers watching Pods"];
     let kube4 = &results["4 separate kube-rs controllers watching Pods"];
     let uc1 = &results["4. uc + tfjob"];
@@ -429,9 +465,10 @@ async fn table(args: &Args) -> Result<String> {
          start ({startup} s: initial lists, discovery, registration), then run for the measured window of {w} s.\n\
          RSS is the sum over the scenario's controller processes at the end (`VmRSS`; \"private\" is `RssAnon`:\n\
          heap and stacks, without mapped code); bytes are what the API server sent those processes, from its\n\
-         per-client counters (`/metrics`). `uc run` runs from its own copy of uc built as the image is: without\n\
-         the embedded cluster (`--no-default-features --features jemalloc`: no API server or node agent) in the\n\
-         `controller` profile (fat LTO, one codegen unit, `opt-level = \"s\"`), as a controller deployed on its own would.\n\n\
+         per-client counters (`/metrics`). `uc run` runs from its own copy of uc built as the image is\n\
+         (`bash deploy/build-controller.sh`): without the embedded cluster (no API server or node agent), in the\n\
+         `controller` profile (fat LTO, one codegen unit, `opt-level = \"s\"`), the functions a controller runs\n\
+         linked together, jemalloc without thread caches — as a controller deployed on its own would.\n\n\
          | scenario | RSS | of which private | bytes sent at startup | bytes sent in the window |\n\
          | --- | --- | --- | --- | --- |\n{rows}\n\
          | target | measured | verdict |\n| --- | --- | --- |\n\
@@ -440,13 +477,16 @@ async fn table(args: &Args) -> Result<String> {
          | bytes sent with 4 controllers watching Pods ≤ 1.05 × with 1 (window) | {bytes_ratio:.3} × | {v3} |\n\
          | ... including startup | {total_ratio:.3} × | {v4} |\n\n\
          Where the memory goes: `uc run` alone is {alone_rss:.1} MB resident, of which {alone_anon:.1} MB private; the rest\n\
-         is the binary's code mapped into the process ({code_mb:.1} MB on disk; the kernel maps code in 64 KB blocks\n\
-         around each page touched). Four\n\
+         is code and read-only data mapped in from the binary ({code_mb:.1} MB on disk) and from libc. Four\n\
          controllers add {added_anon:.1} MB private (caches of the 100 pods, one QuickJS runtime per hook) and {added_file:.1} MB of\n\
-         further code. The `controller` profile was chosen by this table: with `--release` settings `uc run` alone\n\
-         was 23.4 MB (19.8 MB of it code and data mapped in) and with 4 controllers 27.5 MB; fat LTO with one\n\
-         codegen unit and `opt-level = \"s\"` shrinks the code from 30.8 to 17.2 MB and the resident set by a\n\
-         fifth, for a 4.5-minute build. The startup bytes\n\
+         further code. The build was chosen by this table (4 controllers; one run each, 2026-11-25): `--release`\n\
+         settings 27.5 MB; the `controller` profile 22.1–23.0 MB (code 30.8 → 17.2 MB); with the functions\n\
+         `uc run` executes linked together (deploy/controller.order, recorded with callgrind by\n\
+         bench/controller-order.sh: 3.1 MB of the 12.7 MB of code) 14.6–15.3 MB, because the kernel maps a file in\n\
+         64 KB blocks around each page touched (code resident 10.8 → 3.5 MB); jemalloc without thread caches\n\
+         12.1 MB (thread caches capped at 4 KB objects: 13.8 MB). Without thread caches a reconcile costs more\n\
+         CPU: the same build converged 10,000 parents (backlog) in 3.1–4.0 s against 1.9–2.2 s with them, so a\n\
+         controller with much to do sets `_RJEM_MALLOC_CONF=tcache:true` (docs/production.md). The startup bytes\n\
          a controller costs are its registration: discovery (shared and cached), its UniversalController object\n\
          and status, the ConfigMap holding its hook, the initial lists of types no other controller watches.\n\n",
         code_mb = code_mb,

@@ -3,6 +3,8 @@
 
 fn main() {
     println!("cargo:rerun-if-env-changed=UC_GIT_COMMIT");
+    // deploy/build-controller.sh links in this order; cargo does not look into a linker argument's file.
+    println!("cargo:rerun-if-changed=../../deploy/controller.order");
     for f in ["../../.git/HEAD", "../../.git/refs/heads", "../../.git/packed-refs"] {
         if std::path::Path::new(f).exists() {
             println!("cargo:rerun-if-changed={f}");

@@ -49,11 +49,20 @@ fn the_dockerfile_builds_the_binary_cargo_builds_and_runs_it_as_non_root_on_dist
     assert_eq!(froms.len(), 2, "multi-stage: a build stage and a runtime stage");
     let (builder, stage) = froms[0].split_once(" AS ").expect("the build stage is named");
     let rust = builder.rsplit(':').next().and_then(|t| t.split('-').next()).expect("a rust:<version> image");
+    // The builder's Rust is the one the link order was made with (its symbols' names change with rustc),
+    // and no older than the workspace's rust-version.
+    let order = repo_file("deploy/controller.order");
+    let made_with = order.lines().next().and_then(|l| l.strip_prefix("# rustc ")).expect("the order names its rustc");
+    let version = |v: &str| v.split('.').map(|n| n.parse::<u32>().unwrap_or(0)).collect::<Vec<_>>();
+    let made_with_version = version(made_with.split(' ').next().unwrap_or_default());
+    assert!(made_with_version.starts_with(&version(rust)), "deploy/controller.order was made with rustc {made_with}");
     let msrv = repo_file("Cargo.toml")
         .lines()
         .find_map(|l| l.strip_prefix("rust-version = "))
-        .map(|v| v.trim_matches('"').to_string());
-    assert_eq!(Some(rust.to_string()), msrv, "the builder's Rust is the workspace's rust-version");
+        .map(|v| v.trim_matches('"').to_string())
+        .expect("a rust-version");
+    assert!(version(rust) >= version(&msrv), "the builder's Rust {rust} is older than rust-version {msrv}");
+    assert!(order.lines().skip(1).count() > 1000, "deploy/controller.order lists the functions a controller runs");
     assert!(froms[1].starts_with("gcr.io/distroless/") && froms[1].ends_with(":nonroot"), "{}", froms[1]);
     // Every instruction is one this linter knows (what hadolint would parse), in a sane order.
     for (op, _) in &ins {
@@ -64,9 +73,18 @@ fn the_dockerfile_builds_the_binary_cargo_builds_and_runs_it_as_non_root_on_dist
         );
     }
     let run = ins.iter().find(|(op, _)| op == "RUN").map(|(_, a)| a.as_str()).expect("a RUN");
-    assert_eq!(
-        run, "cargo build --profile controller --locked -p uc --no-default-features --features jemalloc",
-        "the build is this repository's"
+    assert_eq!(run, "bash deploy/build-controller.sh", "the build is this repository's");
+    let build = repo_file("deploy/build-controller.sh");
+    let cargo = build.lines().find(|l| l.starts_with("cargo ")).expect("the script's cargo command");
+    assert!(
+        cargo.starts_with(
+            "cargo rustc --profile controller --locked -p uc --bin uc --no-default-features --features jemalloc"
+        ),
+        "{cargo}"
+    );
+    assert!(
+        repo_file("bench/all.sh").lines().any(|l| l == "bash deploy/build-controller.sh"),
+        "the benchmarks build it so"
     );
     // The profile is the workspace's: chosen for a controller's memory (docs/benchmarks.md, Table 5-2).
     let workspace = repo_file("Cargo.toml");
