@@ -1,7 +1,7 @@
 # uc's image: `docker build -t ghcr.io/njuics/uc:0.1.0 .` (the image deploy/uc.yaml runs).
 # Stage 1 builds `uc` for running controllers in a cluster: without its embedded cluster (the API server
 # and node agent, cargo feature `cluster`), exactly as this command does here.
-FROM docker.io/library/rust:1.95-bookworm AS build
+FROM docker.io/library/rust:1.95.0-bookworm AS build
 WORKDIR /src
 COPY . .
 ARG UC_GIT_COMMIT=unknown

@@ -92,7 +92,14 @@ def test_walkthrough_runs_as_written(doc, tmp_path):
            "UC_POD_SUBNET": str(pod_subnet()), "TMPDIR": str(tmp_path),
            "DOCS_TMP": str(tmp_path)}
     env.pop("KUBECONFIG", None)
-    r = subprocess.run(["bash", "-c", script], cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+    def up_err() -> str:
+        return (tmp_path / "up.err").read_text()[-2000:] if (tmp_path / "up.err").exists() else ""
+
+    try:
+        r = subprocess.run(["bash", "-c", script], cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired as e:
+        # The trace says which command hung: each one is printed with the second it started at.
+        trace = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        pytest.fail(f"{doc} did not finish in 600 s; the last commands:\n{trace[-4000:]}\n--- uc up:\n{up_err()}")
     (tmp_path / "trace").write_text(r.stderr)  # each command with the second it started at
-    assert r.returncode == 0, f"{doc} failed:\n{r.stderr[-4000:]}\n--- uc up:\n" + \
-        ((tmp_path / "up.err").read_text()[-2000:] if (tmp_path / "up.err").exists() else "")
+    assert r.returncode == 0, f"{doc} failed:\n{r.stderr[-4000:]}\n--- uc up:\n" + up_err()
