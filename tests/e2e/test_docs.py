@@ -7,6 +7,7 @@ KUBECONFIG=...` line before the next command, and stops what the walk-through le
 import os
 import re
 import shutil
+import signal
 import subprocess
 from pathlib import Path
 
@@ -95,11 +96,25 @@ def test_walkthrough_runs_as_written(doc, tmp_path):
     def up_err() -> str:
         return (tmp_path / "up.err").read_text()[-2000:] if (tmp_path / "up.err").exists() else ""
 
+    # Its own process group: on a timeout the whole walk-through goes (`uc up`, its servers), not only
+    # bash, so nothing it started holds its pod subnet or ports into the next test.
+    proc = subprocess.Popen(["bash", "-c", script], cwd=workdir, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        r = subprocess.run(["bash", "-c", script], cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
-    except subprocess.TimeoutExpired as e:
+        _, stderr = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            _, stderr = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            _, stderr = proc.communicate()
         # The trace says which command hung: each one is printed with the second it started at.
-        trace = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
-        pytest.fail(f"{doc} did not finish in 600 s; the last commands:\n{trace[-4000:]}\n--- uc up:\n{up_err()}")
-    (tmp_path / "trace").write_text(r.stderr)  # each command with the second it started at
-    assert r.returncode == 0, f"{doc} failed:\n{r.stderr[-4000:]}\n--- uc up:\n" + up_err()
+        pytest.fail(f"{doc} did not finish in 600 s; the last commands:\n{stderr[-4000:]}\n--- uc up:\n{up_err()}")
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # whatever the walk-through left running
+        except ProcessLookupError:
+            pass
+    (tmp_path / "trace").write_text(stderr)  # each command with the second it started at
+    assert proc.returncode == 0, f"{doc} failed:\n{stderr[-4000:]}\n--- uc up:\n" + up_err()
