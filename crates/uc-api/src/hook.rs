@@ -1,6 +1,7 @@
 //! The hook wire format: what sync, finalize and customize hooks receive and must answer.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -11,8 +12,9 @@ pub type ObjectMap = BTreeMap<String, Value>;
 /// Request to a sync or finalize hook.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SyncRequest {
-    /// The UniversalController object.
-    pub controller: Value,
+    /// The UniversalController object: the same in every request of a controller, shared rather than
+    /// copied (a JavaScript hook keeps it serialized between calls).
+    pub controller: Arc<Value>,
     /// The parent, as `kubectl get -o json` shows it.
     pub parent: Value,
     /// One entry per declared child type, keyed `<Kind>.<apiVersion>`, present even when empty.
@@ -31,7 +33,7 @@ impl SyncRequest {
             Value::Object(m.into_iter().map(|(k, objs)| (k, Value::Object(objs.into_iter().collect()))).collect())
         };
         let mut out = serde_json::Map::new();
-        out.insert("controller".into(), self.controller);
+        out.insert("controller".into(), Arc::unwrap_or_clone(self.controller));
         out.insert("parent".into(), self.parent);
         out.insert("children".into(), group(self.children));
         out.insert("related".into(), group(self.related));
@@ -138,7 +140,7 @@ mod tests {
             names.iter().map(|n| (n.to_string(), serde_json::json!({"metadata": {"name": n}}))).collect()
         };
         let request = SyncRequest {
-            controller: serde_json::json!({"kind": "UniversalController"}),
+            controller: Arc::new(serde_json::json!({"kind": "UniversalController"})),
             parent: serde_json::json!({"metadata": {"name": "p"}}),
             children: BTreeMap::from([("Pod.v1".into(), objects(&["a", "b"])), ("Service.v1".into(), objects(&[]))]),
             related: BTreeMap::from([("ConfigMap.v1".into(), objects(&["c"]))]),

@@ -52,6 +52,33 @@ pub struct Event {
     pub at: std::time::Instant,
     /// The change's size as JSON (approximately), for the history's byte budget.
     pub bytes: usize,
+    /// The object as JSON, written by the first watcher that sends it as stored and shared by the others
+    /// (as kube-apiserver's watch cache shares an event's serialization), kept while the event is among
+    /// the newest [`ENCODED_EVENTS`].
+    pub encoded: parking_lot::Mutex<Option<bytes::Bytes>>,
+}
+
+/// How many of the newest events keep their object's JSON for watchers: enough for every watcher keeping
+/// up; one further behind writes its own.
+pub const ENCODED_EVENTS: usize = 1024;
+
+impl Event {
+    /// A change about to be made; the history's budget counts its size once it is published.
+    pub fn new(rv: u64, kind: EventType, gr: GroupResource, key: String, object: Obj, prev: Option<Obj>) -> Self {
+        let (at, bytes, encoded) = (Instant::now(), 0, Default::default());
+        Self { rv, kind, gr, key, object, prev, at, bytes, encoded }
+    }
+
+    /// The object as JSON, written once for every watcher.
+    pub fn object_json(&self) -> bytes::Bytes {
+        let mut encoded = self.encoded.lock();
+        if let Some(b) = &*encoded {
+            return b.clone();
+        }
+        let b = bytes::Bytes::from(serde_json::to_vec(&*self.object).unwrap_or_default());
+        *encoded = Some(b.clone());
+        b
+    }
 }
 
 /// The approximate size of a value written as JSON, without writing it.
@@ -100,10 +127,13 @@ pub struct History {
 }
 
 impl History {
-    /// Appends the newest change.
+    /// Appends the newest change; the event [`ENCODED_EVENTS`] before it lets go of its JSON.
     pub fn push(&mut self, ev: Arc<Event>) {
         self.bytes += ev.bytes;
         self.log.push_back(ev);
+        if let Some(old) = self.log.len().checked_sub(ENCODED_EVENTS + 1).and_then(|i| self.log.get(i)) {
+            old.encoded.lock().take();
+        }
     }
 
     /// Whether the log holds nothing.
@@ -156,6 +186,27 @@ impl History {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_events_json_is_written_once_and_kept_only_while_the_event_is_recent() {
+        let ev = |rv: u64| {
+            let object = Arc::new(json!({"metadata": {"name": "a", "resourceVersion": rv.to_string()}}));
+            Arc::new(Event::new(rv, EventType::Added, GroupResource::new("", "pods"), "ns/a".into(), object, None))
+        };
+        let mut h = History::default();
+        let first = ev(1);
+        let json = first.object_json();
+        assert_eq!(serde_json::from_slice::<Value>(&json).unwrap(), *first.object);
+        assert_eq!(first.object_json().as_ptr(), json.as_ptr(), "written once, then shared");
+        h.push(first.clone());
+        for rv in 2..=ENCODED_EVENTS as u64 {
+            h.push(ev(rv));
+        }
+        assert!(first.encoded.lock().is_some(), "still among the newest");
+        h.push(ev(ENCODED_EVENTS as u64 + 1));
+        assert!(first.encoded.lock().is_none(), "let go once older");
+        assert_eq!(first.object_json(), json, "written again on demand");
+    }
 
     #[test]
     fn json_sizes_are_close_to_the_written_length() {

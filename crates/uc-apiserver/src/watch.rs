@@ -51,22 +51,22 @@ impl Watcher {
         true
     }
 
-    /// The event as this watcher sees it, given its selectors (objects entering or leaving the
+    /// The event's type as this watcher sees it, given its selectors (objects entering or leaving the
     /// selection become ADDED / DELETED, as kube-apiserver's watch cache reports them).
-    fn translate(&self, ev: &Event) -> Option<(&'static str, Obj)> {
+    fn translate(&self, ev: &Event) -> Option<&'static str> {
         let now = self.selectors.matches(&ev.object);
         match ev.kind {
-            EventType::Added => now.then(|| ("ADDED", ev.object.clone())),
+            EventType::Added => now.then_some("ADDED"),
             EventType::Deleted => {
                 let before = ev.prev.as_ref().is_none_or(|p| self.selectors.matches(p));
-                before.then(|| ("DELETED", ev.object.clone()))
+                before.then_some("DELETED")
             }
             EventType::Modified => {
                 let before = ev.prev.as_ref().is_some_and(|p| self.selectors.matches(p));
                 match (before, now) {
-                    (true, true) => Some(("MODIFIED", ev.object.clone())),
-                    (false, true) => Some(("ADDED", ev.object.clone())),
-                    (true, false) => Some(("DELETED", ev.object.clone())),
+                    (true, true) => Some("MODIFIED"),
+                    (false, true) => Some("ADDED"),
+                    (true, false) => Some("DELETED"),
                     (false, false) => None,
                 }
             }
@@ -98,6 +98,18 @@ impl Watcher {
         line(kind, &object)
     }
 
+    /// An event of the log as this watcher sends it: its object's JSON is shared with every other
+    /// watcher sending the object as stored (the plain JSON of the version it is stored at).
+    fn encode_event(&mut self, kind: &'static str, ev: &Event) -> Bytes {
+        if matches!(self.render, Render::Json) {
+            let obj = to_version(&self.target.info, &self.target.version, &ev.object);
+            if Arc::ptr_eq(&obj, &ev.object) {
+                return line_with(kind, &ev.object_json());
+            }
+        }
+        self.encode(kind, &ev.object)
+    }
+
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
         let info = &self.target.info;
         let mut meta = json!({"resourceVersion": rv.to_string()});
@@ -122,6 +134,17 @@ struct Line<'a> {
 fn line(kind: &str, object: &Value) -> Bytes {
     let mut v = serde_json::to_vec(&Line { kind, object }).unwrap_or_default();
     v.push(b'\n');
+    Bytes::from(v)
+}
+
+/// The line of an event whose object is already JSON: the same bytes [`line`] writes.
+fn line_with(kind: &'static str, object: &[u8]) -> Bytes {
+    let mut v = Vec::with_capacity(object.len() + kind.len() + 24);
+    v.extend_from_slice(b"{\"type\":\"");
+    v.extend_from_slice(kind.as_bytes());
+    v.extend_from_slice(b"\",\"object\":");
+    v.extend_from_slice(object);
+    v.extend_from_slice(b"}\n");
     Bytes::from(v)
 }
 
@@ -248,8 +271,8 @@ async fn run(w: &mut Watcher, tx: mpsc::Sender<Bytes>, start: Option<u64>, initi
         }
         cursor = newest;
         for ev in batch {
-            if let Some((kind, obj)) = w.translate(&ev) {
-                let b = w.encode(kind, &obj);
+            if let Some(kind) = w.translate(&ev) {
+                let b = w.encode_event(kind, &ev);
                 if tx.send(b).await.is_err() {
                     return;
                 }
@@ -270,6 +293,20 @@ async fn run(w: &mut Watcher, tx: mpsc::Sender<Bytes>, start: Option<u64>, initi
                 }
             }
             _ = tx.closed() => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_from_shared_json_is_the_line_written_from_the_object() {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a\"b", "resourceVersion": "3"}, "data": {"k": "é\n"}});
+        let shared = serde_json::to_vec(&object).unwrap();
+        for kind in ["ADDED", "MODIFIED", "DELETED"] {
+            assert_eq!(line_with(kind, &shared), line(kind, &object), "{kind}");
         }
     }
 }

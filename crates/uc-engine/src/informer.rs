@@ -283,15 +283,10 @@ impl InformerHub {
     }
 }
 
-/// The object as the cache keeps it: without `managedFields`, which nothing in the engine reads
-/// (children are applied from their desired state, hooks get objects as `kubectl get` shows them),
-/// as kube-rs's reflectors are advised to drop them. The decoded object is moved in, not copied.
+/// The object as the cache keeps it: as decoded, without `managedFields` (`RawObject` skips them), moved
+/// in rather than copied.
 fn cached(o: RawObject) -> Value {
-    let mut body = o.body;
-    if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("managedFields");
-    }
-    body
+    o.body
 }
 
 async fn run_watch(api: Api<RawObject>, informer: Weak<Informer>, synced: watch::Sender<bool>) {

@@ -5,13 +5,10 @@
 //! turned it back into a `Value`: three passes over each watch event, the largest part of the engine's
 //! watch decoding in the convergence profile (docs/benchmarks.md). A `RawObject` is the `Value` the
 //! cache keeps, with the one field kube's watcher reads (`metadata.resourceVersion`) copied beside it.
-//! The engine's hottest writes (a child's apply, a parent's status) send and receive them too: of
-//! their answers only the resourceVersion is read.
+//! The engine's hottest writes (a child's apply, a parent's status) send a [`Sent`]: of their answers
+//! only the resourceVersion is read, so the answer is scanned for it and not built into a tree.
 
-use std::borrow::Cow;
-
-use kube::api::ApiResource;
-use kube::core::{DynamicResourceScope, ObjectMeta, Resource};
+use kube::core::ObjectMeta;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
@@ -26,11 +23,101 @@ pub struct RawObject {
 
 impl<'de> Deserialize<'de> for RawObject {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let body = Value::deserialize(d)?;
-        if !body.is_object() {
-            return Err(serde::de::Error::custom("an object must be a JSON object"));
+        Ok(Self::new(d.deserialize_map(Members { skip: None, inner: Some("managedFields") })?))
+    }
+}
+
+/// Decodes a JSON object into a `Value`, skipping the member `skip` (scanned, never built), and in its
+/// `metadata` the member `inner`. The informers' objects leave out `metadata.managedFields` this way:
+/// nothing in the engine reads them (children are applied from their desired state, hooks get objects
+/// as `kubectl get` shows them, kube-rs advises reflectors to drop them), and they are a third of a
+/// child's JSON.
+struct Members {
+    skip: Option<&'static str>,
+    inner: Option<&'static str>,
+}
+
+impl<'de> serde::de::Visitor<'de> for Members {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object (a JSON object)")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(k) = a.next_key::<String>()? {
+            if Some(k.as_str()) == self.skip {
+                a.next_value::<serde::de::IgnoredAny>()?;
+            } else if k == "metadata" && self.inner.is_some() {
+                let meta = a.next_value_seed(MetadataSeed(self.inner))?;
+                out.insert(k, meta);
+            } else {
+                out.insert(k, a.next_value()?);
+            }
         }
-        Ok(Self::new(body))
+        Ok(Value::Object(out))
+    }
+}
+
+/// An object's `metadata`, decoded without the member it names; anything but an object as it is.
+struct MetadataSeed(Option<&'static str>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for MetadataSeed {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(Metadata(self.0))
+    }
+}
+
+struct Metadata(Option<&'static str>);
+
+impl<'de> serde::de::Visitor<'de> for Metadata {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object's metadata")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, a: A) -> Result<Value, A::Error> {
+        Members { skip: self.0, inner: None }.visit_map(a)
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = a.next_element()? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
     }
 }
 
@@ -48,43 +135,93 @@ impl RawObject {
     }
 }
 
-impl Resource for RawObject {
-    type DynamicType = ApiResource;
-    type Scope = DynamicResourceScope;
+/// An object a write sends. Its answer — the whole stored object, managed fields and all — is read only
+/// for `metadata.resourceVersion`: decoded, the answer holds that and a null body.
+#[derive(Clone, Debug)]
+pub struct Sent {
+    meta: ObjectMeta,
+    body: Value,
+}
 
-    fn group(dt: &ApiResource) -> Cow<'_, str> {
-        dt.group.as_str().into()
-    }
-
-    fn version(dt: &ApiResource) -> Cow<'_, str> {
-        dt.version.as_str().into()
-    }
-
-    fn kind(dt: &ApiResource) -> Cow<'_, str> {
-        dt.kind.as_str().into()
-    }
-
-    fn api_version(dt: &ApiResource) -> Cow<'_, str> {
-        dt.api_version.as_str().into()
-    }
-
-    fn plural(dt: &ApiResource) -> Cow<'_, str> {
-        dt.plural.as_str().into()
-    }
-
-    fn meta(&self) -> &ObjectMeta {
-        &self.meta
-    }
-
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.meta
+impl Sent {
+    /// An object to send.
+    pub fn new(body: Value) -> Self {
+        Self { meta: ObjectMeta::default(), body }
     }
 }
+
+impl Serialize for Sent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.body.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Sent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Meta {
+            #[serde(rename = "resourceVersion")]
+            resource_version: Option<String>,
+        }
+        #[derive(Deserialize)]
+        struct Answer {
+            metadata: Option<Meta>,
+        }
+        let a = Answer::deserialize(d)?;
+        let resource_version = a.metadata.and_then(|m| m.resource_version);
+        Ok(Self { meta: ObjectMeta { resource_version, ..Default::default() }, body: Value::Null })
+    }
+}
+
+/// `kube::Resource` for a type of objects of any kind (its `DynamicType` an `ApiResource`) that keeps its
+/// metadata in a field `meta`: the engine's raw objects, and the benchmarks' lean ones.
+#[macro_export]
+macro_rules! dynamic_resource {
+    ($t:ty) => {
+        impl ::kube::core::Resource for $t {
+            type DynamicType = ::kube::core::ApiResource;
+            type Scope = ::kube::core::DynamicResourceScope;
+
+            fn group(dt: &::kube::core::ApiResource) -> ::std::borrow::Cow<'_, str> {
+                dt.group.as_str().into()
+            }
+
+            fn version(dt: &::kube::core::ApiResource) -> ::std::borrow::Cow<'_, str> {
+                dt.version.as_str().into()
+            }
+
+            fn kind(dt: &::kube::core::ApiResource) -> ::std::borrow::Cow<'_, str> {
+                dt.kind.as_str().into()
+            }
+
+            fn api_version(dt: &::kube::core::ApiResource) -> ::std::borrow::Cow<'_, str> {
+                dt.api_version.as_str().into()
+            }
+
+            fn plural(dt: &::kube::core::ApiResource) -> ::std::borrow::Cow<'_, str> {
+                dt.plural.as_str().into()
+            }
+
+            fn meta(&self) -> &::kube::core::ObjectMeta {
+                &self.meta
+            }
+
+            fn meta_mut(&mut self) -> &mut ::kube::core::ObjectMeta {
+                &mut self.meta
+            }
+        }
+    };
+}
+
+dynamic_resource!(RawObject);
+dynamic_resource!(Sent);
 
 #[cfg(test)]
 mod tests {
     use kube::core::WatchEvent;
     use serde_json::json;
+
+    use kube::core::Resource;
 
     use super::*;
 
@@ -100,5 +237,40 @@ mod tests {
         let l: kube::core::ObjectList<RawObject> = serde_json::from_str(list).unwrap();
         assert_eq!((l.items.len(), l.items[0].meta().resource_version.clone()), (1, None));
         assert!(serde_json::from_str::<RawObject>("[1]").is_err(), "not an object");
+    }
+
+    #[test]
+    fn an_informers_object_is_decoded_without_its_managed_fields() {
+        let text = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d","managedFields":[{"manager":"uc","fieldsV1":{"f:spec":{}}}],"labels":{"a":"b"},"resourceVersion":"4"},"spec":{"replicas":2,"x":[1,2.5,null,true,"s"],"managedFields":1}}"#;
+        let o: RawObject = serde_json::from_str(text).unwrap();
+        let mut expected: Value = serde_json::from_str(text).unwrap();
+        expected["metadata"].as_object_mut().unwrap().remove("managedFields");
+        assert_eq!(o.body, expected, "only metadata's managedFields left out");
+        assert_eq!(o.meta().resource_version.as_deref(), Some("4"));
+        let odd: RawObject = serde_json::from_str(r#"{"metadata":null,"n":-1}"#).unwrap();
+        assert_eq!(odd.body, json!({"metadata": null, "n": -1}), "a metadata that is no object is kept as it is");
+        assert!(
+            serde_json::from_str::<RawObject>(r#"{"metadata":{"managedFields":[}}"#).is_err(),
+            "skipped, still checked"
+        );
+    }
+
+    #[test]
+    fn a_write_sends_the_whole_object_and_reads_only_the_answers_resource_version() {
+        let sent = Sent::new(json!({"metadata": {"name": "f", "resourceVersion": "3"}, "status": {"n": 1}}));
+        assert_eq!(
+            serde_json::to_value(&sent).unwrap(),
+            json!({"metadata": {"name": "f", "resourceVersion": "3"}, "status": {"n": 1}})
+        );
+        let answer = r#"{"metadata":{"name":"f","managedFields":[{"manager":"uc","fieldsV1":{"f:status":{}}}],"resourceVersion":"9"},"status":{"n":1}}"#;
+        let a: Sent = serde_json::from_str(answer).unwrap();
+        assert_eq!(a.meta().resource_version.as_deref(), Some("9"));
+        assert_eq!(a.body, Value::Null, "nothing else kept");
+        let none: Sent = serde_json::from_str(r#"{"kind":"Status"}"#).unwrap();
+        assert_eq!(none.meta().resource_version, None);
+        assert!(
+            serde_json::from_str::<Sent>(r#"{"metadata":{"resourceVersion":7}}"#).is_err(),
+            "a resourceVersion is a string"
+        );
     }
 }

@@ -320,7 +320,7 @@ async fn start_part(
     let shared = Arc::new(Shared {
         finalizer: flavor.finalizer(name),
         name: name.to_string(),
-        uc: controller.clone(),
+        uc: Arc::new(controller.clone()),
         flavor,
         dialects,
         label_selector,

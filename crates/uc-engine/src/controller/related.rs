@@ -100,7 +100,7 @@ impl Shared {
         hook: &HookImpl,
         keys: &Dialect,
     ) -> Result<BTreeMap<String, ObjectMap>, SyncError> {
-        let request = CustomizeRequest { controller: self.uc.clone(), parent: parent.clone() };
+        let request = CustomizeRequest { controller: (*self.uc).clone(), parent: parent.clone() };
         let dialect = self.dialects.customize;
         let v2 = dialect.version == uc_api::controller::HookVersion::V2;
         let (answer, elapsed) = hook.customize(request, &dialect).await;

@@ -101,7 +101,7 @@ impl Drop for AbortOnDrop {
 pub(super) struct Shared {
     pub name: String,
     /// The controller object, as hooks receive it.
-    pub uc: Value,
+    pub uc: Arc<Value>,
     pub flavor: Flavor,
     pub dialects: Dialects,
     /// Only parents these select are reconciled.
@@ -145,7 +145,7 @@ impl Shared {
     }
 
     /// As `api`, for writes whose answer is read only for its resourceVersion.
-    pub fn raw_api(&self, res: &Resolved, namespace: &str) -> Api<crate::raw::RawObject> {
+    pub fn raw_api(&self, res: &Resolved, namespace: &str) -> Api<crate::raw::Sent> {
         self.api_of(res, namespace)
     }
 

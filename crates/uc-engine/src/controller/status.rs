@@ -12,7 +12,7 @@ use super::errors::{SyncError, SyncReason};
 use super::shared::Shared;
 use super::written::digest;
 use crate::informer::key_of;
-use crate::raw::RawObject;
+use crate::raw::Sent;
 
 /// The status to write, if any: what the hook answered, with `observedGeneration` when the parent has
 /// a status subresource (without one a status write bumps the generation, so it is not recorded);
@@ -48,7 +48,7 @@ impl Shared {
         // newer one. The 409 it gets is routine: the sync is retried quietly from the newer parent.
         let api = self.raw_api(&self.parent, meta_str(parent, "namespace"));
         let name = meta_str(parent, "name").to_string();
-        let o = RawObject::new(obj);
+        let o = Sent::new(obj);
         let key = key_of(parent);
         let echo = Written::Parent(key.clone());
         self.echoes.expect(&key, echo.clone(), Instant::now());

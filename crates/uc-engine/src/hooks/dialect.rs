@@ -59,6 +59,11 @@ impl Dialect {
         Ok(Dialect { flavor, version, strict })
     }
 
+    /// What a request calls the parent and the children: a decorator's `object` and `attachments`.
+    pub fn request_names(&self) -> (&'static str, &'static str) {
+        if self.flavor == Flavor::Decorator { ("object", "attachments") } else { ("parent", "children") }
+    }
+
     /// The request as JSON: a decorator's has `object` and `attachments` where the others have
     /// `parent` and `children`.
     pub fn request(&self, request: SyncRequest) -> Value {

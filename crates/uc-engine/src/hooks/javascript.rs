@@ -16,6 +16,7 @@ use parking_lot::Mutex;
 use rquickjs::{Context, Function, Runtime};
 use serde_json::Value;
 use uc_api::controller::{JavaScript, parse_duration};
+use uc_api::hook::SyncRequest;
 
 use super::protocol::{HookError, HookKind};
 
@@ -159,6 +160,27 @@ struct Job<'a> {
     controller: Option<&'a str>,
 }
 
+/// A sync request without its controller, in the key order of its JSON form (`finalizing`, the parent
+/// and `related` after the children, as a decorator's `attachments` < `finalizing` < `object`).
+struct RequestBody<'a> {
+    request: &'a SyncRequest,
+    /// What the parent and the children are called.
+    names: (&'static str, &'static str),
+}
+
+impl serde::Serialize for RequestBody<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let r = self.request;
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry(self.names.1, &r.children)?;
+        m.serialize_entry("finalizing", &r.finalizing)?;
+        m.serialize_entry(self.names.0, &r.parent)?;
+        m.serialize_entry("related", &r.related)?;
+        m.end()
+    }
+}
+
 /// A request object without one of its members, serialized as it lies.
 struct Without<'a>(&'a serde_json::Map<String, Value>, &'static str);
 
@@ -182,8 +204,10 @@ pub struct JsHook {
     console: Arc<Console>,
     pool: Vec<Mutex<Slot>>,
     next: std::sync::atomic::AtomicUsize,
-    /// How long the last call took, in microseconds (see `call`).
+    /// How long the last call took, in microseconds (see `dispatch`).
     last_call_us: AtomicU64,
+    /// The last request's controller and its JSON (see `call_sync`).
+    controller: Mutex<Option<(Arc<Value>, Arc<str>)>>,
 }
 
 /// A call expected to take longer than this (the last one did) runs with `block_in_place`.
@@ -269,7 +293,15 @@ impl JsHook {
             pool.push(Mutex::new(Slot { engine, version: 0, deadline, base }));
         }
         let source = parking_lot::RwLock::new((Arc::from(source), 0));
-        Ok(Self { source, limits, console, pool, next: Default::default(), last_call_us: AtomicU64::new(0) })
+        Ok(Self {
+            source,
+            limits,
+            console,
+            pool,
+            next: Default::default(),
+            last_call_us: AtomicU64::new(0),
+            controller: Mutex::new(None),
+        })
     }
 
     /// Replaces the script with `source` if it loads; otherwise the old one stays and the error says
@@ -295,10 +327,38 @@ impl JsHook {
             ),
             None => (serde_json::to_string(request).map_err(bad)?, None),
         };
-        let job = Job { kind, request: &text, controller: controller.as_deref() };
+        self.dispatch(&Job { kind, request: &text, controller: controller.as_deref() })
+    }
+
+    /// Calls the script with a sync or finalize request, serialized straight from the typed request with
+    /// the parent and the children under `names` (a dialect's), as [`super::dialect::Dialect::request`]
+    /// lays it out. The controller, the same in every call, is serialized once and kept.
+    pub async fn call_sync(
+        &self,
+        kind: HookKind,
+        request: &SyncRequest,
+        names: (&'static str, &'static str),
+    ) -> Result<Value, HookError> {
+        let bad = |e: serde_json::Error| HookError::InvalidRequest(e.to_string());
+        let text = serde_json::to_string(&RequestBody { request, names }).map_err(bad)?;
+        let controller = {
+            let mut kept = self.controller.lock();
+            match &*kept {
+                Some((of, text)) if Arc::ptr_eq(of, &request.controller) => text.clone(),
+                _ => {
+                    let text: Arc<str> = serde_json::to_string(&*request.controller).map_err(bad)?.into();
+                    *kept = Some((request.controller.clone(), text.clone()));
+                    text
+                }
+            }
+        };
+        self.dispatch(&Job { kind, request: &text, controller: Some(&controller) })
+    }
+
+    fn dispatch(&self, job: &Job<'_>) -> Result<Value, HookError> {
         let work = || {
             let start = Instant::now();
-            let result = self.call_blocking(&job);
+            let result = self.call_blocking(job);
             self.last_call_us.store(start.elapsed().as_micros() as u64, Ordering::Relaxed);
             result
         };
@@ -499,6 +559,39 @@ mod tests {
         assert_eq!(untouched.call(HookKind::Sync, &req).await.unwrap()["status"]["c"], req["controller"]);
         let without = untouched.call(HookKind::Sync, &json!({"parent": {}, "children": {}})).await.unwrap();
         assert_eq!(without["status"], json!({}), "no controller in the request, none in the script");
+    }
+
+    /// A typed request reaches the script exactly as its JSON form does, in either dialect's names, and
+    /// a controller that changed is sent anew.
+    #[tokio::test]
+    async fn a_typed_request_reads_as_its_json_form() {
+        use super::super::dialect::Dialect;
+        use crate::flavor::Flavor;
+        let src = "function sync(r) { return {children: [], status: {keys: Object.keys(r).join(','), text: JSON.stringify(r)}}; }";
+        let hook = JsHook::new(src.into(), limits()).unwrap();
+        let mut request = SyncRequest {
+            controller: Arc::new(json!({"metadata": {"name": "c"}, "spec": {"z": 1, "a": [1, 2]}})),
+            parent: json!({"metadata": {"name": "p"}, "spec": {"n": 1.5}}),
+            children: [("ConfigMap.v1".to_string(), [("x".to_string(), json!({"data": {"k": "v"}}))].into())].into(),
+            related: [("Secret.v1".to_string(), Default::default())].into(),
+            finalizing: true,
+        };
+        for flavor in [Flavor::Universal, Flavor::Decorator] {
+            let dialect = Dialect { flavor, ..Dialect::UC };
+            let typed = hook.call_sync(HookKind::Sync, &request, dialect.request_names()).await.unwrap();
+            let json = hook.call(HookKind::Sync, &dialect.request(request.clone())).await.unwrap();
+            assert_eq!(typed, json, "{flavor:?}");
+            let keys = if flavor == Flavor::Decorator {
+                "attachments,controller,finalizing,object,related"
+            } else {
+                "children,controller,finalizing,parent,related"
+            };
+            assert_eq!(typed["status"]["keys"], keys);
+        }
+        request.controller = Arc::new(json!({"metadata": {"name": "d"}}));
+        let typed = hook.call_sync(HookKind::Sync, &request, Dialect::UC.request_names()).await.unwrap();
+        let seen: Value = serde_json::from_str(typed["status"]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(seen["controller"], json!({"metadata": {"name": "d"}}), "the new controller, not the kept one");
     }
 
     #[tokio::test]

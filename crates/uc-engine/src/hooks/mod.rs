@@ -87,6 +87,10 @@ impl HookImpl {
             HookImpl::Native(n) => {
                 n.sync(request).await.map(|response| dialect::Answer { response, ..Default::default() })
             }
+            HookImpl::JavaScript(j) => match j.call_sync(kind, &request, dialect.request_names()).await {
+                Ok(answer) => dialect.decode(answer),
+                Err(e) => Err(e),
+            },
             other => match other.call_json(kind, dialect.request(request)).await {
                 Ok(answer) => dialect.decode(answer),
                 Err(e) => Err(e),
