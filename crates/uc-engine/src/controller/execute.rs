@@ -64,9 +64,8 @@ impl Shared {
                 SyncReason::InvalidChild,
                 format!("{} is not a child type", obj.get("kind").and_then(Value::as_str).unwrap_or_default()),
             )),
-            Action::Create(obj) | Action::Update(obj) if self.use_server_side_apply() => {
-                self.server_side_apply(parent, obj).await
-            }
+            Action::Create(obj) if self.use_server_side_apply() => self.server_side_apply(parent, obj, true).await,
+            Action::Update(obj) if self.use_server_side_apply() => self.server_side_apply(parent, obj, false).await,
             Action::Create(obj) => {
                 let t = self.child_type_of(&obj).map(|t| t.res.clone()).unwrap_or_else(|| self.parent.clone());
                 let api = self.api(&t, meta_str(&obj, "namespace"));
@@ -128,19 +127,18 @@ impl Shared {
         }
     }
 
-    /// Creates or updates a child with server-side apply; a cluster that answers 415 gets the
-    /// client-side create or update from then on.
-    async fn server_side_apply(&self, parent: &Value, obj: Value) -> Result<Option<String>, SyncError> {
+    /// Creates (`create`: `obj` is the plan's new child) or updates a child with server-side apply; a
+    /// cluster that answers 415 gets the client-side create or update from then on.
+    async fn server_side_apply(&self, parent: &Value, obj: Value, create: bool) -> Result<Option<String>, SyncError> {
         let t = self.child_type_of(&obj).map(|t| t.res.clone()).unwrap_or_else(|| self.parent.clone());
         // The body is the desired object (with uc's annotation, which keeps the diff exact), never the
-        // merge: with server-side apply the server merges, and owns the other fields' fate.
-        let body = match apply::last_applied(&obj) {
-            Some(desired) => apply::create(&desired),
-            None => obj.clone(),
-        };
+        // merge: with server-side apply the server merges, and owns the other fields' fate. A new child
+        // is that object already (`apply::create`); an update's is made again from its annotation.
+        let rebuilt = if create { None } else { apply::last_applied(&obj).map(|desired| apply::create(&desired)) };
+        let body = rebuilt.as_ref().unwrap_or(&obj);
         let name = meta_str(&obj, "name").to_string();
         let params = PatchParams::apply("uc").force();
-        match self.raw_api(&t, meta_str(&obj, "namespace")).patch(&name, &params, &Patch::Apply(&body)).await {
+        match self.raw_api(&t, meta_str(&obj, "namespace")).patch(&name, &params, &Patch::Apply(body)).await {
             Ok(stored) => Ok(stored.meta().resource_version.clone()),
             Err(kube::Error::Api(s)) if s.code == 415 => {
                 tracing::warn!(controller = %self.name, "the cluster does not support server-side apply; using client-side apply");
