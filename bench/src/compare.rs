@@ -477,14 +477,18 @@ async fn table(args: &Args) -> Result<String> {
          | bytes sent with 4 controllers watching Pods ≤ 1.05 × with 1 (window) | {bytes_ratio:.3} × | {v3} |\n\
          | ... including startup | {total_ratio:.3} × | {v4} |\n\n\
          Where the memory goes: `uc run` alone is {alone_rss:.1} MB resident, of which {alone_anon:.1} MB private; the rest\n\
-         is code and read-only data mapped in from the binary ({code_mb:.1} MB on disk) and from libc. Four\n\
+         is code and read-only data mapped in from the binary ({code_mb:.1} MB on disk, glibc linked in). Four\n\
          controllers add {added_anon:.1} MB private (caches of the 100 pods, one QuickJS runtime per hook) and {added_file:.1} MB of\n\
          further code. The build was chosen by this table (4 controllers; one run each, 2026-11-25): `--release`\n\
          settings 27.5 MB; the `controller` profile 22.1–23.0 MB (code 30.8 → 17.2 MB); with the functions\n\
          `uc run` executes linked together (deploy/controller.order, recorded with callgrind by\n\
          bench/controller-order.sh: 3.1 MB of the 12.7 MB of code) 14.6–15.3 MB, because the kernel maps a file in\n\
          64 KB blocks around each page touched (code resident 10.8 → 3.5 MB); jemalloc without thread caches\n\
-         12.1 MB (thread caches capped at 4 KB objects: 13.8 MB). Without thread caches a reconcile costs more\n\
+         12.1 MB (thread caches capped at 4 KB objects: 13.8 MB). Later the same day, with a larger engine and its\n\
+         link order out of date, that build was 13.2 MB; glibc linked in (a static PIE: the few dozen libc\n\
+         functions uc calls laid out with the rest, instead of libc, libm and the loader mapped, 2.2 MB) made it\n\
+         12.0 MB, and the link order remade (4,490 functions, libc's among them) 10.8–10.9 MB (two runs each).\n\
+         Without thread caches a reconcile costs more\n\
          CPU: the same build converged 10,000 parents (backlog) in 3.1–4.0 s against 1.9–2.2 s with them, so a\n\
          controller with much to do sets `_RJEM_MALLOC_CONF=tcache:true` (docs/production.md). The startup bytes\n\
          a controller costs are its registration: discovery (shared and cached), its UniversalController object\n\
