@@ -74,18 +74,23 @@ impl Watcher {
     }
 
     fn encode(&mut self, kind: &str, obj: &Obj) -> Bytes {
+        let obj = to_version(&self.target.info, &self.target.version, obj);
+        self.render(kind, &obj)
+    }
+
+    /// An object already at this watcher's version, rendered as the watcher asked.
+    fn render(&mut self, kind: &str, obj: &Obj) -> Bytes {
         let info = &self.target.info;
-        let obj = to_version(info, &self.target.version, obj);
         let object = match self.render {
             // The stored object is serialized where it lies, not copied first.
-            Render::Json => return line(kind, &obj),
+            Render::Json => return line(kind, obj),
             Render::Metadata => {
                 json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata")})
             }
             Render::Table => {
                 let mut t = json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1",
                     "metadata": {"resourceVersion": obj.pointer("/metadata/resourceVersion")},
-                    "rows": [table::row(info, &self.target.version, &obj, self.include)]});
+                    "rows": [table::row(info, &self.target.version, obj, self.include)]});
                 if !self.sent_columns {
                     t["columnDefinitions"] = Value::Array(table::column_definitions(info, &self.target.version));
                     self.sent_columns = true;
@@ -101,13 +106,11 @@ impl Watcher {
     /// An event of the log as this watcher sends it: its object's JSON is shared with every other
     /// watcher sending the object as stored (the plain JSON of the version it is stored at).
     fn encode_event(&mut self, kind: &'static str, ev: &Event) -> Bytes {
-        if matches!(self.render, Render::Json) {
-            let obj = to_version(&self.target.info, &self.target.version, &ev.object);
-            if Arc::ptr_eq(&obj, &ev.object) {
-                return line_with(kind, &ev.object_json());
-            }
+        let obj = to_version(&self.target.info, &self.target.version, &ev.object);
+        if matches!(self.render, Render::Json) && Arc::ptr_eq(&obj, &ev.object) {
+            return line_with(kind, &ev.object_json());
         }
-        self.encode(kind, &ev.object)
+        self.render(kind, &obj)
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {

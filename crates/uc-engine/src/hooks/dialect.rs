@@ -68,11 +68,10 @@ impl Dialect {
     /// `parent` and `children`.
     pub fn request(&self, request: SyncRequest) -> Value {
         let mut v = request.into_value();
-        if self.flavor == Flavor::Decorator
-            && let Some(m) = v.as_object_mut()
-        {
-            rename(m, "parent", "object");
-            rename(m, "children", "attachments");
+        let (parent, children) = self.request_names();
+        if let Some(m) = v.as_object_mut() {
+            rename(m, "parent", parent);
+            rename(m, "children", children);
         }
         v
     }
@@ -142,6 +141,9 @@ impl Dialect {
 }
 
 fn rename(m: &mut Map<String, Value>, from: &str, to: &str) {
+    if from == to {
+        return;
+    }
     if let Some(v) = m.remove(from) {
         m.insert(to.into(), v);
     }
