@@ -9,6 +9,8 @@ use std::net::IpAddr;
 
 use serde_json::Value;
 
+use crate::Pointer;
+
 /// The cluster domain.
 pub const DOMAIN: &str = "cluster.local";
 /// The domain of multi-cluster services (the MCS API's `clusterset.local`).
@@ -18,7 +20,7 @@ pub const SOURCE_CLUSTER: &str = "multicluster.kubernetes.io/source-cluster";
 pub const MCS_SERVICE_NAME: &str = "multicluster.kubernetes.io/service-name";
 
 fn s<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or_default()
+    v.at(p).and_then(Value::as_str).unwrap_or_default()
 }
 
 /// The records of one Service: fully qualified name → addresses. `endpoints` is its Endpoints

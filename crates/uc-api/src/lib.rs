@@ -9,11 +9,13 @@ pub mod dns;
 pub mod hook;
 pub mod meta;
 pub mod metacontroller;
+pub mod pointer;
 pub mod resource;
 pub mod selector;
 pub mod status;
 pub mod webhook_auth;
 
+pub use pointer::Pointer;
 pub use resource::{GroupResource, GroupVersionKind};
 pub use selector::{FieldSelector, LabelSelector, SelectorError};
 pub use status::{Status, StatusCause, StatusDetails};

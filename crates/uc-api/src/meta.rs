@@ -3,6 +3,8 @@
 
 use serde_json::{Value, json};
 
+use crate::Pointer;
+
 /// A string field of `metadata` (`name`, `namespace`, `uid`, `resourceVersion`, ...), or "".
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
     obj.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or_default()
@@ -10,17 +12,17 @@ pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
 
 /// The string at a JSON pointer, or "".
 pub fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+    v.at(pointer).and_then(Value::as_str).unwrap_or_default()
 }
 
 /// Whether the object is being deleted (`metadata.deletionTimestamp` is set).
 pub fn is_deleting(obj: &Value) -> bool {
-    obj.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
+    obj.at("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
 }
 
 /// `metadata.finalizers`.
 pub fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
+    obj.at("/metadata/finalizers")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
         .unwrap_or_default()
@@ -28,10 +30,7 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
 
 /// The ownerReference marked `controller: true`, if any.
 pub fn controller_ref(obj: &Value) -> Option<&Value> {
-    obj.pointer("/metadata/ownerReferences")?
-        .as_array()?
-        .iter()
-        .find(|r| r.get("controller") == Some(&Value::Bool(true)))
+    obj.at("/metadata/ownerReferences")?.as_array()?.iter().find(|r| r.get("controller") == Some(&Value::Bool(true)))
 }
 
 /// The uid of the object's controller, if it has one.
@@ -41,7 +40,7 @@ pub fn controller_uid(obj: &Value) -> Option<&str> {
 
 /// The value of a label of an object.
 pub fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
-    obj.pointer("/metadata/labels")?.get(key)?.as_str()
+    obj.at("/metadata/labels")?.get(key)?.as_str()
 }
 
 /// The ownerReference a controller puts on what it owns: `controller` and `blockOwnerDeletion` set.

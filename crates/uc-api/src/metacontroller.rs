@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::Pointer;
 use crate::controller::{ChildResource, Hooks, ParentResource, UniversalControllerSpec};
 use crate::webhook_auth::EndpointConfig;
 
@@ -43,10 +44,10 @@ pub fn crds() -> Vec<Value> {
         .collect();
     docs.into_iter()
         .map(|mut crd| {
-            let controller = crd.pointer("/spec/names/kind").and_then(Value::as_str).is_some_and(|k| k != "ControllerRevision");
-            if controller && let Some(versions) = crd.pointer_mut("/spec/versions").and_then(Value::as_array_mut) {
+            let controller = crd.at("/spec/names/kind").and_then(Value::as_str).is_some_and(|k| k != "ControllerRevision");
+            if controller && let Some(versions) = crd.at_mut("/spec/versions").and_then(Value::as_array_mut) {
                 for v in versions {
-                    if let Some(status) = v.pointer_mut("/schema/openAPIV3Schema/properties/status") {
+                    if let Some(status) = v.at_mut("/schema/openAPIV3Schema/properties/status") {
                         status["x-kubernetes-preserve-unknown-fields"] = json!(true);
                     }
                     v["additionalPrinterColumns"] = json!([
@@ -135,8 +136,7 @@ mod tests {
     #[test]
     fn the_vendored_crds_are_served_with_status_kept() {
         let crds = crds();
-        let names: Vec<&str> =
-            crds.iter().filter_map(|c| c.pointer("/metadata/name").and_then(Value::as_str)).collect();
+        let names: Vec<&str> = crds.iter().filter_map(|c| c.at("/metadata/name").and_then(Value::as_str)).collect();
         assert_eq!(
             names,
             [
@@ -145,9 +145,9 @@ mod tests {
                 "decoratorcontrollers.metacontroller.k8s.io"
             ]
         );
-        let status = crds[0].pointer("/spec/versions/0/schema/openAPIV3Schema/properties/status").unwrap();
+        let status = crds[0].at("/spec/versions/0/schema/openAPIV3Schema/properties/status").unwrap();
         assert_eq!(status["x-kubernetes-preserve-unknown-fields"], json!(true));
-        assert!(crds[1].pointer("/spec/versions/0/additionalPrinterColumns").is_none(), "revisions unchanged");
+        assert!(crds[1].at("/spec/versions/0/additionalPrinterColumns").is_none(), "revisions unchanged");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio::sync::watch;
-use uc_api::GroupResource;
+use uc_api::{GroupResource, Pointer};
 
 use crate::app::App;
 use crate::handlers::meta::stamp_new;
@@ -89,7 +89,7 @@ async fn sync(app: &App) -> Result<(), StoreError> {
     let (stored, _) = app.store.list(&gr(), None, None)?;
     for (key, obj) in &stored {
         let name = key.trim_start_matches('/');
-        let managed = obj.pointer(&format!("/metadata/labels/{}", MANAGED.replace('/', "~1"))).is_some();
+        let managed = obj.at(&format!("/metadata/labels/{}", MANAGED.replace('/', "~1"))).is_some();
         if managed && !want.contains_key(name) {
             match app.store.write(Op::Delete { gr: gr(), key: key.clone(), expect_rv: rv_of(obj) }).await {
                 Ok(_) | Err(StoreError::NotFound) | Err(StoreError::Conflict { .. }) => {}

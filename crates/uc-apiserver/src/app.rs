@@ -9,7 +9,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{HeaderValue, Method, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
-use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::registry::Registry;
@@ -146,12 +145,12 @@ pub(crate) fn negotiate(accept: Option<&str>) -> Result<Negotiated, ApiError> {
 }
 
 /// A buffered JSON response.
-pub fn json_response(code: u16, v: &Value) -> Response<Body> {
+pub fn json_response<T: serde::Serialize + ?Sized>(code: u16, v: &T) -> Response<Body> {
     json_response_typed(code, v, "application/json")
 }
 
 /// A buffered JSON response with a specific content type.
-pub fn json_response_typed(code: u16, v: &Value, content_type: &str) -> Response<Body> {
+pub fn json_response_typed<T: serde::Serialize + ?Sized>(code: u16, v: &T, content_type: &str) -> Response<Body> {
     let body = serde_json::to_vec(v).unwrap_or_default();
     let mut r = Response::new(full(body));
     *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);

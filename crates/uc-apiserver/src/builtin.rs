@@ -3,13 +3,14 @@
 
 use base64::Engine;
 use serde_json::{Value, json};
+use uc_api::Pointer;
 
 use crate::error::FieldError;
 use crate::registry::is_dns_label;
 
 fn set_default(obj: &mut Value, pointer: &str, value: Value) {
     let (parent, key) = pointer.rsplit_once('/').unwrap_or(("", pointer));
-    if let Some(Value::Object(map)) = obj.pointer_mut(parent)
+    if let Some(Value::Object(map)) = obj.at_mut(parent)
         && !map.contains_key(key)
     {
         map.insert(key.to_string(), value);
@@ -47,7 +48,7 @@ fn default_pod_spec(spec: &mut Value) {
 }
 
 fn default_template(obj: &mut Value) {
-    if let Some(spec) = obj.pointer_mut("/spec/template/spec") {
+    if let Some(spec) = obj.at_mut("/spec/template/spec") {
         default_pod_spec(spec);
     }
 }
@@ -80,7 +81,7 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
             set_default(obj, "/spec/progressDeadlineSeconds", json!(600));
             set_default(obj, "/spec/strategy", json!({}));
             set_default(obj, "/spec/strategy/type", json!("RollingUpdate"));
-            if obj.pointer("/spec/strategy/type").and_then(Value::as_str) == Some("RollingUpdate") {
+            if obj.at("/spec/strategy/type").and_then(Value::as_str) == Some("RollingUpdate") {
                 set_default(obj, "/spec/strategy/rollingUpdate", json!({}));
                 set_default(obj, "/spec/strategy/rollingUpdate/maxSurge", json!("25%"));
                 set_default(obj, "/spec/strategy/rollingUpdate/maxUnavailable", json!("25%"));
@@ -94,7 +95,7 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
         "replicationcontrollers" => {
             set_default(obj, "/spec/replicas", json!(1));
             // An RC without a selector selects its template's labels.
-            if let Some(labels) = obj.pointer("/spec/template/metadata/labels").cloned() {
+            if let Some(labels) = obj.at("/spec/template/metadata/labels").cloned() {
                 set_default(obj, "/spec/selector", labels);
             }
             default_template(obj);
@@ -138,8 +139,8 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
             default_template(obj);
         }
         "jobs" => {
-            let has_c = obj.pointer("/spec/completions").is_some();
-            let has_p = obj.pointer("/spec/parallelism").is_some();
+            let has_c = obj.at("/spec/completions").is_some();
+            let has_p = obj.at("/spec/parallelism").is_some();
             if !has_c && !has_p {
                 set_default(obj, "/spec/completions", json!(1));
             }
@@ -148,8 +149,8 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
             set_default(obj, "/spec/completionMode", json!("NonIndexed"));
             set_default(obj, "/spec/suspend", json!(false));
             default_template(obj);
-            if obj.pointer("/spec/template/spec/restartPolicy").and_then(Value::as_str) == Some("Always")
-                && obj.pointer("/spec/template/spec").is_some()
+            if obj.at("/spec/template/spec/restartPolicy").and_then(Value::as_str) == Some("Always")
+                && obj.at("/spec/template/spec").is_some()
             {
                 // Jobs require Never or OnFailure; leave it for validation to reject.
             }
@@ -157,7 +158,7 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
         "services" => {
             set_default(obj, "/spec/type", json!("ClusterIP"));
             set_default(obj, "/spec/sessionAffinity", json!("None"));
-            if let Some(Value::Array(ports)) = obj.pointer_mut("/spec/ports") {
+            if let Some(Value::Array(ports)) = obj.at_mut("/spec/ports") {
                 for p in ports.iter_mut().filter(|p| p.is_object()) {
                     set_default(p, "/protocol", json!("TCP"));
                     if let Some(port) = p.get("port").cloned() {
@@ -210,7 +211,7 @@ fn check_pod_spec(spec: Option<&Value>, base: &str, errs: &mut Vec<FieldError>) 
 }
 
 fn check_selector_matches_template(obj: &Value, errs: &mut Vec<FieldError>) {
-    let Some(selector) = obj.pointer("/spec/selector") else {
+    let Some(selector) = obj.at("/spec/selector") else {
         errs.push(FieldError::required("spec.selector", ""));
         return;
     };
@@ -220,10 +221,10 @@ fn check_selector_matches_template(obj: &Value, errs: &mut Vec<FieldError>) {
             errs.push(FieldError::invalid("spec.selector", selector, "empty selector is invalid for deployment"))
         }
         Ok(sel) => {
-            if !sel.matches_value(obj.pointer("/spec/template/metadata/labels")) {
+            if !sel.matches_value(obj.at("/spec/template/metadata/labels")) {
                 errs.push(FieldError::invalid(
                     "spec.template.metadata.labels",
-                    obj.pointer("/spec/template/metadata/labels").unwrap_or(&Value::Null),
+                    obj.at("/spec/template/metadata/labels").unwrap_or(&Value::Null),
                     "`selector` does not match template `labels`",
                 ));
             }
@@ -232,7 +233,7 @@ fn check_selector_matches_template(obj: &Value, errs: &mut Vec<FieldError>) {
 }
 
 fn check_non_negative(obj: &Value, pointer: &str, field: &str, errs: &mut Vec<FieldError>) {
-    if let Some(v) = obj.pointer(pointer) {
+    if let Some(v) = obj.at(pointer) {
         match v.as_i64() {
             Some(n) if n >= 0 => {}
             Some(_) => errs.push(FieldError::invalid(field, v, "must be greater than or equal to 0")),
@@ -249,7 +250,7 @@ pub const DEPLOYMENT_REVISION: &str = "deployment.kubernetes.io/revision";
 /// undo` patches the annotations, so they must exist.
 pub fn deployment_revision(old: Option<&Value>, new: &mut Value) {
     let revision_of = |o: &Value| {
-        o.pointer("/metadata/annotations")
+        o.at("/metadata/annotations")
             .and_then(|a| a.get(DEPLOYMENT_REVISION))
             .and_then(Value::as_str)
             .and_then(|s| s.parse::<u64>().ok())
@@ -258,7 +259,7 @@ pub fn deployment_revision(old: Option<&Value>, new: &mut Value) {
         None => 1,
         Some(o) => {
             let before = revision_of(o).unwrap_or(0);
-            let changed = o.pointer("/spec/template") != new.pointer("/spec/template");
+            let changed = o.at("/spec/template") != new.at("/spec/template");
             if changed || before == 0 { before + 1 } else { before }
         }
     };
@@ -275,19 +276,19 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
         "pods" => check_pod_spec(obj.get("spec"), "spec", &mut errs),
         "replicationcontrollers" => {
             check_non_negative(obj, "/spec/replicas", "spec.replicas", &mut errs);
-            check_pod_spec(obj.pointer("/spec/template/spec"), "spec.template.spec", &mut errs);
+            check_pod_spec(obj.at("/spec/template/spec"), "spec.template.spec", &mut errs);
         }
         "deployments" | "replicasets" | "statefulsets" | "daemonsets" => {
             check_non_negative(obj, "/spec/replicas", "spec.replicas", &mut errs);
             check_selector_matches_template(obj, &mut errs);
-            check_pod_spec(obj.pointer("/spec/template/spec"), "spec.template.spec", &mut errs);
+            check_pod_spec(obj.at("/spec/template/spec"), "spec.template.spec", &mut errs);
         }
         "jobs" => {
             check_non_negative(obj, "/spec/completions", "spec.completions", &mut errs);
             check_non_negative(obj, "/spec/parallelism", "spec.parallelism", &mut errs);
             check_non_negative(obj, "/spec/backoffLimit", "spec.backoffLimit", &mut errs);
-            check_pod_spec(obj.pointer("/spec/template/spec"), "spec.template.spec", &mut errs);
-            if let Some(rp) = obj.pointer("/spec/template/spec/restartPolicy")
+            check_pod_spec(obj.at("/spec/template/spec"), "spec.template.spec", &mut errs);
+            if let Some(rp) = obj.at("/spec/template/spec/restartPolicy")
                 && rp.as_str() == Some("Always")
             {
                 errs.push(FieldError::new(
@@ -299,7 +300,7 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
             }
         }
         "services" => {
-            if let Some(ports) = obj.pointer("/spec/ports").and_then(Value::as_array) {
+            if let Some(ports) = obj.at("/spec/ports").and_then(Value::as_array) {
                 for (i, p) in ports.iter().enumerate() {
                     match p.get("port").and_then(Value::as_i64) {
                         Some(1..=65535) => {}
@@ -361,9 +362,9 @@ mod tests {
         let mut d = json!({"spec": {"selector": {"matchLabels": {"app": "a"}},
             "template": {"metadata": {"labels": {"app": "b"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
         apply_defaults("deployments", &mut d);
-        assert_eq!(d.pointer("/spec/replicas"), Some(&json!(1)));
-        assert_eq!(d.pointer("/spec/strategy/rollingUpdate/maxSurge"), Some(&json!("25%")));
-        assert_eq!(d.pointer("/spec/template/spec/containers/0/imagePullPolicy"), Some(&json!("Always")));
+        assert_eq!(d.at("/spec/replicas"), Some(&json!(1)));
+        assert_eq!(d.at("/spec/strategy/rollingUpdate/maxSurge"), Some(&json!("25%")));
+        assert_eq!(d.at("/spec/template/spec/containers/0/imagePullPolicy"), Some(&json!("Always")));
         let errs = validate("deployments", &d);
         assert_eq!(errs.len(), 1);
         assert_eq!(errs[0].field, "spec.template.metadata.labels");

@@ -10,7 +10,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 use tokio::sync::watch;
-use uc_api::GroupResource;
+use uc_api::{GroupResource, Pointer};
 
 use crate::app::App;
 use crate::auth::User;
@@ -46,12 +46,12 @@ pub fn stamp_requester(obj: &mut Value, user: &User) {
 
 /// The PEM of `spec.request` (base64 of a PEM `CERTIFICATE REQUEST`), if it decodes.
 fn request_pem(obj: &Value) -> Option<String> {
-    let b64 = obj.pointer("/spec/request").and_then(Value::as_str)?;
+    let b64 = obj.at("/spec/request").and_then(Value::as_str)?;
     String::from_utf8(STANDARD.decode(b64).ok()?).ok()
 }
 
 fn usages(obj: &Value) -> Vec<String> {
-    obj.pointer("/spec/usages")
+    obj.at("/spec/usages")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
         .unwrap_or_default()
@@ -70,7 +70,7 @@ pub fn validate(obj: &Value) -> Vec<FieldError> {
         )),
         Some(_) => {}
     }
-    match obj.pointer("/spec/signerName").and_then(Value::as_str) {
+    match obj.at("/spec/signerName").and_then(Value::as_str) {
         None | Some("") => errs.push(FieldError::required("spec.signerName", "")),
         Some(s) if !s.contains('/') => errs.push(FieldError::invalid(
             "spec.signerName",
@@ -79,7 +79,7 @@ pub fn validate(obj: &Value) -> Vec<FieldError> {
         )),
         Some(_) => {}
     }
-    if let Some(s) = obj.pointer("/spec/expirationSeconds").filter(|s| !s.is_null())
+    if let Some(s) = obj.at("/spec/expirationSeconds").filter(|s| !s.is_null())
         && s.as_i64().is_none_or(|s| s < 600)
     {
         errs.push(FieldError::invalid(
@@ -91,7 +91,7 @@ pub fn validate(obj: &Value) -> Vec<FieldError> {
     if usages(obj).is_empty() {
         errs.push(FieldError::required("spec.usages", ""));
     }
-    let conditions = obj.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let conditions = obj.at("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
     let has = |t: &str| conditions.iter().any(|c| c.get("type").and_then(Value::as_str) == Some(t));
     if has("Approved") && has("Denied") {
         errs.push(FieldError::invalid(
@@ -112,17 +112,17 @@ pub fn spec_unchanged(old: &Value, new: &Value) -> Option<FieldError> {
 /// Whether this API server should sign `obj` now: approved, not denied or failed, not yet signed,
 /// for one of its signers.
 pub fn wants_signing(obj: &Value) -> bool {
-    let conditions = obj.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let conditions = obj.at("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
     let is = |t: &str| {
         conditions.iter().any(|c| {
             c.get("type").and_then(Value::as_str) == Some(t) && c.get("status").and_then(Value::as_str) != Some("False")
         })
     };
-    let signer = obj.pointer("/spec/signerName").and_then(Value::as_str).unwrap_or_default();
+    let signer = obj.at("/spec/signerName").and_then(Value::as_str).unwrap_or_default();
     is("Approved")
         && !is("Denied")
         && !is("Failed")
-        && obj.pointer("/status/certificate").is_none()
+        && obj.at("/status/certificate").is_none()
         && matches!(signer, CLIENT_SIGNER | KUBELET_SIGNER)
 }
 
@@ -162,7 +162,7 @@ fn condition(kind: &str, reason: &str, message: &str) -> Value {
 
 async fn sign_one(app: &App, dir: &Path, key: &str, obj: &Value) -> Result<(), StoreError> {
     let mut new = obj.clone();
-    let seconds = obj.pointer("/spec/expirationSeconds").and_then(Value::as_i64).unwrap_or(365 * 24 * 3600);
+    let seconds = obj.at("/spec/expirationSeconds").and_then(Value::as_i64).unwrap_or(365 * 24 * 3600);
     let ca_key = std::fs::read_to_string(dir.join("ca.key")).unwrap_or_default();
     let signed = match usage_problem(obj) {
         Some(p) => Err(p),
@@ -171,8 +171,7 @@ async fn sign_one(app: &App, dir: &Path, key: &str, obj: &Value) -> Result<(), S
     match signed {
         Ok(cert) => new["status"]["certificate"] = json!(STANDARD.encode(cert)),
         Err(why) => {
-            let mut conditions =
-                obj.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+            let mut conditions = obj.at("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
             conditions.push(condition("Failed", "SignerValidationFailure", &why));
             new["status"]["conditions"] = json!(conditions);
         }

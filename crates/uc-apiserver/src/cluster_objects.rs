@@ -6,7 +6,7 @@
 use std::net::Ipv4Addr;
 
 use serde_json::{Value, json};
-use uc_api::GroupResource;
+use uc_api::{GroupResource, Pointer};
 
 use crate::app::App;
 use crate::handlers::meta::stamp_new;
@@ -102,7 +102,7 @@ pub async fn ensure(app: &App, port: u16) -> Result<(), StoreError> {
             );
             let kept = mine
                 .as_ref()
-                .and_then(|s| s.pointer("/spec/clusterIP"))
+                .and_then(|s| s.at("/spec/clusterIP"))
                 .and_then(Value::as_str)
                 .and_then(|s| s.parse().ok());
             kept.or_else(|| Some(range.first()).filter(|f| !used.contains(f))).or_else(|| range.allocate(&used, 0))
@@ -113,7 +113,7 @@ pub async fn ensure(app: &App, port: u16) -> Result<(), StoreError> {
     if let Some(existing) = app.store.get(&services, "default/kubernetes") {
         // Keep what was allocated; only the target port follows the API server.
         for k in ["clusterIP", "clusterIPs"] {
-            if let Some(v) = existing.pointer(&format!("/spec/{k}")) {
+            if let Some(v) = existing.at(&format!("/spec/{k}")) {
                 svc["spec"][k] = v.clone();
             }
         }
@@ -122,8 +122,8 @@ pub async fn ensure(app: &App, port: u16) -> Result<(), StoreError> {
     ensure_one(app, GroupResource::new("", "endpoints"), kubernetes_endpoints(port), Some("subsets")).await?;
     let (namespaces, _) = app.store.list(&GroupResource::new("", "namespaces"), None, None)?;
     for (_, ns) in namespaces {
-        let name = ns.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-        if ns.pointer("/metadata/deletionTimestamp").is_none() {
+        let name = ns.at("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        if ns.at("/metadata/deletionTimestamp").is_none() {
             ensure_namespace_objects(app, name).await?;
         }
     }
@@ -142,7 +142,7 @@ mod tests {
             json!({"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443})
         );
         assert_eq!(svc["spec"]["clusterIP"], json!("10.96.0.1"));
-        assert!(kubernetes_service(None, 1).pointer("/spec/clusterIP").is_none());
+        assert!(kubernetes_service(None, 1).at("/spec/clusterIP").is_none());
         let ep = kubernetes_endpoints(6443);
         assert_eq!(ep["subsets"][0]["addresses"][0]["ip"], json!("127.0.0.1"));
         assert_eq!(ep["subsets"][0]["ports"][0]["port"], json!(6443));

@@ -3,6 +3,7 @@
 //! ports, probes, resources or lifecycle hooks — kube-apiserver's rules, with its words.
 
 use serde_json::{Value, json};
+use uc_api::Pointer;
 
 use crate::error::{FieldError, FieldErrorKind};
 use crate::registry::is_dns_label;
@@ -11,7 +12,7 @@ use crate::registry::is_dns_label;
 const FORBIDDEN: &[&str] = &["ports", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "resources"];
 
 fn list<'a>(pod: &'a Value, key: &str) -> &'a [Value] {
-    pod.pointer(&format!("/spec/{key}")).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
+    pod.at(&format!("/spec/{key}")).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
 }
 
 fn name_of(c: &Value) -> &str {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::watch;
-use uc_api::GroupResource;
+use uc_api::{GroupResource, Pointer};
 
 use crate::app::App;
 use crate::error::Subject;
@@ -41,13 +41,13 @@ pub async fn run(app: Arc<App>, mut stop: watch::Receiver<bool>) {
             newest = ev.rv;
             match ev.kind {
                 EventType::Deleted => {
-                    if let Some(uid) = ev.object.pointer("/metadata/uid").and_then(Value::as_str) {
+                    if let Some(uid) = ev.object.at("/metadata/uid").and_then(Value::as_str) {
                         work.push(Item::DependentsOf(uid.to_string()));
                     }
                     for owner in owner_uids(&ev.object) {
                         work.push(Item::Uid(owner));
                     }
-                    if let Some(ns) = ev.object.pointer("/metadata/namespace").and_then(Value::as_str) {
+                    if let Some(ns) = ev.object.at("/metadata/namespace").and_then(Value::as_str) {
                         work.push(Item::Namespace(ns.to_string()));
                     }
                     if ev.gr.group != "apiextensions.k8s.io" {
@@ -55,10 +55,10 @@ pub async fn run(app: Arc<App>, mut stop: watch::Receiver<bool>) {
                     }
                 }
                 EventType::Added | EventType::Modified => {
-                    if ev.object.pointer("/metadata/deletionTimestamp").is_some() {
+                    if ev.object.at("/metadata/deletionTimestamp").is_some() {
                         work.push(Item::Object((ev.gr.clone(), ev.key.clone())));
                     }
-                    if ev.object.pointer("/metadata/ownerReferences").is_some() {
+                    if ev.object.at("/metadata/ownerReferences").is_some() {
                         work.push(Item::Dependent((ev.gr.clone(), ev.key.clone())));
                     }
                 }
@@ -104,7 +104,7 @@ enum Item {
 }
 
 fn owner_uids(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/ownerReferences")
+    obj.at("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from)).collect())
         .unwrap_or_default()
@@ -119,7 +119,7 @@ async fn full_pass(app: &Arc<App>) {
             continue;
         };
         for (key, obj) in objects {
-            if obj.pointer("/metadata/deletionTimestamp").is_some() {
+            if obj.at("/metadata/deletionTimestamp").is_some() {
                 process(app, Item::Object((gr.clone(), key))).await;
             }
         }
@@ -196,7 +196,7 @@ async fn mutate(app: &App, r: &ObjRef, f: impl Fn(&mut Value) -> bool) -> crate:
 }
 
 fn remove_finalizer(obj: &mut Value, name: &str) -> bool {
-    let Some(list) = obj.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) else {
+    let Some(list) = obj.at_mut("/metadata/finalizers").and_then(Value::as_array_mut) else {
         return false;
     };
     let before = list.len();
@@ -211,9 +211,7 @@ fn remove_finalizer(obj: &mut Value, name: &str) -> bool {
 }
 
 fn has_finalizer(obj: &Value, name: &str) -> bool {
-    obj.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .is_some_and(|a| a.iter().any(|f| f.as_str() == Some(name)))
+    obj.at("/metadata/finalizers").and_then(Value::as_array).is_some_and(|a| a.iter().any(|f| f.as_str() == Some(name)))
 }
 
 async fn delete(app: &App, r: &ObjRef, propagation: Propagation, uid: Option<String>) -> crate::error::Result<()> {
@@ -244,7 +242,7 @@ async fn attempt_dependent(app: &App, r: &ObjRef) -> crate::error::Result<()> {
         match app.store.lookup_uid(uid) {
             None => dangling.push(uid.clone()),
             Some((_, owner))
-                if owner.pointer("/metadata/deletionTimestamp").is_some() && has_finalizer(&owner, FOREGROUND) =>
+                if owner.at("/metadata/deletionTimestamp").is_some() && has_finalizer(&owner, FOREGROUND) =>
             {
                 waiting.push(uid.clone())
             }
@@ -258,7 +256,7 @@ async fn attempt_dependent(app: &App, r: &ObjRef) -> crate::error::Result<()> {
         // Other owners still hold the object: only drop the references to gone or going owners.
         let drop: Vec<String> = dangling.into_iter().chain(waiting).collect();
         return mutate(app, r, |o| {
-            let Some(list) = o.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else {
+            let Some(list) = o.at_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else {
                 return false;
             };
             let before = list.len();
@@ -267,8 +265,8 @@ async fn attempt_dependent(app: &App, r: &ObjRef) -> crate::error::Result<()> {
         })
         .await;
     }
-    let uid = obj.pointer("/metadata/uid").and_then(Value::as_str).map(String::from);
-    if obj.pointer("/metadata/deletionTimestamp").is_some() {
+    let uid = obj.at("/metadata/uid").and_then(Value::as_str).map(String::from);
+    if obj.at("/metadata/deletionTimestamp").is_some() {
         return Ok(());
     }
     let policy = if !waiting.is_empty() { Propagation::Foreground } else { Propagation::Background };
@@ -280,15 +278,15 @@ async fn deleting(app: &App, r: &ObjRef) -> crate::error::Result<()> {
     let Some(obj) = app.store.get(&r.0, &r.1) else {
         return Ok(());
     };
-    if obj.pointer("/metadata/deletionTimestamp").is_none() {
+    if obj.at("/metadata/deletionTimestamp").is_none() {
         return Ok(());
     }
-    let uid = obj.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
+    let uid = obj.at("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
     if has_finalizer(&obj, ORPHAN) {
         for (dep, _) in app.store.dependents(&uid) {
             let u = uid.clone();
             mutate(app, &dep, |o| {
-                let Some(list) = o.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else {
+                let Some(list) = o.at_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else {
                     return false;
                 };
                 let before = list.len();
@@ -310,12 +308,12 @@ async fn deleting(app: &App, r: &ObjRef) -> crate::error::Result<()> {
     if has_finalizer(&obj, FOREGROUND) {
         let deps = app.store.dependents(&uid);
         for (dep, d) in &deps {
-            if d.pointer("/metadata/deletionTimestamp").is_none() {
+            if d.at("/metadata/deletionTimestamp").is_none() {
                 attempt_dependent(app, dep).await?;
             }
         }
         let blocking = app.store.dependents(&uid).into_iter().any(|(_, d)| {
-            d.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|refs| {
+            d.at("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|refs| {
                 refs.iter().any(|x| {
                     x.get("uid").and_then(Value::as_str) == Some(uid.as_str())
                         && x.get("blockOwnerDeletion") == Some(&Value::Bool(true))
@@ -333,13 +331,13 @@ async fn deleting(app: &App, r: &ObjRef) -> crate::error::Result<()> {
         && has_finalizer(&obj, CRD_CLEANUP)
     {
         let gr = GroupResource::new(
-            obj.pointer("/spec/group").and_then(Value::as_str).unwrap_or_default(),
-            obj.pointer("/spec/names/plural").and_then(Value::as_str).unwrap_or_default(),
+            obj.at("/spec/group").and_then(Value::as_str).unwrap_or_default(),
+            obj.at("/spec/names/plural").and_then(Value::as_str).unwrap_or_default(),
         );
         let (objects, _) =
             app.store.list(&gr, None, None).map_err(|e| crate::error::ApiError::from_store(e, &subject(&r.0, &r.1)))?;
         for (key, o) in &objects {
-            if o.pointer("/metadata/deletionTimestamp").is_none() {
+            if o.at("/metadata/deletionTimestamp").is_none() {
                 delete(app, &(gr.clone(), key.clone()), Propagation::Background, None).await?;
             }
         }
@@ -351,11 +349,9 @@ async fn deleting(app: &App, r: &ObjRef) -> crate::error::Result<()> {
 }
 
 async fn terminate_namespace(app: &App, r: &ObjRef, ns_obj: &Obj) -> crate::error::Result<()> {
-    let ns = ns_obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-    let has_spec_finalizer = ns_obj
-        .pointer("/spec/finalizers")
-        .and_then(Value::as_array)
-        .is_some_and(|a| a.iter().any(|f| f == "kubernetes"));
+    let ns = ns_obj.at("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let has_spec_finalizer =
+        ns_obj.at("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| a.iter().any(|f| f == "kubernetes"));
     if !has_spec_finalizer {
         return Ok(());
     }
@@ -369,14 +365,14 @@ async fn terminate_namespace(app: &App, r: &ObjRef, ns_obj: &Obj) -> crate::erro
         };
         for (key, o) in objects {
             remaining += 1;
-            if o.pointer("/metadata/deletionTimestamp").is_none() {
+            if o.at("/metadata/deletionTimestamp").is_none() {
                 delete(app, &(gr.clone(), key), Propagation::Background, None).await?;
             }
         }
     }
     if remaining == 0 {
         mutate(app, r, |o| {
-            let Some(list) = o.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut) else {
+            let Some(list) = o.at_mut("/spec/finalizers").and_then(Value::as_array_mut) else {
                 return false;
             };
             list.retain(|f| f != "kubernetes");

@@ -171,6 +171,12 @@ impl History {
         Ok(self.log.iter().skip((rv - self.start) as usize))
     }
 
+    /// The change that made revision `rv`, while the log holds it.
+    pub fn event(&self, rv: u64) -> Option<&Arc<Event>> {
+        let i = rv.checked_sub(self.start + 1)?;
+        self.log.get(usize::try_from(i).ok()?).filter(|ev| ev.rv == rv)
+    }
+
     /// Every change, newest first.
     pub fn newest_first(&self) -> impl Iterator<Item = &Arc<Event>> {
         self.log.iter().rev()

@@ -11,7 +11,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
-use uc_api::GroupResource;
+use uc_api::{GroupResource, Pointer};
 
 use crate::app::{App, Body};
 use crate::error::{ApiError, Subject};
@@ -32,7 +32,7 @@ pub fn target(path: &str) -> Option<(String, String, String)> {
 }
 
 fn names(pod: &Value, key: &str) -> Vec<String> {
-    pod.pointer(&format!("/spec/{key}"))
+    pod.at(&format!("/spec/{key}"))
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(|c| c.get("name").and_then(Value::as_str).map(String::from)).collect())
         .unwrap_or_default()
@@ -64,13 +64,13 @@ fn node_endpoint(app: &App, node: &str) -> Result<String, ApiError> {
         .get(&GroupResource::new("", "nodes"), &object_key("", node))
         .ok_or_else(|| ApiError::unavailable(format!("node {node:?} not found")))?;
     let ip = n
-        .pointer("/status/addresses")
+        .at("/status/addresses")
         .and_then(Value::as_array)
         .and_then(|a| a.iter().find(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP")))
         .and_then(|a| a.get("address").and_then(Value::as_str))
         .ok_or_else(|| ApiError::unavailable(format!("node {node:?} has no InternalIP address")))?;
     let port = n
-        .pointer("/status/daemonEndpoints/kubeletEndpoint/Port")
+        .at("/status/daemonEndpoints/kubeletEndpoint/Port")
         .and_then(Value::as_u64)
         .filter(|p| *p > 0)
         .ok_or_else(|| ApiError::unavailable(format!("node {node:?} serves no kubelet endpoint")))?;
@@ -98,7 +98,7 @@ pub async fn proxy(
         "log" => format!("/containerLogs/{ns}/{name}/{}", container(&pod, name, asked.as_deref())?),
         verb => format!("/{verb}/{ns}/{name}/{}", container(&pod, name, asked.as_deref())?),
     };
-    let node = pod.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or_default();
+    let node = pod.at("/spec/nodeName").and_then(Value::as_str).unwrap_or_default();
     if node.is_empty() {
         return Err(ApiError::bad_request(format!("pod {name} does not have a host assigned")));
     }

@@ -5,6 +5,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use http::Response;
 use serde_json::{Map, Value, json};
+use uc_api::Pointer;
 
 use crate::app::{App, Body, Req, json_response};
 use crate::error::{ApiError, Result};
@@ -43,10 +44,21 @@ fn schema_name(info: &ResourceInfo, version: &str) -> String {
     }
 }
 
-fn kind_schema(info: &ResourceInfo, version: &str, builtin: Option<&Value>) -> Value {
+/// A custom resource's schema as its CRD writes it, read from the stored CRD (the registry keeps the
+/// parsed schema only, not a second copy of the text).
+fn crd_schema(app: &App, info: &ResourceInfo, version: &str) -> Option<Value> {
+    let crds = uc_api::GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+    let crd = app.store.get(&crds, &crate::storage::object_key("", info.crd.as_deref()?))?;
+    let versions = crd.at("/spec/versions")?.as_array()?;
+    let v = versions.iter().find(|v| v.get("name").and_then(Value::as_str) == Some(version))?;
+    v.at("/schema/openAPIV3Schema").cloned()
+}
+
+fn kind_schema(app: &App, info: &ResourceInfo, version: &str, builtin: Option<&Value>) -> Value {
     let gvk = json!([{"group": info.group, "version": version, "kind": info.kind}]);
-    let mut schema = match (info.version(version).and_then(|v| v.schema.as_ref()), builtin) {
-        (Some(s), _) => s.raw.clone(),
+    let own = info.version(version).and_then(|v| v.schema.as_ref()).and_then(|_| crd_schema(app, info, version));
+    let mut schema = match (own, builtin) {
+        (Some(s), _) => s,
         (None, Some(b)) => {
             let mut b = b.clone();
             if let Some(m) = b.as_object_mut() {
@@ -116,7 +128,7 @@ pub fn gv_document(app: &App, group: &str, version: &str, builtin_schemas: bool)
         let name = schema_name(info, version);
         let schema_ref = format!("#/components/schemas/{name}");
         let b = if info.crd.is_none() { builtin.get(&info.kind) } else { None };
-        schemas.insert(name, kind_schema(info, version, b));
+        schemas.insert(name, kind_schema(app, info, version, b));
         let base = if info.namespaced {
             format!("{prefix}/namespaces/{{namespace}}/{}", info.resource)
         } else {
@@ -195,7 +207,7 @@ pub fn v2_document(app: &App) -> Value {
     definitions.insert(OBJECT_META.into(), object_meta_schema());
     for info in app.registry.all() {
         for v in &info.versions {
-            let mut s = kind_schema(&info, &v.name, None);
+            let mut s = kind_schema(app, &info, &v.name, None);
             rewrite_refs(&mut s);
             // A kind known without its schema is an open object here: OpenAPI v2 has no
             // `x-kubernetes-preserve-unknown-fields`, and a client validating against the three

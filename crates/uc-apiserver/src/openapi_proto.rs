@@ -4,6 +4,7 @@
 //! holds is written (`info`, `definitions`); field numbers are gnostic's `OpenAPIv2.proto`.
 
 use serde_json::Value;
+use uc_api::Pointer;
 
 /// The media type the protobuf document is answered with (clients ask with `…v2@v1.0+protobuf`,
 /// which is not a valid media type to parse, so kube answers with a `.` where the `@` was).
@@ -167,8 +168,8 @@ pub fn document(doc: &Value) -> Vec<u8> {
     let mut out = Vec::new();
     string(&mut out, 1, doc.get("swagger").and_then(Value::as_str).unwrap_or("2.0"));
     let mut info = Vec::new();
-    string(&mut info, 1, doc.pointer("/info/title").and_then(Value::as_str).unwrap_or_default());
-    string(&mut info, 2, doc.pointer("/info/version").and_then(Value::as_str).unwrap_or_default());
+    string(&mut info, 1, doc.at("/info/title").and_then(Value::as_str).unwrap_or_default());
+    string(&mut info, 2, doc.at("/info/version").and_then(Value::as_str).unwrap_or_default());
     bytes(&mut out, 2, &info);
     bytes(&mut out, 8, &[]);
     let mut definitions = Vec::new();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use serde_json::Value;
-use uc_api::GroupResource;
+use uc_api::{GroupResource, Pointer};
 
 use crate::error::FieldError;
 use crate::schema::Schema;
@@ -376,7 +376,7 @@ pub fn version_priority(v: &str) -> (u8, u64, u64) {
 /// Builds the resource a CRD object defines, checking it the way apiextensions does.
 pub fn crd_to_resource(crd: &Value) -> Result<ResourceInfo, Vec<FieldError>> {
     let mut errs = Vec::new();
-    let s = |p: &str| crd.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    let s = |p: &str| crd.at(p).and_then(Value::as_str).unwrap_or_default().to_string();
     let name = s("/metadata/name");
     let group = s("/spec/group");
     let plural = s("/spec/names/plural");
@@ -427,15 +427,15 @@ pub fn crd_to_resource(crd: &Value) -> Result<ResourceInfo, Vec<FieldError>> {
             true
         }
     };
-    if crd.pointer("/spec/conversion/strategy").and_then(Value::as_str).is_some_and(|st| st != "None") {
+    if crd.at("/spec/conversion/strategy").and_then(Value::as_str).is_some_and(|st| st != "None") {
         errs.push(FieldError::invalid(
             "spec.conversion.strategy",
-            crd.pointer("/spec/conversion/strategy").unwrap_or(&Value::Null),
+            crd.at("/spec/conversion/strategy").unwrap_or(&Value::Null),
             "only \"None\" is supported by this server (conversion webhooks are not)",
         ));
     }
     let empty = Vec::new();
-    let versions_v = crd.pointer("/spec/versions").and_then(Value::as_array).unwrap_or(&empty);
+    let versions_v = crd.at("/spec/versions").and_then(Value::as_array).unwrap_or(&empty);
     if versions_v.is_empty() {
         errs.push(FieldError::required("spec.versions", "must have exactly one version marked as storage version"));
     }
@@ -451,7 +451,7 @@ pub fn crd_to_resource(crd: &Value) -> Result<ResourceInfo, Vec<FieldError>> {
             storage.push(vname.clone());
         }
         let served = v.get("served").and_then(Value::as_bool).unwrap_or(false);
-        let schema = match v.pointer("/schema/openAPIV3Schema") {
+        let schema = match v.at("/schema/openAPIV3Schema") {
             Some(sv) => match Schema::parse(sv, &format!("{base}.schema.openAPIV3Schema")) {
                 Ok(s) => Some(Arc::new(s)),
                 Err(e) => {
@@ -483,8 +483,8 @@ pub fn crd_to_resource(crd: &Value) -> Result<ResourceInfo, Vec<FieldError>> {
                     .collect()
             })
             .unwrap_or_default();
-        let status = v.pointer("/subresources/status").is_some();
-        let scale = v.pointer("/subresources/scale").map(|sc| ScalePaths {
+        let status = v.at("/subresources/status").is_some();
+        let scale = v.at("/subresources/scale").map(|sc| ScalePaths {
             spec_replicas: sc.get("specReplicasPath").and_then(Value::as_str).unwrap_or(".spec.replicas").into(),
             status_replicas: sc.get("statusReplicasPath").and_then(Value::as_str).unwrap_or(".status.replicas").into(),
             label_selector: sc.get("labelSelectorPath").and_then(Value::as_str).map(String::from),
@@ -512,7 +512,7 @@ pub fn crd_to_resource(crd: &Value) -> Result<ResourceInfo, Vec<FieldError>> {
     }
     versions.sort_by_key(|v| std::cmp::Reverse(version_priority(&v.name)));
     let strs = |p: &str| -> Vec<String> {
-        crd.pointer(p)
+        crd.at(p)
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
             .unwrap_or_default()

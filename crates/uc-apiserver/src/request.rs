@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use http::Response;
 use serde_json::{Value, json};
-use uc_api::{FieldSelector, LabelSelector};
+use uc_api::{FieldSelector, LabelSelector, Pointer};
 
 use crate::app::{Body, Render, Req, json_response};
 use crate::error::{ApiError, Result, Subject};
@@ -89,14 +89,49 @@ pub fn to_version(info: &ResourceInfo, version: &str, obj: &Obj) -> Obj {
     Arc::new(v)
 }
 
+/// An object as `PartialObjectMetadata`, serialized from its metadata where it lies (not copied into
+/// a new value first: the metadata holds the managed fields, most of a small object's bytes).
+#[derive(serde::Serialize)]
+pub(crate) struct PartialMetadata<'a> {
+    kind: &'static str,
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
+    metadata: Option<&'a Value>,
+}
+
+impl<'a> PartialMetadata<'a> {
+    pub(crate) fn of(obj: &'a Value) -> Self {
+        PartialMetadata { kind: "PartialObjectMetadata", api_version: "meta.k8s.io/v1", metadata: obj.get("metadata") }
+    }
+}
+
+/// The answer to a write: the object the store kept, its JSON shared with the watch events of the write
+/// when it is sent as stored.
+pub(crate) fn respond_stored(
+    store: &crate::storage::Store,
+    req: &Req,
+    t: &Target,
+    code: u16,
+    stored: &Obj,
+) -> Response<Body> {
+    let as_stored =
+        matches!(req.negotiated.render, Render::Json) && Arc::ptr_eq(&to_version(&t.info, &t.version, stored), stored);
+    match store.encoded(stored).filter(|_| as_stored) {
+        Some(json) => {
+            let mut r = Response::new(crate::app::full(json));
+            *r.status_mut() = http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+            r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+            r
+        }
+        None => respond_object(req, t, code, stored),
+    }
+}
+
 pub(crate) fn respond_object(req: &Req, t: &Target, code: u16, obj: &Obj) -> Response<Body> {
     let obj = to_version(&t.info, &t.version, obj);
     match req.negotiated.render {
         Render::Json => json_response(code, &obj),
-        Render::Metadata => json_response(
-            code,
-            &json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata")}),
-        ),
+        Render::Metadata => json_response(code, &PartialMetadata::of(&obj)),
         Render::Table => {
             let include = include_object(req);
             let table = json!({
@@ -139,10 +174,10 @@ impl Selectors {
 
     /// Whether an object matches both selectors.
     pub fn matches(&self, obj: &Value) -> bool {
-        self.labels.matches_value(obj.pointer("/metadata/labels"))
+        self.labels.matches_value(obj.at("/metadata/labels"))
             && self.fields.matches(|f| {
                 let pointer = format!("/{}", f.replace('.', "/"));
-                obj.pointer(&pointer)
+                obj.at(&pointer)
                     .map(|v| match v {
                         Value::String(s) => s.clone(),
                         other => other.to_string(),

@@ -22,8 +22,9 @@ pub enum Additional {
 pub struct Schema {
     /// `type`: object, array, string, integer, number, boolean (None only where the structural rules allow).
     pub ty: Option<String>,
-    /// `properties`.
-    pub properties: BTreeMap<String, Schema>,
+    /// `properties`, each boxed: a map's nodes hold eleven entries whatever their number, and a node
+    /// is hundreds of bytes (the schemas of uc up's CRDs took 17 MB unboxed, most of it empty slots).
+    pub properties: BTreeMap<String, Box<Schema>>,
     /// `additionalProperties`.
     pub additional: Option<Additional>,
     /// `items`.
@@ -78,9 +79,6 @@ pub struct Schema {
     pub not: Option<Box<Schema>>,
     /// `x-kubernetes-map-type`.
     pub map_type: Option<String>,
-    /// The schema as written, for OpenAPI publication: at the root only (a copy at every node would
-    /// hold each subtree once per level above it — megabytes for a CRD like OLM's CSV).
-    pub raw: Value,
 }
 
 const TYPES: &[&str] = &["object", "array", "string", "integer", "number", "boolean"];
@@ -414,7 +412,7 @@ fn type_error(path: &str, v: &Value, ty: &str) -> FieldError {
 }
 
 fn parse_node(v: &Value, path: &str, root: bool, in_junctor: bool, errs: &mut Vec<FieldError>) -> Schema {
-    let mut s = Schema { raw: if root { v.clone() } else { Value::Null }, ..Default::default() };
+    let mut s = Schema::default();
     let Some(map) = v.as_object() else {
         errs.push(FieldError::invalid(path, v, "must be a schema object"));
         return s;
@@ -446,7 +444,7 @@ fn parse_node(v: &Value, path: &str, root: bool, in_junctor: bool, errs: &mut Ve
     if let Some(props) = map.get("properties").and_then(Value::as_object) {
         for (k, pv) in props {
             let child = parse_node(pv, &format!("{path}.properties[{k}]"), false, in_junctor, errs);
-            s.properties.insert(k.clone(), child);
+            s.properties.insert(k.clone(), Box::new(child));
         }
     }
     match map.get("additionalProperties") {

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::net::Ipv4Addr;
 
 use serde_json::{Value, json};
+use uc_api::Pointer;
 
 use crate::error::FieldError;
 
@@ -59,25 +60,25 @@ impl ServiceRange {
 
 /// Whether a Service gets a cluster IP (not headless, not ExternalName).
 pub fn wants_ip(svc: &Value) -> bool {
-    let ty = svc.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP");
-    let ip = svc.pointer("/spec/clusterIP").and_then(Value::as_str).unwrap_or_default();
+    let ty = svc.at("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP");
+    let ip = svc.at("/spec/clusterIP").and_then(Value::as_str).unwrap_or_default();
     ty != "ExternalName" && ip != "None"
 }
 
 /// The cluster IPs in use.
 pub fn in_use<'a>(services: impl IntoIterator<Item = &'a Value>) -> HashSet<Ipv4Addr> {
-    services.into_iter().filter_map(|s| s.pointer("/spec/clusterIP").and_then(Value::as_str)?.parse().ok()).collect()
+    services.into_iter().filter_map(|s| s.at("/spec/clusterIP").and_then(Value::as_str)?.parse().ok()).collect()
 }
 
 /// Gives a new Service its cluster IP (`spec.clusterIP` and `spec.clusterIPs`).
 pub fn assign(range: &ServiceRange, svc: &mut Value, in_use: &HashSet<Ipv4Addr>, seed: u64) -> Result<(), FieldError> {
     if !wants_ip(svc) {
-        if svc.pointer("/spec/clusterIP").and_then(Value::as_str) == Some("None") {
+        if svc.at("/spec/clusterIP").and_then(Value::as_str) == Some("None") {
             svc["spec"]["clusterIPs"] = json!(["None"]);
         }
         return Ok(());
     }
-    let asked = svc.pointer("/spec/clusterIP").and_then(Value::as_str).filter(|s| !s.is_empty()).map(String::from);
+    let asked = svc.at("/spec/clusterIP").and_then(Value::as_str).filter(|s| !s.is_empty()).map(String::from);
     let ip = match asked {
         Some(a) => {
             let ip: Ipv4Addr = a
@@ -109,14 +110,14 @@ pub fn assign(range: &ServiceRange, svc: &mut Value, in_use: &HashSet<Ipv4Addr>,
 /// On update: a Service keeps its cluster IP (an update that leaves it out keeps the old one, as
 /// kube-apiserver does); changing it is refused.
 pub fn keep(old: &Value, new: &mut Value) -> Result<(), FieldError> {
-    let old_ip = old.pointer("/spec/clusterIP").and_then(Value::as_str).unwrap_or_default();
+    let old_ip = old.at("/spec/clusterIP").and_then(Value::as_str).unwrap_or_default();
     if old_ip.is_empty() || !new.get("spec").is_some_and(Value::is_object) {
         return Ok(());
     }
-    let new_ip = new.pointer("/spec/clusterIP").and_then(Value::as_str).unwrap_or_default().to_string();
+    let new_ip = new.at("/spec/clusterIP").and_then(Value::as_str).unwrap_or_default().to_string();
     if new_ip.is_empty() {
         new["spec"]["clusterIP"] = json!(old_ip);
-        new["spec"]["clusterIPs"] = old.pointer("/spec/clusterIPs").cloned().unwrap_or_else(|| json!([old_ip]));
+        new["spec"]["clusterIPs"] = old.at("/spec/clusterIPs").cloned().unwrap_or_else(|| json!([old_ip]));
         return Ok(());
     }
     if new_ip != old_ip {

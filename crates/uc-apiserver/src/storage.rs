@@ -16,10 +16,10 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
-use uc_api::GroupResource;
+use uc_api::{GroupResource, Pointer};
 
+use crate::history::{ENCODED_EVENTS, History, Limits};
 pub use crate::history::{Event, EventType, HistoryStats, json_size};
-use crate::history::{History, Limits};
 pub use crate::stored::{Obj, StoreError};
 use crate::wal::{Change, Wal};
 
@@ -75,7 +75,7 @@ pub fn object_key(namespace: &str, name: &str) -> String {
 
 /// The resourceVersion of a stored object.
 pub fn rv_of(obj: &Value) -> u64 {
-    obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).and_then(|s| s.parse().ok()).unwrap_or(0)
+    obj.at("/metadata/resourceVersion").and_then(Value::as_str).and_then(|s| s.parse().ok()).unwrap_or(0)
 }
 
 fn db_key(gr: &GroupResource, key: &str) -> String {
@@ -83,7 +83,7 @@ fn db_key(gr: &GroupResource, key: &str) -> String {
 }
 
 fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
-    obj.pointer("/metadata/ownerReferences")
+    obj.at("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -91,7 +91,7 @@ fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
 }
 
 fn uid_of(obj: &Value) -> Option<&str> {
-    obj.pointer("/metadata/uid").and_then(Value::as_str)
+    obj.at("/metadata/uid").and_then(Value::as_str)
 }
 
 /// A reference to a stored object.
@@ -418,6 +418,21 @@ impl Store {
         Ok(state.revision.max(after))
     }
 
+    /// `stored` (an object a write just returned, or read) as JSON, shared with the watchers sending its
+    /// event: the answer to a write and every watch event of it are the same bytes, written once. None
+    /// unless its event is among the newest [`ENCODED_EVENTS`] (older ones keep no JSON).
+    pub fn encoded(&self, stored: &Obj) -> Option<bytes::Bytes> {
+        let rv = rv_of(stored);
+        let ev = {
+            let state = self.state.read();
+            if state.revision.saturating_sub(rv) >= ENCODED_EVENTS as u64 {
+                return None;
+            }
+            state.history.event(rv).filter(|ev| Arc::ptr_eq(&ev.object, stored)).cloned()?
+        };
+        Some(ev.object_json())
+    }
+
     /// Commits one write: durable (when the store has a file) once this returns Ok.
     pub async fn write(&self, op: Op) -> Result<Obj, StoreError> {
         let (tx, rx) = oneshot::channel();
@@ -591,6 +606,23 @@ mod tests {
 
     fn gr() -> GroupResource {
         GroupResource::new("", "pods")
+    }
+
+    #[tokio::test]
+    async fn a_written_object_and_its_watch_event_share_one_json() {
+        let store = Store::open(None, StoreOptions::default()).unwrap();
+        let stored = store.write(Op::Create { gr: gr(), key: "ns/a".into(), object: pod("a") }).await.unwrap();
+        let json = store.encoded(&stored).expect("the newest write has its JSON");
+        assert_eq!(json, serde_json::to_vec(&*stored).unwrap());
+        let mut shared = None;
+        store.events_after(0, |ev| shared = Some(ev.object_json())).unwrap();
+        assert_eq!(shared.map(|b| b.as_ptr()), Some(json.as_ptr()), "the event sends the same bytes");
+        // Not the stored object (the same content elsewhere): no JSON of the store's.
+        assert_eq!(store.encoded(&Arc::new((*stored).clone())), None);
+        for i in 0..ENCODED_EVENTS {
+            store.write(Op::Create { gr: gr(), key: format!("ns/p{i}"), object: pod(&format!("p{i}")) }).await.unwrap();
+        }
+        assert_eq!(store.encoded(&stored), None, "an event this old keeps no JSON, and none is made again");
     }
 
     #[tokio::test]

@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
+use uc_api::Pointer;
 
 use crate::registry::{PrinterColumn, ResourceInfo};
 
@@ -187,18 +188,16 @@ struct Column {
 }
 
 fn s_at(v: &Value, p: &str) -> Value {
-    v.pointer(p).cloned().unwrap_or(Value::String("<none>".into()))
+    v.at(p).cloned().unwrap_or(Value::String("<none>".into()))
 }
 
 fn i_at(v: &Value, p: &str) -> i64 {
-    v.pointer(p).and_then(Value::as_i64).unwrap_or(0)
+    v.at(p).and_then(Value::as_i64).unwrap_or(0)
 }
 
 fn count(v: &Value, p: &str) -> Value {
     Value::from(
-        v.pointer(p)
-            .map(|x| x.as_object().map(|m| m.len()).or(x.as_array().map(|a| a.len())).unwrap_or(0))
-            .unwrap_or(0),
+        v.at(p).map(|x| x.as_object().map(|m| m.len()).or(x.as_array().map(|a| a.len())).unwrap_or(0)).unwrap_or(0),
     )
 }
 
@@ -226,38 +225,38 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
     match resource {
         "pods" => vec![
             c("Ready", "string", 0, |v| {
-                let total = v.pointer("/spec/containers").and_then(Value::as_array).map(|a| a.len()).unwrap_or(0);
+                let total = v.at("/spec/containers").and_then(Value::as_array).map(|a| a.len()).unwrap_or(0);
                 let ready = v
-                    .pointer("/status/containerStatuses")
+                    .at("/status/containerStatuses")
                     .and_then(Value::as_array)
                     .map(|a| a.iter().filter(|c| c.get("ready") == Some(&Value::Bool(true))).count())
                     .unwrap_or(0);
                 Value::String(format!("{ready}/{total}"))
             }),
             c("Status", "string", 0, |v| {
-                if v.pointer("/metadata/deletionTimestamp").is_some() {
+                if v.at("/metadata/deletionTimestamp").is_some() {
                     return Value::String("Terminating".into());
                 }
-                let waiting = v.pointer("/status/containerStatuses").and_then(Value::as_array).and_then(|a| {
+                let waiting = v.at("/status/containerStatuses").and_then(Value::as_array).and_then(|a| {
                     a.iter().find_map(|c| {
-                        c.pointer("/state/waiting/reason")
-                            .or_else(|| c.pointer("/state/terminated/reason"))
+                        c.at("/state/waiting/reason")
+                            .or_else(|| c.at("/state/terminated/reason"))
                             .and_then(Value::as_str)
                             .map(String::from)
                     })
                 });
-                let phase = v.pointer("/status/phase").and_then(Value::as_str).unwrap_or("Pending");
+                let phase = v.at("/status/phase").and_then(Value::as_str).unwrap_or("Pending");
                 Value::String(waiting.unwrap_or_else(|| phase.to_string()))
             }),
             c("Restarts", "integer", 0, |v| {
                 let n: i64 = v
-                    .pointer("/status/containerStatuses")
+                    .at("/status/containerStatuses")
                     .and_then(Value::as_array)
                     .map(|a| a.iter().map(|c| c.get("restartCount").and_then(Value::as_i64).unwrap_or(0)).sum())
                     .unwrap_or(0);
                 Value::from(n)
             }),
-            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp"))),
             c("IP", "string", 1, |v| s_at(v, "/status/podIP")),
             c("Node", "string", 1, |v| s_at(v, "/spec/nodeName")),
         ],
@@ -267,19 +266,19 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
             }),
             c("Up-to-date", "integer", 0, |v| Value::from(i_at(v, "/status/updatedReplicas"))),
             c("Available", "integer", 0, |v| Value::from(i_at(v, "/status/availableReplicas"))),
-            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp"))),
         ],
         "replicasets" => vec![
             c("Desired", "integer", 0, |v| Value::from(i_at(v, "/spec/replicas"))),
             c("Current", "integer", 0, |v| Value::from(i_at(v, "/status/replicas"))),
             c("Ready", "integer", 0, |v| Value::from(i_at(v, "/status/readyReplicas"))),
-            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp"))),
         ],
         "replicationcontrollers" => vec![
             c("Desired", "integer", 0, |v| Value::from(i_at(v, "/spec/replicas"))),
             c("Current", "integer", 0, |v| Value::from(i_at(v, "/status/replicas"))),
             c("Ready", "integer", 0, |v| Value::from(i_at(v, "/status/readyReplicas"))),
-            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp"))),
         ],
         "daemonsets" => vec![
             c("Desired", "integer", 0, |v| Value::from(i_at(v, "/status/desiredNumberScheduled"))),
@@ -287,27 +286,27 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
             c("Ready", "integer", 0, |v| Value::from(i_at(v, "/status/numberReady"))),
             c("Up-to-date", "integer", 0, |v| Value::from(i_at(v, "/status/updatedNumberScheduled"))),
             c("Available", "integer", 0, |v| Value::from(i_at(v, "/status/numberAvailable"))),
-            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp"))),
         ],
         "statefulsets" => vec![
             c("Ready", "string", 0, |v| {
                 Value::String(format!("{}/{}", i_at(v, "/status/readyReplicas"), i_at(v, "/spec/replicas")))
             }),
-            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp"))),
         ],
         "jobs" => vec![
             c("Completions", "string", 0, |v| {
-                let want = v.pointer("/spec/completions").and_then(Value::as_i64).unwrap_or(1);
+                let want = v.at("/spec/completions").and_then(Value::as_i64).unwrap_or(1);
                 Value::String(format!("{}/{}", i_at(v, "/status/succeeded"), want))
             }),
-            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp"))),
         ],
         "services" => vec![
             c("Type", "string", 0, |v| s_at(v, "/spec/type")),
             c("Cluster-IP", "string", 0, |v| s_at(v, "/spec/clusterIP")),
             c("Port(s)", "string", 0, |v| {
                 let ports: Vec<String> = v
-                    .pointer("/spec/ports")
+                    .at("/spec/ports")
                     .and_then(Value::as_array)
                     .map(|a| {
                         a.iter()
@@ -323,24 +322,24 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
                     .unwrap_or_default();
                 Value::String(if ports.is_empty() { "<none>".into() } else { ports.join(",") })
             }),
-            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp"))),
         ],
         "nodes" => vec![
             c("Status", "string", 0, |v| {
                 let ready = v
-                    .pointer("/status/conditions")
+                    .at("/status/conditions")
                     .and_then(Value::as_array)
                     .and_then(|cs| cs.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("Ready")))
                     .and_then(|c| c.get("status").and_then(Value::as_str))
                     == Some("True");
                 let status = if ready { "Ready" } else { "NotReady" };
                 // kubectl's words for a cordoned node.
-                let cordoned = v.pointer("/spec/unschedulable") == Some(&Value::Bool(true));
+                let cordoned = v.at("/spec/unschedulable") == Some(&Value::Bool(true));
                 Value::String(if cordoned { format!("{status},SchedulingDisabled") } else { status.into() })
             }),
             c("Roles", "string", 0, |v| {
                 let roles: Vec<String> = v
-                    .pointer("/metadata/labels")
+                    .at("/metadata/labels")
                     .and_then(Value::as_object)
                     .map(|l| {
                         l.keys().filter_map(|k| k.strip_prefix("node-role.kubernetes.io/").map(String::from)).collect()
@@ -348,10 +347,10 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
                     .unwrap_or_default();
                 Value::String(if roles.is_empty() { "<none>".into() } else { roles.join(",") })
             }),
-            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp"))),
             c("Version", "string", 0, |v| s_at(v, "/status/nodeInfo/kubeletVersion")),
             c("Internal-IP", "string", 1, |v| {
-                let ip = v.pointer("/status/addresses").and_then(Value::as_array).and_then(|a| {
+                let ip = v.at("/status/addresses").and_then(Value::as_array).and_then(|a| {
                     a.iter()
                         .find(|x| x.get("type").and_then(Value::as_str) == Some("InternalIP"))
                         .and_then(|x| x.get("address").cloned())
@@ -361,28 +360,28 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
         ],
         "namespaces" => vec![
             c("Status", "string", 0, |v| s_at(v, "/status/phase")),
-            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp"))),
         ],
         "configmaps" => vec![
             c("Data", "integer", 0, |v| count(v, "/data")),
-            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp"))),
         ],
         "secrets" => vec![
             c("Type", "string", 0, |v| s_at(v, "/type")),
             c("Data", "integer", 0, |v| count(v, "/data")),
-            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp"))),
         ],
         "persistentvolumeclaims" => vec![
             c("Status", "string", 0, |v| s_at(v, "/status/phase")),
             c("Volume", "string", 0, |v| s_at(v, "/spec/volumeName")),
-            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp"))),
         ],
         "events" => vec![
             c("Type", "string", 0, |v| s_at(v, "/type")),
             c("Reason", "string", 0, |v| s_at(v, "/reason")),
             c("Object", "string", 0, |v| {
-                let kind = v.pointer("/involvedObject/kind").and_then(Value::as_str).unwrap_or_default().to_lowercase();
-                let name = v.pointer("/involvedObject/name").and_then(Value::as_str).unwrap_or_default();
+                let kind = v.at("/involvedObject/kind").and_then(Value::as_str).unwrap_or_default().to_lowercase();
+                let name = v.at("/involvedObject/name").and_then(Value::as_str).unwrap_or_default();
                 Value::String(format!("{kind}/{name}"))
             }),
             c("Message", "string", 0, |v| s_at(v, "/message")),
@@ -391,7 +390,7 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
             vec![c("Created At", "string", 0, |v| s_at(v, "/metadata/creationTimestamp"))]
         }
         "apiservices" => vec![
-            c("Service", "string", 0, |v| match v.pointer("/spec/service") {
+            c("Service", "string", 0, |v| match v.at("/spec/service") {
                 Some(s) if s.is_object() => Value::String(format!(
                     "{}/{}",
                     s.get("namespace").and_then(Value::as_str).unwrap_or_default(),
@@ -401,7 +400,7 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
             }),
             c("Available", "string", 0, |v| {
                 let available = v
-                    .pointer("/status/conditions")
+                    .at("/status/conditions")
                     .and_then(Value::as_array)
                     .and_then(|c| c.iter().find(|c| c.get("type").and_then(Value::as_str) == Some("Available")));
                 match available {
@@ -413,28 +412,26 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
                     None => Value::String("Unknown".into()),
                 }
             }),
-            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp"))),
         ],
         "certificatesigningrequests" => vec![
-            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp"))),
             c("SignerName", "string", 0, |v| s_at(v, "/spec/signerName")),
             c("Requestor", "string", 0, |v| s_at(v, "/spec/username")),
-            c("RequestedDuration", "string", 0, |v| {
-                match v.pointer("/spec/expirationSeconds").and_then(Value::as_i64) {
-                    Some(s) => Value::String(human_duration(chrono::Duration::seconds(s))),
-                    None => Value::String("<none>".into()),
-                }
+            c("RequestedDuration", "string", 0, |v| match v.at("/spec/expirationSeconds").and_then(Value::as_i64) {
+                Some(s) => Value::String(human_duration(chrono::Duration::seconds(s))),
+                None => Value::String("<none>".into()),
             }),
             c("Condition", "string", 0, |v| {
                 let mut parts: Vec<String> = v
-                    .pointer("/status/conditions")
+                    .at("/status/conditions")
                     .and_then(Value::as_array)
                     .into_iter()
                     .flatten()
                     .filter(|c| c.get("status").and_then(Value::as_str) != Some("False"))
                     .filter_map(|c| c.get("type").and_then(Value::as_str).map(str::to_string))
                     .collect();
-                if v.pointer("/status/certificate").is_some() {
+                if v.at("/status/certificate").is_some() {
                     parts.push("Issued".into());
                 }
                 Value::String(if parts.is_empty() { "Pending".into() } else { parts.join(",") })
@@ -442,16 +439,16 @@ fn builtin_columns(resource: &str) -> Vec<Column> {
         ],
         "rolebindings" | "clusterrolebindings" => vec![
             c("Role", "string", 0, |v| {
-                let kind = v.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or_default();
-                let name = v.pointer("/roleRef/name").and_then(Value::as_str).unwrap_or_default();
+                let kind = v.at("/roleRef/kind").and_then(Value::as_str).unwrap_or_default();
+                let name = v.at("/roleRef/name").and_then(Value::as_str).unwrap_or_default();
                 Value::String(format!("{kind}/{name}"))
             }),
-            c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp"))),
+            c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp"))),
             c("Users", "string", 1, |v| subjects_of(v, "User")),
             c("Groups", "string", 1, |v| subjects_of(v, "Group")),
             c("ServiceAccounts", "string", 1, |v| subjects_of(v, "ServiceAccount")),
         ],
-        _ => vec![c("Age", "string", 0, |v| age_of(v.pointer("/metadata/creationTimestamp")))],
+        _ => vec![c("Age", "string", 0, |v| age_of(v.at("/metadata/creationTimestamp")))],
     }
 }
 
@@ -496,7 +493,7 @@ fn custom_columns<'a>(info: &'a ResourceInfo, version: &str) -> Option<&'a [Prin
 
 /// One table row for an object.
 pub fn row(info: &ResourceInfo, version: &str, obj: &Value, include: IncludeObject) -> Value {
-    let name = obj.pointer("/metadata/name").cloned().unwrap_or(Value::Null);
+    let name = obj.at("/metadata/name").cloned().unwrap_or(Value::Null);
     let mut cells = vec![name];
     match custom_columns(info, version) {
         Some(custom) => {

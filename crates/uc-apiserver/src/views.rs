@@ -6,7 +6,7 @@
 //!   `jsonPath`), so that older operator bundles install; kube-apiserver removed v1beta1 in 1.22.
 
 use serde_json::{Map, Value, json};
-use uc_api::GroupResource;
+use uc_api::{GroupResource, Pointer};
 
 const EVENTS_GROUP: &str = "events.k8s.io";
 const CRD_GROUP: &str = "apiextensions.k8s.io";
@@ -61,7 +61,7 @@ pub fn to_view(group: &str, resource: &str, version: &str, obj: &Value) -> Optio
             // `eventTime` is required in this API; an event recorded the core way has none, so it
             // shows when it first happened (clients such as the Python one refuse a null).
             if v.get("eventTime").is_none_or(Value::is_null) {
-                let first = v.get("deprecatedFirstTimestamp").or_else(|| v.pointer("/metadata/creationTimestamp"));
+                let first = v.get("deprecatedFirstTimestamp").or_else(|| v.at("/metadata/creationTimestamp"));
                 if let Some(t) = first.and_then(Value::as_str).filter(|t| t.ends_with('Z')) {
                     v["eventTime"] = json!(format!("{}.000000Z", t.trim_end_matches('Z')));
                 }
@@ -230,7 +230,7 @@ pub fn crd_v1_to_v1beta1(obj: &Value) -> Value {
             }
         }
     }
-    let first = spec.get("versions").and_then(|v| v.pointer("/0/name")).cloned();
+    let first = spec.get("versions").and_then(|v| v.at("/0/name")).cloned();
     if let Some(first) = first {
         spec.insert("version".into(), first);
     }

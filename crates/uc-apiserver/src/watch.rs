@@ -11,10 +11,11 @@ use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use uc_api::Pointer;
 
 use crate::app::{App, Body, Render, Req};
 use crate::error::{ApiError, Result};
-use crate::request::{Selectors, Target, include_object, parse_rv, to_version};
+use crate::request::{PartialMetadata, Selectors, Target, include_object, parse_rv, to_version};
 use crate::storage::{Event, EventType, Obj, StoreError};
 use crate::table;
 
@@ -84,12 +85,10 @@ impl Watcher {
         let object = match self.render {
             // The stored object is serialized where it lies, not copied first.
             Render::Json => return line(kind, obj),
-            Render::Metadata => {
-                json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj.get("metadata")})
-            }
+            Render::Metadata => return line(kind, &PartialMetadata::of(obj)),
             Render::Table => {
                 let mut t = json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1",
-                    "metadata": {"resourceVersion": obj.pointer("/metadata/resourceVersion")},
+                    "metadata": {"resourceVersion": obj.at("/metadata/resourceVersion")},
                     "rows": [table::row(info, &self.target.version, obj, self.include)]});
                 if !self.sent_columns {
                     t["columnDefinitions"] = Value::Array(table::column_definitions(info, &self.target.version));
@@ -128,13 +127,13 @@ impl Watcher {
 
 /// One event of the stream, serialized from borrowed parts.
 #[derive(serde::Serialize)]
-struct Line<'a> {
+struct Line<'a, T> {
     #[serde(rename = "type")]
     kind: &'a str,
-    object: &'a Value,
+    object: &'a T,
 }
 
-fn line(kind: &str, object: &Value) -> Bytes {
+fn line<T: serde::Serialize>(kind: &str, object: &T) -> Bytes {
     let mut v = serde_json::to_vec(&Line { kind, object }).unwrap_or_default();
     v.push(b'\n');
     Bytes::from(v)

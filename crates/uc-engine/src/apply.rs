@@ -7,6 +7,7 @@
 //! (`containerPort`, `port`, `mountPath`, `name`, `uid`, `ip`, `path`); other lists are replaced.
 
 use serde_json::{Map, Value};
+use uc_api::Pointer;
 
 /// Annotation holding the last configuration uc applied.
 pub const LAST_APPLIED: &str = "universalcontroller.njuics.cn/last-applied-configuration";
@@ -15,7 +16,10 @@ const LIST_MAP_KEYS: &[&str] = &["containerPort", "port", "mountPath", "name", "
 
 /// Strips what a desired object may not set: status and server-owned metadata.
 pub fn sanitize_desired(desired: &Value) -> Value {
-    let mut d = desired.clone();
+    sanitize(desired.clone())
+}
+
+fn sanitize(mut d: Value) -> Value {
     if let Some(m) = d.as_object_mut() {
         m.remove("status");
     }
@@ -40,7 +44,7 @@ pub fn sanitize_desired(desired: &Value) -> Value {
 
 /// The last applied configuration recorded on an observed object.
 pub fn last_applied(observed: &Value) -> Option<Value> {
-    let text = observed.pointer("/metadata/annotations")?.get(LAST_APPLIED)?.as_str()?;
+    let text = observed.at("/metadata/annotations")?.get(LAST_APPLIED)?.as_str()?;
     serde_json::from_str(text).ok()
 }
 
@@ -58,7 +62,7 @@ pub fn apply(observed: &Value, desired: &Value) -> Value {
 /// tell cheaply (lists whose items repeat a key); the caller then merges.
 pub fn unchanged(observed: &Value, desired: &Value) -> bool {
     let desired = sanitize_desired(desired);
-    let recorded = observed.pointer("/metadata/annotations").and_then(|a| a.get(LAST_APPLIED)).and_then(Value::as_str);
+    let recorded = observed.at("/metadata/annotations").and_then(|a| a.get(LAST_APPLIED)).and_then(Value::as_str);
     // The annotation `apply` writes is the desired state's text: the same text means the last applied
     // configuration is the desired one, and the merge reduces to laying `desired` over `observed`.
     recorded.is_some_and(|r| serde_json::to_string(&desired).is_ok_and(|d| d == r)) && covers(observed, &desired)
@@ -90,14 +94,22 @@ fn covers_list_map(observed: &[Value], desired: &[Value], key: &str) -> bool {
 
 /// A new object for `desired`, carrying the annotation.
 pub fn create(desired: &Value) -> Value {
-    let desired = sanitize_desired(desired);
-    let mut out = desired.clone();
-    record(&mut out, &desired);
+    create_from(desired.clone())
+}
+
+/// [`create`] from a desired object no longer needed otherwise: it becomes the new object.
+pub fn create_from(desired: Value) -> Value {
+    let mut out = sanitize(desired);
+    let text = serde_json::to_string(&out).unwrap_or_default();
+    annotate(&mut out, text);
     out
 }
 
 fn record(obj: &mut Value, desired: &Value) {
-    let text = serde_json::to_string(desired).unwrap_or_default();
+    annotate(obj, serde_json::to_string(desired).unwrap_or_default());
+}
+
+fn annotate(obj: &mut Value, text: String) {
     if let Some(m) = obj.as_object_mut() {
         let meta = m.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
         if let Some(meta) = meta.as_object_mut() {

@@ -8,6 +8,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::api::{Api, PostParams};
 use parking_lot::Mutex;
 use serde_json::Value;
+use uc_api::Pointer;
 
 /// Identical events about one object are recorded at most this often.
 const REPEAT_AFTER: Duration = Duration::from_secs(30);
@@ -39,7 +40,7 @@ impl Recorder {
     /// Records an event from `component` (`source.component`; `reportingComponent`
     /// `uc.njuics.cn/<component>`).
     pub async fn record_as(&self, component: &str, object: &Value, type_: &str, reason: &str, message: &str) {
-        let s = |p: &str| object.pointer(p).and_then(Value::as_str).map(String::from);
+        let s = |p: &str| object.at(p).and_then(Value::as_str).map(String::from);
         let uid = s("/metadata/uid").unwrap_or_default();
         {
             let mut recent = self.recent.lock();

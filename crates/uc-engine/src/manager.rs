@@ -11,6 +11,7 @@ use futures::StreamExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
+use uc_api::Pointer;
 
 use uc_api::conditions::{condition, set_condition};
 
@@ -263,7 +264,7 @@ pub(crate) async fn run(ctx: Arc<Ctx>, flavors: Vec<Flavor>) {
                         entries.retain(|k, e| flavor_of(&e.uc) != flavor || keys.contains(k));
                         // The oldest first: of two controllers of one parent type, it is the one that runs.
                         let mut list = list;
-                        list.sort_by_key(|uc| uc.pointer("/metadata/creationTimestamp").and_then(Value::as_str).unwrap_or_default().to_string());
+                        list.sort_by_key(|uc| uc.at("/metadata/creationTimestamp").and_then(Value::as_str).unwrap_or_default().to_string());
                         for uc in list {
                             apply_uc(&ctx, &mut entries, uc).await;
                         }
@@ -319,7 +320,7 @@ fn flavor_of(uc: &Value) -> Flavor {
 }
 
 fn name_of(uc: &Value) -> String {
-    uc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string()
+    uc.at("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string()
 }
 
 /// An entry's key: `Kind/name` (a CompositeController and a UniversalController may share a name).
@@ -329,7 +330,7 @@ fn key_of(uc: &Value) -> String {
 
 async fn apply_uc(ctx: &Arc<Ctx>, entries: &mut HashMap<String, Entry>, uc: Value) {
     let name = key_of(&uc);
-    let generation = uc.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+    let generation = uc.at("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
     if let Some(e) = entries.get_mut(&name) {
         if e.generation == generation {
             if let Some(r) = &e.running {

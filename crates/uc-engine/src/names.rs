@@ -21,6 +21,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::RwLock;
 use serde_json::Value;
 use tokio::sync::watch;
+use uc_api::Pointer;
 use uc_api::dns::{CLUSTERSET_DOMAIN, DOMAIN, Names};
 
 #[derive(Default)]
@@ -38,7 +39,7 @@ pub struct ClusterNames {
 }
 
 fn key_of(v: &Value) -> String {
-    let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    let s = |p: &str| v.at(p).and_then(Value::as_str).unwrap_or_default().to_string();
     format!("{}/{}", s("/metadata/namespace"), s("/metadata/name"))
 }
 

@@ -4,8 +4,8 @@
 //! count as UniversalControllers; DecoratorControllers claim nothing.
 
 use serde_json::Value;
-use uc_api::LabelSelector;
 use uc_api::meta::str_at;
+use uc_api::{LabelSelector, Pointer};
 
 use crate::flavor::Flavor;
 
@@ -30,9 +30,7 @@ fn identity(uc: &Value) -> (&str, &str) {
 
 /// The parents' label selector, if it has one that parses.
 fn selector(uc: &Value) -> Option<LabelSelector> {
-    uc.pointer("/spec/parentResource/labelSelector")
-        .filter(|v| !v.is_null())
-        .and_then(|v| LabelSelector::from_value(v).ok())
+    uc.at("/spec/parentResource/labelSelector").filter(|v| !v.is_null()).and_then(|v| LabelSelector::from_value(v).ok())
 }
 
 /// Whether two controllers would fight over parents: both claim their parent type (a

@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
+use uc_api::Pointer;
 use uc_api::controller::{StatusChecks, UpdateMethod};
 
 use crate::apply;
@@ -14,7 +15,7 @@ fn meta<'a>(obj: &'a Value, field: &str) -> &'a str {
 }
 
 fn is_deleting(obj: &Value) -> bool {
-    obj.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
+    obj.at("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
 }
 
 /// What the plan does with one child.
@@ -50,7 +51,7 @@ pub fn decorate(parent: &Value, selector_labels: &Map<String, Value>, child: &Va
     }
     let owner = uc_api::meta::controller_owner_reference(parent);
     let mut refs: Vec<Value> = c
-        .pointer("/metadata/ownerReferences")
+        .at("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter(|r| r.get("controller") != Some(&Value::Bool(true))).cloned().collect())
         .unwrap_or_default();
@@ -91,7 +92,7 @@ pub fn plan(
         }
         let d = decorate(parent, selector_labels, d);
         let Some(o) = observed else {
-            actions.push(Action::Create(apply::create(&d)));
+            actions.push(Action::Create(apply::create_from(d)));
             continue;
         };
         if apply::unchanged(o, &d) {
@@ -116,7 +117,7 @@ pub fn plan(
 /// Whether a child passes the status checks of a rolling update.
 pub fn passes_checks(child: &Value, checks: Option<&StatusChecks>) -> bool {
     let Some(checks) = checks else { return true };
-    let conds = child.pointer("/status/conditions").and_then(Value::as_array);
+    let conds = child.at("/status/conditions").and_then(Value::as_array);
     checks.conditions.iter().all(|want| {
         conds.is_some_and(|cs| {
             cs.iter().any(|c| {

@@ -11,6 +11,7 @@
 use kube::core::ObjectMeta;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
+use uc_api::Pointer;
 
 /// An object of any kind, as the API server sent it.
 #[derive(Clone, Debug)]
@@ -130,7 +131,7 @@ impl Serialize for RawObject {
 impl RawObject {
     /// An object to send.
     pub fn new(body: Value) -> Self {
-        let resource_version = body.pointer("/metadata/resourceVersion").and_then(Value::as_str).map(String::from);
+        let resource_version = body.at("/metadata/resourceVersion").and_then(Value::as_str).map(String::from);
         Self { meta: ObjectMeta { resource_version, ..Default::default() }, body }
     }
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::{Value, json};
+use uc_api::Pointer;
 
 /// The annotation that switches recording on (the number of calls kept; absent or 0: off).
 pub const RECORD_ANNOTATION: &str = "universalcontroller.njuics.cn/record-hooks";
@@ -23,7 +24,7 @@ pub const REDACTED: &str = "<redacted>";
 /// How many calls a controller object asks to keep (its annotation, at most [`MAX_RECORDS`]).
 pub fn capacity_of(controller: &Value) -> usize {
     controller
-        .pointer("/metadata/annotations")
+        .at("/metadata/annotations")
         .and_then(|a| a.get(RECORD_ANNOTATION))
         .and_then(Value::as_str)
         .and_then(|n| n.trim().parse::<usize>().ok())

@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Map, Value, json};
+use uc_api::Pointer;
 use uc_api::controller::{StatusChecks, UpdateMethod};
 
 use crate::apply;
@@ -57,7 +58,7 @@ impl Revision {
                 .extend(names.filter_map(|n| n.as_str().map(String::from)));
         }
         Revision {
-            name: obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string(),
+            name: obj.at("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string(),
             patch: obj.get("parentPatch").cloned().unwrap_or_else(|| json!({})),
             revision: obj.get("revision").and_then(Value::as_i64).unwrap_or(0),
             children,
@@ -209,7 +210,7 @@ pub struct Outcome {
 
 /// Whether an observed child carries its desired state and passes the checks of its rollout.
 pub fn is_updated(observed: &Value, desired: &Value, method: UpdateMethod, checks: Option<&StatusChecks>) -> bool {
-    if observed.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null()) {
+    if observed.at("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null()) {
         return false;
     }
     if apply::apply(observed, desired) != *observed || !passes_checks(observed, checks) {
@@ -217,8 +218,8 @@ pub fn is_updated(observed: &Value, desired: &Value, method: UpdateMethod, check
     }
     if method == UpdateMethod::RollingInPlace {
         // A controller of the child must have seen its latest spec, when it reports what it saw.
-        let generation = observed.pointer("/metadata/generation").and_then(Value::as_i64);
-        let seen = observed.pointer("/status/observedGeneration").and_then(Value::as_i64);
+        let generation = observed.at("/metadata/generation").and_then(Value::as_i64);
+        let seen = observed.at("/status/observedGeneration").and_then(Value::as_i64);
         if let (Some(g), Some(s)) = (generation, seen) {
             return s >= g;
         }

@@ -19,7 +19,7 @@ use http::HeaderMap;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use uc_api::{GroupResource, Status};
+use uc_api::{GroupResource, Pointer, Status};
 
 use crate::error::ApiError;
 use crate::storage::{Store, object_key};
@@ -58,7 +58,7 @@ pub fn user_of_token(app_token: &str, key: &token::Key, store: &Store, presented
     let uid_of = |gr: GroupResource, name: &str| {
         store
             .get(&gr, &object_key(&k.namespace, name))
-            .and_then(|o| o.pointer("/metadata/uid").and_then(Value::as_str).map(str::to_string))
+            .and_then(|o| o.at("/metadata/uid").and_then(Value::as_str).map(str::to_string))
     };
     if uid_of(GroupResource::new("", "serviceaccounts"), &k.serviceaccount.name).as_deref()
         != Some(k.serviceaccount.uid.as_str())
@@ -124,15 +124,15 @@ pub fn check_escalation(
         return Ok(());
     }
     const GROUP: &str = "rbac.authorization.k8s.io";
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let name = obj.at("/metadata/name").and_then(Value::as_str).unwrap_or_default();
     let decode = |v: Option<&Value>| -> Vec<PolicyRule> {
         v.and_then(|r| serde_json::from_value(r.clone()).ok()).unwrap_or_default()
     };
     let (requested, verb, target_resource, target_name) = match resource {
         "roles" | "clusterroles" => (decode(obj.get("rules")), "escalate", resource.to_string(), name.to_string()),
         "rolebindings" | "clusterrolebindings" => {
-            let kind = obj.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or_default();
-            let role = obj.pointer("/roleRef/name").and_then(Value::as_str).unwrap_or_default();
+            let kind = obj.at("/roleRef/kind").and_then(Value::as_str).unwrap_or_default();
+            let role = obj.at("/roleRef/name").and_then(Value::as_str).unwrap_or_default();
             let (res, ns) = if kind == "Role" { ("roles", namespace) } else { ("clusterroles", "") };
             let rules =
                 store.get(&GroupResource::new(GROUP, res), &object_key(ns, role)).and_then(|r| r.get("rules").cloned());

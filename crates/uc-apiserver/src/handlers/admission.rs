@@ -2,7 +2,7 @@
 //! validation, field validation modes, namespaces, CRD admission).
 
 use serde_json::{Value, json};
-use uc_api::GroupResource;
+use uc_api::{GroupResource, Pointer};
 
 use crate::app::{App, Req};
 use crate::builtin;
@@ -235,17 +235,15 @@ pub(crate) fn invalid(info: &ResourceInfo, name: &str, errs: &[FieldError]) -> A
 /// Whether the parts of an object that `generation` tracks differ.
 pub(crate) fn spec_changed(info: &ResourceInfo, version: &str, old: &Value, new: &Value) -> bool {
     let has_status = info.version(version).is_some_and(|v| v.status);
-    let strip = |v: &Value| -> Value {
-        let mut m = v.as_object().cloned().unwrap_or_default();
-        m.remove("metadata");
-        m.remove("apiVersion");
-        m.remove("kind");
-        if has_status {
-            m.remove("status");
-        }
-        Value::Object(m)
-    };
-    strip(old) != strip(new)
+    // Compared in place, member by member (both in key order), not copied first.
+    !tracked_members(old, has_status).eq(tracked_members(new, has_status))
+}
+
+/// The members of an object that `generation` tracks: all but metadata, the type and (with a status
+/// subresource) the status.
+fn tracked_members(v: &Value, has_status: bool) -> impl Iterator<Item = (&String, &Value)> {
+    let untracked = move |k: &str| matches!(k, "metadata" | "apiVersion" | "kind") || (has_status && k == "status");
+    v.as_object().into_iter().flatten().filter(move |(k, _)| !untracked(k))
 }
 
 pub(crate) fn namespace_check(app: &App, t: &Target, ns: &str) -> Result<()> {
@@ -267,7 +265,7 @@ pub(crate) fn admit_crd(obj: &mut Value, old: Option<&Value>) -> Result<crate::r
     let info = crd_to_resource(obj)
         .map_err(|errs| ApiError::invalid("CustomResourceDefinition", "apiextensions.k8s.io", &name, &errs))?;
     let mut stored: Vec<String> = old
-        .and_then(|o| o.pointer("/status/storedVersions"))
+        .and_then(|o| o.at("/status/storedVersions"))
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
         .unwrap_or_default();
@@ -280,7 +278,7 @@ pub(crate) fn admit_crd(obj: &mut Value, old: Option<&Value>) -> Result<crate::r
             {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": ts},
             {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": ts},
         ],
-        "acceptedNames": obj.pointer("/spec/names").cloned().unwrap_or(Value::Null),
+        "acceptedNames": obj.at("/spec/names").cloned().unwrap_or(Value::Null),
         "storedVersions": stored,
     });
     Ok(info)

@@ -12,7 +12,7 @@ use crate::error::{ApiError, FieldError, Result};
 use crate::handlers::managed::{invalid_managed_fields, now, with_shape, write_of};
 use crate::handlers::meta::meta_str;
 use crate::handlers::write::{admit_update, commit_update, create_object, prepare_update};
-use crate::request::{Target, dry_run, respond_object, to_version};
+use crate::request::{Target, dry_run, respond_object, respond_stored, to_version};
 use crate::ssa::{self, ApplyError};
 use crate::storage::StoreError;
 
@@ -123,7 +123,7 @@ pub(crate) async fn server_side_apply(app: &Arc<App>, req: &mut Req, t: &Target)
             return Ok(respond_object(req, t, 200, &Arc::new(new)));
         }
         match commit_update(app, &t.info, &key, &old, new).await {
-            Ok(stored) => return Ok(respond_object(req, t, 200, &stored)),
+            Ok(stored) => return Ok(respond_stored(&app.store, req, t, 200, &stored)),
             Err(StoreError::Conflict { .. }) => continue,
             Err(e) => return Err(ApiError::from_store(e, &subject)),
         }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use chrono::{SecondsFormat, Utc};
 use http::Response;
 use serde_json::{Value, json};
-use uc_api::StatusDetails;
+use uc_api::{Pointer, StatusDetails};
 
 use crate::app::{App, Body, Req, json_response};
 use crate::error::{ApiError, Result, Subject};
@@ -87,9 +87,9 @@ pub(crate) fn options_from(body: &Value, req: &Req) -> Result<DeleteOptions> {
         (None, Some(true)) => Propagation::Orphan,
         (None, _) => Propagation::Background,
     };
-    let uid = body.pointer("/preconditions/uid").and_then(Value::as_str).map(String::from);
+    let uid = body.at("/preconditions/uid").and_then(Value::as_str).map(String::from);
     let resource_version =
-        body.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(parse_rv).transpose()?;
+        body.at("/preconditions/resourceVersion").and_then(Value::as_str).map(parse_rv).transpose()?;
     let dry_run =
         dry_run(req) || body.get("dryRun").and_then(Value::as_array).is_some_and(|a| a.iter().any(|x| x == "All"));
     let grace_period = match body.get("gracePeriodSeconds").and_then(Value::as_i64) {
@@ -109,15 +109,15 @@ fn pod_grace(info: &ResourceInfo, pod: &Value, opts: &DeleteOptions) -> i64 {
     if info.resource != "pods" || !info.group.is_empty() {
         return 0;
     }
-    let bound = pod.pointer("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
-    let finished = matches!(pod.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed"));
+    let bound = pod.at("/spec/nodeName").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+    let finished = matches!(pod.at("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed"));
     if !bound || finished {
         return 0;
     }
-    let default = pod.pointer("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(30);
+    let default = pod.at("/spec/terminationGracePeriodSeconds").and_then(Value::as_i64).unwrap_or(30);
     let grace = opts.grace_period.unwrap_or(default).max(0);
     // A repeated delete may shorten the grace period, never lengthen it.
-    match pod.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64) {
+    match pod.at("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64) {
         Some(current) if is_deleting(pod) => grace.min(current),
         _ => grace,
     }
@@ -177,7 +177,7 @@ pub async fn delete_object(
             }
         }
         let spec_finalizers = info.resource == "namespaces"
-            && cur.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+            && cur.at("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
         let grace = pod_grace(info, &cur, opts);
         if f.is_empty() && !spec_finalizers && grace == 0 {
             if opts.dry_run {
@@ -205,7 +205,7 @@ pub async fn delete_object(
             }
             if info.crd.is_none()
                 && info.resource == "customresourcedefinitions"
-                && let Some(conds) = new.pointer_mut("/status/conditions").and_then(Value::as_array_mut)
+                && let Some(conds) = new.at_mut("/status/conditions").and_then(Value::as_array_mut)
             {
                 {
                     conds.push(json!({"type": "Terminating", "status": "True", "reason": "InstanceDeletionPending", "message": "CustomResourceDefinition marked for deletion; instances are being deleted", "lastTransitionTime": now()}));

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use http::Response;
 use serde_json::{Value, json};
-use uc_api::{GroupResource, LabelSelector, Status, StatusCause, StatusDetails};
+use uc_api::{GroupResource, LabelSelector, Pointer, Status, StatusCause, StatusDetails};
 
 use crate::app::{App, Body, Req, status_response};
 use crate::error::{ApiError, Result};
@@ -19,7 +19,7 @@ use crate::storage::{Op, StoreError, object_key, rv_of};
 /// Why a budget refuses an eviction, if it does: its name, and the desired and current healthy pods. A
 /// budget its controller has not counted yet allows nothing, as in kube.
 pub fn refusal(pdb: &Value) -> Option<(String, i64, i64)> {
-    let n = |k: &str| pdb.pointer(&format!("/status/{k}")).and_then(Value::as_i64).unwrap_or(0);
+    let n = |k: &str| pdb.at(&format!("/status/{k}")).and_then(Value::as_i64).unwrap_or(0);
     if n("disruptionsAllowed") > 0 {
         return None;
     }
@@ -29,8 +29,8 @@ pub fn refusal(pdb: &Value) -> Option<(String, i64, i64)> {
 /// Whether a budget's selector picks the pod (an empty selector picks every pod of the namespace, as
 /// in policy/v1).
 fn selects(pdb: &Value, pod: &Value) -> bool {
-    let selector = pdb.pointer("/spec/selector").cloned().unwrap_or_else(|| json!({}));
-    LabelSelector::from_value(&selector).is_ok_and(|s| s.matches_value(pod.pointer("/metadata/labels")))
+    let selector = pdb.at("/spec/selector").cloned().unwrap_or_else(|| json!({}));
+    LabelSelector::from_value(&selector).is_ok_and(|s| s.matches_value(pod.at("/metadata/labels")))
 }
 
 fn too_many_requests(message: &str, causes: Vec<StatusCause>) -> ApiError {
@@ -52,7 +52,7 @@ pub(crate) async fn evict(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<R
     let budgets = GroupResource::new("policy", "poddisruptionbudgets");
     for _ in 0..16 {
         let pod = app.store.get(&pods, &t.key()).ok_or_else(|| ApiError::not_found(&subject))?;
-        let finished = matches!(pod.pointer("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed"));
+        let finished = matches!(pod.at("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed"));
         if !is_deleting(&pod) && !finished {
             let (all, _) = app.store.list(&budgets, Some(&ns), None).map_err(|e| ApiError::from_store(e, &subject))?;
             let mine: Vec<_> = all.into_iter().map(|(_, b)| b).filter(|b| selects(b, &pod)).collect();
@@ -78,7 +78,7 @@ pub(crate) async fn evict(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<R
                 if !opts.dry_run {
                     // Take the disruption first: a second eviction sees it gone.
                     let mut taken = (**pdb).clone();
-                    let allowed = taken.pointer("/status/disruptionsAllowed").and_then(Value::as_i64).unwrap_or(0);
+                    let allowed = taken.at("/status/disruptionsAllowed").and_then(Value::as_i64).unwrap_or(0);
                     taken["status"]["disruptionsAllowed"] = json!(allowed - 1);
                     // Until the pod is seen going, the budget's controller does not count it healthy.
                     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);

@@ -2,6 +2,7 @@
 
 use chrono::{SecondsFormat, Utc};
 use serde_json::{Value, json};
+use uc_api::Pointer;
 
 use crate::registry::ResourceInfo;
 
@@ -30,7 +31,7 @@ pub(crate) fn stamp_new(obj: &mut Value) {
 pub(crate) fn init_namespace(obj: &mut Value) {
     obj["spec"] = json!({"finalizers": ["kubernetes"]});
     obj["status"] = json!({"phase": "Active"});
-    if let Some(labels) = obj.pointer_mut("/metadata").and_then(Value::as_object_mut) {
+    if let Some(labels) = obj.at_mut("/metadata").and_then(Value::as_object_mut) {
         let name = labels.get("name").cloned().unwrap_or(Value::Null);
         let l = labels.entry("labels").or_insert_with(|| json!({}));
         if let Some(l) = l.as_object_mut() {
@@ -44,7 +45,7 @@ pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
 }
 
 pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
+    obj.at("/metadata/finalizers")
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
         .unwrap_or_default()
@@ -61,16 +62,16 @@ pub(crate) fn set_finalizers(obj: &mut Value, f: Vec<String>) {
 }
 
 pub(crate) fn is_deleting(obj: &Value) -> bool {
-    obj.pointer("/metadata/deletionTimestamp").is_some()
+    obj.at("/metadata/deletionTimestamp").is_some()
 }
 
 /// True once nothing holds a deleting object back: no finalizers (and for namespaces, no spec finalizers).
 pub(crate) fn ready_to_vanish(info: &ResourceInfo, obj: &Value) -> bool {
     // A pod in graceful deletion waits for its kubelet's delete with grace 0, whatever else changes.
-    let graceful = obj.pointer("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).is_some_and(|g| g > 0);
+    let graceful = obj.at("/metadata/deletionGracePeriodSeconds").and_then(Value::as_i64).is_some_and(|g| g > 0);
     is_deleting(obj)
         && !graceful
         && finalizers(obj).is_empty()
         && !(info.resource == "namespaces"
-            && obj.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty()))
+            && obj.at("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty()))
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use http::{Method, Response};
 use serde_json::json;
-use uc_api::GroupResource;
+use uc_api::{GroupResource, Pointer};
 
 use crate::app::{App, Body, Req, json_response};
 use crate::auth::rbac::Attributes;
@@ -179,7 +179,7 @@ pub async fn bootstrap(app: &Arc<App>) -> Result<()> {
         match crd_to_resource(&crd) {
             Ok(info) => app.registry.install_crd(info),
             Err(errs) => {
-                tracing::warn!(crd = ?crd.pointer("/metadata/name"), errors = ?errs, "stored CRD is invalid; not serving it")
+                tracing::warn!(crd = ?crd.at("/metadata/name"), errors = ?errs, "stored CRD is invalid; not serving it")
             }
         }
     }

@@ -6,13 +6,13 @@ use serde_json::{Map, Value, json};
 
 use crate::app::{App, Body, Render, Req, json_response};
 use crate::error::{ApiError, Result};
-use crate::request::{Selectors, Target, include_object, parse_rv, respond_object, to_version};
+use crate::request::{Selectors, Target, include_object, parse_rv, respond_stored, to_version};
 use crate::storage::{Obj, StoreError};
 use crate::table;
 
 pub(crate) fn get(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
     let obj = app.store.get(&t.info.gr(), &t.key()).ok_or_else(|| ApiError::not_found(&t.subject()))?;
-    Ok(respond_object(req, t, 200, &obj))
+    Ok(respond_stored(&app.store, req, t, 200, &obj))
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use http::Response;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use serde_json::{Value, json};
+use uc_api::Pointer;
 
 use crate::app::{App, Body, Req, json_response};
 use crate::auth::rbac::{self, Attributes};
@@ -107,7 +108,7 @@ pub(crate) fn create(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Respon
         }
         "LocalSubjectAccessReview" => {
             let ns = t.namespace.as_deref().unwrap_or_default();
-            let asked = spec.pointer("/resourceAttributes/namespace").and_then(Value::as_str).unwrap_or(ns);
+            let asked = spec.at("/resourceAttributes/namespace").and_then(Value::as_str).unwrap_or(ns);
             if asked != ns {
                 return Err(ApiError::bad_request(format!(
                     "spec.resourceAttributes.namespace must match the namespace of the review ({ns:?}), not {asked:?}"

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use http::Response;
 use serde_json::{Value, json};
+use uc_api::Pointer;
 
 use crate::app::{App, Body, Req, json_response};
 use crate::error::{ApiError, FieldError, Result};
@@ -17,12 +18,12 @@ fn path_pointer(json_path: &str) -> String {
 }
 
 fn scale_view(paths: &ScalePaths, obj: &Value) -> Value {
-    let spec = obj.pointer(&path_pointer(&paths.spec_replicas)).and_then(Value::as_i64).unwrap_or(0);
-    let status = obj.pointer(&path_pointer(&paths.status_replicas)).and_then(Value::as_i64).unwrap_or(0);
+    let spec = obj.at(&path_pointer(&paths.spec_replicas)).and_then(Value::as_i64).unwrap_or(0);
+    let status = obj.at(&path_pointer(&paths.status_replicas)).and_then(Value::as_i64).unwrap_or(0);
     let mut st = json!({"replicas": status});
-    if let Some(sel) = paths.label_selector.as_ref().and_then(|p| obj.pointer(&path_pointer(p))) {
+    if let Some(sel) = paths.label_selector.as_ref().and_then(|p| obj.at(&path_pointer(p))) {
         st["selector"] = sel.clone();
-    } else if let Some(sel) = obj.pointer("/spec/selector") {
+    } else if let Some(sel) = obj.at("/spec/selector") {
         // Built-ins publish the selector in string form.
         if let Ok(ls) = uc_api::LabelSelector::from_value(sel) {
             let s: Vec<String> = ls
@@ -38,9 +39,9 @@ fn scale_view(paths: &ScalePaths, obj: &Value) -> Value {
     }
     json!({
         "kind": "Scale", "apiVersion": "autoscaling/v1",
-        "metadata": {"name": obj.pointer("/metadata/name"), "namespace": obj.pointer("/metadata/namespace"),
-                     "uid": obj.pointer("/metadata/uid"), "resourceVersion": obj.pointer("/metadata/resourceVersion"),
-                     "creationTimestamp": obj.pointer("/metadata/creationTimestamp")},
+        "metadata": {"name": obj.at("/metadata/name"), "namespace": obj.at("/metadata/namespace"),
+                     "uid": obj.at("/metadata/uid"), "resourceVersion": obj.at("/metadata/resourceVersion"),
+                     "creationTimestamp": obj.at("/metadata/creationTimestamp")},
         "spec": {"replicas": spec}, "status": st,
     })
 }
@@ -69,7 +70,7 @@ pub(crate) async fn update_scale(
             }
             None => scale = parse_body(req)?,
         }
-        let replicas = scale.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
+        let replicas = scale.at("/spec/replicas").cloned().unwrap_or(json!(0));
         if replicas.as_i64().is_none_or(|r| r < 0) {
             return Err(ApiError::invalid(
                 "Scale",
@@ -78,7 +79,7 @@ pub(crate) async fn update_scale(
                 &[FieldError::invalid("spec.replicas", &replicas, "must be greater than or equal to 0")],
             ));
         }
-        if let Some(rv) = scale.pointer("/metadata/resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        if let Some(rv) = scale.at("/metadata/resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty()) {
             let rv = parse_rv(rv)?;
             if rv != rv_of(&old) {
                 return Err(ApiError::from_store(
@@ -90,7 +91,7 @@ pub(crate) async fn update_scale(
         let mut new = (*old).clone();
         let pointer = path_pointer(&paths.spec_replicas);
         let (parent, leaf) = pointer.rsplit_once('/').unwrap_or(("", &pointer));
-        match new.pointer_mut(parent).and_then(Value::as_object_mut) {
+        match new.at_mut(parent).and_then(Value::as_object_mut) {
             Some(m) => {
                 m.insert(leaf.to_string(), replicas);
             }

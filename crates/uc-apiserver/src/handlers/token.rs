@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use http::Response;
 use serde_json::{Value, json};
-use uc_api::GroupResource;
+use uc_api::{GroupResource, Pointer};
 
 use crate::app::{App, Body, Req, json_response};
 use crate::auth::token::{self, Claims, KubeClaims, Ref};
@@ -86,7 +86,7 @@ pub(crate) fn create(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Respon
                 ..Default::default()
             })
         })?;
-    let uid_of = |o: &Value| o.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
+    let uid_of = |o: &Value| o.at("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
     let pod = match &wanted.bound {
         None => None,
         Some((_, pod_name, pod_uid)) => {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use http::Response;
 use serde_json::{Value, json};
-use uc_api::GroupResource;
+use uc_api::{GroupResource, Pointer};
 
 use crate::app::{App, Body, Req};
 use crate::error::{ApiError, FieldError, FieldErrorKind, Result, Subject};
@@ -17,7 +17,7 @@ use crate::handlers::meta::{
 };
 use crate::patch;
 use crate::registry::ResourceInfo;
-use crate::request::{Target, dry_run, parse_body, parse_rv, respond_object, to_version};
+use crate::request::{Target, dry_run, parse_body, parse_rv, respond_object, respond_stored, to_version};
 use crate::storage::{Obj, Op, StoreError, object_key, rv_of};
 
 fn random_suffix() -> String {
@@ -162,7 +162,7 @@ pub(crate) async fn create_object(
             tracing::warn!(namespace = %name, error = %e, "could not create kube-root-ca.crt or the default ServiceAccount");
         }
     }
-    Ok(respond_object(req, t, 201, &stored))
+    Ok(respond_stored(&app.store, req, t, 201, &stored))
 }
 
 /// Validates again an object a mutating webhook changed.
@@ -256,19 +256,19 @@ pub(crate) fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Valu
         Some("approval") => {
             // Only the conditions change through /approval.
             let mut merged = (**old).clone();
-            merged["status"]["conditions"] = new.pointer("/status/conditions").cloned().unwrap_or(json!([]));
+            merged["status"]["conditions"] = new.at("/status/conditions").cloned().unwrap_or(json!([]));
             merged
         }
         Some("finalize") => {
             let mut merged = (**old).clone();
-            merged["spec"]["finalizers"] = new.pointer("/spec/finalizers").cloned().unwrap_or(json!([]));
+            merged["spec"]["finalizers"] = new.at("/spec/finalizers").cloned().unwrap_or(json!([]));
             merged
         }
         _ => {
             let meta =
                 new["metadata"].as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
             for f in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
-                match old.pointer(&format!("/metadata/{f}")) {
+                match old.at(&format!("/metadata/{f}")) {
                     Some(v) => meta.insert(f.into(), v.clone()),
                     None => meta.remove(f),
                 };
@@ -325,7 +325,7 @@ pub(crate) fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Valu
         crate::builtin::deployment_revision(Some(old), &mut result);
     }
     if info.generation {
-        let g = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+        let g = old.at("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
         let g = if spec_changed(info, &t.version, old, &result) { g + 1 } else { g };
         result["metadata"]["generation"] = json!(g);
     }
@@ -380,7 +380,7 @@ pub(crate) async fn update(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<
             return Ok(respond_object(req, t, 200, &Arc::new(new)));
         }
         match commit_update(app, &t.info, &key, &old, new).await {
-            Ok(stored) => return Ok(respond_object(req, t, 200, &stored)),
+            Ok(stored) => return Ok(respond_stored(&app.store, req, t, 200, &stored)),
             Err(StoreError::Conflict { .. }) if body_rv.is_none() => continue,
             Err(e) => return Err(ApiError::from_store(e, &t.subject())),
         }
@@ -444,7 +444,7 @@ pub(crate) async fn patch_object(app: &Arc<App>, req: &mut Req, t: &Target) -> R
             return Ok(respond_object(req, t, 200, &Arc::new(new)));
         }
         match commit_update(app, &t.info, &key, &old, new).await {
-            Ok(stored) => return Ok(respond_object(req, t, 200, &stored)),
+            Ok(stored) => return Ok(respond_stored(&app.store, req, t, 200, &stored)),
             Err(StoreError::Conflict { .. }) => continue,
             Err(e) => return Err(ApiError::from_store(e, &t.subject())),
         }

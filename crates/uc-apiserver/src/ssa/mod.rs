@@ -133,18 +133,20 @@ pub fn apply(
         Some(l) => entries_of(l, shape, w)?,
         None => Vec::new(),
     };
+    let identity;
     let base = match live {
-        Some(l) => l.clone(),
+        Some(l) => l,
         None => {
             let meta = applied.get("metadata");
-            let mut identity =
+            let mut created =
                 json!({"apiVersion": applied.get("apiVersion"), "kind": applied.get("kind"), "metadata": {}});
             for k in ["name", "namespace", "generateName"] {
                 if let Some(v) = meta.and_then(|m| m.get(k)) {
-                    identity["metadata"][k] = v.clone();
+                    created["metadata"][k] = v.clone();
                 }
             }
-            identity
+            identity = created;
+            &identity
         }
     };
     let intent = owned_part(applied, w.scope);
@@ -153,7 +155,7 @@ pub fn apply(
     // What the apply changes, against which other managers' fields conflict: only worked out when
     // there are other managers (an apply that creates has none).
     let changed = if entries.iter().any(|e| !mine(e)) {
-        let before = owned_part(&base, w.scope);
+        let before = owned_part(base, w.scope);
         walk::diff(&before, &walk::merge(&before, &intent, shape), shape).all()
     } else {
         FieldSet::new()
@@ -178,7 +180,7 @@ pub fn apply(
     let previous = entries.iter().find(|e| mine(e)).map(|e| e.fields.clone()).unwrap_or_default();
     // What the manager stopped declaring goes, unless another manager owns it too.
     let dropped = previous.difference(&claimed).difference(&others);
-    let mut out = walk::merge(&base, &intent, shape);
+    let mut out = walk::merge_owned(base, intent, shape);
     walk::remove(&mut out, &dropped, &others, shape);
     // The manager's entry stays in its place, so that an apply changing nothing leaves the list as it was.
     let recorded = entry(w, Operation::Apply, claimed);

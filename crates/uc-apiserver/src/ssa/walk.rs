@@ -155,45 +155,50 @@ pub fn diff(old: &Value, new: &Value, shape: &dyn Shape) -> Diff {
     out
 }
 
-fn merge_at(live: &Value, applied: &Value, shape: &dyn Shape, path: &mut Vec<String>) -> Value {
-    match (shape.kind(path, applied), live, applied) {
+fn merge_at(live: &Value, applied: Value, shape: &dyn Shape, path: &mut Vec<String>) -> Value {
+    match (shape.kind(path, &applied), live, applied) {
         (Kind::Granular, Value::Object(lm), Value::Object(am)) => {
             let mut out = lm.clone();
             for (k, av) in am {
                 if av.is_null() {
-                    out.remove(k);
+                    out.remove(&k);
                     continue;
                 }
-                let merged = match lm.get(k) {
-                    Some(lv) => with(path, k, |p| merge_at(lv, av, shape, p)),
-                    None => av.clone(),
+                let merged = match lm.get(&k) {
+                    Some(lv) => with(path, &k, |p| merge_at(lv, av, shape, p)),
+                    None => av,
                 };
-                out.insert(k.clone(), merged);
+                out.insert(k, merged);
             }
             Value::Object(out)
         }
         (Kind::Keyed(keys), Value::Array(li), Value::Array(ai)) => {
             let mut out = li.clone();
             for item in ai {
-                let k = item_key(item, &keys);
+                let k = item_key(&item, &keys);
                 match out.iter().position(|l| item_key(l, &keys) == k) {
                     Some(i) => out[i] = with(path, ITEM, |p| merge_at(&li[i], item, shape, p)),
-                    None => out.push(item.clone()),
+                    None => out.push(item),
                 }
             }
             Value::Array(out)
         }
         (Kind::Set, Value::Array(li), Value::Array(ai)) => {
             let mut out = li.clone();
-            out.extend(ai.iter().filter(|v| !li.contains(v)).cloned());
+            out.extend(ai.into_iter().filter(|v| !li.contains(v)));
             Value::Array(out)
         }
-        _ => applied.clone(),
+        (_, _, applied) => applied,
     }
 }
 
 /// `applied` merged into `live`: its values win; keyed lists merge item by item; a `null` removes.
 pub fn merge(live: &Value, applied: &Value, shape: &dyn Shape) -> Value {
+    merge_owned(live, applied.clone(), shape)
+}
+
+/// [`merge`] of an `applied` no longer needed: its values move into the result instead of being copied.
+pub fn merge_owned(live: &Value, applied: Value, shape: &dyn Shape) -> Value {
     merge_at(live, applied, shape, &mut Vec::new())
 }
 

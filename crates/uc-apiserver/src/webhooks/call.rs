@@ -12,7 +12,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use k8s_openapi::api::admissionregistration::v1::WebhookClientConfig;
 use serde_json::Value;
-use uc_api::GroupResource;
+use uc_api::{GroupResource, Pointer};
 
 use crate::storage::{Store, object_key};
 
@@ -47,7 +47,7 @@ pub fn endpoint(store: &Store, client: &WebhookClientConfig) -> Result<Endpoint,
         .get(&GroupResource::new("", "services"), &key)
         .ok_or_else(|| format!("service \"{}/{}\" not found", svc.namespace, svc.name))?;
     let ip = service
-        .pointer("/spec/clusterIP")
+        .at("/spec/clusterIP")
         .and_then(Value::as_str)
         .filter(|ip| !ip.is_empty() && *ip != "None")
         .ok_or_else(|| format!("service \"{}/{}\" has no cluster IP", svc.namespace, svc.name))?;

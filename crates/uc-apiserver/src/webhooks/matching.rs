@@ -6,7 +6,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as Selector;
 use serde_json::{Value, json};
-use uc_api::LabelSelector;
+use uc_api::{LabelSelector, Pointer};
 
 /// One webhook of a Validating- or MutatingWebhookConfiguration.
 #[derive(Debug, Clone)]
@@ -129,7 +129,7 @@ pub fn concerns(
     if hook.object_selector.is_none() {
         return true;
     }
-    let labels = |o: &Value| o.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
+    let labels = |o: &Value| o.at("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
     [object, old].into_iter().flatten().any(|o| selector_matches(&hook.object_selector, Some(&labels(o))))
 }
 

@@ -12,7 +12,7 @@ pub mod matching;
 use k8s_openapi::api::admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use uc_api::{GroupResource, Status};
+use uc_api::{GroupResource, Pointer, Status};
 
 use crate::app::{App, Req};
 use crate::error::{ApiError, Result};
@@ -72,7 +72,7 @@ pub async fn admit(
     let name = object
         .as_deref()
         .or(old)
-        .and_then(|o| o.pointer("/metadata/name"))
+        .and_then(|o| o.at("/metadata/name"))
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
@@ -88,11 +88,11 @@ pub async fn admit(
         name: name.clone(),
     };
     let namespace_labels: Option<Value> = if t.info.group.is_empty() && t.info.resource == "namespaces" {
-        object.as_deref().or(old).and_then(|o| o.pointer("/metadata/labels")).cloned()
+        object.as_deref().or(old).and_then(|o| o.at("/metadata/labels")).cloned()
     } else if t.info.namespaced {
         app.store
             .get(&GroupResource::new("", "namespaces"), &object_key("", &w.namespace))
-            .and_then(|n| n.pointer("/metadata/labels").cloned())
+            .and_then(|n| n.at("/metadata/labels").cloned())
     } else {
         None
     };

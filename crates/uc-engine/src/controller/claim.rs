@@ -5,10 +5,10 @@
 use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
-use uc_api::LabelSelector;
 use uc_api::meta::{controller_uid, is_deleting, meta_str};
 use uc_api::metacontroller::DECORATOR_ANNOTATION;
 use uc_api::selector::Requirement;
+use uc_api::{LabelSelector, Pointer};
 
 use super::errors::{SyncError, SyncReason};
 use super::shared::{ChildType, Shared};
@@ -34,7 +34,7 @@ pub(super) fn selector_for(
         let sel = LabelSelector::parse(&format!("{CONTROLLER_UID_LABEL}={uid}")).map_err(|e| invalid(e.to_string()))?;
         return Ok((sel, labels));
     }
-    let Some(sel) = parent.pointer("/spec/selector") else {
+    let Some(sel) = parent.at("/spec/selector") else {
         return Err(invalid(
             "the parent has no spec.selector; set one or set generateSelector: true on the controller".into(),
         ));
@@ -66,7 +66,7 @@ pub(super) struct Claim {
 pub(super) fn claim(parent_uid: &str, parent_deleting: bool, selector: &LabelSelector, candidates: Vec<Obj>) -> Claim {
     let mut out = Claim::default();
     for c in candidates {
-        let selected = selector.matches_value(c.pointer("/metadata/labels"));
+        let selected = selector.matches_value(c.at("/metadata/labels"));
         match controller_uid(&c) {
             Some(uid) if uid == parent_uid => {
                 if selected {
@@ -90,7 +90,7 @@ pub(super) fn claim(parent_uid: &str, parent_deleting: bool, selector: &LabelSel
 /// decorator adopts and releases nothing (its attachments are not selected by labels).
 pub(super) fn decorator_claim(decorator: &str, owned: Vec<Obj>) -> Claim {
     let ours = |o: &Obj| {
-        o.pointer("/metadata/annotations").and_then(|a| a.get(DECORATOR_ANNOTATION)).and_then(Value::as_str)
+        o.at("/metadata/annotations").and_then(|a| a.get(DECORATOR_ANNOTATION)).and_then(Value::as_str)
             == Some(decorator)
     };
     Claim { mine: owned.into_iter().filter(ours).collect(), actions: Vec::new() }
@@ -143,9 +143,7 @@ impl Shared {
                         if self.parent.namespaced { self.parents.list(Some(ns)) } else { self.parents.list(None) };
                     let generate = self.spec.generate_selector == Some(true);
                     for p in candidates {
-                        if selector_for(generate, &p)
-                            .is_ok_and(|(s, _)| s.matches_value(obj.pointer("/metadata/labels")))
-                        {
+                        if selector_for(generate, &p).is_ok_and(|(s, _)| s.matches_value(obj.at("/metadata/labels"))) {
                             out.push(key_of(&p));
                         }
                     }

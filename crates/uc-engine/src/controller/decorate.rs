@@ -3,6 +3,7 @@
 
 use kube::api::{Patch, PatchParams};
 use serde_json::{Map, Value, json};
+use uc_api::Pointer;
 use uc_api::meta::meta_str;
 use uc_api::metacontroller::DECORATOR_ANNOTATION;
 
@@ -24,7 +25,7 @@ pub(super) fn mark_attachment(child: &mut Value, decorator: &str) {
 /// The merge patch of the target's labels and annotations for what changes, if anything does.
 pub(super) fn metadata_patch(parent: &Value, labels: &StringPatch, annotations: &StringPatch) -> Option<Value> {
     let changes = |field: &str, want: &StringPatch| -> Map<String, Value> {
-        let have = parent.pointer(&format!("/metadata/{field}"));
+        let have = parent.at(&format!("/metadata/{field}"));
         want.iter()
             .filter(|(k, v)| have.and_then(|h| h.get(k.as_str())).and_then(Value::as_str) != v.as_deref())
             .map(|(k, v)| (k.clone(), v.clone().map(Value::String).unwrap_or(Value::Null)))

@@ -8,6 +8,7 @@ use std::time::Instant;
 use kube::Resource;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy};
 use serde_json::{Value, json};
+use uc_api::Pointer;
 use uc_api::meta::{controller_owner_reference, meta_str};
 
 use super::echoes::Written;
@@ -24,7 +25,7 @@ use crate::plan::Action;
 pub(super) fn ownership_patch(parent: &Value, obj: &Value) -> (bool, Value) {
     let parent_uid = meta_str(parent, "uid");
     let mut refs: Vec<Value> =
-        obj.pointer("/metadata/ownerReferences").and_then(Value::as_array).cloned().unwrap_or_default();
+        obj.at("/metadata/ownerReferences").and_then(Value::as_array).cloned().unwrap_or_default();
     let before = refs.len();
     refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(parent_uid));
     let adopt = refs.len() == before;
@@ -77,13 +78,14 @@ impl Shared {
                 Ok(stored.metadata.resource_version)
             }
             Action::Update(obj) => {
-                if self.written.already_written(&obj, &obj) {
+                let sent = digest(&obj);
+                if self.written.already_written(&obj, sent) {
                     return Ok(None);
                 }
                 let t = self.child_type_of(&obj).map(|t| t.res.clone()).unwrap_or_else(|| self.parent.clone());
                 let api = self.api(&t, meta_str(&obj, "namespace"));
                 let name = meta_str(&obj, "name").to_string();
-                let (uid, sent) = (meta_str(&obj, "uid").to_string(), digest(&obj));
+                let uid = meta_str(&obj, "uid").to_string();
                 let stored = api
                     .replace(&name, &PostParams::default(), &to_dynamic(obj, SyncReason::InvalidChild)?)
                     .await
@@ -133,8 +135,8 @@ impl Shared {
         let t = self.child_type_of(&obj).map(|t| t.res.clone()).unwrap_or_else(|| self.parent.clone());
         // The body is the desired object (with uc's annotation, which keeps the diff exact), never the
         // merge: with server-side apply the server merges, and owns the other fields' fate. A new child
-        // is that object already (`apply::create`); an update's is made again from its annotation.
-        let rebuilt = if create { None } else { apply::last_applied(&obj).map(|desired| apply::create(&desired)) };
+        // is that object already (`apply::create_from`); an update's is made again from its annotation.
+        let rebuilt = if create { None } else { apply::last_applied(&obj).map(apply::create_from) };
         let body = rebuilt.as_ref().unwrap_or(&obj);
         let name = meta_str(&obj, "name").to_string();
         let params = PatchParams::apply("uc").force();

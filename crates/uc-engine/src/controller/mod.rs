@@ -28,9 +28,9 @@ use kube::api::Api;
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::task::JoinHandle;
-use uc_api::LabelSelector;
 use uc_api::controller::{UniversalControllerSpec, UpdateMethod, UpdateStrategy};
 use uc_api::meta::meta_str;
+use uc_api::{LabelSelector, Pointer};
 
 pub use claim::CONTROLLER_UID_LABEL;
 pub use errors::{SourceProblem, StartError, StartReason, SyncError, SyncReason};
@@ -190,7 +190,7 @@ struct Fields {
 
 /// Starts the controller of a UniversalController, CompositeController or DecoratorController object.
 pub async fn start(ctx: Arc<Ctx>, controller: Value) -> Result<Running, StartError> {
-    let name = controller.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let name = controller.at("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
     let kind = controller.get("kind").and_then(Value::as_str).unwrap_or("UniversalController");
     let flavor = Flavor::of_kind(kind).unwrap_or(Flavor::Universal);
     let raw = controller.get("spec").cloned().unwrap_or(Value::Null);
@@ -433,7 +433,7 @@ pub const TARGET_NAMESPACES_ANNOTATION: &str = "olm.targetNamespaces";
 
 /// The namespaces a controller object serves, from its `olm.targetNamespaces` annotation.
 pub fn target_namespaces(controller: &Value) -> Option<std::collections::BTreeSet<String>> {
-    let value = controller.pointer("/metadata/annotations")?.get(TARGET_NAMESPACES_ANNOTATION)?.as_str()?;
+    let value = controller.at("/metadata/annotations")?.get(TARGET_NAMESPACES_ANNOTATION)?.as_str()?;
     let set: std::collections::BTreeSet<String> =
         value.split(',').map(str::trim).filter(|n| !n.is_empty()).map(str::to_string).collect();
     (!set.is_empty()).then_some(set)
@@ -454,8 +454,8 @@ pub fn scope(
 /// Whether an update changed a parent's status only (Metacontroller's `ignoreStatusChanges`): same
 /// generation, labels, annotations and finalizers, not being deleted.
 pub(crate) fn only_status_changed(old: &Value, new: &Value) -> bool {
-    let same = |p: &str| old.pointer(p) == new.pointer(p);
-    new.pointer("/metadata/deletionTimestamp").is_none()
+    let same = |p: &str| old.at(p) == new.at(p);
+    new.at("/metadata/deletionTimestamp").is_none()
         && same("/metadata/generation")
         && same("/metadata/labels")
         && same("/metadata/annotations")

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use uc_api::LabelSelector;
 use uc_api::hook::{CustomizeRequest, ObjectMap, RelatedResourceRule};
 use uc_api::meta::meta_str;
+use uc_api::{LabelSelector, Pointer};
 
 use super::errors::{SyncError, SyncReason};
 use super::shared::{AbortOnDrop, RelatedSource, Shared};
@@ -61,7 +61,7 @@ pub(super) fn rule_matches(
     rule.label_selector
         .as_ref()
         .and_then(|s| LabelSelector::from_value(s).ok())
-        .is_some_and(|s| s.matches_value(obj.pointer("/metadata/labels")))
+        .is_some_and(|s| s.matches_value(obj.at("/metadata/labels")))
 }
 
 fn select_related(
@@ -88,7 +88,7 @@ fn select_related(
         Some(ns) if source.res.namespaced => source.informer.list(Some(&ns)),
         _ => source.informer.list(None),
     };
-    Ok(candidates.into_iter().filter(|o| sel.matches_value(o.pointer("/metadata/labels"))).collect())
+    Ok(candidates.into_iter().filter(|o| sel.matches_value(o.at("/metadata/labels"))).collect())
 }
 
 impl Shared {

@@ -8,10 +8,10 @@ use kube::api::{Api, DynamicObject};
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::task::JoinHandle;
-use uc_api::LabelSelector;
 use uc_api::controller::{StatusChecks, UniversalControllerSpec, UpdateMethod};
 use uc_api::hook::RelatedResourceRule;
 use uc_api::meta::meta_str;
+use uc_api::{LabelSelector, Pointer};
 
 use super::errors::{SyncError, SyncReason};
 use super::written::WriteMemo;
@@ -173,15 +173,12 @@ impl Shared {
 
     /// Whether the controller's parent selectors and target namespaces select `parent`.
     pub fn selects(&self, parent: &Value) -> bool {
-        let labels = self.label_selector.as_ref().is_none_or(|s| s.matches_value(parent.pointer("/metadata/labels")));
+        let labels = self.label_selector.as_ref().is_none_or(|s| s.matches_value(parent.at("/metadata/labels")));
         let in_scope = !self.parent.namespaced
             || self.namespaces.read().as_ref().is_none_or(|ns| ns.contains(meta_str(parent, "namespace")));
         labels
             && in_scope
-            && self
-                .annotation_selector
-                .as_ref()
-                .is_none_or(|s| s.matches_value(parent.pointer("/metadata/annotations")))
+            && self.annotation_selector.as_ref().is_none_or(|s| s.matches_value(parent.at("/metadata/annotations")))
     }
 
     /// The parents the controller reconciles.

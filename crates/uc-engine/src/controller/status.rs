@@ -5,6 +5,7 @@ use std::time::Instant;
 use kube::Resource;
 use kube::api::PostParams;
 use serde_json::Value;
+use uc_api::Pointer;
 use uc_api::meta::meta_str;
 
 use super::echoes::Written;
@@ -26,7 +27,7 @@ pub(super) fn status_to_write(
     if !status.is_object() {
         return Err(SyncError::new(SyncReason::HookError, "status must be an object"));
     }
-    if status_subresource && let Some(g) = parent.pointer("/metadata/generation").cloned() {
+    if status_subresource && let Some(g) = parent.at("/metadata/generation").cloned() {
         status["observedGeneration"] = g;
     }
     Ok((parent.get("status") != Some(&status)).then_some(status))
@@ -36,10 +37,10 @@ impl Shared {
     /// Writes a status `status_to_write` chose, unless this very status was written before.
     pub(super) async fn write_status(&self, parent: &Value, status: Option<Value>) -> Result<(), SyncError> {
         let Some(status) = status else { return Ok(()) };
-        if self.written.already_written(parent, &status) {
+        let sent = digest(&status);
+        if self.written.already_written(parent, sent) {
             return Ok(());
         }
-        let sent = digest(&status);
         let mut obj = parent.clone();
         obj["status"] = status;
         // Written conditioned on the resourceVersion the hook saw (as controller-runtime's status

@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 
 use serde_json::Value;
+use uc_api::Pointer;
 use uc_api::meta::meta_str;
 
 use super::errors::{SyncError, SyncReason};
@@ -27,7 +28,7 @@ pub(super) fn validate_children<'a>(
         let av = c.get("apiVersion").and_then(Value::as_str).ok_or_else(|| bad("apiVersion is required".into()))?;
         let kind = c.get("kind").and_then(Value::as_str).ok_or_else(|| bad("kind is required".into()))?;
         let name = c
-            .pointer("/metadata/name")
+            .at("/metadata/name")
             .and_then(Value::as_str)
             .filter(|n| !n.is_empty())
             .ok_or_else(|| bad("metadata.name is required".into()))?

@@ -6,7 +6,7 @@
 //! resourceVersion is not sent twice.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
 
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -20,10 +20,11 @@ const CAPACITY: usize = 100_000;
 pub(super) struct WriteMemo(Mutex<HashMap<String, (u64, String)>>);
 
 impl WriteMemo {
-    /// Whether `body` was written to `current` before and the server answered with its present state.
-    pub fn already_written(&self, current: &Value, body: &Value) -> bool {
-        let seen = self.0.lock().get(meta_str(current, "uid")).cloned();
-        seen.is_some_and(|(d, rv)| d == digest(body) && rv == meta_str(current, "resourceVersion"))
+    /// Whether a body with digest `sent` was written to `current` before and the server answered with
+    /// its present state.
+    pub fn already_written(&self, current: &Value, sent: u64) -> bool {
+        let w = self.0.lock();
+        w.get(meta_str(current, "uid")).is_some_and(|(d, rv)| *d == sent && rv == meta_str(current, "resourceVersion"))
     }
 
     /// Forgets a deleted object.
@@ -47,15 +48,36 @@ impl WriteMemo {
     }
 }
 
-/// A digest of what a write sends, leaving out the resourceVersion it is made against.
+/// A digest of what a write sends, leaving out the resourceVersion it is made against: its JSON, hashed
+/// as it is written (a status, without metadata, is not copied first).
 pub(super) fn digest(v: &Value) -> u64 {
-    let mut body = v.clone();
-    if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("resourceVersion");
-    }
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    body.to_string().hash(&mut h);
+    match v.get("metadata").and_then(|m| m.get("resourceVersion")) {
+        None => hash_json(v, &mut h),
+        Some(_) => {
+            let mut body = v.clone();
+            if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.remove("resourceVersion");
+            }
+            hash_json(&body, &mut h);
+        }
+    }
     h.finish()
+}
+
+fn hash_json(v: &Value, h: &mut impl Hasher) {
+    struct Writer<'a, H>(&'a mut H);
+    impl<H: Hasher> std::io::Write for Writer<'_, H> {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.write(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    // Writing JSON to a hasher cannot fail.
+    let _ = serde_json::to_writer(Writer(h), v);
 }
 
 #[cfg(test)]
@@ -69,15 +91,15 @@ mod tests {
         let memo = WriteMemo::default();
         let body = json!({"metadata": {"uid": "u", "resourceVersion": "5"}, "data": {"a": "1"}});
         let stored = json!({"metadata": {"uid": "u", "resourceVersion": "6"}, "data": {"a": "1"}});
-        assert!(!memo.already_written(&stored, &body), "nothing remembered yet");
+        assert!(!memo.already_written(&stored, digest(&body)), "nothing remembered yet");
         memo.remember("u", digest(&body), "6".into());
-        assert!(memo.already_written(&stored, &body), "same body, server still at what it answered");
+        assert!(memo.already_written(&stored, digest(&body)), "same body, server still at what it answered");
         let moved = json!({"metadata": {"uid": "u", "resourceVersion": "7"}, "data": {"a": "1"}});
-        assert!(!memo.already_written(&moved, &body), "someone else wrote since");
+        assert!(!memo.already_written(&moved, digest(&body)), "someone else wrote since");
         let other = json!({"metadata": {"uid": "u", "resourceVersion": "6"}, "data": {"a": "2"}});
-        assert!(!memo.already_written(&stored, &other), "a different body is sent");
+        assert!(!memo.already_written(&stored, digest(&other)), "a different body is sent");
         memo.forget("u");
-        assert!(!memo.already_written(&stored, &body) && memo.len() == 0, "nothing of a deleted object stays");
+        assert!(!memo.already_written(&stored, digest(&body)) && memo.len() == 0, "nothing of a deleted object stays");
     }
 
     #[test]
@@ -86,5 +108,7 @@ mod tests {
         let b = json!({"metadata": {"resourceVersion": "2"}, "x": 1});
         assert_eq!(digest(&a), digest(&b));
         assert_ne!(digest(&a), digest(&json!({"metadata": {}, "x": 2})));
+        assert_eq!(digest(&json!({"x": 1})), digest(&json!({"x": 1})), "the same JSON, the same digest");
+        assert_ne!(digest(&json!({"x": 1})), digest(&json!({"x": 2})));
     }
 }

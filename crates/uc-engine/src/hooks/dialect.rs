@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
+use uc_api::Pointer;
 use uc_api::controller::{Hook as HookSpec, HookVersion};
 use uc_api::hook::{CustomizeResponse, SyncRequest, SyncResponse};
 
@@ -79,7 +80,7 @@ impl Dialect {
     /// The key of an object in a request's children or related map: its name, or `namespace/name`
     /// for namespaced objects of a cluster-scoped parent (v1) or always (v2).
     pub fn object_key(&self, parent_namespaced: bool, object_namespaced: bool, obj: &Value) -> String {
-        let meta = |f: &str| obj.pointer(&format!("/metadata/{f}")).and_then(Value::as_str).unwrap_or_default();
+        let meta = |f: &str| obj.at(&format!("/metadata/{f}")).and_then(Value::as_str).unwrap_or_default();
         let qualified = object_namespaced && (self.version == HookVersion::V2 || !parent_namespaced);
         if qualified { format!("{}/{}", meta("namespace"), meta("name")) } else { meta("name").to_string() }
     }

@@ -12,6 +12,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use parking_lot::Mutex;
 use serde_json::Value;
+use uc_api::Pointer;
 use uc_api::controller::{Webhook, parse_duration};
 
 use super::credentials::Credentials;
@@ -73,7 +74,7 @@ impl EtagCache {
 /// The parent (a decorator's target) a request is about: the ETag cache's key.
 fn root_key(request: &Value) -> Option<RootKey> {
     let root = request.get("parent").or_else(|| request.get("object"))?;
-    let s = |p: &str| root.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    let s = |p: &str| root.at(p).and_then(Value::as_str).unwrap_or_default().to_string();
     Some((s("/kind"), s("/metadata/namespace"), s("/metadata/name")))
 }
 
