@@ -499,7 +499,7 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
     let mut wal = wal;
     if let Some(wal) = wal.as_deref_mut()
         && planned.iter().any(|p| p.event.is_some())
-        && let Err(e) = persist(wal, &planned, revision)
+        && let Err(e) = persist(wal, &mut planned, revision)
     {
         tracing::error!(error = %e, "storage commit failed; rejecting the batch");
         for p in planned {
@@ -523,7 +523,8 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
         }
         for p in &mut planned {
             if let Some(mut ev) = p.event.take() {
-                ev.bytes = json_size(&ev.object);
+                // The size of the JSON the log wrote, else counted by a walk.
+                ev.bytes = ev.encoded.get_mut().as_ref().map_or_else(|| json_size(&ev.object), |b| b.len());
                 state.history.push(Arc::new(ev));
             }
         }
@@ -583,16 +584,22 @@ fn plan(op: Op, current: Option<&Obj>, rv: u64) -> Result<Event, StoreError> {
     }
 }
 
-fn persist(wal: &mut Wal, planned: &[Planned], revision: u64) -> Result<(), StoreError> {
-    let events: Vec<&Event> = planned.iter().filter_map(|p| p.event.as_ref()).collect();
+/// Appends a batch's changes to the log. The JSON written for an object is kept as its event's, which
+/// the answer to the write and its watch events send: a durable write serializes its object once.
+fn persist(wal: &mut Wal, planned: &mut [Planned], revision: u64) -> Result<(), StoreError> {
+    let events: Vec<&mut Event> = planned.iter_mut().filter_map(|p| p.event.as_mut()).collect();
     let keys: Vec<String> = events.iter().map(|ev| db_key(&ev.gr, &ev.key)).collect();
-    let bodies: Vec<Option<Vec<u8>>> = events
+    let bodies: Vec<Option<bytes::Bytes>> = events
         .iter()
-        .map(|ev| (ev.kind != EventType::Deleted).then(|| serde_json::to_vec(&*ev.object).unwrap_or_default()))
+        .map(|ev| (ev.kind != EventType::Deleted).then(|| serde_json::to_vec(&*ev.object).unwrap_or_default().into()))
         .collect();
     let changes: Vec<Change<'_>> =
         keys.iter().zip(&bodies).map(|(k, b)| Change { key: k, value: b.as_deref() }).collect();
-    wal.append(revision, &changes)
+    wal.append(revision, &changes)?;
+    for (ev, body) in events.into_iter().zip(bodies) {
+        *ev.encoded.get_mut() = body;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -623,6 +630,12 @@ mod tests {
             store.write(Op::Create { gr: gr(), key: format!("ns/p{i}"), object: pod(&format!("p{i}")) }).await.unwrap();
         }
         assert_eq!(store.encoded(&stored), None, "an event this old keeps no JSON, and none is made again");
+        // A durable store keeps the JSON its log wrote.
+        let dir = tempfile::tempdir().unwrap();
+        let durable = Store::open(Some(&dir.path().join("db")), StoreOptions::default()).unwrap();
+        let stored = durable.write(Op::Create { gr: gr(), key: "ns/a".into(), object: pod("a") }).await.unwrap();
+        assert_eq!(durable.encoded(&stored).unwrap(), serde_json::to_vec(&*stored).unwrap());
+        assert_eq!(durable.history().bytes, serde_json::to_vec(&*stored).unwrap().len(), "its exact size counted");
     }
 
     #[tokio::test]
