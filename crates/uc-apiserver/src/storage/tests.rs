@@ -1,0 +1,202 @@
+//! The store's tests: history and compaction, group commit, durable reloads, shared JSON.
+
+use super::*;
+use serde_json::json;
+
+fn pod(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ns", "uid": name}})
+}
+
+fn gr() -> GroupResource {
+    GroupResource::new("", "pods")
+}
+
+#[tokio::test]
+async fn a_written_object_and_its_watch_event_share_one_json() {
+    let store = Store::open(None, StoreOptions::default()).unwrap();
+    let stored = store.write(Op::Create { gr: gr(), key: "ns/a".into(), object: pod("a") }).await.unwrap();
+    let json = store.encoded(&stored).expect("the newest write has its JSON");
+    assert_eq!(json, serde_json::to_vec(&*stored).unwrap());
+    let mut shared = None;
+    store.events_after(0, |ev| shared = Some(ev.object_json())).unwrap();
+    assert_eq!(shared.map(|b| b.as_ptr()), Some(json.as_ptr()), "the event sends the same bytes");
+    // Not the stored object (the same content elsewhere): no JSON of the store's.
+    assert_eq!(store.encoded(&Arc::new((*stored).clone())), None);
+    for i in 0..ENCODED_EVENTS {
+        store.write(Op::Create { gr: gr(), key: format!("ns/p{i}"), object: pod(&format!("p{i}")) }).await.unwrap();
+    }
+    assert_eq!(store.encoded(&stored), None, "an event this old keeps no JSON, and none is made again");
+    // A durable store keeps the JSON its log wrote.
+    let dir = tempfile::tempdir().unwrap();
+    let durable = Store::open(Some(&dir.path().join("db")), StoreOptions::default()).unwrap();
+    let stored = durable.write(Op::Create { gr: gr(), key: "ns/a".into(), object: pod("a") }).await.unwrap();
+    assert_eq!(durable.encoded(&stored).unwrap(), serde_json::to_vec(&*stored).unwrap());
+    assert_eq!(durable.history().bytes, serde_json::to_vec(&*stored).unwrap().len(), "its exact size counted");
+}
+
+#[tokio::test]
+async fn history_is_compacted_by_age_and_by_bytes() {
+    let options = StoreOptions {
+        retention: std::time::Duration::from_millis(200),
+        log_budget_bytes: 100_000,
+        ..Default::default()
+    };
+    let store = Store::open(None, options).unwrap();
+    for i in 0..5 {
+        store.write(Op::Create { gr: gr(), key: format!("ns/p{i}"), object: pod(&format!("p{i}")) }).await.unwrap();
+    }
+    let h = store.history();
+    assert_eq!((h.events, h.oldest_revision, h.revision), (5, 0, 5));
+    assert!(h.bytes > 5 * 50, "sizes are counted: {h:?}");
+    assert!(store.events_after(0, |_| {}).is_ok());
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    store.compact_now();
+    let h = store.history();
+    assert_eq!((h.events, h.bytes, h.oldest_revision), (0, 0, 5), "aged out");
+    assert!(matches!(store.events_after(2, |_| {}), Err(StoreError::Gone { requested: 2, oldest: 5 })));
+    assert!(matches!(store.list(&gr(), None, Some(3)), Err(StoreError::Gone { .. })));
+    assert_eq!(store.list(&gr(), None, None).unwrap().0.len(), 5, "objects stay; only history goes");
+    assert!(store.events_after(5, |_| {}).is_ok(), "watching from now works");
+    // The byte budget: big objects push the oldest out at once.
+    let big = |name: &str| {
+        let mut p = pod(name);
+        p["data"] = json!("x".repeat(40_000));
+        p
+    };
+    for i in 0..4 {
+        store.write(Op::Create { gr: gr(), key: format!("ns/big{i}"), object: big(&format!("big{i}")) }).await.unwrap();
+    }
+    let h = store.history();
+    assert!(h.bytes <= 100_000 && h.events == 2, "{h:?}");
+    assert_eq!(h.oldest_revision, 7);
+}
+
+#[tokio::test]
+async fn writes_get_consecutive_revisions_and_conflicts_are_detected() {
+    let store = Store::open(None, StoreOptions::default()).unwrap();
+    let a = store.write(Op::Create { gr: gr(), key: "ns/a".into(), object: pod("a") }).await.unwrap();
+    assert_eq!(rv_of(&a), 1);
+    let err = store.write(Op::Create { gr: gr(), key: "ns/a".into(), object: pod("a") }).await;
+    assert!(matches!(err, Err(StoreError::AlreadyExists)));
+    let b = store.write(Op::Update { gr: gr(), key: "ns/a".into(), object: pod("a"), expect_rv: 1 }).await.unwrap();
+    assert_eq!(rv_of(&b), 2);
+    let stale = store.write(Op::Update { gr: gr(), key: "ns/a".into(), object: pod("a"), expect_rv: 1 }).await;
+    assert!(matches!(stale, Err(StoreError::Conflict { expected: 1, found: 2 })));
+    let d = store.write(Op::Delete { gr: gr(), key: "ns/a".into(), expect_rv: 0 }).await.unwrap();
+    assert_eq!(rv_of(&d), 3);
+    assert!(store.get(&gr(), "ns/a").is_none());
+}
+
+#[tokio::test]
+async fn lists_at_past_revisions_and_compacts() {
+    let store = Store::open(None, StoreOptions { log_capacity: 3, ..Default::default() }).unwrap();
+    for n in ["a", "b", "c"] {
+        store.write(Op::Create { gr: gr(), key: format!("ns/{n}"), object: pod(n) }).await.unwrap();
+    }
+    store.write(Op::Delete { gr: gr(), key: "ns/a".into(), expect_rv: 0 }).await.unwrap();
+    let (now, rv) = store.list(&gr(), Some("ns"), None).unwrap();
+    assert_eq!((now.len(), rv), (2, 4));
+    let (past, rv) = store.list(&gr(), Some("ns"), Some(2)).unwrap();
+    let names: Vec<_> = past.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!((names, rv), (vec!["ns/a", "ns/b"], 2));
+    assert!(matches!(store.list(&gr(), None, Some(0)), Err(StoreError::Gone { .. })));
+    let mut seen = vec![];
+    store.events_after(2, |e| seen.push((e.rv, e.kind))).unwrap();
+    assert_eq!(seen, vec![(3, EventType::Added), (4, EventType::Deleted)]);
+}
+
+#[test]
+fn a_log_record_names_the_revision_of_its_first_change() {
+    assert_eq!(first_revision(7, 3), Some(5));
+    assert_eq!(first_revision(0, 1), Some(0));
+    assert_eq!(first_revision(1, 3), None, "more changes than revisions is refused, not wrapped");
+}
+
+#[tokio::test]
+async fn a_snapshot_of_several_objects_reloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    {
+        let (mut wal, _) = Wal::open(&path).unwrap();
+        let state =
+            vec![("/pods/ns/a".to_string(), Arc::new(pod("a"))), ("/pods/ns/b".to_string(), Arc::new(pod("b")))];
+        wal.checkpoint(2, state).unwrap();
+        // The snapshot is written on its own thread; it is in place once the temporary is renamed.
+        for _ in 0..500 {
+            if path.join("snapshot").exists() && !path.join("snapshot.tmp").exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(path.join("snapshot").exists(), "the snapshot was written");
+    }
+    let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
+    assert_eq!(store.revision(), 2);
+    assert!(store.get(&gr(), "ns/a").is_some() && store.get(&gr(), "ns/b").is_some());
+}
+
+#[tokio::test]
+async fn durable_store_reloads_objects_and_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    // A tiny snapshot threshold: every batch starts a snapshot, so reload goes through both.
+    let options = StoreOptions { checkpoint_bytes: Some(1), ..Default::default() };
+    {
+        let store = Store::open(Some(&path), options.clone()).unwrap();
+        assert!(Store::open(Some(&path), options.clone()).is_err(), "a second process is locked out");
+        store.write(Op::Create { gr: gr(), key: "ns/a".into(), object: pod("a") }).await.unwrap();
+        store.write(Op::Create { gr: gr(), key: "ns/b".into(), object: pod("b") }).await.unwrap();
+        store.write(Op::Delete { gr: gr(), key: "ns/b".into(), expect_rv: 0 }).await.unwrap();
+    }
+    // The writer thread holds the database until it notices the store is gone.
+    let mut reopened = None;
+    for _ in 0..100 {
+        match Store::open(Some(&path), StoreOptions::default()) {
+            Ok(s) => {
+                reopened = Some(s);
+                break;
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+        }
+    }
+    let store = reopened.expect("database reopens");
+    assert_eq!(store.revision(), 3);
+    assert!(store.get(&gr(), "ns/a").is_some());
+    assert!(store.get(&gr(), "ns/b").is_none());
+    assert_eq!(store.lookup_uid("a").map(|(r, _)| r.1), Some("ns/a".to_string()));
+}
+
+#[tokio::test]
+async fn a_watch_resumes_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    {
+        let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
+        store.write(Op::Create { gr: gr(), key: "ns/a".into(), object: pod("a") }).await.unwrap();
+        store.write(Op::Create { gr: gr(), key: "ns/b".into(), object: pod("b") }).await.unwrap();
+        store.write(Op::Delete { gr: gr(), key: "ns/a".into(), expect_rv: 0 }).await.unwrap();
+    }
+    // The first store's writer thread lets go of the log once it has seen the store dropped.
+    let mut last_error = None;
+    let mut reopened = None;
+    for _ in 0..500 {
+        match Store::open(Some(&path), StoreOptions::default()) {
+            Ok(s) => {
+                reopened = Some(s);
+                break;
+            }
+            Err(e) => last_error = Some(e),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let store = reopened.unwrap_or_else(|| panic!("the log was not released in 10 s: {last_error:?}"));
+    let mut seen = Vec::new();
+    let newest =
+        store.events_after(1, |ev| seen.push((ev.rv, ev.kind.as_str(), ev.key.clone(), rv_of(&ev.object)))).unwrap();
+    assert_eq!(newest, 3);
+    assert_eq!(seen, vec![(2, "ADDED", "ns/b".to_string(), 2), (3, "DELETED", "ns/a".to_string(), 3)]);
+    store.write(Op::Create { gr: gr(), key: "ns/c".into(), object: pod("c") }).await.unwrap();
+    let mut after = Vec::new();
+    store.events_after(3, |ev| after.push(ev.rv)).unwrap();
+    assert_eq!(after, vec![4]);
+}
