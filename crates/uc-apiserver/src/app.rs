@@ -151,7 +151,11 @@ pub fn json_response<T: serde::Serialize + ?Sized>(code: u16, v: &T) -> Response
 
 /// A buffered JSON response with a specific content type.
 pub fn json_response_typed<T: serde::Serialize + ?Sized>(code: u16, v: &T, content_type: &str) -> Response<Body> {
-    let body = serde_json::to_vec(v).unwrap_or_default();
+    bytes_response(code, serde_json::to_vec(v).unwrap_or_default(), content_type)
+}
+
+/// A buffered response of bytes already encoded.
+pub fn bytes_response(code: u16, body: impl Into<Bytes>, content_type: &str) -> Response<Body> {
     let mut r = Response::new(full(body));
     *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     if let Ok(ct) = HeaderValue::from_str(content_type) {

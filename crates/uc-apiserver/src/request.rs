@@ -117,12 +117,7 @@ pub(crate) fn respond_stored(
     let as_stored =
         matches!(req.negotiated.render, Render::Json) && Arc::ptr_eq(&to_version(&t.info, &t.version, stored), stored);
     match store.encoded(stored).filter(|_| as_stored) {
-        Some(json) => {
-            let mut r = Response::new(crate::app::full(json));
-            *r.status_mut() = http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
-            r.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
-            r
-        }
+        Some(json) => crate::app::bytes_response(code, json, "application/json"),
         None => respond_object(req, t, code, stored),
     }
 }
