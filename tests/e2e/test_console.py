@@ -143,7 +143,7 @@ def test_install_etcd_from_operatorhub_with_manual_approval(cluster, browser):
     shot(browser, "operatorhub")
     click(browser, ".tile[data-package=etcd]")
     find(browser, "#package-description", text="etcd")
-    assert "EtcdCluster" in find(browser, "#alm-examples").text
+    find(browser, "#alm-examples", text="EtcdCluster")  # read again if the page redraws it meanwhile
     shot(browser, "package")
     click(browser, "#install")
     Select(find(browser, "#install-channel")).select_by_value("alpha")
@@ -152,7 +152,7 @@ def test_install_etcd_from_operatorhub_with_manual_approval(cluster, browser):
     shot(browser, "install-form")
     click(browser, "#install-submit")
     find(browser, "#approve", timeout=60)
-    assert "RequiresApproval" in find(browser, "#plan-phase").text
+    find(browser, "#plan-phase", text="RequiresApproval")  # read again if the page redraws it meanwhile
     assert get(cluster, "-n", "operators", "csv")["items"] == [], "nothing installed before approval"
     shot(browser, "install-plan")
     click(browser, "#approve")
@@ -257,7 +257,7 @@ def test_a_catset_template_change_moves_pods_to_the_new_revision_one_at_a_time(c
     assert sizes[-1] == 3, f"every pod on the new revision: {sizes}"
     assert all(b - a == 1 for a, b in zip(sizes, sizes[1:])), f"one pod at a time: {sizes}"
     assert most_unready <= 1, "never two pods down at once"
-    assert "Rollout" in find(browser, "#rollout").text
+    find(browser, "#rollout", text="Rollout")  # read again if the page redraws it meanwhile
 
 
 def test_controllers_and_cluster_pages(cluster, browser):
