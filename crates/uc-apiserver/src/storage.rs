@@ -5,7 +5,9 @@
 //! one batch (group commit): checks each write's precondition against the current state, appends the
 //! batch to the log with one fdatasync, and only then publishes it to readers and watchers and
 //! acknowledges it. So a watcher never sees a change that a crash could still lose, and one fsync pays for
-//! many writes. A store in memory has no fsync to share: each write is committed by the task making it,
+//! many writes. Once the log fails (a write or a sync), every later write fails until uc restarts:
+//! whether the failed batch reached the disk is unknown, and nothing may be committed on top of it.
+//! A store in memory has no fsync to share: each write is committed by the task making it,
 //! one at a time under a lock, without the two thread hand-offs a writer thread costs (a wake-up of the
 //! writer, then of the waiting task: a tenth of the API server's CPU in docs/benchmarks.md's profile).
 
@@ -185,6 +187,10 @@ pub struct Store {
     writer: Writer,
     revision_tx: watch::Sender<u64>,
     options: StoreOptions,
+    /// The log's first failure: every later write fails with it. Whether a failed write or sync left
+    /// its record on disk is unknown (a later sync may still write it), so nothing may be committed
+    /// after it (PostgreSQL and etcd stop too).
+    failed: std::sync::OnceLock<String>,
 }
 
 impl Store {
@@ -274,7 +280,8 @@ impl Store {
             }
             None => (Writer::Inline(parking_lot::Mutex::new(())), None),
         };
-        let store = Arc::new(Store { state: RwLock::new(state), writer, revision_tx, options });
+        let store =
+            Arc::new(Store { state: RwLock::new(state), writer, revision_tx, options, failed: Default::default() });
         if let Some((wal, rx)) = rx {
             let weak = Arc::downgrade(&store);
             std::thread::Builder::new()
@@ -433,6 +440,18 @@ impl Store {
         Some(ev.object_json())
     }
 
+    /// What writes fail with once the log has failed.
+    fn failure(&self) -> Option<String> {
+        self.failed.get().map(|first| format!("{first}; writes fail until uc restarts"))
+    }
+
+    /// Records the log's failure (the first one stays) and returns what writes fail with from now on.
+    fn fail(&self, e: StoreError) -> String {
+        tracing::error!(error = %e, "the storage log failed; writes fail until uc restarts");
+        self.failed.get_or_init(|| e.to_string());
+        self.failure().unwrap_or_default()
+    }
+
     /// Commits one write: durable (when the store has a file) once this returns Ok.
     pub async fn write(&self, op: Op) -> Result<Obj, StoreError> {
         let (tx, rx) = oneshot::channel();
@@ -457,6 +476,12 @@ fn writer_loop(store: std::sync::Weak<Store>, mut wal: Wal, mut rx: mpsc::Unboun
             }
         }
         let Some(store) = store.upgrade() else { return };
+        if let Some(e) = store.failure() {
+            for (_, reply) in batch {
+                let _ = reply.send(Err(StoreError::Backend(e.clone())));
+            }
+            continue;
+        }
         commit_batch(&store, Some(&mut wal), batch);
     }
 }
@@ -501,9 +526,9 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
         && planned.iter().any(|p| p.event.is_some())
         && let Err(e) = persist(wal, &mut planned, revision)
     {
-        tracing::error!(error = %e, "storage commit failed; rejecting the batch");
+        let e = store.fail(e);
         for p in planned {
-            let _ = p.reply.send(Err(StoreError::Backend(e.to_string())));
+            let _ = p.reply.send(Err(StoreError::Backend(e.clone())));
         }
         return;
     }

@@ -135,6 +135,75 @@ async fn a_snapshot_of_several_objects_reloads() {
     assert!(store.get(&gr(), "ns/a").is_some() && store.get(&gr(), "ns/b").is_some());
 }
 
+/// The durable store at `path`, reopened once the writer thread of the one before has let it go (it
+/// holds the database until it notices its store is gone).
+async fn reopen(path: &Path) -> Arc<Store> {
+    for _ in 0..100 {
+        match Store::open(Some(path), StoreOptions::default()) {
+            Ok(s) => return s,
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
+        }
+    }
+    panic!("{} does not reopen", path.display())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_writes_to_one_object_are_decided_in_order_within_and_across_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
+    // Each task creates and updates its object without waiting in between, and the tasks race each
+    // other: the update lands in its create's batch (and must see it there) or in the next one.
+    let tasks: Vec<_> = (0..16)
+        .map(|t| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                for i in 0..40 {
+                    let key = format!("ns/t{t}-{i}");
+                    let (created, updated) = tokio::join!(
+                        store.write(Op::Create { gr: gr(), key: key.clone(), object: pod(&key) }),
+                        store.write(Op::Update { gr: gr(), key: key.clone(), object: pod(&key), expect_rv: 0 }),
+                    );
+                    let (created, updated) = (created.unwrap(), updated.unwrap());
+                    assert!(rv_of(&updated) > rv_of(&created));
+                    if i % 2 == 0 {
+                        let deleted = store.write(Op::Delete { gr: gr(), key, expect_rv: rv_of(&updated) });
+                        deleted.await.unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let revision = store.revision();
+    assert_eq!(revision, 16 * 40 * 2 + 16 * 20, "one revision per write");
+    let mut events = Vec::new();
+    store.events_after(0, |ev| events.push(ev.rv)).unwrap();
+    assert_eq!(events, (1..=revision).collect::<Vec<_>>(), "published in revision order");
+    drop(store);
+    let store = reopen(&path).await;
+    assert_eq!(store.revision(), revision);
+    let (left, _) = store.list(&gr(), None, None).unwrap();
+    assert_eq!(left.len(), 16 * 20, "the odd objects remain");
+    assert!(
+        left.iter().all(|(k, _)| k.rsplit('-').next().and_then(|i| i.parse::<u32>().ok()).is_some_and(|i| i % 2 == 1))
+    );
+}
+
+#[tokio::test]
+async fn once_the_log_fails_every_write_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(Some(&dir.path().join("db")), StoreOptions::default()).unwrap();
+    store.write(Op::Create { gr: gr(), key: "ns/a".into(), object: pod("a") }).await.unwrap();
+    store.fail(StoreError::Backend("db/wal-1.log: Input/output error".into()));
+    let err = store.write(Op::Create { gr: gr(), key: "ns/b".into(), object: pod("b") }).await.unwrap_err();
+    assert!(err.to_string().contains("Input/output error; writes fail until uc restarts"), "{err}");
+    assert!(store.get(&gr(), "ns/b").is_none() && store.get(&gr(), "ns/a").is_some());
+    assert_eq!(store.revision(), 1);
+}
+
 #[tokio::test]
 async fn durable_store_reloads_objects_and_revision() {
     let dir = tempfile::tempdir().unwrap();
@@ -148,18 +217,7 @@ async fn durable_store_reloads_objects_and_revision() {
         store.write(Op::Create { gr: gr(), key: "ns/b".into(), object: pod("b") }).await.unwrap();
         store.write(Op::Delete { gr: gr(), key: "ns/b".into(), expect_rv: 0 }).await.unwrap();
     }
-    // The writer thread holds the database until it notices the store is gone.
-    let mut reopened = None;
-    for _ in 0..100 {
-        match Store::open(Some(&path), StoreOptions::default()) {
-            Ok(s) => {
-                reopened = Some(s);
-                break;
-            }
-            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(20)).await,
-        }
-    }
-    let store = reopened.expect("database reopens");
+    let store = reopen(&path).await;
     assert_eq!(store.revision(), 3);
     assert!(store.get(&gr(), "ns/a").is_some());
     assert!(store.get(&gr(), "ns/b").is_none());
