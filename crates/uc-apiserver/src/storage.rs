@@ -187,7 +187,7 @@ pub struct Store {
     writer: Writer,
     revision_tx: watch::Sender<u64>,
     options: StoreOptions,
-    /// The log's first failure: every later write fails with it. Whether a failed write or sync left
+    /// What writes fail with since the log's first failure. Whether a failed write or sync left
     /// its record on disk is unknown (a later sync may still write it), so nothing may be committed
     /// after it (PostgreSQL and etcd stop too).
     failed: std::sync::OnceLock<String>,
@@ -442,14 +442,13 @@ impl Store {
 
     /// What writes fail with once the log has failed.
     fn failure(&self) -> Option<String> {
-        self.failed.get().map(|first| format!("{first}; writes fail until uc restarts"))
+        self.failed.get().cloned()
     }
 
     /// Records the log's failure (the first one stays) and returns what writes fail with from now on.
     fn fail(&self, e: StoreError) -> String {
         tracing::error!(error = %e, "the storage log failed; writes fail until uc restarts");
-        self.failed.get_or_init(|| e.to_string());
-        self.failure().unwrap_or_default()
+        self.failed.get_or_init(|| format!("{e}; writes fail until uc restarts")).clone()
     }
 
     /// Commits one write: durable (when the store has a file) once this returns Ok.
