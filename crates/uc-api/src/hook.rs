@@ -6,8 +6,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Objects of one type keyed by name (or `namespace/name` for a cluster-scoped parent).
-pub type ObjectMap = BTreeMap<String, Value>;
+/// Objects of one type keyed by name (or `namespace/name` for a cluster-scoped parent), shared with the
+/// caches they were read from rather than copied (a ReplicaSet's request holds all of its pods).
+pub type ObjectMap = BTreeMap<String, Arc<Value>>;
 
 /// Request to a sync or finalize hook.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -15,8 +16,8 @@ pub struct SyncRequest {
     /// The UniversalController object: the same in every request of a controller, shared rather than
     /// copied (a JavaScript hook keeps it serialized between calls).
     pub controller: Arc<Value>,
-    /// The parent, as `kubectl get -o json` shows it.
-    pub parent: Value,
+    /// The parent, as `kubectl get -o json` shows it (shared with the cache it was read from).
+    pub parent: Arc<Value>,
     /// One entry per declared child type, keyed `<Kind>.<apiVersion>`, present even when empty.
     pub children: BTreeMap<String, ObjectMap>,
     /// Related objects named by the customize hook, same layout as children.
@@ -30,11 +31,12 @@ impl SyncRequest {
     /// child: a ReplicaSet's request holds all of its pods). Same shape as the serialized struct.
     pub fn into_value(self) -> Value {
         let group = |m: BTreeMap<String, ObjectMap>| -> Value {
-            Value::Object(m.into_iter().map(|(k, objs)| (k, Value::Object(objs.into_iter().collect()))).collect())
+            let objects = |objs: ObjectMap| objs.into_iter().map(|(name, o)| (name, Arc::unwrap_or_clone(o))).collect();
+            Value::Object(m.into_iter().map(|(k, objs)| (k, Value::Object(objects(objs)))).collect())
         };
         let mut out = serde_json::Map::new();
         out.insert("controller".into(), Arc::unwrap_or_clone(self.controller));
-        out.insert("parent".into(), self.parent);
+        out.insert("parent".into(), Arc::unwrap_or_clone(self.parent));
         out.insert("children".into(), group(self.children));
         out.insert("related".into(), group(self.related));
         out.insert("finalizing".into(), Value::Bool(self.finalizing));
@@ -137,11 +139,11 @@ mod tests {
     #[test]
     fn a_request_moved_into_json_reads_as_the_serialized_one() {
         let objects = |names: &[&str]| -> ObjectMap {
-            names.iter().map(|n| (n.to_string(), serde_json::json!({"metadata": {"name": n}}))).collect()
+            names.iter().map(|n| (n.to_string(), serde_json::json!({"metadata": {"name": n}}).into())).collect()
         };
         let request = SyncRequest {
             controller: Arc::new(serde_json::json!({"kind": "UniversalController"})),
-            parent: serde_json::json!({"metadata": {"name": "p"}}),
+            parent: serde_json::json!({"metadata": {"name": "p"}}).into(),
             children: BTreeMap::from([("Pod.v1".into(), objects(&["a", "b"])), ("Service.v1".into(), objects(&[]))]),
             related: BTreeMap::from([("ConfigMap.v1".into(), objects(&["c"]))]),
             finalizing: true,

@@ -19,6 +19,11 @@ pub fn sanitize_desired(desired: &Value) -> Value {
     sanitize(desired.clone())
 }
 
+/// [`sanitize_desired`] of a desired object no longer needed otherwise.
+pub fn sanitize_desired_owned(desired: Value) -> Value {
+    sanitize(desired)
+}
+
 fn sanitize(mut d: Value) -> Value {
     if let Some(m) = d.as_object_mut() {
         m.remove("status");
@@ -61,11 +66,15 @@ pub fn apply(observed: &Value, desired: &Value) -> Value {
 /// existing child on every sync — answered without building the merge. `false` also where it cannot
 /// tell cheaply (lists whose items repeat a key); the caller then merges.
 pub fn unchanged(observed: &Value, desired: &Value) -> bool {
-    let desired = sanitize_desired(desired);
+    unchanged_sanitized(observed, &sanitize_desired(desired))
+}
+
+/// [`unchanged`] of a desired object [`sanitize_desired`] has already been through.
+pub fn unchanged_sanitized(observed: &Value, desired: &Value) -> bool {
     let recorded = observed.at("/metadata/annotations").and_then(|a| a.get(LAST_APPLIED)).and_then(Value::as_str);
     // The annotation `apply` writes is the desired state's text: the same text means the last applied
     // configuration is the desired one, and the merge reduces to laying `desired` over `observed`.
-    recorded.is_some_and(|r| serde_json::to_string(&desired).is_ok_and(|d| d == r)) && covers(observed, &desired)
+    recorded.is_some_and(|r| serde_json::to_string(desired).is_ok_and(|d| d == r)) && covers(observed, desired)
 }
 
 /// Whether `merge(Some(observed), Some(desired), desired) == observed`, i.e. `observed` already holds

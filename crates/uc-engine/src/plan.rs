@@ -42,7 +42,11 @@ pub enum Action {
 
 /// The child as uc writes it: the selector's labels and a controller ownerReference to the parent.
 pub fn decorate(parent: &Value, selector_labels: &Map<String, Value>, child: &Value) -> Value {
-    let mut c = child.clone();
+    decorate_owned(parent, selector_labels, child.clone())
+}
+
+/// [`decorate`] of a child no longer needed otherwise: it becomes the decorated one.
+pub fn decorate_owned(parent: &Value, selector_labels: &Map<String, Value>, mut c: Value) -> Value {
     let labels = c["metadata"].as_object_mut().map(|m| m.entry("labels").or_insert_with(|| json!({})));
     if let Some(Value::Object(l)) = labels {
         for (k, v) in selector_labels {
@@ -68,7 +72,7 @@ pub fn plan(
     parent: &Value,
     selector_labels: &Map<String, Value>,
     observed: &[Obj],
-    desired: &[Value],
+    desired: Vec<Value>,
 ) -> Vec<Action> {
     let key = |o: &Value| (meta(o, "namespace").to_string(), meta(o, "name").to_string());
     let observed_by_key: HashMap<ObjKey, &Obj> = observed.iter().map(|o| (key(o), o)).collect();
@@ -84,18 +88,19 @@ pub fn plan(
         }
     }
     for d in desired {
-        // Decorating copies the child: only children that may be written are decorated (decorating keeps
-        // the name and namespace, so the key is the same either way).
-        let observed = observed_by_key.get(&key(d));
+        // Only children that may be written are decorated (decorating keeps the name and namespace, so
+        // the key is the same either way).
+        let observed = observed_by_key.get(&key(&d));
         if observed.is_some_and(|o| method == UpdateMethod::OnDelete || is_deleting(o)) {
             continue;
         }
-        let d = decorate(parent, selector_labels, d);
+        // Sanitized once: the create, the comparison and the merge all want it so.
+        let d = apply::sanitize_desired_owned(decorate_owned(parent, selector_labels, d));
         let Some(o) = observed else {
             actions.push(Action::Create(apply::create_from(d)));
             continue;
         };
-        if apply::unchanged(o, &d) {
+        if apply::unchanged_sanitized(o, &d) {
             continue;
         }
         let merged = apply::apply(o, &d);
@@ -189,7 +194,7 @@ mod tests {
     fn creates_missing_deletes_undesired_and_skips_unchanged() {
         let obs = vec![observed("a", "v1", true), observed("gone", "v1", true)];
         let des = vec![desired("a", "v1"), desired("new", "v1")];
-        let actions = plan(UpdateMethod::InPlace, &parent(), &labels(), &obs, &des);
+        let actions = plan(UpdateMethod::InPlace, &parent(), &labels(), &obs, des.clone());
         assert_eq!(kinds(&actions), vec!["delete gone", "create new"]);
     }
 
@@ -197,13 +202,13 @@ mod tests {
     fn update_methods() {
         let obs = vec![observed("a", "v1", true), observed("b", "v1", true)];
         let des = vec![desired("a", "v2"), desired("b", "v2")];
-        let p = |m| kinds(&plan(m, &parent(), &labels(), &obs, &des));
+        let p = |m| kinds(&plan(m, &parent(), &labels(), &obs, des.clone()));
         assert_eq!(p(UpdateMethod::OnDelete), Vec::<String>::new());
         assert_eq!(p(UpdateMethod::InPlace), vec!["update a", "update b"]);
         assert_eq!(p(UpdateMethod::Recreate), vec!["delete a", "delete b"]);
         assert_eq!(p(UpdateMethod::RollingInPlace), vec!["update a", "update b"], "the rollout chose the revisions");
         assert_eq!(p(UpdateMethod::RollingRecreate), vec!["delete a", "delete b"]);
-        let updated = plan(UpdateMethod::InPlace, &parent(), &labels(), &obs, &des);
+        let updated = plan(UpdateMethod::InPlace, &parent(), &labels(), &obs, des.clone());
         let Action::Update(u) = &updated[0] else { panic!("an update") };
         assert_eq!(u["spec"]["image"], json!("v2"));
         assert_eq!(u["status"], obs[0]["status"], "status is never written by apply");
@@ -225,7 +230,7 @@ mod tests {
         let mut o = (*observed("a", "v1", true)).clone();
         o["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
         let obs = vec![Arc::new(o)];
-        assert!(plan(UpdateMethod::InPlace, &parent(), &labels(), &obs, &[desired("a", "v2")]).is_empty());
-        assert!(plan(UpdateMethod::InPlace, &parent(), &labels(), &obs, &[]).is_empty());
+        assert!(plan(UpdateMethod::InPlace, &parent(), &labels(), &obs, vec![desired("a", "v2")]).is_empty());
+        assert!(plan(UpdateMethod::InPlace, &parent(), &labels(), &obs, vec![]).is_empty());
     }
 }

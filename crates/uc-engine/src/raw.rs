@@ -10,6 +10,8 @@
 
 use kube::core::ObjectMeta;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::sync::Arc;
+
 use serde_json::Value;
 use uc_api::Pointer;
 
@@ -141,19 +143,53 @@ impl RawObject {
 #[derive(Clone, Debug)]
 pub struct Sent {
     meta: ObjectMeta,
-    body: Value,
+    body: Body,
+}
+
+#[derive(Clone, Debug)]
+enum Body {
+    Whole(Value),
+    /// A cached object with another status, written as that object without copying it first.
+    WithStatus(Arc<Value>, Value),
 }
 
 impl Sent {
     /// An object to send.
     pub fn new(body: Value) -> Self {
-        Self { meta: ObjectMeta::default(), body }
+        Self { meta: ObjectMeta::default(), body: Body::Whole(body) }
+    }
+
+    /// `object` with its status replaced by `status` (the whole object, as a status update sends it).
+    pub fn with_status(object: Arc<Value>, status: Value) -> Self {
+        Self { meta: ObjectMeta::default(), body: Body::WithStatus(object, status) }
     }
 }
 
 impl Serialize for Sent {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.body.serialize(s)
+        use serde::ser::SerializeMap;
+        match &self.body {
+            Body::Whole(v) => v.serialize(s),
+            Body::WithStatus(object, status) => {
+                let Some(members) = object.as_object() else { return object.serialize(s) };
+                let mut m = s.serialize_map(None)?;
+                let mut placed = false;
+                for (k, v) in members {
+                    // Members in the object's (sorted) order, the status in its place.
+                    if !placed && k.as_str() >= "status" {
+                        m.serialize_entry("status", status)?;
+                        placed = true;
+                    }
+                    if k != "status" {
+                        m.serialize_entry(k, v)?;
+                    }
+                }
+                if !placed {
+                    m.serialize_entry("status", status)?;
+                }
+                m.end()
+            }
+        }
     }
 }
 
@@ -170,7 +206,7 @@ impl<'de> Deserialize<'de> for Sent {
         }
         let a = Answer::deserialize(d)?;
         let resource_version = a.metadata.and_then(|m| m.resource_version);
-        Ok(Self { meta: ObjectMeta { resource_version, ..Default::default() }, body: Value::Null })
+        Ok(Self { meta: ObjectMeta { resource_version, ..Default::default() }, body: Body::Whole(Value::Null) })
     }
 }
 
@@ -256,6 +292,24 @@ mod tests {
         );
     }
 
+    /// A status update sends the cached object with the new status, the same text a copy would give.
+    #[test]
+    fn an_object_with_another_status_is_sent_as_its_copy_would_be() {
+        let status = json!({"ready": 2});
+        for object in [
+            json!({"apiVersion": "v1", "metadata": {"name": "f"}, "spec": {"a": 1}, "status": {"ready": 1, "old": true}}),
+            json!({"apiVersion": "v1", "metadata": {"name": "f"}, "spec": {"a": 1}}),
+            json!({"apiVersion": "v1", "metadata": {"name": "f"}, "zzz": {"after": "status"}}),
+        ] {
+            let mut copy = object.clone();
+            copy["status"] = status.clone();
+            let sent = Sent::with_status(Arc::new(object), status.clone());
+            assert_eq!(serde_json::to_string(&sent).unwrap(), serde_json::to_string(&copy).unwrap());
+        }
+        let odd = Sent::with_status(Arc::new(json!("not an object")), status);
+        assert_eq!(serde_json::to_value(&odd).unwrap(), json!("not an object"), "nothing to put a status in");
+    }
+
     #[test]
     fn a_write_sends_the_whole_object_and_reads_only_the_answers_resource_version() {
         let sent = Sent::new(json!({"metadata": {"name": "f", "resourceVersion": "3"}, "status": {"n": 1}}));
@@ -266,7 +320,7 @@ mod tests {
         let answer = r#"{"metadata":{"name":"f","managedFields":[{"manager":"uc","fieldsV1":{"f:status":{}}}],"resourceVersion":"9"},"status":{"n":1}}"#;
         let a: Sent = serde_json::from_str(answer).unwrap();
         assert_eq!(a.meta().resource_version.as_deref(), Some("9"));
-        assert_eq!(a.body, Value::Null, "nothing else kept");
+        assert!(matches!(a.body, Body::Whole(Value::Null)), "nothing else kept");
         let none: Sent = serde_json::from_str(r#"{"kind":"Status"}"#).unwrap();
         assert_eq!(none.meta().resource_version, None);
         assert!(

@@ -216,11 +216,13 @@ pub(crate) fn set_label(obj: &mut Value, key: &str, value: &str) {
 #[cfg(test)]
 pub(crate) fn request_of(request: Value) -> SyncRequest {
     let group = |v: &Value| -> BTreeMap<String, ObjectMap> {
-        let objects = |m: &Value| m.as_object().map(|m| m.clone().into_iter().collect()).unwrap_or_default();
+        let objects = |m: &Value| {
+            m.as_object().map(|m| m.clone().into_iter().map(|(k, v)| (k, v.into())).collect()).unwrap_or_default()
+        };
         v.as_object().map(|m| m.iter().map(|(k, m)| (k.clone(), objects(m))).collect()).unwrap_or_default()
     };
     SyncRequest {
-        parent: request["parent"].clone(),
+        parent: request["parent"].clone().into(),
         children: group(&request["children"]),
         related: group(&request["related"]),
         ..Default::default()

@@ -110,14 +110,14 @@ mod tests {
     #[test]
     fn a_greeting_becomes_a_configmap() {
         let request = SyncRequest {
-            parent: json!({"metadata": {"name": "hello"}, "spec": {"message": "hi", "times": 3}}),
+            parent: json!({"metadata": {"name": "hello"}, "spec": {"message": "hi", "times": 3}}).into(),
             ..Default::default()
         };
         let out = sync(request).unwrap();
         assert_eq!(out.children[0]["metadata"]["name"], json!("hello-greeting"));
         assert_eq!(out.children[0]["data"]["greeting"], json!("hi hi hi"));
         assert_eq!(out.status, Some(json!({"greetings": 3, "configMaps": 0})));
-        let bad = SyncRequest { parent: json!({"metadata": {"name": "x"}, "spec": {}}), ..Default::default() };
+        let bad = SyncRequest { parent: json!({"metadata": {"name": "x"}, "spec": {}}).into(), ..Default::default() };
         assert_eq!(sync(bad).unwrap_err().to_string(), "hook failed: spec.message is required");
     }
 }

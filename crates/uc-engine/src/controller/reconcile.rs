@@ -160,7 +160,7 @@ impl Shared {
             let map: ObjectMap = c
                 .mine
                 .iter()
-                .map(|o| (dialect.object_key(self.parent.namespaced, t.res.namespaced, o), (**o).clone()))
+                .map(|o| (dialect.object_key(self.parent.namespaced, t.res.namespaced, o), Arc::clone(o)))
                 .collect();
             children_req.insert(t.res.type_key(), map);
             observed.push(c.mine);
@@ -171,7 +171,7 @@ impl Shared {
         };
         let request = SyncRequest {
             controller: self.uc.clone(),
-            parent: (*parent).clone(),
+            parent: parent.clone(),
             children: children_req,
             related,
             finalizing,
@@ -211,8 +211,8 @@ impl Shared {
         if let (Some(r), Some(store)) = (&rollout, &self.revisions) {
             self.write_revisions(store, &parent, &selector_labels, r).await?;
         }
-        for (i, t) in self.children.iter().enumerate() {
-            actions.extend(plan(t.method, &parent, &selector_labels, &observed[i], &desired[i]));
+        for ((t, observed), desired) in self.children.iter().zip(&observed).zip(desired) {
+            actions.extend(plan(t.method, &parent, &selector_labels, observed, desired));
         }
         for a in actions {
             self.execute(&parent, a).await?;
@@ -224,7 +224,7 @@ impl Shared {
                 if let Some(rv) = self.patch_parent_metadata(&parent, patch).await? {
                     patched["metadata"]["resourceVersion"] = serde_json::Value::String(rv);
                 }
-                self.write_status(&patched, status).await?;
+                self.write_status(&Arc::new(patched), status).await?;
             }
             None => self.write_status(&parent, status).await?,
         }

@@ -113,7 +113,7 @@ impl Shared {
             let source = self.related_source(&rule.api_version, &rule.resource).await?;
             let entry = out.entry(source.res.type_key()).or_default();
             for o in select_related(&source, &rule, parent, self.parent.namespaced, v2)? {
-                entry.insert(keys.object_key(self.parent.namespaced, source.res.namespaced, &o), (*o).clone());
+                entry.insert(keys.object_key(self.parent.namespaced, source.res.namespaced, &o), o.clone());
             }
             rules.push((resource_id(&source.res.ar), rule));
         }

@@ -121,7 +121,7 @@ impl Shared {
                 continue;
             }
             let old_parent = revision::parent_at(parent, &rev.patch, &store.field_paths);
-            let req = SyncRequest { parent: old_parent.clone(), ..request.clone() };
+            let req = SyncRequest { parent: std::sync::Arc::new(old_parent.clone()), ..request.clone() };
             let (answer, elapsed) = hook.sync_as(HookKind::Sync, req, &self.dialects.sync).await;
             self.ctx.metrics.hook_call(&self.name, HookKind::Sync.as_str(), elapsed, answer.is_ok());
             let response = answer

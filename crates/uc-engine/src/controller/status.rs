@@ -12,7 +12,7 @@ use super::echoes::Written;
 use super::errors::{SyncError, SyncReason};
 use super::shared::Shared;
 use super::written::digest;
-use crate::informer::key_of;
+use crate::informer::{Obj, key_of};
 use crate::raw::Sent;
 
 /// The status to write, if any: what the hook answered, with `observedGeneration` when the parent has
@@ -35,21 +35,19 @@ pub(super) fn status_to_write(
 
 impl Shared {
     /// Writes a status `status_to_write` chose, unless this very status was written before.
-    pub(super) async fn write_status(&self, parent: &Value, status: Option<Value>) -> Result<(), SyncError> {
+    pub(super) async fn write_status(&self, parent: &Obj, status: Option<Value>) -> Result<(), SyncError> {
         let Some(status) = status else { return Ok(()) };
         let sent = digest(&status);
         if self.written.already_written(parent, sent) {
             return Ok(());
         }
-        let mut obj = parent.clone();
-        obj["status"] = status;
         // Written conditioned on the resourceVersion the hook saw (as controller-runtime's status
         // updates are): a status computed from a cache a moment behind — one that misses what the
         // previous sync wrote, such as a condition the hook keeps history in — must not overwrite the
         // newer one. The 409 it gets is routine: the sync is retried quietly from the newer parent.
         let api = self.raw_api(&self.parent, meta_str(parent, "namespace"));
         let name = meta_str(parent, "name").to_string();
-        let o = Sent::new(obj);
+        let o = Sent::with_status(parent.clone(), status);
         let key = key_of(parent);
         let echo = Written::Parent(key.clone());
         self.echoes.expect(&key, echo.clone(), Instant::now());

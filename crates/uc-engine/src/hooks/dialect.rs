@@ -235,7 +235,7 @@ mod tests {
         assert_eq!(a.response.children.len(), 1);
         assert!(d.decode(json!({"children": []})).is_err(), "a decorator answers attachments");
         assert!(d.decode(json!({"labels": {"a": 1}})).unwrap_err().to_string().contains("labels.a"));
-        let req = d.request(SyncRequest { parent: json!({"kind": "StatefulSet"}), ..Default::default() });
+        let req = d.request(SyncRequest { parent: json!({"kind": "StatefulSet"}).into(), ..Default::default() });
         assert_eq!(req["object"]["kind"], "StatefulSet");
         assert!(req.get("attachments").is_some() && req.get("parent").is_none() && req.get("children").is_none());
     }

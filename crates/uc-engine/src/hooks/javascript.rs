@@ -571,8 +571,9 @@ mod tests {
         let hook = JsHook::new(src.into(), limits()).unwrap();
         let mut request = SyncRequest {
             controller: Arc::new(json!({"metadata": {"name": "c"}, "spec": {"z": 1, "a": [1, 2]}})),
-            parent: json!({"metadata": {"name": "p"}, "spec": {"n": 1.5}}),
-            children: [("ConfigMap.v1".to_string(), [("x".to_string(), json!({"data": {"k": "v"}}))].into())].into(),
+            parent: json!({"metadata": {"name": "p"}, "spec": {"n": 1.5}}).into(),
+            children: [("ConfigMap.v1".to_string(), [("x".to_string(), json!({"data": {"k": "v"}}).into())].into())]
+                .into(),
             related: [("Secret.v1".to_string(), Default::default())].into(),
             finalizing: true,
         };

@@ -114,16 +114,17 @@ mod tests {
     fn request(parent: serde_json::Value, finalizing: bool) -> SyncRequest {
         let children = std::collections::BTreeMap::from([(
             "ConfigMap.v1".to_string(),
-            uc_api::hook::ObjectMap::from([("a".to_string(), json!({"kind": "ConfigMap"}))]),
+            uc_api::hook::ObjectMap::from([("a".to_string(), json!({"kind": "ConfigMap"}).into())]),
         )]);
-        SyncRequest { parent, children, finalizing, ..Default::default() }
+        SyncRequest { parent: parent.into(), children, finalizing, ..Default::default() }
     }
 
     #[tokio::test]
     async fn typed_hooks_answer_sync_finalize_and_customize() {
         let sync: Arc<SyncFn> = Arc::new(|r: SyncRequest| {
             let name = r.parent["metadata"]["name"].as_str().ok_or(HookError::Failed("no name".into()))?.to_string();
-            let children = r.children.into_values().flat_map(|m| m.into_values()).collect();
+            let children =
+                r.children.into_values().flat_map(|m| m.into_values()).map(std::sync::Arc::unwrap_or_clone).collect();
             Ok(SyncResponse {
                 status: Some(json!({"name": name})),
                 children,
@@ -153,7 +154,11 @@ mod tests {
         let waits: Arc<AsyncSyncFn> = Arc::new(|r: SyncRequest| -> SyncFuture {
             Box::pin(async move {
                 tokio::task::yield_now().await;
-                Ok(SyncResponse { status: Some(r.parent), resync_after_seconds: Some(1.0), ..Default::default() })
+                Ok(SyncResponse {
+                    status: Some(std::sync::Arc::unwrap_or_clone(r.parent)),
+                    resync_after_seconds: Some(1.0),
+                    ..Default::default()
+                })
             })
         });
         let hook = typed_async(waits);

@@ -185,7 +185,7 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
             "lastSuccessDate": previous.get("lastSuccessDate")});
         answer(status, Some(10.0))
     };
-    let backup: EtcdBackup = match EtcdBackup::deserialize(parent) {
+    let backup: EtcdBackup = match EtcdBackup::deserialize(&**parent) {
         Ok(b) => b,
         Err(e) => return failed(format!("spec: {e}")),
     };
@@ -324,7 +324,8 @@ mod tests {
     async fn bad_requests_fail_with_a_reason_and_write_nothing() {
         let req = |spec: Value| SyncRequest {
             parent: json!({"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdBackup",
-                           "metadata": {"name": "b"}, "spec": spec}),
+                           "metadata": {"name": "b"}, "spec": spec})
+            .into(),
             ..Default::default()
         };
         let status = |out: SyncResponse| out.status.expect("a backup always answers with its status");

@@ -121,8 +121,9 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest
         Err(error) => {
             let message = error.to_string();
             // Keep whatever runs; a bad edit must not take a cluster down.
-            let mut kept: Vec<Value> = take_children(&mut request, "Service.v1").into_values().collect();
-            kept.extend(observed_pods.values().cloned());
+            let mut kept: Vec<Value> =
+                take_children(&mut request, "Service.v1").into_values().map(Arc::unwrap_or_clone).collect();
+            kept.extend(observed_pods.values().map(|p| Value::clone(p)));
             let mut status = previous;
             status["phase"] =
                 json!(if kept.is_empty() { "Failed" } else { status["phase"].as_str().unwrap_or("Failed") });
@@ -198,7 +199,7 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest
             "size": members_ready.len() + members_unready.len(),
             "readyMembers": members_ready.len(),
             "members": {"ready": members_ready, "unready": members_unready},
-            "currentVersion": current_version(&spec, &observed_pods.values().filter(|p| spec.index_of(str_at(p, "/metadata/name")).is_some()).cloned().collect::<Vec<_>>()),
+            "currentVersion": current_version(&spec, &observed_pods.values().filter(|p| spec.index_of(str_at(p, "/metadata/name")).is_some()).map(|p| Value::clone(p)).collect::<Vec<_>>()),
             "targetVersion": spec.version,
             "serviceName": spec.name,
             "clientPort": CLIENT_PORT,

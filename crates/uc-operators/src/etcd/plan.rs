@@ -132,7 +132,7 @@ pub fn member_pods(spec: &Spec, observed: &ObjectMap) -> ObjectMap {
 /// reused). A restore cut short (some of its pods written) gets the rest of the members they name.
 /// Returns whether the restored members are in.
 pub fn restore_step(spec: &Spec, observed: &ObjectMap, r: &restore::Request, next: u32) -> (Step, bool) {
-    let members: Vec<&Value> = observed.iter().filter(|(n, _)| spec.index_of(n).is_some()).map(|(_, p)| p).collect();
+    let members: Vec<&Value> = observed.iter().filter(|(n, _)| spec.index_of(n).is_some()).map(|(_, p)| &**p).collect();
     let ours: Vec<&&Value> = members.iter().filter(|p| str_at(p, RESTORE_ID) == r.id).collect();
     let snapshot = r.snapshot.display().to_string();
     let restoring = |message: String| condition("Recovering", true, "Restoring", &message);
@@ -159,10 +159,11 @@ pub fn restore_step(spec: &Spec, observed: &ObjectMap, r: &restore::Request, nex
 pub fn plan(spec: &Spec, observed: &ObjectMap, parent: &Value, view: View) -> Decision {
     let mine = member_pods(spec, observed);
     // Pods are re-listed as they are: pods are never changed in place (but for an upgrade's image).
-    let keep =
-        |names: &BTreeSet<String>| -> Vec<Value> { names.iter().filter_map(|n| mine.get(n)).map(strip).collect() };
+    let keep = |names: &BTreeSet<String>| -> Vec<Value> {
+        names.iter().filter_map(|n| mine.get(n)).map(|p| strip(p)).collect()
+    };
     let alive: BTreeSet<String> = mine.iter().filter(|(_, p)| !pod_failed(p)).map(|(n, _)| n.clone()).collect();
-    let ready: Vec<&Value> = mine.values().filter(|p| pod_ready(p)).collect();
+    let ready: Vec<&Value> = mine.values().map(|p| &**p).filter(|p| pod_ready(p)).collect();
     // Only a cluster that is coming up waits for its first member; one that ran has lost its quorum.
     let coming_up = matches!(str_at(parent, "/status/phase"), "" | "Creating" | "Restoring");
     let all: BTreeSet<String> = mine.keys().cloned().collect();
@@ -173,7 +174,8 @@ pub fn plan(spec: &Spec, observed: &ObjectMap, parent: &Value, view: View) -> De
     // no status yet) gets the rest of the members its first pods name.
     let bootstrapped = parent.pointer("/status/nextMemberIndex").and_then(Value::as_u64).unwrap_or(0) > 0;
     if !bootstrapped && mine.values().all(|p| bootstrap_flag(p, "--initial-cluster-state=") == Some("new")) {
-        let (names, pods) = started_together(spec, mine.values(), 0, &mine, |n, cluster| spec.pod(n, cluster, "new"));
+        let (names, pods) =
+            started_together(spec, mine.values().map(|p| &**p), 0, &mine, |n, cluster| spec.pod(n, cluster, "new"));
         let message = format!("starting the initial members {}", names.join(", "));
         return Step {
             pods,
@@ -338,7 +340,7 @@ pub const RESTORE_ID: &str = "/metadata/annotations/etcd.database.coreos.com~1re
 /// Whether every member a restore started is there (then the restore is done): the members the pods
 /// carrying its id name.
 pub fn restore_complete(observed: &ObjectMap, id: &str) -> bool {
-    let ours: Vec<&Value> = observed.values().filter(|p| str_at(p, RESTORE_ID) == id).collect();
+    let ours: Vec<&Value> = observed.values().map(|p| &**p).filter(|p| str_at(p, RESTORE_ID) == id).collect();
     let named = ours.iter().find_map(|p| bootstrap_flag(p, "--initial-cluster=")).map(|c| c.split(',').count());
     named.is_some_and(|n| ours.len() >= n)
 }
@@ -359,7 +361,7 @@ fn started_together<'a>(
             names.map(|n| format!("{n}={}", spec.peer_url(&n))).collect::<Vec<_>>().join(",")
         });
     let names: Vec<String> = cluster.split(',').filter_map(|e| e.split_once('=')).map(|(n, _)| n.to_string()).collect();
-    let pods = names.iter().map(|n| observed.get(n).map(strip).unwrap_or_else(|| make(n, &cluster))).collect();
+    let pods = names.iter().map(|n| observed.get(n).map(|p| strip(p)).unwrap_or_else(|| make(n, &cluster))).collect();
     (names, pods)
 }
 
@@ -389,7 +391,7 @@ fn unreachable(
     });
     if let Some(message) = failed_restore {
         return Step {
-            pods: mine.values().map(strip).collect(),
+            pods: mine.values().map(|p| strip(p)).collect(),
             phase: "Failed",
             conditions: vec![condition("Available", false, "RestoreFailed", &message)],
             busy: false,
@@ -476,7 +478,7 @@ mod tests {
     }
 
     fn observed(pods: Vec<Value>) -> ObjectMap {
-        pods.into_iter().map(|p| (str_at(&p, "/metadata/name").to_string(), p)).collect()
+        pods.into_iter().map(|p| (str_at(&p, "/metadata/name").to_string(), p.into())).collect()
     }
 
     fn member(spec: &Spec, index: u32, started: bool, learner: bool) -> Member {
@@ -591,7 +593,7 @@ mod tests {
     fn an_unready_pod_is_waited_for() {
         let p = parent(3, "Scaling", 3);
         let (s, mut pods, members) = healthy(&p);
-        pods.insert("ex-0002".into(), pod(&s, 2, false, &s.image()));
+        pods.insert("ex-0002".into(), pod(&s, 2, false, &s.image()).into());
         let d = plan(&s, &pods, &p, view(members));
         assert_eq!((d.step.phase, reason(&d.step), d.change), ("Scaling", "MemberStarting", None));
         assert_eq!(names(&d.step).len(), 3);
@@ -613,7 +615,7 @@ mod tests {
     fn a_dead_member_is_removed_while_quorum_holds() {
         let p = parent(3, "Running", 3);
         let (s, mut pods, members) = healthy(&p);
-        die(pods.get_mut("ex-0001").unwrap());
+        die(std::sync::Arc::make_mut(pods.get_mut("ex-0001").unwrap()));
         let d = plan(&s, &pods, &p, view(members.clone()));
         assert_eq!(change_of(&d), Some(&MemberChange::Remove("id1".into())));
         assert_eq!(names(&d.step), ["ex-0000", "ex-0002"], "its pod goes with it");
@@ -622,7 +624,7 @@ mod tests {
         let failed = fallback.step("etcdserver: unhealthy cluster");
         assert_eq!((failed.phase, reason(&failed)), ("Recovering", "RemoveFailed"));
         // Two of three dead: no quorum, nothing removed, the loss is reported.
-        die(pods.get_mut("ex-0002").unwrap());
+        die(std::sync::Arc::make_mut(pods.get_mut("ex-0002").unwrap()));
         let d = plan(&s, &pods, &p, view(members));
         assert_eq!((d.step.phase, reason(&d.step), d.step.quorum_lost, d.change), ("Failed", "QuorumLost", true, None));
         assert_eq!(names(&d.step).len(), 3);
@@ -661,7 +663,7 @@ mod tests {
         assert_eq!(images.iter().filter(|i| **i == s.image()).count(), 1, "{images:?}");
         // Asked for, not running yet: wait.
         let mut pods = pods;
-        let first = pods.get_mut("ex-0000").unwrap();
+        let first = std::sync::Arc::make_mut(pods.get_mut("ex-0000").unwrap());
         first["spec"]["containers"][0]["image"] = json!(s.image());
         let d = plan(&s, &pods, &p, view(members.clone()));
         assert!(d.step.conditions[1]["message"].as_str().unwrap().starts_with("waiting for ex-0000"));
@@ -683,7 +685,7 @@ mod tests {
         let s = spec(&parent(3, "Running", 5));
         let r = restore::Request { id: "rid".into(), snapshot: std::path::PathBuf::from("/b/snap.db") };
         let mut others = ObjectMap::new();
-        others.insert("ex-0004".into(), json!({"metadata": {"name": "ex-0004"}}));
+        others.insert("ex-0004".into(), json!({"metadata": {"name": "ex-0004"}}).into());
         let (step, seeded) = restore_step(&s, &others, &r, 5);
         assert!(!seeded && step.pods.is_empty() && step.phase == "Restoring", "members go first");
         let (step, seeded) = restore_step(&s, &ObjectMap::new(), &r, 5);

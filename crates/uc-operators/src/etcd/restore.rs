@@ -81,7 +81,7 @@ fn status(phase: &str, reason: &str, resync: Option<f64>) -> SyncResponse {
 
 /// One sync of an EtcdRestore.
 pub async fn sync(client: &kube::Client, request: SyncRequest) -> SyncResponse {
-    let restore: EtcdRestore = match EtcdRestore::deserialize(&request.parent) {
+    let restore: EtcdRestore = match EtcdRestore::deserialize(&*request.parent) {
         Ok(r) => r,
         Err(e) => return status("Failed", &format!("spec: {e}"), None),
     };

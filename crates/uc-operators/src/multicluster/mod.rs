@@ -118,10 +118,11 @@ async fn sync(client: &kube::Client, mut request: SyncRequest) -> SyncResponse {
             Ok(s) => s,
             Err(e) => {
                 // Keep what runs; a bad edit must not take an ensemble down.
-                let mut kept: Vec<Value> = request.children.values().flat_map(|m| m.values().cloned()).collect();
-                kept.extend(overrides.into_values());
-                kept.extend(templates.into_values());
-                kept.extend(secrets.into_values());
+                let mut kept: Vec<Value> =
+                    request.children.values().flat_map(|m| m.values().map(|o| Value::clone(o))).collect();
+                kept.extend(overrides.into_values().map(Arc::unwrap_or_clone));
+                kept.extend(templates.into_values().map(Arc::unwrap_or_clone));
+                kept.extend(secrets.into_values().map(Arc::unwrap_or_clone));
                 let mut status = parent.get("status").cloned().unwrap_or(json!({}));
                 let c = uc_api::conditions::condition("Ready", false, "InvalidSpec", &format!("spec: {e}"));
                 uc_api::conditions::set_condition(&mut status, c, parent.get("status"), &now());
@@ -133,7 +134,11 @@ async fn sync(client: &kube::Client, mut request: SyncRequest) -> SyncResponse {
         Some(s) => crate::objects::as_written(s),
         None => admin_secret(name, ns),
     };
-    let seen = plan::Observed { binding: binding.as_ref(), template: templates.get(name), overrides: &overrides };
+    let seen = plan::Observed {
+        binding: binding.as_ref(),
+        template: templates.get(name).map(|t| &**t),
+        overrides: &overrides,
+    };
     let decision = plan::plan(parent, &spec, seen, admin, &now());
     SyncResponse {
         status: Some(decision.status),

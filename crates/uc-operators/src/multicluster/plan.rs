@@ -238,7 +238,7 @@ pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, ad
         let ready = condition("Ready", false, if schedule.is_some() { "Deploying" } else { "Scheduling" }, why);
         set_condition(&mut status, ready, Some(&previous), now);
         status["records"] = previous.get("records").cloned().unwrap_or(json!([]));
-        children.extend(overrides.values().cloned());
+        children.extend(overrides.values().map(|o| Value::clone(o)));
         return Decision { children, status, busy: true };
     };
     set_condition(&mut status, condition("Scheduled", true, "Scheduled", &describe(&schedule)), Some(&previous), now);
@@ -273,7 +273,7 @@ pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, ad
     }
     for c in state(PENDING) {
         if let Some(op) = overrides.get(&override_name(name, &c)) {
-            children.push(op.clone());
+            children.push(Value::clone(op));
         }
     }
     let ready = last.status == records::STATUS_READY;

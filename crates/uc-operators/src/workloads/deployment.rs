@@ -5,6 +5,7 @@
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStatus, ReplicaSet};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
+use std::sync::Arc;
 use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_engine::hooks::HookError;
 
@@ -111,7 +112,10 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
     let new_name = format!("{name}-{hash}");
     let mut all = Vec::with_capacity(sets.len());
     for (key, object) in sets {
-        all.push(Observed { rs: decode(&format!("replica set {key}"), &object)?, object });
+        all.push(Observed {
+            rs: decode(&format!("replica set {key}"), &object)?,
+            object: Arc::unwrap_or_clone(object),
+        });
     }
     let (mut old, new_rs): (Vec<Observed>, Vec<Observed>) = all.into_iter().partition(|rs| rs.name() != new_name);
     let new_rs = new_rs.into_iter().next();

@@ -18,13 +18,13 @@ fn selector(svc: &Service) -> Option<&std::collections::BTreeMap<String, String>
     svc.spec.as_ref()?.selector.as_ref().filter(|s| !s.is_empty())
 }
 
-fn decode<T: serde::de::DeserializeOwned>(what: &str, v: Value) -> Result<T, HookError> {
-    serde_json::from_value(v).map_err(|e| HookError::InvalidRequest(format!("{what}: {e}")))
+fn decode<T: serde::de::DeserializeOwned>(what: &str, v: &Value) -> Result<T, HookError> {
+    T::deserialize(v).map_err(|e| HookError::InvalidRequest(format!("{what}: {e}")))
 }
 
 /// The customize hook: the pods the Service selects.
 pub fn customize(request: CustomizeRequest) -> Result<CustomizeResponse, HookError> {
-    let svc: Service = decode("parent", request.parent)?;
+    let svc: Service = decode("parent", &request.parent)?;
     let related_resources = selector(&svc)
         .map(|sel| RelatedResourceRule {
             api_version: "v1".into(),
@@ -80,7 +80,7 @@ fn address(pod: &Pod) -> EndpointAddress {
 
 /// The sync hook: the Service's Endpoints.
 pub fn sync(request: SyncRequest) -> Result<SyncResponse, HookError> {
-    let svc: Service = decode("parent", request.parent)?;
+    let svc: Service = decode("parent", &request.parent)?;
     if selector(&svc).is_none() {
         return Ok(SyncResponse::default());
     }
@@ -88,7 +88,7 @@ pub fn sync(request: SyncRequest) -> Result<SyncResponse, HookError> {
     let publish_all = spec.publish_not_ready_addresses.unwrap_or(false);
     let mut pods = Vec::new();
     for (name, p) in request.related.into_iter().filter(|(k, _)| k == "Pod.v1").flat_map(|(_, m)| m) {
-        let pod: Pod = decode(&format!("related pod {name}"), p)?;
+        let pod: Pod = decode(&format!("related pod {name}"), &p)?;
         if !pod_ip(&pod).is_empty() && pod.metadata.deletion_timestamp.is_none() {
             pods.push(pod);
         }
@@ -137,9 +137,9 @@ mod tests {
     }
 
     fn request(svc: &Value, pods: Vec<Value>) -> SyncRequest {
-        let pods = pods.into_iter().map(|p| (p["metadata"]["name"].as_str().unwrap().to_string(), p)).collect();
+        let pods = pods.into_iter().map(|p| (p["metadata"]["name"].as_str().unwrap().to_string(), p.into())).collect();
         SyncRequest {
-            parent: svc.clone(),
+            parent: svc.clone().into(),
             related: BTreeMap::from([("Pod.v1".to_string(), pods)]),
             ..Default::default()
         }

@@ -4,6 +4,7 @@
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
+use std::sync::Arc;
 use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_engine::hooks::HookError;
 
@@ -67,7 +68,8 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
     // Every name in use, finished pods' too: a new pod never takes one.
     let taken: std::collections::BTreeSet<String> = pods.keys().cloned().collect();
     // Finished pods stay for inspection.
-    let mut children: Vec<Value> = succeeded.iter().chain(&failed).filter_map(|k| pods.remove(k)).collect();
+    let mut children: Vec<Value> =
+        succeeded.iter().chain(&failed).filter_map(|k| pods.remove(k)).map(Arc::unwrap_or_clone).collect();
     let finished = children.len();
     let mut conditions = Vec::new();
     if failed_now && !done {
@@ -93,7 +95,7 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
         let want = parallelism.min(completions - succeeded.len());
         running.sort_by(|a, b| a.1.cmp(&b.1));
         running.truncate(want);
-        children.extend(running.iter().filter_map(|(k, _)| pods.remove(k)));
+        children.extend(running.iter().filter_map(|(k, _)| pods.remove(k)).map(Arc::unwrap_or_clone));
         let mut slot = 0;
         while children.len() < finished + want {
             let candidate = pod_name(name, uid, slot);

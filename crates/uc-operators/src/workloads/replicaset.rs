@@ -7,6 +7,7 @@
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
+use std::sync::Arc;
 use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
 use uc_engine::hooks::HookError;
 
@@ -76,7 +77,7 @@ fn replicas(
         kept.sort();
         (kept, ready)
     };
-    let mut out: Vec<Value> = kept.iter().filter_map(|k| pods.remove(k)).collect();
+    let mut out: Vec<Value> = kept.iter().filter_map(|k| pods.remove(k)).map(Arc::unwrap_or_clone).collect();
     let name = metadata.name.as_deref().unwrap_or_default();
     let uid = metadata.uid.as_deref().unwrap_or_default();
     let namespace = metadata.namespace.as_deref();

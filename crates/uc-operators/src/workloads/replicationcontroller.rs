@@ -46,7 +46,7 @@ mod tests {
 
     #[test]
     fn a_parent_that_is_not_a_replication_controller_is_refused() {
-        let request = SyncRequest { parent: json!({"spec": {"replicas": "two"}}), ..Default::default() };
+        let request = SyncRequest { parent: json!({"spec": {"replicas": "two"}}).into(), ..Default::default() };
         let err = sync(request).unwrap_err();
         assert!(matches!(err, HookError::InvalidRequest(ref m) if m.starts_with("parent: ")), "{err}");
     }

@@ -106,9 +106,10 @@ async fn sync(
         Ok(s) => s,
         Err(error) => {
             // Keep whatever runs; a bad edit must not take an ensemble down.
-            let mut kept: Vec<Value> = request.children.values().flat_map(|m| m.values().cloned()).collect();
-            kept.extend(pods.into_values());
-            kept.extend(claims.into_values());
+            let mut kept: Vec<Value> =
+                request.children.values().flat_map(|m| m.values().map(|o| Value::clone(o))).collect();
+            kept.extend(pods.into_values().map(Arc::unwrap_or_clone));
+            kept.extend(claims.into_values().map(Arc::unwrap_or_clone));
             let mut status = previous;
             let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
             let c = json!({"type": "Error", "status": "True", "reason": "InvalidSpec", "message": error.to_string(),
@@ -159,7 +160,8 @@ async fn sync(
     // Claims of servers no longer in the ensemble stay unless the reclaim policy says Delete.
     if let spec::Storage::Persistent { delete: false, .. } = spec.storage {
         let made: Vec<String> = ordinals.iter().map(|o| spec.claim_name(*o)).collect();
-        children.extend(claims.into_iter().filter(|(n, _)| !made.contains(n)).map(|(_, c)| as_is(c)));
+        children
+            .extend(claims.into_iter().filter(|(n, _)| !made.contains(n)).map(|(_, c)| as_is(Arc::unwrap_or_clone(c))));
     }
     children.extend(decision.pods);
     SyncResponse {

@@ -121,7 +121,7 @@ fn membership_of_status(spec: &Spec, status: &Value) -> Option<Membership> {
 /// The decision for one sync.
 pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value) -> Decision {
     let server_pods: BTreeMap<u32, &Value> =
-        pods.iter().filter_map(|(name, p)| Some((spec.ordinal_of(name)?, p))).collect();
+        pods.iter().filter_map(|(name, p)| Some((spec.ordinal_of(name)?, &**p))).collect();
     let mut remote = Remote::new();
     let (membership, source) = match (&observed.config, membership_of_status(spec, previous)) {
         (Some(c), _) => {
@@ -440,11 +440,11 @@ mod tests {
             .unwrap()
     }
 
-    fn running(spec: &Spec, ordinal: u32) -> (String, Value) {
+    fn running(spec: &Spec, ordinal: u32) -> (String, std::sync::Arc<Value>) {
         let mut p = objects::pod(spec, ordinal, &[], false);
         p["status"] = json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
                              "containerStatuses": [{"name": "zookeeper", "ready": true, "image": "zookeeper:3.8"}]});
-        (spec.pod_name(ordinal), p)
+        (spec.pod_name(ordinal), p.into())
     }
 
     fn srvr(mode: &str) -> Srvr {
@@ -621,7 +621,8 @@ mod tests {
         );
         // Followers done: the leader goes last.
         for o in 1..3 {
-            pods.get_mut(&s.pod_name(o)).unwrap()["spec"]["containers"][0]["image"] = json!("zookeeper:3.9");
+            std::sync::Arc::make_mut(pods.get_mut(&s.pod_name(o)).unwrap())["spec"]["containers"][0]["image"] =
+                json!("zookeeper:3.9");
         }
         let d = plan(&upgraded, &pods, &observed, &json!({}));
         assert_eq!(str_at(&d.pods[0], "/spec/containers/0/image"), "zookeeper:3.9");
@@ -636,7 +637,7 @@ mod tests {
             .iter()
             .map(|(n, p)| {
                 let mut p = p.clone();
-                p["spec"]["containers"][0]["image"] = json!("zookeeper:3.9");
+                std::sync::Arc::make_mut(&mut p)["spec"]["containers"][0]["image"] = json!("zookeeper:3.9");
                 (n.clone(), p)
             })
             .collect();
