@@ -25,6 +25,41 @@ pub struct Dialect {
     pub strict: bool,
 }
 
+/// A sync request serialized as [`Dialect::request`] lays it out (the same text), straight from the
+/// typed request: its objects, shared with the caches, are not copied into a JSON tree first.
+pub struct RequestJson<'a> {
+    request: &'a SyncRequest,
+    /// What the parent and the children are called.
+    names: (&'static str, &'static str),
+    /// Whether the controller is in it (a JavaScript hook is handed it apart).
+    controller: bool,
+}
+
+impl<'a> RequestJson<'a> {
+    /// The request without its controller.
+    pub fn without_controller(request: &'a SyncRequest, names: (&'static str, &'static str)) -> Self {
+        Self { request, names, controller: false }
+    }
+}
+
+impl serde::Serialize for RequestJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let r = self.request;
+        // In the key order of the JSON form: `attachments`/`children` < `controller` < `finalizing` <
+        // `object`/`parent` < `related`.
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry(self.names.1, &r.children)?;
+        if self.controller {
+            m.serialize_entry("controller", &*r.controller)?;
+        }
+        m.serialize_entry("finalizing", &r.finalizing)?;
+        m.serialize_entry(self.names.0, &*r.parent)?;
+        m.serialize_entry("related", &r.related)?;
+        m.end()
+    }
+}
+
 /// Labels or annotations a decorator sets on its target: `None` removes the key.
 pub type StringPatch = BTreeMap<String, Option<String>>;
 
@@ -75,6 +110,11 @@ impl Dialect {
             rename(m, "children", children);
         }
         v
+    }
+
+    /// The request as [`Dialect::request`] writes it, serialized from the typed request in place.
+    pub fn request_json<'a>(&self, request: &'a SyncRequest) -> RequestJson<'a> {
+        RequestJson { request, names: self.request_names(), controller: true }
     }
 
     /// The key of an object in a request's children or related map: its name, or `namespace/name`
@@ -189,6 +229,35 @@ mod tests {
 
     fn dialect(flavor: Flavor, hook: Value) -> Dialect {
         Dialect::new(flavor, &serde_json::from_value(hook).unwrap()).unwrap()
+    }
+
+    /// A typed request serialized in place is the text of its JSON form, in either flavor's names.
+    #[test]
+    fn a_request_serialized_in_place_is_its_json_form() {
+        let request = SyncRequest {
+            controller: std::sync::Arc::new(json!({"metadata": {"name": "c"}, "spec": {"z": 1}})),
+            parent: json!({"metadata": {"name": "p"}, "spec": {"n": 1.5}}).into(),
+            children: [("ConfigMap.v1".to_string(), [("x".to_string(), json!({"data": {"k": "v"}}).into())].into())]
+                .into(),
+            related: [("Secret.v1".to_string(), Default::default())].into(),
+            finalizing: true,
+        };
+        for flavor in [Flavor::Universal, Flavor::Decorator] {
+            let d = Dialect { flavor, ..Dialect::UC };
+            let tree = d.request(request.clone());
+            assert_eq!(
+                serde_json::to_string(&d.request_json(&request)).unwrap(),
+                serde_json::to_string(&tree).unwrap(),
+                "{flavor:?}"
+            );
+            let mut without = tree;
+            without.as_object_mut().unwrap().remove("controller");
+            assert_eq!(
+                serde_json::to_string(&RequestJson::without_controller(&request, d.request_names())).unwrap(),
+                serde_json::to_string(&without).unwrap(),
+                "{flavor:?}"
+            );
+        }
     }
 
     #[test]

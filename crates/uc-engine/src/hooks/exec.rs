@@ -49,7 +49,7 @@ impl ExecHook {
     }
 
     /// Runs the program with the request.
-    pub async fn call(&self, kind: HookKind, request: &Value) -> Result<Value, HookError> {
+    pub async fn call<T: serde::Serialize + ?Sized>(&self, kind: HookKind, request: &T) -> Result<Value, HookError> {
         let input = serde_json::to_vec(request).map_err(|e| HookError::InvalidResponse(e.to_string()))?;
         let mut cmd = tokio::process::Command::new(&self.argv[0]);
         cmd.args(&self.argv[1..])

@@ -18,6 +18,7 @@ use serde_json::Value;
 use uc_api::controller::{JavaScript, parse_duration};
 use uc_api::hook::SyncRequest;
 
+use super::dialect::RequestJson;
 use super::protocol::{HookError, HookKind};
 
 /// Limits of one script.
@@ -158,27 +159,6 @@ struct Job<'a> {
     request: &'a str,
     /// The request's `controller`, parsed only when the script reads it.
     controller: Option<&'a str>,
-}
-
-/// A sync request without its controller, in the key order of its JSON form (`finalizing`, the parent
-/// and `related` after the children, as a decorator's `attachments` < `finalizing` < `object`).
-struct RequestBody<'a> {
-    request: &'a SyncRequest,
-    /// What the parent and the children are called.
-    names: (&'static str, &'static str),
-}
-
-impl serde::Serialize for RequestBody<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let r = self.request;
-        let mut m = s.serialize_map(Some(4))?;
-        m.serialize_entry(self.names.1, &r.children)?;
-        m.serialize_entry("finalizing", &r.finalizing)?;
-        m.serialize_entry(self.names.0, &r.parent)?;
-        m.serialize_entry("related", &r.related)?;
-        m.end()
-    }
 }
 
 /// A request object without one of its members, serialized as it lies.
@@ -340,7 +320,7 @@ impl JsHook {
         names: (&'static str, &'static str),
     ) -> Result<Value, HookError> {
         let bad = |e: serde_json::Error| HookError::InvalidRequest(e.to_string());
-        let text = serde_json::to_string(&RequestBody { request, names }).map_err(bad)?;
+        let text = serde_json::to_string(&RequestJson::without_controller(request, names)).map_err(bad)?;
         let controller = {
             let mut kept = self.controller.lock();
             match &*kept {

@@ -91,7 +91,12 @@ impl HookImpl {
                 Ok(answer) => dialect.decode(answer),
                 Err(e) => Err(e),
             },
-            other => match other.call_json(kind, dialect.request(request)).await {
+            // Serialized from the typed request: its objects are not copied into a JSON tree first.
+            HookImpl::Webhook(w) => match w.call_with(&dialect.request_json(&request), Some(&request.parent)).await {
+                Ok(answer) => dialect.decode(answer),
+                Err(e) => Err(e),
+            },
+            HookImpl::Exec(e) => match e.call(kind, &dialect.request_json(&request)).await {
                 Ok(answer) => dialect.decode(answer),
                 Err(e) => Err(e),
             },

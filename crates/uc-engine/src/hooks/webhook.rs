@@ -72,10 +72,9 @@ impl EtagCache {
 }
 
 /// The parent (a decorator's target) a request is about: the ETag cache's key.
-fn root_key(request: &Value) -> Option<RootKey> {
-    let root = request.get("parent").or_else(|| request.get("object"))?;
+fn root_key(root: &Value) -> RootKey {
     let s = |p: &str| root.at(p).and_then(Value::as_str).unwrap_or_default().to_string();
-    Some((s("/kind"), s("/metadata/namespace"), s("/metadata/name")))
+    (s("/kind"), s("/metadata/namespace"), s("/metadata/name"))
 }
 
 /// An answer's body, at most [`MAX_RESPONSE`] bytes.
@@ -203,6 +202,17 @@ impl WebhookHook {
 
     /// POSTs the request and decodes the JSON answer.
     pub async fn call(&self, request: &Value) -> Result<Value, HookError> {
+        let root = request.get("parent").or_else(|| request.get("object"));
+        self.call_with(request, root).await
+    }
+
+    /// POSTs `request`, whose parent (or decorated object) is `root` — what answers are cached by
+    /// when ETags are on — and decodes the JSON answer.
+    pub async fn call_with<T: serde::Serialize + ?Sized>(
+        &self,
+        request: &T,
+        root: Option<&Value>,
+    ) -> Result<Value, HookError> {
         let body = serde_json::to_vec(request).map_err(|e| HookError::InvalidResponse(e.to_string()))?;
         let mut req = Request::post(&self.url)
             .header(header::CONTENT_TYPE, "application/json")
@@ -210,7 +220,7 @@ impl WebhookHook {
         if let Some(a) = &self.authorization {
             req = req.header(header::AUTHORIZATION, a);
         }
-        let key = self.etags.as_ref().and_then(|_| root_key(request));
+        let key = self.etags.as_ref().and_then(|_| root.map(root_key));
         let cached = match (&self.etags, &key) {
             (Some(cache), Some(k)) => cache.get(k),
             _ => None,
