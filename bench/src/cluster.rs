@@ -47,6 +47,22 @@ pub fn status_bytes(pid: u32, field: &str) -> u64 {
         * 1024
 }
 
+/// The CPU time (user and system) a process has used, in seconds (`/proc/<pid>/stat`); 0 once it is gone.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // USER_HZ: 100 on every Linux this runs on (`getconf CLK_TCK`).
+    cpu_ticks(&stat).map_or(0.0, |t| t as f64 / 100.0)
+}
+
+/// utime + stime of a `/proc/<pid>/stat` line, in clock ticks: its 14th and 15th fields, counted after
+/// the command name (which is in parentheses and may hold spaces).
+fn cpu_ticks(stat: &str) -> Option<u64> {
+    let mut rest = stat.rsplit_once(')')?.1.split_whitespace();
+    let utime: u64 = rest.nth(11)?.parse().ok()?;
+    let stime: u64 = rest.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
 /// Starts `<bin> up --port 0 --data-dir <temp> <flags>` and waits for its kubeconfig.
 pub fn start(bin: &Path, flags: &[&str]) -> Result<Uc> {
     start_pinned(bin, flags, None)
@@ -75,4 +91,18 @@ pub fn start_pinned(bin: &Path, flags: &[&str], cpus: Option<&str>) -> Result<Uc
     BufReader::new(child.stdout.take().context("stdout")?).read_line(&mut line)?;
     let Some(kc) = line.trim().strip_prefix("export KUBECONFIG=") else { bail!("uc up printed {line:?}") };
     Ok(Uc { child, kubeconfig: kc.to_string(), _dir: dir })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_time_is_read_after_the_command_name() {
+        let stat = "4242 (uc (run) x) S 1 4242 4242 0 -1 4194560 9010 0 0 0 731 129 0 0 20 0 4 0 123 456 789";
+        assert_eq!(cpu_ticks(stat), Some(731 + 129));
+        assert_eq!(cpu_ticks("4242 (uc) S 1"), None, "a truncated line is no figure");
+        assert!(cpu_seconds(std::process::id()) >= 0.0);
+        assert_eq!(cpu_seconds(u32::MAX), 0.0, "no such process");
+    }
 }

@@ -124,6 +124,11 @@ impl Proc {
     fn status_bytes(&self, field: &str) -> u64 {
         cluster::status_bytes(self.pid(), field)
     }
+
+    /// The CPU time the process has used, in seconds.
+    fn cpu_seconds(&self) -> f64 {
+        cluster::cpu_seconds(self.pid())
+    }
 }
 
 fn start_uc(bin: &Path, extra: &[&str], cpus: Option<&str>) -> Result<Uc> {

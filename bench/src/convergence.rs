@@ -28,11 +28,21 @@ pub enum Impl {
 /// The Foo hook (the thesis's listing 5.2 computing the status as the other controllers do: see the file).
 const SAMPLE_JS: &str = include_str!("../foo-sync.js");
 
-/// One converged run: its time, and the peak RSS (`VmHWM`) of `uc up` and of the controller.
+/// One converged run: its time, the peak RSS (`VmHWM`) of `uc up` and of the controller, and the CPU
+/// time each had used by then (seconds; `uc up`'s includes the creates).
 pub struct Run {
     pub time: Duration,
     pub peak_up: u64,
     pub peak_controller: u64,
+    pub cpu_up: f64,
+    pub cpu_controller: f64,
+}
+
+impl Run {
+    /// Microseconds of CPU per parent: `uc up`'s and the controller's.
+    fn cpu_per_parent(&self, n: usize) -> (f64, f64) {
+        (self.cpu_up * 1e6 / n as f64, self.cpu_controller * 1e6 / n as f64)
+    }
 }
 
 /// Converges `n` parents with `which`, everything pinned to `cpus` if given; None if not in time.
@@ -96,7 +106,8 @@ async fn converge(
         if done_foos == n && deps == n {
             let time = started.elapsed();
             let (peak_up, peak_controller) = (cluster::status_bytes(uc.pid(), "VmHWM"), proc.status_bytes("VmHWM"));
-            return Ok(Some(Run { time, peak_up, peak_controller }));
+            let (cpu_up, cpu_controller) = (cluster::cpu_seconds(uc.pid()), proc.cpu_seconds());
+            return Ok(Some(Run { time, peak_up, peak_controller, cpu_up, cpu_controller }));
         }
         if Instant::now() > deadline {
             println!(
@@ -127,12 +138,12 @@ async fn foo_cluster(args: &Args, cpus: Option<&str>) -> Result<(Uc, Client, Api
 
 /// The write-bound limit in parents/s: the Foos such a cluster takes per second from the 8 creating
 /// clients with no controller running, over the 3 writes a converged parent costs (its create, its
-/// Deployment's, its status).
-async fn write_bound(args: &Args, n: usize) -> Result<f64> {
-    let (_uc, _c, foos) = foo_cluster(args, None).await?;
+/// Deployment's, its status); and `uc up`'s CPU per create, in microseconds.
+async fn write_bound(args: &Args, n: usize) -> Result<(f64, f64)> {
+    let (uc, _c, foos) = foo_cluster(args, None).await?;
     let start = Instant::now();
     foos::create(&foos, n, 8).await?;
-    Ok(n as f64 / start.elapsed().as_secs_f64() / 3.0)
+    Ok((n as f64 / start.elapsed().as_secs_f64() / 3.0, cluster::cpu_seconds(uc.pid()) * 1e6 / n as f64))
 }
 
 /// How many times the figures the ratio compares are measured (the limit, and uc at the largest count):
@@ -156,10 +167,16 @@ pub async fn convergence(args: &Args) -> Result<String> {
     };
     let largest = args.parents.iter().copied().max().unwrap_or(0);
     let mut limits = Vec::new();
+    let mut create_cpu = Vec::new();
     for _ in 0..REPEATS {
-        limits.push(write_bound(args, largest).await?);
+        let (limit, cpu) = write_bound(args, largest).await?;
+        limits.push(limit);
+        create_cpu.push(cpu);
     }
     let (limit, limits) = median(limits, |l| format!("{l:.0}"));
+    let create_cpu = span(&create_cpu);
+    // CPU per parent of uc's runs at the largest count, per mode: what the ratio is made of.
+    let mut cpu_notes = Vec::new();
     println!("write-bound limit: {limit:.0} parents/s ({:.0} creates/s of {largest} Foos; runs {limits})", limit * 3.0);
     for backlog in [false, true] {
         let mode = if backlog { "backlog" } else { "live" };
@@ -167,22 +184,32 @@ pub async fn convergence(args: &Args) -> Result<String> {
             let mut times = std::collections::HashMap::new();
             let mut repeats = String::new();
             for &which in &args.impls {
-                let t = converge(args, n, which, webhook, backlog, None).await?.map(|r| r.time);
-                println!("{n} parents ({mode}), {which:?}: {}", fmt(t, n));
+                let run = converge(args, n, which, webhook, backlog, None).await?;
+                let t = run.as_ref().map(|r| r.time);
+                println!("{n} parents ({mode}), {which:?}: {}{}", fmt(t, n), cpu_text(run.as_ref(), n));
                 // uc against the limit: its median of REPEATS runs, as the limit's.
-                let t = match t {
-                    Some(first) if which == Impl::UcJs && n == largest => {
+                let t = match (t, run) {
+                    (Some(first), Some(run)) if which == Impl::UcJs && n == largest => {
                         let mut runs = vec![first.as_secs_f64()];
+                        let mut cpu = vec![run.cpu_per_parent(n)];
                         for _ in 1..REPEATS {
-                            let again = converge(args, n, which, webhook, backlog, None).await?.map(|r| r.time);
-                            println!("{n} parents ({mode}), {which:?}, again: {}", fmt(again, n));
-                            runs.push(again.map_or(args.timeout as f64, |t| t.as_secs_f64()));
+                            let again = converge(args, n, which, webhook, backlog, None).await?;
+                            let t = again.as_ref().map(|r| r.time);
+                            println!(
+                                "{n} parents ({mode}), {which:?}, again: {}{}",
+                                fmt(t, n),
+                                cpu_text(again.as_ref(), n)
+                            );
+                            runs.push(t.map_or(args.timeout as f64, |t| t.as_secs_f64()));
+                            cpu.extend(again.map(|r| r.cpu_per_parent(n)));
                         }
                         let (t, all) = median(runs, |t| format!("{t:.2}"));
                         repeats = format!(" (median of {all} s)");
+                        let (up, run): (Vec<f64>, Vec<f64>) = cpu.into_iter().unzip();
+                        cpu_notes.push(format!("{mode} `uc run` {} µs and `uc up` {} µs", span(&run), span(&up)));
                         Some(Duration::from_secs_f64(t))
                     }
-                    other => other,
+                    (t, _) => t,
                 };
                 times.insert(which, t);
             }
@@ -248,11 +275,34 @@ pub async fn convergence(args: &Args) -> Result<String> {
          lists. The write-bound limit is measured first, in the same run: {largest} Foos created by the same 8\n\
          clients with no controller running, in creates/s over the 3 writes a converged parent costs, the median\n\
          of {REPEATS} runs ({limits} parents/s): **{limit:.0} parents/s** ({creates:.0} creates/s). uc's time at\n\
-         {largest} parents, in the table and the verdicts, is the median of {REPEATS} runs too.\n\n\
+         {largest} parents, in the table and the verdicts, is the median of {REPEATS} runs too. CPU time per\n\
+         parent over those runs (read from `/proc` at convergence; `uc up`'s includes the parents' creates): {cpu};\n\
+         at the limit `uc up` took {create_cpu} µs per create.\n\n\
          | parents | uc, JavaScript hook | uc, loopback webhook | kube-rs | kopf |\n| --- | --- | --- | --- | --- |\n{rows}\n\
          | target | measured | verdict |\n| --- | --- | --- |\n{verdicts}\n",
         creates = limit * 3.0,
+        cpu = cpu_notes.join("; "),
     ))
+}
+
+/// A run's CPU per parent, as the progress lines print it.
+fn cpu_text(run: Option<&Run>, n: usize) -> String {
+    run.map(|r| r.cpu_per_parent(n))
+        .map(|(up, c)| format!("; CPU per parent: controller {c:.0} µs, uc up {up:.0} µs"))
+        .unwrap_or_default()
+}
+
+/// The range of some figures, as `a–b` (one figure alone when they agree to the unit).
+fn span(xs: &[f64]) -> String {
+    let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if xs.is_empty() {
+        "—".into()
+    } else if lo.round() == hi.round() {
+        format!("{lo:.0}")
+    } else {
+        format!("{lo:.0}–{hi:.0}")
+    }
 }
 
 /// Parents/s of a run.
@@ -332,4 +382,21 @@ pub async fn scaling(args: &Args) -> Result<String> {
          has {all} cores; a larger one extends the table.\n\n\
          | cores | time | parents/s | × of 1 core |\n| --- | --- | --- | --- |\n{core_rows}\n"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_are_reported_as_their_range() {
+        assert_eq!(span(&[212.4, 198.6, 205.0]), "199–212");
+        assert_eq!(span(&[170.2, 169.8]), "170", "equal to the unit");
+        assert_eq!(span(&[]), "—");
+        let run =
+            Run { time: Duration::from_secs(2), peak_up: 0, peak_controller: 0, cpu_up: 1.7, cpu_controller: 2.0 };
+        assert_eq!(run.cpu_per_parent(10_000), (170.0, 200.0));
+        assert_eq!(cpu_text(Some(&run), 10_000), "; CPU per parent: controller 200 µs, uc up 170 µs");
+        assert_eq!(cpu_text(None, 10_000), "");
+    }
 }
