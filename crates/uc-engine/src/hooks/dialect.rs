@@ -222,6 +222,20 @@ fn drop_unknown_customize_fields(answer: Value) -> Value {
     Value::Object(out)
 }
 
+/// Test support: a sync request with a member of every kind (a controller, a parent, a child, an empty
+/// related type, finalizing).
+#[cfg(test)]
+pub(crate) fn sample_request() -> SyncRequest {
+    use serde_json::json;
+    SyncRequest {
+        controller: std::sync::Arc::new(json!({"metadata": {"name": "c"}, "spec": {"z": 1, "a": [1, 2]}})),
+        parent: json!({"metadata": {"name": "p"}, "spec": {"n": 1.5}}).into(),
+        children: [("ConfigMap.v1".to_string(), [("x".to_string(), json!({"data": {"k": "v"}}).into())].into())].into(),
+        related: [("Secret.v1".to_string(), Default::default())].into(),
+        finalizing: true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,14 +248,7 @@ mod tests {
     /// A typed request serialized in place is the text of its JSON form, in either flavor's names.
     #[test]
     fn a_request_serialized_in_place_is_its_json_form() {
-        let request = SyncRequest {
-            controller: std::sync::Arc::new(json!({"metadata": {"name": "c"}, "spec": {"z": 1}})),
-            parent: json!({"metadata": {"name": "p"}, "spec": {"n": 1.5}}).into(),
-            children: [("ConfigMap.v1".to_string(), [("x".to_string(), json!({"data": {"k": "v"}}).into())].into())]
-                .into(),
-            related: [("Secret.v1".to_string(), Default::default())].into(),
-            finalizing: true,
-        };
+        let request = sample_request();
         for flavor in [Flavor::Universal, Flavor::Decorator] {
             let d = Dialect { flavor, ..Dialect::UC };
             let tree = d.request(request.clone());

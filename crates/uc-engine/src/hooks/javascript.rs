@@ -549,14 +549,7 @@ mod tests {
         use crate::flavor::Flavor;
         let src = "function sync(r) { return {children: [], status: {keys: Object.keys(r).join(','), text: JSON.stringify(r)}}; }";
         let hook = JsHook::new(src.into(), limits()).unwrap();
-        let mut request = SyncRequest {
-            controller: Arc::new(json!({"metadata": {"name": "c"}, "spec": {"z": 1, "a": [1, 2]}})),
-            parent: json!({"metadata": {"name": "p"}, "spec": {"n": 1.5}}).into(),
-            children: [("ConfigMap.v1".to_string(), [("x".to_string(), json!({"data": {"k": "v"}}).into())].into())]
-                .into(),
-            related: [("Secret.v1".to_string(), Default::default())].into(),
-            finalizing: true,
-        };
+        let mut request = super::super::dialect::sample_request();
         for flavor in [Flavor::Universal, Flavor::Decorator] {
             let dialect = Dialect { flavor, ..Dialect::UC };
             let typed = hook.call_sync(HookKind::Sync, &request, dialect.request_names()).await.unwrap();
