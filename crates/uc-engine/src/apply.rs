@@ -16,15 +16,11 @@ const LIST_MAP_KEYS: &[&str] = &["containerPort", "port", "mountPath", "name", "
 
 /// Strips what a desired object may not set: status and server-owned metadata.
 pub fn sanitize_desired(desired: &Value) -> Value {
-    sanitize(desired.clone())
+    sanitize_desired_owned(desired.clone())
 }
 
 /// [`sanitize_desired`] of a desired object no longer needed otherwise.
-pub fn sanitize_desired_owned(desired: Value) -> Value {
-    sanitize(desired)
-}
-
-fn sanitize(mut d: Value) -> Value {
+pub fn sanitize_desired_owned(mut d: Value) -> Value {
     if let Some(m) = d.as_object_mut() {
         m.remove("status");
     }
@@ -108,7 +104,7 @@ pub fn create(desired: &Value) -> Value {
 
 /// [`create`] from a desired object no longer needed otherwise: it becomes the new object.
 pub fn create_from(desired: Value) -> Value {
-    let mut out = sanitize(desired);
+    let mut out = sanitize_desired_owned(desired);
     let text = serde_json::to_string(&out).unwrap_or_default();
     annotate(&mut out, text);
     out

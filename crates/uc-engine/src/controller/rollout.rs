@@ -120,8 +120,8 @@ impl Shared {
                 desired_at.push(vec![Vec::new(); self.children.len()]);
                 continue;
             }
-            let old_parent = revision::parent_at(parent, &rev.patch, &store.field_paths);
-            let req = SyncRequest { parent: std::sync::Arc::new(old_parent.clone()), ..request.clone() };
+            let old_parent = std::sync::Arc::new(revision::parent_at(parent, &rev.patch, &store.field_paths));
+            let req = SyncRequest { parent: old_parent.clone(), ..request.clone() };
             let (answer, elapsed) = hook.sync_as(HookKind::Sync, req, &self.dialects.sync).await;
             self.ctx.metrics.hook_call(&self.name, HookKind::Sync.as_str(), elapsed, answer.is_ok());
             let response = answer
