@@ -2,8 +2,8 @@
 //!
 //! Parents are decoded into k8s-openapi's types (one object per sync). Observed pods are read through
 //! [`PodView`], a typed view borrowing from the request: a ReplicaSet's request holds every one of its
-//! pods, and decoding each into an owned `Pod` on every sync would copy them all; the pods a hook keeps
-//! are moved from the request into its answer, not rebuilt.
+//! pods (shared with the engine's cache), and decoding each into an owned `Pod` on every sync would copy
+//! them all; only the pods a hook keeps are copied, once, into its answer.
 
 use std::collections::BTreeMap;
 
