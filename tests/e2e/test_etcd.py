@@ -144,18 +144,23 @@ def test_etcd_member_process_killed_is_replaced(cluster):
 def test_etcd_scale_up_and_down_keeps_quorum_and_data(cluster):
     create_cluster(cluster)
     write_keys(cluster, 300)
-    cluster.kubectl("patch", "etcdcluster", NAME, "--type=merge", "-p", '{"spec":{"size":5}}')
-    seen_learner = []
+    since = cluster.kubectl("patch", "etcdcluster", NAME, "--type=merge", "-p", '{"spec":{"size":5}}',
+                            "-o", "jsonpath={.metadata.resourceVersion}").stdout
 
     def five():
-        ms = members(cluster)
-        seen_learner.extend(m.get("name") or "(unstarted)" for m in ms if m.get("isLearner"))
         # Every step keeps quorum: the data stays readable throughout.
         assert key_count(cluster) == 300
         return healthy(cluster, 5)
 
     wait_for(five, timeout=90, interval=0.3, message="5 healthy members")
-    assert seen_learner, "new members join as learners and are promoted"
+    # Every status since the patch (a watch replays them all; a learner promoted within a poll's interval
+    # would be missed by polling the member list).
+    messages = [c["message"] for st in statuses_since(cluster, since) for c in st.get("conditions", [])
+                if c["type"] == "Scaling" and c["status"] == "True"]
+    added = list(dict.fromkeys(m.split()[2] for m in messages if m.startswith("adding member")))
+    promoted = list(dict.fromkeys(m.split()[2] for m in messages if m.startswith("promoting learner")))
+    new_members = [f"{NAME}-000{i}" for i in (3, 4)]
+    assert added == new_members and promoted == new_members, f"new members join as learners, then promoted: {messages}"
     cluster.kubectl("patch", "etcdcluster", NAME, "--type=merge", "-p", '{"spec":{"size":3}}')
     wait_for(lambda: key_count(cluster) == 300 and healthy(cluster, 3), timeout=60, message="back to 3 members")
     assert sorted(m["name"] for m in members(cluster)) == [f"{NAME}-000{i}" for i in range(3)], "the newest go first"
