@@ -155,10 +155,8 @@ def test_etcd_scale_up_and_down_keeps_quorum_and_data(cluster):
     wait_for(five, timeout=90, interval=0.3, message="5 healthy members")
     # Every status since the patch (a watch replays them all; a learner promoted within a poll's interval
     # would be missed by polling the member list).
-    messages = [c["message"] for st in statuses_since(cluster, since) for c in st.get("conditions", [])
-                if c["type"] == "Scaling" and c["status"] == "True"]
-    added = list(dict.fromkeys(m.split()[2] for m in messages if m.startswith("adding member")))
-    promoted = list(dict.fromkeys(m.split()[2] for m in messages if m.startswith("promoting learner")))
+    messages = condition_messages(cluster, since, "Scaling")
+    added, promoted = members_named(messages, "adding member"), members_named(messages, "promoting learner")
     new_members = [f"{NAME}-000{i}" for i in (3, 4)]
     assert added == new_members and promoted == new_members, f"new members join as learners, then promoted: {messages}"
     cluster.kubectl("patch", "etcdcluster", NAME, "--type=merge", "-p", '{"spec":{"size":3}}')
@@ -264,6 +262,17 @@ def statuses_since(cluster, resource_version, seconds=3):
                                    "etcdclusters", resource_version=resource_version, timeout_seconds=seconds):
         out.append(ev["object"].get("status", {}))
     return out
+
+
+def condition_messages(cluster, resource_version, kind):
+    """The messages of the cluster's true `kind` condition, in every status since `resource_version`."""
+    return [c["message"] for st in statuses_since(cluster, resource_version) for c in st.get("conditions", [])
+            if c["type"] == kind and c["status"] == "True"]
+
+
+def members_named(messages, prefix):
+    """The members the messages starting with `prefix` ("adding member <name>") name, each once, in order."""
+    return list(dict.fromkeys(m.split()[2] for m in messages if m.startswith(prefix)))
 
 
 def member_pids(cluster, name):
@@ -412,10 +421,8 @@ def test_etcd_version_upgrade_rolls_members_in_place_one_at_a_time(make_cluster,
 
     wait_for(upgraded, timeout=120, interval=0.3, message="every member on 3.5.1")
     # Every status the cluster had since the patch (a watch replays them all; polling could miss them).
-    messages = [c["message"] for st in statuses_since(cluster, since) for c in st.get("conditions", [])
-                if c["type"] == "Upgrading" and c["status"] == "True"]
-    upgraded_members = [m.split()[2] for m in messages if m.startswith("upgrading member")]
-    assert list(dict.fromkeys(upgraded_members)) == sorted(before), f"one member after another: {messages}"
+    messages = condition_messages(cluster, since, "Upgrading")
+    assert members_named(messages, "upgrading member") == sorted(before), f"one member after another: {messages}"
     assert seen["unready"] <= 1, "one member at a time"
     after = {p["metadata"]["name"]: p for p in get(cluster, "pods", "-l", f"etcd_cluster={NAME}")["items"]}
     assert {n: p["metadata"]["uid"] for n, p in after.items()} == before, "members upgraded in place, not replaced"
