@@ -52,10 +52,10 @@ pub(crate) enum ListStrategy {
     Replace,
 }
 
-pub(crate) fn list_strategy(path: &[String]) -> ListStrategy {
-    let last = path.last().map(String::as_str).unwrap_or_default();
+pub(crate) fn list_strategy<S: AsRef<str>>(path: &[S]) -> ListStrategy {
+    let last = path.last().map(AsRef::as_ref).unwrap_or_default();
     let in_container =
-        path.iter().any(|p| matches!(p.as_str(), "containers" | "initContainers" | "ephemeralContainers"));
+        path.iter().any(|p| matches!(p.as_ref(), "containers" | "initContainers" | "ephemeralContainers"));
     match last {
         "containers"
         | "initContainers"
@@ -74,8 +74,8 @@ pub(crate) fn list_strategy(path: &[String]) -> ListStrategy {
         "webhooks" if path.len() == 1 => ListStrategy::Key("name"),
         "conditions" => ListStrategy::Key("type"),
         "topologySpreadConstraints" => ListStrategy::Key("topologyKey"),
-        "addresses" if path.first().is_some_and(|p| p == "status") => ListStrategy::Key("type"),
-        "finalizers" if path.len() == 2 && path[0] == "metadata" => ListStrategy::Primitives,
+        "addresses" if path.first().is_some_and(|p| p.as_ref() == "status") => ListStrategy::Key("type"),
+        "finalizers" if path.len() == 2 && path[0].as_ref() == "metadata" => ListStrategy::Primitives,
         _ => ListStrategy::Replace,
     }
 }

@@ -6,14 +6,19 @@
 //! node is in the set itself (`own`) — a leaf value, an atomic value, a list item — or only leads to
 //! nodes that are; FieldsV1 marks a node that is both with a `.` entry.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
 /// A set of field paths.
+///
+/// Each level is a list of (path element, node) sorted by the element: the walks build sets in the
+/// order of an object's members, so a level is appended to, not searched, and a small level (most
+/// have a handful of elements) costs one allocation of its own size rather than a B-tree node.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FieldSet {
-    children: BTreeMap<String, Node>,
+    children: Vec<(String, Node)>,
 }
 
 /// One node of a set: in the set itself, and/or leading to more.
@@ -25,7 +30,10 @@ struct Node {
 
 /// The path element of an object's field.
 pub fn field(name: &str) -> String {
-    format!("f:{name}")
+    let mut pe = String::with_capacity(name.len() + 2);
+    pe.push_str("f:");
+    pe.push_str(name);
+    pe
 }
 
 /// The path element of a keyed list's item, from its key fields.
@@ -64,10 +72,32 @@ impl FieldSet {
         self.children.is_empty()
     }
 
+    /// Where `pe` is, or would go, in this level.
+    fn find(&self, pe: &str) -> Result<usize, usize> {
+        // The common case, a set built in order: `pe` goes after the last element.
+        match self.children.last() {
+            Some((last, _)) if last.as_str() < pe => Err(self.children.len()),
+            None => Err(0),
+            _ => self.children.binary_search_by(|(k, _)| k.as_str().cmp(pe)),
+        }
+    }
+
+    /// The node of `pe`, added (in no set, leading nowhere) if missing.
+    fn node(&mut self, pe: String) -> &mut Node {
+        let i = match self.find(&pe) {
+            Ok(i) => i,
+            Err(i) => {
+                self.children.insert(i, (pe, Node::default()));
+                i
+            }
+        };
+        &mut self.children[i].1
+    }
+
     /// Adds the path `pes` (the node at its end is in the set).
     pub fn insert(&mut self, pes: &[String]) {
         let Some((first, rest)) = pes.split_first() else { return };
-        let node = self.children.entry(first.clone()).or_default();
+        let node = self.node(first.clone());
         if rest.is_empty() {
             node.own = true;
         } else {
@@ -77,7 +107,9 @@ impl FieldSet {
 
     /// The subtree under `pe`, if any; `own` tells whether `pe` itself is in the set.
     pub fn child(&self, pe: &str) -> Option<(bool, &FieldSet)> {
-        self.children.get(pe).map(|n| (n.own, &n.children))
+        let i = self.find(pe).ok()?;
+        let n = &self.children[i].1;
+        Some((n.own, &n.children))
     }
 
     /// Adds `pe` with the paths of `sub` under it (`own`: `pe` itself too).
@@ -85,7 +117,7 @@ impl FieldSet {
         if !own && sub.is_empty() {
             return;
         }
-        let node = self.children.entry(pe).or_default();
+        let node = self.node(pe);
         node.own |= own;
         node.children.absorb(sub);
     }
@@ -97,17 +129,39 @@ impl FieldSet {
             self.children = other.children;
             return;
         }
-        for (pe, n) in other.children {
-            match self.children.entry(pe) {
-                std::collections::btree_map::Entry::Vacant(v) => {
-                    v.insert(n);
-                }
-                std::collections::btree_map::Entry::Occupied(mut o) => {
-                    let mine = o.get_mut();
-                    mine.own |= n.own;
-                    mine.children.absorb(n.children);
+        if other.children.is_empty() {
+            return;
+        }
+        // Both levels are sorted: merge them.
+        let mine = std::mem::take(&mut self.children);
+        let mut out = Vec::with_capacity(mine.len() + other.children.len());
+        let (mut a, mut b) = (mine.into_iter().peekable(), other.children.into_iter().peekable());
+        loop {
+            let order = match (a.peek(), b.peek()) {
+                (Some((x, _)), Some((y, _))) => x.cmp(y),
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (None, None) => break,
+            };
+            match order {
+                Ordering::Less => out.extend(a.next()),
+                Ordering::Greater => out.extend(b.next()),
+                Ordering::Equal => {
+                    if let (Some((pe, mut n)), Some((_, o))) = (a.next(), b.next()) {
+                        n.own |= o.own;
+                        n.children.absorb(o.children);
+                        out.push((pe, n));
+                    }
                 }
             }
+        }
+        self.children = out;
+    }
+
+    /// Appends `pe`, which sorts after every element of this level (as in a walk over a sorted level).
+    fn push(&mut self, pe: &str, own: bool, sub: FieldSet) {
+        if own || !sub.is_empty() {
+            self.children.push((pe.to_string(), Node { own, children: sub }));
         }
     }
 
@@ -120,11 +174,14 @@ impl FieldSet {
 
     /// The paths of this set that are not in `other`.
     pub fn difference(&self, other: &FieldSet) -> FieldSet {
+        if other.is_empty() {
+            return self.clone();
+        }
         let mut out = FieldSet::new();
         for (pe, n) in &self.children {
-            match other.children.get(pe) {
-                None => out.insert_child(pe.clone(), n.own, n.children.clone()),
-                Some(o) => out.insert_child(pe.clone(), n.own && !o.own, n.children.difference(&o.children)),
+            match other.child(pe) {
+                None => out.push(pe, n.own, n.children.clone()),
+                Some((own, sub)) => out.push(pe, n.own && !own, n.children.difference(sub)),
             }
         }
         out
@@ -134,8 +191,8 @@ impl FieldSet {
     pub fn intersection(&self, other: &FieldSet) -> FieldSet {
         let mut out = FieldSet::new();
         for (pe, n) in &self.children {
-            if let Some(o) = other.children.get(pe) {
-                out.insert_child(pe.clone(), n.own && o.own, n.children.intersection(&o.children));
+            if let Some((own, sub)) = other.child(pe) {
+                out.push(pe, n.own && own, n.children.intersection(sub));
             }
         }
         out
@@ -158,15 +215,19 @@ impl FieldSet {
 
     /// The set in FieldsV1 form.
     pub fn to_fields_v1(&self) -> Value {
+        Value::Object(self.fields_v1())
+    }
+
+    fn fields_v1(&self) -> Map<String, Value> {
         let mut out = Map::new();
         for (pe, n) in &self.children {
-            let Value::Object(mut inner) = n.children.to_fields_v1() else { continue };
+            let mut inner = n.children.fields_v1();
             if n.own && !inner.is_empty() {
                 inner.insert(".".into(), Value::Object(Map::new()));
             }
             out.insert(pe.clone(), Value::Object(inner));
         }
-        Value::Object(out)
+        out
     }
 
     /// Reads FieldsV1; anything that is not its shape is an error naming where.
@@ -183,7 +244,8 @@ impl FieldSet {
             let Value::Object(inner) = sub else { return Err(format!("{pe}: expected an object, found {sub}")) };
             let own = inner.is_empty() || inner.contains_key(".");
             let children = FieldSet::from_fields_v1(sub).map_err(|e| format!("{pe}: {e}"))?;
-            out.insert_child(pe.clone(), own, children);
+            // The map's keys come in order.
+            out.push(pe, own, children);
         }
         Ok(out)
     }
@@ -225,6 +287,42 @@ mod tests {
         );
         assert!(FieldSet::from_fields_v1(&json!({"x:y": {}})).is_err());
         assert!(FieldSet::from_fields_v1(&json!({"f:a": 1})).unwrap_err().starts_with("f:a: "));
+    }
+
+    #[test]
+    fn a_set_is_the_same_whatever_order_its_paths_come_in() {
+        let all: Vec<Vec<String>> = [
+            &["f:spec", "f:replicas"][..],
+            &["f:metadata", "f:labels", "f:app"],
+            &["f:spec", "k:{\"name\":\"c\"}"],
+            &["f:spec", "k:{\"name\":\"c\"}", "f:image"],
+            &["f:data"],
+            &["f:spec", "f:paused"],
+            &["f:metadata", "f:annotations", "f:a"],
+        ]
+        .iter()
+        .map(|p| path(p))
+        .collect();
+        let build = |order: &mut dyn Iterator<Item = &Vec<String>>| {
+            let mut s = FieldSet::new();
+            order.for_each(|p| s.insert(p));
+            s
+        };
+        let forward = build(&mut all.iter());
+        let backward = build(&mut all.iter().rev());
+        assert_eq!(forward, backward);
+        assert_eq!(forward.to_fields_v1(), backward.to_fields_v1());
+        assert_eq!(FieldSet::from_fields_v1(&forward.to_fields_v1()).unwrap(), forward);
+        // Unions of interleaved halves, either way round, are the whole set.
+        let (odd, even): (Vec<_>, Vec<_>) = all.iter().enumerate().partition(|(i, _)| i % 2 == 1);
+        let odd = build(&mut odd.into_iter().map(|(_, p)| p));
+        let even = build(&mut even.into_iter().map(|(_, p)| p));
+        assert_eq!(odd.union(&even), forward);
+        assert_eq!(even.union(&odd), forward);
+        assert_eq!(forward.difference(&odd), even);
+        assert_eq!(forward.intersection(&odd), odd);
+        assert!(forward.child("f:spec").is_some_and(|(own, sub)| !own && sub.child("f:paused").is_some()));
+        assert!(forward.child("f:nothing").is_none() && forward.child("a").is_none());
     }
 
     #[test]

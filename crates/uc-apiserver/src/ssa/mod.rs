@@ -85,7 +85,16 @@ fn conflicts_text(conflicts: &[Conflict]) -> String {
     conflicts.iter().map(|c| format!("conflict with \"{}\": {}", c.manager, c.field)).collect::<Vec<_>>().join(", ")
 }
 
-/// The part of `obj` that managers own under `scope`.
+/// The part of an object that managers own under `scope`.
+fn part(scope: Scope) -> walk::Part<'static> {
+    match scope {
+        Scope::Object => walk::Part::Without { top: IDENTITY, metadata: SERVER_META },
+        Scope::AllButStatus => walk::Part::Without { top: &["apiVersion", "kind", "status"], metadata: SERVER_META },
+        Scope::Status => walk::Part::Only("status"),
+    }
+}
+
+/// A copy of the part of `obj` that managers own under `scope`.
 fn owned_part(obj: &Value, scope: Scope) -> Value {
     match scope {
         Scope::Object => walk::without(obj, IDENTITY, SERVER_META),
@@ -115,7 +124,7 @@ fn entries_of(live: &Value, shape: &dyn Shape, w: &Write<'_>) -> Result<Vec<Entr
     if !entries.is_empty() {
         return Ok(entries);
     }
-    let fields = walk::fields_of(&owned_part(live, Scope::AllButStatus), shape);
+    let fields = walk::fields_of_part(live, part(Scope::AllButStatus), shape);
     let first = Write { manager: "before-first-apply", subresource: None, ..*w };
     Ok(vec![entry(&first, Operation::Update, fields)])
 }
@@ -203,8 +212,7 @@ pub fn update(old: Option<&Value>, new: &mut Value, shape: &dyn Shape, w: &Write
         (false, None) => Vec::new(),
     };
     let empty = json!({});
-    let before = owned_part(old.unwrap_or(&empty), w.scope);
-    let d = walk::diff(&before, &owned_part(new, w.scope), shape);
+    let d = walk::diff_part(old.unwrap_or(&empty), new, part(w.scope), shape);
     let all = d.all();
     for e in entries.iter_mut() {
         e.fields = e.fields.difference(&all);
@@ -332,5 +340,30 @@ mod tests {
         assert_eq!(with_status["data"], json!({"a": "1"}));
         let entries = managed::read(&with_status).unwrap();
         assert_eq!(entries[1].subresource.as_deref(), Some("status"));
+    }
+
+    #[test]
+    fn walking_a_part_in_place_is_walking_a_copy_of_it() {
+        let objects = [
+            json!({}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "resourceVersion": "3"}}),
+            json!({"apiVersion": "v1", "metadata": {}, "data": {"a": "1"}}),
+            json!({"metadata": "odd", "status": {"x": 1}}),
+            json!({"metadata": {"name": "c", "labels": {"app": "a"}, "managedFields": [{"manager": "m"}]},
+                   "spec": {"replicas": 2, "containers": [{"name": "c", "image": "i"}]}, "status": {"ready": true}}),
+            json!({"kind": "Foo", "metadata": {"name": "c", "labels": {"app": "b"}, "uid": "u"},
+                   "spec": {"replicas": 3}, "status": {"ready": false, "n": 2}}),
+        ];
+        for scope in [Scope::Object, Scope::AllButStatus, Scope::Status] {
+            for old in &objects {
+                let copy = walk::fields_of(&owned_part(old, scope), &Builtin);
+                assert_eq!(walk::fields_of_part(old, part(scope), &Builtin), copy, "fields of {old} under {scope:?}");
+                for new in &objects {
+                    let copies = walk::diff(&owned_part(old, scope), &owned_part(new, scope), &Builtin);
+                    let in_place = walk::diff_part(old, new, part(scope), &Builtin);
+                    assert_eq!(in_place, copies, "{old} → {new} under {scope:?}");
+                }
+            }
+        }
     }
 }

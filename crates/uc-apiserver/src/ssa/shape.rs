@@ -51,8 +51,8 @@ impl Shape for Builtin {
                 }
             }
             Value::Array(_) => {
-                let names: Vec<String> = path.iter().filter(|p| *p != ITEM).cloned().collect();
-                let last = names.last().map(String::as_str).unwrap_or_default();
+                let names: Vec<&str> = path.iter().map(String::as_str).filter(|p| *p != ITEM).collect();
+                let last = names.last().copied().unwrap_or_default();
                 match list_strategy(&names) {
                     ListStrategy::Key("containerPort") => Kind::Keyed(vec!["containerPort".into(), "protocol".into()]),
                     ListStrategy::Key("port") => Kind::Keyed(vec!["port".into(), "protocol".into()]),

@@ -22,27 +22,89 @@ fn item_key(item: &Value, keys: &[String]) -> String {
     key(&fields)
 }
 
-fn with<T>(path: &mut Vec<String>, segment: &str, f: impl FnOnce(&mut Vec<String>) -> T) -> T {
-    path.push(segment.to_string());
+/// The place a walk is at: field names from the root (`ITEM` for a list's item). The segments' buffers
+/// are kept when the walk goes back up, so a walk allocates for a segment only the first time it goes
+/// that deep, not at every place it visits.
+#[derive(Default)]
+struct Path {
+    segments: Vec<String>,
+    depth: usize,
+}
+
+impl Path {
+    fn get(&self) -> &[String] {
+        &self.segments[..self.depth]
+    }
+}
+
+fn with<T>(path: &mut Path, segment: &str, f: impl FnOnce(&mut Path) -> T) -> T {
+    if path.depth == path.segments.len() {
+        path.segments.push(String::new());
+    }
+    let s = &mut path.segments[path.depth];
+    s.clear();
+    s.push_str(segment);
+    path.depth += 1;
     let out = f(path);
-    path.pop();
+    path.depth -= 1;
     out
+}
+
+/// What of an object a walk sees: all of it; all but some members of its top level and of its
+/// `metadata` (a `metadata` left with no members is not there); or one member of its top level. The
+/// walks look past the rest where they stand instead of walking a copy without it.
+#[derive(Clone, Copy, Debug)]
+pub enum Part<'a> {
+    /// Every member.
+    All,
+    /// All but these.
+    Without {
+        /// Members of the top level left out.
+        top: &'a [&'a str],
+        /// Members of `metadata` left out.
+        metadata: &'a [&'a str],
+    },
+    /// Only this member of the top level.
+    Only(&'a str),
+}
+
+impl Part<'_> {
+    /// The member `k` (`v`) of the object at `path`, if this part has it.
+    fn member<'v>(self, path: &[String], k: &str, v: Option<&'v Value>) -> Option<&'v Value> {
+        let v = v?;
+        match (self, path) {
+            (Part::Without { top, metadata }, []) => {
+                if top.contains(&k) {
+                    return None;
+                }
+                let left_empty = |m: &Map<String, Value>| m.keys().all(|mk| metadata.contains(&mk.as_str()));
+                match v {
+                    Value::Object(m) if k == "metadata" && left_empty(m) => None,
+                    _ => Some(v),
+                }
+            }
+            (Part::Without { metadata, .. }, [m]) if m == "metadata" => (!metadata.contains(&k)).then_some(v),
+            (Part::Only(name), []) => (k == name).then_some(v),
+            _ => Some(v),
+        }
+    }
 }
 
 /// What a value at a place owns: (`own`: the place itself, the paths under it). An empty object or
 /// list is owned as a whole, like a scalar.
-fn owned(v: &Value, shape: &dyn Shape, path: &mut Vec<String>) -> (bool, FieldSet) {
+fn owned(v: &Value, shape: &dyn Shape, path: &mut Path, part: Part<'_>) -> (bool, FieldSet) {
     let mut sub = FieldSet::new();
-    match (shape.kind(path, v), v) {
+    match (shape.kind(path.get(), v), v) {
         (Kind::Granular, Value::Object(m)) => {
             for (k, child) in m {
-                let (own, s) = with(path, k, |p| owned(child, shape, p));
+                let Some(child) = part.member(path.get(), k, Some(child)) else { continue };
+                let (own, s) = with(path, k, |p| owned(child, shape, p, part));
                 sub.insert_child(field(k), own, s);
             }
         }
         (Kind::Keyed(keys), Value::Array(items)) => {
             for item in items {
-                let (_, s) = with(path, ITEM, |p| owned(item, shape, p));
+                let (_, s) = with(path, ITEM, |p| owned(item, shape, p, part));
                 sub.insert_child(item_key(item, &keys), true, s);
             }
         }
@@ -58,7 +120,12 @@ fn owned(v: &Value, shape: &dyn Shape, path: &mut Vec<String>) -> (bool, FieldSe
 
 /// The fields an object sets (what applying it claims).
 pub fn fields_of(obj: &Value, shape: &dyn Shape) -> FieldSet {
-    owned(obj, shape, &mut Vec::new()).1
+    fields_of_part(obj, Part::All, shape)
+}
+
+/// The fields the part `part` of an object sets.
+pub fn fields_of_part(obj: &Value, part: Part<'_>, shape: &dyn Shape) -> FieldSet {
+    owned(obj, shape, &mut Path::default(), part).1
 }
 
 /// The paths where two versions of an object differ: `changed` (set or changed in the new one) and
@@ -86,9 +153,10 @@ fn diff_at(
     old: Option<&Value>,
     new: Option<&Value>,
     shape: &dyn Shape,
-    path: &mut Vec<String>,
+    path: &mut Path,
     out: &mut Diff,
     pe: Option<String>,
+    part: Part<'_>,
 ) {
     // `pe` is the element of this place in its parent (None at the root); results go into `out` under it.
     let mut sub = Diff::default();
@@ -97,20 +165,21 @@ fn diff_at(
         // Nothing differs below an unchanged place: no need to walk it.
         (Some(o), Some(n)) if o == n => return,
         (None, Some(n)) => {
-            let (_, s) = owned(n, shape, path);
+            let (_, s) = owned(n, shape, path, part);
             sub.changed = s;
             (true, false)
         }
         (Some(o), None) => {
-            let (_, s) = owned(o, shape, path);
+            let (_, s) = owned(o, shape, path, part);
             sub.removed = s;
             (false, true)
         }
-        (Some(o), Some(n)) => match (shape.kind(path, n), o, n) {
+        (Some(o), Some(n)) => match (shape.kind(path.get(), n), o, n) {
             (Kind::Granular, Value::Object(om), Value::Object(nm)) => {
                 let keys: std::collections::BTreeSet<&String> = om.keys().chain(nm.keys()).collect();
                 for k in keys {
-                    with(path, k, |p| diff_at(om.get(k), nm.get(k), shape, p, &mut sub, Some(field(k))));
+                    let (o, n) = (part.member(path.get(), k, om.get(k)), part.member(path.get(), k, nm.get(k)));
+                    with(path, k, |p| diff_at(o, n, shape, p, &mut sub, Some(field(k)), part));
                 }
                 (false, false)
             }
@@ -120,7 +189,7 @@ fn diff_at(
                 for k in all {
                     let o = oi.iter().find(|(x, _)| x == k).map(|(_, v)| *v);
                     let n = ni.iter().find(|(x, _)| x == k).map(|(_, v)| *v);
-                    with(path, ITEM, |p| diff_at(o, n, shape, p, &mut sub, Some(k.clone())));
+                    with(path, ITEM, |p| diff_at(o, n, shape, p, &mut sub, Some(k.clone()), part));
                 }
                 (false, false)
             }
@@ -150,13 +219,18 @@ fn diff_at(
 
 /// Where `new` differs from `old`.
 pub fn diff(old: &Value, new: &Value, shape: &dyn Shape) -> Diff {
+    diff_part(old, new, Part::All, shape)
+}
+
+/// Where the part `part` of `new` differs from that of `old`.
+pub fn diff_part(old: &Value, new: &Value, part: Part<'_>, shape: &dyn Shape) -> Diff {
     let mut out = Diff::default();
-    diff_at(Some(old), Some(new), shape, &mut Vec::new(), &mut out, None);
+    diff_at(Some(old), Some(new), shape, &mut Path::default(), &mut out, None, part);
     out
 }
 
-fn merge_at(live: &Value, applied: Value, shape: &dyn Shape, path: &mut Vec<String>) -> Value {
-    match (shape.kind(path, &applied), live, applied) {
+fn merge_at(live: &Value, applied: Value, shape: &dyn Shape, path: &mut Path) -> Value {
+    match (shape.kind(path.get(), &applied), live, applied) {
         (Kind::Granular, Value::Object(lm), Value::Object(am)) => {
             let mut out = lm.clone();
             for (k, av) in am {
@@ -199,11 +273,11 @@ pub fn merge(live: &Value, applied: &Value, shape: &dyn Shape) -> Value {
 
 /// [`merge`] of an `applied` no longer needed: its values move into the result instead of being copied.
 pub fn merge_owned(live: &Value, applied: Value, shape: &dyn Shape) -> Value {
-    merge_at(live, applied, shape, &mut Vec::new())
+    merge_at(live, applied, shape, &mut Path::default())
 }
 
-fn remove_at(v: &mut Value, set: &FieldSet, keep: Option<&FieldSet>, shape: &dyn Shape, path: &mut Vec<String>) {
-    let kind = shape.kind(path, v);
+fn remove_at(v: &mut Value, set: &FieldSet, keep: Option<&FieldSet>, shape: &dyn Shape, path: &mut Path) {
+    let kind = shape.kind(path.get(), v);
     match (kind, v) {
         (Kind::Granular, Value::Object(m)) => {
             let names: Vec<String> = m.keys().cloned().collect();
@@ -245,7 +319,7 @@ fn remove_at(v: &mut Value, set: &FieldSet, keep: Option<&FieldSet>, shape: &dyn
 /// Removes the paths of `set` from `obj`; an object or list item goes whole unless `keep` (what other
 /// managers own) has paths under it, then only the paths of `set`.
 pub fn remove(obj: &mut Value, set: &FieldSet, keep: &FieldSet, shape: &dyn Shape) {
-    remove_at(obj, set, Some(keep), shape, &mut Vec::new());
+    remove_at(obj, set, Some(keep), shape, &mut Path::default());
 }
 
 /// A copy of `obj` without `fields` at its top level and in its metadata.

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value, json};
 use uc_api::meta::{controller_uid, is_deleting, meta_str};
 use uc_api::metacontroller::DECORATOR_ANNOTATION;
-use uc_api::selector::Requirement;
+use uc_api::selector::{Requirement, is_label_value};
 use uc_api::{LabelSelector, Pointer};
 
 use super::errors::{SyncError, SyncReason};
@@ -29,10 +29,13 @@ pub(super) fn selector_for(
     let invalid = |m: String| SyncError::new(SyncReason::InvalidParent, m);
     if generate_selector {
         let uid = meta_str(parent, "uid");
+        if !is_label_value(uid) {
+            return Err(invalid(format!("the parent's uid {uid:?} is not a label value")));
+        }
         let mut labels = Map::new();
         labels.insert(CONTROLLER_UID_LABEL.into(), Value::String(uid.to_string()));
-        let sel = LabelSelector::parse(&format!("{CONTROLLER_UID_LABEL}={uid}")).map_err(|e| invalid(e.to_string()))?;
-        return Ok((sel, labels));
+        let requirements = vec![Requirement::Equals(CONTROLLER_UID_LABEL.into(), uid.to_string())];
+        return Ok((LabelSelector { requirements, matches_nothing: false }, labels));
     }
     let Some(sel) = parent.at("/spec/selector") else {
         return Err(invalid(
@@ -208,6 +211,10 @@ mod tests {
         let (s, labels) = selector_for(true, &parent(json!({}))).unwrap();
         assert!(s.matches_value(Some(&json!({CONTROLLER_UID_LABEL: "pu"}))));
         assert_eq!(Value::Object(labels), json!({CONTROLLER_UID_LABEL: "pu"}));
+        assert_eq!(s, LabelSelector::parse("controller-uid=pu").unwrap(), "as the selector's text parses");
+        let mut odd = parent(json!({}));
+        odd["metadata"]["uid"] = json!("a b");
+        assert!(selector_for(true, &odd).is_err(), "a uid that is no label value selects nothing");
     }
 
     #[test]
