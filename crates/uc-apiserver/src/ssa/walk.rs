@@ -103,15 +103,15 @@ fn owned(v: &Value, shape: &dyn Shape, path: &mut Path, part: Part<'_>) -> (bool
             }
         }
         (Kind::Keyed(keys), Value::Array(items)) => {
+            let mut level = Vec::with_capacity(items.len());
             for item in items {
                 let (_, s) = with(path, ITEM, |p| owned(item, shape, p, part));
-                sub.insert_child(item_key(item, &keys), true, s);
+                level.push((item_key(item, &keys), true, s));
             }
+            sub = FieldSet::from_elements(level);
         }
         (Kind::Set, Value::Array(items)) => {
-            for item in items {
-                sub.insert_child(value(item), true, FieldSet::new());
-            }
+            sub = FieldSet::from_elements(items.iter().map(|i| (value(i), true, FieldSet::new())).collect());
         }
         _ => return (true, sub),
     }
@@ -194,12 +194,13 @@ fn diff_at(
                 (false, false)
             }
             (Kind::Set, Value::Array(oi), Value::Array(ni)) => {
-                for v in ni.iter().filter(|v| !oi.contains(v)) {
-                    sub.changed.insert_child(value(v), true, FieldSet::new());
-                }
-                for v in oi.iter().filter(|v| !ni.contains(v)) {
-                    sub.removed.insert_child(value(v), true, FieldSet::new());
-                }
+                let only = |a: &[Value], b: &[Value]| {
+                    FieldSet::from_elements(
+                        a.iter().filter(|v| !b.contains(v)).map(|v| (value(v), true, FieldSet::new())).collect(),
+                    )
+                };
+                sub.changed = only(ni, oi);
+                sub.removed = only(oi, ni);
                 (false, false)
             }
             _ => (o != n, false),
