@@ -159,9 +159,9 @@ impl FieldSet {
     }
 
     /// Appends `pe`, which sorts after every element of this level (as in a walk over a sorted level).
-    fn push(&mut self, pe: &str, own: bool, sub: FieldSet) {
+    fn push(&mut self, pe: String, own: bool, sub: FieldSet) {
         if own || !sub.is_empty() {
-            self.children.push((pe.to_string(), Node { own, children: sub }));
+            self.children.push((pe, Node { own, children: sub }));
         }
     }
 
@@ -177,8 +177,7 @@ impl FieldSet {
                     n.own |= own;
                     n.children.absorb(sub);
                 }
-                _ if own || !sub.is_empty() => out.children.push((pe, Node { own, children: sub })),
-                _ => {}
+                _ => out.push(pe, own, sub),
             }
         }
         out
@@ -199,8 +198,8 @@ impl FieldSet {
         let mut out = FieldSet::new();
         for (pe, n) in &self.children {
             match other.child(pe) {
-                None => out.push(pe, n.own, n.children.clone()),
-                Some((own, sub)) => out.push(pe, n.own && !own, n.children.difference(sub)),
+                None => out.push(pe.clone(), n.own, n.children.clone()),
+                Some((own, sub)) => out.push(pe.clone(), n.own && !own, n.children.difference(sub)),
             }
         }
         out
@@ -211,7 +210,7 @@ impl FieldSet {
         let mut out = FieldSet::new();
         for (pe, n) in &self.children {
             if let Some((own, sub)) = other.child(pe) {
-                out.push(pe, n.own && own, n.children.intersection(sub));
+                out.push(pe.clone(), n.own && own, n.children.intersection(sub));
             }
         }
         out
@@ -264,7 +263,7 @@ impl FieldSet {
             let own = inner.is_empty() || inner.contains_key(".");
             let children = FieldSet::from_fields_v1(sub).map_err(|e| format!("{pe}: {e}"))?;
             // The map's keys come in order.
-            out.push(pe, own, children);
+            out.push(pe.clone(), own, children);
         }
         Ok(out)
     }

@@ -96,14 +96,7 @@ fn part(scope: Scope) -> walk::Part<'static> {
 
 /// A copy of the part of `obj` that managers own under `scope`.
 fn owned_part(obj: &Value, scope: Scope) -> Value {
-    match scope {
-        Scope::Object => walk::without(obj, IDENTITY, SERVER_META),
-        Scope::AllButStatus => walk::without(obj, &["apiVersion", "kind", "status"], SERVER_META),
-        Scope::Status => match obj.get("status") {
-            Some(s) => json!({"status": s}),
-            None => json!({}),
-        },
-    }
+    walk::copy_part(obj, part(scope))
 }
 
 fn entry(w: &Write<'_>, operation: Operation, fields: FieldSet) -> Entry {

@@ -323,16 +323,23 @@ pub fn remove(obj: &mut Value, set: &FieldSet, keep: &FieldSet, shape: &dyn Shap
     remove_at(obj, set, Some(keep), shape, &mut Path::default());
 }
 
-/// A copy of `obj` without `fields` at its top level and in its metadata.
-pub fn without(obj: &Value, top: &[&str], metadata: &[&str]) -> Value {
+/// A copy of the part `part` of `obj` (as the walks see it in place).
+pub fn copy_part(obj: &Value, part: Part<'_>) -> Value {
     let Value::Object(m) = obj else { return obj.clone() };
-    let mut out: Map<String, Value> =
-        m.iter().filter(|(k, _)| !top.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
-    if let Some(Value::Object(meta)) = out.get_mut("metadata") {
-        meta.retain(|k, _| !metadata.contains(&k.as_str()));
-        if meta.is_empty() {
-            out.remove("metadata");
-        }
+    let metadata = [String::from("metadata")];
+    let mut out = Map::new();
+    for (k, v) in m {
+        let Some(v) = part.member(&[], k, Some(v)) else { continue };
+        let v = match v {
+            Value::Object(meta) if k == "metadata" => Value::Object(
+                meta.iter()
+                    .filter(|(mk, mv)| part.member(&metadata, mk, Some(mv)).is_some())
+                    .map(|(mk, mv)| (mk.clone(), mv.clone()))
+                    .collect(),
+            ),
+            v => v.clone(),
+        };
+        out.insert(k.clone(), v);
     }
     Value::Object(out)
 }
@@ -454,7 +461,10 @@ mod tests {
             "no one else: the item goes"
         );
         assert_eq!(
-            without(&json!({"apiVersion": "v1", "metadata": {"name": "x", "labels": {}}}), &["apiVersion"], &["name"]),
+            copy_part(
+                &json!({"apiVersion": "v1", "metadata": {"name": "x", "labels": {}}}),
+                Part::Without { top: &["apiVersion"], metadata: &["name"] }
+            ),
             json!({"metadata": {"labels": {}}})
         );
     }
