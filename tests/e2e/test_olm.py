@@ -150,6 +150,33 @@ def test_an_unsatisfiable_requirement_is_a_resolution_failure_and_installs_nothi
     assert get(olm, "-n", "cat", "installplan")["items"] == [] and get(olm, "-n", "cat", "csv")["items"] == []
 
 
+def test_a_changed_catalog_config_map_is_read_again_at_once(olm):
+    # The lifecycle manager watches each ConfigMap a CatalogSource names (by name, not every ConfigMap of
+    # the cluster): a settled manager otherwise reads again only every 30 s, so the new package showing
+    # within 20 s is the watch's doing.
+    testdata = ROOT / "crates" / "uc-olm" / "testdata"
+    olm.kubectl("create", "namespace", "refresh")
+
+    def catalog(index):
+        olm.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "refresh-catalog", "namespace": "refresh"},
+            "data": {"index.yaml": (testdata / index).read_text()}}))
+
+    catalog("example-foo-index.yaml")
+    olm.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+        "metadata": {"name": "refresh", "namespace": "refresh"},
+        "spec": {"sourceType": "configmap", "configMap": "refresh-catalog"}}))
+    wait_for(lambda: get(olm, "-n", "refresh", "packagemanifest", "foo"), timeout=30, message="the first catalog's package")
+    assert get(olm, "-n", "refresh", "packagemanifest", "bar") is None, "not in the first catalog"
+    # Other ConfigMaps of the namespace change nothing and wake nothing that matters.
+    olm.kubectl("create", "configmap", "unrelated", "-n", "refresh", "--from-literal=a=b")
+    catalog("example-multi-package-index.yaml")
+    manifest = wait_for(lambda: get(olm, "-n", "refresh", "packagemanifest", "bar"), timeout=20,
+                        message="the changed catalog's new package")
+    assert manifest["status"]["catalogSource"] == "refresh", manifest["status"]
+
+
 def test_a_bundle_requiring_an_api_of_another_package_installs_both(olm):
     """`backup-app` (its own catalog) requires EtcdCluster, which only package etcd of uc's catalog
     provides: one plan installs both, and the dependency gets its own Subscription, as on OLM."""

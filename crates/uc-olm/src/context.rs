@@ -13,9 +13,9 @@ pub const V1: &str = "operators.coreos.com/v1";
 /// The field manager of what the lifecycle manager writes.
 pub const MANAGER: &str = "olm";
 
-/// The ConfigMaps `(namespace, name)` that CatalogSources name, kept current by the passes (their
-/// changes wake the manager, `triggers.rs`).
-pub type Watched = std::sync::Arc<parking_lot::Mutex<std::collections::BTreeSet<(String, String)>>>;
+/// The ConfigMaps `(namespace, name)` that CatalogSources name, kept current by the passes: each is
+/// watched by name, and its changes wake the manager (`triggers.rs`).
+pub type Watched = tokio::sync::watch::Sender<std::collections::BTreeSet<(String, String)>>;
 
 /// The lifecycle manager's state between passes.
 pub struct Olm {

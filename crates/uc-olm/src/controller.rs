@@ -119,13 +119,18 @@ fn group(og: &Value) -> Group {
 
 async fn catalogs(olm: &mut Olm) -> Result<(Vec<Loaded>, Vec<String>), String> {
     let sources = olm.list(V1ALPHA1, "CatalogSource").await?;
-    *olm.watched.lock() = sources
+    let named: std::collections::BTreeSet<_> = sources
         .iter()
         .filter_map(|s| match crate::sources::origin(s) {
             Ok(crate::sources::Origin::ConfigMap(name)) => Some((str_at(s, "/metadata/namespace").to_string(), name)),
             _ => None,
         })
         .collect();
+    olm.watched.send_if_modified(|w| {
+        let changed = *w != named;
+        *w = named;
+        changed
+    });
     let (mut loaded, mut unhealthy) = (Vec::new(), Vec::new());
     for s in &sources {
         let key = format!("{}/{}", str_at(s, "/metadata/namespace"), str_at(s, "/metadata/name"));

@@ -93,9 +93,8 @@ pub async fn start(
     let mut sources = sources::Sources::default();
     sources.builtin = builtin.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
     let wake = Arc::new(tokio::sync::Notify::new());
-    let watched = context::Watched::default();
-    let triggers =
-        triggers::start(&client, &kinds, wake.clone(), watched.clone()).await.map_err(|e| anyhow::anyhow!(e))?;
+    let (watched, named) = tokio::sync::watch::channel(Default::default());
+    let triggers = triggers::start(&client, &kinds, wake.clone(), named).await.map_err(|e| anyhow::anyhow!(e))?;
     let olm =
         context::Olm { client, kinds, sources, resolver, csvs_seen: None, published: Default::default(), watched };
     Ok(Lifecycle { task: tokio::spawn(controller::run(olm, wake)), _triggers: triggers })
