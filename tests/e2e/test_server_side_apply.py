@@ -104,6 +104,19 @@ def test_lists_merge_by_their_keys_and_updates_move_ownership(cluster):
     assert again.returncode != 0 and 'conflict with "kubectl-patch"' in again.stderr and ".spec.replicas" in again.stderr
 
 
+def test_an_applied_list_that_repeats_a_key_is_invalid_and_changes_nothing(cluster):
+    dup = DEPLOYMENT.replace("name: web", "name: dup").replace("app: web", "app: dup")
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=dup.replace("ENV", '[{name: A, value: "1"}]'))
+    # Two items of the keyed list env named X: kube cannot say which one a manager owns.
+    env = '[{name: A, value: "1"}, {name: X, value: "1"}, {name: X, value: "2"}]'
+    out = cluster.kubectl("apply", "--server-side", "-f", "-", input=dup.replace("ENV", env), check=False)
+    assert out.returncode != 0, out.stdout
+    assert "spec.template.spec.containers[0].env[2]" in out.stderr and 'Duplicate value: [name="X"]' in out.stderr, out.stderr
+    d = json.loads(cluster.kubectl("get", "deploy", "dup", "-o", "json").stdout)
+    assert d["spec"]["template"]["spec"]["containers"][0]["env"] == [{"name": "A", "value": "1"}]
+    cluster.kubectl("delete", "deploy", "dup")
+
+
 def test_creates_are_tracked_and_a_write_that_changes_nothing_stores_nothing(cluster):
     # An object made by `kubectl create` belongs to kubectl-create, as in kube: applying a change to
     # one of its fields conflicts with it.

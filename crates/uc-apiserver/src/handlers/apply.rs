@@ -8,7 +8,7 @@ use serde_json::Value;
 use uc_api::StatusCause;
 
 use crate::app::{App, Body, Req};
-use crate::error::{ApiError, FieldError, Result};
+use crate::error::{ApiError, FieldError, FieldErrorKind, Result};
 use crate::handlers::managed::{invalid_managed_fields, now, with_shape, write_of};
 use crate::handlers::meta::meta_str;
 use crate::handlers::write::{admit_update, commit_update, create_object, prepare_update};
@@ -110,6 +110,14 @@ pub(crate) async fn server_side_apply(app: &Arc<App>, req: &mut Req, t: &Target)
                 return Err(ApiError::conflict_with_causes(&subject, message, causes));
             }
             Err(ApplyError::Invalid(m)) => return Err(invalid_managed_fields(t, m)),
+            Err(ApplyError::Duplicates(d)) => {
+                let errs: Vec<FieldError> = d
+                    .iter()
+                    .map(|d| FieldError::new(FieldErrorKind::Duplicate, &d.field, Some(d.key.clone()), ""))
+                    .collect();
+                let name = t.name.clone().unwrap_or_default();
+                return Err(ApiError::invalid(&t.info.kind, &t.info.group, &name, &errs));
+            }
         };
         let Some(old) = old else {
             if t.sub.is_some() {

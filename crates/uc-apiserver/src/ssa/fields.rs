@@ -72,6 +72,11 @@ impl FieldSet {
         self.children.is_empty()
     }
 
+    /// How many elements the set's top level has.
+    pub fn len(&self) -> usize {
+        self.children.len()
+    }
+
     /// Where `pe` is, or would go, in this level.
     fn find(&self, pe: &str) -> Result<usize, usize> {
         // The common case, a set built in order: `pe` goes after the last element.

@@ -79,6 +79,14 @@ pub enum ApplyError {
     /// The object's `managedFields` cannot be read.
     #[error("{0}")]
     Invalid(String),
+    /// Items of a keyed list in the applied configuration share a key.
+    #[error("{}", duplicates_text(.0))]
+    Duplicates(Vec<walk::Duplicate>),
+}
+
+fn duplicates_text(duplicates: &[walk::Duplicate]) -> String {
+    let each = duplicates.iter().map(|d| format!("{}: duplicate entries for key {}", d.field, d.key));
+    each.collect::<Vec<_>>().join(", ")
 }
 
 fn conflicts_text(conflicts: &[Conflict]) -> String {
@@ -152,7 +160,7 @@ pub fn apply(
         }
     };
     let intent = owned_part(applied, w.scope);
-    let claimed = walk::fields_of(&intent, shape);
+    let claimed = walk::claimed(&intent, shape).map_err(ApplyError::Duplicates)?;
     let mine = |e: &Entry| e.is(w.manager, Operation::Apply, w.subresource);
     // What the apply changes, against which other managers' fields conflict: only worked out when
     // there are other managers (an apply that creates has none).
@@ -266,6 +274,17 @@ mod tests {
         // alice stops declaring a: it goes; bob's b stays.
         let dropped = apply(Some(&both), &cm(json!({"x": "y"})), false, &Builtin, &w("alice")).unwrap();
         assert_eq!(dropped["data"], json!({"b": "2", "x": "y"}));
+    }
+
+    #[test]
+    fn an_applied_list_that_repeats_a_key_is_rejected_with_where() {
+        let live = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                          "spec": {"containers": [{"name": "a", "image": "x"}]}});
+        let applied = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                             "spec": {"containers": [{"name": "b", "image": "y"}, {"name": "b", "image": "z"}]}});
+        let err = apply(Some(&live), &applied, true, &Builtin, &w("alice")).unwrap_err();
+        assert_eq!(err.to_string(), "spec.containers[1]: duplicate entries for key [name=\"b\"]");
+        assert!(matches!(apply(None, &applied, false, &Builtin, &w("alice")), Err(ApplyError::Duplicates(_))));
     }
 
     #[test]

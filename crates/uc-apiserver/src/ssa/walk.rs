@@ -2,7 +2,7 @@
 //! sets, the fields that differ between two values, an applied configuration merged into the live
 //! object, and fields removed from it. Pure functions of JSON values.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -93,22 +93,35 @@ impl Part<'_> {
 /// What a value at a place owns: (`own`: the place itself, the paths under it). An empty object or
 /// list is owned as a whole, like a scalar.
 fn owned(v: &Value, shape: &dyn Shape, path: &mut Path, part: Part<'_>) -> (bool, FieldSet) {
+    owned_noting(v, shape, path, part, &mut false)
+}
+
+/// [`owned`], noting in `repeated` whether a keyed list has items that share a key.
+fn owned_noting(
+    v: &Value,
+    shape: &dyn Shape,
+    path: &mut Path,
+    part: Part<'_>,
+    repeated: &mut bool,
+) -> (bool, FieldSet) {
     let mut sub = FieldSet::new();
     match (shape.kind(path.get(), v), v) {
         (Kind::Granular, Value::Object(m)) => {
             for (k, child) in m {
                 let Some(child) = part.member(path.get(), k, Some(child)) else { continue };
-                let (own, s) = with(path, k, |p| owned(child, shape, p, part));
+                let (own, s) = with(path, k, |p| owned_noting(child, shape, p, part, repeated));
                 sub.insert_child(field(k), own, s);
             }
         }
         (Kind::Keyed(keys), Value::Array(items)) => {
             let mut level = Vec::with_capacity(items.len());
             for item in items {
-                let (_, s) = with(path, ITEM, |p| owned(item, shape, p, part));
+                let (_, s) = with(path, ITEM, |p| owned_noting(item, shape, p, part, repeated));
                 level.push((item_key(item, &keys), true, s));
             }
             sub = FieldSet::from_elements(level);
+            // Items sharing a key were merged into one element.
+            *repeated |= sub.len() < items.len();
         }
         (Kind::Set, Value::Array(items)) => {
             sub = FieldSet::from_elements(items.iter().map(|i| (value(i), true, FieldSet::new())).collect());
@@ -121,6 +134,16 @@ fn owned(v: &Value, shape: &dyn Shape, path: &mut Path, part: Part<'_>) -> (bool
 /// The fields an object sets (what applying it claims).
 pub fn fields_of(obj: &Value, shape: &dyn Shape) -> FieldSet {
     fields_of_part(obj, Part::All, shape)
+}
+
+/// The fields an applied configuration claims; or, if items of a keyed list in it share a key, where.
+pub fn claimed(obj: &Value, shape: &dyn Shape) -> Result<FieldSet, Vec<Duplicate>> {
+    let mut repeated = false;
+    let (_, set) = owned_noting(obj, shape, &mut Path::default(), Part::All, &mut repeated);
+    match repeated.then(|| duplicate_keys(obj, shape)) {
+        Some(duplicates) if !duplicates.is_empty() => Err(duplicates),
+        _ => Ok(set),
+    }
 }
 
 /// The fields the part `part` of an object sets.
@@ -145,8 +168,24 @@ impl Diff {
     }
 }
 
-fn index<'a>(items: &'a [Value], keys: &[String]) -> Vec<(String, &'a Value)> {
-    items.iter().map(|i| (item_key(i, keys), i)).collect()
+/// A keyed list's items by key (the first of any that share one).
+fn index<'a>(items: &'a [Value], keys: &[String]) -> BTreeMap<String, &'a Value> {
+    let mut out = BTreeMap::new();
+    for i in items {
+        out.entry(item_key(i, keys)).or_insert(i);
+    }
+    out
+}
+
+/// The items of set-list `a` that `b` lacks, each as its path element. A long list's items are looked
+/// up by their JSON rather than compared with every item of the other.
+fn only_in(a: &[Value], b: &[Value]) -> Vec<(String, bool, FieldSet)> {
+    let element = |v: &Value| (value(v), true, FieldSet::new());
+    if a.len().saturating_mul(b.len()) <= 256 {
+        return a.iter().filter(|v| !b.contains(v)).map(element).collect();
+    }
+    let b: HashSet<String> = b.iter().map(value).collect();
+    a.iter().map(element).filter(|(pe, _, _)| !b.contains(pe)).collect()
 }
 
 fn diff_at(
@@ -176,7 +215,7 @@ fn diff_at(
         }
         (Some(o), Some(n)) => match (shape.kind(path.get(), n), o, n) {
             (Kind::Granular, Value::Object(om), Value::Object(nm)) => {
-                let keys: std::collections::BTreeSet<&String> = om.keys().chain(nm.keys()).collect();
+                let keys: BTreeSet<&String> = om.keys().chain(nm.keys()).collect();
                 for k in keys {
                     let (o, n) = (part.member(path.get(), k, om.get(k)), part.member(path.get(), k, nm.get(k)));
                     with(path, k, |p| diff_at(o, n, shape, p, &mut sub, Some(field(k)), part));
@@ -185,22 +224,16 @@ fn diff_at(
             }
             (Kind::Keyed(keys), Value::Array(oi), Value::Array(ni)) => {
                 let (oi, ni) = (index(oi, &keys), index(ni, &keys));
-                let all: std::collections::BTreeSet<&String> = oi.iter().chain(ni.iter()).map(|(k, _)| k).collect();
+                let all: BTreeSet<&String> = oi.keys().chain(ni.keys()).collect();
                 for k in all {
-                    let o = oi.iter().find(|(x, _)| x == k).map(|(_, v)| *v);
-                    let n = ni.iter().find(|(x, _)| x == k).map(|(_, v)| *v);
+                    let (o, n) = (oi.get(k).copied(), ni.get(k).copied());
                     with(path, ITEM, |p| diff_at(o, n, shape, p, &mut sub, Some(k.clone()), part));
                 }
                 (false, false)
             }
             (Kind::Set, Value::Array(oi), Value::Array(ni)) => {
-                let only = |a: &[Value], b: &[Value]| {
-                    FieldSet::from_elements(
-                        a.iter().filter(|v| !b.contains(v)).map(|v| (value(v), true, FieldSet::new())).collect(),
-                    )
-                };
-                sub.changed = only(ni, oi);
-                sub.removed = only(oi, ni);
+                sub.changed = FieldSet::from_elements(only_in(ni, oi));
+                sub.removed = FieldSet::from_elements(only_in(oi, ni));
                 (false, false)
             }
             _ => (o != n, false),
@@ -249,18 +282,33 @@ fn merge_at(live: &Value, applied: Value, shape: &dyn Shape, path: &mut Path) ->
         }
         (Kind::Keyed(keys), Value::Array(li), Value::Array(ai)) => {
             let mut out = li.clone();
+            // Where each key's item is in `out` (the first of any that share one).
+            let mut at: HashMap<String, usize> = HashMap::with_capacity(out.len() + ai.len());
+            for (i, l) in out.iter().enumerate() {
+                at.entry(item_key(l, &keys)).or_insert(i);
+            }
             for item in ai {
-                let k = item_key(&item, &keys);
-                match out.iter().position(|l| item_key(l, &keys) == k) {
-                    Some(i) => out[i] = with(path, ITEM, |p| merge_at(&li[i], item, shape, p)),
-                    None => out.push(item),
+                match at.get(&item_key(&item, &keys)) {
+                    Some(&i) => {
+                        let merged = with(path, ITEM, |p| merge_at(&out[i], item, shape, p));
+                        out[i] = merged;
+                    }
+                    None => {
+                        at.insert(item_key(&item, &keys), out.len());
+                        out.push(item);
+                    }
                 }
             }
             Value::Array(out)
         }
         (Kind::Set, Value::Array(li), Value::Array(ai)) => {
             let mut out = li.clone();
-            out.extend(ai.into_iter().filter(|v| !li.contains(v)));
+            if li.len().saturating_mul(ai.len()) <= 256 {
+                out.extend(ai.into_iter().filter(|v| !li.contains(v)));
+            } else {
+                let seen: HashSet<String> = li.iter().map(value).collect();
+                out.extend(ai.into_iter().filter(|v| !seen.contains(&value(v))));
+            }
             Value::Array(out)
         }
         (_, _, applied) => applied,
@@ -321,6 +369,54 @@ fn remove_at(v: &mut Value, set: &FieldSet, keep: Option<&FieldSet>, shape: &dyn
 /// managers own) has paths under it, then only the paths of `set`.
 pub fn remove(obj: &mut Value, set: &FieldSet, keep: &FieldSet, shape: &dyn Shape) {
     remove_at(obj, set, Some(keep), shape, &mut Path::default());
+}
+
+/// An item of a keyed list whose key an earlier item of the list has: where it is (`spec.containers[1]`)
+/// and its key as kube prints it (`[name="c"]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Duplicate {
+    pub field: String,
+    pub key: String,
+}
+
+/// The items of `obj`'s keyed lists that repeat a key: kube rejects such an applied configuration (it
+/// could not say which item a manager owns). [`claimed`] looks for them only when its walk met one.
+pub fn duplicate_keys(obj: &Value, shape: &dyn Shape) -> Vec<Duplicate> {
+    let mut out = Vec::new();
+    duplicates_at(obj, shape, &mut Path::default(), &mut String::new(), &mut out);
+    out
+}
+
+fn duplicates_at(v: &Value, shape: &dyn Shape, path: &mut Path, at: &mut String, out: &mut Vec<Duplicate>) {
+    let len = at.len();
+    match (shape.kind(path.get(), v), v) {
+        (Kind::Granular, Value::Object(m)) => {
+            for (k, child) in m {
+                if !at.is_empty() {
+                    at.push('.');
+                }
+                at.push_str(k);
+                with(path, k, |p| duplicates_at(child, shape, p, at, out));
+                at.truncate(len);
+            }
+        }
+        (Kind::Keyed(keys), Value::Array(items)) => {
+            let mut seen = HashSet::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                use std::fmt::Write as _;
+                let _ = write!(at, "[{i}]");
+                let pe = item_key(item, &keys);
+                if seen.contains(&pe) {
+                    out.push(Duplicate { field: at.clone(), key: super::fields::path_string(&[pe]) });
+                } else {
+                    seen.insert(pe);
+                }
+                with(path, ITEM, |p| duplicates_at(item, shape, p, at, out));
+                at.truncate(len);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// A copy of the part `part` of `obj` (as the walks see it in place).
@@ -409,6 +505,64 @@ mod tests {
             &Builtin,
         );
         assert_eq!(paths(&set.changed), vec![".metadata.finalizers[=\"b\"]"]);
+    }
+
+    fn containers(names: &[&str]) -> Value {
+        let items: Vec<Value> =
+            names.iter().enumerate().map(|(i, n)| json!({"name": n, "image": format!("i{i}")})).collect();
+        json!({"spec": {"template": {"spec": {"containers": items}}}})
+    }
+
+    #[test]
+    fn repeated_keys_are_found_and_do_not_break_the_walks() {
+        let twice = containers(&["a", "b", "a", "b", "a"]);
+        assert_eq!(
+            duplicate_keys(&twice, &Builtin),
+            vec![
+                Duplicate { field: "spec.template.spec.containers[2]".into(), key: "[name=\"a\"]".into() },
+                Duplicate { field: "spec.template.spec.containers[3]".into(), key: "[name=\"b\"]".into() },
+                Duplicate { field: "spec.template.spec.containers[4]".into(), key: "[name=\"a\"]".into() },
+            ]
+        );
+        assert!(duplicate_keys(&containers(&["a", "b"]), &Builtin).is_empty());
+        assert_eq!(claimed(&twice, &Builtin).unwrap_err().len(), 3, "an applied configuration's claim fails");
+        assert_eq!(claimed(&containers(&["a", "b"]), &Builtin), Ok(fields_of(&containers(&["a", "b"]), &Builtin)));
+        let nested =
+            json!({"spec": {"containers": [{"name": "c", "env": [{"name": "X"}, {"name": "X", "value": "2"}]}]}});
+        let found = duplicate_keys(&nested, &Builtin);
+        assert_eq!(found[0].field, "spec.containers[0].env[1]");
+        // A live object may hold repeated keys (an update does not check them): an apply's merge takes
+        // the first item of a key, and items an applied list repeats merge one after the other.
+        let merged = merge(&containers(&["a"]), &containers(&["b", "b"]), &Builtin);
+        assert_eq!(
+            merged,
+            json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "a", "image": "i0"}, {"name": "b", "image": "i1"}]}}}})
+        );
+        let merged = merge(&twice, &containers(&["a"]), &Builtin);
+        assert_eq!(merged["spec"]["template"]["spec"]["containers"][0]["image"], json!("i0"));
+        assert_eq!(merged["spec"]["template"]["spec"]["containers"].as_array().unwrap().len(), 5);
+        let d = diff(&twice, &containers(&["a", "b"]), &Builtin);
+        assert!(d.changed.is_empty() && d.removed.is_empty(), "the first item of each key is the one compared");
+    }
+
+    #[test]
+    fn long_lists_diff_and_merge_as_short_ones_do() {
+        // Past 256 item pairs set-lists are compared by their items' JSON; the result is the same.
+        let set = |n: std::ops::Range<i32>| json!({"metadata": {"finalizers": n.map(|i| format!("f{i}")).collect::<Vec<_>>()}});
+        let d = diff(&set(0..30), &set(10..40), &Builtin);
+        let added: Vec<String> = (30..40).map(|i| format!(".metadata.finalizers[=\"f{i}\"]")).collect();
+        assert_eq!(paths(&d.changed), added);
+        assert_eq!(paths(&d.removed).len(), 10);
+        let merged = merge(&set(0..30), &set(10..40), &Builtin);
+        assert_eq!(merged, set(0..40));
+        let names: Vec<String> = (0..600).map(|i| format!("c{i}")).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let (old, mut new) = (containers(&refs), containers(&refs));
+        new["spec"]["template"]["spec"]["containers"][599]["image"] = json!("changed");
+        let d = diff(&old, &new, &Builtin);
+        assert_eq!(paths(&d.changed), vec![".spec.template.spec.containers[name=\"c599\"].image"]);
+        assert_eq!(merge(&old, &new, &Builtin), new);
     }
 
     #[test]
