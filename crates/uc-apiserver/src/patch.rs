@@ -2,6 +2,8 @@
 //! built-in kinds, with the merge keys and `$patch`/`$setElementOrder`/`$retainKeys`/
 //! `$deleteFromPrimitiveList` directives kubectl sends.
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::{Map, Value};
 
 /// Patch errors (answered as 400 or 422 by the caller).
@@ -109,9 +111,9 @@ fn merge_map(target: &mut Value, patch: &Map<String, Value>, path: &mut Vec<Stri
             continue;
         }
         if let Some(field) = k.strip_prefix("$deleteFromPrimitiveList/") {
-            let remove = pv.as_array().cloned().unwrap_or_default();
+            let remove: HashSet<String> = pv.as_array().into_iter().flatten().map(Value::to_string).collect();
             if let Some(Value::Array(items)) = target.get_mut(field) {
-                items.retain(|i| !remove.contains(i));
+                items.retain(|i| !remove.contains(&i.to_string()));
             }
             continue;
         }
@@ -183,8 +185,10 @@ fn merge_list(
                 *target = Value::Array(Vec::new());
             }
             if let Value::Array(items) = target {
+                // Looked up by their JSON: a long list is not scanned for every item of the patch.
+                let mut present: HashSet<String> = items.iter().map(Value::to_string).collect();
                 for p in patch {
-                    if !items.contains(p) {
+                    if present.insert(p.to_string()) {
                         items.push(p.clone());
                     }
                 }
@@ -197,6 +201,15 @@ fn merge_list(
             let Value::Array(items) = target else {
                 return Ok(());
             };
+            // Where each merge key's item is (the first of any that share one).
+            let positions = |items: &[Value]| {
+                let mut at = HashMap::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    at.entry(item.get(*key).map(Value::to_string)).or_insert(i);
+                }
+                at
+            };
+            let mut at = positions(items);
             for p in patch {
                 let Some(po) = p.as_object() else {
                     return Err(PatchError::Malformed(format!(
@@ -210,14 +223,20 @@ fn merge_list(
                         path.join(".")
                     )));
                 };
-                let pos = items.iter().position(|i| i.get(*key) == Some(kv));
+                let id = Some(kv.to_string());
                 if po.get("$patch").and_then(Value::as_str) == Some("delete") {
-                    items.retain(|i| i.get(*key) != Some(kv));
+                    if at.contains_key(&id) {
+                        items.retain(|i| i.get(*key) != Some(kv));
+                        at = positions(items);
+                    }
                     continue;
                 }
-                match pos {
-                    Some(i) => merge_map(&mut items[i], po, path)?,
-                    None => items.push(strip_directives(p)),
+                match at.get(&id) {
+                    Some(&i) => merge_map(&mut items[i], po, path)?,
+                    None => {
+                        at.insert(id, items.len());
+                        items.push(strip_directives(p));
+                    }
                 }
             }
         }
@@ -225,16 +244,25 @@ fn merge_list(
     Ok(())
 }
 
-fn reorder(items: &mut [Value], order: &[Value], strategy: &ListStrategy) {
-    let ident = |v: &Value| -> Value {
+fn reorder(items: &mut Vec<Value>, order: &[Value], strategy: &ListStrategy) {
+    // An item's identity, as JSON text: its merge key's value, or the item itself.
+    let ident = |v: &Value| -> String {
         match strategy {
-            ListStrategy::Key(k) => v.get(*k).cloned().unwrap_or(Value::Null),
-            _ => v.clone(),
+            ListStrategy::Key(k) => v.get(*k).unwrap_or(&Value::Null).to_string(),
+            _ => v.to_string(),
         }
     };
-    let order_ids: Vec<Value> = order.iter().map(|o| if o.is_object() { ident(o) } else { o.clone() }).collect();
-    let rank = |v: &Value| order_ids.iter().position(|o| *o == ident(v)).unwrap_or(usize::MAX);
-    items.sort_by_key(|v| rank(v));
+    let mut rank_of = HashMap::with_capacity(order.len());
+    for (i, o) in order.iter().enumerate() {
+        rank_of.entry(if o.is_object() { ident(o) } else { o.to_string() }).or_insert(i);
+    }
+    // Each item ranked once; items the order does not name keep their order, after the others.
+    let mut ranked: Vec<(usize, Value)> = std::mem::take(items)
+        .into_iter()
+        .map(|v| (rank_of.get(&ident(&v)).copied().unwrap_or(usize::MAX), v))
+        .collect();
+    ranked.sort_by_key(|(rank, _)| *rank);
+    *items = ranked.into_iter().map(|(_, v)| v).collect();
 }
 
 fn strip_directives(v: &Value) -> Value {
@@ -303,6 +331,33 @@ mod tests {
             json!({"spec": {"volumes": [{"$patch": "replace"}, {"name": "z"}]}}),
         );
         assert_eq!(replaced, json!({"spec": {"volumes": [{"name": "z"}]}}));
+    }
+
+    #[test]
+    fn items_are_found_by_key_through_deletes_additions_and_orders() {
+        let env = |names: &[&str]| -> Value { names.iter().map(|n| json!({"name": n, "value": "0"})).collect() };
+        let obj = json!({"metadata": {"finalizers": ["a", "b", "a"]},
+                         "spec": {"containers": [{"name": "c", "env": env(&["A", "B", "C", "D"])}]}});
+        let out = smp(
+            obj,
+            json!({"metadata": {"finalizers": ["b", "c", "c"]},
+                   "spec": {"containers": [{"name": "c",
+                       "$setElementOrder/env": [{"name": "E"}, {"name": "D"}, {"name": "B"}],
+                       "env": [{"name": "B", "$patch": "delete"}, {"name": "D", "value": "4"}, {"name": "E", "value": "5"},
+                               {"name": "B", "value": "again"}, {"name": "E", "value": "6"}]}]}}),
+        );
+        // B deleted then added again goes last among those the order names; A and C, unnamed, keep
+        // their order after them; E given twice is merged once it exists.
+        assert_eq!(
+            out["spec"]["containers"][0]["env"],
+            json!([{"name": "E", "value": "6"}, {"name": "D", "value": "4"}, {"name": "B", "value": "again"},
+                   {"name": "A", "value": "0"}, {"name": "C", "value": "0"}])
+        );
+        assert_eq!(
+            out["metadata"]["finalizers"],
+            json!(["a", "b", "a", "c"]),
+            "present ones and repeats are not added"
+        );
     }
 
     #[test]
