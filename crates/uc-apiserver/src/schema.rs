@@ -292,9 +292,11 @@ impl Schema {
             errs.push(FieldError::new(FieldErrorKind::TooLong, path, None, format!("must have at most {max} items")));
         }
         let set_like = self.unique_items || self.list_type.as_deref() == Some("set");
+        // Items (and map keys) already seen, by their JSON: a long list is not scanned once per item.
         if set_like {
+            let mut seen = std::collections::HashSet::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
-                if items[..i].contains(item) {
+                if !seen.insert(item.to_string()) {
                     errs.push(FieldError::new(
                         FieldErrorKind::Duplicate,
                         format!("{path}[{i}]"),
@@ -308,15 +310,13 @@ impl Schema {
             let key_of = |item: &Value| -> Vec<Value> {
                 self.list_map_keys.iter().map(|k| item.get(k).cloned().unwrap_or(Value::Null)).collect()
             };
+            let mut seen = std::collections::HashSet::with_capacity(items.len());
             for (i, item) in items.iter().enumerate() {
-                let k = key_of(item);
-                if items[..i].iter().any(|o| key_of(o) == k) {
-                    errs.push(FieldError::new(
-                        FieldErrorKind::Duplicate,
-                        format!("{path}[{i}]"),
-                        Some(Value::Array(k).to_string()),
-                        "",
-                    ));
+                let k = Value::Array(key_of(item)).to_string();
+                if seen.contains(&k) {
+                    errs.push(FieldError::new(FieldErrorKind::Duplicate, format!("{path}[{i}]"), Some(k), ""));
+                } else {
+                    seen.insert(k);
                 }
             }
         }
@@ -561,6 +561,29 @@ mod tests {
             "spec.validation.openAPIV3Schema",
         )
         .unwrap()
+    }
+
+    #[test]
+    fn map_lists_reject_items_that_repeat_their_keys() {
+        let s = Schema::parse(
+            &json!({"type": "object", "properties": {"items": {"type": "array", "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name", "port"],
+                "items": {"type": "object", "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}}}}}),
+            "schema",
+        )
+        .unwrap();
+        let obj = json!({"items": [{"name": "a", "port": 1}, {"name": "a", "port": 2}, {"name": "b", "port": 1},
+                                   {"name": "a", "port": 1}, {"name": "b", "port": 1}]});
+        let mut errs = vec![];
+        s.validate(&obj, "", &mut errs);
+        let found: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            found,
+            vec![
+                r#"items[3]: Duplicate value: ["a",1]"#.to_string(),
+                r#"items[4]: Duplicate value: ["b",1]"#.to_string()
+            ]
+        );
     }
 
     #[test]
