@@ -21,6 +21,11 @@ use crate::table;
 
 /// How often an idle watch with bookmarks enabled gets a BOOKMARK.
 const BOOKMARK_EVERY: Duration = Duration::from_secs(10);
+/// How long a watch woken by a write waits before it reads the log: the events of the writes that
+/// follow within it go out in one write to the socket instead of one each (fewer system calls and
+/// wake-ups in the server and in the watching client; docs/benchmarks.md), for at most a millisecond
+/// or two more of latency.
+const COALESCE: Duration = Duration::from_millis(1);
 /// Events read from the log per round, so one busy watcher cannot hold the log lock long.
 const ROUND: usize = 2048;
 
@@ -288,6 +293,7 @@ async fn run(w: &mut Watcher, tx: mpsc::Sender<Bytes>, start: Option<u64>, initi
                 if changed.is_err() {
                     return;
                 }
+                tokio::time::sleep(COALESCE).await;
             }
             _ = tokio::time::sleep(BOOKMARK_EVERY), if w.bookmarks => {
                 if tx.send(w.bookmark(cursor, false)).await.is_err() {
