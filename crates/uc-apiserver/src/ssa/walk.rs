@@ -288,13 +288,14 @@ fn merge_at(live: &Value, applied: Value, shape: &dyn Shape, path: &mut Path) ->
                 at.entry(item_key(l, &keys)).or_insert(i);
             }
             for item in ai {
-                match at.get(&item_key(&item, &keys)) {
-                    Some(&i) => {
+                let k = item_key(&item, &keys);
+                match at.get(&k).copied() {
+                    Some(i) => {
                         let merged = with(path, ITEM, |p| merge_at(&out[i], item, shape, p));
                         out[i] = merged;
                     }
                     None => {
-                        at.insert(item_key(&item, &keys), out.len());
+                        at.insert(k, out.len());
                         out.push(item);
                     }
                 }
