@@ -35,4 +35,4 @@ fi
 export JEMALLOC_SYS_WITH_MALLOC_CONF="dirty_decay_ms:0,muzzy_decay_ms:0,narenas:1,tcache:false"
 cargo rustc --profile controller --locked -p uc --bin uc --no-default-features --features jemalloc -- "${link[@]}"
 # An order made before the engine's latest changes misses the functions they renamed: say so.
-[ -f "$order" ] && { bash deploy/order-check.sh || true; }
+if [ -f "$order" ]; then bash deploy/order-check.sh || true; fi

@@ -177,15 +177,20 @@ fn index<'a>(items: &'a [Value], keys: &[String]) -> BTreeMap<String, &'a Value>
     out
 }
 
-/// The items of set-list `a` that `b` lacks, each as its path element. A long list's items are looked
-/// up by their JSON rather than compared with every item of the other.
-fn only_in(a: &[Value], b: &[Value]) -> Vec<(String, bool, FieldSet)> {
-    let element = |v: &Value| (value(v), true, FieldSet::new());
-    if a.len().saturating_mul(b.len()) <= 256 {
-        return a.iter().filter(|v| !b.contains(v)).map(element).collect();
+/// Whether set-list `b` lacks a value, asked of `asked` values: for long lists the items are looked up
+/// by their JSON rather than compared with every item of `b`.
+fn lacks(b: &[Value], asked: usize) -> impl Fn(&Value) -> bool + '_ {
+    let by_json: Option<HashSet<String>> = (b.len().saturating_mul(asked) > 256).then(|| b.iter().map(value).collect());
+    move |v| match &by_json {
+        Some(json) => !json.contains(&value(v)),
+        None => !b.contains(v),
     }
-    let b: HashSet<String> = b.iter().map(value).collect();
-    a.iter().map(element).filter(|(pe, _, _)| !b.contains(pe)).collect()
+}
+
+/// The items of set-list `a` that `b` lacks, each as its path element.
+fn only_in(a: &[Value], b: &[Value]) -> Vec<(String, bool, FieldSet)> {
+    let lacked = lacks(b, a.len());
+    a.iter().filter(|v| lacked(v)).map(|v| (value(v), true, FieldSet::new())).collect()
 }
 
 fn diff_at(
@@ -304,12 +309,8 @@ fn merge_at(live: &Value, applied: Value, shape: &dyn Shape, path: &mut Path) ->
         }
         (Kind::Set, Value::Array(li), Value::Array(ai)) => {
             let mut out = li.clone();
-            if li.len().saturating_mul(ai.len()) <= 256 {
-                out.extend(ai.into_iter().filter(|v| !li.contains(v)));
-            } else {
-                let seen: HashSet<String> = li.iter().map(value).collect();
-                out.extend(ai.into_iter().filter(|v| !seen.contains(&value(v))));
-            }
+            let lacked = lacks(li, ai.len());
+            out.extend(ai.into_iter().filter(|v| lacked(v)));
             Value::Array(out)
         }
         (_, _, applied) => applied,
