@@ -500,6 +500,43 @@ def test_a_javascript_hook_follows_its_configmap(cluster):
     assert cond["status"] == "False" and "deleted" in cond["message"]
 
 
+def test_hooks_kept_in_one_configmap_follow_it_each_by_its_key(cluster):
+    """A sync and a finalize hook in one ConfigMap (one watch of it): an edit of one key reaches its
+    hook alone, and the deleted ConfigMap is reported."""
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "crd.yaml"))
+    finalize = "module.exports = {handler: (event, context) => ({children: [], finalized: true})};"
+    source = (EXAMPLE / "sync.js").read_text()
+
+    def put(sync, fin):
+        cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "sample-controller-hook"},
+              "data": {"sync.js": sync, "finalize.js": fin}}
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(cm))
+
+    put(source, finalize)
+    manifest = (EXAMPLE / "controller.yaml").read_text() + (
+        "    finalize:\n      javascript:\n"
+        "        configMapRef: {name: sample-controller-hook, namespace: default, key: finalize.js}\n")
+    cluster.kubectl("apply", "-f", "-", input=manifest)
+    wait_for(lambda: uc_condition(cluster, "sample-controller", "Ready").get("reason") == "Running", timeout=20, message="controller ready")
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
+    wait_for(lambda: get(cluster, "deploy", "example-foo"), message="the Deployment")
+    put(source, "var broken = function (")
+    cond = wait_for(lambda: (c := uc_condition(cluster, "sample-controller", "Ready")).get("reason") == "HookReloadFailed" and c,
+                    timeout=20, message="the broken finalize version reported")
+    assert "hooks.finalize: configMap default/sample-controller-hook" in cond["message"], cond
+    put(source.replace('image: "nginx:stable"', 'image: "nginx:one-watch"'), finalize)
+    wait_for(lambda: uc_condition(cluster, "sample-controller", "Ready").get("reason") == "Running", timeout=20, message="both keys good again")
+    cluster.kubectl("annotate", "foo", "example-foo", "touch=1")
+    image = lambda: get(cluster, "deploy", "example-foo")["spec"]["template"]["spec"]["containers"][0]["image"]
+    wait_for(lambda: image() == "nginx:one-watch", timeout=20, message="the sync hook's new version")
+    cluster.kubectl("delete", "foo", "example-foo", "--wait=false")
+    wait_for(lambda: get(cluster, "foo", "example-foo") is None, timeout=20, message="the finalize hook's version finalizing")
+    cluster.kubectl("delete", "configmap", "sample-controller-hook")
+    cond = wait_for(lambda: (c := uc_condition(cluster, "sample-controller", "Ready")).get("reason") == "HookUnavailable" and c,
+                    timeout=20, message="the deleted source reported")
+    assert "configMap default/sample-controller-hook was deleted" in cond["message"], cond
+
+
 def test_a_javascript_hook_follows_its_secret(cluster):
     """A hook whose source is in a Secret reloads as one in a ConfigMap does."""
     cluster.kubectl("apply", "-f", str(EXAMPLE / "crd.yaml"))

@@ -24,7 +24,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::api::Api;
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::task::JoinHandle;
@@ -36,6 +35,7 @@ pub use claim::CONTROLLER_UID_LABEL;
 pub use errors::{SourceProblem, StartError, StartReason, SyncError, SyncReason};
 pub use shared::Ctx;
 use shared::{ChildType, Dialects, RevisionStore, Shared};
+use sources::SourceObjects;
 
 use crate::flavor::Flavor;
 use crate::hooks::dialect::Dialect;
@@ -121,28 +121,6 @@ impl Running {
     }
 }
 
-async fn js_source(ctx: &Ctx, hook: &uc_api::controller::Hook) -> Result<Option<String>, StartError> {
-    let Some(js) = hook.javascript.as_ref() else { return Ok(None) };
-    let unavailable = |m: String| StartError::new(StartReason::HookUnavailable, m);
-    if let Some(r) = &js.secret_ref {
-        let api: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(ctx.client.clone(), &r.namespace);
-        let secret =
-            api.get(&r.name).await.map_err(|e| unavailable(format!("secret {}/{}: {e}", r.namespace, r.name)))?;
-        return secret
-            .data
-            .and_then(|d| d.get(&r.key).map(|b| String::from_utf8_lossy(&b.0).into_owned()))
-            .map(Some)
-            .ok_or_else(|| unavailable(format!("secret {}/{} has no key {:?}", r.namespace, r.name, r.key)));
-    }
-    let Some(r) = js.config_map_ref.as_ref() else { return Ok(None) };
-    let api: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(ctx.client.clone(), &r.namespace);
-    let cm = api.get(&r.name).await.map_err(|e| unavailable(format!("configMap {}/{}: {e}", r.namespace, r.name)))?;
-    cm.data
-        .and_then(|d| d.get(&r.key).cloned())
-        .map(Some)
-        .ok_or_else(|| unavailable(format!("configMap {}/{} has no key {:?}", r.namespace, r.name, r.key)))
-}
-
 /// A hook of a controller, ready to call, and how it speaks.
 async fn build_hook(
     ctx: &Ctx,
@@ -151,10 +129,16 @@ async fn build_hook(
     hook: &uc_api::controller::Hook,
     which: &str,
     controller: &str,
+    objects: &mut SourceObjects,
 ) -> Result<(HookImpl, Dialect), StartError> {
     let config = |e: HookError| StartError::new(StartReason::InvalidSpec, format!("spec.hooks.{which}: {e}"));
     let dialect = Dialect::new(flavor, hook).map_err(config)?;
-    let source = js_source(ctx, hook).await?;
+    let source = match &hook.javascript {
+        Some(js) => {
+            objects.source(&ctx.client, js).await.map_err(|m| StartError::new(StartReason::HookUnavailable, m))?
+        }
+        None => None,
+    };
     let credentials = match &hook.webhook {
         Some(w) => {
             let url = crate::hooks::webhook::url_of(w).map_err(config)?;
@@ -190,7 +174,6 @@ struct Fields {
 
 /// Starts the controller of a UniversalController, CompositeController or DecoratorController object.
 pub async fn start(ctx: Arc<Ctx>, controller: Value) -> Result<Running, StartError> {
-    let name = controller.at("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
     let kind = controller.get("kind").and_then(Value::as_str).unwrap_or("UniversalController");
     let flavor = Flavor::of_kind(kind).unwrap_or(Flavor::Universal);
     let raw = controller.get("spec").cloned().unwrap_or(Value::Null);
@@ -211,8 +194,9 @@ pub async fn start(ctx: Arc<Ctx>, controller: Value) -> Result<Running, StartErr
         }
     };
     let mut parts = Vec::new();
+    let mut objects = SourceObjects::default();
     for (i, (spec, fields)) in specs.into_iter().enumerate() {
-        parts.push(start_part(&ctx, &controller, &name, flavor, spec, &fields, i == 0).await?);
+        parts.push(start_part(&ctx, &controller, flavor, spec, &fields, i == 0, &mut objects).await?);
     }
     Ok(Running { parts })
 }
@@ -221,12 +205,13 @@ pub async fn start(ctx: Arc<Ctx>, controller: Value) -> Result<Running, StartErr
 async fn start_part(
     ctx: &Arc<Ctx>,
     controller: &Value,
-    name: &str,
     flavor: Flavor,
     spec: UniversalControllerSpec,
     fields: &Fields,
     watch_sources: bool,
+    objects: &mut SourceObjects,
 ) -> Result<Part, StartError> {
+    let name = controller.at("/metadata/name").and_then(Value::as_str).unwrap_or_default();
     let sync_spec = spec
         .hooks
         .sync
@@ -298,13 +283,13 @@ async fn start_part(
     } else {
         None
     };
-    let (sync, sync_dialect) = build_hook(ctx, &spec, flavor, &sync_spec, "sync", name).await?;
+    let (sync, sync_dialect) = build_hook(ctx, &spec, flavor, &sync_spec, "sync", name, objects).await?;
     let finalize = match &spec.hooks.finalize {
-        Some(h) => Some(build_hook(ctx, &spec, flavor, h, "finalize", name).await?),
+        Some(h) => Some(build_hook(ctx, &spec, flavor, h, "finalize", name, objects).await?),
         None => None,
     };
     let customize = match &spec.hooks.customize {
-        Some(h) => Some(build_hook(ctx, &spec, flavor, h, "customize", name).await?),
+        Some(h) => Some(build_hook(ctx, &spec, flavor, h, "customize", name, objects).await?),
         None => None,
     };
     let dialects = Dialects {
