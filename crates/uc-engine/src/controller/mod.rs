@@ -407,7 +407,7 @@ async fn start_part(
         }
     }));
     if watch_sources {
-        tasks.extend(sources::watch(&shared));
+        tasks.extend(sources::watch(&shared, objects));
     }
     Ok(Part { shared, tasks, _subscriptions: subscriptions })
 }

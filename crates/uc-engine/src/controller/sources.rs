@@ -1,18 +1,21 @@
-//! Hook sources kept in a ConfigMap or a Secret: read once when the controller starts, then followed.
+//! Hook sources kept in a ConfigMap or a Secret: read when the controller starts, then followed.
 //!
 //! Hot reload: a JavaScript hook whose source is in a ConfigMap or a Secret follows it. A watch of that
 //! one object hands each new version to the hook, which takes it if it loads (the next sync runs it)
 //! and keeps the old one otherwise; what went wrong — a version that does not load, an object or key
 //! that is gone — is the controller's to report (`Running::source_problem`).
 //!
-//! Hooks that share an object (a sync and a finalize hook in one ConfigMap, each its own key or the
-//! same one) share its read and its watch: the object is sent once, not once per hook.
+//! The object is read by the watch's own initial list (the watch then goes on from it), and hooks that
+//! share an object (a sync and a finalize hook in one ConfigMap, each its own key or the same one)
+//! share that watch: the object is sent once when the controller starts, not once per hook and again
+//! for the watch.
 
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
 use std::fmt;
 use std::sync::Arc;
 
+use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -27,6 +30,18 @@ use crate::hooks::javascript::JsHook;
 
 /// An object's data (a Secret's values as text).
 type Data = BTreeMap<String, String>;
+
+/// What a watch of a source object saw.
+enum Seen {
+    /// A version of the object (listed or changed).
+    Object(Data),
+    /// The object was deleted.
+    Deleted,
+    /// The (re)list is complete.
+    Listed,
+    /// The start of a (re)list.
+    Relisting,
+}
 
 /// The object a hook's source is kept in.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -47,26 +62,33 @@ impl SourceObject {
         Some((SourceObject { secret, namespace: r.namespace.clone(), name: r.name.clone() }, &r.key))
     }
 
-    /// Reads the object's data (a Secret's values as text).
-    async fn read(&self, client: Client) -> Result<BTreeMap<String, String>, kube::Error> {
-        Ok(if self.secret {
-            let secret = Api::<Secret>::namespaced(client, &self.namespace).get(&self.name).await?;
-            secret_data(secret)
-        } else {
-            configmap_data(Api::<ConfigMap>::namespaced(client, &self.namespace).get(&self.name).await?)
-        })
-    }
-
-    /// The object's versions as a watch sees them: its data, or `None` once it is deleted.
-    fn versions(&self, client: Client) -> futures::stream::BoxStream<'static, Option<Data>> {
+    /// A watch of the object (a list of it, then its changes), without retries.
+    fn watch(&self, client: Client) -> BoxStream<'static, Result<Seen, watcher::Error>> {
         let config = watcher::Config::default().fields(&format!("metadata.name={}", self.name));
         if self.secret {
-            let api = Api::<Secret>::namespaced(client, &self.namespace);
-            watcher(api, config).default_backoff().filter_map(|ev| seen(ev, secret_data)).boxed()
+            watcher(Api::<Secret>::namespaced(client, &self.namespace), config).map(|ev| seen(ev, secret_data)).boxed()
         } else {
             let api = Api::<ConfigMap>::namespaced(client, &self.namespace);
-            watcher(api, config).default_backoff().filter_map(|ev| seen(ev, configmap_data)).boxed()
+            watcher(api, config).map(|ev| seen(ev, configmap_data)).boxed()
         }
+    }
+
+    /// Reads the object through the first list of a new watch of it; returns its data and the watch,
+    /// which goes on from that list.
+    async fn read(&self, client: Client) -> Result<(Data, BoxStream<'static, Result<Seen, watcher::Error>>), String> {
+        let mut watch = self.watch(client);
+        let mut data = None;
+        loop {
+            match watch.next().await {
+                Some(Ok(Seen::Object(d))) => data = Some(d),
+                Some(Ok(Seen::Listed)) => break,
+                Some(Ok(Seen::Deleted | Seen::Relisting)) => {}
+                Some(Err(e)) => return Err(format!("{self}: {e}")),
+                None => return Err(format!("{self}: the watch ended before its first list")),
+            }
+        }
+        let data = data.ok_or_else(|| format!("{self} not found"))?;
+        Ok((data, watch))
     }
 }
 
@@ -77,31 +99,34 @@ impl fmt::Display for SourceObject {
     }
 }
 
-/// A watch event as a version of the object (its data, `None` once deleted); nothing for the rest.
-fn seen<K>(
-    ev: Result<watcher::Event<K>, watcher::Error>,
-    data: fn(K) -> BTreeMap<String, String>,
-) -> std::future::Ready<Option<Option<BTreeMap<String, String>>>> {
-    std::future::ready(match ev {
-        Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => Some(Some(data(o))),
-        Ok(watcher::Event::Delete(_)) => Some(None),
-        _ => None,
+fn seen<K>(ev: Result<watcher::Event<K>, watcher::Error>, data: fn(K) -> Data) -> Result<Seen, watcher::Error> {
+    Ok(match ev? {
+        watcher::Event::Apply(o) | watcher::Event::InitApply(o) => Seen::Object(data(o)),
+        watcher::Event::Delete(_) => Seen::Deleted,
+        watcher::Event::Init => Seen::Relisting,
+        watcher::Event::InitDone => Seen::Listed,
     })
 }
 
-fn configmap_data(cm: ConfigMap) -> BTreeMap<String, String> {
+fn configmap_data(cm: ConfigMap) -> Data {
     cm.data.unwrap_or_default()
 }
 
-fn secret_data(secret: Secret) -> BTreeMap<String, String> {
+fn secret_data(secret: Secret) -> Data {
     (secret.data.unwrap_or_default().into_iter())
         .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
         .collect()
 }
 
+/// A source object read while the controller starts, and its watch until a hook follows it.
+struct Read {
+    data: Data,
+    watch: Option<BoxStream<'static, Result<Seen, watcher::Error>>>,
+}
+
 /// The source objects read while a controller starts, each read once.
 #[derive(Default)]
-pub(super) struct SourceObjects(BTreeMap<SourceObject, BTreeMap<String, String>>);
+pub(super) struct SourceObjects(BTreeMap<SourceObject, Read>);
 
 impl SourceObjects {
     /// The source of a JavaScript hook kept in an object: `Ok(None)` when it is inline; an error
@@ -109,14 +134,14 @@ impl SourceObjects {
     pub(super) async fn source(&mut self, client: &Client, js: &JavaScript) -> Result<Option<String>, String> {
         let Some((object, key)) = SourceObject::of(js) else { return Ok(None) };
         let what = object.to_string();
-        let data = match self.0.entry(object) {
+        let read = match self.0.entry(object) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => {
-                let data = e.key().read(client.clone()).await.map_err(|err| format!("{what}: {err}"))?;
-                e.insert(data)
+                let (data, watch) = e.key().read(client.clone()).await?;
+                e.insert(Read { data, watch: Some(watch) })
             }
         };
-        data.get(key).cloned().map(Some).ok_or_else(|| format!("{what} has no key {key:?}"))
+        read.data.get(key).cloned().map(Some).ok_or_else(|| format!("{what} has no key {key:?}"))
     }
 }
 
@@ -127,8 +152,9 @@ struct Follower {
     key: String,
 }
 
-/// A task per object holding the source of one or more of the controller's hooks.
-pub(super) fn watch(shared: &Arc<Shared>) -> Vec<JoinHandle<()>> {
+/// A task per object holding the source of one or more of the controller's hooks, following the
+/// watch that read it (or a new one).
+pub(super) fn watch(shared: &Arc<Shared>, read: &mut SourceObjects) -> Vec<JoinHandle<()>> {
     let hooks = [
         ("sync", shared.spec.hooks.sync.as_ref(), Some(&shared.sync)),
         ("finalize", shared.spec.hooks.finalize.as_ref(), shared.finalize.as_ref()),
@@ -143,7 +169,15 @@ pub(super) fn watch(shared: &Arc<Shared>) -> Vec<JoinHandle<()>> {
     objects
         .into_iter()
         .map(|(object, followers)| {
-            let versions = object.versions(shared.ctx.client.clone());
+            let watch = read.0.get_mut(&object).and_then(|r| r.watch.take());
+            let watch = watch.unwrap_or_else(|| object.watch(shared.ctx.client.clone()));
+            let versions = watch.default_backoff().filter_map(|seen| {
+                std::future::ready(match seen {
+                    Ok(Seen::Object(data)) => Some(Some(data)),
+                    Ok(Seen::Deleted) => Some(None),
+                    _ => None,
+                })
+            });
             tokio::spawn(follow(shared.clone(), object, followers, versions))
         })
         .collect()
@@ -154,7 +188,7 @@ async fn follow(
     s: Arc<Shared>,
     object: SourceObject,
     followers: Vec<Follower>,
-    versions: impl Stream<Item = Option<BTreeMap<String, String>>>,
+    versions: impl Stream<Item = Option<Data>>,
 ) {
     let mut versions = std::pin::pin!(versions);
     while let Some(data) = versions.next().await {
@@ -210,7 +244,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn hooks_sharing_an_object_read_it_once() {
+    async fn hooks_sharing_an_object_read_it_once_by_the_watch_that_follows_it() {
         let dir = tempfile::tempdir().unwrap();
         let mut config = uc_apiserver::Config::new(dir.path());
         (config.port, config.durable) = (0, false);
@@ -225,25 +259,33 @@ mod tests {
             "metadata": {"name": "hooks"}, "data": {"sync.js": "var sync;", "finalize.js": "var finalize;"}
         }))
         .unwrap();
-        Api::<ConfigMap>::namespaced(reader.clone(), "default").create(&PostParams::default(), &cm).await.unwrap();
+        let configmaps = Api::<ConfigMap>::namespaced(reader.clone(), "default");
+        configmaps.create(&PostParams::default(), &cm).await.unwrap();
 
         let mut objects = SourceObjects::default();
-        assert_eq!(objects.source(&client, &js("hooks", "sync.js")).await.unwrap().as_deref(), Some("var sync;"));
-        assert_eq!(
-            objects.source(&client, &js("hooks", "finalize.js")).await.unwrap().as_deref(),
-            Some("var finalize;")
-        );
-        assert_eq!(objects.source(&client, &js("hooks", "sync.js")).await.unwrap().as_deref(), Some("var sync;"));
-        let missing_key = objects.source(&client, &js("hooks", "customize.js")).await.unwrap_err();
+        let source = async |objects: &mut SourceObjects, name, key| objects.source(&client, &js(name, key)).await;
+        assert_eq!(source(&mut objects, "hooks", "sync.js").await.unwrap().as_deref(), Some("var sync;"));
+        assert_eq!(source(&mut objects, "hooks", "finalize.js").await.unwrap().as_deref(), Some("var finalize;"));
+        assert_eq!(source(&mut objects, "hooks", "sync.js").await.unwrap().as_deref(), Some("var sync;"));
+        let missing_key = source(&mut objects, "hooks", "customize.js").await.unwrap_err();
         assert_eq!(missing_key, "configMap default/hooks has no key \"customize.js\"");
-        assert_eq!(requests_of(&reader, "sources-test").await, 1, "one GET for the four hooks kept in one ConfigMap");
+        assert_eq!(requests_of(&reader, "sources-test").await, 1, "one list for the four hooks kept in one ConfigMap");
 
-        let missing = objects.source(&client, &js("elsewhere", "sync.js")).await.unwrap_err();
-        assert!(missing.starts_with("configMap default/elsewhere: "), "{missing}");
+        let missing = source(&mut objects, "elsewhere", "sync.js").await.unwrap_err();
+        assert_eq!(missing, "configMap default/elsewhere not found");
         assert_eq!(requests_of(&reader, "sources-test").await, 2);
-        assert_eq!(
-            objects.source(&client, &JavaScript { source: Some("x".into()), ..Default::default() }).await,
-            Ok(None)
-        );
+        let inline = JavaScript { source: Some("x".into()), ..Default::default() };
+        assert_eq!(objects.source(&client, &inline).await, Ok(None));
+
+        // The watch that read the object goes on from its list: the next thing it sees is the edit.
+        let (object, _) = SourceObject::of(&js("hooks", "sync.js")).unwrap();
+        let mut watch = objects.0.get_mut(&object).and_then(|r| r.watch.take()).expect("the read's watch");
+        let edit = serde_json::json!({"data": {"sync.js": "var edited;"}});
+        let patch = kube::api::Patch::Merge(&edit);
+        configmaps.patch("hooks", &kube::api::PatchParams::default(), &patch).await.unwrap();
+        let next = tokio::time::timeout(std::time::Duration::from_secs(30), watch.next()).await.expect("an event");
+        let Some(Ok(Seen::Object(data))) = next else { panic!("not a version of the object") };
+        assert_eq!(data.get("sync.js").map(String::as_str), Some("var edited;"));
+        assert_eq!(requests_of(&reader, "sources-test").await, 3, "the list, the missing one's list, one watch");
     }
 }
