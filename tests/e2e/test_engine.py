@@ -500,6 +500,18 @@ def test_a_javascript_hook_follows_its_configmap(cluster):
     assert cond["status"] == "False" and "deleted" in cond["message"]
 
 
+def test_a_controller_whose_hook_configmap_is_missing_says_so_and_starts_once_it_exists(cluster):
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "crd.yaml"))
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "controller.yaml"))
+    cond = wait_for(lambda: (c := uc_condition(cluster, "sample-controller", "Ready")).get("reason") == "HookUnavailable" and c,
+                    timeout=20, message="the missing ConfigMap reported")
+    assert cond["status"] == "False" and "configMap default/sample-controller-hook not found" in cond["message"], cond
+    cluster.kubectl("create", "configmap", "sample-controller-hook", f"--from-file={EXAMPLE / 'sync.js'}")
+    wait_for(lambda: uc_condition(cluster, "sample-controller", "Ready").get("reason") == "Running", timeout=30, message="started with the ConfigMap")
+    cluster.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
+    wait_for(lambda: get(cluster, "deploy", "example-foo"), message="the Deployment")
+
+
 def test_hooks_kept_in_one_configmap_follow_it_each_by_its_key(cluster):
     """A sync and a finalize hook in one ConfigMap (one watch of it): an edit of one key reaches its
     hook alone, and the deleted ConfigMap is reported."""
