@@ -31,6 +31,9 @@ use crate::hooks::javascript::JsHook;
 /// An object's data (a Secret's values as text).
 type Data = BTreeMap<String, String>;
 
+/// A watch of a source object.
+type Watch = BoxStream<'static, Result<Seen, watcher::Error>>;
+
 /// What a watch of a source object saw.
 enum Seen {
     /// A version of the object (listed or changed).
@@ -45,7 +48,7 @@ enum Seen {
 
 /// The object a hook's source is kept in.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct SourceObject {
+struct SourceObject {
     secret: bool,
     namespace: String,
     name: String,
@@ -53,7 +56,7 @@ pub(super) struct SourceObject {
 
 impl SourceObject {
     /// The object and key of a JavaScript hook's source, unless it is inline.
-    pub(super) fn of(js: &JavaScript) -> Option<(SourceObject, &str)> {
+    fn of(js: &JavaScript) -> Option<(SourceObject, &str)> {
         let (secret, r) = match (&js.secret_ref, &js.config_map_ref) {
             (Some(r), _) => (true, r),
             (None, Some(r)) => (false, r),
@@ -63,7 +66,7 @@ impl SourceObject {
     }
 
     /// A watch of the object (a list of it, then its changes), without retries.
-    fn watch(&self, client: Client) -> BoxStream<'static, Result<Seen, watcher::Error>> {
+    fn watch(&self, client: Client) -> Watch {
         let config = watcher::Config::default().fields(&format!("metadata.name={}", self.name));
         if self.secret {
             watcher(Api::<Secret>::namespaced(client, &self.namespace), config).map(|ev| seen(ev, secret_data)).boxed()
@@ -75,7 +78,7 @@ impl SourceObject {
 
     /// Reads the object through the first list of a new watch of it; returns its data and the watch,
     /// which goes on from that list.
-    async fn read(&self, client: Client) -> Result<(Data, BoxStream<'static, Result<Seen, watcher::Error>>), String> {
+    async fn read(&self, client: Client) -> Result<(Data, Watch), String> {
         let mut watch = self.watch(client);
         let mut data = None;
         loop {
@@ -121,7 +124,7 @@ fn secret_data(secret: Secret) -> Data {
 /// A source object read while the controller starts, and its watch until a hook follows it.
 struct Read {
     data: Data,
-    watch: Option<BoxStream<'static, Result<Seen, watcher::Error>>>,
+    watch: Option<Watch>,
 }
 
 /// The source objects read while a controller starts, each read once.
