@@ -26,5 +26,7 @@ pub mod raw;
 pub mod recording;
 pub mod resources;
 pub mod revision;
+#[cfg(test)]
+mod testing;
 
 pub use manager::{Engine, EngineOptions};

@@ -105,8 +105,13 @@ impl Engine {
 }
 
 /// Creates uc's CRDs (and Metacontroller's, with `metacontroller`) if they are missing and waits
-/// until they are served.
-pub async fn install_crds(client: &kube::Client, metacontroller: bool) -> anyhow::Result<()> {
+/// until they are served. They are looked up through `discovery`, the engine's own, so the group
+/// versions fetched here are the ones its controllers find first.
+pub async fn install_crds(
+    client: &kube::Client,
+    discovery: &crate::resources::Discovery,
+    metacontroller: bool,
+) -> anyhow::Result<()> {
     let mut crds = vec![uc_api::crds::universal_controller_crd(), uc_api::crds::controller_revision_crd()];
     if metacontroller {
         crds.extend(uc_api::metacontroller::crds());
@@ -117,7 +122,7 @@ pub async fn install_crds(client: &kube::Client, metacontroller: bool) -> anyhow
     let deadline = Instant::now() + Duration::from_secs(30);
     for f in flavors(metacontroller) {
         let ar = f.resource();
-        while crate::resources::resolve(client, &ar.api_version, &ar.plural).await.is_err() {
+        while discovery.resolve(&ar.api_version, &ar.plural).await.is_err() {
             if Instant::now() > deadline {
                 anyhow::bail!("the {} CRD is not served after 30s", f.kind());
             }
@@ -181,11 +186,12 @@ impl Engine {
             }
             None => None,
         };
+        let discovery = Arc::new(crate::resources::Discovery::new(client.clone()));
         if options.install_crds {
             // Every replica may install them (the same objects); a standby's writes are fenced, so
             // it uses the lease's client.
             let setup = options.leader.as_ref().map_or(&client, |l| &l.client);
-            install_crds(setup, options.metacontroller).await?;
+            install_crds(setup, &discovery, options.metacontroller).await?;
         }
         let mut metrics = Metrics::new();
         if let Some(guard) = &options.guard {
@@ -205,7 +211,7 @@ impl Engine {
             names: options.names.clone(),
             workers: options.workers,
             server_side_apply: options.server_side_apply,
-            discovery: Arc::new(crate::resources::Discovery::new(client.clone())),
+            discovery,
             namespaces: options.namespaces.clone(),
         });
         let (stop, stopping) = tokio::sync::watch::channel(false);
@@ -439,5 +445,32 @@ async fn report(apis: &HashMap<Flavor, Api<DynamicObject>>, entries: &mut HashMa
                 tracing::debug!(controller = %key, error = %crate::dynamic::api_error(&err), "writing the controller status failed")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::Discovery;
+    use crate::testing::Cluster;
+
+    #[tokio::test]
+    async fn the_group_versions_read_while_installing_the_crds_serve_the_controllers_that_follow() {
+        let cluster = Cluster::start().await;
+        let discovery = Discovery::new(cluster.counted.clone());
+        install_crds(&cluster.counted, &discovery, true).await.expect("CRDs installed");
+        let after_install = cluster.requests().await;
+        assert!(after_install >= 7, "five CRDs created, two group versions read: {after_install} requests");
+
+        // Every controller object's type and the ControllerRevisions its rolling updates keep.
+        for f in Flavor::ALL {
+            let ar = f.resource();
+            let found = discovery.resolve(&ar.api_version, &ar.plural).await.expect("the controller type");
+            assert_eq!(found.ar.kind, f.kind());
+            let (api_version, _) = f.revisions();
+            let revisions = discovery.resolve(api_version, "controllerrevisions").await.expect("revisions");
+            assert_eq!(revisions.ar.kind, "ControllerRevision");
+        }
+        assert_eq!(cluster.requests().await, after_install, "every answer came from what installing read");
     }
 }

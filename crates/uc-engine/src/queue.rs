@@ -1,11 +1,13 @@
 //! A work queue like client-go's: de-duplicated keys, one worker per key at a time (a key added while
 //! it is processed runs again afterwards), delayed adds, and per-key exponential backoff.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
+// foldhash rather than SipHash: every event and every reconcile passes through these sets.
+use foldhash::{HashMap, HashSet};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
@@ -48,10 +50,10 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
     pub fn new(base_delay: Duration, max_delay: Duration) -> Self {
         let inner = Inner {
             queue: VecDeque::new(),
-            queued: HashSet::new(),
-            processing: HashSet::new(),
-            dirty: HashSet::new(),
-            failures: HashMap::new(),
+            queued: HashSet::default(),
+            processing: HashSet::default(),
+            dirty: HashSet::default(),
+            failures: HashMap::default(),
             shut: false,
         };
         Self { inner: Arc::new(Mutex::new(inner)), notify: Arc::new(Notify::new()), base_delay, max_delay }

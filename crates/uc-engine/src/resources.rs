@@ -47,12 +47,6 @@ pub enum ResolveError {
     },
 }
 
-/// Finds `resource` served at `api_version`; the error says what is missing.
-pub async fn resolve(client: &kube::Client, api_version: &str, resource: &str) -> Result<Resolved, ResolveError> {
-    let list = fetch(client, api_version).await?;
-    find(&list, api_version, resource)
-}
-
 async fn fetch(client: &kube::Client, api_version: &str) -> Result<Arc<APIResourceList>, ResolveError> {
     let (group, version) = uc_api::resource::split_api_version(api_version);
     let list = if group.is_empty() {
@@ -99,7 +93,8 @@ impl Discovery {
         Discovery { client, cache: Mutex::new(HashMap::new()) }
     }
 
-    /// Like [`resolve`], from the cache when it is fresh and has the resource.
+    /// Finds `resource` served at `api_version` (the error says what is missing), from the cache when
+    /// it is fresh and has the resource.
     pub async fn resolve(&self, api_version: &str, resource: &str) -> Result<Resolved, ResolveError> {
         let cached = self.cache.lock().get(api_version).filter(|(at, _)| at.elapsed() < FRESH).map(|(_, l)| l.clone());
         if let Some(hit) = cached.and_then(|l| find(&l, api_version, resource).ok()) {

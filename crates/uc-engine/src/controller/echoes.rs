@@ -12,9 +12,9 @@
 //! nothing (the server sends no event for it). One older than [`TTL`] — an event lost to a watch that
 //! relisted past an object created and deleted in between — lapses, and its parent is queued again.
 
-use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use foldhash::HashMap;
 use parking_lot::Mutex;
 
 use crate::informer::ObjKey;

@@ -226,9 +226,9 @@ async fn follow(
 #[cfg(test)]
 mod tests {
     use kube::api::PostParams;
-    use kube::config::{KubeConfigOptions, Kubeconfig};
 
     use super::*;
+    use crate::testing::Cluster;
 
     fn js(config_map: &str, key: &str) -> JavaScript {
         let r = uc_api::controller::ConfigMapKeyRef {
@@ -239,25 +239,10 @@ mod tests {
         JavaScript { config_map_ref: Some(r), ..Default::default() }
     }
 
-    /// Requests the API server counted for a client (its `User-Agent`), read by another client.
-    async fn requests_of(reader: &Client, agent: &str) -> u64 {
-        let text = reader.request_text(http::Request::get("/metrics").body(Vec::new()).unwrap()).await.unwrap();
-        let line = format!("apiserver_client_requests_total{{client=\"{agent}\"}} ");
-        text.lines().find_map(|l| l.strip_prefix(&line)).map_or(0, |n| n.parse().unwrap())
-    }
-
     #[tokio::test]
     async fn hooks_sharing_an_object_read_it_once_by_the_watch_that_follows_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = uc_apiserver::Config::new(dir.path());
-        (config.port, config.durable) = (0, false);
-        let server = uc_apiserver::start(config).await.expect("API server starts");
-        let kc = Kubeconfig::read_from(&server.kubeconfig).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.unwrap();
-        let reader = Client::try_from(config.clone()).unwrap();
-        let mut tagged = config;
-        tagged.headers.push((http::header::USER_AGENT, http::HeaderValue::from_static("sources-test")));
-        let client = Client::try_from(tagged).unwrap();
+        let cluster = Cluster::start().await;
+        let (reader, client) = (cluster.reader.clone(), cluster.counted.clone());
         let cm: ConfigMap = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "hooks"}, "data": {"sync.js": "var sync;", "finalize.js": "var finalize;"}
         }))
@@ -272,11 +257,11 @@ mod tests {
         assert_eq!(source(&mut objects, "hooks", "sync.js").await.unwrap().as_deref(), Some("var sync;"));
         let missing_key = source(&mut objects, "hooks", "customize.js").await.unwrap_err();
         assert_eq!(missing_key, "configMap default/hooks has no key \"customize.js\"");
-        assert_eq!(requests_of(&reader, "sources-test").await, 1, "one list for the four hooks kept in one ConfigMap");
+        assert_eq!(cluster.requests().await, 1, "one list for the four hooks kept in one ConfigMap");
 
         let missing = source(&mut objects, "elsewhere", "sync.js").await.unwrap_err();
         assert_eq!(missing, "configMap default/elsewhere not found");
-        assert_eq!(requests_of(&reader, "sources-test").await, 2);
+        assert_eq!(cluster.requests().await, 2);
         let inline = JavaScript { source: Some("x".into()), ..Default::default() };
         assert_eq!(objects.source(&client, &inline).await, Ok(None));
 
@@ -289,6 +274,6 @@ mod tests {
         let next = tokio::time::timeout(std::time::Duration::from_secs(30), watch.next()).await.expect("an event");
         let Some(Ok(Seen::Object(data))) = next else { panic!("not a version of the object") };
         assert_eq!(data.get("sync.js").map(String::as_str), Some("var edited;"));
-        assert_eq!(requests_of(&reader, "sources-test").await, 3, "the list, the missing one's list, one watch");
+        assert_eq!(cluster.requests().await, 3, "the list, the missing one's list, one watch");
     }
 }

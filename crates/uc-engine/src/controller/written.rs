@@ -5,9 +5,9 @@
 //! resourceVersion the server answered breaks that loop: the same body against the same
 //! resourceVersion is not sent twice.
 
-use std::collections::HashMap;
 use std::hash::Hasher;
 
+use foldhash::HashMap;
 use parking_lot::Mutex;
 use serde_json::Value;
 use uc_api::meta::meta_str;
