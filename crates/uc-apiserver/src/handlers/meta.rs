@@ -18,9 +18,15 @@ pub fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
+/// A new object's uid: a random (version 4) UUID, as kube-apiserver's. The bits come from the thread's
+/// CSPRNG (seeded from the OS) rather than from a `getrandom` system call per object.
+fn new_uid() -> String {
+    uuid::Builder::from_random_bytes(rand::random()).into_uuid().to_string()
+}
+
 pub(crate) fn stamp_new(obj: &mut Value) {
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.insert("uid".into(), Value::String(uuid::Uuid::new_v4().to_string()));
+        meta.insert("uid".into(), Value::String(new_uid()));
         meta.insert("creationTimestamp".into(), Value::String(now()));
         meta.remove("resourceVersion");
         meta.remove("deletionTimestamp");
@@ -74,4 +80,24 @@ pub(crate) fn ready_to_vanish(info: &ResourceInfo, obj: &Value) -> bool {
         && finalizers(obj).is_empty()
         && !(info.resource == "namespaces"
             && obj.at("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_objects_get_distinct_version_4_uids() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..1000 {
+            let mut obj = json!({"metadata": {"name": "a", "resourceVersion": "7"}});
+            stamp_new(&mut obj);
+            let uid = obj["metadata"]["uid"].as_str().unwrap().to_string();
+            let parsed = uuid::Uuid::parse_str(&uid).unwrap();
+            assert_eq!(parsed.get_version(), Some(uuid::Version::Random), "{uid}");
+            assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122, "{uid}");
+            assert!(obj["metadata"].get("resourceVersion").is_none());
+            assert!(seen.insert(uid));
+        }
+    }
 }
