@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 
 use uc_bench::cluster;
 mod convergence;
-mod foos;
 use uc_bench::report;
 mod webhook;
 

@@ -10,11 +10,10 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::json;
 use uc_bench::cluster::{self, Uc};
+use uc_bench::foos;
 
 use super::webhook::start_webhook;
-use super::{
-    Args, Proc, ar, client, crd_resource, create, foos, pinned, start_uc, uc_resource, uc_run_args, yaml_file,
-};
+use super::{Args, Proc, ar, client, crd_resource, create, pinned, start_uc, uc_resource, uc_run_args, yaml_file};
 
 /// The sample-controller written four ways.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
@@ -36,6 +35,9 @@ pub struct Run {
     pub peak_controller: u64,
     pub cpu_up: f64,
     pub cpu_controller: f64,
+    /// Backlog: how long a Foo created once the controller was at work (its first parent converged)
+    /// took to converge, from its create.
+    pub late: Option<Duration>,
 }
 
 impl Run {
@@ -101,13 +103,26 @@ async fn converge(
     }
     let proc = proc.context("the controller")?;
     let deadline = started + Duration::from_secs(args.timeout);
+    // Backlog: one more Foo, created once the controller is at work, is served how soon?
+    let (mut late_created, mut late) = (None::<Instant>, None);
     loop {
         let (done_foos, deps) = progress.counts();
-        if done_foos == n && deps == n {
+        if backlog && late_created.is_none() && done_foos > 0 {
+            foos::create_one(&foos, LATE).await?;
+            late_created = Some(Instant::now());
+        }
+        if let Some(at) = late_created
+            && late.is_none()
+            && progress.converged(LATE)
+        {
+            late = Some(at.elapsed());
+        }
+        let all = n + usize::from(late_created.is_some());
+        if done_foos == all && deps == all {
             let time = started.elapsed();
             let (peak_up, peak_controller) = (cluster::status_bytes(uc.pid(), "VmHWM"), proc.status_bytes("VmHWM"));
             let (cpu_up, cpu_controller) = (cluster::cpu_seconds(uc.pid()), proc.cpu_seconds());
-            return Ok(Some(Run { time, peak_up, peak_controller, cpu_up, cpu_controller }));
+            return Ok(Some(Run { time, peak_up, peak_controller, cpu_up, cpu_controller, late }));
         }
         if Instant::now() > deadline {
             println!(
@@ -119,6 +134,9 @@ async fn converge(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// The Foo a backlog run creates once the controller is at work.
+const LATE: &str = "foo-late";
 
 /// A cluster for the convergence runs (`uc up --no-engine --no-node`, in memory) with the Foo CRD served.
 async fn foo_cluster(args: &Args, cpus: Option<&str>) -> Result<(Uc, Client, Api<DynamicObject>)> {
@@ -177,6 +195,8 @@ pub async fn convergence(args: &Args) -> Result<String> {
     let create_cpu = span(&create_cpu);
     // CPU per parent of uc's runs at the largest count, per mode: what the ratio is made of.
     let mut cpu_notes = Vec::new();
+    // Backlog at the largest count: how soon each controller served a parent created meanwhile.
+    let mut late_notes = Vec::new();
     println!("write-bound limit: {limit:.0} parents/s ({:.0} creates/s of {largest} Foos; runs {limits})", limit * 3.0);
     for backlog in [false, true] {
         let mode = if backlog { "backlog" } else { "live" };
@@ -187,6 +207,7 @@ pub async fn convergence(args: &Args) -> Result<String> {
                 let run = converge(args, n, which, webhook, backlog, None).await?;
                 let t = run.as_ref().map(|r| r.time);
                 println!("{n} parents ({mode}), {which:?}: {}{}", fmt(t, n), cpu_text(run.as_ref(), n));
+                let mut lates: Vec<f64> = run.iter().filter_map(|r| r.late).map(|l| l.as_secs_f64()).collect();
                 // uc against the limit: its median of REPEATS runs, as the limit's.
                 let t = match (t, run) {
                     (Some(first), Some(run)) if which == Impl::UcJs && n == largest => {
@@ -201,6 +222,7 @@ pub async fn convergence(args: &Args) -> Result<String> {
                                 cpu_text(again.as_ref(), n)
                             );
                             runs.push(t.map_or(args.timeout as f64, |t| t.as_secs_f64()));
+                            lates.extend(again.as_ref().and_then(|r| r.late).map(|l| l.as_secs_f64()));
                             cpu.extend(again.map(|r| r.cpu_per_parent(n)));
                         }
                         let (t, all) = median(runs, |t| format!("{t:.2}"));
@@ -211,6 +233,14 @@ pub async fn convergence(args: &Args) -> Result<String> {
                     }
                     (t, _) => t,
                 };
+                if backlog && n == largest && !lates.is_empty() {
+                    let (late, _) = median(lates, |l| format!("{l:.2}"));
+                    let whole = t.map_or_else(
+                        || format!("more than {} s", args.timeout),
+                        |t| format!("{:.2} s", t.as_secs_f64()),
+                    );
+                    late_notes.push(format!("{} {late:.2} s (its backlog {whole})", impl_name(which)));
+                }
                 times.insert(which, t);
             }
             // A controller not run (`--impls`) is a dash; one that did not finish, the timeout.
@@ -277,18 +307,32 @@ pub async fn convergence(args: &Args) -> Result<String> {
          of {REPEATS} runs ({limits} parents/s): **{limit:.0} parents/s** ({creates:.0} creates/s). uc's time at\n\
          {largest} parents, in the table and the verdicts, is the median of {REPEATS} runs too. CPU time per\n\
          parent over those runs (read from `/proc` at convergence; `uc up`'s includes the parents' creates): {cpu};\n\
-         at the limit `uc up` took {create_cpu} µs per create.\n\n\
+         at the limit `uc up` took {create_cpu} µs per create. In each backlog run one more Foo is created once the\n\
+         controller's first parent has converged; from its create to its status, at {largest} parents: {late}.\n\n\
          | parents | uc, JavaScript hook | uc, loopback webhook | kube-rs | kopf |\n| --- | --- | --- | --- | --- |\n{rows}\n\
          | target | measured | verdict |\n| --- | --- | --- |\n{verdicts}\n",
         creates = limit * 3.0,
         cpu = cpu_notes.join("; "),
+        late = if late_notes.is_empty() { "—".to_string() } else { late_notes.join(", ") },
     ))
+}
+
+/// A controller as the report names it.
+fn impl_name(which: Impl) -> &'static str {
+    match which {
+        Impl::UcJs => "uc (JavaScript hook)",
+        Impl::UcWebhook => "uc (loopback webhook)",
+        Impl::KubeRs => "kube-rs",
+        Impl::Kopf => "kopf",
+    }
 }
 
 /// A run's CPU per parent, as the progress lines print it.
 fn cpu_text(run: Option<&Run>, n: usize) -> String {
+    let late =
+        run.and_then(|r| r.late).map(|l| format!("; a Foo created meanwhile converged in {:.2} s", l.as_secs_f64()));
     run.map(|r| r.cpu_per_parent(n))
-        .map(|(up, c)| format!("; CPU per parent: controller {c:.0} µs, uc up {up:.0} µs"))
+        .map(|(up, c)| format!("; CPU per parent: controller {c:.0} µs, uc up {up:.0} µs{}", late.unwrap_or_default()))
         .unwrap_or_default()
 }
 
@@ -393,10 +437,21 @@ mod tests {
         assert_eq!(span(&[212.4, 198.6, 205.0]), "199–212");
         assert_eq!(span(&[170.2, 169.8]), "170", "equal to the unit");
         assert_eq!(span(&[]), "—");
-        let run =
-            Run { time: Duration::from_secs(2), peak_up: 0, peak_controller: 0, cpu_up: 1.7, cpu_controller: 2.0 };
+        let run = Run {
+            time: Duration::from_secs(2),
+            peak_up: 0,
+            peak_controller: 0,
+            cpu_up: 1.7,
+            cpu_controller: 2.0,
+            late: None,
+        };
         assert_eq!(run.cpu_per_parent(10_000), (170.0, 200.0));
         assert_eq!(cpu_text(Some(&run), 10_000), "; CPU per parent: controller 200 µs, uc up 170 µs");
+        let run = Run { late: Some(Duration::from_millis(40)), ..run };
+        assert_eq!(
+            cpu_text(Some(&run), 10_000),
+            "; CPU per parent: controller 200 µs, uc up 170 µs; a Foo created meanwhile converged in 0.04 s"
+        );
         assert_eq!(cpu_text(None, 10_000), "");
     }
 }

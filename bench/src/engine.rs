@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use uc_bench::cluster;
-mod foos;
+use uc_bench::foos;
 use uc_bench::report;
 mod webhook;
 

@@ -21,9 +21,7 @@ pub async fn create(foos: &Api<DynamicObject>, n: usize, writers: usize) -> Resu
         let foos = foos.clone();
         tasks.push(tokio::spawn(async move {
             for i in (w..n).step_by(writers) {
-                let parent: DynamicObject = serde_json::from_value(json!({"apiVersion": "njuics.cn/v1alpha1", "kind": "Foo",
-                    "metadata": {"name": format!("foo-{i}")}, "spec": {"deploymentName": format!("foo-{i}"), "replicas": 1}}))?;
-                foos.create(&PostParams::default(), &parent).await?;
+                create_one(&foos, &format!("foo-{i}")).await?;
             }
             anyhow::Ok(())
         }));
@@ -31,6 +29,14 @@ pub async fn create(foos: &Api<DynamicObject>, n: usize, writers: usize) -> Resu
     for t in tasks {
         t.await??;
     }
+    Ok(())
+}
+
+/// Creates the Foo `name` (its Deployment named alike, one replica).
+pub async fn create_one(foos: &Api<DynamicObject>, name: &str) -> Result<()> {
+    let parent: DynamicObject = serde_json::from_value(json!({"apiVersion": "njuics.cn/v1alpha1", "kind": "Foo",
+        "metadata": {"name": name}, "spec": {"deploymentName": name, "replicas": 1}}))?;
+    foos.create(&PostParams::default(), &parent).await?;
     Ok(())
 }
 
@@ -112,6 +118,11 @@ impl Progress {
                 .map_err(|_| anyhow::anyhow!("the progress watches did not list within 60 s"))?;
         }
         Ok(progress)
+    }
+
+    /// Whether the Foo `name` has a status for its current generation.
+    pub fn converged(&self, name: &str) -> bool {
+        self.state.lock().expect("progress lock").0.contains(name)
     }
 
     /// How many Foos have a status for their current generation, and how many Deployments exist.

@@ -1,4 +1,6 @@
-//! What the benchmark binaries share: a throwaway `uc up` and the report writer.
+//! What the benchmark binaries share: a throwaway `uc up`, the Foo parents of the convergence runs, and
+//! the report writer.
 
 pub mod cluster;
+pub mod foos;
 pub mod report;

@@ -60,6 +60,8 @@ pub struct Change {
     pub old: Option<Obj>,
     /// Whether the object is gone.
     pub deleted: bool,
+    /// Whether the change is the informer's first list (every object there at its start), not news.
+    pub initial: bool,
 }
 
 /// Whether two versions of an object sit in the same places of the cache's indexes: the same uid,
@@ -330,13 +332,14 @@ async fn run_watch(api: Api<RawObject>, informer: Weak<Informer>, synced: watch:
             watcher::Event::InitDone => {
                 let Some(f) = fresh.take() else { continue };
                 // Replace the cache, publishing what changed since the previous list.
+                let initial = !*synced.borrow();
                 let mut changes = Vec::new();
                 {
                     let mut c = inf.cache.write();
                     let gone: Vec<ObjKey> = c.objects.keys().filter(|k| !f.contains_key(*k)).cloned().collect();
                     for k in gone {
                         if let Some(old) = c.remove(&k) {
-                            changes.push(Change { object: old.clone(), old: Some(old), deleted: true });
+                            changes.push(Change { object: old.clone(), old: Some(old), deleted: true, initial });
                         }
                     }
                     for (_, obj) in f {
@@ -345,7 +348,7 @@ async fn run_watch(api: Api<RawObject>, informer: Weak<Informer>, synced: watch:
                             .as_ref()
                             .is_some_and(|o| o.at("/metadata/resourceVersion") == obj.at("/metadata/resourceVersion"));
                         if !same {
-                            changes.push(Change { object: obj, old, deleted: false });
+                            changes.push(Change { object: obj, old, deleted: false, initial });
                         }
                     }
                 }
@@ -357,13 +360,13 @@ async fn run_watch(api: Api<RawObject>, informer: Weak<Informer>, synced: watch:
             watcher::Event::Apply(o) => {
                 let obj = Arc::new(cached(o));
                 let old = inf.cache.write().put(obj.clone());
-                inf.publish(Change { object: obj, old, deleted: false });
+                inf.publish(Change { object: obj, old, deleted: false, initial: false });
             }
             watcher::Event::Delete(o) => {
                 let v = cached(o);
                 let key = key_of(&v);
                 let old = inf.cache.write().remove(&key);
-                inf.publish(Change { object: Arc::new(v), old, deleted: true });
+                inf.publish(Change { object: Arc::new(v), old, deleted: true, initial: false });
             }
         }
     }

@@ -1,23 +1,60 @@
 //! A work queue like client-go's: de-duplicated keys, one worker per key at a time (a key added while
-//! it is processed runs again afterwards), delayed adds, and per-key exponential backoff.
+//! it is processed runs again afterwards), delayed adds, and per-key exponential backoff. Keys carry a
+//! priority, as controller-runtime's priority queue does: a key added at [`Priority::Low`] waits until
+//! no [`Priority::Normal`] key does; within a priority, keys come out in the order they were added. A
+//! key waiting (or running) at low priority that is added again at normal is raised.
 
-use std::collections::VecDeque;
+use std::collections::BTreeMap;
 use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
-// foldhash rather than SipHash: every event and every reconcile passes through these sets.
-use foldhash::{HashMap, HashSet};
+// foldhash rather than SipHash: every event and every reconcile passes through these maps.
+use foldhash::HashMap;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+/// How urgent a key is. `Normal` comes out first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Priority {
+    Normal,
+    Low,
+}
+
 struct Inner<K> {
-    queue: VecDeque<K>,
-    queued: HashSet<K>,
-    processing: HashSet<K>,
-    dirty: HashSet<K>,
+    /// Waiting keys by (priority, order of adding).
+    queue: BTreeMap<(Priority, u64), K>,
+    /// Where each waiting key stands in `queue`.
+    queued: HashMap<K, (Priority, u64)>,
+    /// Keys being processed; with a priority once added meanwhile (to run again afterwards).
+    processing: HashMap<K, Option<Priority>>,
     failures: HashMap<K, u32>,
+    next: u64,
     shut: bool,
+}
+
+impl<K: Clone + Eq + Hash> Inner<K> {
+    /// Queues `key` at `priority`, or raises it to `priority`; whether it was not waiting before.
+    fn enqueue(&mut self, key: K, priority: Priority) -> bool {
+        match self.queued.get_mut(&key) {
+            Some(at) if at.0 <= priority => false,
+            Some(at) => {
+                let old = *at;
+                *at = (priority, old.1);
+                if let Some(k) = self.queue.remove(&old) {
+                    self.queue.insert((priority, old.1), k);
+                }
+                false
+            }
+            None => {
+                let at = (priority, self.next);
+                self.next += 1;
+                self.queued.insert(key.clone(), at);
+                self.queue.insert(at, key);
+                true
+            }
+        }
+    }
 }
 
 /// The queue. Cheap to clone.
@@ -49,28 +86,32 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
     /// A queue whose retries back off from `base_delay` doubling up to `max_delay`.
     pub fn new(base_delay: Duration, max_delay: Duration) -> Self {
         let inner = Inner {
-            queue: VecDeque::new(),
-            queued: HashSet::default(),
-            processing: HashSet::default(),
-            dirty: HashSet::default(),
+            queue: BTreeMap::new(),
+            queued: HashMap::default(),
+            processing: HashMap::default(),
             failures: HashMap::default(),
+            next: 0,
             shut: false,
         };
         Self { inner: Arc::new(Mutex::new(inner)), notify: Arc::new(Notify::new()), base_delay, max_delay }
     }
 
-    /// Adds a key now (no-op if it is already waiting).
+    /// Adds a key now at normal priority (no-op if it is already waiting at it).
     pub fn add(&self, key: K) {
+        self.add_at(key, Priority::Normal);
+    }
+
+    /// Adds a key now at `priority` (raising it if it waits at a lower one).
+    pub fn add_at(&self, key: K, priority: Priority) {
         let mut q = self.inner.lock();
         if q.shut {
             return;
         }
-        if q.processing.contains(&key) {
-            q.dirty.insert(key);
+        if let Some(again) = q.processing.get_mut(&key) {
+            *again = Some(again.map_or(priority, |p| p.min(priority)));
             return;
         }
-        if q.queued.insert(key.clone()) {
-            q.queue.push_back(key);
+        if q.enqueue(key, priority) {
             drop(q);
             self.notify.notify_one();
         }
@@ -112,8 +153,8 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         self.inner.lock().failures.remove(key);
     }
 
-    /// Waits for the next key; `None` once shut down.
-    pub async fn get(&self) -> Option<K> {
+    /// Waits for the next key and the priority it waited at; `None` once shut down.
+    pub async fn get(&self) -> Option<(K, Priority)> {
         loop {
             let notified = self.notify.notified();
             {
@@ -121,13 +162,13 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
                 if q.shut {
                     return None;
                 }
-                if let Some(k) = q.queue.pop_front() {
+                if let Some(((priority, _), k)) = q.queue.pop_first() {
                     q.queued.remove(&k);
-                    q.processing.insert(k.clone());
+                    q.processing.insert(k.clone(), None);
                     if !q.queue.is_empty() {
                         self.notify.notify_one();
                     }
-                    return Some(k);
+                    return Some((k, priority));
                 }
             }
             notified.await;
@@ -137,9 +178,9 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
     /// Marks a key processed; re-queues it if it was added meanwhile.
     pub fn done(&self, key: &K) {
         let mut q = self.inner.lock();
-        q.processing.remove(key);
-        if q.dirty.remove(key) && q.queued.insert(key.clone()) {
-            q.queue.push_back(key.clone());
+        if let Some(Some(priority)) = q.processing.remove(key)
+            && q.enqueue(key.clone(), priority)
+        {
             drop(q);
             self.notify.notify_one();
         }
@@ -173,13 +214,60 @@ mod tests {
         q.add("a");
         q.add("b");
         assert_eq!(q.len(), 2);
-        let k = q.get().await.unwrap();
+        let (k, _) = q.get().await.unwrap();
         assert_eq!(k, "a");
         q.add("a"); // while processing: runs again after done
-        assert_eq!(q.get().await.unwrap(), "b");
+        assert_eq!(q.get().await.unwrap().0, "b");
         assert_eq!(q.len(), 0);
         q.done(&"a");
-        assert_eq!(q.get().await.unwrap(), "a");
+        assert_eq!(q.get().await.unwrap().0, "a");
+    }
+
+    #[tokio::test]
+    async fn normal_keys_come_out_before_low_ones_each_in_the_order_added() {
+        let q: WorkQueue<&str> = WorkQueue::default();
+        q.add_at("a", Priority::Low);
+        q.add_at("b", Priority::Low);
+        q.add("c");
+        q.add_at("d", Priority::Normal);
+        let mut order = Vec::new();
+        while !q.is_empty() {
+            order.push(q.get().await.unwrap());
+        }
+        use Priority::*;
+        assert_eq!(order, [("c", Normal), ("d", Normal), ("a", Low), ("b", Low)]);
+    }
+
+    #[tokio::test]
+    async fn a_key_is_raised_by_a_normal_add_and_never_lowered() {
+        let q: WorkQueue<&str> = WorkQueue::default();
+        q.add_at("a", Priority::Low);
+        q.add_at("b", Priority::Low);
+        q.add("a");
+        assert_eq!(q.len(), 2, "raised, not queued twice");
+        assert_eq!(q.get().await.unwrap(), ("a", Priority::Normal));
+        q.add("c");
+        q.add_at("c", Priority::Low);
+        assert_eq!(q.get().await.unwrap(), ("c", Priority::Normal), "a low add does not lower a waiting key");
+        assert_eq!(q.get().await.unwrap(), ("b", Priority::Low));
+    }
+
+    #[tokio::test]
+    async fn a_key_added_while_it_runs_comes_back_at_the_highest_priority_asked() {
+        let q: WorkQueue<&str> = WorkQueue::default();
+        q.add_at("a", Priority::Low);
+        assert_eq!(q.get().await.unwrap(), ("a", Priority::Low));
+        q.add_at("a", Priority::Low);
+        q.add("a");
+        q.add_at("a", Priority::Low);
+        q.add_at("b", Priority::Low);
+        assert_eq!(q.len(), 1, "a waits for its run to end");
+        q.done(&"a");
+        assert_eq!(q.get().await.unwrap(), ("a", Priority::Normal));
+        q.done(&"a");
+        assert_eq!(q.get().await.unwrap(), ("b", Priority::Low));
+        q.done(&"b");
+        assert!(q.is_empty(), "nothing was added while b ran");
     }
 
     #[tokio::test(start_paused = true)]
@@ -192,7 +280,7 @@ mod tests {
         q.forget(&1);
         assert_eq!(q.add_rate_limited(1), Duration::from_millis(10));
         tokio::time::sleep(Duration::from_millis(100)).await;
-        assert_eq!(q.get().await, Some(1));
+        assert_eq!(q.get().await, Some((1, Priority::Normal)));
         q.shutdown();
         assert_eq!(q.get().await, None);
     }

@@ -11,6 +11,12 @@
 //! cache holds then is at least as new as the write), by a write that failed, or by one that changed
 //! nothing (the server sends no event for it). One older than [`TTL`] — an event lost to a watch that
 //! relisted past an object created and deleted in between — lapses, and its parent is queued again.
+//!
+//! The reconcile the last echo triggers is a confirmation: it shows the hook its own writes, and the
+//! cluster changed only by them. It waits at low priority behind parents with news (new ones, changes
+//! made by others), as controller-runtime's priority queue lets a resync wait: under load, what changed
+//! converges first. A parent queued with news while it awaited its echoes is owed a reconcile at normal
+//! priority, which the last echo then queues.
 
 use std::time::{Duration, Instant};
 
@@ -18,6 +24,7 @@ use foldhash::HashMap;
 use parking_lot::Mutex;
 
 use crate::informer::ObjKey;
+use crate::queue::Priority;
 
 /// How long a parent waits for an echo before it is reconciled regardless.
 pub(super) const TTL: Duration = Duration::from_secs(15);
@@ -33,20 +40,31 @@ pub(super) enum Written {
 struct Inner {
     /// Per object written: the parent waiting for it and when the write was made.
     by_object: HashMap<Written, (ObjKey, Instant)>,
-    /// Per parent: how many of its writes are unseen.
-    by_parent: HashMap<ObjKey, usize>,
+    /// Per parent: how many of its writes are unseen, and whether it was queued with news meanwhile.
+    by_parent: HashMap<ObjKey, Waiting>,
+}
+
+#[derive(Default)]
+struct Waiting {
+    unseen: usize,
+    owed: bool,
 }
 
 impl Inner {
-    fn take(&mut self, object: &Written) -> Option<ObjKey> {
+    /// Clears the expectation of `object`: its parent, and — once none of the parent's writes is
+    /// unseen any more — the priority its reconcile is due at.
+    fn take(&mut self, object: &Written) -> Option<(ObjKey, Option<Priority>)> {
         let (parent, _) = self.by_object.remove(object)?;
-        if let Some(n) = self.by_parent.get_mut(&parent) {
-            *n -= 1;
-            if *n == 0 {
+        let mut due = Some(Priority::Low);
+        if let Some(w) = self.by_parent.get_mut(&parent) {
+            w.unseen -= 1;
+            due = None;
+            if w.unseen == 0 {
+                due = Some(if w.owed { Priority::Normal } else { Priority::Low });
                 self.by_parent.remove(&parent);
             }
         }
-        Some(parent)
+        Some((parent, due))
     }
 }
 
@@ -60,7 +78,7 @@ impl Echoes {
         let mut e = self.0.lock();
         e.take(&object);
         e.by_object.insert(object, (parent.clone(), now));
-        *e.by_parent.entry(parent.clone()).or_default() += 1;
+        e.by_parent.entry(parent.clone()).or_default().unseen += 1;
     }
 
     /// The write of `object` failed, or changed nothing: no event will come for it.
@@ -76,16 +94,33 @@ impl Echoes {
         }
     }
 
-    /// An event for `object` arrived.
-    pub fn seen(&self, object: &Written) {
+    /// An event for `object` arrived. When it is the echo of a write: the parent that made it, and the
+    /// priority to queue that parent at — `None` while another of its writes is unseen (that one's
+    /// event queues it).
+    pub fn seen(&self, object: &Written) -> Option<(ObjKey, Option<Priority>)> {
         let mut e = self.0.lock();
-        if !e.by_object.is_empty() {
-            e.take(object);
+        if e.by_object.is_empty() {
+            return None;
+        }
+        e.take(object)
+    }
+
+    /// Whether `parent`, taken from the queue at `priority`, has a write whose event has not arrived
+    /// (then it is not reconciled yet; taken at normal priority, it is owed that once its echoes are in).
+    pub fn hold(&self, parent: &ObjKey, priority: Priority) -> bool {
+        let mut e = self.0.lock();
+        match e.by_parent.get_mut(parent) {
+            Some(w) => {
+                w.owed |= priority == Priority::Normal;
+                true
+            }
+            None => false,
         }
     }
 
     /// Whether `parent` has a write whose event has not arrived.
-    pub fn awaited(&self, parent: &ObjKey) -> bool {
+    #[cfg(test)]
+    fn awaited(&self, parent: &ObjKey) -> bool {
         self.0.lock().by_parent.contains_key(parent)
     }
 
@@ -102,7 +137,7 @@ impl Echoes {
         let mut e = self.0.lock();
         let old: Vec<Written> =
             e.by_object.iter().filter(|(_, (_, at))| now.duration_since(*at) >= TTL).map(|(o, _)| o.clone()).collect();
-        let mut parents: Vec<ObjKey> = old.iter().filter_map(|o| e.take(o)).collect();
+        let mut parents: Vec<ObjKey> = old.iter().filter_map(|o| e.take(o)).map(|(p, _)| p).collect();
         parents.sort();
         parents.dedup();
         parents
@@ -132,6 +167,30 @@ mod tests {
         assert!(e.awaited(&p), "another child type's object of the same name is another object");
         e.seen(&Written::Parent(p.clone()));
         assert!(!e.awaited(&p));
+    }
+
+    #[test]
+    fn the_last_echo_queues_its_parent_low_unless_news_came_while_it_waited() {
+        let e = Echoes::default();
+        let now = Instant::now();
+        let (p, child) = (key("p"), Written::Child(0, key("c")));
+        assert_eq!(e.seen(&child), None, "nothing expected: not an echo");
+        e.expect(&p, child.clone(), now);
+        e.expect(&p, Written::Parent(p.clone()), now);
+        assert_eq!(e.seen(&Written::Child(0, key("other"))), None, "not an echo");
+        assert_eq!(e.seen(&child), Some((p.clone(), None)), "the status write is still unseen");
+        assert_eq!(e.seen(&Written::Parent(p.clone())), Some((p.clone(), Some(Priority::Low))), "a confirmation");
+
+        e.expect(&p, child.clone(), now);
+        e.expect(&p, Written::Parent(p.clone()), now);
+        assert!(e.hold(&p, Priority::Low), "an earlier confirmation, held: owes nothing");
+        assert_eq!(e.seen(&child), Some((p.clone(), None)));
+        assert!(e.hold(&p, Priority::Normal), "news, held until the echoes are in");
+        assert_eq!(e.seen(&Written::Parent(p.clone())), Some((p.clone(), Some(Priority::Normal))), "owed");
+        assert!(!e.hold(&p, Priority::Normal), "nothing unseen: not held");
+
+        e.expect(&p, Written::Parent(p.clone()), now);
+        assert_eq!(e.seen(&Written::Parent(p.clone())), Some((p.clone(), Some(Priority::Low))), "the debt was paid");
     }
 
     #[test]

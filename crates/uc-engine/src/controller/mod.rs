@@ -41,7 +41,7 @@ use crate::flavor::Flavor;
 use crate::hooks::dialect::Dialect;
 use crate::hooks::{HookError, HookImpl};
 use crate::informer::{ObjKey, Subscription, key_of};
-use crate::queue::WorkQueue;
+use crate::queue::{Priority, WorkQueue};
 
 /// A running controller; stops when dropped. A DecoratorController of several resource types runs as
 /// one part per type.
@@ -342,7 +342,7 @@ async fn start_part(
         let ignore_status = s.spec.parent_resource.ignore_status_changes == Some(true);
         while let Some(ch) = rx.recv().await {
             let key = key_of(&ch.object);
-            s.echoes.seen(&echoes::Written::Parent(key.clone()));
+            let echo = s.echoes.seen(&echoes::Written::Parent(key.clone()));
             if ch.deleted {
                 // Nothing about a deleted parent outlives it.
                 s.echoes.forget(&key);
@@ -351,8 +351,14 @@ async fn start_part(
                 s.vanished.lock().remove(&key);
             } else if ignore_status && ch.old.as_ref().is_some_and(|old| only_status_changed(old, &ch.object)) {
                 continue;
+            } else if let Some((_, due)) = echo {
+                // The echo of its own status write: queued once every write of it is seen.
+                if let Some(priority) = due {
+                    s.queue.add_at(key, priority);
+                }
+                continue;
             }
-            s.queue.add(key);
+            s.queue.add_at(key, news_or_initial(&ch));
         }
     }));
     for i in 0..shared.children.len() {
@@ -361,7 +367,7 @@ async fn start_part(
         let s = shared.clone();
         tasks.push(tokio::spawn(async move {
             while let Some(ch) = rx.recv().await {
-                s.echoes.seen(&echoes::Written::Child(i, key_of(&ch.object)));
+                let echo = s.echoes.seen(&echoes::Written::Child(i, key_of(&ch.object)));
                 if ch.deleted {
                     s.written.forget(meta_str(&ch.object, "uid"));
                 }
@@ -369,7 +375,15 @@ async fn start_part(
                     if ch.deleted {
                         s.vanished.lock().insert(k.clone());
                     }
-                    s.queue.add(k);
+                    match &echo {
+                        // The echo of the parent's own write: queued once every write of it is seen.
+                        Some((parent, due)) if *parent == k && !ch.deleted => {
+                            if let Some(priority) = due {
+                                s.queue.add_at(k, *priority);
+                            }
+                        }
+                        _ => s.queue.add_at(k, news_or_initial(&ch)),
+                    }
                 }
             }
         }));
@@ -380,8 +394,9 @@ async fn start_part(
         for c in &s.children {
             c.informer.wait_synced().await;
         }
+        // The initial list and resyncs wait behind news, as in controller-runtime's priority queue.
         for p in s.parents.list(None) {
-            s.queue.add(key_of(&p));
+            s.queue.add_at(key_of(&p), Priority::Low);
         }
         s.synced.store(true, std::sync::atomic::Ordering::Release);
         let workers = tokio::spawn(s.clone().work());
@@ -390,7 +405,7 @@ async fn start_part(
             loop {
                 tokio::time::sleep(period).await;
                 for p in s.parents.list(None) {
-                    s.queue.add(key_of(&p));
+                    s.queue.add_at(key_of(&p), Priority::Low);
                 }
             }
         }
@@ -410,6 +425,11 @@ async fn start_part(
         tasks.extend(sources::watch(&shared, objects));
     }
     Ok(Part { shared, tasks, _subscriptions: subscriptions })
+}
+
+/// The priority a watch event queues a parent at: the informer's first list waits behind news.
+fn news_or_initial(ch: &crate::informer::Change) -> Priority {
+    if ch.initial { Priority::Low } else { Priority::Normal }
 }
 
 /// The annotation (OLM's) naming the namespaces a controller serves, comma-separated; empty or absent:

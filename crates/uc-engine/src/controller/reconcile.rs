@@ -22,6 +22,7 @@ use crate::hooks::HookKind;
 use crate::hooks::dialect::Answer;
 use crate::informer::{Obj, ObjKey};
 use crate::plan::{Action, plan};
+use crate::queue::Priority;
 
 /// How long a deleting parent waits before its finalize hook is asked again.
 const FINALIZE_RETRY: Duration = Duration::from_secs(2);
@@ -44,17 +45,17 @@ impl Shared {
                 running.join_next().await;
                 continue;
             }
-            let Some(key) = self.queue.get().await else { break };
+            let Some((key, priority)) = self.queue.get().await else { break };
             let s = self.clone();
-            running.spawn(async move { s.work_on(key).await });
+            running.spawn(async move { s.work_on(key, priority).await });
         }
         while running.join_next().await.is_some() {}
     }
 
     /// Reconciles one parent, retrying a failure with backoff.
-    async fn work_on(&self, key: ObjKey) {
+    async fn work_on(&self, key: ObjKey, priority: Priority) {
         self.ctx.metrics.set_queue_depth(&self.name, self.queue.len());
-        if self.echoes.awaited(&key) {
+        if self.echoes.hold(&key, priority) {
             // The caches lack one of its last writes: the event bringing it queues it again.
             self.ctx.metrics.reconcile(&self.name, "awaiting_echo");
             self.queue.done(&key);
