@@ -351,14 +351,9 @@ async fn start_part(
                 s.vanished.lock().remove(&key);
             } else if ignore_status && ch.old.as_ref().is_some_and(|old| only_status_changed(old, &ch.object)) {
                 continue;
-            } else if let Some((_, due)) = echo {
-                // The echo of its own status write: queued once every write of it is seen.
-                if let Some(priority) = due {
-                    s.queue.add_at(key, priority);
-                }
-                continue;
             }
-            s.queue.add_at(key, news_or_initial(&ch));
+            let echo = echo.filter(|_| !ch.deleted).map(|(_, due)| due);
+            enqueue(&s.queue, key, echo, &ch);
         }
     }));
     for i in 0..shared.children.len() {
@@ -375,15 +370,8 @@ async fn start_part(
                     if ch.deleted {
                         s.vanished.lock().insert(k.clone());
                     }
-                    match &echo {
-                        // The echo of the parent's own write: queued once every write of it is seen.
-                        Some((parent, due)) if *parent == k && !ch.deleted => {
-                            if let Some(priority) = due {
-                                s.queue.add_at(k, *priority);
-                            }
-                        }
-                        _ => s.queue.add_at(k, news_or_initial(&ch)),
-                    }
+                    let own = echo.as_ref().filter(|(parent, _)| *parent == k && !ch.deleted).map(|(_, due)| *due);
+                    enqueue(&s.queue, k, own, &ch);
                 }
             }
         }));
@@ -427,9 +415,16 @@ async fn start_part(
     Ok(Part { shared, tasks, _subscriptions: subscriptions })
 }
 
-/// The priority a watch event queues a parent at: the informer's first list waits behind news.
-fn news_or_initial(ch: &crate::informer::Change) -> Priority {
-    if ch.initial { Priority::Low } else { Priority::Normal }
+/// Queues the parent `key` for a watch event. The echo of its own write (`echo`: the priority that echo
+/// is due at) queues it once every write of it is seen; any other event is news, except the informer's
+/// first list, which waits behind news.
+fn enqueue(queue: &WorkQueue<ObjKey>, key: ObjKey, echo: Option<Option<Priority>>, ch: &crate::informer::Change) {
+    match echo {
+        Some(Some(due)) => queue.add_at(key, due),
+        Some(None) => {}
+        None if ch.initial => queue.add_at(key, Priority::Low),
+        None => queue.add(key),
+    }
 }
 
 /// The annotation (OLM's) naming the namespaces a controller serves, comma-separated; empty or absent:
