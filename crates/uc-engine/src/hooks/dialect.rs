@@ -31,15 +31,6 @@ pub struct RequestJson<'a> {
     request: &'a SyncRequest,
     /// What the parent and the children are called.
     names: (&'static str, &'static str),
-    /// Whether the controller is in it (a JavaScript hook is handed it apart).
-    controller: bool,
-}
-
-impl<'a> RequestJson<'a> {
-    /// The request without its controller.
-    pub fn without_controller(request: &'a SyncRequest, names: (&'static str, &'static str)) -> Self {
-        Self { request, names, controller: false }
-    }
 }
 
 impl serde::Serialize for RequestJson<'_> {
@@ -50,9 +41,7 @@ impl serde::Serialize for RequestJson<'_> {
         // `object`/`parent` < `related`.
         let mut m = s.serialize_map(None)?;
         m.serialize_entry(self.names.1, &r.children)?;
-        if self.controller {
-            m.serialize_entry("controller", &*r.controller)?;
-        }
+        m.serialize_entry("controller", &*r.controller)?;
         m.serialize_entry("finalizing", &r.finalizing)?;
         m.serialize_entry(self.names.0, &*r.parent)?;
         m.serialize_entry("related", &r.related)?;
@@ -114,7 +103,7 @@ impl Dialect {
 
     /// The request as [`Dialect::request`] writes it, serialized from the typed request in place.
     pub fn request_json<'a>(&self, request: &'a SyncRequest) -> RequestJson<'a> {
-        RequestJson { request, names: self.request_names(), controller: true }
+        RequestJson { request, names: self.request_names() }
     }
 
     /// The key of an object in a request's children or related map: its name, or `namespace/name`
@@ -255,13 +244,6 @@ mod tests {
             assert_eq!(
                 serde_json::to_string(&d.request_json(&request)).unwrap(),
                 serde_json::to_string(&tree).unwrap(),
-                "{flavor:?}"
-            );
-            let mut without = tree;
-            without.as_object_mut().unwrap().remove("controller");
-            assert_eq!(
-                serde_json::to_string(&RequestJson::without_controller(&request, d.request_names())).unwrap(),
-                serde_json::to_string(&without).unwrap(),
                 "{flavor:?}"
             );
         }

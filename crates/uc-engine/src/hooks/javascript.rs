@@ -18,7 +18,6 @@ use serde_json::Value;
 use uc_api::controller::{JavaScript, parse_duration};
 use uc_api::hook::SyncRequest;
 
-use super::dialect::RequestJson;
 use super::protocol::{HookError, HookKind};
 
 /// Limits of one script.
@@ -60,7 +59,7 @@ globalThis.console = (function () {
   };
   var at = function (level) {
     return function () {
-      __uc_log(level, String(globalThis.__uc_parent || ''), Array.prototype.map.call(arguments, fmt).join(' '));
+      __uc_log(level, Array.prototype.map.call(arguments, fmt).join(' '));
     };
   };
   return {log: at('info'), info: at('info'), warn: at('warn'), error: at('error'), debug: at('debug')};
@@ -116,21 +115,17 @@ impl Console {
 }
 const ENTRY: &str = r#"
 // The request's `controller` (the whole UniversalController, the same in every call) is parsed when the
-// hook first reads it: most hooks never do, and parsing it was a third of a call's time.
+// hook first reads it: most hooks never do, and parsing it was a third of a call's time. The request
+// comes with `controller: null` in its place, which the accessor replaces (a property redefined keeps
+// its place in the key order).
 var __uc_with_controller = function (req, text) {
-  var out = {}, parsed, done = false, placed = false;
-  var place = function () {
-    Object.defineProperty(out, 'controller', {
-      enumerable: true, configurable: true,
-      get: function () { if (!done) { parsed = JSON.parse(text); done = true; } return parsed; },
-      set: function (v) { parsed = v; done = true; }
-    });
-    placed = true;
-  };
-  // Where the member was: the request's members come in key order.
-  for (var k in req) { if (!placed && k > 'controller') place(); out[k] = req[k]; }
-  if (!placed) place();
-  return out;
+  var parsed, done = false;
+  Object.defineProperty(req, 'controller', {
+    enumerable: true, configurable: true,
+    get: function () { if (!done) { parsed = JSON.parse(text); done = true; } return parsed; },
+    set: function (v) { parsed = v; done = true; }
+  });
+  return req;
 };
 globalThis.__uc_call = function (kind, req, controller) {
   if (typeof controller === 'string') req = __uc_with_controller(req, controller);
@@ -155,21 +150,29 @@ globalThis.__uc_call = function (kind, req, controller) {
 
 struct Job<'a> {
     kind: HookKind,
-    /// The request without its `controller`.
-    request: &'a str,
+    /// The parent the call is about (`<namespace>/<name>`), which its console lines name.
+    parent: String,
+    /// The request, its `controller` null.
+    request: Request<'a>,
     /// The request's `controller`, parsed only when the script reads it.
     controller: Option<&'a str>,
 }
 
-/// A request object without one of its members, serialized as it lies.
+/// A request as JSON text, or typed (built in the script's heap member by member, without JSON text).
+enum Request<'a> {
+    Text(String),
+    Typed(&'a SyncRequest, (&'static str, &'static str)),
+}
+
+/// A request object with one of its members null, serialized as it lies otherwise.
 struct Without<'a>(&'a serde_json::Map<String, Value>, &'static str);
 
 impl serde::Serialize for Without<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(None)?;
-        for (k, v) in self.0.iter().filter(|(k, _)| k.as_str() != self.1) {
-            m.serialize_entry(k, v)?;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in self.0 {
+            if k.as_str() == self.1 { m.serialize_entry(k, &())? } else { m.serialize_entry(k, v)? }
         }
         m.end()
     }
@@ -199,6 +202,20 @@ struct Slot {
     version: u64,
     deadline: Arc<AtomicU64>,
     base: Instant,
+    /// The parent of the call under way, for the engine's console lines.
+    parent: Arc<Mutex<String>>,
+}
+
+impl Slot {
+    fn new() -> Self {
+        Slot {
+            engine: None,
+            version: 0,
+            deadline: Arc::new(AtomicU64::new(u64::MAX)),
+            base: Instant::now(),
+            parent: Default::default(),
+        }
+    }
 }
 
 struct Engine {
@@ -210,23 +227,17 @@ fn now_ms(base: Instant) -> u64 {
     base.elapsed().as_millis() as u64
 }
 
-fn load(
-    source: &str,
-    limits: JsLimits,
-    console: Arc<Console>,
-    deadline: Arc<AtomicU64>,
-    base: Instant,
-) -> Result<Engine, HookError> {
+fn load(source: &str, limits: JsLimits, console: Arc<Console>, slot: &Slot) -> Result<Engine, HookError> {
+    let (deadline, base, parent) = (slot.deadline.clone(), slot.base, slot.parent.clone());
     let runtime = Runtime::new().map_err(|e| HookError::Script(e.to_string()))?;
     runtime.set_memory_limit(limits.memory_bytes);
     runtime.set_max_stack_size(limits.stack_bytes);
     runtime.set_interrupt_handler(Some(Box::new(move || now_ms(base) > deadline.load(Ordering::Relaxed))));
     let context = Context::full(&runtime).map_err(|e| HookError::Script(e.to_string()))?;
     context.with(|ctx| -> Result<(), HookError> {
-        let log = Function::new(ctx.clone(), move |level: String, parent: String, line: String| {
-            console.write(&level, &parent, &line)
-        })
-        .map_err(|e| HookError::Script(e.to_string()))?;
+        let log =
+            Function::new(ctx.clone(), move |level: String, line: String| console.write(&level, &parent.lock(), &line))
+                .map_err(|e| HookError::Script(e.to_string()))?;
         ctx.globals().set("__uc_log", log).map_err(|e| HookError::Script(e.to_string()))?;
         for (name, code) in [("prelude", PRELUDE), ("hook", source), ("entry", ENTRY)] {
             ctx.eval::<(), _>(code)
@@ -265,12 +276,12 @@ impl JsHook {
         let size = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 4);
         let mut pool = Vec::with_capacity(size);
         for i in 0..size {
-            let deadline = Arc::new(AtomicU64::new(u64::MAX));
-            let base = Instant::now();
+            let mut slot = Slot::new();
             // Load the first engine now so a broken script is reported at once; the rest on first use.
-            let engine =
-                if i == 0 { Some(load(&source, limits, console.clone(), deadline.clone(), base)?) } else { None };
-            pool.push(Mutex::new(Slot { engine, version: 0, deadline, base }));
+            if i == 0 {
+                slot.engine = Some(load(&source, limits, console.clone(), &slot)?);
+            }
+            pool.push(Mutex::new(slot));
         }
         let source = parking_lot::RwLock::new((Arc::from(source), 0));
         Ok(Self {
@@ -290,8 +301,9 @@ impl JsHook {
         if &*self.source.read().0 == source {
             return Ok(false);
         }
-        let probe = Arc::new(AtomicU64::new(now_ms(Instant::now()) + self.limits.timeout.as_millis() as u64));
-        load(source, self.limits, self.console.clone(), probe, Instant::now())?;
+        let probe = Slot::new();
+        probe.deadline.store(now_ms(probe.base) + self.limits.timeout.as_millis() as u64, Ordering::Relaxed);
+        load(source, self.limits, self.console.clone(), &probe)?;
         let mut s = self.source.write();
         *s = (Arc::from(source), s.1 + 1);
         Ok(true)
@@ -307,7 +319,8 @@ impl JsHook {
             ),
             None => (serde_json::to_string(request).map_err(bad)?, None),
         };
-        self.dispatch(&Job { kind, request: &text, controller: controller.as_deref() })
+        let parent = request.get("parent").map(parent_label).unwrap_or_default();
+        self.dispatch(&Job { kind, parent, request: Request::Text(text), controller: controller.as_deref() })
     }
 
     /// Calls the script with a sync or finalize request, serialized straight from the typed request with
@@ -320,7 +333,6 @@ impl JsHook {
         names: (&'static str, &'static str),
     ) -> Result<Value, HookError> {
         let bad = |e: serde_json::Error| HookError::InvalidRequest(e.to_string());
-        let text = serde_json::to_string(&RequestJson::without_controller(request, names)).map_err(bad)?;
         let controller = {
             let mut kept = self.controller.lock();
             match &*kept {
@@ -332,7 +344,12 @@ impl JsHook {
                 }
             }
         };
-        self.dispatch(&Job { kind, request: &text, controller: Some(&controller) })
+        self.dispatch(&Job {
+            kind,
+            parent: parent_label(&request.parent),
+            request: Request::Typed(request, names),
+            controller: Some(&controller),
+        })
     }
 
     fn dispatch(&self, job: &Job<'_>) -> Result<Value, HookError> {
@@ -365,12 +382,17 @@ impl JsHook {
         let (source, version) = self.source.read().clone();
         if slot.engine.is_none() || slot.version != version {
             slot.engine = None;
-            slot.engine = Some(load(&source, self.limits, self.console.clone(), slot.deadline.clone(), slot.base)?);
+            slot.engine = Some(load(&source, self.limits, self.console.clone(), &slot)?);
             slot.version = version;
         }
         let Some(engine) = slot.engine.as_ref() else {
             return Err(HookError::Script("the script does not load".into()));
         };
+        {
+            let mut parent = slot.parent.lock();
+            parent.clear();
+            parent.push_str(&job.parent);
+        }
         slot.deadline.store(now_ms(slot.base) + self.limits.timeout.as_millis() as u64, Ordering::Relaxed);
         let result = run(engine, job);
         slot.deadline.store(u64::MAX, Ordering::Relaxed);
@@ -390,21 +412,83 @@ fn run(engine: &Engine, job: &Job<'_>) -> Result<Value, HookError> {
     engine.context.with(|ctx| {
         let script = |e| HookError::Script(describe(&ctx, e));
         let f: Function = ctx.globals().get("__uc_call").map_err(|e| HookError::Script(e.to_string()))?;
-        let request = ctx.json_parse(job.request).map_err(script)?;
-        // The parent the console lines are about.
-        let parent = request.as_object().and_then(|r| r.get::<_, rquickjs::Object>("parent").ok()).and_then(|p| {
-            let meta: rquickjs::Object = p.get("metadata").ok()?;
-            let name: String = meta.get("name").ok()?;
-            let ns: Option<String> = meta.get("namespace").ok();
-            Some(match ns.filter(|n| !n.is_empty()) {
-                Some(ns) => format!("{ns}/{name}"),
-                None => name,
-            })
-        });
-        let _ = ctx.globals().set("__uc_parent", parent.unwrap_or_default());
+        let request = match &job.request {
+            Request::Text(text) => ctx.json_parse(text.as_str()).map_err(script)?,
+            Request::Typed(r, names) => typed_request(&ctx, r, *names).map_err(script)?,
+        };
         let out: rquickjs::Value = f.call((job.kind.as_str(), request, job.controller)).map_err(script)?;
-        to_json(&out, 0)
+        let to_json_name = rquickjs::Atom::from_str(ctx.clone(), "toJSON").map_err(script)?;
+        to_json(&out, &to_json_name, 0)
     })
+}
+
+/// A sync request built in the script's heap as `JSON.parse` would build it from the request's JSON
+/// (the controller null, in its place).
+fn typed_request<'js>(
+    ctx: &rquickjs::Ctx<'js>,
+    r: &SyncRequest,
+    names: (&'static str, &'static str),
+) -> rquickjs::Result<rquickjs::Value<'js>> {
+    let groups =
+        |m: &std::collections::BTreeMap<String, uc_api::hook::ObjectMap>| -> rquickjs::Result<rquickjs::Value<'js>> {
+            let out = rquickjs::Object::new(ctx.clone())?;
+            for (k, objects) in m {
+                let inner = rquickjs::Object::new(ctx.clone())?;
+                for (name, o) in objects {
+                    define(&inner, name, to_js(ctx, o)?)?;
+                }
+                define(&out, k, inner.into_value())?;
+            }
+            Ok(out.into_value())
+        };
+    let out = rquickjs::Object::new(ctx.clone())?;
+    // In the key order of the JSON form (see `RequestJson`).
+    define(&out, names.1, groups(&r.children)?)?;
+    define(&out, "controller", rquickjs::Value::new_null(ctx.clone()))?;
+    define(&out, "finalizing", rquickjs::Value::new_bool(ctx.clone(), r.finalizing))?;
+    define(&out, names.0, to_js(ctx, &r.parent)?)?;
+    define(&out, "related", groups(&r.related)?)?;
+    Ok(out.into_value())
+}
+
+/// An own property as `JSON.parse` makes one: writable, enumerable, configurable.
+fn define<'js>(o: &rquickjs::Object<'js>, key: &str, v: rquickjs::Value<'js>) -> rquickjs::Result<()> {
+    o.prop(key, rquickjs::object::Property::from(v).writable().enumerable().configurable())
+}
+
+/// A JSON value built in the script's heap as `JSON.parse` builds it.
+fn to_js<'js>(ctx: &rquickjs::Ctx<'js>, v: &Value) -> rquickjs::Result<rquickjs::Value<'js>> {
+    Ok(match v {
+        Value::Null => rquickjs::Value::new_null(ctx.clone()),
+        Value::Bool(b) => rquickjs::Value::new_bool(ctx.clone(), *b),
+        Value::Number(n) => match n.as_i64().and_then(|i| i32::try_from(i).ok()) {
+            Some(i) => rquickjs::Value::new_int(ctx.clone(), i),
+            None => rquickjs::Value::new_float(ctx.clone(), n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => rquickjs::String::from_str(ctx.clone(), s)?.into_value(),
+        Value::Array(items) => {
+            let a = rquickjs::Array::new(ctx.clone())?;
+            for (i, item) in items.iter().enumerate() {
+                let v = to_js(ctx, item)?;
+                a.as_object()
+                    .prop(i as u32, rquickjs::object::Property::from(v).writable().enumerable().configurable())?;
+            }
+            a.into_value()
+        }
+        Value::Object(m) => {
+            let o = rquickjs::Object::new(ctx.clone())?;
+            for (k, item) in m {
+                define(&o, k, to_js(ctx, item)?)?;
+            }
+            o.into_value()
+        }
+    })
+}
+
+/// The parent as console lines name it: `<namespace>/<name>`, or `<name>` for a cluster-scoped one.
+fn parent_label(parent: &Value) -> String {
+    let (ns, name) = (uc_api::meta::meta_str(parent, "namespace"), uc_api::meta::meta_str(parent, "name"));
+    if ns.is_empty() { name.to_string() } else { format!("{ns}/{name}") }
 }
 
 /// A returned value that is not JSON.
@@ -414,7 +498,11 @@ fn invalid(e: impl std::fmt::Display) -> HookError {
 
 /// Converts a returned JavaScript value to JSON the way `JSON.stringify` would (functions and
 /// `undefined` members dropped, non-finite numbers as null), without building a string.
-fn to_json(v: &rquickjs::Value<'_>, depth: usize) -> Result<Value, HookError> {
+fn to_json<'js>(
+    v: &rquickjs::Value<'js>,
+    to_json_name: &rquickjs::Atom<'js>,
+    depth: usize,
+) -> Result<Value, HookError> {
     if depth > 128 {
         return Err(invalid("the returned value nests too deeply (or is cyclic)"));
     }
@@ -441,14 +529,14 @@ fn to_json(v: &rquickjs::Value<'_>, depth: usize) -> Result<Value, HookError> {
         let mut out = Vec::with_capacity(a.len());
         for item in a.iter::<rquickjs::Value>() {
             let item = item.map_err(invalid)?;
-            out.push(to_json(&item, depth + 1)?);
+            out.push(to_json(&item, to_json_name, depth + 1)?);
         }
         return Ok(Value::Array(out));
     }
     if let Some(o) = v.as_object() {
-        if let Ok(to_json_fn) = o.get::<_, Function>("toJSON") {
+        if let Ok(to_json_fn) = o.get::<_, Function>(to_json_name.clone()) {
             let r: rquickjs::Value = to_json_fn.call((rquickjs::function::This(o.clone()),)).map_err(invalid)?;
-            return to_json(&r, depth + 1);
+            return to_json(&r, to_json_name, depth + 1);
         }
         let mut out = serde_json::Map::new();
         for prop in o.props::<String, rquickjs::Value>() {
@@ -456,7 +544,7 @@ fn to_json(v: &rquickjs::Value<'_>, depth: usize) -> Result<Value, HookError> {
             if val.is_undefined() || val.is_function() {
                 continue;
             }
-            out.insert(k, to_json(&val, depth + 1)?);
+            out.insert(k, to_json(&val, to_json_name, depth + 1)?);
         }
         return Ok(Value::Object(out));
     }
@@ -494,6 +582,13 @@ mod tests {
         }
         let w = *hook.console.window.lock();
         assert_eq!((w.1, w.2), (CONSOLE_LINES + 4, 4), "the lines over the limit are counted, not written");
+    }
+
+    #[test]
+    fn console_lines_name_the_parent_by_namespace_and_name() {
+        assert_eq!(parent_label(&json!({"metadata": {"name": "p", "namespace": "n"}})), "n/p");
+        assert_eq!(parent_label(&json!({"metadata": {"name": "node-1"}})), "node-1", "cluster-scoped");
+        assert_eq!(parent_label(&json!({})), "");
     }
 
     /// The thesis's listing 5.2, as the example ships it.
@@ -550,6 +645,11 @@ mod tests {
         let src = "function sync(r) { return {children: [], status: {keys: Object.keys(r).join(','), text: JSON.stringify(r)}}; }";
         let hook = JsHook::new(src.into(), limits()).unwrap();
         let mut request = super::super::dialect::sample_request();
+        // What JSON.parse makes of the text: own `__proto__` members, numbers past 32 and 53 bits,
+        // fractions, escapes, empty and nested containers.
+        request.parent = Arc::new(json!({"metadata": {"name": "p", "__proto__": {"x": 1}}, "spec": {
+            "n": 1.5, "big": 4_294_967_296_i64, "huge": 18_446_744_073_709_551_615_u64, "neg": -7, "zero": 0.0,
+            "s": "é \"q\" \n ☃", "list": [[], {}, [1, [2, null]], true, false], "empty": {}, "0": "index-like"}}));
         for flavor in [Flavor::Universal, Flavor::Decorator] {
             let dialect = Dialect { flavor, ..Dialect::UC };
             let typed = hook.call_sync(HookKind::Sync, &request, dialect.request_names()).await.unwrap();
