@@ -4,6 +4,7 @@ pub mod credentials;
 pub mod dialect;
 pub mod exec;
 pub mod javascript;
+mod js_values;
 pub mod native;
 mod protocol;
 pub mod webhook;
