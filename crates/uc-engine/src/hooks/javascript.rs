@@ -18,7 +18,7 @@ use serde_json::Value;
 use uc_api::controller::{JavaScript, parse_duration};
 use uc_api::hook::SyncRequest;
 
-use super::js_values::{to_json, typed_request};
+use super::js_values::{json_request, to_json, typed_request};
 use super::protocol::{HookError, HookKind};
 
 /// Limits of one script.
@@ -159,24 +159,10 @@ struct Job<'a> {
     controller: Option<&'a str>,
 }
 
-/// A request as JSON text, or typed (built in the script's heap member by member, without JSON text).
+/// A request, built in the script's heap: given as JSON, or typed.
 enum Request<'a> {
-    Text(String),
+    Json(&'a Value),
     Typed(&'a SyncRequest, (&'static str, &'static str)),
-}
-
-/// A request object with one of its members null, serialized as it lies otherwise.
-struct Without<'a>(&'a serde_json::Map<String, Value>, &'static str);
-
-impl serde::Serialize for Without<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in self.0 {
-            if k.as_str() == self.1 { m.serialize_entry(k, &())? } else { m.serialize_entry(k, v)? }
-        }
-        m.end()
-    }
 }
 
 /// A JavaScript hook: a small pool of QuickJS runtimes (one call at a time each), called on the
@@ -312,16 +298,10 @@ impl JsHook {
 
     /// Calls the script.
     pub async fn call(&self, kind: HookKind, request: &Value) -> Result<Value, HookError> {
-        let bad = |e: serde_json::Error| HookError::InvalidResponse(e.to_string());
-        let (text, controller) = match request.as_object().filter(|r| r.contains_key("controller")) {
-            Some(r) => (
-                serde_json::to_string(&Without(r, "controller")).map_err(bad)?,
-                Some(serde_json::to_string(&r["controller"]).map_err(bad)?),
-            ),
-            None => (serde_json::to_string(request).map_err(bad)?, None),
-        };
+        let bad = |e: serde_json::Error| HookError::InvalidRequest(e.to_string());
+        let controller = request.get("controller").map(serde_json::to_string).transpose().map_err(bad)?;
         let parent = request.get("parent").map(parent_label).unwrap_or_default();
-        self.dispatch(&Job { kind, parent, request: Request::Text(text), controller: controller.as_deref() })
+        self.dispatch(&Job { kind, parent, request: Request::Json(request), controller: controller.as_deref() })
     }
 
     /// Calls the script with a sync or finalize request, serialized straight from the typed request with
@@ -414,7 +394,7 @@ fn run(engine: &Engine, job: &Job<'_>) -> Result<Value, HookError> {
         let script = |e| HookError::Script(describe(&ctx, e));
         let f: Function = ctx.globals().get("__uc_call").map_err(|e| HookError::Script(e.to_string()))?;
         let request = match &job.request {
-            Request::Text(text) => ctx.json_parse(text.as_str()).map_err(script)?,
+            Request::Json(r) => json_request(&ctx, r).map_err(script)?,
             Request::Typed(r, names) => typed_request(&ctx, r, *names).map_err(script)?,
         };
         let out: rquickjs::Value = f.call((job.kind.as_str(), request, job.controller)).map_err(script)?;
@@ -514,14 +494,12 @@ mod tests {
         assert_eq!(without["status"], json!({}), "no controller in the request, none in the script");
     }
 
-    /// A typed request reaches the script exactly as its JSON form does, in either dialect's names, and
-    /// a controller that changed is sent anew.
+    /// A request, typed or given as JSON, reaches the script exactly as `JSON.parse` reads its JSON
+    /// form, in either dialect's names, and a controller that changed is sent anew.
     #[tokio::test]
-    async fn a_typed_request_reads_as_its_json_form() {
+    async fn requests_read_as_json_parse_reads_their_text() {
         use super::super::dialect::Dialect;
         use crate::flavor::Flavor;
-        let src = "function sync(r) { return {children: [], status: {keys: Object.keys(r).join(','), text: JSON.stringify(r)}}; }";
-        let hook = JsHook::new(src.into(), limits()).unwrap();
         let mut request = super::super::dialect::sample_request();
         // What JSON.parse makes of the text: own `__proto__` members, numbers past 32 and 53 bits,
         // fractions, escapes, empty and nested containers.
@@ -530,9 +508,21 @@ mod tests {
             "s": "é \"q\" \n ☃", "list": [[], {}, [1, [2, null]], true, false], "empty": {}, "0": "index-like"}}));
         for flavor in [Flavor::Universal, Flavor::Decorator] {
             let dialect = Dialect { flavor, ..Dialect::UC };
+            let tree = dialect.request(request.clone());
+            // The script holds what JSON.parse makes of the request's text, and compares.
+            let text = serde_json::to_string(&serde_json::to_string(&tree).unwrap()).unwrap();
+            let src = format!(
+                "var expected = JSON.parse({text});
+                 function sync(r) {{
+                   return {{children: [], status: {{keys: Object.keys(r).join(','), text: JSON.stringify(r),
+                     same: JSON.stringify(r) === JSON.stringify(expected)}}}};
+                 }}"
+            );
+            let hook = JsHook::new(src, limits()).unwrap();
             let typed = hook.call_sync(HookKind::Sync, &request, dialect.request_names()).await.unwrap();
-            let json = hook.call(HookKind::Sync, &dialect.request(request.clone())).await.unwrap();
-            assert_eq!(typed, json, "{flavor:?}");
+            let json = hook.call(HookKind::Sync, &tree).await.unwrap();
+            assert_eq!(typed["status"]["same"], true, "typed, {flavor:?}: {}", typed["status"]["text"]);
+            assert_eq!(json["status"]["same"], true, "as JSON, {flavor:?}: {}", json["status"]["text"]);
             let keys = if flavor == Flavor::Decorator {
                 "attachments,controller,finalizing,object,related"
             } else {
@@ -540,6 +530,9 @@ mod tests {
             };
             assert_eq!(typed["status"]["keys"], keys);
         }
+        let src = "function sync(r) { return {children: [], status: {text: JSON.stringify(r)}}; }";
+        let hook = JsHook::new(src.into(), limits()).unwrap();
+        hook.call_sync(HookKind::Sync, &request, Dialect::UC.request_names()).await.unwrap();
         request.controller = Arc::new(json!({"metadata": {"name": "d"}}));
         let typed = hook.call_sync(HookKind::Sync, &request, Dialect::UC.request_names()).await.unwrap();
         let seen: Value = serde_json::from_str(typed["status"]["text"].as_str().unwrap()).unwrap();

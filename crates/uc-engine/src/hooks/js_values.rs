@@ -1,6 +1,6 @@
-//! Values between JSON and a QuickJS heap: a sync request built in the heap as `JSON.parse` would
-//! build it from the request's JSON (without writing and parsing that text), and a script's answer
-//! read back as `JSON.stringify` would write it (without building the string).
+//! Values between JSON and a QuickJS heap: a request (typed, or given as JSON) built in the heap as
+//! `JSON.parse` would build it from the request's JSON (without writing and parsing that text), and a
+//! script's answer read back as `JSON.stringify` would write it (without building the string).
 
 use rquickjs::Function;
 use serde_json::Value;
@@ -33,6 +33,18 @@ pub(super) fn typed_request<'js>(
     define(&out, "finalizing", rquickjs::Value::new_bool(ctx.clone(), r.finalizing))?;
     define(&out, names.0, to_js(ctx, &r.parent)?)?;
     define(&out, "related", groups(&r.related)?)?;
+    Ok(out.into_value())
+}
+
+/// A request given as JSON, built in the script's heap; its `controller` (handed over apart, see
+/// `JsHook::call`) null in its place.
+pub(super) fn json_request<'js>(ctx: &rquickjs::Ctx<'js>, r: &Value) -> rquickjs::Result<rquickjs::Value<'js>> {
+    let Value::Object(members) = r else { return to_js(ctx, r) };
+    let out = rquickjs::Object::new(ctx.clone())?;
+    for (k, v) in members {
+        let v = if k == "controller" { rquickjs::Value::new_null(ctx.clone()) } else { to_js(ctx, v)? };
+        define(&out, k, v)?;
+    }
     Ok(out.into_value())
 }
 
