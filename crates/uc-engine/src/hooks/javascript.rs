@@ -304,9 +304,10 @@ impl JsHook {
         self.dispatch(&Job { kind, parent, request: Request::Json(request), controller: controller.as_deref() })
     }
 
-    /// Calls the script with a sync or finalize request, serialized straight from the typed request with
-    /// the parent and the children under `names` (a dialect's), as [`super::dialect::Dialect::request`]
-    /// lays it out. The controller, the same in every call, is serialized once and kept.
+    /// Calls the script with a sync or finalize request, built in the script's heap straight from the
+    /// typed request with the parent and the children under `names` (a dialect's), as
+    /// [`super::dialect::Dialect::request`] lays it out. The controller, the same in every call, is
+    /// serialized once and kept, and parsed by the script only if it reads it.
     pub async fn call_sync(
         &self,
         kind: HookKind,

@@ -20,9 +20,9 @@ pub(super) fn typed_request<'js>(
         for (k, objects) in m {
             let inner = rquickjs::Object::new(ctx.clone())?;
             for (name, o) in objects {
-                define(&inner, name, to_js(ctx, o)?)?;
+                define(&inner, name.as_str(), to_js(ctx, o)?)?;
             }
-            define(&out, k, inner.into_value())?;
+            define(&out, k.as_str(), inner.into_value())?;
         }
         Ok(out.into_value())
     };
@@ -43,13 +43,17 @@ pub(super) fn json_request<'js>(ctx: &rquickjs::Ctx<'js>, r: &Value) -> rquickjs
     let out = rquickjs::Object::new(ctx.clone())?;
     for (k, v) in members {
         let v = if k == "controller" { rquickjs::Value::new_null(ctx.clone()) } else { to_js(ctx, v)? };
-        define(&out, k, v)?;
+        define(&out, k.as_str(), v)?;
     }
     Ok(out.into_value())
 }
 
 /// An own property as `JSON.parse` makes one: writable, enumerable, configurable.
-fn define<'js>(o: &rquickjs::Object<'js>, key: &str, v: rquickjs::Value<'js>) -> rquickjs::Result<()> {
+fn define<'js>(
+    o: &rquickjs::Object<'js>,
+    key: impl rquickjs::IntoAtom<'js>,
+    v: rquickjs::Value<'js>,
+) -> rquickjs::Result<()> {
     o.prop(key, rquickjs::object::Property::from(v).writable().enumerable().configurable())
 }
 
@@ -66,16 +70,14 @@ fn to_js<'js>(ctx: &rquickjs::Ctx<'js>, v: &Value) -> rquickjs::Result<rquickjs:
         Value::Array(items) => {
             let a = rquickjs::Array::new(ctx.clone())?;
             for (i, item) in items.iter().enumerate() {
-                let v = to_js(ctx, item)?;
-                a.as_object()
-                    .prop(i as u32, rquickjs::object::Property::from(v).writable().enumerable().configurable())?;
+                define(a.as_object(), i as u32, to_js(ctx, item)?)?;
             }
             a.into_value()
         }
         Value::Object(m) => {
             let o = rquickjs::Object::new(ctx.clone())?;
             for (k, item) in m {
-                define(&o, k, to_js(ctx, item)?)?;
+                define(&o, k.as_str(), to_js(ctx, item)?)?;
             }
             o.into_value()
         }
