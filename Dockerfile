@@ -8,7 +8,8 @@ ARG UC_GIT_COMMIT=unknown
 ENV UC_GIT_COMMIT=${UC_GIT_COMMIT}
 # The `controller` profile (Cargo.toml: fat LTO, one codegen unit, optimised for size), the functions a
 # controller runs linked together (deploy/controller.order, made with this image's Rust), glibc linked
-# in, jemalloc without thread caches: half the resident memory of `--release` (docs/benchmarks.md, Table 5-2).
+# in, jemalloc without thread caches: half the resident memory of a build
+# without LTO (docs/benchmarks.md, Table 5-2).
 RUN bash deploy/build-controller.sh
 
 # Stage 2: distroless (CA certificates, nsswitch.conf, no shell; uc links glibc in), as the non-root user 65532.
