@@ -85,6 +85,26 @@ def test_table_watch_for_kubectl(cluster):
     conn.close()
 
 
+def test_metadata_watch_sends_partial_object_metadata(cluster):
+    # As garbage collectors and metadata informers watch: the events carry the objects' metadata only.
+    cluster.kubectl("create", "configmap", "m1", "--from-literal=secretish=value")
+    rv = cluster.kubectl("get", "cm", "m1", "-o", "jsonpath={.metadata.resourceVersion}").stdout
+    conn, resp = stream(cluster, f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}",
+                        accept="application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
+    cluster.kubectl("label", "cm", "m1", "x=y")
+    cluster.kubectl("delete", "cm", "m1")
+    evs = events(resp, 2)
+    assert [e["type"] for e in evs] == ["MODIFIED", "DELETED"]
+    for ev in evs:
+        obj = ev["object"]
+        assert set(obj) == {"kind", "apiVersion", "metadata"}, obj
+        assert (obj["kind"], obj["apiVersion"]) == ("PartialObjectMetadata", "meta.k8s.io/v1")
+        assert obj["metadata"]["name"] == "m1" and obj["metadata"]["labels"] == {"x": "y"}
+        assert obj["metadata"]["managedFields"], "the metadata is sent whole"
+    assert int(evs[1]["object"]["metadata"]["resourceVersion"]) > int(evs[0]["object"]["metadata"]["resourceVersion"])
+    conn.close()
+
+
 def test_multi_version_crd_converts_api_version(cluster):
     cluster.kubectl("apply", "-f", "-", input=MULTI_CRD)
     cluster.kubectl("apply", "-f", "-", input='{"apiVersion":"example.com/v1beta1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":3}}')

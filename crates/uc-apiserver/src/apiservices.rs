@@ -72,15 +72,30 @@ fn served(app: &App) -> Result<(Groups, Vec<String>), StoreError> {
     let (stored, _) = app.store.list(&crds, None, None)?;
     let mut crd_groups = Vec::new();
     for (_, crd) in stored {
-        let Ok(info) = crate::registry::crd_to_resource(&crd) else { continue };
-        crd_groups.push(info.group.clone());
-        let versions: Vec<String> = info.versions.iter().map(|v| v.name.clone()).collect();
-        match groups.iter_mut().find(|(g, _)| *g == info.group) {
+        let Some((group, versions)) = served_versions(&crd) else { continue };
+        crd_groups.push(group.clone());
+        match groups.iter_mut().find(|(g, _)| *g == group) {
             Some((_, vs)) => vs.extend(versions.into_iter().filter(|v| !vs.contains(v)).collect::<Vec<_>>()),
-            None => groups.push((info.group.clone(), versions)),
+            None => groups.push((group, versions)),
         }
     }
     Ok((groups, crd_groups))
+}
+
+/// A stored CRD's group and served versions, highest priority first (as its resource lists them),
+/// read without parsing its schemas (admission checked them when it was stored): every sync reads every
+/// CRD. None if it serves no version.
+fn served_versions(crd: &Value) -> Option<(String, Vec<String>)> {
+    let group = crd.at("/spec/group").and_then(Value::as_str).filter(|g| !g.is_empty())?;
+    let mut versions: Vec<String> = crd
+        .at("/spec/versions")
+        .and_then(Value::as_array)?
+        .iter()
+        .filter(|v| v.get("served").and_then(Value::as_bool).unwrap_or(false))
+        .filter_map(|v| v.get("name").and_then(Value::as_str).map(String::from))
+        .collect();
+    versions.sort_by_key(|v| std::cmp::Reverse(crate::registry::version_priority(v)));
+    (!versions.is_empty()).then(|| (group.to_string(), versions))
 }
 
 async fn sync(app: &App) -> Result<(), StoreError> {
@@ -139,6 +154,30 @@ pub async fn run(app: Arc<App>, mut stop: watch::Receiver<bool>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_crds_served_versions_are_those_of_the_resource_it_defines() {
+        let schema = json!({"openAPIV3Schema": {"type": "object"}});
+        let crd = json!({"metadata": {"name": "widgets.example.com"}, "spec": {"group": "example.com", "scope": "Cluster",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": [{"name": "v1alpha1", "served": true, "storage": false, "schema": schema},
+                         {"name": "v1", "served": true, "storage": true, "schema": schema},
+                         {"name": "v2beta1", "served": false, "storage": false, "schema": schema},
+                         {"name": "v1beta1", "served": true, "storage": false, "schema": schema}]}});
+        let info = crate::registry::crd_to_resource(&crd).unwrap();
+        let names: Vec<String> = info.versions.iter().map(|v| v.name.clone()).collect();
+        assert_eq!(served_versions(&crd), Some(("example.com".to_string(), names)));
+        assert_eq!(names_of(&served_versions(&crd).unwrap().1), ["v1", "v1beta1", "v1alpha1"]);
+        let mut none_served = crd.clone();
+        for v in none_served["spec"]["versions"].as_array_mut().unwrap() {
+            v["served"] = json!(false);
+        }
+        assert_eq!(served_versions(&none_served), None);
+    }
+
+    fn names_of(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
 
     #[test]
     fn every_served_group_version_is_a_local_apiservice() {

@@ -55,7 +55,49 @@ pub struct Event {
     /// The object as JSON, written by the first watcher that sends it as stored and shared by the others
     /// (as kube-apiserver's watch cache shares an event's serialization), kept while the event is among
     /// the newest [`ENCODED_EVENTS`].
-    pub encoded: parking_lot::Mutex<Option<bytes::Bytes>>,
+    pub encoded: parking_lot::Mutex<Option<Encoded>>,
+}
+
+/// An object written as JSON, and where its `metadata` lies in those bytes: a watcher of metadata alone
+/// (`as=PartialObjectMetadata`, as garbage collectors and metadata informers watch) sends that slice
+/// instead of writing the metadata again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Encoded {
+    /// The object's JSON, as `serde_json::to_vec` writes it.
+    pub json: bytes::Bytes,
+    metadata: Option<std::ops::Range<usize>>,
+}
+
+impl Encoded {
+    /// `object` written as `serde_json::to_vec` writes it, noting where its top-level `metadata` is.
+    pub fn of(object: &Value) -> Self {
+        let Value::Object(members) = object else {
+            return Self { json: serde_json::to_vec(object).unwrap_or_default().into(), metadata: None };
+        };
+        let mut out = Vec::with_capacity(json_size(object) + 16);
+        let mut metadata = None;
+        out.push(b'{');
+        for (i, (key, value)) in members.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            // Writing to a vector fails only for a value serde_json cannot write, which a Value is not.
+            let _ = serde_json::to_writer(&mut out, key);
+            out.push(b':');
+            let start = out.len();
+            let _ = serde_json::to_writer(&mut out, value);
+            if key == "metadata" {
+                metadata = Some(start..out.len());
+            }
+        }
+        out.push(b'}');
+        Self { json: out.into(), metadata }
+    }
+
+    /// The JSON of the object's `metadata` (None if it has none), sharing the object's bytes.
+    pub fn metadata(&self) -> Option<bytes::Bytes> {
+        self.metadata.clone().map(|r| self.json.slice(r))
+    }
 }
 
 /// How many of the newest events keep their object's JSON for watchers: enough for every watcher keeping
@@ -71,13 +113,12 @@ impl Event {
 
     /// The object as JSON, written once for every watcher.
     pub fn object_json(&self) -> bytes::Bytes {
-        let mut encoded = self.encoded.lock();
-        if let Some(b) = &*encoded {
-            return b.clone();
-        }
-        let b = bytes::Bytes::from(serde_json::to_vec(&*self.object).unwrap_or_default());
-        *encoded = Some(b.clone());
-        b
+        self.encoded().json
+    }
+
+    /// The object's JSON and where its metadata is, written once for every watcher.
+    pub fn encoded(&self) -> Encoded {
+        self.encoded.lock().get_or_insert_with(|| Encoded::of(&self.object)).clone()
     }
 }
 
@@ -212,6 +253,24 @@ mod tests {
         h.push(ev(ENCODED_EVENTS as u64 + 1));
         assert!(first.encoded.lock().is_none(), "let go once older");
         assert_eq!(first.object_json(), json, "written again on demand");
+    }
+
+    #[test]
+    fn an_encoded_object_is_serde_jsons_text_and_its_metadata_a_slice_of_it() {
+        let values = [
+            json!({"apiVersion": "v1", "metadata": {"name": "a\"b", "labels": {"é": "\u{1}"}}, "spec": {"n": [1, 2.5, null]}}),
+            json!({"spec": {"metadata": {"name": "nested, not the object's"}}}),
+            json!({}),
+            json!({"metadata": {}}),
+            json!([1, {"metadata": {}}]),
+            json!("text"),
+        ];
+        for v in values {
+            let e = Encoded::of(&v);
+            assert_eq!(e.json, serde_json::to_vec(&v).unwrap(), "{v}");
+            let metadata = v.as_object().and_then(|m| m.get("metadata")).map(|m| serde_json::to_vec(m).unwrap());
+            assert_eq!(e.metadata().map(|b| b.to_vec()), metadata, "{v}");
+        }
     }
 
     #[test]

@@ -20,7 +20,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 use uc_api::{GroupResource, Pointer};
 
-use crate::history::{ENCODED_EVENTS, History, Limits};
+use crate::history::{ENCODED_EVENTS, Encoded, History, Limits};
 pub use crate::history::{Event, EventType, HistoryStats, json_size};
 pub use crate::stored::{Obj, StoreError};
 use crate::wal::{Change, Wal};
@@ -548,7 +548,7 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
         for p in &mut planned {
             if let Some(mut ev) = p.event.take() {
                 // The size of the JSON the log wrote, else counted by a walk.
-                ev.bytes = ev.encoded.get_mut().as_ref().map_or_else(|| json_size(&ev.object), |b| b.len());
+                ev.bytes = ev.encoded.get_mut().as_ref().map_or_else(|| json_size(&ev.object), |e| e.json.len());
                 state.history.push(Arc::new(ev));
             }
         }
@@ -613,12 +613,10 @@ fn plan(op: Op, current: Option<&Obj>, rv: u64) -> Result<Event, StoreError> {
 fn persist(wal: &mut Wal, planned: &mut [Planned], revision: u64) -> Result<(), StoreError> {
     let events: Vec<&mut Event> = planned.iter_mut().filter_map(|p| p.event.as_mut()).collect();
     let keys: Vec<String> = events.iter().map(|ev| db_key(&ev.gr, &ev.key)).collect();
-    let bodies: Vec<Option<bytes::Bytes>> = events
-        .iter()
-        .map(|ev| (ev.kind != EventType::Deleted).then(|| serde_json::to_vec(&*ev.object).unwrap_or_default().into()))
-        .collect();
+    let bodies: Vec<Option<Encoded>> =
+        events.iter().map(|ev| (ev.kind != EventType::Deleted).then(|| Encoded::of(&ev.object))).collect();
     let changes: Vec<Change<'_>> =
-        keys.iter().zip(&bodies).map(|(k, b)| Change { key: k, value: b.as_deref() }).collect();
+        keys.iter().zip(&bodies).map(|(k, b)| Change { key: k, value: b.as_ref().map(|e| &e.json[..]) }).collect();
     wal.append(revision, &changes)?;
     for (ev, body) in events.into_iter().zip(bodies) {
         *ev.encoded.get_mut() = body;

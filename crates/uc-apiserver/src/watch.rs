@@ -111,8 +111,13 @@ impl Watcher {
     /// watcher sending the object as stored (the plain JSON of the version it is stored at).
     fn encode_event(&mut self, kind: &'static str, ev: &Event) -> Bytes {
         let obj = to_version(&self.target.info, &self.target.version, &ev.object);
-        if matches!(self.render, Render::Json) && Arc::ptr_eq(&obj, &ev.object) {
-            return line_with(kind, &ev.object_json());
+        if Arc::ptr_eq(&obj, &ev.object) {
+            match self.render {
+                Render::Json => return line_with(kind, &ev.object_json()),
+                // The metadata's bytes are a slice of the stored JSON's.
+                Render::Metadata => return metadata_line(kind, ev.encoded().metadata().as_deref()),
+                Render::Table => {}
+            }
         }
         self.render(kind, &obj)
     }
@@ -152,6 +157,19 @@ fn line_with(kind: &'static str, object: &[u8]) -> Bytes {
     v.extend_from_slice(b"\",\"object\":");
     v.extend_from_slice(object);
     v.extend_from_slice(b"}\n");
+    Bytes::from(v)
+}
+
+/// The line of a `PartialObjectMetadata` event whose metadata is already JSON (None: the object has
+/// none): the same bytes [`line`] writes for [`PartialMetadata`].
+fn metadata_line(kind: &'static str, metadata: Option<&[u8]>) -> Bytes {
+    let metadata = metadata.unwrap_or(b"null");
+    let mut v = Vec::with_capacity(metadata.len() + kind.len() + 96);
+    v.extend_from_slice(b"{\"type\":\"");
+    v.extend_from_slice(kind.as_bytes());
+    v.extend_from_slice(br#"","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#);
+    v.extend_from_slice(metadata);
+    v.extend_from_slice(b"}}\n");
     Bytes::from(v)
 }
 
@@ -315,6 +333,24 @@ mod tests {
         let shared = serde_json::to_vec(&object).unwrap();
         for kind in ["ADDED", "MODIFIED", "DELETED"] {
             assert_eq!(line_with(kind, &shared), line(kind, &object), "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_metadata_line_from_the_stored_json_is_the_line_written_from_the_metadata() {
+        let objects = [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a\"b", "labels": {"x": "é\n"},
+                "managedFields": [{"manager": "m", "fieldsV1": {"f:data": {".": {}}}}]}, "data": {"k": "v"}}),
+            json!({"kind": "ConfigMap", "data": {"metadata": {"name": "not this one"}}}),
+            json!({"metadata": null}),
+        ];
+        for object in objects {
+            let encoded = crate::history::Encoded::of(&object);
+            assert_eq!(
+                metadata_line("MODIFIED", encoded.metadata().as_deref()),
+                line("MODIFIED", &PartialMetadata::of(&object)),
+                "{object}"
+            );
         }
     }
 }

@@ -6,6 +6,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 /// An in-memory API server in a temporary directory, with two clients: `reader`, and `counted`,
 /// whose requests the server counts under the user agent [`Cluster::AGENT`].
 pub struct Cluster {
+    /// The cluster's client configuration (its kubeconfig).
+    pub config: kube::Config,
     pub reader: Client,
     pub counted: Client,
     _server: uc_apiserver::RunningServer,
@@ -24,10 +26,10 @@ impl Cluster {
         let kc = Kubeconfig::read_from(&server.kubeconfig).unwrap();
         let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.unwrap();
         let reader = Client::try_from(config.clone()).unwrap();
-        let mut tagged = config;
+        let mut tagged = config.clone();
         tagged.headers.push((http::header::USER_AGENT, http::HeaderValue::from_static(Cluster::AGENT)));
         let counted = Client::try_from(tagged).unwrap();
-        Cluster { reader, counted, _server: server, _dir: dir }
+        Cluster { config, reader, counted, _server: server, _dir: dir }
     }
 
     /// Requests the API server counted for [`Cluster::counted`] so far, read from its `/metrics`.

@@ -9,6 +9,15 @@ pub(crate) async fn client_for(kubeconfig: Option<&std::path::Path>, component: 
     Ok(kube::Client::try_from(config)?)
 }
 
+/// A client of the API server `uc up` runs, for a part of `uc up` in the same process (the node agent):
+/// every request over one HTTP/2 connection, as the kubelet talks to kube-apiserver, so that a burst of
+/// pod status writes does not open (and then hold) a connection per write.
+#[cfg(feature = "cluster")]
+pub(crate) async fn local_client_for(kubeconfig: &std::path::Path, component: &str) -> anyhow::Result<kube::Client> {
+    let config = named(config_for(Some(kubeconfig)).await?, component, None)?;
+    Ok(uc_engine::fenced::multiplexed_client(&config)?)
+}
+
 /// A client of an engine replica: `component/<version> (identity)` in its User-Agent, so that the API
 /// server's metrics and audit log tell replicas apart.
 pub(crate) async fn replica_client_for(

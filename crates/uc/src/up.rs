@@ -308,7 +308,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     let node = if args.no_node || args.control_plane {
         None
     } else {
-        let client = client_for(Some(&kubeconfig), "uc-node").await?;
+        let client = crate::client::local_client_for(&kubeconfig, "uc-node").await?;
         let exe = std::env::current_exe().context("locating the uc binary")?;
         let mut allowlist = uc_node::allowlist::Allowlist::shipped(exe.clone());
         let node_config = args.data_dir.join("node.json");
