@@ -167,16 +167,12 @@ mod tests {
         let info = crate::registry::crd_to_resource(&crd).unwrap();
         let names: Vec<String> = info.versions.iter().map(|v| v.name.clone()).collect();
         assert_eq!(served_versions(&crd), Some(("example.com".to_string(), names)));
-        assert_eq!(names_of(&served_versions(&crd).unwrap().1), ["v1", "v1beta1", "v1alpha1"]);
+        assert_eq!(served_versions(&crd).unwrap().1, ["v1", "v1beta1", "v1alpha1"]);
         let mut none_served = crd.clone();
         for v in none_served["spec"]["versions"].as_array_mut().unwrap() {
             v["served"] = json!(false);
         }
         assert_eq!(served_versions(&none_served), None);
-    }
-
-    fn names_of(v: &[String]) -> Vec<&str> {
-        v.iter().map(String::as_str).collect()
     }
 
     #[test]

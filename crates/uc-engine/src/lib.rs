@@ -6,6 +6,7 @@
 //! hook → plan → apply → status. See `docs/ARCHITECTURE.md`.
 
 pub mod apply;
+pub mod clients;
 pub mod controller;
 pub mod dynamic;
 pub mod events;

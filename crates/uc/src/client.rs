@@ -15,7 +15,7 @@ pub(crate) async fn client_for(kubeconfig: Option<&std::path::Path>, component: 
 #[cfg(feature = "cluster")]
 pub(crate) async fn local_client_for(kubeconfig: &std::path::Path, component: &str) -> anyhow::Result<kube::Client> {
     let config = named(config_for(Some(kubeconfig)).await?, component, None)?;
-    Ok(uc_engine::fenced::multiplexed_client(&config)?)
+    Ok(uc_engine::clients::multiplexed_client(&config)?)
 }
 
 /// A client of an engine replica: `component/<version> (identity)` in its User-Agent, so that the API
