@@ -15,18 +15,41 @@ pub trait Pointer {
     fn at_mut(&mut self, pointer: &str) -> Option<&mut Value>;
 }
 
-/// The tokens of `pointer` (None: not a pointer, i.e. not empty and not starting with `/`).
-fn tokens(pointer: &str) -> Option<impl Iterator<Item = Cow<'_, str>>> {
-    let rest = match pointer.strip_prefix('/') {
-        Some(rest) => Some(rest),
-        None if pointer.is_empty() => None,
-        None => return None,
-    };
-    Some(rest.into_iter().flat_map(|r| r.split('/')).map(unescape))
+/// The tokens of a pointer, unescaped (None: not a pointer, i.e. not empty and not starting with `/`).
+fn tokens(pointer: &str) -> Option<Tokens<'_>> {
+    if pointer.is_empty() {
+        return Some(Tokens { rest: None });
+    }
+    pointer.strip_prefix('/').map(|rest| Tokens { rest: Some(rest) })
+}
+
+/// What is left of a pointer after a `/`; found by a byte scan, since pointers are short and
+/// `str::split`'s searcher (with an iterator chain around it) cost more than the map lookups it served.
+struct Tokens<'a> {
+    rest: Option<&'a str>,
+}
+
+impl<'a> Iterator for Tokens<'a> {
+    type Item = Cow<'a, str>;
+
+    fn next(&mut self) -> Option<Cow<'a, str>> {
+        let rest = self.rest?;
+        let (token, next) = match rest.bytes().position(|b| b == b'/') {
+            // The index is of an ASCII byte, so both slices fall on character boundaries.
+            Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+            None => (rest, None),
+        };
+        self.rest = next;
+        Some(unescape(token))
+    }
 }
 
 fn unescape(token: &str) -> Cow<'_, str> {
-    if token.contains('~') { Cow::Owned(token.replace("~1", "/").replace("~0", "~")) } else { Cow::Borrowed(token) }
+    if token.as_bytes().contains(&b'~') {
+        Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+    } else {
+        Cow::Borrowed(token)
+    }
 }
 
 /// An array index as RFC 6901 writes it: digits, no leading zero, no sign.
@@ -39,19 +62,27 @@ fn index(token: &str) -> Option<usize> {
 
 impl Pointer for Value {
     fn at(&self, pointer: &str) -> Option<&Value> {
-        tokens(pointer)?.try_fold(self, |target, token| match target {
-            Value::Object(map) => map.get(token.as_ref()),
-            Value::Array(list) => index(&token).and_then(|i| list.get(i)),
-            _ => None,
-        })
+        let mut target = self;
+        for token in tokens(pointer)? {
+            target = match target {
+                Value::Object(map) => map.get(token.as_ref())?,
+                Value::Array(list) => list.get(index(&token)?)?,
+                _ => return None,
+            };
+        }
+        Some(target)
     }
 
     fn at_mut(&mut self, pointer: &str) -> Option<&mut Value> {
-        tokens(pointer)?.try_fold(self, |target, token| match target {
-            Value::Object(map) => map.get_mut(token.as_ref()),
-            Value::Array(list) => index(&token).and_then(move |i| list.get_mut(i)),
-            _ => None,
-        })
+        let mut target = self;
+        for token in tokens(pointer)? {
+            target = match target {
+                Value::Object(map) => map.get_mut(token.as_ref())?,
+                Value::Array(list) => list.get_mut(index(&token)?)?,
+                _ => return None,
+            };
+        }
+        Some(target)
     }
 }
 

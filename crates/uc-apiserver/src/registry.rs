@@ -109,6 +109,15 @@ impl ResourceInfo {
     pub fn api_version(&self, version: &str) -> String {
         uc_api::resource::api_version(&self.group, version)
     }
+
+    /// Whether `av` is the `apiVersion` of a version of this resource (`api_version` without writing
+    /// it out: a response's or a body's object usually has it already).
+    pub fn is_api_version(&self, version: &str, av: &str) -> bool {
+        match av.split_once('/') {
+            Some((group, v)) => !self.group.is_empty() && group == self.group && v == version,
+            None => self.group.is_empty() && av == version,
+        }
+    }
 }
 
 struct Builtin {
@@ -569,6 +578,25 @@ mod tests {
         let errs = crd_to_resource(&crd).unwrap_err();
         let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, vec!["metadata.name", "spec.versions"]);
+    }
+
+    #[test]
+    fn recognizes_api_versions_as_api_version_writes_them() {
+        let crd = json!({"metadata": {"name": "foos.x.io"}, "spec": {"group": "x.io", "names": {"plural": "foos", "kind": "Foo"},
+            "scope": "Namespaced", "versions": [{"name": "v1", "served": true, "storage": true,
+            "schema": {"openAPIV3Schema": {"type": "object"}}}]}});
+        let grouped = crd_to_resource(&crd).unwrap();
+        let mut core = grouped.clone();
+        core.group = String::new();
+        for info in [&grouped, &core] {
+            for version in ["v1", "v2"] {
+                let written = info.api_version(version);
+                assert!(info.is_api_version(version, &written), "{written}");
+                for other in ["v1", "v2", "x.io/v1", "x.io/v2", "y.io/v1", "/v1", "x.io/", ""] {
+                    assert_eq!(info.is_api_version(version, other), other == written, "{other} against {written}");
+                }
+            }
+        }
     }
 
     #[test]

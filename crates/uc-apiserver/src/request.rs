@@ -80,12 +80,11 @@ pub fn to_version(info: &ResourceInfo, version: &str, obj: &Obj) -> Obj {
     if let Some(view) = crate::views::to_view(&info.group, &info.resource, version, obj) {
         return Arc::new(view);
     }
-    let api_version = info.api_version(version);
-    if obj.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str()) {
+    if obj.get("apiVersion").and_then(Value::as_str).is_some_and(|av| info.is_api_version(version, av)) {
         return obj.clone();
     }
     let mut v = (**obj).clone();
-    v["apiVersion"] = Value::String(api_version);
+    v["apiVersion"] = Value::String(info.api_version(version));
     Arc::new(v)
 }
 

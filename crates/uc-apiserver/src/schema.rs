@@ -129,36 +129,47 @@ impl Schema {
 
     /// Removes fields the schema does not specify; returns their paths (for strict field validation).
     pub fn prune(&self, v: &mut Value, path: &str, pruned: &mut Vec<String>) {
+        self.prune_at(v, &mut path.to_string(), pruned);
+    }
+
+    /// `prune` with the path in one buffer, each level appending its segment and taking it off again:
+    /// a path is written out only for what is pruned.
+    fn prune_at(&self, v: &mut Value, path: &mut String, pruned: &mut Vec<String>) {
         if self.preserve_unknown && self.properties.is_empty() && self.additional.is_none() && self.items.is_none() {
             return;
         }
         match v {
             Value::Object(map) => {
-                let keys: Vec<String> = map.keys().cloned().collect();
-                for k in keys {
-                    let child_path = join(path, &k);
-                    if let Some(prop) = self.properties.get(&k) {
-                        if let Some(child) = map.get_mut(&k) {
-                            prop.prune(child, &child_path, pruned);
-                        }
-                    } else if let Some(Additional::Schema(ap)) = &self.additional {
-                        if let Some(child) = map.get_mut(&k) {
-                            ap.prune(child, &child_path, pruned);
-                        }
+                let mut unknown = Vec::new();
+                for (k, child) in map.iter_mut() {
+                    let schema = match (self.properties.get(k), &self.additional) {
+                        (Some(prop), _) => Some(&**prop),
+                        (None, Some(Additional::Schema(ap))) => Some(&**ap),
+                        _ => None,
+                    };
+                    if let Some(schema) = schema {
+                        let len = push_key(path, k);
+                        schema.prune_at(child, path, pruned);
+                        path.truncate(len);
                     } else if matches!(self.additional, Some(Additional::Any)) || self.preserve_unknown {
                         // kept as is
                     } else if self.embedded_resource && matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
                         // embedded objects always keep their type and metadata
                     } else {
-                        map.remove(&k);
-                        pruned.push(child_path);
+                        pruned.push(join(path, k));
+                        unknown.push(k.clone());
                     }
+                }
+                for k in unknown {
+                    map.remove(&k);
                 }
             }
             Value::Array(items) => {
                 if let Some(item_schema) = &self.items {
                     for (i, item) in items.iter_mut().enumerate() {
-                        item_schema.prune(item, &format!("{path}[{i}]"), pruned);
+                        let len = push_index(path, i);
+                        item_schema.prune_at(item, path, pruned);
+                        path.truncate(len);
                     }
                 }
             }
@@ -168,6 +179,11 @@ impl Schema {
 
     /// Validates a value; appends errors with field paths.
     pub fn validate(&self, v: &Value, path: &str, errs: &mut Vec<FieldError>) {
+        self.validate_at(v, &mut path.to_string(), errs);
+    }
+
+    /// `validate` with the path in one buffer (see `prune_at`): a valid object costs no path strings.
+    fn validate_at(&self, v: &Value, path: &mut String, errs: &mut Vec<FieldError>) {
         if v.is_null() {
             if !self.nullable && self.ty.is_some() {
                 errs.push(type_error(path, v, self.ty.as_deref().unwrap_or("object")));
@@ -176,7 +192,11 @@ impl Schema {
         }
         if self.int_or_string {
             if !(v.is_string() || v.is_i64() || v.is_u64()) {
-                errs.push(FieldError::invalid(path, v, format!("{path} in body must be of type integer-or-string")));
+                errs.push(FieldError::invalid(
+                    path.as_str(),
+                    v,
+                    format!("{path} in body must be of type integer-or-string"),
+                ));
                 return;
             }
         } else if let Some(ty) = &self.ty
@@ -189,7 +209,7 @@ impl Schema {
             let supported: Vec<String> = self.enumeration.iter().map(|e| e.to_string()).collect();
             errs.push(FieldError::new(
                 FieldErrorKind::NotSupported,
-                path,
+                path.as_str(),
                 Some(v.to_string()),
                 format!("supported values: {}", supported.join(", ")),
             ));
@@ -204,56 +224,66 @@ impl Schema {
                     && (x < min || (excl && x == min))
                 {
                     let op = if excl { "greater than" } else { "greater than or equal to" };
-                    errs.push(FieldError::invalid(path, v, format!("{path} in body should be {op} {min}")));
+                    errs.push(FieldError::invalid(path.as_str(), v, format!("{path} in body should be {op} {min}")));
                 }
                 if let Some((max, excl)) = self.maximum
                     && (x > max || (excl && x == max))
                 {
                     let op = if excl { "less than" } else { "less than or equal to" };
-                    errs.push(FieldError::invalid(path, v, format!("{path} in body should be {op} {max}")));
+                    errs.push(FieldError::invalid(path.as_str(), v, format!("{path} in body should be {op} {max}")));
                 }
                 if self.format.as_deref() == Some("int32") && n.as_i64().is_some_and(|i| i32::try_from(i).is_err()) {
-                    errs.push(FieldError::invalid(path, v, format!("{path} in body must be of type int32")));
+                    errs.push(FieldError::invalid(path.as_str(), v, format!("{path} in body must be of type int32")));
                 }
             }
             _ => {}
         }
         for s in &self.all_of {
-            s.validate(v, path, errs);
+            s.validate_at(v, path, errs);
         }
         if !self.any_of.is_empty() && !self.any_of.iter().any(|s| passes(s, v, path)) {
-            errs.push(FieldError::invalid(path, v, format!("{path} in body must match at least one schema (anyOf)")));
+            errs.push(FieldError::invalid(
+                path.as_str(),
+                v,
+                format!("{path} in body must match at least one schema (anyOf)"),
+            ));
         }
         if !self.one_of.is_empty() && self.one_of.iter().filter(|s| passes(s, v, path)).count() != 1 {
-            errs.push(FieldError::invalid(path, v, format!("{path} in body must match exactly one schema (oneOf)")));
+            errs.push(FieldError::invalid(
+                path.as_str(),
+                v,
+                format!("{path} in body must match exactly one schema (oneOf)"),
+            ));
         }
         if let Some(not) = &self.not
             && passes(not, v, path)
         {
-            errs.push(FieldError::invalid(path, v, format!("{path} in body must not match the schema (not)")));
+            errs.push(FieldError::invalid(path.as_str(), v, format!("{path} in body must not match the schema (not)")));
         }
     }
 
-    fn validate_object(&self, map: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>) {
+    fn validate_object(&self, map: &Map<String, Value>, path: &mut String, errs: &mut Vec<FieldError>) {
         for r in &self.required {
             if !map.contains_key(r) {
                 errs.push(FieldError::required(join(path, r), ""));
             }
         }
         for (k, child) in map {
-            let child_path = join(path, k);
-            if let Some(prop) = self.properties.get(k) {
-                prop.validate(child, &child_path, errs);
-            } else if let Some(Additional::Schema(ap)) = &self.additional {
-                ap.validate(child, &child_path, errs);
-            }
+            let schema = match (self.properties.get(k), &self.additional) {
+                (Some(prop), _) => &**prop,
+                (None, Some(Additional::Schema(ap))) => &**ap,
+                _ => continue,
+            };
+            let len = push_key(path, k);
+            schema.validate_at(child, path, errs);
+            path.truncate(len);
         }
         let n = map.len() as u64;
         if let Some(min) = self.min_properties
             && n < min
         {
             errs.push(FieldError::invalid(
-                path,
+                path.as_str(),
                 &Value::from(n),
                 format!("{path} in body should have at least {min} properties"),
             ));
@@ -263,17 +293,19 @@ impl Schema {
         {
             errs.push(FieldError::new(
                 FieldErrorKind::TooLong,
-                path,
+                path.as_str(),
                 None,
                 format!("must have at most {max} properties"),
             ));
         }
     }
 
-    fn validate_array(&self, items: &[Value], path: &str, errs: &mut Vec<FieldError>) {
+    fn validate_array(&self, items: &[Value], path: &mut String, errs: &mut Vec<FieldError>) {
         if let Some(item_schema) = &self.items {
             for (i, item) in items.iter().enumerate() {
-                item_schema.validate(item, &format!("{path}[{i}]"), errs);
+                let len = push_index(path, i);
+                item_schema.validate_at(item, path, errs);
+                path.truncate(len);
             }
         }
         let n = items.len() as u64;
@@ -281,7 +313,7 @@ impl Schema {
             && n < min
         {
             errs.push(FieldError::invalid(
-                path,
+                path.as_str(),
                 &Value::from(n),
                 format!("{path} in body should have at least {min} items"),
             ));
@@ -289,7 +321,12 @@ impl Schema {
         if let Some(max) = self.max_items
             && n > max
         {
-            errs.push(FieldError::new(FieldErrorKind::TooLong, path, None, format!("must have at most {max} items")));
+            errs.push(FieldError::new(
+                FieldErrorKind::TooLong,
+                path.as_str(),
+                None,
+                format!("must have at most {max} items"),
+            ));
         }
         let set_like = self.unique_items || self.list_type.as_deref() == Some("set");
         // Items (and map keys) already seen, by their JSON: a long list is not scanned once per item.
@@ -373,14 +410,32 @@ impl Schema {
     }
 }
 
-fn passes(s: &Schema, v: &Value, path: &str) -> bool {
+fn passes(s: &Schema, v: &Value, path: &mut String) -> bool {
     let mut e = Vec::new();
-    s.validate(v, path, &mut e);
+    s.validate_at(v, path, &mut e);
     e.is_empty()
 }
 
 fn join(path: &str, key: &str) -> String {
     if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+}
+
+/// Appends `.key` to a path (`key` alone at the root, as `join`); returns the length to truncate back to.
+fn push_key(path: &mut String, key: &str) -> usize {
+    let len = path.len();
+    if len > 0 {
+        path.push('.');
+    }
+    path.push_str(key);
+    len
+}
+
+/// Appends `[i]` to a path; returns the length to truncate back to.
+fn push_index(path: &mut String, i: usize) -> usize {
+    use std::fmt::Write;
+    let len = path.len();
+    let _ = write!(path, "[{i}]");
+    len
 }
 
 fn json_type(v: &Value) -> &'static str {

@@ -110,6 +110,13 @@ struct State {
 
 impl State {
     fn index(&mut self, gr: &GroupResource, key: &str, old: Option<&Value>, new: Option<&Value>) {
+        // Most updates keep the uid and the owners: the index already says what it would be rebuilt to.
+        if let (Some(old), Some(new)) = (old, new)
+            && uid_of(old) == uid_of(new)
+            && owner_uids(old).eq(owner_uids(new))
+        {
+            return;
+        }
         if let Some(old) = old {
             if let Some(uid) = uid_of(old) {
                 self.uids.remove(uid);

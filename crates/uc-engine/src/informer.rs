@@ -12,6 +12,7 @@ use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use uc_api::Pointer;
+use uc_api::meta::meta_str;
 
 use crate::metrics::Metrics;
 use crate::raw::RawObject;
@@ -29,8 +30,7 @@ pub fn key_text((namespace, name): &ObjKey) -> String {
 
 /// The key of an object.
 pub fn key_of(obj: &Value) -> ObjKey {
-    let s = |p: &str| obj.at(p).and_then(Value::as_str).unwrap_or_default().to_string();
-    (s("/metadata/namespace"), s("/metadata/name"))
+    (meta_str(obj, "namespace").to_string(), meta_str(obj, "name").to_string())
 }
 
 fn uid_of(obj: &Value) -> Option<&str> {

@@ -14,17 +14,17 @@ use crate::storage::{Obj, object_key};
 use uc_api::selector::is_label_value;
 
 pub(crate) fn check_type_meta(info: &ResourceInfo, version: &str, obj: &mut Value) -> Result<()> {
-    let expected_av = info.api_version(version);
     match obj.get("apiVersion") {
-        None => obj["apiVersion"] = Value::String(expected_av.clone()),
-        Some(Value::String(av)) if *av == expected_av => {}
+        None => obj["apiVersion"] = Value::String(info.api_version(version)),
+        Some(Value::String(av)) if info.is_api_version(version, av) => {}
         Some(Value::String(av))
             if info.version(uc_api::resource::split_api_version(av).1).is_some()
                 && uc_api::resource::split_api_version(av).0 == info.group => {}
         Some(other) => {
             return Err(ApiError::bad_request(format!(
-                "the API version in the data ({}) does not match the expected API version ({expected_av})",
-                other.as_str().map(String::from).unwrap_or_else(|| other.to_string())
+                "the API version in the data ({}) does not match the expected API version ({})",
+                other.as_str().map(String::from).unwrap_or_else(|| other.to_string()),
+                info.api_version(version)
             )));
         }
     }

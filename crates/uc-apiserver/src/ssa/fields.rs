@@ -7,7 +7,6 @@
 //! nodes that are; FieldsV1 marks a node that is both with a `.` entry.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
@@ -36,8 +35,10 @@ pub fn field(name: &str) -> String {
     pe
 }
 
-/// The path element of a keyed list's item, from its key fields.
-pub fn key(fields: &BTreeMap<String, Value>) -> String {
+/// The path element of a keyed list's item, from its key fields: the definition the walks' `item_key`
+/// writes without building the map (their tests hold the two equal).
+#[cfg(test)]
+pub fn key(fields: &std::collections::BTreeMap<String, Value>) -> String {
     let map: Map<String, Value> = fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     format!("k:{}", Value::Object(map))
 }
@@ -391,7 +392,10 @@ mod tests {
         };
         assert_eq!(item.difference(&only_image).paths(), vec![path(&["f:spec", "k:{\"name\":\"c\"}"])]);
         assert_eq!(
-            key(&BTreeMap::from([("protocol".into(), json!("TCP")), ("containerPort".into(), json!(80))])),
+            key(&std::collections::BTreeMap::from([
+                ("protocol".into(), json!("TCP")),
+                ("containerPort".into(), json!(80))
+            ])),
             "k:{\"containerPort\":80,\"protocol\":\"TCP\"}"
         );
         assert_eq!(path_string(&[field("spec"), value(&json!("a"))]), ".spec[=\"a\"]");

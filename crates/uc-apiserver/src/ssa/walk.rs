@@ -6,20 +6,33 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use super::fields::{FieldSet, field, key, value};
+use super::fields::{FieldSet, field, value};
 use super::shape::{ITEM, Kind, Shape};
 
 /// The path element of a keyed list's item: its key fields (a missing `protocol` is TCP, kube's default).
 fn item_key(item: &Value, keys: &[String]) -> String {
-    let fields: BTreeMap<String, Value> = keys
-        .iter()
-        .map(|k| {
-            let v = item.get(k).cloned().unwrap_or(Value::Null);
-            let v = if k == "protocol" && v.is_null() { Value::String("TCP".into()) } else { v };
-            (k.clone(), v)
-        })
-        .collect();
-    key(&fields)
+    // As `key` writes a map of these fields (sorted, each once), without building the map.
+    let mut names: Vec<&str> = keys.iter().map(String::as_str).collect();
+    names.sort_unstable();
+    names.dedup();
+    let mut out = b"k:{".to_vec();
+    for (i, name) in names.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        // Writing JSON into a vector cannot fail.
+        let _ = serde_json::to_writer(&mut out, name);
+        out.push(b':');
+        match item.get(name) {
+            Some(v) if !v.is_null() => {
+                let _ = serde_json::to_writer(&mut out, v);
+            }
+            _ if name == "protocol" => out.extend_from_slice(b"\"TCP\""),
+            _ => out.extend_from_slice(b"null"),
+        }
+    }
+    out.push(b'}');
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// The place a walk is at: field names from the root (`ITEM` for a list's item). The segments' buffers
@@ -446,9 +459,32 @@ pub fn copy_part(obj: &Value, part: Part<'_>) -> Value {
 mod tests {
     use serde_json::json;
 
-    use super::super::fields::path_string;
+    use super::super::fields::{key, path_string};
     use super::super::shape::Builtin;
     use super::*;
+
+    #[test]
+    fn item_keys_are_written_as_key_writes_a_map_of_the_fields() {
+        let item = json!({"name": "n", "containerPort": 80, "x\"y": [1, {"b": 2, "a": "é"}], "protocol": null});
+        for keys in [
+            &["name"][..],
+            &["containerPort", "protocol"],
+            &["protocol", "containerPort", "protocol"],
+            &["x\"y", "missing", "name"],
+            &[],
+        ] {
+            let fields: BTreeMap<String, Value> = keys
+                .iter()
+                .map(|k| {
+                    let v = item.get(*k).cloned().unwrap_or(Value::Null);
+                    let v = if *k == "protocol" && v.is_null() { Value::String("TCP".into()) } else { v };
+                    (k.to_string(), v)
+                })
+                .collect();
+            let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+            assert_eq!(item_key(&item, &keys), key(&fields), "{keys:?}");
+        }
+    }
 
     fn paths(s: &FieldSet) -> Vec<String> {
         let mut out: Vec<String> = s.paths().iter().map(|p| path_string(p)).collect();

@@ -258,3 +258,29 @@ async fn a_watch_resumes_across_a_restart() {
     store.events_after(3, |ev| after.push(ev.rv)).unwrap();
     assert_eq!(after, vec![4]);
 }
+
+#[tokio::test]
+async fn the_uid_and_owner_indexes_follow_updates_that_keep_or_change_them() {
+    let store = Store::open(None, StoreOptions::default()).unwrap();
+    let owned = |uid: &str, owners: &[&str]| {
+        let refs: Vec<Value> = owners.iter().map(|o| json!({"uid": o, "name": o, "kind": "Foo"})).collect();
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": "ns", "uid": uid, "ownerReferences": refs}})
+    };
+    let dependents_of = |owner: &str| store.dependents(owner).into_iter().map(|(r, _)| r.1).collect::<Vec<_>>();
+    store.write(Op::Create { gr: gr(), key: "ns/a".into(), object: owned("u1", &["o1"]) }).await.unwrap();
+    let mut rv = 1;
+    // Kept (the usual update), changed owners, a changed uid, then deleted.
+    for (uid, owners) in [("u1", &["o1"][..]), ("u1", &["o2", "o3"]), ("u2", &["o3"])] {
+        let updated = Op::Update { gr: gr(), key: "ns/a".into(), object: owned(uid, owners), expect_rv: rv };
+        rv = rv_of(&store.write(updated).await.unwrap());
+        for owner in ["o1", "o2", "o3"] {
+            let expected: Vec<String> = if owners.contains(&owner) { vec!["ns/a".into()] } else { vec![] };
+            assert_eq!(dependents_of(owner), expected, "{owner} after an update to {uid} {owners:?}");
+        }
+        assert_eq!(store.lookup_uid(uid).map(|(r, _)| r.1), Some("ns/a".to_string()));
+        assert!(store.lookup_uid(if uid == "u1" { "u2" } else { "u1" }).is_none());
+    }
+    store.write(Op::Delete { gr: gr(), key: "ns/a".into(), expect_rv: 0 }).await.unwrap();
+    assert!(dependents_of("o3").is_empty() && store.lookup_uid("u2").is_none());
+    assert!(store.referenced_owner_uids().is_empty());
+}
