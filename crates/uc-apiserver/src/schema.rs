@@ -142,12 +142,7 @@ impl Schema {
             Value::Object(map) => {
                 let mut unknown = Vec::new();
                 for (k, child) in map.iter_mut() {
-                    let schema = match (self.properties.get(k), &self.additional) {
-                        (Some(prop), _) => Some(&**prop),
-                        (None, Some(Additional::Schema(ap))) => Some(&**ap),
-                        _ => None,
-                    };
-                    if let Some(schema) = schema {
+                    if let Some(schema) = self.member(k) {
                         let len = push_key(path, k);
                         schema.prune_at(child, path, pruned);
                         path.truncate(len);
@@ -269,11 +264,7 @@ impl Schema {
             }
         }
         for (k, child) in map {
-            let schema = match (self.properties.get(k), &self.additional) {
-                (Some(prop), _) => &**prop,
-                (None, Some(Additional::Schema(ap))) => &**ap,
-                _ => continue,
-            };
+            let Some(schema) = self.member(k) else { continue };
             let len = push_key(path, k);
             schema.validate_at(child, path, errs);
             path.truncate(len);
@@ -402,11 +393,16 @@ impl Schema {
         let Some((first, rest)) = segments.split_first() else {
             return Some(self);
         };
-        let child = self.properties.get(*first).or(match &self.additional {
-            Some(Additional::Schema(s)) => Some(s),
+        self.member(first)?.at(rest)
+    }
+
+    /// The schema of an object's member: its property's, else `additionalProperties`'.
+    fn member(&self, key: &str) -> Option<&Schema> {
+        match (self.properties.get(key), &self.additional) {
+            (Some(prop), _) => Some(prop),
+            (None, Some(Additional::Schema(ap))) => Some(ap),
             _ => None,
-        })?;
-        child.at(rest)
+        }
     }
 }
 
@@ -417,10 +413,12 @@ fn passes(s: &Schema, v: &Value, path: &mut String) -> bool {
 }
 
 fn join(path: &str, key: &str) -> String {
-    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+    let mut joined = path.to_string();
+    push_key(&mut joined, key);
+    joined
 }
 
-/// Appends `.key` to a path (`key` alone at the root, as `join`); returns the length to truncate back to.
+/// Appends `.key` to a path (`key` alone at the root); returns the length to truncate back to.
 fn push_key(path: &mut String, key: &str) -> usize {
     let len = path.len();
     if len > 0 {
