@@ -1,9 +1,10 @@
 // What waking a sleeping thread costs on this machine, outside uc: two threads pass a counter back and
 // forth through eventfds (as a tokio worker is woken), each pinned to a CPU, and the round trip (two
 // wake-ups) and the process's CPU time per round trip are printed with both threads on one CPU, on
-// two CPUs, and on two with the second kept busy by a spinning process at nice 19. On a VM whose idle
-// vCPUs halt at once (no guest halt polling), a wake-up that crosses to an idle vCPU costs several
-// times one on the same CPU: docs/benchmarks.md, **Durable storage**.
+// two CPUs, and on two with the second kept busy by a spinning process at nice 19 (the first two CPUs
+// the process may run on). On the VM uc is benchmarked on (nested, no guest halt polling) a wake-up
+// that crosses CPUs costs several times one on the same CPU, the second CPU idle or busy:
+// docs/benchmarks.md, **Durable storage**.
 //
 //   cc -O2 -pthread -o /tmp/wakeup bench/wakeup.c && /tmp/wakeup [round trips]   (default 20000)
 #define _GNU_SOURCE
@@ -19,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int ping, pong, rounds, other_cpu;
+static int ping, pong, rounds, first_cpu, other_cpu;
 
 static double seconds(void) {
   struct timespec t;
@@ -54,10 +55,11 @@ static void *answer(void *unused) {
 }
 
 static void measure(const char *what, int cpu) {
+  // `cpu` is the second thread's: the first CPU this process may run on, or the second.
   other_cpu = cpu;
   ping = eventfd(0, 0);
   pong = eventfd(0, 0);
-  pin(0);
+  pin(first_cpu);
   pthread_t t;
   pthread_create(&t, NULL, answer, NULL);
   double t0 = seconds(), c0 = cpu_seconds();
@@ -74,21 +76,30 @@ static void measure(const char *what, int cpu) {
 
 int main(int argc, char **argv) {
   rounds = argc > 1 ? atoi(argv[1]) : 20000;
-  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+  // The first two CPUs this process may run on.
+  cpu_set_t allowed;
+  sched_getaffinity(0, sizeof allowed, &allowed);
+  int cpus[2], found = 0;
+  for (int c = 0; c < CPU_SETSIZE && found < 2; c++) {
+    if (CPU_ISSET(c, &allowed)) cpus[found++] = c;
+  }
+  if (found < 2) {
     fprintf(stderr, "needs two CPUs\n");
     return 1;
   }
-  measure("both threads on CPU 0:", 0);
-  measure("CPU 0 and CPU 1, CPU 1 idle:", 1);
+  first_cpu = cpus[0];
+  printf("CPU A = %d, CPU B = %d\n", cpus[0], cpus[1]);
+  measure("both threads on CPU A:", cpus[0]);
+  measure("CPU A and CPU B, B idle:", cpus[1]);
   pid_t spinner = fork();
   if (spinner == 0) {
-    pin(1);
+    pin(cpus[1]);
     if (nice(19) == -1) perror("nice");
     for (volatile unsigned long x = 0;; x++) {
     }
   }
   usleep(200000);
-  measure("CPU 0 and CPU 1, CPU 1 busy:", 1);
+  measure("CPU A and CPU B, B busy:", cpus[1]);
   kill(spinner, SIGKILL);
   waitpid(spinner, NULL, 0);
   return 0;
