@@ -67,8 +67,9 @@ async fn hook_overhead(calls: usize) -> Result<(Vec<Duration>, Vec<Duration>)> {
     let mut web_times = Vec::with_capacity(calls);
     for i in 0..calls {
         let req = sample_request(i);
+        let owned = req.clone();
         let t = Instant::now();
-        js.call(HookKind::Sync, &req).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        js.call(HookKind::Sync, owned).await.map_err(|e| anyhow::anyhow!("{e}"))?;
         js_times.push(t.elapsed());
         let t = Instant::now();
         web.call(&req).await.map_err(|e| anyhow::anyhow!("{e}"))?;

@@ -57,6 +57,8 @@ pub struct EngineOptions {
     pub namespaces: Option<std::collections::BTreeSet<String>>,
     /// The guard of the engine's client (`Guard::client`), for its fence and its counters.
     pub guard: Option<Arc<Guard>>,
+    /// Which programs may serve as exec hooks, and whether they run confined.
+    pub exec_hooks: crate::hooks::sandbox::ExecPolicy,
 }
 
 impl Default for EngineOptions {
@@ -72,6 +74,7 @@ impl Default for EngineOptions {
             leader: None,
             guard: None,
             namespaces: None,
+            exec_hooks: Default::default(),
         }
     }
 }
@@ -208,6 +211,7 @@ impl Engine {
             metrics: metrics.clone(),
             recorder: Arc::new(Recorder::new(client.clone())),
             natives: options.natives.clone(),
+            exec_hooks: options.exec_hooks.clone(),
             names: options.names.clone(),
             workers: options.workers,
             server_side_apply: options.server_side_apply,

@@ -42,6 +42,30 @@ pub struct ClientArgs {
     pub burst: u32,
 }
 
+/// Which programs may serve as exec hooks, and whether they run confined (docs/security.md).
+#[derive(clap::Args, Clone)]
+pub struct ExecHookArgs {
+    /// Programs allowed as exec hooks: `*` (any), `none`, or a comma-separated list of names (any
+    /// directory) and absolute paths.
+    #[arg(long, default_value = "*")]
+    pub exec_hooks: String,
+    /// Run exec hooks without the sandbox (bubblewrap, an unprivileged user): only where uc itself
+    /// runs confined, as in a pod.
+    #[arg(long)]
+    pub exec_hooks_unconfined: bool,
+}
+
+impl ExecHookArgs {
+    /// The engine's policy; `hidden` are paths no hook may see (uc's data directory).
+    pub fn policy(&self, hidden: Vec<std::path::PathBuf>) -> uc_engine::hooks::sandbox::ExecPolicy {
+        uc_engine::hooks::sandbox::ExecPolicy {
+            programs: uc_engine::hooks::sandbox::Programs::parse(&self.exec_hooks),
+            sandboxed: !self.exec_hooks_unconfined,
+            hidden,
+        }
+    }
+}
+
 /// A duration: `15s`, `500ms`, `2m`, or seconds (`1.5`).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();

@@ -54,8 +54,15 @@ fn load_hooks(dir: &Path) -> anyhow::Result<(HookImpl, Option<HookImpl>)> {
             None => Default::default(),
         };
         let natives = NativeRegistry::default();
-        HookImpl::from_spec(&spec, source, credentials, &natives, uc_engine::names::Resolver::system(), "hook-test")
-            .map_err(|e| anyhow::anyhow!("hooks.{which}: {e}"))
+        futures::executor::block_on(HookImpl::from_spec(
+            &spec,
+            source,
+            credentials,
+            (&natives, &uc_engine::hooks::sandbox::ExecPolicy::unconfined()),
+            uc_engine::names::Resolver::system(),
+            "hook-test",
+        ))
+        .map_err(|e| anyhow::anyhow!("hooks.{which}: {e}"))
     };
     let sync = build("sync", hooks.sync.as_ref().context("spec.hooks.sync is missing")?)?;
     let finalize = hooks.finalize.as_ref().map(|h| build("finalize", h)).transpose()?;

@@ -295,6 +295,8 @@ struct RunArgs {
     leader: engine_args::LeaderArgs,
     #[command(flatten)]
     client: engine_args::ClientArgs,
+    #[command(flatten)]
+    exec_hooks: engine_args::ExecHookArgs,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -545,6 +547,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
                     args.watch_namespaces.iter().map(|n| n.trim().to_string()).filter(|n| !n.is_empty()).collect();
                 (!set.is_empty()).then_some(set)
             },
+            exec_hooks: args.exec_hooks.policy(Vec::new()),
             ..Default::default()
         },
     );

@@ -89,6 +89,8 @@ pub struct UpArgs {
     /// Append an audit log here: one audit.k8s.io/v1 Event (Metadata level) per request that writes.
     #[arg(long)]
     audit_log_path: Option<PathBuf>,
+    #[command(flatten)]
+    exec_hooks: crate::engine_args::ExecHookArgs,
 }
 
 /// Whether this cluster runs uc's operators (a control plane and a cluster without workload
@@ -225,6 +227,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
                 metacontroller: !args.no_metacontroller,
                 leader: Some(leader),
                 guard: Some(guard),
+                exec_hooks: args.exec_hooks.policy(vec![data_dir.clone()]),
                 ..Default::default()
             },
         );

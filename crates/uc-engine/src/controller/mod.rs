@@ -150,11 +150,13 @@ async fn build_hook(
     };
     // Short names in a hook's URL are of the default namespace (a controller object has none).
     let resolver = ctx.names.as_ref().map(|n| n.resolver("default")).unwrap_or_else(crate::names::Resolver::system);
-    let imp = HookImpl::from_spec(hook, source, credentials, &ctx.natives, resolver, controller).map_err(|e| {
-        let reason =
-            if matches!(e, HookError::Config(_)) { StartReason::InvalidSpec } else { StartReason::HookUnavailable };
-        StartError::new(reason, format!("spec.hooks.{which}: {e}"))
-    })?;
+    let imp = HookImpl::from_spec(hook, source, credentials, (&ctx.natives, &ctx.exec_hooks), resolver, controller)
+        .await
+        .map_err(|e| {
+            let reason =
+                if matches!(e, HookError::Config(_)) { StartReason::InvalidSpec } else { StartReason::HookUnavailable };
+            StartError::new(reason, format!("spec.hooks.{which}: {e}"))
+        })?;
     Ok((imp, dialect))
 }
 

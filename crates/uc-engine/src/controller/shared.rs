@@ -37,6 +37,8 @@ pub struct Ctx {
     pub recorder: Arc<Recorder>,
     /// Native hooks.
     pub natives: NativeRegistry,
+    /// Which programs may serve as exec hooks, and whether they run confined.
+    pub exec_hooks: crate::hooks::sandbox::ExecPolicy,
     /// In-cluster names for webhooks.
     pub names: Option<crate::names::ClusterNames>,
     /// Workers per controller.

@@ -200,7 +200,7 @@ async fn follow(
             let problem = match data.as_ref().map(|d| d.get(&f.key)) {
                 None => Some(SourceProblem::Gone(format!("{what} was deleted"))),
                 Some(None) => Some(SourceProblem::Gone(format!("{what} has no key {:?}", f.key))),
-                Some(Some(source)) => match f.js.reload(source) {
+                Some(Some(source)) => match f.js.reload(source).await {
                     Ok(true) => {
                         tracing::info!(controller = %s.name, hook = f.which, "hook reloaded from its source");
                         None

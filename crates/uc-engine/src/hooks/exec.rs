@@ -1,8 +1,14 @@
 //! Exec hooks: any program as a hook (the role the Operator SDK's Ansible and Helm operators play). The
 //! request JSON goes to its stdin, its stdout is the response, its stderr goes to uc's log; it runs with
-//! a timeout (killed when it passes) and optionally an address-space limit (`ulimit -v` through `sh`). A
-//! non-zero exit, a timeout or an answer that is not JSON is a failed call: nothing changes.
+//! a timeout and optionally an address-space limit (`ulimit -v` through `sh`). A non-zero exit, a
+//! timeout or an answer that is not JSON is a failed call: nothing changes.
+//!
+//! Which programs may serve and whether they run confined is the engine operator's [`ExecPolicy`]
+//! (by default any program, in the sandbox of [`super::sandbox`]). Whatever a hook starts ends with
+//! it: the call's process group is killed when its main process ends or its timeout passes (and in
+//! the sandbox its whole PID namespace goes).
 
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -11,6 +17,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use uc_api::controller::{Exec, parse_duration};
 
 use super::protocol::{HookError, HookKind};
+use super::sandbox::{self, ExecPolicy};
 
 /// Largest answer read from a hook.
 const MAX_OUTPUT: usize = 64 << 20;
@@ -23,13 +30,25 @@ pub struct ExecHook {
     timeout: Duration,
     working_dir: Option<String>,
     label: String,
+    /// Confined: the sandbox's command line before the hook's argv, and its own environment.
+    sandbox: Option<Vec<String>>,
 }
 
 impl ExecHook {
-    /// From the spec, for controller `label`.
-    pub fn new(spec: &Exec, label: &str) -> Result<Self, HookError> {
-        if spec.command.first().is_none_or(|p| p.is_empty()) {
+    /// From the spec, for controller `label`, as the engine's `policy` allows.
+    pub fn new(spec: &Exec, label: &str, policy: &ExecPolicy) -> Result<Self, HookError> {
+        let Some(program) = spec.command.first().filter(|p| !p.is_empty()) else {
             return Err(HookError::Config("exec.command needs a program".into()));
+        };
+        if !policy.programs.allows(program) {
+            return Err(HookError::Config(format!(
+                "exec.command: {program:?} may not serve as a hook on this engine (its --exec-hooks allows {})",
+                match &policy.programs {
+                    sandbox::Programs::Any => "any program".to_string(),
+                    sandbox::Programs::Only(l) if l.is_empty() => "none".to_string(),
+                    sandbox::Programs::Only(l) => l.join(", "),
+                }
+            )));
         }
         let timeout = match &spec.timeout {
             Some(t) => parse_duration(t).map_err(|e| HookError::Config(e.to_string()))?,
@@ -45,23 +64,68 @@ impl ExecHook {
             }
             None => spec.command.clone(),
         };
-        Ok(Self { argv, timeout, working_dir: spec.working_dir.clone(), label: label.to_string() })
+        let mut hook =
+            Self { argv, timeout, working_dir: spec.working_dir.clone(), label: label.to_string(), sandbox: None };
+        if policy.sandboxed {
+            hook.confine(program, &spec.command[1..], &policy.hidden)?;
+        }
+        Ok(hook)
+    }
+
+    /// Runs the hook in the sandbox from now on: bwrap with the machine's system directories, the
+    /// working directory and the program's installation, as an unprivileged user.
+    fn confine(&mut self, program: &str, args: &[String], hidden: &[PathBuf]) -> Result<(), HookError> {
+        let bwrap = sandbox::bwrap().ok_or_else(|| {
+            HookError::Config(
+                "exec hooks run sandboxed and bubblewrap (bwrap) is not installed: install it, or start uc \
+                 with --exec-hooks-unconfined where uc itself runs confined"
+                    .into(),
+            )
+        })?;
+        let cwd = match &self.working_dir {
+            Some(d) => PathBuf::from(d),
+            None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+        };
+        let path = std::env::var("PATH").unwrap_or_default();
+        let resolved = sandbox::resolve(program, &cwd, &path)
+            .ok_or_else(|| HookError::Unreachable(format!("exec.command: no program {program:?} on this machine")))?;
+        let exists = |p: &Path| p.exists();
+        let link = |p: &Path| std::fs::read_link(p).ok();
+        let mut line = vec![bwrap.display().to_string()];
+        line.extend(sandbox::bwrap_args(&resolved, args, &cwd, hidden, &exists, &link));
+        line.push("--".into());
+        line.extend(sandbox::drop_root(rustix::process::geteuid().is_root()));
+        // The hook's own argv with the program as resolved (the sandbox's PATH may not find it).
+        if let Some(p) = self.argv.iter_mut().find(|a| *a == program) {
+            *p = resolved.display().to_string();
+        }
+        self.sandbox = Some(line);
+        Ok(())
     }
 
     /// Runs the program with the request.
     pub async fn call<T: serde::Serialize + ?Sized>(&self, kind: HookKind, request: &T) -> Result<Value, HookError> {
         let input = serde_json::to_vec(request).map_err(|e| HookError::InvalidResponse(e.to_string()))?;
-        let mut cmd = tokio::process::Command::new(&self.argv[0]);
-        cmd.args(&self.argv[1..])
-            .env("UC_HOOK", kind.as_str())
+        let line: Vec<&String> = self.sandbox.iter().flatten().chain(&self.argv).collect();
+        let mut cmd = tokio::process::Command::new(line[0]);
+        cmd.args(&line[1..])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            .process_group(0)
             .kill_on_drop(true);
+        if self.sandbox.is_some() {
+            // Nothing of uc's environment (its credentials) reaches a confined hook.
+            cmd.env_clear().env("PATH", sandbox::SYSTEM_PATH).env("HOME", "/tmp").env("LANG", "C.UTF-8");
+        }
+        cmd.env("UC_HOOK", kind.as_str());
         if let Some(dir) = &self.working_dir {
             cmd.current_dir(dir);
         }
         let mut child = cmd.spawn().map_err(|e| HookError::Unreachable(format!("starting {:?}: {e}", self.argv[0])))?;
+        let group = child.id().and_then(|pid| rustix::process::Pid::from_raw(pid as i32));
+        // Whatever the hook started ends with it: at its end, at the timeout, or when the call is dropped.
+        let _group = KillGroup(group);
         let (mut stdin, mut stdout, mut stderr) = (
             child.stdin.take().expect("piped"),
             child.stdout.take().expect("piped"),
@@ -83,8 +147,13 @@ impl ExecHook {
                 let _ = (&mut stderr).take(MAX_STDERR as u64).read_to_end(&mut err).await;
                 err
             };
-            let ((), out, err) = tokio::join!(write, read_out, read_err);
-            let status = child.wait().await;
+            // Once the main process has ended, what it left behind goes, so that its output ends too.
+            let wait = async {
+                let status = child.wait().await;
+                KillGroup(group).kill();
+                status
+            };
+            let ((), out, err, status) = tokio::join!(write, read_out, read_err, wait);
             (status, out, err)
         };
         let (status, out, err) =
@@ -109,6 +178,23 @@ impl ExecHook {
     }
 }
 
+/// A hook call's process group, killed when dropped.
+struct KillGroup(Option<rustix::process::Pid>);
+
+impl KillGroup {
+    fn kill(&self) {
+        if let Some(pid) = self.0 {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,7 +206,7 @@ mod tests {
             timeout: Some(timeout.into()),
             ..Default::default()
         };
-        ExecHook::new(&spec, "test").unwrap()
+        ExecHook::new(&spec, "test", &ExecPolicy::unconfined()).unwrap()
     }
 
     #[tokio::test]
@@ -148,7 +234,7 @@ mod tests {
         assert!(matches!(e, HookError::Timeout(_)), "{e}");
         let e = hook(&["/nonexistent/program"], "1s").call(HookKind::Sync, &json!({})).await.unwrap_err();
         assert!(e.to_string().contains("/nonexistent/program"), "{e}");
-        assert!(ExecHook::new(&Exec::default(), "x").is_err());
+        assert!(ExecHook::new(&Exec::default(), "x", &ExecPolicy::default()).is_err());
     }
 
     #[tokio::test]
@@ -159,7 +245,76 @@ mod tests {
             memory_limit_mi_b: Some(32),
             ..Default::default()
         };
-        let e = ExecHook::new(&spec, "x").unwrap().call(HookKind::Sync, &json!({})).await.unwrap_err();
+        let e = ExecHook::new(&spec, "x", &ExecPolicy::unconfined())
+            .unwrap()
+            .call(HookKind::Sync, &json!({}))
+            .await
+            .unwrap_err();
         assert!(e.to_string().contains("ended with"), "{e}");
+    }
+
+    /// Processes whose command line is exactly `cmdline` (arguments joined by spaces).
+    fn running(cmdline: &str) -> usize {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .filter(|c| String::from_utf8_lossy(c).replace('\0', " ").trim_end() == cmdline)
+            .count()
+    }
+
+    async fn gone(cmdline: &str) -> bool {
+        for _ in 0..100 {
+            if running(cmdline) == 0 {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn what_a_hook_leaves_running_ends_with_it() {
+        // Answering while a child runs on: the call returns at once and the child is gone.
+        let h = hook(&["sh", "-c", "sleep 96.25 & echo '{}'"], "20s");
+        let started = std::time::Instant::now();
+        assert_eq!(h.call(HookKind::Sync, &json!({})).await.unwrap(), json!({}));
+        assert!(started.elapsed() < Duration::from_secs(10), "not held by the child's open output");
+        assert!(gone("sleep 96.25").await, "the child went with the hook");
+        // Timed out with a child in the background: both go.
+        let h = hook(&["sh", "-c", "sleep 96.5 & sleep 96.75"], "300ms");
+        assert!(matches!(h.call(HookKind::Sync, &json!({})).await, Err(HookError::Timeout(_))));
+        assert!(gone("sleep 96.5").await && gone("sleep 96.75").await, "nothing left after the timeout");
+    }
+
+    #[tokio::test]
+    async fn a_confined_hook_is_unprivileged_and_sees_nothing_of_uc() {
+        if sandbox::bwrap().is_none() {
+            eprintln!("skipped: bubblewrap is not installed");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        std::fs::write(data.join("admin-token"), "secret").unwrap();
+        let policy = ExecPolicy { hidden: vec![data.clone()], ..Default::default() };
+        let script = r#"printf '{"uid": %s, "token": "%s", "processes": %s, "wrote": "%s"}' "$(id -u)" "$(cat data/admin-token 2>/dev/null)" "$(ls /proc | grep -c '^[0-9]')" "$(touch /usr/x 2>/dev/null && echo yes)"; sleep 97.25 &"#;
+        let spec = Exec {
+            command: vec!["sh".into(), "-c".into(), script.into()],
+            working_dir: Some(dir.path().display().to_string()),
+            timeout: Some("20s".into()),
+            ..Default::default()
+        };
+        let out = ExecHook::new(&spec, "x", &policy).unwrap().call(HookKind::Sync, &json!({})).await.unwrap();
+        if rustix::process::geteuid().is_root() {
+            assert_eq!(out["uid"], json!(sandbox::HOOK_UID), "{out}");
+        }
+        assert_eq!(out["token"], "", "uc's data directory is hidden: {out}");
+        assert!(out["processes"].as_u64().unwrap() < 6, "its own processes only: {out}");
+        assert_eq!(out["wrote"], "", "the system is read-only: {out}");
+        assert!(gone("sleep 97.25").await, "its namespace's processes went with it");
+        let refused = ExecPolicy { programs: sandbox::Programs::parse("jq"), ..Default::default() };
+        let e = ExecHook::new(&spec, "x", &refused).err().expect("sh is not allowed");
+        assert!(e.to_string().contains("may not serve as a hook") && e.to_string().contains("jq"), "{e}");
     }
 }

@@ -1,4 +1,4 @@
-//! JavaScript hooks run in-process by QuickJS (rquickjs), on the calling thread, with a
+//! JavaScript hooks run in-process by QuickJS (rquickjs), on threads of their own, with a
 //! wall-clock deadline (an uncatchable interrupt), a memory limit and a stack limit. Scripts get the
 //! bare language — no file system, no network, no timers — and `console.log/info/warn/error/debug`,
 //! which write to uc's log naming the controller and the parent (at most `CONSOLE_LINES` lines per
@@ -18,6 +18,7 @@ use serde_json::Value;
 use uc_api::controller::{JavaScript, parse_duration};
 use uc_api::hook::SyncRequest;
 
+use super::js_threads::Threads;
 use super::js_values::{json_request, to_json, typed_request};
 use super::protocol::{HookError, HookKind};
 
@@ -149,40 +150,44 @@ globalThis.__uc_call = function (kind, req, controller) {
 };
 "#;
 
-struct Job<'a> {
+struct Job {
     kind: HookKind,
     /// The parent the call is about (`<namespace>/<name>`), which its console lines name.
     parent: String,
     /// The request, its `controller` null.
-    request: Request<'a>,
+    request: Request,
     /// The request's `controller`, parsed only when the script reads it.
-    controller: Option<&'a str>,
+    controller: Option<Arc<str>>,
 }
 
 /// A request, built in the script's heap: given as JSON, or typed.
-enum Request<'a> {
-    Json(&'a Value),
-    Typed(&'a SyncRequest, (&'static str, &'static str)),
+enum Request {
+    Json(Value),
+    Typed(SyncRequest, (&'static str, &'static str)),
 }
 
-/// A JavaScript hook: a small pool of QuickJS runtimes (one call at a time each), called on the
-/// caller's thread so a call costs no thread hand-off.
+/// A JavaScript hook: scripts run on threads of the hook's own ([`Threads`]), one QuickJS runtime
+/// each, never on the async runtime's workers. At most [`JsHook::concurrency`] calls of one hook run
+/// at once; the others wait for a thread without holding their callers' workers.
 pub struct JsHook {
+    shared: Arc<Shared>,
+    threads: Threads<Slot>,
+}
+
+/// What every thread of a hook reads.
+struct Shared {
     /// The source and its version (bumped by each reload; an engine of an older one is reloaded).
     source: parking_lot::RwLock<(Arc<str>, u64)>,
     limits: JsLimits,
     console: Arc<Console>,
-    pool: Vec<Mutex<Slot>>,
-    next: std::sync::atomic::AtomicUsize,
-    /// How long the last call took, in microseconds (see `dispatch`).
-    last_call_us: AtomicU64,
     /// The last request's controller and its JSON (see `call_sync`).
     controller: Mutex<Option<(Arc<Value>, Arc<str>)>>,
 }
 
-/// A call expected to take longer than this (the last one did) runs with `block_in_place`.
-const INLINE_CALL_US: u64 = 2_000;
+/// How long a hook's thread waits for work before it ends (and its runtime's memory is freed).
+const THREAD_IDLE: Duration = Duration::from_secs(60);
 
+/// A thread's own runtime.
 struct Slot {
     engine: Option<Engine>,
     /// The source version the engine was loaded from.
@@ -235,6 +240,16 @@ fn load(source: &str, limits: JsLimits, console: Arc<Console>, slot: &Slot) -> R
     Ok(Engine { _runtime: runtime, context })
 }
 
+/// Loads `source` into a fresh runtime under the deadline, to see whether it loads.
+fn probe(source: &str, limits: JsLimits, console: Arc<Console>) -> Result<(), HookError> {
+    let slot = Slot::new();
+    slot.deadline.store(now_ms(slot.base) + limits.timeout.as_millis() as u64, Ordering::Relaxed);
+    load(source, limits, console, &slot).map(drop).map_err(|e| match e {
+        HookError::Script(m) if m.contains("interrupted") => HookError::Timeout(limits.timeout),
+        other => other,
+    })
+}
+
 fn describe(ctx: &rquickjs::Ctx<'_>, e: rquickjs::Error) -> String {
     if matches!(e, rquickjs::Error::Exception) {
         let ex = ctx.catch();
@@ -251,57 +266,74 @@ fn describe(ctx: &rquickjs::Ctx<'_>, e: rquickjs::Error) -> String {
     e.to_string()
 }
 
+fn lost(_: super::js_threads::Lost) -> HookError {
+    HookError::Script("the hook's thread stopped during the call".into())
+}
+
 impl JsHook {
     /// Loads the script; fails if it does not load.
     pub fn new(source: String, limits: JsLimits) -> Result<Self, HookError> {
         Self::labelled(source, limits, "javascript")
     }
 
-    /// Loads the script of controller `label` (its console lines name it).
+    /// Loads the script of controller `label` (its console lines name it), blocking until it has
+    /// loaded on the hook's thread (for callers outside async code; see [`JsHook::start`]).
     pub fn labelled(source: String, limits: JsLimits, label: &str) -> Result<Self, HookError> {
-        let console = Arc::new(Console { label: label.to_string(), window: Mutex::new((Instant::now(), 0, 0)) });
-        let size = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 4);
-        let mut pool = Vec::with_capacity(size);
-        for i in 0..size {
-            let mut slot = Slot::new();
-            // Load the first engine now so a broken script is reported at once; the rest on first use.
-            if i == 0 {
-                slot.engine = Some(load(&source, limits, console.clone(), &slot)?);
-            }
-            pool.push(Mutex::new(slot));
-        }
-        let source = parking_lot::RwLock::new((Arc::from(source), 0));
-        Ok(Self {
-            source,
-            limits,
-            console,
-            pool,
-            next: Default::default(),
-            last_call_us: AtomicU64::new(0),
-            controller: Mutex::new(None),
-        })
+        let hook = Self::unchecked(source, limits, label);
+        let (src, console) = (hook.shared.source.read().0.clone(), hook.shared.console.clone());
+        hook.threads.run_blocking(move |_| probe(&src, limits, console)).map_err(lost)??;
+        Ok(hook)
     }
 
-    /// Replaces the script with `source` if it loads; otherwise the old one stays and the error says
-    /// why. Calls under way finish with the old one; each runtime loads the new one at its next call.
-    pub fn reload(&self, source: &str) -> Result<bool, HookError> {
-        if &*self.source.read().0 == source {
+    /// Loads the script of controller `label` on the hook's own thread: a script whose top level
+    /// spins holds that thread until its deadline, not the caller's.
+    pub async fn start(source: String, limits: JsLimits, label: &str) -> Result<Self, HookError> {
+        let hook = Self::unchecked(source, limits, label);
+        let (src, console) = (hook.shared.source.read().0.clone(), hook.shared.console.clone());
+        hook.threads.run(move |_| probe(&src, limits, console)).await.map_err(lost)??;
+        Ok(hook)
+    }
+
+    fn unchecked(source: String, limits: JsLimits, label: &str) -> Self {
+        let console = Arc::new(Console { label: label.to_string(), window: Mutex::new((Instant::now(), 0, 0)) });
+        let shared = Shared {
+            source: parking_lot::RwLock::new((Arc::from(source), 0)),
+            limits,
+            console,
+            controller: Mutex::new(None),
+        };
+        let threads = Threads::new(Self::concurrency(), THREAD_IDLE, "uc-js", Slot::new);
+        JsHook { shared: Arc::new(shared), threads }
+    }
+
+    /// How many calls of one hook run at once: one per core, at most four.
+    pub fn concurrency() -> usize {
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(1, 4)
+    }
+
+    /// Replaces the script with `source` if it loads (tried on the hook's thread); otherwise the old
+    /// one stays and the error says why. Calls under way finish with the old one; each thread loads
+    /// the new one at its next call.
+    pub async fn reload(&self, source: &str) -> Result<bool, HookError> {
+        if &*self.shared.source.read().0 == source {
             return Ok(false);
         }
-        let probe = Slot::new();
-        probe.deadline.store(now_ms(probe.base) + self.limits.timeout.as_millis() as u64, Ordering::Relaxed);
-        load(source, self.limits, self.console.clone(), &probe)?;
-        let mut s = self.source.write();
-        *s = (Arc::from(source), s.1 + 1);
+        let (src, limits, console): (Arc<str>, _, _) =
+            (Arc::from(source), self.shared.limits, self.shared.console.clone());
+        let tried = src.clone();
+        self.threads.run(move |_| probe(&tried, limits, console)).await.map_err(lost)??;
+        let mut s = self.shared.source.write();
+        *s = (src, s.1 + 1);
         Ok(true)
     }
 
     /// Calls the script.
-    pub async fn call(&self, kind: HookKind, request: &Value) -> Result<Value, HookError> {
+    pub async fn call(&self, kind: HookKind, request: Value) -> Result<Value, HookError> {
         let bad = |e: serde_json::Error| HookError::InvalidRequest(e.to_string());
         let controller = request.get("controller").map(serde_json::to_string).transpose().map_err(bad)?;
         let parent = request.get("parent").map(parent_label).unwrap_or_default();
-        self.dispatch(&Job { kind, parent, request: Request::Json(request), controller: controller.as_deref() })
+        self.dispatch(Job { kind, parent, request: Request::Json(request), controller: controller.map(Arc::from) })
+            .await
     }
 
     /// Calls the script with a sync or finalize request, built in the script's heap straight from the
@@ -311,12 +343,12 @@ impl JsHook {
     pub async fn call_sync(
         &self,
         kind: HookKind,
-        request: &SyncRequest,
+        request: SyncRequest,
         names: (&'static str, &'static str),
     ) -> Result<Value, HookError> {
         let bad = |e: serde_json::Error| HookError::InvalidRequest(e.to_string());
         let controller = {
-            let mut kept = self.controller.lock();
+            let mut kept = self.shared.controller.lock();
             match &*kept {
                 Some((of, text)) if Arc::ptr_eq(of, &request.controller) => text.clone(),
                 _ => {
@@ -326,71 +358,47 @@ impl JsHook {
                 }
             }
         };
-        self.dispatch(&Job {
-            kind,
-            parent: parent_label(&request.parent),
-            request: Request::Typed(request, names),
-            controller: Some(&controller),
-        })
+        let parent = parent_label(&request.parent);
+        self.dispatch(Job { kind, parent, request: Request::Typed(request, names), controller: Some(controller) }).await
     }
 
-    fn dispatch(&self, job: &Job<'_>) -> Result<Value, HookError> {
-        let work = || {
-            let start = Instant::now();
-            let result = self.call_blocking(job);
-            self.last_call_us.store(start.elapsed().as_micros() as u64, Ordering::Relaxed);
-            result
-        };
-        // A call is usually far shorter than handing the worker's tasks to another thread, as
-        // `block_in_place` does (a tenth of the engine's time when every call went that way, in the
-        // convergence profile of docs/benchmarks.md): it runs on the worker. After a slow call (one
-        // may spin until its deadline) the next ones let the runtime move the other tasks away, until
-        // one is quick again.
-        let slow = self.last_call_us.load(Ordering::Relaxed) > INLINE_CALL_US;
-        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-            Ok(tokio::runtime::RuntimeFlavor::MultiThread) if slow => tokio::task::block_in_place(work),
-            _ => work(),
-        }
-    }
-
-    fn call_blocking(&self, job: &Job<'_>) -> Result<Value, HookError> {
-        // The lowest free slot: a second runtime is only loaded (and its memory spent) when calls
-        // overlap. When every slot is busy, wait for one, taking turns.
-        let n = self.pool.len();
-        let mut slot = (0..n).find_map(|i| self.pool[i].try_lock()).unwrap_or_else(|| {
-            let start = self.next.fetch_add(1, Ordering::Relaxed);
-            self.pool[start % n].lock()
-        });
-        let (source, version) = self.source.read().clone();
-        if slot.engine.is_none() || slot.version != version {
-            slot.engine = None;
-            slot.engine = Some(load(&source, self.limits, self.console.clone(), &slot)?);
-            slot.version = version;
-        }
-        let Some(engine) = slot.engine.as_ref() else {
-            return Err(HookError::Script("the script does not load".into()));
-        };
-        {
-            let mut parent = slot.parent.lock();
-            parent.clear();
-            parent.push_str(&job.parent);
-        }
-        slot.deadline.store(now_ms(slot.base) + self.limits.timeout.as_millis() as u64, Ordering::Relaxed);
-        let result = run(engine, job);
-        slot.deadline.store(u64::MAX, Ordering::Relaxed);
-        let result = match result {
-            Err(HookError::Script(m)) if m.contains("interrupted") => Err(HookError::Timeout(self.limits.timeout)),
-            other => other,
-        };
-        if result.is_err() {
-            // A script stopped mid-way (deadline, memory) may have left its heap broken: start afresh.
-            slot.engine = None;
-        }
-        result
+    async fn dispatch(&self, job: Job) -> Result<Value, HookError> {
+        let shared = self.shared.clone();
+        self.threads.run(move |slot| call_on(&shared, slot, &job)).await.map_err(lost)?
     }
 }
 
-fn run(engine: &Engine, job: &Job<'_>) -> Result<Value, HookError> {
+/// One call on a hook's thread, in its runtime (loaded first when missing or of an older source).
+fn call_on(shared: &Shared, slot: &mut Slot, job: &Job) -> Result<Value, HookError> {
+    let (source, version) = shared.source.read().clone();
+    if slot.engine.is_none() || slot.version != version {
+        slot.engine = None;
+        slot.engine = Some(load(&source, shared.limits, shared.console.clone(), slot)?);
+        slot.version = version;
+    }
+    let Some(engine) = slot.engine.as_ref() else {
+        return Err(HookError::Script("the script does not load".into()));
+    };
+    {
+        let mut parent = slot.parent.lock();
+        parent.clear();
+        parent.push_str(&job.parent);
+    }
+    slot.deadline.store(now_ms(slot.base) + shared.limits.timeout.as_millis() as u64, Ordering::Relaxed);
+    let result = run(engine, job);
+    slot.deadline.store(u64::MAX, Ordering::Relaxed);
+    let result = match result {
+        Err(HookError::Script(m)) if m.contains("interrupted") => Err(HookError::Timeout(shared.limits.timeout)),
+        other => other,
+    };
+    if result.is_err() {
+        // A script stopped mid-way (deadline, memory) may have left its heap broken: start afresh.
+        slot.engine = None;
+    }
+    result
+}
+
+fn run(engine: &Engine, job: &Job) -> Result<Value, HookError> {
     engine.context.with(|ctx| {
         let script = |e| HookError::Script(describe(&ctx, e));
         let f: Function = ctx.globals().get("__uc_call").map_err(|e| HookError::Script(e.to_string()))?;
@@ -398,7 +406,7 @@ fn run(engine: &Engine, job: &Job<'_>) -> Result<Value, HookError> {
             Request::Json(r) => json_request(&ctx, r).map_err(script)?,
             Request::Typed(r, names) => typed_request(&ctx, r, *names).map_err(script)?,
         };
-        let out: rquickjs::Value = f.call((job.kind.as_str(), request, job.controller)).map_err(script)?;
+        let out: rquickjs::Value = f.call((job.kind.as_str(), request, job.controller.as_deref())).map_err(script)?;
         let to_json_name = rquickjs::Atom::from_str(ctx.clone(), "toJSON").map_err(script)?;
         to_json(&out, &to_json_name, 0)
     })
@@ -419,12 +427,15 @@ mod tests {
     async fn a_reload_takes_a_source_that_loads_and_keeps_the_old_one_otherwise() {
         let hook = JsHook::new("function sync(r) { return {children: [], status: {v: 1}}; }".into(), limits()).unwrap();
         let request = json!({"parent": {}});
-        let call = || hook.call(HookKind::Sync, &request);
+        let call = || hook.call(HookKind::Sync, request.clone());
         assert_eq!(call().await.unwrap()["status"]["v"], 1);
-        assert!(hook.reload("function sync(r) { return {children: [], status: {v: 2}}; }").unwrap());
+        assert!(hook.reload("function sync(r) { return {children: [], status: {v: 2}}; }").await.unwrap());
         assert_eq!(call().await.unwrap()["status"]["v"], 2);
-        assert!(!hook.reload("function sync(r) { return {children: [], status: {v: 2}}; }").unwrap(), "unchanged");
-        assert!(matches!(hook.reload("function sync(r) {"), Err(HookError::Script(_))));
+        assert!(
+            !hook.reload("function sync(r) { return {children: [], status: {v: 2}}; }").await.unwrap(),
+            "unchanged"
+        );
+        assert!(matches!(hook.reload("function sync(r) {").await, Err(HookError::Script(_))));
         assert_eq!(call().await.unwrap()["status"]["v"], 2, "the broken version did not replace the old");
     }
 
@@ -433,13 +444,13 @@ mod tests {
         let src = "function sync(r) { console.log('seen', r.parent.metadata.name, {a: 1}); console.warn(1); console.error(); console.debug(null); return {children: []}; }";
         let hook = JsHook::labelled(src.into(), limits(), "demo").unwrap();
         let out =
-            hook.call(HookKind::Sync, &json!({"parent": {"metadata": {"name": "p", "namespace": "n"}}})).await.unwrap();
+            hook.call(HookKind::Sync, json!({"parent": {"metadata": {"name": "p", "namespace": "n"}}})).await.unwrap();
         assert_eq!(out, json!({"children": []}));
-        assert_eq!(hook.console.window.lock().1, 4, "four lines written");
+        assert_eq!(hook.shared.console.window.lock().1, 4, "four lines written");
         for _ in 0..CONSOLE_LINES {
-            hook.console.write("info", "n/p", "more");
+            hook.shared.console.write("info", "n/p", "more");
         }
-        let w = *hook.console.window.lock();
+        let w = *hook.shared.console.window.lock();
         assert_eq!((w.1, w.2), (CONSOLE_LINES + 4, 4), "the lines over the limit are counted, not written");
     }
 
@@ -462,7 +473,7 @@ mod tests {
         let hook = JsHook::new(THESIS_5_2.into(), limits()).unwrap();
         let req = json!({"parent": {"metadata": {"name": "f", "namespace": "ns"}, "spec": {"deploymentName": "d", "replicas": 2}},
                          "children": {"Deployment.apps/v1": {"d": {"status": {"availableReplicas": 1}}}}});
-        let out = hook.call(HookKind::Sync, &req).await.unwrap();
+        let out = hook.call(HookKind::Sync, req.clone()).await.unwrap();
         assert_eq!(out["status"], json!({"availableReplicas": 1}));
         assert_eq!(out["children"][0]["spec"]["replicas"], json!(2));
         assert_eq!(out["children"][0]["metadata"]["namespace"], json!("ns"));
@@ -477,7 +488,7 @@ mod tests {
                     return {children: [], status: {first: first, kept: kept, keys: keys, text: text, after: r.controller}}; }";
         let hook = JsHook::new(src.into(), limits()).unwrap();
         let req = json!({"controller": {"metadata": {"name": "c"}, "spec": {}}, "parent": {"metadata": {"name": "p"}}, "children": {}});
-        let status = hook.call(HookKind::Sync, &req).await.unwrap()["status"].clone();
+        let status = hook.call(HookKind::Sync, req.clone()).await.unwrap()["status"].clone();
         assert_eq!(status["first"], "c");
         assert_eq!(status["kept"], 1, "changes to the parsed controller stay for the call");
         assert_eq!(status["keys"], "children,controller,parent", "in the request's order");
@@ -485,13 +496,13 @@ mod tests {
         assert_eq!(text["controller"], json!({"metadata": {"name": "c"}, "spec": {"x": 1}}));
         assert_eq!(status["after"], "replaced");
         // The next call gets the controller as sent, not as the last one left it.
-        let again = hook.call(HookKind::Sync, &req).await.unwrap()["status"].clone();
+        let again = hook.call(HookKind::Sync, req.clone()).await.unwrap()["status"].clone();
         assert_eq!(again["kept"], 1);
         let untouched =
             JsHook::new("function sync(r) { return {children: [], status: {c: r.controller}}; }".into(), limits())
                 .unwrap();
-        assert_eq!(untouched.call(HookKind::Sync, &req).await.unwrap()["status"]["c"], req["controller"]);
-        let without = untouched.call(HookKind::Sync, &json!({"parent": {}, "children": {}})).await.unwrap();
+        assert_eq!(untouched.call(HookKind::Sync, req.clone()).await.unwrap()["status"]["c"], req["controller"]);
+        let without = untouched.call(HookKind::Sync, json!({"parent": {}, "children": {}})).await.unwrap();
         assert_eq!(without["status"], json!({}), "no controller in the request, none in the script");
     }
 
@@ -520,8 +531,8 @@ mod tests {
                  }}"
             );
             let hook = JsHook::new(src, limits()).unwrap();
-            let typed = hook.call_sync(HookKind::Sync, &request, dialect.request_names()).await.unwrap();
-            let json = hook.call(HookKind::Sync, &tree).await.unwrap();
+            let typed = hook.call_sync(HookKind::Sync, request.clone(), dialect.request_names()).await.unwrap();
+            let json = hook.call(HookKind::Sync, tree.clone()).await.unwrap();
             assert_eq!(typed["status"]["same"], true, "typed, {flavor:?}: {}", typed["status"]["text"]);
             assert_eq!(json["status"]["same"], true, "as JSON, {flavor:?}: {}", json["status"]["text"]);
             let keys = if flavor == Flavor::Decorator {
@@ -533,9 +544,9 @@ mod tests {
         }
         let src = "function sync(r) { return {children: [], status: {text: JSON.stringify(r)}}; }";
         let hook = JsHook::new(src.into(), limits()).unwrap();
-        hook.call_sync(HookKind::Sync, &request, Dialect::UC.request_names()).await.unwrap();
+        hook.call_sync(HookKind::Sync, request.clone(), Dialect::UC.request_names()).await.unwrap();
         request.controller = Arc::new(json!({"metadata": {"name": "d"}}));
-        let typed = hook.call_sync(HookKind::Sync, &request, Dialect::UC.request_names()).await.unwrap();
+        let typed = hook.call_sync(HookKind::Sync, request.clone(), Dialect::UC.request_names()).await.unwrap();
         let seen: Value = serde_json::from_str(typed["status"]["text"].as_str().unwrap()).unwrap();
         assert_eq!(seen["controller"], json!({"metadata": {"name": "d"}}), "the new controller, not the kept one");
     }
@@ -544,8 +555,8 @@ mod tests {
     async fn sync_function_form_and_finalize_entry() {
         let src = "function sync(r) { return {children: [], status: {n: r.parent.n}}; }\nfunction finalize(r) { return {children: [], finalized: true}; }";
         let hook = JsHook::new(src.into(), limits()).unwrap();
-        assert_eq!(hook.call(HookKind::Sync, &json!({"parent": {"n": 3}})).await.unwrap()["status"]["n"], json!(3));
-        assert_eq!(hook.call(HookKind::Finalize, &json!({})).await.unwrap()["finalized"], json!(true));
+        assert_eq!(hook.call(HookKind::Sync, json!({"parent": {"n": 3}})).await.unwrap()["status"]["n"], json!(3));
+        assert_eq!(hook.call(HookKind::Finalize, json!({})).await.unwrap()["finalized"], json!(true));
     }
 
     #[tokio::test]
@@ -553,10 +564,10 @@ mod tests {
         let src = "var calls = 0; function sync(r) { calls++; if (r.loop) { while (true) {} } return {children: [], status: {calls: calls}}; }";
         let hook = JsHook::new(src.into(), limits()).unwrap();
         let started = Instant::now();
-        let r = hook.call(HookKind::Sync, &json!({"loop": true})).await;
+        let r = hook.call(HookKind::Sync, json!({"loop": true})).await;
         assert!(matches!(r, Err(HookError::Timeout(_))), "{r:?}");
         assert!(started.elapsed() < Duration::from_secs(3));
-        let ok = hook.call(HookKind::Sync, &json!({})).await.unwrap();
+        let ok = hook.call(HookKind::Sync, json!({})).await.unwrap();
         assert_eq!(ok["status"]["calls"], json!(1), "a fresh engine after the timeout");
     }
 
@@ -564,7 +575,7 @@ mod tests {
     async fn unbounded_allocation_fails_without_killing_the_process() {
         let src = "function sync(r) { var a = []; while (true) { a.push(new Array(100000).fill(1)); } }";
         let hook = JsHook::new(src.into(), limits()).unwrap();
-        let r = hook.call(HookKind::Sync, &json!({})).await;
+        let r = hook.call(HookKind::Sync, json!({})).await;
         assert!(
             matches!(r, Err(HookError::Script(ref m)) if m.contains("out of memory"))
                 || matches!(r, Err(HookError::Timeout(_))),
@@ -576,10 +587,10 @@ mod tests {
     async fn bad_scripts_are_reported() {
         assert!(matches!(JsHook::new("function (".into(), limits()), Err(HookError::Script(_))));
         let hook = JsHook::new("function sync(r) { throw new Error('boom'); }".into(), limits()).unwrap();
-        let r = hook.call(HookKind::Sync, &json!({})).await;
+        let r = hook.call(HookKind::Sync, json!({})).await;
         assert!(matches!(r, Err(HookError::Script(ref m)) if m.contains("boom")), "{r:?}");
         let none = JsHook::new("var x = 1;".into(), limits()).unwrap();
-        assert!(none.call(HookKind::Sync, &json!({})).await.is_err());
+        assert!(none.call(HookKind::Sync, json!({})).await.is_err());
         let no_io = JsHook::new(
             "function sync(r) { return {children: [], status: {t: typeof require + typeof fetch + typeof std}}; }"
                 .into(),
@@ -587,7 +598,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            no_io.call(HookKind::Sync, &json!({})).await.unwrap()["status"]["t"],
+            no_io.call(HookKind::Sync, json!({})).await.unwrap()["status"]["t"],
             json!("undefinedundefinedundefined")
         );
     }
@@ -596,7 +607,7 @@ mod tests {
     async fn results_convert_like_json_stringify() {
         let src = "function sync(r) { return {children: [], status: {a: undefined, f: function () {}, n: 2.5, i: 3, big: 1e300, nan: NaN, d: {toJSON: function () { return 'x'; }}, l: [1, null]}}; }";
         let hook = JsHook::new(src.into(), limits()).unwrap();
-        let out = hook.call(HookKind::Sync, &json!({})).await.unwrap();
+        let out = hook.call(HookKind::Sync, json!({})).await.unwrap();
         assert_eq!(out["status"], json!({"n": 2.5, "i": 3, "big": 1e300, "nan": null, "d": "x", "l": [1, null]}));
     }
 }

@@ -4,9 +4,11 @@ pub mod credentials;
 pub mod dialect;
 pub mod exec;
 pub mod javascript;
+mod js_threads;
 mod js_values;
 pub mod native;
 mod protocol;
+pub mod sandbox;
 pub mod webhook;
 
 pub use protocol::{HookError, HookKind};
@@ -32,13 +34,14 @@ pub enum HookImpl {
 }
 
 impl HookImpl {
-    /// Builds a hook of controller `label` from its spec. JavaScript from a ConfigMap and a
-    /// webhook's credentials from Secrets are passed in already resolved.
-    pub fn from_spec(
+    /// Builds a hook of controller `label` from its spec, with the engine's native hooks and its exec
+    /// policy. JavaScript from a ConfigMap and a webhook's credentials from Secrets are passed in
+    /// already resolved.
+    pub async fn from_spec(
         spec: &HookSpec,
         js_source: Option<String>,
         credentials: credentials::Credentials,
-        natives: &native::NativeRegistry,
+        (natives, exec): (&native::NativeRegistry, &sandbox::ExecPolicy),
         resolver: crate::names::Resolver,
         label: &str,
     ) -> Result<Self, HookError> {
@@ -50,7 +53,7 @@ impl HookImpl {
             return Err(HookError::Config("a hook needs exactly one of webhook, javascript, exec, native".into()));
         }
         if let Some(e) = &spec.exec {
-            return Ok(HookImpl::Exec(Arc::new(exec::ExecHook::new(e, label)?)));
+            return Ok(HookImpl::Exec(Arc::new(exec::ExecHook::new(e, label, exec)?)));
         }
         if let Some(w) = &spec.webhook {
             return Ok(HookImpl::Webhook(Arc::new(webhook::WebhookHook::new(w, resolver, credentials)?)));
@@ -60,7 +63,7 @@ impl HookImpl {
                 .or_else(|| js.source.clone())
                 .ok_or_else(|| HookError::Config("javascript needs source, configMapRef or secretRef".into()))?;
             let limits = javascript::JsLimits::from_spec(js)?;
-            return Ok(HookImpl::JavaScript(Arc::new(javascript::JsHook::labelled(source, limits, label)?)));
+            return Ok(HookImpl::JavaScript(Arc::new(javascript::JsHook::start(source, limits, label).await?)));
         }
         let name = spec.native.as_ref().map(|n| n.name.clone()).unwrap_or_default();
         natives
@@ -88,7 +91,7 @@ impl HookImpl {
             HookImpl::Native(n) => {
                 n.sync(request).await.map(|response| dialect::Answer { response, ..Default::default() })
             }
-            HookImpl::JavaScript(j) => match j.call_sync(kind, &request, dialect.request_names()).await {
+            HookImpl::JavaScript(j) => match j.call_sync(kind, request, dialect.request_names()).await {
                 Ok(answer) => dialect.decode(answer),
                 Err(e) => Err(e),
             },
@@ -159,7 +162,7 @@ impl HookImpl {
     pub async fn call_json(&self, kind: HookKind, request: Value) -> Result<Value, HookError> {
         match self {
             HookImpl::Webhook(w) => w.call(&request).await,
-            HookImpl::JavaScript(j) => j.call(kind, &request).await,
+            HookImpl::JavaScript(j) => j.call(kind, request).await,
             HookImpl::Exec(e) => e.call(kind, &request).await,
             HookImpl::Native(_) => Err(HookError::Config("a native hook is called with typed requests".into())),
         }
