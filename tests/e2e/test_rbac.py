@@ -10,7 +10,7 @@ import pytest
 from conftest import wait_for
 
 
-def as_user(cluster, *args, token=None, cert=None, check=True):
+def as_user(cluster, *args, token=None, cert=None, check=True, input=None):
     """kubectl with no kubeconfig: the server and CA, and one credential."""
     server, _ = cluster.server_and_token()
     creds = [f"--token={token}"] if token else [f"--client-certificate={cert[0]}", f"--client-key={cert[1]}"]
@@ -19,7 +19,7 @@ def as_user(cluster, *args, token=None, cert=None, check=True):
          f"--certificate-authority={os.path.join(cluster.data_dir, 'ca.crt')}", *creds, *args],
         # The cluster's discovery cache, which the admin's calls filled: an identity that may not
         # impersonate is refused discovery too, and kubectl then reports only "Forbidden: unknown".
-        capture_output=True, text=True, timeout=60, env=cluster.env())
+        capture_output=True, text=True, timeout=60, env=cluster.env(), input=input)
     if check and r.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
     return r
