@@ -106,6 +106,12 @@ def key_count(cluster):
     raise AssertionError(f"etcd answered every read with an error, the last: {r}")
 
 
+def allow_restores(cluster):
+    """A restore mounts the snapshot on the machine by hostPath, which Pod Security's baseline level
+    (uc's default) refuses: the namespace is made privileged, as docs/etcd-operator.md says."""
+    cluster.kubectl("label", "namespace", "default", "--overwrite", "pod-security.kubernetes.io/enforce=privileged")
+
+
 def create_cluster(cluster):
     cluster.kubectl("apply", "-f", "-", input=SEED_YAML)
     wait_for(lambda: healthy(cluster, 3), timeout=60, message="3 healthy members")
@@ -208,6 +214,7 @@ def backup_now(cluster, name, path):
 
 
 def test_etcd_backup_delete_restore(cluster, tmp_path):
+    allow_restores(cluster)
     create_cluster(cluster)
     write_keys(cluster, 500)
     target = tmp_path / "example.db"
@@ -293,6 +300,7 @@ def kill_members(cluster, *names):
 
 
 def test_etcd_quorum_loss_is_reported_and_restored_from_the_latest_backup_when_asked(cluster, tmp_path):
+    allow_restores(cluster)
     create_cluster(cluster)
     write_keys(cluster, 200)
     backup_now(cluster, "nightly", tmp_path / "nightly.db")
@@ -353,6 +361,7 @@ def s3_server():
 
 
 def test_etcd_backup_to_s3_and_restore_from_it(cluster, s3_server, tmp_path):
+    allow_restores(cluster)
     endpoint, s3 = s3_server
     create_cluster(cluster)
     write_keys(cluster, 300)

@@ -40,6 +40,8 @@ pub struct Config {
     /// `/readyz` fails until [`crate::RunningServer::mark_ready`] is called: what the embedding process
     /// starts after the server (kube-apiserver's post-start hooks) is ready too.
     pub hold_readiness: bool,
+    /// Pod Security admission's levels where a namespace's labels name none.
+    pub pod_security: crate::pod_security::Policy,
 }
 
 impl Config {
@@ -55,6 +57,7 @@ impl Config {
             kubelet_token: None,
             audit_log_path: None,
             hold_readiness: false,
+            pod_security: Default::default(),
         }
     }
 }

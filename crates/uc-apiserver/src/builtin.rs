@@ -208,6 +208,77 @@ fn check_pod_spec(spec: Option<&Value>, base: &str, errs: &mut Vec<FieldError>) 
             }
         }
     }
+    check_volumes(spec, base, errs);
+}
+
+/// Volume names (DNS labels, once each: the node makes a directory of each), the mounts that name them
+/// (`subPath` relative, never leaving the volume) and container ports, with kube-apiserver's words.
+fn check_volumes(spec: &Value, base: &str, errs: &mut Vec<FieldError>) {
+    use crate::error::FieldErrorKind;
+    let mut volumes: Vec<&str> = Vec::new();
+    for (i, v) in spec.get("volumes").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        let field = format!("{base}.volumes[{i}].name");
+        match v.get("name").and_then(Value::as_str) {
+            None | Some("") => errs.push(FieldError::required(field, "")),
+            Some(n) if !is_dns_label(n) => errs.push(FieldError::invalid(
+                field,
+                &Value::from(n),
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
+            )),
+            Some(n) if volumes.contains(&n) => {
+                errs.push(FieldError::new(FieldErrorKind::Duplicate, field, Some(format!("{n:?}")), ""))
+            }
+            Some(n) => volumes.push(n),
+        }
+    }
+    for list in ["initContainers", "containers"] {
+        for (i, c) in spec.get(list).and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let p = format!("{base}.{list}[{i}]");
+            for (j, m) in c.get("volumeMounts").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                let mp = format!("{p}.volumeMounts[{j}]");
+                let name = m.get("name").and_then(Value::as_str).unwrap_or_default();
+                if !volumes.contains(&name) {
+                    errs.push(FieldError::new(
+                        FieldErrorKind::NotFound,
+                        format!("{mp}.name"),
+                        Some(format!("{name:?}")),
+                        "",
+                    ));
+                }
+                if m.get("mountPath").and_then(Value::as_str).is_none_or(str::is_empty) {
+                    errs.push(FieldError::required(format!("{mp}.mountPath"), ""));
+                }
+                if let Some(sub) = m.get("subPath").and_then(Value::as_str) {
+                    if sub.starts_with('/') {
+                        errs.push(FieldError::invalid(
+                            format!("{mp}.subPath"),
+                            &Value::from(sub),
+                            "must be a relative path",
+                        ));
+                    } else if sub.split('/').any(|part| part == "..") {
+                        errs.push(FieldError::invalid(
+                            format!("{mp}.subPath"),
+                            &Value::from(sub),
+                            "must not contain '..'",
+                        ));
+                    }
+                }
+            }
+            for (j, port) in c.get("ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                for (key, low) in [("containerPort", 1), ("hostPort", 0)] {
+                    let Some(n) = port.get(key) else { continue };
+                    if !n.as_i64().is_some_and(|n| (low..=65535).contains(&n)) {
+                        let detail = if low == 1 {
+                            "must be between 1 and 65535, inclusive"
+                        } else {
+                            "must be between 0 and 65535, inclusive"
+                        };
+                        errs.push(FieldError::invalid(format!("{p}.ports[{j}].{key}"), n, detail));
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn check_selector_matches_template(obj: &Value, errs: &mut Vec<FieldError>) {
@@ -368,6 +439,28 @@ mod tests {
         let errs = validate("deployments", &d);
         assert_eq!(errs.len(), 1);
         assert_eq!(errs[0].field, "spec.template.metadata.labels");
+        let errs = validate(
+            "pods",
+            &json!({"spec": {
+            "volumes": [{"name": "../../../../tmp/x", "emptyDir": {}}, {"name": "data", "emptyDir": {}}, {"name": "data", "emptyDir": {}}],
+            "containers": [{"name": "ok", "image": "busybox", "ports": [{"containerPort": 0}, {"containerPort": 80, "hostPort": 70000}],
+                "volumeMounts": [{"name": "missing", "mountPath": "/m"}, {"name": "data", "mountPath": "/d", "subPath": "../../etc"},
+                                 {"name": "data", "mountPath": "/e", "subPath": "/etc"}]}]}}),
+        );
+        let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(
+            fields,
+            vec![
+                "spec.volumes[0].name",
+                "spec.volumes[2].name",
+                "spec.containers[0].volumeMounts[0].name",
+                "spec.containers[0].volumeMounts[1].subPath",
+                "spec.containers[0].volumeMounts[2].subPath",
+                "spec.containers[0].ports[0].containerPort",
+                "spec.containers[0].ports[1].hostPort",
+            ]
+        );
+        assert!(errs[0].detail.contains("RFC 1123"), "{:?}", errs[0]);
         let errs = validate("pods", &json!({"spec": {"containers": [{"name": "Bad"}]}}));
         let fields: Vec<_> = errs.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, vec!["spec.containers[0].name", "spec.containers[0].image"]);

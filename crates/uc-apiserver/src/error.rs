@@ -181,6 +181,8 @@ pub enum FieldErrorKind {
     Forbidden,
     /// A value is duplicated.
     Duplicate,
+    /// A value names something that does not exist.
+    NotFound,
     /// A value is too long or has too many items.
     TooLong,
     /// A field is not allowed by the schema.
@@ -195,6 +197,7 @@ impl FieldErrorKind {
             FieldErrorKind::NotSupported => "FieldValueNotSupported",
             FieldErrorKind::Forbidden => "FieldValueForbidden",
             FieldErrorKind::Duplicate => "FieldValueDuplicate",
+            FieldErrorKind::NotFound => "FieldValueNotFound",
             FieldErrorKind::TooLong => "FieldValueTooLong",
             FieldErrorKind::Unknown => "FieldValueInvalid",
         }
@@ -268,6 +271,7 @@ impl std::fmt::Display for FieldError {
             FieldErrorKind::NotSupported => "Unsupported value",
             FieldErrorKind::Forbidden => "Forbidden",
             FieldErrorKind::Duplicate => "Duplicate value",
+            FieldErrorKind::NotFound => "Not found",
             FieldErrorKind::TooLong => "Too long",
             FieldErrorKind::Unknown => "Unknown field",
         };

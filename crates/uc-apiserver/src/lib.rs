@@ -22,6 +22,7 @@ pub mod kubelet;
 pub mod openapi;
 pub mod openapi_proto;
 pub mod patch;
+pub mod pod_security;
 pub mod proto;
 pub mod registry;
 pub mod request;

@@ -89,8 +89,17 @@ pub struct UpArgs {
     /// Append an audit log here: one audit.k8s.io/v1 Event (Metadata level) per request that writes.
     #[arg(long)]
     audit_log_path: Option<PathBuf>,
+    /// Pod Security admission's levels for namespaces whose labels name none:
+    /// `enforce=LEVEL[:VERSION],audit=...,warn=...` (levels privileged, baseline, restricted; modes
+    /// left out are privileged). kube-system is always privileged.
+    #[arg(long, default_value = "enforce=baseline,warn=restricted", value_parser = parse_pod_security)]
+    pod_security_default: uc_apiserver::pod_security::Policy,
     #[command(flatten)]
     exec_hooks: crate::engine_args::ExecHookArgs,
+}
+
+fn parse_pod_security(s: &str) -> Result<uc_apiserver::pod_security::Policy, String> {
+    uc_apiserver::pod_security::Policy::parse(s)
 }
 
 /// Whether this cluster runs uc's operators (a control plane and a cluster without workload
@@ -186,6 +195,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     };
     let kubelet_token = random_token();
     let mut config = uc_apiserver::Config::new(&args.data_dir);
+    config.pod_security = args.pod_security_default.clone();
     config.port = args.port;
     config.service_cidr = Some(format!("127.{subnet}.240.0/20"));
     config.kubelet_token = Some(kubelet_token.clone());

@@ -1,0 +1,84 @@
+"""Pod Security admission as kube-apiserver has it, tried as a tenant who may create pods in one namespace
+would try to own the machine: hostPath of /, host namespaces, privileged containers, extra capabilities."""
+
+import json
+
+from test_rbac import as_user
+
+
+def tenant(cluster, ns="team"):
+    """A service account that may create pods and Deployments in `ns`; its token."""
+    cluster.kubectl("create", "namespace", ns)
+    cluster.kubectl("-n", ns, "create", "serviceaccount", "dev")
+    cluster.kubectl("-n", ns, "create", "role", "pods", "--verb=get,list,watch,create,delete",
+                    "--resource=pods,deployments.apps")
+    cluster.kubectl("-n", ns, "create", "rolebinding", "pods", "--role=pods", f"--serviceaccount={ns}:dev")
+    return cluster.kubectl("-n", ns, "create", "token", "dev").stdout.strip()
+
+
+def pod(name, spec):
+    return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
+
+
+OWN_THE_HOST = {
+    "hostNetwork": True, "hostPID": True,
+    "volumes": [{"name": "root", "hostPath": {"path": "/"}}],
+    "containers": [{"name": "shell", "image": "busybox", "command": ["sh", "-c", "cat /host/etc/shadow; sleep 3600"],
+                    "volumeMounts": [{"name": "root", "mountPath": "/host"}],
+                    "securityContext": {"privileged": True, "capabilities": {"add": ["SYS_ADMIN"]}}}],
+}
+
+
+def test_a_tenant_cannot_mount_the_host_or_join_its_namespaces(cluster):
+    token = tenant(cluster)
+    r = as_user(cluster, "-n", "team", "apply", "-f", "-", token=token, input=pod("own", OWN_THE_HOST), check=False)
+    assert r.returncode != 0
+    assert ('pods "own" is forbidden: violates PodSecurity "baseline:latest": '
+            'non-default capabilities (container "shell" must not include "SYS_ADMIN" in securityContext.capabilities.add), '
+            'host namespaces (hostNetwork, hostPID), hostPath volumes (volume "root"), '
+            'privileged (container "shell" must not set securityContext.privileged=true)') in r.stderr, r.stderr
+    assert cluster.kubectl("-n", "team", "get", "pod", "own", check=False).returncode != 0, "nothing was stored"
+    # A plain pod is admitted, with restricted's warning (the cluster default: baseline enforced,
+    # restricted warned about).
+    plain = {"containers": [{"name": "app", "image": "busybox", "command": ["sleep", "3600"]}]}
+    r = as_user(cluster, "-n", "team", "apply", "-f", "-", token=token, input=pod("plain", plain))
+    assert 'Warning: would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false' in r.stderr, r.stderr
+    # A Deployment with the same template as the refused pod is stored, with a warning.
+    deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "own"},
+              "spec": {"selector": {"matchLabels": {"app": "own"}},
+                       "template": {"metadata": {"labels": {"app": "own"}}, "spec": OWN_THE_HOST}}}
+    r = as_user(cluster, "-n", "team", "apply", "-f", "-", token=token, input=json.dumps(deploy))
+    assert 'Warning: would violate PodSecurity "baseline:latest": non-default capabilities' in r.stderr, r.stderr
+
+
+def test_namespace_labels_choose_the_level(cluster):
+    cluster.kubectl("create", "namespace", "strict")
+    cluster.kubectl("label", "namespace", "strict", "pod-security.kubernetes.io/enforce=restricted")
+    plain = {"containers": [{"name": "app", "image": "busybox", "command": ["sleep", "3600"]}]}
+    r = cluster.kubectl("-n", "strict", "apply", "-f", "-", input=pod("plain", plain), check=False)
+    assert r.returncode != 0 and 'violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false' in r.stderr, r.stderr
+    hardened = {"securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+                "containers": [{"name": "app", "image": "busybox", "command": ["sleep", "3600"],
+                                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}}]}
+    r = cluster.kubectl("-n", "strict", "apply", "-f", "-", input=pod("hardened", hardened))
+    assert "Warning" not in r.stderr, r.stderr
+    # A privileged namespace takes what baseline refuses; a misspelt level is refused with the label named.
+    cluster.kubectl("create", "namespace", "infra")
+    cluster.kubectl("label", "namespace", "infra", "pod-security.kubernetes.io/enforce=privileged",
+                    "pod-security.kubernetes.io/warn=privileged")
+    host = {"hostNetwork": True, "containers": [{"name": "app", "image": "busybox", "command": ["sleep", "3600"]}]}
+    r = cluster.kubectl("-n", "infra", "apply", "-f", "-", input=pod("host", host))
+    assert "Warning" not in r.stderr, r.stderr
+    r = cluster.kubectl("label", "namespace", "infra", "--overwrite", "pod-security.kubernetes.io/enforce=strict", check=False)
+    assert r.returncode != 0 and "metadata.labels[pod-security.kubernetes.io/enforce]" in r.stderr \
+        and "must be one of privileged, baseline, restricted" in r.stderr, r.stderr
+
+
+def test_the_cluster_default_is_the_operators_choice(make_cluster):
+    cluster = make_cluster(["--pod-security-default", "enforce=restricted"])
+    plain = {"containers": [{"name": "app", "image": "busybox", "command": ["sleep", "3600"]}]}
+    r = cluster.kubectl("apply", "-f", "-", input=pod("plain", plain), check=False)
+    assert r.returncode != 0 and 'violates PodSecurity "restricted:latest"' in r.stderr, r.stderr
+    # uc's own system namespace stays privileged.
+    r = cluster.kubectl("-n", "kube-system", "apply", "-f", "-", input=pod("plain", plain))
+    assert r.returncode == 0
