@@ -43,8 +43,16 @@ def processes(data_dir):
         stats[int(pid)] = (int(fields[1]), int(fields[19]), [c.decode(errors="replace") for c in cmd if c])
         if len(cmd) > 2 and cmd[1] == b"shim" and any(c.startswith(data_dir.encode()) for c in cmd):
             shims.add(int(pid))
+    # A container's processes are the shim's descendants (in the node's sandbox, below bubblewrap).
+    below = set(shims)
+    grew = True
+    while grew:
+        more = {pid for pid, (ppid, _, _) in stats.items() if ppid in below and pid not in below}
+        below |= more
+        grew = bool(more)
     for pid, (ppid, start, cmd) in stats.items():
-        if pid in shims or ppid in shims:
+        # bubblewrap's processes are the sandbox around a container, not the container.
+        if pid in below and not (cmd and cmd[0].endswith("bwrap")):
             out.append((pid, start, cmd))
     return out
 

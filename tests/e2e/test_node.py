@@ -306,11 +306,13 @@ def test_zookeeper_runs_from_the_system_package(cluster, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    (tmp_path / "data").mkdir()
-    cfg = tmp_path / "zoo.cfg"
-    cfg.write_text(f"tickTime=2000\ndataDir={tmp_path / 'data'}\nclientPort={port}\nadmin.enableServer=false\n")
+    # The configuration from a ConfigMap, the data on an emptyDir: a container sees nothing of the machine's.
+    cfg = f"tickTime=2000\ndataDir=/data\nclientPort={port}\nadmin.enableServer=false\n"
+    cluster.kubectl("create", "configmap", "zk-conf", f"--from-literal=zoo.cfg={cfg}")
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "zk-0"},
-           "spec": {"containers": [{"name": "zk", "image": "zookeeper:3.8", "args": ["start-foreground", str(cfg)],
+           "spec": {"volumes": [{"name": "conf", "configMap": {"name": "zk-conf"}}, {"name": "data", "emptyDir": {}}],
+                    "containers": [{"name": "zk", "image": "zookeeper:3.8", "args": ["start-foreground", "/conf/zoo.cfg"],
+                                    "volumeMounts": [{"name": "conf", "mountPath": "/conf"}, {"name": "data", "mountPath": "/data"}],
                                     "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 1}}]}}
     cluster.kubectl("apply", "-f", "-", input=json.dumps(pod))
     cluster.kubectl("wait", "--for=condition=Ready", "pod/zk-0", "--timeout=90s")

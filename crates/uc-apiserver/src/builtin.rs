@@ -237,7 +237,8 @@ fn check_volumes(spec: &Value, base: &str, errs: &mut Vec<FieldError>) {
             for (j, m) in c.get("volumeMounts").and_then(Value::as_array).into_iter().flatten().enumerate() {
                 let mp = format!("{p}.volumeMounts[{j}]");
                 let name = m.get("name").and_then(Value::as_str).unwrap_or_default();
-                if !volumes.contains(&name) {
+                // A template's mounts may name what its workload adds (a StatefulSet's claim templates).
+                if base == "spec" && !volumes.contains(&name) {
                     errs.push(FieldError::new(
                         FieldErrorKind::NotFound,
                         format!("{mp}.name"),

@@ -88,6 +88,20 @@ fn on_path(names: &[&str]) -> Option<PathBuf> {
     names.iter().find_map(|n| std::env::split_paths(&path).map(|d| d.join(n)).find(|p| p.is_file()))
 }
 
+/// The interpreter a `python3` on the `PATH` runs (a version manager's shim, such as pyenv's, is a
+/// script that finds it at each start, which a container's sandbox cannot do): what
+/// `sys.executable` says, else the program itself.
+fn real_python(found: &Path) -> PathBuf {
+    std::process::Command::new(found)
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .filter(|p| p.is_absolute() && p.is_file())
+        .unwrap_or_else(|| found.to_path_buf())
+}
+
 impl Allowlist {
     /// The shipped allowlist: uc's own test HTTP server, etcd and ZooKeeper from the system packages,
     /// and, where the machine has them, Python 3, Node.js and busybox for `python:3*`, `node:*` and
@@ -127,9 +141,10 @@ impl Allowlist {
                 .map(|(n, p)| (n.to_string(), PathBuf::from(p)))
                 .collect()
         };
-        if let Some(python) = on_path(&["python3"]) {
+        if let Some(python) = on_path(&["python3"]).map(|p| real_python(&p)) {
             let mut tools = vec![("python".into(), python.clone()), ("python3".into(), python.clone())];
-            if let Some(pip) = on_path(&["pip3", "pip"]) {
+            let beside = |n: &str| python.parent().map(|d| d.join(n)).filter(|p| p.is_file());
+            if let Some(pip) = beside("pip3").or_else(|| beside("pip")).or_else(|| on_path(&["pip3", "pip"])) {
                 tools.extend([("pip".into(), pip.clone()), ("pip3".into(), pip)]);
             }
             tools.extend(shells());

@@ -37,6 +37,11 @@ pub struct NodeOptions {
     pub kubelet_port: u16,
     /// The API server, for pods' `KUBERNETES_SERVICE_HOST`/`PORT`.
     pub api_server: Option<SocketAddr>,
+    /// Run each container in its sandbox ([`crate::sandbox`]); off, containers run in a mount
+    /// namespace of their own for their volumes only.
+    pub sandbox: bool,
+    /// Paths no container may see (uc's data directory).
+    pub hidden: Vec<PathBuf>,
 }
 
 impl Default for NodeOptions {
@@ -52,6 +57,8 @@ impl Default for NodeOptions {
             kubelet_token: String::new(),
             kubelet_port: 0,
             api_server: None,
+            sandbox: false,
+            hidden: Vec::new(),
         }
     }
 }

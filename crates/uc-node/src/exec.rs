@@ -35,6 +35,9 @@ pub struct ExecTarget {
     pub workdir: Option<String>,
     /// Its image's allowlist entry (which programs a command names).
     pub entry: AllowEntry,
+    /// In its sandbox: the command that takes on the container's identity (`setpriv ... --`),
+    /// run inside its namespaces; empty for a container without one.
+    pub confine: Vec<String>,
 }
 
 /// The remote-command subprotocols served, in order of preference.
@@ -68,14 +71,45 @@ pub enum ExecError {
     Wait(std::io::Error),
 }
 
-/// The command that runs `argv` in a container: entering its mount namespace (`nsenter`) when it has
-/// one, with its environment and working directory.
+/// The process of a container whose namespaces a command joins: its main process, or for a
+/// sandboxed one (whose recorded process is bubblewrap's, outside) the first descendant in a mount
+/// namespace of its own.
+pub fn namespaced_process(pid: i32) -> i32 {
+    let mut frontier = vec![pid];
+    for _ in 0..4 {
+        if let Some(p) = frontier.iter().find(|p| own_mount_namespace(**p)) {
+            // bubblewrap's init holds the namespaces; its child is the container's command, whose
+            // working directory an exec starts in.
+            return children(*p).first().copied().unwrap_or(*p);
+        }
+        frontier = frontier.iter().flat_map(|p| children(*p)).collect();
+    }
+    pid
+}
+
+fn children(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|c| c.parse().ok())
+        .collect()
+}
+
+/// The command that runs `argv` in a container: entering its namespaces (`nsenter`) when it has
+/// them — in its sandbox, as its user — with its environment and working directory.
 pub fn command(target: &ExecTarget, argv: &[String]) -> Result<tokio::process::Command, ExecError> {
     let (first, rest) = argv.split_first().ok_or(ExecError::NoCommand)?;
     let mut full = target.entry.tool(first).unwrap_or_else(|| vec![first.clone()]);
     full.extend(rest.iter().cloned());
     let mut cmd;
-    if own_mount_namespace(target.pid) {
+    if !target.confine.is_empty() {
+        cmd = tokio::process::Command::new("nsenter");
+        cmd.arg(format!("--target={}", namespaced_process(target.pid)))
+            // nsenter opens a directory given to --wd before it enters: the command's own working
+            // directory (the container's workingDir) is taken instead.
+            .args(["--mount", "--pid", "--ipc", "--uts", "--root", "--wd"]);
+        cmd.arg("--").args(&target.confine).args(&full);
+    } else if own_mount_namespace(target.pid) {
         cmd = tokio::process::Command::new("nsenter");
         cmd.arg(format!("--target={}", target.pid)).arg("--mount");
         match &target.workdir {
@@ -386,6 +420,7 @@ mod tests {
     async fn commands_run_with_the_containers_environment() {
         let target = ExecTarget {
             pid: std::process::id() as i32,
+            confine: Vec::new(),
             env: vec![("GREETING".into(), "hi".into()), ("PATH".into(), "/usr/bin:/bin".into())],
             workdir: Some("/tmp".into()),
             ..Default::default()

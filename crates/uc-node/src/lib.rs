@@ -41,6 +41,7 @@ mod prepare;
 pub mod probe;
 pub mod proxy;
 pub mod response;
+pub mod sandbox;
 pub mod server;
 pub mod simulate;
 pub mod spdy;

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Container;
+use k8s_openapi::api::core::v1::{Container, PodSecurityContext};
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -15,7 +15,7 @@ use crate::context::Ctx;
 use crate::exec::ExecTarget;
 use crate::pod::{PodProcesses, Prepared, Unprepared};
 use crate::pod_api::meta;
-use crate::{allowlist, container, env, volumes};
+use crate::{allowlist, container, env, sandbox, volumes};
 
 /// The ConfigMaps and Secrets a pod names, read now (those that do not exist are absent).
 pub(crate) async fn read_sources(ctx: &Ctx, pod: &Value) -> BTreeMap<(env::Kind, String), BTreeMap<String, Vec<u8>>> {
@@ -102,6 +102,7 @@ pub(crate) fn write_volumes(
     pod_dir: &Path,
     sources: &dyn env::Sources,
     token: Option<&str>,
+    owner: Option<(u32, u32)>,
 ) -> Result<(), MountError> {
     for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
         if !volumes::is_projected(v) {
@@ -110,7 +111,13 @@ pub(crate) fn write_volumes(
         let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
         let failed = |cause: MountCause| MountError { volume: name.to_string(), cause };
         let files = volumes::render(v, pod, ip, sources, token).map_err(|e| failed(e.into()))?;
-        volumes::write_volume(&pod_dir.join("volumes").join(name), &files).map_err(|e| failed(e.into()))?;
+        let dir = pod_dir.join("volumes").join(name);
+        volumes::write_volume(&dir, &files).map_err(|e| failed(e.into()))?;
+        // In the sandbox the pod's user reads them, whatever their mode (a kubelet's container runs as
+        // the image's user, root for most; here it is the pod's own).
+        if let Some((uid, gid)) = owner {
+            hand_over(&dir, uid, gid);
+        }
     }
     Ok(())
 }
@@ -165,13 +172,53 @@ pub(crate) fn prepare(
     let argv = allowlist::argv(&entry, &c).map_err(|e| fail("RunContainerError", e.to_string()))?;
     let argv: Vec<String> = argv.iter().map(|a| env::expand(a, &env)).collect();
     let mounts = volumes::mounts_of(&c, dirs).map_err(|e| fail("CreateContainerConfigError", e.to_string()))?;
+    if ctx.options.sandbox {
+        // A subPath the node just made inside a volume is the pod's, like the volume.
+        let (uid, gid) = volume_owner(pod);
+        let ours =
+            |p: &Path| p.is_dir() && (p.starts_with(&ctx.options.volumes_dir) || p.starts_with(&ctx.options.pods_dir));
+        for m in mounts.iter().filter(|m| ours(&m.source)) {
+            give(&m.source, uid, gid);
+        }
+    }
     let workdir = c.working_dir.clone().filter(|d| !d.is_empty());
     let ns = meta(pod, "namespace");
     // A resolv.conf only where the machine has one to cover (a bind mount needs its target).
     let resolv = ctx.hosts.as_ref().filter(|_| Path::new("/etc/resolv.conf").exists()).and_then(|h| h.resolv_path(ns));
     let names = volumes::NameFiles { hosts: ctx.hosts.as_ref().map(|h| h.path(ns)), resolv };
-    let isolated = volumes::can_isolate();
-    let argv = volumes::isolate(argv, &names, &mounts, workdir.as_deref());
+    let (argv, confine, isolated) = if ctx.options.sandbox {
+        let pod_sc: Option<PodSecurityContext> =
+            pod.pointer("/spec/securityContext").and_then(|s| serde_json::from_value(s.clone()).ok());
+        let id = sandbox::Identity::of(pod_sc.as_ref(), c.security_context.as_ref());
+        let non_root = c
+            .security_context
+            .as_ref()
+            .and_then(|s| s.run_as_non_root)
+            .or(pod_sc.as_ref().and_then(|s| s.run_as_non_root))
+            .unwrap_or(false);
+        if non_root && id.uid == 0 {
+            let message = format!(
+                "container's runAsUser breaks non-root policy (pod: {:?}, container: {name})",
+                format!("{}_{}", meta(pod, "name"), ns)
+            );
+            return Err(fail("CreateContainerConfigError", message));
+        }
+        let program = PathBuf::from(argv.first().cloned().unwrap_or_default());
+        let layout = sandbox::Layout {
+            program: &program,
+            names: &names,
+            mounts: &mounts,
+            cwd: workdir.as_deref(),
+            hidden: &ctx.options.hidden,
+        };
+        let mut line = vec!["/usr/bin/bwrap".to_string()];
+        line.extend(sandbox::bwrap_args(&layout, &id, &sandbox::Host));
+        line.extend(id.setpriv());
+        line.extend(argv);
+        (line, id.setpriv(), true)
+    } else {
+        (volumes::isolate(argv, &names, &mounts, workdir.as_deref()), Vec::new(), volumes::can_isolate())
+    };
     Ok(Prepared {
         spec: container::Spec {
             argv,
@@ -179,11 +226,49 @@ pub(crate) fn prepare(
             cwd: if isolated { None } else { workdir.as_ref().map(PathBuf::from) },
             stdin: c.stdin.unwrap_or(false),
         },
-        exec: ExecTarget { pid: 0, ip: ip.to_string(), env, workdir, entry },
+        exec: ExecTarget { pid: 0, ip: ip.to_string(), env, workdir, entry, confine },
         container: c,
         image,
         name,
     })
+}
+
+/// Who a pod's writable volumes belong to: its first container's user, and its `fsGroup` (else that
+/// user's group).
+fn volume_owner(pod: &Value) -> (u32, u32) {
+    let pod_sc: Option<PodSecurityContext> =
+        pod.pointer("/spec/securityContext").and_then(|s| serde_json::from_value(s.clone()).ok());
+    let first: Option<Container> = ["initContainers", "containers"]
+        .iter()
+        .find_map(|k| pod.pointer(&format!("/spec/{k}/0")))
+        .and_then(|c| serde_json::from_value(c.clone()).ok());
+    let id = sandbox::Identity::of(pod_sc.as_ref(), first.as_ref().and_then(|c| c.security_context.as_ref()));
+    let gid = pod_sc.as_ref().and_then(|p| p.fs_group).unwrap_or(id.gid);
+    (id.uid as u32, gid as u32)
+}
+
+/// Hands a volume's directory (and what is in it, when it was someone else's) to `uid`:`gid`, group
+/// writable.
+fn give(dir: &Path, uid: u32, gid: u32) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(dir) else { return };
+    if meta.uid() == uid && meta.gid() == gid {
+        return;
+    }
+    hand_over(dir, uid, gid);
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o2775));
+}
+
+/// `lchown` of a directory and everything in it.
+fn hand_over(dir: &Path, uid: u32, gid: u32) {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let _ = std::os::unix::fs::lchown(&p, Some(uid), Some(gid));
+        if std::fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir()) {
+            stack.extend(std::fs::read_dir(&p).into_iter().flatten().flatten().map(|e| e.path()));
+        }
+    }
 }
 
 pub(crate) type PreparedPod = (Vec<Result<Prepared, Unprepared>>, Vec<Result<Prepared, Unprepared>>);
@@ -198,12 +283,17 @@ pub(crate) async fn prepare_pod(
 ) -> Result<PreparedPod, (String, String)> {
     let sources = read_sources(ctx, pod).await;
     let dirs = volumes::volume_dirs(pod, &ctx.options.volumes_dir, pod_dir);
-    // Claims and emptyDirs are uc's to create; a hostPath is the machine's and must exist.
+    // Claims and emptyDirs are uc's to create; a hostPath is the machine's and must exist. In the
+    // sandbox they belong to the pod's user (and its fsGroup), as a kubelet hands them over.
+    let owner = ctx.options.sandbox.then(|| volume_owner(pod));
     for d in dirs.values().filter(|d| d.starts_with(&ctx.options.volumes_dir) || d.starts_with(pod_dir)) {
         let _ = std::fs::create_dir_all(d);
+        if let Some((uid, gid)) = owner {
+            give(d, uid, gid);
+        }
     }
     let token = service_account_token(ctx, pod).await.map(|(t, _)| t);
-    write_volumes(pod, ip, pod_dir, &sources, token.as_deref())
+    write_volumes(pod, ip, pod_dir, &sources, token.as_deref(), owner)
         .map_err(|m| ("ContainerCreating".to_string(), m.to_string()))?;
     let base = base_env(ctx, pod, ip);
     let list = |key: &str| pod.pointer(&format!("/spec/{key}")).and_then(Value::as_array).cloned().unwrap_or_default();
@@ -319,7 +409,8 @@ pub(crate) async fn refresh_volumes(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<V
             return;
         }
         let sources = read_sources(&ctx, &pod).await;
-        if let Err(e) = write_volumes(&pod, &ip, &pod_dir, &sources, token.as_deref()) {
+        let owner = ctx.options.sandbox.then(|| volume_owner(&pod));
+        if let Err(e) = write_volumes(&pod, &ip, &pod_dir, &sources, token.as_deref(), owner) {
             tracing::debug!(pod = %meta(&pod, "name"), error = %e, "a volume's source is gone; its files stay as they were");
         }
     }

@@ -44,6 +44,11 @@ pub fn volume_dirs(pod: &Value, volumes_dir: &Path, pod_dir: &Path) -> HashMap<S
     let mut out = HashMap::new();
     for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
         let Some(name) = v.get("name").and_then(Value::as_str) else { continue };
+        // The API server refuses names that are not DNS labels; a directory is made of each name, so
+        // one that could leave the pod's directory is never taken here either.
+        if name.contains('/') || name == "." || name == ".." || name.is_empty() {
+            continue;
+        }
         if let Some(claim) = v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str) {
             out.insert(name.to_string(), volumes_dir.join(ns).join(claim));
         } else if v.get("emptyDir").is_some() || is_projected(v) {

@@ -4,5 +4,6 @@
 pub mod etcd;
 pub mod multicluster;
 pub mod objects;
+pub mod restricted;
 pub mod workloads;
 pub mod zookeeper;

@@ -94,6 +94,10 @@ pub struct UpArgs {
     /// left out are privileged). kube-system is always privileged.
     #[arg(long, default_value = "enforce=baseline,warn=restricted", value_parser = parse_pod_security)]
     pod_security_default: uc_apiserver::pod_security::Policy,
+    /// Run pods' containers without their sandbox (bubblewrap namespaces, an unprivileged user):
+    /// each sees the machine's processes and files as uc's user.
+    #[arg(long)]
+    no_pod_sandbox: bool,
     #[command(flatten)]
     exec_hooks: crate::engine_args::ExecHookArgs,
 }
@@ -338,8 +342,16 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
             shim: exe,
             kubelet_token,
             api_server: Some(server.addr),
+            sandbox: !args.no_pod_sandbox && uc_node::sandbox::available(),
+            hidden: vec![data_dir.clone()],
             ..Default::default()
         };
+        if !options.sandbox {
+            tracing::warn!(
+                "pods run without their sandbox ({}): a container sees the machine's processes and files as uc's user",
+                if args.no_pod_sandbox { "--no-pod-sandbox" } else { "it needs root, bwrap and setpriv" }
+            );
+        }
         Some(uc_node::start(client, options).await.context("starting the node agent")?)
     };
     server.mark_ready();

@@ -298,7 +298,8 @@ mod tests {
         std::fs::create_dir(&data).unwrap();
         std::fs::write(data.join("admin-token"), "secret").unwrap();
         let policy = ExecPolicy { hidden: vec![data.clone()], ..Default::default() };
-        let script = r#"printf '{"uid": %s, "token": "%s", "processes": %s, "wrote": "%s"}' "$(id -u)" "$(cat data/admin-token 2>/dev/null)" "$(ls /proc | grep -c '^[0-9]')" "$(touch /usr/x 2>/dev/null && echo yes)"; sleep 97.25 &"#;
+        std::fs::write(dir.path().join("mine"), "seen").unwrap();
+        let script = r#"printf '{"uid": %s, "token": "%s", "processes": %s, "wrote": "%s", "own": "%s"}' "$(id -u)" "$(cat data/admin-token 2>/dev/null)" "$(ls /proc | grep -c '^[0-9]')" "$(touch /usr/x 2>/dev/null && echo yes)" "$(cat mine)"; sleep 97.25 &"#;
         let spec = Exec {
             command: vec!["sh".into(), "-c".into(), script.into()],
             working_dir: Some(dir.path().display().to_string()),
@@ -312,6 +313,7 @@ mod tests {
         assert_eq!(out["token"], "", "uc's data directory is hidden: {out}");
         assert!(out["processes"].as_u64().unwrap() < 6, "its own processes only: {out}");
         assert_eq!(out["wrote"], "", "the system is read-only: {out}");
+        assert_eq!(out["own"], "seen", "its working directory (under /tmp) is shown: {out}");
         assert!(gone("sleep 97.25").await, "its namespace's processes went with it");
         let refused = ExecPolicy { programs: sandbox::Programs::parse("jq"), ..Default::default() };
         let e = ExecHook::new(&spec, "x", &refused).err().expect("sh is not allowed");

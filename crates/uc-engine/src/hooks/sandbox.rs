@@ -135,6 +135,8 @@ pub fn bwrap_args(
         };
         out.extend([flag.to_string(), from.display().to_string(), d.display().to_string()]);
     }
+    // The private /tmp first: what is shown inside it (a working directory under /tmp) lands on top.
+    out.extend(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"].map(String::from));
     let mut shown: Vec<PathBuf> = vec![cwd.to_path_buf()];
     if !is_system(program) {
         shown.push(installation_of(program));
@@ -160,7 +162,6 @@ pub fn bwrap_args(
         }
         out.extend(["--ro-bind".to_string(), p.display().to_string(), p.display().to_string()]);
     }
-    out.extend(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"].map(String::from));
     for h in hidden.iter().filter(|h| outer.iter().any(|p| h.starts_with(p)) || is_system(h)) {
         out.extend(["--tmpfs".to_string(), h.display().to_string()]);
     }

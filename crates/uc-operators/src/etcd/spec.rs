@@ -160,6 +160,7 @@ impl Spec {
         if self.pod_policy.get("persistentVolumeClaimSpec").is_some_and(Value::is_object) {
             pod["spec"]["volumes"][0] = json!({"name": "etcd-data", "persistentVolumeClaim": {"claimName": member}});
         }
+        crate::restricted::harden(&mut pod);
         pod
     }
 
@@ -229,6 +230,10 @@ impl Spec {
         if let Some(v) = pod.pointer_mut("/spec/volumes").and_then(Value::as_array_mut) {
             v.push(json!({"name": "backup", "hostPath": {"path": dir, "type": "Directory"}}));
         }
+        // The snapshot is the machine's, readable by root only: the restoring member runs as root (its
+        // namespace allows hostPath, so privileged pods, already).
+        pod["spec"]["securityContext"] = json!({"runAsUser": 0});
+        crate::restricted::harden(&mut pod);
         pod
     }
 }

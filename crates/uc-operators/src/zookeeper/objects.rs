@@ -203,9 +203,11 @@ pub fn pod(spec: &Spec, ordinal: u32, servers: &[String], join: bool) -> Value {
     if let Some(round) = &spec.restart_round {
         annotations.insert(RESTART_ANNOTATION.into(), round.clone());
     }
-    json!({"apiVersion": "v1", "kind": "Pod",
+    let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": spec.pod_name(ordinal), "labels": labels, "annotations": annotations},
-           "spec": pod_spec})
+           "spec": pod_spec});
+    crate::restricted::harden(&mut pod);
+    pod
 }
 
 fn json_of<T: serde::Serialize>(v: &Option<T>) -> Option<Value> {
