@@ -70,6 +70,16 @@ def hook_logs(c):
     return r.stdout if r.returncode == 0 else ""
 
 
+def ensure_hello(mc):
+    """The example's Hello `hi` with its two pods ready. The tests of this module share one cluster, but
+    test workers side by side may split the module between them: a test that needs the Hello an earlier
+    one made creates it when its worker ran none of those."""
+    if get(mc, "hello", "hi") is None:
+        mc.kubectl("apply", "-f", str(EXAMPLE / "my-hello.yaml"))
+    wait_for(lambda: (get(mc, "hello", "hi") or {}).get("status", {}).get("readyReplicas") == 2,
+             timeout=60, message="the Hello's two pods ready")
+
+
 def test_a_composite_controller_in_metacontrollers_yaml_runs_its_children(mc):
     cc = wait_for(lambda: condition(get(mc, "compositecontroller", "hello-controller"), "Ready").get("status") == "True"
                   and get(mc, "compositecontroller", "hello-controller"), message="the CompositeController running")
@@ -89,6 +99,7 @@ def test_a_composite_controller_in_metacontrollers_yaml_runs_its_children(mc):
 
 
 def test_a_rolling_update_waits_for_each_recreated_pod_to_pass_its_status_checks(mc):
+    ensure_hello(mc)
     from kubernetes import client, watch
 
     core = client.CoreV1Api(mc.api_client())
@@ -165,6 +176,7 @@ def endpoint(token_secret):
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make certificates")
 def test_hooks_over_https_with_a_bearer_token_and_a_wrong_token_touches_nothing(mc, tmp_path):
+    ensure_hello(mc)
     tls_material(tmp_path)
     (tmp_path / "token").write_text("s3cret-token\n")
     mc.kubectl("-n", NS, "create", "secret", "generic", "hello-hooks-tls", *(
@@ -218,6 +230,7 @@ def test_hooks_over_https_with_a_bearer_token_and_a_wrong_token_touches_nothing(
 
 
 def test_the_finalize_hook_runs_before_the_parent_goes(mc):
+    ensure_hello(mc)
     mc.kubectl("delete", "hello", "hi", "--wait=false")
     wait_for(lambda: get(mc, "hello", "hi") is None, timeout=60, message="the Hello gone")
     assert hello_pods(mc) == {}, "the finalize hook's empty answer deleted the pods before the parent went"
