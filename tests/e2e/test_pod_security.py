@@ -69,6 +69,11 @@ def test_namespace_labels_choose_the_level(cluster):
     host = {"hostNetwork": True, "containers": [{"name": "app", "image": "busybox", "command": ["sleep", "3600"]}]}
     r = cluster.kubectl("-n", "infra", "apply", "-f", "-", input=pod("host", host))
     assert "Warning" not in r.stderr, r.stderr
+    # Tightening the namespace warns about the pods already there that the new level would refuse.
+    r = cluster.kubectl("label", "namespace", "infra", "--overwrite", "pod-security.kubernetes.io/enforce=baseline")
+    assert 'existing pods in namespace "infra" violate the new PodSecurity enforce level "baseline:latest"' in r.stderr, r.stderr
+    assert "host: host namespaces" in r.stderr, r.stderr
+    assert cluster.kubectl("-n", "infra", "get", "pod", "host").returncode == 0, "the pod keeps running"
     r = cluster.kubectl("label", "namespace", "infra", "--overwrite", "pod-security.kubernetes.io/enforce=strict", check=False)
     assert r.returncode != 0 and "metadata.labels[pod-security.kubernetes.io/enforce]" in r.stderr \
         and "must be one of privileged, baseline, restricted" in r.stderr, r.stderr

@@ -572,6 +572,39 @@ fn run_as_user(spec: &PodSpec) -> Option<Violation> {
     (pod || !bad.is_empty()).then(|| ("runAsUser=0".into(), format!("{} must not set runAsUser=0", setters(pod, &bad))))
 }
 
+/// kube-apiserver's warnings when a namespace's enforce level becomes `level`: a header line, then one
+/// line per set of failed checks naming a pod and how many others share them (at most ten lines).
+pub fn existing_pod_warnings(level: &Versioned, ns: &str, pods: &[(String, PodSpec)]) -> Vec<String> {
+    let mut by_reasons: Vec<(String, Vec<&str>)> = Vec::new();
+    for (name, spec) in pods {
+        let found = check(level.level, spec);
+        if found.is_empty() {
+            continue;
+        }
+        let reasons = found.iter().map(|(r, _)| r.as_str()).collect::<Vec<_>>().join(", ");
+        match by_reasons.iter_mut().find(|(r, _)| *r == reasons) {
+            Some((_, names)) => names.push(name),
+            None => by_reasons.push((reasons, vec![name])),
+        }
+    }
+    if by_reasons.is_empty() {
+        return Vec::new();
+    }
+    let mut out = vec![format!(
+        "existing pods in namespace {ns:?} violate the new PodSecurity enforce level {:?}",
+        level.label()
+    )];
+    for (reasons, names) in by_reasons.iter().take(10) {
+        let who = match names.len() {
+            1 => names[0].to_string(),
+            2 => format!("{} (and 1 other pod)", names[0]),
+            n => format!("{} (and {} other pods)", names[0], n - 1),
+        };
+        out.push(format!("{who}: {reasons}"));
+    }
+    out
+}
+
 /// The resources whose objects carry a pod template (warned about, never refused), and where.
 pub fn template_pointer(group: &str, resource: &str) -> Option<&'static str> {
     match (group, resource) {

@@ -8,6 +8,7 @@ pub mod delete;
 pub mod eviction;
 pub mod managed;
 pub mod meta;
+pub mod pod_admission;
 pub mod read;
 pub mod review;
 pub mod scale;

@@ -126,7 +126,7 @@ pub(crate) async fn create_object(
     if crate::webhooks::admit(app, req, t, "CREATE", Some(&mut obj), None).await?.patched {
         revalidate(req, t, &name, &mut obj)?;
     }
-    crate::handlers::admission::pod_security(app, req, t, &name, &obj)?;
+    crate::handlers::pod_admission::admit(app, req, t, &name, &obj, None)?;
     if track {
         track_update(req, t, None, &mut obj)?;
     }
@@ -183,7 +183,7 @@ pub(crate) async fn admit_update(app: &Arc<App>, req: &mut Req, t: &Target, old:
     // Namespaces' labels and workloads' templates (a pod's spec barely changes after creation).
     if !(t.info.group.is_empty() && t.info.resource == "pods") && t.sub.is_none() {
         let name = meta_str(new, "name").unwrap_or_default().to_string();
-        crate::handlers::admission::pod_security(app, req, t, &name, new)?;
+        crate::handlers::pod_admission::admit(app, req, t, &name, new, Some(old))?;
     }
     if !crate::webhooks::configured(&app.store) {
         return Ok(());

@@ -116,3 +116,29 @@ fn pod_templates_are_found_where_each_workload_keeps_them() {
     assert_eq!(template_pointer("", "podtemplates"), Some("/template/spec"));
     assert_eq!(template_pointer("", "pods"), None);
 }
+
+#[test]
+fn a_stricter_namespace_names_its_pods_that_would_be_refused() {
+    let pods = vec![
+        ("calico-node-1".to_string(), spec(json!({"hostNetwork": true, "containers": [{"name": "c"}]}))),
+        ("calico-node-2".to_string(), spec(json!({"hostNetwork": true, "containers": [{"name": "c"}]}))),
+        ("web".to_string(), spec(plain())),
+    ];
+    let baseline = Versioned { level: Level::Baseline, version: "latest".into() };
+    assert_eq!(
+        existing_pod_warnings(&baseline, "ops", &pods),
+        vec![
+            "existing pods in namespace \"ops\" violate the new PodSecurity enforce level \"baseline:latest\""
+                .to_string(),
+            "calico-node-1 (and 1 other pod): host namespaces".to_string(),
+        ]
+    );
+    let restricted = Versioned { level: Level::Restricted, version: "latest".into() };
+    let lines = existing_pod_warnings(&restricted, "ops", &pods);
+    assert_eq!(lines.len(), 3);
+    assert_eq!(
+        lines[2],
+        "web: allowPrivilegeEscalation != false, unrestricted capabilities, runAsNonRoot != true, seccompProfile"
+    );
+    assert!(existing_pod_warnings(&baseline, "ops", &pods[2..]).is_empty());
+}

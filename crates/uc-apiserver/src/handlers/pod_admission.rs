@@ -1,0 +1,100 @@
+//! Pod Security admission at the API server's edge: the namespace's policy read from the store, the
+//! verdict from [`crate::pod_security`], refused or warned about on the request.
+
+use serde_json::Value;
+use uc_api::GroupResource;
+
+use crate::app::{App, Req};
+use crate::error::{ApiError, FieldError, Result};
+use crate::handlers::admission::invalid;
+use crate::handlers::meta::meta_str;
+use crate::request::Target;
+
+/// Pod Security admission of a pod (refused when it violates its namespace's enforce level, warned
+/// about at its warn level) or a workload's pod template (warned about at both), and of a namespace's
+/// own `pod-security.kubernetes.io/*` labels. Dry runs are judged as real ones.
+pub(crate) fn admit(app: &App, req: &mut Req, t: &Target, name: &str, obj: &Value, old: Option<&Value>) -> Result<()> {
+    use crate::pod_security::{self as psa, Policy};
+    let info = &t.info;
+    if info.group.is_empty() && info.resource == "namespaces" {
+        let labels = obj.pointer("/metadata/labels");
+        let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+        if let Err(errs) = Policy::of_namespace(&app.config.pod_security, label) {
+            let errs: Vec<FieldError> = errs
+                .into_iter()
+                .map(|(k, m)| FieldError::invalid(format!("metadata.labels[{k}]"), &Value::from(label(&k)), m))
+                .collect();
+            return Err(invalid(info, name, &errs));
+        }
+        warn_about_existing_pods(app, req, name, obj, old);
+        return Ok(());
+    }
+    let pod = info.group.is_empty() && info.resource == "pods";
+    let at = if pod { Some("/spec") } else { psa::template_pointer(&info.group, &info.resource) };
+    let (Some(at), Some(ns)) = (at, t.namespace.as_deref()) else { return Ok(()) };
+    if psa::EXEMPT_NAMESPACES.contains(&ns) {
+        return Ok(());
+    }
+    let Some(spec) = obj.pointer(at).and_then(|s| serde_json::from_value(s.clone()).ok()) else { return Ok(()) };
+    let namespaces = GroupResource::new("", "namespaces");
+    let stored = app.store.get(&namespaces, &crate::storage::object_key("", ns));
+    let labels = stored.as_ref().and_then(|n| n.pointer("/metadata/labels"));
+    let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    // A namespace whose labels no longer parse is judged at the cluster's default.
+    let policy =
+        Policy::of_namespace(&app.config.pod_security, label).unwrap_or_else(|_| app.config.pod_security.clone());
+    let enforce = psa::check(policy.enforce.level, &spec);
+    if pod && !enforce.is_empty() {
+        let subject = crate::error::Subject { name: name.to_string(), ..t.subject() };
+        let message = format!("violates PodSecurity {:?}: {}", policy.enforce.label(), psa::describe(&enforce));
+        return Err(ApiError::forbidden(&subject, message));
+    }
+    let mut warned = Vec::new();
+    if !pod && !enforce.is_empty() {
+        warned.push(&policy.enforce);
+    }
+    if policy.warn != policy.enforce || pod {
+        warned.push(&policy.warn);
+    }
+    for level in warned {
+        let found = psa::check(level.level, &spec);
+        if !found.is_empty() {
+            req.warnings.push(format!("would violate PodSecurity {:?}: {}", level.label(), psa::describe(&found)));
+        }
+    }
+    if policy.audit.level != crate::pod_security::Level::Privileged {
+        let found = psa::check(policy.audit.level, &spec);
+        if !found.is_empty() {
+            tracing::info!(target: "uc_apiserver::audit", namespace = ns, name, level = %policy.audit.label(),
+                violations = %psa::describe(&found), "pod security audit");
+        }
+    }
+    Ok(())
+}
+
+/// A namespace whose enforce level changes: the pods already in it that the new level would refuse,
+/// as kube-apiserver warns about them (they keep running).
+fn warn_about_existing_pods(app: &App, req: &mut Req, ns: &str, obj: &Value, old: Option<&Value>) {
+    use crate::pod_security::{self as psa, Level, Policy};
+    let policy_of = |o: Option<&Value>| {
+        let labels = o.and_then(|o| o.pointer("/metadata/labels"));
+        Policy::of_namespace(&app.config.pod_security, |k| labels.and_then(|l| l.get(k)).and_then(Value::as_str)).ok()
+    };
+    let (Some(new), Some(before)) = (policy_of(Some(obj)), old.map(|o| policy_of(Some(o)))) else { return };
+    if before.as_ref().is_some_and(|b| b.enforce == new.enforce)
+        || new.enforce.level == Level::Privileged
+        || psa::EXEMPT_NAMESPACES.contains(&ns)
+    {
+        return;
+    }
+    let pods = GroupResource::new("", "pods");
+    let Ok((listed, _)) = app.store.list(&pods, Some(ns), None) else { return };
+    let specs: Vec<(String, k8s_openapi::api::core::v1::PodSpec)> = listed
+        .iter()
+        .filter_map(|(_, p)| {
+            let spec = serde_json::from_value(p.get("spec")?.clone()).ok()?;
+            Some((meta_str(p, "name").unwrap_or_default().to_string(), spec))
+        })
+        .collect();
+    req.warnings.extend(psa::existing_pod_warnings(&new.enforce, ns, &specs));
+}
