@@ -87,3 +87,23 @@ def test_the_security_context_is_what_the_container_gets(cluster):
     assert log.split("\n")[0] == "0", log
     bounding = int(log.split("CapBnd:")[1].split()[0], 16)
     assert bounding != 0 and not bounding & (1 << 21), f"CAP_SYS_ADMIN is not among the defaults: {log}"
+
+
+def test_a_sandboxed_container_stops_gracefully(cluster):
+    """SIGTERM reaches the container's command, not only the sandbox around it: its handler runs."""
+    import os
+
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "stop-data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Mi"}}}}))
+    script = 'trap "sleep 1; echo clean > /data/f; exit 0" TERM; echo ready > /data/f; while true; do sleep 0.1; done'
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stopper"},
+        "spec": {"terminationGracePeriodSeconds": 30,
+                 "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "stop-data"}}],
+                 "containers": [{"name": "main", "image": "busybox", "command": ["sh", "-c", script],
+                                 "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}}))
+    f = os.path.join(cluster.data_dir, "volumes", "default", "stop-data", "f")
+    wait_for(lambda: os.path.exists(f) and open(f).read().strip() == "ready", timeout=30, message="the container ran")
+    cluster.kubectl("delete", "pod", "stopper", "--timeout=60s")
+    assert open(f).read().strip() == "clean", "the container's TERM handler ran before it was gone"

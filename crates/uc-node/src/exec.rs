@@ -71,30 +71,6 @@ pub enum ExecError {
     Wait(std::io::Error),
 }
 
-/// The process of a container whose namespaces a command joins: its main process, or for a
-/// sandboxed one (whose recorded process is bubblewrap's, outside) the first descendant in a mount
-/// namespace of its own.
-pub fn namespaced_process(pid: i32) -> i32 {
-    let mut frontier = vec![pid];
-    for _ in 0..4 {
-        if let Some(p) = frontier.iter().find(|p| own_mount_namespace(**p)) {
-            // bubblewrap's init holds the namespaces; its child is the container's command, whose
-            // working directory an exec starts in.
-            return children(*p).first().copied().unwrap_or(*p);
-        }
-        frontier = frontier.iter().flat_map(|p| children(*p)).collect();
-    }
-    pid
-}
-
-fn children(pid: i32) -> Vec<i32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|c| c.parse().ok())
-        .collect()
-}
-
 /// The command that runs `argv` in a container: entering its namespaces (`nsenter`) when it has
 /// them — in its sandbox, as its user — with its environment and working directory.
 pub fn command(target: &ExecTarget, argv: &[String]) -> Result<tokio::process::Command, ExecError> {
@@ -104,7 +80,7 @@ pub fn command(target: &ExecTarget, argv: &[String]) -> Result<tokio::process::C
     let mut cmd;
     if !target.confine.is_empty() {
         cmd = tokio::process::Command::new("nsenter");
-        cmd.arg(format!("--target={}", namespaced_process(target.pid)))
+        cmd.arg(format!("--target={}", crate::container::command_process(target.pid)))
             // nsenter opens a directory given to --wd before it enters: the command's own working
             // directory (the container's workingDir) is taken instead.
             .args(["--mount", "--pid", "--ipc", "--uts", "--root", "--wd"]);

@@ -316,7 +316,7 @@ impl PodProcesses {
 
     /// SIGTERM to a container's process group now, SIGKILL after `grace` if that process still runs.
     fn terminate(&self, record: &container::PidRecord, grace: Duration) {
-        signal_group(record.pid, Signal::TERM);
+        signal_group(crate::container::stop_group(record.pid), Signal::TERM);
         let record = record.clone();
         tokio::spawn(async move {
             tokio::time::sleep(grace).await;
@@ -407,7 +407,7 @@ impl PodProcesses {
         self.stop.send_replace(true);
         let pids: Vec<i32> = self.runs.lock().values().map(|(r, _)| r.pid.pid).collect();
         for pid in &pids {
-            signal_group(*pid, Signal::TERM);
+            signal_group(crate::container::stop_group(*pid), Signal::TERM);
         }
         self.wait_ended(grace).await;
         let pids: Vec<i32> = self.runs.lock().values().map(|(r, _)| r.pid.pid).collect();

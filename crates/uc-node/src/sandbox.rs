@@ -194,13 +194,20 @@ pub struct Layout<'a> {
     pub hidden: &'a [PathBuf],
 }
 
-/// The `bwrap` arguments that build a container's sandbox, up to and including the `--` before the
+/// The `bwrap` arguments that build a container's sandbox (in a session of its own, so that its stop
+/// signal goes to its command's group and not to bubblewrap: `container::stop_group`), up to and including the `--` before the
 /// command (which [`Identity::setpriv`] then starts).
 pub fn bwrap_args(layout: &Layout<'_>, id: &Identity, m: &dyn Machine) -> Vec<String> {
-    let mut out: Vec<String> =
-        ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-            .map(String::from)
-            .to_vec();
+    let mut out: Vec<String> = [
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+    ]
+    .map(String::from)
+    .to_vec();
     // Directories of the system shown piecewise: those that hold a secret to leave out, a mount point
     // to make or uc's data directory.
     let mut split: BTreeSet<PathBuf> = BTreeSet::new();

@@ -121,6 +121,46 @@ pub fn still_running(record: &PidRecord) -> bool {
     process_start(record.pid) == Some(record.pid_start)
 }
 
+/// The name a process runs under (`/proc/<pid>/comm`).
+fn comm(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).map(|s| s.trim().to_string()).unwrap_or_default()
+}
+
+/// The pids whose parent is `pid` (its own threads' children).
+pub fn children(pid: i32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|c| c.parse().ok())
+        .collect()
+}
+
+/// The process group a container's graceful stop signal goes to: the recorded process's, or for a
+/// sandboxed container (whose recorded process is bubblewrap's, outside) the group bubblewrap's init
+/// leads inside — its command's. bubblewrap itself would end at SIGTERM and take the sandbox down at
+/// once, before the command could stop cleanly.
+pub fn stop_group(pid: i32) -> i32 {
+    if comm(pid) == "bwrap" {
+        return children(pid).first().copied().unwrap_or(pid);
+    }
+    pid
+}
+
+/// The container's command: the recorded process, or in a sandbox the one bubblewrap's init runs.
+pub fn command_process(pid: i32) -> i32 {
+    let mut p = pid;
+    for _ in 0..2 {
+        if comm(p) != "bwrap" {
+            return p;
+        }
+        match children(p).first() {
+            Some(c) => p = *c,
+            None => return p,
+        }
+    }
+    p
+}
+
 /// Sends `signal` to a process group; a group that is gone is not an error.
 pub fn signal_group(pgid: i32, signal: Signal) {
     if let Some(pid) = Pid::from_raw(pgid) {

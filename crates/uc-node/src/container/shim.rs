@@ -170,7 +170,7 @@ fn forward_signals(pgid: i32) {
                 _ => None,
             };
             if let Some(sig) = forward {
-                signal_group(pgid, sig);
+                signal_group(super::stop_group(pgid), sig);
             }
         }
     });

@@ -55,7 +55,7 @@ fn the_system_is_shown_without_its_secrets_and_with_room_for_mounts() {
     let layout =
         Layout { program: Path::new("/usr/bin/nginx"), names: &names, mounts: &mounts, cwd: Some("/app"), hidden: &[] };
     let text = args(&layout, &Identity::of(None, None));
-    assert!(text.starts_with("--die-with-parent --unshare-pid --unshare-ipc --unshare-uts"), "{text}");
+    assert!(text.starts_with("--die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts"), "{text}");
     assert!(text.contains("--symlink usr/bin /bin"), "{text}");
     // /usr holds a mount point: shown entry by entry, /usr/share too, the rest whole.
     assert!(text.contains("--perms 0755 --tmpfs /usr --ro-bind /usr/bin /usr/bin --perms 0755 --tmpfs /usr/share --ro-bind /usr/share/zoneinfo /usr/share/zoneinfo"), "{text}");
