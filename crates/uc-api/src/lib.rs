@@ -11,6 +11,7 @@ pub mod meta;
 pub mod metacontroller;
 pub mod pointer;
 pub mod resource;
+pub mod sandbox;
 pub mod selector;
 pub mod status;
 pub mod webhook_auth;

@@ -15,13 +15,12 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::{PodSecurityContext, SecurityContext};
 
+use uc_api::sandbox::{NAMESPACES, SYSTEM_DIRS, Way, is_system};
+
 use crate::volumes::{Mount, NameFiles};
 
 /// The user a container runs as when its `securityContext` names none: `nobody`.
 pub const DEFAULT_UID: i64 = 65534;
-
-/// The machine's directories a container sees, read-only.
-const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"];
 
 /// A container's writable root: fresh for each run.
 const WRITABLE_DIRS: &[&str] = &["/tmp", "/var", "/run", "/home", "/root", "/srv", "/mnt"];
@@ -178,10 +177,6 @@ impl Machine for Host {
     }
 }
 
-fn is_system(p: &Path) -> bool {
-    SYSTEM_DIRS.iter().any(|d| p.starts_with(d))
-}
-
 /// What one container's sandbox holds.
 pub struct Layout<'a> {
     /// The program run, as resolved on the machine (shown read-only when outside the system dirs).
@@ -194,20 +189,12 @@ pub struct Layout<'a> {
     pub hidden: &'a [PathBuf],
 }
 
-/// The `bwrap` arguments that build a container's sandbox (in a session of its own, so that its stop
-/// signal goes to its command's group and not to bubblewrap: `container::stop_group`), up to and including the `--` before the
-/// command (which [`Identity::setpriv`] then starts).
+/// The `bwrap` arguments that build a container's sandbox (its namespaces: [`NAMESPACES`]; the stop
+/// signal goes to its command's group, see `container::stop_group`), up to and including the `--`
+/// before the command (which [`Identity::setpriv`] then starts).
 pub fn bwrap_args(layout: &Layout<'_>, id: &Identity, m: &dyn Machine) -> Vec<String> {
-    let mut out: Vec<String> = [
-        "--die-with-parent",
-        "--new-session",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut out: Vec<String> = NAMESPACES.iter().map(|s| s.to_string()).collect();
+    let mut way = Way::default();
     // Directories of the system shown piecewise: those that hold a secret to leave out, a mount point
     // to make or uc's data directory.
     let mut split: BTreeSet<PathBuf> = BTreeSet::new();
@@ -234,11 +221,8 @@ pub fn bwrap_args(layout: &Layout<'_>, id: &Identity, m: &dyn Machine) -> Vec<St
     // The program, when it lives outside the system's directories (uc's own binary, a Python of
     // pyenv's), with the directories on the way traversable.
     if !is_system(layout.program) {
-        let show_at = match layout.program.parent() {
-            Some(bin) if bin.file_name().is_some_and(|n| n == "bin") => bin.parent().unwrap_or(bin),
-            _ => layout.program,
-        };
-        traversable(show_at, &mut out);
+        let show_at = uc_api::sandbox::installation(layout.program).unwrap_or_else(|| layout.program.to_path_buf());
+        way.to(&show_at, &mut out);
         out.extend(["--ro-bind".into(), show_at.display().to_string(), show_at.display().to_string()]);
     }
     if let Some(h) = &layout.names.hosts {
@@ -252,14 +236,14 @@ pub fn bwrap_args(layout: &Layout<'_>, id: &Identity, m: &dyn Machine) -> Vec<St
     mounts.sort_by_key(|x| Path::new(&x.target).components().count());
     for x in mounts {
         // Directories bwrap makes on the way would be its own (0700): made traversable first.
-        traversable(Path::new(&x.target), &mut out);
+        way.to(Path::new(&x.target), &mut out);
         let flag = if x.read_only { "--ro-bind" } else { "--bind" };
         out.extend([flag.to_string(), x.source.display().to_string(), x.target.clone()]);
     }
     if let Some(d) = layout.cwd {
         let covered = is_system(Path::new(d)) && !split.iter().any(|s| Path::new(d).starts_with(s));
         if !covered {
-            traversable(Path::new(d), &mut out);
+            way.to(Path::new(d), &mut out);
             out.extend(["--perms".to_string(), "0755".to_string(), "--dir".to_string(), d.to_string()]);
         }
     }
@@ -290,15 +274,6 @@ fn show(dir: &Path, split: &BTreeSet<PathBuf>, hidden: &[PathBuf], m: &dyn Machi
     // in it is shown read-only, and mount points can be made in it.
     for e in m.entries(dir) {
         show(&e, split, hidden, m, out);
-    }
-}
-
-/// `--dir` each directory on the way to `p`, traversable by anyone.
-fn traversable(p: &Path, out: &mut Vec<String>) {
-    let ancestors: Vec<&Path> = p.ancestors().skip(1).filter(|a| a.parent().is_some()).collect();
-    for a in ancestors.into_iter().rev() {
-        out.extend(["--perms", "0755", "--dir"].map(String::from));
-        out.push(a.display().to_string());
     }
 }
 

@@ -8,14 +8,13 @@
 
 use std::path::{Path, PathBuf};
 
+use uc_api::sandbox::{NAMESPACES, SYSTEM_DIRS, Way, is_system};
+
 /// The user (and group) confined hooks run as when uc runs as root: `nobody`.
 pub const HOOK_UID: u32 = 65534;
 
 /// The `PATH` inside the sandbox, and where a program named without a directory is looked for first.
 pub const SYSTEM_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-/// The machine's directories a confined hook sees, read-only (those that exist).
-const SYSTEM_DIRS: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"];
 
 /// Which programs may serve as exec hooks.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,18 +90,10 @@ pub fn resolve(program: &str, cwd: &Path, path: &str) -> Option<PathBuf> {
     )
 }
 
-/// What of the machine a program at `path` needs to run: its installation's prefix when it lies in
-/// a `bin` directory (`/opt/py/bin/python3` → `/opt/py`), else its own directory.
+/// What of the machine a program at `path` needs to run: its installation when it lies in a `bin`
+/// directory (`/opt/py/bin/python3` → `/opt/py`), else its own directory.
 fn installation_of(path: &Path) -> PathBuf {
-    let dir = path.parent().unwrap_or(Path::new("/"));
-    match dir.file_name() {
-        Some(n) if n == "bin" || n == "sbin" => dir.parent().unwrap_or(dir).to_path_buf(),
-        _ => dir.to_path_buf(),
-    }
-}
-
-fn is_system(path: &Path) -> bool {
-    SYSTEM_DIRS.iter().any(|d| path.starts_with(d))
+    uc_api::sandbox::installation(path).unwrap_or_else(|| path.parent().unwrap_or(Path::new("/")).to_path_buf())
 }
 
 /// The `bwrap` arguments (before `--` and the command) that confine a hook running `program` with
@@ -116,18 +107,8 @@ pub fn bwrap_args(
     exists: &dyn Fn(&Path) -> bool,
     link: &dyn Fn(&Path) -> Option<PathBuf>,
 ) -> Vec<String> {
-    let mut out: Vec<String> = [
-        "--die-with-parent",
-        "--new-session",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--hostname",
-        "uc-hook",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut out: Vec<String> = NAMESPACES.iter().map(|s| s.to_string()).collect();
+    out.extend(["--hostname", "uc-hook"].map(String::from));
     for d in SYSTEM_DIRS.iter().map(Path::new).filter(|d| exists(d)) {
         let (flag, from) = match link(d) {
             Some(target) => ("--symlink", target),
@@ -148,18 +129,9 @@ pub fn bwrap_args(
     // A directory inside another one shown adds nothing.
     let outer: Vec<PathBuf> =
         shown.iter().filter(|p| !shown.iter().any(|q| q != *p && p.starts_with(q))).cloned().collect();
-    let mut made: Vec<PathBuf> = Vec::new();
+    let mut way = Way::default();
     for p in outer.iter().filter(|p| !is_system(p) && p.parent().is_some()) {
-        // Directories on the way are made traversable (bwrap would copy the machine's modes, and a
-        // home directory's 0700 would bar the unprivileged user from what is shown inside it).
-        let ancestors: Vec<&Path> = p.ancestors().skip(1).filter(|a| a.parent().is_some()).collect();
-        for a in ancestors.into_iter().rev() {
-            if !made.iter().any(|m| m == a) {
-                out.extend(["--perms", "0755", "--dir"].map(String::from));
-                out.push(a.display().to_string());
-                made.push(a.to_path_buf());
-            }
-        }
+        way.to(p, &mut out);
         out.extend(["--ro-bind".to_string(), p.display().to_string(), p.display().to_string()]);
     }
     for h in hidden.iter().filter(|h| outer.iter().any(|p| h.starts_with(p)) || is_system(h)) {
