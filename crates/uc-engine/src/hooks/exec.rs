@@ -92,9 +92,15 @@ impl ExecHook {
         let exists = |p: &Path| p.exists();
         let link = |p: &Path| std::fs::read_link(p).ok();
         let mut line = vec![bwrap.display().to_string()];
-        line.extend(sandbox::bwrap_args(&resolved, args, &cwd, hidden, &exists, &link));
+        // As nobody, a directory without read and search for others cannot be entered.
+        let root = rustix::process::geteuid().is_root();
+        let closed = |p: &Path| {
+            use std::os::unix::fs::PermissionsExt;
+            root && std::fs::metadata(p).is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o005 != 0o005)
+        };
+        line.extend(sandbox::bwrap_args(&resolved, args, &cwd, hidden, &exists, &link, &closed));
         line.push("--".into());
-        line.extend(sandbox::drop_root(rustix::process::geteuid().is_root()));
+        line.extend(sandbox::drop_root(root));
         // The hook's own argv with the program as resolved (the sandbox's PATH may not find it).
         if let Some(p) = self.argv.iter_mut().find(|a| *a == program) {
             *p = resolved.display().to_string();

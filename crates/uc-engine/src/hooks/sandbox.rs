@@ -106,6 +106,7 @@ pub fn bwrap_args(
     hidden: &[PathBuf],
     exists: &dyn Fn(&Path) -> bool,
     link: &dyn Fn(&Path) -> Option<PathBuf>,
+    closed: &dyn Fn(&Path) -> bool,
 ) -> Vec<String> {
     let mut out: Vec<String> = NAMESPACES.iter().map(|s| s.to_string()).collect();
     out.extend(["--hostname", "uc-hook"].map(String::from));
@@ -122,17 +123,27 @@ pub fn bwrap_args(
     if !is_system(program) {
         shown.push(installation_of(program));
     }
-    // Files the command names by absolute path (a script, a configuration) are shown read-only.
-    shown.extend(args.iter().map(PathBuf::from).filter(|p| p.is_absolute() && !is_system(p) && exists(p)));
+    // Files the command names (a script, a configuration; relative ones in the working directory) are
+    // shown read-only.
+    shown.extend(
+        args.iter().filter(|a| !a.starts_with('-')).map(|a| cwd.join(a)).filter(|p| !is_system(p) && exists(p)),
+    );
     shown.sort();
     shown.dedup();
-    // A directory inside another one shown adds nothing.
+    // A directory inside another one shown adds nothing — unless that one is closed to the hook's user
+    // (a clone in a 0700 directory): it is then an empty directory, and what is named inside it is
+    // shown by itself.
     let outer: Vec<PathBuf> =
-        shown.iter().filter(|p| !shown.iter().any(|q| q != *p && p.starts_with(q))).cloned().collect();
+        shown.iter().filter(|p| !shown.iter().any(|q| q != *p && p.starts_with(q) && !closed(q))).cloned().collect();
     let mut way = Way::default();
     for p in outer.iter().filter(|p| !is_system(p) && p.parent().is_some()) {
         way.to(p, &mut out);
-        out.extend(["--ro-bind".to_string(), p.display().to_string(), p.display().to_string()]);
+        if closed(p) {
+            out.extend(["--perms", "0755", "--dir"].map(String::from));
+            out.push(p.display().to_string());
+        } else {
+            out.extend(["--ro-bind".to_string(), p.display().to_string(), p.display().to_string()]);
+        }
     }
     for h in hidden.iter().filter(|h| outer.iter().any(|p| h.starts_with(p)) || is_system(h)) {
         out.extend(["--tmpfs".to_string(), h.display().to_string()]);
@@ -201,6 +212,7 @@ mod tests {
             &[PathBuf::from("/work/repo/.uc"), PathBuf::from("/var/lib/uc")],
             &exists,
             &link,
+            &|_| false,
         );
         let text = args.join(" ");
         assert!(text.contains("--ro-bind /usr /usr") && text.contains("--ro-bind /etc /etc"), "{text}");
@@ -218,6 +230,21 @@ mod tests {
             "the way to what is shown is traversable: {text}"
         );
         assert_eq!(text.matches("--dir /work ").count(), 1, "each directory made once: {text}");
+        // A working directory the hook's user may not enter (a clone in a 0700 directory): an empty
+        // one, and the script named inside it shown by itself.
+        let closed = bwrap_args(
+            Path::new("/usr/bin/sh"),
+            &["sub/sync.sh".into()],
+            Path::new("/work/repo"),
+            &[],
+            &|p: &Path| exists(p) || p == Path::new("/work/repo/sub/sync.sh"),
+            &link,
+            &|p: &Path| p == Path::new("/work/repo"),
+        )
+        .join(" ");
+        assert!(closed.contains("--perms 0755 --dir /work/repo --perms 0755 --dir /work/repo/sub"), "{closed}");
+        assert!(closed.contains("--ro-bind /work/repo/sub/sync.sh /work/repo/sub/sync.sh"), "{closed}");
+        assert!(!closed.contains("--ro-bind /work/repo /work/repo"), "{closed}");
         assert_eq!(drop_root(true)[..3], ["setpriv", "--reuid=65534", "--regid=65534"]);
         assert!(drop_root(false).is_empty());
         assert!(text.ends_with("--chdir /work/repo"), "{text}");
