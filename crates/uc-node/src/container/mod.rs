@@ -140,10 +140,21 @@ pub fn children(pid: i32) -> Vec<i32> {
 /// leads inside — its command's. bubblewrap itself would end at SIGTERM and take the sandbox down at
 /// once, before the command could stop cleanly.
 pub fn stop_group(pid: i32) -> i32 {
-    if comm(pid) == "bwrap" {
-        return children(pid).first().copied().unwrap_or(pid);
+    if comm(pid) != "bwrap" {
+        return pid;
     }
-    pid
+    // A sandbox still starting has no group of its own inside yet: its command has not run, and the
+    // whole sandbox stops (a signal to a group that does not exist yet would be lost).
+    match children(pid).first() {
+        Some(&init) if process_group(init) == Some(init) => init,
+        _ => pid,
+    }
+}
+
+/// The process group a process is in (`/proc/<pid>/stat`, field 5).
+fn process_group(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].split_whitespace().nth(2)?.parse().ok()
 }
 
 /// The container's command: the recorded process, or in a sandbox the one bubblewrap's init runs.
@@ -388,6 +399,8 @@ mod tests {
     #[test]
     fn process_start_tells_a_process_from_a_later_one() {
         let me = std::process::id() as i32;
+        assert_eq!(process_group(me), Some(rustix::process::getpgrp().as_raw_nonzero().get()));
+        assert_eq!(stop_group(me), me, "not a sandbox: its own group");
         let start = process_start(me).expect("this process has a start time");
         let record = PidRecord { shim: me, pid: me, pid_start: start, started_at: String::new() };
         assert!(still_running(&record));
