@@ -1,5 +1,6 @@
-"""What each container's sandbox costs: pod start time and the memory of a container's processes, with the
-sandbox (bubblewrap) and without it (`uc up --no-pod-sandbox`), measured in one run, alternating.
+"""What each container's sandbox and each pod's network namespace cost: pod start time and the memory of a
+container's processes, with both (the default), with the sandbox alone (`uc up --no-pod-network`) and with
+neither (`--no-pod-sandbox`), measured in one run, alternating.
 
     python3 bench/pod_sandbox.py [--uc target/release/uc] [--pods 30] [--rounds 3]
 
@@ -57,12 +58,16 @@ def shims(data_dir):
     return found
 
 
-def one_round(uc, pods, sandbox, subnet):
+MODES = [("sandbox (bubblewrap) and network namespace (CNI)", []),
+         ("sandbox, --no-pod-network", ["--no-pod-network"]),
+         ("--no-pod-sandbox", ["--no-pod-sandbox"])]
+
+
+def one_round(uc, pods, flags, subnet):
     with tempfile.TemporaryDirectory(prefix="uc-bench-sandbox-") as d:
         args = [uc, "up", "--data-dir", d, "--port", "0", "--pod-subnet", str(subnet), "--operators", "none",
                 "--no-console"]
-        if not sandbox:
-            args.append("--no-pod-sandbox")
+        args.extend(flags)
         up = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
             env = {**os.environ, "KUBECONFIG": up.stdout.readline().strip().split("=", 1)[1]}
@@ -93,16 +98,15 @@ def main():
     ap.add_argument("--pods", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-    results = {True: [], False: []}
+    results = {name: [] for name, _ in MODES}
     for r in range(a.rounds):
-        for sandbox in (True, False):
-            results[sandbox].append(one_round(a.uc, a.pods, sandbox, 200 + r * 2 + sandbox))
+        for i, (name, flags) in enumerate(MODES):
+            results[name].append(one_round(a.uc, a.pods, flags, 200 + r * len(MODES) + i))
     print(f"| {a.pods} busybox pods, {a.rounds} rounds alternating | all Running after (median, s) | "
           "private memory per container (median, KB) | processes per container |")
     print("| --- | --- | --- | --- |")
-    for sandbox in (True, False):
-        rows = results[sandbox]
-        print(f"| {'sandbox (bubblewrap)' if sandbox else '--no-pod-sandbox'} | "
+    for name, rows in results.items():
+        print(f"| {name} | "
               f"{statistics.median(r[0] for r in rows):.2f} ({', '.join(f'{r[0]:.2f}' for r in rows)}) | "
               f"{statistics.median(r[1] for r in rows):.0f} | {statistics.median(r[2] for r in rows):.0f} |")
 

@@ -75,8 +75,7 @@ impl Uc {
 
 impl Drop for Uc {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        uc_bench::cluster::stop(&mut self.child);
     }
 }
 

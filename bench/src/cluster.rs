@@ -16,9 +16,22 @@ pub struct Uc {
 
 impl Drop for Uc {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
+}
+
+/// Stops a `uc up` as Ctrl-C does, so that what it made on the machine (pods, their network
+/// namespaces, the bridge) goes with it; killed after a minute.
+pub fn stop(child: &mut Child) {
+    let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    for _ in 0..600 {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 impl Uc {

@@ -42,6 +42,15 @@ def pod_subnet() -> int:
     return _SUBNETS[n % len(_SUBNETS)]
 
 
+def pod_network(cluster):
+    """The cluster's pod address prefix and DNS server: `10.N.` and the bridge's address when pods have
+    network namespaces of their own (root, the sandbox, the CNI plugins), else `127.N.` on loopback."""
+    subnet = open(os.path.join(cluster.data_dir, "pod-subnet")).read().strip()
+    if os.path.exists(f"/sys/class/net/uc-br-10-{subnet}"):
+        return f"10.{subnet}.", f"10.{subnet}.0.1"
+    return f"127.{subnet}.", f"127.{subnet}.239.255"
+
+
 class Cluster:
     """One `uc up` process with its data directory."""
 
@@ -52,8 +61,10 @@ class Cluster:
         self.proc = None
         self.kubeconfig = None
         self.log = None
+        self.killed = False
 
     def start(self, timeout: float = 30.0):
+        self.killed = False
         self.log = open(os.path.join(self.data_dir, "uc.log"), "ab")
         subnet = []
         if "--pod-subnet" not in self.extra_args and not os.path.exists(os.path.join(self.data_dir, "pod-subnet")):
@@ -92,7 +103,17 @@ class Cluster:
         self.proc.kill()
         self.proc.wait()
         self.proc = None
+        self.killed = True
         self.log.close()
+
+    def tidy(self):
+        """Stops the cluster; one killed and not started again is started and stopped cleanly, so that
+        what outlives `kill -9` by design (pods, their network namespaces, the bridge) is gone."""
+        if self.proc is None and self.killed:
+            self.start()
+        if self.proc is not None:
+            return self.stop()
+        return 0
 
     def metrics(self) -> str:
         import urllib.request
@@ -161,8 +182,7 @@ def cluster(request):
         try:
             yield c
         finally:
-            if c.proc is not None:
-                assert c.stop() == 0, "uc up did not stop cleanly on Ctrl-C"
+            assert c.tidy() == 0, "uc up did not stop cleanly on Ctrl-C"
 
 
 @pytest.fixture
@@ -182,8 +202,7 @@ def make_cluster(request):
 
     yield make
     for c in made:
-        if c.proc is not None:
-            c.stop()
+        c.tidy()
     for t in dirs:
         t.cleanup()
 

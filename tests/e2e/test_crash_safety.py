@@ -139,8 +139,10 @@ def test_a_clean_stop_stops_pods_and_a_restart_runs_them_again(make_cluster):
     c = make_cluster()
     c.kubectl("run", "web", "--image=uc/http-server", "--restart=Never", "--", "--port", "8080")
     wait_for(lambda: ((get(c, "pod", "web") or {}).get("status") or {}).get("phase") == "Running", message="Running")
-    pids = [pid for pid, _, _ in processes(c.data_dir)]
-    assert len(pids) == 2, "a shim and its container"
+    # Running once the shim started it; the sandbox (bubblewrap, in the pod's network namespace) execs
+    # the container's command a moment later.
+    pids = wait_for(lambda: p if len(p := [pid for pid, _, _ in processes(c.data_dir)]) == 2 else None,
+                    message="a shim and its container")
     assert c.stop() == 0
     assert processes(c.data_dir) == [], "a clean stop leaves nothing running"
     c.start()

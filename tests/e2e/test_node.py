@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from conftest import wait_for
+from conftest import pod_network, wait_for
 
 
 def pod_status(cluster, name):
@@ -24,8 +24,7 @@ def test_simulated_pods_run_and_become_ready(cluster):
     cluster.kubectl("run", "web", "--image=nginx", "--annotations=uc.njuics.cn/ready-delay-seconds=1")
     pod = json.loads(cluster.kubectl("get", "pod", "web", "-o", "json").stdout)
     status = wait_for(lambda: (s := pod_status(cluster, "web")) and s.get("phase") == "Running" and s, message="Running")
-    subnet = open(f"{cluster.data_dir}/pod-subnet").read().strip()
-    assert status["podIP"].startswith(f"127.{subnet}.")
+    assert status["podIP"].startswith(pod_network(cluster)[0])
     assert json.loads(cluster.kubectl("get", "pod", "web", "-o", "json").stdout)["spec"]["nodeName"] == "uc-node"
     wait_for(lambda: pod_status(cluster, "web")["containerStatuses"][0]["ready"], message="Ready after its delay")
     cluster.kubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=10s")
@@ -210,13 +209,13 @@ def test_pods_resolve_cluster_names_through_the_nodes_dns(cluster):
              "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["sleep", "3600"]}]}}
     cluster.kubectl("apply", "-f", "-", input=json.dumps(probe))
     cluster.kubectl("wait", "pod/dns-probe", "--for=condition=Ready", "--timeout=60s")
-    subnet = open(f"{cluster.data_dir}/pod-subnet").read().strip()
+    dns = pod_network(cluster)[1]
     conf = cluster.kubectl("exec", "dns-probe", "--", "cat", "/etc/resolv.conf").stdout
     lines = [line for line in conf.splitlines() if not line.startswith("#")]
-    assert lines[0] == f"nameserver 127.{subnet}.239.255", conf
+    assert lines[0] == f"nameserver {dns}", conf
     assert "search default.svc.cluster.local svc.cluster.local cluster.local" in conf and "options ndots:5" in conf, conf
     with open("/etc/resolv.conf") as f:
-        assert f"127.{subnet}.239.255" not in f.read(), "the machine's resolv.conf is untouched"
+        assert dns not in f.read(), "the machine's resolv.conf is untouched"
 
     def nslookup(name):
         return cluster.kubectl("exec", "dns-probe", "--", "nslookup", name, check=False)

@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from conftest import wait_for
+from conftest import pod_network, wait_for
 from test_etcd import NAME, create_cluster
 
 needs_etcd = pytest.mark.skipif(not (os.path.exists("/usr/bin/etcd") and os.path.exists("/usr/bin/etcdctl")),
@@ -175,7 +175,8 @@ def test_service_cluster_ips_reach_their_pods(cluster):
     cluster.kubectl("expose", "deployment", "hello", "--port=80", "--target-port=8080")
     svc = json.loads(cluster.kubectl("get", "svc", "hello", "-o", "json").stdout)
     ip = svc["spec"]["clusterIP"]
-    assert re.match(r"127\.\d+\.(24\d|25[0-5])\.\d+$", ip) and svc["spec"]["clusterIPs"] == [ip], ip
+    prefix = re.escape(pod_network(cluster)[0])
+    assert re.match(prefix + r"(24\d|25[0-5])\.\d+$", ip) and svc["spec"]["clusterIPs"] == [ip], ip
 
     def answer():
         try:

@@ -2,6 +2,7 @@
 //! protocol, uc's own CRDs, Kubernetes `Status` errors, label and field selectors, resource
 //! identities. Pure data and pure functions: no I/O.
 
+pub mod bearer;
 pub mod conditions;
 pub mod controller;
 pub mod crds;

@@ -104,14 +104,16 @@ pub async fn ensure(app: &App, port: u16) -> Result<(), StoreError> {
                 .as_ref()
                 .and_then(|s| s.at("/spec/clusterIP"))
                 .and_then(Value::as_str)
-                .and_then(|s| s.parse().ok());
+                .and_then(|s| s.parse().ok())
+                // An address of another range (the pod network changed) is given up for this one's.
+                .filter(|ip| range.contains(*ip));
             kept.or_else(|| Some(range.first()).filter(|f| !used.contains(f))).or_else(|| range.allocate(&used, 0))
         }
         None => None,
     };
     let mut svc = kubernetes_service(ip, port);
-    if let Some(existing) = app.store.get(&services, "default/kubernetes") {
-        // Keep what was allocated; only the target port follows the API server.
+    if let Some(existing) = app.store.get(&services, "default/kubernetes").filter(|_| ip.is_none()) {
+        // Without a range, keep what was allocated; only the target port follows the API server.
         for k in ["clusterIP", "clusterIPs"] {
             if let Some(v) = existing.at(&format!("/spec/{k}")) {
                 svc["spec"][k] = v.clone();

@@ -28,6 +28,7 @@ pub mod registry;
 pub mod request;
 pub mod schema;
 pub mod server;
+pub mod service_account;
 pub mod service_ips;
 pub mod ssa;
 pub mod storage;

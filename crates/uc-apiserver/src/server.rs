@@ -63,16 +63,18 @@ impl RunningServer {
 pub async fn start(config: Config) -> Result<RunningServer, StartError> {
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|e| StartError::Io(format!("creating {}: {e}", config.data_dir.display())))?;
-    let creds = tls::ensure_credentials(&config.data_dir)?;
-    let db_path = config.data_dir.join("store");
-    let store = Store::open(config.durable.then_some(db_path.as_path()), config.store.clone())?;
-    let registry = Arc::new(Registry::new());
     let service_range = config
         .service_cidr
         .as_deref()
         .map(crate::service_ips::ServiceRange::parse)
         .transpose()
         .map_err(|e| StartError::Io(format!("the service range: {e}")))?;
+    // Pods reach the server at the `kubernetes` Service's address (the range's first).
+    let names = tls::server_names(&service_range.iter().map(|r| r.first().to_string()).collect::<Vec<_>>());
+    let creds = tls::ensure_credentials(&config.data_dir, &names)?;
+    let db_path = config.data_dir.join("store");
+    let store = Store::open(config.durable.then_some(db_path.as_path()), config.store.clone())?;
+    let registry = Arc::new(Registry::new());
     let app = Arc::new(App {
         store,
         registry,
@@ -295,12 +297,7 @@ fn authenticate(
     peer: Option<Arc<crate::auth::User>>,
     path: &str,
 ) -> Result<Arc<crate::auth::User>, ApiError> {
-    let bearer = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|h| h.to_str().ok())
-        .and_then(|h| h.strip_prefix("Bearer "))
-        .map(str::trim);
+    let bearer = req.headers().get(header::AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(uc_api::bearer::token);
     let user = match (bearer, peer) {
         (Some(token), _) => crate::auth::user_of_token(&app.token, &app.token_key, &app.store, token)?,
         (None, Some(user)) => (*user).clone(),

@@ -56,12 +56,27 @@ fn write(path: &Path, contents: &str, private: bool) -> Result<(), TlsError> {
     std::fs::rename(&tmp, path).map_err(io)
 }
 
-/// Loads the credentials from `dir`, generating what is missing.
-pub fn ensure_credentials(dir: &Path) -> Result<Credentials, TlsError> {
+/// The names the serving certificate is for: loopback, the `kubernetes` Service's DNS names (pods
+/// reach the API server through it), and `extra` (the Service's cluster IP).
+pub fn server_names(extra: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = ["localhost", "127.0.0.1", "::1", "kubernetes", "kubernetes.default"]
+        .into_iter()
+        .chain(["kubernetes.default.svc", "kubernetes.default.svc.cluster.local"])
+        .map(str::to_string)
+        .collect();
+    names.extend(extra.iter().filter(|n| !names.contains(n)).cloned().collect::<Vec<_>>());
+    names
+}
+
+/// Loads the credentials from `dir`, generating what is missing, and a serving certificate again
+/// (from the same CA) when the one there is not for every name in `names`.
+pub fn ensure_credentials(dir: &Path, names: &[String]) -> Result<Credentials, TlsError> {
     let (ca_path, cert_path, key_path, token_path) =
         (dir.join("ca.crt"), dir.join("server.crt"), dir.join("server.key"), dir.join("token"));
-    if !(ca_path.exists() && cert_path.exists() && key_path.exists()) {
-        generate(dir)?;
+    if !(ca_path.exists() && cert_path.exists() && key_path.exists() && dir.join("ca.key").exists()) {
+        generate(dir, names)?;
+    } else if !covers(&read(&cert_path)?, names) {
+        reissue(dir, names)?;
     }
     if !token_path.exists() {
         let bytes: [u8; 24] = rand::random();
@@ -113,7 +128,50 @@ pub fn subject_of(cert: &rustls::pki_types::CertificateDer<'_>) -> Option<(Strin
     Some((cn, orgs))
 }
 
-fn generate(dir: &Path) -> Result<(), TlsError> {
+/// Whether a PEM certificate names every one of `names` (DNS names and IP addresses).
+fn covers(pem: &str, names: &[String]) -> bool {
+    let Ok((_, pem)) = x509_parser::pem::parse_x509_pem(pem.as_bytes()) else { return false };
+    let Ok(cert) = pem.parse_x509() else { return false };
+    let Ok(Some(san)) = cert.subject_alternative_name() else { return false };
+    let have: Vec<String> = san
+        .value
+        .general_names
+        .iter()
+        .filter_map(|n| match n {
+            x509_parser::extensions::GeneralName::DNSName(d) => Some(d.to_string()),
+            x509_parser::extensions::GeneralName::IPAddress(b) => match b.len() {
+                4 => Some(std::net::IpAddr::from(<[u8; 4]>::try_from(*b).ok()?).to_string()),
+                16 => Some(std::net::IpAddr::from(<[u8; 16]>::try_from(*b).ok()?).to_string()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    names.iter().all(|n| have.contains(n))
+}
+
+/// A serving certificate for `names` signed by the CA in `dir`.
+fn reissue(dir: &Path, names: &[String]) -> Result<(), TlsError> {
+    let ca_key_path = dir.join("ca.key");
+    let ca_key = KeyPair::from_pem(&read(&ca_key_path)?)
+        .map_err(|e| TlsError::Invalid { path: ca_key_path.clone(), reason: e.to_string() })?;
+    let issuer = Issuer::from_ca_cert_pem(&read(&dir.join("ca.crt"))?, &ca_key)
+        .map_err(|e| TlsError::Invalid { path: dir.join("ca.crt"), reason: e.to_string() })?;
+    let key = KeyPair::generate()?;
+    let cert = server_params(names)?.signed_by(&key, &issuer)?;
+    write(&dir.join("server.key"), &key.serialize_pem(), true)?;
+    write(&dir.join("server.crt"), &cert.pem(), false)
+}
+
+fn server_params(names: &[String]) -> Result<CertificateParams, TlsError> {
+    let mut params = CertificateParams::new(names.to_vec())?;
+    params.distinguished_name.push(DnType::CommonName, "uc-apiserver");
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2100, 1, 1);
+    Ok(params)
+}
+
+fn generate(dir: &Path, names: &[String]) -> Result<(), TlsError> {
     let ca_key = KeyPair::generate()?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -125,12 +183,8 @@ fn generate(dir: &Path) -> Result<(), TlsError> {
     let ca_cert = ca_params.self_signed(&ca_key)?;
 
     let key = KeyPair::generate()?;
-    let mut params = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()])?;
-    params.distinguished_name.push(DnType::CommonName, "uc-apiserver");
-    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
-    params.not_after = rcgen::date_time_ymd(2100, 1, 1);
     let issuer = Issuer::new(ca_params, &ca_key);
-    let cert = params.signed_by(&key, &issuer)?;
+    let cert = server_params(names)?.signed_by(&key, &issuer)?;
 
     write(&dir.join("ca.key"), &ca_key.serialize_pem(), true)?;
     write(&dir.join("ca.crt"), &ca_cert.pem(), false)?;
@@ -149,4 +203,27 @@ pub fn write_kubeconfig(dir: &Path, server: &str, creds: &Credentials) -> Result
     let path = dir.join("kubeconfig");
     write(&path, &config, true)?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_serving_certificate_missing_a_name_is_issued_again_by_the_same_ca() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = server_names(&[]);
+        let creds = ensure_credentials(dir.path(), &first).unwrap();
+        let cert = read(&dir.path().join("server.crt")).unwrap();
+        assert!(covers(&cert, &first) && first.contains(&"kubernetes.default.svc".to_string()));
+        let more = server_names(&["10.7.240.1".to_string()]);
+        assert!(!covers(&cert, &more), "the Service's address is not in it yet");
+        let again = ensure_credentials(dir.path(), &more).unwrap();
+        let reissued = read(&dir.path().join("server.crt")).unwrap();
+        assert!(covers(&reissued, &more));
+        assert_eq!(again.ca_pem, creds.ca_pem, "clients' kubeconfigs keep working");
+        assert_eq!(again.token, creds.token);
+        ensure_credentials(dir.path(), &more).unwrap();
+        assert_eq!(read(&dir.path().join("server.crt")).unwrap(), reissued, "nothing to do when it covers them");
+    }
 }

@@ -19,12 +19,8 @@ const MAX_CLIENTS: usize = 64;
 
 /// The bearer token of a request: `Authorization: Bearer`, else the console's cookie.
 pub fn token(headers: &HeaderMap) -> Option<String> {
-    if let Some(t) = headers
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
+    if let Some(t) =
+        headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(uc_api::bearer::token)
     {
         return Some(t.to_string());
     }

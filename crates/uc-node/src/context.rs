@@ -10,6 +10,7 @@ use std::sync::atomic::AtomicBool;
 use parking_lot::Mutex;
 
 use crate::allowlist::Allowlist;
+use crate::network::{Network, PodCidr};
 use crate::server::Pods;
 use crate::{names, objects};
 
@@ -25,8 +26,9 @@ pub struct NodeOptions {
     pub pods_dir: PathBuf,
     /// Where the per-namespace hosts files live (None: processes use the machine's /etc/hosts).
     pub hosts_dir: Option<PathBuf>,
-    /// Pod IPs are `127.<pod_subnet>.x.y`; distinct per `uc up` so two on one machine do not collide.
-    pub pod_subnet: u8,
+    /// How pods are networked, and the range their addresses come from (distinct per `uc up`, so
+    /// that two on one machine do not collide).
+    pub network: Network,
     /// Where PersistentVolumeClaim directories live (`<dir>/<namespace>/<claim>`).
     pub volumes_dir: PathBuf,
     /// The `uc` binary, run as `uc shim` for each container.
@@ -51,7 +53,7 @@ impl Default for NodeOptions {
             allowlist: Allowlist::default(),
             pods_dir: std::env::temp_dir().join("uc-pods"),
             hosts_dir: None,
-            pod_subnet: 1,
+            network: Network::Loopback(PodCidr::loopback(1)),
             volumes_dir: std::env::temp_dir().join("uc-volumes"),
             shim: PathBuf::from("uc"),
             kubelet_token: String::new(),
@@ -63,33 +65,37 @@ impl Default for NodeOptions {
     }
 }
 
-/// The last pod address of the subnet's pod range: 127.N.240.0/20 is the Services'.
+/// The last pod address of the range (`.239.254`): `.239.255` is the DNS server's on loopback, the
+/// top /20 the Services'.
 const POD_IPS: u32 = 240 * 256 - 2;
 
-/// Pod IPs from 127.<subnet>.0.0/16 (below the Services' 127.<subnet>.240.0/20), one per pod uid.
+/// The first: `.0.1` is the bridge's.
+const FIRST: u32 = 2;
+
+/// Pod IPs from the pod range (`.0.2` to `.239.254`, below the Services' top /20), one per pod uid.
 pub(crate) struct Ips {
-    subnet: u8,
+    cidr: PodCidr,
     next: u32,
     by_uid: HashMap<String, String>,
 }
 
 impl Ips {
-    pub(crate) fn new(subnet: u8) -> Self {
-        Ips { subnet, next: 0, by_uid: HashMap::new() }
+    pub(crate) fn new(cidr: PodCidr) -> Self {
+        Ips { cidr, next: 0, by_uid: HashMap::new() }
     }
 
     pub(crate) fn get(&mut self, uid: &str, existing: Option<&str>) -> String {
         if let Some(ip) = self.by_uid.get(uid) {
             return ip.clone();
         }
-        let prefix = format!("127.{}.", self.subnet);
+        let prefix = self.cidr.prefix();
         let ip = match existing.filter(|ip| ip.starts_with(&prefix)) {
             Some(ip) => ip.to_string(),
             None => {
                 let used: HashSet<&String> = self.by_uid.values().collect();
                 let mut ip = String::new();
-                for _ in 0..POD_IPS {
-                    self.next = self.next % POD_IPS + 1;
+                for _ in FIRST..=POD_IPS {
+                    self.next = if (FIRST..POD_IPS).contains(&self.next) { self.next + 1 } else { FIRST };
                     ip = format!("{prefix}{}.{}", self.next / 256, self.next % 256);
                     if !used.contains(&ip) {
                         break;
@@ -133,16 +139,19 @@ mod tests {
 
     #[test]
     fn pod_ips_skip_addresses_in_use_and_the_service_range() {
-        let mut ips = Ips { subnet: 9, next: POD_IPS - 1, by_uid: HashMap::new() };
+        let mut ips = Ips { cidr: PodCidr::loopback(9), next: POD_IPS - 1, by_uid: HashMap::new() };
         let a = ips.get("a", None);
         assert_eq!(a, "127.9.239.254", "the last pod address below 127.9.240.0");
         let b = ips.get("b", None);
-        assert_eq!(b, "127.9.0.1", "wraps around");
+        assert_eq!(b, "127.9.0.2", "wraps around, past the bridge's .0.1");
         assert_eq!(ips.get("a", None), a, "one address per uid");
-        let c = ips.get("c", Some("127.9.0.1"));
-        assert_eq!(c, "127.9.0.1", "a pod keeps the address its status has");
+        let c = ips.get("c", Some("127.9.0.2"));
+        assert_eq!(c, "127.9.0.2", "a pod keeps the address its status has");
         ips.forget("c");
         ips.next = 0;
         assert_ne!(ips.get("d", None), b, "an address in use is not handed out again");
+        let mut fresh = Ips::new(PodCidr::private(4));
+        assert_eq!(fresh.get("e", None), "10.4.0.2", "the first pod follows the gateway");
+        assert_eq!(fresh.get("f", Some("127.4.0.9")), "10.4.0.3", "an address outside the range is not kept");
     }
 }

@@ -15,12 +15,6 @@ use std::sync::Arc;
 
 use uc_api::dns::{CLUSTERSET_DOMAIN, DOMAIN};
 
-/// The address a node's DNS server listens on: `127.<subnet>.239.255`, the one address of the pod
-/// range the node never gives a pod (pods go up to `.239.254`), port 53.
-pub fn address(pod_subnet: u8) -> std::net::SocketAddrV4 {
-    std::net::SocketAddrV4::new(Ipv4Addr::new(127, pod_subnet, 239, 255), 53)
-}
-
 /// What the cluster knows of a name.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Lookup {
@@ -229,6 +223,7 @@ mod tests {
             "# written by the uc node agent\nnameserver 127.3.239.255\nnameserver 10.0.0.2\nnameserver 10.0.0.3\n\
              search team.svc.cluster.local svc.cluster.local cluster.local corp.example\noptions ndots:5\n"
         );
-        assert_eq!(address(3).to_string(), "127.3.239.255:53");
+        let alone = resolv_conf(Ipv4Addr::new(10, 3, 0, 1), "team", "");
+        assert!(alone.contains("nameserver 10.3.0.1\nsearch") && alone.matches("nameserver").count() == 1, "{alone}");
     }
 }

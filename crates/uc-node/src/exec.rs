@@ -83,7 +83,7 @@ pub fn command(target: &ExecTarget, argv: &[String]) -> Result<tokio::process::C
         cmd.arg(format!("--target={}", crate::container::command_process(target.pid)))
             // nsenter opens a directory given to --wd before it enters: the command's own working
             // directory (the container's workingDir) is taken instead.
-            .args(["--mount", "--pid", "--ipc", "--uts", "--root", "--wd"]);
+            .args(["--mount", "--pid", "--ipc", "--uts", "--net", "--root", "--wd"]);
         cmd.arg("--").args(&target.confine).args(&full);
     } else if own_mount_namespace(target.pid) {
         cmd = tokio::process::Command::new("nsenter");

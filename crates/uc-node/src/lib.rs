@@ -29,10 +29,12 @@ mod context;
 pub mod dns;
 pub mod env;
 pub mod exec;
+pub mod host_ports;
 pub mod invalid;
 pub mod lease;
 pub mod logs;
 pub mod names;
+pub mod network;
 pub mod objects;
 pub mod pod;
 mod pod_api;
@@ -63,6 +65,7 @@ use server::{PodEntry, Pods};
 pub struct Node {
     ctx: Arc<Ctx>,
     task: tokio::task::JoinHandle<()>,
+    bridge: Option<network::host::Bridge>,
     /// Where the kubelet endpoint listens.
     pub endpoint: SocketAddr,
 }
@@ -76,6 +79,16 @@ impl Node {
             self.ctx.pods.lock().values().filter_map(|e| Some((e.procs.clone()?, grace_of(&e.pod)))).collect();
         futures::future::join_all(running.iter().map(|(p, grace)| p.stop(Duration::from_secs(*grace), true))).await;
         self.task.abort();
+        if let Some(bridge) = self.bridge {
+            // Nothing of the pod network stays behind: the pods' namespaces (they are made again when
+            // the node is back), then the bridge, its routes and rules.
+            let cidr = bridge.cidr();
+            let ours = pod_uids(&self.ctx.options.pods_dir);
+            let detached = network::host::namespaces().into_iter().filter(|uid| ours.contains(uid));
+            futures::future::join_all(detached.map(|uid| async move { network::host::detach(&cidr, &uid).await }))
+                .await;
+            bridge.down().await;
+        }
     }
 }
 
@@ -86,13 +99,30 @@ fn grace_of(pod: &Value) -> u64 {
         .unwrap_or(30)
 }
 
-/// The node's DNS server for pods, on the subnet's DNS address (port 53 needs root: without it, or
-/// with the address taken, pods resolve through their hosts files alone).
-async fn start_dns(hosts: Arc<names::HostsFiles>, subnet: u8) {
-    let addr = dns::address(subnet);
+/// The uids of the pods with directories on this node.
+fn pod_uids(pods_dir: &Path) -> HashSet<String> {
+    std::fs::read_dir(pods_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The node's DNS server for pods, on the network's DNS address (port 53 needs root: without it, or
+/// with the address taken, pods resolve through their hosts files alone). Pods on the machine's
+/// network go on to its nameservers for names outside the cluster; pods in namespaces of their own
+/// cannot reach them.
+async fn start_dns(hosts: Arc<names::HostsFiles>, network: network::Network) {
+    let addr = network.dns();
     match tokio::net::UdpSocket::bind(addr).await {
         Ok(socket) => {
-            hosts.serve_dns(*addr.ip(), std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default());
+            let machine = if network.bridged() {
+                String::new()
+            } else {
+                std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default()
+            };
+            hosts.serve_dns(*addr.ip(), machine);
             tokio::spawn(dns::serve(socket, Arc::new(move |name: &str| hosts.lookup(name))));
             tracing::debug!(%addr, "cluster DNS for pods");
         }
@@ -103,6 +133,12 @@ async fn start_dns(hosts: Arc<names::HostsFiles>, subnet: u8) {
 /// Starts the node agent.
 pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result<Node> {
     let pods: Pods = Default::default();
+    let bridge = match options.network {
+        network::Network::Bridged(cidr) => {
+            Some(network::host::Bridge::up(cidr).await.map_err(|e| anyhow::anyhow!("the pod network: {e}"))?)
+        }
+        network::Network::Loopback(_) => None,
+    };
     let endpoint = server::serve(options.kubelet_port, options.kubelet_token.clone(), pods.clone()).await?;
     let uid = register(&client, &options.name, endpoint.port()).await?;
     tokio::spawn(lease::heartbeat(client.clone(), options.name.clone(), uid));
@@ -111,13 +147,13 @@ pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result
         None => None,
     };
     if let Some(h) = &hosts {
-        start_dns(h.clone(), options.pod_subnet).await;
+        start_dns(h.clone(), options.network).await;
     }
     tokio::spawn(watch_services(client.clone(), hosts.clone(), Arc::new(proxy::Proxy::default())));
     tokio::spawn(reclaim_claims(client.clone(), options.volumes_dir.clone()));
     let ctx = Arc::new(Ctx {
         client: client.clone(),
-        ips: Mutex::new(Ips::new(options.pod_subnet)),
+        ips: Mutex::new(Ips::new(options.network.cidr())),
         objects: objects::Objects::new(client),
         options,
         hosts,
@@ -125,7 +161,7 @@ pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result
         shutting_down: AtomicBool::new(false),
     });
     let task = tokio::spawn(run(ctx.clone()));
-    Ok(Node { ctx, task, endpoint })
+    Ok(Node { ctx, task, endpoint, bridge })
 }
 
 /// A claim's volume is `<volumes>/<namespace>/<claim>`; when the claim is deleted its data goes too
@@ -272,7 +308,7 @@ async fn run(ctx: Arc<Ctx>) {
                 if let Some(seen) = listed.take() {
                     workers.retain(|uid, _| seen.contains(uid));
                     ctx.pods.lock().retain(|_, e| seen.contains(meta(&e.pod, "uid")));
-                    tokio::spawn(collect_garbage(ctx.options.pods_dir.clone(), seen));
+                    tokio::spawn(collect_garbage(ctx.options.pods_dir.clone(), seen, ctx.options.network));
                 }
                 for v in std::mem::take(&mut deferred) {
                     start_worker(&ctx, &mut workers, v);
@@ -366,8 +402,9 @@ fn forget(ctx: &Ctx, pod: &Value) {
 }
 
 /// Removes what is left on disk of pods this node no longer runs: their containers (still running if
-/// the pod was deleted while the node was down) are killed, their directories removed.
-async fn collect_garbage(pods_dir: PathBuf, keep: HashSet<String>) {
+/// the pod was deleted while the node was down) are killed, their directories and network namespaces
+/// removed.
+async fn collect_garbage(pods_dir: PathBuf, keep: HashSet<String>, network: network::Network) {
     let Ok(entries) = std::fs::read_dir(&pods_dir) else { return };
     for e in entries.flatten() {
         let uid = e.file_name().to_string_lossy().into_owned();
@@ -385,6 +422,9 @@ async fn collect_garbage(pods_dir: PathBuf, keep: HashSet<String>) {
             }
         }
         let _ = std::fs::remove_dir_all(e.path());
+        if let network::Network::Bridged(cidr) = network {
+            network::host::detach(&cidr, &uid).await;
+        }
     }
 }
 
@@ -416,11 +456,14 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
         let pod = rx.borrow_and_update().clone();
         if pod.pointer("/metadata/deletionTimestamp").is_some() && !container_dirs_exist(&pod_dir) {
             finish_deletion(&ctx.client, &pod).await;
-            let _ = std::fs::remove_dir_all(&pod_dir);
-            ctx.ips.lock().forget(&uid);
+            release(&ctx, &uid, &pod_dir).await;
             return;
         }
-        match prepare_pod(&ctx, &pod, &ip, &pod_dir).await {
+        let prepared = match prepare_pod(&ctx, &pod, &ip, &pod_dir).await {
+            Ok(p) => wire(&ctx, &pod, &ip).await.map(|()| p),
+            Err(e) => Err(e),
+        };
+        match prepared {
             Ok(p) => break p,
             Err((reason, message)) => {
                 if let Some(typed) = typed_pod(&pod) {
@@ -444,6 +487,9 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
     let ready_before: HashSet<String> =
         typed_pod(&first).map(|p| status::ready_containers(&p)).unwrap_or_default().into_iter().collect();
     let procs = PodProcesses::start(pod_dir.clone(), ctx.options.shim.clone(), policy, init, containers, ready_before);
+    // Closed when the worker ends with its pod.
+    let _host_ports = (ctx.options.network.bridged() && !pod_api::host_network(&first))
+        .then(|| ip.parse().ok().map(|addr| host_ports::serve(&first, addr)));
     if let Some(e) = ctx.pods.lock().get_mut(&key) {
         e.procs = Some(procs.clone());
         e.ip = ip.clone();
@@ -466,8 +512,7 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
         if pod.pointer("/metadata/deletionTimestamp").is_some() {
             procs.stop(Duration::from_secs(grace_of(&pod)), false).await;
             finish_deletion(&ctx.client, &pod).await;
-            let _ = std::fs::remove_dir_all(&pod_dir);
-            ctx.ips.lock().forget(&uid);
+            release(&ctx, &uid, &pod_dir).await;
             return;
         }
         let states = procs.states.lock().clone();
@@ -478,7 +523,7 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
             if matches!(&e, kube::Error::Api(s) if s.code == 404) {
                 if !ctx.shutting_down.load(Ordering::Acquire) {
                     procs.stop(Duration::ZERO, false).await;
-                    let _ = std::fs::remove_dir_all(&pod_dir);
+                    release(&ctx, &uid, &pod_dir).await;
                 }
                 return;
             }
@@ -490,8 +535,7 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
                 // node is shutting down, which stops the pod its own way.
                 if !ctx.shutting_down.load(Ordering::Acquire) {
                     procs.stop(Duration::ZERO, false).await;
-                    let _ = std::fs::remove_dir_all(&pod_dir);
-                    ctx.ips.lock().forget(&uid);
+                    release(&ctx, &uid, &pod_dir).await;
                 }
                 return;
             },
@@ -499,6 +543,27 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
     }
+}
+
+/// Gives a pod of the bridged network its namespace on the bridge (a pod on the host's network, and
+/// every pod of the loopback network, has the machine's).
+async fn wire(ctx: &Ctx, pod: &Value, ip: &str) -> Result<(), (String, String)> {
+    let network::Network::Bridged(cidr) = ctx.options.network else { return Ok(()) };
+    if pod_api::host_network(pod) {
+        return Ok(());
+    }
+    let failed = |m: String| ("FailedCreatePodSandBox".to_string(), format!("setting up the pod's network: {m}"));
+    let addr = ip.parse().map_err(|_| failed(format!("{ip:?} is not an IPv4 address")))?;
+    network::host::attach(&cidr, meta(pod, "uid"), addr).await.map_err(failed)
+}
+
+/// What a pod this node ran leaves behind goes: its directory, its network namespace, its address.
+async fn release(ctx: &Ctx, uid: &str, pod_dir: &Path) {
+    let _ = std::fs::remove_dir_all(pod_dir);
+    if let network::Network::Bridged(cidr) = ctx.options.network {
+        network::host::detach(&cidr, uid).await;
+    }
+    ctx.ips.lock().forget(uid);
 }
 
 /// Whether any container of the pod has left records (it ran, and may run still).

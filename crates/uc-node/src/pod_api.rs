@@ -11,6 +11,11 @@ pub(crate) fn meta<'a>(pod: &'a Value, field: &str) -> &'a str {
     pod.pointer(&format!("/metadata/{field}")).and_then(Value::as_str).unwrap_or_default()
 }
 
+/// Whether the pod runs in the machine's network namespace (`hostNetwork: true`).
+pub(crate) fn host_network(pod: &Value) -> bool {
+    pod.pointer("/spec/hostNetwork").and_then(Value::as_bool).unwrap_or(false)
+}
+
 pub(crate) fn key_of(pod: &Value) -> (String, String) {
     (meta(pod, "namespace").to_string(), meta(pod, "name").to_string())
 }

@@ -23,9 +23,31 @@ use crate::ws::{Out, Socket};
 /// The WebSocket subprotocols served, in order of preference.
 pub const PROTOCOLS: &[&str] = &["SPDY/3.1+portforward.k8s.io", "v4.channel.k8s.io", "portforward.k8s.io"];
 
-/// Connects to a pod's port: its own address first, then loopback (a process may listen on either).
-/// Fails with the error of the pod's own address.
-async fn connect(ip: &str, port: u16) -> std::io::Result<TcpStream> {
+/// Where forwarded connections go: a pod's address, and the pod's network namespace when it has one.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// The pod's address.
+    pub ip: String,
+    /// The uid of the pod whose network namespace holds it.
+    pub namespace: Option<String>,
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.ip)
+    }
+}
+
+/// Connects to a pod's port: inside its network namespace to its loopback and then its address, as
+/// a kubelet's runtime does; without one, its own address first, then the machine's loopback (a
+/// process may listen on either). Fails with the error of the first address tried.
+async fn connect(target: &Target, port: u16) -> std::io::Result<TcpStream> {
+    let ip = target.ip.as_str();
+    if let Some(uid) = &target.namespace {
+        let mut addrs = vec![std::net::SocketAddr::from(([127, 0, 0, 1], port))];
+        addrs.extend(ip.parse::<std::net::IpAddr>().ok().map(|ip| std::net::SocketAddr::new(ip, port)));
+        return crate::network::host::connect_inside(uid, addrs).await;
+    }
     match TcpStream::connect((ip, port)).await {
         Ok(s) => Ok(s),
         Err(first) => TcpStream::connect(("127.0.0.1", port)).await.map_err(|_| first),
@@ -60,7 +82,7 @@ enum In {
 }
 
 /// Serves a WebSocket that carries SPDY.
-pub async fn serve_spdy_over_websocket(socket: Socket, pod: String, ip: String) {
+pub async fn serve_spdy_over_websocket(socket: Socket, pod: String, ip: Target) {
     let (out, mut incoming) = crate::ws::split(socket);
     let (bytes_out, mut to_socket) = mpsc::channel::<Bytes>(64);
     let writer = {
@@ -106,7 +128,7 @@ pub async fn serve_spdy(
     mut input: mpsc::Receiver<Bytes>,
     out: mpsc::Sender<Bytes>,
     pod: String,
-    ip: String,
+    ip: Target,
 ) -> Result<(), spdy::Error> {
     let mut codec = Codec::default();
     let mut buf = BytesMut::new();
@@ -168,7 +190,7 @@ pub async fn serve_spdy(
 /// streams are closed at the end.
 async fn forward(
     pod: String,
-    ip: String,
+    ip: Target,
     port: u16,
     data: u32,
     error: u32,
@@ -231,7 +253,7 @@ async fn forward(
 }
 
 /// Serves the channel protocol: every requested port at once, on one socket.
-pub async fn serve_channels(socket: Socket, ports: Vec<u16>, pod: String, ip: String) {
+pub async fn serve_channels(socket: Socket, ports: Vec<u16>, pod: String, ip: Target) {
     let (out, mut incoming) = crate::ws::split(socket);
     let mut writers = HashMap::new();
     let mut tasks = Vec::new();
@@ -315,7 +337,7 @@ mod tests {
         });
         let (to_session, input) = mpsc::channel(16);
         let (output, mut from_session) = mpsc::channel(64);
-        tokio::spawn(serve_spdy(input, output, "p".into(), "127.0.0.1".into()));
+        tokio::spawn(serve_spdy(input, output, "p".into(), Target { ip: "127.0.0.1".into(), namespace: None }));
         let mut client = Codec::default();
         let syn = |client: &mut Codec, id: u32, kind: &str| {
             let headers = [("streamtype", kind), ("port", &port.to_string()), ("requestid", "0")]

@@ -211,7 +211,9 @@ pub(crate) fn prepare(
             cwd: workdir.as_deref(),
             hidden: &ctx.options.hidden,
         };
-        let mut line = vec!["/usr/bin/bwrap".to_string()];
+        // In the pod's network namespace when it has one: bubblewrap makes the rest.
+        let mut line = net_prefix(ctx, pod);
+        line.push("/usr/bin/bwrap".to_string());
         line.extend(sandbox::bwrap_args(&layout, &id, &sandbox::Host));
         line.extend(id.setpriv());
         line.extend(argv);
@@ -231,6 +233,15 @@ pub(crate) fn prepare(
         image,
         name,
     })
+}
+
+/// `nsenter --net=<the pod's namespace> --` for a pod of the bridged network off the host's network.
+fn net_prefix(ctx: &Ctx, pod: &Value) -> Vec<String> {
+    if !ctx.options.network.bridged() || crate::pod_api::host_network(pod) {
+        return Vec::new();
+    }
+    let path = crate::network::namespace_path(meta(pod, "uid"));
+    vec!["/usr/bin/nsenter".to_string(), format!("--net={}", path.display()), "--".to_string()]
 }
 
 /// Who a pod's writable volumes belong to: its first container's user, and its `fsGroup` (else that

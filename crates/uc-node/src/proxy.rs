@@ -115,7 +115,7 @@ impl Proxy {
 }
 
 /// One connection: to the first backend (round robin) that accepts it.
-async fn forward(mut client: TcpStream, backends: Vec<SocketAddr>, start: usize) {
+pub(crate) async fn forward(mut client: TcpStream, backends: Vec<SocketAddr>, start: usize) {
     let n = backends.len();
     for i in 0..n {
         if let Ok(mut upstream) = TcpStream::connect(backends[(start + i) % n]).await {

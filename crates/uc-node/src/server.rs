@@ -70,7 +70,7 @@ const SIMULATED: &str = "is simulated by uc-node (its images are not on the node
 
 async fn handle(req: Request<Incoming>, token: &str, pods: &Pods) -> Response<Body> {
     let presented =
-        req.headers().get(header::AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(|h| h.strip_prefix("Bearer "));
+        req.headers().get(header::AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(uc_api::bearer::token);
     if presented != Some(token) {
         return error(StatusCode::UNAUTHORIZED, "Unauthorized");
     }
@@ -177,7 +177,9 @@ fn port_forward(req: Request<Incoming>, e: PodEntry, name: &str, query: &[(Strin
     if e.procs.is_none() {
         return not_started(&e, name, "", "listening to forward to");
     }
-    let (pod, ip) = (name.to_string(), e.ip.clone());
+    let uid = e.pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
+    let namespace = (!uid.is_empty() && crate::network::namespace_path(uid).exists()).then(|| uid.to_string());
+    let (pod, ip) = (name.to_string(), portforward::Target { ip: e.ip.clone(), namespace });
     if ws::is_websocket(&req) {
         return match ws::choose(&ws::offered(&req), portforward::PROTOCOLS).as_deref() {
             Some("SPDY/3.1+portforward.k8s.io") => ws::upgrade(req, "SPDY/3.1+portforward.k8s.io", move |s| {
@@ -200,7 +202,7 @@ fn port_forward(req: Request<Incoming>, e: PodEntry, name: &str, query: &[(Strin
 }
 
 /// Port-forwarding by a plain SPDY upgrade (kubectl before 1.31, or with PORT_FORWARD_WEBSOCKETS=false).
-fn spdy_upgrade(mut req: Request<Incoming>, pod: String, ip: String) -> Response<Body> {
+fn spdy_upgrade(mut req: Request<Incoming>, pod: String, ip: portforward::Target) -> Response<Body> {
     let upgrade = req.headers().get(header::UPGRADE).and_then(|v| v.to_str().ok()).unwrap_or_default();
     if !upgrade.eq_ignore_ascii_case("SPDY/3.1") {
         return error(StatusCode::BAD_REQUEST, "port-forward needs a WebSocket or SPDY/3.1 upgrade");

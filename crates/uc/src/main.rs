@@ -13,6 +13,8 @@ mod hook_record;
 mod hook_test;
 mod init;
 mod package;
+#[cfg(feature = "cluster")]
+mod pod_network;
 mod rbac;
 mod signal;
 #[cfg(feature = "cluster")]

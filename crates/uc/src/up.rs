@@ -57,10 +57,20 @@ pub struct UpArgs {
     /// and no workload controllers.
     #[arg(long)]
     control_plane: bool,
-    /// The second octet of this cluster's pod addresses (127.N.0.0/16; default: chosen at random once
-    /// per data directory). Clusters whose pods talk to each other need different ones.
+    /// The second octet of this cluster's pod addresses (10.N.0.0/16, or 127.N.0.0/16 when pods share
+    /// the machine's network; default: chosen at random once per data directory, clear of the
+    /// machine's routes). Clusters whose pods talk to each other need different ones.
     #[arg(long, env = "UC_POD_SUBNET", value_parser = clap::value_parser!(u8).range(1..=254))]
     pod_subnet: Option<u8>,
+    /// The range pods' addresses come from, a /16 the cluster owns (default 10.N.0.0/16, N from
+    /// --pod-subnet): pods take its low 240 /24s, Services its top /20. It must not overlap a route or
+    /// address of the machine.
+    #[arg(long, env = "UC_POD_CIDR", value_parser = crate::pod_network::parse_cidr)]
+    pod_cidr: Option<uc_node::network::PodCidr>,
+    /// Pods share the machine's network (addresses on loopback) instead of a network namespace each
+    /// on the cluster's bridge.
+    #[arg(long)]
+    no_pod_network: bool,
     /// Apply children client-side (a three-way merge with uc's last-applied annotation, like
     /// `kubectl apply`) instead of server-side apply (field manager `uc`, forced); clusters without
     /// server-side apply get client-side apply anyway.
@@ -190,18 +200,22 @@ fn random_token() -> String {
 pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     let _lock = lock_data_dir(&args.data_dir)?;
     operators(&args)?;
-    let subnet = match args.pod_subnet {
-        Some(n) => {
-            std::fs::write(args.data_dir.join("pod-subnet"), n.to_string()).context("writing pod-subnet")?;
-            n
-        }
-        None => pod_subnet(&args.data_dir)?,
-    };
+    if let Some(n) = args.pod_subnet {
+        crate::pod_network::keep_subnet(&args.data_dir, n)?;
+    }
+    let sandbox = !args.no_pod_sandbox && uc_node::sandbox::available();
+    let network = crate::pod_network::choose(crate::pod_network::Choice {
+        cidr: args.pod_cidr,
+        subnet: args.pod_subnet,
+        off: args.no_pod_network,
+        sandbox,
+        data_dir: &args.data_dir,
+    })?;
     let kubelet_token = random_token();
     let mut config = uc_apiserver::Config::new(&args.data_dir);
     config.pod_security = args.pod_security_default.clone();
     config.port = args.port;
-    config.service_cidr = Some(format!("127.{subnet}.240.0/20"));
+    config.service_cidr = Some(network.cidr().services());
     config.kubelet_token = Some(kubelet_token.clone());
     config.audit_log_path = args.audit_log_path.clone();
     // Ready once everything below runs (the control plane's API served, the node registered).
@@ -337,12 +351,16 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
             allowlist,
             pods_dir: data_dir.join("pods"),
             hosts_dir: Some(data_dir.join("hosts")),
-            pod_subnet: subnet,
+            network,
             volumes_dir: data_dir.join("volumes"),
             shim: exe,
             kubelet_token,
-            api_server: Some(server.addr),
-            sandbox: !args.no_pod_sandbox && uc_node::sandbox::available(),
+            // Pods reach the API server as pods do: through the `kubernetes` Service.
+            api_server: Some(match network {
+                uc_node::network::Network::Bridged(cidr) => std::net::SocketAddr::from((cidr.kubernetes(), 443)),
+                uc_node::network::Network::Loopback(_) => server.addr,
+            }),
+            sandbox,
             hidden: vec![data_dir.clone()],
             ..Default::default()
         };
@@ -372,25 +390,4 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     }
     server.shutdown().await;
     Ok(())
-}
-
-/// The second octet of this cluster's pod IPs (127.N.0.0/16): chosen once per data directory, at
-/// random, so that several `uc up` on one machine do not hand out the same addresses.
-fn pod_subnet(data_dir: &std::path::Path) -> anyhow::Result<u8> {
-    let path = data_dir.join("pod-subnet");
-    if let Ok(text) = std::fs::read_to_string(&path)
-        && let Ok(n) = text.trim().parse::<u8>()
-        && (1..=254).contains(&n)
-    {
-        return Ok(n);
-    }
-    let n = 1
-        + (std::process::id() as u64
-            ^ std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0))
-            % 254;
-    std::fs::write(&path, n.to_string()).with_context(|| format!("writing {}", path.display()))?;
-    Ok(n as u8)
 }

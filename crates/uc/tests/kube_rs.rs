@@ -26,12 +26,15 @@ impl Uc {
             .args(["up", "--port", "0", "--data-dir"])
             .arg(dir.path())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("uc.log")).expect("log file"))
             .spawn()
             .expect("uc up starts");
         let mut line = String::new();
         BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("export line");
-        let kubeconfig = line.trim().strip_prefix("export KUBECONFIG=").expect("export line").to_string();
+        let Some(kubeconfig) = line.trim().strip_prefix("export KUBECONFIG=").map(str::to_string) else {
+            let log = std::fs::read_to_string(dir.path().join("uc.log")).unwrap_or_default();
+            panic!("uc up printed {line:?}; its log:\n{log}");
+        };
         Uc { child, _dir: dir, kubeconfig }
     }
 
@@ -43,7 +46,15 @@ impl Uc {
 }
 
 impl Drop for Uc {
+    /// As Ctrl-C stops it, so that what it made on the machine (the pod network's bridge) goes too.
     fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-INT", &self.child.id().to_string()]).status();
+        for _ in 0..600 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

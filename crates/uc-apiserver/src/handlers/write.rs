@@ -25,6 +25,16 @@ fn random_suffix() -> String {
     (0..5).map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char).collect()
 }
 
+/// The ServiceAccount admission plugin ([`crate::service_account`]) with the pod's account as stored.
+fn mount_account_token(app: &App, t: &Target, pod: &mut Value) {
+    let ns = t.namespace.as_deref().unwrap_or_default();
+    let account = pod.pointer("/spec/serviceAccountName").and_then(Value::as_str).filter(|s| !s.is_empty());
+    let key = object_key(ns, account.unwrap_or("default"));
+    let stored = app.store.get(&GroupResource::new("", "serviceaccounts"), &key);
+    let automount = stored.and_then(|a| a.at("/automountServiceAccountToken").and_then(Value::as_bool));
+    crate::service_account::admit(pod, automount, &random_suffix());
+}
+
 pub(crate) async fn create(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
     let obj = parse_body(req)?;
     create_object(app, req, t, obj, true).await
@@ -122,6 +132,9 @@ pub(crate) async fn create_object(
     if info.group == "rbac.authorization.k8s.io" {
         let ns = t.namespace.as_deref().unwrap_or_default();
         crate::auth::check_escalation(&app.store, &req.user, &info.resource, ns, &obj)?;
+    }
+    if info.group.is_empty() && info.resource == "pods" {
+        mount_account_token(app, t, &mut obj);
     }
     if crate::webhooks::admit(app, req, t, "CREATE", Some(&mut obj), None).await?.patched {
         revalidate(req, t, &name, &mut obj)?;
