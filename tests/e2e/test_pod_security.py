@@ -3,6 +3,7 @@ would try to own the machine: hostPath of /, host namespaces, privileged contain
 
 import json
 
+from conftest import wait_for
 from test_rbac import as_user
 
 
@@ -87,3 +88,28 @@ def test_the_cluster_default_is_the_operators_choice(make_cluster):
     # uc's own system namespace stays privileged.
     r = cluster.kubectl("-n", "kube-system", "apply", "-f", "-", input=pod("plain", plain))
     assert r.returncode == 0
+
+
+def test_the_audit_level_is_recorded_in_the_audit_log(make_cluster, tmp_path):
+    audit = tmp_path / "audit.log"
+    cluster = make_cluster(["--audit-log-path", str(audit)])
+    cluster.kubectl("create", "namespace", "watched")
+    cluster.kubectl("label", "namespace", "watched", "pod-security.kubernetes.io/audit=restricted")
+    plain = {"containers": [{"name": "app", "image": "busybox", "command": ["sleep", "3600"]}]}
+    cluster.kubectl("-n", "watched", "apply", "-f", "-", input=pod("plain", plain))
+    r = cluster.kubectl("-n", "watched", "apply", "-f", "-", input=pod("host", OWN_THE_HOST), check=False)
+    assert r.returncode != 0
+
+    def pod_creates():
+        events = [json.loads(line) for line in open(audit) if line.strip()]
+        found = {e["responseStatus"]["code"]: e.get("annotations", {}) for e in events
+                 if e["verb"] == "create" and (e.get("objectRef") or {}).get("resource") == "pods"
+                 and e["objectRef"].get("namespace") == "watched"}
+        return found if {201, 403} <= set(found) else None
+
+    creates = wait_for(pod_creates, message="both pods' audit events")
+    noted = creates[201]
+    assert noted["pod-security.kubernetes.io/enforce-policy"] == "baseline:latest", noted
+    assert noted["pod-security.kubernetes.io/audit-violations"].startswith(
+        'would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false'), noted
+    assert "host namespaces" in creates[403]["pod-security.kubernetes.io/audit-violations"], creates[403]

@@ -209,6 +209,8 @@ pub struct Req {
     pub body: Bytes,
     /// Warnings to return in `Warning` headers.
     pub warnings: Vec<String>,
+    /// Annotations for the request's audit event (`pod-security.kubernetes.io/*`).
+    pub audit_annotations: Vec<(String, String)>,
     /// `User-Agent` (the default field manager).
     pub user_agent: String,
     /// Who the request acts as (after impersonation).

@@ -45,7 +45,13 @@ pub struct Request<'a> {
     pub completed: String,
     /// Response code.
     pub code: u16,
+    /// What admission noted about it (`pod-security.kubernetes.io/*`).
+    pub annotations: &'a [(String, String)],
 }
+
+/// Audit annotations a response carries to its audit event.
+#[derive(Clone, Debug)]
+pub struct Annotations(pub Vec<(String, String)>);
 
 /// Whether a request is audited: every method that may change something.
 pub fn audited(method: &http::Method) -> bool {
@@ -119,6 +125,9 @@ pub fn event(req: &Request<'_>, audit_id: &str) -> Value {
     if let Some(o) = object {
         e["objectRef"] = o;
     }
+    if !req.annotations.is_empty() {
+        e["annotations"] = req.annotations.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+    }
     e
 }
 
@@ -167,12 +176,30 @@ mod tests {
                 received: "r".into(),
                 completed: "c".into(),
                 code: 200,
+                annotations: &[],
             },
             "id",
         );
         assert_eq!((e["verb"].as_str(), e["user"]["username"].as_str()), (Some("delete"), Some("admin")));
         assert_eq!(e["objectRef"]["name"], "c");
         assert_eq!(e["responseStatus"]["code"], 200);
+        assert!(e.get("annotations").is_none());
+        let noted = [("pod-security.kubernetes.io/enforce-policy".to_string(), "baseline:latest".to_string())];
+        let p = http::Method::POST;
+        let r = Request {
+            method: &p,
+            uri: "/api/v1/namespaces/a/pods",
+            user: "u",
+            user_agent: "k",
+            received: "r".into(),
+            completed: "c".into(),
+            code: 403,
+            annotations: &noted,
+        };
+        assert_eq!(
+            event(&r, "id")["annotations"],
+            json!({"pod-security.kubernetes.io/enforce-policy": "baseline:latest"})
+        );
         assert!(!audited(&http::Method::GET) && audited(&http::Method::PUT));
     }
 }

@@ -163,7 +163,11 @@ async fn handle(app: Arc<App>, req: Request<Incoming>, peer: Option<Arc<crate::a
     let audit = match &app.audit {
         Some(_) if crate::audit::audited(&method) => {
             let user = authenticate(&app, &req, peer.clone(), &path).map(|u| u.name.clone()).unwrap_or_default();
-            Some((crate::audit::now(), req.uri().to_string(), user))
+            Some((
+                crate::audit::now(),
+                req.uri().path_and_query().map(|p| p.to_string()).unwrap_or_else(|| path.clone()),
+                user,
+            ))
         }
         _ => None,
     };
@@ -180,6 +184,11 @@ async fn handle(app: Arc<App>, req: Request<Incoming>, peer: Option<Arc<crate::a
             received,
             completed: crate::audit::now(),
             code: response.status().as_u16(),
+            annotations: response
+                .extensions()
+                .get::<crate::audit::Annotations>()
+                .map(|a| a.0.as_slice())
+                .unwrap_or(&[]),
         };
         log.write(&crate::audit::event(&r, &uuid::Uuid::new_v4().to_string()));
     }
@@ -275,11 +284,16 @@ async fn handle_inner(
         content_type,
         body,
         warnings: Vec::new(),
+        audit_annotations: Vec::new(),
         user_agent,
         user,
         accept,
     };
-    let mut response = crate::handlers::dispatch(app, &mut r).await?;
+    // A refusal is answered here, so that its audit annotations reach the audit event too.
+    let mut response = crate::handlers::dispatch(app, &mut r).await.unwrap_or_else(|e| error_response(&e));
+    if !r.audit_annotations.is_empty() {
+        response.extensions_mut().insert(crate::audit::Annotations(std::mem::take(&mut r.audit_annotations)));
+    }
     for w in &r.warnings {
         let text = format!("299 - {:?}", w);
         if let Ok(v) = HeaderValue::from_str(&text) {

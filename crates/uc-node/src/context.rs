@@ -122,6 +122,9 @@ pub(crate) struct Ctx {
     pub(crate) objects: objects::Objects,
     pub(crate) pods: Pods,
     pub(crate) shutting_down: AtomicBool,
+    /// Whether pods may still be wired to the bridge: attaching holds it for reading, the clean stop
+    /// closes it before the bridge goes (else the CNI plugin would make a bridge again).
+    pub(crate) wiring: tokio::sync::RwLock<bool>,
 }
 
 /// The pod IP allocator, as the simulated pods' workers reach it.

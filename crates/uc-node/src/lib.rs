@@ -80,8 +80,9 @@ impl Node {
         futures::future::join_all(running.iter().map(|(p, grace)| p.stop(Duration::from_secs(*grace), true))).await;
         self.task.abort();
         if let Some(bridge) = self.bridge {
-            // Nothing of the pod network stays behind: the pods' namespaces (they are made again when
-            // the node is back), then the bridge, its routes and rules.
+            // Nothing of the pod network stays behind: no pod is wired any more, the pods' namespaces go
+            // (they are made again when the node is back), then the bridge, its routes and rules.
+            *self.ctx.wiring.write().await = false;
             let cidr = bridge.cidr();
             let ours = pod_uids(&self.ctx.options.pods_dir);
             let detached = network::host::namespaces().into_iter().filter(|uid| ours.contains(uid));
@@ -159,6 +160,7 @@ pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result
         hosts,
         pods,
         shutting_down: AtomicBool::new(false),
+        wiring: tokio::sync::RwLock::new(true),
     });
     let task = tokio::spawn(run(ctx.clone()));
     Ok(Node { ctx, task, endpoint, bridge })
@@ -554,6 +556,10 @@ async fn wire(ctx: &Ctx, pod: &Value, ip: &str) -> Result<(), (String, String)> 
     }
     let failed = |m: String| ("FailedCreatePodSandBox".to_string(), format!("setting up the pod's network: {m}"));
     let addr = ip.parse().map_err(|_| failed(format!("{ip:?} is not an IPv4 address")))?;
+    let open = ctx.wiring.read().await;
+    if !*open {
+        return Err(failed("the node is stopping".into()));
+    }
     network::host::attach(&cidr, meta(pod, "uid"), addr).await.map_err(failed)
 }
 

@@ -33,6 +33,7 @@ pub(crate) fn admit(app: &App, req: &mut Req, t: &Target, name: &str, obj: &Valu
     let at = if pod { Some("/spec") } else { psa::template_pointer(&info.group, &info.resource) };
     let (Some(at), Some(ns)) = (at, t.namespace.as_deref()) else { return Ok(()) };
     if psa::EXEMPT_NAMESPACES.contains(&ns) {
+        req.audit_annotations.push(("pod-security.kubernetes.io/exempt".into(), "namespace".into()));
         return Ok(());
     }
     let Some(spec) = obj.pointer(at).and_then(|s| serde_json::from_value(s.clone()).ok()) else { return Ok(()) };
@@ -43,6 +44,16 @@ pub(crate) fn admit(app: &App, req: &mut Req, t: &Target, name: &str, obj: &Valu
     // A namespace whose labels no longer parse is judged at the cluster's default.
     let policy =
         Policy::of_namespace(&app.config.pod_security, label).unwrap_or_else(|_| app.config.pod_security.clone());
+    // What the audit log records of the request, as kube-apiserver annotates it.
+    req.audit_annotations.push(("pod-security.kubernetes.io/enforce-policy".into(), policy.enforce.label()));
+    if policy.audit.level != crate::pod_security::Level::Privileged {
+        let found = psa::check(policy.audit.level, &spec);
+        if !found.is_empty() {
+            let violations = format!("would violate PodSecurity {:?}: {}", policy.audit.label(), psa::describe(&found));
+            tracing::info!(target: "uc_apiserver::audit", namespace = ns, name, %violations, "pod security audit");
+            req.audit_annotations.push(("pod-security.kubernetes.io/audit-violations".into(), violations));
+        }
+    }
     let enforce = psa::check(policy.enforce.level, &spec);
     if pod && !enforce.is_empty() {
         let subject = crate::error::Subject { name: name.to_string(), ..t.subject() };
@@ -60,13 +71,6 @@ pub(crate) fn admit(app: &App, req: &mut Req, t: &Target, name: &str, obj: &Valu
         let found = psa::check(level.level, &spec);
         if !found.is_empty() {
             req.warnings.push(format!("would violate PodSecurity {:?}: {}", level.label(), psa::describe(&found)));
-        }
-    }
-    if policy.audit.level != crate::pod_security::Level::Privileged {
-        let found = psa::check(policy.audit.level, &spec);
-        if !found.is_empty() {
-            tracing::info!(target: "uc_apiserver::audit", namespace = ns, name, level = %policy.audit.label(),
-                violations = %psa::describe(&found), "pod security audit");
         }
     }
     Ok(())

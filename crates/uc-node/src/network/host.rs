@@ -67,35 +67,17 @@ pub struct Bridge {
 }
 
 impl Bridge {
-    /// Sets the machine up for the range: `unreachable` for the whole range first (nothing for it may
-    /// take the default route), then the bridge with the gateway's address, the Services' `local`
-    /// route, and forwarding from the bridge to other uc bridges only.
+    /// Sets the machine up for the range (see [`set_up`]), holding the range's lock.
     pub async fn up(cidr: PodCidr) -> Result<Bridge, String> {
         let lock = lock(&cidr)?;
-        let clash = collides(&cidr).await?;
-        if !clash.is_empty() {
-            return Err(format!(
-                "the pod range {cidr} overlaps what this machine already has: {}; choose another with --pod-cidr",
-                clash.join(", ")
-            ));
+        match set_up(&cidr).await {
+            Ok(()) => Ok(Bridge { cidr, _lock: lock }),
+            Err(e) => {
+                // What was made stays for the next start (it is uc's own); the lock file goes.
+                let _ = std::fs::remove_file(lock_path(&cidr));
+                Err(e)
+            }
         }
-        let (range, name, gw) = (cidr.to_string(), cidr.bridge(), format!("{}/16", cidr.gateway()));
-        ip(&["route", "replace", "unreachable", &range, "metric", "4096"]).await?;
-        if ip(&["link", "show", "dev", &name]).await.is_err() {
-            ip(&["link", "add", &name, "type", "bridge"]).await?;
-        }
-        ip(&["addr", "replace", &gw, "dev", &name]).await?;
-        ip(&["link", "set", &name, "up"]).await?;
-        ip(&["route", "replace", "local", &cidr.services(), "dev", "lo", "table", "local"]).await?;
-        let forwarding = format!("/proc/sys/net/ipv4/conf/{name}/forwarding");
-        std::fs::write(&forwarding, "1").map_err(|e| format!("{forwarding}: {e}"))?;
-        let table = TABLE.to_string();
-        ip(&["route", "replace", &range, "dev", &name, "table", &table]).await?;
-        remove_rules(&name).await;
-        let (pref, unreach) = (TABLE.to_string(), (TABLE + 1).to_string());
-        ip(&["rule", "add", "iif", &name, "lookup", &table, "pref", &pref]).await?;
-        ip(&["rule", "add", "iif", &name, "unreachable", "pref", &unreach]).await?;
-        Ok(Bridge { cidr, _lock: lock })
     }
 
     /// The range.
@@ -103,14 +85,46 @@ impl Bridge {
         self.cidr
     }
 
-    /// Takes everything [`Bridge::up`] made down again.
+    /// Takes everything [`Bridge::up`] made down again (the lock file too, while it is held).
     pub async fn down(self) {
+        let _ = std::fs::remove_file(lock_path(&self.cidr));
         let name = self.cidr.bridge();
         remove_rules(&name).await;
         let _ = ip(&["route", "del", "local", &self.cidr.services(), "dev", "lo", "table", "local"]).await;
         let _ = ip(&["link", "del", &name]).await;
         let _ = ip(&["route", "del", "unreachable", &self.cidr.to_string(), "metric", "4096"]).await;
     }
+}
+
+/// The machine's side of the range, unless it collides with what the machine has: `unreachable` for
+/// the whole range first (nothing for it may take the default route), then the bridge with the
+/// gateway's address, the Services' `local` route, and forwarding from the bridge to other uc bridges
+/// only.
+async fn set_up(cidr: &PodCidr) -> Result<(), String> {
+    let clash = collides(cidr).await?;
+    if !clash.is_empty() {
+        return Err(format!(
+            "the pod range {cidr} overlaps what this machine already has: {}; choose another with --pod-cidr",
+            clash.join(", ")
+        ));
+    }
+    let (range, name, gw) = (cidr.to_string(), cidr.bridge(), format!("{}/16", cidr.gateway()));
+    ip(&["route", "replace", "unreachable", &range, "metric", "4096"]).await?;
+    if ip(&["link", "show", "dev", &name]).await.is_err() {
+        ip(&["link", "add", &name, "type", "bridge"]).await?;
+    }
+    ip(&["addr", "replace", &gw, "dev", &name]).await?;
+    ip(&["link", "set", &name, "up"]).await?;
+    ip(&["route", "replace", "local", &cidr.services(), "dev", "lo", "table", "local"]).await?;
+    let forwarding = format!("/proc/sys/net/ipv4/conf/{name}/forwarding");
+    std::fs::write(&forwarding, "1").map_err(|e| format!("{forwarding}: {e}"))?;
+    let table = TABLE.to_string();
+    ip(&["route", "replace", &range, "dev", &name, "table", &table]).await?;
+    remove_rules(&name).await;
+    let (pref, unreach) = (TABLE.to_string(), (TABLE + 1).to_string());
+    ip(&["rule", "add", "iif", &name, "lookup", &table, "pref", &pref]).await?;
+    ip(&["rule", "add", "iif", &name, "unreachable", "pref", &unreach]).await?;
+    Ok(())
 }
 
 async fn remove_rules(bridge: &str) {
@@ -125,11 +139,15 @@ async fn remove_rules(bridge: &str) {
     }
 }
 
+fn lock_path(cidr: &PodCidr) -> std::path::PathBuf {
+    Path::new("/run/uc").join(format!("{}.lock", cidr.bridge()))
+}
+
 /// One uc per range on a machine: a lock in /run (gone at reboot, with the bridge).
 fn lock(cidr: &PodCidr) -> Result<std::fs::File, String> {
-    let dir = Path::new("/run/uc");
+    let path = lock_path(cidr);
+    let dir = path.parent().unwrap_or(Path::new("/run"));
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let path = dir.join(format!("{}.lock", cidr.bridge()));
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
