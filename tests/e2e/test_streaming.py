@@ -197,7 +197,7 @@ def test_kubectl_debug_adds_an_ephemeral_container_to_a_running_pod(cluster):
     cluster.kubectl("run", "app", "--image=busybox", "--restart=Never", "--", "sleep", "3600")
     wait_for(lambda: "Running" in cluster.kubectl("get", "pod", "app").stdout, timeout=30, message="app running")
     cluster.kubectl("debug", "app", "--image=busybox", "--container=debugger", "--target=app", "--",
-                    "sh", "-c", "echo debugging $HOSTNAME; sleep 3600")
+                    "sh", "-c", "echo debugging $HOSTNAME; sleep 3599")
 
     def running():
         pod = json.loads(cluster.kubectl("get", "pod", "app", "-o", "json").stdout)
@@ -210,6 +210,9 @@ def test_kubectl_debug_adds_an_ephemeral_container_to_a_running_pod(cluster):
     wait_for(lambda: "debugging app" in cluster.kubectl("logs", "app", "-c", "debugger").stdout, timeout=30,
              message="the debugger's log")
     assert cluster.kubectl("exec", "app", "-c", "debugger", "--", "echo", "inside").stdout.strip() == "inside"
+    # --target: the debugger shares the target's processes (its PID namespace), as a runtime does.
+    seen = cluster.kubectl("exec", "app", "-c", "debugger", "--", "sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '").stdout
+    assert "sleep 3600" in seen and "sleep 3599" in seen, seen
     # Ephemeral containers are added, never changed.
     pod["spec"]["ephemeralContainers"][0]["image"] = "other"
     r = cluster.kubectl("replace", "--raw", "/api/v1/namespaces/default/pods/app/ephemeralcontainers", "-f", "-",

@@ -506,7 +506,7 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
             running = pod.clone();
         }
         if pod.pointer("/metadata/deletionTimestamp").is_none() {
-            for c in prepare_ephemeral(&ctx, &pod, &ip, &pod_dir, &ephemeral).await {
+            for c in prepare_ephemeral(&ctx, &pod, &ip, &pod_dir, &ephemeral, &procs).await {
                 procs.add_ephemeral(c);
             }
             ephemeral = ephemeral_names(&pod);

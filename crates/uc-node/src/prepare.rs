@@ -341,6 +341,7 @@ pub(crate) async fn prepare_ephemeral(
     ip: &str,
     pod_dir: &Path,
     started: &[String],
+    procs: &PodProcesses,
 ) -> Vec<Result<Prepared, Unprepared>> {
     let new: Vec<Value> = pod
         .pointer("/spec/ephemeralContainers")
@@ -358,7 +359,16 @@ pub(crate) async fn prepare_ephemeral(
     let dirs = volumes::volume_dirs(pod, &ctx.options.volumes_dir, pod_dir);
     new.iter()
         .map(|c| match env::container_env(pod, c, ip, &base, &sources) {
-            Ok(env) => prepare(ctx, pod, c, ip, env, &dirs),
+            Ok(env) => prepare(ctx, pod, c, ip, env, &dirs).map(|mut p| {
+                // `kubectl debug --target`: in the target container's PID namespace, seeing its
+                // processes, as a runtime shares it.
+                let target = c.get("targetContainerName").and_then(Value::as_str);
+                if let Some(t) = target.filter(|_| ctx.options.sandbox).and_then(|t| procs.exec_target(t)) {
+                    let pid = crate::container::command_process(t.pid);
+                    p.spec.argv = sandbox::join_pid_namespace(std::mem::take(&mut p.spec.argv), pid);
+                }
+                p
+            }),
             Err(m) => {
                 let name = c.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
                 Err((name, ("CreateContainerConfigError".to_string(), m.to_string())))

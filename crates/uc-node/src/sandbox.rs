@@ -189,6 +189,26 @@ pub struct Layout<'a> {
     pub hidden: &'a [PathBuf],
 }
 
+/// A sandboxed container's command line made to run in the PID namespace of the process `pid`
+/// instead of one of its own: `nsenter --pid=/proc/<pid>/ns/pid` (merged into the `nsenter` that
+/// enters the pod's network namespace, when there is one) and bubblewrap without `--unshare-pid`.
+pub fn join_pid_namespace(mut argv: Vec<String>, pid: i32) -> Vec<String> {
+    let enter = format!("--pid=/proc/{pid}/ns/pid");
+    if let Some(at) = argv.iter().position(|a| a.ends_with("/bwrap")) {
+        if let Some(i) = argv[at..].iter().position(|a| a == "--unshare-pid") {
+            argv.remove(at + i);
+        }
+    }
+    if argv.first().is_some_and(|a| a.ends_with("/nsenter")) {
+        argv.insert(1, enter);
+        argv
+    } else {
+        let mut out = vec!["/usr/bin/nsenter".to_string(), enter, "--".to_string()];
+        out.extend(argv);
+        out
+    }
+}
+
 /// The `bwrap` arguments that build a container's sandbox (its namespaces: [`NAMESPACES`]; the stop
 /// signal goes to its command's group, see `container::stop_group`), up to and including the `--`
 /// before the command (which [`Identity::setpriv`] then starts).

@@ -140,6 +140,8 @@ pub fn children(pid: i32) -> Vec<i32> {
 /// leads inside — its command's. bubblewrap itself would end at SIGTERM and take the sandbox down at
 /// once, before the command could stop cleanly.
 pub fn stop_group(pid: i32) -> i32 {
+    // `nsenter --pid` (a debug container in its target's PID namespace) waits for bubblewrap below it.
+    let pid = if comm(pid) == "nsenter" { children(pid).first().copied().unwrap_or(pid) } else { pid };
     if comm(pid) != "bwrap" {
         return pid;
     }
@@ -157,11 +159,12 @@ fn process_group(pid: i32) -> Option<i32> {
     stat[stat.rfind(')')? + 1..].split_whitespace().nth(2)?.parse().ok()
 }
 
-/// The container's command: the recorded process, or in a sandbox the one bubblewrap's init runs.
+/// The container's command: the recorded process, or in a sandbox the one bubblewrap's init runs (below
+/// the `nsenter` that entered another PID namespace for it, if one did).
 pub fn command_process(pid: i32) -> i32 {
     let mut p = pid;
-    for _ in 0..2 {
-        if comm(p) != "bwrap" {
+    for _ in 0..3 {
+        if !matches!(comm(p).as_str(), "bwrap" | "nsenter") {
             return p;
         }
         match children(p).first() {

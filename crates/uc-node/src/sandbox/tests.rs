@@ -144,3 +144,19 @@ fn identities_follow_the_security_context() {
         "all capabilities"
     );
 }
+
+#[test]
+fn a_debug_container_joins_its_targets_pid_namespace_instead_of_making_one() {
+    let line = |s: &str| s.split(' ').map(str::to_string).collect::<Vec<_>>();
+    let in_pod_network =
+        line("/usr/bin/nsenter --net=/run/netns/uc-x -- /usr/bin/bwrap --unshare-pid --unshare-ipc sh");
+    assert_eq!(
+        join_pid_namespace(in_pod_network, 42).join(" "),
+        "/usr/bin/nsenter --pid=/proc/42/ns/pid --net=/run/netns/uc-x -- /usr/bin/bwrap --unshare-ipc sh"
+    );
+    assert_eq!(
+        join_pid_namespace(line("/usr/bin/bwrap --unshare-pid sh --unshare-pid"), 7).join(" "),
+        "/usr/bin/nsenter --pid=/proc/7/ns/pid -- /usr/bin/bwrap sh --unshare-pid",
+        "the command's own arguments are its own"
+    );
+}
