@@ -194,10 +194,10 @@ pub struct Layout<'a> {
 /// enters the pod's network namespace, when there is one) and bubblewrap without `--unshare-pid`.
 pub fn join_pid_namespace(mut argv: Vec<String>, pid: i32) -> Vec<String> {
     let enter = format!("--pid=/proc/{pid}/ns/pid");
-    if let Some(at) = argv.iter().position(|a| a.ends_with("/bwrap")) {
-        if let Some(i) = argv[at..].iter().position(|a| a == "--unshare-pid") {
-            argv.remove(at + i);
-        }
+    if let Some(at) = argv.iter().position(|a| a.ends_with("/bwrap"))
+        && let Some(i) = argv[at..].iter().position(|a| a == "--unshare-pid")
+    {
+        argv.remove(at + i);
     }
     if argv.first().is_some_and(|a| a.ends_with("/nsenter")) {
         argv.insert(1, enter);
