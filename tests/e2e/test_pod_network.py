@@ -215,3 +215,22 @@ def _try(url):
         return get(url)
     except OSError:
         return None
+
+
+def test_a_node_port_reaches_the_service_pods_on_the_node_address(cluster):
+    apply(cluster, web_pod("np-a", labels={"app": "np"}))
+    cluster.kubectl("wait", "pod", "np-a", "--for=condition=Ready", "--timeout=60s")
+    cluster.kubectl("expose", "pod", "np-a", "--name=np", "--type=NodePort", "--port=8080", "--target-port=80")
+    port = json.loads(cluster.kubectl("get", "svc", "np", "-o", "json").stdout)["spec"]["ports"][0]["nodePort"]
+    assert 30000 <= port <= 32767
+    assert wait_for(lambda: _try(f"http://127.0.0.1:{port}/"), timeout=10, message="the node port") == "np-a"
+    # Taken is taken; an update keeps it; ClusterIP gives it up.
+    clash = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "clash"},
+             "spec": {"type": "NodePort", "selector": {"app": "np"}, "ports": [{"port": 80, "nodePort": port}]}}
+    r = cluster.kubectl("apply", "-f", "-", input=json.dumps(clash), check=False)
+    assert r.returncode != 0 and f"spec.ports[0].nodePort: Invalid value: {port}: provided port is already allocated" in r.stderr
+    cluster.kubectl("label", "svc", "np", "touched=yes")
+    assert json.loads(cluster.kubectl("get", "svc", "np", "-o", "json").stdout)["spec"]["ports"][0]["nodePort"] == port
+    cluster.kubectl("patch", "svc", "np", "--type=merge", "-p", '{"spec":{"type":"ClusterIP"}}')
+    assert "nodePort" not in json.loads(cluster.kubectl("get", "svc", "np", "-o", "json").stdout)["spec"]["ports"][0]
+    assert wait_for(lambda: _try(f"http://127.0.0.1:{port}/") is None, timeout=10, message="the node port closed")

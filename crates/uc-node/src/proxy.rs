@@ -1,7 +1,8 @@
-//! Service cluster IPs that work: the node listens on every Service's cluster IP and TCP port (all in
-//! the loopback range, so nothing of the machine's network changes) and forwards each connection to a
-//! ready endpoint, on the endpoint's port for that Service port — kube-proxy's userspace mode. With
-//! it, `http://<svc>.<ns>/` reaches a pod listening on its targetPort, from pods and from the machine.
+//! Service cluster IPs that work: the node listens on every Service's cluster IP and TCP port (in the
+//! Services' range, delivered to the machine's own sockets) and on its node ports (on the node's
+//! address, 127.0.0.1), and forwards each connection to a ready endpoint, on the endpoint's port for
+//! that Service port — kube-proxy's userspace mode. With it, `http://<svc>.<ns>/` reaches a pod
+//! listening on its targetPort, from pods and from the machine.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -42,17 +43,22 @@ pub fn backends(endpoints: &Value, port_name: &str) -> Vec<SocketAddr> {
     out
 }
 
-/// The TCP ports a Service listens on: `(cluster IP, port, port name)`.
+/// The TCP ports a Service listens on: `(address, port, port name)` — its cluster IP and ports, and
+/// its node ports on the node's address (127.0.0.1).
 pub fn listeners(svc: &Value) -> Vec<(IpAddr, u16, String)> {
     let Ok(ip) = s(svc, "/spec/clusterIP").parse::<IpAddr>() else { return Vec::new() };
+    let node = IpAddr::from([127, 0, 0, 1]);
+    let number = |p: &Value, k: &str| p.get(k).and_then(Value::as_u64).and_then(|n| u16::try_from(n).ok());
     svc.pointer("/spec/ports")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter(|p| matches!(p.get("protocol").and_then(Value::as_str), None | Some("TCP")))
-        .filter_map(|p| {
-            let port = u16::try_from(p.get("port")?.as_u64()?).ok()?;
-            Some((ip, port, s(p, "/name").to_string()))
+        .flat_map(|p| {
+            let name = s(p, "/name").to_string();
+            let cluster = number(p, "port").map(|port| (ip, port, name.clone()));
+            let node_port = number(p, "nodePort").filter(|n| *n > 0).map(|port| (node, port, name));
+            cluster.into_iter().chain(node_port)
         })
         .collect()
 }
@@ -135,6 +141,15 @@ mod tests {
         let svc = json!({"spec": {"clusterIP": "127.3.240.9", "ports": [{"name": "http", "port": 80, "targetPort": 8000},
                                                                        {"name": "dns", "port": 53, "protocol": "UDP"}]}});
         assert_eq!(listeners(&svc), vec![("127.3.240.9".parse().unwrap(), 80, "http".to_string())]);
+        let node_port =
+            json!({"spec": {"clusterIP": "10.3.240.9", "ports": [{"name": "web", "port": 80, "nodePort": 30080}]}});
+        assert_eq!(
+            listeners(&node_port),
+            vec![
+                ("10.3.240.9".parse().unwrap(), 80, "web".to_string()),
+                ("127.0.0.1".parse().unwrap(), 30080, "web".to_string())
+            ]
+        );
         assert!(listeners(&json!({"spec": {"clusterIP": "None", "ports": [{"port": 80}]}})).is_empty());
         let ep = json!({"subsets": [{"addresses": [{"ip": "127.3.0.2"}, {"ip": "127.3.0.3"}],
                                      "ports": [{"name": "http", "port": 8000}, {"name": "metrics", "port": 9090}]}]});

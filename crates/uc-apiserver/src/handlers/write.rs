@@ -145,18 +145,21 @@ pub(crate) async fn create_object(
     }
     obj["apiVersion"] = Value::String(info.storage_api_version());
     let subject = Subject { name: name.clone(), ..t.subject() };
-    // A Service's cluster IP is chosen under a lock held until it is stored, so two never share one.
-    let _allocating = match (&app.service_range, info.group.is_empty() && info.resource == "services") {
-        (Some(range), true) => {
-            let guard = app.ip_lock.lock().await;
-            let (services, _) =
-                app.store.list(&info.gr(), None, None).map_err(|e| ApiError::from_store(e, &subject))?;
+    // A Service's cluster IP and node ports are chosen under a lock held until it is stored, so two
+    // never share one.
+    let _allocating = if info.group.is_empty() && info.resource == "services" {
+        let guard = app.ip_lock.lock().await;
+        let (services, _) = app.store.list(&info.gr(), None, None).map_err(|e| ApiError::from_store(e, &subject))?;
+        if let Some(range) = &app.service_range {
             let used = crate::service_ips::in_use(services.iter().map(|(_, o)| o.as_ref()));
             crate::service_ips::assign(range, &mut obj, &used, rand::random())
                 .map_err(|e| invalid(&info, &name, &[e]))?;
-            Some(guard)
         }
-        _ => None,
+        let used = crate::node_ports::in_use(services.iter().map(|(k, o)| (k.as_str(), o.as_ref())), "");
+        crate::node_ports::assign(&mut obj, None, &used, rand::random()).map_err(|e| invalid(&info, &name, &[e]))?;
+        Some(guard)
+    } else {
+        None
     };
     if dry_run(req) {
         return Ok(respond_object(req, t, 201, &Arc::new(obj)));
@@ -192,6 +195,16 @@ pub(crate) async fn admit_update(app: &Arc<App>, req: &mut Req, t: &Target, old:
     if t.info.group == "rbac.authorization.k8s.io" {
         let ns = t.namespace.as_deref().unwrap_or_default();
         crate::auth::check_escalation(&app.store, &req.user, &t.info.resource, ns, new)?;
+    }
+    if t.info.group.is_empty() && t.info.resource == "services" && t.sub.is_none() {
+        // Node ports the update adds (a port, or the type NodePort) come free; those it leaves out stay.
+        let _allocating = app.ip_lock.lock().await;
+        let (services, _) =
+            app.store.list(&t.info.gr(), None, None).map_err(|e| ApiError::from_store(e, &t.subject()))?;
+        let name = meta_str(new, "name").unwrap_or_default().to_string();
+        let key = object_key(t.namespace.as_deref().unwrap_or_default(), &name);
+        let used = crate::node_ports::in_use(services.iter().map(|(k, o)| (k.as_str(), o.as_ref())), &key);
+        crate::node_ports::assign(new, Some(old), &used, rand::random()).map_err(|e| invalid(&t.info, &name, &[e]))?;
     }
     // Namespaces' labels and workloads' templates (a pod's spec barely changes after creation).
     if !(t.info.group.is_empty() && t.info.resource == "pods") && t.sub.is_none() {
