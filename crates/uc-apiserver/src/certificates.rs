@@ -57,6 +57,27 @@ fn usages(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The organizations (groups) the request's subject asks for.
+pub fn requested_groups(obj: &Value) -> Vec<String> {
+    let Some(pem) = request_pem(obj) else { return Vec::new() };
+    let Ok((_, pem)) = x509_parser::pem::parse_x509_pem(pem.as_bytes()) else { return Vec::new() };
+    use x509_parser::prelude::FromDer;
+    let Ok((_, csr)) = x509_parser::certification_request::X509CertificationRequest::from_der(&pem.contents) else {
+        return Vec::new();
+    };
+    let subject = &csr.certification_request_info.subject;
+    subject.iter_organization().filter_map(|o| o.as_str().ok().map(str::to_string)).collect()
+}
+
+/// kube-apiserver's CertificateSubjectRestriction admission: no request for `system:masters` through
+/// the signer whose certificates authenticate to the API server (that group bypasses authorization).
+pub fn subject_restriction(obj: &Value) -> Option<&'static str> {
+    let signer = obj.at("/spec/signerName").and_then(Value::as_str);
+    (signer == Some("kubernetes.io/kube-apiserver-client")
+        && requested_groups(obj).iter().any(|g| g == "system:masters"))
+    .then_some("use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed")
+}
+
 /// Errors in a CertificateSigningRequest.
 pub fn validate(obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
@@ -284,5 +305,18 @@ mod tests {
         assert_eq!(obj["spec"]["username"], "system:serviceaccount:a:sa");
         assert_eq!(obj["spec"]["uid"], "u1");
         assert!(!obj["spec"]["groups"].as_array().unwrap().contains(&json!("system:masters")));
+    }
+
+    #[test]
+    fn no_system_masters_through_the_api_server_client_signer() {
+        let ask = |org: &str, signer: &str| json!({"spec": {"request": STANDARD.encode(request("eve", org)), "signerName": signer}});
+        assert_eq!(requested_groups(&ask("system:masters", CLIENT_SIGNER)), vec!["system:masters"]);
+        assert!(subject_restriction(&ask("system:masters", CLIENT_SIGNER)).is_some());
+        assert!(subject_restriction(&ask("ops", CLIENT_SIGNER)).is_none());
+        assert!(
+            subject_restriction(&ask("system:masters", "example.com/other")).is_none(),
+            "another signer's business"
+        );
+        assert!(requested_groups(&json!({"spec": {"request": "not base64"}})).is_empty());
     }
 }

@@ -7,6 +7,21 @@ use k8s_openapi::api::rbac::v1::PolicyRule;
 
 use super::rbac::{Attributes, rule_allows};
 
+/// Every permission there is (`*` on `*.*`, and every non-resource URL): what an `aggregationRule`
+/// needs its writer to hold.
+pub fn full_authority() -> Vec<PolicyRule> {
+    let all = || Some(vec!["*".to_string()]);
+    vec![
+        PolicyRule { verbs: vec!["*".into()], api_groups: all(), resources: all(), ..Default::default() },
+        PolicyRule { verbs: vec!["*".into()], non_resource_urls: all(), ..Default::default() },
+    ]
+}
+
+/// Whether a ClusterRole aggregates (an `aggregationRule` with at least one selector).
+pub fn has_aggregation_rule(role: &serde_json::Value) -> bool {
+    role.pointer("/aggregationRule/clusterRoleSelectors").and_then(|s| s.as_array()).is_some_and(|s| !s.is_empty())
+}
+
 fn list(v: &Option<Vec<String>>) -> Vec<String> {
     v.clone().unwrap_or_default()
 }
@@ -107,6 +122,18 @@ mod tests {
         assert_eq!(uncovered(&held, &wild).len(), 1, "a requested * needs a held *");
         let everything = rules(json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]));
         assert!(uncovered(&everything, &more).is_empty() && uncovered(&everything, &wild).is_empty());
+    }
+
+    #[test]
+    fn an_aggregation_rule_needs_every_permission() {
+        assert!(has_aggregation_rule(&json!({"aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {}}]}})));
+        assert!(!has_aggregation_rule(&json!({"aggregationRule": {"clusterRoleSelectors": []}})));
+        assert!(!has_aggregation_rule(&json!({"rules": []})));
+        let admin = rules(json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+                                 {"nonResourceURLs": ["*"], "verbs": ["*"]}]));
+        assert!(uncovered(&admin, &full_authority()).is_empty());
+        let resources_only = rules(json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]));
+        assert_eq!(uncovered(&resources_only, &full_authority()).len(), 1, "non-resource URLs too");
     }
 
     #[test]

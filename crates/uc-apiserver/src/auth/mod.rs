@@ -113,12 +113,16 @@ pub fn authorize(store: &Store, user: &User, attrs: &Attributes) -> Result<(), A
 
 /// Refuses a write of a Role, ClusterRole or binding (`resource`, in `namespace`) that would grant
 /// more than `user` holds there, unless they may `escalate` (roles) or `bind` (the bound role).
+///
+/// An `aggregationRule` (set, or changed on update) gathers whatever roles match it, so it takes the
+/// `escalate` verb or every permission there is, as kube-apiserver requires.
 pub fn check_escalation(
     store: &Store,
     user: &User,
     resource: &str,
     namespace: &str,
     obj: &Value,
+    old: Option<&Value>,
 ) -> Result<(), ApiError> {
     if user.is_master() {
         return Ok(());
@@ -145,6 +149,14 @@ pub fn check_escalation(
         return Ok(());
     }
     let held = rbac::rules_for(&load_policy(store, namespace), user, namespace);
+    let subject = crate::error::Subject { group: GROUP.into(), resource: resource.into(), name: name.into() };
+    if resource == "clusterroles"
+        && escalation::has_aggregation_rule(obj)
+        && old.is_none_or(|o| o.get("aggregationRule") != obj.get("aggregationRule"))
+        && !escalation::uncovered(&held, &escalation::full_authority()).is_empty()
+    {
+        return Err(ApiError::forbidden(&subject, "must have cluster-admin privileges to use the aggregationRule"));
+    }
     let missing = escalation::uncovered(&held, &requested);
     let role_missing = verb == "bind" && requested.is_empty() && {
         let res = GroupResource::new(GROUP, &target_resource);
@@ -153,13 +165,22 @@ pub fn check_escalation(
     if missing.is_empty() && !role_missing {
         return Ok(());
     }
-    let subject = crate::error::Subject { group: GROUP.into(), resource: resource.into(), name: name.into() };
     let why = if role_missing {
         format!("{target_resource}.{GROUP} {target_name:?} not found, and {:?} may not bind it", user.name)
     } else {
         escalation::message(user, &missing)
     };
     Err(ApiError::forbidden(&subject, why))
+}
+
+/// Whether `user` may `verb` (`approve`, `sign`) CertificateSigningRequests for `signer`: the verb on
+/// `signers` named the signer, or `<its domain>/*`, in `certificates.k8s.io`.
+pub fn signer_allowed(store: &Store, user: &User, verb: &str, signer: &str) -> bool {
+    let wildcard = signer.split_once('/').map(|(domain, _)| format!("{domain}/*"));
+    [Some(signer.to_string()), wildcard]
+        .into_iter()
+        .flatten()
+        .any(|name| allowed(store, user, &Attributes::resource(verb, "certificates.k8s.io", "signers", "", &name)))
 }
 
 /// kube-apiserver's 403 for a refused request.

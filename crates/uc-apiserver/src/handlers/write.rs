@@ -131,10 +131,15 @@ pub(crate) async fn create_object(
     };
     if info.group == "rbac.authorization.k8s.io" {
         let ns = t.namespace.as_deref().unwrap_or_default();
-        crate::auth::check_escalation(&app.store, &req.user, &info.resource, ns, &obj)?;
+        crate::auth::check_escalation(&app.store, &req.user, &info.resource, ns, &obj, None)?;
     }
     if info.group.is_empty() && info.resource == "pods" {
         mount_account_token(app, t, &mut obj);
+    }
+    if info.group == "certificates.k8s.io"
+        && let Some(why) = crate::certificates::subject_restriction(&obj)
+    {
+        return Err(ApiError::forbidden(&Subject { name: name.clone(), ..t.subject() }, why));
     }
     if crate::webhooks::admit(app, req, t, "CREATE", Some(&mut obj), None).await?.patched {
         revalidate(req, t, &name, &mut obj)?;
@@ -194,7 +199,10 @@ fn revalidate(req: &mut Req, t: &Target, name: &str, obj: &mut Value) -> Result<
 pub(crate) async fn admit_update(app: &Arc<App>, req: &mut Req, t: &Target, old: &Obj, new: &mut Value) -> Result<()> {
     if t.info.group == "rbac.authorization.k8s.io" {
         let ns = t.namespace.as_deref().unwrap_or_default();
-        crate::auth::check_escalation(&app.store, &req.user, &t.info.resource, ns, new)?;
+        crate::auth::check_escalation(&app.store, &req.user, &t.info.resource, ns, new, Some(old))?;
+    }
+    if t.info.group == "certificates.k8s.io" {
+        authorize_signer(app, req, t, old, new)?;
     }
     if t.info.group.is_empty() && t.info.resource == "services" && t.sub.is_none() {
         // Node ports the update adds (a port, or the type NodePort) come free; those it leaves out stay.
@@ -225,6 +233,24 @@ pub(crate) async fn admit_update(app: &Arc<App>, req: &mut Req, t: &Target, old:
         new["apiVersion"] = v;
     }
     Ok(())
+}
+
+/// kube-apiserver's CertificateApproval and CertificateSigning admission: approving or denying a
+/// request (`/approval`) takes `approve` on its signer, and writing its certificate (`/status`) `sign`
+/// (on `certificates.k8s.io` `signers` named the signer or `<domain>/*`).
+fn authorize_signer(app: &App, req: &Req, t: &Target, old: &Obj, new: &Value) -> Result<()> {
+    let (verb, action) = match t.sub.as_deref() {
+        Some("approval") => ("approve", "approve"),
+        Some("status") if old.at("/status/certificate") != new.at("/status/certificate") => ("sign", "sign"),
+        _ => return Ok(()),
+    };
+    let signer = old.at("/spec/signerName").and_then(Value::as_str).unwrap_or_default();
+    if crate::auth::signer_allowed(&app.store, &req.user, verb, signer) {
+        return Ok(());
+    }
+    let name = meta_str(old, "name").unwrap_or_default().to_string();
+    let why = format!("user not permitted to {action} requests with signerName {signer:?}");
+    Err(ApiError::forbidden(&Subject { name, ..t.subject() }, why))
 }
 
 /// Prepares an update of `old` to `new` through the main resource or a subresource; returns the
