@@ -85,3 +85,47 @@ def test_a_requester_cannot_approve_its_own_admin_certificate(cluster, tmp_path)
     cluster.kubectl("create", "clusterrolebinding", "approver", "--clusterrole=approver", "--serviceaccount=default:csr")
     as_user(cluster, "certificate", "approve", "mine", token=token)
     assert "Approved" in cluster.kubectl("get", "csr", "mine").stdout
+
+
+def _tls(cluster):
+    import socket
+    import ssl
+
+    server, _ = cluster.server_and_token()
+    host, port = server.removeprefix("https://").rsplit(":", 1)
+    ctx = ssl.create_default_context(cafile=f"{cluster.data_dir}/ca.crt")
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx.wrap_socket(socket.create_connection((host, int(port)), timeout=60), server_hostname=host)
+
+
+def test_a_slow_client_is_cut_off_and_a_short_body_answered(make_cluster):
+    import time
+
+    cluster = make_cluster(["--request-timeout", "2s"])
+    _, token = cluster.server_and_token()
+    # A body shorter than its Content-Length: 400 once the request timeout has passed, not silence.
+    s = _tls(cluster)
+    s.sendall(f"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: uc\r\nAuthorization: Bearer {token}\r\n"
+              "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"kind\":".encode())
+    answer = s.recv(65536).decode(errors="replace")
+    assert answer.startswith("HTTP/1.1 400") and "did not arrive within 2s" in answer, answer
+    s.close()
+    # Headers trickled a byte at a time are cut off (kube-apiserver's ReadHeaderTimeout, 32 s).
+    s = _tls(cluster)
+    started = time.monotonic()
+    s.sendall(b"GET /readyz HTTP/1.1\r\n")
+    closed = None
+    while closed is None and time.monotonic() - started < 60:
+        try:
+            s.sendall(b"X")
+            s.settimeout(3)
+            closed = s.recv(65536) == b""
+        except TimeoutError:
+            continue
+        except OSError:
+            closed = True
+    assert closed and 30 <= time.monotonic() - started < 60, time.monotonic() - started
+    # Parameters kube refuses are refused.
+    for query in ("watch=1&timeoutSeconds=-1", "watch=1&timeoutSeconds=abc", "limit=abc"):
+        r = cluster.kubectl("get", "--raw", f"/api/v1/configmaps?{query}", check=False)
+        assert r.returncode != 0 and "must be a non-negative integer" in r.stderr, (query, r.stderr)

@@ -30,6 +30,8 @@ pub struct Config {
     pub store: StoreOptions,
     /// Largest accepted request body.
     pub max_body_bytes: usize,
+    /// How long a request's body may take to arrive (kube-apiserver's `--request-timeout`, 1m).
+    pub request_timeout: std::time::Duration,
     /// The range Services' cluster IPs come from (`a.b.c.d/len`; None: Services get none).
     pub service_cidr: Option<String>,
     /// The bearer token the API server presents to nodes' kubelet endpoints (logs, exec, attach,
@@ -53,6 +55,7 @@ impl Config {
             durable: true,
             store: StoreOptions::default(),
             max_body_bytes: 3 * 1024 * 1024,
+            request_timeout: std::time::Duration::from_secs(60),
             service_cidr: None,
             kubelet_token: None,
             audit_log_path: None,

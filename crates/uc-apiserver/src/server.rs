@@ -143,7 +143,9 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
                     let peer = peer.clone();
                     async move { Ok::<_, Infallible>(handle(app, req, peer).await) }
                 });
-                let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                // A client trickling its headers is cut off, as kube-apiserver's ReadHeaderTimeout does.
+                builder.http1().timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
                 let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
                 tokio::select! {
                     _ = conn => {}
@@ -154,6 +156,9 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
     });
     Ok(RunningServer { addr, kubeconfig, app, shutdown, task })
 }
+
+/// How long a client may take to send a request's headers (kube-apiserver's ReadHeaderTimeout).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
 
 async fn handle(app: Arc<App>, req: Request<Incoming>, peer: Option<Arc<crate::auth::User>>) -> Response<Body> {
     let path = req.uri().path().to_string();
@@ -208,11 +213,23 @@ async fn handle(app: Arc<App>, req: Request<Incoming>, peer: Option<Arc<crate::a
 
 /// Reads a request body of at most `limit` bytes. A larger one is read on (and discarded, up to a
 /// bound) so that the client, still sending, receives the 413 instead of a broken connection.
-async fn read_body(mut body: Incoming, limit: usize) -> Result<Bytes, ApiError> {
+async fn read_body(mut body: Incoming, limit: usize, timeout: Duration) -> Result<Bytes, ApiError> {
     const DRAIN_AT_MOST: usize = 64 * 1024 * 1024;
     let mut buf = bytes::BytesMut::new();
     let mut total = 0usize;
-    while let Some(frame) = body.frame().await {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        // A body that stops short of its Content-Length is answered, not waited for forever.
+        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break,
+            Err(_) => {
+                return Err(ApiError::bad_request(format!(
+                    "reading the request body: it did not arrive within {}s",
+                    timeout.as_secs_f64()
+                )));
+            }
+        };
         let frame = frame.map_err(|e| ApiError::bad_request(format!("reading the request body: {e}")))?;
         if let Ok(data) = frame.into_data() {
             total += data.len();
@@ -275,7 +292,7 @@ async fn handle_inner(
         .unwrap_or_default();
     let user_agent =
         parts.headers.get(header::USER_AGENT).and_then(|h| h.to_str().ok()).unwrap_or_default().to_string();
-    let body = read_body(body, app.config.max_body_bytes).await?;
+    let body = read_body(body, app.config.max_body_bytes, app.config.request_timeout).await?;
     let mut r = Req {
         method: parts.method,
         path,

@@ -212,12 +212,12 @@ pub fn serve(app: &Arc<App>, req: &Req, t: &Target) -> Result<Response<Body>> {
         Some(v) => v,
         None => start.is_none(),
     };
-    let timeout = req
-        .params
-        .get("timeoutSeconds")
-        .and_then(|s| s.parse::<u64>().ok())
-        .map(Duration::from_secs)
-        .unwrap_or(Duration::from_secs(1800 + rand::random_range(0..1800)));
+    let timeout = match req.params.get("timeoutSeconds") {
+        Some(s) => Duration::from_secs(s.parse::<u64>().map_err(|_| {
+            ApiError::bad_request(format!("invalid timeoutSeconds {s:?}: must be a non-negative integer"))
+        })?),
+        None => Duration::from_secs(1800 + rand::random_range(0..1800)),
+    };
     let mut w = Watcher {
         app: app.clone(),
         target: t.clone(),

@@ -99,6 +99,10 @@ pub struct UpArgs {
     /// Append an audit log here: one audit.k8s.io/v1 Event (Metadata level) per request that writes.
     #[arg(long)]
     audit_log_path: Option<PathBuf>,
+    /// How long a request's body may take to arrive before the API server answers 400 (like
+    /// kube-apiserver's `--request-timeout`).
+    #[arg(long, default_value = "60s", value_parser = crate::engine_args::parse_duration)]
+    request_timeout: std::time::Duration,
     /// Pod Security admission's levels for namespaces whose labels name none:
     /// `enforce=LEVEL[:VERSION],audit=...,warn=...` (levels privileged, baseline, restricted; modes
     /// left out are privileged). kube-system is always privileged.
@@ -218,6 +222,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     config.service_cidr = Some(network.cidr().services());
     config.kubelet_token = Some(kubelet_token.clone());
     config.audit_log_path = args.audit_log_path.clone();
+    config.request_timeout = args.request_timeout;
     // Ready once everything below runs (the control plane's API served, the node registered).
     config.hold_readiness = true;
     config.durable = !args.in_memory;

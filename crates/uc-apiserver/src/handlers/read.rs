@@ -24,7 +24,11 @@ struct ContinueToken {
 pub(crate) fn list(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
     let sel = Selectors::from_req(req)?;
     let limit: usize = match req.params.get("limit") {
-        Some(l) => l.parse::<i64>().map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?.max(0) as usize,
+        Some(l) => l
+            .parse::<u64>()
+            .ok()
+            .and_then(|l| usize::try_from(l).ok())
+            .ok_or_else(|| ApiError::bad_request(format!("invalid limit {l:?}: must be a non-negative integer")))?,
         None => 0,
     };
     let token = match req.params.get("continue").filter(|c| !c.is_empty()) {
