@@ -129,3 +129,56 @@ def test_a_slow_client_is_cut_off_and_a_short_body_answered(make_cluster):
     for query in ("watch=1&timeoutSeconds=-1", "watch=1&timeoutSeconds=abc", "limit=abc"):
         r = cluster.kubectl("get", "--raw", f"/api/v1/configmaps?{query}", check=False)
         assert r.returncode != 0 and "must be a non-negative integer" in r.stderr, (query, r.stderr)
+
+
+def test_the_console_refuses_forged_requests_and_unauthorised_metrics(cluster):
+    import http.cookiejar
+    import urllib.error
+    import urllib.request
+
+    console = "http://" + open(f"{cluster.data_dir}/console-address").read().strip()
+    _, admin = cluster.server_and_token()
+    jar = http.cookiejar.CookieJar()
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    browser.open(urllib.request.Request(f"{console}/login", data=f"token={admin}".encode(), method="POST"))
+    assert any(c.name == "uc-console-token" for c in jar)
+
+    def post(name, content_type="text/plain", **headers):
+        # A form or a no-cors fetch of another page can send text/plain without asking the console first.
+        body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}).encode()
+        req = urllib.request.Request(f"{console}/api/v1/namespaces/default/configmaps", data=body, method="POST",
+                                     headers={"Content-Type": content_type, **headers})
+        try:
+            with browser.open(req) as r:
+                return r.status, r.headers, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers, e.read().decode()
+
+    own = console.removeprefix("http://")
+    # Another site's page, and another port of this machine (same site, other origin), with the cookie.
+    code, headers, body = post("forged", Origin="http://evil.example")
+    assert code == 403 and "http://evil.example" in body, body
+    code, _, body = post("neighbour", Origin="http://127.0.0.1:1", **{"Sec-Fetch-Site": "same-site"})
+    assert code == 403, body
+    code, _, body = post("no-header", Origin=f"http://{own}")
+    assert code == 403 and "x-requested-with" in body, body
+    assert cluster.kubectl("get", "cm", "forged", "neighbour", "no-header", check=False).returncode != 0
+    # The console's own page.
+    code, headers, body = post("mine", "application/json", Origin=f"http://{own}", **{"X-Requested-With": "uc-console",
+                                                                    "Sec-Fetch-Site": "same-origin"})
+    assert code == 201, body
+    assert headers["X-Frame-Options"] == "DENY" and headers["X-Content-Type-Options"] == "nosniff"
+    assert "script-src 'self'" in headers["Content-Security-Policy"] and "frame-ancestors 'none'" in headers[
+        "Content-Security-Policy"]
+    # The engine's metrics are for those who may get /metrics.
+    cluster.kubectl("create", "serviceaccount", "viewer")
+    cluster.kubectl("create", "clusterrolebinding", "viewer", "--clusterrole=view", "--serviceaccount=default:viewer")
+    viewer = cluster.kubectl("create", "token", "viewer").stdout.strip()
+    for token, want in ((viewer, 403), (admin, 200)):
+        req = urllib.request.Request(f"{console}/console/hooks", headers={"Authorization": f"Bearer {token}"})
+        try:
+            with urllib.request.urlopen(req) as r:
+                code = r.status
+        except urllib.error.HTTPError as e:
+            code = e.code
+        assert code == want, (token == admin, code)

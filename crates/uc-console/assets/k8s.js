@@ -11,7 +11,8 @@ export class ApiError extends Error {
 
 // A request to the API; the decoded JSON answer. 401 sends the browser to the login page.
 export async function api(path, { method = "GET", body, contentType = "application/json", accept = "application/json" } = {}) {
-  const headers = { Accept: accept };
+  // The console refuses a change without this header: no other site's page can add it.
+  const headers = { Accept: accept, "X-Requested-With": "uc-console" };
   let payload = body;
   if (body !== undefined && typeof body !== "string") payload = JSON.stringify(body);
   if (payload !== undefined) headers["Content-Type"] = contentType;

@@ -6,6 +6,7 @@
 //! metrics summarised (`metrics.rs`).
 
 pub mod assets;
+pub mod guard;
 pub mod metrics;
 pub mod server;
 pub mod session;

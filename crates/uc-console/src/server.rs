@@ -112,8 +112,35 @@ async fn proxy(state: &State, token: &str, req: Request<Incoming>) -> Response<B
     }
 }
 
-/// The engine's hooks: calls, errors, p50 and p99.
-async fn hooks(state: &State) -> Response<Body> {
+/// Whether the user may read metrics: kube's non-resource URL `/metrics`, asked of the API server as
+/// the user (a SelfSubjectAccessReview).
+async fn may_read_metrics(state: &State, token: &str) -> Result<bool, String> {
+    use k8s_openapi::api::authorization::v1::{
+        NonResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+    };
+    let client = state.sessions.client(token).map_err(|e| e.to_string())?;
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            non_resource_attributes: Some(NonResourceAttributes {
+                path: Some("/metrics".into()),
+                verb: Some("get".into()),
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let api: kube::Api<SelfSubjectAccessReview> = kube::Api::all(client);
+    let answer = api.create(&Default::default(), &review).await.map_err(|e| e.to_string())?;
+    Ok(answer.status.is_some_and(|s| s.allowed))
+}
+
+/// The engine's hooks: calls, errors, p50 and p99 — for those who may read `/metrics`.
+async fn hooks(state: &State, token: &str) -> Response<Body> {
+    match may_read_metrics(state, token).await {
+        Ok(true) => {}
+        Ok(false) => return status_json(StatusCode::FORBIDDEN, "forbidden: the engine's metrics need get on /metrics"),
+        Err(e) => return status_json(StatusCode::BAD_GATEWAY, &format!("asking the API server: {e}")),
+    }
     let Some(addr) = state.engine_metrics else {
         return respond(StatusCode::OK, "application/json", "[]");
     };
@@ -136,11 +163,22 @@ async fn hooks(state: &State) -> Response<Body> {
     }
 }
 
-/// Answers one request.
+/// Answers one request, with the headers every answer carries ([`crate::guard::HEADERS`]).
 pub async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    let mut response = match crate::guard::forged(req.method(), req.headers(), req.uri().path()) {
+        Some(why) => status_json(StatusCode::FORBIDDEN, &why),
+        None => answer(state, req).await,
+    };
+    for (name, value) in crate::guard::HEADERS {
+        response.headers_mut().insert(*name, http::HeaderValue::from_static(value));
+    }
+    Ok(response)
+}
+
+async fn answer(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path().to_string();
     let html = "text/html; charset=utf-8";
-    Ok(match (req.method(), path.as_str()) {
+    match (req.method(), path.as_str()) {
         (&Method::GET, "/login") => respond(StatusCode::OK, html, assets::login_page(None)),
         (&Method::POST, "/login") => login(&state, req).await,
         (&Method::GET, "/logout") => redirect("/login", Some(session::clear_cookie())),
@@ -159,7 +197,7 @@ pub async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Respons
                 (None, false) => status_json(StatusCode::UNAUTHORIZED, "Unauthorized: log in to the console"),
                 (Some(t), true) => proxy(&state, &t, req).await,
                 (Some(t), false) => match path.as_str() {
-                    "/console/hooks" => hooks(&state).await,
+                    "/console/hooks" => hooks(&state, &t).await,
                     "/console/watch" => {
                         match (crate::watch::paths(req.uri().query().unwrap_or_default()), state.sessions.client(&t)) {
                             (Ok(paths), Ok(client)) => {
@@ -183,7 +221,7 @@ pub async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Respons
                 },
             }
         }
-    })
+    }
 }
 
 /// Serves connections on `listener` until the task is dropped.

@@ -1,0 +1,84 @@
+//! What keeps another page from acting with a logged-in user's cookie: a state-changing request that
+//! the cookie authenticates must come from the console's own pages (its `Origin`, its `Sec-Fetch-Site`)
+//! and carry the console's `X-Requested-With` header, which no other origin can add without the
+//! console's consent; and every response forbids framing, sniffing and inline script. Pure.
+
+use http::{HeaderMap, Method};
+
+/// The header the console's pages send with every request, and its value.
+pub const REQUESTED_WITH: (&str, &str) = ("x-requested-with", "uc-console");
+
+/// Headers every response carries.
+pub const HEADERS: &[(&str, &str)] = &[
+    (
+        "content-security-policy",
+        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
+         connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    ),
+    ("x-frame-options", "DENY"),
+    ("x-content-type-options", "nosniff"),
+    ("referrer-policy", "same-origin"),
+];
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Why a request is refused as forged by another site, if it is. Reading is never refused, nor a
+/// request with its own bearer token (no browser adds one for another site).
+pub fn forged(method: &Method, headers: &HeaderMap, path: &str) -> Option<String> {
+    if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+        || headers.contains_key(http::header::AUTHORIZATION)
+    {
+        return None;
+    }
+    if let Some(site) = header(headers, "sec-fetch-site").filter(|s| !matches!(*s, "same-origin" | "none")) {
+        return Some(format!("a {site} request may not change anything through the console"));
+    }
+    let host = header(headers, "host").unwrap_or_default();
+    if let Some(origin) = header(headers, "origin") {
+        let own = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) == Some(host);
+        if !own {
+            return Some(format!("a request from {origin} may not change anything through the console"));
+        }
+    }
+    let (name, value) = REQUESTED_WITH;
+    if path != "/login" && header(headers, name) != Some(value) {
+        return Some(format!("a request that changes something needs the console's {name}: {value} header"));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn only_the_consoles_own_pages_change_things_with_the_cookie() {
+        let page = [
+            ("host", "127.0.0.1:8080"),
+            ("origin", "http://127.0.0.1:8080"),
+            ("sec-fetch-site", "same-origin"),
+            ("x-requested-with", "uc-console"),
+        ];
+        assert_eq!(forged(&Method::POST, &headers(&page), "/api/v1/namespaces"), None);
+        let other_port =
+            [("host", "127.0.0.1:8080"), ("origin", "http://127.0.0.1:9999"), ("sec-fetch-site", "same-site")];
+        assert!(forged(&Method::POST, &headers(&other_port), "/api/v1/namespaces").unwrap().contains("same-site"));
+        let no_fetch_metadata = [("host", "127.0.0.1:8080"), ("origin", "http://evil.example")];
+        assert!(forged(&Method::DELETE, &headers(&no_fetch_metadata), "/api/v1/x").unwrap().contains("evil.example"));
+        let no_header = [("host", "127.0.0.1:8080"), ("origin", "http://127.0.0.1:8080")];
+        assert!(forged(&Method::PUT, &headers(&no_header), "/api/v1/x").unwrap().contains("x-requested-with"));
+        assert_eq!(forged(&Method::POST, &headers(&no_header), "/login"), None, "the login form is a plain form");
+        assert_eq!(forged(&Method::GET, &headers(&other_port), "/api/v1/pods"), None);
+        assert_eq!(forged(&Method::POST, &headers(&[("authorization", "Bearer t")]), "/api/v1/x"), None);
+    }
+}
