@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from conftest import wait_for
 from test_rbac import as_user
 
 
@@ -182,3 +183,67 @@ def test_the_console_refuses_forged_requests_and_unauthorised_metrics(cluster):
         except urllib.error.HTTPError as e:
             code = e.code
         assert code == want, (token == admin, code)
+
+
+def js_controller(name, tenant, children_js, **spec):
+    """A UniversalController over Namespaces labelled `tenant=<tenant>` (one label key: controllers of one
+    parent type must select disjoint parents), whose JavaScript sync hook returns `children_js`."""
+    return json.dumps({
+        "apiVersion": "universalcontroller.njuics.cn/v1alpha1", "kind": "UniversalController", "metadata": {"name": name},
+        "spec": {"generateSelector": True, "parentResource": {"apiVersion": "v1", "resource": "namespaces",
+                                    "labelSelector": {"matchLabels": {"tenant": tenant}}},
+                 "childResources": [{"apiVersion": "v1", "resource": "configmaps"},
+                                    {"apiVersion": "rbac.authorization.k8s.io/v1", "resource": "clusterrolebindings"}],
+                 "hooks": {"sync": {"javascript": {"source": f"function sync(r) {{ return {{children: {children_js}}}; }}"}}},
+                 **spec}})
+
+
+def test_a_controller_can_do_no_more_than_its_service_account(make_cluster):
+    from test_engine import uc_condition
+    from test_hook_confinement import controller_author
+
+    cluster = make_cluster(["--default-service-account", "tenants/restricted"])
+    token = controller_author(cluster)
+    for ns in ("tenants", "team-a", "team-b"):
+        cluster.kubectl("create", "namespace", ns)
+    cluster.kubectl("-n", "tenants", "create", "serviceaccount", "restricted")
+    cluster.kubectl("-n", "team-a", "create", "serviceaccount", "a-bot")
+    cluster.kubectl("-n", "team-a", "create", "rolebinding", "a-bot", "--clusterrole=edit", "--serviceaccount=team-a:a-bot")
+
+    def synced_false(name):
+        return wait_for(lambda: (c := uc_condition(cluster, name, "Synced")).get("status") == "False" and c, timeout=30,
+                        message=f"{name}: Synced=False")["message"]
+
+    # The confused deputy: an author who may only create controllers and ConfigMaps asks the engine for a
+    # ClusterRoleBinding to cluster-admin. In multi-tenant mode the controller acts as the default account.
+    grab = ("[{apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: {name: 'grab'}, "
+            "roleRef: {apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin'}, "
+            "subjects: [{kind: 'ServiceAccount', name: 'author', namespace: 'dev'}]}]")
+    as_user(cluster, "apply", "-f", "-", token=token, input=js_controller("grab", "grab", grab))
+    cluster.kubectl("label", "namespace", "dev", "tenant=grab")
+    message = synced_false("grab")
+    # Server-side apply is a patch: kube's words for it.
+    assert 'User "system:serviceaccount:tenants:restricted" cannot patch resource "clusterrolebindings"' in message, message
+    assert cluster.kubectl("get", "clusterrolebinding", "grab", check=False).returncode != 0
+
+    # Tenant A's controller names its own account: its namespace yes, tenant B's no.
+    both = ("[{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'from-a', namespace: 'team-a'}}, "
+            "{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'from-a', namespace: 'team-b'}}]")
+    cluster.kubectl("apply", "-f", "-", input=js_controller("tenant-a", "tenant-a", both, serviceAccountName="a-bot",
+                                                            serviceAccountNamespace="team-a"))
+    cluster.kubectl("label", "namespace", "team-a", "tenant=tenant-a")
+    wait_for(lambda: cluster.kubectl("-n", "team-a", "get", "cm", "from-a", check=False).returncode == 0, timeout=30,
+             message="tenant A's child in its namespace")
+    message = synced_false("tenant-a")
+    assert "system:serviceaccount:team-a:a-bot" in message and "team-b" in message, message
+    assert cluster.kubectl("-n", "team-b", "get", "cm", "from-a", check=False).returncode != 0
+
+    # A webhook's credentials are read as the account too: tenant B's Secret is not tenant A's.
+    cluster.kubectl("-n", "team-b", "create", "secret", "generic", "b-token", "--from-literal=token=s3cr3t")
+    steal = json.loads(js_controller("steal", "steal", "[]", serviceAccountName="a-bot", serviceAccountNamespace="team-a"))
+    steal["spec"]["hooks"]["sync"] = {"webhook": {"url": "http://127.0.0.1:9/sync", "authorization": {
+        "secretRef": {"name": "b-token", "namespace": "team-b", "key": "token"}}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(steal))
+    ready = wait_for(lambda: (c := uc_condition(cluster, "steal", "Ready")).get("status") == "False" and c, timeout=30,
+                     message="steal: Ready=False")
+    assert "b-token" in ready["message"] and "forbidden" in ready["message"], ready

@@ -53,6 +53,15 @@ pub struct UniversalControllerSpec {
     /// Metacontroller's `endpointConfigs`; a hook's own settings win over its host's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub endpoint_configs: Vec<crate::webhook_auth::EndpointConfig>,
+    /// The service account the engine acts as for this controller: its children are written, and its
+    /// hooks' sources and credentials read, as that account (kube impersonation), so the controller
+    /// can do no more than the account may. Unset: the engine's `--default-service-account`, else the
+    /// engine's own identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account_name: Option<String>,
+    /// The namespace of `serviceAccountName` (default `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_account_namespace: Option<String>,
 }
 
 /// The parent resource rule.

@@ -124,6 +124,9 @@ impl DecoratorControllerSpec {
                 generate_selector: None,
                 hooks: self.hooks.clone(),
                 endpoint_configs: self.endpoint_configs.clone(),
+                // Metacontroller's kinds name it by annotation (`uc.njuics.cn/service-account`).
+                service_account_name: None,
+                service_account_namespace: None,
             })
             .collect()
     }

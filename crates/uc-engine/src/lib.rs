@@ -5,6 +5,7 @@
 //! Data flows one way: informer (watch → cache) → work queue → one reconcile at a time per parent →
 //! hook → plan → apply → status. See `docs/ARCHITECTURE.md`.
 
+pub mod acting;
 pub mod apply;
 pub mod clients;
 pub mod controller;

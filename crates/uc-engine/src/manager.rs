@@ -59,6 +59,8 @@ pub struct EngineOptions {
     pub guard: Option<Arc<Guard>>,
     /// Which programs may serve as exec hooks, and whether they run confined.
     pub exec_hooks: crate::hooks::sandbox::ExecPolicy,
+    /// The account controllers that name none act as (multi-tenant mode).
+    pub default_service_account: Option<crate::acting::ServiceAccount>,
 }
 
 impl Default for EngineOptions {
@@ -75,6 +77,7 @@ impl Default for EngineOptions {
             guard: None,
             namespaces: None,
             exec_hooks: Default::default(),
+            default_service_account: None,
         }
     }
 }
@@ -217,6 +220,7 @@ impl Engine {
             server_side_apply: options.server_side_apply,
             discovery,
             namespaces: options.namespaces.clone(),
+            default_service_account: options.default_service_account.clone(),
         });
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let flavors = flavors(options.metacontroller);

@@ -66,6 +66,16 @@ impl ExecHookArgs {
     }
 }
 
+/// Multi-tenant mode (docs/security.md).
+#[derive(clap::Args, Clone)]
+pub struct TenancyArgs {
+    /// The service account (`NAMESPACE/NAME`) that controllers naming none act as: their children are
+    /// written, and their hooks' sources and credentials read, with its rights only (Flux's
+    /// `--default-service-account`). Without it such controllers act as the engine.
+    #[arg(long, value_parser = uc_engine::acting::ServiceAccount::parse)]
+    pub default_service_account: Option<uc_engine::acting::ServiceAccount>,
+}
+
 /// A duration: `15s`, `500ms`, `2m`, or seconds (`1.5`).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();

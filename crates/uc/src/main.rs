@@ -299,6 +299,8 @@ struct RunArgs {
     client: engine_args::ClientArgs,
     #[command(flatten)]
     exec_hooks: engine_args::ExecHookArgs,
+    #[command(flatten)]
+    tenancy: engine_args::TenancyArgs,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -550,6 +552,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
                 (!set.is_empty()).then_some(set)
             },
             exec_hooks: args.exec_hooks.policy(Vec::new()),
+            default_service_account: args.tenancy.default_service_account.clone(),
             ..Default::default()
         },
     );

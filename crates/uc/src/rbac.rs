@@ -65,6 +65,12 @@ impl Rules {
         for c in &spec.child_resources {
             self.allow(group_of(&c.api_version), &c.resource, OWN);
         }
+        // A controller that acts as its own service account: the engine impersonates it (the account
+        // and its groups); what the children need is then the account's to hold.
+        if spec.service_account_name.as_deref().is_some_and(|n| !n.is_empty()) {
+            self.allow("", "serviceaccounts", &["impersonate"]);
+            self.allow("", "groups", &["impersonate"]);
+        }
         let hooks = [&spec.hooks.sync, &spec.hooks.finalize, &spec.hooks.customize];
         for hook in hooks.into_iter().flatten() {
             if let Some(js) = &hook.javascript {
@@ -220,6 +226,14 @@ mod tests {
         assert_eq!(verbs(rule_for(&r, "", "configmaps")), ["get", "list", "watch"], "its hook's ConfigMap");
         assert!(rule_for(&r, "", "secrets").is_none(), "no hook names a Secret");
         assert!(rule_for(&r, "njuics.cn", "deployments").is_none());
+        assert!(rule_for(&r, "", "serviceaccounts").is_none(), "it acts as the engine");
+        let mut own = ucs[0].1.clone();
+        own.service_account_name = Some("sample".into());
+        let mut rules = Rules::default();
+        rules.controller(&own);
+        let r = rules.policy_rules();
+        assert_eq!(verbs(rule_for(&r, "", "serviceaccounts")), ["impersonate"], "the engine acts as the account");
+        assert_eq!(verbs(rule_for(&r, "", "groups")), ["impersonate"]);
     }
 
     #[test]

@@ -114,6 +114,8 @@ pub struct UpArgs {
     no_pod_sandbox: bool,
     #[command(flatten)]
     exec_hooks: crate::engine_args::ExecHookArgs,
+    #[command(flatten)]
+    tenancy: crate::engine_args::TenancyArgs,
 }
 
 fn parse_pod_security(s: &str) -> Result<uc_apiserver::pod_security::Policy, String> {
@@ -261,6 +263,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
                 leader: Some(leader),
                 guard: Some(guard),
                 exec_hooks: args.exec_hooks.policy(vec![data_dir.clone()]),
+                default_service_account: args.tenancy.default_service_account.clone(),
                 ..Default::default()
             },
         );

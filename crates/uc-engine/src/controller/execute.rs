@@ -69,7 +69,7 @@ impl Shared {
             Action::Update(obj) if self.use_server_side_apply() => self.server_side_apply(parent, obj, false).await,
             Action::Create(obj) => {
                 let t = self.child_type_of(&obj).map(|t| t.res.clone()).unwrap_or_else(|| self.parent.clone());
-                let api = self.api(&t, meta_str(&obj, "namespace"));
+                let api = self.child_api(&t, meta_str(&obj, "namespace"));
                 let name = meta_str(&obj, "name").to_string();
                 let stored = api
                     .create(&PostParams::default(), &to_dynamic(obj, SyncReason::InvalidChild)?)
@@ -83,7 +83,7 @@ impl Shared {
                     return Ok(None);
                 }
                 let t = self.child_type_of(&obj).map(|t| t.res.clone()).unwrap_or_else(|| self.parent.clone());
-                let api = self.api(&t, meta_str(&obj, "namespace"));
+                let api = self.child_api(&t, meta_str(&obj, "namespace"));
                 let name = meta_str(&obj, "name").to_string();
                 let uid = meta_str(&obj, "uid").to_string();
                 let stored = api
@@ -108,7 +108,7 @@ impl Shared {
                     propagation_policy: Some(PropagationPolicy::Background),
                     ..Default::default()
                 };
-                match self.api(&t, &namespace).delete(&name, &dp).await {
+                match self.child_api(&t, &namespace).delete(&name, &dp).await {
                     Ok(_) => Ok(None),
                     Err(kube::Error::Api(s)) if s.code == 404 => Ok(None),
                     Err(e) => Err(SyncError::kube(&format!("deleting {} {name}", t.ar.kind), e)),
@@ -117,7 +117,7 @@ impl Shared {
             Action::Adopt(obj) | Action::Release(obj) => {
                 let Some(t) = self.child_type_of(&obj).map(|t| t.res.clone()) else { return Ok(None) };
                 let (adopt, patch) = ownership_patch(parent, &obj);
-                self.api(&t, meta_str(&obj, "namespace"))
+                self.child_api(&t, meta_str(&obj, "namespace"))
                     .patch(meta_str(&obj, "name"), &PatchParams::default(), &Patch::Merge(&patch))
                     .await
                     .map_err(|e| {
@@ -140,7 +140,7 @@ impl Shared {
         let body = rebuilt.as_ref().unwrap_or(&obj);
         let name = meta_str(&obj, "name").to_string();
         let params = PatchParams::apply("uc").force();
-        match self.raw_api(&t, meta_str(&obj, "namespace")).patch(&name, &params, &Patch::Apply(body)).await {
+        match self.raw_child_api(&t, meta_str(&obj, "namespace")).patch(&name, &params, &Patch::Apply(body)).await {
             Ok(stored) => Ok(stored.meta().resource_version.clone()),
             Err(kube::Error::Api(s)) if s.code == 415 => {
                 tracing::warn!(controller = %self.name, "the cluster does not support server-side apply; using client-side apply");

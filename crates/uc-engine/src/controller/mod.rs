@@ -122,8 +122,9 @@ impl Running {
 }
 
 /// A hook of a controller, ready to call, and how it speaks.
+/// `reader` reads the hook's source and credentials: the controller's service account.
 async fn build_hook(
-    ctx: &Ctx,
+    (ctx, reader): (&Ctx, &kube::Client),
     spec: &UniversalControllerSpec,
     flavor: Flavor,
     hook: &uc_api::controller::Hook,
@@ -134,17 +135,15 @@ async fn build_hook(
     let config = |e: HookError| StartError::new(StartReason::InvalidSpec, format!("spec.hooks.{which}: {e}"));
     let dialect = Dialect::new(flavor, hook).map_err(config)?;
     let source = match &hook.javascript {
-        Some(js) => {
-            objects.source(&ctx.client, js).await.map_err(|m| StartError::new(StartReason::HookUnavailable, m))?
-        }
+        Some(js) => objects.source(reader, js).await.map_err(|m| StartError::new(StartReason::HookUnavailable, m))?,
         None => None,
     };
     let credentials = match &hook.webhook {
         Some(w) => {
             let url = crate::hooks::webhook::url_of(w).map_err(config)?;
-            crate::hooks::credentials::resolve(Some(&ctx.client), w, &url, &spec.endpoint_configs).await.map_err(
-                |m| StartError::new(StartReason::HookUnavailable, format!("spec.hooks.{which}.webhook: {m}")),
-            )?
+            crate::hooks::credentials::resolve(Some(reader), w, &url, &spec.endpoint_configs).await.map_err(|m| {
+                StartError::new(StartReason::HookUnavailable, format!("spec.hooks.{which}.webhook: {m}"))
+            })?
         }
         None => Default::default(),
     };
@@ -285,13 +284,17 @@ async fn start_part(
     } else {
         None
     };
-    let (sync, sync_dialect) = build_hook(ctx, &spec, flavor, &sync_spec, "sync", name, objects).await?;
+    // Its children written, and its hooks' sources and credentials read, as its service account.
+    let account = crate::acting::account_of(&spec, controller, ctx.default_service_account.as_ref())
+        .map_err(|m| StartError::new(StartReason::InvalidSpec, m))?;
+    let writer = account.as_ref().map_or_else(|| ctx.client.clone(), |a| crate::acting::impersonating(&ctx.client, a));
+    let (sync, sync_dialect) = build_hook((ctx, &writer), &spec, flavor, &sync_spec, "sync", name, objects).await?;
     let finalize = match &spec.hooks.finalize {
-        Some(h) => Some(build_hook(ctx, &spec, flavor, h, "finalize", name, objects).await?),
+        Some(h) => Some(build_hook((ctx, &writer), &spec, flavor, h, "finalize", name, objects).await?),
         None => None,
     };
     let customize = match &spec.hooks.customize {
-        Some(h) => Some(build_hook(ctx, &spec, flavor, h, "customize", name, objects).await?),
+        Some(h) => Some(build_hook((ctx, &writer), &spec, flavor, h, "customize", name, objects).await?),
         None => None,
     };
     let dialects = Dialects {
@@ -323,6 +326,7 @@ async fn start_part(
         customize: customize.map(|(h, _)| h),
         queue: WorkQueue::default(),
         ctx: ctx.clone(),
+        writer,
         related_rules: Arc::new(Mutex::new(HashMap::new())),
         related_sources: Mutex::new(HashMap::new()),
         failures: Mutex::new(BTreeMap::new()),

@@ -49,6 +49,21 @@ pub struct Ctx {
     pub discovery: Arc<crate::resources::Discovery>,
     /// The namespaces every controller's parents are limited to (`uc run --watch-namespaces`).
     pub namespaces: Option<std::collections::BTreeSet<String>>,
+    /// The account controllers that name none act as (`--default-service-account`; None: the
+    /// engine's own identity).
+    pub default_service_account: Option<crate::acting::ServiceAccount>,
+}
+
+/// A dynamic API of `res` through `client`.
+fn api_with<K>(client: &kube::Client, res: &Resolved, namespace: &str) -> Api<K>
+where
+    K: kube::Resource<DynamicType = kube::api::ApiResource, Scope = kube::core::DynamicResourceScope>,
+{
+    if res.namespaced {
+        Api::namespaced_with(client.clone(), namespace, &res.ar)
+    } else {
+        Api::all_with(client.clone(), &res.ar)
+    }
 }
 
 /// One child type of the controller.
@@ -122,6 +137,9 @@ pub(super) struct Shared {
     pub finalizer: String,
     pub queue: WorkQueue<ObjKey>,
     pub ctx: Arc<Ctx>,
+    /// Writes children and reads hook sources as the controller's service account
+    /// ([`crate::acting`]); the engine's client when it names none.
+    pub writer: kube::Client,
     pub related_rules: RelatedRules,
     pub related_sources: Mutex<HashMap<String, Arc<RelatedSource>>>,
     pub failures: Mutex<BTreeMap<ObjKey, String>>,
@@ -146,6 +164,16 @@ impl Shared {
         self.api_of(res, namespace)
     }
 
+    /// As `api`, as the controller's service account: for its children.
+    pub fn child_api(&self, res: &Resolved, namespace: &str) -> Api<DynamicObject> {
+        api_with(&self.writer, res, namespace)
+    }
+
+    /// As `raw_api`, as the controller's service account: for its children.
+    pub fn raw_child_api(&self, res: &Resolved, namespace: &str) -> Api<crate::raw::Sent> {
+        api_with(&self.writer, res, namespace)
+    }
+
     /// As `api`, for writes whose answer is read only for its resourceVersion.
     pub fn raw_api(&self, res: &Resolved, namespace: &str) -> Api<crate::raw::Sent> {
         self.api_of(res, namespace)
@@ -155,11 +183,7 @@ impl Shared {
     where
         K: kube::Resource<DynamicType = kube::api::ApiResource, Scope = kube::core::DynamicResourceScope>,
     {
-        if res.namespaced {
-            Api::namespaced_with(self.ctx.client.clone(), namespace, &res.ar)
-        } else {
-            Api::all_with(self.ctx.client.clone(), &res.ar)
-        }
+        api_with(&self.ctx.client, res, namespace)
     }
 
     pub fn child_type_of(&self, obj: &Value) -> Option<&ChildType> {

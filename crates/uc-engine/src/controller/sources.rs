@@ -173,7 +173,7 @@ pub(super) fn watch(shared: &Arc<Shared>, read: &mut SourceObjects) -> Vec<JoinH
         .into_iter()
         .map(|(object, followers)| {
             let watch = read.0.get_mut(&object).and_then(|r| r.watch.take());
-            let watch = watch.unwrap_or_else(|| object.watch(shared.ctx.client.clone()));
+            let watch = watch.unwrap_or_else(|| object.watch(shared.writer.clone()));
             let versions = watch.default_backoff().filter_map(|seen| {
                 std::future::ready(match seen {
                     Ok(Seen::Object(data)) => Some(Some(data)),
