@@ -247,3 +247,39 @@ def test_a_controller_can_do_no_more_than_its_service_account(make_cluster):
     ready = wait_for(lambda: (c := uc_condition(cluster, "steal", "Ready")).get("status") == "False" and c, timeout=30,
                      message="steal: Ready=False")
     assert "b-token" in ready["message"] and "forbidden" in ready["message"], ready
+
+
+def test_a_rogue_node_address_gets_no_credential(cluster):
+    import socket
+    import threading
+
+    token = account(cluster, "nodes", ["--verb=get,list,create,patch", "--resource=nodes,nodes/status"])
+    cluster.kubectl("run", "chatty", "--image=busybox", "--restart=Never", "--", "sh", "-c", "echo hello; sleep 3600")
+    wait_for(lambda: "hello" in cluster.kubectl("logs", "chatty", check=False).stdout, timeout=60, message="the log")
+    # The attacker's listener, and the node's endpoint pointed at it.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    received = []
+
+    def capture():
+        conn, _ = listener.accept()
+        conn.settimeout(5)
+        data = b""
+        try:
+            while chunk := conn.recv(65536):
+                data += chunk
+        except OSError:
+            pass
+        received.append(data)
+        conn.close()
+
+    threading.Thread(target=capture, daemon=True).start()
+    port = listener.getsockname()[1]
+    patch = json.dumps({"status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": port}}}})
+    as_user(cluster, "patch", "node", "uc-node", "--subresource=status", "--type=merge", "-p", patch, token=token)
+    r = cluster.kubectl("logs", "chatty", check=False)
+    assert r.returncode != 0 and "hello" not in r.stdout, (r.stdout, r.stderr)
+    wait_for(lambda: received, timeout=20, message="the API server's connection to the rogue address")
+    assert received[0][:1] == b"\x16", "a TLS handshake, nothing in the clear"
+    assert b"Bearer" not in received[0] and b"uthorization" not in received[0]

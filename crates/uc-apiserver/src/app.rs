@@ -34,9 +34,9 @@ pub struct Config {
     pub request_timeout: std::time::Duration,
     /// The range Services' cluster IPs come from (`a.b.c.d/len`; None: Services get none).
     pub service_cidr: Option<String>,
-    /// The bearer token the API server presents to nodes' kubelet endpoints (logs, exec, attach,
-    /// port-forward).
-    pub kubelet_token: Option<String>,
+    /// The client identity the API server presents to nodes' kubelet endpoints (logs, exec, attach,
+    /// port-forward), and the CA their serving certificates must chain to.
+    pub kubelet_client: Option<crate::kubelet_tls::Identity>,
     /// Where to append the audit log (writes, at the Metadata level; None: no audit log).
     pub audit_log_path: Option<PathBuf>,
     /// `/readyz` fails until [`crate::RunningServer::mark_ready`] is called: what the embedding process
@@ -57,7 +57,7 @@ impl Config {
             max_body_bytes: 3 * 1024 * 1024,
             request_timeout: std::time::Duration::from_secs(60),
             service_cidr: None,
-            kubelet_token: None,
+            kubelet_client: None,
             audit_log_path: None,
             hold_readiness: false,
             pod_security: Default::default(),

@@ -1,8 +1,9 @@
 //! The pod subresources a kubelet serves — `log`, `exec`, `attach`, `portforward` — proxied to the
 //! node the pod runs on, as kube-apiserver does: the node's address and port come from its Node object
 //! (`status.addresses` InternalIP, `status.daemonEndpoints.kubeletEndpoint.Port`), the request goes
-//! there with the API server's own credentials, and an upgraded connection (WebSocket, SPDY) is
-//! spliced through unchanged.
+//! there over mutual TLS ([`crate::kubelet_tls`]: the node must prove it is the node, and the API
+//! server presents a certificate, not a replayable token), and an upgraded connection (WebSocket,
+//! SPDY) is spliced through unchanged.
 
 use std::sync::Arc;
 
@@ -57,8 +58,8 @@ fn container(pod: &Value, name: &str, asked: Option<&str>) -> Result<String, Api
     }
 }
 
-/// Where the node of a pod serves: `host:port`.
-fn node_endpoint(app: &App, node: &str) -> Result<String, ApiError> {
+/// Where the node of a pod serves: `host:port`, and the host's address.
+fn node_endpoint(app: &App, node: &str) -> Result<(String, std::net::IpAddr), ApiError> {
     let n = app
         .store
         .get(&GroupResource::new("", "nodes"), &object_key("", node))
@@ -74,7 +75,9 @@ fn node_endpoint(app: &App, node: &str) -> Result<String, ApiError> {
         .and_then(Value::as_u64)
         .filter(|p| *p > 0)
         .ok_or_else(|| ApiError::unavailable(format!("node {node:?} serves no kubelet endpoint")))?;
-    Ok(format!("{ip}:{port}"))
+    let addr: std::net::IpAddr =
+        ip.parse().map_err(|_| ApiError::unavailable(format!("node {node:?} has no IP address ({ip:?})")))?;
+    Ok((std::net::SocketAddr::new(addr, port as u16).to_string(), addr))
 }
 
 /// Proxies a streaming subresource request to the pod's node.
@@ -102,16 +105,22 @@ pub async fn proxy(
     if node.is_empty() {
         return Err(ApiError::bad_request(format!("pod {name} does not have a host assigned")));
     }
-    let endpoint = node_endpoint(app, node)?;
-    let token = app
+    let (endpoint, ip) = node_endpoint(app, node)?;
+    let identity = app
         .config
-        .kubelet_token
-        .clone()
+        .kubelet_client
+        .as_ref()
         .ok_or_else(|| ApiError::unavailable("no kubelet credentials are configured"))?;
+    let tls = crate::kubelet_tls::client_config(identity).map_err(ApiError::internal)?;
     let tcp = tokio::net::TcpStream::connect(&endpoint)
         .await
         .map_err(|e| ApiError::unavailable(format!("dialing the kubelet of node {node} at {endpoint}: {e}")))?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+    // Only a node whose serving certificate the kubelet CA signed is talked to.
+    let tls = tokio_rustls::TlsConnector::from(tls)
+        .connect(rustls::pki_types::ServerName::from(ip), tcp)
+        .await
+        .map_err(|e| ApiError::unavailable(format!("the kubelet of node {node} at {endpoint}: {e}")))?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
         .await
         .map_err(|e| ApiError::unavailable(format!("kubelet of node {node}: {e}")))?;
     tokio::spawn(conn.with_upgrades());
@@ -124,7 +133,6 @@ pub async fn proxy(
     }
     let upstream = upstream
         .header(header::HOST, endpoint.as_str())
-        .header(header::AUTHORIZATION, format!("Bearer {token}"))
         .body(http_body_util::Empty::<bytes::Bytes>::new())
         .map_err(|e| ApiError::internal(e.to_string()))?;
     let mut resp = sender

@@ -19,6 +19,7 @@ pub mod gc;
 pub mod handlers;
 pub mod history;
 pub mod kubelet;
+pub mod kubelet_tls;
 pub mod node_ports;
 pub mod openapi;
 pub mod openapi_proto;

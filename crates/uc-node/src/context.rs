@@ -33,8 +33,8 @@ pub struct NodeOptions {
     pub volumes_dir: PathBuf,
     /// The `uc` binary, run as `uc shim` for each container.
     pub shim: PathBuf,
-    /// The token the API server presents to the node's kubelet endpoint.
-    pub kubelet_token: String,
+    /// Who may call the node's kubelet endpoint: the API server's certificate (mutual TLS), or a token.
+    pub kubelet_callers: crate::server::Callers,
     /// Port of the kubelet endpoint on 127.0.0.1 (0 picks one).
     pub kubelet_port: u16,
     /// The API server, for pods' `KUBERNETES_SERVICE_HOST`/`PORT`.
@@ -56,7 +56,7 @@ impl Default for NodeOptions {
             network: Network::Loopback(PodCidr::loopback(1)),
             volumes_dir: std::env::temp_dir().join("uc-volumes"),
             shim: PathBuf::from("uc"),
-            kubelet_token: String::new(),
+            kubelet_callers: crate::server::Callers::Token(String::new()),
             kubelet_port: 0,
             api_server: None,
             sandbox: false,

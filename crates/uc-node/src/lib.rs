@@ -140,7 +140,7 @@ pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result
         }
         network::Network::Loopback(_) => None,
     };
-    let endpoint = server::serve(options.kubelet_port, options.kubelet_token.clone(), pods.clone()).await?;
+    let endpoint = server::serve(options.kubelet_port, options.kubelet_callers.clone(), pods.clone()).await?;
     let uid = register(&client, &options.name, endpoint.port()).await?;
     tokio::spawn(lease::heartbeat(client.clone(), options.name.clone(), uid));
     let hosts = match &options.hosts_dir {

@@ -40,26 +40,62 @@ pub struct PodEntry {
 pub type Pods = Arc<Mutex<HashMap<(String, String), PodEntry>>>;
 
 /// Serves the endpoint on `127.0.0.1:port` (0 picks one); returns the bound address.
-pub async fn serve(port: u16, token: String, pods: Pods) -> std::io::Result<SocketAddr> {
+/// Who may call the endpoint: a client holding the API server's certificate (TLS, the way `uc up`
+/// runs the node), or, over plain HTTP, one presenting the token.
+#[derive(Clone)]
+pub enum Callers {
+    /// Mutual TLS: the configuration requires and verifies the client's certificate.
+    Tls(Arc<rustls::ServerConfig>),
+    /// Plain HTTP with this bearer token.
+    Token(String),
+}
+
+impl std::fmt::Debug for Callers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Callers::Tls(_) => "Callers::Tls",
+            Callers::Token(_) => "Callers::Token",
+        })
+    }
+}
+
+/// Serves the kubelet endpoint on 127.0.0.1:`port` (0 picks one).
+pub async fn serve(port: u16, callers: Callers, pods: Pods) -> std::io::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
-    let token = Arc::new(token);
+    let token: Arc<Option<String>> = Arc::new(match &callers {
+        Callers::Token(t) => Some(t.clone()),
+        Callers::Tls(_) => None,
+    });
+    let acceptor = match callers {
+        Callers::Tls(config) => Some(tokio_rustls::TlsAcceptor::from(config)),
+        Callers::Token(_) => None,
+    };
     tokio::spawn(async move {
         loop {
             let Ok((tcp, _)) = listener.accept().await else {
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             };
-            let (token, pods) = (token.clone(), pods.clone());
+            let (token, pods, acceptor) = (token.clone(), pods.clone(), acceptor.clone());
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |req| {
                     let (token, pods) = (token.clone(), pods.clone());
-                    async move { Ok::<_, Infallible>(handle(req, &token, &pods).await) }
+                    async move { Ok::<_, Infallible>(handle(req, token.as_deref(), &pods).await) }
                 });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(tcp), service)
-                    .with_upgrades()
-                    .await;
+                let http = hyper::server::conn::http1::Builder::new();
+                match acceptor {
+                    Some(acceptor) => {
+                        let Ok(Ok(tls)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await
+                        else {
+                            return;
+                        };
+                        let _ = http.serve_connection(TokioIo::new(tls), service).with_upgrades().await;
+                    }
+                    None => {
+                        let _ = http.serve_connection(TokioIo::new(tcp), service).with_upgrades().await;
+                    }
+                }
             });
         }
     });
@@ -68,11 +104,14 @@ pub async fn serve(port: u16, token: String, pods: Pods) -> std::io::Result<Sock
 
 const SIMULATED: &str = "is simulated by uc-node (its images are not on the node's allowlist), so it has no process";
 
-async fn handle(req: Request<Incoming>, token: &str, pods: &Pods) -> Response<Body> {
-    let presented =
-        req.headers().get(header::AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(uc_api::bearer::token);
-    if presented != Some(token) {
-        return error(StatusCode::UNAUTHORIZED, "Unauthorized");
+/// Answers one request; `token` is the one it must carry when the connection is not mutual TLS.
+async fn handle(req: Request<Incoming>, token: Option<&str>, pods: &Pods) -> Response<Body> {
+    if let Some(token) = token {
+        let presented =
+            req.headers().get(header::AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(uc_api::bearer::token);
+        if presented != Some(token) {
+            return error(StatusCode::UNAUTHORIZED, "Unauthorized");
+        }
     }
     let path = req.uri().path().to_string();
     let query: Vec<(String, String)> =

@@ -198,11 +198,6 @@ fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
     }
 }
 
-/// A random token (hex).
-fn random_token() -> String {
-    (0..32).map(|_| format!("{:x}", rand::random::<u8>() & 0xf)).collect()
-}
-
 pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     let _lock = lock_data_dir(&args.data_dir)?;
     operators(&args)?;
@@ -217,12 +212,14 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         sandbox,
         data_dir: &args.data_dir,
     })?;
-    let kubelet_token = random_token();
+    // The API server and the node know each other by certificates made for this run only.
+    let (node_identity, kubelet_client) =
+        uc_apiserver::kubelet_tls::generate().context("making the node's and the API server's certificates")?;
     let mut config = uc_apiserver::Config::new(&args.data_dir);
     config.pod_security = args.pod_security_default.clone();
     config.port = args.port;
     config.service_cidr = Some(network.cidr().services());
-    config.kubelet_token = Some(kubelet_token.clone());
+    config.kubelet_client = Some(kubelet_client);
     config.audit_log_path = args.audit_log_path.clone();
     config.request_timeout = args.request_timeout;
     // Ready once everything below runs (the control plane's API served, the node registered).
@@ -362,7 +359,9 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
             network,
             volumes_dir: data_dir.join("volumes"),
             shim: exe,
-            kubelet_token,
+            kubelet_callers: uc_node::server::Callers::Tls(
+                uc_apiserver::kubelet_tls::server_config(&node_identity).map_err(anyhow::Error::msg)?,
+            ),
             // Pods reach the API server as pods do: through the `kubernetes` Service.
             api_server: Some(match network {
                 uc_node::network::Network::Bridged(cidr) => std::net::SocketAddr::from((cidr.kubernetes(), 443)),
