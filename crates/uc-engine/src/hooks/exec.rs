@@ -170,7 +170,7 @@ impl ExecHook {
         }
         let status = status.map_err(|e| HookError::Unreachable(format!("waiting for {:?}: {e}", self.argv[0])))?;
         if !status.success() {
-            let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
+            let last = super::protocol::excerpt(err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default());
             let code = status.code().map(|c| format!("exit status {c}")).unwrap_or_else(|| "killed by a signal".into());
             return Err(HookError::Script(format!(
                 "{} ended with {code}: {last}",

@@ -88,7 +88,10 @@ async fn read_body(resp: http::Response<hyper::body::Incoming>) -> Result<Bytes,
 
 /// A non-2xx answer as an error, with the start of its body.
 fn status_error(status: u16, body: &[u8]) -> HookError {
-    HookError::Status { status, body: String::from_utf8_lossy(&body[..body.len().min(512)]).into_owned() }
+    HookError::Status {
+        status,
+        body: super::protocol::excerpt(&String::from_utf8_lossy(&body[..body.len().min(4096)])),
+    }
 }
 
 /// A webhook's URL: `url` wins over `service` + `path`.
