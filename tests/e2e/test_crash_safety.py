@@ -150,8 +150,8 @@ def test_a_clean_stop_stops_pods_and_a_restart_runs_them_again(make_cluster):
     st = wait_for(lambda: (s := (get(c, "pod", "web") or {}).get("status") or {}) and s.get("phase") == "Running"
                   and s["containerStatuses"][0]["restartCount"] == 1 and s, message="running again")
     assert st["containerStatuses"][0]["lastState"]["terminated"]["exitCode"] in (0, 143)
-    # Never two processes for one container.
-    assert len(processes(c.data_dir)) == 2
+    # Never two processes for one container: a shim and its command, once the sandbox has started it.
+    wait_for(lambda: len(processes(c.data_dir)) == 2, message="one shim and one container")
     # A second `uc up` on the same data directory is refused.
     r = subprocess.run([os.environ.get("UC_BIN") or os.path.join(os.path.dirname(__file__), "../../target/debug/uc"),
                         "up", "--data-dir", c.data_dir, "--port", "0"], capture_output=True, text=True, timeout=30)
@@ -162,7 +162,8 @@ def test_a_pod_deleted_while_uc_is_down_is_stopped_when_it_comes_back(make_clust
     c = make_cluster()
     c.kubectl("run", "web", "--image=uc/http-server", "--", "--port", "8080")
     wait_for(lambda: ((get(c, "pod", "web") or {}).get("status") or {}).get("phase") == "Running", message="Running")
-    assert len(processes(c.data_dir)) == 2
+    # Running once the shim started it; the sandbox execs the container's command a moment later.
+    wait_for(lambda: len(processes(c.data_dir)) == 2, message="a shim and its container")
     c.kill9()
     # With the node away the pod cannot finish terminating; delete it without grace, as an
     # administrator would.
