@@ -17,6 +17,15 @@ MANIFESTS = Path(__file__).resolve().parent / "manifests"
 urllib3.disable_warnings()
 
 
+def engine_get(url: str, token: str, timeout: float = 5) -> str:
+    """A GET of the engine's guarded endpoint (`/metrics`, `/debug/*`) with a bearer token."""
+    import urllib.request
+
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=timeout) as r:
+        return r.read().decode()
+
+
 def uc_binary() -> str:
     path = os.environ.get("UC_BIN") or str(ROOT / "target" / "debug" / "uc")
     if not Path(path).exists():
@@ -119,8 +128,7 @@ class Cluster:
         import urllib.request
 
         addr = open(os.path.join(self.data_dir, "metrics-address")).read().strip()
-        with urllib.request.urlopen(f"http://{addr}/metrics", timeout=5) as r:
-            return r.read().decode()
+        return engine_get(f"http://{addr}/metrics", self.server_and_token()[1])
 
     def metric(self, name: str, **labels) -> float:
         """The value of one sample of the engine's metrics (0 when absent)."""

@@ -184,6 +184,34 @@ def test_the_console_refuses_forged_requests_and_unauthorised_metrics(cluster):
             code = e.code
         assert code == want, (token == admin, code)
 
+    # The engine's own endpoint asks the cluster who the caller is and answers in kube's words; its
+    # health stays open, as kube's does.
+    engine = "http://" + open(f"{cluster.data_dir}/metrics-address").read().strip()
+
+    def engine_get(path, token=None):
+        req = urllib.request.Request(engine + path, headers={"Authorization": f"Bearer {token}"} if token else {})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    assert engine_get("/healthz")[0] == 200
+    assert engine_get("/metrics")[0] == 401
+    assert engine_get("/metrics", "not-a-token")[0] == 401
+    code, body = engine_get("/metrics", viewer)
+    assert code == 403 and json.loads(body)["message"] == \
+        'forbidden: User "system:serviceaccount:default:viewer" cannot get path "/metrics"', body
+    code, body = engine_get("/debug/hooks", viewer)
+    assert code == 403 and 'cannot get path \\"/debug/hooks\\"' in body, body
+    # kube's system:monitoring role reads metrics, not the recorded hook calls.
+    cluster.kubectl("create", "clusterrolebinding", "viewer-monitoring", "--clusterrole=system:monitoring",
+                    "--serviceaccount=default:viewer")
+    wait_for(lambda: engine_get("/metrics", viewer)[0] == 200, timeout=30, message="metrics for system:monitoring")
+    assert "uc_" in engine_get("/metrics", viewer)[1]
+    assert engine_get("/debug/hooks", viewer)[0] == 403
+    assert engine_get("/debug/hooks", admin)[0] == 200
+
 
 def js_controller(name, tenant, children_js, **spec):
     """A UniversalController over Namespaces labelled `tenant=<tenant>` (one label key: controllers of one

@@ -6,11 +6,12 @@ charts only metrics the engine exports."""
 import json
 import re
 import subprocess
-import urllib.request
+import urllib.error
 
+import pytest
 import yaml
 
-from conftest import ROOT, free_port, uc_binary, wait_for
+from conftest import ROOT, engine_get, free_port, uc_binary, wait_for
 
 DEPLOY = ROOT / "deploy"
 EXAMPLE = ROOT / "examples" / "sample-controller"
@@ -81,8 +82,22 @@ def test_deploy_applies_and_its_identity_can_do_exactly_what_the_controllers_nee
                  timeout=30, message="the Foo's status")
         lease = json.loads(api.kubectl("get", "lease", "-n", "uc-system", "uc-engine", "-o", "json").stdout)
         assert lease["spec"]["holderIdentity"]
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-            metrics = r.read().decode()
+        # The engine asks the cluster (as its service account) whether the scraper may read /metrics:
+        # Prometheus' account with the shipped uc-metrics-reader may, another account may not.
+        reader = next(d for d in yaml.safe_load_all((DEPLOY / "monitoring" / "servicemonitor.yaml").read_text())
+                      if d["kind"] == "ClusterRole")
+        api.kubectl("apply", "-f", "-", input=json.dumps(reader))
+        api.kubectl("create", "namespace", "monitoring")
+        for sa in ("prometheus", "other"):
+            api.kubectl("-n", "monitoring", "create", "serviceaccount", sa)
+        api.kubectl("create", "clusterrolebinding", "prometheus-uc-metrics", "--clusterrole=uc-metrics-reader",
+                    "--serviceaccount=monitoring:prometheus")
+        scraper = api.kubectl("-n", "monitoring", "create", "token", "prometheus").stdout.strip()
+        metrics = engine_get(f"http://127.0.0.1:{port}/metrics", scraper)
+        other = api.kubectl("-n", "monitoring", "create", "token", "other").stdout.strip()
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            engine_get(f"http://127.0.0.1:{port}/metrics", other)
+        assert refused.value.code == 403
     finally:
         engine.terminate()
         assert engine.wait(timeout=30) == 0
@@ -104,7 +119,9 @@ def test_deploy_applies_and_its_identity_can_do_exactly_what_the_controllers_nee
     for m in used:
         base = re.sub(r"_(bucket|total|sum|count)$", "", m)
         assert base in exported, f"the dashboard charts {m}, which uc does not export"
-    monitor = yaml.safe_load((DEPLOY / "monitoring" / "servicemonitor.yaml").read_text())
+    monitor = next(d for d in yaml.safe_load_all((DEPLOY / "monitoring" / "servicemonitor.yaml").read_text())
+                   if d["kind"] == "ServiceMonitor")
+    assert monitor["spec"]["endpoints"][0]["bearerTokenFile"].endswith("/serviceaccount/token"), "Prometheus' token"
     service = [d for d in yaml.safe_load_all((DEPLOY / "uc.yaml").read_text()) if d["kind"] == "Service"][0]
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     assert monitor["spec"]["endpoints"][0]["port"] in [p["name"] for p in service["spec"]["ports"]]
@@ -123,12 +140,13 @@ def test_the_helm_chart_renders_objects_the_api_server_accepts_with_the_usual_va
     api.kubectl("apply", "-f", str(DEPLOY / "crds.yaml"))
     default = helm("template", "uc", chart, "-n", "ops").stdout
     dry = api.kubectl("apply", "--dry-run=server", "-f", "-", input=default)
-    assert dry.stdout.count("(server dry run)") == 6, dry.stdout  # SA, ClusterRole, binding, Service, Deployment, PDB
+    # SA, ClusterRole, binding, Service, Deployment, PDB, and the metrics reader's ClusterRole.
+    assert dry.stdout.count("(server dry run)") == 7, dry.stdout
     objects = [d for d in yaml.safe_load_all(default) if d]
     deployment = next(d for d in objects if d["kind"] == "Deployment")
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--leader-elect" in args and deployment["spec"]["replicas"] == 2
-    role = next(d for d in objects if d["kind"] == "ClusterRole")
+    role = next(d for d in objects if d["kind"] == "ClusterRole" and "metrics-reader" not in d["metadata"]["name"])
     generated = yaml.safe_load(subprocess.run([uc_binary(), "rbac", "--rules-only"], capture_output=True, text=True,
                                               check=True).stdout)
     assert role["rules"] == generated, "the chart's engine rules are uc rbac's"

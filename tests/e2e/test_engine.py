@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, wait_for
+from conftest import ROOT, engine_get, wait_for
 
 EXAMPLE = ROOT / "examples" / "sample-controller"
 
@@ -341,8 +341,8 @@ def test_uc_run_against_another_api_server(make_cluster):
         setup_js(api)
         api.kubectl("apply", "-f", str(EXAMPLE / "foo.yaml"))
         wait_for(lambda: get(api, "deploy", "example-foo"), timeout=20, message="the Deployment made by `uc run`")
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
-            assert 'uc_watches_open{resource="apps/v1/deployments"} 1' in r.read().decode()
+        admin = api.server_and_token()[1]
+        assert 'uc_watches_open{resource="apps/v1/deployments"} 1' in engine_get(f"http://127.0.0.1:{port}/metrics", admin)
         # The console next to it (--console): the API as the bearer of a token it accepts, nothing without.
         token = api.kubectl("config", "view", "--raw", "-o", "jsonpath={.users[0].user.token}").stdout.strip()
         console = f"http://127.0.0.1:{console_port}"

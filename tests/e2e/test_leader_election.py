@@ -10,9 +10,8 @@ import signal
 import subprocess
 import threading
 import time
-import urllib.request
 
-from conftest import foos, free_port, install_sample_controller, uc_binary, wait_for
+from conftest import engine_get, foos, free_port, install_sample_controller, uc_binary, wait_for
 
 LEASE = 2.0
 RENEW = 1.2
@@ -23,6 +22,7 @@ TIMING = ["--lease-duration", f"{LEASE}s", "--renew-deadline", f"{RENEW}s", "--r
 class Replica:
     def __init__(self, cluster, identity, log_dir, extra=()):
         self.identity = identity
+        self.token = cluster.server_and_token()[1]
         self.port = free_port()
         self.log = open(os.path.join(log_dir, f"{identity}.log"), "wb")
         self.proc = subprocess.Popen(
@@ -32,8 +32,7 @@ class Replica:
 
     def metrics(self):
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=2) as r:
-                text = r.read().decode()
+            text = engine_get(f"http://127.0.0.1:{self.port}/metrics", self.token, timeout=2)
         except OSError:
             return None
         values = {}

@@ -9,7 +9,7 @@ import time
 import urllib.error
 import urllib.request
 
-from conftest import foos, free_port, install_sample_controller, uc_binary, wait_for
+from conftest import engine_get, foos, free_port, install_sample_controller, uc_binary, wait_for
 PARENTS = 1000
 OUTAGE = 30
 
@@ -70,8 +70,7 @@ def test_a_30_second_outage_under_1000_parents_converges_without_duplicates_or_w
         after = deployments(api)
         for n in names[:100] + names[200:]:
             assert after[n]["metadata"]["uid"] == before[n], f"{n} was replaced"
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-            metrics = r.read().decode()
+        metrics = engine_get(f"http://127.0.0.1:{port}/metrics", api.server_and_token()[1])
         restarts = sum(float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines()
                        if line.startswith("uc_watches_started_total"))
         assert restarts > 3, "the watches were started again after the outage"

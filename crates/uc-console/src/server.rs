@@ -147,10 +147,16 @@ async fn hooks(state: &State, token: &str) -> Response<Body> {
     let text = async {
         let client = hyper_util::client::legacy::Client::builder(TokioExecutor::new())
             .build_http::<http_body_util::Empty<Bytes>>();
-        let uri: http::Uri = format!("http://{addr}/metrics").parse()?;
-        let resp = client.get(uri).await?;
+        // The engine asks the cluster about the user again: the console lends no authority of its own.
+        let request = Request::get(format!("http://{addr}/metrics"))
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(http_body_util::Empty::<Bytes>::new())?;
+        let resp = client.request(request).await?;
+        let code = resp.status();
         let bytes = resp.into_body().collect().await?.to_bytes();
-        anyhow::Ok(String::from_utf8_lossy(&bytes).into_owned())
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        anyhow::ensure!(code.is_success(), "{code}: {text}");
+        anyhow::Ok(text)
     };
     match tokio::time::timeout(std::time::Duration::from_secs(5), text).await {
         Ok(Ok(text)) => respond(

@@ -20,6 +20,7 @@ pub mod leader;
 mod leadership;
 pub mod manager;
 pub mod metrics;
+pub mod metrics_auth;
 pub mod names;
 pub mod ownership;
 pub mod plan;

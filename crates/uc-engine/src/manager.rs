@@ -205,7 +205,10 @@ impl Engine {
         }
         let metrics = Arc::new(metrics);
         let metrics_addr = match options.metrics_addr {
-            Some(addr) => Some(metrics::serve(metrics.clone(), addr).await?),
+            Some(addr) => {
+                let reviewer = Arc::new(crate::metrics_auth::Reviewer::new(client.clone()));
+                Some(metrics::serve(metrics.clone(), reviewer, addr).await?)
+            }
             None => None,
         };
         let ctx = Arc::new(Ctx {

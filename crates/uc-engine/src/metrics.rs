@@ -18,6 +18,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::metrics_auth::{self, Reviewer};
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct HookLabels {
     controller: String,
@@ -252,39 +254,19 @@ impl Drop for InFlight {
     }
 }
 
-/// Serves `/metrics`, `/healthz` and `/readyz` on `addr`; returns the bound address.
-pub async fn serve(metrics: Arc<Metrics>, addr: SocketAddr) -> std::io::Result<SocketAddr> {
+/// Serves `/metrics`, `/healthz` and `/readyz` on `addr` (with `/debug/hooks`), the first and the last
+/// to callers the cluster authorizes (`crate::metrics_auth`); returns the bound address.
+pub async fn serve(metrics: Arc<Metrics>, reviewer: Arc<Reviewer>, addr: SocketAddr) -> std::io::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
     tokio::spawn(async move {
         loop {
             let Ok((tcp, _)) = listener.accept().await else { continue };
-            let metrics = metrics.clone();
+            let (metrics, reviewer) = (metrics.clone(), reviewer.clone());
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                    let metrics = metrics.clone();
-                    async move {
-                        let path = req.uri().path();
-                        let (code, body) = match path {
-                            "/metrics" => (StatusCode::OK, metrics.encode()),
-                            "/debug/hooks" => (StatusCode::OK, metrics.recordings.list().to_string()),
-                            _ if path.starts_with("/debug/hooks/") => {
-                                match metrics.recordings.get(&path["/debug/hooks/".len()..]) {
-                                    Some(records) => (StatusCode::OK, serde_json::Value::from(records).to_string()),
-                                    None => (StatusCode::NOT_FOUND, "no such controller".to_string()),
-                                }
-                            }
-                            "/healthz" | "/livez" => (StatusCode::OK, "ok".to_string()),
-                            "/readyz" => match metrics.readiness() {
-                                Ok(m) => (StatusCode::OK, m.to_string()),
-                                Err(m) => (StatusCode::SERVICE_UNAVAILABLE, m.to_string()),
-                            },
-                            _ => (StatusCode::NOT_FOUND, "not found".to_string()),
-                        };
-                        let mut r = Response::new(Full::new(Bytes::from(body)));
-                        *r.status_mut() = code;
-                        Ok::<_, Infallible>(r)
-                    }
+                    let (metrics, reviewer) = (metrics.clone(), reviewer.clone());
+                    async move { Ok::<_, Infallible>(answer(&metrics, &reviewer, &req).await) }
                 });
                 let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
                     .serve_connection(TokioIo::new(tcp), service)
@@ -293,4 +275,35 @@ pub async fn serve(metrics: Arc<Metrics>, addr: SocketAddr) -> std::io::Result<S
         }
     });
     Ok(bound)
+}
+
+async fn answer<B>(metrics: &Metrics, reviewer: &Reviewer, req: &http::Request<B>) -> Response<Full<Bytes>> {
+    let path = req.uri().path();
+    let refused = if metrics_auth::guarded(path) {
+        let token = req.headers().get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let verb = metrics_auth::verb_of(req.method());
+        match reviewer.review(token.and_then(uc_api::bearer::token), &verb, path).await {
+            Ok(verdict) => verdict.refusal(&verb, path),
+            Err(e) => Some((StatusCode::SERVICE_UNAVAILABLE, format!("asking the cluster who the caller is: {e}"))),
+        }
+    } else {
+        None
+    };
+    let (code, body) = refused.unwrap_or_else(|| match path {
+        "/metrics" => (StatusCode::OK, metrics.encode()),
+        "/debug/hooks" => (StatusCode::OK, metrics.recordings.list().to_string()),
+        _ if path.starts_with("/debug/hooks/") => match metrics.recordings.get(&path["/debug/hooks/".len()..]) {
+            Some(records) => (StatusCode::OK, serde_json::Value::from(records).to_string()),
+            None => (StatusCode::NOT_FOUND, "no such controller".to_string()),
+        },
+        "/healthz" | "/livez" => (StatusCode::OK, "ok".to_string()),
+        "/readyz" => match metrics.readiness() {
+            Ok(m) => (StatusCode::OK, m.to_string()),
+            Err(m) => (StatusCode::SERVICE_UNAVAILABLE, m.to_string()),
+        },
+        _ => (StatusCode::NOT_FOUND, "not found".to_string()),
+    });
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = code;
+    r
 }

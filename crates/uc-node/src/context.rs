@@ -8,9 +8,12 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::allowlist::Allowlist;
 use crate::network::{Network, PodCidr};
+use crate::pod::PodProcesses;
 use crate::server::Pods;
 use crate::{names, objects};
 
@@ -122,9 +125,47 @@ pub(crate) struct Ctx {
     pub(crate) objects: objects::Objects,
     pub(crate) pods: Pods,
     pub(crate) shutting_down: AtomicBool,
+    /// The pods whose processes this node started, by uid: the clean stop reaches every one of them.
+    pub(crate) started: Mutex<Started>,
     /// Whether pods may still be wired to the bridge: attaching holds it for reading, the clean stop
     /// closes it before the bridge goes (else the CNI plugin would make a bridge again).
     pub(crate) wiring: tokio::sync::RwLock<bool>,
+}
+
+/// The pods whose processes run, with the latest copy of each pod (its grace period); closed when the
+/// node stops, after which nothing new starts.
+#[derive(Default)]
+pub(crate) struct Started {
+    closed: bool,
+    pods: HashMap<String, (Arc<PodProcesses>, watch::Receiver<Arc<Value>>)>,
+}
+
+impl Started {
+    /// Starts a pod's processes with `start` and records them, unless the node is stopping.
+    pub(crate) fn start(
+        &mut self,
+        rx: &watch::Receiver<Arc<Value>>,
+        uid: &str,
+        start: impl FnOnce() -> Arc<PodProcesses>,
+    ) -> Option<Arc<PodProcesses>> {
+        if self.closed {
+            return None;
+        }
+        let procs = start();
+        self.pods.insert(uid.to_string(), (procs.clone(), rx.clone()));
+        Some(procs)
+    }
+
+    /// Forgets a pod whose processes have stopped.
+    pub(crate) fn remove(&mut self, uid: &str) {
+        self.pods.remove(uid);
+    }
+
+    /// Closes the table: the pods started so far, each with the latest copy of it.
+    pub(crate) fn close(&mut self) -> Vec<(Arc<PodProcesses>, Arc<Value>)> {
+        self.closed = true;
+        self.pods.values().map(|(p, rx)| (p.clone(), rx.borrow().clone())).collect()
+    }
 }
 
 /// The pod IP allocator, as the simulated pods' workers reach it.
@@ -156,5 +197,28 @@ mod tests {
         let mut fresh = Ips::new(PodCidr::private(4));
         assert_eq!(fresh.get("e", None), "10.4.0.2", "the first pod follows the gateway");
         assert_eq!(fresh.get("f", Some("127.4.0.9")), "10.4.0.3", "an address outside the range is not kept");
+    }
+
+    #[tokio::test]
+    async fn a_closed_table_starts_nothing_and_hands_over_what_started() {
+        let mut started = Started::default();
+        let (_tx, rx) = watch::channel(Arc::new(serde_json::json!({"metadata": {"uid": "a"}})));
+        let procs = || {
+            let dir = std::env::temp_dir().join("uc-started-test");
+            PodProcesses::start(dir, PathBuf::from("shim"), "Always".into(), vec![], vec![], HashSet::new())
+        };
+        let a = started.start(&rx, "a", procs).expect("an open table starts the pod");
+        assert!(started.start(&rx, "b", procs).is_some());
+        started.remove("b");
+        let handed = started.close();
+        assert_eq!(handed.len(), 1, "what started and did not stop");
+        assert!(Arc::ptr_eq(&handed[0].0, &a));
+        assert_eq!(handed[0].1["metadata"]["uid"], "a", "with the latest copy of the pod");
+        let mut called = false;
+        let late = started.start(&rx, "c", || {
+            called = true;
+            procs()
+        });
+        assert!(late.is_none() && !called, "nothing starts once the node is going");
     }
 }

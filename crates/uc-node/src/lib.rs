@@ -74,10 +74,16 @@ impl Node {
     /// Stops the agent cleanly: every pod process gets SIGTERM and its grace period, then SIGKILL,
     /// and is marked as stopped by the node (it runs again when the node is back).
     pub async fn shutdown(self) {
-        self.ctx.shutting_down.store(true, Ordering::Release);
-        let running: Vec<(Arc<PodProcesses>, u64)> =
-            self.ctx.pods.lock().values().filter_map(|e| Some((e.procs.clone()?, grace_of(&e.pod)))).collect();
-        futures::future::join_all(running.iter().map(|(p, grace)| p.stop(Duration::from_secs(*grace), true))).await;
+        // Closing the table and raising the flag together: a worker either started its pod before (and
+        // the pod is stopped here) or sees the node going (and starts nothing).
+        let running = {
+            let mut started = self.ctx.started.lock();
+            self.ctx.shutting_down.store(true, Ordering::Release);
+            started.close()
+        };
+        futures::future::join_all(running.iter().map(|(p, pod)| p.stop(Duration::from_secs(grace_of(pod)), true)))
+            .await;
+        stop_unadopted(&self.ctx.options.pods_dir).await;
         self.task.abort();
         if let Some(bridge) = self.bridge {
             // Nothing of the pod network stays behind: no pod is wired any more, the pods' namespaces go
@@ -160,6 +166,7 @@ pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result
         hosts,
         pods,
         shutting_down: AtomicBool::new(false),
+        started: Default::default(),
         wiring: tokio::sync::RwLock::new(true),
     });
     let task = tokio::spawn(run(ctx.clone()));
@@ -430,6 +437,35 @@ async fn collect_garbage(pods_dir: PathBuf, keep: HashSet<String>, network: netw
     }
 }
 
+/// Stops the containers still running that no worker took in yet (the node went before their pods were
+/// made ready again after a restart): SIGTERM, SIGKILL after 10 seconds, each marked as stopped by the
+/// node so that it runs again when the node is back.
+async fn stop_unadopted(pods_dir: &Path) {
+    let dirs = std::fs::read_dir(pods_dir).into_iter().flatten().flatten().filter(|e| e.path().is_dir());
+    let containers = dirs.flat_map(|pod| {
+        let path = pod.path();
+        let names = std::fs::read_dir(&path).into_iter().flatten().flatten();
+        names.map(move |c| container::ContainerDir::new(&path, &c.file_name().to_string_lossy())).collect::<Vec<_>>()
+    });
+    let running = containers.filter(|dir| dir.locked()).filter_map(|dir| {
+        let state = dir.state()?;
+        let record = dir.pid(state.run).filter(container::still_running)?;
+        Some((dir, state, record))
+    });
+    futures::future::join_all(running.map(|(dir, mut state, record)| async move {
+        tracing::info!(container = %dir.path().display(), pid = record.pid, "stopping a container no pod worker took in");
+        container::signal_group(container::stop_group(record.pid), rustix::process::Signal::TERM);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while container::still_running(&record) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        container::kill_leftovers(&record).await;
+        state.stopped_by_node = true;
+        let _ = dir.write_state(&state);
+    }))
+    .await;
+}
+
 /// The pod as k8s-openapi's type; one that does not read as a Pod gets no status from the node (the
 /// API server admitted it, so this is logged, not expected).
 fn typed_pod(pod: &Value) -> Option<k8s_openapi::api::core::v1::Pod> {
@@ -481,18 +517,17 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
             }
         }
     };
-    if ctx.shutting_down.load(Ordering::Acquire) {
-        // The node is going: nothing new starts.
-        return;
-    }
     let policy = first.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always").to_string();
     let ready_before: HashSet<String> =
         typed_pod(&first).map(|p| status::ready_containers(&p)).unwrap_or_default().into_iter().collect();
-    let procs = PodProcesses::start(pod_dir.clone(), ctx.options.shim.clone(), policy, init, containers, ready_before);
+    let start =
+        || PodProcesses::start(pod_dir.clone(), ctx.options.shim.clone(), policy, init, containers, ready_before);
+    // The node is going: nothing new starts.
+    let Some(procs) = ctx.started.lock().start(&rx, &uid, start) else { return };
     // Closed when the worker ends with its pod.
     let _host_ports = (ctx.options.network.bridged() && !pod_api::host_network(&first))
         .then(|| ip.parse().ok().map(|addr| host_ports::serve(&first, addr)));
-    if let Some(e) = ctx.pods.lock().get_mut(&key) {
+    if let Some(e) = ctx.pods.lock().get_mut(&key).filter(|e| meta(&e.pod, "uid") == uid) {
         e.procs = Some(procs.clone());
         e.ip = ip.clone();
     }
@@ -565,6 +600,7 @@ async fn wire(ctx: &Ctx, pod: &Value, ip: &str) -> Result<(), (String, String)> 
 
 /// What a pod this node ran leaves behind goes: its directory, its network namespace, its address.
 async fn release(ctx: &Ctx, uid: &str, pod_dir: &Path) {
+    ctx.started.lock().remove(uid);
     let _ = std::fs::remove_dir_all(pod_dir);
     if let network::Network::Bridged(cidr) = ctx.options.network {
         network::host::detach(&cidr, uid).await;

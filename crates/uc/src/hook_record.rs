@@ -22,12 +22,26 @@ pub fn engine_address(engine: Option<String>, data_dir: &Path) -> anyhow::Result
     Ok(text.trim().trim_start_matches("http://").to_string())
 }
 
-/// GETs a path of the engine's loopback endpoint; the body of a 200.
-async fn get(address: &str, path: &str) -> anyhow::Result<String> {
+/// The bearer token to show the engine: `--token`, else the one of `uc up`'s kubeconfig in the data
+/// directory (the engine asks the cluster whether it may read `/debug/hooks`).
+pub fn engine_token(token: Option<String>, data_dir: &Path) -> Option<String> {
+    token.or_else(|| {
+        let text = std::fs::read_to_string(data_dir.join("kubeconfig")).ok()?;
+        let config: Value = serde_yaml::from_str(&text).ok()?;
+        let named = |list: &str, name: &str| config[list].as_array()?.iter().find(|e| e["name"] == name).cloned();
+        let context = named("contexts", config["current-context"].as_str()?)?;
+        let user = named("users", context["context"]["user"].as_str()?)?;
+        user["user"]["token"].as_str().map(str::to_string)
+    })
+}
+
+/// GETs a path of the engine's endpoint; the body of a 200.
+async fn get(address: &str, token: Option<&str>, path: &str) -> anyhow::Result<String> {
     let mut tcp = tokio::net::TcpStream::connect(address)
         .await
         .with_context(|| format!("connecting to the engine at {address}"))?;
-    tcp.write_all(format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").as_bytes()).await?;
+    let authorization = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    tcp.write_all(format!("GET {path} HTTP/1.0\r\nHost: {address}\r\n{authorization}\r\n").as_bytes()).await?;
     let mut raw = Vec::new();
     tcp.read_to_end(&mut raw).await?;
     let text = String::from_utf8_lossy(&raw);
@@ -40,8 +54,8 @@ async fn get(address: &str, path: &str) -> anyhow::Result<String> {
 }
 
 /// The recorded calls of a controller, oldest first.
-pub async fn records(address: &str, controller: &str) -> anyhow::Result<Vec<Value>> {
-    let body = get(address, &format!("/debug/hooks/{controller}")).await.map_err(|e| {
+pub async fn records(address: &str, token: Option<&str>, controller: &str) -> anyhow::Result<Vec<Value>> {
+    let body = get(address, token, &format!("/debug/hooks/{controller}")).await.map_err(|e| {
         e.context(format!(
             "no records of {controller:?}: annotate it with universalcontroller.njuics.cn/record-hooks=<N>"
         ))
@@ -159,9 +173,20 @@ mod tests {
     #[tokio::test]
     async fn records_are_read_from_the_engine() {
         let address = one_answer("200 OK", r#"[{"hook": "sync"}]"#).await;
-        assert_eq!(records(&address, "c").await.unwrap(), vec![json!({"hook": "sync"})]);
+        assert_eq!(records(&address, None, "c").await.unwrap(), vec![json!({"hook": "sync"})]);
         let address = one_answer("404 Not Found", "no such controller").await;
-        let e = records(&address, "c").await.unwrap_err();
+        let e = records(&address, None, "c").await.unwrap_err();
         assert!(format!("{e:#}").contains("record-hooks"), "{e:#}");
+    }
+
+    #[test]
+    fn the_token_is_the_flag_or_the_current_users_of_the_kubeconfig() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(engine_token(None, dir.path()), None, "no kubeconfig, no token");
+        let config = "apiVersion: v1\nkind: Config\ncurrent-context: b\ncontexts:\n- name: a\n  context: {user: x}\n\
+                      - name: b\n  context: {user: y}\nusers:\n- name: x\n  user: {token: tx}\n- name: y\n  user: {token: ty}\n";
+        std::fs::write(dir.path().join("kubeconfig"), config).unwrap();
+        assert_eq!(engine_token(None, dir.path()).as_deref(), Some("ty"));
+        assert_eq!(engine_token(Some("given".into()), dir.path()).as_deref(), Some("given"));
     }
 }

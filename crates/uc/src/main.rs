@@ -201,6 +201,10 @@ struct EngineAddress {
     /// The data directory of `uc up`.
     #[arg(long, default_value = ".uc")]
     data_dir: PathBuf,
+    /// A bearer token allowed `get` on `/debug/hooks/*` (default: the token of the data directory's
+    /// kubeconfig).
+    #[arg(long)]
+    token: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -342,12 +346,14 @@ fn main() -> anyhow::Result<()> {
         },
         Command::Hook(HookCommand::Show { name, full, engine }) => runtime.block_on(async {
             let address = hook_record::engine_address(engine.engine, &engine.data_dir)?;
-            print!("{}", hook_record::show(&hook_record::records(&address, &name).await?, full));
+            let token = hook_record::engine_token(engine.token, &engine.data_dir);
+            print!("{}", hook_record::show(&hook_record::records(&address, token.as_deref(), &name).await?, full));
             Ok(())
         }),
         Command::Hook(HookCommand::Record { name, dir, engine }) => runtime.block_on(async {
             let address = hook_record::engine_address(engine.engine, &engine.data_dir)?;
-            let cases = hook_record::save(&hook_record::records(&address, &name).await?, &dir)?;
+            let token = hook_record::engine_token(engine.token, &engine.data_dir);
+            let cases = hook_record::save(&hook_record::records(&address, token.as_deref(), &name).await?, &dir)?;
             for c in &cases {
                 println!("saved {}", c.display());
             }

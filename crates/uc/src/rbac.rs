@@ -52,6 +52,10 @@ impl Rules {
         self.allow("", "services", READ);
         self.allow("", "endpoints", READ);
         self.allow("discovery.k8s.io", "endpointslices", READ);
+        // Who may read `/metrics` and `/debug/*`: the engine asks the cluster, as kube's secure
+        // endpoints do.
+        self.allow("authentication.k8s.io", "tokenreviews", &["create"]);
+        self.allow("authorization.k8s.io", "subjectaccessreviews", &["create"]);
     }
 
     /// What one controller's spec needs.
@@ -257,6 +261,8 @@ mod tests {
         assert_eq!(docs[0]["metadata"]["annotations"]["uc.njuics.cn/controllers"], "sample-controller");
         let rules = docs[0]["rules"].as_array().unwrap();
         assert!(rule_for(rules, "coordination.k8s.io", "leases").is_some(), "the engine's lease");
+        assert!(rule_for(rules, "authentication.k8s.io", "tokenreviews").is_some(), "who reads /metrics");
+        assert!(rule_for(rules, "authorization.k8s.io", "subjectaccessreviews").is_some());
         assert!(rule_for(rules, "metacontroller.k8s.io", "compositecontrollers").is_none());
         assert_eq!(docs[1]["subjects"][0], json!({"kind": "ServiceAccount", "name": "uc", "namespace": "uc-system"}));
     }
