@@ -132,6 +132,49 @@ def test_a_slow_client_is_cut_off_and_a_short_body_answered(make_cluster):
         assert r.returncode != 0 and "must be a non-negative integer" in r.stderr, (query, r.stderr)
 
 
+def test_one_accounts_flood_is_answered_429_and_stalls_no_one_else(cluster):
+    import ssl
+    import time
+
+    flood = account(cluster, "flood", ["--verb=create,list", "--resource=configmaps"])
+    calm = account(cluster, "calm", ["--verb=list", "--resource=configmaps"])
+    # 160 creates whose bodies never come: each holds the account's seat until its request timeout.
+    held = []
+    for _ in range(160):
+        s = _tls(cluster)
+        s.sendall(f"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: uc\r\nAuthorization: Bearer {flood}\r\n"
+                  "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{".encode())
+        s.setblocking(False)
+        held.append(s)
+    try:
+        # The account's share (kube's APF): 100 served, 50 wait in its queue for a while, the rest are
+        # refused at once; then the queued ones are refused too. The served ones are still reading.
+        answers = {}
+        deadline = time.monotonic() + 40
+        while len(answers) < 60 and time.monotonic() < deadline:
+            time.sleep(0.5)
+            for s in held:
+                if s not in answers:
+                    try:  # TLS 1.3 session tickets make a socket readable with no answer in it
+                        answers[s] = s.recv(65536).decode(errors="replace")
+                    except ssl.SSLWantReadError:
+                        pass
+        assert len(answers) == 60, len(answers)
+        for answer in answers.values():
+            head, _, body = answer.partition("\r\n\r\n")
+            assert head.startswith("HTTP/1.1 429") and "retry-after: 1" in head.lower(), answer
+            assert '"reason":"TooManyRequests"' in body and "please try again later" in body, body
+        # Another account, and the admin, are served while the flood holds its share.
+        assert "kube-root-ca.crt" in as_user(cluster, "get", "configmaps", token=calm).stdout
+        cluster.kubectl("create", "configmap", "admin-meanwhile")
+    finally:
+        for s in held:
+            s.close()
+    # Its seats come back as its requests end.
+    wait_for(lambda: as_user(cluster, "create", "configmap", "flood-after", token=flood, check=False).returncode == 0,
+             timeout=60, message="the flooding account served again")
+
+
 def test_the_console_refuses_forged_requests_and_unauthorised_metrics(cluster):
     import http.cookiejar
     import urllib.error

@@ -44,6 +44,8 @@ pub struct Config {
     pub hold_readiness: bool,
     /// Pod Security admission's levels where a namespace's labels name none.
     pub pod_security: crate::pod_security::Policy,
+    /// Each identity's share of the server (API Priority and Fairness' seats and queue).
+    pub shares: crate::fairness::Shares,
 }
 
 impl Config {
@@ -61,6 +63,7 @@ impl Config {
             audit_log_path: None,
             hold_readiness: false,
             pod_security: Default::default(),
+            shares: Default::default(),
         }
     }
 }
@@ -81,6 +84,8 @@ pub struct App {
     pub config: Config,
     /// Per-client request and byte counters (`/metrics`).
     pub traffic: crate::traffic::Traffic,
+    /// Who holds seats now ([`crate::fairness`]).
+    pub fairness: Arc<crate::fairness::Fairness>,
     /// The audit log, if one is kept.
     pub audit: Option<crate::audit::AuditLog>,
     /// Where Services' cluster IPs come from.
@@ -181,6 +186,9 @@ pub fn status_response(code: u16, status: &uc_api::Status) -> Response<Body> {
     let mut r = Response::new(full(status_body(status)));
     *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(seconds) = status.details.as_ref().and_then(|d| d.retry_after_seconds) {
+        r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
     r
 }
 

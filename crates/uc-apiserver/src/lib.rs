@@ -15,6 +15,7 @@ pub mod cluster_objects;
 pub mod discovery;
 pub mod ephemeral;
 pub mod error;
+pub mod fairness;
 pub mod gc;
 pub mod handlers;
 pub mod history;

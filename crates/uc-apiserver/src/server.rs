@@ -84,6 +84,7 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
         ca_pem: creds.ca_pem.clone(),
         config: config.clone(),
         traffic: Default::default(),
+        fairness: crate::fairness::Fairness::new(config.shares),
         audit: match &config.audit_log_path {
             Some(p) => Some(
                 crate::audit::AuditLog::open(p)
@@ -282,6 +283,12 @@ async fn handle_inner(
     }
     let params: Params =
         parts.uri.query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
+    // A seat of the identity's share, held while the request is read and answered.
+    let watch = params.get("watch").is_some_and(|w| w == "true" || w == "1");
+    let _seat = match user.is_master() || crate::fairness::exempt_request(&path, watch) {
+        true => None,
+        false => Some(app.fairness.seat(&user.name).await?),
+    };
     let accept = parts.headers.get(header::ACCEPT).and_then(|h| h.to_str().ok()).unwrap_or_default().to_string();
     let negotiated = negotiate(Some(accept.as_str()).filter(|a| !a.is_empty()))?;
     let content_type = parts
