@@ -319,6 +319,29 @@ def test_a_controller_can_do_no_more_than_its_service_account(make_cluster):
                      message="steal: Ready=False")
     assert "b-token" in ready["message"] and "forbidden" in ready["message"], ready
 
+    # Related objects (read from the engine's caches) are the account's to read too: tenant B's Secret
+    # is refused in kube's words, tenant A's own is seen.
+    cluster.kubectl("-n", "team-a", "create", "secret", "generic", "a-token", "--from-literal=token=mine")
+    sync = ("function sync(r) { var seen = Object.keys(r.related['Secret.v1'] || {}).join(','); return {children: "
+            "[{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'peeked', namespace: 'team-a'}, data: {seen: seen}}]}; }")
+
+    def peek(namespace, secret):
+        c = json.loads(js_controller("peek", "peek", "[]", serviceAccountName="a-bot", serviceAccountNamespace="team-a"))
+        c["spec"]["hooks"] = {"sync": {"javascript": {"source": sync}}, "customize": {"javascript": {"source": (
+            "function customize(r) { return {relatedResources: [{apiVersion: 'v1', resource: 'secrets', "
+            f"namespace: '{namespace}', names: ['{secret}']}}]}}; }}")}}}
+        return json.dumps(c)
+
+    cluster.kubectl("apply", "-f", "-", input=peek("team-b", "b-token"))
+    cluster.kubectl("label", "namespace", "tenants", "tenant=peek")
+    message = synced_false("peek")
+    assert ('secrets "b-token" is forbidden: User "system:serviceaccount:team-a:a-bot" cannot get resource "secrets" '
+            'in API group "" in the namespace "team-b"') in message, message
+    assert cluster.kubectl("-n", "team-a", "get", "cm", "peeked", check=False).returncode != 0
+    cluster.kubectl("apply", "-f", "-", input=peek("team-a", "a-token"))
+    wait_for(lambda: cluster.kubectl("-n", "team-a", "get", "cm", "peeked", "-o", "jsonpath={.data.seen}",
+                                     check=False).stdout == "team-a/a-token", timeout=30, message="tenant A's own Secret seen")
+
 
 def test_a_rogue_node_address_gets_no_credential(cluster):
     import socket

@@ -4,7 +4,12 @@
 //! the account may; the API server's RBAC and escalation checks decide, and a refusal is the
 //! controller's error, reported on its parent.
 
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
 use http::{HeaderName, HeaderValue};
+use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
+use parking_lot::Mutex;
 use uc_api::controller::UniversalControllerSpec;
 
 /// A service account, by namespace and name.
@@ -104,6 +109,93 @@ pub fn impersonating(client: &kube::Client, account: &ServiceAccount) -> kube::C
     kube::Client::new(service, client.default_namespace().to_string())
 }
 
+/// A read the engine makes for a controller: related objects a customize hook names are read from the
+/// engine's caches, so the account's right to read them is asked of the API server first.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Read {
+    /// `list` (by label) or `get` (by name).
+    pub verb: &'static str,
+    pub group: String,
+    pub resource: String,
+    /// The namespace read; empty: every namespace, or a cluster-scoped resource.
+    pub namespace: String,
+    /// The object read by name; empty for a list.
+    pub name: String,
+}
+
+impl Read {
+    /// kube-apiserver's words for refusing this read to `user`.
+    pub fn refusal(&self, user: &str) -> String {
+        let what =
+            if self.name.is_empty() { self.resource.clone() } else { format!("{} {:?}", self.resource, self.name) };
+        let scope = if self.namespace.is_empty() {
+            "at the cluster scope".to_string()
+        } else {
+            format!("in the namespace {:?}", self.namespace)
+        };
+        format!(
+            "{what} is forbidden: User {user:?} cannot {} resource {:?} in API group {:?} {scope}",
+            self.verb, self.resource, self.group
+        )
+    }
+}
+
+/// How long an answer about a read is kept.
+const KEPT: Duration = Duration::from_secs(10);
+
+/// What the account may read, asked as the account (a SelfSubjectAccessReview through its
+/// impersonating client), answers kept for ten seconds.
+pub struct Access {
+    client: kube::Client,
+    user: String,
+    kept: Mutex<HashMap<Read, (Instant, bool)>>,
+}
+
+impl Access {
+    /// The access of `account`, asked over its impersonating `client`.
+    pub fn new(client: kube::Client, account: &ServiceAccount) -> Access {
+        Access { client, user: account.user().0, kept: Mutex::new(HashMap::new()) }
+    }
+
+    /// Ok when the account may make `read`; else kube's refusal (or why it could not be asked).
+    pub async fn check(&self, read: &Read) -> Result<(), String> {
+        let kept = self.kept.lock().get(read).filter(|(at, _)| at.elapsed() < KEPT).map(|(_, allowed)| *allowed);
+        let allowed = match kept {
+            Some(allowed) => allowed,
+            None => {
+                let allowed = self.ask(read).await?;
+                self.kept.lock().insert(read.clone(), (Instant::now(), allowed));
+                allowed
+            }
+        };
+        if allowed { Ok(()) } else { Err(read.refusal(&self.user)) }
+    }
+
+    async fn ask(&self, read: &Read) -> Result<bool, String> {
+        let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    verb: Some(read.verb.to_string()),
+                    group: Some(read.group.clone()),
+                    resource: Some(read.resource.clone()),
+                    namespace: some(&read.namespace),
+                    name: some(&read.name),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let api: kube::Api<SelfSubjectAccessReview> = kube::Api::all(self.client.clone());
+        let answer = api
+            .create(&Default::default(), &review)
+            .await
+            .map_err(|e| format!("asking whether {} may {} {}: {e}", self.user, read.verb, read.resource))?;
+        Ok(answer.status.is_some_and(|s| s.allowed))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,5 +229,25 @@ mod tests {
         let sent: Vec<String> = headers(&own).iter().map(|(k, v)| format!("{k}={}", v.to_str().unwrap())).collect();
         assert_eq!(sent[0], "impersonate-user=system:serviceaccount:team-a:builder");
         assert_eq!(sent.len(), 4);
+    }
+
+    #[test]
+    fn a_refused_read_reads_as_kube_words_it() {
+        let user = "system:serviceaccount:a:bot";
+        let read = |verb, namespace: &str, name: &str| Read {
+            verb,
+            group: String::new(),
+            resource: "secrets".into(),
+            namespace: namespace.into(),
+            name: name.into(),
+        };
+        assert_eq!(
+            read("get", "b", "token").refusal(user),
+            r#"secrets "token" is forbidden: User "system:serviceaccount:a:bot" cannot get resource "secrets" in API group "" in the namespace "b""#
+        );
+        assert_eq!(
+            read("list", "", "").refusal(user),
+            r#"secrets is forbidden: User "system:serviceaccount:a:bot" cannot list resource "secrets" in API group "" at the cluster scope"#
+        );
     }
 }

@@ -326,6 +326,7 @@ async fn start_part(
         customize: customize.map(|(h, _)| h),
         queue: WorkQueue::default(),
         ctx: ctx.clone(),
+        access: account.as_ref().map(|a| crate::acting::Access::new(writer.clone(), a)),
         writer,
         related_rules: Arc::new(Mutex::new(HashMap::new())),
         related_sources: Mutex::new(HashMap::new()),

@@ -91,6 +91,34 @@ fn select_related(
     Ok(candidates.into_iter().filter(|o| sel.matches_value(o.at("/metadata/labels"))).collect())
 }
 
+/// What reading a rule's objects asks of the API server's RBAC (the engine reads them from its caches):
+/// `get` of each name, or `list` in the namespace searched (every namespace: the cluster scope).
+fn reads(
+    rule: &RelatedResourceRule,
+    res: &crate::resources::Resolved,
+    parent: &Value,
+    parent_namespaced: bool,
+    v2: bool,
+) -> Vec<crate::acting::Read> {
+    let read = |verb, namespace: String, name: &str| crate::acting::Read {
+        verb,
+        group: res.ar.group.clone(),
+        resource: res.ar.plural.clone(),
+        namespace: if res.namespaced { namespace } else { String::new() },
+        name: name.to_string(),
+    };
+    match &rule.names {
+        Some(names) => {
+            let ns = rule.namespace.clone().unwrap_or_else(|| meta_str(parent, "namespace").to_string());
+            names.iter().map(|n| read("get", ns.clone(), n)).collect()
+        }
+        None => {
+            let ns = label_namespace(rule, meta_str(parent, "namespace"), parent_namespaced, v2);
+            vec![read("list", ns.unwrap_or_default(), "")]
+        }
+    }
+}
+
 impl Shared {
     /// Asks the customize hook which related objects the parent's sync sees, and gathers them.
     pub(super) async fn related_for(
@@ -109,8 +137,16 @@ impl Shared {
         check_rules(&response.related_resources)?;
         let mut out: BTreeMap<String, ObjectMap> = BTreeMap::new();
         let mut rules = Vec::new();
-        for rule in response.related_resources {
+        for (i, rule) in response.related_resources.into_iter().enumerate() {
             let source = self.related_source(&rule.api_version, &rule.resource).await?;
+            // A controller acting as an account sees only what the account may read.
+            if let Some(access) = &self.access {
+                for read in reads(&rule, &source.res, parent, self.parent.namespaced, v2) {
+                    access.check(&read).await.map_err(|refusal| {
+                        SyncError::new(SyncReason::HookError, format!("relatedResources[{i}]: {refusal}"))
+                    })?;
+                }
+            }
             let entry = out.entry(source.res.type_key()).or_default();
             for o in select_related(&source, &rule, parent, self.parent.namespaced, v2)? {
                 entry.insert(keys.object_key(self.parent.namespaced, source.res.namespaced, &o), o.clone());
@@ -221,5 +257,33 @@ mod tests {
         );
         let elsewhere = rule(json!({"apiVersion": "v1", "resource": "secrets", "names": ["s"], "namespace": "other"}));
         assert!(rule_matches(&elsewhere, &obj("other", "s", json!({})), &key, true, false));
+    }
+
+    #[test]
+    fn reading_a_rules_objects_asks_get_per_name_or_list_where_it_searches() {
+        let secrets = crate::resources::Resolved {
+            ar: kube::api::ApiResource {
+                group: String::new(),
+                version: "v1".into(),
+                api_version: "v1".into(),
+                kind: "Secret".into(),
+                plural: "secrets".into(),
+            },
+            namespaced: true,
+            status_subresource: false,
+        };
+        let parent = json!({"metadata": {"namespace": "team-a", "name": "p"}});
+        let by_name =
+            rule(json!({"apiVersion": "v1", "resource": "secrets", "names": ["x", "y"], "namespace": "team-b"}));
+        let asked: Vec<_> = reads(&by_name, &secrets, &parent, true, false)
+            .into_iter()
+            .map(|r| (r.verb, r.namespace, r.name))
+            .collect();
+        assert_eq!(asked, [("get", "team-b".into(), "x".into()), ("get", "team-b".into(), "y".into())]);
+        let by_label = rule(json!({"apiVersion": "v1", "resource": "secrets", "labelSelector": {}}));
+        let v1 = reads(&by_label, &secrets, &parent, true, false);
+        assert_eq!((v1[0].verb, v1[0].namespace.as_str()), ("list", "team-a"), "v1: the parent's namespace");
+        let v2 = reads(&by_label, &secrets, &parent, true, true);
+        assert_eq!(v2[0].namespace, "", "v2: every namespace, the cluster scope");
     }
 }

@@ -140,6 +140,9 @@ pub(super) struct Shared {
     /// Writes children and reads hook sources as the controller's service account
     /// ([`crate::acting`]); the engine's client when it names none.
     pub writer: kube::Client,
+    /// What that account may read (related objects come from the engine's caches); None: the engine's
+    /// own identity.
+    pub access: Option<crate::acting::Access>,
     pub related_rules: RelatedRules,
     pub related_sources: Mutex<HashMap<String, Arc<RelatedSource>>>,
     pub failures: Mutex<BTreeMap<ObjKey, String>>,
