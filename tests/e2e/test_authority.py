@@ -88,6 +88,51 @@ def test_a_requester_cannot_approve_its_own_admin_certificate(cluster, tmp_path)
     assert "Approved" in cluster.kubectl("get", "csr", "mine").stdout
 
 
+def test_a_node_credential_changes_only_its_own_node_and_pods(cluster, tmp_path):
+    cluster.kubectl("run", "bound", "--image=busybox", "--restart=Never", "--", "sleep", "3600")
+    wait_for(lambda: cluster.kubectl("get", "pod", "bound", "-o", "jsonpath={.status.phase}").stdout == "Running",
+             timeout=60, message="a pod on the embedded node")
+    # The embedded node acts as system:node:uc-node; a second node's certificate, from the kubelet
+    # client signer, is another node's credential.
+    key, csr = str(tmp_path / "rogue.key"), str(tmp_path / "rogue.csr")
+    subprocess.run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", key, "-subj", "/O=system:nodes/CN=system:node:rogue", "-out", csr],
+                   check=True, capture_output=True)
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": "rogue"},
+        "spec": {"request": base64.b64encode(open(csr, "rb").read()).decode(),
+                 "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
+                 "usages": ["digital signature", "key encipherment", "client auth"]}}))
+    cluster.kubectl("certificate", "approve", "rogue")
+    issued = wait_for(lambda: cluster.kubectl("get", "csr", "rogue", "-o", "jsonpath={.status.certificate}").stdout,
+                      timeout=30, message="the node's certificate")
+    crt = tmp_path / "rogue.crt"
+    crt.write_bytes(base64.b64decode(issued))
+    rogue = (str(crt), key)
+
+    def refused(*args):
+        r = as_user(cluster, *args, cert=rogue, check=False)
+        assert r.returncode != 0, (args, r.stdout)
+        return r.stderr
+
+    assert 'nodes "uc-node" is forbidden: node "rogue" is not allowed to modify node "uc-node"' in refused(
+        "label", "node", "uc-node", "stolen=yes")
+    status = json.dumps({"status": {"phase": "Failed"}})
+    assert 'node "rogue" can only update pod status for pods with spec.nodeName set to itself' in refused(
+        "patch", "pod", "bound", "--subresource=status", "--type=merge", "-p", status)
+    assert 'node "rogue" can only delete pods with spec.nodeName set to itself' in refused("delete", "pod", "bound")
+    assert "can only access node lease with the same name as the requesting node" in refused(
+        "-n", "kube-node-lease", "annotate", "lease", "uc-node", "stolen=yes")
+    # Its own Node it may register, with the kubelet's labels and no others.
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "rogue", "labels": {"kubernetes.io/hostname": "rogue"}}}
+    privileged = {**node, "metadata": {**node["metadata"], "labels": {"node-role.kubernetes.io/control-plane": ""}}}
+    r = as_user(cluster, "create", "-f", "-", cert=rogue, check=False, input=json.dumps(privileged))
+    assert r.returncode != 0 and "is not allowed to set the following labels: node-role.kubernetes.io/control-plane" in r.stderr, r.stderr
+    as_user(cluster, "create", "-f", "-", cert=rogue, input=json.dumps(node))
+    assert cluster.kubectl("get", "pod", "bound", "-o", "jsonpath={.status.phase}").stdout == "Running"
+    assert "stolen" not in cluster.kubectl("get", "node", "uc-node", "--show-labels").stdout
+
+
 def _tls(cluster):
     import socket
     import ssl

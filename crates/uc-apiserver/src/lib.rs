@@ -22,6 +22,7 @@ pub mod history;
 pub mod kubelet;
 pub mod kubelet_tls;
 pub mod node_ports;
+pub mod node_restriction;
 pub mod openapi;
 pub mod openapi_proto;
 pub mod patch;

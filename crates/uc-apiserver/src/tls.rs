@@ -205,6 +205,42 @@ pub fn write_kubeconfig(dir: &Path, server: &str, creds: &Credentials) -> Result
     Ok(path)
 }
 
+/// A client certificate from the cluster CA in `dir` for `user` in `groups` (its CN and O), valid a
+/// year: (certificate, key), PEM.
+pub fn issue_client(dir: &Path, user: &str, groups: &[&str]) -> Result<(String, String), String> {
+    let key = rcgen::KeyPair::generate().map_err(|e| e.to_string())?;
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
+    params.distinguished_name.push(rcgen::DnType::CommonName, user);
+    for g in groups {
+        params.distinguished_name.push(rcgen::DnType::OrganizationName, *g);
+    }
+    let request = params.serialize_request(&key).map_err(|e| e.to_string())?.pem().map_err(|e| e.to_string())?;
+    let ca = read(&dir.join("ca.crt")).map_err(|e| e.to_string())?;
+    let ca_key = read(&dir.join("ca.key")).map_err(|e| e.to_string())?;
+    let cert = crate::certificates::sign(&ca, &ca_key, &request, 365 * 24 * 3600)?;
+    Ok((cert, key.serialize_pem()))
+}
+
+/// Writes `<dir>/<file>`, a kubeconfig for `server` that authenticates with a client certificate;
+/// returns its path.
+pub fn write_certificate_kubeconfig(
+    dir: &Path,
+    file: &str,
+    server: &str,
+    (cert, key): (&str, &str),
+) -> Result<PathBuf, TlsError> {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+    let ca = b64(&read(&dir.join("ca.crt"))?);
+    let config = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: uc\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: uc-client\n  user:\n    client-certificate-data: {cert}\n    client-key-data: {key}\ncontexts:\n- name: uc\n  context:\n    cluster: uc\n    user: uc-client\ncurrent-context: uc\n",
+        cert = b64(cert),
+        key = b64(key)
+    );
+    let path = dir.join(file);
+    write(&path, &config, true)?;
+    Ok(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,5 +261,18 @@ mod tests {
         assert_eq!(again.token, creds.token);
         ensure_credentials(dir.path(), &more).unwrap();
         assert_eq!(read(&dir.path().join("server.crt")).unwrap(), reissued, "nothing to do when it covers them");
+    }
+
+    #[test]
+    fn a_client_certificate_names_its_user_and_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        ensure_credentials(dir.path(), &server_names(&[])).unwrap();
+        let (cert, key) = issue_client(dir.path(), "system:node:n", &["system:nodes"]).unwrap();
+        let der = rustls_pemfile::certs(&mut cert.as_bytes()).next().unwrap().unwrap();
+        assert_eq!(subject_of(&der), Some(("system:node:n".to_string(), vec!["system:nodes".to_string()])));
+        let path =
+            write_certificate_kubeconfig(dir.path(), "node.kubeconfig", "https://127.0.0.1:1", (&cert, &key)).unwrap();
+        let text = std::fs::read_to_string(path).unwrap();
+        assert!(text.contains("client-key-data:") && !text.contains("token:"), "{text}");
     }
 }

@@ -119,6 +119,8 @@ impl Ips {
 /// What the pod workers share.
 pub(crate) struct Ctx {
     pub(crate) client: kube::Client,
+    /// Binds pods to the node (the scheduler's part): a node's own credential may not.
+    pub(crate) scheduler: kube::Client,
     pub(crate) options: NodeOptions,
     pub(crate) ips: Mutex<Ips>,
     pub(crate) hosts: Option<Arc<names::HostsFiles>>,

@@ -137,8 +137,16 @@ async fn start_dns(hosts: Arc<names::HostsFiles>, network: network::Network) {
     }
 }
 
+/// The node agent's credentials: the node's own (`system:node:<name>`, which NodeRestriction limits to
+/// its Node, its Lease and its pods), and the scheduler's, which binds pods to it and marks its role.
+pub struct Clients {
+    pub node: kube::Client,
+    pub scheduler: kube::Client,
+}
+
 /// Starts the node agent.
-pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result<Node> {
+pub async fn start(clients: Clients, options: NodeOptions) -> anyhow::Result<Node> {
+    let Clients { node: client, scheduler } = clients;
     let pods: Pods = Default::default();
     let bridge = match options.network {
         network::Network::Bridged(cidr) => {
@@ -148,6 +156,12 @@ pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result
     };
     let endpoint = server::serve(options.kubelet_port, options.kubelet_callers.clone(), pods.clone()).await?;
     let uid = register(&client, &options.name, endpoint.port()).await?;
+    // Its role, as an installer labels a node (a node may not set `node-role.kubernetes.io/` labels).
+    let role = json!({"metadata": {"labels": {"node-role.kubernetes.io/uc": ""}}});
+    Api::<NodeObject>::all(scheduler.clone())
+        .patch(&options.name, &PatchParams::default(), &Patch::Merge(&role))
+        .await
+        .map_err(|e| anyhow::anyhow!("labelling the node's role: {e}"))?;
     tokio::spawn(lease::heartbeat(client.clone(), options.name.clone(), uid));
     let hosts = match &options.hosts_dir {
         Some(d) => Some(Arc::new(names::HostsFiles::new(d.clone())?)),
@@ -160,6 +174,7 @@ pub async fn start(client: kube::Client, options: NodeOptions) -> anyhow::Result
     tokio::spawn(reclaim_claims(client.clone(), options.volumes_dir.clone()));
     let ctx = Arc::new(Ctx {
         client: client.clone(),
+        scheduler,
         ips: Mutex::new(Ips::new(options.network.cidr())),
         objects: objects::Objects::new(client),
         options,
@@ -267,7 +282,7 @@ async fn register(client: &kube::Client, name: &str, kubelet_port: u16) -> anyho
     let nodes: Api<NodeObject> = Api::all(client.clone());
     let node: NodeObject = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "node-role.kubernetes.io/uc": ""}},
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
     }))?;
     match nodes.create(&PostParams::default(), &node).await {
         Ok(_) => {}
@@ -335,7 +350,7 @@ async fn run(ctx: Arc<Ctx>) {
         workers.retain(|_, tx| !tx.is_closed());
         if node.is_empty() {
             if v.pointer("/metadata/deletionTimestamp").is_none() {
-                bind(&ctx.client, &v, &ctx.options.name).await;
+                bind(&ctx.scheduler, &v, &ctx.options.name).await;
             }
             continue;
         }

@@ -344,7 +344,6 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     let node = if args.no_node || args.control_plane {
         None
     } else {
-        let client = crate::client::local_client_for(&kubeconfig, "uc-node").await?;
         let exe = std::env::current_exe().context("locating the uc binary")?;
         let mut allowlist = uc_node::allowlist::Allowlist::shipped(exe.clone());
         let node_config = args.data_dir.join("node.json");
@@ -377,7 +376,22 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
                 if args.no_pod_sandbox { "--no-pod-sandbox" } else { "it needs root, bwrap and setpriv" }
             );
         }
-        Some(uc_node::start(client, options).await.context("starting the node agent")?)
+        // The node acts as itself (`system:node:<name>`, limited by NodeRestriction); binding pods to it
+        // is the scheduler's, with the cluster's credential.
+        let user = format!("system:node:{}", options.name);
+        let credential = uc_apiserver::tls::issue_client(&args.data_dir, &user, &["system:nodes"])
+            .map_err(|e| anyhow::anyhow!("issuing the node's client certificate: {e}"))?;
+        let node_kubeconfig = uc_apiserver::tls::write_certificate_kubeconfig(
+            &args.data_dir,
+            "node.kubeconfig",
+            &format!("https://{}", server.addr),
+            (&credential.0, &credential.1),
+        )?;
+        let clients = uc_node::Clients {
+            node: crate::client::local_client_for(&node_kubeconfig, "uc-node").await?,
+            scheduler: crate::client::local_client_for(&kubeconfig, "uc-scheduler").await?,
+        };
+        Some(uc_node::start(clients, options).await.context("starting the node agent")?)
     };
     server.mark_ready();
     println!("export KUBECONFIG={}", kubeconfig.display());

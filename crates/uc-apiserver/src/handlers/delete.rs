@@ -253,6 +253,12 @@ async fn admit_delete(app: &Arc<App>, req: &mut Req, t: &Target, key: &str) -> R
 pub(crate) async fn delete(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
     let opts = delete_options(req)?;
     let subject = t.subject();
+    if crate::node_restriction::node_of(&req.user).is_some() {
+        let old = app.store.get(&t.info.gr(), &t.key()).ok_or_else(|| ApiError::not_found(&subject))?;
+        let name = t.name.as_deref().unwrap_or_default();
+        let delete = crate::node_restriction::Operation::Delete;
+        crate::handlers::write::restrict_node(req, t, delete, name, None, Some(&old))?;
+    }
     admit_delete(app, req, t, &t.key()).await?;
     match delete_object(app, &t.info, &t.key(), &subject, &opts).await? {
         Deleted::Pending(obj) => Ok(respond_object(req, t, 200, &obj)),
@@ -283,6 +289,8 @@ pub(crate) async fn delete_collection(app: &Arc<App>, req: &mut Req, t: &Target)
             continue;
         }
         let subject = Subject { name: meta_str(&obj, "name").unwrap_or_default().into(), ..t.subject() };
+        let delete = crate::node_restriction::Operation::Delete;
+        crate::handlers::write::restrict_node(req, t, delete, &subject.name, None, Some(&obj))?;
         admit_delete(app, req, t, &key).await?;
         match delete_object(app, &t.info, &key, &subject, &opts).await {
             Ok(Deleted::Gone(o) | Deleted::Pending(o)) => items.push(to_version(&t.info, &t.version, &o)),

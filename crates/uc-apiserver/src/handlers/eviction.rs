@@ -52,6 +52,8 @@ pub(crate) async fn evict(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<R
     let budgets = GroupResource::new("policy", "poddisruptionbudgets");
     for _ in 0..16 {
         let pod = app.store.get(&pods, &t.key()).ok_or_else(|| ApiError::not_found(&subject))?;
+        let create = crate::node_restriction::Operation::Create;
+        crate::handlers::write::restrict_node(req, t, create, &name, Some(&body), Some(&pod))?;
         let finished = matches!(pod.at("/status/phase").and_then(Value::as_str), Some("Succeeded" | "Failed"));
         if !is_deleting(&pod) && !finished {
             let (all, _) = app.store.list(&budgets, Some(&ns), None).map_err(|e| ApiError::from_store(e, &subject))?;

@@ -86,6 +86,10 @@ pub(crate) fn create(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Respon
                 ..Default::default()
             })
         })?;
+    let pods = GroupResource::new("", "pods");
+    let bound_pod = wanted.bound.as_ref().and_then(|(_, pod, _)| app.store.get(&pods, &object_key(&ns, pod)));
+    let create = crate::node_restriction::Operation::Create;
+    crate::handlers::write::restrict_node(req, t, create, &name, Some(&request), bound_pod.as_deref())?;
     let uid_of = |o: &Value| o.at("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
     let pod = match &wanted.bound {
         None => None,

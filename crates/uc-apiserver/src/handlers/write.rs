@@ -15,6 +15,7 @@ use crate::handlers::managed::track_update;
 use crate::handlers::meta::{
     CRD_CLEANUP, finalizers, init_namespace, is_deleting, meta_str, ready_to_vanish, set_finalizers, stamp_new,
 };
+use crate::node_restriction::Operation;
 use crate::patch;
 use crate::registry::ResourceInfo;
 use crate::request::{Target, dry_run, parse_body, parse_rv, respond_object, respond_stored, to_version};
@@ -141,6 +142,7 @@ pub(crate) async fn create_object(
     {
         return Err(ApiError::forbidden(&Subject { name: name.clone(), ..t.subject() }, why));
     }
+    restrict_node(req, t, Operation::Create, &name, Some(&obj), None)?;
     if crate::webhooks::admit(app, req, t, "CREATE", Some(&mut obj), None).await?.patched {
         revalidate(req, t, &name, &mut obj)?;
     }
@@ -197,6 +199,7 @@ fn revalidate(req: &mut Req, t: &Target, name: &str, obj: &mut Value) -> Result<
 /// Admits an update of `old` to `new` (both in the storage version): RBAC escalation prevention,
 /// then the admission webhooks (which see the version the request used).
 pub(crate) async fn admit_update(app: &Arc<App>, req: &mut Req, t: &Target, old: &Obj, new: &mut Value) -> Result<()> {
+    restrict_node(req, t, Operation::Update, meta_str(old, "name").unwrap_or_default(), Some(new), Some(old))?;
     if t.info.group == "rbac.authorization.k8s.io" {
         let ns = t.namespace.as_deref().unwrap_or_default();
         crate::auth::check_escalation(&app.store, &req.user, &t.info.resource, ns, new, Some(old))?;
@@ -233,6 +236,31 @@ pub(crate) async fn admit_update(app: &Arc<App>, req: &mut Req, t: &Target, old:
         new["apiVersion"] = v;
     }
     Ok(())
+}
+
+/// NodeRestriction ([`crate::node_restriction`]) for a request made with a node's credential; `old` is
+/// the object stored, or the pod a subresource acts on.
+pub(crate) fn restrict_node(
+    req: &Req,
+    t: &Target,
+    operation: Operation,
+    name: &str,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> Result<()> {
+    let Some(node) = crate::node_restriction::node_of(&req.user) else { return Ok(()) };
+    let write = crate::node_restriction::Write {
+        operation,
+        group: &t.info.group,
+        resource: &t.info.resource,
+        subresource: t.sub.as_deref(),
+        namespace: t.namespace.as_deref().unwrap_or_default(),
+        name,
+        object,
+        old,
+    };
+    crate::node_restriction::check(node, &write)
+        .map_err(|why| ApiError::forbidden(&Subject { name: name.to_string(), ..t.subject() }, why))
 }
 
 /// kube-apiserver's CertificateApproval and CertificateSigning admission: approving or denying a
