@@ -250,10 +250,13 @@ def test_the_console_refuses_forged_requests_and_unauthorised_metrics(cluster):
     code, _, body = post("neighbour", Origin="http://127.0.0.1:1", **{"Sec-Fetch-Site": "same-site"})
     assert code == 403, body
     code, _, body = post("no-header", Origin=f"http://{own}")
-    assert code == 403 and "x-requested-with" in body, body
-    assert cluster.kubectl("get", "cm", "forged", "neighbour", "no-header", check=False).returncode != 0
+    assert code == 403 and "x-csrf-token" in body, body
+    code, _, body = post("guessed", Origin=f"http://{own}", **{"X-CSRF-Token": "AAAA"})
+    assert code == 403, body
+    assert cluster.kubectl("get", "cm", "forged", "neighbour", "no-header", "guessed", check=False).returncode != 0
     # The console's own page.
-    code, headers, body = post("mine", "application/json", Origin=f"http://{own}", **{"X-Requested-With": "uc-console",
+    csrf = next(c.value for c in jar if c.name == "uc-console-csrf")
+    code, headers, body = post("mine", "application/json", Origin=f"http://{own}", **{"X-CSRF-Token": csrf,
                                                                     "Sec-Fetch-Site": "same-origin"})
     assert code == 201, body
     assert headers["X-Frame-Options"] == "DENY" and headers["X-Content-Type-Options"] == "nosniff"

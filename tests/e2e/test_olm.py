@@ -379,6 +379,14 @@ def test_an_initialized_operator_is_packaged_catalogued_subscribed_and_runs(olm,
     olm.kubectl("apply", "-f", str(tmp_path / "greeter" / "example.yaml"))
     cm = wait_for(lambda: get(olm, "configmap", "example-greeting"), timeout=30, message="its hook at work")
     assert cm["data"]["greeting"] == "hello"
+    # Least privilege: the bundle's CSV declares what its controller needs (`uc package` computes it), OLM
+    # grants that to the CSV's account, and the controller acts as that account.
+    spec = get(olm, "universalcontroller", "greeter")["spec"]
+    assert (spec["serviceAccountName"], spec["serviceAccountNamespace"]) == ("greeter-controller", "mine"), spec
+    assert olm.kubectl("auth", "can-i", "create", "configmaps", "--as=system:serviceaccount:mine:greeter-controller",
+                       check=False).stdout.strip() == "yes"
+    assert olm.kubectl("auth", "can-i", "create", "clusterrolebindings",
+                       "--as=system:serviceaccount:mine:greeter-controller", check=False).stdout.strip() == "no"
 
 
 def test_an_operator_group_with_a_target_namespace_scopes_the_installed_operator(olm):

@@ -9,10 +9,16 @@ export class ApiError extends Error {
   }
 }
 
+// The session's CSRF token, from the cookie the console set at login.
+function csrfToken() {
+  const pair = document.cookie.split(";").map((c) => c.trim()).find((c) => c.startsWith("uc-console-csrf="));
+  return pair ? decodeURIComponent(pair.slice("uc-console-csrf=".length)) : "";
+}
+
 // A request to the API; the decoded JSON answer. 401 sends the browser to the login page.
 export async function api(path, { method = "GET", body, contentType = "application/json", accept = "application/json" } = {}) {
-  // The console refuses a change without this header: no other site's page can add it.
-  const headers = { Accept: accept, "X-Requested-With": "uc-console" };
+  // The console refuses a change without the session's CSRF token: a cookie only its own pages can read.
+  const headers = { Accept: accept, "X-CSRF-Token": csrfToken() };
   let payload = body;
   if (body !== undefined && typeof body !== "string") payload = JSON.stringify(body);
   if (payload !== undefined) headers["Content-Type"] = contentType;

@@ -1,12 +1,12 @@
 //! What keeps another page from acting with a logged-in user's cookie: a state-changing request that
 //! the cookie authenticates must come from the console's own pages (its `Origin`, its `Sec-Fetch-Site`)
-//! and carry the console's `X-Requested-With` header, which no other origin can add without the
-//! console's consent; and every response forbids framing, sniffing and inline script. Pure.
+//! and carry the session's CSRF token in `X-CSRF-Token` — the value of a cookie only the console's
+//! pages can read, a digest of the session's token no other site can compute (double submit); and
+//! every response forbids framing, sniffing and inline script. Pure.
 
 use http::{HeaderMap, Method};
 
-/// The header the console's pages send with every request, and its value.
-pub const REQUESTED_WITH: (&str, &str) = ("x-requested-with", "uc-console");
+use crate::session::{CSRF_COOKIE, CSRF_HEADER};
 
 /// Headers every response carries.
 pub const HEADERS: &[(&str, &str)] = &[
@@ -42,9 +42,11 @@ pub fn forged(method: &Method, headers: &HeaderMap, path: &str) -> Option<String
             return Some(format!("a request from {origin} may not change anything through the console"));
         }
     }
-    let (name, value) = REQUESTED_WITH;
-    if path != "/login" && header(headers, name) != Some(value) {
-        return Some(format!("a request that changes something needs the console's {name}: {value} header"));
+    let expected = crate::session::token(headers).map(|t| crate::session::csrf_of(&t));
+    if path != "/login" && (expected.is_none() || header(headers, CSRF_HEADER) != expected.as_deref()) {
+        return Some(format!(
+            "a request that changes something needs the session's {CSRF_HEADER} header (its {CSRF_COOKIE} cookie)"
+        ));
     }
     None
 }
@@ -63,20 +65,26 @@ mod tests {
 
     #[test]
     fn only_the_consoles_own_pages_change_things_with_the_cookie() {
-        let page = [
+        let csrf = crate::session::csrf_of("t0k");
+        let mut page = headers(&[
             ("host", "127.0.0.1:8080"),
             ("origin", "http://127.0.0.1:8080"),
             ("sec-fetch-site", "same-origin"),
-            ("x-requested-with", "uc-console"),
-        ];
-        assert_eq!(forged(&Method::POST, &headers(&page), "/api/v1/namespaces"), None);
+            ("cookie", "uc-console-token=t0k"),
+        ]);
+        page.insert("x-csrf-token", csrf.parse().unwrap());
+        assert_eq!(forged(&Method::POST, &page, "/api/v1/namespaces"), None);
         let other_port =
             [("host", "127.0.0.1:8080"), ("origin", "http://127.0.0.1:9999"), ("sec-fetch-site", "same-site")];
         assert!(forged(&Method::POST, &headers(&other_port), "/api/v1/namespaces").unwrap().contains("same-site"));
         let no_fetch_metadata = [("host", "127.0.0.1:8080"), ("origin", "http://evil.example")];
         assert!(forged(&Method::DELETE, &headers(&no_fetch_metadata), "/api/v1/x").unwrap().contains("evil.example"));
-        let no_header = [("host", "127.0.0.1:8080"), ("origin", "http://127.0.0.1:8080")];
-        assert!(forged(&Method::PUT, &headers(&no_header), "/api/v1/x").unwrap().contains("x-requested-with"));
+        let no_header =
+            [("host", "127.0.0.1:8080"), ("origin", "http://127.0.0.1:8080"), ("cookie", "uc-console-token=t0k")];
+        assert!(forged(&Method::PUT, &headers(&no_header), "/api/v1/x").unwrap().contains("x-csrf-token"));
+        let mut guessed = headers(&no_header);
+        guessed.insert("x-csrf-token", crate::session::csrf_of("another").parse().unwrap());
+        assert!(forged(&Method::PUT, &guessed, "/api/v1/x").is_some(), "another session's token");
         assert_eq!(forged(&Method::POST, &headers(&no_header), "/login"), None, "the login form is a plain form");
         assert_eq!(forged(&Method::GET, &headers(&other_port), "/api/v1/pods"), None);
         assert_eq!(forged(&Method::POST, &headers(&[("authorization", "Bearer t")]), "/api/v1/x"), None);

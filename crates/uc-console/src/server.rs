@@ -40,15 +40,19 @@ fn respond(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Re
     r
 }
 
-fn redirect(to: &str, cookie: Option<String>) -> Response<Body> {
+fn redirect(to: &str, cookies: &[String]) -> Response<Body> {
     let mut r = respond(StatusCode::SEE_OTHER, "text/plain", "");
     if let Ok(v) = to.parse() {
         r.headers_mut().insert(header::LOCATION, v);
     }
-    if let Some(c) = cookie.and_then(|c| c.parse().ok()) {
-        r.headers_mut().insert(header::SET_COOKIE, c);
-    }
+    set_cookies(&mut r, cookies);
     r
+}
+
+fn set_cookies(r: &mut Response<Body>, cookies: &[String]) {
+    for c in cookies.iter().filter_map(|c| c.parse().ok()) {
+        r.headers_mut().append(header::SET_COOKIE, c);
+    }
 }
 
 fn status_json(code: StatusCode, message: &str) -> Response<Body> {
@@ -58,12 +62,13 @@ fn status_json(code: StatusCode, message: &str) -> Response<Body> {
 }
 
 async fn login(state: &State, req: Request<Incoming>) -> Response<Body> {
+    let secure = session::over_https(req.headers());
     let Ok(body) = req.into_body().collect().await.map(|b| b.to_bytes()) else {
         return respond(StatusCode::BAD_REQUEST, "text/plain", "unreadable form");
     };
     let token = form_urlencoded::parse(&body).find(|(k, _)| k == "token").map(|(_, v)| v.trim().to_string());
     match token.filter(|t| !t.is_empty()) {
-        Some(t) if state.sessions.valid(&t).await => redirect("/", Some(session::set_cookie(&t))),
+        Some(t) if state.sessions.valid(&t).await => redirect("/", &session::set_cookies(&t, secure)),
         Some(_) => respond(
             StatusCode::UNAUTHORIZED,
             "text/html; charset=utf-8",
@@ -187,7 +192,7 @@ async fn answer(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     match (req.method(), path.as_str()) {
         (&Method::GET, "/login") => respond(StatusCode::OK, html, assets::login_page(None)),
         (&Method::POST, "/login") => login(&state, req).await,
-        (&Method::GET, "/logout") => redirect("/login", Some(session::clear_cookie())),
+        (&Method::GET, "/logout") => redirect("/login", &session::clear_cookies()),
         (&Method::GET, "/static/style.css") => respond(StatusCode::OK, "text/css", assets::STYLE),
         _ => {
             let token = session::token(req.headers());
@@ -198,7 +203,7 @@ async fn answer(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             match (token.filter(|_| valid), is_api(&path)) {
                 (None, true) => status_json(StatusCode::UNAUTHORIZED, "Unauthorized: log in to the console"),
                 (None, false) if req.method() == Method::GET && !path.starts_with("/static/") => {
-                    redirect("/login", None)
+                    redirect("/login", &[])
                 }
                 (None, false) => status_json(StatusCode::UNAUTHORIZED, "Unauthorized: log in to the console"),
                 (Some(t), true) => proxy(&state, &t, req).await,
@@ -221,6 +226,14 @@ async fn answer(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
                         }
                     }
                     p => match assets::get(p) {
+                        // The page (again) with the session's CSRF token, for sessions that began
+                        // before the console set one.
+                        Some((content_type, body)) if content_type.starts_with("text/html") => {
+                            let mut r = respond(StatusCode::OK, content_type, body);
+                            let secure = if session::over_https(req.headers()) { "; Secure" } else { "" };
+                            set_cookies(&mut r, &[session::csrf_cookie(&t, secure)]);
+                            r
+                        }
                         Some((content_type, body)) => respond(StatusCode::OK, content_type, body),
                         None => respond(StatusCode::NOT_FOUND, "text/plain", "not found"),
                     },

@@ -11,6 +11,34 @@ use parking_lot::Mutex;
 /// The cookie the login page sets.
 pub const COOKIE: &str = "uc-console-token";
 
+/// The cookie the console's pages read (it is not HttpOnly) and send back as [`CSRF_HEADER`] with every
+/// change: another site can neither read it nor compute it.
+pub const CSRF_COOKIE: &str = "uc-console-csrf";
+
+/// The header carrying the CSRF token.
+pub const CSRF_HEADER: &str = "x-csrf-token";
+
+/// The CSRF token of a session: a digest of its token (stateless, so it outlives console restarts,
+/// and it reveals nothing of the token).
+pub fn csrf_of(token: &str) -> String {
+    use base64::Engine;
+    let digest = ring::digest::digest(&ring::digest::SHA256, format!("uc-console csrf\0{token}").as_bytes());
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest.as_ref())
+}
+
+/// The value of the cookie `name`, if the request carries a non-empty one.
+pub fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| decode(v))
+        .filter(|t| !t.is_empty())
+}
+
 /// How long a token the API server accepted is taken as valid without asking again.
 const VALID_FOR: Duration = Duration::from_secs(10);
 
@@ -24,26 +52,33 @@ pub fn token(headers: &HeaderMap) -> Option<String> {
     {
         return Some(t.to_string());
     }
-    headers
-        .get_all(http::header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == COOKIE)
-        .map(|(_, v)| decode(v))
-        .filter(|t| !t.is_empty())
+    cookie(headers, COOKIE)
 }
 
-/// The `Set-Cookie` value that keeps `token` for the browser's session (not readable by scripts, sent
-/// only to this console).
-pub fn set_cookie(token: &str) -> String {
-    format!("{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict", encode(token))
+/// The `Set-Cookie` values that keep `token` for the browser's session (not readable by scripts, sent
+/// only to this console; `Secure` when the browser reached it over HTTPS) and its CSRF token.
+pub fn set_cookies(token: &str, secure: bool) -> [String; 2] {
+    let secure = if secure { "; Secure" } else { "" };
+    [format!("{COOKIE}={}; Path=/; HttpOnly; SameSite=Strict{secure}", encode(token)), csrf_cookie(token, secure)]
 }
 
-/// The `Set-Cookie` value that forgets the token.
-pub fn clear_cookie() -> String {
-    format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")
+/// The `Set-Cookie` value of the CSRF token of `token`'s session.
+pub fn csrf_cookie(token: &str, secure: &str) -> String {
+    format!("{CSRF_COOKIE}={}; Path=/; SameSite=Strict{secure}", csrf_of(token))
+}
+
+/// The `Set-Cookie` values that forget the session.
+pub fn clear_cookies() -> [String; 2] {
+    [
+        format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+        format!("{CSRF_COOKIE}=; Path=/; SameSite=Strict; Max-Age=0"),
+    ]
+}
+
+/// Whether the browser reached the console over HTTPS (through a proxy that terminates TLS and says
+/// so): then cookies are `Secure`.
+pub fn over_https(headers: &HeaderMap) -> bool {
+    headers.get("x-forwarded-proto").and_then(|v| v.to_str().ok()).is_some_and(|p| p.eq_ignore_ascii_case("https"))
 }
 
 fn encode(s: &str) -> String {
@@ -127,10 +162,16 @@ mod tests {
     #[test]
     fn a_cookie_round_trips_any_token() {
         let t = "eyJhbGciOi.J9+/=x";
-        let cookie = set_cookie(t);
-        assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
-        let value = cookie.split(';').next().unwrap();
+        let [session, csrf] = set_cookies(t, false);
+        assert!(session.contains("HttpOnly") && session.contains("SameSite=Strict") && !session.contains("Secure"));
+        let value = session.split(';').next().unwrap();
         assert_eq!(token(&headers(&[("cookie", value)])).as_deref(), Some(t));
-        assert!(clear_cookie().contains("Max-Age=0"));
+        assert!(!csrf.contains("HttpOnly"), "the pages read it");
+        assert_eq!(csrf.split(';').next().unwrap(), format!("uc-console-csrf={}", csrf_of(t)));
+        assert_ne!(csrf_of(t), csrf_of("another"));
+        assert!(!csrf_of(t).contains(t));
+        assert!(set_cookies(t, true).iter().all(|c| c.ends_with("; Secure")));
+        assert!(clear_cookies().iter().all(|c| c.contains("Max-Age=0")));
+        assert!(over_https(&headers(&[("x-forwarded-proto", "https")])) && !over_https(&HeaderMap::new()));
     }
 }

@@ -107,6 +107,46 @@ pub fn rbac(csv: &Csv, namespace: &str) -> Vec<Value> {
     out
 }
 
+/// The service account a CSV's controllers act as: the first its `clusterPermissions` name, else the
+/// first its `permissions` name — the account OLM creates and grants the CSV's rules to.
+fn controller_account(csv: &Csv) -> Option<&str> {
+    let spec = csv.spec.install.as_ref()?.spec.as_ref()?;
+    spec.cluster_permissions
+        .iter()
+        .chain(&spec.permissions)
+        .map(|p| p.service_account_name.as_str())
+        .find(|n| !n.is_empty())
+}
+
+/// A controller of the bundle, made to act as the CSV's account in `namespace` (uc's engine then
+/// writes its children with that account's rights only), unless it names an account itself: a
+/// UniversalController through `spec.serviceAccountName`, a Metacontroller controller through uc's
+/// annotation. Other objects are returned as they are.
+fn acting_as(mut o: Value, account: Option<&str>, namespace: &str) -> Value {
+    let Some(sa) = account else { return o };
+    match kind_of(&o) {
+        "UniversalController"
+            if o.pointer("/spec/serviceAccountName").and_then(Value::as_str).is_none_or(str::is_empty) =>
+        {
+            if let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.insert("serviceAccountName".into(), json!(sa));
+                spec.insert("serviceAccountNamespace".into(), json!(namespace));
+            }
+        }
+        "CompositeController" | "DecoratorController" => {
+            let annotations = o.pointer("/metadata/annotations").and_then(Value::as_object);
+            if !annotations.is_some_and(|a| a.contains_key(SERVICE_ACCOUNT_ANNOTATION)) {
+                o["metadata"]["annotations"][SERVICE_ACCOUNT_ANNOTATION] = json!(format!("{namespace}/{sa}"));
+            }
+        }
+        _ => {}
+    }
+    o
+}
+
+/// The annotation naming the account a Metacontroller controller acts as (uc's engine reads it).
+const SERVICE_ACCOUNT_ANNOTATION: &str = "uc.njuics.cn/service-account";
+
 /// The label OLM's Operator API puts on what an operator installed, `operators.coreos.com/<package>.<namespace>`:
 /// on the CRDs an install creates, so that `kubectl delete crd -l <label>` removes them when asked
 /// (uninstalling leaves them). None when the name is too long to be a label's.
@@ -159,9 +199,11 @@ pub fn steps(bundle: &Bundle, namespace: &str) -> Result<Vec<Step>, String> {
         let namespaced = o.pointer("/metadata/namespace").is_some();
         step(owned(o), namespaced)
     }));
+    let account = controller_account(&csv);
     for o in
         bundle.objects.iter().filter(|o| !matches!(kind_of(o), "CustomResourceDefinition" | "ClusterServiceVersion"))
     {
+        let o = &acting_as(o.clone(), account, namespace);
         let cluster_scoped = matches!(
             kind_of(o),
             "ClusterRole"
@@ -279,6 +321,35 @@ mod tests {
         assert_eq!(status["resource"]["group"], "operators.coreos.com");
         assert_eq!(status["resource"]["kind"], "ClusterServiceVersion");
         assert_eq!(status["resolving"], "memcached.v0.1.0");
+    }
+
+    #[test]
+    fn the_bundles_controllers_act_as_the_csvs_account() {
+        let uc = json!({"apiVersion": "universalcontroller.njuics.cn/v1alpha1", "kind": "UniversalController",
+                        "metadata": {"name": "memcached"}, "spec": {"parentResource": {"apiVersion": "v1", "resource": "configmaps"}}});
+        let own = json!({"apiVersion": "universalcontroller.njuics.cn/v1alpha1", "kind": "UniversalController",
+                         "metadata": {"name": "own"}, "spec": {"serviceAccountName": "mine"}});
+        let composite = json!({"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "CompositeController",
+                               "metadata": {"name": "meta"}, "spec": {}});
+        let bundle = bundle_from_objects("memcached", vec![csv_object(), uc, own, composite]).unwrap();
+        let steps = steps(&bundle, "operators").unwrap();
+        let named = |n: &str| {
+            let controller =
+                |s: &&Step| kind_of(&s.manifest).ends_with("Controller") && s.manifest["metadata"]["name"] == n;
+            &steps.iter().find(controller).unwrap().manifest
+        };
+        assert_eq!(
+            named("memcached")["spec"]["serviceAccountName"],
+            "memcached",
+            "the CSV's clusterPermissions account"
+        );
+        assert_eq!(named("memcached")["spec"]["serviceAccountNamespace"], "operators", "in the install namespace");
+        assert_eq!(named("own")["spec"]["serviceAccountName"], "mine", "its own account stays");
+        assert!(named("own")["spec"].get("serviceAccountNamespace").is_none());
+        assert_eq!(named("meta")["metadata"]["annotations"][SERVICE_ACCOUNT_ANNOTATION], "operators/memcached");
+        let mut none = csv_object();
+        none["spec"]["install"]["spec"] = json!({"deployments": []});
+        assert_eq!(controller_account(&Csv::from_value(&none).unwrap()), None, "no permissions: the engine's own");
     }
 
     #[test]

@@ -134,7 +134,16 @@ pub fn package(dir: &Path, version: &str, replaces: Option<&str>, out: Option<Pa
     let out = out.unwrap_or_else(|| dir.join("bundle"));
     std::fs::create_dir_all(out.join("manifests")).with_context(|| format!("creating {}", out.display()))?;
     std::fs::create_dir_all(out.join("metadata")).with_context(|| format!("creating {}", out.display()))?;
-    let csv = csv(&name, version, replaces, &crds, &examples, &summary(dir));
+    let mut csv = csv(&name, version, replaces, &crds, &examples, &summary(dir));
+    // What the controllers' account needs: OLM grants it to the account, and the controllers act as it.
+    let specs: Vec<_> =
+        crate::rbac::controllers(&controllers).map_err(anyhow::Error::msg)?.into_iter().map(|(_, s)| s).collect();
+    if !specs.is_empty() {
+        csv["spec"]["install"]["spec"]["clusterPermissions"] = json!([{
+            "serviceAccountName": format!("{name}-controller"),
+            "rules": crate::rbac::account_rules(&specs),
+        }]);
+    }
     write_yaml(&out.join("manifests").join(format!("{name}.clusterserviceversion.yaml")), &[csv])?;
     write_yaml(&out.join("manifests").join("crds.yaml"), &crds)?;
     write_yaml(&out.join("manifests").join("controllers.yaml"), &controllers)?;
@@ -209,6 +218,14 @@ mod tests {
             "inlined"
         );
         assert!(b.provides.iter().any(|g| g.kind == "Demo"));
+        let csv = b.objects.iter().find(|o| o["kind"] == "ClusterServiceVersion").unwrap();
+        let permissions = &csv["spec"]["install"]["spec"]["clusterPermissions"][0];
+        assert_eq!(permissions["serviceAccountName"], "demo-controller", "the controllers' account");
+        let rules = permissions["rules"].as_array().unwrap();
+        assert!(
+            rules.iter().any(|r| r["resources"].as_array().unwrap().iter().any(|x| x == "configmaps")),
+            "{rules:?}"
+        );
         let catalog = tmp.path().join("catalog");
         catalog_add(&bundle, &catalog, None).unwrap();
         let second = package(&dir, "0.2.0", None, Some(tmp.path().join("b2"))).unwrap();

@@ -66,14 +66,20 @@ impl Rules {
         self.allow(group, &format!("{}/status", p.resource), &["get", "update", "patch"]);
         // Owner references that block deletion need the parent's finalizers subresource.
         self.allow(group, &format!("{}/finalizers", p.resource), &["update"]);
-        for c in &spec.child_resources {
-            self.allow(group_of(&c.api_version), &c.resource, OWN);
-        }
         // A controller that acts as its own service account: the engine impersonates it (the account
         // and its groups); what the children need is then the account's to hold.
         if spec.service_account_name.as_deref().is_some_and(|n| !n.is_empty()) {
             self.allow("", "serviceaccounts", &["impersonate"]);
             self.allow("", "groups", &["impersonate"]);
+        }
+        self.account(spec);
+    }
+
+    /// What the identity a controller acts as needs: its children's verbs, and reading the ConfigMaps
+    /// and Secrets its hooks name (the rules of its service account, when it names one).
+    pub fn account(&mut self, spec: &UniversalControllerSpec) {
+        for c in &spec.child_resources {
+            self.allow(group_of(&c.api_version), &c.resource, OWN);
         }
         let hooks = [&spec.hooks.sync, &spec.hooks.finalize, &spec.hooks.customize];
         for hook in hooks.into_iter().flatten() {
@@ -186,17 +192,46 @@ pub fn manifests(
     out.push_str("---\n");
     out.push_str(&serde_yaml::to_string(&role).unwrap_or_default());
     if let Some((ns, sa)) = service_account {
-        let binding = json!({
+        out.push_str(&binding(name, ns, sa));
+    }
+    // Each controller that acts as its own account: the role that account needs, bound to it.
+    for (controller, spec) in controllers {
+        let Some(sa) = spec.service_account_name.as_deref().filter(|n| !n.is_empty()) else { continue };
+        let ns = spec.service_account_namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or("default");
+        let role_name = format!("uc-controller-{controller}");
+        let role = json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "uc"}},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}],
+            "kind": "ClusterRole",
+            "metadata": {"name": role_name, "labels": {"app.kubernetes.io/name": "uc"},
+                         "annotations": {"uc.njuics.cn/controllers": controller}},
+            "rules": account_rules(std::slice::from_ref(spec)),
         });
-        out.push_str("---\n");
-        out.push_str(&serde_yaml::to_string(&binding).unwrap_or_default());
+        out.push_str(&format!("---\n# What {ns}/{sa}, the account {controller} acts as, needs.\n"));
+        out.push_str(&serde_yaml::to_string(&role).unwrap_or_default());
+        out.push_str(&binding(&role_name, ns, sa));
     }
     out
+}
+
+/// The rules the accounts of `specs` need together (a bundle's `clusterPermissions`).
+pub fn account_rules(specs: &[UniversalControllerSpec]) -> Vec<Value> {
+    let mut rules = Rules::default();
+    for spec in specs {
+        rules.account(spec);
+    }
+    rules.policy_rules()
+}
+
+/// A ClusterRoleBinding of the ClusterRole `name` to the service account `ns/sa`, as a YAML document.
+fn binding(name: &str, ns: &str, sa: &str) -> String {
+    let binding = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "uc"}},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}],
+    });
+    format!("---\n{}", serde_yaml::to_string(&binding).unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -238,6 +273,20 @@ mod tests {
         let r = rules.policy_rules();
         assert_eq!(verbs(rule_for(&r, "", "serviceaccounts")), ["impersonate"], "the engine acts as the account");
         assert_eq!(verbs(rule_for(&r, "", "groups")), ["impersonate"]);
+        // The account's own role: its children and its hook's source, not the parent.
+        let mine = account_rules(std::slice::from_ref(&own));
+        assert!(verbs(rule_for(&mine, "apps", "deployments")).contains(&"create".to_string()));
+        assert_eq!(verbs(rule_for(&mine, "", "configmaps")), ["get", "list", "watch"]);
+        assert!(rule_for(&mine, "njuics.cn", "foos").is_none() && rule_for(&mine, "", "serviceaccounts").is_none());
+        let mut named = sample();
+        named["spec"]["serviceAccountName"] = json!("sample");
+        named["spec"]["serviceAccountNamespace"] = json!("team-a");
+        let text = manifests("uc-engine", &controllers(&[named]).unwrap(), true, false, None);
+        let docs: Vec<Value> =
+            text.split("---\n").filter(|d| !d.trim().is_empty()).map(|d| serde_yaml::from_str(d).unwrap()).collect();
+        assert_eq!(docs.len(), 3, "the engine's role, the account's role and its binding");
+        assert_eq!(docs[1]["metadata"]["name"], "uc-controller-sample-controller");
+        assert_eq!(docs[2]["subjects"][0], json!({"kind": "ServiceAccount", "name": "sample", "namespace": "team-a"}));
     }
 
     #[test]
