@@ -175,6 +175,10 @@ def test_a_slow_client_is_cut_off_and_a_short_body_answered(make_cluster):
     for query in ("watch=1&timeoutSeconds=-1", "watch=1&timeoutSeconds=abc", "limit=abc"):
         r = cluster.kubectl("get", "--raw", f"/api/v1/configmaps?{query}", check=False)
         assert r.returncode != 0 and "must be a non-negative integer" in r.stderr, (query, r.stderr)
+    r = cluster.kubectl("get", "--raw", "/api/v1/configmaps?resourceVersion=abc", check=False)
+    assert 'resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax' in r.stderr, r.stderr
+    r = cluster.kubectl("get", "--raw", "/api/v1/configmaps?resourceVersionMatch=Exact", check=False)
+    assert "resourceVersionMatch is forbidden unless resourceVersion is provided" in r.stderr, r.stderr
 
 
 def test_one_accounts_flood_is_answered_429_and_stalls_no_one_else(cluster):

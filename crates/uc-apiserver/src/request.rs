@@ -7,7 +7,7 @@ use http::Response;
 use serde_json::{Value, json};
 use uc_api::{FieldSelector, LabelSelector, Pointer};
 
-use crate::app::{Body, Render, Req, json_response};
+use crate::app::{Body, Params, Render, Req, json_response};
 use crate::error::{ApiError, Result, Subject};
 use crate::handlers::meta::meta_str;
 use crate::registry::ResourceInfo;
@@ -192,9 +192,57 @@ pub fn unset_field(field: &str) -> Option<&'static str> {
     }
 }
 
-/// Parses a resourceVersion parameter.
+/// Parses a resourceVersion parameter; one that is not a revision is refused in kube-apiserver's words.
 pub fn parse_rv(rv: &str) -> Result<u64> {
-    rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}: must be an integer")))
+    rv.parse().map_err(|e: std::num::ParseIntError| {
+        let why = match e.kind() {
+            std::num::IntErrorKind::PosOverflow => "value out of range",
+            _ => "invalid syntax",
+        };
+        ApiError::bad_request(format!(
+            "resourceVersion: Invalid value: {rv:?}: strconv.ParseUint: parsing {rv:?}: {why}"
+        ))
+    })
+}
+
+/// Checks a list's or a watch's options as kube-apiserver decodes and validates them: numbers and
+/// booleans that do not read are a 400, `resourceVersionMatch` without a `resourceVersion` (or `Exact`
+/// at `0`) a 422 naming the field.
+pub fn check_list_options(params: &Params) -> Result<()> {
+    for name in ["limit", "timeoutSeconds"] {
+        if let Some(v) = params.get(name)
+            && v.parse::<u64>().is_err()
+        {
+            return Err(ApiError::bad_request(format!("invalid {name} {v:?}: must be a non-negative integer")));
+        }
+    }
+    for name in ["watch", "allowWatchBookmarks", "sendInitialEvents"] {
+        if let Some(v) = params.get(name)
+            && !matches!(
+                v.as_str(),
+                "" | "1" | "t" | "T" | "true" | "TRUE" | "True" | "0" | "f" | "F" | "false" | "FALSE" | "False"
+            )
+        {
+            return Err(ApiError::bad_request(format!("{name}: strconv.ParseBool: parsing {v:?}: invalid syntax")));
+        }
+    }
+    if let Some(rv) = params.get("resourceVersion").filter(|rv| !rv.is_empty()) {
+        parse_rv(rv)?;
+    }
+    let rv = params.get("resourceVersion").map(String::as_str).unwrap_or_default();
+    let forbidden = match params.get("resourceVersionMatch").map(String::as_str) {
+        Some(m) if !m.is_empty() && rv.is_empty() => {
+            "resourceVersionMatch is forbidden unless resourceVersion is provided"
+        }
+        Some("Exact") if rv == "0" => "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+        _ => return Ok(()),
+    };
+    Err(ApiError::invalid(
+        "ListOptions",
+        "meta.k8s.io",
+        "",
+        &[crate::error::FieldError::forbidden("resourceVersionMatch", forbidden)],
+    ))
 }
 
 #[cfg(test)]
@@ -213,5 +261,37 @@ mod tests {
             sel("spec.unschedulable=true").matches(&cordoned) && sel("spec.unschedulable!=false").matches(&cordoned)
         );
         assert!(sel("status.phase!=Running").matches(&node), "strings are empty when unset");
+    }
+
+    #[test]
+    fn list_options_are_checked_as_kube_decodes_them() {
+        let params =
+            |pairs: &[(&str, &str)]| -> Params { pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect() };
+        assert!(check_list_options(&params(&[("limit", "5"), ("resourceVersion", "7"), ("watch", "true")])).is_ok());
+        let e = check_list_options(&params(&[("resourceVersion", "abc")])).unwrap_err();
+        assert_eq!(
+            (e.code(), e.0.message.as_str()),
+            (400, r#"resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax"#)
+        );
+        assert!(parse_rv("99999999999999999999").unwrap_err().0.message.ends_with("value out of range"));
+        assert_eq!(check_list_options(&params(&[("timeoutSeconds", "-1")])).unwrap_err().code(), 400);
+        let e = check_list_options(&params(&[("allowWatchBookmarks", "maybe")])).unwrap_err();
+        assert_eq!(e.0.message, r#"allowWatchBookmarks: strconv.ParseBool: parsing "maybe": invalid syntax"#);
+        let e = check_list_options(&params(&[("resourceVersionMatch", "Exact")])).unwrap_err();
+        assert_eq!(e.code(), 422);
+        assert!(
+            e.0.message.contains(
+                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided"
+            ),
+            "{}",
+            e.0.message
+        );
+        let e =
+            check_list_options(&params(&[("resourceVersionMatch", "Exact"), ("resourceVersion", "0")])).unwrap_err();
+        assert!(
+            e.0.message.contains(r#"resourceVersionMatch "exact" is forbidden for resourceVersion "0""#),
+            "{}",
+            e.0.message
+        );
     }
 }

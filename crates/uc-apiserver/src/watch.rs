@@ -180,6 +180,7 @@ fn gone_line(requested: u64, oldest: u64) -> Bytes {
 
 /// Serves a watch request.
 pub fn serve(app: &Arc<App>, req: &Req, t: &Target) -> Result<Response<Body>> {
+    crate::request::check_list_options(&req.params)?;
     let selectors = Selectors::from_req(req)?;
     let mut selectors = selectors;
     if let Some(name) = &t.name {

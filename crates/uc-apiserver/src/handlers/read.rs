@@ -22,6 +22,7 @@ struct ContinueToken {
 }
 
 pub(crate) fn list(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
+    crate::request::check_list_options(&req.params)?;
     let sel = Selectors::from_req(req)?;
     let limit: usize = match req.params.get("limit") {
         Some(l) => l
