@@ -181,6 +181,26 @@ def test_a_slow_client_is_cut_off_and_a_short_body_answered(make_cluster):
     assert "resourceVersionMatch is forbidden unless resourceVersion is provided" in r.stderr, r.stderr
 
 
+def test_connections_past_the_cap_are_closed_and_the_server_serves_again(make_cluster):
+    import ssl
+
+    cluster = make_cluster(["--max-connections", "20", "--no-engine", "--no-node", "--no-olm"])
+    held, refused = [], None
+    for _ in range(40):
+        try:
+            held.append(_tls(cluster))
+        except (ssl.SSLError, OSError) as e:
+            refused = e
+            break
+    try:
+        assert refused is not None and 10 <= len(held) <= 20, (len(held), refused)
+    finally:
+        for s in held:
+            s.close()
+    wait_for(lambda: cluster.kubectl("get", "namespaces", check=False).returncode == 0, timeout=30,
+             message="served again once the connections closed")
+
+
 def test_one_accounts_flood_is_answered_429_and_stalls_no_one_else(cluster):
     import ssl
     import time

@@ -46,6 +46,8 @@ pub struct Config {
     pub pod_security: crate::pod_security::Policy,
     /// Each identity's share of the server (API Priority and Fairness' seats and queue).
     pub shares: crate::fairness::Shares,
+    /// At most this many client connections open at once (more are closed as they come).
+    pub max_connections: usize,
 }
 
 impl Config {
@@ -64,6 +66,7 @@ impl Config {
             hold_readiness: false,
             pod_security: Default::default(),
             shares: Default::default(),
+            max_connections: 4096,
         }
     }
 }

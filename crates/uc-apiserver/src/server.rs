@@ -114,7 +114,9 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
     tokio::spawn(crate::certificates::run_signer(app.clone(), shutdown.subscribe()));
     tokio::spawn(crate::apiservices::run(app.clone(), shutdown.subscribe()));
     let app2 = app.clone();
+    let connections = Arc::new(tokio::sync::Semaphore::new(config.max_connections.max(1)));
     let task = tokio::spawn(async move {
+        let mut warned = None;
         loop {
             let (tcp, _) = tokio::select! {
                 r = listener.accept() => match r {
@@ -127,11 +129,21 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
                 },
                 _ = shutdown_rx.changed() => break,
             };
+            // Past the cap a connection is closed at once: no client holds every descriptor.
+            let Ok(open) = connections.clone().try_acquire_owned() else {
+                if warned.is_none_or(|at: std::time::Instant| at.elapsed() > Duration::from_secs(10)) {
+                    tracing::warn!(limit = app2.config.max_connections, "too many connections; closing new ones");
+                    warned = Some(std::time::Instant::now());
+                }
+                drop(tcp);
+                continue;
+            };
             let _ = tcp.set_nodelay(true);
             let acceptor = acceptor.clone();
             let app = app2.clone();
             let mut stop = shutdown_rx.clone();
             tokio::spawn(async move {
+                let _open = open;
                 let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
                     Ok(Ok(s)) => s,
                     _ => return,

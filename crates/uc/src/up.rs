@@ -103,6 +103,10 @@ pub struct UpArgs {
     /// kube-apiserver's `--request-timeout`).
     #[arg(long, default_value = "60s", value_parser = crate::engine_args::parse_duration)]
     request_timeout: std::time::Duration,
+    /// At most this many client connections open at once; one more is closed at once, so that no
+    /// client can exhaust the process's file descriptors.
+    #[arg(long, default_value_t = 4096)]
+    max_connections: usize,
     /// Pod Security admission's levels for namespaces whose labels name none:
     /// `enforce=LEVEL[:VERSION],audit=...,warn=...` (levels privileged, baseline, restricted; modes
     /// left out are privileged). kube-system is always privileged.
@@ -222,6 +226,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     config.kubelet_client = Some(kubelet_client);
     config.audit_log_path = args.audit_log_path.clone();
     config.request_timeout = args.request_timeout;
+    config.max_connections = args.max_connections;
     // Ready once everything below runs (the control plane's API served, the node registered).
     config.hold_readiness = true;
     config.durable = !args.in_memory;
