@@ -380,6 +380,19 @@ def test_a_controller_can_do_no_more_than_its_service_account(make_cluster):
     message = synced_false("tenant-a")
     assert "system:serviceaccount:team-a:a-bot" in message and "team-b" in message, message
     assert cluster.kubectl("-n", "team-b", "get", "cm", "from-a", check=False).returncode != 0
+    # And tenant B's, the other way round: neither touches the other's objects.
+    cluster.kubectl("-n", "team-b", "create", "serviceaccount", "b-bot")
+    cluster.kubectl("-n", "team-b", "create", "rolebinding", "b-bot", "--clusterrole=edit", "--serviceaccount=team-b:b-bot")
+    both = ("[{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'from-b', namespace: 'team-b'}}, "
+            "{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'from-a', namespace: 'team-a'}, data: {overwritten: 'yes'}}]")
+    cluster.kubectl("apply", "-f", "-", input=js_controller("tenant-b", "tenant-b", both, serviceAccountName="b-bot",
+                                                            serviceAccountNamespace="team-b"))
+    cluster.kubectl("label", "namespace", "team-b", "tenant=tenant-b")
+    wait_for(lambda: cluster.kubectl("-n", "team-b", "get", "cm", "from-b", check=False).returncode == 0, timeout=30,
+             message="tenant B's child in its namespace")
+    message = synced_false("tenant-b")
+    assert "system:serviceaccount:team-b:b-bot" in message and "team-a" in message, message
+    assert "overwritten" not in cluster.kubectl("-n", "team-a", "get", "cm", "from-a", "-o", "json").stdout
 
     # A webhook's credentials are read as the account too: tenant B's Secret is not tenant A's.
     cluster.kubectl("-n", "team-b", "create", "secret", "generic", "b-token", "--from-literal=token=s3cr3t")
