@@ -126,3 +126,45 @@ def test_not_found_conflict_and_unsupported(raw):
                            content_type="application/json-patch+json"), 422, "Invalid")
     assert_status(raw.call("GET", "/api/v1/namespaces/default/pods?labelSelector=a%20in%20b"), 400, "BadRequest")
     assert_status(raw.call("POST", "/api/v1/namespaces/nowhere/configmaps", {"metadata": {"name": "x"}}), 404, "NotFound")
+
+
+def test_nothing_is_kept_that_the_store_cannot_read_back(make_cluster):
+    """A deep object, or a patch that deepens one or grows it past the limit, is refused; the cluster
+    starts again on its data directory with everything it accepted."""
+    cluster = make_cluster()
+    raw = Raw(cluster)
+    cms = "/api/v1/namespaces/default/configmaps"
+
+    def nested(levels):
+        v = "leaf"
+        for _ in range(levels):
+            v = {"x": v}
+        return v
+
+    def configmap(name, **fields):
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, **fields}
+
+    deep = assert_status(raw.call("POST", cms, configmap("deep", extra=nested(120))), 400, "BadRequest")
+    assert "levels deep" in deep["message"], deep
+    # Just under the limit it is kept; a JSON patch that nests it deeper is refused.
+    assert raw.call("POST", cms, configmap("nest", extra=nested(90), data={}))[0] == 201
+    deeper = [{"op": "replace", "path": "/extra" + "/x" * 90, "value": nested(20)}]
+    body = assert_status(raw.call("PATCH", f"{cms}/nest", deeper, content_type="application/json-patch+json"), 422,
+                         "Invalid")
+    assert "levels deep" in body["message"], body
+    # 55,000 operations are more than a JSON patch may have.
+    many = [{"op": "add", "path": f"/data/k{i}", "value": "v"} for i in range(55_000)]
+    body = assert_status(raw.call("PATCH", f"{cms}/nest", many, content_type="application/json-patch+json"), 413,
+                         "RequestEntityTooLarge")
+    assert "The allowed maximum operations in a JSON patch is 10000, got 55000" in body["message"], body
+    # Copies that double an object are stopped before they outgrow what is kept.
+    raw.call("PATCH", f"{cms}/nest", {"data": {"big": "x" * 200_000}}, content_type="application/merge-patch+json")
+    doubling = [{"op": "copy", "from": "/data", "path": f"/extra{i}"} for i in range(40)]
+    assert_status(raw.call("PATCH", f"{cms}/nest", doubling, content_type="application/json-patch+json"), 413,
+                  "RequestEntityTooLarge")
+    # What was accepted reads back after a restart.
+    assert cluster.stop() == 0
+    cluster.start()
+    kept = json.loads(cluster.kubectl("get", "configmap", "nest", "-o", "json").stdout)
+    assert len(kept["data"]["big"]) == 200_000 and "extra0" not in kept
+    assert cluster.kubectl("get", "configmap", "deep", check=False).returncode != 0

@@ -117,6 +117,11 @@ impl ApiError {
         Self::new(Status::failure(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {limit}")))
     }
 
+    /// 413 RequestEntityTooLarge with kube-apiserver's prefix and a reason.
+    pub fn too_large_because(why: impl std::fmt::Display) -> Self {
+        Self::new(Status::failure(413, "RequestEntityTooLarge", format!("Request entity too large: {why}")))
+    }
+
     /// 415 UnsupportedMediaType.
     pub fn unsupported_media_type(message: impl Into<String>) -> Self {
         Self::new(Status::failure(415, "UnsupportedMediaType", message))
@@ -160,6 +165,10 @@ impl ApiError {
             }
             StoreError::Closed => Self::unavailable("the server is shutting down"),
             StoreError::Backend(m) => Self::internal(m),
+            StoreError::Unstorable(crate::limits::Exceeded::Size(_)) => {
+                Self::too_large(crate::limits::MAX_OBJECT_BYTES)
+            }
+            StoreError::Unstorable(e) => Self::bad_request(e.to_string()),
         }
     }
 }

@@ -21,6 +21,7 @@ pub mod handlers;
 pub mod history;
 pub mod kubelet;
 pub mod kubelet_tls;
+pub mod limits;
 pub mod node_ports;
 pub mod node_restriction;
 pub mod openapi;

@@ -15,12 +15,58 @@ pub enum PatchError {
     /// A JSON patch operation failed (e.g. `test` or a missing path).
     #[error("the patch could not be applied: {0}")]
     Failed(String),
+    /// The patch, or what it makes, is more than the server keeps (413).
+    #[error("{0}")]
+    TooLarge(String),
 }
 
-/// Applies an RFC 6902 JSON patch.
+/// Applies an RFC 6902 JSON patch, as kube-apiserver does: at most 10,000 operations, and copies
+/// adding up to at most an object's size; an operation that would nest the object deeper than the store
+/// keeps stops the patch before anything walks it recursively.
 pub fn json_patch(target: &mut Value, patch: &[u8]) -> Result<(), PatchError> {
+    use crate::limits::{MAX_DEPTH, MAX_JSON_PATCH_OPERATIONS, MAX_OBJECT_BYTES, measure};
+    use json_patch::PatchOperation as Op;
     let p: json_patch::Patch = serde_json::from_slice(patch).map_err(|e| PatchError::Malformed(e.to_string()))?;
-    json_patch::patch(target, &p).map_err(|e| PatchError::Failed(e.to_string()))
+    if p.0.len() > MAX_JSON_PATCH_OPERATIONS {
+        return Err(PatchError::TooLarge(format!(
+            "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
+            p.0.len()
+        )));
+    }
+    let too_deep = |depth: usize| {
+        PatchError::Failed(format!("the object would nest {depth} levels deep; at most {MAX_DEPTH} can be stored"))
+    };
+    // An upper bound of the object's depth, made exact when it passes the limit.
+    let mut depth = measure(target).0;
+    let mut copied = 0usize;
+    for op in p.0 {
+        let bound = match &op {
+            Op::Add(a) => depth.max(a.path.count() + measure(&a.value).0),
+            Op::Replace(r) => depth.max(r.path.count() + measure(&r.value).0),
+            Op::Move(m) => depth + m.path.count().saturating_sub(m.from.count()),
+            Op::Copy(c) => {
+                let from = target.pointer(c.from.as_str()).map(measure).unwrap_or_default();
+                copied += from.1;
+                if copied > MAX_OBJECT_BYTES {
+                    return Err(PatchError::TooLarge(format!(
+                        "the copies of a JSON patch add up to more than {MAX_OBJECT_BYTES} bytes"
+                    )));
+                }
+                depth.max(c.path.count() + from.0)
+            }
+            Op::Remove(_) | Op::Test(_) => depth,
+        };
+        if bound > MAX_DEPTH && !matches!(op, Op::Move(_)) {
+            return Err(too_deep(bound));
+        }
+        json_patch::patch(target, &[op]).map_err(|e| PatchError::Failed(e.to_string()))?;
+        depth = if bound > MAX_DEPTH { measure(target).0 } else { bound };
+        if depth > MAX_DEPTH {
+            crate::limits::drop_deep(std::mem::take(target));
+            return Err(too_deep(depth));
+        }
+    }
+    Ok(())
 }
 
 /// Applies an RFC 7386 JSON merge patch.
@@ -388,5 +434,32 @@ mod tests {
         let mut c = json!({"webhooks": [{"name": "a.x.io", "failurePolicy": "Fail", "sideEffects": "None"}]});
         strategic_merge_patch(&mut c, br#"{"webhooks": [{"name": "a.x.io", "failurePolicy": "Ignore"}]}"#).unwrap();
         assert_eq!(c, json!({"webhooks": [{"name": "a.x.io", "failurePolicy": "Ignore", "sideEffects": "None"}]}));
+    }
+
+    #[test]
+    fn a_json_patch_cannot_outgrow_what_the_store_keeps() {
+        use serde_json::json;
+        let ops = |ops: Vec<Value>| serde_json::to_vec(&ops).unwrap();
+        let mut doc = json!({"data": {}});
+        let many: Vec<Value> =
+            (0..10_001).map(|i| json!({"op": "add", "path": format!("/data/k{i}"), "value": "v"})).collect();
+        let e = json_patch(&mut doc, &ops(many)).unwrap_err();
+        assert_eq!(e.to_string(), "The allowed maximum operations in a JSON patch is 10000, got 10001");
+        // Doubling by copies stops before the copies outgrow an object.
+        let mut doc = json!({"a": "x".repeat(100_000)});
+        let mut doubling = vec![json!({"op": "copy", "from": "/a", "path": "/b"})];
+        for i in 0..40 {
+            doubling.push(json!({"op": "copy", "from": "", "path": format!("/c{i}")}));
+        }
+        assert!(matches!(json_patch(&mut doc, &ops(doubling)), Err(PatchError::TooLarge(_))));
+        // Nesting deeper with each copy of the object into itself stops at the limit.
+        let mut doc = json!({"a": {}});
+        let deeper: Vec<Value> = (0..200).map(|_| json!({"op": "copy", "from": "", "path": "/a/n"})).collect();
+        let e = json_patch(&mut doc, &ops(deeper)).unwrap_err();
+        assert!(e.to_string().contains("levels deep"), "{e}");
+        // An ordinary patch applies.
+        let mut doc = json!({"data": {"a": "1"}});
+        json_patch(&mut doc, &ops(vec![json!({"op": "replace", "path": "/data/a", "value": "2"})])).unwrap();
+        assert_eq!(doc, json!({"data": {"a": "2"}}));
     }
 }

@@ -460,6 +460,15 @@ impl Store {
 
     /// Commits one write: durable (when the store has a file) once this returns Ok.
     pub async fn write(&self, op: Op) -> Result<Obj, StoreError> {
+        // Nothing is kept that the store could not read back (`crate::limits`).
+        if let Op::Create { object, .. } | Op::Update { object, .. } = &op
+            && let Err(e) = crate::limits::check(object)
+        {
+            if let Op::Create { object, .. } | Op::Update { object, .. } = op {
+                crate::limits::drop_deep(object);
+            }
+            return Err(StoreError::Unstorable(e));
+        }
         let (tx, rx) = oneshot::channel();
         match &self.writer {
             Writer::Thread(writer) => writer.send((op, tx)).map_err(|_| StoreError::Closed)?,

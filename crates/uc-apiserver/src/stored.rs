@@ -32,6 +32,9 @@ pub enum StoreError {
         /// The oldest revision that can still be served.
         oldest: u64,
     },
+    /// The object is more than the store keeps (too deep, too large).
+    #[error("{0}")]
+    Unstorable(crate::limits::Exceeded),
     /// The database file failed.
     #[error("storage failure: {0}")]
     Backend(String),

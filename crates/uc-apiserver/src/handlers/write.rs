@@ -492,7 +492,20 @@ pub(crate) fn apply_patch(req: &Req, t: &Target, target: &mut Value) -> Result<(
             )));
         }
     };
+    // What a patch made is refused before anything walks it if the store could not keep it.
+    let r = r.and_then(|()| {
+        crate::limits::check(target).map_err(|e| {
+            crate::limits::drop_deep(std::mem::take(target));
+            match e {
+                crate::limits::Exceeded::Size(_) => {
+                    patch::PatchError::TooLarge(format!("limit is {}", crate::limits::MAX_OBJECT_BYTES))
+                }
+                depth => patch::PatchError::Failed(depth.to_string()),
+            }
+        })
+    });
     r.map_err(|e| match e {
+        patch::PatchError::TooLarge(m) => ApiError::too_large_because(m),
         patch::PatchError::Malformed(m) => ApiError::bad_request(m),
         patch::PatchError::Failed(m) => ApiError::invalid(
             &t.info.kind,
