@@ -2,6 +2,7 @@
 
 import json
 import ssl
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -168,3 +169,20 @@ def test_nothing_is_kept_that_the_store_cannot_read_back(make_cluster):
     kept = json.loads(cluster.kubectl("get", "configmap", "nest", "-o", "json").stdout)
     assert len(kept["data"]["big"]) == 200_000 and "extra0" not in kept
     assert cluster.kubectl("get", "configmap", "deep", check=False).returncode != 0
+
+
+def test_duplicate_fields_selectors_and_label_keys_get_kubes_answers(cluster):
+    raw = Raw(cluster)
+    cms = "/api/v1/namespaces/default/configmaps"
+    twice = b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "twice"}, "data": {"a": "1", "a": "2"}}'
+    body = assert_status(raw.call("POST", cms + "?fieldValidation=Strict", twice), 400, "BadRequest")
+    assert body["message"] == 'strict decoding error: duplicate field "data.a"', body
+    status, obj, headers = raw.call("POST", cms, twice)
+    assert status == 201 and obj["data"] == {"a": "2"} and 'duplicate field \\"data.a\\"' in headers.get("Warning", ""), headers
+    for selector, words in (("a in ()", "values set can't be empty"), (",,,", "found ',', expected: identifier"),
+                            ("a/b/c=x", 'key: Invalid value: "a/b/c": a qualified name must consist of')):
+        body = assert_status(raw.call("GET", cms + "?labelSelector=" + urllib.parse.quote(selector)), 400, "BadRequest")
+        assert words in body["message"], (selector, body)
+    labelled = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "labelled", "labels": {"a/b/c": "x"}}}
+    body = assert_status(raw.call("POST", cms, labelled), 422, "Invalid")
+    assert 'metadata.labels: Invalid value: "a/b/c": a qualified name must consist of' in body["message"], body

@@ -10,6 +10,7 @@ pub mod dns;
 pub mod hook;
 pub mod meta;
 pub mod metacontroller;
+pub mod names;
 pub mod pointer;
 pub mod resource;
 pub mod sandbox;

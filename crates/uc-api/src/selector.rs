@@ -79,10 +79,17 @@ impl LabelSelector {
     /// Parses the string form, e.g. `app=web,tier in (a,b),!canary`.
     pub fn parse(s: &str) -> Result<Self, SelectorError> {
         let mut requirements = Vec::new();
+        if s.trim().is_empty() {
+            return Ok(Self::default());
+        }
         for part in split_top_level(s) {
             let part = part.trim();
             if part.is_empty() {
-                continue;
+                // `a,,b` or a trailing comma: kube's parser wants a key after each comma.
+                return Err(SelectorError::Parse {
+                    requirement: s.to_string(),
+                    reason: "found ',', expected: identifier".into(),
+                });
             }
             requirements.push(parse_requirement(part)?);
         }
@@ -196,10 +203,10 @@ fn parse_requirement(part: &str) -> Result<Requirement, SelectorError> {
     let err = |reason: &str| SelectorError::Parse { requirement: part.to_string(), reason: reason.to_string() };
     let check_key = |k: &str| -> Result<String, SelectorError> {
         let k = k.trim();
-        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c)) {
-            return Err(err("invalid label key"));
+        match crate::names::qualified_name_errors(k).first() {
+            Some(why) => Err(err(&format!("key: Invalid value: {k:?}: {why}"))),
+            None => Ok(k.to_string()),
         }
-        Ok(k.to_string())
     };
     let check_value = |v: &str| -> Result<String, SelectorError> {
         let v = v.trim();
@@ -241,6 +248,9 @@ fn parse_requirement(part: &str) -> Result<Requirement, SelectorError> {
         let set = set.trim();
         let inner =
             set.strip_prefix('(').and_then(|s| s.strip_suffix(')')).ok_or_else(|| err("set must be in parentheses"))?;
+        if inner.trim().is_empty() {
+            return Err(err("values: Invalid value: \"\": for 'in', 'notin' operators, values set can't be empty"));
+        }
         let values = inner.split(',').map(check_value).collect::<Result<Vec<_>, _>>()?;
         let key = check_key(words[0])?;
         return Ok(if op == "in" { Requirement::In(key, values) } else { Requirement::NotIn(key, values) });
@@ -464,5 +474,20 @@ mod tests {
         assert!(f.matches(obj("a", "Pending")));
         assert!(!f.matches(obj("a", "Running")));
         assert!(!f.matches(obj("b", "Pending")));
+    }
+
+    #[test]
+    fn malformed_selectors_are_refused_as_kube_refuses_them() {
+        assert!(LabelSelector::parse("").unwrap().is_empty());
+        assert!(LabelSelector::parse(" ").unwrap().is_empty());
+        for bad in [",,,", "a=b,", "a=b,,c=d"] {
+            let e = LabelSelector::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("found ',', expected: identifier"), "{bad}: {e}");
+        }
+        let e = LabelSelector::parse("a in ()").unwrap_err().to_string();
+        assert!(e.contains("for 'in', 'notin' operators, values set can't be empty"), "{e}");
+        let e = LabelSelector::parse("a/b/c=x").unwrap_err().to_string();
+        assert!(e.contains(r#"key: Invalid value: "a/b/c": a qualified name must consist of"#), "{e}");
+        assert!(LabelSelector::parse("example.com/app in (a,b),!canary").is_ok());
     }
 }

@@ -19,6 +19,7 @@ pub mod fairness;
 pub mod gc;
 pub mod handlers;
 pub mod history;
+pub mod json_duplicates;
 pub mod kubelet;
 pub mod kubelet_tls;
 pub mod limits;

@@ -544,19 +544,7 @@ pub fn crd_to_resource(crd: &Value) -> Result<ResourceInfo, Vec<FieldError>> {
     })
 }
 
-/// RFC 1123 label: lowercase alphanumerics and '-', starting and ending alphanumeric, ≤ 63 chars.
-pub fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-/// RFC 1123 subdomain: dot-separated labels, ≤ 253 chars.
-pub fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
-}
+pub use uc_api::names::{is_dns_label, is_dns_subdomain};
 
 #[cfg(test)]
 mod tests {

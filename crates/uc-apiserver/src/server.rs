@@ -312,6 +312,7 @@ async fn handle_inner(
     let user_agent =
         parts.headers.get(header::USER_AGENT).and_then(|h| h.to_str().ok()).unwrap_or_default().to_string();
     let body = read_body(body, app.config.max_body_bytes, app.config.request_timeout).await?;
+    let warnings = duplicate_fields(&params, &content_type, &body)?;
     let mut r = Req {
         method: parts.method,
         path,
@@ -319,7 +320,7 @@ async fn handle_inner(
         negotiated,
         content_type,
         body,
-        warnings: Vec::new(),
+        warnings,
         audit_annotations: Vec::new(),
         user_agent,
         user,
@@ -337,6 +338,25 @@ async fn handle_inner(
         }
     }
     Ok(response)
+}
+
+/// Fields a JSON body sets twice, as kube's strict decoding reports them: refused with
+/// `fieldValidation=Strict`, warned of otherwise (kubectl's default), unless `Ignore`.
+fn duplicate_fields(params: &Params, content_type: &str, body: &[u8]) -> Result<Vec<String>, ApiError> {
+    let json = matches!(
+        content_type,
+        "application/json" | "application/merge-patch+json" | "application/strategic-merge-patch+json"
+    );
+    let mode = params.get("fieldValidation").map(String::as_str).unwrap_or("Warn");
+    if !json || body.is_empty() || mode == "Ignore" {
+        return Ok(Vec::new());
+    }
+    let found: Vec<String> =
+        crate::json_duplicates::duplicate_fields(body).into_iter().map(|p| format!("duplicate field {p:?}")).collect();
+    if mode == "Strict" && !found.is_empty() {
+        return Err(ApiError::bad_request(format!("strict decoding error: {}", found.join(", "))));
+    }
+    Ok(found)
 }
 
 /// Who a request is: the bearer token's user, else the client certificate's; then whom it

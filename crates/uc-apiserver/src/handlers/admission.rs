@@ -70,16 +70,8 @@ pub(crate) fn check_object_meta(info: &ResourceInfo, obj: &mut Value) -> Result<
                     if field == "labels" && !is_label_value(v.as_str().unwrap_or_default()) {
                         errs.push(FieldError::invalid("metadata.labels", v, "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"));
                     }
-                    let name_part = k.rsplit('/').next().unwrap_or(k);
-                    if name_part.is_empty()
-                        || name_part.len() > 63
-                        || !name_part.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-                    {
-                        errs.push(FieldError::invalid(
-                            format!("metadata.{field}"),
-                            &Value::from(k.clone()),
-                            "name part must consist of alphanumeric characters, '-', '_' or '.'",
-                        ));
+                    for why in uc_api::names::qualified_name_errors(k) {
+                        errs.push(FieldError::invalid(format!("metadata.{field}"), &Value::from(k.clone()), why));
                     }
                 }
             }
