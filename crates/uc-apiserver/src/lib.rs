@@ -44,6 +44,7 @@ pub mod tls;
 pub mod traffic;
 pub mod views;
 pub mod wal;
+pub mod wal_integrity;
 pub mod watch;
 pub mod webhooks;
 

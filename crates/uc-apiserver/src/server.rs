@@ -56,6 +56,9 @@ impl RunningServer {
     pub async fn shutdown(self) {
         let _ = self.shutdown.send(true);
         let _ = self.task.await;
+        if let Err(e) = self.app.store.seal() {
+            tracing::warn!(error = %e, "could not note the clean stop in the store's manifest");
+        }
     }
 }
 

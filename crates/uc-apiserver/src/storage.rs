@@ -198,9 +198,20 @@ pub struct Store {
     /// its record on disk is unknown (a later sync may still write it), so nothing may be committed
     /// after it (PostgreSQL and etcd stop too).
     failed: std::sync::OnceLock<String>,
+    /// The directory of a durable store.
+    dir: Option<std::path::PathBuf>,
 }
 
 impl Store {
+    /// Notes that the store stops cleanly here (no write comes after): a log found shorter at the
+    /// next start is then damage, not a torn tail.
+    pub fn seal(&self) -> Result<(), StoreError> {
+        match &self.dir {
+            Some(dir) if self.failure().is_none() => crate::wal::seal(dir, self.revision()),
+            _ => Ok(()),
+        }
+    }
+
     /// Opens the store: durable in the directory `path` (log and snapshots), or purely in memory
     /// when `path` is `None`.
     pub fn open(path: Option<&Path>, options: StoreOptions) -> Result<Arc<Store>, StoreError> {
@@ -287,8 +298,14 @@ impl Store {
             }
             None => (Writer::Inline(parking_lot::Mutex::new(())), None),
         };
-        let store =
-            Arc::new(Store { state: RwLock::new(state), writer, revision_tx, options, failed: Default::default() });
+        let store = Arc::new(Store {
+            state: RwLock::new(state),
+            writer,
+            revision_tx,
+            options,
+            failed: Default::default(),
+            dir: path.map(Path::to_path_buf),
+        });
         if let Some((wal, rx)) = rx {
             let weak = Arc::downgrade(&store);
             std::thread::Builder::new()

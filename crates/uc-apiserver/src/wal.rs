@@ -21,6 +21,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::stored::StoreError;
+use crate::wal_integrity::{Damage, Manifest, first_revision, later_record};
 
 /// Bytes of zeros written ahead of a segment's last record at a time.
 const ZERO_AHEAD: u64 = 4 << 20;
@@ -181,70 +182,28 @@ pub struct Wal {
 
 impl Wal {
     /// Opens the storage directory: reads the snapshot and every log segment, cuts a torn tail, and
-    /// starts a new segment after the last revision.
+    /// starts a new segment after the last revision. Any other damage stops it, naming the damage.
     pub fn open(dir: &Path) -> Result<(Wal, Recovered), StoreError> {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
-        let lock_path = dir.join("LOCK");
-        let lock =
-            OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(io(&lock_path))?;
-        if lock.try_lock().is_err() {
-            return Err(StoreError::Backend(format!("{} is in use by another uc process", dir.display())));
+        let lock = lock(dir)?;
+        let found = scan(dir)?;
+        if let Some(d) = found.damage {
+            return Err(StoreError::Backend(d.to_string()));
         }
-        let mut records = Vec::new();
-        let snapshot = dir.join("snapshot");
-        let mut base = 0u64;
-        if snapshot.exists() {
-            let (recs, _, clean) = read_records(&snapshot)?;
-            if !clean {
-                return Err(StoreError::Backend(format!(
-                    "{} is corrupt; refusing to start without it",
-                    snapshot.display()
-                )));
-            }
-            base = recs.last().map(|r| r.revision).unwrap_or(0);
-            records.extend(recs);
+        if let Some((path, good)) = &found.torn {
+            // A torn final record was never acknowledged: cut it off.
+            let f = OpenOptions::new().write(true).open(path).map_err(io(path))?;
+            f.set_len(*good).map_err(io(path))?;
+            f.sync_all().map_err(io(path))?;
+            tracing::warn!(file = %path.display(), "cut a torn record off the end of the log");
         }
-        let mut segments: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
-            .map_err(io(dir))?
-            .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                let name = e.file_name().into_string().ok()?;
-                let first = name.strip_prefix("wal-")?.strip_suffix(".log")?.parse().ok()?;
-                Some((first, e.path()))
-            })
-            .collect();
-        segments.sort();
-        let mut revision = base;
-        let count = segments.len();
-        for (i, (_, path)) in segments.iter().enumerate() {
-            if !path.exists() {
-                continue; // removed by a snapshot that finished while we listed the directory
-            }
-            let (recs, good, clean) = read_records(path)?;
-            if !clean {
-                if i + 1 != count {
-                    return Err(StoreError::Backend(format!(
-                        "{} is corrupt before its end; refusing to start",
-                        path.display()
-                    )));
-                }
-                // A torn final record was never acknowledged: cut it off.
-                let f = OpenOptions::new().write(true).open(path).map_err(io(path))?;
-                f.set_len(good).map_err(io(path))?;
-                f.sync_all().map_err(io(path))?;
-                tracing::warn!(file = %path.display(), "cut a torn record off the end of the log");
-            }
-            for r in recs {
-                if r.revision > revision {
-                    revision = r.revision;
-                    records.push(r);
-                }
-            }
-        }
-        let first = revision + 1;
+        let first = found.revision + 1;
         let path = dir.join(segment_name(first));
         let file = new_segment(&path)?;
         sync_dir(dir)?;
+        let mut segments: Vec<u64> = found.segments.iter().map(|(f, _)| *f).filter(|f| *f > found.base).collect();
+        segments.push(first);
+        Manifest { segments, sealed: None }.write(dir).map_err(StoreError::Backend)?;
         let wal = Wal {
             dir: dir.to_path_buf(),
             _lock: lock,
@@ -255,7 +214,7 @@ impl Wal {
             segment_zeroed: 0,
             checkpoint_bytes: 64 << 20,
         };
-        Ok((wal, Recovered { records, snapshot_revision: base }))
+        Ok((wal, Recovered { records: found.records, snapshot_revision: found.base }))
     }
 
     /// Appends one batch and makes it durable.
@@ -292,6 +251,9 @@ impl Wal {
         let path = self.dir.join(segment_name(first));
         let file = new_segment(&path)?;
         sync_dir(&self.dir)?;
+        let mut manifest = Manifest::read(&self.dir).map_err(StoreError::Backend)?.unwrap_or_default();
+        manifest.segments.push(first);
+        manifest.write(&self.dir).map_err(StoreError::Backend)?;
         self.segment = BufWriter::with_capacity(1 << 20, file);
         self.segment_first = first;
         self.segment_bytes = 0;
@@ -310,6 +272,165 @@ impl Wal {
             .map_err(|e| StoreError::Backend(format!("cannot start the snapshot thread: {e}")))?;
         Ok(())
     }
+}
+
+/// Takes the store directory's lock: one process at a time.
+fn lock(dir: &Path) -> Result<File, StoreError> {
+    let lock_path = dir.join("LOCK");
+    let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(io(&lock_path))?;
+    if lock.try_lock().is_err() {
+        return Err(StoreError::Backend(format!("{} is in use by another uc process", dir.display())));
+    }
+    Ok(lock)
+}
+
+/// What a store's files hold, read without changing anything.
+pub struct Scan {
+    /// Snapshot records then log records, to apply in order (up to any damage).
+    pub records: Vec<Record>,
+    /// The snapshot's revision.
+    pub base: u64,
+    /// The last intact revision.
+    pub revision: u64,
+    /// The log segments, by first revision.
+    pub segments: Vec<(u64, PathBuf)>,
+    /// A torn record at the end of the newest segment: the file and the length of its intact prefix.
+    pub torn: Option<(PathBuf, u64)>,
+    /// The first damage found (the scan stops there).
+    pub damage: Option<Damage>,
+}
+
+/// Reads the snapshot, every segment and the manifest of the store in `dir`.
+pub fn scan(dir: &Path) -> Result<Scan, StoreError> {
+    let mut found = Scan { records: Vec::new(), base: 0, revision: 0, segments: Vec::new(), torn: None, damage: None };
+    let snapshot = dir.join("snapshot");
+    if snapshot.exists() {
+        let (recs, good, clean) = read_records(&snapshot)?;
+        if !clean {
+            let what = "the snapshot is damaged".to_string();
+            found.damage = Some(Damage { file: snapshot, offset: good, what, intact_revision: 0 });
+            return Ok(found);
+        }
+        found.base = recs.last().map(|r| r.revision).unwrap_or(0);
+        found.records.extend(recs);
+    }
+    found.revision = found.base;
+    found.segments = std::fs::read_dir(dir)
+        .map_err(io(dir))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let first = name.strip_prefix("wal-")?.strip_suffix(".log")?.parse().ok()?;
+            Some((first, e.path()))
+        })
+        .collect();
+    found.segments.sort();
+    let count = found.segments.len();
+    for (i, (_, path)) in found.segments.clone().iter().enumerate() {
+        if !path.exists() {
+            continue; // removed by a snapshot that finished while we listed the directory
+        }
+        let (recs, good, clean) = read_records(path)?;
+        for r in recs {
+            if r.revision <= found.revision {
+                continue;
+            }
+            let first = first_revision(r.revision, r.changes.len());
+            if first > found.revision + 1 {
+                let what = format!("revisions {} to {} are missing before it", found.revision + 1, first - 1);
+                found.damage = Some(Damage { file: path.clone(), offset: 0, what, intact_revision: found.revision });
+                return Ok(found);
+            }
+            found.revision = r.revision;
+            found.records.push(r);
+        }
+        if !clean {
+            let bytes = std::fs::read(path).map_err(io(path))?;
+            let later = later_record(&bytes, good as usize, found.revision);
+            if i + 1 == count && later.is_none() {
+                found.torn = Some((path.clone(), good));
+            } else {
+                let what = match later {
+                    Some(at) => format!("a damaged record, with an intact one at byte {at} after it"),
+                    None => "a damaged record in a segment that is not the newest".to_string(),
+                };
+                found.damage = Some(Damage { file: path.clone(), offset: good, what, intact_revision: found.revision });
+                return Ok(found);
+            }
+        }
+    }
+    let manifest = Manifest::read(dir).map_err(StoreError::Backend)?;
+    let firsts: Vec<u64> = found.segments.iter().map(|(f, _)| *f).collect();
+    if let Some(what) = manifest.and_then(|m| m.missing(found.base, &firsts, found.revision)) {
+        found.damage = Some(Damage { file: dir.join("MANIFEST"), offset: 0, what, intact_revision: found.revision });
+    }
+    Ok(found)
+}
+
+/// What `uc store check` says of the store in `dir`: Ok with a summary when it is intact (a torn tail
+/// included, which the next start cuts), Err naming the damage.
+pub fn check(dir: &Path) -> Result<String, String> {
+    let found = scan(dir).map_err(|e| e.to_string())?;
+    if let Some(d) = found.damage {
+        return Err(d.to_string());
+    }
+    let torn = match &found.torn {
+        Some((path, good)) => {
+            format!("; a torn, unacknowledged record after byte {good} of {} (cut at start)", path.display())
+        }
+        None => String::new(),
+    };
+    Ok(format!(
+        "intact: revisions through {} (snapshot at {}, {} log segments){torn}",
+        found.revision,
+        found.base,
+        found.segments.len()
+    ))
+}
+
+/// Keeps the intact prefix of a damaged store, as `etcdutl` does: cuts the damaged segment where its
+/// intact records end, removes every later segment, and writes the manifest anew; what it did, in
+/// words. A damaged snapshot cannot be repaired (the log before it is gone).
+pub fn repair(dir: &Path) -> Result<String, StoreError> {
+    let _lock = lock(dir)?;
+    let found = scan(dir)?;
+    let Some(d) = found.damage else {
+        return Ok(format!("nothing to repair: the store holds revisions through {}", found.revision));
+    };
+    if d.file.file_name().is_some_and(|n| n == "snapshot") {
+        return Err(StoreError::Backend(format!("{d} — a damaged snapshot cannot be repaired: restore a snapshot")));
+    }
+    let mut done = Vec::new();
+    if let Some(&(first, _)) = found.segments.iter().find(|(_, p)| *p == d.file) {
+        let f = OpenOptions::new().write(true).open(&d.file).map_err(io(&d.file))?;
+        f.set_len(d.offset).map_err(io(&d.file))?;
+        f.sync_all().map_err(io(&d.file))?;
+        done.push(format!("cut {} at byte {}", d.file.display(), d.offset));
+        for (_, later) in found.segments.iter().filter(|(f, _)| *f > first) {
+            std::fs::remove_file(later).map_err(io(later))?;
+            done.push(format!("removed {}", later.display()));
+        }
+    }
+    let segments = std::fs::read_dir(dir)
+        .map_err(io(dir))?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|n| n.strip_prefix("wal-")?.strip_suffix(".log")?.parse().ok())
+        .filter(|f| *f > found.base)
+        .collect::<std::collections::BTreeSet<u64>>()
+        .into_iter()
+        .collect();
+    Manifest { segments, sealed: None }.write(dir).map_err(StoreError::Backend)?;
+    sync_dir(dir)?;
+    done.push("wrote the manifest anew".into());
+    Ok(format!("{}; kept revisions through {}: {}", d.what, d.intact_revision, done.join(", ")))
+}
+
+/// Notes in the manifest of the store in `dir` that it stopped cleanly at `revision`: a log found
+/// shorter at the next start is damage.
+pub fn seal(dir: &Path, revision: u64) -> Result<(), StoreError> {
+    let mut manifest = Manifest::read(dir).map_err(StoreError::Backend)?.unwrap_or_default();
+    manifest.sealed = Some(revision);
+    manifest.write(dir).map_err(StoreError::Backend)
 }
 
 /// A new, empty log segment, written from its start.
@@ -447,5 +568,75 @@ mod tests {
         f.write_all_at(b"junk", good + 4096).unwrap();
         let (records, good_after, clean) = read_records(&seg).unwrap();
         assert_eq!((records.len() as u64, good_after, clean), (1, good, false));
+    }
+
+    /// A store of `n` revisions in one segment, stopped cleanly; its directory and that segment.
+    fn sealed_store(n: u64) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut wal, _) = Wal::open(dir.path()).unwrap();
+        for rev in 1..=n {
+            let key = format!("/configmaps/default/c{rev}");
+            wal.append(rev, &[Change { key: &key, value: Some(b"{\"data\":{}}") }]).unwrap();
+        }
+        drop(wal);
+        seal(dir.path(), n).unwrap();
+        let seg = dir.path().join(segment_name(1));
+        (dir, seg)
+    }
+
+    fn refusal(dir: &Path) -> String {
+        match Wal::open(dir) {
+            Ok(_) => panic!("opened a damaged store"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn damage_is_refused_by_name_and_repair_keeps_the_intact_prefix() {
+        // A flipped byte in the middle of the newest segment: intact records follow it.
+        let (dir, seg) = sealed_store(400);
+        let (_, good, _) = read_records(&seg).unwrap();
+        let f = OpenOptions::new().write(true).open(&seg).unwrap();
+        f.write_all_at(b"\xff", good / 2).unwrap();
+        let why = refusal(dir.path());
+        assert!(why.contains("wal-00000000000000000001.log") && why.contains("intact one at byte"), "{why}");
+        assert!(check(dir.path()).is_err());
+        let done = repair(dir.path()).unwrap();
+        assert!(done.contains("cut"), "{done}");
+        let (_, rec) = Wal::open(dir.path()).unwrap();
+        let kept = rec.records.last().unwrap().revision;
+        assert!(kept > 150 && kept < 250, "the prefix before the damage: {kept}");
+
+        // The newest segment deleted, or emptied, after a clean stop.
+        let (dir, seg) = sealed_store(50);
+        std::fs::remove_file(&seg).unwrap();
+        assert!(refusal(dir.path()).contains("wal-00000000000000000001.log is missing"));
+        let (dir, seg) = sealed_store(50);
+        OpenOptions::new().write(true).open(&seg).unwrap().set_len(0).unwrap();
+        assert!(refusal(dir.path()).contains("stopped cleanly at revision 50"));
+        repair(dir.path()).unwrap();
+        assert!(Wal::open(dir.path()).is_ok(), "repaired: starts with what is left");
+
+        // A segment missing between two others: a gap in the revisions.
+        let (dir, _) = sealed_store(10);
+        drop(Wal::open(dir.path()).unwrap()); // starts wal-11
+        {
+            let (mut wal, _) = Wal::open(dir.path()).unwrap(); // wal-11 is empty; this one is wal-11 again
+            wal.append(11, &[Change { key: "/c/d/x", value: Some(b"{}") }]).unwrap();
+        }
+        let (mut wal, _) = Wal::open(dir.path()).unwrap(); // wal-12
+        wal.append(12, &[Change { key: "/c/d/y", value: Some(b"{}") }]).unwrap();
+        drop(wal);
+        std::fs::remove_file(dir.path().join(segment_name(11))).unwrap();
+        assert!(refusal(dir.path()).contains("revisions 11 to 11 are missing"), "{}", refusal(dir.path()));
+
+        // A torn tail is still cut, and says nothing of damage.
+        let (dir, seg) = sealed_store(5);
+        let (_, good, _) = read_records(&seg).unwrap();
+        let f = OpenOptions::new().write(true).open(&seg).unwrap();
+        f.write_all_at(&[9, 0, 0, 0, 1, 2], good).unwrap();
+        assert!(check(dir.path()).unwrap().contains("torn"));
+        let (_, rec) = Wal::open(dir.path()).unwrap();
+        assert_eq!(rec.records.last().unwrap().revision, 5);
     }
 }

@@ -55,6 +55,10 @@ enum Command {
     },
     /// Run the universal controller engine against any cluster.
     Run(RunArgs),
+    /// Check or repair the store of a data directory (`uc up --data-dir`, or its `store/`).
+    #[cfg(feature = "cluster")]
+    #[command(subcommand)]
+    Store(StoreCommand),
     /// Print the CRDs of uc's own resources (UniversalController, ControllerRevision) as YAML.
     Crds,
     /// Scaffold a working operator in a new directory NAME: CRD, UniversalController, a JavaScript hook,
@@ -175,6 +179,29 @@ enum HookCommand {
         #[command(flatten)]
         engine: EngineAddress,
     },
+}
+
+#[cfg(feature = "cluster")]
+#[derive(Subcommand)]
+enum StoreCommand {
+    /// Read every record and say whether the store is intact, or where and how it is damaged (exit 1).
+    Check {
+        /// The data directory (or its `store/`).
+        dir: PathBuf,
+    },
+    /// Keep the intact prefix of a damaged store: cut the damaged segment where its intact records end,
+    /// remove later ones, and say what was dropped (`uc up` must not be running).
+    Repair {
+        /// The data directory (or its `store/`).
+        dir: PathBuf,
+    },
+}
+
+/// The store directory of a data directory (or the store directory itself).
+#[cfg(feature = "cluster")]
+fn store_dir(dir: PathBuf) -> PathBuf {
+    let inner = dir.join("store");
+    if inner.is_dir() { inner } else { dir }
 }
 
 #[derive(Subcommand)]
@@ -368,6 +395,21 @@ fn main() -> anyhow::Result<()> {
         #[cfg(feature = "cluster")]
         Command::Shim(_) => Ok(()),
         Command::Rbac(args) => runtime.block_on(rbac_command(args)),
+        #[cfg(feature = "cluster")]
+        Command::Store(StoreCommand::Check { dir }) => match uc_apiserver::wal::check(&store_dir(dir)) {
+            Ok(summary) => {
+                println!("{summary}");
+                Ok(())
+            }
+            Err(damage) => {
+                eprintln!("{damage}");
+                std::process::exit(1)
+            }
+        },
+        #[cfg(feature = "cluster")]
+        Command::Store(StoreCommand::Repair { dir }) => {
+            uc_apiserver::wal::repair(&store_dir(dir)).map(|done| println!("{done}")).map_err(anyhow::Error::from)
+        }
         Command::Version { client, kubeconfig } => {
             println!("uc {} (commit {}, {})", env!("CARGO_PKG_VERSION"), env!("UC_GIT_COMMIT"), env!("UC_TARGET"));
             if !client {
