@@ -260,12 +260,24 @@ def test_a_catset_template_change_moves_pods_to_the_new_revision_one_at_a_time(c
     find(browser, "#rollout", text="Rollout")  # read again if the page redraws it meanwhile
 
 
+def texts(browser, selector):
+    """The text of what `selector` finds now; nothing while the page draws it again."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    try:
+        return " ".join(e.text for e in browser.find_elements(By.CSS_SELECTOR, selector))
+    except StaleElementReferenceException:
+        return ""
+
+
 def test_controllers_and_cluster_pages(cluster, browser):
     login(browser, cluster)
     browser.get(cluster.console + "/#/controllers")
-    row = find(browser, "tr[data-controller=builtin-deployment]")
-    assert "True" in row.text
-    wait_for(lambda: any("ms" in r.text or "µs" in r.text for r in browser.find_elements(By.CSS_SELECTOR, "#controller-rows tr")),
+    find(browser, "tr[data-controller=builtin-deployment]")
+    # The table is drawn again when the engine's hook metrics arrive: read it afresh each time.
+    wait_for(lambda: "True" in texts(browser, "tr[data-controller=builtin-deployment]"), timeout=15,
+             message="the built-in Deployment controller Ready")
+    wait_for(lambda: "ms" in texts(browser, "#controller-rows tr") or "µs" in texts(browser, "#controller-rows tr"),
              timeout=15, message="hook latencies from the engine's metrics")
     shot(browser, "controllers")
     browser.get(cluster.console + "/#/cluster")
