@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from conftest import MANIFESTS
+from conftest import MANIFESTS, wait_for
 
 
 def decode(data: bytes):
@@ -134,7 +134,15 @@ def test_nothing_is_kept_that_the_store_cannot_read_back(make_cluster):
     starts again on its data directory with everything it accepted."""
     cluster = make_cluster()
     raw = Raw(cluster)
-    cms = "/api/v1/namespaces/default/configmaps"
+    # A kind that keeps whatever it is sent (a CRD preserving unknown fields): depth is the store's to limit.
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "blobs.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "blobs", "kind": "Blob"},
+                 "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                     "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}))
+    cms = "/apis/example.com/v1/namespaces/default/blobs"
+    wait_for(lambda: raw.call("GET", cms)[0] == 200, message="the Blob resource served")
 
     def nested(levels):
         v = "leaf"
@@ -143,7 +151,7 @@ def test_nothing_is_kept_that_the_store_cannot_read_back(make_cluster):
         return v
 
     def configmap(name, **fields):
-        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, **fields}
+        return {"apiVersion": "example.com/v1", "kind": "Blob", "metadata": {"name": name}, **fields}
 
     deep = assert_status(raw.call("POST", cms, configmap("deep", extra=nested(120))), 400, "BadRequest")
     assert "levels deep" in deep["message"], deep
@@ -166,9 +174,9 @@ def test_nothing_is_kept_that_the_store_cannot_read_back(make_cluster):
     # What was accepted reads back after a restart.
     assert cluster.stop() == 0
     cluster.start()
-    kept = json.loads(cluster.kubectl("get", "configmap", "nest", "-o", "json").stdout)
+    kept = json.loads(cluster.kubectl("get", "blob", "nest", "-o", "json").stdout)
     assert len(kept["data"]["big"]) == 200_000 and "extra0" not in kept
-    assert cluster.kubectl("get", "configmap", "deep", check=False).returncode != 0
+    assert cluster.kubectl("get", "blob", "deep", check=False).returncode != 0
 
 
 def test_duplicate_fields_selectors_and_label_keys_get_kubes_answers(cluster):
@@ -186,3 +194,33 @@ def test_duplicate_fields_selectors_and_label_keys_get_kubes_answers(cluster):
     labelled = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "labelled", "labels": {"a/b/c": "x"}}}
     body = assert_status(raw.call("POST", cms, labelled), 422, "Invalid")
     assert 'metadata.labels: Invalid value: "a/b/c": a qualified name must consist of' in body["message"], body
+
+
+def test_built_in_kinds_are_decoded_as_kube_decodes_them(cluster):
+    import subprocess
+
+    strict = cluster.kubectl("apply", "--validate=strict", "-f", "-", check=False, input=json.dumps({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "typo"},
+        "spec": {"replcas": 3, "selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+                 "spec": {"containers": [{"name": "c", "image": "busybox", "comand": ["sleep", "9"]}]}}}}))
+    assert strict.returncode != 0, strict.stdout
+    assert 'unknown field "spec.replcas"' in strict.stderr and 'unknown field "spec.template.spec.containers[0].comand"' in strict.stderr, strict.stderr
+    assert cluster.kubectl("get", "deployment", "typo", check=False).returncode != 0
+    # Warn: stored without the unknown fields, with a warning naming them.
+    warned = cluster.kubectl("create", "--validate=warn", "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "typo"}, "datas": {"k": "v"}}))
+    assert 'unknown field "datas"' in warned.stderr, warned.stderr
+    assert "datas" not in cluster.kubectl("get", "configmap", "typo", "-o", "json").stdout
+    # Wrong types are refused with the field's path, and nothing is stored that breaks reading.
+    for obj, path in (
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "arr"}, "data": ["x"]}, "data: invalid type"),
+        ({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "arr"}, "data": {"k": ["x"]}}, "data.k: invalid type"),
+        ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "eighty"},
+          "spec": {"containers": [{"name": "c", "image": "busybox", "ports": [{"containerPort": "eighty"}]}]}},
+         "spec.containers[0].ports[0].containerPort: invalid type"),
+    ):
+        r = cluster.kubectl("create", "-f", "-", "--validate=false", check=False, input=json.dumps(obj))
+        assert r.returncode != 0 and "cannot be handled as a" in r.stderr and path in r.stderr, r.stderr
+    described = subprocess.run(["kubectl", "describe", "configmaps", "-n", "default"], capture_output=True, text=True,
+                               env=cluster.env(), timeout=60)
+    assert described.returncode == 0, described.stderr

@@ -1,7 +1,7 @@
 //! The OpenAPI schemas of the built-in kinds, with kube's descriptions, for the `/openapi` documents
 //! (`kubectl explain pod.spec.containers`, client-side validation): generated from k8s-openapi's
-//! types, which carry kube-apiserver's published schemas. Only the documents use them; the API server
-//! validates built-in kinds with `builtin.rs`.
+//! types, which carry kube-apiserver's published schemas; the same types decode the built-in kinds'
+//! bodies as kube-apiserver does (`crate::typed`).
 
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value};
@@ -23,6 +23,20 @@ macro_rules! kinds {
                     generator.subschema_for::<$ty>();
                     Some(<$ty as schemars::JsonSchema>::schema_name().into_owned())
                 })*
+                _ => None,
+            }
+        }
+
+        /// `obj` read as the k8s-openapi type of a built-in kind and written back (what kube-apiserver's
+        /// decoding keeps); the field path and words of what does not read. None for a kind without a
+        /// type here.
+        pub(crate) fn round_trip(group: &str, version: &str, kind: &str, obj: &Value) -> Option<Result<Value, (String, String)>> {
+            match (group, version, kind) {
+                $(($group, $version, $kind) => Some(
+                    serde_path_to_error::deserialize::<_, $ty>(obj)
+                        .map_err(|e| (e.path().to_string(), e.inner().to_string()))
+                        .and_then(|typed| serde_json::to_value(&typed).map_err(|e| (String::new(), e.to_string()))),
+                ),)*
                 _ => None,
             }
         }

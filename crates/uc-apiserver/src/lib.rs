@@ -42,6 +42,7 @@ pub mod stored;
 pub mod table;
 pub mod tls;
 pub mod traffic;
+pub mod typed;
 pub mod views;
 pub mod wal;
 pub mod wal_integrity;

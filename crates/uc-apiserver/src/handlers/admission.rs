@@ -212,11 +212,47 @@ pub(crate) fn validate_body(
             }
         }
         None if info.crd.is_none() => {
+            decode_builtin(req, info, version, mode, obj)?;
             builtin::apply_defaults(&info.resource, obj);
             errs.extend(builtin::validate(&info.resource, obj));
         }
         None => {}
     }
+    Ok(())
+}
+
+/// A built-in object decoded as kube-apiserver decodes it ([`crate::typed`]): a field that does not read
+/// is a 400 naming it; unknown fields are refused (Strict) or warned of (Warn) and dropped.
+fn decode_builtin(
+    req: &mut Req,
+    info: &ResourceInfo,
+    version: &str,
+    mode: FieldValidation,
+    obj: &mut Value,
+) -> Result<()> {
+    let kind = &info.kind;
+    let cannot = |why: String| {
+        ApiError::bad_request(format!("{kind} in version {version:?} cannot be handled as a {kind}: {why}"))
+    };
+    // Decoded as what it is by now: another group's version of the kind is already in this one's form
+    // (events.k8s.io's Events are core Events).
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+    let (group, own_version) = uc_api::resource::split_api_version(&api_version);
+    let unknown = match crate::typed::decode(group, own_version, kind, obj) {
+        None => return Ok(()),
+        Some(Err(why)) => return Err(cannot(why)),
+        Some(Ok(unknown)) => unknown,
+    };
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let named: Vec<String> = unknown.iter().map(|p| format!("unknown field {p:?}")).collect();
+    match mode {
+        FieldValidation::Strict => return Err(cannot(format!("strict decoding error: {}", named.join(", ")))),
+        FieldValidation::Warn => req.warnings.extend(named),
+        FieldValidation::Ignore => {}
+    }
+    crate::typed::remove(obj, &unknown);
     Ok(())
 }
 
