@@ -229,6 +229,11 @@ pub fn check_list_options(params: &Params) -> Result<()> {
     if let Some(rv) = params.get("resourceVersion").filter(|rv| !rv.is_empty()) {
         parse_rv(rv)?;
     }
+    // A watch's options are checked with the watch (`sendInitialEvents` takes NotOlderThan without a
+    // resourceVersion), as kube checks them apart.
+    if params.get("watch").is_some_and(|w| matches!(w.as_str(), "1" | "t" | "T" | "true" | "TRUE" | "True")) {
+        return Ok(());
+    }
     let rv = params.get("resourceVersion").map(String::as_str).unwrap_or_default();
     let forbidden = match params.get("resourceVersionMatch").map(String::as_str) {
         Some(m) if !m.is_empty() && rv.is_empty() => {
@@ -277,6 +282,10 @@ mod tests {
         assert_eq!(check_list_options(&params(&[("timeoutSeconds", "-1")])).unwrap_err().code(), 400);
         let e = check_list_options(&params(&[("allowWatchBookmarks", "maybe")])).unwrap_err();
         assert_eq!(e.0.message, r#"allowWatchBookmarks: strconv.ParseBool: parsing "maybe": invalid syntax"#);
+        assert!(
+            check_list_options(&params(&[("watch", "true"), ("resourceVersionMatch", "NotOlderThan")])).is_ok(),
+            "a watch's are the watch's"
+        );
         let e = check_list_options(&params(&[("resourceVersionMatch", "Exact")])).unwrap_err();
         assert_eq!(e.code(), 422);
         assert!(
