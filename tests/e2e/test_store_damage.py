@@ -95,3 +95,33 @@ def test_an_intact_store_checks_clean_and_starts_with_everything(stored, tmp_pat
     check = store("check", data)
     assert check.returncode == 0 and check.stdout.startswith("intact: revisions through"), check.stdout + check.stderr
     assert len(configmaps(data)) == 400
+
+
+def test_a_snapshot_of_a_running_cluster_restores_as_a_new_data_directory(stored, tmp_path):
+    running = str(tmp_path / "running")
+    shutil.copytree(stored, running)
+    c = Cluster(running, FAST).start()
+    try:
+        c.kubectl("create", "configmap", "made-while-running")
+        saved = store_cmd_snapshot("save", str(tmp_path / "snap.db"), "--data-dir", running)
+        assert saved.returncode == 0 and "saved" in saved.stdout, saved.stdout + saved.stderr
+    finally:
+        c.stop()
+    restored = str(tmp_path / "restored")
+    r = store_cmd_snapshot("restore", str(tmp_path / "snap.db"), restored)
+    assert r.returncode == 0 and "restored" in r.stdout, r.stdout + r.stderr
+    assert len(configmaps(restored)) == 400
+    # A damaged snapshot is refused by name.
+    again = str(tmp_path / "again")
+    assert store_cmd_snapshot("restore", str(tmp_path / "snap.db"), again).returncode == 0
+    snapshot = os.path.join(again, "store", "snapshot")
+    with open(snapshot, "r+b") as f:
+        f.seek(os.path.getsize(snapshot) // 2)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    assert "the snapshot is damaged" in refused(again)
+
+
+def store_cmd_snapshot(*args):
+    return subprocess.run([uc_binary(), "snapshot", *args], capture_output=True, text=True, timeout=60)

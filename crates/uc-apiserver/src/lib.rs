@@ -36,6 +36,7 @@ pub mod schema;
 pub mod server;
 pub mod service_account;
 pub mod service_ips;
+pub mod snapshot_file;
 pub mod ssa;
 pub mod storage;
 pub mod stored;

@@ -42,7 +42,7 @@ pub struct Record {
     pub changes: Vec<(String, Option<Vec<u8>>)>,
 }
 
-fn encode(revision: u64, changes: &[Change<'_>]) -> Vec<u8> {
+pub(crate) fn encode(revision: u64, changes: &[Change<'_>]) -> Vec<u8> {
     let mut payload = Vec::with_capacity(
         64 + changes.iter().map(|c| c.key.len() + c.value.map_or(0, <[u8]>::len) + 9).sum::<usize>(),
     );
@@ -97,7 +97,7 @@ fn decode(payload: &[u8]) -> Option<Record> {
 }
 
 /// Reads records until the end or the first bad one; returns them and the byte length of the good prefix.
-fn read_records(path: &Path) -> Result<(Vec<Record>, u64, bool), StoreError> {
+pub(crate) fn read_records(path: &Path) -> Result<(Vec<Record>, u64, bool), StoreError> {
     let file = File::open(path).map_err(|e| StoreError::Backend(format!("{}: {e}", path.display())))?;
     let mut r = BufReader::new(file);
     let mut records = Vec::new();

@@ -59,6 +59,10 @@ enum Command {
     #[cfg(feature = "cluster")]
     #[command(subcommand)]
     Store(StoreCommand),
+    /// Save every object of a cluster's store to a file, or restore one as a new data directory's.
+    #[cfg(feature = "cluster")]
+    #[command(subcommand)]
+    Snapshot(SnapshotCommand),
     /// Print the CRDs of uc's own resources (UniversalController, ControllerRevision) as YAML.
     Crds,
     /// Scaffold a working operator in a new directory NAME: CRD, UniversalController, a JavaScript hook,
@@ -193,6 +197,26 @@ enum StoreCommand {
     /// remove later ones, and say what was dropped (`uc up` must not be running).
     Repair {
         /// The data directory (or its `store/`).
+        dir: PathBuf,
+    },
+}
+
+#[cfg(feature = "cluster")]
+#[derive(Subcommand)]
+enum SnapshotCommand {
+    /// Write every object of the store (running or stopped) at its newest durable revision to FILE.
+    Save {
+        /// Where to write the snapshot.
+        file: PathBuf,
+        /// The data directory of `uc up` (or its `store/`).
+        #[arg(long, default_value = ".uc")]
+        data_dir: PathBuf,
+    },
+    /// Make FILE the store of DIR, a new data directory; `uc up --data-dir DIR` starts at its revision.
+    Restore {
+        /// A file `uc snapshot save` wrote.
+        file: PathBuf,
+        /// The new data directory.
         dir: PathBuf,
     },
 }
@@ -406,6 +430,18 @@ fn main() -> anyhow::Result<()> {
                 std::process::exit(1)
             }
         },
+        #[cfg(feature = "cluster")]
+        Command::Snapshot(SnapshotCommand::Save { file, data_dir }) => {
+            let done = uc_apiserver::snapshot_file::save(&store_dir(data_dir), &file)?;
+            println!("{done}");
+            Ok(())
+        }
+        #[cfg(feature = "cluster")]
+        Command::Snapshot(SnapshotCommand::Restore { file, dir }) => {
+            let done = uc_apiserver::snapshot_file::restore(&file, &dir)?;
+            println!("{done}");
+            Ok(())
+        }
         #[cfg(feature = "cluster")]
         Command::Store(StoreCommand::Repair { dir }) => {
             uc_apiserver::wal::repair(&store_dir(dir)).map(|done| println!("{done}")).map_err(anyhow::Error::from)
