@@ -42,8 +42,25 @@ fn default_pod_spec(spec: &mut Value) {
                         set_default(p, "/protocol", json!("TCP"));
                     }
                 }
+                for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+                    if let Some(p) = c.get_mut(probe).filter(|p| p.is_object()) {
+                        default_probe(p);
+                    }
+                }
             }
         }
+    }
+}
+
+/// A probe's defaults, as kube-apiserver sets them.
+fn default_probe(p: &mut Value) {
+    set_default(p, "/timeoutSeconds", json!(1));
+    set_default(p, "/periodSeconds", json!(10));
+    set_default(p, "/successThreshold", json!(1));
+    set_default(p, "/failureThreshold", json!(3));
+    if let Some(get) = p.get_mut("httpGet").filter(|g| g.is_object()) {
+        set_default(get, "/path", json!("/"));
+        set_default(get, "/scheme", json!("HTTP"));
     }
 }
 
@@ -437,6 +454,16 @@ mod tests {
         assert_eq!(d.at("/spec/replicas"), Some(&json!(1)));
         assert_eq!(d.at("/spec/strategy/rollingUpdate/maxSurge"), Some(&json!("25%")));
         assert_eq!(d.at("/spec/template/spec/containers/0/imagePullPolicy"), Some(&json!("Always")));
+        let mut probed = json!({"spec": {"containers": [{"name": "c", "image": "nginx:1",
+            "readinessProbe": {"httpGet": {"port": 80}}, "livenessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 3}}]}});
+        apply_defaults("pods", &mut probed);
+        let c = &probed["spec"]["containers"][0];
+        assert_eq!(
+            c["readinessProbe"],
+            json!({"httpGet": {"port": 80, "path": "/", "scheme": "HTTP"}, "timeoutSeconds": 1,
+                                                "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3})
+        );
+        assert_eq!(c["livenessProbe"]["periodSeconds"], 3, "what the pod says stays");
         let errs = validate("deployments", &d);
         assert_eq!(errs.len(), 1);
         assert_eq!(errs[0].field, "spec.template.metadata.labels");
