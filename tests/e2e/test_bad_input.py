@@ -224,3 +224,31 @@ def test_built_in_kinds_are_decoded_as_kube_decodes_them(cluster):
     described = subprocess.run(["kubectl", "describe", "configmaps", "-n", "default"], capture_output=True, text=True,
                                env=cluster.env(), timeout=60)
     assert described.returncode == 0, described.stderr
+
+
+def test_an_oversized_url_or_body_gets_a_status_before_the_connection_closes(cluster):
+    import socket
+
+    server, token = cluster.server_and_token()
+    host, port = server.removeprefix("https://").rsplit(":", 1)
+    ctx = ssl.create_default_context(cafile=f"{cluster.data_dir}/ca.crt")
+    ctx.set_alpn_protocols(["http/1.1"])
+
+    def connect():
+        return ctx.wrap_socket(socket.create_connection((host, int(port)), timeout=60), server_hostname=host)
+
+    s = connect()
+    s.sendall(f"GET /api/v1/configmaps?x={'a' * 2_000_000} HTTP/1.1\r\nHost: uc\r\n\r\n".encode())
+    assert s.recv(200).startswith(b"HTTP/1.1 431"), "a request line past the header limit: 431, as Go's server"
+    s.close()
+    # 100 MB announced and sent: the server reads what it must, answers 413, then closes.
+    s = connect()
+    s.sendall(f"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: uc\r\nAuthorization: Bearer {token}\r\n"
+              f"Content-Type: application/json\r\nContent-Length: {100 << 20}\r\n\r\n".encode())
+    try:
+        for _ in range(100):
+            s.sendall(b"a" * (1 << 20))
+    except (ssl.SSLError, OSError):
+        pass  # closed once the 413 was written
+    answer = s.recv(400)
+    assert answer.startswith(b"HTTP/1.1 413") and b"RequestEntityTooLarge" in answer, answer
