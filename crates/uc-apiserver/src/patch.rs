@@ -462,4 +462,56 @@ mod tests {
         json_patch(&mut doc, &ops(vec![json!({"op": "replace", "path": "/data/a", "value": "2"})])).unwrap();
         assert_eq!(doc, json!({"data": {"a": "2"}}));
     }
+
+    /// A random JSON value of small depth from a seeded generator (xorshift), keys from a small set so
+    /// that patches and targets overlap.
+    fn next(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
+    fn random_value(seed: &mut u64, depth: u32) -> Value {
+        match next(seed) % if depth == 0 { 4 } else { 6 } {
+            0 => Value::Null,
+            1 => Value::from(next(seed) % 5),
+            2 => Value::from(["a", "b", ""][(next(seed) % 3) as usize]),
+            3 => Value::Bool(next(seed) % 2 == 0),
+            4 => Value::Array((0..next(seed) % 3).map(|_| random_value(seed, depth - 1)).collect()),
+            _ => {
+                let mut map = Map::new();
+                for _ in 0..next(seed) % 4 {
+                    let key = ["x", "y", "z", "$patch"][(next(seed) % 4) as usize].to_string();
+                    map.insert(key, random_value(seed, depth - 1));
+                }
+                Value::Object(map)
+            }
+        }
+    }
+
+    #[test]
+    fn merge_patches_are_idempotent_and_no_patch_panics() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..20_000 {
+            let target = serde_json::json!({"x": random_value(&mut seed, 3), "y": random_value(&mut seed, 3)});
+            // A merge patch is an object; every third body is anything at all.
+            let patch = match next(&mut seed) % 3 {
+                0 => random_value(&mut seed, 3),
+                _ => serde_json::json!({"x": random_value(&mut seed, 3), "z": random_value(&mut seed, 2)}),
+            };
+            let body = serde_json::to_vec(&patch).unwrap();
+            let mut once = target.clone();
+            if merge_patch(&mut once, &body).is_ok() {
+                let mut twice = once.clone();
+                merge_patch(&mut twice, &body).unwrap();
+                assert_eq!(once, twice, "merge patch {patch} applied twice to {target}");
+            }
+            // Whatever the body, the other patch types answer (an error or a result), never panic.
+            let mut t = target.clone();
+            let _ = strategic_merge_patch(&mut t, &body);
+            let mut t = target.clone();
+            let _ = json_patch(&mut t, &body);
+        }
+    }
 }
