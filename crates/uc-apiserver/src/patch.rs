@@ -477,7 +477,7 @@ mod tests {
             0 => Value::Null,
             1 => Value::from(next(seed) % 5),
             2 => Value::from(["a", "b", ""][(next(seed) % 3) as usize]),
-            3 => Value::Bool(next(seed) % 2 == 0),
+            3 => Value::Bool(next(seed).is_multiple_of(2)),
             4 => Value::Array((0..next(seed) % 3).map(|_| random_value(seed, depth - 1)).collect()),
             _ => {
                 let mut map = Map::new();
