@@ -191,6 +191,15 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
         self.inner.lock().queue.len()
     }
 
+    /// Calls `report` with how many keys wait, unless the queue is shut down — under the queue's lock, so
+    /// that nothing is reported after [`WorkQueue::shutdown`] returns.
+    pub fn report_len(&self, report: impl FnOnce(usize)) {
+        let q = self.inner.lock();
+        if !q.shut {
+            report(q.queue.len());
+        }
+    }
+
     /// Whether nothing waits.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -206,6 +215,17 @@ impl<K: Clone + Eq + Hash + Send + 'static> WorkQueue<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shut_queue_reports_no_depth() {
+        let q: WorkQueue<&str> = WorkQueue::default();
+        q.add("a");
+        let mut seen = None;
+        q.report_len(|n| seen = Some(n));
+        assert_eq!(seen, Some(1));
+        q.shutdown();
+        q.report_len(|_| panic!("reported after shutdown"));
+    }
 
     #[tokio::test]
     async fn dedups_and_serializes_per_key() {

@@ -67,6 +67,10 @@ impl Drop for Part {
 
 impl Drop for Running {
     fn drop(&mut self) {
+        // The queues first: no worker reports a depth after the gauge is removed.
+        for p in &self.parts {
+            p.shared.queue.shutdown();
+        }
         if let Some(p) = self.parts.first() {
             p.shared.ctx.metrics.remove_controller(&p.shared.name);
         }

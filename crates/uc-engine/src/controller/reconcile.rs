@@ -54,7 +54,8 @@ impl Shared {
 
     /// Reconciles one parent, retrying a failure with backoff.
     async fn work_on(&self, key: ObjKey, priority: Priority) {
-        self.ctx.metrics.set_queue_depth(&self.name, self.queue.len());
+        // Not after the controller stopped: its gauge is gone then, and stays gone.
+        self.queue.report_len(|depth| self.ctx.metrics.set_queue_depth(&self.name, depth));
         if self.echoes.hold(&key, priority) {
             // The caches lack one of its last writes: the event bringing it queues it again.
             self.ctx.metrics.reconcile(&self.name, "awaiting_echo");
