@@ -17,6 +17,19 @@ MANIFESTS = Path(__file__).resolve().parent / "manifests"
 urllib3.disable_warnings()
 
 
+def http_get(url: str, token=None, timeout: float = 10):
+    """A plain GET, with a bearer token when given: (status, body), errors included."""
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
 def engine_get(url: str, token: str, timeout: float = 5) -> str:
     """A GET of the engine's guarded endpoint (`/metrics`, `/debug/*`) with a bearer token."""
     import urllib.request

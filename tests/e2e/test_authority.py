@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import wait_for
+from conftest import http_get, wait_for
 from test_rbac import as_user
 
 
@@ -291,12 +291,7 @@ def test_the_console_refuses_forged_requests_and_unauthorised_metrics(cluster):
     cluster.kubectl("create", "clusterrolebinding", "viewer", "--clusterrole=view", "--serviceaccount=default:viewer")
     viewer = cluster.kubectl("create", "token", "viewer").stdout.strip()
     for token, want in ((viewer, 403), (admin, 200)):
-        req = urllib.request.Request(f"{console}/console/hooks", headers={"Authorization": f"Bearer {token}"})
-        try:
-            with urllib.request.urlopen(req) as r:
-                code = r.status
-        except urllib.error.HTTPError as e:
-            code = e.code
+        code = http_get(f"{console}/console/hooks", token)[0]
         assert code == want, (token == admin, code)
 
     # The engine's own endpoint asks the cluster who the caller is and answers in kube's words; its
@@ -304,12 +299,7 @@ def test_the_console_refuses_forged_requests_and_unauthorised_metrics(cluster):
     engine = "http://" + open(f"{cluster.data_dir}/metrics-address").read().strip()
 
     def engine_get(path, token=None):
-        req = urllib.request.Request(engine + path, headers={"Authorization": f"Bearer {token}"} if token else {})
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
+        return http_get(engine + path, token)
 
     assert engine_get("/healthz")[0] == 200
     assert engine_get("/metrics")[0] == 401
@@ -369,29 +359,26 @@ def test_a_controller_can_do_no_more_than_its_service_account(make_cluster):
     assert 'User "system:serviceaccount:tenants:restricted" cannot patch resource "clusterrolebindings"' in message, message
     assert cluster.kubectl("get", "clusterrolebinding", "grab", check=False).returncode != 0
 
+    def tenant(name, ns, account, children, own_child, other_ns):
+        """A tenant's controller acting as its account: its child in its namespace, refused in the other's."""
+        cluster.kubectl("apply", "-f", "-", input=js_controller(name, name, children, serviceAccountName=account,
+                                                                serviceAccountNamespace=ns))
+        cluster.kubectl("label", "namespace", ns, f"tenant={name}")
+        wait_for(lambda: cluster.kubectl("-n", ns, "get", "cm", own_child, check=False).returncode == 0, timeout=30,
+                 message=f"{name}'s child in its namespace")
+        message = synced_false(name)
+        assert f"system:serviceaccount:{ns}:{account}" in message and other_ns in message, message
+
     # Tenant A's controller names its own account: its namespace yes, tenant B's no.
-    both = ("[{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'from-a', namespace: 'team-a'}}, "
-            "{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'from-a', namespace: 'team-b'}}]")
-    cluster.kubectl("apply", "-f", "-", input=js_controller("tenant-a", "tenant-a", both, serviceAccountName="a-bot",
-                                                            serviceAccountNamespace="team-a"))
-    cluster.kubectl("label", "namespace", "team-a", "tenant=tenant-a")
-    wait_for(lambda: cluster.kubectl("-n", "team-a", "get", "cm", "from-a", check=False).returncode == 0, timeout=30,
-             message="tenant A's child in its namespace")
-    message = synced_false("tenant-a")
-    assert "system:serviceaccount:team-a:a-bot" in message and "team-b" in message, message
+    tenant("tenant-a", "team-a", "a-bot", "[{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'from-a', namespace: 'team-a'}}, "
+           "{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'from-a', namespace: 'team-b'}}]", "from-a", "team-b")
     assert cluster.kubectl("-n", "team-b", "get", "cm", "from-a", check=False).returncode != 0
     # And tenant B's, the other way round: neither touches the other's objects.
     cluster.kubectl("-n", "team-b", "create", "serviceaccount", "b-bot")
     cluster.kubectl("-n", "team-b", "create", "rolebinding", "b-bot", "--clusterrole=edit", "--serviceaccount=team-b:b-bot")
-    both = ("[{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'from-b', namespace: 'team-b'}}, "
-            "{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'from-a', namespace: 'team-a'}, data: {overwritten: 'yes'}}]")
-    cluster.kubectl("apply", "-f", "-", input=js_controller("tenant-b", "tenant-b", both, serviceAccountName="b-bot",
-                                                            serviceAccountNamespace="team-b"))
-    cluster.kubectl("label", "namespace", "team-b", "tenant=tenant-b")
-    wait_for(lambda: cluster.kubectl("-n", "team-b", "get", "cm", "from-b", check=False).returncode == 0, timeout=30,
-             message="tenant B's child in its namespace")
-    message = synced_false("tenant-b")
-    assert "system:serviceaccount:team-b:b-bot" in message and "team-a" in message, message
+    tenant("tenant-b", "team-b", "b-bot", "[{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'from-b', namespace: 'team-b'}}, "
+           "{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'from-a', namespace: 'team-a'}, data: {overwritten: 'yes'}}]",
+           "from-b", "team-a")
     assert "overwritten" not in cluster.kubectl("-n", "team-a", "get", "cm", "from-a", "-o", "json").stdout
 
     # A webhook's credentials are read as the account too: tenant B's Secret is not tenant A's.

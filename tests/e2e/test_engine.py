@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, engine_get, wait_for
+from conftest import ROOT, engine_get, http_get, wait_for
 
 EXAMPLE = ROOT / "examples" / "sample-controller"
 
@@ -348,12 +348,7 @@ def test_uc_run_against_another_api_server(make_cluster):
         console = f"http://127.0.0.1:{console_port}"
 
         def fetch(path, token=None):
-            req = urllib.request.Request(console + path, headers={"Authorization": f"Bearer {token}"} if token else {})
-            try:
-                with urllib.request.urlopen(req, timeout=5) as r:
-                    return r.status, r.read().decode()
-            except urllib.error.HTTPError as e:
-                return e.code, e.read().decode()
+            return http_get(console + path, token, timeout=5)
         status, body = fetch("/apis/apps/v1/namespaces/default/deployments", token)
         assert status == 200 and "example-foo" in body
         assert fetch("/apis/apps/v1/namespaces/default/deployments")[0] == 401
