@@ -110,7 +110,7 @@ class Cluster:
             time.sleep(0.1)
         raise RuntimeError("uc up did not become ready")
 
-    def stop(self, sig=signal.SIGINT, timeout: float = 15.0) -> int:
+    def stop(self, sig=signal.SIGINT, timeout: float = 45.0) -> int:
         if self.proc is None:
             return 0
         self.proc.send_signal(sig)
