@@ -252,3 +252,51 @@ def test_an_oversized_url_or_body_gets_a_status_before_the_connection_closes(clu
         pass  # closed once the 413 was written
     answer = s.recv(400)
     assert answer.startswith(b"HTTP/1.1 413") and b"RequestEntityTooLarge" in answer, answer
+
+
+def test_kubes_validation_rules_for_names_ports_probes_and_resources(cluster):
+    """Each of these is refused by kube-apiserver with these words; none is stored."""
+    def pod(name="p", **container):
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                "spec": {"containers": [{"name": "c", "image": "busybox", **container}]}}
+
+    cases = (
+        ({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "1web"}, "spec": {"ports": [{"port": 80}]}},
+         'metadata.name: Invalid value: "1web": a DNS-1035 label must consist of lower case alphanumeric characters'),
+        ({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a.b"}},
+         'metadata.name: Invalid value: "a.b": a lowercase RFC 1123 label must consist of'),
+        ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Upper_Case"}},
+         'metadata.name: Invalid value: "Upper_Case": a lowercase RFC 1123 subdomain must consist of'),
+        ({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "a/b"}, "rules": []},
+         "metadata.name: Invalid value: \"a/b\": may not contain '/'"),
+        (pod(ports=[{"containerPort": 80, "name": "metrics-endpoint-http"}]),
+         'spec.containers[0].ports[0].name: Invalid value: "metrics-endpoint-http": must be no more than 15 characters'),
+        (pod(ports=[{"containerPort": 80, "name": "http"}, {"containerPort": 81, "name": "http"}]),
+         'spec.containers[0].ports[1].name: Duplicate value: "http"'),
+        (pod(livenessProbe={"periodSeconds": 5}),
+         "spec.containers[0].livenessProbe: Required value: must specify a handler type"),
+        (pod(readinessProbe={"exec": {"command": ["true"]}, "tcpSocket": {"port": 80}}),
+         "spec.containers[0].readinessProbe.tcpSocket: Forbidden: may not specify more than 1 handler type"),
+        (pod(resources={"limits": {"cpu": "500m"}, "requests": {"cpu": "1"}}),
+         'spec.containers[0].resources.requests[cpu]: Invalid value: "1": must be less than or equal to cpu limit of 500m'),
+        (pod(resources={"limits": {"cpuu": "1"}}),
+         'spec.containers[0].resources.limits[cpuu]: Invalid value: "cpuu": must be a standard resource for containers'),
+        (pod(resources={"requests": {"memory": "lots"}}),
+         "spec.containers[0].resources.requests[memory]: quantities must match the regular expression"),
+    )
+    for obj, words in cases:
+        r = cluster.kubectl("create", "-f", "-", check=False, input=json.dumps(obj))
+        assert r.returncode != 0 and words in r.stderr, (obj, r.stderr)
+        name = obj["metadata"]["name"]
+        got = cluster.kubectl("get", obj["kind"].lower(), name, "--ignore-not-found", "-o", "name", check=False)
+        assert got.stdout.strip() == "", f"{obj['kind']} {name} was stored"
+    # What kube accepts still goes in: names it allows, a generateName ending in '-', named ports a probe uses.
+    ok = pod(name="web.v1", ports=[{"containerPort": 80, "name": "http"}],
+             livenessProbe={"httpGet": {"path": "/", "port": "http"}},
+             resources={"limits": {"cpu": "1", "memory": "64Mi"}, "requests": {"cpu": "500m", "memory": 1e6}})
+    cluster.kubectl("create", "-f", "-", input=json.dumps(ok))
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "system:x:y"}, "rules": []}
+    cluster.kubectl("create", "-f", "-", input=json.dumps(role))
+    made = cluster.kubectl("create", "-o", "name", "-f", "-", input=json.dumps(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}}))
+    assert made.stdout.startswith("configmap/gen-"), made.stdout

@@ -12,6 +12,7 @@ pub mod meta;
 pub mod metacontroller;
 pub mod names;
 pub mod pointer;
+pub mod quantity;
 pub mod resource;
 pub mod sandbox;
 pub mod selector;

@@ -192,6 +192,12 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
     }
 }
 
+/// What is wrong with `name` at `field` as an RFC 1123 label (a container's or a volume's name).
+pub(crate) fn label_errors(field: &str, name: &str) -> Vec<FieldError> {
+    let rule = uc_api::names::NameRule::Dns1123Label;
+    rule.errors(name, false).into_iter().map(|why| FieldError::invalid(field, &Value::from(name), why)).collect()
+}
+
 fn check_pod_spec(spec: Option<&Value>, base: &str, errs: &mut Vec<FieldError>) {
     let Some(spec) = spec else {
         errs.push(FieldError::required(base, ""));
@@ -206,11 +212,7 @@ fn check_pod_spec(spec: Option<&Value>, base: &str, errs: &mut Vec<FieldError>) 
                 let p = format!("{base}.containers[{i}]");
                 match c.get("name").and_then(Value::as_str) {
                     None | Some("") => errs.push(FieldError::required(format!("{p}.name"), "")),
-                    Some(n) if !is_dns_label(n) => errs.push(FieldError::invalid(
-                        format!("{p}.name"),
-                        &Value::from(n),
-                        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'",
-                    )),
+                    Some(n) if !is_dns_label(n) => errs.extend(label_errors(&format!("{p}.name"), n)),
                     Some(n) if names.contains(&n) => errs.push(FieldError::new(
                         crate::error::FieldErrorKind::Duplicate,
                         format!("{p}.name"),
@@ -229,7 +231,8 @@ fn check_pod_spec(spec: Option<&Value>, base: &str, errs: &mut Vec<FieldError>) 
 }
 
 /// Volume names (DNS labels, once each: the node makes a directory of each), the mounts that name them
-/// (`subPath` relative, never leaving the volume) and container ports, with kube-apiserver's words.
+/// (`subPath` relative, never leaving the volume), and each container's own rules, with
+/// kube-apiserver's words.
 fn check_volumes(spec: &Value, base: &str, errs: &mut Vec<FieldError>) {
     use crate::error::FieldErrorKind;
     let mut volumes: Vec<&str> = Vec::new();
@@ -237,11 +240,7 @@ fn check_volumes(spec: &Value, base: &str, errs: &mut Vec<FieldError>) {
         let field = format!("{base}.volumes[{i}].name");
         match v.get("name").and_then(Value::as_str) {
             None | Some("") => errs.push(FieldError::required(field, "")),
-            Some(n) if !is_dns_label(n) => errs.push(FieldError::invalid(
-                field,
-                &Value::from(n),
-                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character",
-            )),
+            Some(n) if !is_dns_label(n) => errs.extend(label_errors(&field, n)),
             Some(n) if volumes.contains(&n) => {
                 errs.push(FieldError::new(FieldErrorKind::Duplicate, field, Some(format!("{n:?}")), ""))
             }
@@ -282,19 +281,7 @@ fn check_volumes(spec: &Value, base: &str, errs: &mut Vec<FieldError>) {
                     }
                 }
             }
-            for (j, port) in c.get("ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
-                for (key, low) in [("containerPort", 1), ("hostPort", 0)] {
-                    let Some(n) = port.get(key) else { continue };
-                    if !n.as_i64().is_some_and(|n| (low..=65535).contains(&n)) {
-                        let detail = if low == 1 {
-                            "must be between 1 and 65535, inclusive"
-                        } else {
-                            "must be between 0 and 65535, inclusive"
-                        };
-                        errs.push(FieldError::invalid(format!("{p}.ports[{j}].{key}"), n, detail));
-                    }
-                }
-            }
+            crate::builtin_container::check(c, &p, errs);
         }
     }
 }

@@ -2,7 +2,7 @@
 //! containers change. Ephemeral containers are added, never changed or removed, and may not have
 //! ports, probes, resources or lifecycle hooks — kube-apiserver's rules, with its words.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use uc_api::Pointer;
 
 use crate::error::{FieldError, FieldErrorKind};
@@ -45,11 +45,7 @@ pub fn update(old: &Value, new: &Value) -> Result<Value, Vec<FieldError>> {
         if name.is_empty() {
             errs.push(FieldError::required(format!("{p}.name"), ""));
         } else if !is_dns_label(name) {
-            errs.push(FieldError::invalid(
-                format!("{p}.name"),
-                &json!(name),
-                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'",
-            ));
+            errs.extend(crate::builtin::label_errors(&format!("{p}.name"), name));
         } else if taken.contains(&name) {
             errs.push(FieldError::new(FieldErrorKind::Duplicate, format!("{p}.name"), Some(format!("{name:?}")), ""));
         } else {
@@ -85,6 +81,8 @@ pub fn update(old: &Value, new: &Value) -> Result<Value, Vec<FieldError>> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn pod(ephemeral: Value) -> Value {

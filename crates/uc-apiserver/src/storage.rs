@@ -658,4 +658,6 @@ fn persist(wal: &mut Wal, planned: &mut [Planned], revision: u64) -> Result<(), 
 }
 
 #[cfg(test)]
+mod crash_tests;
+#[cfg(test)]
 mod tests;

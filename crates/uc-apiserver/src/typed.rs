@@ -20,12 +20,33 @@ const QUANTITY_MAPS: &[&str] = &[
     "maxLimitRequestRatio",
 ];
 const QUANTITIES: &[&str] = &["sizeLimit"];
+/// The kinds whose fields of those names are quantities (elsewhere — a CRD's schema — they are not).
+const QUANTITY_KINDS: &[&str] = &[
+    "Pod",
+    "PodTemplate",
+    "ReplicationController",
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "DaemonSet",
+    "Job",
+    "CronJob",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "ResourceQuota",
+    "LimitRange",
+    "Node",
+    "RuntimeClass",
+];
 
 /// What decoding a built-in object found: the paths of its unknown fields (`spec.replcas`,
 /// `spec.template.spec.containers[0].comand`), or the path and words of a field that does not read.
 /// None for a kind this server has no type for.
 pub fn decode(group: &str, version: &str, kind: &str, obj: &Value) -> Option<Result<Vec<String>, String>> {
-    let probe = quantities_as_strings(obj.clone());
+    let (probe, bad_quantity) = quantities_as_strings(obj.clone());
+    if let Some(why) = bad_quantity.filter(|_| QUANTITY_KINDS.contains(&kind)) {
+        return crate::builtin_schemas::round_trip(group, version, kind, &probe).map(|_| Err(why));
+    }
     let back = match crate::builtin_schemas::round_trip(group, version, kind, &probe)? {
         Ok(back) => back,
         Err((path, why)) if path.is_empty() || path == "." => return Some(Err(why)),
@@ -83,28 +104,42 @@ fn missing(sent: &Value, kept: &Value, path: &str, out: &mut Vec<String>) {
     }
 }
 
-/// `obj` with the numbers where kube reads quantities written as strings.
-fn quantities_as_strings(mut obj: Value) -> Value {
-    let mut stack = vec![&mut obj];
-    while let Some(v) = stack.pop() {
+/// `obj` with the numbers where kube reads quantities written as strings, and the first of those
+/// strings that is not a quantity (its path and apimachinery's words).
+fn quantities_as_strings(mut obj: Value) -> (Value, Option<String>) {
+    let mut bad = None;
+    let mut stack = vec![(String::new(), &mut obj)];
+    while let Some((path, v)) = stack.pop() {
         match v {
             Value::Object(map) => {
                 for (key, value) in map.iter_mut() {
+                    let here = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
                     if QUANTITY_MAPS.contains(&key.as_str())
                         && let Value::Object(q) = value
                     {
                         numbers_as_strings(q);
-                    } else if QUANTITIES.contains(&key.as_str()) && value.is_number() {
-                        *value = Value::String(value.to_string());
+                        for (name, v) in q.iter() {
+                            bad = bad.or_else(|| not_a_quantity(&format!("{here}[{name}]"), v));
+                        }
+                    } else if QUANTITIES.contains(&key.as_str()) {
+                        if value.is_number() {
+                            *value = Value::String(value.to_string());
+                        }
+                        bad = bad.or_else(|| not_a_quantity(&here, value));
                     }
-                    stack.push(value);
+                    stack.push((here, value));
                 }
             }
-            Value::Array(items) => stack.extend(items.iter_mut()),
+            Value::Array(items) => stack.extend(items.iter_mut().enumerate().map(|(i, v)| (format!("{path}[{i}]"), v))),
             _ => {}
         }
     }
-    obj
+    (obj, bad)
+}
+
+fn not_a_quantity(path: &str, v: &Value) -> Option<String> {
+    let e = uc_api::quantity::parse(v.as_str()?).err()?;
+    Some(format!("{path}: {e}"))
 }
 
 fn numbers_as_strings(map: &mut Map<String, Value>) {
@@ -142,6 +177,14 @@ mod tests {
         let why = decode("", "v1", "Pod", &pod).unwrap().unwrap_err();
         assert!(why.starts_with("spec.containers[0].ports[0].containerPort: invalid type: string"), "{why}");
         assert!(decode("example.com", "v1", "Foo", &pod).is_none());
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "lots"}}}]}});
+        let why = decode("", "v1", "Pod", &pod).unwrap().unwrap_err();
+        assert!(why.starts_with("spec.containers[0].resources.requests[cpu]: quantities must match"), "{why}");
+        // In a CRD's schema, `limits` or `overhead` are properties, not quantities.
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "a.b"},
+            "spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": {"properties": {"overhead": {"description": "x"}}}}}]}});
+        assert!(decode("apiextensions.k8s.io", "v1", "CustomResourceDefinition", &crd).unwrap().is_ok());
         let fine = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {}, "creationTimestamp": null},
             "spec": {"containers": [{"name": "c", "image": "i", "securityContext": {}}], "volumes": [{"name": "v", "emptyDir": {}}]}});
         assert_eq!(decode("", "v1", "Pod", &fine).unwrap().unwrap(), Vec::<String>::new());

@@ -13,6 +13,7 @@ pub mod dynamic;
 pub mod events;
 pub mod fenced;
 pub mod flavor;
+pub mod fuzzing;
 pub mod guard;
 pub mod hooks;
 pub mod informer;

@@ -20,6 +20,19 @@ pub struct Resolved {
 }
 
 impl Resolved {
+    /// A resource type as discovery would describe it, without a `/status` subresource.
+    pub fn new(api_version: &str, kind: &str, plural: &str, namespaced: bool) -> Resolved {
+        let (group, version) = uc_api::resource::split_api_version(api_version);
+        let ar = ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: api_version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+        };
+        Resolved { ar, namespaced, status_subresource: false }
+    }
+
     /// The `<Kind>.<apiVersion>` key used in hook requests.
     pub fn type_key(&self) -> String {
         uc_api::hook::type_key(&self.ar.kind, &self.ar.api_version)

@@ -8,7 +8,7 @@ use crate::app::{App, Req};
 use crate::builtin;
 use crate::error::{ApiError, FieldError, Result, Subject};
 use crate::handlers::meta::{is_deleting, meta_str, now};
-use crate::registry::{ResourceInfo, crd_to_resource, is_dns_label, is_dns_subdomain};
+use crate::registry::{ResourceInfo, crd_to_resource};
 use crate::request::Target;
 use crate::storage::{Obj, object_key};
 use uc_api::selector::is_label_value;
@@ -49,7 +49,9 @@ pub(crate) fn check_type_meta(info: &ResourceInfo, version: &str, obj: &mut Valu
     Ok(())
 }
 
-pub(crate) fn check_object_meta(info: &ResourceInfo, obj: &mut Value) -> Result<Vec<FieldError>> {
+/// Checks an object's metadata as kube's `ValidateObjectMeta` does; the name only when `creating` (it
+/// cannot change afterwards, and an object stored under older rules stays writable).
+pub(crate) fn check_object_meta(info: &ResourceInfo, obj: &mut Value, creating: bool) -> Result<Vec<FieldError>> {
     if obj.get("metadata").is_none() || obj["metadata"].is_null() {
         obj["metadata"] = json!({});
     }
@@ -127,18 +129,12 @@ pub(crate) fn check_object_meta(info: &ResourceInfo, obj: &mut Value) -> Result<
             return Err(ApiError::bad_request(format!("metadata.{f}: must be a string, not {v}")));
         }
     }
-    if let Some(name) = meta.get("name").and_then(Value::as_str) {
-        let ok = if matches!(info.resource.as_str(), "namespaces" | "services") {
-            is_dns_label(name)
-        } else {
-            is_dns_subdomain(name)
-        };
-        if !ok {
-            errs.push(FieldError::invalid(
-                "metadata.name",
-                &Value::from(name),
-                "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-            ));
+    let rule = uc_api::names::NameRule::of(&info.group, &info.resource);
+    for (field, prefix) in [("name", false), ("generateName", true)].into_iter().filter(|_| creating) {
+        if let Some(name) = meta.get(field).and_then(Value::as_str).filter(|n| !n.is_empty()) {
+            for why in rule.errors(name, prefix) {
+                errs.push(FieldError::invalid(format!("metadata.{field}"), &Value::from(name), why));
+            }
         }
     }
     Ok(errs)

@@ -60,7 +60,7 @@ pub(crate) async fn create_object(
         }
     }
     check_type_meta(&info, &t.version, &mut obj)?;
-    let mut errs = check_object_meta(&info, &mut obj)?;
+    let mut errs = check_object_meta(&info, &mut obj, true)?;
     let meta = obj["metadata"].as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
     // Namespace: from the path; the body may repeat it but not contradict it.
     if info.namespaced {
@@ -287,7 +287,7 @@ pub(crate) fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Valu
     let info = &t.info;
     let name = t.name.clone().unwrap_or_default();
     check_type_meta(info, &t.version, &mut new)?;
-    let mut errs = check_object_meta(info, &mut new)?;
+    let mut errs = check_object_meta(info, &mut new, false)?;
     match meta_str(&new, "name") {
         Some(n) if n != name => {
             return Err(ApiError::bad_request(format!(

@@ -17,7 +17,7 @@ mod rollout;
 mod shared;
 mod sources;
 mod status;
-mod validate;
+pub mod validate;
 mod written;
 
 use std::collections::{BTreeMap, HashMap};

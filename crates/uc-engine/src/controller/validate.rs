@@ -14,7 +14,7 @@ use crate::resources::Resolved;
 /// Checks `children` against the controller's child types and sorts them by type. Namespaced children
 /// of a namespaced parent default to (and must be in) its namespace; those of a cluster-scoped parent
 /// must name one; cluster-scoped children lose any namespace they carry.
-pub(super) fn validate_children<'a>(
+pub fn validate_children<'a>(
     child_types: impl Iterator<Item = &'a Resolved> + Clone,
     parent_namespaced: bool,
     parent: &Value,
@@ -68,24 +68,12 @@ pub(super) fn validate_children<'a>(
 
 #[cfg(test)]
 mod tests {
-    use kube::api::ApiResource;
     use serde_json::json;
 
     use super::*;
 
     fn resolved(api_version: &str, kind: &str, namespaced: bool) -> Resolved {
-        let (group, version) = uc_api::resource::split_api_version(api_version);
-        Resolved {
-            ar: ApiResource {
-                group: group.into(),
-                version: version.into(),
-                api_version: api_version.into(),
-                kind: kind.into(),
-                plural: format!("{}s", kind.to_lowercase()),
-            },
-            namespaced,
-            status_subresource: false,
-        }
+        Resolved::new(api_version, kind, &format!("{}s", kind.to_lowercase()), namespaced)
     }
 
     fn types() -> Vec<Resolved> {
