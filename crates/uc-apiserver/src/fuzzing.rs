@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use crate::ssa::{self, Builtin, Scope, Write};
 
 /// A request body as the API server reads it: JSON (with duplicate fields found), YAML and protobuf,
-/// then, when it reads as an object, decoded as each of a few built-in kinds and measured against
-/// the store's limits.
+/// then, when it reads as an object, decoded as each of a few built-in kinds, defaulted and validated
+/// as each, its name checked by every kind's rule, and measured against the store's limits.
 pub fn request_body(data: &[u8]) {
     let _ = crate::json_duplicates::duplicate_fields(data);
     let mut values = Vec::new();
@@ -25,6 +25,20 @@ pub fn request_body(data: &[u8]) {
         let _ = crate::limits::check(&v);
         for (group, kind) in [("", "Pod"), ("", "ConfigMap"), ("", "Secret"), ("apps", "Deployment"), ("", "Service")] {
             let _ = crate::typed::decode(group, "v1", kind, &v);
+        }
+        if crate::limits::check(&v).is_ok() {
+            for resource in ["pods", "deployments", "jobs", "services", "configmaps", "secrets", "roles"] {
+                let mut obj = v.clone();
+                crate::builtin::apply_defaults(resource, &mut obj);
+                let _ = crate::builtin::validate(resource, &obj);
+            }
+        }
+        if let Some(name) = v.pointer("/metadata/name").and_then(Value::as_str) {
+            for (group, resource) in
+                [("", "services"), ("", "namespaces"), ("rbac.authorization.k8s.io", "roles"), ("", "pods")]
+            {
+                let _ = uc_api::names::NameRule::of(group, resource).errors(name, true);
+            }
         }
         crate::limits::drop_deep(v);
     }

@@ -319,23 +319,15 @@ async fn observe(spec: &Spec, pods: &ObjectMap, names: Option<&ClusterNames>) ->
     }
     // The leader's configuration is the committed one (a follower's may lag a reconfiguration behind);
     // without a leader there is no configuration to go by.
-    // Two leaders can only be two ensembles (one formed by mistake): the one with the longest history
-    // (highest zxid) is the ensemble.
-    let zxid = |n: &String| {
-        observed.serving.get(n).map(|s| u64::from_str_radix(s.zxid.trim_start_matches("0x"), 16).unwrap_or(0))
-    };
-    let leader = addresses
-        .iter()
-        .filter(|(n, _)| observed.serving.get(n).is_some_and(|s| s.mode == "leader"))
-        .max_by_key(|(n, _)| zxid(n));
-    if let Some((_, addr)) = leader {
-        if let Ok(answer) = fourlw::ask(addr, "conf").await {
+    let leader = observed.leader().and_then(|n| observed.addresses.get(n)).cloned();
+    if let Some(addr) = leader {
+        if let Ok(answer) = fourlw::ask(&addr, "conf").await {
             let config = fourlw::parse_conf(&answer);
             if !config.servers.is_empty() {
                 observed.config = Some(config);
             }
         }
-        if let Ok(answer) = fourlw::ask(addr, "mntr").await {
+        if let Ok(answer) = fourlw::ask(&addr, "mntr").await {
             observed.leader_mntr = fourlw::parse_mntr(&answer);
         }
     }

@@ -43,6 +43,17 @@ pub struct Observed {
     pub addresses: BTreeMap<String, String>,
 }
 
+impl Observed {
+    /// The leader: the serving server that says it leads. Two can only be two ensembles (one formed
+    /// by mistake, or a deposed leader that has not noticed yet): the one with the longest history
+    /// (highest zxid) is the ensemble. One choice for everything a sync decides — whose `conf` and
+    /// `mntr` to read, which server rolls last, what the status reports.
+    pub fn leader(&self) -> Option<&str> {
+        let leaders = self.serving.iter().filter(|(_, s)| s.mode == "leader");
+        leaders.max_by_key(|(name, s)| (s.zxid_value(), std::cmp::Reverse(name.as_str()))).map(|(n, _)| n.as_str())
+    }
+}
+
 /// The members: ordinal → role.
 pub type Membership = BTreeMap<u32, Role>;
 
@@ -171,8 +182,7 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
     if whole && !outdated.is_empty() {
         let voters = membership.values().filter(|r| **r == Role::Participant).count() + remote_voters;
         if rollout::caught_up(&observed.leader_mntr, voters) {
-            let leader =
-                observed.serving.iter().find(|(_, s)| s.mode == "leader").and_then(|(n, _)| spec.ordinal_of(n));
+            let leader = observed.leader().and_then(|n| spec.ordinal_of(n));
             let at = |o: u32| out.iter().position(|p| str_at(p, "/metadata/name") == spec.pod_name(o));
             match rollout::next(&outdated, leader) {
                 Some(Step::Image(o)) => {
@@ -299,16 +309,13 @@ fn status(
     let mut ready = Vec::new();
     let mut unready = Vec::new();
     let mut servers = Vec::new();
-    let mut leader = Value::Null;
+    let leader = observed.leader().map_or(Value::Null, |n| json!(n));
     for (ordinal, role) in membership {
         let name = spec.pod_name(*ordinal);
         let said = observed.serving.get(&name);
         match said {
             Some(_) => ready.push(name.clone()),
             None => unready.push(name.clone()),
-        }
-        if said.is_some_and(|s| s.mode == "leader") {
-            leader = json!(name);
         }
         let mode = match (said, role) {
             (Some(s), _) => s.mode.clone(),
@@ -325,9 +332,6 @@ fn status(
     for (id, (role, line)) in remote {
         let host = host_of(line);
         let said = observed.serving.get(host);
-        if said.is_some_and(|s| s.mode == "leader") {
-            leader = json!(host);
-        }
         let mode = match (said, role) {
             (Some(s), _) => s.mode.clone(),
             (None, Role::Observer) => "observer".to_string(),
@@ -601,6 +605,22 @@ mod tests {
         };
         let pods: ObjectMap = (0..2).map(|o| running(&one, o)).collect();
         assert_eq!(plan(&one, &pods, &observed, &json!({})).change, None, "one voter cannot carry a second");
+    }
+
+    #[test]
+    fn of_two_servers_saying_they_lead_the_one_with_the_longer_history_leads_and_rolls_last() {
+        let s = spec(3);
+        let (pods, mut observed) = serving_ensemble(&s, 0..3);
+        // zk-0 was deposed and has not noticed yet; zk-2 leads the ensemble now.
+        observed.serving.insert("zk-2".into(), Srvr { mode: "leader".into(), zxid: "0x200000001".into() });
+        assert_eq!(observed.leader(), Some("zk-2"));
+        let upgraded = Spec::from(&json!({"metadata": {"name": "zk", "namespace": "ns"},
+                                          "spec": {"replicas": 3, "image": {"tag": "3.9"}}}))
+        .unwrap();
+        let d = plan(&upgraded, &pods, &observed, &json!({}));
+        let images: Vec<&str> = d.pods.iter().map(|p| str_at(p, "/spec/containers/0/image")).collect();
+        assert_eq!(images, ["zookeeper:3.8", "zookeeper:3.9", "zookeeper:3.8"], "a follower first, not zk-2");
+        assert_eq!(d.status["leader"], json!("zk-2"));
     }
 
     #[test]
