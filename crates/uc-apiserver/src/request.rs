@@ -205,6 +205,15 @@ pub fn parse_rv(rv: &str) -> Result<u64> {
     })
 }
 
+/// A boolean query parameter as Go's `strconv.ParseBool` reads it.
+pub fn parse_bool(v: &str) -> Option<bool> {
+    match v {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Some(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Some(false),
+        _ => None,
+    }
+}
+
 /// Checks a list's or a watch's options as kube-apiserver decodes and validates them: numbers and
 /// booleans that do not read are a 400, `resourceVersionMatch` without a `resourceVersion` (or `Exact`
 /// at `0`) a 422 naming the field.
@@ -218,10 +227,8 @@ pub fn check_list_options(params: &Params) -> Result<()> {
     }
     for name in ["watch", "allowWatchBookmarks", "sendInitialEvents"] {
         if let Some(v) = params.get(name)
-            && !matches!(
-                v.as_str(),
-                "" | "1" | "t" | "T" | "true" | "TRUE" | "True" | "0" | "f" | "F" | "false" | "FALSE" | "False"
-            )
+            && !v.is_empty()
+            && parse_bool(v).is_none()
         {
             return Err(ApiError::bad_request(format!("{name}: strconv.ParseBool: parsing {v:?}: invalid syntax")));
         }
@@ -231,7 +238,7 @@ pub fn check_list_options(params: &Params) -> Result<()> {
     }
     // A watch's options are checked with the watch (`sendInitialEvents` takes NotOlderThan without a
     // resourceVersion), as kube checks them apart.
-    if params.get("watch").is_some_and(|w| matches!(w.as_str(), "1" | "t" | "T" | "true" | "TRUE" | "True")) {
+    if params.get("watch").and_then(|w| parse_bool(w)) == Some(true) {
         return Ok(());
     }
     let rv = params.get("resourceVersion").map(String::as_str).unwrap_or_default();

@@ -299,7 +299,7 @@ async fn handle_inner(
     let params: Params =
         parts.uri.query().map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default();
     // A seat of the identity's share, held while the request is read and answered.
-    let watch = params.get("watch").is_some_and(|w| w == "true" || w == "1");
+    let watch = params.get("watch").and_then(|w| crate::request::parse_bool(w)) == Some(true);
     let _seat = match user.is_master() || crate::fairness::exempt_request(&path, watch) {
         true => None,
         false => Some(app.fairness.seat(&user.name).await?),

@@ -8,12 +8,8 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::stored::StoreError;
-use crate::wal::{Change, encode, read_records, scan};
+use crate::wal::{Change, encode, io, read_records, scan};
 use crate::wal_integrity::Manifest;
-
-fn io(path: &Path) -> impl Fn(std::io::Error) -> StoreError + '_ {
-    move |e| StoreError::Backend(format!("{}: {e}", path.display()))
-}
 
 /// Writes every object of the store in `store_dir` (its durable, intact state: a torn tail left out)
 /// to `file`; what it saved, in words. A damaged store is refused with its damage.

@@ -160,7 +160,8 @@ fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     File::open(dir).and_then(|d| d.sync_all()).map_err(|e| StoreError::Backend(format!("{}: {e}", dir.display())))
 }
 
-fn io(path: &Path) -> impl Fn(std::io::Error) -> StoreError + '_ {
+/// An I/O error on `path` as a store error naming the file.
+pub(crate) fn io(path: &Path) -> impl Fn(std::io::Error) -> StoreError + '_ {
     move |e| StoreError::Backend(format!("{}: {e}", path.display()))
 }
 

@@ -193,7 +193,7 @@ pub fn serve(app: &Arc<App>, req: &Req, t: &Target) -> Result<Response<Body>> {
         Some("false") => Some(false),
         _ => None,
     };
-    let bookmarks = req.params.get("allowWatchBookmarks").is_some_and(|v| v == "true");
+    let bookmarks = req.params.get("allowWatchBookmarks").and_then(|v| crate::request::parse_bool(v)) == Some(true);
     if send_initial.is_some() && !bookmarks {
         return Err(ApiError::invalid(
             "WatchOptions",

@@ -74,7 +74,7 @@ pub(crate) fn options_from(body: &Value, req: &Req) -> Result<DeleteOptions> {
     let orphan = body
         .get("orphanDependents")
         .and_then(Value::as_bool)
-        .or_else(|| req.params.get("orphanDependents").map(|v| v == "true"));
+        .or_else(|| req.params.get("orphanDependents").and_then(|v| crate::request::parse_bool(v)));
     let propagation = match (policy.as_deref(), orphan) {
         (Some("Foreground"), _) => Propagation::Foreground,
         (Some("Orphan"), _) => Propagation::Orphan,

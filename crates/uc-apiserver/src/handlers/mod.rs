@@ -126,7 +126,7 @@ fn resolve(app: &App, group: &str, version: &str, rest: &[&str]) -> Result<Targe
 }
 
 async fn resource(app: &Arc<App>, req: &mut Req, t: Target) -> Result<Response<Body>> {
-    let watching = t.watch_prefix || matches!(req.params.get("watch").map(String::as_str), Some("true" | "1"));
+    let watching = t.watch_prefix || req.params.get("watch").and_then(|w| crate::request::parse_bool(w)) == Some(true);
     if t.info.version(&t.version).is_some_and(|v| v.deprecated) {
         req.warnings.push(if t.info.crd.is_none() && t.info.group == "apiextensions.k8s.io" {
             "apiextensions.k8s.io/v1beta1 CustomResourceDefinition is deprecated in v1.16+, unavailable in v1.22+; use apiextensions.k8s.io/v1 CustomResourceDefinition".to_string()
