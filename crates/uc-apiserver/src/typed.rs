@@ -20,10 +20,10 @@ const QUANTITY_MAPS: &[&str] = &[
     "maxLimitRequestRatio",
 ];
 const QUANTITIES: &[&str] = &["sizeLimit"];
-/// The kinds whose fields of those names are quantities (elsewhere — a CRD's schema — they are not).
+/// The served kinds whose fields of those names are quantities (elsewhere — a CRD's schema — they
+/// are not); each has a type in `builtin_schemas`.
 const QUANTITY_KINDS: &[&str] = &[
     "Pod",
-    "PodTemplate",
     "ReplicationController",
     "Deployment",
     "ReplicaSet",
@@ -33,10 +33,7 @@ const QUANTITY_KINDS: &[&str] = &[
     "CronJob",
     "PersistentVolume",
     "PersistentVolumeClaim",
-    "ResourceQuota",
-    "LimitRange",
     "Node",
-    "RuntimeClass",
 ];
 
 /// What decoding a built-in object found: the paths of its unknown fields (`spec.replcas`,
@@ -45,7 +42,7 @@ const QUANTITY_KINDS: &[&str] = &[
 pub fn decode(group: &str, version: &str, kind: &str, obj: &Value) -> Option<Result<Vec<String>, String>> {
     let (probe, bad_quantity) = quantities_as_strings(obj.clone());
     if let Some(why) = bad_quantity.filter(|_| QUANTITY_KINDS.contains(&kind)) {
-        return crate::builtin_schemas::round_trip(group, version, kind, &probe).map(|_| Err(why));
+        return Some(Err(why));
     }
     let back = match crate::builtin_schemas::round_trip(group, version, kind, &probe)? {
         Ok(back) => back,
