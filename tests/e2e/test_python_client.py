@@ -1,5 +1,6 @@
 """The official Python `kubernetes` client against `uc up`: core, apps and custom resources."""
 
+import json
 import threading
 import time
 
@@ -75,6 +76,26 @@ def test_apps_and_status(cluster):
     assert apps.read_namespaced_deployment("web", "default").spec.replicas == 1
     apps.delete_namespaced_deployment("web", "default")
     assert apps.list_namespaced_deployment("default").items == []
+
+
+def test_fields_go_always_writes_are_there_for_typed_clients(cluster):
+    """kube writes a status's non-omitempty fields even at zero; the Python client's models require them
+    (its own e2e tests `test_create_daemonset` and `test_replication_controller_apis`)."""
+    apps, core = client.AppsV1Api(cluster.api_client()), client.CoreV1Api(cluster.api_client())
+    labels = {"app": "zero"}
+    template = {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "c", "image": "example.com/never"}]}}
+    ds = apps.create_namespaced_daemon_set("default", {"apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "zero"}, "spec": {"selector": {"matchLabels": labels}, "template": template}})
+    assert (ds.status.current_number_scheduled, ds.status.desired_number_scheduled,
+            ds.status.number_misscheduled, ds.status.number_ready) == (0, 0, 0, 0)
+    assert apps.read_namespaced_daemon_set_status("zero", "default").status.number_ready is not None
+    rc = core.create_namespaced_replication_controller("default", {"apiVersion": "v1", "kind": "ReplicationController",
+        "metadata": {"name": "zero"}, "spec": {"replicas": 0, "selector": labels, "template": template}})
+    assert rc.status.replicas == 0
+    # A status written without them gets them too.
+    raw = json.loads(cluster.kubectl("patch", "rc", "zero", "--subresource=status", "--type=json",
+                                     "-p", '[{"op": "remove", "path": "/status/replicas"}]', "-o", "json").stdout)
+    assert raw["status"]["replicas"] == 0
 
 
 def test_custom_objects(cluster):

@@ -73,6 +73,44 @@ def test_kubectl_exec_port_forward_and_cp_into_etcd(cluster, tmp_path):
         pf.wait()
 
 
+@needs_busybox
+def test_python_clients_stdin_text_frames_and_the_base64_protocol(cluster):
+    """The Python client writes stdin as text frames (its own e2e suite's `test_pod_apis`); clients of
+    `v4.base64.channel.k8s.io` read and write every channel in base64 text."""
+    import base64
+
+    import websocket
+    from kubernetes import client as k8s
+    from kubernetes.stream import stream
+
+    cluster.kubectl("run", "sh", "--image=busybox", "--restart=Never", "--", "sleep", "3600")
+    cluster.kubectl("wait", "pod/sh", "--for=condition=Ready", "--timeout=60s")
+    core = k8s.CoreV1Api(cluster.api_client())
+    ws = stream(core.connect_post_namespaced_pod_exec, "sh", "default", command=["/bin/sh"],
+                stderr=True, stdin=True, stdout=True, tty=False, _preload_content=False)
+    ws.write_stdin("echo test string 1\n")
+    assert ws.readline_stdout(timeout=20) == "test string 1"
+    ws.write_stdin("exit 3\n")
+    ws.run_forever(timeout=20)
+    assert ws.returncode == 3
+
+    server, token = cluster.server_and_token()
+    url = server.replace("https://", "wss://") + \
+        "/api/v1/namespaces/default/pods/sh/exec?command=cat&stdin=true&stdout=true&stderr=true"
+    sock = websocket.create_connection(url, header=[f"Authorization: Bearer {token}"],
+                                       subprotocols=["v4.base64.channel.k8s.io"], sslopt={"cert_reqs": 0}, timeout=20)
+    assert sock.subprotocol == "v4.base64.channel.k8s.io"
+    sock.send("0" + base64.b64encode(b"over base64\n").decode())
+    stdout = b""
+    while b"over base64\n" not in stdout:
+        frame = sock.recv()
+        assert isinstance(frame, str) and frame, f"base64 framing answers in text: {frame!r}"
+        if frame[0] == "1":
+            stdout += base64.b64decode(frame[1:])
+    assert stdout == b"over base64\n"
+    sock.close()
+
+
 @needs_etcd
 def test_python_client_exec_and_port_forward(cluster):
     from kubernetes import client as k8s

@@ -1,6 +1,9 @@
 //! Built-in kinds' bodies decoded as kube-apiserver decodes them — into their Go types, here
-//! k8s-openapi's: a field of the wrong type is a 400 naming its path, and a field the kind does not
-//! have is unknown (`fieldValidation`: refused when Strict, warned of and dropped otherwise).
+//! k8s-openapi's: a field of the wrong type is a 400 naming its path, a field the kind does not
+//! have is unknown (`fieldValidation`: refused when Strict, warned of and dropped otherwise), and a
+//! scalar field the Go type always writes (no `omitempty`: a DaemonSet status's `numberReady`, a
+//! ReplicationController status's `replicas`) is written with its zero value when absent, as kube
+//! does, so typed clients that require it decode the object.
 
 use serde_json::{Map, Value};
 
@@ -36,11 +39,24 @@ const QUANTITY_KINDS: &[&str] = &[
     "Node",
 ];
 
-/// What decoding a built-in object found: the paths of its unknown fields (`spec.replcas`,
-/// `spec.template.spec.containers[0].comand`), or the path and words of a field that does not read.
-/// None for a kind this server has no type for.
-pub fn decode(group: &str, version: &str, kind: &str, obj: &Value) -> Option<Result<Vec<String>, String>> {
-    let (probe, bad_quantity) = quantities_as_strings(obj.clone());
+/// What decoding a built-in object found.
+#[derive(Debug, Default, PartialEq)]
+pub struct Decoded {
+    /// The paths of its unknown fields (`spec.replcas`, `spec.template.spec.containers[0].comand`).
+    pub unknown: Vec<String>,
+    /// The scalar fields its type always writes that it lacks, as JSON pointers with their zero
+    /// values (`/status/numberReady`, `0`).
+    pub zeros: Vec<(String, Value)>,
+}
+
+/// What decoding a built-in object found ([`Decoded`]), or the path and words of a field that does not
+/// read. None for a kind this server has no type for.
+pub fn decode(group: &str, version: &str, kind: &str, obj: &Value) -> Option<Result<Decoded, String>> {
+    let (mut probe, bad_quantity) = quantities_as_strings(obj.clone());
+    // Go's status is a struct, never absent: its always-written fields appear from the first write.
+    let no_status = probe
+        .as_object_mut()
+        .is_some_and(|o| o.get("status").is_none() && o.insert("status".into(), Value::Object(Map::new())).is_none());
     if let Some(why) = bad_quantity.filter(|_| QUANTITY_KINDS.contains(&kind)) {
         return Some(Err(why));
     }
@@ -49,9 +65,76 @@ pub fn decode(group: &str, version: &str, kind: &str, obj: &Value) -> Option<Res
         Err((path, why)) if path.is_empty() || path == "." => return Some(Err(why)),
         Err((path, why)) => return Some(Err(format!("{path}: {why}"))),
     };
-    let mut unknown = Vec::new();
-    missing(&probe, &back, "", &mut unknown);
-    Some(Ok(unknown))
+    let mut decoded = Decoded::default();
+    missing(&probe, &back, "", &mut decoded.unknown);
+    if no_status {
+        decoded.unknown.retain(|p| p != "status");
+    }
+    zeros(&probe, &back, "", &mut decoded.zeros);
+    Some(Ok(decoded))
+}
+
+/// The status a new object of a built-in kind starts with: the fields its Go type always writes, at
+/// their zero values (`{}` for most kinds).
+pub fn fresh_status(group: &str, version: &str, kind: &str) -> Value {
+    let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    let obj = serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {}, "status": {}});
+    let mut fresh = serde_json::json!({});
+    if let Some(Ok(decoded)) = decode(group, version, kind, &obj) {
+        let status: Vec<_> = decoded.zeros.into_iter().filter(|(p, _)| p.starts_with("/status/")).collect();
+        fill(&mut fresh, &status);
+    }
+    fresh.get_mut("status").map(Value::take).unwrap_or_else(|| Value::Object(Map::new()))
+}
+
+/// Sets each of `zeros` ([`Decoded::zeros`]) in `obj` where its parent exists (a missing `status` is
+/// made).
+pub fn fill(obj: &mut Value, zeros: &[(String, Value)]) {
+    for (path, zero) in zeros {
+        let Some((parent, last)) = path.rsplit_once('/') else { continue };
+        if parent == "/status"
+            && let Some(o) = obj.as_object_mut()
+        {
+            o.entry("status").or_insert_with(|| Value::Object(Map::new()));
+        }
+        if let Some(map) = obj.pointer_mut(parent).and_then(Value::as_object_mut) {
+            let key = last.replace("~1", "/").replace("~0", "~");
+            map.entry(key).or_insert_with(|| zero.clone());
+        }
+    }
+}
+
+/// The zero-valued scalars (`0`, `false`, `""`) `kept` has where `sent` has nothing: the fields the
+/// Go type writes without `omitempty`, by JSON pointer. Objects and lists a type fills in (`{}`,
+/// `[]`) are not taken: kube writes those as `null` or leaves them out.
+fn zeros(sent: &Value, kept: &Value, path: &str, out: &mut Vec<(String, Value)>) {
+    match (sent, kept) {
+        (Value::Object(s), Value::Object(k)) => {
+            for (key, kv) in k {
+                let here = format!("{path}/{}", key.replace('~', "~0").replace('/', "~1"));
+                match s.get(key) {
+                    None if is_zero(kv) => out.push((here, kv.clone())),
+                    Some(v) => zeros(v, kv, &here, out),
+                    None => {}
+                }
+            }
+        }
+        (Value::Array(s), Value::Array(k)) => {
+            for (i, (v, kv)) in s.iter().zip(k).enumerate() {
+                zeros(v, kv, &format!("{path}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn is_zero(v: &Value) -> bool {
+    match v {
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        _ => false,
+    }
 }
 
 /// Removes the fields at `paths` (as [`decode`] names them) from `obj`.
@@ -156,13 +239,13 @@ mod tests {
     #[test]
     fn unknown_fields_and_wrong_types_are_found_by_path() {
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "datas": {"k": "v"}});
-        assert_eq!(decode("", "v1", "ConfigMap", &cm).unwrap().unwrap(), ["datas"]);
+        assert_eq!(decode("", "v1", "ConfigMap", &cm).unwrap().unwrap().unknown, ["datas"]);
         let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
             "spec": {"replcas": 3, "selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
             "spec": {"containers": [{"name": "c", "image": "i", "comand": ["x"],
                                       "resources": {"limits": {"cpu": 1, "memory": "1Gi"}}}]}}}});
         assert_eq!(
-            decode("apps", "v1", "Deployment", &deployment).unwrap().unwrap(),
+            decode("apps", "v1", "Deployment", &deployment).unwrap().unwrap().unknown,
             ["spec.replcas", "spec.template.spec.containers[0].comand"],
             "a number where kube reads a quantity is fine"
         );
@@ -184,7 +267,47 @@ mod tests {
         assert!(decode("apiextensions.k8s.io", "v1", "CustomResourceDefinition", &crd).unwrap().is_ok());
         let fine = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {}, "creationTimestamp": null},
             "spec": {"containers": [{"name": "c", "image": "i", "securityContext": {}}], "volumes": [{"name": "v", "emptyDir": {}}]}});
-        assert_eq!(decode("", "v1", "Pod", &fine).unwrap().unwrap(), Vec::<String>::new());
+        assert_eq!(decode("", "v1", "Pod", &fine).unwrap().unwrap(), Decoded::default());
+    }
+
+    #[test]
+    fn fields_go_always_writes_get_their_zero_values() {
+        let mut ds = json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+                "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}]}]}}},
+            "status": {"observedGeneration": 1}});
+        let decoded = decode("apps", "v1", "DaemonSet", &ds).unwrap().unwrap();
+        let paths: Vec<&str> = decoded.zeros.iter().map(|(p, _)| p.as_str()).collect();
+        for p in [
+            "/status/currentNumberScheduled",
+            "/status/desiredNumberScheduled",
+            "/status/numberMisscheduled",
+            "/status/numberReady",
+        ] {
+            assert!(paths.contains(&p), "{p} in {paths:?}");
+        }
+        assert!(paths.iter().all(|p| p.starts_with("/status/")), "nothing in the spec is zero-filled: {paths:?}");
+        fill(&mut ds, &decoded.zeros);
+        assert_eq!(ds["status"]["numberReady"], 0);
+        assert_eq!(ds["status"]["observedGeneration"], 1, "what was sent stays");
+        let rc = json!({"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "r"}, "status": {}});
+        let decoded = decode("", "v1", "ReplicationController", &rc).unwrap().unwrap();
+        assert_eq!(decoded.zeros, [("/status/replicas".to_string(), json!(0))]);
+        // Created without a status, it has one with the fields Go always writes, as kube answers.
+        let mut without_status =
+            json!({"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "r"}});
+        let decoded = decode("", "v1", "ReplicationController", &without_status).unwrap().unwrap();
+        assert_eq!(decoded, Decoded { unknown: vec![], zeros: vec![("/status/replicas".into(), json!(0))] });
+        fill(&mut without_status, &decoded.zeros);
+        assert_eq!(without_status["status"], json!({"replicas": 0}));
+        assert_eq!(
+            fresh_status("apps", "v1", "DaemonSet"),
+            json!({"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0, "numberReady": 0})
+        );
+        assert_eq!(fresh_status("apps", "v1", "Deployment"), json!({}));
+        assert_eq!(fresh_status("example.com", "v1", "Foo"), json!({}));
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        assert_eq!(decode("", "v1", "ConfigMap", &cm).unwrap().unwrap(), Decoded::default(), "a kind without a status");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::allowlist::AllowEntry;
-use crate::ws::{Out, Socket};
+use crate::ws::{Messages, Out, Socket};
 
 /// What running a command in a container takes (pid filled in once it runs).
 #[derive(Clone, Debug, Default)]
@@ -41,8 +41,15 @@ pub struct ExecTarget {
 }
 
 /// The remote-command subprotocols served, in order of preference.
-pub const PROTOCOLS: &[&str] =
-    &["v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io", "v2.channel.k8s.io", "channel.k8s.io"];
+pub const PROTOCOLS: &[&str] = &[
+    "v5.channel.k8s.io",
+    "v4.channel.k8s.io",
+    "v4.base64.channel.k8s.io",
+    "v3.channel.k8s.io",
+    "v2.channel.k8s.io",
+    "channel.k8s.io",
+    "base64.channel.k8s.io",
+];
 
 const STDIN: u8 = 0;
 const STDOUT: u8 = 1;
@@ -202,8 +209,8 @@ fn resize(master: &OwnedFd, msg: &[u8]) {
 
 /// Splits the socket of a session and greets the client as the kubelet does: an empty message on the
 /// first channel it reads.
-async fn open(socket: Socket, req: &Request) -> (mpsc::Sender<Out>, futures::stream::SplitStream<Socket>) {
-    let (out, incoming) = crate::ws::split(socket);
+async fn open(socket: Socket, protocol: &str, req: &Request) -> (mpsc::Sender<Out>, Messages) {
+    let (out, incoming) = crate::ws::split_channels(socket, protocol);
     let first = if req.stdout {
         STDOUT
     } else if req.stderr {
@@ -217,7 +224,7 @@ async fn open(socket: Socket, req: &Request) -> (mpsc::Sender<Out>, futures::str
 
 /// Runs an exec session on an upgraded socket.
 pub async fn serve(socket: Socket, protocol: String, target: ExecTarget, req: Request) {
-    let (out, mut incoming) = open(socket, &req).await;
+    let (out, mut incoming) = open(socket, &protocol, &req).await;
     let result = run(&out, &mut incoming, &protocol, &target, &req).await;
     let _ = out.send(frame(ERROR, &status_message(&protocol, &req.command, &result))).await;
     let _ = out.send(Out::Close).await;
@@ -225,7 +232,7 @@ pub async fn serve(socket: Socket, protocol: String, target: ExecTarget, req: Re
 
 async fn run(
     out: &mpsc::Sender<Out>,
-    incoming: &mut futures::stream::SplitStream<Socket>,
+    incoming: &mut Messages,
     protocol: &str,
     target: &ExecTarget,
     req: &Request,
@@ -311,12 +318,13 @@ async fn run(
 /// `stdin: true`), until the container's run ends or the client goes.
 pub async fn serve_attach(
     socket: Socket,
+    protocol: String,
     log: std::path::PathBuf,
     fifo: Option<std::path::PathBuf>,
     req: Request,
     running: impl Fn() -> bool + Send + 'static,
 ) {
-    let (out, mut incoming) = open(socket, &req).await;
+    let (out, mut incoming) = open(socket, &protocol, &req).await;
     let offset = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
     let mut stdin = match (&fifo, req.stdin) {
         (Some(f), true) => tokio::fs::OpenOptions::new().write(true).open(f).await.ok(),

@@ -21,7 +21,8 @@ use crate::spdy::{self, Codec, Frame};
 use crate::ws::{Out, Socket};
 
 /// The WebSocket subprotocols served, in order of preference.
-pub const PROTOCOLS: &[&str] = &["SPDY/3.1+portforward.k8s.io", "v4.channel.k8s.io", "portforward.k8s.io"];
+pub const PROTOCOLS: &[&str] =
+    &["SPDY/3.1+portforward.k8s.io", "v4.channel.k8s.io", "v4.base64.channel.k8s.io", "portforward.k8s.io"];
 
 /// Where forwarded connections go: a pod's address, and the pod's network namespace when it has one.
 #[derive(Clone, Debug)]
@@ -253,8 +254,8 @@ async fn forward(
 }
 
 /// Serves the channel protocol: every requested port at once, on one socket.
-pub async fn serve_channels(socket: Socket, ports: Vec<u16>, pod: String, ip: Target) {
-    let (out, mut incoming) = crate::ws::split(socket);
+pub async fn serve_channels(socket: Socket, protocol: String, ports: Vec<u16>, pod: String, ip: Target) {
+    let (out, mut incoming) = crate::ws::split_channels(socket, &protocol);
     let mut writers = HashMap::new();
     let mut tasks = Vec::new();
     for (i, port) in ports.iter().enumerate() {

@@ -207,8 +207,9 @@ fn exec_or_attach(
     });
     let fifo = stdin.then(|| dir.stdin_fifo());
     let (procs, name) = (procs.clone(), container.to_string());
+    let chosen = protocol.clone();
     ws::upgrade(req, &protocol, move |socket| {
-        exec::serve_attach(socket, dir.log(run), fifo, request, move || procs.current_run(&name) == Some(run))
+        exec::serve_attach(socket, chosen, dir.log(run), fifo, request, move || procs.current_run(&name) == Some(run))
     })
 }
 
@@ -226,7 +227,8 @@ fn port_forward(req: Request<Incoming>, e: PodEntry, name: &str, query: &[(Strin
             }),
             Some(p) => match portforward::ports(query) {
                 Ok(ports) if !ports.is_empty() => {
-                    ws::upgrade(req, p, move |s| portforward::serve_channels(s, ports, pod, ip))
+                    let protocol = p.to_string();
+                    ws::upgrade(req, p, move |s| portforward::serve_channels(s, protocol, ports, pod, ip))
                 }
                 Ok(_) => error(StatusCode::BAD_REQUEST, "query parameter \"port\" is required"),
                 Err(e) => error(StatusCode::BAD_REQUEST, &e.to_string()),

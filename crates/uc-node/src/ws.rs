@@ -1,7 +1,14 @@
 //! WebSocket plumbing of the streaming endpoints: the upgrade handshake with subprotocol negotiation,
-//! and one writer task per connection (several producers, one socket; pongs go out with it).
+//! one writer task per connection (several producers, one socket; pongs go out with it), and the
+//! framing of the channel protocols as kube-apiserver's wsstream reads and writes them: binary
+//! (`v5.channel.k8s.io`, `v4.channel.k8s.io`, ...: a channel byte, then the data; a text frame is read
+//! as its bytes) or base64 (`v4.base64.channel.k8s.io`, `base64.channel.k8s.io`: text frames, the
+//! channel as an ASCII digit, then the data in base64).
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
+use futures::stream::BoxStream;
 use futures::{SinkExt, StreamExt};
 use http::{HeaderValue, Response, StatusCode, header};
 use hyper::body::Incoming;
@@ -89,14 +96,86 @@ pub enum Out {
     Close,
 }
 
+/// How a channel protocol frames its messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// Binary frames: the channel byte, then the data.
+    Binary,
+    /// Text frames: the channel as an ASCII digit (`'0' + channel`), then the data in base64.
+    Base64,
+}
+
+impl Framing {
+    /// The framing of a negotiated subprotocol.
+    pub fn of(protocol: &str) -> Framing {
+        if protocol.starts_with("base64.") || protocol.contains(".base64.") { Framing::Base64 } else { Framing::Binary }
+    }
+
+    /// An outgoing message (`[channel, data...]`) as this framing sends it.
+    pub fn encode(self, b: Bytes) -> Message {
+        match (self, b.split_first()) {
+            (Framing::Base64, Some((channel, data))) => {
+                let mut text = String::with_capacity(1 + data.len().div_ceil(3) * 4);
+                text.push(char::from(b'0'.wrapping_add(*channel)));
+                STANDARD.encode_string(data, &mut text);
+                Message::Text(text.into())
+            }
+            _ => Message::Binary(b),
+        }
+    }
+
+    /// An incoming data message as `[channel, data...]` (a binary message), text frames included, as
+    /// kube-apiserver reads both; None for base64 that does not decode.
+    pub fn decode(self, m: Message) -> Option<Message> {
+        let payload = match m {
+            Message::Binary(b) => b,
+            Message::Text(t) => Bytes::copy_from_slice(t.as_bytes()),
+            other => return Some(other),
+        };
+        match (self, payload.split_first()) {
+            (Framing::Base64, Some((digit, data))) => {
+                let mut b = vec![digit.wrapping_sub(b'0')];
+                STANDARD.decode_vec(data, &mut b).ok()?;
+                Some(Message::Binary(Bytes::from(b)))
+            }
+            _ => Some(Message::Binary(payload)),
+        }
+    }
+}
+
+/// The incoming messages of a channel-protocol socket, data as binary `[channel, data...]`.
+pub type Messages = BoxStream<'static, Result<Message, tokio_tungstenite::tungstenite::Error>>;
+
+/// Splits the socket of a channel protocol: a sender for `[channel, data...]` messages (framed as the
+/// protocol frames them) and the incoming messages in that form.
+pub fn split_channels(socket: Socket, protocol: &str) -> (mpsc::Sender<Out>, Messages) {
+    let framing = Framing::of(protocol);
+    let (tx, incoming) = split_framed(socket, framing);
+    let incoming = incoming.filter_map(move |m| {
+        let m = match m {
+            Ok(m) => framing.decode(m).map(Ok),
+            Err(e) => Some(Err(e)),
+        };
+        if m.is_none() {
+            tracing::debug!("a base64 channel message that does not decode was dropped");
+        }
+        futures::future::ready(m)
+    });
+    (tx, incoming.boxed())
+}
+
 /// Splits a socket: a sender for what goes out (handled by a writer task) and the incoming messages.
 pub fn split(socket: Socket) -> (mpsc::Sender<Out>, futures::stream::SplitStream<Socket>) {
+    split_framed(socket, Framing::Binary)
+}
+
+fn split_framed(socket: Socket, framing: Framing) -> (mpsc::Sender<Out>, futures::stream::SplitStream<Socket>) {
     let (mut sink, stream) = socket.split();
     let (tx, mut rx) = mpsc::channel::<Out>(64);
     tokio::spawn(async move {
         while let Some(out) = rx.recv().await {
             let r = match out {
-                Out::Binary(b) => sink.send(Message::Binary(b)).await,
+                Out::Binary(b) => sink.send(framing.encode(b)).await,
                 Out::Flush => sink.flush().await,
                 Out::Close => {
                     let frame = CloseFrame { code: CloseCode::Normal, reason: "".into() };
@@ -123,5 +202,25 @@ mod tests {
         assert_eq!(choose(&offered, &["v5.channel.k8s.io", "v4.channel.k8s.io"]).as_deref(), Some("v5.channel.k8s.io"));
         assert_eq!(choose(&offered, &["base64.channel.k8s.io"]), None);
         assert_eq!(choose(&[], &["v5.channel.k8s.io"]).as_deref(), Some(""));
+    }
+
+    #[test]
+    fn channel_frames_as_wsstream_writes_and_reads_them() {
+        assert_eq!(Framing::of("v4.base64.channel.k8s.io"), Framing::Base64);
+        assert_eq!(Framing::of("base64.channel.k8s.io"), Framing::Base64);
+        assert_eq!(Framing::of("v5.channel.k8s.io"), Framing::Binary);
+        assert_eq!(Framing::of(""), Framing::Binary);
+        let out = Bytes::from_static(b"\x01hi\n");
+        assert_eq!(Framing::Base64.encode(out.clone()), Message::Text("1aGkK".into()));
+        assert_eq!(Framing::Binary.encode(out.clone()), Message::Binary(out.clone()));
+        // The Python client writes stdin as text frames with the channel as a character.
+        let stdin = Message::Text("\u{0}echo hi\n".into());
+        assert_eq!(Framing::Binary.decode(stdin), Some(Message::Binary(Bytes::from_static(b"\x00echo hi\n"))));
+        assert_eq!(
+            Framing::Base64.decode(Message::Text("0ZWNobyBoaQo=".into())),
+            Some(Message::Binary(Bytes::from_static(b"\x00echo hi\n")))
+        );
+        assert_eq!(Framing::Base64.decode(Message::Text("0!!".into())), None);
+        assert_eq!(Framing::Base64.decode(Message::Ping(Bytes::new())), Some(Message::Ping(Bytes::new())));
     }
 }

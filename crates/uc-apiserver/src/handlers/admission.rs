@@ -218,7 +218,8 @@ pub(crate) fn validate_body(
 }
 
 /// A built-in object decoded as kube-apiserver decodes it ([`crate::typed`]): a field that does not read
-/// is a 400 naming it; unknown fields are refused (Strict) or warned of (Warn) and dropped.
+/// is a 400 naming it; unknown fields are refused (Strict) or warned of (Warn) and dropped; the scalars
+/// its Go type always writes are filled in with their zero values.
 fn decode_builtin(
     req: &mut Req,
     info: &ResourceInfo,
@@ -234,11 +235,12 @@ fn decode_builtin(
     // (events.k8s.io's Events are core Events).
     let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
     let (group, own_version) = uc_api::resource::split_api_version(&api_version);
-    let unknown = match crate::typed::decode(group, own_version, kind, obj) {
+    let crate::typed::Decoded { unknown, zeros } = match crate::typed::decode(group, own_version, kind, obj) {
         None => return Ok(()),
         Some(Err(why)) => return Err(cannot(why)),
-        Some(Ok(unknown)) => unknown,
+        Some(Ok(decoded)) => decoded,
     };
+    crate::typed::fill(obj, &zeros);
     if unknown.is_empty() {
         return Ok(());
     }

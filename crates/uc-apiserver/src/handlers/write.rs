@@ -113,7 +113,7 @@ pub(crate) async fn create_object(
                     m.remove("status");
                 }
             }
-            _ => obj["status"] = json!({}),
+            _ => obj["status"] = crate::typed::fresh_status(&info.group, &t.version, &info.kind),
         }
     }
     if info.generation {
