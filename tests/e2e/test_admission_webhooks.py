@@ -61,6 +61,18 @@ def serving_certificate(tmp_path):
     return ca, cert, key
 
 
+def self_signed_ca_certificate(tmp_path):
+    """One certificate for 127.0.0.1, self-signed and marked as a CA, serving for itself: what kopf's
+    own certificate generation makes (certbuilder, `ca=True`) and what kube-apiserver, with Go's TLS,
+    accepts when it is the caBundle."""
+    key, cert = str(tmp_path / "self.key"), str(tmp_path / "self.crt")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", key, "-subj", "/CN=127.0.0.1", "-days", "1", "-out", cert,
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-addext", "basicConstraints=critical,CA:TRUE"],
+                   check=True, capture_output=True)
+    return cert, cert, key
+
+
 def free_port():
     import socket
 
@@ -73,10 +85,12 @@ def widget(name, **spec):
     return json.dumps({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": spec})
 
 
-def test_a_kopf_operator_validates_and_mutates_through_its_webhooks(cluster, tmp_path):
+@pytest.mark.parametrize("certificate", [serving_certificate, self_signed_ca_certificate],
+                         ids=["signed-by-a-ca", "self-signed-ca-as-kopf-makes"])
+def test_a_kopf_operator_validates_and_mutates_through_its_webhooks(cluster, tmp_path, certificate):
     pytest.importorskip("kopf")
     cluster.kubectl("apply", "-f", "-", input=json.dumps(CRD))
-    ca, cert, key = serving_certificate(tmp_path)
+    ca, cert, key = certificate(tmp_path)
     script = tmp_path / "operator.py"
     script.write_text(OPERATOR.replace("{port}", str(free_port())).replace("{ca!r}", repr(ca))
                       .replace("{cert!r}", repr(cert)).replace("{key!r}", repr(key)))

@@ -18,6 +18,7 @@ pub mod sandbox;
 pub mod selector;
 pub mod status;
 pub mod webhook_auth;
+pub mod webhook_tls;
 
 pub use pointer::Pointer;
 pub use resource::{GroupResource, GroupVersionKind};

@@ -58,18 +58,20 @@ pub fn endpoint(store: &Store, client: &WebhookClientConfig) -> Result<Endpoint,
     })
 }
 
+/// The webhook's server verified against its `caBundle` as kube-apiserver verifies it
+/// ([`uc_api::webhook_tls`]: a self-signed CA serving for itself is accepted).
 fn tls_config(ca_bundle: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut ca_bundle.unwrap_or_default()) {
-        let cert = cert.map_err(|e| format!("caBundle: {e}"))?;
-        roots.add(cert).map_err(|e| format!("caBundle: {e}"))?;
-    }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .map_err(|e| e.to_string())?;
+    let mut config = match ca_bundle.filter(|b| !b.is_empty()) {
+        Some(pem) => builder
+            .dangerous()
+            .with_custom_certificate_verifier(uc_api::webhook_tls::CaBundleVerifier::new(provider, pem)?)
+            .with_no_client_auth(),
+        None => builder.with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth(),
+    };
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }

@@ -116,24 +116,17 @@ pub fn url_of(spec: &Webhook) -> Result<String, HookError> {
 
 fn tls_config(credentials: &Credentials) -> Result<rustls::ClientConfig, HookError> {
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| HookError::Config(e.to_string()))?;
-    let roots = match &credentials.ca_pem {
-        Some(pem) => {
-            let mut roots = rustls::RootCertStore::empty();
-            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-                let cert = cert.map_err(|e| HookError::Config(format!("caBundle: {e}")))?;
-                roots.add(cert).map_err(|e| HookError::Config(format!("caBundle: {e}")))?;
-            }
-            if roots.is_empty() {
-                return Err(HookError::Config("caBundle: no PEM certificate in it".into()));
-            }
-            roots
-        }
-        None => rustls::RootCertStore { roots: webpki_roots().to_vec() },
+    // A caBundle is read as kube-apiserver reads one (uc_api::webhook_tls: a self-signed CA serving for
+    // itself is accepted); without one, the public roots.
+    let builder = match &credentials.ca_pem {
+        Some(pem) => builder.dangerous().with_custom_certificate_verifier(
+            uc_api::webhook_tls::CaBundleVerifier::new(provider, pem).map_err(HookError::Config)?,
+        ),
+        None => builder.with_root_certificates(rustls::RootCertStore { roots: webpki_roots().to_vec() }),
     };
-    let builder = builder.with_root_certificates(roots);
     match &credentials.client_identity {
         None => Ok(builder.with_no_client_auth()),
         Some((cert, key)) => {
