@@ -168,6 +168,35 @@ pub fn json_response_typed<T: serde::Serialize + ?Sized>(code: u16, v: &T, conte
     bytes_response(code, serde_json::to_vec(v).unwrap_or_default(), content_type)
 }
 
+/// An object or list written as kube-apiserver writes it: `kind`, `apiVersion`, `metadata` first
+/// ([`crate::history::in_kube_order`]), a list's items likewise.
+pub struct KubeOrder<'a>(pub &'a serde_json::Value);
+
+impl serde::Serialize for KubeOrder<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        struct Items<'a>(&'a [serde_json::Value]);
+        impl serde::Serialize for Items<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                let mut seq = s.serialize_seq(Some(self.0.len()))?;
+                for item in self.0 {
+                    seq.serialize_element(&KubeOrder(item))?;
+                }
+                seq.end()
+            }
+        }
+        let serde_json::Value::Object(members) = self.0 else { return self.0.serialize(s) };
+        let mut map = s.serialize_map(Some(members.len()))?;
+        for (key, value) in crate::history::in_kube_order(members) {
+            match value {
+                serde_json::Value::Array(items) if key == "items" => map.serialize_entry(key, &Items(items))?,
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        map.end()
+    }
+}
+
 /// A buffered response of bytes already encoded.
 pub fn bytes_response(code: u16, body: impl Into<Bytes>, content_type: &str) -> Response<Body> {
     let mut r = Response::new(full(body));

@@ -26,6 +26,9 @@ fn verbs(info: &ResourceInfo) -> Vec<&'static str> {
     if info.review {
         return vec!["create"];
     }
+    if info.is_component_status() {
+        return vec!["get", "list"];
+    }
     vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
         .into_iter()
         .filter(|_| !info.resource.is_empty())

@@ -68,8 +68,19 @@ pub struct Encoded {
     metadata: Option<std::ops::Range<usize>>,
 }
 
+/// The top-level members of an object in the order kube-apiserver writes them: `kind`, `apiVersion`,
+/// `metadata` (its Go types start with TypeMeta and ObjectMeta), then the rest as stored.
+pub fn in_kube_order(members: &serde_json::Map<String, Value>) -> impl Iterator<Item = (&String, &Value)> {
+    const FIRST: [&str; 3] = ["kind", "apiVersion", "metadata"];
+    FIRST
+        .iter()
+        .filter_map(|k| members.get_key_value(*k))
+        .chain(members.iter().filter(|(k, _)| !FIRST.contains(&k.as_str())))
+}
+
 impl Encoded {
-    /// `object` written as `serde_json::to_vec` writes it, noting where its top-level `metadata` is.
+    /// `object` as JSON in kube's member order ([`in_kube_order`]), noting where its top-level
+    /// `metadata` is.
     pub fn of(object: &Value) -> Self {
         let Value::Object(members) = object else {
             return Self { json: serde_json::to_vec(object).unwrap_or_default().into(), metadata: None };
@@ -77,7 +88,7 @@ impl Encoded {
         let mut out = Vec::with_capacity(json_size(object) + 16);
         let mut metadata = None;
         out.push(b'{');
-        for (i, (key, value)) in members.iter().enumerate() {
+        for (i, (key, value)) in in_kube_order(members).enumerate() {
             if i > 0 {
                 out.push(b',');
             }
@@ -256,7 +267,12 @@ mod tests {
     }
 
     #[test]
-    fn an_encoded_object_is_serde_jsons_text_and_its_metadata_a_slice_of_it() {
+    fn an_encoded_object_is_in_kubes_order_and_its_metadata_a_slice_of_it() {
+        let cm = json!({"apiVersion": "v1", "data": {"k": "v"}, "kind": "ConfigMap", "metadata": {"name": "c"}});
+        assert_eq!(
+            String::from_utf8(Encoded::of(&cm).json.to_vec()).unwrap(),
+            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"},"data":{"k":"v"}}"#
+        );
         let values = [
             json!({"apiVersion": "v1", "metadata": {"name": "a\"b", "labels": {"é": "\u{1}"}}, "spec": {"n": [1, 2.5, null]}}),
             json!({"spec": {"metadata": {"name": "nested, not the object's"}}}),
@@ -267,7 +283,7 @@ mod tests {
         ];
         for v in values {
             let e = Encoded::of(&v);
-            assert_eq!(e.json, serde_json::to_vec(&v).unwrap(), "{v}");
+            assert_eq!(serde_json::from_slice::<Value>(&e.json).unwrap(), v, "the same JSON: {v}");
             let metadata = v.as_object().and_then(|m| m.get("metadata")).map(|m| serde_json::to_vec(m).unwrap());
             assert_eq!(e.metadata().map(|b| b.to_vec()), metadata, "{v}");
         }

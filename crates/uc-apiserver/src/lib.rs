@@ -13,6 +13,7 @@ pub mod builtin_container;
 pub mod builtin_schemas;
 pub mod certificates;
 pub mod cluster_objects;
+pub mod component_status;
 pub mod discovery;
 pub mod ephemeral;
 pub mod error;

@@ -90,6 +90,11 @@ pub struct ResourceInfo {
 }
 
 impl ResourceInfo {
+    /// `v1 componentstatuses`: computed on each read, get and list only (`component_status.rs`).
+    pub fn is_component_status(&self) -> bool {
+        self.group.is_empty() && self.resource == "componentstatuses"
+    }
+
     /// Where its objects are stored (events.k8s.io Events are the core ones: `views.rs`).
     pub fn gr(&self) -> GroupResource {
         crate::views::storage_of(&self.group, &self.resource)
@@ -174,6 +179,7 @@ const BUILTINS: &[Builtin] = &[
     with(b("", "v1", "persistentvolumes", "PersistentVolume", false, &["pv"]), true, false, false, false),
     b("", "v1", "events", "Event", true, &["ev"]),
     b("", "v1", "serviceaccounts", "ServiceAccount", true, &["sa"]),
+    b("", "v1", "componentstatuses", "ComponentStatus", false, &["cs"]),
     with(b("", "v1", "nodes", "Node", false, &["no"]), true, false, false, false),
     with(b("", "v1", "replicationcontrollers", "ReplicationController", true, &["rc"]), true, true, true, true),
     with(b("apps", "v1", "deployments", "Deployment", true, &["deploy"]), true, true, true, true),

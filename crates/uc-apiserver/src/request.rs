@@ -124,7 +124,7 @@ pub(crate) fn respond_stored(
 pub(crate) fn respond_object(req: &Req, t: &Target, code: u16, obj: &Obj) -> Response<Body> {
     let obj = to_version(&t.info, &t.version, obj);
     match req.negotiated.render {
-        Render::Json => json_response(code, &obj),
+        Render::Json => json_response(code, &crate::app::KubeOrder(&obj)),
         Render::Metadata => json_response(code, &PartialMetadata::of(&obj)),
         Render::Table => {
             let include = include_object(req);

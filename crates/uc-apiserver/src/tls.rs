@@ -193,12 +193,20 @@ fn generate(dir: &Path, names: &[String]) -> Result<(), TlsError> {
     Ok(())
 }
 
-/// Writes a kubeconfig for `https://addr` with the CA and token; returns its path.
+/// Writes a kubeconfig for `https://addr` with the CA, the token and, as kubeadm's `admin.conf` has,
+/// a client certificate of `uc-admin` in `system:masters` (a client that builds its own transport
+/// without the kubeconfig's token — kube-rs's OpenSSL connector does — still authenticates); returns
+/// its path.
 pub fn write_kubeconfig(dir: &Path, server: &str, creds: &Credentials) -> Result<PathBuf, TlsError> {
-    let ca = base64::engine::general_purpose::STANDARD.encode(creds.ca_pem.as_bytes());
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+    let ca = b64(&creds.ca_pem);
+    let (cert, key) = issue_client(dir, crate::auth::ADMIN, &["system:masters"])
+        .map_err(|reason| TlsError::Invalid { path: dir.join("ca.key"), reason })?;
     let config = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: uc\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: uc-admin\n  user:\n    token: {token}\ncontexts:\n- name: uc\n  context:\n    cluster: uc\n    user: uc-admin\n    namespace: default\ncurrent-context: uc\n",
-        token = creds.token
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: uc\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: uc-admin\n  user:\n    token: {token}\n    client-certificate-data: {cert}\n    client-key-data: {key}\ncontexts:\n- name: uc\n  context:\n    cluster: uc\n    user: uc-admin\n    namespace: default\ncurrent-context: uc\n",
+        token = creds.token,
+        cert = b64(&cert),
+        key = b64(&key),
     );
     let path = dir.join("kubeconfig");
     write(&path, &config, true)?;

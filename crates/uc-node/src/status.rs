@@ -103,17 +103,20 @@ pub fn pod_status(pod: &Pod, states: &HashMap<String, ContainerState>, ip: &str)
     let mut all_ready = initialized;
     let mut all_done = true;
     let mut any_failed = false;
+    // As a kubelet counts them: a container waiting that has never run keeps the pod Pending.
+    let mut any_never_started = false;
     let mut statuses = Vec::new();
     for c in &spec.containers {
         let st = state_of(c);
         all_ready &= st.ready;
         all_done &= st.done;
+        any_never_started |= st.running_since.is_none() && st.last_exit.is_none();
         any_failed |= st.done && exit_of(&st).is_some_and(|code| code != 0);
         statuses.push(container_status(c, &st, uid, !initialized));
     }
     let phase = if init_failed {
         "Failed"
-    } else if !initialized {
+    } else if !initialized || any_never_started {
         "Pending"
     } else if all_done && !statuses.is_empty() {
         if any_failed { "Failed" } else { "Succeeded" }
@@ -225,6 +228,23 @@ mod tests {
         states
             .insert("restore".into(), ContainerState { last_exit: Some((1, t, t)), done: false, ..Default::default() });
         assert_eq!(phase(&states).0, "Pending", "one that is retried keeps it pending");
+    }
+
+    #[test]
+    fn a_pod_runs_once_every_container_has_started_as_a_kubelet_says() {
+        let pod = typed(json!({"metadata": {"uid": "u"}, "spec": {
+            "containers": [{"name": "a", "image": "busybox"}, {"name": "b", "image": "busybox"}]}}));
+        let phase = |states: &HashMap<String, ContainerState>| {
+            serde_json::to_value(pod_status(&pod, states, "127.1.0.1")).unwrap()["phase"].as_str().unwrap().to_string()
+        };
+        let t = Utc::now();
+        let mut states = HashMap::new();
+        states.insert("a".into(), ContainerState { running_since: Some(t), ..Default::default() });
+        assert_eq!(phase(&states), "Pending", "b is still being created");
+        states.insert("b".into(), ContainerState { running_since: Some(t), ..Default::default() });
+        assert_eq!(phase(&states), "Running");
+        states.insert("b".into(), ContainerState { last_exit: Some((2, t, t)), ..Default::default() });
+        assert_eq!(phase(&states), "Running", "b restarting (it has run) keeps the pod running");
     }
 
     #[test]

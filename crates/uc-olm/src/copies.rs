@@ -5,12 +5,20 @@
 //! operator of an AllNamespaces group is not copied into every namespace: uc behaves as OLM does with
 //! `OLMConfig.spec.features.disableCopiedCSVs`, which OLM's maintainers recommend for clusters with many
 //! namespaces.
+//!
+//! With each copy comes the operator's tenant RBAC, as OLM's OperatorGroup controller makes it: the
+//! Roles and RoleBindings its install made in its own namespace, under the same names in the target
+//! namespace, owned by the copy (so they go with it) — a SingleNamespace operator may act where it
+//! watches.
 
 use serde_json::{Value, json};
 
 use crate::context::{Olm, V1ALPHA1, now, str_at};
 use crate::csv::Csv;
 use crate::group::{self, Group};
+use crate::plan::{OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL};
+
+const RBAC_V1: &str = "rbac.authorization.k8s.io/v1";
 
 /// The label OLM puts on a CSV copied into a target namespace: the original's namespace.
 pub const COPIED_FROM_LABEL: &str = "olm.copiedFrom";
@@ -55,6 +63,58 @@ pub fn wanted(csvs: &[Value], groups: &[Group]) -> Vec<(Value, Value)> {
     out
 }
 
+/// The Roles and RoleBindings `copy` brings into its namespace: each of `originals` (what the install
+/// made in the operator's namespace) under its name, labelled as the copy's, `olm.copiedFrom` the
+/// operator's namespace, and owned by the copy without blocking its deletion.
+pub fn tenant_rbac(originals: &[Value], copy: &Value) -> Vec<Value> {
+    let (name, target) = (str_at(copy, "/metadata/name"), str_at(copy, "/metadata/namespace"));
+    let owner = json!({"apiVersion": V1ALPHA1, "kind": "ClusterServiceVersion", "name": name,
+                       "uid": str_at(copy, "/metadata/uid"), "controller": false, "blockOwnerDeletion": false});
+    originals
+        .iter()
+        .map(|o| {
+            let mut labels = o.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
+            labels[COPIED_FROM_LABEL] = json!(str_at(o, "/metadata/namespace"));
+            labels[OWNER_LABEL] = json!(name);
+            labels[OWNER_NAMESPACE_LABEL] = json!(target);
+            labels[OWNER_KIND_LABEL] = json!("ClusterServiceVersion");
+            let mut t = json!({
+                "apiVersion": RBAC_V1, "kind": o.get("kind").cloned().unwrap_or_default(),
+                "metadata": {"name": str_at(o, "/metadata/name"), "namespace": target, "labels": labels,
+                             "ownerReferences": [owner.clone()]},
+            });
+            for field in ["rules", "roleRef", "subjects"] {
+                if let Some(v) = o.get(field) {
+                    t[field] = v.clone();
+                }
+            }
+            t
+        })
+        .collect()
+}
+
+/// Applies a copy's tenant RBAC ([`tenant_rbac`]) where it is not already what it should be.
+async fn sync_tenant_rbac(olm: &Olm, original_namespace: &str, copy: &Value) -> Result<(), String> {
+    let name = str_at(copy, "/metadata/name");
+    let owned_in = |ns: &str| format!("{OWNER_LABEL}={name},{OWNER_NAMESPACE_LABEL}={ns}");
+    for kind in ["Role", "RoleBinding"] {
+        let list = |selector: &str| {
+            let selector = selector.to_string();
+            async move { uc_engine::dynamic::list_selected(&olm.client, &olm.kinds, RBAC_V1, kind, &selector).await }
+        };
+        let mut originals = list(&owned_in(original_namespace)).await?;
+        originals.retain(|o| str_at(o, "/metadata/namespace") == original_namespace);
+        let copies = list(&owned_in(str_at(copy, "/metadata/namespace"))).await?;
+        for want in tenant_rbac(&originals, copy) {
+            let same = |h: &&Value| str_at(h, "/metadata/name") == str_at(&want, "/metadata/name");
+            if !copies.iter().find(same).is_some_and(|h| uc_engine::dynamic::holds(h, &want)) {
+                olm.apply(&want).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Makes the copies what they should be: creates and updates those wanted, deletes the others.
 pub async fn sync(olm: &Olm, csvs: &[Value], groups: &[Group]) -> Result<(), String> {
     let wanted = wanted(csvs, groups);
@@ -77,6 +137,11 @@ pub async fn sync(olm: &Olm, csvs: &[Value], groups: &[Group]) -> Result<(), Str
             },
         };
         olm.status(&copied, status).await?;
+        let from =
+            copy.pointer("/metadata/labels").map(|l| str_at(l, &format!("/{COPIED_FROM_LABEL}"))).unwrap_or_default();
+        if let Err(e) = sync_tenant_rbac(olm, from, &copied).await {
+            tracing::warn!(namespace = %str_at(&copied, "/metadata/namespace"), csv = %str_at(&copied, "/metadata/name"), error = %e, "tenant rbac not copied");
+        }
     }
     for stale in csvs.iter().filter(|c| is_copy(c) && !wanted.iter().any(|(w, _)| key(w) == key(c))) {
         let (ns, name) = key(stale);
@@ -116,6 +181,31 @@ mod tests {
         assert_eq!(copy["metadata"]["labels"], json!({"a": "b", "olm.copiedFrom": "ops"}));
         assert_eq!((status["phase"].as_str(), status["reason"].as_str()), (Some("Succeeded"), Some("Copied")));
         assert!(status["message"].as_str().unwrap().contains("running in ops"));
+    }
+
+    #[test]
+    fn tenant_rbac_is_the_originals_under_the_copys_name_and_ownership() {
+        let role = json!({"apiVersion": RBAC_V1, "kind": "Role",
+            "metadata": {"name": "op.v1-op", "namespace": "ops", "uid": "r1", "resourceVersion": "7",
+                         "labels": {OWNER_LABEL: "op.v1", OWNER_NAMESPACE_LABEL: "ops", "x": "y"}},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["*"]}]});
+        let binding = json!({"apiVersion": RBAC_V1, "kind": "RoleBinding",
+            "metadata": {"name": "op.v1-op", "namespace": "ops"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "op.v1-op"},
+            "subjects": [{"kind": "ServiceAccount", "name": "op", "namespace": "ops"}]});
+        let copy = json!({"metadata": {"name": "op.v1", "namespace": "team", "uid": "c1"}});
+        let got = tenant_rbac(&[role, binding], &copy);
+        assert_eq!(
+            got[0]["metadata"],
+            json!({"name": "op.v1-op", "namespace": "team",
+            "labels": {OWNER_LABEL: "op.v1", OWNER_NAMESPACE_LABEL: "team", OWNER_KIND_LABEL: "ClusterServiceVersion",
+                       COPIED_FROM_LABEL: "ops", "x": "y"},
+            "ownerReferences": [{"apiVersion": V1ALPHA1, "kind": "ClusterServiceVersion", "name": "op.v1", "uid": "c1",
+                                 "controller": false, "blockOwnerDeletion": false}]})
+        );
+        assert_eq!(got[0]["rules"][0]["resources"], json!(["pods"]));
+        assert_eq!(got[1]["subjects"][0]["namespace"], "ops", "the operator's account, where it runs");
+        assert_eq!(got[1]["roleRef"]["name"], "op.v1-op");
     }
 
     #[test]

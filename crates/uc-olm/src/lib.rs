@@ -15,6 +15,7 @@ pub mod crds;
 pub mod csv;
 pub mod csvs;
 pub mod fbc;
+pub mod go_zero;
 pub mod graph;
 pub mod group;
 pub mod installplans;

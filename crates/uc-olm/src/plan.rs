@@ -188,7 +188,10 @@ pub fn steps(bundle: &Bundle, namespace: &str) -> Result<Vec<Step>, String> {
             step(crd, false)
         })
         .collect();
-    out.push(step(csv_manifest.clone(), true));
+    // Sent as OLM sends it: through operator-framework/api's Go types.
+    let mut csv_object = csv_manifest.clone();
+    crate::go_zero::fill_csv(&mut csv_object);
+    out.push(step(csv_object, true));
     let owned = |mut o: Value| {
         o["metadata"]["labels"][OWNER_LABEL] = json!(csv.name());
         o["metadata"]["labels"][OWNER_NAMESPACE_LABEL] = json!(namespace);

@@ -41,16 +41,28 @@ pub fn user_of_certificate(common_name: &str, organizations: &[String]) -> User 
 }
 
 /// Who a bearer token is: the admin token, or a service account token whose account (and bound
-/// pod) still exist with the uids it names.
+/// pod) still exist with the uids it names, valid for the API server's audience.
 pub fn user_of_token(app_token: &str, key: &token::Key, store: &Store, presented: &str) -> Result<User, ApiError> {
+    authenticate_token(app_token, key, store, presented, &[token::ISSUER]).map(|(user, _)| user)
+}
+
+/// Who a bearer token is ([`user_of_token`]) for any of `audiences`, and which of them it is valid
+/// for (a TokenReview's `status.audiences`; the admin token, not audience-bound, is valid for all).
+pub fn authenticate_token(
+    app_token: &str,
+    key: &token::Key,
+    store: &Store,
+    presented: &str,
+    audiences: &[&str],
+) -> Result<(User, Vec<String>), ApiError> {
     if presented == app_token {
-        return Ok(User::admin());
+        return Ok((User::admin(), audiences.iter().map(|a| a.to_string()).collect()));
     }
     if !token::looks_like_jwt(presented) {
         return Err(ApiError::unauthorized());
     }
     let now = chrono::Utc::now().timestamp();
-    let claims = token::verify(key, presented, now, token::ISSUER).map_err(|e| {
+    let claims = token::verify(key, presented, now, audiences).map_err(|e| {
         tracing::debug!(error = %e, "a service account token was refused");
         ApiError::unauthorized()
     })?;
@@ -73,7 +85,8 @@ pub fn user_of_token(app_token: &str, key: &token::Key, store: &Store, presented
         user.extra.insert("authentication.kubernetes.io/pod-name".into(), vec![pod.name.clone()]);
         user.extra.insert("authentication.kubernetes.io/pod-uid".into(), vec![pod.uid.clone()]);
     }
-    Ok(user)
+    let valid_for = audiences.iter().filter(|a| claims.aud.iter().any(|c| c == *a)).map(|a| a.to_string()).collect();
+    Ok((user, valid_for))
 }
 
 /// Reads the RBAC objects that decide requests in `namespace` (every cluster-wide one, and the

@@ -115,8 +115,8 @@ pub fn looks_like_jwt(token: &str) -> bool {
     token.starts_with("eyJ") && token.split('.').count() == 3
 }
 
-/// The claims of a token signed with `key`, valid at `now` and for `audience`.
-pub fn verify(key: &Key, token: &str, now: i64, audience: &str) -> Result<Claims, TokenError> {
+/// The claims of a token signed with `key`, valid at `now` and for one of `audiences`.
+pub fn verify(key: &Key, token: &str, now: i64, audiences: &[&str]) -> Result<Claims, TokenError> {
     let mut parts = token.split('.');
     let (Some(header), Some(body), Some(sig), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
         return Err(TokenError::Malformed);
@@ -128,7 +128,7 @@ pub fn verify(key: &Key, token: &str, now: i64, audience: &str) -> Result<Claims
     if now >= claims.exp || now < claims.nbf {
         return Err(TokenError::Expired);
     }
-    if !claims.aud.iter().any(|a| a == audience) {
+    if !claims.aud.iter().any(|a| audiences.contains(&a.as_str())) {
         return Err(TokenError::Audience(claims.aud));
     }
     Ok(claims)
@@ -159,23 +159,23 @@ mod tests {
         let key = Key::from_bytes(&[7; 32]);
         let token = sign(&key, &claims(1000));
         assert!(looks_like_jwt(&token));
-        assert_eq!(verify(&key, &token, 1000, ISSUER), Ok(claims(1000)));
-        assert_eq!(verify(&key, &token, 4600, ISSUER), Err(TokenError::Expired));
-        assert_eq!(verify(&key, &token, 999, ISSUER), Err(TokenError::Expired), "not before");
-        assert!(matches!(verify(&key, &token, 1000, "vault"), Err(TokenError::Audience(_))));
+        assert_eq!(verify(&key, &token, 1000, &[ISSUER]), Ok(claims(1000)));
+        assert_eq!(verify(&key, &token, 4600, &[ISSUER]), Err(TokenError::Expired));
+        assert_eq!(verify(&key, &token, 999, &[ISSUER]), Err(TokenError::Expired), "not before");
+        assert!(matches!(verify(&key, &token, 1000, &["vault"]), Err(TokenError::Audience(_))));
     }
 
     #[test]
     fn another_key_or_a_changed_claim_fails() {
         let key = Key::from_bytes(&[7; 32]);
         let token = sign(&key, &claims(1000));
-        assert_eq!(verify(&Key::from_bytes(&[8; 32]), &token, 1000, ISSUER), Err(TokenError::Signature));
+        assert_eq!(verify(&Key::from_bytes(&[8; 32]), &token, 1000, &[ISSUER]), Err(TokenError::Signature));
         let mut forged = claims(1000);
         forged.sub = "system:serviceaccount:kube-system:admin".into();
         let forged_body = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&forged).unwrap());
         let parts: Vec<&str> = token.split('.').collect();
         let tampered = format!("{}.{}.{}", parts[0], forged_body, parts[2]);
-        assert_eq!(verify(&key, &tampered, 1000, ISSUER), Err(TokenError::Signature));
-        assert_eq!(verify(&key, "a.b", 1000, ISSUER), Err(TokenError::Malformed));
+        assert_eq!(verify(&key, &tampered, 1000, &[ISSUER]), Err(TokenError::Signature));
+        assert_eq!(verify(&key, "a.b", 1000, &[ISSUER]), Err(TokenError::Malformed));
     }
 }

@@ -146,6 +146,9 @@ async fn resource(app: &Arc<App>, req: &mut Req, t: Target) -> Result<Response<B
         .on_subresource(t.sub.as_deref().unwrap_or_default());
         crate::auth::authorize(&app.store, &req.user, &attrs)?;
     }
+    if t.info.is_component_status() {
+        return component_statuses(req, &t, watching);
+    }
     match (&req.method, &t.name, t.sub.as_deref()) {
         (&Method::POST, None, None) if t.info.review => review::create(app, req, &t),
         _ if t.info.review => Err(ApiError::method_not_allowed(format!("{} can only be created", t.info.resource))),
@@ -170,6 +173,21 @@ async fn resource(app: &Arc<App>, req: &mut Req, t: Target) -> Result<Response<B
         (&Method::DELETE, None, None) => delete::delete_collection(app, req, &t).await,
         _ => Err(ApiError::method_not_allowed(format!("method {} is not supported on {}", req.method, req.path))),
     }
+}
+
+/// `v1 componentstatuses`: read, never stored.
+fn component_statuses(req: &mut Req, t: &Target, watching: bool) -> Result<Response<Body>> {
+    req.warnings.push(crate::component_status::DEPRECATION.into());
+    let subject =
+        Subject { group: String::new(), resource: t.info.resource.clone(), name: t.name.clone().unwrap_or_default() };
+    let body = match (&req.method, &t.name, t.sub.as_deref()) {
+        (&Method::GET, None, None) if !watching => crate::component_status::list(),
+        (&Method::GET, Some(name), None) if !watching => {
+            crate::component_status::get(name).ok_or_else(|| ApiError::not_found(&subject))?
+        }
+        _ => return Err(ApiError::method_not_allowed(format!("{} can only be read (get, list)", t.info.resource))),
+    };
+    Ok(crate::app::json_response(200, &body))
 }
 
 /// Startup: default namespaces and CRDs stored by an earlier run.

@@ -125,5 +125,5 @@ pub(crate) fn list(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
             json!({"kind": t.info.list_kind, "apiVersion": t.info.api_version(&t.version), "metadata": meta, "items": items})
         }
     };
-    Ok(json_response(200, &body))
+    Ok(json_response(200, &crate::app::KubeOrder(&body)))
 }

@@ -83,10 +83,18 @@ pub fn rules_status(rules: &[PolicyRule]) -> Value {
     json!({"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": false})
 }
 
+/// A TokenReview's status: who the token is, for the audiences asked for (the API server's own when
+/// none are) that it is valid for, as kube-apiserver answers.
 fn token_review(app: &App, spec: &Value) -> Value {
     let token = spec.get("token").and_then(Value::as_str).unwrap_or_default();
-    match auth::user_of_token(&app.token, &app.token_key, &app.store, token) {
-        Ok(user) => json!({"authenticated": true, "user": user.user_info(), "audiences": [auth::token::ISSUER]}),
+    let asked: Vec<&str> = spec
+        .get("audiences")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .filter(|a: &Vec<&str>| !a.is_empty())
+        .unwrap_or_else(|| vec![auth::token::ISSUER]);
+    match auth::authenticate_token(&app.token, &app.token_key, &app.store, token, &asked) {
+        Ok((user, audiences)) => json!({"authenticated": true, "user": user.user_info(), "audiences": audiences}),
         Err(_) => json!({"authenticated": false, "error": "invalid bearer token"}),
     }
 }

@@ -175,6 +175,13 @@ pub fn command_process(pid: i32) -> i32 {
     p
 }
 
+/// Whether the container's command has started: in a sandbox, bubblewrap has set it up and handed
+/// over (the command process is no longer `bwrap` or the `nsenter` above it), so that an exec entering
+/// its namespaces finds its root. A process that is gone counts as started (its exit is what follows).
+pub fn command_started(pid: i32) -> bool {
+    !matches!(comm(command_process(pid)).as_str(), "bwrap" | "nsenter")
+}
+
 /// Sends `signal` to a process group; a group that is gone is not an error.
 pub fn signal_group(pgid: i32, signal: Signal) {
     if let Some(pid) = Pid::from_raw(pgid) {

@@ -106,6 +106,12 @@ pub fn main(args: Args) -> i32 {
         say(&format!("error: recording the process: {e}"));
         return 1;
     }
+    // Running, as a kubelet says it, once the sandbox is in place: an exec right after sees the
+    // container's file system, not bubblewrap's half-built one.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !super::command_started(pid) && matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
     say(&format!("started {pid}"));
     forward_signals(pid);
     let copiers: Vec<_> = [(child.stdout.take().map(|o| Box::new(o) as Box<dyn Read + Send>), Stream::Stdout)]
