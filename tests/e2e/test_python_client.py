@@ -98,6 +98,31 @@ def test_fields_go_always_writes_are_there_for_typed_clients(cluster):
     assert raw["status"]["replicas"] == 0
 
 
+def test_what_kube_rs_cluster_tests_read(cluster):
+    """TokenReview audiences as asked, componentstatuses, objects written kind-first (kube-rs's
+    `create_token_request`, `event_recorder_attaches_events_without_namespace`, `fetch_fails`)."""
+    core = client.CoreV1Api(cluster.api_client())
+    auth = client.AuthenticationV1Api(cluster.api_client())
+    core.create_namespaced_service_account("default", {"metadata": {"name": "fakesa"}})
+    token = core.create_namespaced_service_account_token("fakesa", "default", {"spec": {"audiences": ["api"]}}).status.token
+    review = auth.create_token_review({"spec": {"token": token, "audiences": ["api", "other"]}}).status
+    assert (review.authenticated, review.audiences) == (True, ["api"])
+    assert review.user.username == "system:serviceaccount:default:fakesa"
+    review = auth.create_token_review({"spec": {"token": token}}).status
+    assert not review.authenticated, "not for the API server's own audience"
+
+    names = [c.metadata.name for c in core.list_component_status().items]
+    assert names == ["controller-manager", "scheduler", "etcd-0"]
+    assert core.read_component_status("scheduler").conditions[0].type == "Healthy"
+    assert cluster.kubectl("delete", "componentstatus", "scheduler", check=False).returncode != 0
+
+    raw = cluster.kubectl("get", "--raw", "/api/v1/namespaces/default/services/kubernetes").stdout
+    assert raw.startswith('{"kind":"Service","apiVersion":"v1","metadata":{'), raw[:80]
+    listed = cluster.kubectl("get", "--raw", "/api/v1/namespaces/default/configmaps").stdout
+    assert listed.startswith('{"kind":"ConfigMapList","apiVersion":"v1","metadata":{'), listed[:80]
+    assert '"items":[{"kind":"ConfigMap","apiVersion":"v1","metadata":' in listed
+
+
 def test_custom_objects(cluster):
     cluster.kubectl("apply", "-f", str(MANIFESTS / "foo-crd.yaml"))
     co = client.CustomObjectsApi(cluster.api_client())

@@ -111,6 +111,34 @@ def test_python_clients_stdin_text_frames_and_the_base64_protocol(cluster):
     sock.close()
 
 
+@needs_busybox
+def test_exec_and_logs_at_once_when_the_pod_says_running(cluster):
+    """A pod is Running once every container has started, and then exec and `logs -f` work at once
+    (kube-rs's `pod_can_exec_and_write_to_stdin`, `can_get_pod_logs_and_evict` do just that)."""
+    from kubernetes import client as k8s
+    from kubernetes import watch
+    from kubernetes.stream import stream
+
+    core = k8s.CoreV1Api(cluster.api_client())
+    core.create_namespaced_pod("default", {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "quick"},
+        "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "containers": [
+            {"name": "count", "image": "busybox", "command": ["sh", "-c", "for i in 1 2 3; do echo kube $i; sleep 0.3; done"]}]}})
+    w = watch.Watch()
+    seen = []
+    for ev in w.stream(core.list_namespaced_pod, "default", field_selector="metadata.name=quick", timeout_seconds=30):
+        status = ev["object"].status
+        seen.append((status.phase, [c.state.waiting.reason for c in status.container_statuses or [] if c.state.waiting]))
+        if status.phase == "Running":
+            w.stop()
+            break
+    assert all(not waiting for phase, waiting in seen if phase == "Running"), f"Running with a container waiting: {seen}"
+    follow = core.read_namespaced_pod_log("quick", "default", follow=True, _preload_content=False)
+    out = stream(core.connect_get_namespaced_pod_exec, "quick", "default", command=["sh", "-c", "echo from exec"],
+                 stderr=True, stdin=False, stdout=True, tty=False)
+    assert out == "from exec\n", out
+    assert follow.data == b"kube 1\nkube 2\nkube 3\n"
+
+
 @needs_etcd
 def test_python_client_exec_and_port_forward(cluster):
     from kubernetes import client as k8s
