@@ -18,8 +18,8 @@ def get(cluster, *args):
 def test_builtin_controllers_are_listed(cluster):
     out = cluster.kubectl("get", "uc", "-l", "uc.njuics.cn/builtin=true", "-o", "name").stdout.split()
     names = sorted(o.rsplit("/", 1)[1] for o in out)
-    assert names == ["builtin-daemonset", "builtin-deployment", "builtin-endpoints", "builtin-job", "builtin-poddisruptionbudget", "builtin-replicaset",
-                     "builtin-replicationcontroller", "builtin-statefulset"]
+    assert names == ["builtin-daemonset", "builtin-deployment", "builtin-endpoints", "builtin-job", "builtin-persistentvolumeclaim",
+                     "builtin-poddisruptionbudget", "builtin-replicaset", "builtin-replicationcontroller", "builtin-statefulset"]
     for n in names:
         wait_for(lambda: any(c["type"] == "Ready" and c["status"] == "True"
                              for c in (get(cluster, "uc", n) or {}).get("status", {}).get("conditions", [])), message=f"{n} ready")
@@ -153,6 +153,11 @@ def test_statefulset_ordered_start_scale_down_and_claims(cluster):
     assert p0["spec"]["hostname"] == "web-0" and p0["spec"]["subdomain"] == "web"
     claims = sorted(c["metadata"]["name"] for c in get(cluster, "pvc")["items"])
     assert claims == ["www-web-0", "www-web-1", "www-web-2"]
+    # Bound, as a storage class binding at once binds them (`kubectl get pvc` STATUS).
+    bound = wait_for(lambda: (c := get(cluster, "pvc", "www-web-0")) and c.get("status", {}).get("phase") == "Bound" and c,
+                     timeout=30, message="the claim Bound")
+    assert bound["status"]["accessModes"] == bound["spec"]["accessModes"]
+    assert bound["status"]["capacity"]["storage"] == bound["spec"]["resources"]["requests"]["storage"]
     cluster.kubectl("scale", "sts/web", "--replicas=1")
     wait_for(lambda: [p["metadata"]["name"] for p in get(cluster, "pods", "-l", "app=sts")["items"]] == ["web-0"], timeout=30, message="scaled to 1")
     assert sorted(c["metadata"]["name"] for c in get(cluster, "pvc")["items"]) == claims, "claims are kept on scale-down"

@@ -136,7 +136,9 @@ impl Shared {
             FinalizerStep::Set(present) => return self.set_finalizer(&parent, present).await,
             FinalizerStep::Sync => {}
         }
-        let (selector, selector_labels) = if decorator {
+        // A decorator claims by annotation, and a controller without child types claims nothing: neither
+        // needs a selector (a PersistentVolumeClaim's `spec.selector` picks volumes, not children).
+        let (selector, selector_labels) = if decorator || self.children.is_empty() {
             Default::default()
         } else {
             selector_for(self.spec.generate_selector == Some(true), &parent)?

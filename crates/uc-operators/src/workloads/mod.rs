@@ -3,6 +3,7 @@
 //! parent decoded into k8s-openapi's type, a malformed one refused with the field at fault); the engine
 //! does the watching, claiming, applying and status writing.
 
+pub mod claims;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
@@ -29,6 +30,7 @@ pub fn register(natives: &mut NativeRegistry) {
     natives.register("endpoints", native::typed(Arc::new(endpoints::sync), Some(Arc::new(endpoints::customize))));
     natives.register("daemonset", native::typed(Arc::new(daemonset::sync), Some(Arc::new(daemonset::customize))));
     natives.register("replicationcontroller", sync(replicationcontroller::sync));
+    natives.register("persistentvolumeclaim", sync(claims::sync));
     natives.register(
         "poddisruptionbudget",
         native::typed(Arc::new(disruption::sync), Some(Arc::new(disruption::customize))),
@@ -121,6 +123,16 @@ pub fn controllers() -> Vec<Value> {
                 "childResources": [],
                 "hooks": {"sync": {"native": {"name": "poddisruptionbudget"}},
                           "customize": {"native": {"name": "poddisruptionbudget"}}}
+            }
+        }),
+        // Claims are bound at once: the node provisions each as a directory (claims.rs).
+        json!({
+            "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
+            "metadata": {"name": "builtin-persistentvolumeclaim", "labels": {"uc.njuics.cn/builtin": "true"}},
+            "spec": {
+                "parentResource": {"apiVersion": "v1", "resource": "persistentvolumeclaims"},
+                "childResources": [],
+                "hooks": {"sync": {"native": {"name": "persistentvolumeclaim"}}}
             }
         }),
         // A Service's selector picks pods, not its Endpoints: the pods are related resources.
