@@ -52,6 +52,39 @@ fn default_pod_spec(spec: &mut Value) {
     }
 }
 
+/// What kube-apiserver's default admission plugins add to a pod: its priority (`Priority`: 0 and
+/// `PreemptLowerPriority` for a pod of no priority class) and the not-ready and unreachable
+/// tolerations of 300 s (`DefaultTolerationSeconds`) unless it tolerates those taints itself.
+fn default_pod_admission(spec: &mut Value) {
+    if !spec.is_object() {
+        return;
+    }
+    set_default(spec, "/enableServiceLinks", json!(true));
+    if spec.get("priorityClassName").is_none_or(|n| n.as_str() == Some("")) {
+        set_default(spec, "/priority", json!(0));
+        set_default(spec, "/preemptionPolicy", json!("PreemptLowerPriority"));
+    }
+    let tolerates = |spec: &Value, key: &str| {
+        spec.get("tolerations").and_then(Value::as_array).is_some_and(|ts| {
+            ts.iter().any(|t| {
+                let effect = t.get("effect").and_then(Value::as_str).unwrap_or_default();
+                let tkey = t.get("key").and_then(Value::as_str).unwrap_or_default();
+                (effect.is_empty() || effect == "NoExecute") && (tkey == key || tkey.is_empty())
+            })
+        })
+    };
+    for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+        if tolerates(spec, key) {
+            continue;
+        }
+        let toleration = json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300});
+        match spec.get_mut("tolerations") {
+            Some(Value::Array(ts)) => ts.push(toleration),
+            _ => spec["tolerations"] = json!([toleration]),
+        }
+    }
+}
+
 /// A probe's defaults, as kube-apiserver sets them.
 fn default_probe(p: &mut Value) {
     set_default(p, "/timeoutSeconds", json!(1));
@@ -90,6 +123,7 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
         "pods" => {
             if let Some(spec) = obj.get_mut("spec") {
                 default_pod_spec(spec);
+                default_pod_admission(spec);
             }
         }
         "deployments" => {
@@ -414,6 +448,33 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pods_get_what_the_default_admission_plugins_add() {
+        let mut pod = json!({"spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+        apply_defaults("pods", &mut pod);
+        assert_eq!(
+            (pod["spec"]["priority"].as_i64(), pod["spec"]["enableServiceLinks"].as_bool()),
+            (Some(0), Some(true))
+        );
+        assert_eq!(pod["spec"]["preemptionPolicy"], "PreemptLowerPriority");
+        assert_eq!(
+            pod["spec"]["tolerations"],
+            json!([{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                   {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}])
+        );
+        let mut own =
+            json!({"spec": {"priorityClassName": "high", "tolerations": [{"operator": "Exists"}], "containers": []}});
+        apply_defaults("pods", &mut own);
+        assert!(own["spec"].get("priority").is_none(), "a priority class's value is not known here");
+        assert_eq!(own["spec"]["tolerations"], json!([{"operator": "Exists"}]), "it tolerates everything already");
+        let mut template = json!({"spec": {"template": {"spec": {"containers": []}}}});
+        apply_defaults("deployments", &mut template);
+        assert!(
+            template["spec"]["template"]["spec"].get("tolerations").is_none(),
+            "admission is for pods, not templates"
+        );
+    }
 
     #[test]
     fn deployments_count_their_template_changes() {

@@ -132,6 +132,10 @@ pub(crate) struct Ctx {
     /// Whether pods may still be wired to the bridge: attaching holds it for reading, the clean stop
     /// closes it before the bridge goes (else the CNI plugin would make a bridge again).
     pub(crate) wiring: tokio::sync::RwLock<bool>,
+    /// The kubelet's Events about pods and their containers.
+    pub(crate) events: crate::events::Recorder,
+    /// The scheduler's (`Scheduled`).
+    pub(crate) scheduler_events: crate::events::Recorder,
 }
 
 /// The pods whose processes run, with the latest copy of each pod (its grace period); closed when the
@@ -207,7 +211,14 @@ mod tests {
         let (_tx, rx) = watch::channel(Arc::new(serde_json::json!({"metadata": {"uid": "a"}})));
         let procs = || {
             let dir = std::env::temp_dir().join("uc-started-test");
-            PodProcesses::start(dir, PathBuf::from("shim"), "Always".into(), vec![], vec![], HashSet::new())
+            PodProcesses::start(
+                dir,
+                PathBuf::from("shim"),
+                "Always".into(),
+                (vec![], vec![]),
+                HashSet::new(),
+                String::new(),
+            )
         };
         let a = started.start(&rx, "a", procs).expect("an open table starts the pod");
         assert!(started.start(&rx, "b", procs).is_some());

@@ -28,6 +28,7 @@ pub mod container;
 mod context;
 pub mod dns;
 pub mod env;
+pub mod events;
 pub mod exec;
 pub mod host_ports;
 pub mod invalid;
@@ -172,7 +173,13 @@ pub async fn start(clients: Clients, options: NodeOptions) -> anyhow::Result<Nod
     }
     tokio::spawn(watch_services(client.clone(), hosts.clone(), Arc::new(proxy::Proxy::default())));
     tokio::spawn(reclaim_claims(client.clone(), options.volumes_dir.clone()));
+    let reporter = |component: &str, host: Option<&str>| events::Reporter {
+        component: component.into(),
+        host: host.map(String::from),
+    };
     let ctx = Arc::new(Ctx {
+        events: events::Recorder::new(client.clone(), reporter("kubelet", Some(&options.name))),
+        scheduler_events: events::Recorder::new(scheduler.clone(), reporter("default-scheduler", None)),
         client: client.clone(),
         scheduler,
         ips: Mutex::new(Ips::new(options.network.cidr())),
@@ -349,8 +356,8 @@ async fn run(ctx: Arc<Ctx>) {
         let node = v.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or_default();
         workers.retain(|_, tx| !tx.is_closed());
         if node.is_empty() {
-            if v.pointer("/metadata/deletionTimestamp").is_none() {
-                bind(&ctx.scheduler, &v, &ctx.options.name).await;
+            if v.pointer("/metadata/deletionTimestamp").is_none() && bind(&ctx.scheduler, &v, &ctx.options.name).await {
+                ctx.scheduler_events.record(&v, &events::Happened::scheduled(&v, &ctx.options.name)).await;
             }
             continue;
         }
@@ -535,8 +542,10 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
     let policy = first.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always").to_string();
     let ready_before: HashSet<String> =
         typed_pod(&first).map(|p| status::ready_containers(&p)).unwrap_or_default().into_iter().collect();
-    let start =
-        || PodProcesses::start(pod_dir.clone(), ctx.options.shim.clone(), policy, init, containers, ready_before);
+    let words = events::pod_words(&first);
+    let start = || {
+        PodProcesses::start(pod_dir.clone(), ctx.options.shim.clone(), policy, (init, containers), ready_before, words)
+    };
     // The node is going: nothing new starts.
     let Some(procs) = ctx.started.lock().start(&rx, &uid, start) else { return };
     // Closed when the worker ends with its pod.
@@ -562,10 +571,17 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
             ephemeral = ephemeral_names(&pod);
         }
         if pod.pointer("/metadata/deletionTimestamp").is_some() {
+            // `Killing` is recorded as the containers are told to stop, not once they have.
+            for container in procs.running() {
+                ctx.events.record(&pod, &events::Happened::killing(&container)).await;
+            }
             procs.stop(Duration::from_secs(grace_of(&pod)), false).await;
             finish_deletion(&ctx.client, &pod).await;
             release(&ctx, &uid, &pod_dir).await;
             return;
+        }
+        for happened in procs.take_events() {
+            ctx.events.record(&pod, &happened).await;
         }
         let states = procs.states.lock().clone();
         let status = typed_pod(&pod).map(|p| status::pod_status(&p, &states, &ip));

@@ -17,6 +17,7 @@ use rustix::process::Signal;
 use tokio::sync::{Notify, watch};
 
 use crate::container::{self, ContainerDir, Run, signal_group, time_string};
+use crate::events::Happened;
 use crate::exec::ExecTarget;
 use crate::probe;
 pub use crate::status::ContainerState;
@@ -64,10 +65,17 @@ pub struct PodProcesses {
     ready_before: HashSet<String>,
     live: AtomicUsize,
     ended: Notify,
+    /// What happened since the pod's worker last recorded it as Events.
+    events: Mutex<Vec<Happened>>,
+    /// The pod as a kubelet names it in messages (`name_namespace(uid)`).
+    words: String,
 }
 
 /// A container that cannot be prepared: its name, and why (`reason`, `message`).
 pub type Unprepared = (String, (String, String));
+
+/// A pod's containers as prepared: its init containers, then its containers.
+pub type PodContainers = (Vec<Result<Prepared, Unprepared>>, Vec<Result<Prepared, Unprepared>>);
 
 struct Live(Arc<PodProcesses>);
 
@@ -86,9 +94,9 @@ impl PodProcesses {
         pod_dir: PathBuf,
         shim: PathBuf,
         policy: String,
-        init: Vec<Result<Prepared, Unprepared>>,
-        containers: Vec<Result<Prepared, Unprepared>>,
+        (init, containers): PodContainers,
         ready_before: HashSet<String>,
+        words: String,
     ) -> Arc<PodProcesses> {
         let procs = Arc::new(PodProcesses {
             states: Mutex::new(HashMap::new()),
@@ -102,6 +110,8 @@ impl PodProcesses {
             ready_before,
             live: AtomicUsize::new(0),
             ended: Notify::new(),
+            events: Mutex::new(Vec::new()),
+            words,
         });
         for c in init.iter().chain(&containers) {
             let name = match c {
@@ -120,6 +130,7 @@ impl PodProcesses {
                 let c = match c {
                     Ok(c) => c,
                     Err((name, error)) => {
+                        p.happened([Happened::failed(&name, &error.1)]);
                         p.set(&name, |s| s.start_error = Some(error));
                         return;
                     }
@@ -139,6 +150,22 @@ impl PodProcesses {
 
     fn stopping(&self) -> bool {
         *self.stop.borrow()
+    }
+
+    /// Notes what happened, for the pod's worker to record as Events.
+    fn happened(&self, what: impl IntoIterator<Item = Happened>) {
+        self.events.lock().extend(what);
+        self.changed.notify_waiters();
+    }
+
+    /// The containers running now.
+    pub fn running(&self) -> Vec<String> {
+        self.runs.lock().keys().cloned().collect()
+    }
+
+    /// What happened since the last call.
+    pub fn take_events(&self) -> Vec<Happened> {
+        std::mem::take(&mut *self.events.lock())
     }
 
     /// The pid and entry of a running container, for exec.
@@ -236,8 +263,12 @@ impl PodProcesses {
                     state.stopped_by_node = false;
                     let _ = dir.write_state(&state);
                     match start_run(&self.shim, &dir, state.run, &c.spec).await {
-                        Ok(r) => r,
+                        Ok(r) => {
+                            self.happened(Happened::started(&name, &c.image));
+                            r
+                        }
                         Err(e) => {
+                            self.happened([Happened::failed(&name, &e.to_string())]);
                             self.set(&name, |s| s.start_error = Some(("RunContainerError".into(), e.to_string())));
                             return;
                         }
@@ -282,6 +313,7 @@ impl PodProcesses {
                 // A new image starts at once, keeping the pod and its volumes.
                 Some(r) => c = r,
                 None => {
+                    self.happened([Happened::back_off(&name, &self.words)]);
                     let mut stop = self.stop.subscribe();
                     tokio::select! {
                         _ = tokio::time::sleep(backoff(run.n + 1)) => {}
@@ -332,8 +364,9 @@ impl PodProcesses {
         for c in changed {
             tracing::info!(container = %c.name, image = %c.image, "image changed; restarting the container");
             let record = self.runs.lock().get(&c.name).map(|(r, _)| r.pid.clone());
-            self.replacements.lock().insert(c.name.clone(), c);
+            self.replacements.lock().insert(c.name.clone(), c.clone());
             if let Some(record) = record {
+                self.happened([Happened::killing(&c.name)]);
                 self.terminate(&record, REPLACE_GRACE);
             }
         }
@@ -351,7 +384,13 @@ impl PodProcesses {
         while !self.stopping() {
             let target = self.exec_target(&name);
             let ok = match &target {
-                Some(t) => probe::run(&spec, &container, t, p.timeout).await,
+                Some(t) => match probe::run(&spec, &container, t, p.timeout).await {
+                    Ok(()) => true,
+                    Err(why) => {
+                        self.happened([Happened::unhealthy(&name, "Readiness", &why)]);
+                        false
+                    }
+                },
                 None => false,
             };
             if ok {
@@ -390,10 +429,16 @@ impl PodProcesses {
                 failures = 0;
                 tokio::time::sleep(p.initial_delay).await;
             }
-            let ok = probe::run(&spec, &container, &target, p.timeout).await;
-            failures = if ok { 0 } else { failures + 1 };
+            failures = match probe::run(&spec, &container, &target, p.timeout).await {
+                Ok(()) => 0,
+                Err(why) => {
+                    self.happened([Happened::unhealthy(&name, "Liveness", &why)]);
+                    failures + 1
+                }
+            };
             if failures >= p.failure_threshold {
                 tracing::info!(container = %name, pid = target.pid, "liveness probe failed; killing the container");
+                self.happened([Happened::killed_for_liveness(&name)]);
                 signal_group(target.pid, Signal::KILL);
                 failures = 0;
             }

@@ -28,12 +28,17 @@ pub(crate) fn said(e: &kube::Error) -> String {
     }
 }
 
-pub(crate) async fn bind(client: &kube::Client, pod: &Value, node: &str) {
+/// Binds a pod to the node; whether it did.
+pub(crate) async fn bind(client: &kube::Client, pod: &Value, node: &str) -> bool {
     let api: Api<Pod> = Api::namespaced(client.clone(), meta(pod, "namespace"));
     let patch =
         json!({"metadata": {"resourceVersion": pod.pointer("/metadata/resourceVersion")}, "spec": {"nodeName": node}});
-    if let Err(e) = api.patch(meta(pod, "name"), &PatchParams::default(), &Patch::Merge(&patch)).await {
-        tracing::debug!(pod = %meta(pod, "name"), error = %said(&e), "binding failed; the next event retries");
+    match api.patch(meta(pod, "name"), &PatchParams::default(), &Patch::Merge(&patch)).await {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::debug!(pod = %meta(pod, "name"), error = %said(&e), "binding failed; the next event retries");
+            false
+        }
     }
 }
 

@@ -52,42 +52,62 @@ pub fn port_of(port: &IntOrString, container: &Container) -> Option<u16> {
     }
 }
 
-/// Runs a probe once against the container at `ip`; whether it succeeded within `timeout`.
-pub async fn run(probe: &Probe, container: &Container, target: &ExecTarget, timeout: Duration) -> bool {
-    tokio::time::timeout(timeout, once(probe, container, target)).await.unwrap_or(false)
+/// Runs a probe once against the container at `ip`: Ok, or why it failed in a kubelet's words (what
+/// `Unhealthy` Events say).
+pub async fn run(probe: &Probe, container: &Container, target: &ExecTarget, timeout: Duration) -> Result<(), String> {
+    tokio::time::timeout(timeout, once(probe, container, target))
+        .await
+        .unwrap_or_else(|_| Err(format!("timeout: failed to get a response within {}s", timeout.as_secs())))
 }
 
-async fn once(probe: &Probe, container: &Container, target: &ExecTarget) -> bool {
+async fn once(probe: &Probe, container: &Container, target: &ExecTarget) -> Result<(), String> {
     let ip = if target.ip.is_empty() { "127.0.0.1" } else { target.ip.as_str() };
     if let Some(h) = &probe.http_get {
         let host = h.host.as_deref().filter(|h| !h.is_empty()).unwrap_or(ip);
-        let Some(port) = port_of(&h.port, container) else { return false };
+        let port = port_of(&h.port, container).ok_or_else(|| format!("port {:?} names no container port", h.port))?;
         let path = h.path.as_deref().unwrap_or("/");
-        let Ok(mut s) = tokio::net::TcpStream::connect((host, port)).await else { return false };
+        let url = format!("http://{host}:{port}{path}");
+        let mut s = tokio::net::TcpStream::connect((host, port))
+            .await
+            .map_err(|e| format!("Get {url:?}: dial tcp {host}:{port}: connect: {}", os_words(&e)))?;
         let req = format!("GET {path} HTTP/1.0\r\nHost: {host}\r\nUser-Agent: kube-probe/1.33 (uc)\r\n\r\n");
-        if s.write_all(req.as_bytes()).await.is_err() {
-            return false;
-        }
+        s.write_all(req.as_bytes()).await.map_err(|e| format!("Get {url:?}: {e}"))?;
         let mut buf = [0u8; 64];
         let n = s.read(&mut buf).await.unwrap_or(0);
         let line = String::from_utf8_lossy(&buf[..n]);
-        return line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|c| c.parse::<u16>().ok())
-            .is_some_and(|c| (200..400).contains(&c));
+        return match line.split_whitespace().nth(1).and_then(|c| c.parse::<u16>().ok()) {
+            Some(code) if (200..400).contains(&code) => Ok(()),
+            Some(code) => Err(format!("HTTP probe failed with statuscode: {code}")),
+            None => Err(format!("Get {url:?}: malformed HTTP response")),
+        };
     }
     if let Some(t) = &probe.tcp_socket {
         let host = t.host.as_deref().filter(|h| !h.is_empty()).unwrap_or(ip);
-        let Some(port) = port_of(&t.port, container) else { return false };
-        return tokio::net::TcpStream::connect((host, port)).await.is_ok();
+        let port = port_of(&t.port, container).ok_or_else(|| format!("port {:?} names no container port", t.port))?;
+        return tokio::net::TcpStream::connect((host, port))
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("dial tcp {host}:{port}: connect: {}", os_words(&e)));
     }
     if let Some(argv) = probe.exec.as_ref().and_then(|e| e.command.as_ref()) {
-        let Ok(mut command) = crate::exec::command(target, argv) else { return false };
-        command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).kill_on_drop(true);
-        return command.status().await.is_ok_and(|s| s.success());
+        let mut command = crate::exec::command(target, argv).map_err(|e| e.to_string())?;
+        command.stdin(Stdio::null()).kill_on_drop(true);
+        let out = command.output().await.map_err(|e| format!("{argv:?}: {e}"))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let said = String::from_utf8_lossy(&[out.stdout, out.stderr].concat()).trim().to_string();
+        return Err(if said.is_empty() { format!("command {argv:?} exited with {}", out.status) } else { said });
     }
-    false
+    Err("the probe has no handler".into())
+}
+
+/// An I/O error as Go's net package words it (`connection refused`).
+fn os_words(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
+        _ => e.to_string(),
+    }
 }
 
 #[cfg(test)]

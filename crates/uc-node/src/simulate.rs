@@ -176,10 +176,11 @@ pub fn simulate(pod: &Value, pod_ip: &str, now: DateTime<Utc>) -> (Value, Option
     let status = json!({
         "phase": pod_phase,
         "conditions": [
-            condition("PodScheduled", true, created),
+            condition("PodReadyToStartContainers", true, created),
             condition("Initialized", true, created),
-            condition("ContainersReady", ready, ready_since),
             condition("Ready", ready, ready_since),
+            condition("ContainersReady", ready, ready_since),
+            condition("PodScheduled", true, created),
         ],
         "hostIP": "127.0.0.1",
         "hostIPs": [{"ip": "127.0.0.1"}],

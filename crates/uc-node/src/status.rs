@@ -132,11 +132,13 @@ pub fn pod_status(pod: &Pod, states: &HashMap<String, ContainerState>, ip: &str)
     let ips = |ip: &str| Some(vec![HostIP { ip: ip.into() }]);
     PodStatus {
         phase: Some(phase.into()),
+        // In a kubelet's order; the sandbox is ready once the pod's processes may start.
         conditions: Some(vec![
-            cond("PodScheduled", true),
+            cond("PodReadyToStartContainers", true),
             cond("Initialized", initialized),
-            cond("ContainersReady", all_ready),
             cond("Ready", all_ready),
+            cond("ContainersReady", all_ready),
+            cond("PodScheduled", true),
         ]),
         host_ip: Some("127.0.0.1".into()),
         host_ips: ips("127.0.0.1"),

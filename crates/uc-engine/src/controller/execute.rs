@@ -51,7 +51,18 @@ impl Shared {
         if let Some((e, _)) = &echo {
             self.echoes.expect(&key_of(parent), e.clone(), Instant::now());
         }
+        let event = super::kube_events::records_kube_events(&self.uc).then(|| {
+            let before = match &action {
+                Action::Update(o) => self.child_type_of(o).and_then(|t| t.informer.get(&key_of(o))),
+                _ => None,
+            };
+            super::kube_events::about(parent, &action, before.as_deref())
+        });
         let r = self.carry_out(parent, action).await;
+        if let (Ok(_), Some(Some((reason, message)))) = (&r, event) {
+            let component = super::kube_events::component(&self.name);
+            self.ctx.recorder.record_as(&component, parent, "Normal", reason, &message).await;
+        }
         if let Some((e, before)) = echo {
             self.echoes.settle(&e, &before, r.as_ref().ok().and_then(Option::as_deref));
         }

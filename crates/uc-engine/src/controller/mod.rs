@@ -11,6 +11,7 @@ mod echoes;
 mod errors;
 mod execute;
 mod finalizer;
+mod kube_events;
 mod reconcile;
 mod related;
 mod rollout;

@@ -1,0 +1,112 @@
+//! The Events kube-controller-manager's workload controllers record about their parents, recorded for
+//! uc's built-in controllers (those labelled `uc.njuics.cn/builtin: "true"`) with the same reasons and
+//! words, so `kubectl describe deployment` reads as on a kubeadm cluster: `ScalingReplicaSet` for a
+//! Deployment, `SuccessfulCreate` / `SuccessfulDelete` for the pods of a ReplicaSet, a
+//! ReplicationController, a Job, a DaemonSet and (in its own words) a StatefulSet. Other controllers'
+//! parents get no such Events, as under Metacontroller: a write per child would be a write too many.
+
+use serde_json::Value;
+use uc_api::Pointer;
+use uc_api::meta::meta_str;
+
+use crate::plan::Action;
+
+/// The label of uc's built-in controllers.
+const BUILTIN_LABEL: &str = "/metadata/labels/uc.njuics.cn~1builtin";
+
+/// Whether a controller object records kube's Events.
+pub(super) fn records_kube_events(controller: &Value) -> bool {
+    controller.at(BUILTIN_LABEL).and_then(Value::as_str) == Some("true")
+}
+
+/// The component a built-in controller's Events come from, as kube-controller-manager names them
+/// (`builtin-deployment` → `deployment-controller`).
+pub(super) fn component(controller_name: &str) -> String {
+    format!("{}-controller", controller_name.trim_start_matches("builtin-"))
+}
+
+/// The Event (reason, message) a done action makes about `parent`; `before` is the child as it was
+/// (for an update). None for what kube records nothing about.
+pub(super) fn about(parent: &Value, action: &Action, before: Option<&Value>) -> Option<(&'static str, String)> {
+    let parent_kind = parent.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let replicas = |o: &Value| o.at("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    match action {
+        Action::Create(child) => {
+            let (kind, name) = (child.get("kind").and_then(Value::as_str).unwrap_or_default(), meta_str(child, "name"));
+            Some(match parent_kind {
+                "Deployment" => {
+                    ("ScalingReplicaSet", format!("Scaled up replica set {name} from 0 to {}", replicas(child)))
+                }
+                "StatefulSet" => (
+                    "SuccessfulCreate",
+                    format!("create {kind} {name} in StatefulSet {} successful", meta_str(parent, "name")),
+                ),
+                _ => ("SuccessfulCreate", format!("Created {}: {name}", kind.to_lowercase())),
+            })
+        }
+        Action::Update(child) if parent_kind == "Deployment" => {
+            let (from, to) = (replicas(before?), replicas(child));
+            let way = match to.cmp(&from) {
+                std::cmp::Ordering::Greater => "up",
+                std::cmp::Ordering::Less => "down",
+                std::cmp::Ordering::Equal => return None,
+            };
+            Some((
+                "ScalingReplicaSet",
+                format!("Scaled {way} replica set {} from {from} to {to}", meta_str(child, "name")),
+            ))
+        }
+        Action::Delete { name, .. } => match parent_kind {
+            "Deployment" => None,
+            "StatefulSet" => Some((
+                "SuccessfulDelete",
+                format!("delete Pod {name} in StatefulSet {} successful", meta_str(parent, "name")),
+            )),
+            _ => Some(("SuccessfulDelete", format!("Deleted pod: {name}"))),
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn kube_controller_managers_reasons_and_words() {
+        let deployment = json!({"kind": "Deployment", "metadata": {"name": "web"}});
+        let rs = json!({"kind": "ReplicaSet", "metadata": {"name": "web-5d4f8b6f9c"}, "spec": {"replicas": 3}});
+        assert_eq!(
+            about(&deployment, &Action::Create(rs.clone()), None),
+            Some(("ScalingReplicaSet", "Scaled up replica set web-5d4f8b6f9c from 0 to 3".into()))
+        );
+        let smaller = json!({"kind": "ReplicaSet", "metadata": {"name": "web-5d4f8b6f9c"}, "spec": {"replicas": 1}});
+        assert_eq!(
+            about(&deployment, &Action::Update(smaller), Some(&rs)),
+            Some(("ScalingReplicaSet", "Scaled down replica set web-5d4f8b6f9c from 3 to 1".into()))
+        );
+        assert_eq!(about(&deployment, &Action::Update(rs.clone()), Some(&rs)), None, "no change in scale");
+        let replicaset = json!({"kind": "ReplicaSet", "metadata": {"name": "web-5d4f8b6f9c"}});
+        let pod = json!({"kind": "Pod", "metadata": {"name": "web-5d4f8b6f9c-x2x4k"}});
+        assert_eq!(
+            about(&replicaset, &Action::Create(pod.clone()), None),
+            Some(("SuccessfulCreate", "Created pod: web-5d4f8b6f9c-x2x4k".into()))
+        );
+        let delete = Action::Delete { name: "web-0".into(), namespace: "default".into(), uid: "u".into() };
+        let sts = json!({"kind": "StatefulSet", "metadata": {"name": "web"}});
+        assert_eq!(
+            about(&sts, &delete, None),
+            Some(("SuccessfulDelete", "delete Pod web-0 in StatefulSet web successful".into()))
+        );
+        let web0 = json!({"kind": "Pod", "metadata": {"name": "web-0"}});
+        assert_eq!(
+            about(&sts, &Action::Create(web0), None).unwrap().1,
+            "create Pod web-0 in StatefulSet web successful"
+        );
+        assert_eq!(component("builtin-replicaset"), "replicaset-controller");
+        assert!(records_kube_events(&json!({"metadata": {"labels": {"uc.njuics.cn/builtin": "true"}}})));
+        assert!(!records_kube_events(&json!({"metadata": {"name": "mine"}})));
+    }
+}

@@ -1,0 +1,230 @@
+//! The Events a kubelet and the scheduler record about pods, with their reasons and words, so that
+//! `kubectl describe pod` reads as on a kubeadm cluster: `Scheduled` (default-scheduler), then per
+//! container `Pulled`, `Created`, `Started`, and `Killing`, `BackOff`, `Unhealthy`, `Failed`.
+//! Recorded as client-go's recorder does: an Event that repeats within ten minutes is not written
+//! again, its `count` and `lastTimestamp` are (the correlator's aggregation).
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+/// Repeats within this long are counted on the first Event instead of written anew.
+const AGGREGATE_FOR: Duration = Duration::from_secs(600);
+
+/// Something that happened to a pod or one of its containers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Happened {
+    /// The container it concerns (`fieldPath: spec.containers{name}`), if one.
+    pub container: Option<String>,
+    /// `Normal` or `Warning`.
+    pub type_: &'static str,
+    /// kube's reason (`Started`, `BackOff`, ...).
+    pub reason: &'static str,
+    /// kube's words.
+    pub message: String,
+}
+
+impl Happened {
+    fn about(container: &str, type_: &'static str, reason: &'static str, message: String) -> Happened {
+        Happened { container: Some(container.to_string()), type_, reason, message }
+    }
+
+    /// The scheduler bound the pod to `node`.
+    pub fn scheduled(pod: &Value, node: &str) -> Happened {
+        let m =
+            |k: &str| pod.pointer(&format!("/metadata/{k}")).and_then(Value::as_str).unwrap_or_default().to_string();
+        let message = format!("Successfully assigned {}/{} to {node}", m("namespace"), m("name"));
+        Happened { container: None, type_: "Normal", reason: "Scheduled", message }
+    }
+
+    /// A run of a container began: the image is there (nothing is pulled), it was made and started.
+    pub fn started(container: &str, image: &str) -> Vec<Happened> {
+        vec![
+            Happened::about(
+                container,
+                "Normal",
+                "Pulled",
+                format!("Container image {image:?} already present on machine"),
+            ),
+            Happened::about(container, "Normal", "Created", format!("Created container: {container}")),
+            Happened::about(container, "Normal", "Started", format!("Started container {container}")),
+        ]
+    }
+
+    /// A container is stopped (the pod is deleted, or its image changed).
+    pub fn killing(container: &str) -> Happened {
+        Happened::about(container, "Normal", "Killing", format!("Stopping container {container}"))
+    }
+
+    /// A container failed its liveness probe and is killed to be restarted.
+    pub fn killed_for_liveness(container: &str) -> Happened {
+        Happened::about(
+            container,
+            "Normal",
+            "Killing",
+            format!("Container {container} failed liveness probe, will be restarted"),
+        )
+    }
+
+    /// A probe failed (`Liveness`, `Readiness`, `Startup`).
+    pub fn unhealthy(container: &str, probe: &str, why: &str) -> Happened {
+        Happened::about(container, "Warning", "Unhealthy", format!("{probe} probe failed: {why}"))
+    }
+
+    /// A container that ended waits its back-off before it runs again.
+    pub fn back_off(container: &str, pod: &str) -> Happened {
+        Happened::about(
+            container,
+            "Warning",
+            "BackOff",
+            format!("Back-off restarting failed container {container} in pod {pod}"),
+        )
+    }
+
+    /// A container could not be started.
+    pub fn failed(container: &str, message: &str) -> Happened {
+        Happened::about(container, "Warning", "Failed", format!("Error: {message}"))
+    }
+}
+
+/// The pod as a kubelet names it in messages: `name_namespace(uid)`.
+pub fn pod_words(pod: &Value) -> String {
+    let m = |k: &str| pod.pointer(&format!("/metadata/{k}")).and_then(Value::as_str).unwrap_or_default().to_string();
+    format!("{}_{}({})", m("name"), m("namespace"), m("uid"))
+}
+
+/// Who records: `source.component` and `host`, `reportingComponent` and `reportingInstance`.
+#[derive(Clone, Debug)]
+pub struct Reporter {
+    pub component: String,
+    pub host: Option<String>,
+}
+
+/// The Event recording `h` about `pod` (its name given by the caller).
+pub fn event(pod: &Value, h: &Happened, by: &Reporter, name: String, now: Time) -> Event {
+    let s = |p: &str| pod.pointer(p).and_then(Value::as_str).map(String::from);
+    Event {
+        metadata: ObjectMeta { name: Some(name), namespace: s("/metadata/namespace"), ..Default::default() },
+        involved_object: ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            name: s("/metadata/name"),
+            namespace: s("/metadata/namespace"),
+            uid: s("/metadata/uid"),
+            resource_version: s("/metadata/resourceVersion"),
+            field_path: h.container.as_ref().map(|c| format!("spec.containers{{{c}}}")),
+        },
+        reason: Some(h.reason.into()),
+        message: Some(h.message.chars().take(1024).collect()),
+        type_: Some(h.type_.into()),
+        count: Some(1),
+        first_timestamp: Some(now.clone()),
+        last_timestamp: Some(now),
+        source: Some(EventSource { component: Some(by.component.clone()), host: by.host.clone() }),
+        reporting_component: Some(by.component.clone()),
+        reporting_instance: by.host.clone().or_else(|| Some(by.component.clone())),
+        ..Default::default()
+    }
+}
+
+/// What makes Events the same: (pod uid, container, reason, message).
+type Key = (String, Option<String>, &'static str, String);
+
+/// Records pod Events, aggregating repeats.
+pub struct Recorder {
+    client: kube::Client,
+    by: Reporter,
+    /// (pod uid, container, reason, message) → (the Event's name, its count, when first written).
+    recent: Mutex<HashMap<Key, (String, i32, Instant)>>,
+}
+
+impl Recorder {
+    /// A recorder writing with `client` as `by`.
+    pub fn new(client: kube::Client, by: Reporter) -> Recorder {
+        Recorder { client, by, recent: Mutex::new(HashMap::new()) }
+    }
+
+    /// Records `h` about `pod`: a new Event, or the count of the same one written in the last ten minutes.
+    pub async fn record(&self, pod: &Value, h: &Happened) {
+        let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
+        let namespace = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default").to_string();
+        let key = (uid, h.container.clone(), h.reason, h.message.clone());
+        let now = Time(k8s_openapi::jiff::Timestamp::now());
+        let repeat = {
+            let mut recent = self.recent.lock();
+            recent.retain(|_, (_, _, at)| at.elapsed() < AGGREGATE_FOR);
+            recent.get_mut(&key).map(|(name, count, _)| {
+                *count += 1;
+                (name.clone(), *count)
+            })
+        };
+        let api = Api::<Event>::namespaced(self.client.clone(), &namespace);
+        let written = match repeat {
+            Some((name, count)) => {
+                let patch = json!({"count": count, "lastTimestamp": now});
+                api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await.map(|_| ())
+            }
+            None => {
+                let pod_name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("pod");
+                // As client-go names them: the object's name and the time in nanoseconds, in hex.
+                let name = format!("{pod_name}.{:x}", now.0.as_nanosecond());
+                self.recent.lock().insert(key, (name.clone(), 1, Instant::now()));
+                api.create(&PostParams::default(), &event(pod, h, &self.by, name, now)).await.map(|_| ())
+            }
+        };
+        if let Err(e) = written {
+            tracing::debug!(reason = h.reason, error = %crate::pod_api::said(&e), "recording an event failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kubelets_reasons_and_words() {
+        let reasons: Vec<(&str, String)> =
+            Happened::started("etcd", "quay.io/coreos/etcd:v3.5").into_iter().map(|h| (h.reason, h.message)).collect();
+        assert_eq!(
+            reasons,
+            [
+                ("Pulled", "Container image \"quay.io/coreos/etcd:v3.5\" already present on machine".to_string()),
+                ("Created", "Created container: etcd".to_string()),
+                ("Started", "Started container etcd".to_string()),
+            ]
+        );
+        assert_eq!(Happened::killing("c").message, "Stopping container c");
+        assert_eq!(Happened::unhealthy("c", "Liveness", "HTTP probe failed with statuscode: 500").type_, "Warning");
+        let pod = json!({"metadata": {"name": "web-0", "namespace": "default", "uid": "u1", "resourceVersion": "7"}});
+        assert_eq!(
+            Happened::back_off("c", &pod_words(&pod)).message,
+            "Back-off restarting failed container c in pod web-0_default(u1)"
+        );
+    }
+
+    #[test]
+    fn an_event_names_the_container_by_its_field_path() {
+        let pod = json!({"metadata": {"name": "web-0", "namespace": "default", "uid": "u1", "resourceVersion": "7"}});
+        let by = Reporter { component: "kubelet".into(), host: Some("uc-node".into()) };
+        let now = Time(k8s_openapi::jiff::Timestamp::now());
+        let e = event(&pod, &Happened::killing("app"), &by, "web-0.1".into(), now);
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(v["involvedObject"]["fieldPath"], "spec.containers{app}");
+        assert_eq!(v["involvedObject"]["uid"], "u1");
+        assert_eq!(v["source"], json!({"component": "kubelet", "host": "uc-node"}));
+        assert_eq!((v["count"].as_i64(), v["reason"].as_str()), (Some(1), Some("Killing")));
+        let scheduled = Happened { container: None, type_: "Normal", reason: "Scheduled", message: "m".into() };
+        let by = Reporter { component: "default-scheduler".into(), host: None };
+        let v =
+            serde_json::to_value(event(&pod, &scheduled, &by, "n".into(), Time(k8s_openapi::jiff::Timestamp::now())))
+                .unwrap();
+        assert!(v["involvedObject"].get("fieldPath").is_none());
+        assert_eq!(v["reportingInstance"], "default-scheduler");
+    }
+}
