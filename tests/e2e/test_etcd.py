@@ -467,6 +467,9 @@ def test_etcd_members_on_claims_when_the_pod_policy_asks(cluster):
 
 
 def test_etcd_backup_addresses_the_cluster_by_its_service_name(cluster, tmp_path):
+    """The seeds' flow: back up through the client Service's name, lose the cluster (delete it), and
+    restore a brand-new one from the backup, which the EtcdCluster controller then takes over."""
+    allow_restores(cluster)
     create_cluster(cluster)
     write_keys(cluster, 10)
     target = tmp_path / "by-name.db"
@@ -479,3 +482,14 @@ def test_etcd_backup_addresses_the_cluster_by_its_service_name(cluster, tmp_path
                   and (s.get("succeeded") or s.get("reason")) and s, timeout=30, message="the backup done")
     assert st.get("succeeded"), st
     assert target.exists()
+    assert json.loads((tmp_path / "by-name.db.meta.json").read_text())["clusterSize"] == 3, "the size recorded"
+    cluster.kubectl("delete", "etcdcluster", NAME)
+    wait_for(lambda: get(cluster, "pods", "-l", f"etcd_cluster={NAME}")["items"] == [], timeout=60,
+             message="the cluster's pods gone")
+    restore = {"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdRestore", "metadata": {"name": NAME},
+               "spec": {"etcdCluster": {"name": NAME}, "backupStorageType": "Local", "local": {"path": str(target)}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(restore))
+    restored(cluster, NAME, "the deleted cluster restored")
+    assert get(cluster, "etcdcluster", NAME)["spec"]["size"] == 3
+    wait_for(lambda: healthy(cluster, 3), timeout=60, message="3 members Ready")
+    assert key_count(cluster) == 10, "every key back"

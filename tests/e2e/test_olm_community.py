@@ -94,3 +94,69 @@ def test_the_community_etcd_package_installs_upgrades_and_uninstalls_unchanged(m
              and get(c, "role", "etcdoperator.v0.9.4-etcd-operator", "-n", OPERATOR_NS) is None,
              timeout=60, message="the operator, its copy and its RBAC removed")
     assert get(c, "crd", "etcdclusters.etcd.database.coreos.com") is not None
+
+
+def registry_config_map(name, namespace):
+    """The same package in OLM's older configmap-registry layout: `packages`, `clusterServiceVersions`,
+    `customResourceDefinitions`, each a YAML list (the singlenamespace bundles)."""
+    import yaml
+
+    pkg = CATALOG / "etcd"
+    csvs, crds = [], {}
+    for version in ("0.9.0", "0.9.2", "0.9.4"):
+        for f in sorted((pkg / version).iterdir()):
+            doc = yaml.safe_load(f.read_text())
+            if doc["kind"] == "ClusterServiceVersion":
+                csvs.append(doc)
+            else:
+                crds[doc["metadata"]["name"]] = doc
+    package = yaml.safe_load((pkg / "etcd.package.yaml").read_text())
+    package["channels"] = [c for c in package["channels"] if c["name"] == "singlenamespace-alpha"]
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
+            "data": {"packages": yaml.safe_dump([package]), "clusterServiceVersions": yaml.safe_dump(csvs),
+                     "customResourceDefinitions": yaml.safe_dump(list(crds.values()))}}
+
+
+def test_a_configmap_registry_catalog_a_failed_plan_and_catalog_health_by_namespace(make_cluster):
+    c = make_cluster(["--operators", "none"])
+    for ns in ("registry", "elsewhere"):
+        c.kubectl("create", "namespace", ns)
+    apply(c, registry_config_map("etcd-registry", "registry"))
+    apply(c, {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+              "metadata": {"name": "registry", "namespace": "registry"},
+              "spec": {"sourceType": "configmap", "configMap": "etcd-registry"}})
+    manifest = wait_for(lambda: get(c, "packagemanifest", "etcd", "-n", "registry"), timeout=30,
+                        message="the package of the configmap registry listed")
+    assert manifest["status"]["channels"][0]["currentCSV"] == "etcdoperator.v0.9.4"
+    # A broken catalog in another namespace is no concern of this namespace's Subscription.
+    apply(c, {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+              "metadata": {"name": "broken", "namespace": "elsewhere"},
+              "spec": {"sourceType": "configmap", "configMap": "missing"}})
+    # A CRD already here storing a version the bundle's CRD does not serve: the plan must fail there.
+    apply(c, {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+              "metadata": {"name": "etcdclusters.etcd.database.coreos.com"},
+              "spec": {"group": "etcd.database.coreos.com", "scope": "Namespaced",
+                       "names": {"kind": "EtcdCluster", "plural": "etcdclusters", "listKind": "EtcdClusterList"},
+                       "versions": [{"name": "v1beta2", "served": True, "storage": True,
+                                     "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}},
+                                    {"name": "v9", "served": True, "storage": False,
+                                     "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    c.kubectl("patch", "crd", "etcdclusters.etcd.database.coreos.com", "--subresource=status", "--type=merge",
+              "-p", '{"status":{"storedVersions":["v1beta2","v9"]}}')
+    apply(c, {"apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+              "metadata": {"name": "own", "namespace": "registry"}, "spec": {"targetNamespaces": ["registry"]}})
+    apply(c, {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+              "metadata": {"name": "etcd", "namespace": "registry"},
+              "spec": {"name": "etcd", "channel": "singlenamespace-alpha", "source": "registry",
+                       "sourceNamespace": "registry"}})
+    sub = wait_for(lambda: (s := get(c, "subscription", "etcd", "-n", "registry"))
+                   and s.get("status", {}).get("state") == "UpgradeFailed" and s, timeout=60, message="UpgradeFailed")
+    failed = {x["type"]: x for x in sub["status"]["conditions"]}
+    assert failed["InstallPlanFailed"]["status"] == "True" and "v9" in failed["InstallPlanFailed"]["message"]
+    assert failed["CatalogSourcesUnhealthy"]["status"] == "False", "the broken catalog is in another namespace"
+    plan = get(c, "installplan", sub["status"]["installPlanRef"]["name"], "-n", "registry")
+    steps = [(s["resource"]["name"], s["status"]) for s in plan["status"]["plan"]]
+    assert steps[0] == ("etcdbackups.etcd.database.coreos.com", "Created"), steps
+    assert steps[1] == ("etcdclusters.etcd.database.coreos.com", "Unknown"), "the step that failed"
+    assert all(status == "Unknown" for _, status in steps[2:]), steps
+    assert get(c, "csv", "etcdoperator.v0.9.4", "-n", "registry") is None, "nothing after the failed step"

@@ -114,6 +114,14 @@ pub fn read_package_manifest(dir: &Path) -> Result<Package, String> {
         let b = bundle_from_objects(&name, read_objects(&v)?).map_err(|e| format!("{}: {e}", v.display()))?;
         bundles.insert(b.name.clone(), b);
     }
+    Ok(package_of(&manifest, bundles))
+}
+
+/// A package from its manifest (`packageName`, `channels` with `currentCSV`, `defaultChannel`) and its
+/// bundles by CSV name: each channel runs from its current CSV back along `replaces`, as long as the
+/// CSVs are there.
+pub fn package_of(manifest: &Value, bundles: BTreeMap<String, Bundle>) -> Package {
+    let name = manifest["packageName"].as_str().unwrap_or_default().to_string();
     let mut channels = BTreeMap::new();
     for ch in manifest.get("channels").and_then(Value::as_array).into_iter().flatten() {
         let ch_name = ch.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -138,7 +146,7 @@ pub fn read_package_manifest(dir: &Path) -> Result<Package, String> {
         .map(str::to_string)
         .or_else(|| channels.keys().next().cloned())
         .unwrap_or_default();
-    Ok(Package { name, default_channel, description: String::new(), icon: None, channels, bundles })
+    Package { name, default_channel, description: String::new(), icon: None, channels, bundles }
 }
 
 /// The FBC blob of a bundle: its properties (`olm.package`, `olm.gvk`, `olm.gvk.required`,

@@ -96,20 +96,27 @@ pub async fn sync(olm: &Olm, plan: &Value) -> Result<(), String> {
             Err(message) => {
                 let message = format!("error creating {kind} {name}: {message}");
                 tracing::warn!(plan = %str_at(plan, "/metadata/name"), %message, "install plan failed");
-                let status = json!({"phase": "Failed", "message": message,
+                // The steps done say so; the one that failed and those after it stay Unknown.
+                let status = json!({"phase": "Failed", "message": message, "plan": with_statuses(plan, &statuses),
                                     "conditions": [condition(false, "InstallComponentFailed", &message)]});
                 return olm.status(plan, &status).await;
             }
         }
     }
+    let status = json!({"phase": "Complete", "plan": with_statuses(plan, &statuses),
+                        "conditions": [condition(true, "", "")]});
+    olm.status(plan, &status).await
+}
+
+/// A plan's steps with the statuses of those carried out, in order (the rest as they were).
+fn with_statuses(plan: &Value, statuses: &[&str]) -> Value {
     let mut steps = plan.pointer("/status/plan").cloned().unwrap_or_else(|| json!([]));
     if let Some(list) = steps.as_array_mut() {
-        for (step, s) in list.iter_mut().zip(&statuses) {
+        for (step, s) in list.iter_mut().zip(statuses) {
             step["status"] = json!(s);
         }
     }
-    let status = json!({"phase": "Complete", "plan": steps, "conditions": [condition(true, "", "")]});
-    olm.status(plan, &status).await
+    steps
 }
 
 /// Creates (or updates) one step's object: `Created` or `Present`.
@@ -153,6 +160,16 @@ mod tests {
         assert_eq!(dropped_stored_versions(&existing, &drops), ["v1alpha1"]);
         let beta = json!({"spec": {"version": "v1alpha1", "versions": [{"name": "v1"}]}});
         assert!(dropped_stored_versions(&existing, &beta).is_empty(), "v1beta1's spec.version counts");
+    }
+
+    #[test]
+    fn the_steps_carried_out_say_how() {
+        let plan = json!({"status": {"plan": [{"status": "Unknown", "resource": {"kind": "CustomResourceDefinition"}},
+                                              {"status": "Unknown", "resource": {"kind": "ClusterServiceVersion"}},
+                                              {"status": "Unknown", "resource": {"kind": "Role"}}]}});
+        let steps = with_statuses(&plan, &["Created"]);
+        let got: Vec<&str> = steps.as_array().unwrap().iter().map(|s| s["status"].as_str().unwrap()).collect();
+        assert_eq!(got, ["Created", "Unknown", "Unknown"], "the failed step and those after it stay Unknown");
     }
 
     #[test]

@@ -92,10 +92,16 @@ impl Sources {
                 if let Some(l) = self.cache.get(&key).filter(|l| l.version == version) {
                     return Ok(l.catalog.clone());
                 }
-                let mut blobs = Vec::new();
-                for (k, text) in cm.data.unwrap_or_default() {
-                    blobs.extend(parse_blobs(&text).map_err(|e| format!("configMap {name} key {k}: {e}"))?);
-                }
+                let data = cm.data.unwrap_or_default();
+                let blobs = if crate::configmap_registry::is_registry(&data) {
+                    crate::configmap_registry::blobs(&data).map_err(|e| format!("configMap {name}: {e}"))?
+                } else {
+                    let mut blobs = Vec::new();
+                    for (k, text) in data {
+                        blobs.extend(parse_blobs(&text).map_err(|e| format!("configMap {name} key {k}: {e}"))?);
+                    }
+                    blobs
+                };
                 return self.keep(key, version, Catalog::from_blobs(&blobs).map_err(|e| e.to_string())?);
             }
             Origin::Builtin(name) => {

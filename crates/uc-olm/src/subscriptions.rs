@@ -115,6 +115,16 @@ async fn make_plan(
 }
 
 /// Moves one Subscription on.
+/// The catalogs (`namespace/name`) a Subscription in `ns` resolves from, as OLM scopes them: those of
+/// its own namespace and of the global catalog namespace. A broken catalog elsewhere is not its concern.
+pub fn visible_to<'a>(ns: &str, catalogs: &'a [String]) -> Vec<&'a str> {
+    catalogs
+        .iter()
+        .map(String::as_str)
+        .filter(|c| c.split_once('/').is_some_and(|(n, _)| n == ns || n == crate::GLOBAL_CATALOG_NAMESPACE))
+        .collect()
+}
+
 pub async fn sync(
     olm: &Olm,
     sub: &Value,
@@ -126,6 +136,7 @@ pub async fn sync(
     let ns = str_at(sub, "/metadata/namespace");
     let sources: Vec<Source> =
         catalogs.iter().map(|(n, p, c)| Source { name: n.as_str(), priority: *p, catalog: c.as_ref() }).collect();
+    let unhealthy = visible_to(ns, unhealthy);
     let mut conditions = vec![if unhealthy.is_empty() {
         condition(
             "CatalogSourcesUnhealthy",
@@ -173,10 +184,11 @@ pub async fn sync(
             Some("Failed") => {
                 let message = str_at(plan.unwrap_or(&Value::Null), "/status/message");
                 conditions.push(condition("InstallPlanFailed", true, "InstallComponentFailed", message));
+                // OLM's state for a Subscription whose plan failed; it stays until the plan is deleted.
                 return olm
                     .status(
                         sub,
-                        &status("UpgradePending", &current, installed.as_ref(), Some((&plan_ref, uid)), conditions),
+                        &status("UpgradeFailed", &current, installed.as_ref(), Some((&plan_ref, uid)), conditions),
                     )
                     .await;
             }
@@ -266,6 +278,13 @@ mod tests {
         assert_ne!(a, plan_name("uid-1", "etcd.v0.2.0"));
         assert_ne!(a, plan_name("uid-2", "etcd.v0.1.0"));
         assert!(a.starts_with("install-") && a.len() == "install-".len() + 5, "{a}");
+    }
+
+    #[test]
+    fn catalog_health_is_scoped_as_olm_scopes_it() {
+        let unhealthy = vec!["team-a/broken".to_string(), "olm/global-broken".to_string(), "team-b/own".to_string()];
+        assert_eq!(visible_to("team-b", &unhealthy), ["olm/global-broken", "team-b/own"]);
+        assert_eq!(visible_to("team-c", &unhealthy), ["olm/global-broken"]);
     }
 
     #[test]
