@@ -49,7 +49,10 @@ def test_the_community_etcd_package_installs_upgrades_and_uninstalls_unchanged(m
               "metadata": {"name": "etcd", "namespace": OPERATOR_NS},
               "spec": {"name": "etcd", "channel": "singlenamespace-alpha", "source": "community",
                        "sourceNamespace": OPERATOR_NS, "installPlanApproval": "Manual",
-                       "startingCSV": "etcdoperator.v0.9.0"}})
+                       "startingCSV": "etcdoperator.v0.9.0",
+                       # Seed 001 §4.2: the operator behind a proxy, set on its Subscription.
+                       "config": {"env": [{"name": "HTTP_PROXY", "value": "http://proxy.example:3128"}],
+                                  "resources": {"requests": {"memory": "64Mi"}}}}})
 
     csv = approve_the_plan_for(c, "etcdoperator.v0.9.0")
     owned = csv["spec"]["customresourcedefinitions"]["owned"]
@@ -84,6 +87,9 @@ def test_the_community_etcd_package_installs_upgrades_and_uninstalls_unchanged(m
              message="the newest CSV's Role in the watched namespace")
     deployment = get(c, "deployment", "etcd-operator", "-n", OPERATOR_NS)
     assert deployment["metadata"]["labels"]["olm.owner"] == "etcdoperator.v0.9.4"
+    for container in deployment["spec"]["template"]["spec"]["containers"]:
+        assert {"name": "HTTP_PROXY", "value": "http://proxy.example:3128"} in container["env"], container["name"]
+        assert container["resources"] == {"requests": {"memory": "64Mi"}}
 
     # Uninstall: the operator, its copies and its RBAC go; the CRDs stay.
     c.kubectl("delete", "subscription", "etcd", "-n", OPERATOR_NS)

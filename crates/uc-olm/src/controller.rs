@@ -233,8 +233,10 @@ async fn pass(olm: &mut Olm) -> Result<bool, String> {
         .await?;
         crds.extend(got);
     }
+    let subs = olm.list(V1ALPHA1, "Subscription").await?;
+    let world = csvs::World { csvs: &all_csvs, groups: &groups, crds: &crds, subscriptions: &subs };
     for csv in &all_csvs {
-        if let Err(e) = csvs::sync(olm, csv, &all_csvs, &groups, &crds).await {
+        if let Err(e) = csvs::sync(olm, csv, &world).await {
             tracing::warn!(csv = %str_at(csv, "/metadata/name"), error = %e, "csv not synced");
         }
     }

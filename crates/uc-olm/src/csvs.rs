@@ -57,8 +57,26 @@ async fn scope_controllers(olm: &Olm, csv: &str, ns: &str, targets: &str) -> Res
     Ok(())
 }
 
+/// The `spec.config` of the Subscription that installed a CSV (the one in its namespace whose
+/// installed or current CSV it is).
+pub fn config_for<'a>(subs: &'a [Value], namespace: &str, csv: &str) -> Option<&'a Value> {
+    subs.iter()
+        .filter(|s| str_at(s, "/metadata/namespace") == namespace)
+        .find(|s| str_at(s, "/status/installedCSV") == csv || str_at(s, "/status/currentCSV") == csv)
+        .and_then(|s| s.pointer("/spec/config"))
+}
+
+/// What a pass knows of every CSV's surroundings.
+pub struct World<'a> {
+    pub csvs: &'a [Value],
+    pub groups: &'a [Group],
+    pub crds: &'a [Value],
+    pub subscriptions: &'a [Value],
+}
+
 /// Moves one CSV on.
-pub async fn sync(olm: &Olm, csv_obj: &Value, csvs: &[Value], groups: &[Group], crds: &[Value]) -> Result<(), String> {
+pub async fn sync(olm: &Olm, csv_obj: &Value, world: &World<'_>) -> Result<(), String> {
+    let World { csvs, groups, crds, subscriptions } = *world;
     if crate::copies::is_copy(csv_obj) {
         return Ok(()); // copies follow their original (`copies.rs`)
     }
@@ -78,7 +96,7 @@ pub async fn sync(olm: &Olm, csv_obj: &Value, csvs: &[Value], groups: &[Group], 
         .find(|c| str_at(c, "/metadata/namespace") == ns && str_at(c, "/spec/replaces") == name)
         .map(|c| (str_at(c, "/metadata/name").to_string(), str_at(c, "/status/phase").to_string()));
     let targets = group.as_ref().map(|g| g.target_annotation()).unwrap_or_default();
-    let wanted = deployments(csv_obj, &targets)?;
+    let wanted = deployments(csv_obj, &targets, config_for(subscriptions, ns, name))?;
     let mut existing = Vec::new();
     for d in &wanted {
         existing.push(

@@ -8,6 +8,7 @@
 //! (`csvs.rs`) moved on and copied into the namespaces they serve (`copies.rs`), whenever a watched object changed (`triggers.rs`).
 
 pub mod bundle;
+pub mod config;
 pub mod configmap_registry;
 pub mod context;
 pub mod controller;

@@ -241,8 +241,8 @@ pub fn dependency_subscription(choice: &Choice, namespace: &str, approval: &str)
 }
 
 /// The Deployments a CSV creates in its namespace: owned by it, labelled `olm.owner*`, their pods
-/// annotated with the target namespaces.
-pub fn deployments(csv_object: &Value, target_namespaces: &str) -> Result<Vec<Value>, String> {
+/// annotated with the target namespaces, with its Subscription's `spec.config` applied.
+pub fn deployments(csv_object: &Value, target_namespaces: &str, config: Option<&Value>) -> Result<Vec<Value>, String> {
     let csv = Csv::from_value(csv_object)?;
     let namespace = csv_object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
     let Some(spec) = csv.spec.install.as_ref().and_then(|i| i.spec.as_ref()) else { return Ok(Vec::new()) };
@@ -260,11 +260,15 @@ pub fn deployments(csv_object: &Value, target_namespaces: &str) -> Result<Vec<Va
             labels.insert(OWNER_KIND_LABEL.into(), "ClusterServiceVersion".into());
             let mut spec = serde_json::to_value(&d.spec).map_err(|e| e.to_string())?;
             spec["template"]["metadata"]["annotations"][TARGET_NAMESPACES_ANNOTATION] = json!(target_namespaces);
-            Ok(json!({
+            let mut deployment = json!({
                 "apiVersion": "apps/v1", "kind": "Deployment",
                 "metadata": {"name": d.name, "namespace": namespace, "labels": labels, "ownerReferences": [owner]},
                 "spec": spec,
-            }))
+            });
+            if let Some(config) = config {
+                crate::config::apply(&mut deployment, config);
+            }
+            Ok(deployment)
         })
         .collect()
 }
@@ -357,7 +361,7 @@ mod tests {
 
     #[test]
     fn a_csvs_deployments_are_owned_and_labelled() {
-        let ds = deployments(&csv_object(), "operators").unwrap();
+        let ds = deployments(&csv_object(), "operators", None).unwrap();
         assert_eq!(ds.len(), 1);
         let d = &ds[0];
         assert_eq!(d["metadata"]["labels"][OWNER_LABEL], "memcached.v0.1.0");
