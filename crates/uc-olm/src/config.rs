@@ -51,10 +51,10 @@ fn apply_to_container(c: &mut Map<String, Value>, config: &Map<String, Value>, m
     if let Some(Value::Array(env)) = config.get("env") {
         merge_by_name(c.entry("env").or_insert_with(|| json!([])), env);
     }
-    if let Some(Value::Array(from)) = config.get("envFrom") {
-        if let Value::Array(list) = c.entry("envFrom").or_insert_with(|| json!([])) {
-            list.extend(from.iter().filter(|f| !list.contains(f)).cloned().collect::<Vec<_>>());
-        }
+    if let Some(Value::Array(from)) = config.get("envFrom")
+        && let Value::Array(list) = c.entry("envFrom").or_insert_with(|| json!([]))
+    {
+        list.extend(from.iter().filter(|f| !list.contains(f)).cloned().collect::<Vec<_>>());
     }
     if let Some(Value::Array(mounts)) = config.get("volumeMounts") {
         merge_by_name(c.entry("volumeMounts").or_insert_with(|| json!([])), mounts);
