@@ -166,3 +166,35 @@ def test_a_configmap_registry_catalog_a_failed_plan_and_catalog_health_by_namesp
     assert steps[1] == ("etcdclusters.etcd.database.coreos.com", "Unknown"), "the step that failed"
     assert all(status == "Unknown" for _, status in steps[2:]), steps
     assert get(c, "csv", "etcdoperator.v0.9.4", "-n", "registry") is None, "nothing after the failed step"
+
+
+def test_an_operator_group_service_account_scopes_what_an_install_may_do(make_cluster):
+    """Seed 001 §8.2–8.3: an OperatorGroup naming a service account; the install runs with that account's
+    permissions, and what it may not do fails the plan with the API server's words."""
+    c = make_cluster(["--operators", "none"])
+    c.kubectl("create", "namespace", "scoped")
+    c.kubectl("create", "serviceaccount", "installer", "-n", "scoped")
+    apply(c, {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+              "metadata": {"name": "community", "namespace": "scoped"},
+              "spec": {"sourceType": "grpc", "address": f"file://{CATALOG}"}})
+    apply(c, {"apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+              "metadata": {"name": "scoped", "namespace": "scoped"},
+              "spec": {"targetNamespaces": ["scoped"], "serviceAccountName": "installer"}})
+    apply(c, {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+              "metadata": {"name": "etcd", "namespace": "scoped"},
+              "spec": {"name": "etcd", "channel": "singlenamespace-alpha", "source": "community",
+                       "sourceNamespace": "scoped"}})
+    sub = wait_for(lambda: (s := get(c, "subscription", "etcd", "-n", "scoped"))
+                   and s.get("status", {}).get("state") == "UpgradeFailed" and s, timeout=60,
+                   message="the unprivileged install failed")
+    plan = get(c, "installplan", sub["status"]["installPlanRef"]["name"], "-n", "scoped")
+    assert plan["status"]["attenuatedServiceAccountRef"]["name"] == "installer"
+    message = plan["status"]["message"]
+    assert "forbidden" in message and "system:serviceaccount:scoped:installer" in message, message
+    assert get(c, "crd", "etcdclusters.etcd.database.coreos.com") is None, "nothing the account may not create"
+    # Given the rights, a new plan (the failed one deleted, as on OLM) installs.
+    c.kubectl("create", "clusterrolebinding", "installer-admin", "--clusterrole=cluster-admin",
+              "--serviceaccount=scoped:installer")
+    c.kubectl("delete", "installplan", plan["metadata"]["name"], "-n", "scoped")
+    wait_for(lambda: (x := get(c, "csv", "etcdoperator.v0.9.4", "-n", "scoped"))
+             and x.get("status", {}).get("phase") == "Succeeded", timeout=90, message="installed with the account's rights")

@@ -193,7 +193,8 @@ async fn pass(olm: &mut Olm) -> Result<bool, String> {
     }
     let plans = olm.list(V1ALPHA1, "InstallPlan").await?;
     for plan in &plans {
-        if let Err(e) = installplans::sync(olm, plan).await {
+        let account = installplans::scoped_account(&groups_objects, str_at(plan, "/metadata/namespace"));
+        if let Err(e) = installplans::sync(olm, plan, account.as_ref()).await {
             tracing::warn!(plan = %str_at(plan, "/metadata/name"), error = %e, "install plan not synced");
         }
     }

@@ -74,8 +74,21 @@ fn condition(installed: bool, reason: &str, message: &str) -> Value {
            "message": message, "lastTransitionTime": t, "lastUpdateTime": t})
 }
 
-/// Moves one InstallPlan on: approval, then its steps.
-pub async fn sync(olm: &Olm, plan: &Value) -> Result<(), String> {
+/// The service account an OperatorGroup scopes its namespace's installs to (`spec.serviceAccountName`,
+/// OLM's operator scoping): the plans of that namespace are carried out with its permissions.
+pub fn scoped_account(groups: &[Value], namespace: &str) -> Option<uc_engine::acting::ServiceAccount> {
+    groups
+        .iter()
+        .filter(|g| str_at(g, "/metadata/namespace") == namespace)
+        .map(|g| str_at(g, "/spec/serviceAccountName"))
+        .find(|name| !name.is_empty())
+        .map(|name| uc_engine::acting::ServiceAccount { namespace: namespace.to_string(), name: name.to_string() })
+}
+
+/// Moves one InstallPlan on: approval, then its steps — as `account` when its namespace's
+/// OperatorGroup names one, so that what the account may not do fails the plan with the API server's
+/// words, as on OLM.
+pub async fn sync(olm: &Olm, plan: &Value, account: Option<&uc_engine::acting::ServiceAccount>) -> Result<(), String> {
     let phase = str_at(plan, "/status/phase");
     if matches!(phase, "Complete" | "Failed") || plan.pointer("/status/plan").is_none() {
         return Ok(());
@@ -84,13 +97,19 @@ pub async fn sync(olm: &Olm, plan: &Value) -> Result<(), String> {
     if !approved {
         return olm.status(plan, &json!({"phase": "RequiresApproval"})).await;
     }
+    let attenuated = account
+        .map(|a| json!({"kind": "ServiceAccount", "name": a.name, "namespace": a.namespace, "apiVersion": "v1"}));
     if phase != "Installing" {
         olm.status(plan, &json!({"phase": "Installing", "startTime": now()})).await?;
     }
+    let client = match account {
+        Some(a) => uc_engine::acting::impersonating(&olm.client, a),
+        None => olm.client.clone(),
+    };
     let mut statuses = Vec::new();
     for manifest in steps_of(plan) {
         let (kind, name) = (str_at(&manifest, "/kind"), str_at(&manifest, "/metadata/name"));
-        let outcome = apply_step(olm, &manifest).await;
+        let outcome = apply_step(olm, &client, &manifest).await;
         match outcome {
             Ok(s) => statuses.push(s),
             Err(message) => {
@@ -98,13 +117,14 @@ pub async fn sync(olm: &Olm, plan: &Value) -> Result<(), String> {
                 tracing::warn!(plan = %str_at(plan, "/metadata/name"), %message, "install plan failed");
                 // The steps done say so; the one that failed and those after it stay Unknown.
                 let status = json!({"phase": "Failed", "message": message, "plan": with_statuses(plan, &statuses),
-                                    "conditions": [condition(false, "InstallComponentFailed", &message)]});
+                                    "conditions": [condition(false, "InstallComponentFailed", &message)],
+                                    "attenuatedServiceAccountRef": attenuated});
                 return olm.status(plan, &status).await;
             }
         }
     }
     let status = json!({"phase": "Complete", "plan": with_statuses(plan, &statuses),
-                        "conditions": [condition(true, "", "")]});
+                        "conditions": [condition(true, "", "")], "attenuatedServiceAccountRef": attenuated});
     olm.status(plan, &status).await
 }
 
@@ -119,11 +139,11 @@ fn with_statuses(plan: &Value, statuses: &[&str]) -> Value {
     steps
 }
 
-/// Creates (or updates) one step's object: `Created` or `Present`.
-async fn apply_step(olm: &Olm, manifest: &Value) -> Result<&'static str, String> {
+/// Creates (or updates) one step's object with `client`: `Created` or `Present`.
+async fn apply_step(olm: &Olm, client: &kube::Client, manifest: &Value) -> Result<&'static str, String> {
     let (api_version, kind) = (str_at(manifest, "/apiVersion"), str_at(manifest, "/kind"));
     let (ns, name) = (str_at(manifest, "/metadata/namespace"), str_at(manifest, "/metadata/name"));
-    let existing = uc_engine::dynamic::get(&olm.client, &olm.kinds, api_version, kind, ns, name).await?;
+    let existing = uc_engine::dynamic::get(client, &olm.kinds, api_version, kind, ns, name).await?;
     if kind == "CustomResourceDefinition"
         && let Some(old) = &existing
     {
@@ -138,7 +158,7 @@ async fn apply_step(olm: &Olm, manifest: &Value) -> Result<&'static str, String>
     if kind == "Subscription" && existing.is_some() {
         return Ok("Present"); // a dependency already subscribed to: the user's Subscription stays as it is
     }
-    olm.apply(manifest).await?;
+    uc_engine::dynamic::apply(client, &olm.kinds, manifest, crate::context::MANAGER).await?;
     if kind == "CustomResourceDefinition" {
         // Later steps (the CSV, its custom resources) need the new kind served.
         olm.kinds.forget();
@@ -160,6 +180,18 @@ mod tests {
         assert_eq!(dropped_stored_versions(&existing, &drops), ["v1alpha1"]);
         let beta = json!({"spec": {"version": "v1alpha1", "versions": [{"name": "v1"}]}});
         assert!(dropped_stored_versions(&existing, &beta).is_empty(), "v1beta1's spec.version counts");
+    }
+
+    #[test]
+    fn an_operator_groups_service_account_scopes_its_namespaces_installs() {
+        let groups = [
+            json!({"metadata": {"name": "g", "namespace": "team"}, "spec": {"serviceAccountName": "installer"}}),
+            json!({"metadata": {"name": "g", "namespace": "open"}, "spec": {}}),
+        ];
+        let a = scoped_account(&groups, "team").unwrap();
+        assert_eq!((a.namespace.as_str(), a.name.as_str()), ("team", "installer"));
+        assert!(scoped_account(&groups, "open").is_none(), "no account: the lifecycle manager's own rights");
+        assert!(scoped_account(&groups, "elsewhere").is_none());
     }
 
     #[test]
