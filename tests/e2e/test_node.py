@@ -319,3 +319,28 @@ def test_zookeeper_runs_from_the_system_package(cluster, tmp_path):
     with socket.create_connection((ip, port), timeout=5) as s:
         s.sendall(b"srvr")
         assert b"Mode: standalone" in s.recv(512)
+
+
+@pytest.mark.skipif(not os.path.exists("/bin/busybox"), reason="needs Debian's busybox (.ci/run installs it)")
+def test_an_images_working_directory_environment_and_user_from_the_node_config(make_cluster, tmp_path):
+    """What an image's config gives (WORKDIR, ENV, USER), declared in node.json for an allowlisted image:
+    a container that names none gets the image's; one that names its own keeps it."""
+    data = tmp_path / "uc"
+    data.mkdir()
+    (data / "node.json").write_text(json.dumps({"allowlist": [{
+        "images": ["example.com/app"], "program": "/bin/busybox", "runtime": True, "multiCall": True,
+        "workingDir": "/tmp", "env": {"GREETING": "from-the-image", "KEPT": "image"}, "user": "1234:1234"}]}))
+    cluster = make_cluster(data_dir=str(data))
+    script = 'echo "$(pwd) $(id -u) $GREETING $KEPT"; sleep 3600'
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "image-config"},
+           "spec": {"containers": [
+               {"name": "defaults", "image": "example.com/app:1.0", "command": ["sh", "-c", script]},
+               {"name": "own", "image": "example.com/app:1.0", "command": ["sh", "-c", script], "workingDir": "/",
+                "env": [{"name": "GREETING", "value": "from-the-pod"}],
+                "securityContext": {"runAsUser": 4321}}]}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(pod))
+    cluster.kubectl("wait", "pod/image-config", "--for=condition=Ready", "--timeout=60s")
+    said = lambda c: wait_for(lambda: cluster.kubectl("logs", "image-config", "-c", c).stdout.strip(),  # noqa: E731
+                              timeout=20, message=f"{c} says what it runs as")
+    assert said("defaults") == "/tmp 1234 from-the-image image"
+    assert said("own") == "/ 4321 from-the-pod image"

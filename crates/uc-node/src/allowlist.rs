@@ -32,6 +32,23 @@ pub struct AllowEntry {
     pub runtime: bool,
     /// A multi-call binary (busybox): any command name runs as `program <name> args...`.
     pub multi_call: bool,
+    /// The image's working directory (its `WORKDIR`), for a container that names none.
+    pub working_dir: Option<String>,
+    /// The image's environment (its `ENV`): over the node's, under the container's own.
+    pub env: Vec<(String, String)>,
+    /// The image's user (its `USER`, numeric `uid[:gid]`), for a container whose pod and security
+    /// context name none.
+    pub user: Option<(i64, Option<i64>)>,
+}
+
+/// An image's `USER` as `uid` or `uid:gid` (numbers: a name would need the image's /etc/passwd).
+pub fn parse_user(text: &str) -> Result<(i64, Option<i64>), String> {
+    let number = |s: &str| s.parse::<i64>().ok().filter(|n| (0..=i64::from(u32::MAX)).contains(n));
+    match text.split_once(':') {
+        None => number(text).map(|u| (u, None)),
+        Some((u, g)) => number(u).zip(number(g)).map(|(u, g)| (u, Some(g))),
+    }
+    .ok_or_else(|| format!("{text:?} is not uid or uid:gid (numbers)"))
 }
 
 /// The images whose pods run as real processes.
@@ -189,8 +206,10 @@ impl Allowlist {
 
     /// Adds the entries of a node config file (JSON):
     /// `{"allowlist": [{"images": ["repo", "repo:tag", "repo:3*"], "program": "/path", "prefixArgs": [],
-    /// "defaultArgs": [], "tools": {"name": "/path"}, "runtime": false, "multiCall": false}]}`. Entries
-    /// from the file come first, so they may also replace a shipped image's program.
+    /// "defaultArgs": [], "tools": {"name": "/path"}, "runtime": false, "multiCall": false,
+    /// "workingDir": "/dir", "env": {"NAME": "value"}, "user": "1000:1000"}]}` — the last three what an
+    /// image's config (WORKDIR, ENV, USER) would give. Entries from the file come first, so they may also
+    /// replace a shipped image's program.
     pub fn extend_from_file(&mut self, path: &Path) -> Result<(), Invalid> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| Invalid::new(&file, e.to_string()))?;
@@ -225,6 +244,16 @@ impl Allowlist {
                     tool.as_str().ok_or_else(|| Invalid::new(field(&format!("tools.{name}")), "must be a path"))?;
                 tools.push((name.clone(), PathBuf::from(tool)));
             }
+            let mut env = Vec::new();
+            for (name, value) in e.get("env").and_then(Value::as_object).into_iter().flatten() {
+                let value =
+                    value.as_str().ok_or_else(|| Invalid::new(field(&format!("env.{name}")), "must be a string"))?;
+                env.push((name.clone(), value.to_string()));
+            }
+            let user = match e.get("user").and_then(Value::as_str) {
+                Some(u) => Some(parse_user(u).map_err(|why| Invalid::new(field("user"), why))?),
+                None => None,
+            };
             added.push(AllowEntry {
                 images,
                 program: PathBuf::from(program),
@@ -233,6 +262,9 @@ impl Allowlist {
                 tools,
                 runtime: flag("runtime")?,
                 multi_call: flag("multiCall")?,
+                working_dir: e.get("workingDir").and_then(Value::as_str).filter(|d| !d.is_empty()).map(String::from),
+                env,
+                user,
             });
         }
         added.append(&mut self.entries);
@@ -481,6 +513,30 @@ mod tests {
         assert!(a.find("etcd").is_some(), "shipped entries stay");
         std::fs::write(&file, r#"{"allowlist": [{"images": ["x"]}]}"#).unwrap();
         assert!(a.extend_from_file(&file).unwrap_err().to_string().contains("program: is required"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn an_images_config_its_workdir_environment_and_user() {
+        // Metacontroller's hook image: `WORKDIR /node`, `CMD node /node/server.js`.
+        let (dir, file) = node_config(
+            "image-config",
+            r#"{"allowlist": [{"images": ["metacontroller/nodejs-server"], "program": "/usr/bin/node",
+                "defaultArgs": ["/srv/nodejs-server/server.js"], "workingDir": "/node",
+                "env": {"NODE_ENV": "production"}, "user": "1000:2000"}]}"#,
+        );
+        let mut a = Allowlist::shipped(PathBuf::from("/bin/uc"));
+        a.extend_from_file(&file).unwrap();
+        let e = a.find("metacontroller/nodejs-server:0.1").unwrap();
+        assert_eq!(e.working_dir.as_deref(), Some("/node"));
+        assert_eq!(e.env, [("NODE_ENV".to_string(), "production".to_string())]);
+        assert_eq!(e.user, Some((1000, Some(2000))));
+        assert_eq!(parse_user("0"), Ok((0, None)));
+        assert!(parse_user("node").unwrap_err().contains("uid or uid:gid"));
+        std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "user": "www"}]}"#).unwrap();
+        assert!(a.extend_from_file(&file).unwrap_err().to_string().contains("allowlist[0].user"));
+        std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "env": {"A": 1}}]}"#).unwrap();
+        assert!(a.extend_from_file(&file).unwrap_err().to_string().contains("env.A: must be a string"));
         let _ = std::fs::remove_dir_all(dir);
     }
 }

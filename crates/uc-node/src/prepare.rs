@@ -122,6 +122,25 @@ pub(crate) fn write_volumes(
     Ok(())
 }
 
+/// A container's environment: `base`, then its image's (`ENV`, from the allowlist), then its own.
+pub(crate) fn container_env(
+    ctx: &Ctx,
+    pod: &Value,
+    c: &Value,
+    ip: &str,
+    base: &[(String, String)],
+    sources: &dyn env::Sources,
+) -> Result<Vec<(String, String)>, env::ConfigError> {
+    let image = c.get("image").and_then(Value::as_str).unwrap_or_default();
+    match ctx.options.allowlist.find(image).filter(|e| !e.env.is_empty()) {
+        Some(entry) => {
+            let with_image: Vec<(String, String)> = base.iter().chain(&entry.env).cloned().collect();
+            env::container_env(pod, c, ip, &with_image, sources)
+        }
+        None => env::container_env(pod, c, ip, base, sources),
+    }
+}
+
 /// What every container's environment starts with.
 pub(crate) fn base_env(ctx: &Ctx, pod: &Value, ip: &str) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = std::env::vars().collect();
@@ -181,7 +200,7 @@ pub(crate) fn prepare(
             give(&m.source, uid, gid);
         }
     }
-    let workdir = c.working_dir.clone().filter(|d| !d.is_empty());
+    let workdir = c.working_dir.clone().filter(|d| !d.is_empty()).or_else(|| entry.working_dir.clone());
     let ns = meta(pod, "namespace");
     // A resolv.conf only where the machine has one to cover (a bind mount needs its target).
     let resolv = ctx.hosts.as_ref().filter(|_| Path::new("/etc/resolv.conf").exists()).and_then(|h| h.resolv_path(ns));
@@ -189,7 +208,11 @@ pub(crate) fn prepare(
     let (argv, confine, isolated) = if ctx.options.sandbox {
         let pod_sc: Option<PodSecurityContext> =
             pod.pointer("/spec/securityContext").and_then(|s| serde_json::from_value(s.clone()).ok());
-        let id = sandbox::Identity::of(pod_sc.as_ref(), c.security_context.as_ref());
+        let id = sandbox::Identity::of(pod_sc.as_ref(), c.security_context.as_ref()).with_image_user(
+            entry.user,
+            pod_sc.as_ref(),
+            c.security_context.as_ref(),
+        );
         let non_root = c
             .security_context
             .as_ref()
@@ -312,7 +335,7 @@ pub(crate) async fn prepare_pod(
     for key in ["initContainers", "containers"] {
         let mut out = Vec::new();
         for c in list(key) {
-            let env = env::container_env(pod, &c, ip, &base, &sources)
+            let env = container_env(ctx, pod, &c, ip, &base, &sources)
                 .map_err(|m| ("CreateContainerConfigError".to_string(), m.to_string()))?;
             out.push(prepare(ctx, pod, &c, ip, env, &dirs));
         }
@@ -358,7 +381,7 @@ pub(crate) async fn prepare_ephemeral(
     let base = base_env(ctx, pod, ip);
     let dirs = volumes::volume_dirs(pod, &ctx.options.volumes_dir, pod_dir);
     new.iter()
-        .map(|c| match env::container_env(pod, c, ip, &base, &sources) {
+        .map(|c| match container_env(ctx, pod, c, ip, &base, &sources) {
             Ok(env) => prepare(ctx, pod, c, ip, env, &dirs).map(|mut p| {
                 // `kubectl debug --target`: in the target container's PID namespace, seeing its
                 // processes, as a runtime shares it.
@@ -457,7 +480,7 @@ pub(crate) async fn update_images(ctx: &Ctx, procs: &PodProcesses, old: &Value, 
         if image_of(old, name) == image_of(pod, name) {
             continue;
         }
-        let Ok(env) = env::container_env(pod, c, ip, &base, &sources) else { continue };
+        let Ok(env) = container_env(ctx, pod, c, ip, &base, &sources) else { continue };
         if let Ok(p) = prepare(ctx, pod, c, ip, env, &dirs) {
             changed.push(p);
         }

@@ -74,6 +74,24 @@ pub struct Identity {
 }
 
 impl Identity {
+    /// The identity with the image's `USER` (the allowlist's `user`) where neither the pod nor the
+    /// container names a user (`runAsUser`) or a group (`runAsGroup`), as a kubelet takes the image's.
+    pub fn with_image_user(
+        mut self,
+        image: Option<(i64, Option<i64>)>,
+        pod: Option<&PodSecurityContext>,
+        c: Option<&SecurityContext>,
+    ) -> Identity {
+        let Some((uid, gid)) = image else { return self };
+        if c.and_then(|s| s.run_as_user).or(pod.and_then(|p| p.run_as_user)).is_none() {
+            self.uid = uid;
+            if c.and_then(|s| s.run_as_group).or(pod.and_then(|p| p.run_as_group)).is_none() {
+                self.gid = gid.unwrap_or(0);
+            }
+        }
+        self
+    }
+
     /// The identity of a container.
     pub fn of(pod: Option<&PodSecurityContext>, c: Option<&SecurityContext>) -> Identity {
         let uid = c.and_then(|s| s.run_as_user).or(pod.and_then(|p| p.run_as_user)).unwrap_or(DEFAULT_UID);

@@ -160,3 +160,17 @@ fn a_debug_container_joins_its_targets_pid_namespace_instead_of_making_one() {
         "the command's own arguments are its own"
     );
 }
+
+#[test]
+fn the_images_user_applies_where_the_pod_names_none() {
+    let image = Some((1000, Some(2000)));
+    let plain = Identity::of(None, None).with_image_user(image, None, None);
+    assert_eq!((plain.uid, plain.gid), (1000, 2000));
+    let pod: PodSecurityContext = serde_json::from_value(serde_json::json!({"runAsUser": 7})).unwrap();
+    let own = Identity::of(Some(&pod), None).with_image_user(image, Some(&pod), None);
+    assert_eq!(own.uid, 7, "the pod's runAsUser wins");
+    let group: SecurityContext = serde_json::from_value(serde_json::json!({"runAsGroup": 5})).unwrap();
+    let mixed = Identity::of(None, Some(&group)).with_image_user(image, None, Some(&group));
+    assert_eq!((mixed.uid, mixed.gid), (1000, 5), "the container's runAsGroup wins");
+    assert_eq!(Identity::of(None, None).with_image_user(None, None, None), Identity::of(None, None));
+}
