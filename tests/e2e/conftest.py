@@ -100,7 +100,9 @@ class Cluster:
         deadline = time.time() + timeout
         line = self.proc.stdout.readline()
         if not line.startswith("export KUBECONFIG="):
-            raise RuntimeError(f"uc up printed {line!r} instead of the export line; see {self.log.name}")
+            self.log.flush()
+            tail = open(self.log.name, errors="replace").read()[-3000:]
+            raise RuntimeError(f"uc up printed {line!r} instead of the export line; its log ends:\n{tail}")
         self.kubeconfig = line.strip().split("=", 1)[1]
         # A restart keeps the address (clients and other clusters hold it).
         self.port = int(self.server_and_token()[0].rsplit(":", 1)[1])
