@@ -6,6 +6,8 @@ use uc_engine::dynamic::Kinds;
 
 use crate::sources::Sources;
 
+/// The namespace of the catalogs every namespace sees, as OLM's.
+pub const GLOBAL_CATALOG_NAMESPACE: &str = "olm";
 /// `operators.coreos.com/v1alpha1`: CatalogSource, Subscription, InstallPlan, ClusterServiceVersion.
 pub const V1ALPHA1: &str = "operators.coreos.com/v1alpha1";
 /// `operators.coreos.com/v1`: OperatorGroup.

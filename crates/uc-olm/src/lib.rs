@@ -36,8 +36,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-/// The namespace of the catalogs every namespace sees, as OLM's.
-pub const GLOBAL_CATALOG_NAMESPACE: &str = "olm";
+pub use context::GLOBAL_CATALOG_NAMESPACE;
 /// The namespace of operators that serve every namespace, with its OperatorGroup, as OLM's.
 pub const GLOBAL_OPERATORS_NAMESPACE: &str = "operators";
 

@@ -121,7 +121,7 @@ pub fn visible_to<'a>(ns: &str, catalogs: &'a [String]) -> Vec<&'a str> {
     catalogs
         .iter()
         .map(String::as_str)
-        .filter(|c| c.split_once('/').is_some_and(|(n, _)| n == ns || n == crate::GLOBAL_CATALOG_NAMESPACE))
+        .filter(|c| c.split_once('/').is_some_and(|(n, _)| n == ns || n == crate::context::GLOBAL_CATALOG_NAMESPACE))
         .collect()
 }
 

@@ -18,6 +18,7 @@ pub const NAMES: &[&str] = &[
     "replicationcontroller",
     "poddisruptionbudget",
     "endpoints",
+    "persistentvolumeclaim",
 ];
 
 /// The label of built-in controllers.
