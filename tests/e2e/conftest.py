@@ -1,6 +1,7 @@
 """Fixtures that run the real `uc` binary and point real clients (kubectl, the Python client) at it."""
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -101,7 +102,10 @@ class Cluster:
         line = self.proc.stdout.readline()
         if not line.startswith("export KUBECONFIG="):
             self.log.flush()
-            tail = open(self.log.name, errors="replace").read()[-3000:]
+            # The log's last lines, without a backtrace's frames (an error's words come before them).
+            lines = [l for l in open(self.log.name, errors="replace").read().splitlines()
+                     if not re.match(r"^\s+(\d+:|at )", l)]
+            tail = "\n".join(lines[-40:])
             raise RuntimeError(f"uc up printed {line!r} instead of the export line; its log ends:\n{tail}")
         self.kubeconfig = line.strip().split("=", 1)[1]
         # A restart keeps the address (clients and other clusters hold it).
