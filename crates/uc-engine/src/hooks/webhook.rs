@@ -114,8 +114,30 @@ pub fn url_of(spec: &Webhook) -> Result<String, HookError> {
     Ok(url)
 }
 
+/// The client certificate a webhook asks for: always the one configured. Given to rustls as is, as
+/// Go's TLS presents it — rustls's own `with_client_auth_cert` parses the certificate with webpki,
+/// which refuses X.509 v1 certificates (what `openssl x509 -req` makes without extensions, as
+/// Metacontroller's webhook-auth example does) that Go and the servers behind webhooks accept.
+#[derive(Debug)]
+struct ClientIdentity(std::sync::Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::client::ResolvesClientCert for ClientIdentity {
+    fn resolve(
+        &self,
+        _acceptable_issuers: &[&[u8]],
+        _sigschemes: &[rustls::SignatureScheme],
+    ) -> Option<std::sync::Arc<rustls::sign::CertifiedKey>> {
+        Some(self.0.clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
 fn tls_config(credentials: &Credentials) -> Result<rustls::ClientConfig, HookError> {
     let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let key_provider = provider.key_provider;
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| HookError::Config(e.to_string()))?;
@@ -136,7 +158,13 @@ fn tls_config(credentials: &Credentials) -> Result<rustls::ClientConfig, HookErr
             let key = rustls_pemfile::private_key(&mut key.as_slice())
                 .map_err(|e| HookError::Config(format!("clientTLS key: {e}")))?
                 .ok_or_else(|| HookError::Config("clientTLS key: no PEM private key in it".into()))?;
-            builder.with_client_auth_cert(chain, key).map_err(|e| HookError::Config(format!("clientTLS: {e}")))
+            if chain.is_empty() {
+                return Err(HookError::Config("clientTLS certificate: no PEM certificate in it".into()));
+            }
+            let signer =
+                key_provider.load_private_key(key).map_err(|e| HookError::Config(format!("clientTLS key: {e}")))?;
+            let identity = rustls::sign::CertifiedKey::new(chain, signer);
+            Ok(builder.with_client_cert_resolver(std::sync::Arc::new(ClientIdentity(std::sync::Arc::new(identity)))))
         }
     }
 }
