@@ -299,6 +299,16 @@ fn logs(e: PodEntry, container: &str, query: &[(String, String)]) -> Response<Bo
         return if e.real { not_started(&e, &name, container, "") } else { Response::new(empty()) };
     };
     let dir = procs.container_dir(container);
+    // A container that has never run yet (being created, its sandbox being set up) has no log to
+    // show or follow: a kubelet says it is waiting to start, and kubectl's `logs -f` asks again.
+    let never_ran =
+        procs.states.lock().get(container).is_some_and(|s| s.running_since.is_none() && s.last_exit.is_none());
+    if never_ran && procs.current_run(container).is_none() && !previous {
+        return error(
+            StatusCode::BAD_REQUEST,
+            &format!("container \"{container}\" in pod \"{name}\" is waiting to start: ContainerCreating"),
+        );
+    }
     let current = procs.current_run(container).or_else(|| dir.state().map(|s| s.run));
     let run = match (current, previous) {
         (Some(n), false) => n,
