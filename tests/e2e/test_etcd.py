@@ -224,12 +224,7 @@ def test_etcd_backup_delete_restore(cluster, tmp_path):
     assert json.loads((tmp_path / "example.db.meta.json").read_text())["clusterSize"] == 3
     # Written after the backup: not in the restored cluster.
     kv(cluster, "/v3/kv/put", {"key": b64("after-backup"), "value": b64("x")})
-    cluster.kubectl("delete", "etcdcluster", NAME)
-    wait_for(lambda: get(cluster, "pods", "-l", f"etcd_cluster={NAME}")["items"] == [], timeout=60,
-             message="the cluster's pods gone")
-    restore = {"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdRestore", "metadata": {"name": NAME},
-               "spec": {"etcdCluster": {"name": NAME}, "backupStorageType": "Local", "local": {"path": str(target)}}}
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(restore))
+    restore = delete_then_restore(cluster, target)
     restored(cluster, NAME, "restore Completed")
     assert healthy(cluster, 3), "restored at the size the backup recorded, every member voting"
     assert key_count(cluster) == 500, "the keys written before the backup are back"
@@ -247,6 +242,18 @@ def test_etcd_backup_delete_restore(cluster, tmp_path):
     st = wait_for(lambda: (get(cluster, "etcdrestore", "missing") or {}).get("status"), message="restore status")
     assert st["phase"] == "Failed" and "spec.local.path" in st["reason"]
     assert healthy(cluster, 1) and key_count(cluster) == 500
+
+
+def delete_then_restore(cluster, target):
+    """Deletes the EtcdCluster, waits for its pods to go, and asks for its restore from the local
+    snapshot `target`; the EtcdRestore sent."""
+    cluster.kubectl("delete", "etcdcluster", NAME)
+    wait_for(lambda: get(cluster, "pods", "-l", f"etcd_cluster={NAME}")["items"] == [], timeout=60,
+             message="the cluster's pods gone")
+    restore = {"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdRestore", "metadata": {"name": NAME},
+               "spec": {"etcdCluster": {"name": NAME}, "backupStorageType": "Local", "local": {"path": str(target)}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(restore))
+    return restore
 
 
 def restored(cluster, name, message, timeout=90):
@@ -483,12 +490,7 @@ def test_etcd_backup_addresses_the_cluster_by_its_service_name(cluster, tmp_path
     assert st.get("succeeded"), st
     assert target.exists()
     assert json.loads((tmp_path / "by-name.db.meta.json").read_text())["clusterSize"] == 3, "the size recorded"
-    cluster.kubectl("delete", "etcdcluster", NAME)
-    wait_for(lambda: get(cluster, "pods", "-l", f"etcd_cluster={NAME}")["items"] == [], timeout=60,
-             message="the cluster's pods gone")
-    restore = {"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdRestore", "metadata": {"name": NAME},
-               "spec": {"etcdCluster": {"name": NAME}, "backupStorageType": "Local", "local": {"path": str(target)}}}
-    cluster.kubectl("apply", "-f", "-", input=json.dumps(restore))
+    delete_then_restore(cluster, target)
     restored(cluster, NAME, "the deleted cluster restored")
     assert get(cluster, "etcdcluster", NAME)["spec"]["size"] == 3
     wait_for(lambda: healthy(cluster, 3), timeout=60, message="3 members Ready")
