@@ -106,6 +106,18 @@ impl SyncError {
             other => Self::new(SyncReason::ApplyError, format!("{what}: {}", crate::dynamic::api_error(&other))),
         }
     }
+
+    /// The Warning Event's reason and message about the parent: a UniversalController names the
+    /// failure's reason; a CompositeController or DecoratorController says `SyncError` with
+    /// `Sync error: …`, as Metacontroller does (its users and examples look for that reason).
+    pub(crate) fn event(&self, flavor: crate::flavor::Flavor) -> (&'static str, String) {
+        match flavor {
+            crate::flavor::Flavor::Universal => (self.reason.as_str(), self.message.clone()),
+            crate::flavor::Flavor::Composite | crate::flavor::Flavor::Decorator => {
+                ("SyncError", format!("Sync error: {self}"))
+            }
+        }
+    }
 }
 
 impl From<HookError> for SyncError {
@@ -121,4 +133,22 @@ pub enum SourceProblem {
     Gone(String),
     /// The newest version does not load; the one before still runs.
     Broken(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flavor::Flavor;
+
+    #[test]
+    fn metacontroller_kinds_report_failures_as_sync_errors() {
+        let e = SyncError::new(SyncReason::HookError, "sync hook: 401 Unauthorized");
+        assert_eq!(e.event(Flavor::Universal), ("HookError", "sync hook: 401 Unauthorized".to_string()));
+        for flavor in [Flavor::Composite, Flavor::Decorator] {
+            assert_eq!(
+                e.event(flavor),
+                ("SyncError", "Sync error: HookError: sync hook: 401 Unauthorized".to_string())
+            );
+        }
+    }
 }

@@ -89,7 +89,8 @@ impl Shared {
                 self.ctx.metrics.reconcile(&self.name, "error");
                 self.failures.lock().insert(key.clone(), e.to_string());
                 if let Some(p) = self.parents.get(&key) {
-                    self.ctx.recorder.record_as(&self.name, &p, "Warning", reason, &e.message).await;
+                    let (reason, message) = e.event(self.flavor);
+                    self.ctx.recorder.record_as(&self.name, &p, "Warning", reason, &message).await;
                 }
                 self.queue.add_rate_limited(key.clone());
             }

@@ -1,5 +1,6 @@
 //! Hooks behind one interface: webhooks, JavaScript run in-process, and native Rust hooks.
 
+mod close_delimited;
 pub mod credentials;
 pub mod dialect;
 pub mod exec;

@@ -15,11 +15,12 @@ use serde_json::Value;
 use uc_api::Pointer;
 use uc_api::controller::{Webhook, parse_duration};
 
+use super::close_delimited::CloseDelimited;
 use super::credentials::Credentials;
 use super::protocol::HookError;
 use crate::names::Resolver;
 
-type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector<Resolver>>, Full<Bytes>>;
+type HttpsClient = Client<CloseDelimited<hyper_rustls::HttpsConnector<HttpConnector<Resolver>>>, Full<Bytes>>;
 
 /// A webhook.
 pub struct WebhookHook {
@@ -169,6 +170,19 @@ fn tls_config(credentials: &Credentials) -> Result<rustls::ClientConfig, HookErr
     }
 }
 
+/// An HTTP/1 client over plain TCP or TLS (`tls`), host names through `resolver`, answers delimited
+/// by a close read as Go reads them.
+fn client(tls: rustls::ClientConfig, resolver: Resolver) -> HttpsClient {
+    let mut http = HttpConnector::new_with_resolver(resolver);
+    http.enforce_http(false);
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http);
+    Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(60)).build(CloseDelimited(https))
+}
+
 /// GETs a URL (http or https, the public CA roots or `ca_pem`), for documents such as catalogs served
 /// over HTTP; the body of a 2xx answer.
 pub async fn fetch(
@@ -177,15 +191,7 @@ pub async fn fetch(
     ca_pem: Option<Vec<u8>>,
     timeout: Duration,
 ) -> Result<Bytes, HookError> {
-    let tls = tls_config(&Credentials { ca_pem, ..Default::default() })?;
-    let mut http = HttpConnector::new_with_resolver(resolver);
-    http.enforce_http(false);
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(http);
-    let client: HttpsClient = Client::builder(TokioExecutor::new()).build(https);
+    let client = client(tls_config(&Credentials { ca_pem, ..Default::default() })?, resolver);
     let req = Request::get(url).body(Full::new(Bytes::new())).map_err(|e| HookError::Config(format!("{url}: {e}")))?;
     let call = async {
         let resp = client.request(req).await.map_err(|e| HookError::Unreachable(format!("{url}: {e}")))?;
@@ -208,15 +214,7 @@ impl WebhookHook {
             Some(t) => parse_duration(t).map_err(|e| HookError::Config(e.to_string()))?,
             None => Duration::from_secs(10),
         };
-        let tls = tls_config(&credentials)?;
-        let mut http = HttpConnector::new_with_resolver(resolver);
-        http.enforce_http(false);
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(60)).build(https);
+        let client = client(tls_config(&credentials)?, resolver);
         let etags = spec.etag.as_ref().filter(|e| e.enabled == Some(true)).map(|e| EtagCache {
             ttl: Duration::from_secs(e.cache_timeout_seconds.filter(|s| *s > 0).unwrap_or(600) as u64),
             entries: Mutex::new(HashMap::new()),
@@ -287,9 +285,23 @@ mod tests {
     use std::sync::Arc;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+    /// How the test server ends an answer.
+    #[derive(Clone, Copy)]
+    enum Ending {
+        /// HTTP/1.1 with `Content-Length`, then `close_notify`.
+        Length,
+        /// HTTP/1.0 without a length, then the TCP connection closed without `close_notify` (Python's
+        /// `http.server` behind `ssl.wrap_socket`).
+        Close,
+    }
+
     /// A one-route HTTPS server: answers `{"children": []}` to requests bearing `token`, 401 otherwise;
     /// waits `delay` before answering.
     async fn tls_server(token: &'static str, delay: Duration) -> (String, String) {
+        tls_server_ending(token, delay, Ending::Length).await
+    }
+
+    async fn tls_server_ending(token: &'static str, delay: Duration, ending: Ending) -> (String, String) {
         let key = rcgen::KeyPair::generate().unwrap();
         let params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
         let cert = params.self_signed(&key).unwrap();
@@ -321,12 +333,21 @@ mod tests {
                         req.lines().any(|l| l.eq_ignore_ascii_case(&format!("authorization: Bearer {token}")));
                     let (status, body) =
                         if authorized { ("200 OK", r#"{"children": []}"#) } else { ("401 Unauthorized", "no") };
-                    let resp = format!(
-                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
+                    let resp = match ending {
+                        Ending::Length => format!(
+                            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                            body.len()
+                        ),
+                        Ending::Close => format!("HTTP/1.0 {status}\r\ncontent-type: application/json\r\n\r\n{body}"),
+                    };
                     let _ = tls.write_all(resp.as_bytes()).await;
-                    let _ = tls.shutdown().await;
+                    match ending {
+                        Ending::Length => drop(tls.shutdown().await),
+                        Ending::Close => {
+                            let _ = tls.flush().await;
+                            drop(tls.into_inner().0);
+                        }
+                    }
                 });
             }
         });
@@ -352,6 +373,15 @@ mod tests {
         assert!(matches!(denied, Err(HookError::Status { status: 401, .. })), "{denied:?}");
         let untrusted = hook(&url, None, Some("s3cret"), "5s").call(&json!({})).await;
         assert!(matches!(untrusted, Err(HookError::Unreachable(_))), "{untrusted:?}");
+    }
+
+    #[tokio::test]
+    async fn answers_ended_by_a_close_without_close_notify_are_read_whole() {
+        let (url, ca) = tls_server_ending("s3cret", Duration::ZERO, Ending::Close).await;
+        let ok = hook(&url, Some(&ca), Some("s3cret"), "5s").call(&json!({})).await.unwrap();
+        assert_eq!(ok, json!({"children": []}));
+        let denied = hook(&url, Some(&ca), Some("wrong"), "5s").call(&json!({})).await;
+        assert!(matches!(denied, Err(HookError::Status { status: 401, .. })), "{denied:?}");
     }
 
     #[tokio::test]
