@@ -39,6 +39,10 @@ pub struct AllowEntry {
     /// The image's user (its `USER`, numeric `uid[:gid]`), for a container whose pod and security
     /// context name none.
     pub user: Option<(i64, Option<i64>)>,
+    /// Files the image carries, by the path the container sees (absolute) → the machine's file that
+    /// plays it, shown read-only (its `COPY server.js /node/`). A volume mounted at the same path
+    /// covers it, as it would cover the image's file.
+    pub files: Vec<(String, PathBuf)>,
 }
 
 /// An image's `USER` as `uid` or `uid:gid` (numbers: a name would need the image's /etc/passwd).
@@ -238,17 +242,16 @@ impl Allowlist {
             if images.is_empty() {
                 return Err(Invalid::new(field("images"), "is required"));
             }
-            let mut tools = Vec::new();
-            for (name, tool) in e.get("tools").and_then(Value::as_object).into_iter().flatten() {
-                let tool =
-                    tool.as_str().ok_or_else(|| Invalid::new(field(&format!("tools.{name}")), "must be a path"))?;
-                tools.push((name.clone(), PathBuf::from(tool)));
-            }
-            let mut env = Vec::new();
-            for (name, value) in e.get("env").and_then(Value::as_object).into_iter().flatten() {
-                let value =
-                    value.as_str().ok_or_else(|| Invalid::new(field(&format!("env.{name}")), "must be a string"))?;
-                env.push((name.clone(), value.to_string()));
+            let tools = string_map(e, "tools", &field, "must be a path")?;
+            let env = string_map(e, "env", &field, "must be a string")?;
+            let files = string_map(e, "files", &field, "must be the machine's file (an absolute path)")?;
+            for (at, machine) in &files {
+                let why = match (at.starts_with('/'), machine.starts_with('/')) {
+                    (false, _) => "the path in the image must be absolute",
+                    (true, false) => "must be the machine's file (an absolute path)",
+                    (true, true) => continue,
+                };
+                return Err(Invalid::new(field(&format!("files.{at}")), why));
             }
             let user = match e.get("user").and_then(Value::as_str) {
                 Some(u) => Some(parse_user(u).map_err(|why| Invalid::new(field("user"), why))?),
@@ -259,12 +262,13 @@ impl Allowlist {
                 program: PathBuf::from(program),
                 prefix_args: strs("prefixArgs"),
                 default_args: strs("defaultArgs"),
-                tools,
+                tools: tools.into_iter().map(|(n, p)| (n, PathBuf::from(p))).collect(),
                 runtime: flag("runtime")?,
                 multi_call: flag("multiCall")?,
                 working_dir: e.get("workingDir").and_then(Value::as_str).filter(|d| !d.is_empty()).map(String::from),
                 env,
                 user,
+                files: files.into_iter().map(|(at, m)| (at, PathBuf::from(m))).collect(),
             });
         }
         added.append(&mut self.entries);
@@ -286,6 +290,22 @@ impl Allowlist {
         }
         best.map(|(_, e)| e)
     }
+}
+
+/// An entry's object of strings (`tools`, `env`, `files`) as pairs; `field` names a key's path, `what` says
+/// what a value must be.
+fn string_map(
+    entry: &Value,
+    key: &str,
+    field: &dyn Fn(&str) -> String,
+    what: &str,
+) -> Result<Vec<(String, String)>, Invalid> {
+    let mut out = Vec::new();
+    for (name, value) in entry.get(key).and_then(Value::as_object).into_iter().flatten() {
+        let value = value.as_str().ok_or_else(|| Invalid::new(field(&format!("{key}.{name}")), what))?;
+        out.push((name.clone(), value.to_string()));
+    }
+    Ok(out)
 }
 
 fn basename(c: &str) -> &str {
@@ -523,7 +543,8 @@ mod tests {
             "image-config",
             r#"{"allowlist": [{"images": ["metacontroller/nodejs-server"], "program": "/usr/bin/node",
                 "defaultArgs": ["/srv/nodejs-server/server.js"], "workingDir": "/node",
-                "env": {"NODE_ENV": "production"}, "user": "1000:2000"}]}"#,
+                "env": {"NODE_ENV": "production"}, "user": "1000:2000",
+                "files": {"/node/server.js": "/srv/metacontroller/server.js"}}]}"#,
         );
         let mut a = Allowlist::shipped(PathBuf::from("/bin/uc"));
         a.extend_from_file(&file).unwrap();
@@ -531,12 +552,20 @@ mod tests {
         assert_eq!(e.working_dir.as_deref(), Some("/node"));
         assert_eq!(e.env, [("NODE_ENV".to_string(), "production".to_string())]);
         assert_eq!(e.user, Some((1000, Some(2000))));
+        assert_eq!(e.files, [("/node/server.js".to_string(), PathBuf::from("/srv/metacontroller/server.js"))]);
         assert_eq!(parse_user("0"), Ok((0, None)));
         assert!(parse_user("node").unwrap_err().contains("uid or uid:gid"));
         std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "user": "www"}]}"#).unwrap();
         assert!(a.extend_from_file(&file).unwrap_err().to_string().contains("allowlist[0].user"));
         std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "env": {"A": 1}}]}"#).unwrap();
         assert!(a.extend_from_file(&file).unwrap_err().to_string().contains("env.A: must be a string"));
+        let files = |f: &str| format!(r#"{{"allowlist": [{{"images": ["x"], "program": "/p", "files": {f}}}]}}"#);
+        std::fs::write(&file, files(r#"{"server.js": "/srv/server.js"}"#)).unwrap();
+        let why = a.extend_from_file(&file).unwrap_err().to_string();
+        assert!(why.contains("allowlist[0].files.server.js: the path in the image must be absolute"), "{why}");
+        std::fs::write(&file, files(r#"{"/node/server.js": "server.js"}"#)).unwrap();
+        let why = a.extend_from_file(&file).unwrap_err().to_string();
+        assert!(why.contains("files./node/server.js: must be the machine's file"), "{why}");
         let _ = std::fs::remove_dir_all(dir);
     }
 }

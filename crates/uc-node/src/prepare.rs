@@ -190,7 +190,8 @@ pub(crate) fn prepare(
         .ok_or_else(|| fail("ErrImageNeverPull", format!("image {image:?} is not on the node's allowlist")))?;
     let argv = allowlist::argv(&entry, &c).map_err(|e| fail("RunContainerError", e.to_string()))?;
     let argv: Vec<String> = argv.iter().map(|a| env::expand(a, &env)).collect();
-    let mounts = volumes::mounts_of(&c, dirs).map_err(|e| fail("CreateContainerConfigError", e.to_string()))?;
+    let mut mounts = image_files(&entry).map_err(|e| fail("CreateContainerConfigError", e))?;
+    mounts.extend(volumes::mounts_of(&c, dirs).map_err(|e| fail("CreateContainerConfigError", e.to_string()))?);
     if ctx.options.sandbox {
         // A subPath the node just made inside a volume is the pod's, like the volume.
         let (uid, gid) = volume_owner(pod);
@@ -256,6 +257,21 @@ pub(crate) fn prepare(
         image,
         name,
     })
+}
+
+/// The files an allowlisted image carries, as read-only mounts (before the container's volumes, which
+/// cover them where they meet); a machine's file that is missing is the container's error.
+fn image_files(entry: &allowlist::AllowEntry) -> Result<Vec<volumes::Mount>, String> {
+    entry
+        .files
+        .iter()
+        .map(|(at, machine)| {
+            if !machine.is_file() {
+                return Err(format!("the image's file {at} is {} on the node, which is missing", machine.display()));
+            }
+            Ok(volumes::Mount { source: machine.clone(), target: at.clone(), read_only: true })
+        })
+        .collect()
 }
 
 /// `nsenter --net=<the pod's namespace> --` for a pod of the bridged network off the host's network.
@@ -510,5 +526,28 @@ mod tests {
         assert_eq!(req["spec"]["expirationSeconds"], json!(3600));
         assert!(req["spec"].get("audiences").is_none(), "the API server's own audience by default");
         assert!(token_source(&json!({"spec": {}})).is_none());
+    }
+
+    #[test]
+    fn an_images_files_are_read_only_mounts_and_a_missing_one_says_so() {
+        let dir = std::env::temp_dir().join(format!("uc-node-image-files-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let server = dir.join("server.js");
+        std::fs::write(&server, "// server").unwrap();
+        let entry =
+            allowlist::AllowEntry { files: vec![("/node/server.js".into(), server.clone())], ..Default::default() };
+        let mounts = image_files(&entry).unwrap();
+        assert_eq!(mounts.len(), 1);
+        assert_eq!(
+            (mounts[0].source.as_path(), mounts[0].target.as_str(), mounts[0].read_only),
+            (server.as_path(), "/node/server.js", true)
+        );
+        let gone = allowlist::AllowEntry {
+            files: vec![("/node/server.js".into(), dir.join("nowhere.js"))],
+            ..Default::default()
+        };
+        let why = image_files(&gone).unwrap_err();
+        assert!(why.contains("/node/server.js") && why.contains("nowhere.js") && why.contains("missing"), "{why}");
+        let _ = std::fs::remove_dir_all(dir);
     }
 }
