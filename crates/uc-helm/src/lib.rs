@@ -2,3 +2,4 @@
 //! `text/template` ([`gotemplate`]), with Sprig's and Helm's functions, over a chart's values.
 
 pub mod gotemplate;
+pub mod yaml;
