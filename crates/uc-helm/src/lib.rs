@@ -2,4 +2,5 @@
 //! `text/template` ([`gotemplate`]), with Sprig's and Helm's functions, over a chart's values.
 
 pub mod gotemplate;
+pub mod sprig;
 pub mod yaml;

@@ -42,7 +42,7 @@ fn node(v: &Value) -> Node {
         Value::Str(s) => Node::Str(s.to_string()),
         Value::List(items) => Node::Seq(items.iter().map(node).collect()),
         Value::Map(m) => {
-            let mut entries: Vec<(String, Node)> = m.iter().map(|(k, v)| (k.clone(), node(v))).collect();
+            let mut entries: Vec<(String, Node)> = m.borrow().iter().map(|(k, v)| (k.clone(), node(v))).collect();
             entries.sort_by(|a, b| natural_order(&a.0, &b.0));
             Node::Map(entries)
         }
@@ -212,7 +212,11 @@ fn is_base60_float(s: &str) -> bool {
     !rest.is_empty()
         && head.starts_with(|c: char| c.is_ascii_digit())
         && head.bytes().all(|c| c.is_ascii_digit() || c == b'_')
-        && rest.iter().all(|p| (1..=2).contains(&p.len()) && p.bytes().all(|c| c.is_ascii_digit()) && (p.len() == 1 || p.as_bytes()[0] <= b'5'))
+        && rest.iter().all(|p| {
+            (1..=2).contains(&p.len())
+                && p.bytes().all(|c| c.is_ascii_digit())
+                && (p.len() == 1 || p.as_bytes()[0] <= b'5')
+        })
         && frac.is_none_or(|f| f.bytes().all(|c| c.is_ascii_digit() || c == b'_'))
 }
 
@@ -263,7 +267,8 @@ fn analyze(s: &str) -> Analysis {
         return Analysis { multiline: false, block_plain: true, single: true, block: false };
     }
     let chars: Vec<char> = s.chars().collect();
-    let blank = |c: Option<&char>| c.is_none_or(|c| matches!(c, ' ' | '\t' | '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}'));
+    let blank =
+        |c: Option<&char>| c.is_none_or(|c| matches!(c, ' ' | '\t' | '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}'));
     let is_break = |c: char| matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}');
     let (mut block_ind, mut flow_ind, mut special, mut line_breaks) = (false, false, false, false);
     let (mut leading_space, mut leading_break, mut trailing_space, mut trailing_break) = (false, false, false, false);
@@ -592,7 +597,10 @@ mod tests {
 
     #[test]
     fn numbers_after_the_json_round_trip() {
-        assert_eq!(yaml(serde_json::json!({"a": 1.0, "b": 1.5, "c": 1000000, "d": 0.000001})), "a: 1\nb: 1.5\nc: 1000000\nd: 1e-06");
+        assert_eq!(
+            yaml(serde_json::json!({"a": 1.0, "b": 1.5, "c": 1000000, "d": 0.000001})),
+            "a: 1\nb: 1.5\nc: 1000000\nd: 1e-06"
+        );
     }
 
     #[test]

@@ -118,7 +118,7 @@ impl<'a> State<'a> {
         let v = self.eval_pipeline(dot, &b.pipe)?;
         let items: Vec<(Value, Value)> = match &v {
             Value::List(items) => items.iter().enumerate().map(|(i, x)| (Value::Int(i as i64), x.clone())).collect(),
-            Value::Map(m) => m.iter().map(|(k, x)| (Value::from(k.as_str()), x.clone())).collect(),
+            Value::Map(m) => m.borrow().iter().map(|(k, x)| (Value::from(k.as_str()), x.clone())).collect(),
             Value::Int(n) => {
                 if b.pipe.decl.len() > 1 {
                     let at = b.pipe.to_string();
@@ -337,8 +337,9 @@ impl<'a> State<'a> {
                 if has_args {
                     return fail(self, format!("{name} is not a method but has arguments"));
                 }
-                match m.get(name) {
-                    Some(v) => Ok(v.clone()),
+                let found = m.borrow().get(name).cloned();
+                match found {
+                    Some(v) => Ok(v),
                     None => match self.templates.missing_key {
                         MissingKey::Invalid => Ok(Value::Invalid),
                         MissingKey::Zero => Ok(Value::Nil),

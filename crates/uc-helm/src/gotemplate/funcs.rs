@@ -134,7 +134,7 @@ fn length(v: &Value) -> Result<Value, String> {
     let n = match v {
         Value::Str(s) => s.len(),
         Value::List(l) => l.len(),
-        Value::Map(m) => m.len(),
+        Value::Map(m) => m.borrow().len(),
         Value::Nil | Value::Invalid => return Err("len of nil pointer".into()),
         other => return Err(format!("len of type {}", other.type_name())),
     };
@@ -169,7 +169,7 @@ fn index(item: &Value, keys: &[Value]) -> Result<Value, String> {
                     .ok_or_else(|| format!("index out of range: {i}"))?
             }
             Value::Map(m) => match key {
-                Value::Str(k) => m.get(&**k).cloned().unwrap_or(Value::Nil),
+                Value::Str(k) => m.borrow().get(&**k).cloned().unwrap_or(Value::Nil),
                 Value::Nil | Value::Invalid => return Err("value is nil; should be of type string".into()),
                 other => return Err(format!("value has type {}; should be string", other.type_name())),
             },

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 pub use funcs::{Funcs, Function, Ty};
-pub use value::{Member, Method, Object, Value};
+pub use value::{Dict, Member, Method, Object, Value};
 
 /// What a field a map lacks gives (Go's `missingkey` option).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -6,9 +6,13 @@
 //! silently nothing) and a *nil interface* (a key a map lacks under `missingkey=zero`, a YAML `null`:
 //! a field of it fails with `nil pointer evaluating interface {}.x`). Both are kept.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::rc::Rc;
+
+/// A Go map: shared, and changed in place by `set`, `unset` and `merge` wherever it is referenced.
+pub type Dict = Rc<RefCell<BTreeMap<String, Value>>>;
 
 /// A method of an [`Object`]: its arguments, evaluated, to a value or an error (in Go's words).
 pub type Method = Rc<dyn Fn(&[Value]) -> Result<Value, String>>;
@@ -47,7 +51,7 @@ pub enum Value {
     Str(Rc<str>),
     List(Rc<Vec<Value>>),
     /// A `map[string]interface{}`: ranged and printed in key order, as Go does.
-    Map(Rc<BTreeMap<String, Value>>),
+    Map(Dict),
     /// An object with methods.
     Object(Rc<dyn Object>),
 }
@@ -72,7 +76,7 @@ impl PartialEq for Value {
             (Value::Float(a), Value::Float(b)) => a == b,
             (Value::Str(a), Value::Str(b)) => a == b,
             (Value::List(a), Value::List(b)) => a == b,
-            (Value::Map(a), Value::Map(b)) => a == b,
+            (Value::Map(a), Value::Map(b)) => Rc::ptr_eq(a, b) || *a.borrow() == *b.borrow(),
             (Value::Object(a), Value::Object(b)) => Rc::ptr_eq(a, b),
             _ => false,
         }
@@ -111,14 +115,14 @@ impl From<Vec<Value>> for Value {
 
 impl From<BTreeMap<String, Value>> for Value {
     fn from(map: BTreeMap<String, Value>) -> Self {
-        Value::Map(Rc::new(map))
+        Value::Map(Rc::new(RefCell::new(map)))
     }
 }
 
 impl Value {
     /// A map of these entries.
     pub fn map<K: Into<String>>(entries: impl IntoIterator<Item = (K, Value)>) -> Value {
-        Value::Map(Rc::new(entries.into_iter().map(|(k, v)| (k.into(), v)).collect()))
+        Value::from(entries.into_iter().map(|(k, v)| (k.into(), v)).collect::<BTreeMap<String, Value>>())
     }
 
     /// A JSON document as Go decodes it into `interface{}` with `UseNumber` off for floats: integers
@@ -135,7 +139,7 @@ impl Value {
             serde_json::Value::String(s) => Value::Str(s.as_str().into()),
             serde_json::Value::Array(a) => Value::List(Rc::new(a.iter().map(|x| Value::from_json(x, ints)).collect())),
             serde_json::Value::Object(o) => {
-                Value::Map(Rc::new(o.iter().map(|(k, x)| (k.clone(), Value::from_json(x, ints))).collect()))
+                Value::from(o.iter().map(|(k, x)| (k.clone(), Value::from_json(x, ints))).collect::<BTreeMap<_, _>>())
             }
         }
     }
@@ -149,7 +153,9 @@ impl Value {
             Value::Float(f) => serde_json::Number::from_f64(*f).map(serde_json::Value::Number).unwrap_or_default(),
             Value::Str(s) => serde_json::Value::String(s.to_string()),
             Value::List(items) => serde_json::Value::Array(items.iter().map(Value::to_json).collect()),
-            Value::Map(m) => serde_json::Value::Object(m.iter().map(|(k, v)| (k.clone(), v.to_json())).collect()),
+            Value::Map(m) => {
+                serde_json::Value::Object(m.borrow().iter().map(|(k, v)| (k.clone(), v.to_json())).collect())
+            }
             Value::Object(o) => serde_json::Value::String(o.print()),
         }
     }
@@ -178,7 +184,7 @@ impl Value {
             Value::Float(f) => *f != 0.0,
             Value::Str(s) => !s.is_empty(),
             Value::List(items) => !items.is_empty(),
-            Value::Map(m) => !m.is_empty(),
+            Value::Map(m) => !m.borrow().is_empty(),
             Value::Object(_) => true,
         }
     }
@@ -221,7 +227,7 @@ impl Value {
             }
             Value::Map(m) => {
                 out.push_str("map[");
-                for (i, (k, v)) in m.iter().enumerate() {
+                for (i, (k, v)) in m.borrow().iter().enumerate() {
                     if i > 0 {
                         out.push(' ');
                     }
@@ -304,10 +310,10 @@ mod tests {
     fn json_numbers_are_floats_unless_integers_are_asked_for() {
         let doc = serde_json::json!({"n": 3, "f": 1.5, "s": null});
         let Value::Map(m) = Value::from_json(&doc, false) else { panic!() };
-        assert_eq!(m["n"], Value::Float(3.0));
-        assert_eq!(m["s"], Value::Nil);
+        assert_eq!(m.borrow()["n"], Value::Float(3.0));
+        assert_eq!(m.borrow()["s"], Value::Nil);
         let Value::Map(m) = Value::from_json(&doc, true) else { panic!() };
-        assert_eq!(m["n"], Value::Int(3));
-        assert_eq!(m["f"], Value::Float(1.5));
+        assert_eq!(m.borrow()["n"], Value::Int(3));
+        assert_eq!(m.borrow()["f"], Value::Float(1.5));
     }
 }
