@@ -1,6 +1,39 @@
-//! Helm charts rendered in-process, as the Operator SDK's Helm operators render them: Go's
-//! `text/template` ([`gotemplate`]), with Sprig's and Helm's functions, over a chart's values.
+//! Helm charts rendered in-process, as the Operator SDK's Helm operators render them: a chart loaded
+//! ([`chart`]), its values coalesced ([`values`]), its templates executed by Go's `text/template`
+//! ([`gotemplate`]) with Sprig's ([`sprig`]) and Helm's functions ([`render`]), and the result cut into
+//! manifests in install order ([`manifests`]) — byte for byte what `helm template` prints.
 
+pub mod chart;
 pub mod gotemplate;
+pub mod json;
+pub mod manifests;
+pub mod objects;
+pub mod render;
 pub mod sprig;
+pub mod values;
 pub mod yaml;
+
+use std::collections::BTreeMap;
+
+pub use chart::Chart;
+pub use render::{Options, Release, RenderError};
+
+/// What `helm template <release> <chart>` prints for these user values (`--skip-tests` when asked).
+pub fn template(
+    chart: &Chart,
+    user_values: &gotemplate::Value,
+    options: &Options,
+    skip_tests: bool,
+) -> Result<String, String> {
+    let values = values::coalesce(chart, user_values);
+    let mut files = render::render(chart, &values, options).map_err(|e| e.to_string())?;
+    let notes: Vec<String> = files.keys().filter(|k| k.ends_with("/templates/NOTES.txt")).cloned().collect();
+    for k in notes {
+        files.remove(&k);
+    }
+    let (manifests, hooks) = manifests::sort(&files).map_err(|e| e.to_string())?;
+    Ok(manifests::template_output(&manifests, &hooks, skip_tests))
+}
+
+/// Files rendered by path, for callers that need them before sorting.
+pub type Rendered = BTreeMap<String, String>;

@@ -194,6 +194,25 @@ impl<'a> State<'a> {
         Ok(())
     }
 
+    /// Helm's `include`: the template `name` executed with `dot`, its text.
+    pub(crate) fn include(&mut self, name: &str, dot: &Value) -> Result<String, String> {
+        if self.depth >= MAX_DEPTH {
+            return Err(format!("rendering template has a nested reference name: {name}: unable to execute template"));
+        }
+        self.templates.execute_at_depth(name, dot, self.depth + 1).map_err(|e| e.to_string())
+    }
+
+    /// Helm's `tpl`: `text` parsed beside the templates of the set (as `gotpl`) and executed with `dot`.
+    pub(crate) fn tpl(&mut self, text: &str, dot: &Value) -> Result<String, String> {
+        if self.depth >= MAX_DEPTH {
+            return Err("rendering template has a nested reference name: gotpl: unable to execute template".into());
+        }
+        let mut set = self.templates.clone();
+        set.parse("gotpl", text).map_err(|e| format!("cannot parse template {text:?}: {e}"))?;
+        set.execute_at_depth("gotpl", dot, self.depth + 1)
+            .map_err(|e| format!("error during tpl function execution for {text:?}: {e}"))
+    }
+
     fn push_var(&mut self, name: &str, v: Value) {
         self.vars.push((name.to_string(), v));
     }

@@ -80,7 +80,7 @@ pub enum Error {
     Parse(#[from] ParseError),
     #[error(transparent)]
     Exec(#[from] ExecError),
-    #[error("template: no template {0:?} associated with template")]
+    #[error("template: no template {0:?} associated with template \"gotpl\"")]
     NoTemplate(String),
 }
 

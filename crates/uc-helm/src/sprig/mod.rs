@@ -8,6 +8,7 @@ mod strings;
 
 use crate::gotemplate::{Funcs, Value};
 
+pub use collections::deep_copy;
 pub use convert::{strval, to_f64, to_i64};
 
 /// Every Sprig function uc provides, by name.

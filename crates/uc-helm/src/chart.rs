@@ -1,0 +1,173 @@
+//! A chart as Helm's loader reads a chart directory: `Chart.yaml`, `values.yaml`, `templates/`, the
+//! subcharts under `charts/`, and every other file (for `.Files`, `crds/` among them).
+
+use std::path::Path;
+
+use serde_json::Value as Json;
+
+/// A file of a chart, by its path inside the chart (`templates/deployment.yaml`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct File {
+    pub name: String,
+    pub data: Vec<u8>,
+}
+
+/// A loaded chart.
+#[derive(Clone, Debug, Default)]
+pub struct Chart {
+    /// `Chart.yaml`, as JSON.
+    pub metadata: Json,
+    /// `values.yaml`, as JSON (an empty object when there is none).
+    pub values: Json,
+    pub templates: Vec<File>,
+    /// Every other file but `Chart.yaml`, `values.yaml` and the subcharts'.
+    pub files: Vec<File>,
+    pub dependencies: Vec<Chart>,
+}
+
+/// Why a chart cannot be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ChartError {
+    #[error("reading {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+impl Chart {
+    /// The chart's name (`Chart.yaml`'s `name`).
+    pub fn name(&self) -> &str {
+        self.metadata.get("name").and_then(Json::as_str).unwrap_or("")
+    }
+
+    /// Whether it is a library chart (only its `_` templates are used).
+    pub fn is_library(&self) -> bool {
+        self.metadata.get("type").and_then(Json::as_str) == Some("library")
+    }
+
+    /// The CRDs of `crds/`, in file order.
+    pub fn crds(&self) -> impl Iterator<Item = &File> {
+        self.files.iter().filter(|f| f.name.starts_with("crds/"))
+    }
+
+    /// Loads the chart in `dir`.
+    pub fn load_dir(dir: &Path) -> Result<Chart, ChartError> {
+        let mut all = Vec::new();
+        walk(dir, dir, &mut all)?;
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        Chart::from_files(&dir.display().to_string(), all)
+    }
+
+    /// A chart from its files (paths relative to the chart's directory, `/`-separated).
+    pub fn from_files(origin: &str, files: Vec<File>) -> Result<Chart, ChartError> {
+        let invalid = |message: String| ChartError::Invalid { path: origin.to_string(), message };
+        let mut chart = Chart { values: Json::Object(Default::default()), ..Default::default() };
+        let mut subcharts: Vec<(String, Vec<File>)> = Vec::new();
+        let mut has_chart_yaml = false;
+        for f in files {
+            if let Some(rest) = f.name.strip_prefix("charts/") {
+                let Some((sub, inner)) = rest.split_once('/') else { continue };
+                let inner = File { name: inner.to_string(), data: f.data };
+                match subcharts.iter_mut().find(|(n, _)| n == sub) {
+                    Some((_, fs)) => fs.push(inner),
+                    None => subcharts.push((sub.to_string(), vec![inner])),
+                }
+                continue;
+            }
+            match f.name.as_str() {
+                "Chart.yaml" => {
+                    has_chart_yaml = true;
+                    chart.metadata = yaml_doc(&f.data).map_err(|e| invalid(format!("Chart.yaml: {e}")))?;
+                }
+                "values.yaml" => {
+                    let v = yaml_doc(&f.data).map_err(|e| invalid(format!("values.yaml: {e}")))?;
+                    chart.values = if v.is_null() { Json::Object(Default::default()) } else { v };
+                }
+                name if name.starts_with("templates/") => chart.templates.push(f),
+                _ => chart.files.push(f),
+            }
+        }
+        if !has_chart_yaml {
+            return Err(invalid("Chart.yaml file is missing".into()));
+        }
+        if chart.name().is_empty() {
+            return Err(invalid("validation: chart.metadata.name is required".into()));
+        }
+        if let Some(t) = chart.metadata.get("type").and_then(Json::as_str)
+            && !matches!(t, "application" | "library" | "")
+        {
+            return Err(invalid("validation: chart.metadata.type must be application or library".into()));
+        }
+        for (sub, files) in subcharts {
+            chart.dependencies.push(Chart::from_files(&format!("{origin}/charts/{sub}"), files)?);
+        }
+        Ok(chart)
+    }
+}
+
+/// A YAML document as JSON (numbers as written: integers stay integers here; templates see floats).
+pub fn yaml_doc(data: &[u8]) -> Result<Json, String> {
+    let text = String::from_utf8_lossy(data);
+    if text.trim().is_empty() {
+        return Ok(Json::Null);
+    }
+    serde_yaml::from_str::<Json>(&text).map_err(|e| e.to_string())
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut Vec<File>) -> Result<(), ChartError> {
+    let read = |p: &Path, e: std::io::Error| ChartError::Read { path: p.display().to_string(), source: e };
+    for entry in std::fs::read_dir(dir).map_err(|e| read(dir, e))? {
+        let entry = entry.map_err(|e| read(dir, e))?;
+        let path = entry.path();
+        if path.is_dir() {
+            walk(root, &path, out)?;
+        } else {
+            let data = std::fs::read(&path).map_err(|e| read(&path, e))?;
+            let rel = path.strip_prefix(root).unwrap_or(&path);
+            let name = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+            out.push(File { name, data });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, data: &str) -> File {
+        File { name: name.into(), data: data.as_bytes().to_vec() }
+    }
+
+    #[test]
+    fn files_are_sorted_into_the_charts_parts() {
+        let chart = Chart::from_files(
+            "c",
+            vec![
+                file("Chart.yaml", "apiVersion: v2\nname: c\nversion: 0.1.0\n"),
+                file("values.yaml", "a: 1\n"),
+                file("templates/x.yaml", "x"),
+                file("crds/crd.yaml", "kind: CustomResourceDefinition"),
+                file("README.md", "hi"),
+                file("charts/sub/Chart.yaml", "name: sub\nversion: 1.0.0\n"),
+                file("charts/sub/templates/y.yaml", "y"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(chart.name(), "c");
+        assert_eq!(chart.values, serde_json::json!({"a": 1}));
+        assert_eq!(chart.templates.len(), 1);
+        assert_eq!(chart.crds().count(), 1);
+        assert_eq!(chart.files.len(), 2);
+        assert_eq!(chart.dependencies[0].name(), "sub");
+        assert_eq!(chart.dependencies[0].templates[0].name, "templates/y.yaml");
+    }
+
+    #[test]
+    fn a_chart_without_its_metadata_is_refused() {
+        let e = Chart::from_files("c", vec![file("values.yaml", "")]).unwrap_err();
+        assert!(e.to_string().contains("Chart.yaml file is missing"), "{e}");
+        let e = Chart::from_files("c", vec![file("Chart.yaml", "name: c\ntype: bad\n")]).unwrap_err();
+        assert!(e.to_string().contains("chart.metadata.type must be application or library"), "{e}");
+    }
+}

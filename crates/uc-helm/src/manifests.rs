@@ -1,0 +1,177 @@
+//! Rendered files into a release's manifests as Helm 3 makes them (`releaseutil.SortManifests`): each
+//! file split into YAML documents, hooks (`helm.sh/hook`) set apart, the rest in install order by kind —
+//! and printed as `helm template` prints them.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value as Json;
+
+/// One document of a rendered file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Manifest {
+    /// The file it came from (`chart/templates/x.yaml`).
+    pub source: String,
+    pub content: String,
+    pub kind: String,
+    pub name: String,
+    /// Its `helm.sh/hook` events (`pre-install`, `test`…), empty when it is no hook.
+    pub hooks: Vec<String>,
+    pub hook_weight: i64,
+}
+
+/// Kinds in the order Helm installs them; other kinds after, by name.
+pub const INSTALL_ORDER: &[&str] = &[
+    "PriorityClass",
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodSecurityPolicy",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "SecretList",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleList",
+    "ClusterRoleBinding",
+    "ClusterRoleBindingList",
+    "Role",
+    "RoleList",
+    "RoleBinding",
+    "RoleBindingList",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicationController",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "IngressClass",
+    "Ingress",
+    "APIService",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+];
+
+/// Why the manifests cannot be made.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("YAML parse error on {source_file}: {message}")]
+pub struct ManifestError {
+    pub source_file: String,
+    pub message: String,
+}
+
+/// Helm 3's `SplitManifests`: documents separated by `---` lines, each trimmed, empty ones dropped.
+pub fn split(text: &str) -> Vec<String> {
+    let mut docs = Vec::new();
+    let mut cur = String::new();
+    for line in text.trim().split_inclusive('\n') {
+        if line.starts_with("---") && line[3..].trim().is_empty() {
+            docs.push(std::mem::take(&mut cur));
+        } else {
+            cur.push_str(line);
+        }
+    }
+    docs.push(cur);
+    docs.into_iter().map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect()
+}
+
+fn order(kind: &str) -> Option<usize> {
+    INSTALL_ORDER.iter().position(|k| *k == kind)
+}
+
+fn by_kind(a: &Manifest, b: &Manifest) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (order(&a.kind), order(&b.kind)) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        (Some(_), None) => Ordering::Less,
+        (None, Some(_)) => Ordering::Greater,
+        (None, None) => a.kind.cmp(&b.kind),
+    }
+}
+
+/// The rendered files (path → text, partials and notes already out) as manifests and hooks, each in
+/// install order.
+pub fn sort(files: &BTreeMap<String, String>) -> Result<(Vec<Manifest>, Vec<Manifest>), ManifestError> {
+    let mut generic = Vec::new();
+    let mut hooks = Vec::new();
+    for (path, text) in files {
+        if path.rsplit('/').next().is_some_and(|b| b.starts_with('_')) || text.trim().is_empty() {
+            continue;
+        }
+        for doc in split(text) {
+            let head: Json = serde_yaml::from_str(&doc)
+                .map_err(|e| ManifestError { source_file: path.clone(), message: e.to_string() })?;
+            let s = |p: &str| head.pointer(p).and_then(Json::as_str).unwrap_or("").to_string();
+            let hook_events: Vec<String> = head
+                .pointer("/metadata/annotations/helm.sh~1hook")
+                .and_then(Json::as_str)
+                .map(|h| h.split(',').map(|e| e.trim().to_lowercase()).collect())
+                .unwrap_or_default();
+            let m = Manifest {
+                source: path.clone(),
+                content: doc,
+                kind: s("/kind"),
+                name: s("/metadata/name"),
+                hooks: hook_events,
+                hook_weight: s("/metadata/annotations/helm.sh~1hook-weight").parse().unwrap_or(0),
+            };
+            if m.hooks.is_empty() { generic.push(m) } else { hooks.push(m) }
+        }
+    }
+    generic.sort_by(by_kind);
+    hooks.sort_by(by_kind);
+    Ok((generic, hooks))
+}
+
+/// What `helm template` prints: the manifests, then the hooks (tests unless skipped), each as
+/// `---\n# Source: <file>\n<document>\n`.
+pub fn template_output(manifests: &[Manifest], hooks: &[Manifest], skip_tests: bool) -> String {
+    let mut out = String::new();
+    for m in manifests {
+        out.push_str(&format!("---\n# Source: {}\n{}\n", m.source, m.content));
+    }
+    for h in hooks {
+        if skip_tests && h.hooks.iter().any(|e| e == "test" || e == "test-success") {
+            continue;
+        }
+        out.push_str(&format!("---\n# Source: {}\n{}\n", h.source, h.content));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_split_sorted_by_kind_and_hooks_apart() {
+        let mut files = BTreeMap::new();
+        files.insert(
+            "c/templates/a.yaml".to_string(),
+            "kind: Deployment\nmetadata: {name: d}\n---\nkind: Service\nmetadata: {name: s}\n".to_string(),
+        );
+        files.insert(
+            "c/templates/b.yaml".to_string(),
+            "\n---\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: test\n".to_string(),
+        );
+        files.insert("c/templates/c.yaml".to_string(), "kind: Foo\nmetadata: {name: f}".to_string());
+        let (m, h) = sort(&files).unwrap();
+        assert_eq!(m.iter().map(|x| x.kind.as_str()).collect::<Vec<_>>(), ["Service", "Deployment", "Foo"]);
+        assert_eq!(h[0].hooks, ["test"]);
+        let out = template_output(&m, &h, true);
+        assert!(
+            out.starts_with("---\n# Source: c/templates/a.yaml\nkind: Service\nmetadata: {name: s}\n---\n"),
+            "{out}"
+        );
+        assert!(!out.contains("kind: Pod"));
+    }
+}
