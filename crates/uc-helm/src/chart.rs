@@ -30,7 +30,8 @@ pub struct Chart {
 pub enum ChartError {
     #[error("reading {path}: {source}")]
     Read { path: String, source: std::io::Error },
-    #[error("{path}: {message}")]
+    /// In Helm's words (`validation: …`, `Chart.yaml file is missing`, `error unpacking subchart …`).
+    #[error("{message}")]
     Invalid { path: String, message: String },
 }
 
@@ -58,15 +59,42 @@ impl Chart {
         Chart::from_files(&dir.display().to_string(), all)
     }
 
+    /// A packaged chart (`.tgz`: a gzipped tar of one directory named after the chart).
+    pub fn from_archive(origin: &str, data: &[u8]) -> Result<Chart, ChartError> {
+        use std::io::Read as _;
+        let read = |e: std::io::Error| ChartError::Read { path: origin.to_string(), source: e };
+        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(data));
+        let mut files = Vec::new();
+        for entry in archive.entries().map_err(read)? {
+            let mut entry = entry.map_err(read)?;
+            if !entry.header().entry_type().is_file() {
+                continue;
+            }
+            let path = entry.path().map_err(read)?.to_string_lossy().replace('\\', "/");
+            let name = path.split_once('/').map(|(_, r)| r.to_string()).unwrap_or(path);
+            let mut data = Vec::new();
+            entry.read_to_end(&mut data).map_err(read)?;
+            files.push(File { name, data });
+        }
+        files.sort_by(|a, b| a.name.cmp(&b.name));
+        Chart::from_files(origin, files)
+    }
+
     /// A chart from its files (paths relative to the chart's directory, `/`-separated).
     pub fn from_files(origin: &str, files: Vec<File>) -> Result<Chart, ChartError> {
         let invalid = |message: String| ChartError::Invalid { path: origin.to_string(), message };
         let mut chart = Chart { values: Json::Object(Default::default()), ..Default::default() };
         let mut subcharts: Vec<(String, Vec<File>)> = Vec::new();
         let mut has_chart_yaml = false;
+        let mut requirements = None;
         for f in files {
             if let Some(rest) = f.name.strip_prefix("charts/") {
-                let Some((sub, inner)) = rest.split_once('/') else { continue };
+                let Some((sub, inner)) = rest.split_once('/') else {
+                    if rest.ends_with(".tgz") {
+                        subcharts.push((rest.to_string(), vec![f]));
+                    }
+                    continue;
+                };
                 let inner = File { name: inner.to_string(), data: f.data };
                 match subcharts.iter_mut().find(|(n, _)| n == sub) {
                     Some((_, fs)) => fs.push(inner),
@@ -77,15 +105,26 @@ impl Chart {
             match f.name.as_str() {
                 "Chart.yaml" => {
                     has_chart_yaml = true;
-                    chart.metadata = yaml_doc(&f.data).map_err(|e| invalid(format!("Chart.yaml: {e}")))?;
+                    chart.metadata = yaml_doc(&f.data).map_err(|e| invalid(format!("cannot load Chart.yaml: {e}")))?;
                 }
                 "values.yaml" => {
-                    let v = yaml_doc(&f.data).map_err(|e| invalid(format!("values.yaml: {e}")))?;
+                    let v = yaml_doc(&f.data).map_err(|e| invalid(format!("cannot load values.yaml: {e}")))?;
                     chart.values = if v.is_null() { Json::Object(Default::default()) } else { v };
+                }
+                // A v1 chart's dependencies (Helm reads them into the metadata, as a v2 chart lists them).
+                "requirements.yaml" => {
+                    let r = yaml_doc(&f.data).map_err(|e| invalid(format!("cannot load requirements.yaml: {e}")))?;
+                    requirements = r.get("dependencies").cloned();
+                    chart.files.push(f);
                 }
                 name if name.starts_with("templates/") => chart.templates.push(f),
                 _ => chart.files.push(f),
             }
+        }
+        if let (Some(deps), Json::Object(m)) = (requirements, &mut chart.metadata)
+            && m.get("apiVersion").and_then(Json::as_str) == Some("v1")
+        {
+            m.insert("dependencies".into(), deps);
         }
         if !has_chart_yaml {
             return Err(invalid("Chart.yaml file is missing".into()));
@@ -99,19 +138,39 @@ impl Chart {
             return Err(invalid("validation: chart.metadata.type must be application or library".into()));
         }
         for (sub, files) in subcharts {
-            chart.dependencies.push(Chart::from_files(&format!("{origin}/charts/{sub}"), files)?);
+            let at = format!("{origin}/charts/{sub}");
+            let loaded = if sub.ends_with(".tgz") && files.len() == 1 && files[0].name.ends_with(".tgz") {
+                Chart::from_archive(&at, &files[0].data)
+            } else {
+                Chart::from_files(&at, files)
+            };
+            let loaded =
+                loaded.map_err(|e| invalid(format!("error unpacking subchart {sub} in {}: {e}", chart.name())))?;
+            chart.dependencies.push(loaded);
         }
         Ok(chart)
     }
 }
 
-/// A YAML document as JSON (numbers as written: integers stay integers here; templates see floats).
+/// A YAML document as JSON (numbers as written: integers stay integers here; templates see floats);
+/// an error in sigs.k8s.io/yaml's words.
 pub fn yaml_doc(data: &[u8]) -> Result<Json, String> {
     let text = String::from_utf8_lossy(data);
     if text.trim().is_empty() {
         return Ok(Json::Null);
     }
-    serde_yaml::from_str::<Json>(&text).map_err(|e| e.to_string())
+    serde_yaml::from_str::<Json>(&text)
+        .map_err(|e| format!("error converting YAML to JSON: {}", go_yaml_error(&e.to_string())))
+}
+
+/// A libyaml error as go-yaml v2 words it: `yaml: line N: problem`, the line the scanner stopped at, or
+/// for the parser's errors (a structure that does not hold) the line before.
+pub fn go_yaml_error(message: &str) -> String {
+    let Some((problem, rest)) = message.split_once(" at line ") else { return format!("yaml: {message}") };
+    let line: usize = rest.split(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+    let parser_error = problem.starts_with("did not find expected");
+    let line = if parser_error { line.saturating_sub(1) } else { line };
+    format!("yaml: line {line}: {problem}")
 }
 
 fn walk(root: &Path, dir: &Path, out: &mut Vec<File>) -> Result<(), ChartError> {

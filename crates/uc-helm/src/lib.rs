@@ -25,6 +25,7 @@ pub fn template(
     options: &Options,
     skip_tests: bool,
 ) -> Result<String, String> {
+    check_dependencies(chart)?;
     let values = values::coalesce(chart, user_values);
     let mut files = render::render(chart, &values, options).map_err(|e| e.to_string())?;
     let notes: Vec<String> = files.keys().filter(|k| k.ends_with("/templates/NOTES.txt")).cloned().collect();
@@ -32,8 +33,27 @@ pub fn template(
         files.remove(&k);
     }
     let (manifests, hooks) = manifests::sort(&files).map_err(|e| e.to_string())?;
-    Ok(manifests::template_output(&manifests, &hooks, skip_tests))
+    // `helm template` prints the manifests trimmed, with one newline.
+    Ok(format!("{}\n", manifests::template_output(&manifests, &hooks, skip_tests).trim()))
 }
 
 /// Files rendered by path, for callers that need them before sorting.
 pub type Rendered = BTreeMap<String, String>;
+
+/// Helm's `CheckDependencies`: every dependency `Chart.yaml` names must be in `charts/`.
+pub fn check_dependencies(chart: &Chart) -> Result<(), String> {
+    let listed = chart.metadata.get("dependencies").and_then(serde_json::Value::as_array).cloned().unwrap_or_default();
+    let missing: Vec<String> = listed
+        .iter()
+        .filter_map(|d| d.get("name").and_then(serde_json::Value::as_str))
+        .filter(|name| !chart.dependencies.iter().any(|c| c.name() == *name))
+        .map(str::to_string)
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "An error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: {}",
+        missing.join(", ")
+    ))
+}

@@ -108,8 +108,10 @@ pub fn sort(files: &BTreeMap<String, String>) -> Result<(Vec<Manifest>, Vec<Mani
             continue;
         }
         for doc in split(text) {
-            let head: Json = serde_yaml::from_str(&doc)
-                .map_err(|e| ManifestError { source_file: path.clone(), message: e.to_string() })?;
+            let head: Json = serde_yaml::from_str(&doc).map_err(|e| ManifestError {
+                source_file: path.clone(),
+                message: format!("error converting YAML to JSON: {}", crate::chart::go_yaml_error(&e.to_string())),
+            })?;
             let s = |p: &str| head.pointer(p).and_then(Json::as_str).unwrap_or("").to_string();
             let hook_events: Vec<String> = head
                 .pointer("/metadata/annotations/helm.sh~1hook")

@@ -278,6 +278,17 @@ pub(super) fn register(f: &mut Funcs) {
         }),
     );
     add("regexQuoteMeta", str_fn(&[Str], |a| regex::escape(s(&a[0]))));
+    for (name, set) in [
+        ("randAlphaNum", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"),
+        ("randAlpha", "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"),
+        ("randNumeric", "0123456789"),
+        (
+            "randAscii",
+            "!\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~",
+        ),
+    ] {
+        add(name, str_fn(&[Int], move |a| random_string(set, to_i64(&a[0]).max(0) as usize)));
+    }
     add("b64enc", str_fn(&[Str], |a| base64::engine::general_purpose::STANDARD.encode(s(&a[0]))));
     add(
         "b64dec",
@@ -301,6 +312,14 @@ pub(super) fn register(f: &mut Funcs) {
         str_fn(&[Str], |a| hex(ring::digest::digest(&ring::digest::SHA512, s(&a[0]).as_bytes()).as_ref())),
     );
     add("adler32sum", str_fn(&[Str], |a| adler32(s(&a[0]).as_bytes()).to_string()));
+}
+
+/// `n` characters drawn from `set` with the system's randomness.
+fn random_string(set: &str, n: usize) -> String {
+    let chars: Vec<char> = set.chars().collect();
+    let mut bytes = vec![0u8; n];
+    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes);
+    bytes.iter().map(|b| chars[usize::from(*b) % chars.len()]).collect()
 }
 
 fn hex(bytes: &[u8]) -> String {
