@@ -75,3 +75,12 @@ fn include_tpl_required_and_subchart_scopes() {
     let err = render(&c, &values, &options("r")).unwrap_err().to_string();
     assert_eq!(err, "execution error at (top/templates/b.yaml:1:6): need x");
 }
+
+#[test]
+fn the_operator_sdks_memcached_chart_renders_its_sample_as_helm_template_prints_it() {
+    let chart = Chart::load_dir(&testdata("sdk-memcached/memcached")).unwrap();
+    let spec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(testdata("sdk-memcached/sample-spec.json")).unwrap()).unwrap();
+    let got = crate::template(&chart, &Value::from_json(&spec, false), &options("memcached-sample"), false).unwrap();
+    assert_same(&got, &std::fs::read_to_string(testdata("sdk-memcached/memcached.expected")).unwrap());
+}
