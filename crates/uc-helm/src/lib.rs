@@ -8,6 +8,7 @@ pub mod gotemplate;
 pub mod json;
 pub mod manifests;
 pub mod objects;
+pub mod release;
 pub mod render;
 pub mod sprig;
 pub mod values;
@@ -18,6 +19,32 @@ use std::collections::BTreeMap;
 pub use chart::Chart;
 pub use render::{Options, Release, RenderError};
 
+/// A chart rendered for a release: what Helm keeps of it.
+#[derive(Clone, Debug)]
+pub struct Rendering {
+    /// The manifests in install order, as a release keeps them (`---\n# Source: …\n<doc>\n` each).
+    pub manifest: String,
+    /// The manifests' documents, in install order.
+    pub objects: Vec<manifests::Manifest>,
+    /// The hooks (`helm.sh/hook`), in install order.
+    pub hooks: Vec<manifests::Manifest>,
+    /// The chart's rendered `NOTES.txt`.
+    pub notes: String,
+}
+
+/// Renders the chart for a release with the user's values, as `helm install` does before applying.
+pub fn manifest(chart: &Chart, user_values: &gotemplate::Value, options: &Options) -> Result<Rendering, String> {
+    check_dependencies(chart)?;
+    let values = values::coalesce(chart, user_values);
+    let mut files = render::render(chart, &values, options).map_err(|e| e.to_string())?;
+    let root_notes = format!("{}/templates/NOTES.txt", chart.name());
+    let notes = files.get(&root_notes).cloned().unwrap_or_default();
+    files.retain(|k, _| !k.ends_with("/templates/NOTES.txt"));
+    let (objects, hooks) = manifests::sort(&files).map_err(|e| e.to_string())?;
+    let manifest = manifests::template_output(&objects, &[], false);
+    Ok(Rendering { manifest, objects, hooks, notes })
+}
+
 /// What `helm template <release> <chart>` prints for these user values (`--skip-tests` when asked).
 pub fn template(
     chart: &Chart,
@@ -25,16 +52,9 @@ pub fn template(
     options: &Options,
     skip_tests: bool,
 ) -> Result<String, String> {
-    check_dependencies(chart)?;
-    let values = values::coalesce(chart, user_values);
-    let mut files = render::render(chart, &values, options).map_err(|e| e.to_string())?;
-    let notes: Vec<String> = files.keys().filter(|k| k.ends_with("/templates/NOTES.txt")).cloned().collect();
-    for k in notes {
-        files.remove(&k);
-    }
-    let (manifests, hooks) = manifests::sort(&files).map_err(|e| e.to_string())?;
-    // `helm template` prints the manifests trimmed, with one newline.
-    Ok(format!("{}\n", manifests::template_output(&manifests, &hooks, skip_tests).trim()))
+    let r = manifest(chart, user_values, options)?;
+    // `helm template` prints the manifests then the hooks, trimmed, with one newline.
+    Ok(format!("{}\n", manifests::template_output(&r.objects, &r.hooks, skip_tests).trim()))
 }
 
 /// Files rendered by path, for callers that need them before sorting.
