@@ -8,10 +8,12 @@ pub mod gotemplate;
 pub mod json;
 pub mod manifests;
 pub mod objects;
+pub mod operator;
 pub mod release;
 pub mod render;
 pub mod sprig;
 pub mod values;
+pub mod watches;
 pub mod yaml;
 
 use std::collections::BTreeMap;

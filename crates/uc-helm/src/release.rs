@@ -137,7 +137,7 @@ pub fn to_secret(release: &Release) -> Json {
         ("owner", "helm".to_string()),
         ("status", status),
         ("version", release.version.to_string()),
-        ("modifiedAt", chrono::Utc::now().timestamp().to_string()),
+        ("modifiedAt", modified_at(release).to_string()),
     ]
     .into_iter()
     .collect();
@@ -150,6 +150,17 @@ pub fn to_secret(release: &Release) -> Json {
         "type": SECRET_TYPE,
         "data": {"release": data},
     })
+}
+
+/// Helm's `modifiedAt` label: when the release was last written — its last deployment, so that writing
+/// an unchanged release again changes nothing.
+fn modified_at(release: &Release) -> i64 {
+    release
+        .info
+        .as_ref()
+        .and_then(|i| chrono::DateTime::parse_from_rfc3339(&i.last_deployed).ok())
+        .map(|t| t.timestamp())
+        .unwrap_or(0)
 }
 
 /// The release a Secret stores (a Helm 3 release Secret as the API server serves it).

@@ -1,0 +1,220 @@
+//! One reconcile of a Helm operator's custom resource, as the Operator SDK's helm-operator does it —
+//! decided here as a pure function, applied by uc's engine: the chart rendered with the resource's
+//! `spec` (and the watch's `overrideValues`) as values; a new revision when the manifest or the values
+//! changed (install at revision 1, upgrade after), the releases kept as Helm keeps them (the new one
+//! `deployed`, earlier ones `superseded`); the status the SDK writes (`Initialized`, `Deployed` with the
+//! chart's notes, `deployedRelease`).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value as Json;
+
+use crate::chart::Chart;
+use crate::gotemplate::Value;
+use crate::release::{self, Info, Release};
+use crate::watches::Watch;
+use crate::{Options, Release as ReleaseOptions};
+
+/// The SDK's finalizer: the release is uninstalled before the resource goes.
+pub const UNINSTALL_FINALIZER: &str = "helm.sdk.operatorframework.io/uninstall-release";
+
+/// How many revisions are kept (`helm-operator --max-history` default: every one; Helm's own is 10).
+pub const MAX_HISTORY: usize = 10;
+
+/// What one reconcile wants.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Desired {
+    /// The release's objects (namespaced ones in the resource's namespace) and its release Secrets.
+    pub objects: Vec<Json>,
+    /// The resource's `status`.
+    pub status: Json,
+    /// The release now deployed.
+    pub release: Release,
+}
+
+/// A reconcile that cannot render: reported as the SDK does (`ReleaseFailed`/`Irreconcilable`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub status: Json,
+    pub message: String,
+}
+
+/// The values a resource gives its chart: its `spec` (integers kept as integers), then the watch's
+/// overrides (`a.b: value`, typed as `--set` types them).
+pub fn values_of(cr: &Json, watch: &Watch) -> Json {
+    let mut values =
+        cr.get("spec").cloned().filter(Json::is_object).unwrap_or_else(|| Json::Object(Default::default()));
+    for (path, raw) in &watch.override_values {
+        set_path(&mut values, path, typed(raw));
+    }
+    values
+}
+
+/// `strvals`' typing of a `--set` value: booleans, `null`, integers (not with a leading zero), strings.
+fn typed(raw: &str) -> Json {
+    match raw {
+        "true" => Json::Bool(true),
+        "false" => Json::Bool(false),
+        "null" => Json::Null,
+        s if !(s.len() > 1 && s.starts_with('0')) && s.parse::<i64>().is_ok() => {
+            Json::from(s.parse::<i64>().unwrap_or(0))
+        }
+        s => Json::String(s.to_string()),
+    }
+}
+
+fn set_path(v: &mut Json, path: &str, value: Json) {
+    let mut cur = v;
+    let parts: Vec<&str> = path.split('.').collect();
+    for (i, p) in parts.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = Json::Object(Default::default());
+        }
+        let Some(map) = cur.as_object_mut() else { return };
+        if i == parts.len() - 1 {
+            map.insert(p.to_string(), value);
+            return;
+        }
+        cur = map.entry(p.to_string()).or_insert_with(|| Json::Object(Default::default()));
+    }
+}
+
+fn condition(type_: &str, status: &str, reason: &str, message: &str, now: &str, old: &Json) -> Json {
+    // The transition time moves only when the condition's status does.
+    let previous = old.get("conditions").and_then(Json::as_array).and_then(|cs| cs.iter().find(|c| c["type"] == type_));
+    let since = match previous {
+        Some(p) if p["status"] == status => p["lastTransitionTime"].as_str().unwrap_or(now).to_string(),
+        _ => now.to_string(),
+    };
+    let mut c = serde_json::json!({"type": type_, "status": status, "lastTransitionTime": since});
+    if !reason.is_empty() {
+        c["reason"] = reason.into();
+    }
+    if !message.is_empty() {
+        c["message"] = message.into();
+    }
+    c
+}
+
+/// The resource's objects from the release's manifests, namespaced in the release's namespace.
+fn objects_of(rendering: &crate::Rendering, namespace: &str) -> Result<Vec<Json>, String> {
+    let mut out = Vec::new();
+    for m in &rendering.objects {
+        let mut obj: Json = serde_yaml::from_str(&m.content).map_err(|e| format!("{}: {e}", m.source))?;
+        if let Some(meta) = obj.get_mut("metadata").and_then(Json::as_object_mut)
+            && !meta.contains_key("namespace")
+        {
+            meta.insert("namespace".into(), namespace.into());
+        }
+        out.push(obj);
+    }
+    Ok(out)
+}
+
+/// One reconcile: `cr` the resource, `stored` the releases of it found (any order), `now` the time.
+pub fn sync(
+    chart: &Chart,
+    watch: &Watch,
+    cr: &Json,
+    stored: &[Release],
+    now: &str,
+    capabilities: &crate::objects::Capabilities,
+) -> Result<Desired, Failure> {
+    let name = cr.pointer("/metadata/name").and_then(Json::as_str).unwrap_or_default().to_string();
+    let namespace = cr.pointer("/metadata/namespace").and_then(Json::as_str).unwrap_or("default").to_string();
+    let old_status = cr.get("status").cloned().unwrap_or(Json::Null);
+    let config = values_of(cr, watch);
+    let mut history: Vec<Release> = stored.to_vec();
+    history.sort_by_key(|r| r.version);
+    let latest = history.last().cloned();
+    let installed =
+        latest.as_ref().filter(|r| r.info.as_ref().is_some_and(|i| i.status != release::status::UNINSTALLED));
+    let options = Options {
+        release: ReleaseOptions {
+            name: name.clone(),
+            namespace: namespace.clone(),
+            revision: latest.as_ref().map(|r| r.version + 1).unwrap_or(1),
+            is_install: installed.is_none(),
+            is_upgrade: installed.is_some(),
+        },
+        capabilities: capabilities.clone(),
+        lookup: None,
+    };
+    let failed = |reason: &str, message: String| {
+        let conditions = vec![
+            condition("Initialized", "True", "", "", now, &old_status),
+            condition("ReleaseFailed", "True", reason, &message, now, &old_status),
+        ];
+        let mut status = serde_json::json!({"conditions": conditions});
+        if let Some(d) = old_status.get("deployedRelease") {
+            status["deployedRelease"] = d.clone();
+        }
+        Failure { status, message }
+    };
+    let reason_on_failure = if installed.is_some() { "UpgradeError" } else { "InstallError" };
+    let rendering =
+        crate::manifest(chart, &Value::from_json(&config, true), &options).map_err(|e| failed(reason_on_failure, e))?;
+    let objects = objects_of(&rendering, &namespace).map_err(|e| failed(reason_on_failure, e))?;
+    let unchanged = installed.is_some_and(|r| r.manifest == rendering.manifest && r.config == config);
+    let current = match (installed, unchanged) {
+        (Some(r), true) => r.clone(),
+        _ => {
+            let first = installed.and_then(|r| r.info.as_ref()).map(|i| i.first_deployed.clone());
+            Release {
+                name: name.clone(),
+                info: Some(Info {
+                    first_deployed: first.unwrap_or_else(|| now.to_string()),
+                    last_deployed: now.to_string(),
+                    deleted: release::ZERO_TIME.into(),
+                    description: if installed.is_some() { "Upgrade complete" } else { "Install complete" }.into(),
+                    status: release::status::DEPLOYED.into(),
+                    notes: rendering.notes.clone(),
+                }),
+                chart: release::chart_json(chart),
+                config: config.clone(),
+                manifest: rendering.manifest.clone(),
+                hooks: Vec::new(),
+                version: options.release.revision,
+                namespace: namespace.clone(),
+            }
+        }
+    };
+    let mut kept: Vec<Release> = history.into_iter().filter(|r| r.version != current.version).collect();
+    for r in &mut kept {
+        if let Some(info) = r.info.as_mut()
+            && info.status == release::status::DEPLOYED
+        {
+            info.status = release::status::SUPERSEDED.into();
+        }
+    }
+    kept.push(current.clone());
+    let keep_from = kept.len().saturating_sub(MAX_HISTORY);
+    let mut all = objects;
+    all.extend(kept[keep_from..].iter().map(release::to_secret));
+    let reason = if current.version == 1 { "InstallSuccessful" } else { "UpgradeSuccessful" };
+    let notes = current.info.as_ref().map(|i| i.notes.clone()).unwrap_or_default();
+    let status = serde_json::json!({
+        "conditions": [
+            condition("Initialized", "True", "", "", now, &old_status),
+            condition("Deployed", "True", reason, &notes, now, &old_status),
+        ],
+        "deployedRelease": {"name": current.name, "manifest": current.manifest},
+    });
+    Ok(Desired { objects: all, status, release: current })
+}
+
+/// The releases among a resource's observed Secrets.
+pub fn stored_releases<'a>(secrets: impl Iterator<Item = &'a Json>, name: &str) -> Vec<Release> {
+    secrets.filter(|s| release::is_release_of(s, name)).filter_map(|s| release::from_secret(s).ok()).collect()
+}
+
+/// The kinds among objects, with their API versions: the child types a chart makes.
+pub fn kinds(objects: &[Json]) -> BTreeMap<String, String> {
+    objects
+        .iter()
+        .filter_map(|o| Some((o.get("kind")?.as_str()?.to_string(), o.get("apiVersion")?.as_str()?.to_string())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

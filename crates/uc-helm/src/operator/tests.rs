@@ -1,0 +1,93 @@
+//! Reconciles of the Operator SDK's memcached sample, decided.
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::objects::Capabilities;
+
+fn chart() -> Chart {
+    Chart::load_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sdk-memcached/memcached")).unwrap()
+}
+
+fn watch() -> Watch {
+    Watch {
+        group: "cache.example.com".into(),
+        version: "v1alpha1".into(),
+        kind: "Memcached".into(),
+        chart: PathBuf::from("memcached"),
+        watch_dependent_resources: true,
+        override_values: [("image".to_string(), "memcached:1.6".to_string())].into_iter().collect(),
+        reconcile_period: None,
+        max_concurrent_reconciles: None,
+        selector: None,
+    }
+}
+
+fn cr(replicas: i64, status: Json) -> Json {
+    serde_json::json!({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
+        "metadata": {"name": "memcached-sample", "namespace": "apps", "uid": "u1"},
+        "spec": {"replicaCount": replicas, "pdbMinAvailable": 1}, "status": status})
+}
+
+fn secrets(objects: &[Json]) -> Vec<&Json> {
+    objects.iter().filter(|o| o["kind"] == "Secret").collect()
+}
+
+#[test]
+fn install_then_nothing_then_upgrade() {
+    let caps = Capabilities::default();
+    let first = sync(&chart(), &watch(), &cr(3, Json::Null), &[], "2026-11-28T10:00:00Z", &caps).unwrap();
+    assert_eq!(first.release.version, 1);
+    let sts = first.objects.iter().find(|o| o["kind"] == "StatefulSet").expect("the chart's StatefulSet");
+    assert_eq!(sts["spec"]["replicas"], 3);
+    assert_eq!(sts["metadata"]["namespace"], "apps");
+    assert_eq!(
+        sts["spec"]["template"]["spec"]["containers"][0]["image"], "memcached:1.6",
+        "overrideValues win over the spec"
+    );
+    assert_eq!(first.status["conditions"][1]["reason"], "InstallSuccessful");
+    assert_eq!(first.status["deployedRelease"]["name"], "memcached-sample");
+    let stored = vec![release::from_secret(secrets(&first.objects)[0]).unwrap()];
+    assert_eq!(stored[0].config["replicaCount"], 3);
+
+    let again = sync(&chart(), &watch(), &cr(3, first.status.clone()), &stored, "2026-11-28T10:05:00Z", &caps).unwrap();
+    assert_eq!(again.objects, first.objects, "an unchanged resource writes nothing new");
+    assert_eq!(again.status, first.status, "nor changes its status");
+
+    let up = sync(&chart(), &watch(), &cr(5, first.status.clone()), &stored, "2026-11-28T10:10:00Z", &caps).unwrap();
+    assert_eq!(up.release.version, 2);
+    let kept: Vec<Release> = secrets(&up.objects).iter().map(|s| release::from_secret(s).unwrap()).collect();
+    let states: Vec<(i64, String)> =
+        kept.iter().map(|r| (r.version, r.info.as_ref().unwrap().status.clone())).collect();
+    assert_eq!(states, [(1, "superseded".to_string()), (2, "deployed".to_string())]);
+    assert_eq!(kept[1].info.as_ref().unwrap().first_deployed, "2026-11-28T10:00:00Z");
+    assert_eq!(up.status["conditions"][1]["reason"], "UpgradeSuccessful");
+    assert_eq!(
+        up.status["conditions"][1]["lastTransitionTime"], "2026-11-28T10:00:00Z",
+        "still True since the install"
+    );
+}
+
+#[test]
+fn a_chart_that_fails_reports_release_failed_with_helms_words() {
+    let mut c = chart();
+    c.templates.push(crate::chart::File {
+        name: "templates/bad.yaml".into(),
+        data: b"{{ required \"size is required\" .Values.size }}".to_vec(),
+    });
+    let f = sync(&c, &watch(), &cr(1, Json::Null), &[], "2026-11-28T10:00:00Z", &Capabilities::default()).unwrap_err();
+    assert_eq!(f.message, "execution error at (memcached/templates/bad.yaml:1:3): size is required");
+    assert_eq!(f.status["conditions"][1]["type"], "ReleaseFailed");
+    assert_eq!(f.status["conditions"][1]["reason"], "InstallError");
+}
+
+#[test]
+fn overrides_are_typed_as_set_types_them() {
+    let mut w = watch();
+    w.override_values = [("a.b", "3"), ("a.c", "true"), ("d", "0123"), ("e", "null")]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let v = values_of(&serde_json::json!({"spec": {"a": {"x": 1}}}), &w);
+    assert_eq!(v, serde_json::json!({"a": {"x": 1, "b": 3, "c": true}, "d": "0123", "e": null}));
+}
