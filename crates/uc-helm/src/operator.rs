@@ -32,11 +32,36 @@ pub struct Desired {
     pub release: Release,
 }
 
-/// A reconcile that cannot render: reported as the SDK does (`ReleaseFailed`/`Irreconcilable`).
+/// A reconcile that cannot render: reported as the SDK does (`ReleaseFailed`), the last deployed
+/// release left as it is (its objects and its Secrets still wanted).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Failure {
     pub status: Json,
     pub message: String,
+    pub objects: Vec<Json>,
+}
+
+/// The objects of the release last deployed and every kept release Secret: what stays when a new
+/// revision cannot be made.
+fn last_deployed(history: &[Release], namespace: &str) -> Vec<Json> {
+    let deployed =
+        history.iter().rev().find(|r| r.info.as_ref().is_some_and(|i| i.status == release::status::DEPLOYED));
+    let mut out = Vec::new();
+    if let Some(r) = deployed {
+        let hook_docs = r.hooks.iter().filter_map(|h| h.get("manifest").and_then(Json::as_str).map(str::to_string));
+        for doc in crate::manifests::split(&r.manifest).into_iter().chain(hook_docs) {
+            if let Ok(mut obj) = serde_yaml::from_str::<Json>(&doc) {
+                if let Some(meta) = obj.get_mut("metadata").and_then(Json::as_object_mut)
+                    && !meta.contains_key("namespace")
+                {
+                    meta.insert("namespace".into(), namespace.into());
+                }
+                out.push(obj);
+            }
+        }
+    }
+    out.extend(history.iter().rev().take(MAX_HISTORY).rev().map(release::to_secret));
+    out
 }
 
 /// The values a resource gives its chart: its `spec` (integers kept as integers), then the watch's
@@ -96,10 +121,27 @@ fn condition(type_: &str, status: &str, reason: &str, message: &str, now: &str, 
     c
 }
 
-/// The resource's objects from the release's manifests, namespaced in the release's namespace.
+/// Hook events that mean "exists once installed or upgraded": such hooks are kept as objects of the
+/// release (a declarative engine applies them with the rest; `test` and delete hooks are not run).
+const KEPT_HOOK_EVENTS: &[&str] = &["pre-install", "post-install", "pre-upgrade", "post-upgrade"];
+
+fn kept_hooks(rendering: &crate::Rendering) -> impl Iterator<Item = &crate::manifests::Manifest> {
+    rendering.hooks.iter().filter(|h| h.hooks.iter().any(|e| KEPT_HOOK_EVENTS.contains(&e.as_str())))
+}
+
+/// A hook as a release records it (`release.Hook`).
+fn hook_record(h: &crate::manifests::Manifest) -> Json {
+    serde_json::json!({
+        "name": h.name, "kind": h.kind, "path": h.source, "manifest": h.content,
+        "events": h.hooks, "last_run": {"started_at": "", "completed_at": "", "phase": ""}, "weight": h.hook_weight,
+    })
+}
+
+/// The resource's objects from the release's manifests and kept hooks, namespaced in the release's
+/// namespace.
 fn objects_of(rendering: &crate::Rendering, namespace: &str) -> Result<Vec<Json>, String> {
     let mut out = Vec::new();
-    for m in &rendering.objects {
+    for m in rendering.objects.iter().chain(kept_hooks(rendering)) {
         let mut obj: Json = serde_yaml::from_str(&m.content).map_err(|e| format!("{}: {e}", m.source))?;
         if let Some(meta) = obj.get_mut("metadata").and_then(Json::as_object_mut)
             && !meta.contains_key("namespace")
@@ -149,7 +191,7 @@ pub fn sync(
         if let Some(d) = old_status.get("deployedRelease") {
             status["deployedRelease"] = d.clone();
         }
-        Failure { status, message }
+        Failure { status, message, objects: last_deployed(&history, &namespace) }
     };
     let reason_on_failure = if installed.is_some() { "UpgradeError" } else { "InstallError" };
     let rendering =
@@ -173,7 +215,7 @@ pub fn sync(
                 chart: release::chart_json(chart),
                 config: config.clone(),
                 manifest: rendering.manifest.clone(),
-                hooks: Vec::new(),
+                hooks: kept_hooks(&rendering).map(hook_record).collect(),
                 version: options.release.revision,
                 namespace: namespace.clone(),
             }

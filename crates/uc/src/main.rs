@@ -9,6 +9,7 @@ mod catalog;
 mod client;
 mod doctor;
 mod engine_args;
+mod helm_operator;
 mod hook_record;
 mod hook_test;
 mod init;
@@ -348,6 +349,10 @@ struct RunArgs {
     /// engine still watches cluster-wide; a controller's own target namespaces narrow this further.
     #[arg(long, value_delimiter = ',')]
     watch_namespaces: Vec<String>,
+    /// The Operator SDK's Helm operators: a `watches.yaml` (group, version, kind, chart, …) whose
+    /// charts are rendered in-process for each custom resource (docs/sdk-operators.md).
+    #[arg(long)]
+    watches_file: Option<PathBuf>,
     #[command(flatten)]
     leader: engine_args::LeaderArgs,
     #[command(flatten)]
@@ -647,7 +652,14 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         };
         uc_operators::multicluster::register(&mut options.natives, client.clone(), listen);
     }
+    let helm_controllers = match &args.watches_file {
+        Some(file) => helm_operator::setup(&client, &setup, file, &mut options.natives).await?,
+        None => Vec::new(),
+    };
     let engine = uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
+    if !helm_controllers.is_empty() {
+        builtins::install_controllers(&setup, helm_controllers).await?;
+    }
     if args.multicluster_zookeeper {
         for crd in uc_operators::multicluster::crds() {
             uc_engine::manager::install_crd(&setup, crd).await?;

@@ -47,6 +47,10 @@ pub struct UpArgs {
     /// operators.
     #[arg(long)]
     no_workload_controllers: bool,
+    /// The Operator SDK's Helm operators: a `watches.yaml` whose charts are rendered in-process for each
+    /// custom resource; the project's CRDs (`config/crd/bases/`) are installed (docs/sdk-operators.md).
+    #[arg(long)]
+    watches_file: Option<PathBuf>,
     /// Built-in controllers not to run (comma-separated). A built-in controller that is running and
     /// gets deleted is made again.
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(crate::builtins::NAMES))]
@@ -273,8 +277,13 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
             let listen = uc_operators::multicluster::interpreter::Listen::default();
             uc_operators::multicluster::register(&mut options.natives, client.clone(), listen);
         }
+        let helm_controllers = match &args.watches_file {
+            Some(file) => crate::helm_operator::setup(&client, &setup, file, &mut options.natives).await?,
+            None => Vec::new(),
+        };
         let engine =
             uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
+        crate::builtins::install_controllers(&setup, helm_controllers).await?;
         if args.control_plane {
             // The multi-cluster operators; the ZookeeperCluster is a resource template here,
             // propagated rather than run.

@@ -6,7 +6,11 @@ use super::*;
 use crate::objects::Capabilities;
 
 fn chart() -> Chart {
-    Chart::load_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/sdk-memcached/memcached")).unwrap()
+    Chart::load_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/e2e/upstream/operator-sdk/testdata/helm/memcached-operator/helm-charts/memcached"),
+    )
+    .unwrap()
 }
 
 fn watch() -> Watch {
@@ -46,6 +50,9 @@ fn install_then_nothing_then_upgrade() {
         "overrideValues win over the spec"
     );
     assert_eq!(first.status["conditions"][1]["reason"], "InstallSuccessful");
+    let pdb = first.objects.iter().find(|o| o["kind"] == "PodDisruptionBudget").expect("the post-install hook is kept");
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    assert_eq!(first.release.hooks[0]["events"], serde_json::json!(["post-upgrade", "post-install"]));
     assert_eq!(first.status["deployedRelease"]["name"], "memcached-sample");
     let stored = vec![release::from_secret(secrets(&first.objects)[0]).unwrap()];
     assert_eq!(stored[0].config["replicaCount"], 3);
@@ -79,6 +86,24 @@ fn a_chart_that_fails_reports_release_failed_with_helms_words() {
     assert_eq!(f.message, "execution error at (memcached/templates/bad.yaml:1:3): size is required");
     assert_eq!(f.status["conditions"][1]["type"], "ReleaseFailed");
     assert_eq!(f.status["conditions"][1]["reason"], "InstallError");
+    assert!(f.objects.is_empty(), "nothing was deployed before");
+}
+
+#[test]
+fn a_failed_upgrade_keeps_the_last_deployed_release() {
+    let caps = Capabilities::default();
+    let first = sync(&chart(), &watch(), &cr(3, Json::Null), &[], "2026-11-28T10:00:00Z", &caps).unwrap();
+    let stored = vec![first.release.clone()];
+    let mut c = chart();
+    c.templates.push(crate::chart::File { name: "templates/bad.yaml".into(), data: b"{{ fail \"no\" }}".to_vec() });
+    let f = sync(&c, &watch(), &cr(5, first.status.clone()), &stored, "2026-11-28T10:10:00Z", &caps).unwrap_err();
+    assert_eq!(f.status["conditions"][1]["reason"], "UpgradeError");
+    assert_eq!(f.status["deployedRelease"], first.status["deployedRelease"]);
+    let mut kept = f.objects.clone();
+    kept.sort_by_key(|o| o.to_string());
+    let mut before = first.objects.clone();
+    before.sort_by_key(|o| o.to_string());
+    assert_eq!(kept, before, "the release deployed before stays, objects and Secret alike");
 }
 
 #[test]

@@ -78,7 +78,11 @@ fn include_tpl_required_and_subchart_scopes() {
 
 #[test]
 fn the_operator_sdks_memcached_chart_renders_its_sample_as_helm_template_prints_it() {
-    let chart = Chart::load_dir(&testdata("sdk-memcached/memcached")).unwrap();
+    let chart = Chart::load_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/e2e/upstream/operator-sdk/testdata/helm/memcached-operator/helm-charts/memcached"),
+    )
+    .unwrap();
     let spec: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(testdata("sdk-memcached/sample-spec.json")).unwrap()).unwrap();
     let got = crate::template(&chart, &Value::from_json(&spec, false), &options("memcached-sample"), false).unwrap();

@@ -1,0 +1,214 @@
+//! `uc run --watches-file`: the Operator SDK's Helm operators on the engine. Each `watches.yaml` entry
+//! becomes a UniversalController of its custom resource whose sync and finalize hooks are the chart,
+//! rendered in-process (`uc-helm`): the release's objects and its Helm 3 release Secrets are the
+//! children (applied in place), the SDK's conditions the status.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use kube::discovery::Discovery;
+use serde_json::{Value, json};
+use uc_api::hook::{SyncRequest, SyncResponse};
+use uc_engine::hooks::native::{self, NativeRegistry, SyncFn};
+use uc_helm::objects::Capabilities;
+use uc_helm::watches::Watch;
+use uc_helm::{Chart, operator, release};
+
+/// The label on the UniversalControllers made from a watches file.
+const LABEL: &str = "uc.njuics.cn/operator";
+
+/// Loads a chart from a directory or a packaged `.tgz`.
+fn load_chart(path: &Path) -> anyhow::Result<Chart> {
+    if path.extension().is_some_and(|e| e == "tgz") {
+        let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        return Ok(Chart::from_archive(&path.display().to_string(), &data)?);
+    }
+    Chart::load_dir(path).with_context(|| format!("invalid chart {}", path.display()))
+}
+
+/// What the cluster serves, as charts see it: its version, and every `group/version` and
+/// `group/version/Kind`.
+async fn capabilities(client: &kube::Client, discovery: &Discovery) -> Capabilities {
+    let mut versions = BTreeSet::new();
+    for group in discovery.groups() {
+        for (ar, _) in group.recommended_resources() {
+            versions.insert(ar.api_version.clone());
+            versions.insert(format!("{}/{}", ar.api_version, ar.kind));
+        }
+    }
+    let kube_version = match client.apiserver_version().await {
+        Ok(v) => v.git_version,
+        Err(_) => Capabilities::default().kube_version,
+    };
+    Capabilities { kube_version, api_versions: versions.into_iter().collect() }
+}
+
+/// The hook of one watch: a reconcile decided by `uc_helm::operator`, a finalize that uninstalls.
+fn hook(chart: Arc<Chart>, watch: Watch, caps: Capabilities, resync: Option<f64>) -> Arc<SyncFn> {
+    Arc::new(move |request: SyncRequest| {
+        let name = request.parent.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+        if request.finalizing {
+            // Uninstall: every object of the release and its history go.
+            return Ok(SyncResponse {
+                status: None,
+                children: Vec::new(),
+                resync_after_seconds: None,
+                finalized: Some(true),
+            });
+        }
+        let secrets = request.children.get("Secret.v1").into_iter().flat_map(|m| m.values().map(|o| &**o));
+        let stored = operator::stored_releases(secrets, &name);
+        let answer = match operator::sync(&chart, &watch, &request.parent, &stored, &release::now(), &caps) {
+            Ok(d) => (d.status, d.objects),
+            Err(f) => {
+                tracing::warn!(kind = %watch.kind, parent = %name, error = %f.message, "release failed");
+                (f.status, f.objects)
+            }
+        };
+        Ok(SyncResponse { status: Some(answer.0), children: answer.1, resync_after_seconds: resync, finalized: None })
+    })
+}
+
+/// Seconds of a Go duration (`1m`, `30s`, `1h30m`).
+fn seconds(period: &str) -> Option<f64> {
+    uc_api::controller::parse_duration(period).ok().map(|d| d.as_secs_f64())
+}
+
+/// Reads the watches file, registers a native hook per entry, and answers the UniversalControllers to
+/// install.
+pub async fn setup(
+    client: &kube::Client,
+    installer: &kube::Client,
+    watches_file: &Path,
+    natives: &mut NativeRegistry,
+) -> anyhow::Result<Vec<Value>> {
+    let text = std::fs::read_to_string(watches_file).with_context(|| format!("reading {}", watches_file.display()))?;
+    let dir = watches_file.parent().unwrap_or(Path::new("."));
+    let watches = uc_helm::watches::parse(&text, dir, &|k| std::env::var(k).ok()).map_err(anyhow::Error::msg)?;
+    // The project's own CRDs (`config/crd/bases/`, as `operator-sdk init` lays it out), installed as
+    // `make install` would, for the kinds the file watches.
+    for w in &watches {
+        for crd in project_crds(dir, &w.group, &w.kind) {
+            uc_engine::manager::install_crd(installer, crd).await?;
+        }
+    }
+    let discovery = served(client, &watches).await?;
+    let caps = capabilities(client, &discovery).await;
+    let mut controllers = Vec::new();
+    for w in watches {
+        let chart = load_chart(&w.chart)?;
+        let gvk = kube::api::GroupVersionKind::gvk(&w.group, &w.version, &w.kind);
+        let (parent, _) = discovery.resolve_gvk(&gvk).with_context(|| {
+            format!("{}/{} {} is not served: install its CustomResourceDefinition first", w.group, w.version, w.kind)
+        })?;
+        // The child types: what the chart makes with its defaults, and the release Secrets.
+        let probe = uc_helm::manifest(&chart, &uc_helm::gotemplate::Value::Nil, &uc_helm::Options::default())
+            .map_err(|e| anyhow::anyhow!("chart {}: {e}", w.chart.display()))?;
+        let mut kinds: BTreeSet<(String, String)> =
+            probe.objects.iter().map(|m| (api_version_of(&m.content), m.kind.clone())).collect();
+        // Objects a template makes only for some values (`{{ if .Values.pdb }}`) are written literally.
+        kinds.extend(literal_kinds(&chart));
+        kinds.insert(("v1".into(), "Secret".into()));
+        let mut children = Vec::new();
+        for (api_version, kind) in kinds {
+            let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
+            match discovery.resolve_gvk(&kube::api::GroupVersionKind::gvk(group, version, &kind)) {
+                Some((ar, _)) => children.push(json!({
+                    "apiVersion": ar.api_version, "resource": ar.plural, "updateStrategy": {"method": "InPlace"}
+                })),
+                _ => {
+                    tracing::warn!(%api_version, %kind, chart = %w.chart.display(), "the chart makes a kind the cluster does not serve")
+                }
+            }
+        }
+        let hook_name = format!("helm/{}/{}/{}", w.group, w.version, w.kind);
+        let resync = w.reconcile_period.as_deref().and_then(seconds).or(Some(60.0));
+        natives.register(&hook_name, native::typed(hook(Arc::new(chart), w.clone(), caps.clone(), resync), None));
+        let mut parent_rule = json!({"apiVersion": parent.api_version, "resource": parent.plural});
+        if let Some(sel) = &w.selector {
+            parent_rule["labelSelector"] = sel.clone();
+        }
+        let name = format!("helm-{}-{}", w.kind.to_lowercase(), if w.group.is_empty() { "core" } else { &w.group });
+        controllers.push(json!({
+            "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
+            "metadata": {"name": name, "labels": {LABEL: "helm"}},
+            "spec": {
+                "generateSelector": true,
+                "parentResource": parent_rule,
+                "childResources": children,
+                "hooks": {"sync": {"native": {"name": hook_name}}, "finalize": {"native": {"name": hook_name}}}
+            }
+        }));
+    }
+    Ok(controllers)
+}
+
+/// The `apiVersion`/`kind` pairs written literally in a chart's templates (and its subcharts'), one per
+/// YAML document.
+fn literal_kinds(chart: &Chart) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for t in &chart.templates {
+        for doc in String::from_utf8_lossy(&t.data).split("\n---") {
+            let field = |key: &str| {
+                doc.lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .map(|v| v.trim().trim_matches('"').to_string())
+                    .filter(|v| !v.is_empty() && !v.contains("{{"))
+            };
+            if let (Some(api_version), Some(kind)) = (field("apiVersion:"), field("kind:")) {
+                out.insert((api_version, kind));
+            }
+        }
+    }
+    for sub in &chart.dependencies {
+        out.extend(literal_kinds(sub));
+    }
+    out
+}
+
+/// The CustomResourceDefinitions of `group`/`kind` in the project's `config/crd/bases/`.
+fn project_crds(dir: &Path, group: &str, kind: &str) -> Vec<Value> {
+    let Ok(entries) = std::fs::read_dir(dir.join("config/crd/bases")) else { return Vec::new() };
+    let mut files: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+    files.sort();
+    files
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .filter_map(|t| serde_yaml::from_str::<Value>(&t).ok())
+        .filter(|c| c.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
+        .filter(|c| c.pointer("/spec/group").and_then(Value::as_str) == Some(group))
+        .filter(|c| c.pointer("/spec/names/kind").and_then(Value::as_str) == Some(kind))
+        .collect()
+}
+
+/// Discovery once every watched kind is served (a CRD just installed takes a moment), or the first
+/// kind that is not, after 20 s.
+async fn served(client: &kube::Client, watches: &[Watch]) -> anyhow::Result<Discovery> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let discovery = Discovery::new(client.clone()).run().await.context("discovering the cluster's API")?;
+        let missing = watches.iter().find(|w| {
+            discovery.resolve_gvk(&kube::api::GroupVersionKind::gvk(&w.group, &w.version, &w.kind)).is_none()
+        });
+        match missing {
+            None => return Ok(discovery),
+            Some(w) if std::time::Instant::now() > deadline => anyhow::bail!(
+                "{}/{} {} is not served: install its CustomResourceDefinition (config/crd/bases/ of the project is installed when it has it)",
+                w.group,
+                w.version,
+                w.kind
+            ),
+            Some(_) => tokio::time::sleep(std::time::Duration::from_millis(250)).await,
+        }
+    }
+}
+
+/// A manifest's `apiVersion`.
+fn api_version_of(doc: &str) -> String {
+    serde_yaml::from_str::<Value>(doc)
+        .ok()
+        .and_then(|v| v.get("apiVersion").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_default()
+}

