@@ -4,6 +4,7 @@
 
 mod collections;
 mod convert;
+pub mod semver;
 mod strings;
 
 use crate::gotemplate::{Funcs, Value};
@@ -17,6 +18,7 @@ pub fn funcs() -> Funcs {
     strings::register(&mut f);
     collections::register(&mut f);
     convert::register(&mut f);
+    semver::register(&mut f);
     f
 }
 

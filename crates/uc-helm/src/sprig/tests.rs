@@ -93,3 +93,8 @@ fn lists_and_dicts() {
         "set changes the map seen everywhere"
     );
 }
+
+#[test]
+fn semver() {
+    assert_eq!(render(r#"{{ semverCompare ">=1.19-0" "v1.32.0" }} {{ semverCompare "^2" "1.9" }} {{ (semver "1.2.3-rc.1").Minor }} {{ semver "v1.2" }}"#), "true false 2 1.2.0");
+}
