@@ -23,11 +23,17 @@ pub fn parse(text: &str) -> Result<Version, String> {
     let (s, metadata) = s.split_once('+').map(|(a, b)| (a, b.to_string())).unwrap_or((s, String::new()));
     let (core, pre) = s.split_once('-').map(|(a, b)| (a, b.to_string())).unwrap_or((s, String::new()));
     let parts: Vec<&str> = core.split('.').collect();
-    if parts.is_empty() || parts.len() > 3 || parts.iter().any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit())) {
+    if parts.is_empty()
+        || parts.len() > 3
+        || parts.iter().any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+    {
         return Err(invalid());
     }
     let n = |i: usize| parts.get(i).map(|p| p.parse::<u64>().map_err(|_| invalid())).unwrap_or(Ok(0));
-    let valid_ids = |s: &str| s.is_empty() || s.split('.').all(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+    let valid_ids = |s: &str| {
+        s.is_empty()
+            || s.split('.').all(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
+    };
     if !valid_ids(&pre) || !valid_ids(&metadata) {
         return Err(invalid());
     }
@@ -183,40 +189,6 @@ pub fn check(constraint: &str, version: &Version) -> Result<bool, String> {
     Ok(any)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ok(c: &str, v: &str) -> bool {
-        check(c, &parse(v).unwrap()).unwrap()
-    }
-
-    #[test]
-    fn constraints_as_masterminds_reads_them() {
-        assert!(ok(">=1.19-0", "v1.32.0"));
-        assert!(ok(">=1.19-0", "1.19.0-rc.1"), "a -0 floor admits pre-releases");
-        assert!(!ok(">=1.19", "1.19.0-rc.1"), "without one they are out");
-        assert!(ok("^1.2.3", "1.9.0") && !ok("^1.2.3", "2.0.0") && !ok("^0.2.3", "0.3.0"));
-        assert!(ok("~1.2.3", "1.2.9") && !ok("~1.2.3", "1.3.0") && ok("~1", "1.9.9"));
-        assert!(ok("1.2.x", "1.2.7") && !ok("1.2.x", "1.3.0") && ok("*", "3.0.0"));
-        assert!(ok(">= 1.2, < 1.4", "1.3.1") && !ok(">=1.2 <1.4", "1.4.0"));
-        assert!(ok("<1.0 || >=2.0", "2.1.0") && !ok("<1.0 || >=2.0", "1.5.0"));
-        assert!(ok("1.2 - 1.4.5", "1.4.5") && !ok("1.2 - 1.4.5", "1.4.6"));
-        assert!(ok("!=1.2.3", "1.2.4") && !ok("=1.2.3", "1.2.4"));
-        assert!(ok("<=1.2", "1.2.9") && !ok(">1.2", "1.2.9") && ok(">1.2", "1.3.0"));
-    }
-
-    #[test]
-    fn versions_and_errors() {
-        let v = parse("v1.2").unwrap();
-        assert_eq!((v.major, v.minor, v.patch), (1, 2, 0));
-        assert_eq!(compare(&parse("1.0.0-alpha.2").unwrap(), &parse("1.0.0-alpha.10").unwrap()), Ordering::Less);
-        assert_eq!(compare(&parse("1.0.0-rc.1").unwrap(), &parse("1.0.0").unwrap()), Ordering::Less);
-        assert_eq!(parse("1.2.3.4").unwrap_err(), "Invalid Semantic Version");
-        assert!(check("?1.2", &v).unwrap_err().starts_with("improper constraint"));
-    }
-}
-
 /// `semver` and `semverCompare`.
 pub(super) fn register(f: &mut crate::gotemplate::Funcs) {
     use crate::gotemplate::{Function, Ty, Value};
@@ -253,4 +225,38 @@ pub(super) fn register(f: &mut crate::gotemplate::Funcs) {
             Ok(Value::Object(std::rc::Rc::new(fields)))
         }),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(c: &str, v: &str) -> bool {
+        check(c, &parse(v).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn constraints_as_masterminds_reads_them() {
+        assert!(ok(">=1.19-0", "v1.32.0"));
+        assert!(ok(">=1.19-0", "1.19.0-rc.1"), "a -0 floor admits pre-releases");
+        assert!(!ok(">=1.19", "1.19.0-rc.1"), "without one they are out");
+        assert!(ok("^1.2.3", "1.9.0") && !ok("^1.2.3", "2.0.0") && !ok("^0.2.3", "0.3.0"));
+        assert!(ok("~1.2.3", "1.2.9") && !ok("~1.2.3", "1.3.0") && ok("~1", "1.9.9"));
+        assert!(ok("1.2.x", "1.2.7") && !ok("1.2.x", "1.3.0") && ok("*", "3.0.0"));
+        assert!(ok(">= 1.2, < 1.4", "1.3.1") && !ok(">=1.2 <1.4", "1.4.0"));
+        assert!(ok("<1.0 || >=2.0", "2.1.0") && !ok("<1.0 || >=2.0", "1.5.0"));
+        assert!(ok("1.2 - 1.4.5", "1.4.5") && !ok("1.2 - 1.4.5", "1.4.6"));
+        assert!(ok("!=1.2.3", "1.2.4") && !ok("=1.2.3", "1.2.4"));
+        assert!(ok("<=1.2", "1.2.9") && !ok(">1.2", "1.2.9") && ok(">1.2", "1.3.0"));
+    }
+
+    #[test]
+    fn versions_and_errors() {
+        let v = parse("v1.2").unwrap();
+        assert_eq!((v.major, v.minor, v.patch), (1, 2, 0));
+        assert_eq!(compare(&parse("1.0.0-alpha.2").unwrap(), &parse("1.0.0-alpha.10").unwrap()), Ordering::Less);
+        assert_eq!(compare(&parse("1.0.0-rc.1").unwrap(), &parse("1.0.0").unwrap()), Ordering::Less);
+        assert_eq!(parse("1.2.3.4").unwrap_err(), "Invalid Semantic Version");
+        assert!(check("?1.2", &v).unwrap_err().starts_with("improper constraint"));
+    }
 }

@@ -96,5 +96,40 @@ fn lists_and_dicts() {
 
 #[test]
 fn semver() {
-    assert_eq!(render(r#"{{ semverCompare ">=1.19-0" "v1.32.0" }} {{ semverCompare "^2" "1.9" }} {{ (semver "1.2.3-rc.1").Minor }} {{ semver "v1.2" }}"#), "true false 2 1.2.0");
+    assert_eq!(
+        render(
+            r#"{{ semverCompare ">=1.19-0" "v1.32.0" }} {{ semverCompare "^2" "1.9" }} {{ (semver "1.2.3-rc.1").Minor }} {{ semver "v1.2" }}"#
+        ),
+        "true false 2 1.2.0"
+    );
+}
+
+#[test]
+fn paths_aliases_and_extras() {
+    assert_eq!(
+        render(
+            r#"{{ base "/a/b.txt" }} {{ dir "/a/b.txt" }} {{ ext "x.tar.gz" }} {{ clean "a/../b/./c/" }} {{ isAbs "/x" }}"#
+        ),
+        "b.txt /a .gz b/c true"
+    );
+    assert_eq!(
+        render(r#"{{ mustFirst .list }} {{ tuple 1 2 }} {{ maxf 1 2.5 }} {{ uuidv4 | len }}"#),
+        "b [1 2] 2.5 36"
+    );
+}
+
+#[test]
+fn abbrevboth_and_dates_as_helm_prints_them() {
+    assert_eq!(
+        render(
+            r#"{{ abbrevboth 5 10 "1234 5678 9123" }}|{{ abbrevboth 0 10 "1234 5678 9123" }}|{{ abbrevboth 5 20 "1234 5678 9123" }}|{{ abbrevboth 3 8 "abcdefghijklmno" }}"#
+        ),
+        "...5678...|1234 56...|1234 5678 9123|abcde..."
+    );
+    assert_eq!(
+        render(
+            r#"{{ date "2006-01-02" 0 }} {{ duration "3725" }} {{ toDate "2006-01-02" "2024-05-06" | unixEpoch }} {{ dateInZone "2006-01-02 15:04 MST" 0 "UTC" }}"#
+        ),
+        "1970-01-01 1h2m5s 1714953600 1970-01-01 00:00 UTC"
+    );
 }
