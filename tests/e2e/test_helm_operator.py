@@ -87,3 +87,27 @@ def test_the_sdks_memcached_helm_sample_installs_upgrades_heals_and_uninstalls(m
         args = [kind] if "/" in kind else [kind, "memcached-sample"]
         wait_for(lambda: get(c, *args) is None, timeout=60, message=f"{kind} uninstalled")
     assert json.loads(helm(c, "list", "-o", "json")) == []
+
+
+def test_a_resource_cannot_take_the_operator_down_through_the_charts_tpl(make_cluster):
+    """The sample chart passes `spec.extraContainers` through `tpl`: a resource's author writes templates.
+    One that includes itself without end, and one that loops a hundred million times, fail their own
+    release with Helm's words; the operator keeps serving everyone else."""
+    c = make_cluster(["--watches-file", str(PROJECT / "watches.yaml")])
+    wait_for(lambda: c.kubectl("get", "memcacheds", check=False).returncode == 0, timeout=30, message="the CRD served")
+    attacks = {
+        "recursive": '{{ define "x" }}{{ include "x" . }}{{ end }}{{ include "x" . }}',
+        "endless": "{{ range 100000000 }}x{{ end }}",
+    }
+    for name, template in attacks.items():
+        c.kubectl("apply", "-f", "-", input=json.dumps({
+            "apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicaCount": 1, "extraContainers": template}}))
+    for name, words in (("recursive", "nested reference name: x"), ("endless", "more than 10000000 iterations")):
+        failed = wait_for(lambda: condition(get(c, "memcached", name), "ReleaseFailed").get("status") == "True"
+                          and condition(get(c, "memcached", name), "ReleaseFailed"), timeout=60, message=f"{name} failed")
+        assert failed["reason"] == "InstallError" and words in failed["message"], failed
+        assert get(c, "statefulset", name) is None, "nothing of a failed install is applied"
+    c.kubectl("apply", "-f", str(SAMPLE))
+    wait_for(lambda: condition(get(c, "memcached", "memcached-sample"), "Deployed").get("status") == "True", timeout=60,
+             message="the sample deployed beside them")

@@ -21,6 +21,22 @@ use std::collections::BTreeMap;
 pub use chart::Chart;
 pub use render::{Options, Release, RenderError};
 
+/// The stack a render needs at most: templates nest up to [`gotemplate::exec::MAX_DEPTH`] deep (Helm's
+/// limit), a few kilobytes each. Renders run on threads of this size ([`on_render_thread`]).
+pub const RENDER_STACK: usize = 256 << 20;
+
+/// Runs `f` (a render) on a thread with [`RENDER_STACK`] of stack, so that the deepest nesting a chart
+/// or a resource's `tpl` input can reach fails with Helm's error instead of overflowing the caller's.
+pub fn on_render_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    std::thread::Builder::new()
+        .name("uc-helm-render".into())
+        .stack_size(RENDER_STACK)
+        .spawn(f)
+        .map_err(|e| format!("starting a render: {e}"))?
+        .join()
+        .map_err(|_| "the render failed unexpectedly".to_string())
+}
+
 /// A chart rendered for a release: what Helm keeps of it.
 #[derive(Clone, Debug)]
 pub struct Rendering {

@@ -60,7 +60,14 @@ fn hook(chart: Arc<Chart>, watch: Watch, caps: Capabilities, resync: Option<f64>
         }
         let secrets = request.children.get("Secret.v1").into_iter().flat_map(|m| m.values().map(|o| &**o));
         let stored = operator::stored_releases(secrets, &name);
-        let answer = match operator::sync(&chart, &watch, &request.parent, &stored, &release::now(), &caps) {
+        // On a thread of its own: a chart (or a resource's `tpl` input) nesting templates as deep as
+        // Helm allows needs more stack than the engine's threads have.
+        let (chart, watch_, parent, caps_) = (chart.clone(), watch.clone(), request.parent.clone(), caps.clone());
+        let decided = uc_helm::on_render_thread(move || {
+            operator::sync(&chart, &watch_, &parent, &stored, &release::now(), &caps_)
+        })
+        .map_err(uc_engine::hooks::HookError::Failed)?;
+        let answer = match decided {
             Ok(d) => (d.status, d.objects),
             Err(f) => {
                 tracing::warn!(kind = %watch.kind, parent = %name, error = %f.message, "release failed");

@@ -12,6 +12,13 @@ use super::{ExecError, MissingKey, Templates, Tree};
 /// How deep templates may call templates (`template`, `include`) before execution stops.
 pub const MAX_DEPTH: usize = 1000;
 
+/// The most text one template's execution may produce (Go sets none; a chart's input must not exhaust
+/// the operator's memory).
+pub const MAX_OUTPUT: usize = 64 << 20;
+
+/// The most `range` iterations of one execution, nested ones included.
+pub const MAX_RANGE_ITERATIONS: u64 = 10_000_000;
+
 /// What a walk ends with.
 enum Flow {
     Normal,
@@ -68,7 +75,7 @@ impl<'a> State<'a> {
 
     fn walk(&mut self, dot: &Value, node: &Node) -> Res<Flow> {
         match node {
-            Node::Text(t) => self.out.push_str(t),
+            Node::Text(t) => self.emit(t, 0, "text")?,
             Node::Action(pipe) => {
                 let v = self.eval_pipeline(dot, pipe)?;
                 if pipe.decl.is_empty() {
@@ -95,7 +102,15 @@ impl<'a> State<'a> {
             ));
         }
         let text = v.print();
-        self.out.push_str(&text);
+        self.emit(&text, pipe.pos, &pipe.to_string())
+    }
+
+    /// Appends text, within [`MAX_OUTPUT`].
+    fn emit(&mut self, text: &str, pos: usize, at: &str) -> Res<()> {
+        if self.out.len() + text.len() > MAX_OUTPUT {
+            return Err(self.error(pos, at, format!("the template's output exceeds {MAX_OUTPUT} bytes")));
+        }
+        self.out.push_str(text);
         Ok(())
     }
 
@@ -119,6 +134,10 @@ impl<'a> State<'a> {
         let items: Vec<(Value, Value)> = match &v {
             Value::List(items) => items.iter().enumerate().map(|(i, x)| (Value::Int(i as i64), x.clone())).collect(),
             Value::Map(m) => m.borrow().iter().map(|(k, x)| (Value::from(k.as_str()), x.clone())).collect(),
+            Value::Int(n) if *n as u64 > MAX_RANGE_ITERATIONS => {
+                let at = b.pipe.to_string();
+                return Err(self.error(b.pos, &at, format!("range: more than {MAX_RANGE_ITERATIONS} iterations")));
+            }
             Value::Int(n) => {
                 if b.pipe.decl.len() > 1 {
                     let at = b.pipe.to_string();
@@ -139,6 +158,11 @@ impl<'a> State<'a> {
         let after_decl = self.vars.len();
         let mut flow = Flow::Normal;
         for (index, elem) in &items {
+            if self.templates.range_iterations.get() >= MAX_RANGE_ITERATIONS {
+                let at = b.pipe.to_string();
+                return Err(self.error(b.pos, &at, format!("range: more than {MAX_RANGE_ITERATIONS} iterations")));
+            }
+            self.templates.range_iterations.set(self.templates.range_iterations.get() + 1);
             self.set_range_vars(&b.pipe, mark, index, elem)?;
             let body = self.walk_list(elem, &b.list)?;
             self.vars.truncate(after_decl);
@@ -190,8 +214,7 @@ impl<'a> State<'a> {
         };
         let mut inner = State::new(self.templates, tree, &dot, self.depth + 1);
         inner.run(&dot)?;
-        self.out.push_str(&inner.out);
-        Ok(())
+        self.emit(&inner.out, pos, &format!("{{{{template {name:?}}}}}"))
     }
 
     /// Helm's `include`: the template `name` executed with `dot`, its text.

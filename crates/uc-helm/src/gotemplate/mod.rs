@@ -90,6 +90,8 @@ pub struct Templates {
     trees: HashMap<String, Rc<Tree>>,
     pub(crate) funcs: Rc<Funcs>,
     pub(crate) missing_key: MissingKey,
+    /// `range` iterations of the execution under way (shared with the sets `tpl` clones).
+    pub(crate) range_iterations: Rc<std::cell::Cell<u64>>,
 }
 
 impl Templates {
@@ -97,7 +99,7 @@ impl Templates {
     pub fn new(funcs: Funcs, missing_key: MissingKey) -> Self {
         let mut all = funcs::builtins();
         all.extend(funcs);
-        Templates { trees: HashMap::new(), funcs: Rc::new(all), missing_key }
+        Templates { trees: HashMap::new(), funcs: Rc::new(all), missing_key, range_iterations: Rc::default() }
     }
 
     /// Parses `source` as the template `name` (Go's `t.New(name).Parse(source)`): its body becomes
@@ -137,6 +139,7 @@ impl Templates {
 
     /// Executes the template `name` with `dot` as data.
     pub fn execute(&self, name: &str, dot: &Value) -> Result<String, Error> {
+        self.range_iterations.set(0);
         self.execute_at_depth(name, dot, 0)
     }
 

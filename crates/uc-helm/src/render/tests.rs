@@ -88,3 +88,37 @@ fn the_operator_sdks_memcached_chart_renders_its_sample_as_helm_template_prints_
     let got = crate::template(&chart, &Value::from_json(&spec, false), &options("memcached-sample"), false).unwrap();
     assert_same(&got, &std::fs::read_to_string(testdata("sdk-memcached/memcached.expected")).unwrap());
 }
+
+#[test]
+fn recursion_stops_at_helms_depth_with_its_words() {
+    // What `tpl` lets a resource's author write: a template that includes itself without end.
+    let c = chart(&[
+        ("Chart.yaml", "apiVersion: v2\nname: top\nversion: 1.0.0\n"),
+        ("templates/a.yaml", "{{ tpl .Values.t . }}"),
+    ]);
+    let user = serde_json::json!({"t": "{{ define \"x\" }}{{ include \"x\" . }}{{ end }}{{ include \"x\" . }}"});
+    let err = crate::on_render_thread(move || {
+        let values = crate::values::coalesce(&c, &Value::from_json(&user, true));
+        render(&c, &values, &options("r")).unwrap_err().to_string()
+    })
+    .unwrap();
+    assert!(err.contains("rendering template has a nested reference name: x: unable to execute template"), "{err}");
+}
+
+#[test]
+fn what_a_resource_may_ask_of_a_render_is_bounded() {
+    for (t, words) in [
+        ("{{ range 100000000 }}x{{ end }}", "range: more than 10000000 iterations"),
+        ("{{ repeat 100000000 \"xxxxxxxxxx\" }}", "exceed 67108864 bytes"),
+        ("{{ until 1000000000 | len }}", "more than 10000000 numbers"),
+        ("{{ range until 5000 }}{{ range until 5000 }}{{ end }}{{ end }}", "range: more than 10000000 iterations"),
+    ] {
+        let c = chart(&[
+            ("Chart.yaml", "apiVersion: v2\nname: top\nversion: 1.0.0\n"),
+            ("templates/a.yaml", "{{ tpl .Values.t . }}"),
+        ]);
+        let values = crate::values::coalesce(&c, &Value::from_json(&serde_json::json!({"t": t}), true));
+        let err = render(&c, &values, &options("r")).unwrap_err().to_string();
+        assert!(err.contains(words), "{t}: {err}");
+    }
+}

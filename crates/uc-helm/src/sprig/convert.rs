@@ -181,8 +181,14 @@ pub(super) fn register(f: &mut Funcs) {
     add("untilStep", Function::new(&[Int, Int, Int], |a| until_step(to_i64(&a[0]), to_i64(&a[1]), to_i64(&a[2]))));
 }
 
+/// The longest list `until`, `untilStep` and `seq` make.
+const MAX_LIST: i64 = 10_000_000;
+
 fn until_step(start: i64, stop: i64, step: i64) -> Result<Value, String> {
     let mut out = Vec::new();
+    if step != 0 && (stop.saturating_sub(start) / step) > MAX_LIST {
+        return Err(format!("more than {MAX_LIST} numbers"));
+    }
     if step == 0 || (step > 0 && start >= stop) || (step < 0 && start <= stop) {
         return Ok(Value::from(out));
     }
@@ -205,6 +211,9 @@ fn seq(a: &[Value]) -> Result<Value, String> {
     };
     if step == 0 || (step > 0 && first > last) || (step < 0 && first < last) {
         return Ok(Value::from(""));
+    }
+    if last.saturating_sub(first) / step > MAX_LIST {
+        return Err(format!("more than {MAX_LIST} numbers"));
     }
     let mut out = Vec::new();
     let mut i = first;

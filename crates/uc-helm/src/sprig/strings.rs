@@ -120,7 +120,16 @@ pub(super) fn register(f: &mut Funcs) {
     add("trimPrefix", str_fn(&[Str, Str], |a| s(&a[1]).strip_prefix(s(&a[0])).unwrap_or(s(&a[1])).to_string()));
     add("trimSuffix", str_fn(&[Str, Str], |a| s(&a[1]).strip_suffix(s(&a[0])).unwrap_or(s(&a[1])).to_string()));
     add("nospace", str_fn(&[Str], |a| s(&a[0]).chars().filter(|c| !c.is_whitespace()).collect()));
-    add("repeat", str_fn(&[Int, Str], |a| s(&a[1]).repeat(to_i64(&a[0]).max(0) as usize)));
+    add(
+        "repeat",
+        Function::new(&[Int, Str], |a| {
+            let (n, text) = (to_i64(&a[0]).max(0) as usize, s(&a[1]));
+            if n.saturating_mul(text.len()) > crate::gotemplate::exec::MAX_OUTPUT {
+                return Err(format!("repeat: {n} copies exceed {} bytes", crate::gotemplate::exec::MAX_OUTPUT));
+            }
+            Ok(Value::from(text.repeat(n)))
+        }),
+    );
     add(
         "substr",
         str_fn(&[Int, Int, Str], |a| {
