@@ -22,6 +22,8 @@ pub struct Chart {
     pub templates: Vec<File>,
     /// Every other file but `Chart.yaml`, `values.yaml` and the subcharts'.
     pub files: Vec<File>,
+    /// `values.schema.json`, when the chart has one.
+    pub schema: Option<Json>,
     pub dependencies: Vec<Chart>,
 }
 
@@ -110,6 +112,11 @@ impl Chart {
                 "values.yaml" => {
                     let v = yaml_doc(&f.data).map_err(|e| invalid(format!("cannot load values.yaml: {e}")))?;
                     chart.values = if v.is_null() { Json::Object(Default::default()) } else { v };
+                }
+                "values.schema.json" => {
+                    let schema = serde_json::from_slice(&f.data)
+                        .map_err(|e| invalid(format!("cannot load values.schema.json: {e}")))?;
+                    chart.schema = Some(schema);
                 }
                 // A v1 chart's dependencies (Helm reads them into the metadata, as a v2 chart lists them).
                 "requirements.yaml" => {

@@ -11,6 +11,7 @@ pub mod objects;
 pub mod operator;
 pub mod release;
 pub mod render;
+pub mod schema;
 pub mod sprig;
 pub mod values;
 pub mod watches;
@@ -54,6 +55,9 @@ pub struct Rendering {
 pub fn manifest(chart: &Chart, user_values: &gotemplate::Value, options: &Options) -> Result<Rendering, String> {
     check_dependencies(chart)?;
     let values = values::coalesce(chart, user_values);
+    if let Some(e) = schema::validate(chart, &values.to_json()) {
+        return Err(format!("values don't meet the specifications of the schema(s) in the following chart(s):\n{e}"));
+    }
     let mut files = render::render(chart, &values, options).map_err(|e| e.to_string())?;
     let root_notes = format!("{}/templates/NOTES.txt", chart.name());
     let notes = files.get(&root_notes).cloned().unwrap_or_default();

@@ -12,7 +12,7 @@ use uc_helm::gotemplate::Value;
 use uc_helm::{Chart, Options, Release};
 
 /// Charts that pass today: raising it is progress, lowering it a regression.
-const PASSING_AT_LEAST: usize = 29;
+const PASSING_AT_LEAST: usize = 32;
 
 fn outcome(dir: &Path) -> Result<String, String> {
     let chart = Chart::load_dir(dir).map_err(|e| e.to_string())?;
