@@ -72,7 +72,7 @@ fn coalesce_values(dest: &Dict, defaults: &Dict) {
             }
             Some(Value::Map(d)) => {
                 if let Some(s) = table(&default) {
-                    coalesce_tables(&d, &s);
+                    coalesce_tables(&d, &s, false);
                 }
             }
             Some(_) => {}
@@ -83,13 +83,13 @@ fn coalesce_values(dest: &Dict, defaults: &Dict) {
     }
 }
 
-/// `coalesceTablesFullKey` (not merging): `src` under `dst`.
-fn coalesce_tables(dst: &Dict, src: &Dict) {
+/// `coalesceTablesFullKey`: `src` under `dst`; coalescing (not `merge`), a `null` in `dst` removes the key.
+fn coalesce_tables(dst: &Dict, src: &Dict, merge: bool) {
     let src = src.borrow().clone();
     for (key, val) in src {
         let existing = dst.borrow().get(&key).cloned();
         match existing {
-            Some(Value::Nil) => {
+            Some(Value::Nil) if !merge => {
                 dst.borrow_mut().remove(&key);
             }
             None => {
@@ -97,7 +97,7 @@ fn coalesce_tables(dst: &Dict, src: &Dict) {
             }
             Some(Value::Map(d)) => {
                 if let Some(s) = table(&val) {
-                    coalesce_tables(&d, &s);
+                    coalesce_tables(&d, &s, merge);
                 }
             }
             Some(_) => {}
@@ -128,7 +128,7 @@ fn coalesce_globals(dest: &Dict, parent: &Dict) {
             (Value::Map(pv), Some(Value::Map(cv))) => {
                 let merged = deep_copy(&Value::Map(pv.clone()));
                 if let Some(m) = table(&merged) {
-                    merge_under(&m, &cv);
+                    coalesce_tables(&m, &cv, true);
                 }
                 dg.borrow_mut().insert(key, merged);
             }
@@ -140,25 +140,6 @@ fn coalesce_globals(dest: &Dict, parent: &Dict) {
         }
     }
     dest.borrow_mut().insert(GLOBAL.into(), Value::Map(dg));
-}
-
-/// `src`'s keys missing from `dst` added, tables recursively (merging: nulls kept).
-fn merge_under(dst: &Dict, src: &Dict) {
-    let src = src.borrow().clone();
-    for (key, val) in src {
-        let existing = dst.borrow().get(&key).cloned();
-        match existing {
-            None => {
-                dst.borrow_mut().insert(key, deep_copy(&val));
-            }
-            Some(Value::Map(d)) => {
-                if let Some(s) = table(&val) {
-                    merge_under(&d, &s);
-                }
-            }
-            Some(_) => {}
-        }
-    }
 }
 
 #[cfg(test)]
