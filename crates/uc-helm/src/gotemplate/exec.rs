@@ -4,10 +4,10 @@
 
 use std::rc::Rc;
 
-use super::funcs::{Function, Ty};
+use super::funcs::{Call, Function, Ty};
 use super::parse::{Arg, Branch, Command, Node, Pipe};
+use super::set::{Error, ExecError, MissingKey, Templates, Tree};
 use super::value::{Member, Value};
-use super::{ExecError, MissingKey, Templates, Tree};
 
 /// How deep templates may call templates (`template`, `include`) before execution stops.
 pub const MAX_DEPTH: usize = 1000;
@@ -18,6 +18,23 @@ pub const MAX_OUTPUT: usize = 64 << 20;
 
 /// The most `range` iterations of one execution, nested ones included.
 pub const MAX_RANGE_ITERATIONS: u64 = 10_000_000;
+
+/// Execution of a set's templates.
+impl Templates {
+    /// Executes the template `name` with `dot` as data.
+    pub fn execute(&self, name: &str, dot: &Value) -> Result<String, Error> {
+        self.range_iterations.set(0);
+        self.execute_at_depth(name, dot, 0)
+    }
+
+    /// Executes `name` from inside another execution (`include`), `depth` templates deep.
+    pub(crate) fn execute_at_depth(&self, name: &str, dot: &Value, depth: usize) -> Result<String, Error> {
+        let tree = self.tree(name).ok_or_else(|| Error::NoTemplate(name.to_string()))?;
+        let mut state = State::new(self, tree, dot, depth);
+        state.run(dot)?;
+        Ok(state.out)
+    }
+}
 
 /// What a walk ends with.
 enum Flow {
@@ -215,25 +232,6 @@ impl<'a> State<'a> {
         let mut inner = State::new(self.templates, tree, &dot, self.depth + 1);
         inner.run(&dot)?;
         self.emit(&inner.out, pos, &format!("{{{{template {name:?}}}}}"))
-    }
-
-    /// Helm's `include`: the template `name` executed with `dot`, its text.
-    pub(crate) fn include(&mut self, name: &str, dot: &Value) -> Result<String, String> {
-        if self.depth >= MAX_DEPTH {
-            return Err(format!("rendering template has a nested reference name: {name}: unable to execute template"));
-        }
-        self.templates.execute_at_depth(name, dot, self.depth + 1).map_err(|e| e.to_string())
-    }
-
-    /// Helm's `tpl`: `text` parsed beside the templates of the set (as `gotpl`) and executed with `dot`.
-    pub(crate) fn tpl(&mut self, text: &str, dot: &Value) -> Result<String, String> {
-        if self.depth >= MAX_DEPTH {
-            return Err("rendering template has a nested reference name: gotpl: unable to execute template".into());
-        }
-        let mut set = self.templates.clone();
-        set.parse("gotpl", text).map_err(|e| format!("cannot parse template {text:?}: {e}"))?;
-        set.execute_at_depth("gotpl", dot, self.depth + 1)
-            .map_err(|e| format!("error during tpl function execution for {text:?}: {e}"))
     }
 
     fn push_var(&mut self, name: &str, v: Value) {
@@ -506,6 +504,27 @@ impl<'a> State<'a> {
             return Ok(v);
         }
         Err(Fail(format!("wrong type for value; expected {}; got {}", ty.go_name(), v.type_name())))
+    }
+}
+
+impl Call for State<'_> {
+    /// Helm's `include`: the template `name` executed with `dot`, its text.
+    fn include(&mut self, name: &str, dot: &Value) -> Result<String, String> {
+        if self.depth >= MAX_DEPTH {
+            return Err(format!("rendering template has a nested reference name: {name}: unable to execute template"));
+        }
+        self.templates.execute_at_depth(name, dot, self.depth + 1).map_err(|e| e.to_string())
+    }
+
+    /// Helm's `tpl`: `text` parsed beside the templates of the set (as `gotpl`) and executed with `dot`.
+    fn tpl(&mut self, text: &str, dot: &Value) -> Result<String, String> {
+        if self.depth >= MAX_DEPTH {
+            return Err("rendering template has a nested reference name: gotpl: unable to execute template".into());
+        }
+        let mut set = self.templates.clone();
+        set.parse("gotpl", text).map_err(|e| format!("cannot parse template {text:?}: {e}"))?;
+        set.execute_at_depth("gotpl", dot, self.depth + 1)
+            .map_err(|e| format!("error during tpl function execution for {text:?}: {e}"))
     }
 }
 

@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use super::exec::State;
 use super::printf;
 use super::value::{Method, Value};
 
@@ -57,8 +56,17 @@ impl Ty {
     }
 }
 
+/// What a function may ask of the execution calling it: to run templates of its set (Helm's `include`
+/// and `tpl`).
+pub trait Call {
+    /// The template `name` executed with `dot`, its text.
+    fn include(&mut self, name: &str, dot: &Value) -> Result<String, String>;
+    /// `text` parsed beside the set's templates and executed with `dot`.
+    fn tpl(&mut self, text: &str, dot: &Value) -> Result<String, String>;
+}
+
 /// The body of a function: the execution (for functions that run templates) and the arguments.
-pub type Body = Rc<dyn Fn(&mut State, &[Value]) -> Result<Value, String>>;
+pub type Body = Rc<dyn Fn(&mut dyn Call, &[Value]) -> Result<Value, String>>;
 
 /// A template function.
 #[derive(Clone)]
@@ -81,7 +89,7 @@ impl Function {
     }
 
     /// A function that runs templates (Helm's `include`, `tpl`).
-    pub fn with_state(params: &[Ty], f: impl Fn(&mut State, &[Value]) -> Result<Value, String> + 'static) -> Self {
+    pub fn with_state(params: &[Ty], f: impl Fn(&mut dyn Call, &[Value]) -> Result<Value, String> + 'static) -> Self {
         Function { params: params.to_vec(), variadic: None, call: Rc::new(f) }
     }
 

@@ -1,5 +1,7 @@
 //! Templates executed end to end, against what Go's `text/template` prints for them.
 
+use std::rc::Rc;
+
 use super::*;
 
 fn data() -> Value {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::convert::strval;
+use super::convert::{strval, to_i64};
 use crate::gotemplate::{Funcs, Function, Ty, Value};
 
 fn list_of(v: &Value, func: &str) -> Result<Vec<Value>, String> {
@@ -149,7 +149,7 @@ pub(super) fn register(f: &mut Funcs) {
     add(
         "chunk",
         Function::new(&[Int, Any], |a| {
-            let size = super::to_i64(&a[0]).max(1) as usize;
+            let size = to_i64(&a[0]).max(1) as usize;
             let l = list_of(&a[1], "chunk")?;
             Ok(Value::from(l.chunks(size).map(|c| Value::from(c.to_vec())).collect::<Vec<_>>()))
         }),
