@@ -55,8 +55,12 @@ impl Chart {
 
     /// Loads the chart in `dir`.
     pub fn load_dir(dir: &Path) -> Result<Chart, ChartError> {
+        let ignore_file = dir.join(".helmignore");
+        let text = std::fs::read_to_string(&ignore_file).unwrap_or_default();
+        let rules = crate::ignore::Rules::parse(&text)
+            .map_err(|e| ChartError::Invalid { path: ignore_file.display().to_string(), message: e })?;
         let mut all = Vec::new();
-        walk(dir, dir, &mut all)?;
+        walk(dir, dir, &rules, &mut all)?;
         all.sort_by(|a, b| a.name.cmp(&b.name));
         Chart::from_files(&dir.display().to_string(), all)
     }
@@ -180,17 +184,22 @@ pub fn go_yaml_error(message: &str) -> String {
     format!("yaml: line {line}: {problem}")
 }
 
-fn walk(root: &Path, dir: &Path, out: &mut Vec<File>) -> Result<(), ChartError> {
+/// The files under `dir` that `.helmignore`'s rules keep (an ignored directory's contents all go).
+fn walk(root: &Path, dir: &Path, rules: &crate::ignore::Rules, out: &mut Vec<File>) -> Result<(), ChartError> {
     let read = |p: &Path, e: std::io::Error| ChartError::Read { path: p.display().to_string(), source: e };
     for entry in std::fs::read_dir(dir).map_err(|e| read(dir, e))? {
         let entry = entry.map_err(|e| read(dir, e))?;
         let path = entry.path();
-        if path.is_dir() {
-            walk(root, &path, out)?;
+        let rel = path.strip_prefix(root).unwrap_or(&path);
+        let name = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+        let is_dir = path.is_dir();
+        if rules.ignores(&name, is_dir) {
+            continue;
+        }
+        if is_dir {
+            walk(root, &path, rules, out)?;
         } else {
             let data = std::fs::read(&path).map_err(|e| read(&path, e))?;
-            let rel = path.strip_prefix(root).unwrap_or(&path);
-            let name = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
             out.push(File { name, data });
         }
     }

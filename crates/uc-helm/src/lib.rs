@@ -5,6 +5,7 @@
 
 pub mod chart;
 pub mod gotemplate;
+pub mod ignore;
 pub mod json;
 pub mod manifests;
 pub mod objects;

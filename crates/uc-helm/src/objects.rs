@@ -67,6 +67,13 @@ impl Object for Files {
         }
     }
 
+    fn entries(&self) -> Option<Vec<(Value, Value)>> {
+        let mut files: Vec<&File> = self.0.iter().collect();
+        files.sort_by(|a, b| a.name.cmp(&b.name));
+        let bytes = |d: &[u8]| Value::from(d.iter().map(|b| Value::Int(i64::from(*b))).collect::<Vec<_>>());
+        Some(files.into_iter().map(|f| (Value::from(f.name.as_str()), bytes(&f.data))).collect())
+    }
+
     fn print(&self) -> String {
         let parts: Vec<String> = self
             .0
@@ -139,6 +146,10 @@ impl Object for VersionSet {
 
     fn print(&self) -> String {
         format!("[{}]", self.0.join(" "))
+    }
+
+    fn entries(&self) -> Option<Vec<(Value, Value)>> {
+        Some(self.0.iter().enumerate().map(|(i, v)| (Value::Int(i as i64), Value::from(v.as_str()))).collect())
     }
 }
 

@@ -167,6 +167,7 @@ impl<'a> State<'a> {
                 (0..*n).map(|i| (Value::Int(i), Value::Int(i))).collect()
             }
             Value::Invalid | Value::Nil => Vec::new(),
+            Value::Object(o) if o.entries().is_some() => o.entries().unwrap_or_default(),
             other => {
                 let at = b.pipe.to_string();
                 return Err(self.error(b.pos, &at, format!("range can't iterate over {}", other.print())));

@@ -143,6 +143,7 @@ fn length(v: &Value) -> Result<Value, String> {
         Value::Str(s) => s.len(),
         Value::List(l) => l.len(),
         Value::Map(m) => m.borrow().len(),
+        Value::Object(o) if o.entries().is_some() => o.entries().map(|e| e.len()).unwrap_or(0),
         Value::Nil | Value::Invalid => return Err("len of nil pointer".into()),
         other => return Err(format!("len of type {}", other.type_name())),
     };

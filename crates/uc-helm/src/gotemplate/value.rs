@@ -25,6 +25,11 @@ pub trait Object {
     fn member(&self, name: &str) -> Option<Member>;
     /// How `fmt.Print` shows it (its `String()` method, or its fields).
     fn print(&self) -> String;
+
+    /// What `range` and `len` see when the Go type is a map or a slice (keys or indexes, and values).
+    fn entries(&self) -> Option<Vec<(Value, Value)>> {
+        None
+    }
 }
 
 /// What a name on an [`Object`] is.

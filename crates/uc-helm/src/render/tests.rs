@@ -122,3 +122,10 @@ fn what_a_resource_may_ask_of_a_render_is_bounded() {
         assert!(err.contains(words), "{t}: {err}");
     }
 }
+
+#[test]
+fn helmignore_keeps_out_what_helm_keeps_out() {
+    let chart = Chart::load_dir(&testdata("helmignore/c")).unwrap();
+    let got = crate::template(&chart, &Value::Nil, &options("r"), false).unwrap();
+    assert_same(&got, &std::fs::read_to_string(testdata("helmignore/expected")).unwrap());
+}
