@@ -50,12 +50,7 @@ fn last_deployed(history: &[Release], namespace: &str) -> Vec<Json> {
     if let Some(r) = deployed {
         let hook_docs = r.hooks.iter().filter_map(|h| h.get("manifest").and_then(Json::as_str).map(str::to_string));
         for doc in crate::manifests::split(&r.manifest).into_iter().chain(hook_docs) {
-            if let Ok(mut obj) = serde_yaml::from_str::<Json>(&doc) {
-                if let Some(meta) = obj.get_mut("metadata").and_then(Json::as_object_mut)
-                    && !meta.contains_key("namespace")
-                {
-                    meta.insert("namespace".into(), namespace.into());
-                }
+            if let Ok(obj) = object_in(&doc, namespace) {
                 out.push(obj);
             }
         }
@@ -137,18 +132,23 @@ fn hook_record(h: &crate::manifests::Manifest) -> Json {
     })
 }
 
+/// A manifest's document as an object, in the release's namespace unless it names one.
+fn object_in(doc: &str, namespace: &str) -> Result<Json, String> {
+    let mut obj: Json = serde_yaml::from_str(doc).map_err(|e| e.to_string())?;
+    if let Some(meta) = obj.get_mut("metadata").and_then(Json::as_object_mut)
+        && !meta.contains_key("namespace")
+    {
+        meta.insert("namespace".into(), namespace.into());
+    }
+    Ok(obj)
+}
+
 /// The resource's objects from the release's manifests and kept hooks, namespaced in the release's
 /// namespace.
 fn objects_of(rendering: &crate::Rendering, namespace: &str) -> Result<Vec<Json>, String> {
     let mut out = Vec::new();
     for m in rendering.objects.iter().chain(kept_hooks(rendering)) {
-        let mut obj: Json = serde_yaml::from_str(&m.content).map_err(|e| format!("{}: {e}", m.source))?;
-        if let Some(meta) = obj.get_mut("metadata").and_then(Json::as_object_mut)
-            && !meta.contains_key("namespace")
-        {
-            meta.insert("namespace".into(), namespace.into());
-        }
-        out.push(obj);
+        out.push(object_in(&m.content, namespace).map_err(|e| format!("{}: {e}", m.source))?);
     }
     Ok(out)
 }

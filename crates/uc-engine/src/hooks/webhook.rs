@@ -293,6 +293,9 @@ mod tests {
         /// HTTP/1.0 without a length, then the TCP connection closed without `close_notify` (Python's
         /// `http.server` behind `ssl.wrap_socket`).
         Close,
+        /// A `Content-Length` longer than the body sent, then the TCP connection closed without
+        /// `close_notify`: a truncated answer.
+        Short,
     }
 
     /// A one-route HTTPS server: answers `{"children": []}` to requests bearing `token`, 401 otherwise;
@@ -339,11 +342,15 @@ mod tests {
                             body.len()
                         ),
                         Ending::Close => format!("HTTP/1.0 {status}\r\ncontent-type: application/json\r\n\r\n{body}"),
+                        Ending::Short => format!(
+                            "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                            body.len() + 100
+                        ),
                     };
                     let _ = tls.write_all(resp.as_bytes()).await;
                     match ending {
                         Ending::Length => drop(tls.shutdown().await),
-                        Ending::Close => {
+                        Ending::Close | Ending::Short => {
                             let _ = tls.flush().await;
                             drop(tls.into_inner().0);
                         }
@@ -382,6 +389,10 @@ mod tests {
         assert_eq!(ok, json!({"children": []}));
         let denied = hook(&url, Some(&ca), Some("wrong"), "5s").call(&json!({})).await;
         assert!(matches!(denied, Err(HookError::Status { status: 401, .. })), "{denied:?}");
+        // A close before the length it announced is still a truncated answer.
+        let (url, ca) = tls_server_ending("s3cret", Duration::ZERO, Ending::Short).await;
+        let cut = hook(&url, Some(&ca), Some("s3cret"), "5s").call(&json!({})).await;
+        assert!(matches!(cut, Err(HookError::Unreachable(_))), "{cut:?}");
     }
 
     #[tokio::test]

@@ -349,18 +349,23 @@ impl Lexer<'_> {
         Ok(())
     }
 
-    fn quoted(&mut self) -> Result<(), LexError> {
-        let start = self.pos;
-        let mut i = self.pos + 1;
+    /// Where the literal opened here by `quote` closes (backslash escapes skipped, no newline inside).
+    fn closing(&self, quote: u8, unterminated: &str) -> Result<usize, LexError> {
         let bytes = self.src.as_bytes();
+        let mut i = self.pos + 1;
         loop {
             match bytes.get(i) {
-                None | Some(b'\n') => return self.error("unterminated quoted string"),
+                None | Some(b'\n') => return self.error(unterminated),
                 Some(b'\\') => i += 2,
-                Some(b'"') => break,
+                Some(b) if *b == quote => return Ok(i),
                 Some(_) => i += 1,
             }
         }
+    }
+
+    fn quoted(&mut self) -> Result<(), LexError> {
+        let start = self.pos;
+        let i = self.closing(b'"', "unterminated quoted string")?;
         let raw = &self.src[start..=i];
         self.pos = i + 1;
         let text = unquote(raw).map_err(|m| LexError { pos: start, message: m })?;
@@ -379,16 +384,7 @@ impl Lexer<'_> {
 
     fn char_constant(&mut self) -> Result<(), LexError> {
         let start = self.pos;
-        let bytes = self.src.as_bytes();
-        let mut i = self.pos + 1;
-        loop {
-            match bytes.get(i) {
-                None | Some(b'\n') => return self.error("unterminated character constant"),
-                Some(b'\\') => i += 2,
-                Some(b'\'') => break,
-                Some(_) => i += 1,
-            }
-        }
+        let i = self.closing(b'\'', "unterminated character constant")?;
         let raw = &self.src[start + 1..i];
         self.pos = i + 1;
         let text =
