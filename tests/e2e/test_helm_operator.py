@@ -53,6 +53,7 @@ def test_the_sdks_memcached_helm_sample_installs_upgrades_heals_and_uninstalls(m
                   timeout=60, message="the release deployed")
     assert condition(cr, "Deployed")["reason"] == "InstallSuccessful"
     assert condition(cr, "Initialized")["status"] == "True"
+    assert cr["metadata"]["finalizers"] == ["helm.sdk.operatorframework.io/uninstall-release"], "the SDK's finalizer"
     assert cr["status"]["deployedRelease"]["name"] == "memcached-sample"
     assert "# Source: memcached/templates/statefulset.yaml" in cr["status"]["deployedRelease"]["manifest"]
     sts = wait_for(lambda: get(c, "statefulset", "memcached-sample"), timeout=30, message="the StatefulSet")

@@ -150,7 +150,10 @@ mod tests {
         assert_eq!((stats.ok, stats.changed, stats.failures, stats.skipped), (4, 1, 1, 0));
         assert_eq!(stats.completion, "2026-11-28T20:40:12.12345+00:00");
         assert_eq!(o.failed.len(), 2, "ignored and rescued failures do not count");
-        assert_eq!(o.failed[0], FailedTask { task: "start memcached".into(), message: "Failed to create object".into() });
+        assert_eq!(
+            o.failed[0],
+            FailedTask { task: "start memcached".into(), message: "Failed to create object".into() }
+        );
         assert_eq!(o.failure_message(), "Failed to create object\nunknown playbook failure");
         assert_eq!(o.requeue_after.as_deref(), Some("30s"));
         assert!(!o.successful());

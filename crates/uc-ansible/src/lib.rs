@@ -5,8 +5,10 @@
 //! `ansible-runner` and the API proxy are in the `uc` binary.
 
 pub mod events;
+pub mod metrics;
 pub mod owner;
 pub mod params;
+pub mod request;
 pub mod status;
 pub mod watches;
 

@@ -75,7 +75,8 @@ impl Owner {
         };
         let Some(meta) = meta.as_object_mut() else { return };
         if self.namespace.is_empty() || self.namespace == namespace {
-            let reference = json!({"apiVersion": self.api_version, "kind": self.kind, "name": self.name, "uid": self.uid});
+            let reference =
+                json!({"apiVersion": self.api_version, "kind": self.kind, "name": self.name, "uid": self.uid});
             let refs = meta.entry("ownerReferences").or_insert_with(|| json!([]));
             if let Some(refs) = refs.as_array_mut()
                 && !refs.iter().any(|r| r.get("uid").and_then(Value::as_str) == Some(&self.uid))
@@ -121,14 +122,20 @@ mod tests {
         let o = owner("ns");
         let user = o.encode();
         let raw: Value = serde_json::from_slice(&URL_SAFE.decode(&user).unwrap()).unwrap();
-        assert_eq!(raw, json!({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "m", "uid": "u-1", "Namespace": "ns"}));
+        assert_eq!(
+            raw,
+            json!({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "m", "uid": "u-1", "Namespace": "ns"})
+        );
         assert_eq!(Owner::decode(&user), Some(o.clone()));
         assert_eq!(Owner::decode("not base64!"), None);
         let cfg = kubeconfig("http://127.0.0.1:9", &o, "secret");
         let parsed: Value = serde_yaml::from_str(&cfg).unwrap();
         assert_eq!(parsed["users"][0]["user"], json!({"username": user, "password": "secret"}));
         assert_eq!(parsed["contexts"][0]["context"]["namespace"], "ns");
-        assert_eq!(Owner::of(&json!({"apiVersion": "a/v1", "kind": "K", "metadata": {"name": "n", "uid": "x"}})).namespace, "");
+        assert_eq!(
+            Owner::of(&json!({"apiVersion": "a/v1", "kind": "K", "metadata": {"name": "n", "uid": "x"}})).namespace,
+            ""
+        );
     }
 
     #[test]
@@ -136,7 +143,10 @@ mod tests {
         let o = owner("ns");
         let mut same = json!({"kind": "Deployment", "metadata": {"name": "d", "ownerReferences": [{"uid": "other"}]}});
         o.inject(&mut same, "ns");
-        assert_eq!(same["metadata"]["ownerReferences"][1], json!({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "m", "uid": "u-1"}));
+        assert_eq!(
+            same["metadata"]["ownerReferences"][1],
+            json!({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached", "name": "m", "uid": "u-1"})
+        );
         assert!(o.owns(&same));
         o.inject(&mut same, "ns");
         assert_eq!(same["metadata"]["ownerReferences"].as_array().unwrap().len(), 2, "injected once");
@@ -150,7 +160,10 @@ mod tests {
         }
         let mut cluster_owned = json!({"metadata": {}});
         owner("").inject(&mut cluster_owned, "any");
-        assert_eq!(cluster_owned["metadata"]["ownerReferences"][0]["uid"], "u-1", "a cluster-scoped owner owns anything");
+        assert_eq!(
+            cluster_owned["metadata"]["ownerReferences"][0]["uid"], "u-1",
+            "a cluster-scoped owner owns anything"
+        );
         assert!(!o.owns(&json!({"metadata": {"annotations": {PRIMARY_RESOURCE: "ns/m"}}})));
     }
 }

@@ -58,7 +58,8 @@ pub fn to_snake(s: &str) -> String {
     for (i, v) in s.char_indices() {
         i_real += 1;
         let changed = bytes.get(i + 1).is_some_and(|&next| {
-            (v.is_ascii_uppercase() && next.is_ascii_lowercase()) || (v.is_ascii_lowercase() && next.is_ascii_uppercase())
+            (v.is_ascii_uppercase() && next.is_ascii_lowercase())
+                || (v.is_ascii_lowercase() && next.is_ascii_uppercase())
         });
         if i_real > 0 && !n.ends_with('_') && changed {
             if v.is_ascii_uppercase() {
@@ -121,9 +122,13 @@ pub fn parameters(watch: &Watch, object: &Value, finalizing: bool) -> Map<String
         }
     }
     let meta = |k: &str| object.pointer(&format!("/metadata/{k}")).and_then(Value::as_str).unwrap_or_default();
-    out.insert("ansible_operator_meta".into(), serde_json::json!({"namespace": meta("namespace"), "name": meta("name")}));
+    out.insert(
+        "ansible_operator_meta".into(),
+        serde_json::json!({"namespace": meta("namespace"), "name": meta("name")}),
+    );
     let key = object_key(&watch.group, &watch.kind);
-    let (whole, spec) = if watch.mark_unsafe { (mark_unsafe(object), mark_unsafe(&spec)) } else { (object.clone(), spec) };
+    let (whole, spec) =
+        if watch.mark_unsafe { (mark_unsafe(object), mark_unsafe(&spec)) } else { (object.clone(), spec) };
     out.insert(format!("{key}_spec"), spec);
     out.insert(key, whole);
     let extend = |out: &mut Map<String, Value>, vars: &BTreeMap<String, Value>| {
@@ -176,7 +181,9 @@ mod tests {
     fn watch(extra: &str) -> Watch {
         let all = |_: &Path| true;
         let paths = Paths { dir: Path::new("/op"), roles_path: vec![], home: None, exists: &all };
-        let text = format!("- {{group: cache.example.com, version: v1alpha1, kind: Memcached, role: m, vars: {{state: present}}{extra}}}");
+        let text = format!(
+            "- {{group: cache.example.com, version: v1alpha1, kind: Memcached, role: m, vars: {{state: present}}{extra}}}"
+        );
         parse(&text, &paths).unwrap().remove(0)
     }
 
@@ -184,20 +191,20 @@ mod tests {
     fn the_sdks_extra_vars() {
         let cr = json!({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
             "metadata": {"name": "m", "namespace": "ns"}, "spec": {"size": 3, "podTemplate": {"nodeName": "x"}}});
-        let p = parameters(&watch(""), &cr, false);
+        let p = parameters(&watch(", markUnsafe: false"), &cr, false);
         assert_eq!(p["size"], 3);
         assert_eq!(p["pod_template"], json!({"node_name": "x"}));
         assert_eq!(p["ansible_operator_meta"], json!({"namespace": "ns", "name": "m"}));
         assert_eq!(p["_cache_example_com_memcached"], cr);
         assert_eq!(p["_cache_example_com_memcached_spec"], cr["spec"]);
         assert_eq!(p["state"], "present");
-        let kept = parameters(&watch(", snakeCaseParameters: false, markUnsafe: true"), &cr, false);
+        let kept = parameters(&watch(", snakeCaseParameters: false"), &cr, false);
         assert_eq!(kept["podTemplate"], json!({"nodeName": {"__ansible_unsafe": "x"}}));
         assert_eq!(kept["_cache_example_com_memcached"]["metadata"]["name"], json!({"__ansible_unsafe": "m"}));
-        let fin = watch(", finalizer: {name: f, vars: {state: absent}}");
+        let fin = watch(", markUnsafe: false, finalizer: {name: f, vars: {state: absent}}");
         assert_eq!(parameters(&fin, &cr, true)["state"], "absent");
         assert_eq!(parameters(&fin, &cr, false)["state"], "present");
-        let no_spec = parameters(&watch(""), &json!({"metadata": {"name": "m"}}), false);
+        let no_spec = parameters(&watch(", markUnsafe: false"), &json!({"metadata": {"name": "m"}}), false);
         assert_eq!(no_spec["_cache_example_com_memcached_spec"], json!({}));
     }
 }

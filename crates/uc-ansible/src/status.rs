@@ -157,7 +157,10 @@ mod tests {
         let s0 = json!({"test": "hello world"});
         let s1 = running(Some(&s0), "T1");
         assert_eq!(s1["test"], "hello world", "a playbook's own status fields stay");
-        assert_eq!(cond(&s1, RUNNING), &json!({"type": "Running", "status": "True", "lastTransitionTime": "T1", "reason": "Running", "message": "Running reconciliation"}));
+        assert_eq!(
+            cond(&s1, RUNNING),
+            &json!({"type": "Running", "status": "True", "lastTransitionTime": "T1", "reason": "Running", "message": "Running reconciliation"})
+        );
         let ok = Outcome { stats: Some(Stats { ok: 3, changed: 1, ..Default::default() }), ..Default::default() };
         let s2 = done(Some(&s1), &ok, "T2");
         let r = cond(&s2, RUNNING);
@@ -167,7 +170,10 @@ mod tests {
         assert_eq!(cond(&s2, FAILURE)["status"], "False");
         // The next run: Successful turns False while running, Running's reason goes back to Running.
         let s3 = running(Some(&s2), "T3");
-        assert_eq!((cond(&s3, SUCCESSFUL)["status"].as_str(), cond(&s3, RUNNING)["reason"].as_str()), (Some("False"), Some("Running")));
+        assert_eq!(
+            (cond(&s3, SUCCESSFUL)["status"].as_str(), cond(&s3, RUNNING)["reason"].as_str()),
+            (Some("False"), Some("Running"))
+        );
         let failed = Outcome {
             stats: Some(Stats { failures: 1, ..Default::default() }),
             failed: vec![FailedTask { task: "t".into(), message: "boom".into() }],
@@ -175,7 +181,10 @@ mod tests {
         };
         let s4 = done(Some(&s3), &failed, "T4");
         let f = cond(&s4, FAILURE);
-        assert_eq!((f["status"].as_str(), f["reason"].as_str(), f["message"].as_str()), (Some("True"), Some("Failed"), Some("boom")));
+        assert_eq!(
+            (f["status"].as_str(), f["reason"].as_str(), f["message"].as_str()),
+            (Some("True"), Some("Failed"), Some("boom"))
+        );
         assert_eq!((f["ansibleResult"]["failures"].as_i64(), f["lastTransitionTime"].as_str()), (Some(1), Some("T4")));
         assert_eq!(cond(&s4, RUNNING)["status"], "False");
         assert_eq!(cond(&s4, SUCCESSFUL)["status"], "False");
@@ -192,6 +201,10 @@ mod tests {
         assert_eq!(cond(&e, FAILURE)["message"], "Unable to run reconciliation");
         assert_eq!(cond(&e, RUNNING)["status"], "False");
         let odd = running(Some(&json!({"conditions": [{"type": "Running"}, "junk"]})), "T9");
-        assert_eq!(odd["conditions"].as_array().unwrap().len(), 1, "a condition that is not an object goes, as in the SDK");
+        assert_eq!(
+            odd["conditions"].as_array().unwrap().len(),
+            1,
+            "a condition that is not an object goes, as in the SDK"
+        );
     }
 }

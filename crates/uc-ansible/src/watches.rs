@@ -230,7 +230,9 @@ pub fn parse(text: &str, paths: &Paths) -> Result<Vec<Watch>, String> {
             blacklist: e.blacklist,
             selector: e.selector,
             snake_case_parameters: e.snake_case_parameters.unwrap_or(true),
-            mark_unsafe: e.mark_unsafe.unwrap_or(false),
+            // Unlike the SDK (false): a resource's author must not run templates (`lookup('pipe', …)`)
+            // as the operator; a project that wants them says `markUnsafe: false`.
+            mark_unsafe: e.mark_unsafe.unwrap_or(true),
             watch_annotations_changes: e.watch_annotations_changes.unwrap_or(false),
             max_concurrent_reconciles: e.max_concurrent_reconciles,
             ansible_verbosity: e.ansible_verbosity.unwrap_or(2),
@@ -258,10 +260,13 @@ mod tests {
         let w = parse(MOLECULE, &paths(&all)).unwrap();
         assert_eq!(w[0].run, Runnable::Playbook("/op/playbooks/memcached.yml".into()));
         let f = w[0].finalizer.as_ref().unwrap();
-        assert_eq!((f.name.as_str(), &f.run), ("cache.example.com/finalizer", &Some(Runnable::Role("/op/roles/memfin".into()))));
+        assert_eq!(
+            (f.name.as_str(), &f.run),
+            ("cache.example.com/finalizer", &Some(Runnable::Role("/op/roles/memfin".into())))
+        );
         assert!(w[0].blacklisted("v1", "ConfigMap") && !w[0].blacklisted("apps/v1", "Deployment"));
         assert!(w[0].manage_status && w[0].watch_dependent_resources && w[0].snake_case_parameters);
-        assert!(!w[0].watch_cluster_scoped_resources && !w[0].mark_unsafe);
+        assert!(!w[0].watch_cluster_scoped_resources && w[0].mark_unsafe, "strings from resources are never templates");
         assert_eq!((w[0].reconcile_period, w[0].max_runner_artifacts, w[0].ansible_verbosity), (0.0, 20, 2));
         assert_eq!((w[1].api_version(), w[1].manage_status), ("v1".to_string(), false));
     }

@@ -62,6 +62,11 @@ pub struct UniversalControllerSpec {
     /// The namespace of `serviceAccountName` (default `default`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account_namespace: Option<String>,
+    /// The finalizer kept on parents while a finalize hook exists (default
+    /// `universalcontroller.njuics.cn/<name>`): an operator taking over resources another one
+    /// finalized (an Operator SDK project's `cache.example.com/finalizer`) names that one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finalizer_name: Option<String>,
 }
 
 /// The parent resource rule.

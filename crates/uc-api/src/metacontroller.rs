@@ -127,6 +127,7 @@ impl DecoratorControllerSpec {
                 // Metacontroller's kinds name it by annotation (`uc.njuics.cn/service-account`).
                 service_account_name: None,
                 service_account_namespace: None,
+                finalizer_name: None,
             })
             .collect()
     }

@@ -61,6 +61,8 @@ pub struct EngineOptions {
     pub exec_hooks: crate::hooks::sandbox::ExecPolicy,
     /// The account controllers that name none act as (multi-tenant mode).
     pub default_service_account: Option<crate::acting::ServiceAccount>,
+    /// More metrics served at `/metrics` (an operator's own: an Ansible playbook's `osdk_metric`s).
+    pub collectors: Vec<Arc<dyn prometheus_client::collector::Collector>>,
 }
 
 impl Default for EngineOptions {
@@ -78,6 +80,7 @@ impl Default for EngineOptions {
             namespaces: None,
             exec_hooks: Default::default(),
             default_service_account: None,
+            collectors: Vec::new(),
         }
     }
 }
@@ -202,6 +205,9 @@ impl Engine {
         let mut metrics = Metrics::new();
         if let Some(guard) = &options.guard {
             guard.register(metrics.registry_mut());
+        }
+        for c in &options.collectors {
+            metrics.registry_mut().register_collector(Box::new(metrics::Shared(c.clone())));
         }
         let metrics = Arc::new(metrics);
         let metrics_addr = match options.metrics_addr {

@@ -242,6 +242,16 @@ impl Metrics {
     }
 }
 
+/// A collector shared with its owner (who changes what it reports).
+#[derive(Debug)]
+pub(crate) struct Shared(pub Arc<dyn prometheus_client::collector::Collector>);
+
+impl prometheus_client::collector::Collector for Shared {
+    fn encode(&self, encoder: prometheus_client::encoding::DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        self.0.encode(encoder)
+    }
+}
+
 /// How long a stopping engine waits for the reconciles under way to finish their writes.
 pub const DRAIN_AT_MOST: Duration = Duration::from_secs(10);
 

@@ -19,6 +19,9 @@ use uc_helm::{Chart, operator, release};
 /// The label on the UniversalControllers made from a watches file.
 const LABEL: &str = "uc.njuics.cn/operator";
 
+/// The SDK's finalizer on the custom resources of a Helm operator.
+const FINALIZER: &str = "helm.sdk.operatorframework.io/uninstall-release";
+
 /// Loads a chart from a directory or a packaged `.tgz`.
 fn load_chart(path: &Path) -> anyhow::Result<Chart> {
     if path.extension().is_some_and(|e| e == "tgz") {
@@ -89,11 +92,11 @@ pub async fn setup(
     client: &kube::Client,
     installer: &kube::Client,
     watches_file: &Path,
+    text: &str,
     natives: &mut NativeRegistry,
 ) -> anyhow::Result<Vec<Value>> {
-    let text = std::fs::read_to_string(watches_file).with_context(|| format!("reading {}", watches_file.display()))?;
     let dir = watches_file.parent().unwrap_or(Path::new("."));
-    let watches = uc_helm::watches::parse(&text, dir, &|k| std::env::var(k).ok()).map_err(anyhow::Error::msg)?;
+    let watches = uc_helm::watches::parse(text, dir, &|k| std::env::var(k).ok()).map_err(anyhow::Error::msg)?;
     // The project's own CRDs (`config/crd/bases/`, as `operator-sdk init` lays it out), installed as
     // `make install` would, for the kinds the file watches.
     for w in &watches {
@@ -101,7 +104,8 @@ pub async fn setup(
             uc_engine::manager::install_crd(installer, crd).await?;
         }
     }
-    let discovery = served(client, &watches).await?;
+    let gvks: Vec<_> = watches.iter().map(|w| (w.group.clone(), w.version.clone(), w.kind.clone())).collect();
+    let discovery = served(client, &gvks).await?;
     let caps = capabilities(client, &discovery).await;
     let mut controllers = Vec::new();
     for w in watches {
@@ -145,7 +149,8 @@ pub async fn setup(
                 "generateSelector": true,
                 "parentResource": parent_rule,
                 "childResources": children,
-                "hooks": {"sync": {"native": {"name": hook_name}}, "finalize": {"native": {"name": hook_name}}}
+                "hooks": {"sync": {"native": {"name": hook_name}}, "finalize": {"native": {"name": hook_name}}},
+                "finalizerName": FINALIZER
             }
         }));
     }
@@ -176,7 +181,7 @@ fn literal_kinds(chart: &Chart) -> BTreeSet<(String, String)> {
 }
 
 /// The CustomResourceDefinitions of `group`/`kind` in the project's `config/crd/bases/`.
-fn project_crds(dir: &Path, group: &str, kind: &str) -> Vec<Value> {
+pub(crate) fn project_crds(dir: &Path, group: &str, kind: &str) -> Vec<Value> {
     let Ok(entries) = std::fs::read_dir(dir.join("config/crd/bases")) else { return Vec::new() };
     let mut files: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
     files.sort();
@@ -192,20 +197,16 @@ fn project_crds(dir: &Path, group: &str, kind: &str) -> Vec<Value> {
 
 /// Discovery once every watched kind is served (a CRD just installed takes a moment), or the first
 /// kind that is not, after 20 s.
-async fn served(client: &kube::Client, watches: &[Watch]) -> anyhow::Result<Discovery> {
+pub(crate) async fn served(client: &kube::Client, gvks: &[(String, String, String)]) -> anyhow::Result<Discovery> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
         let discovery = Discovery::new(client.clone()).run().await.context("discovering the cluster's API")?;
-        let missing = watches.iter().find(|w| {
-            discovery.resolve_gvk(&kube::api::GroupVersionKind::gvk(&w.group, &w.version, &w.kind)).is_none()
-        });
+        let missing =
+            gvks.iter().find(|(g, v, k)| discovery.resolve_gvk(&kube::api::GroupVersionKind::gvk(g, v, k)).is_none());
         match missing {
             None => return Ok(discovery),
-            Some(w) if std::time::Instant::now() > deadline => anyhow::bail!(
-                "{}/{} {} is not served: install its CustomResourceDefinition (config/crd/bases/ of the project is installed when it has it)",
-                w.group,
-                w.version,
-                w.kind
+            Some((g, v, k)) if std::time::Instant::now() > deadline => anyhow::bail!(
+                "{g}/{v} {k} is not served: install its CustomResourceDefinition (config/crd/bases/ of the project is installed when it has it)"
             ),
             Some(_) => tokio::time::sleep(std::time::Duration::from_millis(250)).await,
         }

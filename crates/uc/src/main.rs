@@ -1,6 +1,7 @@
 //! The `uc` binary: the declarative universal Kubernetes operator.
 
 mod allocator;
+mod ansible_operator;
 // Much of these two is for `uc up` (the built-in controllers it keeps, the catalog it serves).
 #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 mod builtins;
@@ -17,6 +18,7 @@ mod package;
 #[cfg(feature = "cluster")]
 mod pod_network;
 mod rbac;
+mod sdk_operators;
 mod signal;
 #[cfg(feature = "cluster")]
 mod up;
@@ -653,7 +655,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         uc_operators::multicluster::register(&mut options.natives, client.clone(), listen);
     }
     let helm_controllers = match &args.watches_file {
-        Some(file) => helm_operator::setup(&client, &setup, file, &mut options.natives).await?,
+        Some(file) => sdk_operators::setup(&client, &setup, file, &mut options).await?,
         None => Vec::new(),
     };
     let engine = uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;

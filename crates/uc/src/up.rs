@@ -278,7 +278,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
             uc_operators::multicluster::register(&mut options.natives, client.clone(), listen);
         }
         let helm_controllers = match &args.watches_file {
-            Some(file) => crate::helm_operator::setup(&client, &setup, file, &mut options.natives).await?,
+            Some(file) => crate::sdk_operators::setup(&client, &setup, file, &mut options).await?,
             None => Vec::new(),
         };
         let engine =

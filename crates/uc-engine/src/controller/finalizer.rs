@@ -7,6 +7,16 @@ use uc_api::meta::{finalizers, meta_str};
 
 use super::errors::SyncError;
 use super::shared::Shared;
+use crate::flavor::Flavor;
+
+/// The finalizer a controller keeps on parents: the spec's `finalizerName` (UniversalControllers
+/// only: Metacontroller's kinds have theirs), else its flavor's name for the controller.
+pub(super) fn finalizer_name(spec: &uc_api::controller::UniversalControllerSpec, flavor: Flavor, name: &str) -> String {
+    match &spec.finalizer_name {
+        Some(f) if flavor == Flavor::Universal && !f.is_empty() => f.clone(),
+        _ => flavor.finalizer(name),
+    }
+}
 
 /// What a reconcile does about the finalizer before anything else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +61,16 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_named_finalizer_for_universal_controllers_only() {
+        let mut spec: uc_api::controller::UniversalControllerSpec =
+            serde_json::from_value(json!({"parentResource": {"apiVersion": "v1", "resource": "configmaps"}})).unwrap();
+        assert_eq!(finalizer_name(&spec, Flavor::Universal, "c"), "universalcontroller.njuics.cn/c");
+        spec.finalizer_name = Some("cache.example.com/finalizer".into());
+        assert_eq!(finalizer_name(&spec, Flavor::Universal, "c"), "cache.example.com/finalizer");
+        assert_eq!(finalizer_name(&spec, Flavor::Composite, "c"), Flavor::Composite.finalizer("c"));
+    }
 
     #[test]
     fn finalizer_steps() {

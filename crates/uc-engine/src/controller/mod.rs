@@ -313,7 +313,7 @@ async fn start_part(
         .map(|(res, method, checks)| ChildType { informer: ctx.hub.acquire(&res.ar), res, method, checks })
         .collect();
     let shared = Arc::new(Shared {
-        finalizer: flavor.finalizer(name),
+        finalizer: finalizer::finalizer_name(&spec, flavor, name),
         name: name.to_string(),
         uc: Arc::new(controller.clone()),
         flavor,

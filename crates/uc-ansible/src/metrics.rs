@@ -1,0 +1,206 @@
+//! Metrics a playbook declares with `osdk_metric` (operator_sdk.util): counters, gauges, histograms and
+//! summaries by name, changed by the operations the module posts, shown in Prometheus' text format as
+//! the SDK's operator exports them.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// Prometheus' default histogram buckets (client_golang's `DefBuckets`).
+const BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+
+#[derive(Clone, Debug, PartialEq)]
+enum Metric {
+    Counter(f64),
+    Gauge(f64),
+    /// Observations: per-bucket counts, sum, count.
+    Histogram(Vec<u64>, f64, u64),
+    Summary(f64, u64),
+}
+
+impl Metric {
+    fn type_name(&self) -> &'static str {
+        match self {
+            Metric::Counter(_) => "counter",
+            Metric::Gauge(_) => "gauge",
+            Metric::Histogram(..) => "histogram",
+            Metric::Summary(..) => "summary",
+        }
+    }
+}
+
+/// One metric's value, for an exporter.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Sample {
+    Counter(f64),
+    Gauge(f64),
+    /// Cumulative buckets (upper bound, observations at or under it), sum, count.
+    Histogram(Vec<(f64, u64)>, f64, u64),
+    /// Sum, count.
+    Summary(f64, u64),
+}
+
+/// The playbooks' metrics.
+#[derive(Debug, Default)]
+pub struct Registry {
+    metrics: BTreeMap<String, (String, Metric)>,
+}
+
+/// Go's `%v` of a float: integers without a fraction, others shortest.
+fn number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e21 { format!("{}", v as i64) } else { format!("{v}") }
+}
+
+fn float(op: &Value, key: &str) -> Option<f64> {
+    op.get(key).and_then(Value::as_f64)
+}
+
+fn flag(op: &Value, key: &str) -> bool {
+    op.get(key).and_then(Value::as_bool) == Some(true)
+}
+
+impl Registry {
+    /// Applies one post (`{name, description, counter|gauge|histogram|summary: {operation}}`); `now`:
+    /// seconds since the epoch, for `set_to_current_time`.
+    pub fn apply(&mut self, post: &Value, now: f64) -> Result<(), String> {
+        let name = post.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()).ok_or("a metric needs a name")?;
+        if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+            return Err(format!("{name:?} is not a valid metric name"));
+        }
+        let description = post.get("description").and_then(Value::as_str).unwrap_or_default().to_string();
+        let (kind, op) = ["counter", "gauge", "histogram", "summary"]
+            .into_iter()
+            .find_map(|k| post.get(k).map(|op| (k, op)))
+            .ok_or("one of counter, gauge, histogram and summary is required")?;
+        let fresh = match kind {
+            "counter" => Metric::Counter(0.0),
+            "gauge" => Metric::Gauge(0.0),
+            "histogram" => Metric::Histogram(vec![0; BUCKETS.len()], 0.0, 0),
+            _ => Metric::Summary(0.0, 0),
+        };
+        let entry = self.metrics.entry(name.to_string()).or_insert_with(|| (description, fresh.clone()));
+        if entry.1.type_name() != fresh.type_name() {
+            return Err(format!("{name} is a {}, not a {kind}", entry.1.type_name()));
+        }
+        match &mut entry.1 {
+            Metric::Counter(v) => {
+                let add = float(op, "add").unwrap_or(0.0) + if flag(op, "increment") { 1.0 } else { 0.0 };
+                if add < 0.0 {
+                    return Err(format!("counter {name} cannot decrease"));
+                }
+                *v += add;
+            }
+            Metric::Gauge(v) => {
+                if let Some(s) = float(op, "set") {
+                    *v = s;
+                }
+                if flag(op, "set_to_current_time") {
+                    *v = now;
+                }
+                *v += float(op, "add").unwrap_or(0.0) - float(op, "subtract").unwrap_or(0.0);
+                *v += if flag(op, "increment") { 1.0 } else { 0.0 } - if flag(op, "decrement") { 1.0 } else { 0.0 };
+            }
+            Metric::Histogram(buckets, sum, count) => {
+                if let Some(x) = float(op, "observe") {
+                    for (b, le) in buckets.iter_mut().zip(BUCKETS) {
+                        *b += u64::from(x <= le);
+                    }
+                    (*sum, *count) = (*sum + x, *count + 1);
+                }
+            }
+            Metric::Summary(sum, count) => {
+                if let Some(x) = float(op, "observe") {
+                    (*sum, *count) = (*sum + x, *count + 1);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every metric: name, description, value.
+    pub fn samples(&self) -> Vec<(String, String, Sample)> {
+        let sample = |m: &Metric| match m {
+            Metric::Counter(v) => Sample::Counter(*v),
+            Metric::Gauge(v) => Sample::Gauge(*v),
+            Metric::Histogram(b, sum, count) => {
+                Sample::Histogram(BUCKETS.iter().copied().zip(b.iter().copied()).collect(), *sum, *count)
+            }
+            Metric::Summary(sum, count) => Sample::Summary(*sum, *count),
+        };
+        self.metrics.iter().map(|(n, (h, m))| (n.clone(), h.clone(), sample(m))).collect()
+    }
+
+    /// The text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        for (name, (help, m)) in &self.metrics {
+            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {}\n", m.type_name()));
+            match m {
+                Metric::Counter(v) | Metric::Gauge(v) => out.push_str(&format!("{name} {}\n", number(*v))),
+                Metric::Histogram(buckets, sum, count) => {
+                    for (b, le) in buckets.iter().zip(BUCKETS) {
+                        out.push_str(&format!("{name}_bucket{{le=\"{}\"}} {b}\n", number(le)));
+                    }
+                    out.push_str(&format!("{name}_bucket{{le=\"+Inf\"}} {count}\n"));
+                    out.push_str(&format!("{name}_sum {}\n{name}_count {count}\n", number(*sum)));
+                }
+                Metric::Summary(sum, count) => {
+                    out.push_str(&format!("{name}_sum {}\n{name}_count {count}\n", number(*sum)))
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The operations the SDK's memcached-molecule sample posts, and what its test expects to read.
+    #[test]
+    fn the_molecule_samples_metrics() {
+        let mut r = Registry::default();
+        let posts = [
+            json!({"name": "sanity_counter", "description": "d", "counter": {}}),
+            json!({"name": "sanity_histogram", "description": "d", "histogram": {}}),
+            json!({"name": "sanity_summary", "description": "d", "summary": {}}),
+            json!({"name": "counter_inc_test", "description": "d", "counter": {"increment": true}}),
+            json!({"name": "counter_add_test", "description": "d", "counter": {"add": 2}}),
+            json!({"name": "gauge_set_test", "description": "d", "gauge": {"set": 5}}),
+            json!({"name": "gauge_sub_test", "description": "d", "gauge": {"subtract": 7}}),
+            json!({"name": "gauge_time_test", "description": "d", "gauge": {"set_to_current_time": true}}),
+            json!({"name": "summary_test", "description": "d", "summary": {"observe": 2}}),
+            json!({"name": "histogram_test", "description": "d", "histogram": {"observe": 2}}),
+        ];
+        for p in &posts {
+            r.apply(p, 1764361234.5).unwrap();
+        }
+        let text = r.encode();
+        for want in [
+            "sanity_counter 0",
+            "sanity_histogram_bucket",
+            "# TYPE sanity_summary summary",
+            "counter_inc_test 1",
+            "counter_add_test 2",
+            "gauge_set_test 5",
+            "gauge_sub_test -7",
+            "gauge_time_test 1764361234.5",
+            "summary_test_sum 2",
+            "histogram_test_sum 2",
+            "histogram_test_bucket{le=\"2.5\"} 1",
+            "histogram_test_bucket{le=\"1\"} 0",
+        ] {
+            assert!(text.contains(want), "{want} in\n{text}");
+        }
+        let samples = r.samples();
+        let hist = samples.iter().find(|(n, ..)| n == "histogram_test").unwrap();
+        assert_eq!(hist.2, Sample::Histogram(BUCKETS.iter().map(|&le| (le, u64::from(le >= 2.0))).collect(), 2.0, 1));
+        assert!(r.apply(&json!({"name": "counter_add_test", "gauge": {}}), 0.0).unwrap_err().contains("is a counter"));
+        assert!(r.apply(&json!({"name": "x y", "counter": {}}), 0.0).is_err());
+        assert!(r.apply(&json!({"name": "c", "counter": {"add": -1}}), 0.0).is_err());
+        assert!(r.apply(&json!({"name": "n"}), 0.0).is_err());
+    }
+}

@@ -1,0 +1,22 @@
+//! `--watches-file`: an Operator SDK project's `watches.yaml`, run as the SDK's `helm-operator` or
+//! `ansible-operator` would run it (an entry naming a role or a playbook makes it an Ansible operator's).
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use serde_json::Value;
+
+/// Reads the watches file and sets up its operator: the UniversalControllers to install.
+pub async fn setup(
+    client: &kube::Client,
+    installer: &kube::Client,
+    watches_file: &Path,
+    options: &mut uc_engine::EngineOptions,
+) -> anyhow::Result<Vec<Value>> {
+    let text = std::fs::read_to_string(watches_file).with_context(|| format!("reading {}", watches_file.display()))?;
+    if uc_ansible::watches::is_ansible(&text) {
+        crate::ansible_operator::setup(client, installer, watches_file, &text, options).await
+    } else {
+        crate::helm_operator::setup(client, installer, watches_file, &text, &mut options.natives).await
+    }
+}
