@@ -112,3 +112,48 @@ def test_a_resource_cannot_take_the_operator_down_through_the_charts_tpl(make_cl
     c.kubectl("apply", "-f", str(SAMPLE))
     wait_for(lambda: condition(get(c, "memcached", "memcached-sample"), "Deployed").get("status") == "True", timeout=60,
              message="the sample deployed beside them")
+
+
+def uc(*args, cwd):
+    from conftest import uc_binary
+    r = subprocess.run([uc_binary(), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def install_through_olm(c, bundle, catalog, package, namespace):
+    """`uc catalog add` of a bundle, then a CatalogSource, an OperatorGroup and a Subscription, as a user
+    of OLM installs an operator; waits for its CSV."""
+    uc("catalog", "add", str(bundle), str(catalog), cwd=catalog.parent)
+    c.kubectl("create", "namespace", namespace)
+    for obj in [
+        {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource", "metadata": {"name": "mine", "namespace": namespace},
+         "spec": {"sourceType": "grpc", "address": f"file://{catalog}"}},
+        {"apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup", "metadata": {"name": "all", "namespace": namespace}, "spec": {}},
+        {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription", "metadata": {"name": package, "namespace": namespace},
+         "spec": {"name": package, "channel": "alpha", "source": "mine", "sourceNamespace": namespace}},
+    ]:
+        c.kubectl("apply", "-f", "-", input=json.dumps(obj))
+    return wait_for(lambda: (s := get(c, "-n", namespace, "subscription", package)) and
+                    (csv := s.get("status", {}).get("installedCSV")) and
+                    (get(c, "-n", namespace, "csv", csv) or {}).get("status", {}).get("phase") == "Succeeded" and csv,
+                    timeout=90, message=f"{package} installed through OLM")
+
+
+def test_the_sdks_helm_sample_packaged_by_uc_installs_through_olm(make_cluster, tmp_path):
+    """`uc package` of the SDK's Helm project, unchanged: the bundle carries the chart (the hook is made
+    from it wherever the bundle is installed), OLM installs it, and the sample is a release."""
+    uc("package", str(PROJECT), "--version", "0.0.1", "--out", str(tmp_path / "bundle"), cwd=tmp_path)
+    c = make_cluster()
+    csv = install_through_olm(c, tmp_path / "bundle", tmp_path / "catalog", "memcached-operator", "memcached-system")
+    assert csv == "memcached-operator.v0.0.1"
+    spec = get(c, "universalcontroller", "helm-memcached-cache.example.com")["spec"]
+    assert spec["hooks"]["sync"]["native"]["name"] == "helm" and spec["finalizerName"] == "helm.sdk.operatorframework.io/uninstall-release"
+    assert spec["serviceAccountName"] == "memcached-operator-controller", "the controller acts as the CSV's account"
+    c.kubectl("apply", "-f", str(SAMPLE))
+    cr = wait_for(lambda: (m := get(c, "memcached", "memcached-sample")) and condition(m, "Deployed").get("status") == "True" and m,
+                  timeout=90, message="the release deployed")
+    assert cr["status"]["deployedRelease"]["name"] == "memcached-sample"
+    assert get(c, "statefulset", "memcached-sample")["spec"]["replicas"] == 3
+    if shutil.which("helm"):
+        assert [r["name"] for r in json.loads(helm(c, "list", "-o", "json"))] == ["memcached-sample"]

@@ -357,6 +357,11 @@ pub struct ConfigMapKeyRef {
 pub struct Native {
     /// Registered name.
     pub name: String,
+    /// For a hook made from a description (`helm`: a chart and its watch; `ansible`: a project and its
+    /// watch, as `uc package` writes them): what it is made from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "free_form_object")]
+    pub config: Option<Value>,
 }
 
 /// A duration that does not parse: what was wrong with it.

@@ -55,35 +55,29 @@ impl Chart {
 
     /// Loads the chart in `dir`.
     pub fn load_dir(dir: &Path) -> Result<Chart, ChartError> {
-        let ignore_file = dir.join(".helmignore");
-        let text = std::fs::read_to_string(&ignore_file).unwrap_or_default();
-        let rules = crate::ignore::Rules::parse(&text)
-            .map_err(|e| ChartError::Invalid { path: ignore_file.display().to_string(), message: e })?;
-        let mut all = Vec::new();
-        walk(dir, dir, &rules, &mut all)?;
-        all.sort_by(|a, b| a.name.cmp(&b.name));
-        Chart::from_files(&dir.display().to_string(), all)
+        Chart::from_files(&dir.display().to_string(), dir_files(dir)?)
+    }
+
+    /// The chart in `dir` packaged as `helm package` does: a gzipped tar of one directory named after the
+    /// chart, the files `.helmignore` keeps.
+    pub fn package_dir(dir: &Path) -> Result<Vec<u8>, ChartError> {
+        let files = dir_files(dir)?;
+        let name = Chart::from_files(&dir.display().to_string(), files.clone())?.name().to_string();
+        let write = |e: std::io::Error| ChartError::Read { path: dir.display().to_string(), source: e };
+        let mut tar = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default()));
+        for f in &files {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(f.data.len() as u64);
+            header.set_mode(0o644);
+            header.set_cksum();
+            tar.append_data(&mut header, format!("{name}/{}", f.name), f.data.as_slice()).map_err(write)?;
+        }
+        tar.into_inner().and_then(|gz| gz.finish()).map_err(write)
     }
 
     /// A packaged chart (`.tgz`: a gzipped tar of one directory named after the chart).
     pub fn from_archive(origin: &str, data: &[u8]) -> Result<Chart, ChartError> {
-        use std::io::Read as _;
-        let read = |e: std::io::Error| ChartError::Read { path: origin.to_string(), source: e };
-        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(data));
-        let mut files = Vec::new();
-        for entry in archive.entries().map_err(read)? {
-            let mut entry = entry.map_err(read)?;
-            if !entry.header().entry_type().is_file() {
-                continue;
-            }
-            let path = entry.path().map_err(read)?.to_string_lossy().replace('\\', "/");
-            let name = path.split_once('/').map(|(_, r)| r.to_string()).unwrap_or(path);
-            let mut data = Vec::new();
-            entry.read_to_end(&mut data).map_err(read)?;
-            files.push(File { name, data });
-        }
-        files.sort_by(|a, b| a.name.cmp(&b.name));
-        Chart::from_files(origin, files)
+        Chart::from_files(origin, archive_files(origin, data)?)
     }
 
     /// A chart from its files (paths relative to the chart's directory, `/`-separated).
@@ -163,6 +157,27 @@ impl Chart {
     }
 }
 
+/// The files of a packaged chart (`.tgz`), paths relative to its one directory, sorted.
+pub fn archive_files(origin: &str, data: &[u8]) -> Result<Vec<File>, ChartError> {
+    use std::io::Read as _;
+    let read = |e: std::io::Error| ChartError::Read { path: origin.to_string(), source: e };
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(data));
+    let mut files = Vec::new();
+    for entry in archive.entries().map_err(read)? {
+        let mut entry = entry.map_err(read)?;
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let path = entry.path().map_err(read)?.to_string_lossy().replace('\\', "/");
+        let name = path.split_once('/').map(|(_, r)| r.to_string()).unwrap_or(path);
+        let mut data = Vec::new();
+        entry.read_to_end(&mut data).map_err(read)?;
+        files.push(File { name, data });
+    }
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(files)
+}
+
 /// A YAML document as JSON (numbers as written: integers stay integers here; templates see floats);
 /// an error in sigs.k8s.io/yaml's words.
 pub fn yaml_doc(data: &[u8]) -> Result<Json, String> {
@@ -182,6 +197,18 @@ pub fn go_yaml_error(message: &str) -> String {
     let parser_error = problem.starts_with("did not find expected");
     let line = if parser_error { line.saturating_sub(1) } else { line };
     format!("yaml: line {line}: {problem}")
+}
+
+/// A chart directory's files, as Helm's loader reads them (`.helmignore` applied), sorted.
+fn dir_files(dir: &Path) -> Result<Vec<File>, ChartError> {
+    let ignore_file = dir.join(".helmignore");
+    let text = std::fs::read_to_string(&ignore_file).unwrap_or_default();
+    let rules = crate::ignore::Rules::parse(&text)
+        .map_err(|e| ChartError::Invalid { path: ignore_file.display().to_string(), message: e })?;
+    let mut all = Vec::new();
+    walk(dir, dir, &rules, &mut all)?;
+    all.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(all)
 }
 
 /// The files under `dir` that `.helmignore`'s rules keep (an ignored directory's contents all go).
@@ -236,6 +263,15 @@ mod tests {
         assert_eq!(chart.files.len(), 2);
         assert_eq!(chart.dependencies[0].name(), "sub");
         assert_eq!(chart.dependencies[0].templates[0].name, "templates/y.yaml");
+    }
+
+    #[test]
+    fn a_packaged_chart_reads_back_as_its_directory() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/helm-create/nginx");
+        let tgz = Chart::package_dir(&dir).unwrap();
+        let (a, b) = (Chart::load_dir(&dir).unwrap(), Chart::from_archive("nginx.tgz", &tgz).unwrap());
+        assert_eq!((a.templates, a.files, a.values, a.metadata), (b.templates, b.files, b.values, b.metadata));
+        assert!(archive_files("x", &tgz).unwrap().iter().all(|f| !f.name.starts_with("nginx/")), "one directory");
     }
 
     #[test]

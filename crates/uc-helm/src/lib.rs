@@ -4,6 +4,7 @@
 //! manifests in install order ([`manifests`]) — byte for byte what `helm template` prints.
 
 pub mod chart;
+pub mod create;
 pub mod gotemplate;
 pub mod ignore;
 pub mod json;

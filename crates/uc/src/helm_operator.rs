@@ -114,47 +114,96 @@ pub async fn setup(
         let (parent, _) = discovery.resolve_gvk(&gvk).with_context(|| {
             format!("{}/{} {} is not served: install its CustomResourceDefinition first", w.group, w.version, w.kind)
         })?;
-        // The child types: what the chart makes with its defaults, and the release Secrets.
-        let probe = uc_helm::manifest(&chart, &uc_helm::gotemplate::Value::Nil, &uc_helm::Options::default())
-            .map_err(|e| anyhow::anyhow!("chart {}: {e}", w.chart.display()))?;
-        let mut kinds: BTreeSet<(String, String)> =
-            probe.objects.iter().map(|m| (api_version_of(&m.content), m.kind.clone())).collect();
-        // Objects a template makes only for some values (`{{ if .Values.pdb }}`) are written literally.
-        kinds.extend(literal_kinds(&chart));
-        kinds.insert(("v1".into(), "Secret".into()));
         let mut children = Vec::new();
-        for (api_version, kind) in kinds {
+        for (api_version, kind) in
+            child_kinds(&chart).map_err(|e| anyhow::anyhow!("chart {}: {e}", w.chart.display()))?
+        {
             let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
             match discovery.resolve_gvk(&kube::api::GroupVersionKind::gvk(group, version, &kind)) {
-                Some((ar, _)) => children.push(json!({
-                    "apiVersion": ar.api_version, "resource": ar.plural, "updateStrategy": {"method": "InPlace"}
-                })),
+                Some((ar, _)) => children.push((ar.api_version, ar.plural)),
                 _ => {
                     tracing::warn!(%api_version, %kind, chart = %w.chart.display(), "the chart makes a kind the cluster does not serve")
                 }
             }
         }
         let hook_name = format!("helm/{}/{}/{}", w.group, w.version, w.kind);
-        let resync = w.reconcile_period.as_deref().and_then(seconds).or(Some(60.0));
-        natives.register(&hook_name, native::typed(hook(Arc::new(chart), w.clone(), caps.clone(), resync), None));
-        let mut parent_rule = json!({"apiVersion": parent.api_version, "resource": parent.plural});
-        if let Some(sel) = &w.selector {
-            parent_rule["labelSelector"] = sel.clone();
-        }
-        let name = format!("helm-{}-{}", w.kind.to_lowercase(), if w.group.is_empty() { "core" } else { &w.group });
-        controllers.push(json!({
-            "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
-            "metadata": {"name": name, "labels": {LABEL: "helm"}},
-            "spec": {
-                "generateSelector": true,
-                "parentResource": parent_rule,
-                "childResources": children,
-                "hooks": {"sync": {"native": {"name": hook_name}}, "finalize": {"native": {"name": hook_name}}},
-                "finalizerName": FINALIZER
-            }
-        }));
+        natives
+            .register(&hook_name, native::typed(hook(Arc::new(chart), w.clone(), caps.clone(), resync_of(&w)), None));
+        let hook_ref = json!({"native": {"name": hook_name}});
+        controllers.push(controller(&w, (&parent.api_version, &parent.plural), &children, hook_ref));
     }
     Ok(controllers)
+}
+
+/// The kinds a chart makes (`apiVersion`, `kind`): with its defaults, those written literally in its
+/// templates (objects made only for some values, `{{ if .Values.pdb }}`), and the release Secrets.
+pub(crate) fn child_kinds(chart: &Chart) -> Result<BTreeSet<(String, String)>, String> {
+    let probe = uc_helm::manifest(chart, &uc_helm::gotemplate::Value::Nil, &uc_helm::Options::default())
+        .map_err(|e| e.to_string())?;
+    let mut kinds: BTreeSet<(String, String)> =
+        probe.objects.iter().map(|m| (api_version_of(&m.content), m.kind.clone())).collect();
+    kinds.extend(literal_kinds(chart));
+    kinds.insert(("v1".into(), "Secret".into()));
+    Ok(kinds)
+}
+
+/// A watch's resync period: its `reconcilePeriod`, else the SDK's minute.
+fn resync_of(w: &Watch) -> Option<f64> {
+    w.reconcile_period.as_deref().and_then(seconds).or(Some(60.0))
+}
+
+/// The UniversalController of a watch: its parent (`apiVersion`, plural), the chart's child types
+/// (`apiVersion`, plural), applied in place, and the hook (`{"native": …}`) for sync and finalize.
+pub(crate) fn controller(w: &Watch, parent: (&str, &str), children: &[(String, String)], hook: Value) -> Value {
+    let mut parent_rule = json!({"apiVersion": parent.0, "resource": parent.1});
+    if let Some(sel) = &w.selector {
+        parent_rule["labelSelector"] = sel.clone();
+    }
+    let children: Vec<Value> = children
+        .iter()
+        .map(|(api_version, plural)| json!({"apiVersion": api_version, "resource": plural, "updateStrategy": {"method": "InPlace"}}))
+        .collect();
+    let name = format!("helm-{}-{}", w.kind.to_lowercase(), if w.group.is_empty() { "core" } else { &w.group });
+    json!({
+        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
+        "metadata": {"name": name, "labels": {LABEL: "helm"}},
+        "spec": {
+            "generateSelector": true,
+            "parentResource": parent_rule,
+            "childResources": children,
+            "hooks": {"sync": hook.clone(), "finalize": hook},
+            "finalizerName": FINALIZER
+        }
+    })
+}
+
+/// The factory of `native: {name: helm, config: {chart, watch}}` hooks (what `uc package` writes for a
+/// Helm project): `chart` a packaged chart in base64, `watch` its watches.yaml entry.
+pub fn register_factory(natives: &mut NativeRegistry, client: kube::Client) {
+    let factory: Arc<native::NativeFactory> = Arc::new(move |config: Value| {
+        let client = client.clone();
+        Box::pin(async move {
+            let bad = |m: String| uc_engine::hooks::HookError::Config(format!("helm hook: {m}"));
+            let data =
+                config.get("chart").and_then(Value::as_str).ok_or_else(|| bad("config.chart is required".into()))?;
+            use base64::Engine as _;
+            let tgz = base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .map_err(|e| bad(format!("config.chart: {e}")))?;
+            let chart = Chart::from_archive("config.chart", &tgz).map_err(|e| bad(e.to_string()))?;
+            let mut entry = config.get("watch").cloned().unwrap_or(Value::Null);
+            entry["chart"] = json!("config.chart");
+            let text = serde_json::to_string(&[entry]).unwrap_or_default();
+            let w = uc_helm::watches::parse(&text, Path::new("/"), &|k| std::env::var(k).ok())
+                .map_err(|e| bad(format!("config.watch: {e}")))?
+                .remove(0);
+            let discovery = Discovery::new(client.clone()).run().await.map_err(|e| bad(format!("discovery: {e}")))?;
+            let caps = capabilities(&client, &discovery).await;
+            let resync = resync_of(&w);
+            Ok(native::typed(hook(Arc::new(chart), w, caps, resync), None))
+        })
+    });
+    natives.register_factory("helm", factory);
 }
 
 /// The `apiVersion`/`kind` pairs written literally in a chart's templates (and its subcharts'), one per

@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use serde_json::json;
 
 /// `demo-app` → `DemoApp`.
-fn kind_of(name: &str) -> String {
+pub fn kind_of(name: &str) -> String {
     name.split('-')
         .map(|w| {
             let mut c = w.chars();
@@ -18,7 +18,7 @@ fn kind_of(name: &str) -> String {
 }
 
 /// Whether a name can name the operator (a DNS label starting with a letter).
-fn valid(name: &str) -> bool {
+pub fn valid(name: &str) -> bool {
     let b = name.as_bytes();
     !b.is_empty()
         && b.len() <= 40

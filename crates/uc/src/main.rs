@@ -14,7 +14,9 @@ mod helm_operator;
 mod hook_record;
 mod hook_test;
 mod init;
+mod init_sdk;
 mod package;
+mod package_sdk;
 #[cfg(feature = "cluster")]
 mod pod_network;
 mod rbac;
@@ -72,7 +74,8 @@ enum Command {
     /// an example, a recorded request with its expected answer, a README.
     Init(InitArgs),
     /// Build an OLM bundle (manifests/ with a ClusterServiceVersion, CRDs and the controller;
-    /// metadata/annotations.yaml) from an operator directory such as `uc init` makes.
+    /// metadata/annotations.yaml) from an operator directory such as `uc init` makes, or an Operator SDK
+    /// project (its `watches.yaml`: the chart or the roles travel in the bundle).
     Package {
         /// The operator's directory.
         #[arg(default_value = ".")]
@@ -149,6 +152,16 @@ struct InitArgs {
     /// (exec hooks: the request on stdin, the answer on stdout).
     #[arg(long, alias = "lang", default_value = "js", value_parser = ["js", "python", "exec", "rust"])]
     hook: String,
+    /// The project's type: uc (a UniversalController and a hook), or an Operator SDK project as
+    /// `operator-sdk init --plugins helm|ansible` + `create api` lay it out.
+    #[arg(long = "type", default_value = "uc", value_parser = ["uc", "helm", "ansible"])]
+    project_type: String,
+    /// `--type helm`: the chart to start from (a directory or a `.tgz`; default: `helm create`'s).
+    #[arg(long)]
+    helm_chart: Option<PathBuf>,
+    /// `--type helm|ansible`: the custom resource's kind (default: from the name, `web-app` → `WebApp`).
+    #[arg(long)]
+    kind: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -391,6 +404,22 @@ fn main() -> anyhow::Result<()> {
         Command::Run(args) => runtime.block_on(run(args)),
         Command::HttpServer(args) => runtime.block_on(http_server(args)),
         Command::Join(args) => runtime.block_on(join(args)),
+        Command::Init(args) if args.project_type != "uc" => {
+            let sdk = match args.project_type.as_str() {
+                "helm" => init_sdk::SdkType::Helm { chart: args.helm_chart.clone() },
+                _ => init_sdk::SdkType::Ansible,
+            };
+            if !init::valid(&args.name) {
+                anyhow::bail!("{:?}: a name is lowercase letters, digits and '-', starting with a letter", args.name);
+            }
+            let kind = args.kind.clone().unwrap_or_else(|| init::kind_of(&args.name));
+            init_sdk::write(&args.name, &kind, &sdk, std::path::Path::new(&args.name)).map(|()| {
+                println!(
+                    "{}: an Operator SDK {} project (kind {kind}); see {}/README.md",
+                    args.name, args.project_type, args.name
+                );
+            })
+        }
         Command::Init(args) => {
             let lang = init::Lang::parse(&args.hook).context("--hook: one of js, python, exec, rust")?;
             init::write(&args.name, lang, std::path::Path::new(&args.name)).map(|()| {
@@ -654,6 +683,7 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         };
         uc_operators::multicluster::register(&mut options.natives, client.clone(), listen);
     }
+    sdk_operators::register_factories(&mut options, &client);
     let helm_controllers = match &args.watches_file {
         Some(file) => sdk_operators::setup(&client, &setup, file, &mut options).await?,
         None => Vec::new(),

@@ -62,6 +62,18 @@ fn controllers(dir: &Path) -> anyhow::Result<Vec<Value>> {
     Ok(out)
 }
 
+/// The parts of the bundle of a `uc init` directory: `controller.yaml`, `crd.yaml`, `example.yaml`.
+fn uc_parts(dir: &Path) -> anyhow::Result<crate::package_sdk::Parts> {
+    let controllers = controllers(dir)?;
+    let name = controllers[0].pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let crds: Vec<Value> = read_docs(&dir.join("crd.yaml"))?
+        .into_iter()
+        .filter(|d| d.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
+        .collect();
+    let examples = if dir.join("example.yaml").is_file() { read_docs(&dir.join("example.yaml"))? } else { Vec::new() };
+    Ok(crate::package_sdk::Parts { name, controllers, crds, examples })
+}
+
 /// The first paragraph of the README after its title, as the CSV's one-line description.
 fn summary(dir: &Path) -> String {
     let text = std::fs::read_to_string(dir.join("README.md")).unwrap_or_default();
@@ -124,13 +136,10 @@ fn write_yaml(path: &Path, docs: &[Value]) -> anyhow::Result<()> {
 /// Builds the bundle of the operator in `dir` into `out` (default `dir/bundle`); the bundle's directory.
 pub fn package(dir: &Path, version: &str, replaces: Option<&str>, out: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     uc_olm::versions::parse_version(version).map_err(|e| anyhow::anyhow!("--version: {e}"))?;
-    let controllers = controllers(dir)?;
-    let name = controllers[0].pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-    let crds: Vec<Value> = read_docs(&dir.join("crd.yaml"))?
-        .into_iter()
-        .filter(|d| d.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
-        .collect();
-    let examples = if dir.join("example.yaml").is_file() { read_docs(&dir.join("example.yaml"))? } else { Vec::new() };
+    let crate::package_sdk::Parts { name, controllers, crds, examples } = match crate::package_sdk::parts(dir) {
+        Some(sdk) => sdk?,
+        None => uc_parts(dir)?,
+    };
     let out = out.unwrap_or_else(|| dir.join("bundle"));
     std::fs::create_dir_all(out.join("manifests")).with_context(|| format!("creating {}", out.display()))?;
     std::fs::create_dir_all(out.join("metadata")).with_context(|| format!("creating {}", out.display()))?;

@@ -20,3 +20,8 @@ pub async fn setup(
         crate::helm_operator::setup(client, installer, watches_file, &text, &mut options.natives).await
     }
 }
+
+/// The factories of the SDK operators' hooks that bundles carry (`native: {name: helm|ansible, config}`).
+pub fn register_factories(options: &mut uc_engine::EngineOptions, client: &kube::Client) {
+    crate::helm_operator::register_factory(&mut options.natives, client.clone());
+}

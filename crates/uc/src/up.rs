@@ -277,6 +277,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
             let listen = uc_operators::multicluster::interpreter::Listen::default();
             uc_operators::multicluster::register(&mut options.natives, client.clone(), listen);
         }
+        crate::sdk_operators::register_factories(&mut options, &client);
         let helm_controllers = match &args.watches_file {
             Some(file) => crate::sdk_operators::setup(&client, &setup, file, &mut options).await?,
             None => Vec::new(),

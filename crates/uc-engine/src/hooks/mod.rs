@@ -66,11 +66,9 @@ impl HookImpl {
             let limits = javascript::JsLimits::from_spec(js)?;
             return Ok(HookImpl::JavaScript(Arc::new(javascript::JsHook::start(source, limits, label).await?)));
         }
-        let name = spec.native.as_ref().map(|n| n.name.clone()).unwrap_or_default();
-        natives
-            .get(&name)
-            .map(HookImpl::Native)
-            .ok_or_else(|| HookError::Config(format!("no native hook named {name:?}")))
+        let native = spec.native.as_ref();
+        let name = native.map(|n| n.name.as_str()).unwrap_or_default();
+        natives.resolve(name, native.and_then(|n| n.config.as_ref())).await.map(HookImpl::Native)
     }
 
     /// Calls the hook's sync (or finalize) function in uc's own format; returns its answer and the

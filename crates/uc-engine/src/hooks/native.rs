@@ -87,10 +87,18 @@ pub fn typed_async(sync: Arc<AsyncSyncFn>) -> Arc<dyn NativeHook> {
     Arc::new(TypedAsync(sync))
 }
 
-/// Native hooks by name.
+/// What a factory answers: a hook made from a description, or why not.
+pub type FactoryFuture = Pin<Box<dyn Future<Output = Result<Arc<dyn NativeHook>, HookError>> + Send>>;
+
+/// Makes native hooks from a description in the controller (`native: {name, config}`): a chart, an
+/// Ansible project.
+pub type NativeFactory = dyn Fn(serde_json::Value) -> FactoryFuture + Send + Sync;
+
+/// Native hooks by name, and factories of them by name.
 #[derive(Clone, Default)]
 pub struct NativeRegistry {
     hooks: HashMap<String, Arc<dyn NativeHook>>,
+    factories: HashMap<String, Arc<NativeFactory>>,
 }
 
 impl NativeRegistry {
@@ -99,9 +107,31 @@ impl NativeRegistry {
         self.hooks.insert(name.into(), hook);
     }
 
+    /// Registers a factory: a controller's `native: {name, config}` hook is what it makes of `config`.
+    pub fn register_factory(&mut self, name: impl Into<String>, factory: Arc<NativeFactory>) {
+        self.factories.insert(name.into(), factory);
+    }
+
     /// A hook by name.
     pub fn get(&self, name: &str) -> Option<Arc<dyn NativeHook>> {
         self.hooks.get(name).cloned()
+    }
+
+    /// The hook a controller's `native` names: a registered one (no `config`), or one a factory makes
+    /// of its `config`.
+    pub async fn resolve(
+        &self,
+        name: &str,
+        config: Option<&serde_json::Value>,
+    ) -> Result<Arc<dyn NativeHook>, HookError> {
+        match (config, self.factories.get(name)) {
+            (Some(c), Some(f)) => f(c.clone()).await,
+            (Some(_), None) => Err(HookError::Config(format!("no native hook {name:?} is made from a config"))),
+            (None, _) => self.get(name).ok_or_else(|| match self.factories.contains_key(name) {
+                true => HookError::Config(format!("the native hook {name:?} needs its config")),
+                false => HookError::Config(format!("no native hook named {name:?}")),
+            }),
+        }
     }
 }
 
@@ -117,6 +147,28 @@ mod tests {
             uc_api::hook::ObjectMap::from([("a".to_string(), json!({"kind": "ConfigMap"}).into())]),
         )]);
         SyncRequest { parent: parent.into(), children, finalizing, ..Default::default() }
+    }
+
+    #[tokio::test]
+    async fn factories_make_hooks_from_their_config() {
+        let mut r = NativeRegistry::default();
+        let factory: Arc<NativeFactory> = Arc::new(|config: serde_json::Value| {
+            Box::pin(async move {
+                let greeting = config["greeting"].as_str().ok_or(HookError::Config("no greeting".into()))?.to_string();
+                let sync: Arc<SyncFn> = Arc::new(move |_| {
+                    Ok(SyncResponse { status: Some(json!({"said": greeting})), ..Default::default() })
+                });
+                Ok(typed(sync, None))
+            })
+        });
+        r.register_factory("greeter", factory);
+        let hook = r.resolve("greeter", Some(&json!({"greeting": "hi"}))).await.unwrap();
+        assert_eq!(hook.sync(request(json!({}), false)).await.unwrap().status, Some(json!({"said": "hi"})));
+        let e = |r: Result<Arc<dyn NativeHook>, HookError>| r.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e(r.resolve("greeter", Some(&json!({}))).await).contains("no greeting"));
+        assert!(e(r.resolve("greeter", None).await).contains("needs its config"));
+        assert!(e(r.resolve("other", Some(&json!({}))).await).contains("is made from a config"));
+        assert!(e(r.resolve("other", None).await).contains("no native hook named"));
     }
 
     #[tokio::test]

@@ -1,0 +1,105 @@
+//! `uc package DIR` of an Operator SDK project (a `watches.yaml`, `config/crd/bases/`,
+//! `config/samples/`): a UniversalController per watch whose hook carries what it runs — for a Helm
+//! project the chart, packaged; for an Ansible project the project's roles and playbooks — so any uc
+//! engine that installs the bundle runs the operator (`native: {name: helm|ansible, config}`).
+
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+/// What a bundle is made of.
+pub struct Parts {
+    pub name: String,
+    pub controllers: Vec<Value>,
+    pub crds: Vec<Value>,
+    pub examples: Vec<Value>,
+}
+
+fn docs_in(dir: &Path) -> Vec<Value> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut files: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+    files.sort();
+    files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        .filter(|p| p.file_name().is_some_and(|n| n != "kustomization.yaml"))
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .flat_map(|t| uc_olm::fbc::parse_blobs(&t).unwrap_or_default())
+        .filter(|d| d.get("kind").is_some())
+        .collect()
+}
+
+/// The plural of a kind: the project's CRD's, else kube's guess.
+fn plural(crds: &[Value], api_version: &str, kind: &str) -> String {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    crds.iter()
+        .find(|c| {
+            c.pointer("/spec/group").and_then(Value::as_str) == Some(group)
+                && c.pointer("/spec/names/kind").and_then(Value::as_str) == Some(kind)
+        })
+        .and_then(|c| c.pointer("/spec/names/plural").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_else(|| {
+            kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(group, version, kind)).plural
+        })
+}
+
+/// The bundle's parts of the SDK project in `dir`; `None` when `dir` is not one.
+pub fn parts(dir: &Path) -> Option<anyhow::Result<Parts>> {
+    let watches = dir.join("watches.yaml");
+    (watches.is_file() && !dir.join("controller.yaml").exists()).then(|| read(dir, &watches))
+}
+
+fn read(dir: &Path, watches: &Path) -> anyhow::Result<Parts> {
+    let text = std::fs::read_to_string(watches).with_context(|| format!("reading {}", watches.display()))?;
+    let entries: Vec<Value> = serde_yaml::from_str(&text).with_context(|| format!("{}", watches.display()))?;
+    let crds: Vec<Value> = docs_in(&dir.join("config/crd/bases"))
+        .into_iter()
+        .filter(|d| d.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
+        .collect();
+    let examples = docs_in(&dir.join("config/samples"));
+    let project: Value = std::fs::read_to_string(dir.join("PROJECT"))
+        .ok()
+        .and_then(|t| serde_yaml::from_str(&t).ok())
+        .unwrap_or(Value::Null);
+    let dir_name =
+        std::fs::canonicalize(dir).ok().and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));
+    let name = project.get("projectName").and_then(Value::as_str).map(str::to_string).or(dir_name).unwrap_or_default();
+    let controllers = if uc_ansible::watches::is_ansible(&text) {
+        ansible_controllers(dir, &entries, &crds)?
+    } else {
+        helm_controllers(dir, &text, &entries, &crds)?
+    };
+    Ok(Parts { name, controllers, crds, examples })
+}
+
+fn helm_controllers(dir: &Path, text: &str, entries: &[Value], crds: &[Value]) -> anyhow::Result<Vec<Value>> {
+    let watches = uc_helm::watches::parse(text, dir, &|k| std::env::var(k).ok()).map_err(anyhow::Error::msg)?;
+    let mut out = Vec::new();
+    for (w, entry) in watches.iter().zip(entries) {
+        let tgz = if w.chart.is_dir() {
+            uc_helm::Chart::package_dir(&w.chart)?
+        } else {
+            std::fs::read(&w.chart).with_context(|| format!("reading {}", w.chart.display()))?
+        };
+        let chart = uc_helm::Chart::from_archive(&w.chart.display().to_string(), &tgz)?;
+        let kinds = crate::helm_operator::child_kinds(&chart)
+            .map_err(|e| anyhow::anyhow!("chart {}: {e}", w.chart.display()))?;
+        let children: Vec<(String, String)> =
+            kinds.into_iter().map(|(av, k)| (av.clone(), plural(crds, &av, &k))).collect();
+        let mut watch = entry.clone();
+        if let Some(m) = watch.as_object_mut() {
+            m.remove("chart");
+        }
+        let config = json!({"chart": base64::engine::general_purpose::STANDARD.encode(&tgz), "watch": watch});
+        let hook = json!({"native": {"name": "helm", "config": config}});
+        let parent_plural = plural(crds, &w.api_version(), &w.kind);
+        out.push(crate::helm_operator::controller(w, (&w.api_version(), &parent_plural), &children, hook));
+    }
+    Ok(out)
+}
+
+fn ansible_controllers(_dir: &Path, _entries: &[Value], _crds: &[Value]) -> anyhow::Result<Vec<Value>> {
+    bail!("packaging an Ansible project is not there yet")
+}
