@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import wait_for
 
@@ -157,3 +158,23 @@ def test_the_sdks_helm_sample_packaged_by_uc_installs_through_olm(make_cluster, 
     assert get(c, "statefulset", "memcached-sample")["spec"]["replicas"] == 3
     if shutil.which("helm"):
         assert [r["name"] for r in json.loads(helm(c, "list", "-o", "json"))] == ["memcached-sample"]
+
+
+def test_a_helm_project_uc_init_scaffolds_runs(make_cluster, tmp_path):
+    """`uc init --type helm`: the SDK's layout with `helm create`'s chart; its sample is the chart's
+    defaults, and the release is what `helm template` makes of them."""
+    uc("init", "web", "--type", "helm", cwd=tmp_path)
+    project = tmp_path / "web"
+    c = make_cluster(["--watches-file", str(project / "watches.yaml")])
+    wait_for(lambda: c.kubectl("get", "webs", check=False).returncode == 0, timeout=30, message="the CRD served")
+    c.kubectl("apply", "-f", str(project / "config" / "samples" / "example.com_v1alpha1_web.yaml"))
+    cr = wait_for(lambda: (w := get(c, "web", "web-sample")) and condition(w, "Deployed").get("status") == "True" and w,
+                  timeout=60, message="the release deployed")
+    deploy = get(c, "deployment", "web-sample")
+    assert deploy["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.16.0"
+    assert get(c, "serviceaccount", "web-sample") and get(c, "service", "web-sample")
+    if shutil.which("helm"):
+        expected = subprocess.run(["helm", "template", "web-sample", str(project / "helm-charts" / "web"), "--namespace", "default"],
+                                  capture_output=True, text=True, check=True).stdout
+        kinds = lambda text: sorted(d["kind"] for d in yaml.safe_load_all(text) if d)
+        assert kinds(cr["status"]["deployedRelease"]["manifest"]) == [k for k in kinds(expected) if k != "Pod"], "the test hook apart"

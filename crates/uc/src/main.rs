@@ -683,9 +683,9 @@ async fn run(args: RunArgs) -> anyhow::Result<()> {
         };
         uc_operators::multicluster::register(&mut options.natives, client.clone(), listen);
     }
-    sdk_operators::register_factories(&mut options, &client);
+    let ansible = sdk_operators::register_factories(&mut options, &client);
     let helm_controllers = match &args.watches_file {
-        Some(file) => sdk_operators::setup(&client, &setup, file, &mut options).await?,
+        Some(file) => sdk_operators::setup(&client, &setup, file, &mut options, &ansible).await?,
         None => Vec::new(),
     };
     let engine = uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;

@@ -71,7 +71,7 @@ fn uc_parts(dir: &Path) -> anyhow::Result<crate::package_sdk::Parts> {
         .filter(|d| d.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
         .collect();
     let examples = if dir.join("example.yaml").is_file() { read_docs(&dir.join("example.yaml"))? } else { Vec::new() };
-    Ok(crate::package_sdk::Parts { name, controllers, crds, examples })
+    Ok(crate::package_sdk::Parts { name, controllers, crds, examples, rules: Vec::new() })
 }
 
 /// The first paragraph of the README after its title, as the CSV's one-line description.
@@ -136,7 +136,7 @@ fn write_yaml(path: &Path, docs: &[Value]) -> anyhow::Result<()> {
 /// Builds the bundle of the operator in `dir` into `out` (default `dir/bundle`); the bundle's directory.
 pub fn package(dir: &Path, version: &str, replaces: Option<&str>, out: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     uc_olm::versions::parse_version(version).map_err(|e| anyhow::anyhow!("--version: {e}"))?;
-    let crate::package_sdk::Parts { name, controllers, crds, examples } = match crate::package_sdk::parts(dir) {
+    let crate::package_sdk::Parts { name, controllers, crds, examples, rules } = match crate::package_sdk::parts(dir) {
         Some(sdk) => sdk?,
         None => uc_parts(dir)?,
     };
@@ -148,9 +148,11 @@ pub fn package(dir: &Path, version: &str, replaces: Option<&str>, out: Option<Pa
     let specs: Vec<_> =
         crate::rbac::controllers(&controllers).map_err(anyhow::Error::msg)?.into_iter().map(|(_, s)| s).collect();
     if !specs.is_empty() {
+        let mut all = crate::rbac::account_rules(&specs);
+        all.extend(rules);
         csv["spec"]["install"]["spec"]["clusterPermissions"] = json!([{
             "serviceAccountName": format!("{name}-controller"),
-            "rules": crate::rbac::account_rules(&specs),
+            "rules": all,
         }]);
     }
     write_yaml(&out.join("manifests").join(format!("{name}.clusterserviceversion.yaml")), &[csv])?;

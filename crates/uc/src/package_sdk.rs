@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
@@ -15,6 +15,10 @@ pub struct Parts {
     pub controllers: Vec<Value>,
     pub crds: Vec<Value>,
     pub examples: Vec<Value>,
+    /// What the controllers' account needs beyond what uc computes from them: an SDK project's
+    /// `config/rbac/role.yaml` (what its roles and charts touch), as the SDK's `make bundle` puts it in
+    /// the CSV.
+    pub rules: Vec<Value>,
 }
 
 fn docs_in(dir: &Path) -> Vec<Value> {
@@ -67,11 +71,16 @@ fn read(dir: &Path, watches: &Path) -> anyhow::Result<Parts> {
         std::fs::canonicalize(dir).ok().and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));
     let name = project.get("projectName").and_then(Value::as_str).map(str::to_string).or(dir_name).unwrap_or_default();
     let controllers = if uc_ansible::watches::is_ansible(&text) {
-        ansible_controllers(dir, &entries, &crds)?
+        ansible_controllers(dir, &text, &crds)?
     } else {
         helm_controllers(dir, &text, &entries, &crds)?
     };
-    Ok(Parts { name, controllers, crds, examples })
+    let rules = docs_in(&dir.join("config/rbac"))
+        .into_iter()
+        .filter(|d| d.pointer("/metadata/name").and_then(Value::as_str) == Some("manager-role"))
+        .flat_map(|d| d.get("rules").and_then(Value::as_array).cloned().unwrap_or_default())
+        .collect();
+    Ok(Parts { name, controllers, crds, examples, rules })
 }
 
 fn helm_controllers(dir: &Path, text: &str, entries: &[Value], crds: &[Value]) -> anyhow::Result<Vec<Value>> {
@@ -100,6 +109,16 @@ fn helm_controllers(dir: &Path, text: &str, entries: &[Value], crds: &[Value]) -
     Ok(out)
 }
 
-fn ansible_controllers(_dir: &Path, _entries: &[Value], _crds: &[Value]) -> anyhow::Result<Vec<Value>> {
-    bail!("packaging an Ansible project is not there yet")
+fn ansible_controllers(dir: &Path, text: &str, crds: &[Value]) -> anyhow::Result<Vec<Value>> {
+    let dir = std::fs::canonicalize(dir).with_context(|| format!("reading {}", dir.display()))?;
+    let watches = crate::ansible_operator::parse_watches(&dir, text)?;
+    let project = base64::engine::general_purpose::STANDARD.encode(crate::ansible_operator::pack(&dir)?);
+    let mut out = Vec::new();
+    for w in &watches {
+        let config = json!({"project": project, "watch": {"group": w.group, "version": w.version, "kind": w.kind}});
+        let hook = json!({"native": {"name": "ansible", "config": config}});
+        let parent_plural = plural(crds, &w.api_version(), &w.kind);
+        out.push(crate::ansible_operator::controller(w, (&w.api_version(), &parent_plural), hook));
+    }
+    Ok(out)
 }

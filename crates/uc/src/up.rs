@@ -277,9 +277,9 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
             let listen = uc_operators::multicluster::interpreter::Listen::default();
             uc_operators::multicluster::register(&mut options.natives, client.clone(), listen);
         }
-        crate::sdk_operators::register_factories(&mut options, &client);
+        let ansible = crate::sdk_operators::register_factories(&mut options, &client);
         let helm_controllers = match &args.watches_file {
-            Some(file) => crate::sdk_operators::setup(&client, &setup, file, &mut options).await?,
+            Some(file) => crate::sdk_operators::setup(&client, &setup, file, &mut options, &ansible).await?,
             None => Vec::new(),
         };
         let engine =

@@ -43,8 +43,12 @@ pub struct Proxy {
     pub token: String,
     client: kube::Client,
     dependents: Mutex<HashMap<String, BTreeSet<Dependent>>>,
-    pub metrics: Mutex<uc_ansible::metrics::Registry>,
+    metrics: Metrics,
 }
+
+/// The playbooks' metrics, shared by the proxy (which `osdk_metric` posts to) and the engine's
+/// `/metrics` (which shows them).
+pub type Metrics = Arc<Mutex<uc_ansible::metrics::Registry>>;
 
 fn whole(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
     let mut r = Response::new(Full::new(body.into()).map_err(|e| match e {}).boxed_unsync());
@@ -77,7 +81,7 @@ fn virtual_resource(t: &Target) -> bool {
 
 impl Proxy {
     /// Listens on a loopback port and serves until the process ends.
-    pub async fn start(client: kube::Client) -> anyhow::Result<Arc<Proxy>> {
+    pub async fn start(client: kube::Client, metrics: Metrics) -> anyhow::Result<Arc<Proxy>> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let token: String = {
@@ -85,13 +89,8 @@ impl Proxy {
             let bytes: [u8; 24] = rand::rng().random();
             bytes.iter().map(|b| format!("{b:02x}")).collect()
         };
-        let proxy = Arc::new(Proxy {
-            url: format!("http://{addr}"),
-            token,
-            client,
-            dependents: Mutex::default(),
-            metrics: Mutex::default(),
-        });
+        let proxy =
+            Arc::new(Proxy { url: format!("http://{addr}"), token, client, dependents: Mutex::default(), metrics });
         let p = proxy.clone();
         tokio::spawn(async move {
             loop {
@@ -231,7 +230,7 @@ fn now_seconds() -> f64 {
 /// (OpenMetrics: a counter's sample ends in `_total`; a summary, a type the encoder lacks, is a
 /// histogram with only its `+Inf` bucket).
 #[derive(Debug)]
-pub struct PlaybookMetrics(pub Arc<Proxy>);
+pub struct PlaybookMetrics(pub Metrics);
 
 impl std::fmt::Debug for Proxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -259,7 +258,7 @@ impl prometheus_client::collector::Collector for PlaybookMetrics {
         use prometheus_client::metrics::MetricType;
         use uc_ansible::metrics::Sample;
         let no_labels: Option<&prometheus_client::metrics::exemplar::Exemplar<Vec<(String, String)>, f64>> = None;
-        for (name, help, sample) in self.0.metrics.lock().samples() {
+        for (name, help, sample) in self.0.lock().samples() {
             let kind = match &sample {
                 Sample::Counter(_) => MetricType::Counter,
                 Sample::Gauge(_) => MetricType::Gauge,
