@@ -8,6 +8,8 @@ dependent put back, the finalizer role run on delete. Beyond it: the SDK's statu
 task reported (status and Event) without touching other resources, and the API proxy refusing whoever
 does not hold a run's kubeconfig."""
 
+import contextlib
+import fcntl
 import glob
 import json
 import os
@@ -20,6 +22,7 @@ import pytest
 import yaml
 
 from conftest import wait_for
+from test_helm_operator import install_through_olm, uc
 
 PROJECT = (Path(__file__).resolve().parent / "upstream" / "ansible-operator-plugins" / "testdata"
            / "memcached-molecule-operator")
@@ -33,6 +36,17 @@ def get(c, *args):
 
 def condition(obj, type_):
     return next((x for x in (obj or {}).get("status", {}).get("conditions", []) if x["type"] == type_), {})
+
+
+@contextlib.contextmanager
+def the_samples_marker():
+    """The sample's role bumps its metrics once per machine, marked by /tmp/metricsbumped (in the SDK, the
+    operator container's /tmp): tests running the sample take turns, each starting without the mark."""
+    with open("/tmp/uc-e2e-metricsbumped.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists("/tmp/metricsbumped"):
+            os.remove("/tmp/metricsbumped")
+        yield
 
 
 def proxy_refuses_strangers(c):
@@ -54,15 +68,12 @@ def proxy_refuses_strangers(c):
 def test_the_sdks_memcached_ansible_sample_reconciles_heals_and_finalizes(make_cluster):
     if not shutil.which("ansible-runner"):
         pytest.skip("ansible-runner (PyPI) runs the roles")
-    # The role bumps its metrics once per machine, marked by this file (in the SDK, the operator's
-    # container's /tmp).
-    if os.path.exists("/tmp/metricsbumped"):
-        os.remove("/tmp/metricsbumped")
-    c = make_cluster(["--watches-file", str(PROJECT / "watches.yaml")])
-    try:
-        run(c)
-    finally:
-        shutil.rmtree(f"/tmp/uc-ansible-{c.proc.pid}", ignore_errors=True)
+    with the_samples_marker():
+        c = make_cluster(["--watches-file", str(PROJECT / "watches.yaml")])
+        try:
+            run(c)
+        finally:
+            shutil.rmtree(f"/tmp/uc-ansible-{c.proc.pid}", ignore_errors=True)
 
 
 def run(c):
@@ -146,7 +157,6 @@ def test_the_sdks_ansible_sample_packaged_by_uc_installs_through_olm_where_the_e
     runs it."""
     if not shutil.which("ansible-runner"):
         pytest.skip("ansible-runner (PyPI) runs the roles")
-    from test_helm_operator import install_through_olm, uc
     uc("package", str(PROJECT), "--version", "0.0.1", "--out", str(tmp_path / "bundle"), cwd=tmp_path)
     refusing = make_cluster()
     install_through_olm(refusing, tmp_path / "bundle", tmp_path / "catalog", "memcached-molecule-operator", "memcached-system")
@@ -156,8 +166,13 @@ def test_the_sdks_ansible_sample_packaged_by_uc_installs_through_olm_where_the_e
     assert "--exec-hooks-unconfined" in ready["message"], ready
     refusing.stop()
 
-    if os.path.exists("/tmp/metricsbumped"):
-        os.remove("/tmp/metricsbumped")
+    with the_samples_marker():
+        allowed(make_cluster, tmp_path)
+
+
+def allowed(make_cluster, tmp_path):
+    """The same bundle on an engine whose operator allowed unconfined hooks: the sample runs, its
+    finalizer role included."""
     c = make_cluster(["--exec-hooks-unconfined"])
     try:
         install_through_olm(c, tmp_path / "bundle", tmp_path / "catalog2", "memcached-molecule-operator", "memcached-system")
@@ -179,7 +194,6 @@ def test_an_ansible_project_uc_init_scaffolds_runs(make_cluster, tmp_path):
     """`uc init --type ansible`: the SDK's layout with a role that works at once."""
     if not shutil.which("ansible-runner"):
         pytest.skip("ansible-runner (PyPI) runs the roles")
-    from test_helm_operator import uc
     uc("init", "greeter", "--type", "ansible", cwd=tmp_path)
     project = tmp_path / "greeter"
     assert (project / "roles" / "greeter" / "tasks" / "main.yml").is_file() and (project / "PROJECT").is_file()
