@@ -67,6 +67,10 @@ pub struct UniversalControllerSpec {
     /// finalized (an Operator SDK project's `cache.example.com/finalizer`) names that one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finalizer_name: Option<String>,
+    /// At most this many parents reconciled at once (default: the engine's `--workers`), as the
+    /// Operator SDK's `maxConcurrentReconciles`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_reconciles: Option<u32>,
 }
 
 /// The parent resource rule.

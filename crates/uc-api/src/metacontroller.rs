@@ -128,6 +128,7 @@ impl DecoratorControllerSpec {
                 service_account_name: None,
                 service_account_namespace: None,
                 finalizer_name: None,
+                max_concurrent_reconciles: None,
             })
             .collect()
     }

@@ -172,7 +172,8 @@ pub(crate) fn controller(w: &Watch, parent: (&str, &str), children: &[(String, S
             "parentResource": parent_rule,
             "childResources": children,
             "hooks": {"sync": hook.clone(), "finalize": hook},
-            "finalizerName": FINALIZER
+            "finalizerName": FINALIZER,
+            "maxConcurrentReconciles": w.max_concurrent_reconciles.unwrap_or_else(crate::sdk_operators::cpus)
         }
     })
 }

@@ -33,15 +33,22 @@ const CONFLICT_RETRIES: u32 = 5;
 /// The longest resync a hook may ask for.
 const MAX_RESYNC_SECONDS: f64 = 86_400.0;
 
+/// How many parents a controller reconciles at once: its own `maxConcurrentReconciles`, else the
+/// engine's workers; at least one.
+fn worker_limit(own: Option<u32>, engine: usize) -> usize {
+    own.map_or(engine, |n| n as usize).max(1)
+}
+
 impl Shared {
     /// Reconciles queued parents, up to `workers` at once (each parent one at a time: the queue hands a
     /// key to one taker until it is done). A task per reconcile rather than a standing task per worker:
     /// an idle controller holds one task, not `workers` of them.
     pub(super) async fn work(self: Arc<Self>) {
         let mut running = tokio::task::JoinSet::new();
+        let limit = worker_limit(self.spec.max_concurrent_reconciles, self.ctx.workers);
         loop {
             while running.try_join_next().is_some() {}
-            if running.len() >= self.ctx.workers.max(1) {
+            if running.len() >= limit {
                 running.join_next().await;
                 continue;
             }
@@ -244,5 +251,18 @@ impl Shared {
             self.queue.add_after(key.clone(), Duration::from_secs_f64(after.min(MAX_RESYNC_SECONDS)));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_controllers_own_limit_wins_over_the_engines() {
+        assert_eq!(worker_limit(None, 64), 64);
+        assert_eq!(worker_limit(Some(2), 64), 2);
+        assert_eq!(worker_limit(Some(0), 64), 1, "at least one");
+        assert_eq!(worker_limit(None, 0), 1);
     }
 }

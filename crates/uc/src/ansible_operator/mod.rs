@@ -34,7 +34,9 @@ pub(crate) fn controller(w: &Watch, parent: (&str, &str), hook: Value) -> Value 
     if let Some(sel) = &w.selector {
         parent_rule["labelSelector"] = sel.clone();
     }
-    let mut spec = json!({"parentResource": parent_rule, "childResources": [], "hooks": {"sync": hook}});
+    let workers = w.max_concurrent_reconciles.unwrap_or_else(crate::sdk_operators::cpus);
+    let mut spec = json!({"parentResource": parent_rule, "childResources": [], "hooks": {"sync": hook},
+                          "maxConcurrentReconciles": workers});
     if let Some(f) = &w.finalizer {
         spec["hooks"]["finalize"] = hook.clone();
         spec["finalizerName"] = json!(f.name);
