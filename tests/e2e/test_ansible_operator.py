@@ -105,6 +105,10 @@ def run(c):
                  "uc_gauge_set_test 5", "uc_gauge_add_test 7", "uc_gauge_sub_test -7", "uc_summary_test_sum 2",
                  "uc_histogram_test_sum 2", 'uc_histogram_test_bucket{le="2.5"} 1']:
         assert want in metrics, want
+    # The SDK's own metrics about runs, per kind.
+    gvk = 'GVK="cache.example.com/v1alpha1, Kind=Memcached"'
+    assert f'uc_ansible_operator_reconcile_result{{{gvk},result="succeeded"}}' in metrics, metrics
+    assert f"uc_ansible_operator_reconciles_count{{{gvk}}}" in metrics
 
     proxy_refuses_strangers(c)
 

@@ -40,10 +40,19 @@ pub enum Sample {
     Summary(f64, u64),
 }
 
-/// The playbooks' metrics.
+/// The playbooks' metrics, and the operator's own about its runs.
 #[derive(Debug, Default)]
 pub struct Registry {
     metrics: BTreeMap<String, (String, Metric)>,
+    /// The SDK's `ansible_operator_reconcile_result{GVK, result}`.
+    results: BTreeMap<(String, &'static str), u64>,
+    /// The SDK's `ansible_operator_reconciles{GVK}`: cumulative buckets, sum, count.
+    durations: BTreeMap<String, (Vec<u64>, f64, u64)>,
+}
+
+/// The SDK's label of a kind: `cache.example.com/v1alpha1, Kind=Memcached`.
+pub fn gvk_label(api_version: &str, kind: &str) -> String {
+    format!("{api_version}, Kind={kind}")
 }
 
 /// Go's `%v` of a float: integers without a fraction, others shortest.
@@ -117,6 +126,32 @@ impl Registry {
         Ok(())
     }
 
+    /// A run of a watch's role or playbook: whether it succeeded, how long it took.
+    pub fn record_run(&mut self, gvk: &str, succeeded: bool, seconds: f64) {
+        *self.results.entry((gvk.to_string(), if succeeded { "succeeded" } else { "failed" })).or_default() += 1;
+        let (buckets, sum, count) =
+            self.durations.entry(gvk.to_string()).or_insert_with(|| (vec![0; BUCKETS.len()], 0.0, 0));
+        for (b, le) in buckets.iter_mut().zip(BUCKETS) {
+            *b += u64::from(seconds <= le);
+        }
+        (*sum, *count) = (*sum + seconds, *count + 1);
+    }
+
+    /// Runs by kind and result (`succeeded`, `failed`).
+    pub fn run_results(&self) -> Vec<(String, String, u64)> {
+        self.results.iter().map(|((g, r), n)| (g.clone(), r.to_string(), *n)).collect()
+    }
+
+    /// Run durations by kind: cumulative buckets, sum, count.
+    pub fn run_durations(&self) -> Vec<(String, Vec<(f64, u64)>, f64, u64)> {
+        self.durations
+            .iter()
+            .map(|(g, (b, sum, count))| {
+                (g.clone(), BUCKETS.iter().copied().zip(b.iter().copied()).collect(), *sum, *count)
+            })
+            .collect()
+    }
+
     /// Every metric: name, description, value.
     pub fn samples(&self) -> Vec<(String, String, Sample)> {
         let sample = |m: &Metric| match m {
@@ -158,6 +193,20 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn runs_by_kind_and_result() {
+        let mut r = Registry::default();
+        let gvk = gvk_label("cache.example.com/v1alpha1", "Memcached");
+        assert_eq!(gvk, "cache.example.com/v1alpha1, Kind=Memcached");
+        r.record_run(&gvk, true, 3.0);
+        r.record_run(&gvk, true, 7.0);
+        r.record_run(&gvk, false, 0.2);
+        assert_eq!(r.run_results(), vec![(gvk.clone(), "failed".into(), 1), (gvk.clone(), "succeeded".into(), 2)]);
+        let (_, buckets, sum, count) = &r.run_durations()[0];
+        assert_eq!((*sum, *count), (10.2, 3));
+        assert_eq!(buckets.iter().find(|(le, _)| *le == 5.0).unwrap().1, 2, "0.2 s and 3 s at or under 5 s");
+    }
 
     /// The operations the SDK's memcached-molecule sample posts, and what its test expects to read.
     #[test]

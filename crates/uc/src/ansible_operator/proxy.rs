@@ -277,6 +277,34 @@ impl prometheus_client::collector::Collector for PlaybookMetrics {
                 }
             }
         }
+        let registry = self.0.lock();
+        let results = registry.run_results();
+        if !results.is_empty() {
+            let mut m = encoder.encode_descriptor(
+                "ansible_operator_reconcile_result",
+                "Gauge of reconciles and their results.",
+                None,
+                MetricType::Gauge,
+            )?;
+            for (gvk, result, n) in results {
+                let labels = vec![("GVK".to_string(), gvk), ("result".to_string(), result)];
+                m.encode_family(&labels)?.encode_gauge(&(n as i64))?;
+            }
+        }
+        let durations = registry.run_durations();
+        if !durations.is_empty() {
+            let mut m = encoder.encode_descriptor(
+                "ansible_operator_reconciles",
+                "How long in seconds a reconcile takes.",
+                None,
+                MetricType::Histogram,
+            )?;
+            for (gvk, cumulative, sum, count) in durations {
+                let labels = vec![("GVK".to_string(), gvk)];
+                let buckets = per_bucket(&cumulative, count);
+                m.encode_family(&labels)?.encode_histogram::<Vec<(String, String)>>(sum, count, &buckets, None)?;
+            }
+        }
         Ok(())
     }
 }

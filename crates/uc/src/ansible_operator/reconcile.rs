@@ -32,6 +32,8 @@ pub struct Context {
     /// Where runs' input directories go.
     pub work: PathBuf,
     pub env: Vec<(String, String)>,
+    /// Where runs are counted (`ansible_operator_reconcile_result`, `ansible_operator_reconciles`).
+    pub metrics: super::proxy::Metrics,
 }
 
 /// The native hook (sync, finalize and customize) of one watch.
@@ -153,19 +155,9 @@ impl Context {
         if manage && !finalizing {
             self.write_status(ns, name, |s| status::running(s, &now())).await?;
         }
-        let extra_vars = params::parameters(w, &parent, finalizing);
-        let kubeconfig = owner::kubeconfig(&self.proxy.url, &Owner::of(&parent), &self.proxy.token);
         let known = self.proxy.dependents_of(uid).len();
-        let run = Run {
-            dir: self.work.join(&w.group).join(&w.version).join(&w.kind).join(ns).join(name),
-            ident: format!("{}", rand::random::<u64>()),
-            extra_vars: &extra_vars,
-            kubeconfig: &kubeconfig,
-            env: self.env.clone(),
-            max_artifacts: w.max_runner_artifacts,
-            verbosity: w.ansible_verbosity,
-        };
-        let (outcome, stdout) = match run.execute(&runnable).await {
+        let (dir, executed) = self.run(&parent, &runnable, finalizing).await;
+        let (outcome, stdout) = match executed {
             Ok(r) => r,
             Err(e) => return Err(self.fail(ns, name, manage, &format!("Unable to run reconciliation: {e:#}")).await),
         };
@@ -177,7 +169,7 @@ impl Context {
         self.report_failed_tasks(&parent, &outcome).await;
         if self.fresh(ns, name).await?.is_none() {
             self.proxy.forget(uid);
-            let _ = std::fs::remove_dir_all(&run.dir);
+            let _ = std::fs::remove_dir_all(&dir);
             return Ok(answer(None, None));
         }
         if manage {
@@ -194,6 +186,34 @@ impl Context {
         // A first sight of dependents: sync once more so they are watched from now on.
         let grew = w.watch_dependent_resources && self.proxy.dependents_of(uid).len() > known;
         Ok(answer(if grew { Some(period.map_or(1.0, |p| p.min(1.0))) } else { period }, None))
+    }
+
+    /// One run of `runnable` for `parent`, counted in the metrics; answers the run's directory too.
+    async fn run(
+        &self,
+        parent: &Value,
+        runnable: &uc_ansible::watches::Runnable,
+        finalizing: bool,
+    ) -> (PathBuf, anyhow::Result<(Outcome, String)>) {
+        let w = &self.watch;
+        let extra_vars = params::parameters(w, parent, finalizing);
+        let kubeconfig = owner::kubeconfig(&self.proxy.url, &Owner::of(parent), &self.proxy.token);
+        let (ns, name) = (meta(parent, "namespace"), meta(parent, "name"));
+        let run = Run {
+            dir: self.work.join(&w.group).join(&w.version).join(&w.kind).join(ns).join(name),
+            ident: format!("{}", rand::random::<u64>()),
+            extra_vars: &extra_vars,
+            kubeconfig: &kubeconfig,
+            env: self.env.clone(),
+            max_artifacts: w.max_runner_artifacts,
+            verbosity: w.ansible_verbosity,
+        };
+        let started = std::time::Instant::now();
+        let executed = run.execute(runnable).await;
+        let succeeded = executed.as_ref().is_ok_and(|(o, _)| o.stats.is_some() && o.successful());
+        let gvk = uc_ansible::metrics::gvk_label(&self.parent.api_version, &self.parent.kind);
+        self.metrics.lock().record_run(&gvk, succeeded, started.elapsed().as_secs_f64());
+        (run.dir, executed)
     }
 
     /// Marks the parent failed (when the watch manages its status); answers the hook's error.

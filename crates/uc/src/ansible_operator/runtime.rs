@@ -83,6 +83,7 @@ impl Runtime {
             proxy,
             work: self.work.join("runner"),
             env,
+            metrics: self.metrics.clone(),
         });
         Ok((hook, parent))
     }
