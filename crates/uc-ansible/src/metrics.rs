@@ -50,6 +50,9 @@ pub struct Registry {
     durations: BTreeMap<String, (Vec<u64>, f64, u64)>,
 }
 
+/// A histogram's observations: cumulative buckets (upper bound, count at or under it), sum, count.
+pub type Observed = (Vec<(f64, u64)>, f64, u64);
+
 /// The SDK's label of a kind: `cache.example.com/v1alpha1, Kind=Memcached`.
 pub fn gvk_label(api_version: &str, kind: &str) -> String {
     format!("{api_version}, Kind={kind}")
@@ -203,7 +206,7 @@ mod tests {
         r.record_run(&gvk, true, 7.0);
         r.record_run(&gvk, false, 0.2);
         assert_eq!(r.run_results(), vec![(gvk.clone(), "failed".into(), 1), (gvk.clone(), "succeeded".into(), 2)]);
-        let (_, buckets, sum, count) = &r.run_durations()[0];
+        let (_, (buckets, sum, count)) = &r.run_durations()[0];
         assert_eq!((*sum, *count), (10.2, 3));
         assert_eq!(buckets.iter().find(|(le, _)| *le == 5.0).unwrap().1, 2, "0.2 s and 3 s at or under 5 s");
     }

@@ -299,7 +299,7 @@ impl prometheus_client::collector::Collector for PlaybookMetrics {
                 None,
                 MetricType::Histogram,
             )?;
-            for (gvk, cumulative, sum, count) in durations {
+            for (gvk, (cumulative, sum, count)) in durations {
                 let labels = vec![("GVK".to_string(), gvk)];
                 let buckets = per_bucket(&cumulative, count);
                 m.encode_family(&labels)?.encode_histogram::<Vec<(String, String)>>(sum, count, &buckets, None)?;
