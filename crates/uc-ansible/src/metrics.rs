@@ -145,12 +145,12 @@ impl Registry {
         self.results.iter().map(|((g, r), n)| (g.clone(), r.to_string(), *n)).collect()
     }
 
-    /// Run durations by kind: cumulative buckets, sum, count.
-    pub fn run_durations(&self) -> Vec<(String, Vec<(f64, u64)>, f64, u64)> {
+    /// Run durations by kind.
+    pub fn run_durations(&self) -> Vec<(String, Observed)> {
         self.durations
             .iter()
             .map(|(g, (b, sum, count))| {
-                (g.clone(), BUCKETS.iter().copied().zip(b.iter().copied()).collect(), *sum, *count)
+                (g.clone(), (BUCKETS.iter().copied().zip(b.iter().copied()).collect(), *sum, *count))
             })
             .collect()
     }
