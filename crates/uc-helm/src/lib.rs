@@ -15,6 +15,7 @@ pub mod release;
 pub mod render;
 pub mod schema;
 pub mod sprig;
+pub mod toml;
 pub mod values;
 pub mod watches;
 pub mod yaml;

@@ -260,6 +260,22 @@ fn funcs(options: &Options) -> Funcs {
         "toPrettyJson",
         Function::new(&[Any], |a| Ok(Value::from(serde_json::to_string_pretty(&a[0].to_json()).unwrap_or_default()))),
     );
+    add(
+        "mustToPrettyJson",
+        Function::new(&[Any], |a| {
+            serde_json::to_string_pretty(&a[0].to_json()).map(Value::from).map_err(|e| e.to_string())
+        }),
+    );
+    add(
+        "mustFromJson",
+        Function::new(&[Str], |a| {
+            serde_json::from_str::<Json>(a[0].as_str().unwrap_or(""))
+                .map(|v| Value::from_json(&v, false))
+                .map_err(|e| format!("json: {e}"))
+        }),
+    );
+    add("toToml", Function::new(&[Any], |a| Ok(Value::from(crate::toml::to_toml(&a[0])))));
+    add("fromToml", Function::new(&[Str], |a| Ok(crate::toml::from_toml(a[0].as_str().unwrap_or("")))));
     add("fromYaml", Function::new(&[Str], |a| Ok(from_yaml(a[0].as_str().unwrap_or(""), false))));
     add("fromYamlArray", Function::new(&[Str], |a| Ok(from_yaml(a[0].as_str().unwrap_or(""), true))));
     add("fromJson", Function::new(&[Str], |a| Ok(from_json(a[0].as_str().unwrap_or(""), false))));

@@ -129,3 +129,43 @@ fn helmignore_keeps_out_what_helm_keeps_out() {
     let got = crate::template(&chart, &Value::Nil, &options("r"), false).unwrap();
     assert_same(&got, &std::fs::read_to_string(testdata("helmignore/expected")).unwrap());
 }
+
+#[test]
+fn sprigs_url_list_date_and_encoding_functions_render_as_helm_template_prints_them() {
+    let chart = Chart::load_dir(&testdata("sprig-extras")).unwrap();
+    let got = crate::template(&chart, &Value::Nil, &options("r1"), false).unwrap();
+    assert_same(&got, &std::fs::read_to_string(testdata("sprig-extras.expected")).unwrap());
+}
+
+/// Every function Helm 3.17 gives templates: Sprig 3.3's `TxtFuncMap` (without `env` and `expandenv`,
+/// which Helm removes) and Helm's own.
+#[test]
+fn every_function_helm_gives_templates_is_there() {
+    let f = super::funcs(&crate::Options::default());
+    let names: String = [
+        "hello ago date date_in_zone date_modify dateInZone dateModify duration durationRound htmlDate ",
+        "htmlDateInZone must_date_modify mustDateModify mustToDate now toDate unixEpoch abbrev abbrevboth ",
+        "trunc trim upper lower title untitle substr repeat trimall trimAll trimSuffix trimPrefix nospace ",
+        "initials randAlphaNum randAlpha randAscii randNumeric swapcase shuffle snakecase camelcase kebabcase ",
+        "wrap wrapWith contains hasPrefix hasSuffix quote squote cat indent nindent replace plural sha1sum ",
+        "sha256sum adler32sum toString atoi int64 int float64 seq toDecimal split splitList splitn toStrings ",
+        "until untilStep add1 add sub div mod mul randInt add1f addf subf divf mulf biggest max min maxf minf ",
+        "ceil floor round join sortAlpha default empty coalesce all any compact mustCompact fromJson toJson ",
+        "toPrettyJson toRawJson mustFromJson mustToJson mustToPrettyJson mustToRawJson ternary deepCopy ",
+        "mustDeepCopy typeOf typeIs typeIsLike kindOf kindIs deepEqual getHostByName base dir clean ext isAbs ",
+        "osBase osClean osDir osExt osIsAbs b64enc b64dec b32enc b32dec tuple list dict get set unset hasKey ",
+        "pluck keys pick omit merge mergeOverwrite mustMerge mustMergeOverwrite values append push mustAppend ",
+        "mustPush prepend mustPrepend first mustFirst rest mustRest last mustLast initial mustInitial reverse ",
+        "mustReverse uniq mustUniq without mustWithout has mustHas slice mustSlice concat dig chunk mustChunk ",
+        "bcrypt htpasswd genPrivateKey derivePassword buildCustomCert genCA genCAWithKey genSelfSignedCert ",
+        "genSelfSignedCertWithKey genSignedCert genSignedCertWithKey encryptAES decryptAES randBytes uuidv4 ",
+        "semver semverCompare fail regexMatch mustRegexMatch regexFindAll mustRegexFindAll regexFind ",
+        "mustRegexFind regexReplaceAll mustRegexReplaceAll regexReplaceAllLiteral mustRegexReplaceAllLiteral ",
+        "regexSplit mustRegexSplit regexQuoteMeta urlParse urlJoin toToml fromToml toYaml fromYaml ",
+        "fromYamlArray fromJsonArray include tpl required lookup ",
+    ]
+    .concat();
+    let missing: Vec<&str> = names.split_whitespace().filter(|n| !f.contains_key(*n)).collect();
+    assert!(missing.is_empty(), "missing: {missing:?}");
+    assert!(!f.contains_key("env") && !f.contains_key("expandenv"), "Helm removes them");
+}

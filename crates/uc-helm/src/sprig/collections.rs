@@ -69,6 +69,26 @@ pub(super) fn register(f: &mut Funcs) {
         f.insert(name.to_string(), func);
     };
     add("list", Function::variadic(&[], Any, |a| Ok(Value::from(a.to_vec()))));
+    for name in ["slice", "mustSlice"] {
+        add(
+            name,
+            Function::variadic(&[Any], Any, |a| {
+                let list = list_of(&a[0], "slice")?;
+                if list.is_empty() {
+                    return Ok(Value::Nil);
+                }
+                let start = a.get(1).map_or(0, to_i64);
+                let end = a.get(2).map_or(list.len() as i64, to_i64);
+                if start < 0 || end < start || end > list.len() as i64 {
+                    return Err(format!(
+                        "reflect: slice index out of range [{start}:{end}] with length {}",
+                        list.len()
+                    ));
+                }
+                Ok(Value::from(list[start as usize..end as usize].to_vec()))
+            }),
+        );
+    }
     add("first", Function::new(&[Any], |a| Ok(list_of(&a[0], "find first")?.first().cloned().unwrap_or(Value::Nil))));
     add("last", Function::new(&[Any], |a| Ok(list_of(&a[0], "find last")?.last().cloned().unwrap_or(Value::Nil))));
     add(

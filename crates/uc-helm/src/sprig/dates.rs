@@ -1,5 +1,6 @@
 //! Sprig's time functions: `now`, `date` and `htmlDate` (Go's reference-time layouts), `dateInZone`
-//! (UTC and fixed offsets), `toDate`, `unixEpoch`, `dateModify`, `duration`, `ago`. Times are objects
+//! (UTC and fixed offsets), `toDate`, `unixEpoch`, `dateModify` (and its `must`/snake_case names),
+//! `duration`, `durationRound`, `ago`. Times are objects
 //! printed as Go prints a `time.Time`.
 
 use std::rc::Rc;
@@ -157,13 +158,15 @@ pub(super) fn register(f: &mut Funcs) {
     add("now", Function::new(&[], |_| Ok(time(Utc::now().fixed_offset()))));
     add("date", Function::new(&[Str, Any], |a| Ok(Value::from(format(&time_of(&a[1]), a[0].as_str().unwrap_or(""))))));
     add("htmlDate", Function::new(&[Any], |a| Ok(Value::from(format(&time_of(&a[0]), "2006-01-02")))));
-    add(
-        "dateInZone",
-        Function::new(&[Str, Any, Str], |a| {
-            let t = time_of(&a[1]).with_timezone(&zone(a[2].as_str().unwrap_or("")));
-            Ok(Value::from(format(&t, a[0].as_str().unwrap_or(""))))
-        }),
-    );
+    for name in ["dateInZone", "date_in_zone"] {
+        add(
+            name,
+            Function::new(&[Str, Any, Str], |a| {
+                let t = time_of(&a[1]).with_timezone(&zone(a[2].as_str().unwrap_or("")));
+                Ok(Value::from(format(&t, a[0].as_str().unwrap_or(""))))
+            }),
+        );
+    }
     add(
         "htmlDateInZone",
         Function::new(&[Any, Str], |a| {
@@ -181,6 +184,23 @@ pub(super) fn register(f: &mut Funcs) {
             Ok(Value::from(go_duration((Utc::now().fixed_offset() - time_of(&a[0])).num_seconds())))
         }),
     );
+    // `dateModify` keeps the time when the duration does not parse; `mustDateModify` fails.
+    for (name, must) in
+        [("dateModify", false), ("date_modify", false), ("mustDateModify", true), ("must_date_modify", true)]
+    {
+        add(
+            name,
+            Function::new(&[Str, Any], move |a| {
+                let (text, t) = (a[0].as_str().unwrap_or(""), time_of(&a[1]));
+                match parse_go_duration(text) {
+                    Some(nanos) => Ok(time(t + chrono::Duration::nanoseconds(nanos))),
+                    None if must => Err(format!("time: invalid duration {text:?}")),
+                    None => Ok(time(t)),
+                }
+            }),
+        );
+    }
+    add("durationRound", Function::new(&[Any], |a| Ok(Value::from(duration_round(&a[0])))));
     for name in ["toDate", "mustToDate"] {
         add(
             name,
@@ -192,6 +212,63 @@ pub(super) fn register(f: &mut Funcs) {
             }),
         );
     }
+}
+
+/// Go's `time.ParseDuration`, in nanoseconds: `1h30m`, `-1.5s`, `300ms`, `2µs`.
+fn parse_go_duration(s: &str) -> Option<i64> {
+    let (neg, mut rest) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    if rest == "0" {
+        return Some(0);
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let number: f64 = rest[..num_end].parse().ok()?;
+        rest = &rest[num_end..];
+        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit = match &rest[..unit_end] {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return None,
+        };
+        total += number * unit;
+        rest = &rest[unit_end..];
+    }
+    Some(if neg { -total } else { total } as i64)
+}
+
+/// Sprig's `durationRound`: a duration (Go string, int64 nanoseconds, or the time since a time) in its
+/// largest whole unit (`2h`, `3d`, `1mo`, `1y`).
+fn duration_round(v: &Value) -> String {
+    let nanos: i128 = match v {
+        Value::Str(s) => parse_go_duration(s).unwrap_or(0).into(),
+        Value::Int(n) => (*n).into(),
+        Value::Object(o) if o.type_name() == "time.Time" => {
+            (Utc::now().fixed_offset() - time_of(v)).num_nanoseconds().unwrap_or(i64::MAX).into()
+        }
+        _ => 0,
+    };
+    let u = nanos.unsigned_abs();
+    let second = 1_000_000_000u128;
+    let units = [
+        (second * 3600 * 24 * 365, "y"),
+        (second * 3600 * 24 * 30, "mo"),
+        (second * 3600 * 24, "d"),
+        (second * 3600, "h"),
+        (second * 60, "m"),
+        (second, "s"),
+    ];
+    units.iter().find(|(size, _)| u > *size).map_or("0s".to_string(), |(size, unit)| format!("{}{unit}", u / size))
 }
 
 /// `time.ParseInLocation(layout, text, UTC)` for the layouts charts use (dates, RFC 3339).

@@ -1,12 +1,15 @@
 //! Sprig's template functions (Masterminds/sprig v3, `TxtFuncMap`), as Helm registers them, with the
 //! Go types of their parameters (the executor checks arguments against them) and Go's conversions of
-//! what they are given (`strval`, `cast.ToInt64`, `cast.ToFloat64`).
+//! what they are given (`strval`, `cast.ToInt64`, `cast.ToFloat64`). Every function of Sprig 3.3 (Helm
+//! 3.17's) is here; keys and certificates are ECDSA or Ed25519 where Sprig makes RSA (`crypto.rs`).
 
 mod collections;
 mod convert;
+mod crypto;
 mod dates;
 pub mod semver;
 mod strings;
+mod urls;
 
 use crate::gotemplate::{Funcs, Value};
 
@@ -21,6 +24,8 @@ pub fn funcs() -> Funcs {
     convert::register(&mut f);
     semver::register(&mut f);
     dates::register(&mut f);
+    urls::register(&mut f);
+    crypto::register(&mut f);
     extras(&mut f);
     for (alias, of) in ALIASES {
         if let Some(func) = f.get(*of).cloned() {
@@ -52,7 +57,11 @@ const ALIASES: &[(&str, &str)] = &[
     ("mustRegexSplit", "regexSplit"),
     ("trimall", "trimAll"),
     ("tuple", "list"),
-    ("mustDateModify", "dateModify"),
+    ("osBase", "base"),
+    ("osDir", "dir"),
+    ("osExt", "ext"),
+    ("osClean", "clean"),
+    ("osIsAbs", "isAbs"),
 ];
 
 /// Paths, base32, float extremes, UUIDs and the odd rest.
@@ -83,6 +92,18 @@ fn extras(f: &mut Funcs) {
     );
     add("add1f", Function::new(&[Ty::Any], |a| Ok(Value::Float(to_f64(&a[0]) + 1.0))));
     add("uuidv4", Function::new(&[], |_| Ok(Value::from(uuid::Uuid::new_v4().to_string()))));
+    add(
+        "randInt",
+        Function::new(&[Ty::Any, Ty::Any], |a| {
+            let (min, max) = (to_i64(&a[0]), to_i64(&a[1]));
+            if max <= min {
+                return Err("invalid argument to Intn".to_string());
+            }
+            let mut b = [0u8; 8];
+            let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b);
+            Ok(Value::Int(min + (u64::from_le_bytes(b) % (max - min) as u64) as i64))
+        }),
+    );
     add(
         "abbrevboth",
         Function::new(&[Ty::Int, Ty::Int, Ty::Str], move |a| {

@@ -298,6 +298,16 @@ pub(super) fn register(f: &mut Funcs) {
     ] {
         add(name, str_fn(&[Int], move |a| random_string(set, to_i64(&a[0]).max(0) as usize)));
     }
+    add("hello", str_fn(&[], |_| "Hello!".to_string()));
+    add("shuffle", str_fn(&[Str], |a| shuffle(s(&a[0]))));
+    add("b32enc", str_fn(&[Str], |a| base32_encode(s(&a[0]).as_bytes())));
+    add(
+        "b32dec",
+        str_fn(&[Str], |a| match base32_decode(s(&a[0])) {
+            Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            None => "illegal base32 data".to_string(),
+        }),
+    );
     add("b64enc", str_fn(&[Str], |a| base64::engine::general_purpose::STANDARD.encode(s(&a[0]))));
     add(
         "b64dec",
@@ -324,6 +334,60 @@ pub(super) fn register(f: &mut Funcs) {
 }
 
 /// `n` characters drawn from `set` with the system's randomness.
+/// The characters of `text` in a random order (Sprig's `shuffle`, from xstrings).
+fn shuffle(text: &str) -> String {
+    let mut chars: Vec<char> = text.chars().collect();
+    for i in (1..chars.len()).rev() {
+        let mut b = [0u8; 4];
+        let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b);
+        chars.swap(i, u32::from_le_bytes(b) as usize % (i + 1));
+    }
+    chars.into_iter().collect()
+}
+
+const BASE32: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+
+/// RFC 4648 base32 with padding (Go's `base32.StdEncoding`).
+fn base32_encode(data: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in data.chunks(5) {
+        let mut buf = [0u8; 5];
+        buf[..chunk.len()].copy_from_slice(chunk);
+        let bits = buf.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
+        let chars = (chunk.len() * 8).div_ceil(5);
+        for i in 0..8 {
+            if i < chars {
+                out.push(BASE32[((bits >> (35 - i * 5)) & 31) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The bytes of padded base32 text; `None` for text that is not.
+fn base32_decode(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(8) {
+        return None;
+    }
+    let mut out = Vec::new();
+    for chunk in text.as_bytes().chunks(8) {
+        let data: Vec<u8> = chunk.iter().copied().take_while(|c| *c != b'=').collect();
+        if chunk[data.len()..].iter().any(|c| *c != b'=') || matches!(data.len(), 1 | 3 | 6) {
+            return None;
+        }
+        let mut bits = 0u64;
+        for (i, c) in data.iter().enumerate() {
+            let v = BASE32.iter().position(|b| b == c)? as u64;
+            bits |= v << (35 - i * 5);
+        }
+        let bytes = data.len() * 5 / 8;
+        out.extend((0..bytes).map(|i| (bits >> (32 - i * 8)) as u8));
+    }
+    Some(out)
+}
+
 fn random_string(set: &str, n: usize) -> String {
     let chars: Vec<char> = set.chars().collect();
     let mut bytes = vec![0u8; n];
