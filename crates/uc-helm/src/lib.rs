@@ -15,6 +15,7 @@ pub mod release;
 pub mod render;
 pub mod schema;
 pub mod sprig;
+pub mod strvals;
 pub mod toml;
 pub mod values;
 pub mod watches;
@@ -77,9 +78,46 @@ pub fn template(
     options: &Options,
     skip_tests: bool,
 ) -> Result<String, String> {
+    template_with(chart, user_values, options, &Flags { skip_tests, ..Flags::default() })
+}
+
+/// The flags of `helm template` that shape its output.
+#[derive(Clone, Debug, Default)]
+pub struct Flags {
+    pub skip_tests: bool,
+    pub include_crds: bool,
+    /// `--show-only` patterns (template paths in the chart, globs).
+    pub show_only: Vec<String>,
+}
+
+/// The CRD files of a chart and its subcharts, by their paths as Helm names them.
+fn crd_files(chart: &Chart, path: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> =
+        chart.crds().map(|f| (format!("{path}/{}", f.name), String::from_utf8_lossy(&f.data).into_owned())).collect();
+    for sub in &chart.dependencies {
+        out.extend(crd_files(sub, &format!("{path}/charts/{}", sub.name())));
+    }
+    out
+}
+
+/// What `helm template <release> <chart>` prints with these flags.
+pub fn template_with(
+    chart: &Chart,
+    user_values: &gotemplate::Value,
+    options: &Options,
+    flags: &Flags,
+) -> Result<String, String> {
     let r = manifest(chart, user_values, options)?;
+    let mut text = String::new();
+    if flags.include_crds {
+        for (path, data) in crd_files(chart, chart.name()) {
+            text.push_str(&format!("---\n# Source: {path}\n{data}\n"));
+        }
+    }
+    text.push_str(&manifests::template_output(&r.objects, &r.hooks, flags.skip_tests));
     // `helm template` prints the manifests then the hooks, trimmed, with one newline.
-    Ok(format!("{}\n", manifests::template_output(&r.objects, &r.hooks, skip_tests).trim()))
+    let out = format!("{}\n", text.trim());
+    if flags.show_only.is_empty() { Ok(out) } else { manifests::show_only(&out, &flags.show_only) }
 }
 
 /// Files rendered by path, for callers that need them before sorting.

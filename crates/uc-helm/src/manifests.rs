@@ -150,9 +150,81 @@ pub fn template_output(manifests: &[Manifest], hooks: &[Manifest], skip_tests: b
     out
 }
 
+/// Go's `filepath.Match` on `/`-separated paths: `*` any run of characters but `/`, `?` one of them,
+/// `[…]` a class (`^` negates, `a-z` ranges), `\\` escapes.
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    fn class(p: &[char], c: char) -> Option<(bool, usize)> {
+        let (mut i, negate) = if p.first() == Some(&'^') { (1, true) } else { (0, false) };
+        let mut hit = false;
+        while i < p.len() && (p[i] != ']' || i == usize::from(negate)) {
+            let lo = p[i];
+            if i + 2 < p.len() && p[i + 1] == '-' && p[i + 2] != ']' {
+                hit |= lo <= c && c <= p[i + 2];
+                i += 3;
+            } else {
+                hit |= lo == c;
+                i += 1;
+            }
+        }
+        (i < p.len()).then_some((hit != negate, i + 1))
+    }
+    fn go(p: &[char], n: &[char]) -> bool {
+        match p.first() {
+            None => n.is_empty(),
+            Some('*') => (0..=n.len()).take_while(|&k| k == 0 || n[k - 1] != '/').any(|k| go(&p[1..], &n[k..])),
+            Some('?') => n.first().is_some_and(|c| *c != '/') && go(&p[1..], &n[1..]),
+            Some('[') => match (n.first(), n.first().and_then(|c| class(&p[1..], *c))) {
+                (Some(c), Some((true, used))) if *c != '/' => go(&p[1 + used..], &n[1..]),
+                _ => false,
+            },
+            Some('\\') if p.len() > 1 => n.first() == Some(&p[1]) && go(&p[2..], &n[1..]),
+            Some(c) => n.first() == Some(c) && go(&p[1..], &n[1..]),
+        }
+    }
+    go(&pattern.chars().collect::<Vec<_>>(), &name.chars().collect::<Vec<_>>())
+}
+
+/// `helm template --show-only`: the documents of `output` whose template (its path in the chart,
+/// `# Source: <chart>/<path>`) matches each pattern, in order; a pattern that matches none is an error.
+pub fn show_only(output: &str, patterns: &[String]) -> Result<String, String> {
+    let sep = regex::Regex::new(r"(?:^|\s*\n)---\s*").expect("a valid pattern");
+    let source = regex::Regex::new(r"# Source: [^/]+/(.+)").expect("a valid pattern");
+    let whole = format!("\n{}", output.trim());
+    let docs: Vec<&str> = sep.split(&whole).map(str::trim).filter(|d| !d.is_empty()).collect();
+    let mut out = String::new();
+    for pattern in patterns {
+        let pattern = pattern.replace('\\', "/");
+        let mut found = false;
+        for d in &docs {
+            if source.captures(d).is_some_and(|c| glob_match(&pattern, &c[1])) {
+                out.push_str(&format!("---\n{d}\n"));
+                found = true;
+            }
+        }
+        if !found {
+            return Err(format!("could not find template {pattern} in chart"));
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn globs_as_go_matches_them() {
+        for (p, n, want) in [
+            ("templates/subdir/role*", "templates/subdir/rolebinding.yaml", true),
+            ("templates/*", "templates/subdir/role.yaml", false),
+            ("templates/?.yaml", "templates/a.yaml", true),
+            ("templates/[a-c].yaml", "templates/b.yaml", true),
+            ("templates/[^a-c].yaml", "templates/b.yaml", false),
+            ("templates/service.yaml", "templates/service.yaml", true),
+        ] {
+            assert_eq!(glob_match(p, n), want, "{p} {n}");
+        }
+    }
 
     #[test]
     fn documents_split_sorted_by_kind_and_hooks_apart() {

@@ -65,22 +65,9 @@ pub fn values_of(cr: &Json, watch: &Watch) -> Json {
     let mut values =
         cr.get("spec").cloned().filter(Json::is_object).unwrap_or_else(|| Json::Object(Default::default()));
     for (path, raw) in &watch.override_values {
-        set_path(&mut values, path, typed(raw));
+        set_path(&mut values, path, crate::strvals::typed(raw));
     }
     values
-}
-
-/// `strvals`' typing of a `--set` value: booleans, `null`, integers (not with a leading zero), strings.
-fn typed(raw: &str) -> Json {
-    match raw {
-        "true" => Json::Bool(true),
-        "false" => Json::Bool(false),
-        "null" => Json::Null,
-        s if !(s.len() > 1 && s.starts_with('0')) && s.parse::<i64>().is_ok() => {
-            Json::from(s.parse::<i64>().unwrap_or(0))
-        }
-        s => Json::String(s.to_string()),
-    }
 }
 
 fn set_path(v: &mut Json, path: &str, value: Json) {
