@@ -85,7 +85,7 @@ fn steps(key: &str) -> Result<Vec<Step>, String> {
 
 fn value(raw: &str) -> Json {
     match raw.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
-        Some(inner) if inner.is_empty() => Json::Array(Vec::new()),
+        Some("") => Json::Array(Vec::new()),
         Some(inner) => Json::Array(split_unescaped(inner, ',').iter().map(|v| typed(&unescape(v))).collect()),
         None => typed(&unescape(raw)),
     }
