@@ -178,3 +178,53 @@ def test_a_helm_project_uc_init_scaffolds_runs(make_cluster, tmp_path):
                                   capture_output=True, text=True, check=True).stdout
         kinds = lambda text: sorted(d["kind"] for d in yaml.safe_load_all(text) if d)
         assert kinds(cr["status"]["deployedRelease"]["manifest"]) == [k for k in kinds(expected) if k != "Pod"], "the test hook apart"
+
+
+LOOKUP_CHART = {
+    "Chart.yaml": "apiVersion: v2\nname: keeper\nversion: 0.1.0\n",
+    "values.yaml": "tick: 0\n",
+    "templates/secret.yaml": """{{- $name := printf "%s-pw" .Release.Name }}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace $name }}
+apiVersion: v1
+kind: Secret
+metadata:
+  name: {{ $name }}
+data:
+  password: {{ if $existing }}{{ index $existing.data "password" }}{{ else }}{{ randAlphaNum 16 | b64enc }}{{ end }}
+""",
+    "templates/configmap.yaml": """apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-seen
+data:
+  tick: {{ .Values.tick | quote }}
+  victim: {{ lookup "v1" "Secret" .Release.Namespace "victim" | toJson | quote }}
+  elsewhere: {{ lookup "v1" "Secret" "kube-system" "" | toJson | quote }}
+""",
+}
+
+
+def test_lookup_finds_the_releases_own_objects_and_nothing_else(make_cluster, tmp_path):
+    """Charts look up what they made to keep a generated password across upgrades (the password stays);
+    a lookup of anything else — a Secret the release did not make, another namespace — answers empty, so
+    a resource's author who writes templates reads nothing through the operator."""
+    project = tmp_path / "keeper"
+    for path, text in LOOKUP_CHART.items():
+        (project / "helm-charts" / "keeper" / path).parent.mkdir(parents=True, exist_ok=True)
+        (project / "helm-charts" / "keeper" / path).write_text(text)
+    uc("init", "keeper-op", "--type", "helm", "--kind", "Keeper", "--helm-chart", str(project / "helm-charts" / "keeper"), cwd=tmp_path)
+    op = tmp_path / "keeper-op"
+    c = make_cluster(["--watches-file", str(op / "watches.yaml")])
+    wait_for(lambda: c.kubectl("get", "keepers", check=False).returncode == 0, timeout=30, message="the CRD served")
+    c.kubectl("create", "secret", "generic", "victim", "--from-literal=token=s3cret")
+    c.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "example.com/v1alpha1", "kind": "Keeper",
+                                                     "metadata": {"name": "k", "namespace": "default"}, "spec": {"tick": 1}}))
+    secret = wait_for(lambda: get(c, "secret", "k-pw"), timeout=60, message="the generated Secret")
+    assert secret["metadata"]["annotations"]["meta.helm.sh/release-name"] == "k", "Helm's ownership marks"
+    assert secret["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
+    seen = get(c, "configmap", "k-seen")["data"]
+    assert seen["victim"] == "{}" and "s3cret" not in json.dumps(seen), seen
+    assert json.loads(seen["elsewhere"]) == {}, seen
+    c.kubectl("patch", "keeper", "k", "--type=merge", "-p", '{"spec":{"tick":2}}')
+    wait_for(lambda: get(c, "configmap", "k-seen")["data"]["tick"] == "2", timeout=60, message="the upgrade")
+    assert get(c, "secret", "k-pw")["data"]["password"] == secret["data"]["password"], "the password kept"

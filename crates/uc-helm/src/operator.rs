@@ -50,7 +50,7 @@ fn last_deployed(history: &[Release], namespace: &str) -> Vec<Json> {
     if let Some(r) = deployed {
         let hook_docs = r.hooks.iter().filter_map(|h| h.get("manifest").and_then(Json::as_str).map(str::to_string));
         for doc in crate::manifests::split(&r.manifest).into_iter().chain(hook_docs) {
-            if let Ok(obj) = object_in(&doc, namespace) {
+            if let Ok(obj) = object_in(&doc, &r.name, namespace) {
                 out.push(obj);
             }
         }
@@ -119,23 +119,61 @@ fn hook_record(h: &crate::manifests::Manifest) -> Json {
     })
 }
 
-/// A manifest's document as an object, in the release's namespace unless it names one.
-fn object_in(doc: &str, namespace: &str) -> Result<Json, String> {
+/// Helm's ownership marks on what a release applies (`helm upgrade` and `helm uninstall` by hand find
+/// their release's objects by them).
+const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+const RELEASE_NAME: &str = "meta.helm.sh/release-name";
+const RELEASE_NAMESPACE: &str = "meta.helm.sh/release-namespace";
+
+/// A manifest's document as an object, in the release's namespace unless it names one, with Helm's
+/// ownership label and annotations.
+fn object_in(doc: &str, release: &str, namespace: &str) -> Result<Json, String> {
     let mut obj: Json = serde_yaml::from_str(doc).map_err(|e| e.to_string())?;
-    if let Some(meta) = obj.get_mut("metadata").and_then(Json::as_object_mut)
-        && !meta.contains_key("namespace")
-    {
+    let Some(meta) = obj.get_mut("metadata").and_then(Json::as_object_mut) else { return Ok(obj) };
+    if !meta.contains_key("namespace") {
         meta.insert("namespace".into(), namespace.into());
+    }
+    for (field, key, value) in [
+        ("labels", MANAGED_BY, "Helm"),
+        ("annotations", RELEASE_NAME, release),
+        ("annotations", RELEASE_NAMESPACE, namespace),
+    ] {
+        let entry = meta.entry(field).or_insert_with(|| Json::Object(Default::default()));
+        if !entry.is_object() {
+            *entry = Json::Object(Default::default());
+        }
+        if let Some(m) = entry.as_object_mut() {
+            m.insert(key.into(), value.into());
+        }
     }
     Ok(obj)
 }
 
+/// Whether `obj` carries the ownership marks of `release` in `namespace`.
+pub fn owned_by_release(obj: &Json, release: &str, namespace: &str) -> bool {
+    let annotation = |k: &str| obj.pointer("/metadata/annotations").and_then(|a| a.get(k)).and_then(Json::as_str);
+    annotation(RELEASE_NAME) == Some(release) && annotation(RELEASE_NAMESPACE) == Some(namespace)
+}
+
+/// What a chart's `lookup` answers on uc: only the release's own objects (its namespace, its
+/// ownership marks), so a resource's author who writes templates (`tpl`) reads nothing else through
+/// the operator; `found` is what the cluster holds (an object or a list), `None` when nothing.
+pub fn lookup_answer(found: Option<Json>, release: &str, namespace: &str) -> Json {
+    let empty = || Json::Object(Default::default());
+    let Some(mut found) = found else { return empty() };
+    if let Some(items) = found.get_mut("items").and_then(Json::as_array_mut) {
+        items.retain(|o| owned_by_release(o, release, namespace));
+        return found;
+    }
+    if owned_by_release(&found, release, namespace) { found } else { empty() }
+}
+
 /// The resource's objects from the release's manifests and kept hooks, namespaced in the release's
 /// namespace.
-fn objects_of(rendering: &crate::Rendering, namespace: &str) -> Result<Vec<Json>, String> {
+fn objects_of(rendering: &crate::Rendering, release: &str, namespace: &str) -> Result<Vec<Json>, String> {
     let mut out = Vec::new();
     for m in rendering.objects.iter().chain(kept_hooks(rendering)) {
-        out.push(object_in(&m.content, namespace).map_err(|e| format!("{}: {e}", m.source))?);
+        out.push(object_in(&m.content, release, namespace).map_err(|e| format!("{}: {e}", m.source))?);
     }
     Ok(out)
 }
@@ -148,6 +186,7 @@ pub fn sync(
     stored: &[Release],
     now: &str,
     capabilities: &crate::objects::Capabilities,
+    lookup: Option<crate::render::Lookup>,
 ) -> Result<Desired, Failure> {
     let name = cr.pointer("/metadata/name").and_then(Json::as_str).unwrap_or_default().to_string();
     let namespace = cr.pointer("/metadata/namespace").and_then(Json::as_str).unwrap_or("default").to_string();
@@ -167,7 +206,7 @@ pub fn sync(
             is_upgrade: installed.is_some(),
         },
         capabilities: capabilities.clone(),
-        lookup: None,
+        lookup,
     };
     let failed = |reason: &str, message: String| {
         let conditions = vec![
@@ -183,7 +222,7 @@ pub fn sync(
     let reason_on_failure = if installed.is_some() { "UpgradeError" } else { "InstallError" };
     let rendering =
         crate::manifest(chart, &Value::from_json(&config, true), &options).map_err(|e| failed(reason_on_failure, e))?;
-    let objects = objects_of(&rendering, &namespace).map_err(|e| failed(reason_on_failure, e))?;
+    let objects = objects_of(&rendering, &name, &namespace).map_err(|e| failed(reason_on_failure, e))?;
     let unchanged = installed.is_some_and(|r| r.manifest == rendering.manifest && r.config == config);
     let current = match (installed, unchanged) {
         (Some(r), true) => r.clone(),

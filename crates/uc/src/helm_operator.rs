@@ -11,7 +11,9 @@ use anyhow::Context as _;
 use kube::discovery::Discovery;
 use serde_json::{Value, json};
 use uc_api::hook::{SyncRequest, SyncResponse};
-use uc_engine::hooks::native::{self, NativeRegistry, SyncFn};
+use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry};
+
+use crate::helm_lookup::ClusterLookup;
 use uc_helm::objects::Capabilities;
 use uc_helm::watches::Watch;
 use uc_helm::{Chart, operator, release};
@@ -48,36 +50,66 @@ async fn capabilities(client: &kube::Client, discovery: &Discovery) -> Capabilit
     Capabilities { kube_version, api_versions: versions.into_iter().collect() }
 }
 
-/// The hook of one watch: a reconcile decided by `uc_helm::operator`, a finalize that uninstalls.
-fn hook(chart: Arc<Chart>, watch: Watch, caps: Capabilities, resync: Option<f64>) -> Arc<SyncFn> {
+/// The hook of one watch: a reconcile decided by `uc_helm::operator` on a render thread (the engine's
+/// workers stay free: `lookup` reads the cluster from there), a finalize that uninstalls.
+fn hook(
+    chart: Arc<Chart>,
+    watch: Watch,
+    caps: Capabilities,
+    resync: Option<f64>,
+    lookup: Arc<ClusterLookup>,
+) -> Arc<AsyncSyncFn> {
     Arc::new(move |request: SyncRequest| {
-        let name = request.parent.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-        if request.finalizing {
-            // Uninstall: every object of the release and its history go.
-            return Ok(SyncResponse {
-                status: None,
-                children: Vec::new(),
-                resync_after_seconds: None,
-                finalized: Some(true),
-            });
-        }
-        let secrets = request.children.get("Secret.v1").into_iter().flat_map(|m| m.values().map(|o| &**o));
-        let stored = operator::stored_releases(secrets, &name);
-        // On a thread of its own: a chart (or a resource's `tpl` input) nesting templates as deep as
-        // Helm allows needs more stack than the engine's threads have.
-        let (chart, watch_, parent, caps_) = (chart.clone(), watch.clone(), request.parent.clone(), caps.clone());
-        let decided = uc_helm::on_render_thread(move || {
-            operator::sync(&chart, &watch_, &parent, &stored, &release::now(), &caps_)
-        })
-        .map_err(uc_engine::hooks::HookError::Failed)?;
-        let answer = match decided {
-            Ok(d) => (d.status, d.objects),
-            Err(f) => {
-                tracing::warn!(kind = %watch.kind, parent = %name, error = %f.message, "release failed");
-                (f.status, f.objects)
+        let (chart, watch, caps, lookup) = (chart.clone(), watch.clone(), caps.clone(), lookup.clone());
+        Box::pin(async move {
+            let meta = |f: &str| {
+                request
+                    .parent
+                    .pointer(&format!("/metadata/{f}"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let (name, namespace) = (meta("name"), meta("namespace"));
+            if request.finalizing {
+                // Uninstall: every object of the release and its history go.
+                return Ok(SyncResponse {
+                    status: None,
+                    children: Vec::new(),
+                    resync_after_seconds: None,
+                    finalized: Some(true),
+                });
             }
-        };
-        Ok(SyncResponse { status: Some(answer.0), children: answer.1, resync_after_seconds: resync, finalized: None })
+            let secrets = request.children.get("Secret.v1").into_iter().flat_map(|m| m.values().map(|o| &**o));
+            let stored = operator::stored_releases(secrets, &name);
+            let (handle, parent, kind) =
+                (tokio::runtime::Handle::current(), request.parent.clone(), watch.kind.clone());
+            let release = name.clone();
+            // On a thread of its own: a chart (or a resource's `tpl` input) nesting templates as deep as
+            // Helm allows needs more stack than the engine's threads have.
+            let decided = tokio::task::spawn_blocking(move || {
+                uc_helm::on_render_thread(move || {
+                    let lookup = lookup.for_release(handle, release, namespace);
+                    operator::sync(&chart, &watch, &parent, &stored, &release::now(), &caps, Some(lookup))
+                })
+            })
+            .await
+            .map_err(|e| uc_engine::hooks::HookError::Failed(e.to_string()))?
+            .map_err(uc_engine::hooks::HookError::Failed)?;
+            let answer = match decided {
+                Ok(d) => (d.status, d.objects),
+                Err(f) => {
+                    tracing::warn!(%kind, parent = %name, error = %f.message, "release failed");
+                    (f.status, f.objects)
+                }
+            };
+            Ok(SyncResponse {
+                status: Some(answer.0),
+                children: answer.1,
+                resync_after_seconds: resync,
+                finalized: None,
+            })
+        })
     })
 }
 
@@ -127,8 +159,9 @@ pub async fn setup(
             }
         }
         let hook_name = format!("helm/{}/{}/{}", w.group, w.version, w.kind);
-        natives
-            .register(&hook_name, native::typed(hook(Arc::new(chart), w.clone(), caps.clone(), resync_of(&w)), None));
+        let lookup = ClusterLookup::new(client.clone(), &discovery);
+        let sync = hook(Arc::new(chart), w.clone(), caps.clone(), resync_of(&w), lookup);
+        natives.register(&hook_name, native::typed_async(sync));
         let hook_ref = json!({"native": {"name": hook_name}});
         controllers.push(controller(&w, (&parent.api_version, &parent.plural), &children, hook_ref));
     }
@@ -201,7 +234,8 @@ pub fn register_factory(natives: &mut NativeRegistry, client: kube::Client) {
             let discovery = Discovery::new(client.clone()).run().await.map_err(|e| bad(format!("discovery: {e}")))?;
             let caps = capabilities(&client, &discovery).await;
             let resync = resync_of(&w);
-            Ok(native::typed(hook(Arc::new(chart), w, caps, resync), None))
+            let lookup = ClusterLookup::new(client.clone(), &discovery);
+            Ok(native::typed_async(hook(Arc::new(chart), w, caps, resync, lookup)))
         })
     });
     natives.register_factory("helm", factory);

@@ -10,6 +10,7 @@ mod catalog;
 mod client;
 mod doctor;
 mod engine_args;
+mod helm_lookup;
 mod helm_operator;
 mod hook_record;
 mod hook_test;

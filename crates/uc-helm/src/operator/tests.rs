@@ -40,7 +40,7 @@ fn secrets(objects: &[Json]) -> Vec<&Json> {
 #[test]
 fn install_then_nothing_then_upgrade() {
     let caps = Capabilities::default();
-    let first = sync(&chart(), &watch(), &cr(3, Json::Null), &[], "2026-11-28T10:00:00Z", &caps).unwrap();
+    let first = sync(&chart(), &watch(), &cr(3, Json::Null), &[], "2026-11-28T10:00:00Z", &caps, None).unwrap();
     assert_eq!(first.release.version, 1);
     let sts = first.objects.iter().find(|o| o["kind"] == "StatefulSet").expect("the chart's StatefulSet");
     assert_eq!(sts["spec"]["replicas"], 3);
@@ -57,11 +57,13 @@ fn install_then_nothing_then_upgrade() {
     let stored = vec![release::from_secret(secrets(&first.objects)[0]).unwrap()];
     assert_eq!(stored[0].config["replicaCount"], 3);
 
-    let again = sync(&chart(), &watch(), &cr(3, first.status.clone()), &stored, "2026-11-28T10:05:00Z", &caps).unwrap();
+    let again =
+        sync(&chart(), &watch(), &cr(3, first.status.clone()), &stored, "2026-11-28T10:05:00Z", &caps, None).unwrap();
     assert_eq!(again.objects, first.objects, "an unchanged resource writes nothing new");
     assert_eq!(again.status, first.status, "nor changes its status");
 
-    let up = sync(&chart(), &watch(), &cr(5, first.status.clone()), &stored, "2026-11-28T10:10:00Z", &caps).unwrap();
+    let up =
+        sync(&chart(), &watch(), &cr(5, first.status.clone()), &stored, "2026-11-28T10:10:00Z", &caps, None).unwrap();
     assert_eq!(up.release.version, 2);
     let kept: Vec<Release> = secrets(&up.objects).iter().map(|s| release::from_secret(s).unwrap()).collect();
     let states: Vec<(i64, String)> =
@@ -82,7 +84,8 @@ fn a_chart_that_fails_reports_release_failed_with_helms_words() {
         name: "templates/bad.yaml".into(),
         data: b"{{ required \"size is required\" .Values.size }}".to_vec(),
     });
-    let f = sync(&c, &watch(), &cr(1, Json::Null), &[], "2026-11-28T10:00:00Z", &Capabilities::default()).unwrap_err();
+    let f = sync(&c, &watch(), &cr(1, Json::Null), &[], "2026-11-28T10:00:00Z", &Capabilities::default(), None)
+        .unwrap_err();
     assert_eq!(f.message, "execution error at (memcached/templates/bad.yaml:1:3): size is required");
     assert_eq!(f.status["conditions"][1]["type"], "ReleaseFailed");
     assert_eq!(f.status["conditions"][1]["reason"], "InstallError");
@@ -92,11 +95,11 @@ fn a_chart_that_fails_reports_release_failed_with_helms_words() {
 #[test]
 fn a_failed_upgrade_keeps_the_last_deployed_release() {
     let caps = Capabilities::default();
-    let first = sync(&chart(), &watch(), &cr(3, Json::Null), &[], "2026-11-28T10:00:00Z", &caps).unwrap();
+    let first = sync(&chart(), &watch(), &cr(3, Json::Null), &[], "2026-11-28T10:00:00Z", &caps, None).unwrap();
     let stored = vec![first.release.clone()];
     let mut c = chart();
     c.templates.push(crate::chart::File { name: "templates/bad.yaml".into(), data: b"{{ fail \"no\" }}".to_vec() });
-    let f = sync(&c, &watch(), &cr(5, first.status.clone()), &stored, "2026-11-28T10:10:00Z", &caps).unwrap_err();
+    let f = sync(&c, &watch(), &cr(5, first.status.clone()), &stored, "2026-11-28T10:10:00Z", &caps, None).unwrap_err();
     assert_eq!(f.status["conditions"][1]["reason"], "UpgradeError");
     assert_eq!(f.status["deployedRelease"], first.status["deployedRelease"]);
     let mut kept = f.objects.clone();
@@ -115,4 +118,17 @@ fn overrides_are_typed_as_set_types_them() {
         .collect();
     let v = values_of(&serde_json::json!({"spec": {"a": {"x": 1}}}), &w);
     assert_eq!(v, serde_json::json!({"a": {"x": 1, "b": 3, "c": true}, "d": "0123", "e": null}));
+}
+
+#[test]
+fn a_releases_objects_carry_helms_ownership_and_lookup_sees_only_them() {
+    let obj = object_in("kind: Secret\nmetadata:\n  name: s\n  labels: {a: b}\n", "r", "ns").unwrap();
+    assert_eq!(obj["metadata"]["labels"], serde_json::json!({"a": "b", "app.kubernetes.io/managed-by": "Helm"}));
+    assert!(owned_by_release(&obj, "r", "ns") && !owned_by_release(&obj, "other", "ns"));
+    assert_eq!(lookup_answer(Some(obj.clone()), "r", "ns"), obj);
+    assert_eq!(lookup_answer(Some(obj.clone()), "r2", "ns"), serde_json::json!({}), "another release's");
+    assert_eq!(lookup_answer(None, "r", "ns"), serde_json::json!({}));
+    let stranger = serde_json::json!({"kind": "Secret", "metadata": {"name": "victim"}});
+    let list = serde_json::json!({"kind": "SecretList", "items": [obj.clone(), stranger]});
+    assert_eq!(lookup_answer(Some(list), "r", "ns")["items"], serde_json::json!([obj]));
 }
