@@ -132,12 +132,12 @@ pub async fn setup(
     // The project's own CRDs (`config/crd/bases/`, as `operator-sdk init` lays it out), installed as
     // `make install` would, for the kinds the file watches.
     for w in &watches {
-        for crd in project_crds(dir, &w.group, &w.kind) {
+        for crd in crate::sdk_project::project_crds(dir, &w.group, &w.kind) {
             uc_engine::manager::install_crd(installer, crd).await?;
         }
     }
     let gvks: Vec<_> = watches.iter().map(|w| (w.group.clone(), w.version.clone(), w.kind.clone())).collect();
-    let discovery = served(client, &gvks).await?;
+    let discovery = crate::sdk_project::served(client, &gvks).await?;
     let caps = capabilities(client, &discovery).await;
     let mut controllers = Vec::new();
     for w in watches {
@@ -206,7 +206,7 @@ pub(crate) fn controller(w: &Watch, parent: (&str, &str), children: &[(String, S
             "childResources": children,
             "hooks": {"sync": hook.clone(), "finalize": hook},
             "finalizerName": FINALIZER,
-            "maxConcurrentReconciles": w.max_concurrent_reconciles.unwrap_or_else(crate::sdk_operators::cpus)
+            "maxConcurrentReconciles": w.max_concurrent_reconciles.unwrap_or_else(crate::sdk_project::cpus)
         }
     })
 }
@@ -262,39 +262,6 @@ fn literal_kinds(chart: &Chart) -> BTreeSet<(String, String)> {
         out.extend(literal_kinds(sub));
     }
     out
-}
-
-/// The CustomResourceDefinitions of `group`/`kind` in the project's `config/crd/bases/`.
-pub(crate) fn project_crds(dir: &Path, group: &str, kind: &str) -> Vec<Value> {
-    let Ok(entries) = std::fs::read_dir(dir.join("config/crd/bases")) else { return Vec::new() };
-    let mut files: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
-    files.sort();
-    files
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok())
-        .filter_map(|t| serde_yaml::from_str::<Value>(&t).ok())
-        .filter(|c| c.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
-        .filter(|c| c.pointer("/spec/group").and_then(Value::as_str) == Some(group))
-        .filter(|c| c.pointer("/spec/names/kind").and_then(Value::as_str) == Some(kind))
-        .collect()
-}
-
-/// Discovery once every watched kind is served (a CRD just installed takes a moment), or the first
-/// kind that is not, after 20 s.
-pub(crate) async fn served(client: &kube::Client, gvks: &[(String, String, String)]) -> anyhow::Result<Discovery> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        let discovery = Discovery::new(client.clone()).run().await.context("discovering the cluster's API")?;
-        let missing =
-            gvks.iter().find(|(g, v, k)| discovery.resolve_gvk(&kube::api::GroupVersionKind::gvk(g, v, k)).is_none());
-        match missing {
-            None => return Ok(discovery),
-            Some((g, v, k)) if std::time::Instant::now() > deadline => anyhow::bail!(
-                "{g}/{v} {k} is not served: install its CustomResourceDefinition (config/crd/bases/ of the project is installed when it has it)"
-            ),
-            Some(_) => tokio::time::sleep(std::time::Duration::from_millis(250)).await,
-        }
-    }
 }
 
 /// A manifest's `apiVersion`.

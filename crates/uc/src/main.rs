@@ -22,6 +22,7 @@ mod package_sdk;
 mod pod_network;
 mod rbac;
 mod sdk_operators;
+mod sdk_project;
 mod signal;
 #[cfg(feature = "cluster")]
 mod up;

@@ -34,8 +34,3 @@ pub fn register_factories(
     options.collectors.push(ansible.collector());
     ansible
 }
-
-/// The SDK's default `maxConcurrentReconciles`: the machine's CPUs.
-pub fn cpus() -> u32 {
-    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
-}

@@ -34,7 +34,7 @@ pub(crate) fn controller(w: &Watch, parent: (&str, &str), hook: Value) -> Value 
     if let Some(sel) = &w.selector {
         parent_rule["labelSelector"] = sel.clone();
     }
-    let workers = w.max_concurrent_reconciles.unwrap_or_else(crate::sdk_operators::cpus);
+    let workers = w.max_concurrent_reconciles.unwrap_or_else(crate::sdk_project::cpus);
     let mut spec = json!({"parentResource": parent_rule, "childResources": [], "hooks": {"sync": hook},
                           "maxConcurrentReconciles": workers});
     if let Some(f) = &w.finalizer {
@@ -66,7 +66,7 @@ pub async fn setup(
     let watches = parse_watches(&dir, text)?;
     runtime::check_runner().await?;
     for w in &watches {
-        for crd in crate::helm_operator::project_crds(&dir, &w.group, &w.kind) {
+        for crd in crate::sdk_project::project_crds(&dir, &w.group, &w.kind) {
             uc_engine::manager::install_crd(installer, crd).await?;
         }
     }

@@ -71,7 +71,7 @@ impl Runtime {
     ) -> anyhow::Result<(Arc<dyn uc_engine::hooks::native::NativeHook>, kube::api::ApiResource)> {
         let (proxy, env) = self.env(project).await?;
         let discovery =
-            crate::helm_operator::served(&self.client, &[(w.group.clone(), w.version.clone(), w.kind.clone())]).await?;
+            crate::sdk_project::served(&self.client, &[(w.group.clone(), w.version.clone(), w.kind.clone())]).await?;
         let gvk = kube::api::GroupVersionKind::gvk(&w.group, &w.version, &w.kind);
         let (parent, caps) = discovery.resolve_gvk(&gvk).context("served")?;
         let hook = reconcile::AnsibleHook::hook(reconcile::Context {
