@@ -115,15 +115,22 @@ impl Shared {
         }
     }
 
+    /// False when a child of the parent at `key` was deleted since it was last confirmed and the parent
+    /// is gone from the server (or replaced); true otherwise.
+    async fn confirmed_if_vanished(&self, key: &ObjKey, parent: &serde_json::Value) -> Result<bool, SyncError> {
+        if !self.vanished.lock().contains(key) {
+            return Ok(true);
+        }
+        let there = self.parent_still_there(parent).await?;
+        self.vanished.lock().remove(key);
+        Ok(there)
+    }
+
     pub(super) async fn reconcile(&self, key: &ObjKey) -> Result<(), SyncError> {
         let Some(parent) = self.parents.get(key) else { return Ok(()) };
-        if self.vanished.lock().contains(key) {
-            let there = self.parent_still_there(&parent).await?;
-            self.vanished.lock().remove(key);
-            if !there {
-                // Gone (or replaced) on the server: its children are not to be made again.
-                return Ok(());
-            }
+        if !self.confirmed_if_vanished(key, &parent).await? {
+            // Gone (or replaced) on the server: its children are not to be made again.
+            return Ok(());
         }
         let decorator = self.flavor == Flavor::Decorator;
         let deleting = is_deleting(&parent);
@@ -219,6 +226,11 @@ impl Shared {
         // Fail before any write on a status that cannot be written.
         let status = status_to_write(&parent, status, self.parent.status_subresource)?;
 
+        // A child deleted while the hook answered (its parent deleted meanwhile and its dependents
+        // collected): the parent is confirmed on the server before anything is made again.
+        if !self.confirmed_if_vanished(key, &parent).await? {
+            return Ok(());
+        }
         // The answer is good: now, and only now, change the cluster. A rollout's intent goes first.
         if let (Some(r), Some(store)) = (&rollout, &self.revisions) {
             self.write_revisions(store, &parent, &selector_labels, r).await?;
