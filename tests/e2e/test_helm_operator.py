@@ -228,3 +228,51 @@ def test_lookup_finds_the_releases_own_objects_and_nothing_else(make_cluster, tm
     c.kubectl("patch", "keeper", "k", "--type=merge", "-p", '{"spec":{"tick":2}}')
     wait_for(lambda: get(c, "configmap", "k-seen")["data"]["tick"] == "2", timeout=60, message="the upgrade")
     assert get(c, "secret", "k-pw")["data"]["password"] == secret["data"]["password"], "the password kept"
+
+
+def test_uc_init_takes_a_chart_from_a_helm_repository(tmp_path):
+    """`uc init --type helm --helm-chart REPO/NAME` (a repository `helm repo add` configured) or `NAME`
+    with `--helm-chart-repo URL`, as `operator-sdk create api` takes them: the repository's index, the
+    chart's newest release or the version asked for. The repository is served on loopback."""
+    import http.server
+    import io
+    import os
+    import tarfile
+    import threading
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for version in ("0.1.0", "0.2.0-rc.1"):
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            for path, text in LOOKUP_CHART.items():
+                data = text.replace("version: 0.1.0", f"version: {version}").encode()
+                info = tarfile.TarInfo(f"keeper/{path}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        (repo / f"keeper-{version}.tgz").write_bytes(buf.getvalue())
+    (repo / "index.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "entries": {"keeper": [
+        {"name": "keeper", "version": v, "urls": [f"keeper-{v}.tgz"]} for v in ("0.1.0", "0.2.0-rc.1")]}}))
+    handler = lambda *a, **k: http.server.SimpleHTTPRequestHandler(*a, directory=str(repo), **k)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        uc("init", "one", "--type", "helm", "--helm-chart", "keeper", "--helm-chart-repo", url, cwd=tmp_path)
+        chart = yaml.safe_load((tmp_path / "one" / "helm-charts" / "keeper" / "Chart.yaml").read_text())
+        assert chart["version"] == "0.1.0", "the newest release, not the release candidate"
+        assert (tmp_path / "one" / "helm-charts" / "keeper" / "templates" / "secret.yaml").is_file()
+        config = tmp_path / "repositories.yaml"
+        config.write_text(yaml.safe_dump({"apiVersion": "", "repositories": [{"name": "local", "url": url}]}))
+        from conftest import uc_binary
+        env = {**os.environ, "HELM_REPOSITORY_CONFIG": str(config)}
+        r = subprocess.run([uc_binary(), "init", "two", "--type", "helm", "--helm-chart", "local/keeper",
+                            "--helm-chart-version", "0.2.0-rc.1"], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert yaml.safe_load((tmp_path / "two" / "helm-charts" / "keeper" / "Chart.yaml").read_text())["version"] == "0.2.0-rc.1"
+        r = subprocess.run([uc_binary(), "init", "three", "--type", "helm", "--helm-chart", "local/nope"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert r.returncode != 0 and 'chart "nope" not found' in r.stderr, r.stderr
+        assert not (tmp_path / "three").exists(), "nothing written"
+    finally:
+        server.shutdown()

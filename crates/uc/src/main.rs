@@ -7,6 +7,7 @@ mod ansible_operator;
 mod builtins;
 #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 mod catalog;
+mod chart_repo;
 mod client;
 mod doctor;
 mod engine_args;
@@ -158,9 +159,16 @@ struct InitArgs {
     /// `operator-sdk init --plugins helm|ansible` + `create api` lay it out.
     #[arg(long = "type", default_value = "uc", value_parser = ["uc", "helm", "ansible"])]
     project_type: String,
-    /// `--type helm`: the chart to start from (a directory or a `.tgz`; default: `helm create`'s).
+    /// `--type helm`: the chart to start from — a directory, a `.tgz`, `REPO/NAME` of a repository
+    /// `helm repo add` configured, or `NAME` with `--helm-chart-repo` (default: `helm create`'s).
     #[arg(long)]
-    helm_chart: Option<PathBuf>,
+    helm_chart: Option<String>,
+    /// `--type helm`: the repository of `--helm-chart NAME` (its URL).
+    #[arg(long)]
+    helm_chart_repo: Option<String>,
+    /// `--type helm`: the chart's version in its repository (default: the newest release).
+    #[arg(long)]
+    helm_chart_version: Option<String>,
     /// `--type helm|ansible`: the custom resource's kind (default: from the name, `web-app` → `WebApp`).
     #[arg(long)]
     kind: Option<String>,
@@ -407,15 +415,28 @@ fn main() -> anyhow::Result<()> {
         Command::HttpServer(args) => runtime.block_on(http_server(args)),
         Command::Join(args) => runtime.block_on(join(args)),
         Command::Init(args) if args.project_type != "uc" => {
+            let fetched = std::env::temp_dir().join(format!("uc-init-chart-{}.tgz", std::process::id()));
+            let chart = match &args.helm_chart {
+                Some(c) if args.helm_chart_repo.is_some() || !std::path::Path::new(c).exists() => {
+                    let (repo, version) = (args.helm_chart_repo.as_deref(), args.helm_chart_version.as_deref());
+                    let archive = runtime.block_on(chart_repo::fetch(c, repo, version))?;
+                    std::fs::write(&fetched, archive).with_context(|| format!("writing {}", fetched.display()))?;
+                    Some(fetched.clone())
+                }
+                Some(c) => Some(PathBuf::from(c)),
+                None => None,
+            };
             let sdk = match args.project_type.as_str() {
-                "helm" => init_sdk::SdkType::Helm { chart: args.helm_chart.clone() },
+                "helm" => init_sdk::SdkType::Helm { chart },
                 _ => init_sdk::SdkType::Ansible,
             };
             if !init::valid(&args.name) {
                 anyhow::bail!("{:?}: a name is lowercase letters, digits and '-', starting with a letter", args.name);
             }
             let kind = args.kind.clone().unwrap_or_else(|| init::kind_of(&args.name));
-            init_sdk::write(&args.name, &kind, &sdk, std::path::Path::new(&args.name)).map(|()| {
+            let written = init_sdk::write(&args.name, &kind, &sdk, std::path::Path::new(&args.name));
+            let _ = std::fs::remove_file(&fetched);
+            written.map(|()| {
                 println!(
                     "{}: an Operator SDK {} project (kind {kind}); see {}/README.md",
                     args.name, args.project_type, args.name
