@@ -4,8 +4,11 @@
 //! lines (`testdata/helm-template-flags/`: `cases.txt`, and per case stdout, stderr, exit code).
 
 use std::collections::BTreeMap;
+mod common;
+
 use std::path::Path;
 
+use common::helm_error;
 use uc_helm::gotemplate::Value;
 use uc_helm::{Chart, Flags, Options, Release};
 
@@ -52,12 +55,6 @@ fn template(charts: &Path, args: &[&str]) -> Result<String, String> {
     }
     let values = overlay(&files, &Value::from_json(&sets, true));
     uc_helm::template_with(&chart, &values, &options, &flags)
-}
-
-/// Helm's error without its `Error: ` and the `--debug` advice after it.
-fn helm_error(stderr: &str) -> &str {
-    let e = stderr.strip_prefix("Error: ").unwrap_or(stderr);
-    e.split("\n\nUse --debug flag").next().unwrap_or(e).trim_end()
 }
 
 #[test]

@@ -6,8 +6,11 @@
 //! A chart passes when uc prints the same bytes, or fails where Helm fails with the same message.
 //! The pass count is reported in docs/sdk-operators.md; it may only go up.
 
+mod common;
+
 use std::path::Path;
 
+use common::helm_error;
 use uc_helm::gotemplate::Value;
 use uc_helm::{Chart, Options, Release};
 
@@ -19,12 +22,6 @@ fn outcome(dir: &Path) -> Result<String, String> {
     let options =
         Options { release: Release { name: "release-name".into(), ..Release::default() }, ..Options::default() };
     uc_helm::template(&chart, &Value::Nil, &options, false)
-}
-
-/// Helm's error without its `Error: ` and the `--debug` advice after it.
-fn helm_error(stderr: &str) -> &str {
-    let e = stderr.strip_prefix("Error: ").unwrap_or(stderr);
-    e.split("\n\nUse --debug flag").next().unwrap_or(e).trim_end()
 }
 
 #[test]
