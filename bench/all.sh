@@ -14,11 +14,11 @@ if ! bash deploy/order-check.sh; then
   bash bench/controller-order.sh
   bash deploy/build-controller.sh
 fi
-mkdir -p target/release && cp target/controller/uc target/release/uc-controller
-cargo build --release --locked -p uc -p uc-bench
-target/release/apiserver-bench
-target/release/engine-bench
-target/release/compare-bench
-target/release/memory-bench
+mkdir -p target/dist && cp target/controller/uc target/dist/uc-controller
+cargo build --profile dist --locked -p uc -p uc-bench
+target/dist/apiserver-bench
+target/dist/engine-bench
+target/dist/compare-bench
+target/dist/memory-bench
 # Real etcd members: needs etcd on PATH (sudo apt-get install -y etcd-server).
-target/release/etcd-bench
+target/dist/etcd-bench

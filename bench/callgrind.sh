@@ -29,8 +29,8 @@ else
 fi
 WRAP
 chmod +x "$wrapper"
-cargo build --release -q -p uc-bench --bin compare-bench
-target/release/compare-bench --uc "$wrapper" --no-table --no-scaling --impls uc-js --parents "$parents" \
+cargo build --profile dist -q -p uc-bench --bin compare-bench
+target/dist/compare-bench --uc "$wrapper" --no-table --no-scaling --impls uc-js --parents "$parents" \
   --timeout 600 --report "$out/report.md" > "$out/compare-bench.log" 2>&1 || true
 # A process the benchmark killed outright has no profile; one still running is stopped so it dumps.
 pkill -TERM -f "callgrind-out-file=$out/" 2>/dev/null || true

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
 bash deploy/build-controller.sh
-cargo build --release --locked -p uc -p uc-bench
+cargo build --profile dist --locked -p uc -p uc-bench
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # compare-bench stops each scenario's `uc run` with SIGTERM: uc exits and callgrind writes its profile.
@@ -18,7 +18,7 @@ cat > "$work/uc" <<EOF
 exec valgrind --tool=callgrind --demangle=no --callgrind-out-file=$work/callgrind.%p $PWD/target/controller/uc "\$@"
 EOF
 chmod +x "$work/uc"
-target/release/compare-bench --no-convergence --no-scaling --window 60 --controller-uc "$work/uc" \
+target/dist/compare-bench --no-convergence --no-scaling --window 60 --controller-uc "$work/uc" \
   --scenarios "uc alone,uc + tfjob + catset + donothing,uc + 4" --report "$work/report.md"
 python3 - "$work" target/controller/uc deploy/controller.order <<'EOF'
 import glob, re, subprocess, sys

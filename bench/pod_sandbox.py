@@ -2,7 +2,7 @@
 container's processes, with both (the default), with the sandbox alone (`uc up --no-pod-network`) and with
 neither (`--no-pod-sandbox`), measured in one run, alternating.
 
-    python3 bench/pod_sandbox.py [--uc target/release/uc] [--pods 30] [--rounds 3]
+    python3 bench/pod_sandbox.py [--uc target/dist/uc] [--pods 30] [--rounds 3]
 
 Each round starts `uc up` on a fresh data directory, creates N busybox pods running `sleep` at once and
 times from the first create to every pod Running (the node's status), then sums the private memory
@@ -94,7 +94,7 @@ def one_round(uc, pods, flags, subnet):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--uc", default="target/release/uc")
+    ap.add_argument("--uc", default="target/dist/uc")
     ap.add_argument("--pods", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()

@@ -23,8 +23,8 @@ use kube::{Client, Config};
 #[derive(Parser)]
 #[command(about = "Benchmarks the uc API server: creates/s and watch fan-out")]
 struct Args {
-    /// The uc binary (build it with `cargo build --release -p uc`).
-    #[arg(long, default_value = "target/release/uc")]
+    /// The uc binary (build it with `cargo build --profile dist -p uc`).
+    #[arg(long, default_value = "target/dist/uc")]
     uc: PathBuf,
     /// Concurrent clients creating objects.
     #[arg(long, default_value_t = 8)]
@@ -187,8 +187,8 @@ async fn main() -> Result<()> {
     let ratio = durable / memory;
     let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
     let section = format!(
-        "## API server (`cargo run --release -p uc-bench --bin apiserver-bench`)\n\n\
-         Measured {date} on this machine ({cores} cores), one run, kube-rs clients over HTTPS against the release `uc up`;\n\
+        "## API server (`cargo run --profile dist -p uc-bench --bin apiserver-bench`)\n\n\
+         Measured {date} on this machine ({cores} cores), one run, kube-rs clients over HTTPS against the `dist` build of `uc up`;\n\
          the clients run on the same cores as the server.\n\n\
          | measure | figure | target | verdict |\n| --- | --- | --- | --- |\n\
          | creates/s, in memory, {c} clients | {memory:.0} | ≥ 10,000 | {v1} |\n\

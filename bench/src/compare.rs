@@ -32,15 +32,15 @@ use serde_json::{Value, json};
 #[derive(Parser)]
 #[command(about = "uc next to hand-written kube-rs and kopf controllers: Table 5-2 and convergence")]
 struct Args {
-    /// The uc binary (`cargo build --release -p uc`).
-    #[arg(long, default_value = "target/release/uc")]
+    /// The uc binary (`cargo build --profile dist -p uc`).
+    #[arg(long, default_value = "target/dist/uc")]
     uc: PathBuf,
     /// What `uc run` runs from in Table 5-2: uc without its embedded cluster, as the image builds it
     /// (bench/all.sh: `bash deploy/build-controller.sh`, copied here).
-    #[arg(long, default_value = "target/release/uc-controller")]
+    #[arg(long, default_value = "target/dist/uc-controller")]
     controller_uc: PathBuf,
-    /// The hand-written kube-rs controllers (`cargo build --release -p uc-bench`).
-    #[arg(long, default_value = "target/release/bench-controller")]
+    /// The hand-written kube-rs controllers (`cargo build --profile dist -p uc-bench`).
+    #[arg(long, default_value = "target/dist/bench-controller")]
     controller: PathBuf,
     /// Python with kopf installed (`pip install kopf`).
     #[arg(long, default_value = "python3")]
@@ -483,8 +483,8 @@ async fn table(args: &Args) -> Result<String> {
          Where the memory goes: `uc run` alone is {alone_rss:.1} MB resident, of which {alone_anon:.1} MB private; the rest\n\
          is code and read-only data mapped in from the binary ({code_mb:.1} MB on disk, glibc linked in). Four\n\
          controllers add {added_anon:.1} MB private (caches of the 100 pods, one QuickJS runtime per hook) and {added_file:.1} MB of\n\
-         further code. The build was chosen by this table (4 controllers; one run each, 2026-11-25): `--release`\n\
-         settings 27.5 MB; the `controller` profile 22.1–23.0 MB (code 30.8 → 17.2 MB); with the functions\n\
+         further code. The build was chosen by this table (4 controllers; one run each, 2026-11-25): the `dist`\n\
+         profile's settings 27.5 MB; the `controller` profile 22.1–23.0 MB (code 30.8 → 17.2 MB); with the functions\n\
          `uc run` executes linked together (deploy/controller.order, recorded with callgrind by\n\
          bench/controller-order.sh: 3.1 MB of the 12.7 MB of code) 14.6–15.3 MB, because the kernel maps a file in\n\
          64 KB blocks around each page touched (code resident 10.8 → 3.5 MB); jemalloc without thread caches\n\
@@ -518,7 +518,7 @@ async fn table(args: &Args) -> Result<String> {
 async fn main() -> Result<()> {
     let args = Args::parse();
     let mut section = format!(
-        "## uc next to hand-written controllers (`cargo build --release -p uc -p uc-bench && cargo run --release -p uc-bench --bin compare-bench`)\n\n\
+        "## uc next to hand-written controllers (`cargo build --profile dist -p uc -p uc-bench && cargo run --profile dist -p uc-bench --bin compare-bench`)\n\n\
          Measured {}, one run on this machine ({} cores); every process shares the cores.\n\n",
         report::today(),
         report::cores(),

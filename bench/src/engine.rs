@@ -1,5 +1,5 @@
 //! Engine benchmark: hook call overhead (in-process JavaScript vs a loopback webhook) and convergence
-//! time of N Foo parents into Deployments with the sample-controller, against the release `uc up`.
+//! time of N Foo parents into Deployments with the sample-controller, against the `dist` build of `uc up`.
 //! Writes its figures to docs/benchmarks.md.
 
 use std::path::{Path, PathBuf};
@@ -24,8 +24,8 @@ use uc_engine::hooks::webhook::WebhookHook;
 #[derive(Parser)]
 #[command(about = "Benchmarks the uc engine: hook overhead and convergence")]
 struct Args {
-    /// The uc binary (build it with `cargo build --release -p uc`).
-    #[arg(long, default_value = "target/release/uc")]
+    /// The uc binary (build it with `cargo build --profile dist -p uc`).
+    #[arg(long, default_value = "target/dist/uc")]
     uc: PathBuf,
     /// Hook calls measured per hook kind.
     #[arg(long, default_value_t = 20_000)]
@@ -186,7 +186,7 @@ async fn main() -> Result<()> {
         ));
     }
     let section = format!(
-        "## Engine (`cargo run --release -p uc-bench --bin engine-bench`)\n\n\
+        "## Engine (`cargo run --profile dist -p uc-bench --bin engine-bench`)\n\n\
          Measured {date}, one run on this machine ({cores} cores); the benchmark's clients share the cores with `uc up`.\n\n\
          Hook call overhead, sample-controller request, {calls} calls each (in-process call from the engine's hook interface):\n\n\
          | hook | p50 | p99 | target (p50) | verdict |\n| --- | --- | --- | --- | --- |\n\

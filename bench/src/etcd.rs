@@ -19,8 +19,8 @@ use uc_bench::{cluster, report};
 #[derive(Parser)]
 #[command(about = "EtcdCluster readiness: size 3 from apply to Ready, and a scale-up to 5")]
 struct Args {
-    /// The uc binary (`cargo build --release -p uc`).
-    #[arg(long, default_value = "target/release/uc")]
+    /// The uc binary (`cargo build --profile dist -p uc`).
+    #[arg(long, default_value = "target/dist/uc")]
     uc: PathBuf,
     /// Clusters created, one after another.
     #[arg(long, default_value_t = 5)]
@@ -132,7 +132,7 @@ async fn main() -> Result<()> {
     };
     let section = format!(
         "## etcd readiness (etcd-bench)\n\n\
-         Measured {} on {} cores: `uc up --no-olm` (release), real etcd members (the machine's etcd) on the\n\
+         Measured {} on {} cores: `uc up --no-olm` (`dist` build), real etcd members (the machine's etcd) on the\n\
          embedded node; an `EtcdCluster` of size 3 from its create to `phase: Running` with 3 ready members, then\n\
          `spec.size: 5` to 5 ready members (each join waits for etcd's own 5 s health interval before the next:\n\
          `--strict-reconfig-check`).\n\n\

@@ -27,8 +27,8 @@ use uc_bench::report;
 #[derive(Parser)]
 #[command(about = "RSS of uc up across cycles of pod and ConfigMap churn")]
 struct Args {
-    /// The uc binary (`cargo build --release -p uc`).
-    #[arg(long, default_value = "target/release/uc")]
+    /// The uc binary (`cargo build --profile dist -p uc`).
+    #[arg(long, default_value = "target/dist/uc")]
     uc: PathBuf,
     /// Other builds to compare over fewer cycles, as `label=path`.
     #[arg(long)]
@@ -274,7 +274,7 @@ fn verdict(churn: &Churn, pods: i32) -> String {
 async fn main() -> Result<()> {
     let args = Args::parse();
     let mut section = String::from(
-        "## Memory under churn (`cargo build --release -p uc -p uc-bench && target/release/memory-bench`)\n\n",
+        "## Memory under churn (`cargo build --profile dist -p uc -p uc-bench && target/dist/memory-bench`)\n\n",
     );
     let main = pod_churn(&args, "uc", &args.uc, args.cycles).await?;
     let mut series = vec![main];

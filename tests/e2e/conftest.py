@@ -108,8 +108,7 @@ class Cluster:
             tail = "\n".join(lines[-40:])
             raise RuntimeError(f"uc up printed {line!r} instead of the export line; its log ends:\n{tail}")
         self.kubeconfig = line.strip().split("=", 1)[1]
-        # A restart keeps the address (clients and other clusters hold it).
-        self.port = int(self.server_and_token()[0].rsplit(":", 1)[1])
+        # A restart runs the same command (`--port 0` included): `uc up` keeps the data directory's port.
         while time.time() < deadline:
             if self.kubectl("get", "--raw", "/readyz", check=False).returncode == 0:
                 return self

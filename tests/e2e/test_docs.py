@@ -1,8 +1,10 @@
-"""The docs as a newcomer runs them: the README's first commands and the walk-throughs of the examples
-that need nothing but uc, each `sh` block run as written by bash in a fresh copy of the repository's
-files, with the built `uc` on PATH (the README's `cargo run --release -p uc --` is the same binary, built
-in release). What the harness adds is what a reader does anyway: it waits for `uc up`'s `export
-KUBECONFIG=...` line before the next command, and stops what the walk-through left running."""
+"""The docs as a newcomer runs them: the README's first commands, the walk-throughs of the guides in
+docs/ and of the examples, and the README `uc init` writes for each hook language, each `sh` block run
+as written by bash in a fresh copy of the repository's files, with the built `uc` on PATH (the README's
+`cargo run --release -p uc --` is the same binary). What the harness adds is what a reader does anyway:
+it waits for `uc up`'s `export KUBECONFIG=...` line before the next command, and stops what the
+walk-through left running. Every doc with `sh` blocks is a walk-through here or a fragment named below
+with where what it shows is tested."""
 
 import os
 import re
@@ -18,13 +20,24 @@ from conftest import ROOT, free_port, pod_subnet, uc_binary
 # Every example's walk-through; those needing a program the machine lacks are skipped, saying which.
 WALKTHROUGHS = ["README.md", "examples/sample-controller/README.md", "examples/catset/README.md",
                 "examples/tfjob/README.md", "examples/native-hook/README.md", "examples/metacontroller/README.md",
-                "examples/etcd/README.md", "examples/zookeeper/README.md", "examples/multicluster-zookeeper/README.md"]
+                "examples/etcd/README.md", "examples/zookeeper/README.md", "examples/multicluster-zookeeper/README.md",
+                "docs/apiserver.md", "docs/controllers.md", "docs/operator-lifecycle.md", "docs/metacontroller.md"]
 NEEDS = {"examples/metacontroller/README.md": ["python3"], "examples/etcd/README.md": ["etcd", "etcdctl"],
-         "examples/zookeeper/README.md": ["java", "busybox"], "examples/multicluster-zookeeper/README.md": ["java", "busybox"]}
+         "examples/zookeeper/README.md": ["java", "busybox"], "examples/multicluster-zookeeper/README.md": ["java", "busybox"],
+         "docs/operator-lifecycle.md": ["etcd", "jq"], "docs/metacontroller.md": ["python3"]}
+# Docs whose sh blocks show commands for a setting no walk-through here makes, and where that is tested.
+FRAGMENTS = {
+    "docs/sdk-operators.md": "the Operator SDK's samples: tests/e2e/test_helm_operator.py, test_ansible_operator.py",
+    "docs/multicluster.md": "its walk-through is examples/multicluster-zookeeper/README.md's",
+    "docs/etcd-operator.md": "an etcd cluster and S3 credentials: tests/e2e/test_etcd.py",
+    "docs/production.md": "a Kubernetes cluster to deploy uc in: tests/e2e/test_deploy.py",
+    "docs/embedded-cluster.md": "a pod's exit code on a running cluster: tests/e2e/test_node.py",
+    "docs/console.md": "a browser: tests/e2e/test_console.py",
+}
 # Lines a reader runs that the suite itself is, or has already done: building and installing the binaries
 # (already built, on PATH) and installing Debian packages.
 SKIP = [re.compile(r"^bash \.ci/run\b"), re.compile(r"^sudo apt-get install\b"),
-        re.compile(r"^cargo install --path crates/uc$"), re.compile(r"^cargo build --release -p uc\b")]
+        re.compile(r"^cargo install --path crates/uc\b"), re.compile(r"^cargo build --release -p uc\b")]
 # `cargo run` of a workspace binary is the binary the suite built.
 BINARIES = ["uc", "native-hook-example"]
 
@@ -62,6 +75,14 @@ def script_of(doc: str) -> str:
     return "\n".join(lines)
 
 
+def test_every_doc_with_commands_is_a_walkthrough_or_a_named_fragment():
+    docs = ["README.md", *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "docs").glob("*.md"))),
+            *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "examples").glob("*/README.md")))]
+    with_commands = {d for d in docs if sh_blocks((ROOT / d).read_text())}
+    assert with_commands == set(WALKTHROUGHS) | set(FRAGMENTS), with_commands ^ (set(WALKTHROUGHS) | set(FRAGMENTS))
+    assert not set(WALKTHROUGHS) & set(FRAGMENTS)
+
+
 def test_every_walkthrough_block_is_bash():
     """The harness parses what it runs; a doc whose blocks it cannot split is a failure, not a skip."""
     for doc in WALKTHROUGHS:
@@ -82,13 +103,30 @@ def test_walkthrough_runs_as_written(doc, tmp_path):
     missing = [p for p in NEEDS.get(doc, []) if shutil.which(p) is None]
     if missing:
         pytest.skip(f"{doc} needs {', '.join(missing)}")
+    # Where each walk-through says to run it: its own directory, or the repository's root (the guides').
+    at_root = doc.startswith("docs/") or "From the repository's root" in (ROOT / doc).read_text()
+    run_walkthrough(doc, script_of(str(ROOT / doc)), repo if at_root else (repo / doc).parent, tmp_path)
+
+
+@pytest.mark.parametrize("lang", ["js", "python", "exec"])
+def test_the_readme_uc_init_writes_runs_as_written_with_its_edit_loop(lang, tmp_path):
+    """The scaffold's README: run on `uc up`, then its edit of the hook shows in the cluster within
+    seconds (a JavaScript hook reloaded from its ConfigMap, an exec hook's file followed by the engine)."""
+    if lang == "exec" and shutil.which("jq") is None:
+        pytest.skip("the exec scaffold's hook needs jq")
+    subprocess.run([uc_binary(), "init", "demo", "--hook", lang], cwd=tmp_path, check=True, capture_output=True)
+    readme = tmp_path / "demo" / "README.md"
+    script = script_of(str(readme))
+    assert "sed -i" in script and "{.data.edited}'=yes" in script, script
+    run_walkthrough(f"uc init --hook {lang}", script, tmp_path / "demo", tmp_path)
+
+
+def run_walkthrough(doc: str, commands: str, workdir: Path, tmp_path: Path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name in BINARIES:
         (bin_dir / name).symlink_to(os.path.join(os.path.dirname(os.path.abspath(uc_binary())), name))
-    # Where each walk-through says to run it: its own directory, or the repository's root.
-    workdir = repo if "From the repository's root" in (ROOT / doc).read_text() else (repo / doc).parent
-    script = "set -euxo pipefail\nPS4='+ [${SECONDS}s] '\ntrap 'jobs -p | xargs -r kill -TERM; wait' EXIT\n" + script_of(str(ROOT / doc))
+    script = "set -euxo pipefail\nPS4='+ [${SECONDS}s] '\ntrap 'jobs -p | xargs -r kill -TERM; wait' EXIT\n" + commands
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "UC_PORT": "0", "HOOK_PORT": str(free_port()),
            "UC_POD_SUBNET": str(pod_subnet()), "TMPDIR": str(tmp_path),
            "DOCS_TMP": str(tmp_path)}

@@ -219,6 +219,7 @@ def test_a_stopped_member_holds_its_record_in_deploying_until_it_returns(planes)
     wait_for(lambda: len(mczk(cp)["status"]["records"]) == 3 and state(last_record(cp), "deploying") == ["m2"],
              timeout=240, interval=0.2, message="record 3 deploying m2")
     m2 = members["m2"]
+    address = m2.server_and_token()[0]
     assert m2.stop() == 0
     cond = wait_for(lambda: (c := ready_condition(cp)).get("reason") == "ClusterUnavailable" and c,
                     timeout=60, interval=0.5, message="the Ready condition saying m2 is unavailable")
@@ -227,7 +228,11 @@ def test_a_stopped_member_holds_its_record_in_deploying_until_it_returns(planes)
     assert (state(record, "deploying"), state(record, "completed"), record["status"]) == (["m2"], ["m1"], "Deploying")
     cluster = json.loads(cp.kubectl("get", "cluster", "m2", "-o", "json").stdout)
     assert next(c for c in cluster["status"]["conditions"] if c["type"] == "Ready")["status"] == "False"
+    # Started again with the same command (`uc up --port 0 ...`): it serves where the control plane
+    # knows it, and the record completes without `uc join` run again.
+    assert m2.port == 0
     m2.start()
+    assert m2.server_and_token()[0] == address
     wait_for(lambda: last_record(cp).get("status") == "Ready", timeout=300, interval=1, message="record 3 Ready")
     assert ready_condition(cp)["status"] == "True"
     wait_for(lambda: whole(members), timeout=90, interval=1, message="the ensemble whole with m2 back")

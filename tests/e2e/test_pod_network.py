@@ -120,7 +120,7 @@ except client.ApiException as e:
 def test_a_pod_cannot_reach_the_machine_loopback_nor_leave_the_machine(cluster):
     apply(cluster, web_pod("tenant"))
     cluster.kubectl("wait", "pod", "tenant", "--for=condition=Ready", "--timeout=60s")
-    api_port = cluster.port
+    api_port = int(cluster.server_and_token()[0].rsplit(":", 1)[1])
     kubelet_port = json.loads(cluster.kubectl("get", "node", "-o", "json").stdout)["items"][0]["status"][
         "daemonEndpoints"]["kubeletEndpoint"]["Port"]
     probe = """

@@ -120,3 +120,44 @@ def test_multi_version_crd_converts_api_version(cluster):
     # Each version validates with its own schema.
     r = cluster.kubectl("apply", "-f", "-", input='{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"bad"},"spec":{"size":"big"}}', check=False)
     assert r.returncode != 0 and "spec.size" in r.stderr
+
+
+def test_a_quiet_watch_gets_bookmarks_while_other_resources_keep_the_store_busy(cluster):
+    """kube-apiserver's bookmarks keep a quiet watch's resourceVersion recent, so a client resuming
+    after a reconnect is not answered 410 when history moves on. Writes elsewhere must not hold them
+    back: a ConfigMap of another namespace changes every 0.2 s while a watch of Secrets in an empty one
+    waits."""
+    import threading
+
+    cluster.kubectl("create", "namespace", "quiet")
+    cluster.kubectl("create", "configmap", "busy")
+    start_rv = int(cluster.kubectl("get", "cm", "busy", "-o", "jsonpath={.metadata.resourceVersion}").stdout)
+    stop = threading.Event()
+
+    def write():
+        i = 0
+        while not stop.is_set():
+            cluster.kubectl("patch", "cm", "busy", "--type=merge", "-p", json.dumps({"data": {"i": str(i)}}), check=False)
+            i += 1
+            time.sleep(0.2)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        host, token = cluster.server_and_token()
+        u = urlparse(host)
+        ctx = ssl.create_default_context()
+        ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+        conn = http.client.HTTPSConnection(u.hostname, u.port, context=ctx, timeout=60)
+        conn.request("GET", f"/api/v1/namespaces/quiet/secrets?watch=true&allowWatchBookmarks=true"
+                            f"&resourceVersion={start_rv}", headers={"Authorization": f"Bearer {token}"})
+        resp = conn.getresponse()
+        assert resp.status == 200
+        # The first line the watch sends: its namespace has nothing, so only a bookmark can come.
+        (ev,) = events(resp, 1)
+        assert ev["type"] == "BOOKMARK", ev
+        assert int(ev["object"]["metadata"]["resourceVersion"]) > start_rv, "the bookmark carries the store's newer version"
+        conn.close()
+    finally:
+        stop.set()
+        writer.join(timeout=30)

@@ -276,6 +276,10 @@ async fn run(w: &mut Watcher, tx: mpsc::Sender<Bytes>, start: Option<u64>, initi
             return;
         }
     }
+    // A bookmark is due BOOKMARK_EVERY after the last line this watch sent, however busy other
+    // resources keep the store: a quiet watch's resourceVersion then follows the store's, and it
+    // resumes after a reconnect instead of finding its version compacted (410).
+    let mut bookmark_due = tokio::time::Instant::now() + BOOKMARK_EVERY;
     loop {
         let mut batch: Vec<Arc<Event>> = Vec::new();
         let mut newest = cursor;
@@ -302,7 +306,14 @@ async fn run(w: &mut Watcher, tx: mpsc::Sender<Bytes>, start: Option<u64>, initi
                 if tx.send(b).await.is_err() {
                     return;
                 }
+                bookmark_due = tokio::time::Instant::now() + BOOKMARK_EVERY;
             }
+        }
+        if w.bookmarks && tokio::time::Instant::now() >= bookmark_due {
+            if tx.send(w.bookmark(cursor, false)).await.is_err() {
+                return;
+            }
+            bookmark_due = tokio::time::Instant::now() + BOOKMARK_EVERY;
         }
         if store.revision() > cursor {
             continue;
@@ -314,10 +325,11 @@ async fn run(w: &mut Watcher, tx: mpsc::Sender<Bytes>, start: Option<u64>, initi
                 }
                 tokio::time::sleep(COALESCE).await;
             }
-            _ = tokio::time::sleep(BOOKMARK_EVERY), if w.bookmarks => {
+            _ = tokio::time::sleep_until(bookmark_due), if w.bookmarks => {
                 if tx.send(w.bookmark(cursor, false)).await.is_err() {
                     return;
                 }
+                bookmark_due = tokio::time::Instant::now() + BOOKMARK_EVERY;
             }
             _ = tx.closed() => return,
         }

@@ -158,7 +158,15 @@ function yamlTab(root, objPath) {
   reload().catch((e) => { msg.className = "error"; msg.textContent = e.message; });
 }
 
-export function show(root, [apiVersion, kind, nsPart, name, tab = "resources"]) {
+// The route's parts: `apiVersion/kind/namespace/name[/tab]`, the apiVersion's `/` encoded as the
+// console writes it (`apps%2Fv1`) or typed as is (`apps/v1`, a group's version then a Kind).
+export function instanceParams(parts) {
+  const grouped = parts.length >= 5 && /^v\d+((alpha|beta)\d+)?$/.test(parts[1]) && /^[A-Z]/.test(parts[2]);
+  return grouped ? [`${parts[0]}/${parts[1]}`, ...parts.slice(2)] : parts;
+}
+
+export function show(root, parts) {
+  const [apiVersion, kind, nsPart, name, tab = "resources"] = instanceParams(parts);
   const ns = nsPart === "-" ? null : nsPart;
   const base = `#/instance/${encodeURIComponent(apiVersion)}/${kind}/${nsPart}/${name}`;
   const tabs = ["details", "resources", "events", "yaml"];

@@ -312,15 +312,11 @@ async fn run_watch(api: Api<RawObject>, informer: Weak<Informer>, synced: watch:
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
     let mut fresh: Option<HashMap<ObjKey, Obj>> = None;
+    let mut health = crate::watch_health::WatchHealth::default();
     while let Some(ev) = stream.next().await {
         let Some(inf) = informer.upgrade() else { return };
-        let ev = match ev {
-            Ok(ev) => ev,
-            Err(e) => {
-                tracing::warn!(resource = %inf.id, error = %crate::dynamic::watch_error(&e), "watch error; retrying");
-                continue;
-            }
-        };
+        crate::watch_health::report(&inf.id, &mut health, ev.as_ref().map(|_| ()));
+        let Ok(ev) = ev else { continue };
         match ev {
             watcher::Event::Init => fresh = Some(HashMap::new()),
             watcher::Event::InitApply(o) => {

@@ -32,5 +32,6 @@ pub mod resources;
 pub mod revision;
 #[cfg(test)]
 mod testing;
+pub mod watch_health;
 
 pub use manager::{Engine, EngineOptions};

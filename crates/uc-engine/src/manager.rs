@@ -270,10 +270,13 @@ pub(crate) async fn run(ctx: Arc<Ctx>, flavors: Vec<Flavor>) {
     let mut listed: HashSet<Flavor> = HashSet::new();
     let mut initial: HashMap<Flavor, Vec<Value>> = HashMap::new();
     let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let mut health: HashMap<Flavor, crate::watch_health::WatchHealth> = HashMap::new();
     loop {
         tokio::select! {
             ev = stream.next() => {
                 let Some((flavor, ev)) = ev else { return };
+                let what = format!("{} objects", flavor.kind());
+                crate::watch_health::report(&what, health.entry(flavor).or_default(), ev.as_ref().map(|_| ()));
                 match ev {
                     Ok(watcher::Event::Init) => { initial.insert(flavor, Vec::new()); }
                     Ok(watcher::Event::InitApply(o)) => {
@@ -310,7 +313,7 @@ pub(crate) async fn run(ctx: Arc<Ctx>, flavors: Vec<Flavor>) {
                             }
                         }
                     }
-                    Err(e) => tracing::warn!(kind = flavor.kind(), error = %crate::dynamic::watch_error(&e), "watching controllers failed; retrying"),
+                    Err(_) => {}
                 }
             }
             _ = tick.tick() => {

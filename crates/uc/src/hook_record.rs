@@ -10,6 +10,17 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// The data directory of the `uc up` to ask: `--data-dir`, else the directory of the first file of
+/// `$KUBECONFIG` if `uc up` wrote its engine's address there, else `.uc`.
+pub fn data_dir(asked: Option<PathBuf>, kubeconfig: Option<std::ffi::OsString>) -> PathBuf {
+    let of_kubeconfig = || {
+        let first = std::env::split_paths(&kubeconfig?).next()?;
+        let dir = first.parent()?.to_path_buf();
+        dir.join("metrics-address").is_file().then_some(dir)
+    };
+    asked.or_else(of_kubeconfig).unwrap_or_else(|| PathBuf::from(".uc"))
+}
+
 /// Where the engine serves its metrics: `--engine`, else what `uc up` wrote in the data directory.
 pub fn engine_address(engine: Option<String>, data_dir: &Path) -> anyhow::Result<String> {
     if let Some(e) = engine {
@@ -143,6 +154,18 @@ async fn one_answer(status: &'static str, body: &'static str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_data_directory_is_asked_for_else_that_of_kubeconfig_when_uc_up_wrote_it() {
+        let up = tempfile::tempdir().unwrap();
+        std::fs::write(up.path().join("metrics-address"), "127.0.0.1:1").unwrap();
+        let kubeconfig = |dir: &Path| Some(std::env::join_paths([dir.join("kubeconfig"), "/else".into()]).unwrap());
+        assert_eq!(data_dir(Some("mine".into()), kubeconfig(up.path())), PathBuf::from("mine"));
+        assert_eq!(data_dir(None, kubeconfig(up.path())), up.path());
+        let other = tempfile::tempdir().unwrap();
+        assert_eq!(data_dir(None, kubeconfig(other.path())), PathBuf::from(".uc"), "not a directory uc up wrote");
+        assert_eq!(data_dir(None, None), PathBuf::from(".uc"));
+    }
     use serde_json::json;
 
     fn recorded() -> Vec<Value> {

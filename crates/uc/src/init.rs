@@ -74,6 +74,21 @@ impl Lang {
         }
     }
 
+    /// The README's example of an edit of the hook: the ConfigMap gets a key `edited: yes`.
+    fn edit_steps(self) -> String {
+        let (file, from, to) = match self {
+            Lang::Js => ("sync.js", "data: {greeting", r#"data: {edited: "yes", greeting"#),
+            Lang::Exec => ("sync.sh", "data: {greeting", r#"data: {edited: "yes", greeting"#),
+            Lang::Python => ("sync.py", r#""data": {"greeting""#, r#""data": {"edited": "yes", "greeting""#),
+            Lang::Rust => ("src/main.rs", r#""data": {"greeting""#, r#""data": {"edited": "yes", "greeting""#),
+        };
+        let mut steps = format!("sed -i 's/{from}/{to}/' {file}     # an edit: the ConfigMap gets a key\n");
+        if self == Lang::Rust {
+            steps.push_str("cargo build --release\n");
+        }
+        steps.trim_end().to_string()
+    }
+
     /// How the README says to run it (after the CRD is applied).
     fn run_steps(self, name: &str) -> String {
         match self {
@@ -156,6 +171,7 @@ pub fn files(name: &str, lang: Lang) -> Vec<(String, String)> {
         _ => README_EXEC,
     };
     let readme = readme
+        .replace("TESTING", TESTING)
         .replace("RUN_STEPS\n", &lang.run_steps(name))
         .replace(
             "EDIT_NOTE",
@@ -165,6 +181,7 @@ pub fn files(name: &str, lang: Lang) -> Vec<(String, String)> {
                 "Each call runs the program anew: an edit of `SOURCE` is used by the next sync."
             },
         )
+        .replace("EDIT_STEPS", &lang.edit_steps())
         .replace("SOURCE", &sources.last().map(|(p, _)| p.clone()).unwrap_or_default())
         .replace("NAME", name)
         .replace("KIND", &kind)
@@ -289,6 +306,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 "#;
 
+/// The scaffold README's last section, after the edit: the recorded case shows the change.
+const TESTING: &str = r#"Test the hook offline against recorded requests (`tests/<case>/request.json` and the answer
+expected, `expected.json`): after the edit the answer differs, and `uc hook test` shows how and exits
+1 (a CI gate); `--update` takes the new answers as the expected ones. Record real calls of the running
+controller as more cases with `kubectl annotate uc NAME universalcontroller.njuics.cn/record-hooks=10`,
+then `uc hook record NAME .`:
+
+```sh
+uc hook test . || true                          # FAIL example: the diff shows the key the edit added
+uc hook test . --update                         # the new answer is the expected one from now on
+uc hook test .                                  # ok   example
+```
+"#;
+
 const README_EXEC: &str = r#"# NAME: a KIND operator on uc
 
 Made by `uc init NAME`. A `KIND` (crd.yaml) gets a ConfigMap `<name>-greeting` saying its greeting;
@@ -302,20 +333,18 @@ uc up --data-dir .uc &                         # the embedded cluster, run here
 export KUBECONFIG=$PWD/.uc/kubeconfig
 kubectl apply -f crd.yaml
 kubectl apply -f controller.yaml -f example.yaml
+kubectl wait PLURAL/example --for=jsonpath='{.status.configMapReady}'=true --timeout=60s
 kubectl get PLURAL,configmaps,uc                # example, example-greeting, NAME READY True
 ```
 
-EDIT_NOTE
-
-Test the hook offline against recorded requests (`tests/<case>/request.json` and the answer expected,
-`expected.json`); `--update` rewrites the expected answers. Record real calls of the running controller
-as more cases with `kubectl annotate uc NAME universalcontroller.njuics.cn/record-hooks=10`, then
-`uc hook record NAME .`:
+EDIT_NOTE The engine follows the hook's files: a change re-syncs every KIND within seconds.
 
 ```sh
-uc hook test .
+EDIT_STEPS
+kubectl wait configmap/example-greeting --for=jsonpath='{.data.edited}'=yes --timeout=60s
 ```
-"#;
+
+TESTING"#;
 
 const README_JS: &str = r#"# NAME: a KIND operator on uc
 
@@ -328,22 +357,21 @@ export KUBECONFIG=$PWD/.uc/kubeconfig
 kubectl apply -f crd.yaml
 RUN_STEPS
 kubectl apply -f controller.yaml -f example.yaml
+kubectl wait PLURAL/example --for=jsonpath='{.status.configMapReady}'=true --timeout=60s
 kubectl get PLURAL,configmaps,uc                # example, example-greeting, NAME READY True
 ```
 
-Edit `sync.js`, then `kubectl create configmap NAME-hook --from-file=sync.js -o yaml --dry-run=client |
-kubectl replace -f -`: the next sync runs the new version (a version that does not load leaves the old
-one running, and `kubectl get uc NAME` says so). `console.log` lines are in uc's log.
-
-Test the hook offline against recorded requests (`tests/<case>/request.json` and the answer expected,
-`expected.json`); `--update` rewrites the expected answers. Record real calls of the running controller
-as more cases with `kubectl annotate uc NAME universalcontroller.njuics.cn/record-hooks=10`, then
-`uc hook record NAME .`:
+Edit `sync.js` and replace the ConfigMap: the engine reloads the hook and re-syncs every KIND within
+seconds (a version that does not load leaves the old one running, and `kubectl get uc NAME` says so).
+`console.log` lines are in uc's log.
 
 ```sh
-uc hook test .
+EDIT_STEPS
+kubectl create configmap NAME-hook --from-file=sync.js -o yaml --dry-run=client | kubectl replace -f -
+kubectl wait configmap/example-greeting --for=jsonpath='{.data.edited}'=yes --timeout=60s
 ```
-"#;
+
+TESTING"#;
 
 /// Writes the files of operator `name` into `dir` (which must not exist yet).
 pub fn write(name: &str, lang: Lang, dir: &Path) -> anyhow::Result<()> {

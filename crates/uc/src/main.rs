@@ -17,16 +17,19 @@ mod hook_record;
 mod hook_test;
 mod init;
 mod init_sdk;
+mod log_lines;
 mod package;
 mod package_sdk;
 #[cfg(feature = "cluster")]
 mod pod_network;
 mod rbac;
+mod remembered_port;
 mod sdk_operators;
 mod sdk_project;
 mod signal;
 #[cfg(feature = "cluster")]
 mod up;
+mod user_error;
 
 use client::client_for;
 use signal::wait_for_signal;
@@ -275,9 +278,10 @@ struct EngineAddress {
     /// HOST:PORT of the engine's metrics endpoint (default: what `uc up` wrote in --data-dir).
     #[arg(long)]
     engine: Option<String>,
-    /// The data directory of `uc up`.
-    #[arg(long, default_value = ".uc")]
-    data_dir: PathBuf,
+    /// The data directory of `uc up` (default: the directory of `$KUBECONFIG` when `uc up` wrote it,
+    /// else `.uc`).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
     /// A bearer token allowed `get` on `/debug/hooks/*` (default: the token of the data directory's
     /// kubeconfig).
     #[arg(long)]
@@ -388,7 +392,15 @@ struct RunArgs {
     tenancy: engine_args::TenancyArgs,
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() {
+    // A failure is said as its chain of causes, never with a backtrace: a user's mistake is no crash.
+    if let Err(e) = run_command() {
+        eprintln!("Error: {}", user_error::message(&e));
+        std::process::exit(1);
+    }
+}
+
+fn run_command() -> anyhow::Result<()> {
     let cli = Cli::parse();
     #[cfg(feature = "cluster")]
     if let Command::Shim(args) = cli.command {
@@ -409,7 +421,8 @@ fn main() -> anyhow::Result<()> {
         #[cfg(not(feature = "cluster"))]
         Command::Up { .. } => Err(anyhow::anyhow!(
             "this uc is built without the embedded cluster (cargo feature `cluster`): `uc up` needs a default \
-             build (`cargo install --path crates/uc`); this one runs controllers against a cluster (`uc run`)"
+             build (`cargo install --path crates/uc --locked --target-dir target`); this one runs controllers \
+             against a cluster (`uc run`)"
         )),
         Command::Run(args) => runtime.block_on(run(args)),
         Command::HttpServer(args) => runtime.block_on(http_server(args)),
@@ -455,14 +468,16 @@ fn main() -> anyhow::Result<()> {
             Err(e) => Err(e),
         },
         Command::Hook(HookCommand::Show { name, full, engine }) => runtime.block_on(async {
-            let address = hook_record::engine_address(engine.engine, &engine.data_dir)?;
-            let token = hook_record::engine_token(engine.token, &engine.data_dir);
+            let data_dir = hook_record::data_dir(engine.data_dir, std::env::var_os("KUBECONFIG"));
+            let address = hook_record::engine_address(engine.engine, &data_dir)?;
+            let token = hook_record::engine_token(engine.token, &data_dir);
             print!("{}", hook_record::show(&hook_record::records(&address, token.as_deref(), &name).await?, full));
             Ok(())
         }),
         Command::Hook(HookCommand::Record { name, dir, engine }) => runtime.block_on(async {
-            let address = hook_record::engine_address(engine.engine, &engine.data_dir)?;
-            let token = hook_record::engine_token(engine.token, &engine.data_dir);
+            let data_dir = hook_record::data_dir(engine.data_dir, std::env::var_os("KUBECONFIG"));
+            let address = hook_record::engine_address(engine.engine, &data_dir)?;
+            let token = hook_record::engine_token(engine.token, &data_dir);
             let cases = hook_record::save(&hook_record::records(&address, token.as_deref(), &name).await?, &dir)?;
             for c in &cases {
                 println!("saved {}", c.display());
@@ -620,11 +635,11 @@ fn init_logging(format: &str) {
     // the failures that matter itself, in its own words.
     let filter =
         tracing_subscriber::EnvFilter::try_from_env("UC_LOG").unwrap_or_else(|_| "info,kube_client=off".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
     if format == "json" {
-        builder.json().flatten_event(true).with_current_span(false).init();
+        builder.with_writer(std::io::stderr).json().flatten_event(true).with_current_span(false).init();
     } else {
-        builder.with_ansi(std::io::stderr().is_terminal()).init();
+        builder.with_writer(log_lines::Stderr).with_ansi(std::io::stderr().is_terminal()).init();
     }
 }
 

@@ -14,9 +14,10 @@ pub struct UpArgs {
     /// Directory for the database, credentials and kubeconfig.
     #[arg(long, default_value = ".uc")]
     data_dir: PathBuf,
-    /// Port of the API server on 127.0.0.1 (0 picks a free port; the kubeconfig names it).
-    #[arg(long, env = "UC_PORT", default_value_t = 6443)]
-    port: u16,
+    /// Port of the API server on 127.0.0.1 (0 picks a free port; the kubeconfig names it). Unset or 0,
+    /// a data directory served before keeps the port it had (`<data-dir>/port`); unset on a new one, 6443.
+    #[arg(long, env = "UC_PORT")]
+    port: Option<u16>,
     /// Keep objects in memory only (nothing survives a restart).
     #[arg(long)]
     in_memory: bool,
@@ -180,7 +181,7 @@ async fn subscribe_operators(
     if let Err(waiting) =
         uc_olm::subscribe::wait_installed(client, &subscriptions, std::time::Duration::from_secs(60)).await
     {
-        tracing::warn!(?waiting, "uc's operators not installed yet; going on");
+        tracing::warn!(waiting = %waiting.join(", "), "uc's operators not installed yet; going on");
     }
     Ok(())
 }
@@ -225,7 +226,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         uc_apiserver::kubelet_tls::generate().context("making the node's and the API server's certificates")?;
     let mut config = uc_apiserver::Config::new(&args.data_dir);
     config.pod_security = args.pod_security_default.clone();
-    config.port = args.port;
+    config.port = crate::remembered_port::resolve(&args.data_dir, args.port);
     config.service_cidr = Some(network.cidr().services());
     config.kubelet_client = Some(kubelet_client);
     config.audit_log_path = args.audit_log_path.clone();
@@ -241,6 +242,8 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("starting the API server in {}", args.data_dir.display()))?;
     let kubeconfig = std::fs::canonicalize(&server.kubeconfig).unwrap_or(server.kubeconfig.clone());
+    crate::remembered_port::write(&args.data_dir, server.addr.port())
+        .with_context(|| format!("keeping the port in {}", args.data_dir.display()))?;
     tracing::info!(address = %server.addr, "API server ready");
     let mut keep_builtins = None;
     let engine = if args.no_engine {
@@ -418,12 +421,16 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
         k.abort();
     }
     if let Some(e) = engine {
+        tracing::info!("stopping the controllers: reconciles under way finish, then the lease is released");
         e.shutdown().await;
     }
     drop(control_plane);
     if let Some(n) = node {
+        tracing::info!("stopping the pods, each with its grace period");
         n.shutdown().await;
     }
+    tracing::info!("stopping the API server: the store is synced and closed");
     server.shutdown().await;
+    tracing::info!("stopped");
     Ok(())
 }

@@ -198,7 +198,9 @@ pub async fn bootstrap(app: &Arc<App>) -> Result<()> {
         match crd_to_resource(&crd) {
             Ok(info) => app.registry.install_crd(info),
             Err(errs) => {
-                tracing::warn!(crd = ?crd.at("/metadata/name"), errors = ?errs, "stored CRD is invalid; not serving it")
+                let name = crd.at("/metadata/name").and_then(serde_json::Value::as_str).unwrap_or_default();
+                let errors: Vec<String> = errs.iter().map(ToString::to_string).collect();
+                tracing::warn!(crd = name, errors = %errors.join("; "), "stored CRD is invalid; not serving it")
             }
         }
     }

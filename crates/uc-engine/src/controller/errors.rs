@@ -135,6 +135,14 @@ pub enum SourceProblem {
     Broken(String),
 }
 
+impl std::fmt::Display for SourceProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SourceProblem::Gone(m) | SourceProblem::Broken(m) => f.write_str(m),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

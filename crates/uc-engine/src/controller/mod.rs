@@ -9,6 +9,7 @@ mod claim;
 mod decorate;
 mod echoes;
 mod errors;
+mod exec_files;
 mod execute;
 mod finalizer;
 mod kube_events;
@@ -404,9 +405,7 @@ async fn start_part(
         if let Some(period) = resync {
             loop {
                 tokio::time::sleep(period).await;
-                for p in s.parents.list(None) {
-                    s.queue.add_at(key_of(&p), Priority::Low);
-                }
+                s.resync();
             }
         }
         let _ = workers.await;
@@ -423,6 +422,7 @@ async fn start_part(
     }));
     if watch_sources {
         tasks.extend(sources::watch(&shared, objects));
+        tasks.extend(exec_files::watch(&shared));
     }
     Ok(Part { shared, tasks, _subscriptions: subscriptions })
 }

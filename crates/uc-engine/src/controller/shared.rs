@@ -218,6 +218,14 @@ impl Shared {
         self.parents.list(None).iter().filter(|p| self.selects(p)).count()
     }
 
+    /// Queues every parent behind news, as a resync does (the queue holds each once, however often
+    /// this is called before a worker takes it).
+    pub fn resync(&self) {
+        for p in self.parents.list(None) {
+            self.queue.add_at(crate::informer::key_of(&p), crate::queue::Priority::Low);
+        }
+    }
+
     pub fn use_server_side_apply(&self) -> bool {
         self.ctx.server_side_apply && !self.ssa_unsupported.load(Ordering::Acquire)
     }

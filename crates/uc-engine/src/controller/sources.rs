@@ -1,8 +1,8 @@
 //! Hook sources kept in a ConfigMap or a Secret: read when the controller starts, then followed.
 //!
 //! Hot reload: a JavaScript hook whose source is in a ConfigMap or a Secret follows it. A watch of that
-//! one object hands each new version to the hook, which takes it if it loads (the next sync runs it)
-//! and keeps the old one otherwise; what went wrong — a version that does not load, an object or key
+//! one object hands each new version to the hook, which takes it if it loads (every parent is then
+//! queued behind news, as a resync, so an edit shows at once) and keeps the old one otherwise; what went wrong — a version that does not load, an object or key
 //! that is gone — is the controller's to report (`Running::source_problem`).
 //!
 //! The object is read by the watch's own initial list (the watch then goes on from it), and hooks that
@@ -202,7 +202,10 @@ async fn follow(
                 Some(None) => Some(SourceProblem::Gone(format!("{what} has no key {:?}", f.key))),
                 Some(Some(source)) => match f.js.reload(source).await {
                     Ok(true) => {
-                        tracing::info!(controller = %s.name, hook = f.which, "hook reloaded from its source");
+                        tracing::info!(controller = %s.name, hook = f.which, "hook reloaded from its source; resyncing");
+                        if s.synced.load(std::sync::atomic::Ordering::Acquire) {
+                            s.resync();
+                        }
                         None
                     }
                     Ok(false) => None,
@@ -212,7 +215,7 @@ async fn follow(
                 },
             };
             if let Some(p) = &problem {
-                tracing::warn!(controller = %s.name, hook = f.which, problem = ?p, "hook source problem");
+                tracing::warn!(controller = %s.name, hook = f.which, problem = %p, "hook source problem");
             }
             let mut problems = s.source_problems.lock();
             match problem {

@@ -288,13 +288,14 @@ pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, ad
                 Err(e) => format!("{c}: {e}"),
             })
             .collect();
-        let reason = if why.iter().any(|w| w.contains("not ready") || w.contains("not reachable")) {
-            "ClusterUnavailable"
-        } else {
-            "Deploying"
-        };
+        // A cluster down that is not the one deploying (its servers are part of the quorum the
+        // deploying one waits for) is named too.
+        let down = unreachable_others(&order, &deploying, &items);
+        let unavailable = |w: &String| w.contains("not ready") || w.contains("not reachable");
+        let reason = if why.iter().chain(&down).any(unavailable) { "ClusterUnavailable" } else { "Deploying" };
+        let also = if down.is_empty() { String::new() } else { format!("; also {}", down.join("; ")) };
         let message = format!(
-            "record {}: deploying {}; {} of {} clusters completed",
+            "record {}: deploying {}; {} of {} clusters completed{also}",
             after.len(),
             why.join("; "),
             state(COMPLETED).len(),
@@ -305,6 +306,20 @@ pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, ad
     set_condition(&mut status, cond, Some(&previous), now);
     status["records"] = serde_json::to_value(&after).unwrap_or(json!([]));
     Decision { children, status, busy: !ready }
+}
+
+/// The clusters of `order` other than those `deploying` whose part the control plane cannot reach,
+/// each as `<cluster>: <why>`.
+fn unreachable_others(order: &[String], deploying: &[String], items: &BTreeMap<&str, &Value>) -> Vec<String> {
+    (order.iter().filter(|c| !deploying.contains(c)))
+        .filter_map(|c| {
+            let item = items.get(c.as_str())?;
+            let message = str_at(item, "/appliedMessage");
+            let down = item.get("applied").and_then(Value::as_bool) == Some(false)
+                && (message.contains("not ready") || message.contains("not reachable"));
+            down.then(|| format!("{c}: {message}"))
+        })
+        .collect()
 }
 
 fn describe(schedule: &Schedule) -> String {
@@ -431,6 +446,21 @@ mod tests {
         let ready = d.status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Ready").unwrap().clone();
         assert_eq!(ready["status"], "False");
         assert!(str_at(&ready, "/message").contains("m2: no status collected"), "{ready}");
+        assert_eq!(ready["reason"], "Deploying");
+        // m1 goes down while m2 deploys: the condition names m1, not only the cluster deploying.
+        let mut parent3 = parent.clone();
+        parent3["status"] = d.status.clone();
+        let down = json!([{"clusterName": "m1", "applied": false,
+                           "appliedMessage": "cluster m1 is not ready: cluster is not reachable: no answer in 5s"}]);
+        let d = plan(&parent3, &spec, seen(Some(&binding(down)), Some(&template)), json!({}), "t2");
+        let ready = d.status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Ready").unwrap().clone();
+        assert_eq!(ready["reason"], "ClusterUnavailable", "{ready}");
+        assert!(str_at(&ready, "/message").contains("deploying m2: no status collected"), "{ready}");
+        assert!(
+            str_at(&ready, "/message")
+                .ends_with("also m1: cluster m1 is not ready: cluster is not reachable: no answer in 5s"),
+            "{ready}"
+        );
     }
 
     #[test]
