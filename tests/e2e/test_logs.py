@@ -81,3 +81,43 @@ def test_a_users_mistake_is_one_line_without_a_backtrace(tmp_path):
         r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path)
         lines = r.stderr.strip().splitlines()
         assert r.returncode == 1 and len(lines) == 1 and lines[0].startswith("Error: ") and words in lines[0], (argv, r.stderr)
+
+
+def test_a_controller_outlives_a_restart_of_its_api_server_quietly(tmp_path):
+    """`uc run` against a `uc up --no-engine` that is stopped and started again with the same command
+    (`--port 0`: the data directory keeps its port, so the controller's kubeconfig stays right) after
+    its history moved on: the controller's watches resume or relist, it converges again, and says
+    nothing louder than INFO about what was routine."""
+    import signal
+    import time
+
+    (tmp_path / "cluster").mkdir()
+    cluster = Cluster(str(tmp_path / "cluster"), ["--no-engine", "--history-seconds", "2"]).start()
+    log = open(tmp_path / "run.log", "wb")
+    run = subprocess.Popen([uc_binary(), "run", "--kubeconfig", cluster.kubeconfig, "--metrics-addr", "127.0.0.1:0"],
+                           stderr=log)
+    try:
+        k = cluster.kubectl
+        sample = ROOT / "examples" / "sample-controller"
+        k("apply", "-f", str(sample / "crd.yaml"))
+        k("create", "configmap", "sample-controller-hook", f"--from-file={sample / 'sync.js'}")
+        k("apply", "-f", str(sample / "controller.yaml"), "-f", str(sample / "foo.yaml"))
+        wait_for(lambda: k("get", "deployment", "example-foo", check=False).returncode == 0, timeout=60,
+                 message="the controller running")
+        for i in range(20):
+            k("create", "configmap", f"churn-{i}")
+        time.sleep(3)  # the history kept (2 s) moves past every watch's version
+        assert cluster.stop() == 0
+        cluster.start()
+        k("patch", "foo", "example-foo", "--type=merge", "-p", '{"spec":{"replicas":3}}')
+        wait_for(lambda: k("get", "deployment", "example-foo", "-o", "jsonpath={.spec.replicas}").stdout == "3",
+                 timeout=60, message="the controller converging after the restart")
+    finally:
+        run.send_signal(signal.SIGTERM)
+        run.wait(timeout=60)
+        log.close()
+        cluster.stop()
+    lines = (tmp_path / "run.log").read_text(errors="replace").splitlines()
+    assert [line for line in lines if not RECORD.match(line)] == [], "one record per line"
+    loud = [line for line in lines if (m := LEVEL.match(line)) and m.group(1) in ("WARN", "ERROR")]
+    assert not loud, "\n".join(loud[:30])

@@ -175,6 +175,8 @@ struct Entry {
     running: Option<Running>,
     error: Option<StartError>,
     tried: Instant,
+    /// Starts failing for want of a resource (quiet while the cluster's start-up order settles).
+    start_failures: crate::watch_health::WatchHealth,
     /// The status last reported, without transition times (to see whether anything changed).
     reported: Option<Value>,
     /// The status last written, with them.
@@ -372,8 +374,16 @@ async fn apply_uc(ctx: &Arc<Ctx>, entries: &mut HashMap<String, Entry>, uc: Valu
         e.generation = generation;
         e.uc = uc;
     } else {
-        let e =
-            Entry { generation, uc, running: None, error: None, tried: Instant::now(), reported: None, written: None };
+        let e = Entry {
+            generation,
+            uc,
+            running: None,
+            error: None,
+            tried: Instant::now(),
+            start_failures: Default::default(),
+            reported: None,
+            written: None,
+        };
         entries.insert(name.clone(), e);
     }
     start_unless_claimed(ctx, entries, &name).await;
@@ -403,11 +413,23 @@ async fn try_start(ctx: &Arc<Ctx>, e: &mut Entry) {
     match controller::start(ctx.clone(), e.uc.clone()).await {
         Ok(r) => {
             tracing::info!(controller = %name_of(&e.uc), "controller running");
+            e.start_failures.worked();
             e.running = Some(r);
             e.error = None;
         }
         Err(err) => {
-            tracing::warn!(controller = %name_of(&e.uc), reason = err.reason.as_str(), error = %err.message, "controller cannot run");
+            let loud = if err.reason == StartReason::UnknownResource {
+                // A kind whose CRD is installed a moment later: the usual start-up order, said at
+                // DEBUG unless it lasts (the status says it at once).
+                e.start_failures.failed(Instant::now(), false) == crate::watch_health::Say::Warn
+            } else {
+                e.error.as_ref() != Some(&err)
+            };
+            if loud {
+                tracing::warn!(controller = %name_of(&e.uc), reason = err.reason.as_str(), error = %err.message, "controller cannot run");
+            } else {
+                tracing::debug!(controller = %name_of(&e.uc), reason = err.reason.as_str(), error = %err.message, "controller cannot run yet");
+            }
             e.running = None;
             e.error = Some(err);
         }

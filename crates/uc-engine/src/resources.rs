@@ -67,7 +67,10 @@ async fn fetch(client: &kube::Client, api_version: &str) -> Result<Arc<APIResour
     } else {
         client.list_api_group_resources(api_version).await
     }
-    .map_err(|e| ResolveError::NotServed { api_version: api_version.to_string(), reason: e.to_string() })?;
+    .map_err(|e| ResolveError::NotServed {
+        api_version: api_version.to_string(),
+        reason: crate::dynamic::api_error(&e),
+    })?;
     Ok(Arc::new(list))
 }
 

@@ -1,4 +1,4 @@
-//! How a watch's failures reach the log: routine ones quietly, lasting ones once.
+//! How a watch's failures (or a controller's failed starts) reach the log: routine ones quietly, lasting ones once.
 //!
 //! A watch fails routinely — its resourceVersion compacted away (410 Gone: kube-runtime's watcher
 //! relists, as client-go's reflector does), the API server restarting under it, a resource not served
