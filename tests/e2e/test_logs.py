@@ -2,9 +2,9 @@
 edited, a restart — writes no WARN or ERROR line the user did not cause, one record per line, and a
 clean stop says what it is doing; a user's mistake is one line of error, never a backtrace."""
 
-import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 
@@ -46,6 +46,12 @@ def session(cluster: Cluster):
     k("delete", "job", "once")
     k("delete", "foo", "example-foo")
     k("wait", "--for=delete", "deployment/example-foo", "--timeout=60s")
+    if shutil.which("etcd"):
+        # One of uc's operators: an etcd cluster of three real members, then gone.
+        k("apply", "-f", str(ROOT / "examples" / "etcd" / "etcd-cluster.yaml"))
+        k("wait", "etcdcluster/example-etcd-cluster", "--for=jsonpath={.status.readyMembers}=3", "--timeout=120s")
+        k("delete", "etcdcluster", "example-etcd-cluster")
+        k("wait", "--for=delete", "pod", "-l", "etcd_cluster=example-etcd-cluster", "--timeout=60s")
 
 
 def test_a_normal_session_logs_no_warning_the_user_did_not_cause():

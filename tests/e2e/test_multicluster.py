@@ -315,3 +315,31 @@ def test_karmadas_nginx_sample_propagates_with_its_overrides_and_goes_when_delet
                  timeout=30, message=f"the Deployment deleted from {m}")
     cp.kubectl("delete", "-f", "-", input=(samples / "nginx_overridepolicy.yaml").read_text())
     cp.kubectl("delete", "-f", "-", input=(samples / "nginx_propagationpolicy.yaml").read_text())
+
+
+def test_joining_again_updates_the_clusters_endpoint(planes, tmp_path):
+    """`uc join` of a name that joined before updates its Cluster: a wrong address turns it unready, the
+    right one ready again."""
+    import yaml
+
+    cp, members = planes
+
+    def cluster_state():
+        c = json.loads(cp.kubectl("get", "cluster", "m3", "-o", "json").stdout)
+        ready = next((x["status"] for x in c.get("status", {}).get("conditions", []) if x["type"] == "Ready"), None)
+        return c["spec"]["apiEndpoint"], ready
+
+    good, _ = cluster_state()
+    config = yaml.safe_load(open(members["m3"].kubeconfig))
+    config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:1"
+    moved = tmp_path / "moved.kubeconfig"
+    moved.write_text(yaml.safe_dump(config))
+
+    def join(kubeconfig):
+        subprocess.run([uc_binary(), "join", "m3", "--kubeconfig", cp.kubeconfig, "--cluster-kubeconfig", str(kubeconfig)],
+                       check=True, capture_output=True)
+
+    join(moved)
+    wait_for(lambda: cluster_state() == ("https://127.0.0.1:1", "False"), timeout=60, message="m3 unready at the wrong address")
+    join(members["m3"].kubeconfig)
+    wait_for(lambda: cluster_state() == (good, "True"), timeout=60, message="m3 ready again at its address")

@@ -96,7 +96,7 @@ impl Members {
                 }
                 Ok(Err(e)) => {
                     m.ready = false;
-                    m.message = format!("cluster is not reachable: {e}");
+                    m.message = format!("cluster is not reachable: {}", uc_engine::dynamic::api_error(&e));
                 }
                 Err(_) => {
                     m.ready = false;

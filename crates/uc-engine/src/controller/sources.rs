@@ -86,7 +86,7 @@ impl SourceObject {
                 Some(Ok(Seen::Object(d))) => data = Some(d),
                 Some(Ok(Seen::Listed)) => break,
                 Some(Ok(Seen::Deleted | Seen::Relisting)) => {}
-                Some(Err(e)) => return Err(format!("{self}: {e}")),
+                Some(Err(e)) => return Err(format!("{self}: {}", crate::dynamic::watch_error(&e))),
                 None => return Err(format!("{self}: the watch ended before its first list")),
             }
         }
