@@ -139,6 +139,29 @@ impl Cache {
         self.unindex(key, &old);
         Some(old)
     }
+
+    /// A (re)list's objects replace the cache; the changes it makes, as watch events would have told
+    /// them (kube-runtime's `apply_watcher_event` for a store): objects gone are deletes (their last
+    /// state), new ones and ones at another resourceVersion are changes, the rest nothing. `initial`
+    /// marks the informer's first list.
+    fn relist(&mut self, fresh: HashMap<ObjKey, Obj>, initial: bool) -> Vec<Change> {
+        let mut changes = Vec::new();
+        let gone: Vec<ObjKey> = self.objects.keys().filter(|k| !fresh.contains_key(*k)).cloned().collect();
+        for k in gone {
+            if let Some(old) = self.remove(&k) {
+                changes.push(Change { object: old.clone(), old: Some(old), deleted: true, initial });
+            }
+        }
+        for (_, obj) in fresh {
+            let old = self.put(obj.clone());
+            let same =
+                old.as_ref().is_some_and(|o| o.at("/metadata/resourceVersion") == obj.at("/metadata/resourceVersion"));
+            if !same {
+                changes.push(Change { object: obj, old, deleted: false, initial });
+            }
+        }
+        changes
+    }
 }
 
 /// A shared watch of one resource type with its cache.
@@ -329,25 +352,7 @@ async fn run_watch(api: Api<RawObject>, informer: Weak<Informer>, synced: watch:
                 let Some(f) = fresh.take() else { continue };
                 // Replace the cache, publishing what changed since the previous list.
                 let initial = !*synced.borrow();
-                let mut changes = Vec::new();
-                {
-                    let mut c = inf.cache.write();
-                    let gone: Vec<ObjKey> = c.objects.keys().filter(|k| !f.contains_key(*k)).cloned().collect();
-                    for k in gone {
-                        if let Some(old) = c.remove(&k) {
-                            changes.push(Change { object: old.clone(), old: Some(old), deleted: true, initial });
-                        }
-                    }
-                    for (_, obj) in f {
-                        let old = c.put(obj.clone());
-                        let same = old
-                            .as_ref()
-                            .is_some_and(|o| o.at("/metadata/resourceVersion") == obj.at("/metadata/resourceVersion"));
-                        if !same {
-                            changes.push(Change { object: obj, old, deleted: false, initial });
-                        }
-                    }
-                }
+                let changes = inf.cache.write().relist(f, initial);
                 for ch in changes {
                     inf.publish(ch);
                 }
@@ -373,6 +378,54 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    fn cm(name: &str, rv: &str, labels: Value) -> Obj {
+        Arc::new(json!({"metadata": {"name": name, "namespace": "ns", "uid": format!("u-{name}"),
+                                     "resourceVersion": rv, "labels": labels}}))
+    }
+
+    fn listed(objects: &[&Obj]) -> HashMap<ObjKey, Obj> {
+        objects.iter().map(|o| (key_of(o), Arc::clone(o))).collect()
+    }
+
+    fn said(changes: &[Change]) -> Vec<(String, bool, bool, Option<String>)> {
+        let mut v: Vec<_> = changes
+            .iter()
+            .map(|c| {
+                let old = c.old.as_ref().map(|o| meta_str(o, "resourceVersion").to_string());
+                (meta_str(&c.object, "name").to_string(), c.deleted, c.initial, old)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_relist_tells_what_changed_since_the_last_one_and_keeps_the_indexes_true() {
+        let mut cache = Cache::default();
+        let (a1, b1, c1) = (cm("a", "1", json!({"x": "1"})), cm("b", "2", json!({})), cm("c", "3", json!({"x": "1"})));
+        let first = cache.relist(listed(&[&a1, &b1, &c1]), true);
+        assert_eq!(
+            said(&first),
+            [("a".into(), false, true, None), ("b".into(), false, true, None), ("c".into(), false, true, None)]
+        );
+        // While the watch was down: a changed (and relabelled), b deleted, c untouched, d created.
+        let (a5, d6) = (cm("a", "5", json!({"x": "2"})), cm("d", "6", json!({})));
+        let second = cache.relist(listed(&[&a5, &c1, &d6]), false);
+        assert_eq!(
+            said(&second),
+            [
+                ("a".into(), false, false, Some("1".into())),
+                ("b".into(), true, false, Some("2".into())),
+                ("d".into(), false, false, None)
+            ],
+            "c, at the same resourceVersion, is no change"
+        );
+        assert!(!cache.by_uid.contains_key("u-b") && cache.objects.len() == 3);
+        let with = |v: &str| cache.by_label.get(&("x".into(), v.into())).map(|s| s.len()).unwrap_or(0);
+        assert_eq!((with("1"), with("2")), (1, 1), "a moved from x=1 to x=2; c stays");
+        assert!(cache.relist(listed(&[&a5, &c1, &d6]), false).is_empty(), "the same list again: nothing");
+    }
 
     #[test]
     fn the_cached_object_is_the_object_without_managed_fields() {

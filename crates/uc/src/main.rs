@@ -23,6 +23,7 @@ mod package_sdk;
 #[cfg(feature = "cluster")]
 mod pod_network;
 mod rbac;
+#[cfg(feature = "cluster")]
 mod remembered_port;
 mod sdk_operators;
 mod sdk_project;
