@@ -7,6 +7,7 @@ pub mod conditions;
 pub mod controller;
 pub mod crds;
 pub mod dns;
+pub mod events;
 pub mod hook;
 pub mod meta;
 pub mod metacontroller;

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, PostParams};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -55,31 +55,13 @@ impl Recorder {
         let namespace = s("/metadata/namespace").filter(|n| !n.is_empty()).unwrap_or_else(|| "default".into());
         let now = Time(k8s_openapi::jiff::Timestamp::now());
         let suffix: u64 = rand::random();
-        let event = Event {
-            metadata: ObjectMeta {
-                name: Some(format!("{name}.{suffix:016x}")),
-                namespace: Some(namespace.clone()),
-                ..Default::default()
-            },
-            involved_object: ObjectReference {
-                api_version: s("/apiVersion"),
-                kind: s("/kind"),
-                name: Some(name),
-                namespace: s("/metadata/namespace"),
-                uid: Some(uid),
-                resource_version: s("/metadata/resourceVersion"),
-                ..Default::default()
-            },
-            reason: Some(reason.into()),
-            message: Some(message.chars().take(1024).collect()),
-            type_: Some(type_.into()),
-            count: Some(1),
-            first_timestamp: Some(now.clone()),
-            last_timestamp: Some(now),
-            source: Some(EventSource { component: Some(component.into()), ..Default::default() }),
-            reporting_component: Some(format!("uc.njuics.cn/{component}")),
+        let by = uc_api::events::Reporter {
+            component: component.into(),
+            reporting_component: format!("uc.njuics.cn/{component}"),
             ..Default::default()
         };
+        let said = uc_api::events::Said { type_, reason, message, field_path: None };
+        let event = uc_api::events::event(object, format!("{name}.{suffix:016x}"), &said, &by, now);
         if let Err(e) =
             Api::<Event>::namespaced(self.client.clone(), &namespace).create(&PostParams::default(), &event).await
         {

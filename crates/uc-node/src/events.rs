@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -107,29 +107,19 @@ pub struct Reporter {
 
 /// The Event recording `h` about `pod` (its name given by the caller).
 pub fn event(pod: &Value, h: &Happened, by: &Reporter, name: String, now: Time) -> Event {
-    let s = |p: &str| pod.pointer(p).and_then(Value::as_str).map(String::from);
-    Event {
-        metadata: ObjectMeta { name: Some(name), namespace: s("/metadata/namespace"), ..Default::default() },
-        involved_object: ObjectReference {
-            api_version: Some("v1".into()),
-            kind: Some("Pod".into()),
-            name: s("/metadata/name"),
-            namespace: s("/metadata/namespace"),
-            uid: s("/metadata/uid"),
-            resource_version: s("/metadata/resourceVersion"),
-            field_path: h.container.as_ref().map(|c| format!("spec.containers{{{c}}}")),
-        },
-        reason: Some(h.reason.into()),
-        message: Some(h.message.chars().take(1024).collect()),
-        type_: Some(h.type_.into()),
-        count: Some(1),
-        first_timestamp: Some(now.clone()),
-        last_timestamp: Some(now),
-        source: Some(EventSource { component: Some(by.component.clone()), host: by.host.clone() }),
-        reporting_component: Some(by.component.clone()),
+    let by = uc_api::events::Reporter {
+        component: by.component.clone(),
+        host: by.host.clone(),
+        reporting_component: by.component.clone(),
         reporting_instance: by.host.clone().or_else(|| Some(by.component.clone())),
-        ..Default::default()
-    }
+    };
+    let field_path = h.container.as_ref().map(|c| format!("spec.containers{{{c}}}"));
+    let said = uc_api::events::Said { type_: h.type_, reason: h.reason, message: &h.message, field_path };
+    let mut e = uc_api::events::event(pod, name, &said, &by, now);
+    // A pod as the node holds it names its kind; one that does not is a Pod all the same.
+    e.involved_object.api_version.get_or_insert_with(|| "v1".into());
+    e.involved_object.kind.get_or_insert_with(|| "Pod".into());
+    e
 }
 
 /// What makes Events the same: (pod uid, container, reason, message).
@@ -217,6 +207,10 @@ mod tests {
         let v = serde_json::to_value(&e).unwrap();
         assert_eq!(v["involvedObject"]["fieldPath"], "spec.containers{app}");
         assert_eq!(v["involvedObject"]["uid"], "u1");
+        assert_eq!(
+            (v["involvedObject"]["apiVersion"].as_str(), v["involvedObject"]["kind"].as_str()),
+            (Some("v1"), Some("Pod"))
+        );
         assert_eq!(v["source"], json!({"component": "kubelet", "host": "uc-node"}));
         assert_eq!((v["count"].as_i64(), v["reason"].as_str()), (Some(1), Some("Killing")));
         let scheduled = Happened { container: None, type_: "Normal", reason: "Scheduled", message: "m".into() };
