@@ -325,12 +325,8 @@ async fn run(w: &mut Watcher, tx: mpsc::Sender<Bytes>, start: Option<u64>, initi
                 }
                 tokio::time::sleep(COALESCE).await;
             }
-            _ = tokio::time::sleep_until(bookmark_due), if w.bookmarks => {
-                if tx.send(w.bookmark(cursor, false)).await.is_err() {
-                    return;
-                }
-                bookmark_due = tokio::time::Instant::now() + BOOKMARK_EVERY;
-            }
+            // Due: the check above the select sends it.
+            _ = tokio::time::sleep_until(bookmark_due), if w.bookmarks => {}
             _ = tx.closed() => return,
         }
     }

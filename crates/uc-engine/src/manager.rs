@@ -277,8 +277,7 @@ pub(crate) async fn run(ctx: Arc<Ctx>, flavors: Vec<Flavor>) {
         tokio::select! {
             ev = stream.next() => {
                 let Some((flavor, ev)) = ev else { return };
-                let what = format!("{} objects", flavor.kind());
-                crate::watch_health::report(&what, health.entry(flavor).or_default(), ev.as_ref().map(|_| ()));
+                crate::watch_health::report(flavor.kind(), health.entry(flavor).or_default(), ev.as_ref().map(|_| ()));
                 match ev {
                     Ok(watcher::Event::Init) => { initial.insert(flavor, Vec::new()); }
                     Ok(watcher::Event::InitApply(o)) => {

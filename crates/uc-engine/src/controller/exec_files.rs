@@ -64,9 +64,7 @@ pub(super) fn watch(shared: &Arc<Shared>) -> Option<JoinHandle<()>> {
             let now: Vec<Look> = paths.iter().map(|p| look(p)).collect();
             if now != before {
                 tracing::info!(controller = %s.name, "an exec hook's files changed; resyncing");
-                if s.synced.load(std::sync::atomic::Ordering::Acquire) {
-                    s.resync();
-                }
+                s.resync();
                 before = now;
             }
         }

@@ -219,8 +219,11 @@ impl Shared {
     }
 
     /// Queues every parent behind news, as a resync does (the queue holds each once, however often
-    /// this is called before a worker takes it).
+    /// this is called before a worker takes it); before the first list, that list queues them.
     pub fn resync(&self) {
+        if !self.synced.load(Ordering::Acquire) {
+            return;
+        }
         for p in self.parents.list(None) {
             self.queue.add_at(crate::informer::key_of(&p), crate::queue::Priority::Low);
         }

@@ -2,8 +2,9 @@
 //!
 //! Hot reload: a JavaScript hook whose source is in a ConfigMap or a Secret follows it. A watch of that
 //! one object hands each new version to the hook, which takes it if it loads (every parent is then
-//! queued behind news, as a resync, so an edit shows at once) and keeps the old one otherwise; what went wrong — a version that does not load, an object or key
-//! that is gone — is the controller's to report (`Running::source_problem`).
+//! queued behind news, as a resync, so an edit shows at once) and keeps the old one otherwise; what
+//! went wrong — a version that does not load, an object or key that is gone — is the controller's to
+//! report (`Running::source_problem`).
 //!
 //! The object is read by the watch's own initial list (the watch then goes on from it), and hooks that
 //! share an object (a sync and a finalize hook in one ConfigMap, each its own key or the same one)
@@ -203,9 +204,7 @@ async fn follow(
                 Some(Some(source)) => match f.js.reload(source).await {
                     Ok(true) => {
                         tracing::info!(controller = %s.name, hook = f.which, "hook reloaded from its source; resyncing");
-                        if s.synced.load(std::sync::atomic::Ordering::Acquire) {
-                            s.resync();
-                        }
+                        s.resync();
                         None
                     }
                     Ok(false) => None,
