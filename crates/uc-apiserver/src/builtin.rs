@@ -126,19 +126,7 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
                 default_pod_admission(spec);
             }
         }
-        "deployments" => {
-            set_default(obj, "/spec/replicas", json!(1));
-            set_default(obj, "/spec/revisionHistoryLimit", json!(10));
-            set_default(obj, "/spec/progressDeadlineSeconds", json!(600));
-            set_default(obj, "/spec/strategy", json!({}));
-            set_default(obj, "/spec/strategy/type", json!("RollingUpdate"));
-            if obj.at("/spec/strategy/type").and_then(Value::as_str) == Some("RollingUpdate") {
-                set_default(obj, "/spec/strategy/rollingUpdate", json!({}));
-                set_default(obj, "/spec/strategy/rollingUpdate/maxSurge", json!("25%"));
-                set_default(obj, "/spec/strategy/rollingUpdate/maxUnavailable", json!("25%"));
-            }
-            default_template(obj);
-        }
+        "deployments" => default_deployment(obj),
         "replicasets" => {
             set_default(obj, "/spec/replicas", json!(1));
             default_template(obj);
@@ -160,69 +148,83 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
             );
             default_template(obj);
         }
-        "secrets" => {
-            // stringData is write-only: it is merged into data, as kube-apiserver does.
-            set_default(obj, "/type", json!("Opaque"));
-            if let Some(Value::Object(strings)) = obj.as_object_mut().and_then(|m| m.remove("stringData")) {
-                if !obj.get("data").is_some_and(Value::is_object) {
-                    obj["data"] = json!({});
-                }
-                for (k, v) in strings {
-                    let text = v.as_str().unwrap_or_default();
-                    obj["data"][k] = json!(base64::engine::general_purpose::STANDARD.encode(text));
-                }
-            }
-        }
-        "statefulsets" => {
-            set_default(obj, "/spec/replicas", json!(1));
-            set_default(obj, "/spec/podManagementPolicy", json!("OrderedReady"));
-            set_default(obj, "/spec/revisionHistoryLimit", json!(10));
-            set_default(
-                obj,
-                "/spec/updateStrategy",
-                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
-            );
-            set_default(
-                obj,
-                "/spec/persistentVolumeClaimRetentionPolicy",
-                json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
-            );
-            default_template(obj);
-        }
-        "jobs" => {
-            let has_c = obj.at("/spec/completions").is_some();
-            let has_p = obj.at("/spec/parallelism").is_some();
-            if !has_c && !has_p {
-                set_default(obj, "/spec/completions", json!(1));
-            }
-            set_default(obj, "/spec/parallelism", json!(1));
-            set_default(obj, "/spec/backoffLimit", json!(6));
-            set_default(obj, "/spec/completionMode", json!("NonIndexed"));
-            set_default(obj, "/spec/suspend", json!(false));
-            default_template(obj);
-            if obj.at("/spec/template/spec/restartPolicy").and_then(Value::as_str) == Some("Always")
-                && obj.at("/spec/template/spec").is_some()
-            {
-                // Jobs require Never or OnFailure; leave it for validation to reject.
-            }
-        }
-        "services" => {
-            set_default(obj, "/spec/type", json!("ClusterIP"));
-            set_default(obj, "/spec/sessionAffinity", json!("None"));
-            if let Some(Value::Array(ports)) = obj.at_mut("/spec/ports") {
-                for p in ports.iter_mut().filter(|p| p.is_object()) {
-                    set_default(p, "/protocol", json!("TCP"));
-                    if let Some(port) = p.get("port").cloned() {
-                        set_default(p, "/targetPort", port);
-                    }
-                }
-            }
-        }
+        "secrets" => default_secret(obj),
+        "statefulsets" => default_statefulset(obj),
+        "jobs" => default_job(obj),
+        "services" => default_service(obj),
         "persistentvolumeclaims" => set_default(obj, "/spec/volumeMode", json!("Filesystem")),
         "validatingwebhookconfigurations" | "mutatingwebhookconfigurations" => {
             crate::webhooks::config::apply_defaults(resource, obj)
         }
         _ => {}
+    }
+}
+
+fn default_deployment(obj: &mut Value) {
+    set_default(obj, "/spec/replicas", json!(1));
+    set_default(obj, "/spec/revisionHistoryLimit", json!(10));
+    set_default(obj, "/spec/progressDeadlineSeconds", json!(600));
+    set_default(obj, "/spec/strategy", json!({}));
+    set_default(obj, "/spec/strategy/type", json!("RollingUpdate"));
+    if obj.at("/spec/strategy/type").and_then(Value::as_str) == Some("RollingUpdate") {
+        set_default(obj, "/spec/strategy/rollingUpdate", json!({}));
+        set_default(obj, "/spec/strategy/rollingUpdate/maxSurge", json!("25%"));
+        set_default(obj, "/spec/strategy/rollingUpdate/maxUnavailable", json!("25%"));
+    }
+    default_template(obj);
+}
+
+fn default_secret(obj: &mut Value) {
+    // stringData is write-only: it is merged into data, as kube-apiserver does.
+    set_default(obj, "/type", json!("Opaque"));
+    if let Some(Value::Object(strings)) = obj.as_object_mut().and_then(|m| m.remove("stringData")) {
+        if !obj.get("data").is_some_and(Value::is_object) {
+            obj["data"] = json!({});
+        }
+        for (k, v) in strings {
+            let text = v.as_str().unwrap_or_default();
+            obj["data"][k] = json!(base64::engine::general_purpose::STANDARD.encode(text));
+        }
+    }
+}
+
+fn default_statefulset(obj: &mut Value) {
+    set_default(obj, "/spec/replicas", json!(1));
+    set_default(obj, "/spec/podManagementPolicy", json!("OrderedReady"));
+    set_default(obj, "/spec/revisionHistoryLimit", json!(10));
+    set_default(obj, "/spec/updateStrategy", json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
+    set_default(
+        obj,
+        "/spec/persistentVolumeClaimRetentionPolicy",
+        json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+    );
+    default_template(obj);
+}
+
+fn default_job(obj: &mut Value) {
+    let has_c = obj.at("/spec/completions").is_some();
+    let has_p = obj.at("/spec/parallelism").is_some();
+    if !has_c && !has_p {
+        set_default(obj, "/spec/completions", json!(1));
+    }
+    set_default(obj, "/spec/parallelism", json!(1));
+    set_default(obj, "/spec/backoffLimit", json!(6));
+    set_default(obj, "/spec/completionMode", json!("NonIndexed"));
+    set_default(obj, "/spec/suspend", json!(false));
+    // A restartPolicy of Always is left for validation to reject (Jobs take Never or OnFailure).
+    default_template(obj);
+}
+
+fn default_service(obj: &mut Value) {
+    set_default(obj, "/spec/type", json!("ClusterIP"));
+    set_default(obj, "/spec/sessionAffinity", json!("None"));
+    if let Some(Value::Array(ports)) = obj.at_mut("/spec/ports") {
+        for p in ports.iter_mut().filter(|p| p.is_object()) {
+            set_default(p, "/protocol", json!("TCP"));
+            if let Some(port) = p.get("port").cloned() {
+                set_default(p, "/targetPort", port);
+            }
+        }
     }
 }
 

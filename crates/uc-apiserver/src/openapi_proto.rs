@@ -73,6 +73,31 @@ fn named(name: &str, value: &[u8]) -> Vec<u8> {
     out
 }
 
+/// `openapi.v2.SchemaOrBoolean` of `additionalProperties` (nothing for other JSON).
+fn additional_properties(v: &Value) -> Option<Vec<u8>> {
+    let mut item = Vec::new();
+    match v {
+        Value::Bool(b) => {
+            key(&mut item, 2, 0);
+            varint(&mut item, u64::from(*b));
+        }
+        s @ Value::Object(_) => bytes(&mut item, 1, &schema(s)),
+        _ => return None,
+    }
+    Some(item)
+}
+
+/// `openapi.v2.StringOrStringArray` of `type`.
+fn type_of(t: &Value) -> Vec<u8> {
+    let mut item = Vec::new();
+    match t {
+        Value::String(t) => string(&mut item, 1, t),
+        Value::Array(ts) => ts.iter().filter_map(Value::as_str).for_each(|t| string(&mut item, 1, t)),
+        _ => {}
+    }
+    item
+}
+
 /// `openapi.v2.Schema`.
 pub fn schema(s: &Value) -> Vec<u8> {
     let mut out = Vec::new();
@@ -112,28 +137,11 @@ pub fn schema(s: &Value) -> Vec<u8> {
     for e in m.get("enum").and_then(Value::as_array).into_iter().flatten() {
         bytes(&mut out, 20, &any(e));
     }
-    match m.get("additionalProperties") {
-        Some(Value::Bool(b)) => {
-            let mut item = Vec::new();
-            key(&mut item, 2, 0);
-            varint(&mut item, u64::from(*b));
-            bytes(&mut out, 21, &item);
-        }
-        Some(s @ Value::Object(_)) => {
-            let mut item = Vec::new();
-            bytes(&mut item, 1, &schema(s));
-            bytes(&mut out, 21, &item);
-        }
-        _ => {}
+    if let Some(a) = m.get("additionalProperties").and_then(additional_properties) {
+        bytes(&mut out, 21, &a);
     }
     if let Some(t) = m.get("type") {
-        let mut item = Vec::new();
-        match t {
-            Value::String(t) => string(&mut item, 1, t),
-            Value::Array(ts) => ts.iter().filter_map(Value::as_str).for_each(|t| string(&mut item, 1, t)),
-            _ => {}
-        }
-        bytes(&mut out, 22, &item);
+        bytes(&mut out, 22, &type_of(t));
     }
     if let Some(items) = m.get("items") {
         let mut item = Vec::new();

@@ -128,22 +128,48 @@ pub(crate) fn list_strategy<S: AsRef<str>>(path: &[S]) -> ListStrategy {
     }
 }
 
-fn merge_map(target: &mut Value, patch: &Map<String, Value>, path: &mut Vec<String>) -> Result<(), PatchError> {
-    if let Some(directive) = patch.get("$patch").and_then(Value::as_str) {
-        match directive {
-            "replace" => {
-                *target = strip_directives(&Value::Object(patch.clone()));
-                return Ok(());
-            }
-            "delete" => {
-                *target = Value::Object(Map::new());
-                return Ok(());
-            }
-            "merge" => {}
-            other => {
-                return Err(PatchError::Malformed(format!("unknown $patch directive {other:?}")));
-            }
+/// A map's own `$patch` directive: `Ok(true)` when it decided the whole map (replace, delete).
+fn map_directive(target: &mut Value, patch: &Map<String, Value>) -> Result<bool, PatchError> {
+    match patch.get("$patch").and_then(Value::as_str) {
+        None | Some("merge") => Ok(false),
+        Some("replace") => {
+            *target = strip_directives(&Value::Object(patch.clone()));
+            Ok(true)
         }
+        Some("delete") => {
+            *target = Value::Object(Map::new());
+            Ok(true)
+        }
+        Some(other) => Err(PatchError::Malformed(format!("unknown $patch directive {other:?}"))),
+    }
+}
+
+/// The directives applied after a map's fields: `$retainKeys`, then each `$setElementOrder`.
+fn retain_and_order(
+    target: &mut Value,
+    patch: &Map<String, Value>,
+    orders: Vec<(String, Vec<Value>)>,
+    path: &mut Vec<String>,
+) {
+    if let Some(retain) = patch.get("$retainKeys").and_then(Value::as_array)
+        && let Some(t) = target.as_object_mut()
+    {
+        let keep: Vec<&str> = retain.iter().filter_map(Value::as_str).collect();
+        t.retain(|k, _| keep.contains(&k.as_str()));
+    }
+    for (field, order) in orders {
+        path.push(field.clone());
+        let strategy = list_strategy(path);
+        path.pop();
+        if let Some(Value::Array(items)) = target.get_mut(&field) {
+            reorder(items, &order, &strategy);
+        }
+    }
+}
+
+fn merge_map(target: &mut Value, patch: &Map<String, Value>, path: &mut Vec<String>) -> Result<(), PatchError> {
+    if map_directive(target, patch)? {
+        return Ok(());
     }
     if !target.is_object() {
         *target = Value::Object(Map::new());
@@ -195,20 +221,7 @@ fn merge_map(target: &mut Value, patch: &Map<String, Value>, path: &mut Vec<Stri
             }
         }
     }
-    if let Some(retain) = patch.get("$retainKeys").and_then(Value::as_array)
-        && let Some(t) = target.as_object_mut()
-    {
-        let keep: Vec<&str> = retain.iter().filter_map(Value::as_str).collect();
-        t.retain(|k, _| keep.contains(&k.as_str()));
-    }
-    for (field, order) in orders {
-        path.push(field.clone());
-        let strategy = list_strategy(path);
-        path.pop();
-        if let Some(Value::Array(items)) = target.get_mut(&field) {
-            reorder(items, &order, &strategy);
-        }
-    }
+    retain_and_order(target, patch, orders, path);
     Ok(())
 }
 

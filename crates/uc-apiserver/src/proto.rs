@@ -196,16 +196,14 @@ fn go_duration(nanos: i64) -> Value {
     })
 }
 
-fn decode_message(name: &str, bytes: &[u8], depth: usize) -> Result<Value, ProtoError> {
-    if depth > 64 {
-        return Err(err("message nesting too deep"));
-    }
+/// The types whose JSON form is not an object of their fields (times, durations, quantities,
+/// int-or-string, embedded JSON): their value, or `None` for every other message.
+fn special_form(name: &str, bytes: &[u8]) -> Result<Option<Value>, ProtoError> {
     let mut r = Reader { buf: bytes };
-    // Types whose JSON form is not an object of their fields.
     match name {
         "apimachinery.pkg.apis.meta.v1.Time" | "apimachinery.pkg.apis.meta.v1.MicroTime" => {
             if bytes.is_empty() {
-                return Ok(Value::Null); // Go's zero Time, which JSON writes as null
+                return Ok(Some(Value::Null)); // Go's zero Time, which JSON writes as null
             }
             let (mut secs, mut nanos) = (0i64, 0i64);
             while !r.buf.is_empty() {
@@ -215,7 +213,7 @@ fn decode_message(name: &str, bytes: &[u8], depth: usize) -> Result<Value, Proto
                     _ => {}
                 }
             }
-            return Ok(rfc3339(secs, nanos, name.ends_with("MicroTime")));
+            Ok(Some(rfc3339(secs, nanos, name.ends_with("MicroTime"))))
         }
         "apimachinery.pkg.apis.meta.v1.Duration" => {
             let mut d = 0i64;
@@ -224,7 +222,7 @@ fn decode_message(name: &str, bytes: &[u8], depth: usize) -> Result<Value, Proto
                     d = v as i64;
                 }
             }
-            return Ok(go_duration(d));
+            Ok(Some(go_duration(d)))
         }
         "apimachinery.pkg.api.resource.Quantity" => {
             let mut s = String::new();
@@ -233,7 +231,7 @@ fn decode_message(name: &str, bytes: &[u8], depth: usize) -> Result<Value, Proto
                     s = utf8(b)?;
                 }
             }
-            return Ok(Value::String(s));
+            Ok(Some(Value::String(s)))
         }
         "apimachinery.pkg.util.intstr.IntOrString" => {
             let (mut ty, mut int, mut st) = (0u64, 0i64, String::new());
@@ -245,7 +243,7 @@ fn decode_message(name: &str, bytes: &[u8], depth: usize) -> Result<Value, Proto
                     _ => {}
                 }
             }
-            return Ok(if ty == 1 { Value::String(st) } else { Value::from(int) });
+            Ok(Some(if ty == 1 { Value::String(st) } else { Value::from(int) }))
         }
         "apimachinery.pkg.runtime.RawExtension"
         | "apimachinery.pkg.apis.meta.v1.FieldsV1"
@@ -256,10 +254,20 @@ fn decode_message(name: &str, bytes: &[u8], depth: usize) -> Result<Value, Proto
                     v = serde_json::from_slice(b).map_err(|e| err(format!("embedded JSON in {name}: {e}")))?;
                 }
             }
-            return Ok(v);
+            Ok(Some(v))
         }
-        _ => {}
+        _ => Ok(None),
     }
+}
+
+fn decode_message(name: &str, bytes: &[u8], depth: usize) -> Result<Value, ProtoError> {
+    if depth > 64 {
+        return Err(err("message nesting too deep"));
+    }
+    if let Some(v) = special_form(name, bytes)? {
+        return Ok(v);
+    }
+    let mut r = Reader { buf: bytes };
     let defs = schema().get(name).ok_or_else(|| err(format!("unknown message {name}")))?;
     let mut out = Map::new();
     while !r.buf.is_empty() {

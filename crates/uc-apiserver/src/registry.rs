@@ -388,35 +388,18 @@ pub fn version_priority(v: &str) -> (u8, u64, u64) {
     (rank, major, minor)
 }
 
-/// Builds the resource a CRD object defines, checking it the way apiextensions does.
-pub fn crd_to_resource(crd: &Value) -> Result<ResourceInfo, Vec<FieldError>> {
-    let mut errs = Vec::new();
-    let s = |p: &str| crd.at(p).and_then(Value::as_str).unwrap_or_default().to_string();
-    let name = s("/metadata/name");
-    let group = s("/spec/group");
-    let plural = s("/spec/names/plural");
-    let kind = s("/spec/names/kind");
-    let singular = match s("/spec/names/singular") {
-        x if x.is_empty() => kind.to_lowercase(),
-        x => x,
-    };
-    let list_kind = match s("/spec/names/listKind") {
-        x if x.is_empty() => format!("{kind}List"),
-        x => x,
-    };
+/// Checks a CRD's names as apiextensions does: a group with a dot, a plural that is a DNS label, a
+/// kind, and the object named `<plural>.<group>`.
+fn check_names(name: &str, group: &str, plural: &str, kind: &str, errs: &mut Vec<FieldError>) {
     if group.is_empty() {
         errs.push(FieldError::required("spec.group", ""));
     } else if !group.contains('.') {
-        errs.push(FieldError::invalid(
-            "spec.group",
-            &Value::from(group.clone()),
-            "should be a domain with at least one dot",
-        ));
+        errs.push(FieldError::invalid("spec.group", &Value::from(group), "should be a domain with at least one dot"));
     }
     if plural.is_empty() {
         errs.push(FieldError::required("spec.names.plural", ""));
-    } else if !is_dns_label(&plural) {
-        errs.push(FieldError::invalid("spec.names.plural", &Value::from(plural.clone()), "a lowercase RFC 1123 label"));
+    } else if !is_dns_label(plural) {
+        errs.push(FieldError::invalid("spec.names.plural", &Value::from(plural), "a lowercase RFC 1123 label"));
     }
     if kind.is_empty() {
         errs.push(FieldError::required("spec.names.kind", ""));
@@ -424,12 +407,22 @@ pub fn crd_to_resource(crd: &Value) -> Result<ResourceInfo, Vec<FieldError>> {
     if !plural.is_empty() && !group.is_empty() && name != format!("{plural}.{group}") {
         errs.push(FieldError::invalid(
             "metadata.name",
-            &Value::from(name.clone()),
+            &Value::from(name),
             "must be spec.names.plural+\".\"+spec.group",
         ));
     }
-    let scope = s("/spec/scope");
-    let namespaced = match scope.as_str() {
+}
+
+/// Whether the CRD's resources are namespaced (`spec.scope`), and that conversion needs no webhook.
+fn check_scope_and_conversion(crd: &Value, errs: &mut Vec<FieldError>) -> bool {
+    if crd.at("/spec/conversion/strategy").and_then(Value::as_str).is_some_and(|st| st != "None") {
+        errs.push(FieldError::invalid(
+            "spec.conversion.strategy",
+            crd.at("/spec/conversion/strategy").unwrap_or(&Value::Null),
+            "only \"None\" is supported by this server (conversion webhooks are not)",
+        ));
+    }
+    match crd.at("/spec/scope").and_then(Value::as_str).unwrap_or_default() {
         "Namespaced" => true,
         "Cluster" => false,
         other => {
@@ -441,79 +434,85 @@ pub fn crd_to_resource(crd: &Value) -> Result<ResourceInfo, Vec<FieldError>> {
             ));
             true
         }
-    };
-    if crd.at("/spec/conversion/strategy").and_then(Value::as_str).is_some_and(|st| st != "None") {
-        errs.push(FieldError::invalid(
-            "spec.conversion.strategy",
-            crd.at("/spec/conversion/strategy").unwrap_or(&Value::Null),
-            "only \"None\" is supported by this server (conversion webhooks are not)",
-        ));
     }
-    let empty = Vec::new();
-    let versions_v = crd.at("/spec/versions").and_then(Value::as_array).unwrap_or(&empty);
+}
+
+fn printer_columns(v: &Value) -> Vec<PrinterColumn> {
+    let columns = v.get("additionalPrinterColumns").and_then(Value::as_array).into_iter().flatten();
+    columns
+        .map(|c| {
+            let g = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+            PrinterColumn {
+                name: g("name"),
+                ty: g("type"),
+                format: g("format"),
+                description: g("description"),
+                priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                json_path: g("jsonPath"),
+            }
+        })
+        .collect()
+}
+
+/// One entry of `spec.versions` (at index `i`), checked: its name, whether it is the storage version,
+/// and how it is served (`None` when it is not).
+fn crd_version(v: &Value, i: usize, errs: &mut Vec<FieldError>) -> (String, bool, Option<VersionInfo>) {
+    let base = format!("spec.versions[{i}]");
+    let name = v.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+    if name.is_empty() || !is_dns_label(&name) {
+        errs.push(FieldError::invalid(format!("{base}.name"), &Value::from(name.clone()), "must be a DNS label"));
+    }
+    let storage = v.get("storage").and_then(Value::as_bool).unwrap_or(false);
+    let schema = match v.at("/schema/openAPIV3Schema") {
+        Some(sv) => match Schema::parse(sv, &format!("{base}.schema.openAPIV3Schema")) {
+            Ok(s) => Some(Arc::new(s)),
+            Err(e) => {
+                errs.extend(e);
+                None
+            }
+        },
+        None => {
+            errs.push(FieldError::required(format!("{base}.schema.openAPIV3Schema"), "schemas are required"));
+            None
+        }
+    };
+    let served = v.get("served").and_then(Value::as_bool).unwrap_or(false);
+    let scale = v.at("/subresources/scale").map(|sc| ScalePaths {
+        spec_replicas: sc.get("specReplicasPath").and_then(Value::as_str).unwrap_or(".spec.replicas").into(),
+        status_replicas: sc.get("statusReplicasPath").and_then(Value::as_str).unwrap_or(".status.replicas").into(),
+        label_selector: sc.get("labelSelectorPath").and_then(Value::as_str).map(String::from),
+    });
+    let info = served.then(|| VersionInfo {
+        name: name.clone(),
+        schema,
+        printer_columns: printer_columns(v),
+        status: v.at("/subresources/status").is_some(),
+        scale,
+        deprecated: v.get("deprecated").and_then(Value::as_bool).unwrap_or(false),
+    });
+    (name, storage, info)
+}
+
+/// Builds the resource a CRD object defines, checking it the way apiextensions does.
+pub fn crd_to_resource(crd: &Value) -> Result<ResourceInfo, Vec<FieldError>> {
+    let mut errs = Vec::new();
+    let s = |p: &str| crd.at(p).and_then(Value::as_str).unwrap_or_default().to_string();
+    let (name, group, plural, kind) =
+        (s("/metadata/name"), s("/spec/group"), s("/spec/names/plural"), s("/spec/names/kind"));
+    check_names(&name, &group, &plural, &kind, &mut errs);
+    let namespaced = check_scope_and_conversion(crd, &mut errs);
+    let versions_v = crd.at("/spec/versions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     if versions_v.is_empty() {
         errs.push(FieldError::required("spec.versions", "must have exactly one version marked as storage version"));
     }
     let mut versions = Vec::new();
     let mut storage = Vec::new();
     for (i, v) in versions_v.iter().enumerate() {
-        let base = format!("spec.versions[{i}]");
-        let vname = v.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
-        if vname.is_empty() || !is_dns_label(&vname) {
-            errs.push(FieldError::invalid(format!("{base}.name"), &Value::from(vname.clone()), "must be a DNS label"));
+        let (vname, stored, served) = crd_version(v, i, &mut errs);
+        if stored {
+            storage.push(vname);
         }
-        if v.get("storage").and_then(Value::as_bool).unwrap_or(false) {
-            storage.push(vname.clone());
-        }
-        let served = v.get("served").and_then(Value::as_bool).unwrap_or(false);
-        let schema = match v.at("/schema/openAPIV3Schema") {
-            Some(sv) => match Schema::parse(sv, &format!("{base}.schema.openAPIV3Schema")) {
-                Ok(s) => Some(Arc::new(s)),
-                Err(e) => {
-                    errs.extend(e);
-                    None
-                }
-            },
-            None => {
-                errs.push(FieldError::required(format!("{base}.schema.openAPIV3Schema"), "schemas are required"));
-                None
-            }
-        };
-        let printer_columns = v
-            .get("additionalPrinterColumns")
-            .and_then(Value::as_array)
-            .map(|cols| {
-                cols.iter()
-                    .map(|c| {
-                        let g = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
-                        PrinterColumn {
-                            name: g("name"),
-                            ty: g("type"),
-                            format: g("format"),
-                            description: g("description"),
-                            priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
-                            json_path: g("jsonPath"),
-                        }
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let status = v.at("/subresources/status").is_some();
-        let scale = v.at("/subresources/scale").map(|sc| ScalePaths {
-            spec_replicas: sc.get("specReplicasPath").and_then(Value::as_str).unwrap_or(".spec.replicas").into(),
-            status_replicas: sc.get("statusReplicasPath").and_then(Value::as_str).unwrap_or(".status.replicas").into(),
-            label_selector: sc.get("labelSelectorPath").and_then(Value::as_str).map(String::from),
-        });
-        if served {
-            versions.push(VersionInfo {
-                name: vname,
-                schema,
-                printer_columns,
-                status,
-                scale,
-                deprecated: v.get("deprecated").and_then(Value::as_bool).unwrap_or(false),
-            });
-        }
+        versions.extend(served);
     }
     if !versions_v.is_empty() && storage.len() != 1 {
         errs.push(FieldError::invalid(
@@ -532,6 +531,8 @@ pub fn crd_to_resource(crd: &Value) -> Result<ResourceInfo, Vec<FieldError>> {
             .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
             .unwrap_or_default()
     };
+    let singular = Some(s("/spec/names/singular")).filter(|x| !x.is_empty()).unwrap_or_else(|| kind.to_lowercase());
+    let list_kind = Some(s("/spec/names/listKind")).filter(|x| !x.is_empty()).unwrap_or_else(|| format!("{kind}List"));
     Ok(ResourceInfo {
         group,
         versions,

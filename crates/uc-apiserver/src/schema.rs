@@ -464,36 +464,9 @@ fn type_error(path: &str, v: &Value, ty: &str) -> FieldError {
     FieldError::invalid(path, v, format!("{path} in body must be of type {ty}: {:?}", json_type(v)))
 }
 
-fn parse_node(v: &Value, path: &str, root: bool, in_junctor: bool, errs: &mut Vec<FieldError>) -> Schema {
-    let mut s = Schema::default();
-    let Some(map) = v.as_object() else {
-        errs.push(FieldError::invalid(path, v, "must be a schema object"));
-        return s;
-    };
-    let get_bool = |k: &str| map.get(k).and_then(Value::as_bool).unwrap_or(false);
-    let get_u64 = |k: &str| map.get(k).and_then(Value::as_u64);
-    s.ty = map.get("type").and_then(Value::as_str).map(String::from);
-    if let Some(ty) = &s.ty
-        && !TYPES.contains(&ty.as_str())
-    {
-        errs.push(FieldError::new(
-            FieldErrorKind::NotSupported,
-            join(path, "type"),
-            Some(format!("{ty:?}")),
-            "supported values: \"array\", \"boolean\", \"integer\", \"number\", \"object\", \"string\"",
-        ));
-    }
-    s.nullable = get_bool("nullable");
-    s.preserve_unknown = get_bool("x-kubernetes-preserve-unknown-fields");
-    s.int_or_string = get_bool("x-kubernetes-int-or-string");
-    s.embedded_resource = get_bool("x-kubernetes-embedded-resource");
-    s.unique_items = get_bool("uniqueItems");
-    if s.ty.is_none() && !s.preserve_unknown && !s.int_or_string && !in_junctor {
-        errs.push(FieldError::required(join(path, "type"), "must not be empty for specified object fields"));
-    }
-    if root && s.ty.as_deref().is_some_and(|t| t != "object") {
-        errs.push(FieldError::invalid(join(path, "type"), &Value::from(s.ty.clone()), "must be object at the root"));
-    }
+/// A schema's children: `properties`, `additionalProperties` (not beside properties), `items` (which
+/// an array must have outside a junctor).
+fn parse_children(s: &mut Schema, map: &Map<String, Value>, path: &str, in_junctor: bool, errs: &mut Vec<FieldError>) {
     if let Some(props) = map.get("properties").and_then(Value::as_object) {
         for (k, pv) in props {
             let child = parse_node(pv, &format!("{path}.properties[{k}]"), false, in_junctor, errs);
@@ -524,16 +497,12 @@ fn parse_node(v: &Value, path: &str, root: bool, in_junctor: bool, errs: &mut Ve
     } else if s.ty.as_deref() == Some("array") && !in_junctor {
         errs.push(FieldError::required(join(path, "items"), "must be specified"));
     }
-    s.required = map
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
-        .unwrap_or_default();
-    s.enumeration = map.get("enum").and_then(Value::as_array).cloned().unwrap_or_default();
-    s.default = map.get("default").cloned();
-    if s.default.is_some() && root {
-        errs.push(FieldError::forbidden(join(path, "default"), "must not be set at the root"));
-    }
+}
+
+/// A schema's value constraints: bounds, lengths, counts, format, list and map types, pattern.
+fn parse_constraints(s: &mut Schema, map: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>) {
+    let get_bool = |k: &str| map.get(k).and_then(Value::as_bool).unwrap_or(false);
+    let get_u64 = |k: &str| map.get(k).and_then(Value::as_u64);
     let num = |k: &str| map.get(k).and_then(Value::as_f64);
     s.minimum = num("minimum").map(|m| (m, get_bool("exclusiveMinimum")));
     s.maximum = num("maximum").map(|m| (m, get_bool("exclusiveMaximum")));
@@ -561,6 +530,49 @@ fn parse_node(v: &Value, path: &str, root: bool, in_junctor: bool, errs: &mut Ve
             )),
         }
     }
+}
+
+fn parse_node(v: &Value, path: &str, root: bool, in_junctor: bool, errs: &mut Vec<FieldError>) -> Schema {
+    let mut s = Schema::default();
+    let Some(map) = v.as_object() else {
+        errs.push(FieldError::invalid(path, v, "must be a schema object"));
+        return s;
+    };
+    let get_bool = |k: &str| map.get(k).and_then(Value::as_bool).unwrap_or(false);
+    s.ty = map.get("type").and_then(Value::as_str).map(String::from);
+    if let Some(ty) = &s.ty
+        && !TYPES.contains(&ty.as_str())
+    {
+        errs.push(FieldError::new(
+            FieldErrorKind::NotSupported,
+            join(path, "type"),
+            Some(format!("{ty:?}")),
+            "supported values: \"array\", \"boolean\", \"integer\", \"number\", \"object\", \"string\"",
+        ));
+    }
+    s.nullable = get_bool("nullable");
+    s.preserve_unknown = get_bool("x-kubernetes-preserve-unknown-fields");
+    s.int_or_string = get_bool("x-kubernetes-int-or-string");
+    s.embedded_resource = get_bool("x-kubernetes-embedded-resource");
+    s.unique_items = get_bool("uniqueItems");
+    if s.ty.is_none() && !s.preserve_unknown && !s.int_or_string && !in_junctor {
+        errs.push(FieldError::required(join(path, "type"), "must not be empty for specified object fields"));
+    }
+    if root && s.ty.as_deref().is_some_and(|t| t != "object") {
+        errs.push(FieldError::invalid(join(path, "type"), &Value::from(s.ty.clone()), "must be object at the root"));
+    }
+    parse_children(&mut s, map, path, in_junctor, errs);
+    s.required = map
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+        .unwrap_or_default();
+    s.enumeration = map.get("enum").and_then(Value::as_array).cloned().unwrap_or_default();
+    s.default = map.get("default").cloned();
+    if s.default.is_some() && root {
+        errs.push(FieldError::forbidden(join(path, "default"), "must not be set at the root"));
+    }
+    parse_constraints(&mut s, map, path, errs);
     let list = |k: &str, errs: &mut Vec<FieldError>| -> Vec<Schema> {
         map.get(k)
             .and_then(Value::as_array)

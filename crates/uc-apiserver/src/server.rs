@@ -62,23 +62,46 @@ impl RunningServer {
     }
 }
 
-/// Starts the API server: credentials, store, built-in objects, GC, listener.
-pub async fn start(config: Config) -> Result<RunningServer, StartError> {
-    std::fs::create_dir_all(&config.data_dir)
-        .map_err(|e| StartError::Io(format!("creating {}: {e}", config.data_dir.display())))?;
-    let service_range = config
-        .service_cidr
-        .as_deref()
-        .map(crate::service_ips::ServiceRange::parse)
-        .transpose()
-        .map_err(|e| StartError::Io(format!("the service range: {e}")))?;
-    // Pods reach the server at the `kubernetes` Service's address (the range's first).
-    let names = tls::server_names(&service_range.iter().map(|r| r.first().to_string()).collect::<Vec<_>>());
-    let creds = tls::ensure_credentials(&config.data_dir, &names)?;
+/// One client connection: TLS (a client certificate names its user), then HTTP/1 or 2 until it ends or
+/// the server stops.
+async fn serve_connection(
+    app: Arc<App>,
+    acceptor: tokio_rustls::TlsAcceptor,
+    tcp: tokio::net::TcpStream,
+    mut stop: watch::Receiver<bool>,
+) {
+    let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
+        Ok(Ok(s)) => s,
+        _ => return,
+    };
+    // A client certificate the CA signed names its user (CN) and groups (O).
+    let peer = tls.get_ref().1.peer_certificates().and_then(|c| c.first()).and_then(|c| tls::subject_of(c));
+    let peer = peer.map(|(cn, orgs)| Arc::new(crate::auth::user_of_certificate(&cn, &orgs)));
+    let service = hyper::service::service_fn(move |req| {
+        let app = app.clone();
+        let peer = peer.clone();
+        async move { Ok::<_, Infallible>(handle(app, req, peer).await) }
+    });
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    // A client trickling its headers is cut off, as kube-apiserver's ReadHeaderTimeout does.
+    builder.http1().timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+    tokio::select! {
+        _ = conn => {}
+        _ = stop.changed() => {}
+    }
+}
+
+/// The server's state: its store opened (durable unless configured not), its signing key and audit log.
+fn open_app(
+    config: &Config,
+    creds: &tls::Credentials,
+    service_range: Option<crate::service_ips::ServiceRange>,
+) -> Result<Arc<App>, StartError> {
     let db_path = config.data_dir.join("store");
     let store = Store::open(config.durable.then_some(db_path.as_path()), config.store.clone())?;
     let registry = Arc::new(Registry::new());
-    let app = Arc::new(App {
+    Ok(Arc::new(App {
         store,
         registry,
         token: creds.token.clone(),
@@ -98,7 +121,23 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
         service_range,
         ip_lock: tokio::sync::Mutex::new(()),
         ready: std::sync::atomic::AtomicBool::new(!config.hold_readiness),
-    });
+    }))
+}
+
+/// Starts the API server: credentials, store, built-in objects, GC, listener.
+pub async fn start(config: Config) -> Result<RunningServer, StartError> {
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|e| StartError::Io(format!("creating {}: {e}", config.data_dir.display())))?;
+    let service_range = config
+        .service_cidr
+        .as_deref()
+        .map(crate::service_ips::ServiceRange::parse)
+        .transpose()
+        .map_err(|e| StartError::Io(format!("the service range: {e}")))?;
+    // Pods reach the server at the `kubernetes` Service's address (the range's first).
+    let names = tls::server_names(&service_range.iter().map(|r| r.first().to_string()).collect::<Vec<_>>());
+    let creds = tls::ensure_credentials(&config.data_dir, &names)?;
+    let app = open_app(&config, &creds, service_range)?;
     crate::handlers::bootstrap(&app).await.map_err(|e| StartError::Io(format!("bootstrapping: {}", e.0.message)))?;
     crate::auth::defaults::ensure(&app).await.map_err(|e| StartError::Io(format!("the default RBAC roles: {e}")))?;
 
@@ -144,29 +183,10 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
             let _ = tcp.set_nodelay(true);
             let acceptor = acceptor.clone();
             let app = app2.clone();
-            let mut stop = shutdown_rx.clone();
+            let stop = shutdown_rx.clone();
             tokio::spawn(async move {
                 let _open = open;
-                let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await {
-                    Ok(Ok(s)) => s,
-                    _ => return,
-                };
-                // A client certificate the CA signed names its user (CN) and groups (O).
-                let peer = tls.get_ref().1.peer_certificates().and_then(|c| c.first()).and_then(|c| tls::subject_of(c));
-                let peer = peer.map(|(cn, orgs)| Arc::new(crate::auth::user_of_certificate(&cn, &orgs)));
-                let service = hyper::service::service_fn(move |req| {
-                    let app = app.clone();
-                    let peer = peer.clone();
-                    async move { Ok::<_, Infallible>(handle(app, req, peer).await) }
-                });
-                let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-                // A client trickling its headers is cut off, as kube-apiserver's ReadHeaderTimeout does.
-                builder.http1().timer(hyper_util::rt::TokioTimer::new()).header_read_timeout(HEADER_READ_TIMEOUT);
-                let conn = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
-                tokio::select! {
-                    _ = conn => {}
-                    _ = stop.changed() => {}
-                }
+                serve_connection(app, acceptor, tcp, stop).await;
             });
         }
     });

@@ -202,6 +202,69 @@ pub struct Store {
     dir: Option<std::path::PathBuf>,
 }
 
+/// Applies one recovered record to the state; a record from the log (after the snapshot) also rebuilds
+/// its events, so that a watch resumes across a restart.
+fn replay(
+    state: &mut State,
+    record: crate::wal::Record,
+    snapshot_revision: u64,
+    options: &StoreOptions,
+) -> Result<(), StoreError> {
+    // Changes of one record took consecutive revisions ending at the record's.
+    let from_log = record.revision > snapshot_revision;
+    // Snapshot records carry revision 0 (only the last names the snapshot's), so
+    // their changes have no revisions of their own; they make no events either.
+    let mut rv = match (from_log, first_revision(record.revision, record.changes.len())) {
+        (false, _) => 0,
+        (true, Some(rv)) => rv,
+        (true, None) => {
+            return Err(StoreError::Backend(format!(
+                "log record at revision {} holds {} changes, more than its revision allows",
+                record.revision,
+                record.changes.len()
+            )));
+        }
+    };
+    for (k, value) in record.changes {
+        let mut parts = k.splitn(3, '/');
+        let (Some(group), Some(resource), Some(key)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(StoreError::Backend(format!("malformed key {k:?} in the log")));
+        };
+        let gr = GroupResource::new(group, resource);
+        let old = state.objects.get_mut(&gr).and_then(|m| m.remove(key));
+        let new = match value {
+            Some(bytes) => Some(Arc::new(
+                serde_json::from_slice::<Value>(&bytes)
+                    .map_err(|e| StoreError::Backend(format!("object {k:?} in the log is not valid JSON: {e}")))?,
+            )),
+            None => None,
+        };
+        state.index(&gr, key, old.as_deref(), new.as_deref());
+        if from_log {
+            // The watch log is rebuilt too, so that a watch resumes across a restart.
+            let (kind, object) = match (&old, &new) {
+                (_, Some(n)) if old.is_some() => (EventType::Modified, n.clone()),
+                (_, Some(n)) => (EventType::Added, n.clone()),
+                (Some(o), None) => (EventType::Deleted, Arc::new(with_rv((**o).clone(), rv))),
+                (None, None) => {
+                    rv += 1;
+                    continue;
+                }
+            };
+            let bytes = json_size(&object);
+            let ev = Event { bytes, ..Event::new(rv, kind, gr.clone(), key.to_string(), object, old.clone()) };
+            state.history.push(Arc::new(ev));
+            state.history.compact(&options.limits(), std::time::Instant::now());
+        }
+        rv += 1;
+        if let Some(new) = new {
+            state.objects.entry(gr).or_default().insert(key.to_string(), new);
+        }
+    }
+    state.revision = state.revision.max(record.revision);
+    Ok(())
+}
+
 impl Store {
     /// Notes that the store stops cleanly here (no write comes after): a log found shorter at the
     /// next start is then damage, not a torn tail.
@@ -224,61 +287,7 @@ impl Store {
                 }
                 state.history.start = recovered.snapshot_revision;
                 for record in recovered.records {
-                    // Changes of one record took consecutive revisions ending at the record's.
-                    let from_log = record.revision > recovered.snapshot_revision;
-                    // Snapshot records carry revision 0 (only the last names the snapshot's), so
-                    // their changes have no revisions of their own; they make no events either.
-                    let mut rv = match (from_log, first_revision(record.revision, record.changes.len())) {
-                        (false, _) => 0,
-                        (true, Some(rv)) => rv,
-                        (true, None) => {
-                            return Err(StoreError::Backend(format!(
-                                "log record at revision {} holds {} changes, more than its revision allows",
-                                record.revision,
-                                record.changes.len()
-                            )));
-                        }
-                    };
-                    for (k, value) in record.changes {
-                        let mut parts = k.splitn(3, '/');
-                        let (Some(group), Some(resource), Some(key)) = (parts.next(), parts.next(), parts.next())
-                        else {
-                            return Err(StoreError::Backend(format!("malformed key {k:?} in the log")));
-                        };
-                        let gr = GroupResource::new(group, resource);
-                        let old = state.objects.get_mut(&gr).and_then(|m| m.remove(key));
-                        let new = match value {
-                            Some(bytes) => Some(Arc::new(serde_json::from_slice::<Value>(&bytes).map_err(|e| {
-                                StoreError::Backend(format!("object {k:?} in the log is not valid JSON: {e}"))
-                            })?)),
-                            None => None,
-                        };
-                        state.index(&gr, key, old.as_deref(), new.as_deref());
-                        if from_log {
-                            // The watch log is rebuilt too, so that a watch resumes across a restart.
-                            let (kind, object) = match (&old, &new) {
-                                (_, Some(n)) if old.is_some() => (EventType::Modified, n.clone()),
-                                (_, Some(n)) => (EventType::Added, n.clone()),
-                                (Some(o), None) => (EventType::Deleted, Arc::new(with_rv((**o).clone(), rv))),
-                                (None, None) => {
-                                    rv += 1;
-                                    continue;
-                                }
-                            };
-                            let bytes = json_size(&object);
-                            let ev = Event {
-                                bytes,
-                                ..Event::new(rv, kind, gr.clone(), key.to_string(), object, old.clone())
-                            };
-                            state.history.push(Arc::new(ev));
-                            state.history.compact(&options.limits(), std::time::Instant::now());
-                        }
-                        rv += 1;
-                        if let Some(new) = new {
-                            state.objects.entry(gr).or_default().insert(key.to_string(), new);
-                        }
-                    }
-                    state.revision = state.revision.max(record.revision);
+                    replay(&mut state, record, recovered.snapshot_revision, &options)?;
                 }
                 if state.history.is_empty() {
                     state.history.start = state.revision;

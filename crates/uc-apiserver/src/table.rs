@@ -220,6 +220,7 @@ fn subjects_of(v: &Value, kind: &str) -> Value {
     Value::String(names.join(", "))
 }
 
+#[expect(clippy::too_many_lines, reason = "data table: kubectl's columns per built-in resource")]
 fn builtin_columns(resource: &str) -> Vec<Column> {
     let c = |name, ty, priority, cell| Column { name, ty, priority, cell };
     match resource {

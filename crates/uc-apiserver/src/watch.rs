@@ -245,6 +245,33 @@ fn tokio_stream_from(mut rx: mpsc::Receiver<Bytes>) -> impl futures::Stream<Item
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
+/// The initial events (an ADDED per object at `start`, then the bookmark ending them when asked for);
+/// the revision they show, or `None` when the watch ends (410, the client gone).
+async fn send_initial(
+    w: &mut Watcher,
+    tx: &mpsc::Sender<Bytes>,
+    start: Option<u64>,
+    end_bookmark: bool,
+) -> Option<u64> {
+    let (objects, rv) = match w.app.store.list(&w.target.info.gr(), w.target.namespace.as_deref(), start) {
+        Ok(x) => x,
+        Err(StoreError::Gone { requested, oldest }) => {
+            let _ = tx.send(gone_line(requested, oldest)).await;
+            return None;
+        }
+        Err(_) => return None,
+    };
+    for (_, obj) in objects {
+        if w.selectors.matches(&obj) && tx.send(w.encode("ADDED", &obj)).await.is_err() {
+            return None;
+        }
+    }
+    if end_bookmark && tx.send(w.bookmark(rv, true)).await.is_err() {
+        return None;
+    }
+    Some(rv)
+}
+
 async fn run(w: &mut Watcher, tx: mpsc::Sender<Bytes>, start: Option<u64>, initial: bool, initial_end_bookmark: bool) {
     let store = w.app.store.clone();
     let mut revisions = store.subscribe();
@@ -254,27 +281,8 @@ async fn run(w: &mut Watcher, tx: mpsc::Sender<Bytes>, start: Option<u64>, initi
         None => store.revision(),
     };
     if initial {
-        let at = start;
-        let (objects, rv) = match store.list(&w.target.info.gr(), w.target.namespace.as_deref(), at) {
-            Ok(x) => x,
-            Err(StoreError::Gone { requested, oldest }) => {
-                let _ = tx.send(gone_line(requested, oldest)).await;
-                return;
-            }
-            Err(_) => return,
-        };
-        for (_, obj) in objects {
-            if w.selectors.matches(&obj) {
-                let b = w.encode("ADDED", &obj);
-                if tx.send(b).await.is_err() {
-                    return;
-                }
-            }
-        }
+        let Some(rv) = send_initial(w, &tx, start, initial_end_bookmark).await else { return };
         cursor = rv;
-        if initial_end_bookmark && tx.send(w.bookmark(cursor, true)).await.is_err() {
-            return;
-        }
     }
     // A bookmark is due BOOKMARK_EVERY after the last line this watch sent, however busy other
     // resources keep the store: a quiet watch's resourceVersion then follows the store's, and it

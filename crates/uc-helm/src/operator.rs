@@ -178,6 +178,50 @@ fn objects_of(rendering: &crate::Rendering, release: &str, namespace: &str) -> R
     Ok(out)
 }
 
+/// The release a changed rendering makes: revision `options.release.revision`, deployed `now`.
+fn new_release(
+    chart: &Chart,
+    rendering: &crate::Rendering,
+    options: &Options,
+    installed: Option<&Release>,
+    config: Json,
+    now: &str,
+) -> Release {
+    let first = installed.and_then(|r| r.info.as_ref()).map(|i| i.first_deployed.clone());
+    Release {
+        name: options.release.name.clone(),
+        info: Some(Info {
+            first_deployed: first.unwrap_or_else(|| now.to_string()),
+            last_deployed: now.to_string(),
+            deleted: release::ZERO_TIME.into(),
+            description: if installed.is_some() { "Upgrade complete" } else { "Install complete" }.into(),
+            status: release::status::DEPLOYED.into(),
+            notes: rendering.notes.clone(),
+        }),
+        chart: release::chart_json(chart),
+        config,
+        manifest: rendering.manifest.clone(),
+        hooks: kept_hooks(rendering).map(hook_record).collect(),
+        version: options.release.revision,
+        namespace: options.release.namespace.clone(),
+    }
+}
+
+/// The releases kept after `current`: older deployed ones superseded, at most `MAX_HISTORY`, oldest first.
+fn history_with(history: Vec<Release>, current: &Release) -> Vec<Release> {
+    let mut kept: Vec<Release> = history.into_iter().filter(|r| r.version != current.version).collect();
+    for r in &mut kept {
+        if let Some(info) = r.info.as_mut()
+            && info.status == release::status::DEPLOYED
+        {
+            info.status = release::status::SUPERSEDED.into();
+        }
+    }
+    kept.push(current.clone());
+    let keep_from = kept.len().saturating_sub(MAX_HISTORY);
+    kept.split_off(keep_from)
+}
+
 /// One reconcile: `cr` the resource, `stored` the releases of it found (any order), `now` the time.
 pub fn sync(
     chart: &Chart,
@@ -226,39 +270,10 @@ pub fn sync(
     let unchanged = installed.is_some_and(|r| r.manifest == rendering.manifest && r.config == config);
     let current = match (installed, unchanged) {
         (Some(r), true) => r.clone(),
-        _ => {
-            let first = installed.and_then(|r| r.info.as_ref()).map(|i| i.first_deployed.clone());
-            Release {
-                name: name.clone(),
-                info: Some(Info {
-                    first_deployed: first.unwrap_or_else(|| now.to_string()),
-                    last_deployed: now.to_string(),
-                    deleted: release::ZERO_TIME.into(),
-                    description: if installed.is_some() { "Upgrade complete" } else { "Install complete" }.into(),
-                    status: release::status::DEPLOYED.into(),
-                    notes: rendering.notes.clone(),
-                }),
-                chart: release::chart_json(chart),
-                config: config.clone(),
-                manifest: rendering.manifest.clone(),
-                hooks: kept_hooks(&rendering).map(hook_record).collect(),
-                version: options.release.revision,
-                namespace: namespace.clone(),
-            }
-        }
+        _ => new_release(chart, &rendering, &options, installed, config, now),
     };
-    let mut kept: Vec<Release> = history.into_iter().filter(|r| r.version != current.version).collect();
-    for r in &mut kept {
-        if let Some(info) = r.info.as_mut()
-            && info.status == release::status::DEPLOYED
-        {
-            info.status = release::status::SUPERSEDED.into();
-        }
-    }
-    kept.push(current.clone());
-    let keep_from = kept.len().saturating_sub(MAX_HISTORY);
     let mut all = objects;
-    all.extend(kept[keep_from..].iter().map(release::to_secret));
+    all.extend(history_with(history, &current).iter().map(release::to_secret));
     let reason = if current.version == 1 { "InstallSuccessful" } else { "UpgradeSuccessful" };
     let notes = current.info.as_ref().map(|i| i.notes.clone()).unwrap_or_default();
     let status = serde_json::json!({

@@ -262,117 +262,99 @@ struct Analysis {
     block: bool,
 }
 
+fn is_break(c: char) -> bool {
+    matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}')
+}
+
+fn is_blank(c: Option<&char>) -> bool {
+    c.is_none_or(|&c| c == ' ' || c == '\t' || is_break(c))
+}
+
+/// Whether a character makes the scalar an indicator in block context (libyaml's `block_indicators`).
+fn block_indicator(chars: &[char], starts_document_marker: bool) -> bool {
+    if starts_document_marker {
+        return true;
+    }
+    let mut preceded_by_ws = true;
+    for (i, &c) in chars.iter().enumerate() {
+        let followed_by_ws = is_blank(chars.get(i + 1));
+        let indicator = if i == 0 {
+            matches!(c, '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"' | '%' | '@' | '`')
+                || (matches!(c, '?' | ':' | '-') && followed_by_ws)
+        } else {
+            (c == ':' && followed_by_ws) || (c == '#' && preceded_by_ws)
+        };
+        if indicator {
+            return true;
+        }
+        preceded_by_ws = is_blank(Some(&c));
+    }
+    false
+}
+
+/// Where a scalar has spaces and breaks (libyaml's analysis of them).
+#[derive(Default)]
+struct Spacing {
+    line_breaks: bool,
+    special: bool,
+    leading_space: bool,
+    leading_break: bool,
+    trailing_space: bool,
+    trailing_break: bool,
+    break_space: bool,
+    space_break: bool,
+}
+
+fn spacing(chars: &[char]) -> Spacing {
+    let mut sp = Spacing::default();
+    let (mut prev_space, mut prev_break) = (false, false);
+    let last = chars.len().saturating_sub(1);
+    for (i, &c) in chars.iter().enumerate() {
+        sp.special |= !printable(c) || c == '\u{FEFF}';
+        if c == ' ' {
+            sp.leading_space |= i == 0;
+            sp.trailing_space |= i == last;
+            sp.break_space |= prev_break;
+            (prev_space, prev_break) = (true, false);
+        } else if is_break(c) {
+            sp.line_breaks = true;
+            sp.leading_break |= i == 0;
+            sp.trailing_break |= i == last;
+            sp.space_break |= prev_space;
+            (prev_space, prev_break) = (false, true);
+        } else {
+            (prev_space, prev_break) = (false, false);
+        }
+    }
+    sp
+}
+
 fn analyze(s: &str) -> Analysis {
     if s.is_empty() {
         return Analysis { multiline: false, block_plain: true, single: true, block: false };
     }
     let chars: Vec<char> = s.chars().collect();
-    let blank =
-        |c: Option<&char>| c.is_none_or(|c| matches!(c, ' ' | '\t' | '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}'));
-    let is_break = |c: char| matches!(c, '\n' | '\r' | '\u{85}' | '\u{2028}' | '\u{2029}');
-    let (mut block_ind, mut flow_ind, mut special, mut line_breaks) = (false, false, false, false);
-    let (mut leading_space, mut leading_break, mut trailing_space, mut trailing_break) = (false, false, false, false);
-    let (mut break_space, mut space_break, mut prev_space, mut prev_break) = (false, false, false, false);
-    if s.starts_with("---") || s.starts_with("...") {
-        block_ind = true;
-        flow_ind = true;
-    }
-    let mut preceded_by_ws = true;
-    for (i, &c) in chars.iter().enumerate() {
-        let followed_by_ws = blank(chars.get(i + 1));
-        if i == 0 {
-            match c {
-                '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"' | '%' | '@' | '`' => {
-                    flow_ind = true;
-                    block_ind = true;
-                }
-                '?' | ':' => {
-                    flow_ind = true;
-                    if followed_by_ws {
-                        block_ind = true;
-                    }
-                }
-                '-' if followed_by_ws => {
-                    flow_ind = true;
-                    block_ind = true;
-                }
-                _ => {}
-            }
-        } else {
-            match c {
-                ',' | '?' | '[' | ']' | '{' | '}' => flow_ind = true,
-                ':' => {
-                    flow_ind = true;
-                    if followed_by_ws {
-                        block_ind = true;
-                    }
-                }
-                '#' if preceded_by_ws => {
-                    flow_ind = true;
-                    block_ind = true;
-                }
-                _ => {}
-            }
-        }
-        if !printable(c) || c == '\u{FEFF}' {
-            special = true;
-        }
-        if is_break(c) {
-            line_breaks = true;
-        }
-        if c == ' ' {
-            if i == 0 {
-                leading_space = true;
-            }
-            if i == chars.len() - 1 {
-                trailing_space = true;
-            }
-            if prev_break {
-                break_space = true;
-            }
-            prev_space = true;
-            prev_break = false;
-        } else if is_break(c) {
-            if i == 0 {
-                leading_break = true;
-            }
-            if i == chars.len() - 1 {
-                trailing_break = true;
-            }
-            if prev_space {
-                space_break = true;
-            }
-            prev_space = false;
-            prev_break = true;
-        } else {
-            prev_space = false;
-            prev_break = false;
-        }
-        preceded_by_ws = blank(Some(&c));
-    }
-    let mut a = Analysis { multiline: line_breaks, block_plain: true, single: true, block: true };
-    if leading_space || leading_break || trailing_space || trailing_break {
+    let block_ind = block_indicator(&chars, s.starts_with("---") || s.starts_with("..."));
+    let sp = spacing(&chars);
+    let mut a = Analysis { multiline: sp.line_breaks, block_plain: true, single: true, block: true };
+    if sp.leading_space || sp.leading_break || sp.trailing_space || sp.trailing_break {
         a.block_plain = false;
     }
-    if trailing_space {
+    if sp.trailing_space {
         a.block = false;
     }
-    if break_space {
+    if sp.break_space {
         a.block_plain = false;
         a.single = false;
     }
-    if space_break || special {
+    if sp.space_break || sp.special {
         a.block_plain = false;
         a.single = false;
         a.block = false;
     }
-    if line_breaks {
+    if sp.line_breaks || block_ind {
         a.block_plain = false;
     }
-    if block_ind {
-        a.block_plain = false;
-    }
-    let _ = flow_ind;
     a
 }
 

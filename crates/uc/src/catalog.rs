@@ -105,6 +105,7 @@ fn example(crd: &str, controller: &str, hook: &str, objects: &str) -> Result<(Ve
     Ok((docs(crd)?, controllers, Value::Array(docs(objects)?)))
 }
 
+#[expect(clippy::too_many_lines, reason = "data table: uc's operators as bundles")]
 fn operators() -> Vec<Operator> {
     let mut ops = vec![
         Operator {

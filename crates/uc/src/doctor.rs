@@ -48,6 +48,7 @@ fn shown(p: &Option<PathBuf>) -> Option<String> {
 }
 
 /// The checks of a machine with these facts.
+#[expect(clippy::too_many_lines, reason = "data table: one check per machine fact")]
 pub fn checks(f: &Facts) -> Vec<Check> {
     let mut out = vec![
         Check {

@@ -102,6 +102,7 @@ impl Lang {
 }
 
 /// The files of a new operator: (path, content).
+#[expect(clippy::too_many_lines, reason = "data table: the scaffold's files")]
 pub fn files(name: &str, lang: Lang) -> Vec<(String, String)> {
     let kind = kind_of(name);
     let (hook, sources) = lang.hook(name, &kind);

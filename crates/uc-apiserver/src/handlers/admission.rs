@@ -1,7 +1,7 @@
 //! Admission: the checks and defaults create and update share (type and object metadata, schema
 //! validation, field validation modes, namespaces, CRD admission).
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use uc_api::{GroupResource, Pointer};
 
 use crate::app::{App, Req};
@@ -92,6 +92,28 @@ pub(crate) fn check_object_meta(info: &ResourceInfo, obj: &mut Value, creating: 
             return Err(ApiError::bad_request(format!("metadata.finalizers: must be a list of strings, not {other}")));
         }
     }
+    check_owner_references(meta, &mut errs)?;
+    for f in ["name", "generateName", "namespace", "resourceVersion", "uid"] {
+        if let Some(v) = meta.get(f)
+            && !v.is_string()
+            && !v.is_null()
+        {
+            return Err(ApiError::bad_request(format!("metadata.{f}: must be a string, not {v}")));
+        }
+    }
+    let rule = uc_api::names::NameRule::of(&info.group, &info.resource);
+    for (field, prefix) in [("name", false), ("generateName", true)].into_iter().filter(|_| creating) {
+        if let Some(name) = meta.get(field).and_then(Value::as_str).filter(|n| !n.is_empty()) {
+            for why in rule.errors(name, prefix) {
+                errs.push(FieldError::invalid(format!("metadata.{field}"), &Value::from(name), why));
+            }
+        }
+    }
+    Ok(errs)
+}
+
+/// `metadata.ownerReferences`: a list, each naming its owner fully, at most one of them the controller.
+fn check_owner_references(meta: &mut Map<String, Value>, errs: &mut Vec<FieldError>) -> Result<()> {
     match meta.get("ownerReferences") {
         None => {}
         Some(Value::Null) => {
@@ -121,23 +143,7 @@ pub(crate) fn check_object_meta(info: &ResourceInfo, obj: &mut Value, creating: 
             return Err(ApiError::bad_request(format!("metadata.ownerReferences: must be a list, not {other}")));
         }
     }
-    for f in ["name", "generateName", "namespace", "resourceVersion", "uid"] {
-        if let Some(v) = meta.get(f)
-            && !v.is_string()
-            && !v.is_null()
-        {
-            return Err(ApiError::bad_request(format!("metadata.{f}: must be a string, not {v}")));
-        }
-    }
-    let rule = uc_api::names::NameRule::of(&info.group, &info.resource);
-    for (field, prefix) in [("name", false), ("generateName", true)].into_iter().filter(|_| creating) {
-        if let Some(name) = meta.get(field).and_then(Value::as_str).filter(|n| !n.is_empty()) {
-            for why in rule.errors(name, prefix) {
-                errs.push(FieldError::invalid(format!("metadata.{field}"), &Value::from(name), why));
-            }
-        }
-    }
-    Ok(errs)
+    Ok(())
 }
 
 /// Field validation mode (`?fieldValidation=`).

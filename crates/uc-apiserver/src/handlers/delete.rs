@@ -131,6 +131,71 @@ pub enum Deleted {
     Pending(Obj),
 }
 
+/// Why a delete's preconditions (uid, resourceVersion) fail against the stored object, in kube's words.
+fn precondition_failure(opts: &DeleteOptions, cur: &Value) -> Option<String> {
+    let uid = meta_str(cur, "uid").unwrap_or_default();
+    if let Some(want) = &opts.uid
+        && want != uid
+    {
+        return Some(format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"));
+    }
+    let rv = rv_of(cur);
+    match opts.resource_version {
+        Some(want) if want != rv => Some(format!(
+            "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {rv}"
+        )),
+        _ => None,
+    }
+}
+
+/// The finalizers after a delete with this propagation: a repeated delete may switch between orphan and
+/// foreground, as kube-apiserver allows; background leaves them as they are.
+fn finalizers_after(mut f: Vec<String>, propagation: Propagation) -> Vec<String> {
+    let wanted = match propagation {
+        Propagation::Foreground => FOREGROUND,
+        Propagation::Orphan => ORPHAN,
+        Propagation::Background => return f,
+    };
+    f.retain(|x| !(x == FOREGROUND || x == ORPHAN) || x == wanted);
+    if !f.iter().any(|x| x == wanted) {
+        f.push(wanted.to_string());
+    }
+    f
+}
+
+/// The object a delete leaves behind, or `None` when it is removed now: no finalizers (a namespace's
+/// `spec.finalizers` count), no grace period. Marked objects get a deletionTimestamp (now + grace for a
+/// graceful pod), a namespace its Terminating phase, a CRD its Terminating condition.
+fn marked_for_deletion(info: &ResourceInfo, cur: &Value, opts: &DeleteOptions) -> Option<Value> {
+    let f = finalizers_after(finalizers(cur), opts.propagation);
+    let spec_finalizers = info.resource == "namespaces"
+        && cur.at("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+    let grace = pod_grace(info, cur, opts);
+    if f.is_empty() && !spec_finalizers && grace == 0 {
+        return None;
+    }
+    let mut new = cur.clone();
+    if grace > 0 {
+        let at = Utc::now() + chrono::Duration::seconds(grace);
+        new["metadata"]["deletionTimestamp"] = Value::String(at.to_rfc3339_opts(SecondsFormat::Secs, true));
+        new["metadata"]["deletionGracePeriodSeconds"] = json!(grace);
+    } else if !is_deleting(&new) {
+        new["metadata"]["deletionTimestamp"] = Value::String(now());
+        new["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+        if info.resource == "namespaces" {
+            new["status"]["phase"] = json!("Terminating");
+        }
+        if info.crd.is_none()
+            && info.resource == "customresourcedefinitions"
+            && let Some(conds) = new.at_mut("/status/conditions").and_then(Value::as_array_mut)
+        {
+            conds.push(json!({"type": "Terminating", "status": "True", "reason": "InstanceDeletionPending", "message": "CustomResourceDefinition marked for deletion; instances are being deleted", "lastTransitionTime": now()}));
+        }
+    }
+    set_finalizers(&mut new, f);
+    Some(new)
+}
+
 /// Deletes an object by key, honouring preconditions, finalizers and propagation.
 pub async fn delete_object(
     app: &App,
@@ -141,45 +206,8 @@ pub async fn delete_object(
 ) -> Result<Deleted> {
     for _ in 0..16 {
         let cur = app.store.get(&info.gr(), key).ok_or_else(|| ApiError::not_found(subject))?;
-        if let Some(uid) = &opts.uid
-            && Some(uid.as_str()) != meta_str(&cur, "uid")
-        {
-            return Err(ApiError::conflict(
-                subject,
-                &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    meta_str(&cur, "uid").unwrap_or_default()
-                ),
-            ));
-        }
-        if let Some(rv) = opts.resource_version
-            && rv != rv_of(&cur)
-        {
-            return Err(ApiError::conflict(
-                subject,
-                &format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                    rv_of(&cur)
-                ),
-            ));
-        }
-        let mut f = finalizers(&cur);
-        let wanted = match opts.propagation {
-            Propagation::Foreground => Some(FOREGROUND),
-            Propagation::Orphan => Some(ORPHAN),
-            Propagation::Background => None,
-        };
-        // A repeated delete may switch between orphan and foreground, as kube-apiserver allows.
-        if let Some(w) = wanted {
-            f.retain(|x| !(x == FOREGROUND || x == ORPHAN) || x == w);
-            if !f.iter().any(|x| x == w) {
-                f.push(w.to_string());
-            }
-        }
-        let spec_finalizers = info.resource == "namespaces"
-            && cur.at("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
-        let grace = pod_grace(info, &cur, opts);
-        if f.is_empty() && !spec_finalizers && grace == 0 {
+        precondition_failure(opts, &cur).map_or(Ok(()), |why| Err(ApiError::conflict(subject, &why)))?;
+        let Some(new) = marked_for_deletion(info, &cur, opts) else {
             if opts.dry_run {
                 return Ok(Deleted::Gone(cur));
             }
@@ -191,28 +219,7 @@ pub async fn delete_object(
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(e) => return Err(ApiError::from_store(e, subject)),
             }
-        }
-        let mut new = (*cur).clone();
-        if grace > 0 {
-            let at = Utc::now() + chrono::Duration::seconds(grace);
-            new["metadata"]["deletionTimestamp"] = Value::String(at.to_rfc3339_opts(SecondsFormat::Secs, true));
-            new["metadata"]["deletionGracePeriodSeconds"] = json!(grace);
-        } else if !is_deleting(&new) {
-            new["metadata"]["deletionTimestamp"] = Value::String(now());
-            new["metadata"]["deletionGracePeriodSeconds"] = json!(0);
-            if info.resource == "namespaces" {
-                new["status"]["phase"] = json!("Terminating");
-            }
-            if info.crd.is_none()
-                && info.resource == "customresourcedefinitions"
-                && let Some(conds) = new.at_mut("/status/conditions").and_then(Value::as_array_mut)
-            {
-                {
-                    conds.push(json!({"type": "Terminating", "status": "True", "reason": "InstanceDeletionPending", "message": "CustomResourceDefinition marked for deletion; instances are being deleted", "lastTransitionTime": now()}));
-                }
-            }
-        }
-        set_finalizers(&mut new, f);
+        };
         if new == *cur {
             return Ok(Deleted::Pending(cur));
         }
@@ -302,4 +309,87 @@ pub(crate) async fn delete_collection(app: &Arc<App>, req: &mut Req, t: &Target)
         200,
         &json!({"kind": t.info.list_kind, "apiVersion": t.info.api_version(&t.version), "metadata": {}, "items": items}),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+    use uc_api::GroupResource;
+
+    fn info(group: &str, resource: &str) -> Arc<ResourceInfo> {
+        Registry::new().get(&GroupResource::new(group, resource)).expect("a built-in resource")
+    }
+
+    fn opts(propagation: Propagation) -> DeleteOptions {
+        DeleteOptions { propagation, ..Default::default() }
+    }
+
+    #[test]
+    fn preconditions_name_what_differs() {
+        let cur = json!({"metadata": {"uid": "u1", "resourceVersion": "7"}});
+        assert_eq!(precondition_failure(&DeleteOptions::default(), &cur), None);
+        let same = DeleteOptions { uid: Some("u1".into()), resource_version: Some(7), ..Default::default() };
+        assert_eq!(precondition_failure(&same, &cur), None);
+        let uid = DeleteOptions { uid: Some("u2".into()), ..Default::default() };
+        assert_eq!(
+            precondition_failure(&uid, &cur).as_deref(),
+            Some("Precondition failed: UID in precondition: u2, UID in object meta: u1")
+        );
+        let rv = DeleteOptions { resource_version: Some(6), ..Default::default() };
+        assert_eq!(
+            precondition_failure(&rv, &cur).as_deref(),
+            Some("Precondition failed: ResourceVersion in precondition: 6, ResourceVersion in object meta: 7")
+        );
+    }
+
+    #[test]
+    fn propagation_switches_between_orphan_and_foreground_and_keeps_other_finalizers() {
+        let f = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(finalizers_after(f(&["a"]), Propagation::Background), f(&["a"]));
+        assert_eq!(finalizers_after(f(&["a"]), Propagation::Orphan), f(&["a", ORPHAN]));
+        assert_eq!(finalizers_after(f(&["a", ORPHAN]), Propagation::Foreground), f(&["a", FOREGROUND]));
+        assert_eq!(finalizers_after(f(&[FOREGROUND]), Propagation::Foreground), f(&[FOREGROUND]));
+    }
+
+    #[test]
+    fn an_object_without_finalizers_goes_at_once_and_one_with_them_is_marked() {
+        let cm = info("", "configmaps");
+        let plain = json!({"metadata": {"name": "c", "resourceVersion": "3"}});
+        assert_eq!(marked_for_deletion(&cm, &plain, &opts(Propagation::Background)), None);
+        let held = json!({"metadata": {"name": "c", "finalizers": ["x/y"]}});
+        let marked = marked_for_deletion(&cm, &held, &opts(Propagation::Background)).expect("kept for its finalizer");
+        assert!(is_deleting(&marked));
+        assert_eq!(marked.at("/metadata/deletionGracePeriodSeconds"), Some(&json!(0)));
+        assert_eq!(finalizers(&marked), vec!["x/y".to_string()]);
+        // Foreground deletion is itself a finalizer the GC removes.
+        let fg = marked_for_deletion(&cm, &plain, &opts(Propagation::Foreground)).expect("kept for the GC");
+        assert_eq!(finalizers(&fg), vec![FOREGROUND.to_string()]);
+        // A second delete of a marked object keeps its first deletionTimestamp.
+        let again = marked_for_deletion(&cm, &marked, &opts(Propagation::Background)).expect("still held");
+        assert_eq!(again, marked);
+    }
+
+    #[test]
+    fn a_namespace_waits_for_its_spec_finalizers_and_terminates() {
+        let ns = info("", "namespaces");
+        let obj = json!({"metadata": {"name": "n"}, "spec": {"finalizers": ["kubernetes"]}});
+        let marked = marked_for_deletion(&ns, &obj, &opts(Propagation::Background)).expect("held by spec.finalizers");
+        assert_eq!(marked.at("/status/phase"), Some(&json!("Terminating")));
+    }
+
+    #[test]
+    fn a_running_bound_pod_gets_its_grace_period_and_an_unbound_one_goes() {
+        let pods = info("", "pods");
+        let bound = json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n1", "terminationGracePeriodSeconds": 5},
+                           "status": {"phase": "Running"}});
+        let marked = marked_for_deletion(&pods, &bound, &opts(Propagation::Background)).expect("graceful");
+        assert_eq!(marked.at("/metadata/deletionGracePeriodSeconds"), Some(&json!(5)));
+        let now_opts = DeleteOptions { grace_period: Some(0), ..Default::default() };
+        assert_eq!(marked_for_deletion(&pods, &bound, &now_opts), None);
+        let unbound = json!({"metadata": {"name": "p"}, "spec": {}});
+        assert_eq!(marked_for_deletion(&pods, &unbound, &opts(Propagation::Background)), None);
+        let done = json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n1"}, "status": {"phase": "Succeeded"}});
+        assert_eq!(marked_for_deletion(&pods, &done, &opts(Propagation::Background)), None);
+    }
 }

@@ -15,16 +15,15 @@ pub(crate) fn get(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
     Ok(respond_stored(&app.store, req, t, 200, &obj))
 }
 
-#[derive(serde::Serialize, serde::Deserialize)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct ContinueToken {
     rv: u64,
     start: String,
 }
 
-pub(crate) fn list(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
-    crate::request::check_list_options(&req.params)?;
-    let sel = Selectors::from_req(req)?;
-    let limit: usize = match req.params.get("limit") {
+/// `limit` (0: none) and the `continue` token of a list request.
+fn paging(params: &crate::app::Params) -> Result<(usize, Option<ContinueToken>)> {
+    let limit: usize = match params.get("limit") {
         Some(l) => l
             .parse::<u64>()
             .ok()
@@ -32,7 +31,7 @@ pub(crate) fn list(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
             .ok_or_else(|| ApiError::bad_request(format!("invalid limit {l:?}: must be a non-negative integer")))?,
         None => 0,
     };
-    let token = match req.params.get("continue").filter(|c| !c.is_empty()) {
+    let token = match params.get("continue").filter(|c| !c.is_empty()) {
         Some(c) => Some(
             base64::engine::general_purpose::URL_SAFE_NO_PAD
                 .decode(c)
@@ -42,29 +41,72 @@ pub(crate) fn list(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
         ),
         None => None,
     };
-    let at = match (
-        &token,
-        req.params.get("resourceVersion").map(String::as_str),
-        req.params.get("resourceVersionMatch").map(String::as_str),
-    ) {
-        (Some(tok), _, _) => Some(tok.rv),
-        (None, Some(rv), Some("Exact")) => Some(parse_rv(rv)?),
+    Ok((limit, token))
+}
+
+/// The revision a list reads at (`None`: the newest), as kube-apiserver chooses it: a continue token's,
+/// an `Exact` resourceVersion; a `NotOlderThan` one must not be in the future (504, as kube answers).
+fn read_revision(
+    token: Option<&ContinueToken>,
+    rv: Option<&str>,
+    rv_match: Option<&str>,
+    current: u64,
+) -> Result<Option<u64>> {
+    match (token, rv, rv_match) {
+        (Some(tok), _, _) => Ok(Some(tok.rv)),
+        (None, Some(rv), Some("Exact")) => Ok(Some(parse_rv(rv)?)),
         (None, Some(rv), Some("NotOlderThan") | None) if !rv.is_empty() && rv != "0" => {
             let rv = parse_rv(rv)?;
-            if rv > app.store.revision() {
+            if rv > current {
                 return Err(ApiError::new(uc_api::Status::failure(
                     504,
                     "Timeout",
-                    format!("Too large resource version: {rv}, current: {}", app.store.revision()),
+                    format!("Too large resource version: {rv}, current: {current}"),
                 )));
             }
-            None
+            Ok(None)
         }
         (None, _, Some(m)) if !matches!(m, "NotOlderThan" | "Exact") => {
-            return Err(ApiError::bad_request(format!("resourceVersionMatch: Unsupported value: {m:?}")));
+            Err(ApiError::bad_request(format!("resourceVersionMatch: Unsupported value: {m:?}")))
         }
-        _ => None,
-    };
+        _ => Ok(None),
+    }
+}
+
+/// One page of a list: the matching objects after `start` (a continue token's key), at most `limit`
+/// (0: all); the key to continue after and how many matching objects remain past it.
+fn page<'a>(
+    objects: &'a [(String, Obj)],
+    start: Option<&str>,
+    matches: impl Fn(&Value) -> bool,
+    limit: usize,
+) -> (Vec<&'a Obj>, Option<&'a str>, usize) {
+    let mut items = Vec::new();
+    let mut next = None;
+    let mut remaining = 0usize;
+    for (key, obj) in objects.iter().filter(|(k, _)| start.is_none_or(|s| k.as_str() > s)) {
+        if !matches(obj) {
+            continue;
+        }
+        if limit > 0 && items.len() >= limit {
+            remaining += 1;
+            continue;
+        }
+        items.push(obj);
+        if limit > 0 && items.len() == limit {
+            next = Some(key.as_str());
+        }
+    }
+    (items, next.filter(|_| remaining > 0), remaining)
+}
+
+pub(crate) fn list(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
+    crate::request::check_list_options(&req.params)?;
+    let sel = Selectors::from_req(req)?;
+    let (limit, token) = paging(&req.params)?;
+    let param = |k: &str| req.params.get(k).map(String::as_str);
+    let at =
+        read_revision(token.as_ref(), param("resourceVersion"), param("resourceVersionMatch"), app.store.revision())?;
     let (objects, rv) = app.store.list(&t.info.gr(), t.namespace.as_deref(), at).map_err(|e| match (e, &token) {
         (StoreError::Gone { .. }, Some(_)) => ApiError::gone(
             "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
@@ -72,38 +114,23 @@ pub(crate) fn list(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
         (e, _) => ApiError::from_store(e, &t.subject()),
     })?;
     let start = token.as_ref().map(|t| t.start.as_str());
-    let mut items: Vec<Obj> = Vec::new();
-    let mut next: Option<String> = None;
-    let mut remaining = 0usize;
-    for (key, obj) in objects.iter().filter(|(k, _)| start.is_none_or(|s| k.as_str() > s)) {
-        if !sel.matches(obj) {
-            continue;
-        }
-        if limit > 0 && items.len() >= limit {
-            remaining += 1;
-            continue;
-        }
-        items.push(obj.clone());
-        if limit > 0 && items.len() == limit {
-            next = Some(key.clone());
-        }
-    }
-    let cont = match next {
-        Some(k) if remaining > 0 => {
-            let tok = serde_json::to_vec(&ContinueToken { rv, start: k }).unwrap_or_default();
-            Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(tok))
-        }
-        _ => None,
-    };
+    let (items, next, remaining) = page(&objects, start, |o| sel.matches(o), limit);
     let mut meta = Map::new();
     meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
-    if let Some(c) = &cont {
-        meta.insert("continue".into(), Value::String(c.clone()));
+    if let Some(k) = next {
+        let tok = serde_json::to_vec(&ContinueToken { rv, start: k.to_string() }).unwrap_or_default();
+        meta.insert("continue".into(), Value::String(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(tok)));
         if !req.params.contains_key("labelSelector") && !req.params.contains_key("fieldSelector") {
             meta.insert("remainingItemCount".into(), Value::from(remaining));
         }
     }
-    let body = match req.negotiated.render {
+    let body = list_body(req, t, &items, meta);
+    Ok(json_response(200, &crate::app::KubeOrder(&body)))
+}
+
+/// A list in the form the client negotiated: a Table, PartialObjectMetadata, or the kind's list.
+fn list_body(req: &Req, t: &Target, items: &[&Obj], meta: Map<String, Value>) -> Value {
+    match req.negotiated.render {
         Render::Table => {
             let include = include_object(req);
             let rows: Vec<Value> = items
@@ -124,6 +151,58 @@ pub(crate) fn list(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
             let items: Vec<Obj> = items.iter().map(|o| to_version(&t.info, &t.version, o)).collect();
             json!({"kind": t.info.list_kind, "apiVersion": t.info.api_version(&t.version), "metadata": meta, "items": items})
         }
-    };
-    Ok(json_response(200, &crate::app::KubeOrder(&body)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn objects(names: &[&str]) -> Vec<(String, Obj)> {
+        names.iter().map(|n| (format!("ns/{n}"), Arc::new(json!({"metadata": {"name": n}})))).collect()
+    }
+
+    fn names(items: &[&Obj]) -> Vec<String> {
+        items.iter().map(|o| o["metadata"]["name"].as_str().unwrap_or_default().to_string()).collect()
+    }
+
+    #[test]
+    fn pages_continue_after_the_last_key_and_count_what_remains() {
+        let all = objects(&["a", "b", "c", "d", "e"]);
+        let (items, next, remaining) = page(&all, None, |_| true, 2);
+        assert_eq!((names(&items), next, remaining), (vec!["a".into(), "b".into()], Some("ns/b"), 3));
+        let (items, next, remaining) = page(&all, next, |_| true, 2);
+        assert_eq!((names(&items), next, remaining), (vec!["c".into(), "d".into()], Some("ns/d"), 1));
+        // The last page, exactly full, has no continue token.
+        let (items, next, _) = page(&all, Some("ns/c"), |_| true, 2);
+        assert_eq!((names(&items), next), (vec!["d".into(), "e".into()], None));
+        // A selector filters before the limit counts.
+        let (items, _, remaining) = page(&all, None, |o| o["metadata"]["name"] != "b", 2);
+        assert_eq!((names(&items), remaining), (vec!["a".into(), "c".into()], 2));
+        assert_eq!(page(&all, None, |_| true, 0).0.len(), 5);
+    }
+
+    #[test]
+    fn the_revision_read_follows_the_token_and_the_match_rule() {
+        let tok = ContinueToken { rv: 5, start: "k".into() };
+        assert_eq!(read_revision(Some(&tok), Some("9"), Some("Exact"), 10).unwrap(), Some(5));
+        assert_eq!(read_revision(None, Some("7"), Some("Exact"), 10).unwrap(), Some(7));
+        assert_eq!(read_revision(None, Some("7"), None, 10).unwrap(), None);
+        assert_eq!(read_revision(None, Some("0"), None, 10).unwrap(), None);
+        assert_eq!(read_revision(None, Some("11"), Some("NotOlderThan"), 10).unwrap_err().code(), 504);
+        assert_eq!(read_revision(None, Some("1"), Some("Newest"), 10).unwrap_err().code(), 400);
+    }
+
+    #[test]
+    fn limits_and_tokens_are_checked() {
+        let params = |kv: &[(&str, &str)]| kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        assert_eq!(paging(&params(&[])).unwrap().0, 0);
+        assert_eq!(paging(&params(&[("limit", "3")])).unwrap().0, 3);
+        assert_eq!(paging(&params(&[("limit", "-1")])).unwrap_err().code(), 400);
+        assert_eq!(paging(&params(&[("continue", "not a token")])).unwrap_err().code(), 400);
+        let token = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(br#"{"rv":4,"start":"ns/x"}"#);
+        let (_, tok) = paging(&params(&[("continue", &token)])).unwrap();
+        assert_eq!(tok.map(|t| (t.rv, t.start)), Some((4, "ns/x".to_string())));
+    }
 }

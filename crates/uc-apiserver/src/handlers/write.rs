@@ -61,33 +61,7 @@ pub(crate) async fn create_object(
     }
     check_type_meta(&info, &t.version, &mut obj)?;
     let mut errs = check_object_meta(&info, &mut obj, true)?;
-    let meta = obj["metadata"].as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
-    // Namespace: from the path; the body may repeat it but not contradict it.
-    if info.namespaced {
-        let ns = t.namespace.clone().unwrap_or_default();
-        match meta.get("namespace").and_then(Value::as_str) {
-            Some(n) if !n.is_empty() && n != ns => {
-                return Err(ApiError::bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request",
-                ));
-            }
-            _ => {
-                meta.insert("namespace".into(), Value::String(ns));
-            }
-        }
-    } else {
-        meta.remove("namespace");
-    }
-    if meta.get("name").and_then(Value::as_str).is_none_or(str::is_empty) {
-        match meta.get("generateName").and_then(Value::as_str).filter(|g| !g.is_empty()) {
-            Some(prefix) => {
-                let prefix: String = prefix.chars().take(58).collect();
-                meta.insert("name".into(), Value::String(format!("{prefix}{}", random_suffix())));
-            }
-            None => errs.push(FieldError::required("metadata.name", "name or generateName is required")),
-        }
-    }
-    let name = meta.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let name = place(&info, t.namespace.as_deref(), &mut obj, &mut errs, &random_suffix())?;
     stamp_new(&mut obj);
     if info.group == "certificates.k8s.io" && info.resource == "certificatesigningrequests" {
         crate::certificates::stamp_requester(&mut obj, &req.user);
@@ -102,31 +76,9 @@ pub(crate) async fn create_object(
     if info.group == "apps" && info.resource == "deployments" {
         crate::builtin::deployment_revision(None, &mut obj);
     }
-    // Status is owned by the status subresource; creation starts it afresh.
-    if info.version(&t.version).is_some_and(|v| v.status) {
-        match info.resource.as_str() {
-            "pods" => obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"}),
-            "namespaces" => init_namespace(&mut obj),
-            "customresourcedefinitions" => {}
-            _ if info.crd.is_some() => {
-                if let Some(m) = obj.as_object_mut() {
-                    m.remove("status");
-                }
-            }
-            _ => obj["status"] = crate::typed::fresh_status(&info.group, &t.version, &info.kind),
-        }
-    }
-    if info.generation {
-        obj["metadata"]["generation"] = json!(1);
-    }
+    start_status(&info, &t.version, &mut obj);
     let crd_info = if info.resource == "customresourcedefinitions" && info.group == "apiextensions.k8s.io" {
-        let ci = admit_crd(&mut obj, None)?;
-        let mut f = finalizers(&obj);
-        if !f.iter().any(|x| x == CRD_CLEANUP) {
-            f.push(CRD_CLEANUP.into());
-        }
-        set_finalizers(&mut obj, f);
-        Some(ci)
+        Some(admit_new_crd(&mut obj)?)
     } else {
         None
     };
@@ -155,16 +107,7 @@ pub(crate) async fn create_object(
     // A Service's cluster IP and node ports are chosen under a lock held until it is stored, so two
     // never share one.
     let _allocating = if info.group.is_empty() && info.resource == "services" {
-        let guard = app.ip_lock.lock().await;
-        let (services, _) = app.store.list(&info.gr(), None, None).map_err(|e| ApiError::from_store(e, &subject))?;
-        if let Some(range) = &app.service_range {
-            let used = crate::service_ips::in_use(services.iter().map(|(_, o)| o.as_ref()));
-            crate::service_ips::assign(range, &mut obj, &used, rand::random())
-                .map_err(|e| invalid(&info, &name, &[e]))?;
-        }
-        let used = crate::node_ports::in_use(services.iter().map(|(k, o)| (k.as_str(), o.as_ref())), "");
-        crate::node_ports::assign(&mut obj, None, &used, rand::random()).map_err(|e| invalid(&info, &name, &[e]))?;
-        Some(guard)
+        Some(allocate_service_addresses(app, &info, &subject, &mut obj).await?)
     } else {
         None
     };
@@ -181,12 +124,105 @@ pub(crate) async fn create_object(
         app.registry.install_crd(ci);
     }
     if info.group.is_empty() && info.resource == "namespaces" {
-        // Every namespace gets the cluster CA and a default ServiceAccount, as kube's controllers do.
-        if let Err(e) = crate::cluster_objects::ensure_namespace_objects(app, &name).await {
-            tracing::warn!(namespace = %name, error = %e, "could not create kube-root-ca.crt or the default ServiceAccount");
-        }
+        populate_namespace(app, &name).await;
     }
     Ok(respond_stored(&app.store, req, t, 201, &stored))
+}
+
+/// A new CRD checked (its resource described) and given the finalizer that deletes its instances.
+fn admit_new_crd(obj: &mut Value) -> Result<ResourceInfo> {
+    let ci = admit_crd(obj, None)?;
+    let mut f = finalizers(obj);
+    if !f.iter().any(|x| x == CRD_CLEANUP) {
+        f.push(CRD_CLEANUP.into());
+    }
+    set_finalizers(obj, f);
+    Ok(ci)
+}
+
+/// Every namespace gets the cluster CA and a default ServiceAccount, as kube's controllers do.
+async fn populate_namespace(app: &Arc<App>, name: &str) {
+    if let Err(e) = crate::cluster_objects::ensure_namespace_objects(app, name).await {
+        tracing::warn!(namespace = %name, error = %e, "could not create kube-root-ca.crt or the default ServiceAccount");
+    }
+}
+
+/// A new object's namespace (the path's; the body may repeat it, not contradict it) and name (given, or
+/// `generateName` + `suffix`); the name, or an empty one with its error in `errs`.
+fn place(
+    info: &ResourceInfo,
+    path_namespace: Option<&str>,
+    obj: &mut Value,
+    errs: &mut Vec<FieldError>,
+    suffix: &str,
+) -> Result<String> {
+    let meta = obj["metadata"].as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
+    if info.namespaced {
+        let ns = path_namespace.unwrap_or_default();
+        match meta.get("namespace").and_then(Value::as_str) {
+            Some(n) if !n.is_empty() && n != ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => {
+                meta.insert("namespace".into(), Value::String(ns.to_string()));
+            }
+        }
+    } else {
+        meta.remove("namespace");
+    }
+    if meta.get("name").and_then(Value::as_str).is_none_or(str::is_empty) {
+        match meta.get("generateName").and_then(Value::as_str).filter(|g| !g.is_empty()) {
+            Some(prefix) => {
+                let prefix: String = prefix.chars().take(58).collect();
+                meta.insert("name".into(), Value::String(format!("{prefix}{suffix}")));
+            }
+            None => errs.push(FieldError::required("metadata.name", "name or generateName is required")),
+        }
+    }
+    Ok(meta.get("name").and_then(Value::as_str).unwrap_or_default().to_string())
+}
+
+/// A new object's status and generation: status is owned by the status subresource, so creation starts
+/// it afresh (a pod Pending, a namespace Active, a custom resource without one); generation 1.
+fn start_status(info: &ResourceInfo, version: &str, obj: &mut Value) {
+    if info.version(version).is_some_and(|v| v.status) {
+        match info.resource.as_str() {
+            "pods" => obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"}),
+            "namespaces" => init_namespace(obj),
+            "customresourcedefinitions" => {}
+            _ if info.crd.is_some() => {
+                if let Some(m) = obj.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+            _ => obj["status"] = crate::typed::fresh_status(&info.group, version, &info.kind),
+        }
+    }
+    if info.generation {
+        obj["metadata"]["generation"] = json!(1);
+    }
+}
+
+/// Chooses a new Service's cluster IP and node ports; the guard returned keeps others from choosing
+/// until this one is stored.
+async fn allocate_service_addresses<'a>(
+    app: &'a App,
+    info: &ResourceInfo,
+    subject: &Subject,
+    obj: &mut Value,
+) -> Result<tokio::sync::MutexGuard<'a, ()>> {
+    let guard = app.ip_lock.lock().await;
+    let (services, _) = app.store.list(&info.gr(), None, None).map_err(|e| ApiError::from_store(e, subject))?;
+    if let Some(range) = &app.service_range {
+        let used = crate::service_ips::in_use(services.iter().map(|(_, o)| o.as_ref()));
+        crate::service_ips::assign(range, obj, &used, rand::random())
+            .map_err(|e| invalid(info, &subject.name, &[e]))?;
+    }
+    let used = crate::node_ports::in_use(services.iter().map(|(k, o)| (k.as_str(), o.as_ref())), "");
+    crate::node_ports::assign(obj, None, &used, rand::random()).map_err(|e| invalid(info, &subject.name, &[e]))?;
+    Ok(guard)
 }
 
 /// Validates again an object a mutating webhook changed.
@@ -288,121 +324,15 @@ pub(crate) fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Valu
     let name = t.name.clone().unwrap_or_default();
     check_type_meta(info, &t.version, &mut new)?;
     let mut errs = check_object_meta(info, &mut new, false)?;
-    match meta_str(&new, "name") {
-        Some(n) if n != name => {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({n}) does not match the name on the URL ({name})"
-            )));
-        }
-        _ => new["metadata"]["name"] = Value::String(name.clone()),
-    }
-    if let Some(ns) = &t.namespace {
-        match meta_str(&new, "namespace") {
-            Some(n) if !n.is_empty() && n != ns => {
-                return Err(ApiError::bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request",
-                ));
-            }
-            _ => new["metadata"]["namespace"] = Value::String(ns.clone()),
-        }
-    }
-    if let Some(uid) = meta_str(&new, "uid")
-        && Some(uid) != meta_str(old, "uid")
-    {
-        return Err(ApiError::conflict(
-            &t.subject(),
-            &format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                meta_str(old, "uid").unwrap_or_default()
-            ),
-        ));
-    }
+    check_identity(t, old, &mut new)?;
     let has_status = info.version(&t.version).is_some_and(|v| v.status);
     let mut result = match t.sub.as_deref() {
-        Some("status") => {
-            // Only status changes through /status.
-            let mut merged = (**old).clone();
-            match new.get("status") {
-                Some(s) => merged["status"] = s.clone(),
-                None => {
-                    if let Some(m) = merged.as_object_mut() {
-                        m.remove("status");
-                    }
-                }
-            }
-            merged
+        Some(sub @ ("status" | "ephemeralcontainers" | "approval" | "finalize")) => {
+            subresource_update(sub, old, &new, &mut errs)
         }
-        Some("ephemeralcontainers") => match crate::ephemeral::update(old, &new) {
-            Ok(pod) => pod,
-            Err(e) => {
-                errs.extend(e);
-                (**old).clone()
-            }
-        },
-        Some("approval") => {
-            // Only the conditions change through /approval.
-            let mut merged = (**old).clone();
-            merged["status"]["conditions"] = new.at("/status/conditions").cloned().unwrap_or(json!([]));
-            merged
-        }
-        Some("finalize") => {
-            let mut merged = (**old).clone();
-            merged["spec"]["finalizers"] = new.at("/spec/finalizers").cloned().unwrap_or(json!([]));
-            merged
-        }
-        _ => {
-            let meta =
-                new["metadata"].as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
-            for f in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
-                match old.at(&format!("/metadata/{f}")) {
-                    Some(v) => meta.insert(f.into(), v.clone()),
-                    None => meta.remove(f),
-                };
-            }
-            if has_status {
-                match old.get("status") {
-                    Some(s) => new["status"] = s.clone(),
-                    None => {
-                        if let Some(m) = new.as_object_mut() {
-                            m.remove("status");
-                        }
-                    }
-                }
-            }
-            if info.resource == "namespaces" {
-                new["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
-            }
-            if info.resource == "services"
-                && info.group.is_empty()
-                && let Err(e) = crate::service_ips::keep(old, &mut new)
-            {
-                errs.push(e);
-            }
-            new
-        }
+        _ => main_update(info, has_status, old, new, &mut errs)?,
     };
-    if info.resource == "certificatesigningrequests"
-        && let Some(e) = crate::certificates::spec_unchanged(old, &result)
-    {
-        errs.push(e);
-    }
-    if info.group == "rbac.authorization.k8s.io"
-        && info.resource.ends_with("bindings")
-        && let Some(e) = crate::auth::validate::role_ref_unchanged(old, &result)
-    {
-        errs.push(e);
-    }
-    if is_deleting(old) {
-        let before = finalizers(old);
-        if let Some(added) = finalizers(&result).into_iter().find(|f| !before.contains(f)) {
-            errs.push(FieldError::forbidden(
-                "metadata.finalizers",
-                format!(
-                    "no new finalizers can be added if the object is being deleted, found new finalizers [{added:?}]"
-                ),
-            ));
-        }
-    }
+    errs.extend(unchangeable_errors(info, old, &result));
     validate_body(req, info, &t.version, &mut result, &mut errs)?;
     if !errs.is_empty() {
         return Err(invalid(info, &name, &errs));
@@ -420,6 +350,127 @@ pub(crate) fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Valu
     }
     result["apiVersion"] = Value::String(info.storage_api_version());
     Ok(result)
+}
+
+/// An update's name and namespace are the URL's (the body may repeat them, not contradict them), and a
+/// uid in the body is a precondition.
+fn check_identity(t: &Target, old: &Value, new: &mut Value) -> Result<()> {
+    let name = t.name.clone().unwrap_or_default();
+    match meta_str(new, "name") {
+        Some(n) if n != name => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+        _ => new["metadata"]["name"] = Value::String(name),
+    }
+    if let Some(ns) = &t.namespace {
+        match meta_str(new, "namespace") {
+            Some(n) if !n.is_empty() && n != ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => new["metadata"]["namespace"] = Value::String(ns.clone()),
+        }
+    }
+    match (meta_str(new, "uid"), meta_str(old, "uid").unwrap_or_default()) {
+        (Some(uid), was) if uid != was => Err(ApiError::conflict(
+            &t.subject(),
+            &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {was}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// An update through a subresource: only what that subresource owns changes.
+fn subresource_update(sub: &str, old: &Value, new: &Value, errs: &mut Vec<FieldError>) -> Value {
+    let mut merged = old.clone();
+    match sub {
+        "status" => match new.get("status") {
+            Some(s) => merged["status"] = s.clone(),
+            None => {
+                if let Some(m) = merged.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        },
+        "ephemeralcontainers" => match crate::ephemeral::update(old, new) {
+            Ok(pod) => merged = pod,
+            Err(e) => errs.extend(e),
+        },
+        "approval" => merged["status"]["conditions"] = new.at("/status/conditions").cloned().unwrap_or(json!([])),
+        "finalize" => merged["spec"]["finalizers"] = new.at("/spec/finalizers").cloned().unwrap_or(json!([])),
+        _ => {}
+    }
+    merged
+}
+
+/// An update of the main resource: the system's metadata and (with a status subresource) the status
+/// stay as stored; a namespace's spec belongs to /finalize; a Service keeps its cluster IP.
+fn main_update(
+    info: &ResourceInfo,
+    has_status: bool,
+    old: &Value,
+    mut new: Value,
+    errs: &mut Vec<FieldError>,
+) -> Result<Value> {
+    let meta = new["metadata"].as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
+    for f in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+        match old.at(&format!("/metadata/{f}")) {
+            Some(v) => meta.insert(f.into(), v.clone()),
+            None => meta.remove(f),
+        };
+    }
+    if has_status {
+        match old.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(m) = new.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        }
+    }
+    if info.resource == "namespaces" {
+        new["spec"] = old.get("spec").cloned().unwrap_or(json!({}));
+    }
+    if info.resource == "services"
+        && info.group.is_empty()
+        && let Err(e) = crate::service_ips::keep(old, &mut new)
+    {
+        errs.push(e);
+    }
+    Ok(new)
+}
+
+/// What an update may not change: a CSR's spec, a binding's roleRef, and no finalizer is added to an
+/// object being deleted.
+fn unchangeable_errors(info: &ResourceInfo, old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if info.resource == "certificatesigningrequests"
+        && let Some(e) = crate::certificates::spec_unchanged(old, new)
+    {
+        errs.push(e);
+    }
+    if info.group == "rbac.authorization.k8s.io"
+        && info.resource.ends_with("bindings")
+        && let Some(e) = crate::auth::validate::role_ref_unchanged(old, new)
+    {
+        errs.push(e);
+    }
+    if is_deleting(old) {
+        let before = finalizers(old);
+        if let Some(added) = finalizers(new).into_iter().find(|f| !before.contains(f)) {
+            errs.push(FieldError::forbidden(
+                "metadata.finalizers",
+                format!(
+                    "no new finalizers can be added if the object is being deleted, found new finalizers [{added:?}]"
+                ),
+            ));
+        }
+    }
+    errs
 }
 
 /// Stores an update prepared from `old`: a CAS on its resourceVersion. An object being deleted
@@ -549,4 +600,85 @@ pub(crate) async fn patch_object(app: &Arc<App>, req: &mut Req, t: &Target) -> R
         }
     }
     Err(ApiError::conflict(&t.subject(), "too many concurrent updates; try again"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+
+    fn info(group: &str, resource: &str) -> Arc<ResourceInfo> {
+        Registry::new().get(&GroupResource::new(group, resource)).expect("a built-in resource")
+    }
+
+    #[test]
+    fn a_new_object_takes_the_paths_namespace_and_a_generated_name() {
+        let cm = info("", "configmaps");
+        let mut errs = Vec::new();
+        let mut obj = json!({"metadata": {"generateName": "web-"}});
+        assert_eq!(place(&cm, Some("ns1"), &mut obj, &mut errs, "x2b4z").unwrap(), "web-x2b4z");
+        assert_eq!(obj["metadata"]["namespace"], "ns1");
+        assert!(errs.is_empty());
+        let mut other = json!({"metadata": {"name": "a", "namespace": "ns2"}});
+        let e = place(&cm, Some("ns1"), &mut other, &mut errs, "x").unwrap_err();
+        assert_eq!(e.code(), 400);
+        let mut nameless = json!({"metadata": {}});
+        assert_eq!(place(&cm, Some("ns1"), &mut nameless, &mut errs, "x").unwrap(), "");
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        // A cluster-scoped object has no namespace, whatever the body says.
+        let mut ns = json!({"metadata": {"name": "n", "namespace": "stray"}});
+        place(&info("", "namespaces"), None, &mut ns, &mut errs, "x").unwrap();
+        assert!(ns["metadata"].get("namespace").is_none());
+    }
+
+    #[test]
+    fn creation_starts_status_afresh_and_generation_at_one() {
+        let mut pod = json!({"metadata": {"name": "p"}, "status": {"phase": "Running"}});
+        start_status(&info("", "pods"), "v1", &mut pod);
+        assert_eq!(pod["status"]["phase"], "Pending");
+        let mut deploy = json!({"metadata": {"name": "d"}, "status": {"replicas": 9}});
+        start_status(&info("apps", "deployments"), "v1", &mut deploy);
+        assert_ne!(deploy["status"]["replicas"], 9);
+        assert_eq!(deploy["metadata"]["generation"], 1);
+    }
+
+    #[test]
+    fn a_subresource_changes_only_what_it_owns() {
+        let old = json!({"metadata": {"name": "n"}, "spec": {"finalizers": ["kubernetes"], "x": 1}, "status": {"phase": "Active"}});
+        let new =
+            json!({"metadata": {"name": "n"}, "spec": {"finalizers": [], "x": 2}, "status": {"phase": "Terminating"}});
+        let mut errs = Vec::new();
+        let status = subresource_update("status", &old, &new, &mut errs);
+        assert_eq!((status["status"]["phase"].as_str(), &status["spec"]), (Some("Terminating"), &old["spec"]));
+        let finalized = subresource_update("finalize", &old, &new, &mut errs);
+        assert_eq!(finalized["spec"], json!({"finalizers": [], "x": 1}));
+        assert_eq!(finalized["status"], old["status"]);
+        assert!(errs.is_empty());
+    }
+
+    #[test]
+    fn the_main_resource_keeps_system_metadata_and_status() {
+        let old = json!({"metadata": {"name": "d", "uid": "u1", "generation": 3, "creationTimestamp": "t0"},
+                         "spec": {"replicas": 1}, "status": {"replicas": 1}});
+        let new = json!({"metadata": {"name": "d", "uid": "u1", "generation": 99, "deletionTimestamp": "t9"},
+                         "spec": {"replicas": 2}, "status": {"replicas": 7}});
+        let mut errs = Vec::new();
+        let out = main_update(&info("apps", "deployments"), true, &old, new, &mut errs).unwrap();
+        assert_eq!(out["metadata"], json!({"name": "d", "uid": "u1", "generation": 3, "creationTimestamp": "t0"}));
+        assert_eq!((out["spec"]["replicas"].as_i64(), out["status"]["replicas"].as_i64()), (Some(2), Some(1)));
+    }
+
+    #[test]
+    fn no_finalizer_is_added_to_an_object_being_deleted() {
+        let cm = info("", "configmaps");
+        let old = json!({"metadata": {"name": "c", "deletionTimestamp": "t", "finalizers": ["a"]}});
+        let fewer = json!({"metadata": {"name": "c", "finalizers": []}});
+        assert!(unchangeable_errors(&cm, &old, &fewer).is_empty());
+        let more = json!({"metadata": {"name": "c", "finalizers": ["a", "b"]}});
+        let errs = unchangeable_errors(&cm, &old, &more);
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].field, "metadata.finalizers");
+        let live = json!({"metadata": {"name": "c", "finalizers": ["a"]}});
+        assert!(unchangeable_errors(&cm, &live, &more).is_empty());
+    }
 }

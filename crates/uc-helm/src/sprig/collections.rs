@@ -63,6 +63,7 @@ fn merge_into(dst: &crate::gotemplate::Dict, src: &crate::gotemplate::Dict, over
     }
 }
 
+#[expect(clippy::too_many_lines, reason = "data table: one entry per sprig function")]
 pub(super) fn register(f: &mut Funcs) {
     use Ty::*;
     let mut add = |name: &str, func: Function| {

@@ -82,6 +82,7 @@ fn int_result(n: i64) -> Result<Value, String> {
     Ok(Value::Int(n))
 }
 
+#[expect(clippy::too_many_lines, reason = "data table: one entry per sprig function")]
 pub(super) fn register(f: &mut Funcs) {
     use Ty::*;
     let mut add = |name: &str, func: Function| {

@@ -38,6 +38,7 @@ pub fn register(natives: &mut NativeRegistry) {
 }
 
 /// The UniversalController objects of the workload controllers.
+#[expect(clippy::too_many_lines, reason = "data table: one UniversalController per workload kind")]
 pub fn controllers() -> Vec<Value> {
     let uc = |name: &str,
               parent: (&str, &str),
