@@ -13,6 +13,37 @@ use crate::guard::Guard;
 use crate::leader::Candidate;
 use crate::metrics::DRAIN_AT_MOST;
 
+/// Stands by until the lease is acquired (the time the acquiring request was sent), or `None` when asked
+/// to stop first.
+async fn stand_by(
+    candidate: &mut Candidate,
+    ctx: &Ctx,
+    stopping: &mut watch::Receiver<bool>,
+    lease: &str,
+) -> Option<Instant> {
+    loop {
+        if *stopping.borrow() {
+            return None;
+        }
+        match candidate.try_once().await {
+            Ok(Some(sent)) => return Some(sent),
+            Ok(None) => {
+                // Another engine leads: this one is ready as a standby.
+                ctx.metrics.set_api_reachable(true);
+                ctx.metrics.set_standby(true);
+            }
+            Err(e) => {
+                ctx.metrics.set_api_reachable(false);
+                tracing::warn!(%lease, error = %e, "reading the lease failed; retrying");
+            }
+        }
+        tokio::select! {
+            _ = candidate.wait_for_change(candidate.next_try_in()) => {}
+            _ = stopping.changed() => {}
+        }
+    }
+}
+
 /// Leads when elected — `start` runs the controllers — until `stopping`.
 pub(crate) async fn lead(
     mut candidate: Candidate,
@@ -32,27 +63,7 @@ pub(crate) async fn lead(
     loop {
         ctx.metrics.set_leader(false);
         tracing::info!(identity = %settings.identity, %lease, "standing by for the lease");
-        let acquired = loop {
-            if *stopping.borrow() {
-                return;
-            }
-            match candidate.try_once().await {
-                Ok(Some(sent)) => break sent,
-                Ok(None) => {
-                    // Another engine leads: this one is ready as a standby.
-                    ctx.metrics.set_api_reachable(true);
-                    ctx.metrics.set_standby(true);
-                }
-                Err(e) => {
-                    ctx.metrics.set_api_reachable(false);
-                    tracing::warn!(%lease, error = %e, "reading the lease failed; retrying");
-                }
-            }
-            tokio::select! {
-                _ = candidate.wait_for_change(candidate.next_try_in()) => {}
-                _ = stopping.changed() => {}
-            }
-        };
+        let Some(acquired) = stand_by(&mut candidate, &ctx, &mut stopping, &lease).await else { return };
         let mut renewed = acquired;
         fence(&|f| f.hold_until(acquired + settings.renew_deadline));
         ctx.metrics.set_api_reachable(true);

@@ -19,18 +19,17 @@ mod rollout;
 mod shared;
 mod sources;
 mod status;
+mod tasks;
 pub mod validate;
 mod written;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::task::JoinHandle;
-use uc_api::controller::{UniversalControllerSpec, UpdateMethod, UpdateStrategy};
-use uc_api::meta::meta_str;
+use uc_api::controller::{StatusChecks, UniversalControllerSpec, UpdateMethod, UpdateStrategy};
 use uc_api::{LabelSelector, Pointer};
 
 pub use claim::CONTROLLER_UID_LABEL;
@@ -43,7 +42,8 @@ use crate::flavor::Flavor;
 use crate::hooks::dialect::Dialect;
 use crate::hooks::{HookError, HookImpl};
 use crate::informer::{ObjKey, Subscription, key_of};
-use crate::queue::{Priority, WorkQueue};
+use crate::queue::WorkQueue;
+use crate::resources::Resolved;
 
 /// A running controller; stops when dropped. A DecoratorController of several resource types runs as
 /// one part per type.
@@ -208,6 +208,107 @@ pub async fn start(ctx: Arc<Ctx>, controller: Value) -> Result<Running, StartErr
     Ok(Running { parts })
 }
 
+/// A part's hooks, built.
+struct Hooks {
+    sync: HookImpl,
+    finalize: Option<HookImpl>,
+    customize: Option<HookImpl>,
+    dialects: Dialects,
+}
+
+/// Builds the sync hook and the optional finalize and customize hooks (each speaking the sync hook's
+/// dialect unless it says otherwise).
+async fn build_hooks(
+    (ctx, reader): (&Ctx, &kube::Client),
+    spec: &UniversalControllerSpec,
+    flavor: Flavor,
+    sync_spec: &uc_api::controller::Hook,
+    controller: &str,
+    objects: &mut SourceObjects,
+) -> Result<Hooks, StartError> {
+    let (sync, sync_dialect) = build_hook((ctx, reader), spec, flavor, sync_spec, "sync", controller, objects).await?;
+    let finalize = match &spec.hooks.finalize {
+        Some(h) => Some(build_hook((ctx, reader), spec, flavor, h, "finalize", controller, objects).await?),
+        None => None,
+    };
+    let customize = match &spec.hooks.customize {
+        Some(h) => Some(build_hook((ctx, reader), spec, flavor, h, "customize", controller, objects).await?),
+        None => None,
+    };
+    let dialects = Dialects {
+        sync: sync_dialect,
+        finalize: finalize.as_ref().map(|(_, d)| *d).unwrap_or(sync_dialect),
+        customize: customize.as_ref().map(|(_, d)| *d).unwrap_or(sync_dialect),
+    };
+    Ok(Hooks { sync, finalize: finalize.map(|(h, _)| h), customize: customize.map(|(h, _)| h), dialects })
+}
+
+/// The child types of a part, resolved and checked: namespaced parents have namespaced children, and
+/// attachments (a decorator's) are not rolled.
+async fn resolve_children(
+    ctx: &Ctx,
+    spec: &UniversalControllerSpec,
+    fields: &Fields,
+    parent: &Resolved,
+    flavor: Flavor,
+) -> Result<Vec<(Resolved, UpdateMethod, Option<StatusChecks>)>, StartError> {
+    let mut child_res = Vec::new();
+    for (i, c) in spec.child_resources.iter().enumerate() {
+        let at = format!("{}[{i}]", fields.children);
+        let res = ctx
+            .discovery
+            .resolve(&c.api_version, &c.resource)
+            .await
+            .map_err(|m| StartError::new(StartReason::UnknownResource, format!("{at}: {m}")))?;
+        if parent.namespaced && !res.namespaced {
+            return Err(StartError::new(
+                StartReason::InvalidSpec,
+                format!("{at}: a namespaced parent cannot have cluster-scoped children"),
+            ));
+        }
+        let method = UpdateStrategy::method_of(c.update_strategy.as_ref());
+        let rolling = matches!(method, UpdateMethod::RollingRecreate | UpdateMethod::RollingInPlace);
+        if flavor == Flavor::Decorator && rolling {
+            return Err(StartError::new(
+                StartReason::InvalidSpec,
+                format!("{at}.updateStrategy.method: attachments are updated OnDelete, Recreate or InPlace"),
+            ));
+        }
+        let checks = c.update_strategy.as_ref().and_then(|s| s.status_checks.clone());
+        child_res.push((res, method, checks));
+    }
+    Ok(child_res)
+}
+
+/// Where rolling updates keep their state: ControllerRevisions of the parent's revision-history fields
+/// (`spec` unless named).
+async fn revision_store(
+    ctx: &Ctx,
+    spec: &UniversalControllerSpec,
+    fields: &Fields,
+    flavor: Flavor,
+) -> Result<RevisionStore, StartError> {
+    let (api_version, label_keys) = flavor.revisions();
+    let res = ctx.discovery.resolve(api_version, "controllerrevisions").await.map_err(|m| {
+        StartError::new(StartReason::UnknownResource, format!("rolling update strategies keep their state in ControllerRevisions: {m} (install it: uc crds | kubectl apply -f -)"))
+    })?;
+    let mut field_paths =
+        spec.parent_resource.revision_history.as_ref().map(|h| h.field_paths.clone()).unwrap_or_default();
+    if let Some(i) = field_paths.iter().position(|p| p.split('.').any(str::is_empty)) {
+        return Err(StartError::new(
+            StartReason::InvalidSpec,
+            format!(
+                "{}.revisionHistory.fieldPaths[{i}]: {:?} is not a dotted field path",
+                fields.parent, field_paths[i]
+            ),
+        ));
+    }
+    if field_paths.is_empty() {
+        field_paths.push("spec".into());
+    }
+    Ok(RevisionStore { res, field_paths, label_keys })
+}
+
 /// Starts one parent type of a controller.
 async fn start_part(
     ctx: &Arc<Ctx>,
@@ -239,75 +340,16 @@ async fn start_part(
         &format!("{}.annotationSelector", fields.parent),
         true,
     )?;
-    let mut child_res = Vec::new();
-    for (i, c) in spec.child_resources.iter().enumerate() {
-        let at = format!("{}[{i}]", fields.children);
-        let res = ctx
-            .discovery
-            .resolve(&c.api_version, &c.resource)
-            .await
-            .map_err(|m| StartError::new(StartReason::UnknownResource, format!("{at}: {m}")))?;
-        if parent.namespaced && !res.namespaced {
-            return Err(StartError::new(
-                StartReason::InvalidSpec,
-                format!("{at}: a namespaced parent cannot have cluster-scoped children"),
-            ));
-        }
-        let method = UpdateStrategy::method_of(c.update_strategy.as_ref());
-        let rolling = matches!(method, UpdateMethod::RollingRecreate | UpdateMethod::RollingInPlace);
-        if flavor == Flavor::Decorator && rolling {
-            return Err(StartError::new(
-                StartReason::InvalidSpec,
-                format!("{at}.updateStrategy.method: attachments are updated OnDelete, Recreate or InPlace"),
-            ));
-        }
-        let checks = c.update_strategy.as_ref().and_then(|s| s.status_checks.clone());
-        child_res.push((res, method, checks));
-    }
-    let revisions = if child_res
-        .iter()
-        .any(|(_, m, _)| matches!(m, UpdateMethod::RollingRecreate | UpdateMethod::RollingInPlace))
-    {
-        let (api_version, label_keys) = flavor.revisions();
-        let res = ctx.discovery.resolve(api_version, "controllerrevisions").await.map_err(|m| {
-            StartError::new(StartReason::UnknownResource, format!("rolling update strategies keep their state in ControllerRevisions: {m} (install it: uc crds | kubectl apply -f -)"))
-        })?;
-        let mut field_paths =
-            spec.parent_resource.revision_history.as_ref().map(|h| h.field_paths.clone()).unwrap_or_default();
-        if let Some(i) = field_paths.iter().position(|p| p.split('.').any(str::is_empty)) {
-            return Err(StartError::new(
-                StartReason::InvalidSpec,
-                format!(
-                    "{}.revisionHistory.fieldPaths[{i}]: {:?} is not a dotted field path",
-                    fields.parent, field_paths[i]
-                ),
-            ));
-        }
-        if field_paths.is_empty() {
-            field_paths.push("spec".into());
-        }
-        Some(RevisionStore { res, field_paths, label_keys })
-    } else {
-        None
-    };
+    let child_res = resolve_children(ctx, &spec, fields, &parent, flavor).await?;
+    let rolling =
+        child_res.iter().any(|(_, m, _)| matches!(m, UpdateMethod::RollingRecreate | UpdateMethod::RollingInPlace));
+    let revisions = if rolling { Some(revision_store(ctx, &spec, fields, flavor).await?) } else { None };
     // Its children written, and its hooks' sources and credentials read, as its service account.
     let account = crate::acting::account_of(&spec, controller, ctx.default_service_account.as_ref())
         .map_err(|m| StartError::new(StartReason::InvalidSpec, m))?;
     let writer = account.as_ref().map_or_else(|| ctx.client.clone(), |a| crate::acting::impersonating(&ctx.client, a));
-    let (sync, sync_dialect) = build_hook((ctx, &writer), &spec, flavor, &sync_spec, "sync", name, objects).await?;
-    let finalize = match &spec.hooks.finalize {
-        Some(h) => Some(build_hook((ctx, &writer), &spec, flavor, h, "finalize", name, objects).await?),
-        None => None,
-    };
-    let customize = match &spec.hooks.customize {
-        Some(h) => Some(build_hook((ctx, &writer), &spec, flavor, h, "customize", name, objects).await?),
-        None => None,
-    };
-    let dialects = Dialects {
-        sync: sync_dialect,
-        finalize: finalize.as_ref().map(|(_, d)| *d).unwrap_or(sync_dialect),
-        customize: customize.as_ref().map(|(_, d)| *d).unwrap_or(sync_dialect),
-    };
+    let Hooks { sync, finalize, customize, dialects } =
+        build_hooks((ctx, &writer), &spec, flavor, &sync_spec, name, objects).await?;
     let parents = ctx.hub.acquire(&parent.ar);
     let children = child_res
         .into_iter()
@@ -328,8 +370,8 @@ async fn start_part(
         children,
         revisions,
         sync,
-        finalize: finalize.map(|(h, _)| h),
-        customize: customize.map(|(h, _)| h),
+        finalize,
+        customize,
         queue: WorkQueue::default(),
         ctx: ctx.clone(),
         access: account.as_ref().map(|a| crate::acting::Access::new(writer.clone(), a)),
@@ -346,97 +388,8 @@ async fn start_part(
         source_problems: Default::default(),
     });
     shared.recorder.set_capacity(crate::recording::capacity_of(controller));
-    let mut tasks = Vec::new();
-    let mut subscriptions = Vec::new();
-    let (sub, mut rx) = shared.parents.subscribe();
-    subscriptions.push(sub);
-    let s = shared.clone();
-    tasks.push(tokio::spawn(async move {
-        let ignore_status = s.spec.parent_resource.ignore_status_changes == Some(true);
-        while let Some(ch) = rx.recv().await {
-            let key = key_of(&ch.object);
-            let echo = s.echoes.seen(&echoes::Written::Parent(key.clone()));
-            if ch.deleted {
-                // Nothing about a deleted parent outlives it.
-                s.echoes.forget(&key);
-                s.written.forget(meta_str(&ch.object, "uid"));
-                s.related_rules.lock().remove(&key);
-                s.vanished.lock().remove(&key);
-            } else if ignore_status && ch.old.as_ref().is_some_and(|old| only_status_changed(old, &ch.object)) {
-                continue;
-            }
-            let echo = echo.filter(|_| !ch.deleted).map(|(_, due)| due);
-            enqueue(&s.queue, key, echo, &ch);
-        }
-    }));
-    for i in 0..shared.children.len() {
-        let (sub, mut rx) = shared.children[i].informer.subscribe();
-        subscriptions.push(sub);
-        let s = shared.clone();
-        tasks.push(tokio::spawn(async move {
-            while let Some(ch) = rx.recv().await {
-                let echo = s.echoes.seen(&echoes::Written::Child(i, key_of(&ch.object)));
-                if ch.deleted {
-                    s.written.forget(meta_str(&ch.object, "uid"));
-                }
-                for k in s.parents_of_child(&ch) {
-                    if ch.deleted {
-                        s.vanished.lock().insert(k.clone());
-                    }
-                    let own = echo.as_ref().filter(|(parent, _)| *parent == k && !ch.deleted).map(|(_, due)| *due);
-                    enqueue(&s.queue, k, own, &ch);
-                }
-            }
-        }));
-    }
-    let s = shared.clone();
-    tasks.push(tokio::spawn(async move {
-        s.parents.wait_synced().await;
-        for c in &s.children {
-            c.informer.wait_synced().await;
-        }
-        // The initial list and resyncs wait behind news, as in controller-runtime's priority queue.
-        for p in s.parents.list(None) {
-            s.queue.add_at(key_of(&p), Priority::Low);
-        }
-        s.synced.store(true, std::sync::atomic::Ordering::Release);
-        let workers = tokio::spawn(s.clone().work());
-        let resync = s.spec.resync_period_seconds.filter(|p| *p > 0.0).map(Duration::from_secs_f64);
-        if let Some(period) = resync {
-            loop {
-                tokio::time::sleep(period).await;
-                s.resync();
-            }
-        }
-        let _ = workers.await;
-    }));
-    // Parents whose writes' events never came are reconciled after all (`echoes`).
-    let s = shared.clone();
-    tasks.push(tokio::spawn(async move {
-        loop {
-            tokio::time::sleep(echoes::TTL / 3).await;
-            for k in s.echoes.lapse(std::time::Instant::now()) {
-                s.queue.add(k);
-            }
-        }
-    }));
-    if watch_sources {
-        tasks.extend(sources::watch(&shared, objects));
-        tasks.extend(exec_files::watch(&shared));
-    }
+    let (tasks, subscriptions) = tasks::spawn(&shared, watch_sources.then_some(objects));
     Ok(Part { shared, tasks, _subscriptions: subscriptions })
-}
-
-/// Queues the parent `key` for a watch event. The echo of its own write (`echo`: the priority that echo
-/// is due at) queues it once every write of it is seen; any other event is news, except the informer's
-/// first list, which waits behind news.
-fn enqueue(queue: &WorkQueue<ObjKey>, key: ObjKey, echo: Option<Option<Priority>>, ch: &crate::informer::Change) {
-    match echo {
-        Some(Some(due)) => queue.add_at(key, due),
-        Some(None) => {}
-        None if ch.initial => queue.add_at(key, Priority::Low),
-        None => queue.add(key),
-    }
 }
 
 /// The annotation (OLM's) naming the namespaces a controller serves, comma-separated; empty or absent:

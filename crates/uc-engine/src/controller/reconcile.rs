@@ -24,6 +24,15 @@ use crate::informer::{Obj, ObjKey};
 use crate::plan::{Action, plan};
 use crate::queue::Priority;
 
+/// A parent's children as claimed: the adoptions and releases to carry out, the children it owns per
+/// type (observed), and the same as the hook's request shows them.
+#[derive(Default)]
+struct Claimed {
+    actions: Vec<Action>,
+    observed: Vec<Vec<Obj>>,
+    children: BTreeMap<String, ObjectMap>,
+}
+
 /// How long a deleting parent waits before its finalize hook is asked again.
 const FINALIZE_RETRY: Duration = Duration::from_secs(2);
 
@@ -126,6 +135,98 @@ impl Shared {
         Ok(there)
     }
 
+    /// Claims each child type's children for `parent`: the children it owns (as the hook sees them, and
+    /// as observed) and the adoptions and releases to carry out with the plan.
+    fn claim_children(
+        &self,
+        parent: &Obj,
+        selector: &uc_api::LabelSelector,
+        parent_uid: &str,
+        deleting: bool,
+        dialect: &crate::hooks::dialect::Dialect,
+    ) -> Claimed {
+        let mut out = Claimed::default();
+        for t in &self.children {
+            let candidates = self.child_candidates(t, parent, selector, parent_uid);
+            let c = if self.flavor == Flavor::Decorator {
+                decorator_claim(&self.name, candidates)
+            } else {
+                claim(parent_uid, deleting, selector, candidates)
+            };
+            out.actions.extend(c.actions);
+            let map: ObjectMap = c
+                .mine
+                .iter()
+                .map(|o| (dialect.object_key(self.parent.namespaced, t.res.namespaced, o), Arc::clone(o)))
+                .collect();
+            out.children.insert(t.res.type_key(), map);
+            out.observed.push(c.mine);
+        }
+        out
+    }
+
+    /// Calls the hook (recording the exchange when recording is on) and counts the call.
+    async fn ask(
+        &self,
+        kind: HookKind,
+        hook: &crate::hooks::HookImpl,
+        request: SyncRequest,
+        dialect: &crate::hooks::dialect::Dialect,
+        key: &ObjKey,
+    ) -> Result<Answer, SyncError> {
+        let (answer, elapsed) = if self.recorder.enabled() {
+            let (answer, elapsed, exchange) = hook.sync_traced(kind, request, dialect).await;
+            self.recorder.record(kind.as_str(), key, exchange, elapsed);
+            (answer, elapsed)
+        } else {
+            hook.sync_as(kind, request, dialect).await
+        };
+        self.ctx.metrics.hook_call(&self.name, kind.as_str(), elapsed, answer.is_ok());
+        Ok(answer?)
+    }
+
+    /// Writes a decorator's labels and annotations on the parent (when they changed), then its status on
+    /// top of them (at the resourceVersion the labels' patch left).
+    async fn write_parent(
+        &self,
+        parent: &Obj,
+        metadata: Option<serde_json::Value>,
+        status: Option<serde_json::Value>,
+    ) -> Result<(), SyncError> {
+        match metadata {
+            Some(patch) => {
+                let mut patched = (**parent).clone();
+                if let Some(rv) = self.patch_parent_metadata(parent, patch).await? {
+                    patched["metadata"]["resourceVersion"] = serde_json::Value::String(rv);
+                }
+                self.write_status(&Arc::new(patched), status).await
+            }
+            None => self.write_status(parent, status).await,
+        }
+    }
+
+    /// What follows a written sync: a finalized parent lets go of it (one still finalizing is asked
+    /// again), and a resync the hook asked for is queued.
+    async fn after_sync(
+        &self,
+        key: &ObjKey,
+        finalizing: bool,
+        finalized: bool,
+        resync_after: Option<f64>,
+    ) -> Result<(), SyncError> {
+        if finalizing && finalized {
+            if let Some(p) = self.parents.get(key) {
+                self.set_finalizer(&p, false).await?;
+            }
+        } else if finalizing {
+            self.queue.add_after(key.clone(), FINALIZE_RETRY);
+        }
+        if let Some(after) = resync_after.filter(|s| *s > 0.0 && s.is_finite()) {
+            self.queue.add_after(key.clone(), Duration::from_secs_f64(after.min(MAX_RESYNC_SECONDS)));
+        }
+        Ok(())
+    }
+
     pub(super) async fn reconcile(&self, key: &ObjKey) -> Result<(), SyncError> {
         let Some(parent) = self.parents.get(key) else { return Ok(()) };
         if !self.confirmed_if_vanished(key, &parent).await? {
@@ -165,25 +266,8 @@ impl Shared {
         };
 
         // Claim: adoptions and releases are carried out after a good answer, with the plan.
-        let mut actions: Vec<Action> = Vec::new();
-        let mut observed: Vec<Vec<Obj>> = Vec::new();
-        let mut children_req = BTreeMap::new();
-        for t in &self.children {
-            let candidates = self.child_candidates(t, &parent, &selector, &parent_uid);
-            let c = if decorator {
-                decorator_claim(&self.name, candidates)
-            } else {
-                claim(&parent_uid, deleting, &selector, candidates)
-            };
-            actions.extend(c.actions);
-            let map: ObjectMap = c
-                .mine
-                .iter()
-                .map(|o| (dialect.object_key(self.parent.namespaced, t.res.namespaced, o), Arc::clone(o)))
-                .collect();
-            children_req.insert(t.res.type_key(), map);
-            observed.push(c.mine);
-        }
+        let Claimed { mut actions, observed, children: children_req } =
+            self.claim_children(&parent, &selector, &parent_uid, deleting, &dialect);
         let related = match &self.customize {
             Some(h) => self.related_for(key, &parent, h, &dialect).await?,
             None => BTreeMap::new(),
@@ -197,15 +281,7 @@ impl Shared {
         };
         // A rollout asks the hook again about old revisions, starting from this request.
         let rollout_request = (self.revisions.is_some() && !finalizing).then(|| request.clone());
-        let (answer, elapsed) = if self.recorder.enabled() {
-            let (answer, elapsed, exchange) = hook.sync_traced(kind, request, &dialect).await;
-            self.recorder.record(kind.as_str(), key, exchange, elapsed);
-            (answer, elapsed)
-        } else {
-            hook.sync_as(kind, request, &dialect).await
-        };
-        self.ctx.metrics.hook_call(&self.name, kind.as_str(), elapsed, answer.is_ok());
-        let Answer { response, labels, annotations } = answer?;
+        let Answer { response, labels, annotations } = self.ask(kind, hook, request, &dialect, key).await?;
         let types = self.children.iter().map(|t| &t.res);
         let mut desired = validate_children(types, self.parent.namespaced, &parent, response.children)?;
         if decorator {
@@ -241,28 +317,8 @@ impl Shared {
         for a in actions {
             self.execute(&parent, a).await?;
         }
-        match metadata_patch(&parent, &labels, &annotations) {
-            Some(patch) => {
-                // The status goes on top of the labels just written: at their resourceVersion.
-                let mut patched = (*parent).clone();
-                if let Some(rv) = self.patch_parent_metadata(&parent, patch).await? {
-                    patched["metadata"]["resourceVersion"] = serde_json::Value::String(rv);
-                }
-                self.write_status(&Arc::new(patched), status).await?;
-            }
-            None => self.write_status(&parent, status).await?,
-        }
-        if finalizing && response.finalized == Some(true) {
-            if let Some(p) = self.parents.get(key) {
-                self.set_finalizer(&p, false).await?;
-            }
-        } else if finalizing {
-            self.queue.add_after(key.clone(), FINALIZE_RETRY);
-        }
-        if let Some(after) = response.resync_after_seconds.filter(|s| *s > 0.0 && s.is_finite()) {
-            self.queue.add_after(key.clone(), Duration::from_secs_f64(after.min(MAX_RESYNC_SECONDS)));
-        }
-        Ok(())
+        self.write_parent(&parent, metadata_patch(&parent, &labels, &annotations), status).await?;
+        self.after_sync(key, finalizing, response.finalized == Some(true), response.resync_after_seconds).await
     }
 }
 

@@ -1,0 +1,129 @@
+//! The tasks of a running controller part: following its parents' and children's informers into the
+//! queue, the workers (after every informer's first list) and resyncs, the lapse of unseen echoes, and
+//! (for a controller's first part) its hooks' sources and files.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use uc_api::meta::meta_str;
+
+use super::shared::Shared;
+use super::sources::SourceObjects;
+use super::{echoes, exec_files, only_status_changed, sources};
+use crate::informer::{ObjKey, Subscription, key_of};
+use crate::queue::{Priority, WorkQueue};
+
+/// Starts every task of a part; `sources`: also follow its hooks' sources and files.
+pub(super) fn spawn(
+    shared: &Arc<Shared>,
+    sources: Option<&mut SourceObjects>,
+) -> (Vec<JoinHandle<()>>, Vec<Subscription>) {
+    let mut tasks = Vec::new();
+    let mut subscriptions = Vec::new();
+    let (sub, task) = follow_parents(shared);
+    subscriptions.push(sub);
+    tasks.push(task);
+    for i in 0..shared.children.len() {
+        let (sub, task) = follow_children(shared, i);
+        subscriptions.push(sub);
+        tasks.push(task);
+    }
+    tasks.push(tokio::spawn(work_when_synced(shared.clone())));
+    tasks.push(tokio::spawn(lapse_echoes(shared.clone())));
+    if let Some(objects) = sources {
+        tasks.extend(sources::watch(shared, objects));
+        tasks.extend(exec_files::watch(shared));
+    }
+    (tasks, subscriptions)
+}
+
+/// Parents' events queue them; nothing about a deleted parent outlives it.
+fn follow_parents(shared: &Arc<Shared>) -> (Subscription, JoinHandle<()>) {
+    let (sub, mut rx) = shared.parents.subscribe();
+    let s = shared.clone();
+    let task = tokio::spawn(async move {
+        let ignore_status = s.spec.parent_resource.ignore_status_changes == Some(true);
+        while let Some(ch) = rx.recv().await {
+            let key = key_of(&ch.object);
+            let echo = s.echoes.seen(&echoes::Written::Parent(key.clone()));
+            if ch.deleted {
+                s.echoes.forget(&key);
+                s.written.forget(meta_str(&ch.object, "uid"));
+                s.related_rules.lock().remove(&key);
+                s.vanished.lock().remove(&key);
+            } else if ignore_status && ch.old.as_ref().is_some_and(|old| only_status_changed(old, &ch.object)) {
+                continue;
+            }
+            let echo = echo.filter(|_| !ch.deleted).map(|(_, due)| due);
+            enqueue(&s.queue, key, echo, &ch);
+        }
+    });
+    (sub, task)
+}
+
+/// The `i`th child type's events queue the parents that own (or would own) the child.
+fn follow_children(shared: &Arc<Shared>, i: usize) -> (Subscription, JoinHandle<()>) {
+    let (sub, mut rx) = shared.children[i].informer.subscribe();
+    let s = shared.clone();
+    let task = tokio::spawn(async move {
+        while let Some(ch) = rx.recv().await {
+            let echo = s.echoes.seen(&echoes::Written::Child(i, key_of(&ch.object)));
+            if ch.deleted {
+                s.written.forget(meta_str(&ch.object, "uid"));
+            }
+            for k in s.parents_of_child(&ch) {
+                if ch.deleted {
+                    s.vanished.lock().insert(k.clone());
+                }
+                let own = echo.as_ref().filter(|(parent, _)| *parent == k && !ch.deleted).map(|(_, due)| *due);
+                enqueue(&s.queue, k, own, &ch);
+            }
+        }
+    });
+    (sub, task)
+}
+
+/// Once every informer has listed: every parent queued behind news (as in controller-runtime's priority
+/// queue), the workers started, and a resync every `resyncPeriodSeconds`.
+async fn work_when_synced(s: Arc<Shared>) {
+    s.parents.wait_synced().await;
+    for c in &s.children {
+        c.informer.wait_synced().await;
+    }
+    for p in s.parents.list(None) {
+        s.queue.add_at(key_of(&p), Priority::Low);
+    }
+    s.synced.store(true, std::sync::atomic::Ordering::Release);
+    let workers = tokio::spawn(s.clone().work());
+    let resync = s.spec.resync_period_seconds.filter(|p| *p > 0.0).map(Duration::from_secs_f64);
+    if let Some(period) = resync {
+        loop {
+            tokio::time::sleep(period).await;
+            s.resync();
+        }
+    }
+    let _ = workers.await;
+}
+
+/// Parents whose writes' events never came are reconciled after all.
+async fn lapse_echoes(s: Arc<Shared>) {
+    loop {
+        tokio::time::sleep(echoes::TTL / 3).await;
+        for k in s.echoes.lapse(std::time::Instant::now()) {
+            s.queue.add(k);
+        }
+    }
+}
+
+/// Queues the parent `key` for a watch event. The echo of its own write (`echo`: the priority that echo
+/// is due at) queues it once every write of it is seen; any other event is news, except the informer's
+/// first list, which waits behind news.
+fn enqueue(queue: &WorkQueue<ObjKey>, key: ObjKey, echo: Option<Option<Priority>>, ch: &crate::informer::Change) {
+    match echo {
+        Some(Some(due)) => queue.add_at(key, due),
+        Some(None) => {}
+        None if ch.initial => queue.add_at(key, Priority::Low),
+        None => queue.add(key),
+    }
+}
