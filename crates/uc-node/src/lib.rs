@@ -505,6 +505,44 @@ fn runs_as_processes(pod: &Value, allow: &Allowlist) -> bool {
     !containers.is_empty() && containers.iter().all(allowed) && list("initContainers").iter().all(allowed)
 }
 
+/// Prepares a pod's containers (volumes, environment, network), reporting why it waits in
+/// ContainerCreating and trying again on a change or every 2 s; `None` when the pod goes first.
+async fn prepare_until_ready(
+    ctx: &Ctx,
+    rx: &mut watch::Receiver<Arc<Value>>,
+    uid: &str,
+    ip: &str,
+    pod_dir: &std::path::Path,
+) -> Option<prepare::PreparedPod> {
+    loop {
+        let pod = rx.borrow_and_update().clone();
+        if pod.pointer("/metadata/deletionTimestamp").is_some() && !container_dirs_exist(pod_dir) {
+            finish_deletion(&ctx.client, &pod).await;
+            release(ctx, uid, pod_dir).await;
+            return None;
+        }
+        let prepared = match prepare_pod(ctx, &pod, ip, pod_dir).await {
+            Ok(p) => wire(ctx, &pod, ip).await.map(|()| p),
+            Err(e) => Err(e),
+        };
+        match prepared {
+            Ok(p) => return Some(p),
+            Err((reason, message)) => {
+                if let Some(typed) = typed_pod(&pod) {
+                    let status = status::waiting_status(&typed, ip, &reason, &message);
+                    if !has_status(&pod, &status) {
+                        let _ = patch_status(&ctx.client, &pod, status).await;
+                    }
+                }
+                tokio::select! {
+                    changed = rx.changed() => if changed.is_err() { return None },
+                    _ = tokio::time::sleep(Duration::from_secs(2)) => {}
+                }
+            }
+        }
+    }
+}
+
 async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
     let first = rx.borrow().clone();
     let uid = meta(&first, "uid").to_string();
@@ -512,33 +550,7 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
     let ip = ctx.ips.lock().get(&uid, first.pointer("/status/podIP").and_then(Value::as_str));
     let pod_dir = ctx.options.pods_dir.join(&uid);
     // Until its volumes and environment can be made, the pod waits in ContainerCreating.
-    let (init, containers) = loop {
-        let pod = rx.borrow_and_update().clone();
-        if pod.pointer("/metadata/deletionTimestamp").is_some() && !container_dirs_exist(&pod_dir) {
-            finish_deletion(&ctx.client, &pod).await;
-            release(&ctx, &uid, &pod_dir).await;
-            return;
-        }
-        let prepared = match prepare_pod(&ctx, &pod, &ip, &pod_dir).await {
-            Ok(p) => wire(&ctx, &pod, &ip).await.map(|()| p),
-            Err(e) => Err(e),
-        };
-        match prepared {
-            Ok(p) => break p,
-            Err((reason, message)) => {
-                if let Some(typed) = typed_pod(&pod) {
-                    let status = status::waiting_status(&typed, &ip, &reason, &message);
-                    if !has_status(&pod, &status) {
-                        let _ = patch_status(&ctx.client, &pod, status).await;
-                    }
-                }
-                tokio::select! {
-                    changed = rx.changed() => if changed.is_err() { return },
-                    _ = tokio::time::sleep(Duration::from_secs(2)) => {}
-                }
-            }
-        }
-    };
+    let Some((init, containers)) = prepare_until_ready(&ctx, &mut rx, &uid, &ip, &pod_dir).await else { return };
     let policy = first.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always").to_string();
     let ready_before: HashSet<String> =
         typed_pod(&first).map(|p| status::ready_containers(&p)).unwrap_or_default().into_iter().collect();

@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use rustix::process::Signal;
 use tokio::sync::{Notify, watch};
 
-use crate::container::{self, ContainerDir, Run, signal_group, time_string};
+use crate::container::{self, ContainerDir, Run, State, signal_group, time_string};
 use crate::events::Happened;
 use crate::exec::ExecTarget;
 use crate::probe;
@@ -208,6 +208,65 @@ impl PodProcesses {
         self.changed.notify_waiters();
     }
 
+    /// Takes in what happened to a container while the node was away (no run to adopt): `true` when it
+    /// is done for good (finished before, or its last run ended and is not restarted).
+    async fn resume(&self, name: &str, dir: &ContainerDir, state: &mut State, policy: &str) -> bool {
+        if state.done && !state.stopped_by_node {
+            self.set(name, |s| {
+                s.done = true;
+                s.last_exit = state.last_exit();
+                s.restarts = state.run;
+                s.image = Some(state.image.clone());
+            });
+            return true;
+        }
+        if let Some(pid) = dir.pid(state.run) {
+            // The run ended while the node was away: take it in as an exit.
+            let (code, finished) = match dir.exit(state.run) {
+                Some(e) => (e.exit_code, e.finished_at),
+                None => {
+                    container::kill_leftovers(&pid).await;
+                    (137, time_string(Utc::now()))
+                }
+            };
+            state.last_exit = Some((code, pid.started_at.clone(), finished));
+            if !state.stopped_by_node && !should_restart(policy, code) {
+                state.done = true;
+                let _ = dir.write_state(state);
+                self.set(name, |s| {
+                    s.done = true;
+                    s.last_exit = state.last_exit();
+                    s.restarts = state.run;
+                });
+                return true;
+            }
+            state.run += 1;
+        }
+        false
+    }
+
+    /// Starts the container's next run, or `None` (the pod stopping, or the start failed: reported).
+    async fn start_next(&self, c: &Prepared, dir: &ContainerDir, state: &mut State) -> Option<Run> {
+        if self.stopping() {
+            return None;
+        }
+        state.image = c.image.clone();
+        state.done = false;
+        state.stopped_by_node = false;
+        let _ = dir.write_state(state);
+        match start_run(&self.shim, dir, state.run, &c.spec).await {
+            Ok(r) => {
+                self.happened(Happened::started(&c.name, &c.image));
+                Some(r)
+            }
+            Err(e) => {
+                self.happened([Happened::failed(&c.name, &e.to_string())]);
+                self.set(&c.name, |s| s.start_error = Some(("RunContainerError".into(), e.to_string())));
+                None
+            }
+        }
+    }
+
     /// Runs one container until it is done for good or the pod stops.
     async fn supervise(self: Arc<Self>, mut c: Prepared, policy: String) {
         self.live.fetch_add(1, Ordering::AcqRel);
@@ -218,62 +277,16 @@ impl PodProcesses {
         let mut state = dir.state().unwrap_or_default();
         let mut next = if dir.locked() { container::adopt(&dir, state.run).await } else { None };
         let adopted = next.is_some();
-        if next.is_none() {
-            if state.done && !state.stopped_by_node {
-                self.set(&name, |s| {
-                    s.done = true;
-                    s.last_exit = state.last_exit();
-                    s.restarts = state.run;
-                    s.image = Some(state.image.clone());
-                });
-                return;
-            }
-            if let Some(pid) = dir.pid(state.run) {
-                // The run ended while the node was away: take it in as an exit.
-                let (code, finished) = match dir.exit(state.run) {
-                    Some(e) => (e.exit_code, e.finished_at),
-                    None => {
-                        container::kill_leftovers(&pid).await;
-                        (137, time_string(Utc::now()))
-                    }
-                };
-                state.last_exit = Some((code, pid.started_at.clone(), finished));
-                if !state.stopped_by_node && !should_restart(&policy, code) {
-                    state.done = true;
-                    let _ = dir.write_state(&state);
-                    self.set(&name, |s| {
-                        s.done = true;
-                        s.last_exit = state.last_exit();
-                        s.restarts = state.run;
-                    });
-                    return;
-                }
-                state.run += 1;
-            }
+        if next.is_none() && self.resume(&name, &dir, &mut state, &policy).await {
+            return;
         }
         loop {
             let run = match next.take() {
                 Some(r) => r,
-                None => {
-                    if self.stopping() {
-                        return;
-                    }
-                    state.image = c.image.clone();
-                    state.done = false;
-                    state.stopped_by_node = false;
-                    let _ = dir.write_state(&state);
-                    match start_run(&self.shim, &dir, state.run, &c.spec).await {
-                        Ok(r) => {
-                            self.happened(Happened::started(&name, &c.image));
-                            r
-                        }
-                        Err(e) => {
-                            self.happened([Happened::failed(&name, &e.to_string())]);
-                            self.set(&name, |s| s.start_error = Some(("RunContainerError".into(), e.to_string())));
-                            return;
-                        }
-                    }
-                }
+                None => match self.start_next(&c, &dir, &mut state).await {
+                    Some(r) => r,
+                    None => return,
+                },
             };
             dir.prune(run.n.saturating_sub(1));
             let target = ExecTarget { pid: run.pid.pid, ..c.exec.clone() };

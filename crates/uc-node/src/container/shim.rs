@@ -35,6 +35,62 @@ pub struct Args {
 /// Exit code of a shim that found its container running already.
 pub const ALREADY_RUNNING: i32 = 75;
 
+/// A container started by the shim: the lock held while it runs, its log, the process and its pid.
+struct Started {
+    lock: std::fs::File,
+    log: Arc<Mutex<std::fs::File>>,
+    child: std::process::Child,
+    pid: i32,
+}
+
+/// Takes the container's lock, opens its log and stdin, starts the process and records it; an error
+/// is the shim's exit code and what to say.
+fn spawn(args: &Args, dir: &ContainerDir) -> Result<Started, (i32, String)> {
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.lock_path())
+        .map_err(|e| (1, format!("opening {}: {e}", dir.lock_path().display())))?;
+    if lock.try_lock().is_err() {
+        return Err((ALREADY_RUNNING, "the container is running already".into()));
+    }
+    // Orphaned descendants of the container come to the shim, which can then end them with it.
+    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.log(args.run))
+        .map_err(|e| (1, format!("opening the log: {e}")))?;
+    let Some((program, rest)) = args.argv.split_first() else {
+        return Err((1, "no command".into()));
+    };
+    let stdin = args.stdin.then(|| open_stdin(&dir.stdin_fifo())).transpose();
+    let stdin = stdin.map_err(|e| (1, format!("the stdin FIFO: {e}")))?.map(Stdio::from).unwrap_or_else(Stdio::null);
+    let mut child = Command::new(program)
+        .args(rest)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| (1, format!("{program}: {e}")))?;
+    let pid = child.id() as i32;
+    let record = PidRecord {
+        shim: std::process::id() as i32,
+        pid,
+        pid_start: process_start(pid).unwrap_or(0),
+        started_at: time_string(Utc::now()),
+    };
+    if let Err(e) = write_atomic(&dir.pid_path(args.run), &serde_json::to_vec(&record).unwrap_or_default()) {
+        signal_group(pid, Signal::KILL);
+        let _ = child.wait();
+        return Err((1, format!("recording the process: {e}")));
+    }
+    Ok(Started { lock, log: Arc::new(Mutex::new(log)), child, pid })
+}
+
 /// Runs the shim; returns its exit code. Everything it has to say before the container runs goes to
 /// stdout as one line (`started <pid>` or `error: <why>`), read by the node.
 pub fn main(args: Args) -> i32 {
@@ -46,66 +102,13 @@ pub fn main(args: Args) -> i32 {
         let _ = writeln!(out, "{line}");
         let _ = out.flush();
     };
-    let lock =
-        match std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(dir.lock_path()) {
-            Ok(f) => f,
-            Err(e) => {
-                say(&format!("error: opening {}: {e}", dir.lock_path().display()));
-                return 1;
-            }
-        };
-    if lock.try_lock().is_err() {
-        say("error: the container is running already");
-        return ALREADY_RUNNING;
-    }
-    // Orphaned descendants of the container come to the shim, which can then end them with it.
-    let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
-    let log = match std::fs::OpenOptions::new().create(true).append(true).open(dir.log(args.run)) {
-        Ok(f) => Arc::new(Mutex::new(f)),
-        Err(e) => {
-            say(&format!("error: opening the log: {e}"));
-            return 1;
+    let Started { lock, log, mut child, pid } = match spawn(&args, &dir) {
+        Ok(started) => started,
+        Err((code, why)) => {
+            say(&format!("error: {why}"));
+            return code;
         }
     };
-    let Some((program, rest)) = args.argv.split_first() else {
-        say("error: no command");
-        return 1;
-    };
-    let stdin = match args.stdin.then(|| open_stdin(&dir.stdin_fifo())).transpose() {
-        Ok(s) => s.map(Stdio::from).unwrap_or_else(Stdio::null),
-        Err(e) => {
-            say(&format!("error: the stdin FIFO: {e}"));
-            return 1;
-        }
-    };
-    let mut child = match Command::new(program)
-        .args(rest)
-        .stdin(stdin)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            say(&format!("error: {program}: {e}"));
-            return 1;
-        }
-    };
-    let pid = child.id() as i32;
-    let started = Utc::now();
-    let record = PidRecord {
-        shim: std::process::id() as i32,
-        pid,
-        pid_start: process_start(pid).unwrap_or(0),
-        started_at: time_string(started),
-    };
-    if let Err(e) = write_atomic(&dir.pid_path(args.run), &serde_json::to_vec(&record).unwrap_or_default()) {
-        signal_group(pid, Signal::KILL);
-        let _ = child.wait();
-        say(&format!("error: recording the process: {e}"));
-        return 1;
-    }
     // Running, as a kubelet says it, once the sandbox is in place: an exec right after sees the
     // container's file system, not bubblewrap's half-built one.
     let deadline = Instant::now() + Duration::from_secs(10);
