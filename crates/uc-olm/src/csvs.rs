@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::context::{Olm, now, str_at};
 use crate::csv::Csv;
 use crate::group::{self, Group};
-use crate::phase::{Observed, next};
+use crate::phase::{Observed, Phase, next};
 use crate::plan::{
     LABELLED_KINDS, OPERATOR_GROUP_ANNOTATION, OWNER_LABEL, OWNER_NAMESPACE_LABEL, TARGET_NAMESPACES_ANNOTATION,
     deployments,
@@ -74,6 +74,57 @@ pub struct World<'a> {
     pub subscriptions: &'a [Value],
 }
 
+/// A CSV's new status in phase `p` at `t`, or `None` when it says that already: a change of phase or
+/// reason starts a transition and appends a condition (the last `MAX_CONDITIONS` kept).
+fn csv_status(csv_obj: &Value, p: &Phase, t: &str) -> Option<Value> {
+    let mut status = json!({"phase": p.phase, "reason": p.reason, "message": p.message, "lastUpdateTime": t,
+                            "requirementStatus": []});
+    if str_at(csv_obj, "/status/phase") != p.phase || str_at(csv_obj, "/status/reason") != p.reason {
+        status["lastTransitionTime"] = json!(t);
+        let mut conditions: Vec<Value> =
+            csv_obj.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+        conditions.push(json!({"phase": p.phase, "reason": p.reason, "message": p.message,
+                               "lastTransitionTime": t, "lastUpdateTime": t}));
+        let skip = conditions.len().saturating_sub(MAX_CONDITIONS);
+        status["conditions"] = json!(conditions[skip..]);
+        Some(status)
+    } else if str_at(csv_obj, "/status/message") == p.message {
+        None
+    } else {
+        Some(status)
+    }
+}
+
+/// Installs a CSV of a valid group: its group annotations, its controllers scoped to the targets, its
+/// Deployments as wanted.
+async fn install(
+    olm: &Olm,
+    csv_obj: &Value,
+    g: &Group,
+    targets: &str,
+    installing: bool,
+    wanted: &[Value],
+    existing: &[Option<Value>],
+) -> Result<(), String> {
+    let (ns, name) = (str_at(csv_obj, "/metadata/namespace"), str_at(csv_obj, "/metadata/name"));
+    let annotations = csv_obj.pointer("/metadata/annotations");
+    let annotated = |k: &str, v: &str| annotations.and_then(|a| a.get(k)).and_then(Value::as_str) == Some(v);
+    let regroup = !annotated(OPERATOR_GROUP_ANNOTATION, &g.name) || !annotated(TARGET_NAMESPACES_ANNOTATION, targets);
+    if regroup {
+        let patch = json!({"metadata": {"annotations": {OPERATOR_GROUP_ANNOTATION: g.name, TARGET_NAMESPACES_ANNOTATION: targets}}});
+        uc_engine::dynamic::merge(&olm.client, &olm.kinds, csv_obj, &patch).await?;
+    }
+    if regroup || installing {
+        scope_controllers(olm, name, ns, targets).await?;
+    }
+    for (d, have) in wanted.iter().zip(existing) {
+        if !have.as_ref().is_some_and(|h| uc_engine::dynamic::holds(h, d)) {
+            olm.apply(d).await?;
+        }
+    }
+    Ok(())
+}
+
 /// Moves one CSV on.
 pub async fn sync(olm: &Olm, csv_obj: &Value, world: &World<'_>) -> Result<(), String> {
     let World { csvs, groups, crds, subscriptions } = *world;
@@ -134,45 +185,38 @@ pub async fn sync(olm: &Olm, csv_obj: &Value, world: &World<'_>) -> Result<(), S
         && matches!(p.phase, "InstallReady" | "Installing" | "Succeeded" | "Failed")
         && observed.missing_crds.is_empty()
     {
-        let annotations = csv_obj.pointer("/metadata/annotations");
-        let annotated = |k: &str, v: &str| annotations.and_then(|a| a.get(k)).and_then(Value::as_str) == Some(v);
-        let regroup =
-            !annotated(OPERATOR_GROUP_ANNOTATION, &g.name) || !annotated(TARGET_NAMESPACES_ANNOTATION, &targets);
-        if regroup {
-            let patch = json!({"metadata": {"annotations": {OPERATOR_GROUP_ANNOTATION: g.name, TARGET_NAMESPACES_ANNOTATION: targets}}});
-            uc_engine::dynamic::merge(&olm.client, &olm.kinds, csv_obj, &patch).await?;
-        }
-        if regroup || matches!(p.phase, "InstallReady" | "Installing") {
-            scope_controllers(olm, name, ns, &targets).await?;
-        }
-        for (d, have) in wanted.iter().zip(&existing) {
-            if !have.as_ref().is_some_and(|h| uc_engine::dynamic::holds(h, d)) {
-                olm.apply(d).await?;
+        let installing = matches!(p.phase, "InstallReady" | "Installing");
+        install(olm, csv_obj, g, &targets, installing, &wanted, &existing).await?;
+    }
+    match csv_status(csv_obj, &p, &now()) {
+        Some(status) => {
+            if str_at(csv_obj, "/status/phase") != p.phase {
+                tracing::info!(csv = %name, namespace = %ns, phase = p.phase, reason = p.reason, "csv phase");
             }
+            olm.status(csv_obj, &status).await
         }
+        None => Ok(()),
     }
-    let previous = str_at(csv_obj, "/status/phase");
-    let t = now();
-    let mut status = json!({"phase": p.phase, "reason": p.reason, "message": p.message, "lastUpdateTime": t,
-                            "requirementStatus": []});
-    if previous != p.phase || str_at(csv_obj, "/status/reason") != p.reason {
-        status["lastTransitionTime"] = json!(t);
-        let mut conditions: Vec<Value> =
-            csv_obj.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
-        conditions.push(json!({"phase": p.phase, "reason": p.reason, "message": p.message,
-                               "lastTransitionTime": t, "lastUpdateTime": t}));
-        let skip = conditions.len().saturating_sub(MAX_CONDITIONS);
-        status["conditions"] = json!(conditions[skip..]);
-        tracing::info!(csv = %name, namespace = %ns, phase = p.phase, reason = p.reason, "csv phase");
-    } else if str_at(csv_obj, "/status/message") == p.message {
-        return Ok(());
-    }
-    olm.status(csv_obj, &status).await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_csv_status_changes_only_when_its_phase_reason_or_message_does() {
+        let phase = |phase, reason, message: &str| Phase { phase, reason, message: message.into() };
+        let csv = json!({"status": {"phase": "Pending", "reason": "RequirementsUnknown", "message": "m",
+                                    "conditions": [{"phase": "Pending"}]}});
+        assert_eq!(csv_status(&csv, &phase("Pending", "RequirementsUnknown", "m"), "t1"), None);
+        let message = csv_status(&csv, &phase("Pending", "RequirementsUnknown", "m2"), "t1").expect("a new message");
+        assert!(message.get("conditions").is_none() && message.get("lastTransitionTime").is_none());
+        let moved = csv_status(&csv, &phase("InstallReady", "AllRequirementsMet", "ok"), "t2").expect("a new phase");
+        assert_eq!(moved["lastTransitionTime"], "t2");
+        let phases: Vec<&str> =
+            moved["conditions"].as_array().unwrap().iter().filter_map(|c| c["phase"].as_str()).collect();
+        assert_eq!(phases, ["Pending", "InstallReady"]);
+    }
 
     #[test]
     fn served_crds_and_available_deployments() {

@@ -133,8 +133,9 @@ fn preferred(pkg: &Package) -> Vec<&Bundle> {
     v
 }
 
-/// Resolves a Subscription: the bundle it installs first, then what that bundle needs.
-pub fn resolve(sources: &[Source], target: &Target, installed: &[Installed]) -> Result<Vec<Choice>, ResolutionError> {
+/// The bundle a Subscription installs first: its package (from its source, else the first catalog by
+/// priority that has it), its channel (else the default), its starting CSV (else the channel's head).
+fn starting_choice<'a>(sources: &'a [Source<'a>], target: &Target) -> Result<(Choice, &'a Bundle), ResolutionError> {
     let candidates: Vec<&Source> =
         ordered(sources).into_iter().filter(|s| target.source.as_deref().is_none_or(|n| n == s.name)).collect();
     let (source, pkg) = candidates
@@ -158,14 +159,19 @@ pub fn resolve(sources: &[Source], target: &Target, installed: &[Installed]) -> 
         channel: channel_name.clone(),
         bundle: target.starting_csv.clone().unwrap_or_default(),
     })?;
-    let mut chosen = vec![Choice {
-        source: source.name.to_string(),
-        package: pkg.name.clone(),
-        channel: channel_name,
-        bundle: start.clone(),
-    }];
+    let bundle = &pkg.bundles[&start];
+    Ok((
+        Choice { source: source.name.to_string(), package: pkg.name.clone(), channel: channel_name, bundle: start },
+        bundle,
+    ))
+}
+
+/// Resolves a Subscription: the bundle it installs first, then what that bundle needs.
+pub fn resolve(sources: &[Source], target: &Target, installed: &[Installed]) -> Result<Vec<Choice>, ResolutionError> {
+    let (first, start) = starting_choice(sources, target)?;
     let mut provided: BTreeSet<Gvk> = installed.iter().flat_map(|i| i.provides.iter().cloned()).collect();
-    provided.extend(pkg.bundles[&start].provides.iter().cloned());
+    provided.extend(start.provides.iter().cloned());
+    let mut chosen = vec![first];
     let mut i = 0;
     while i < chosen.len() {
         let bundle = bundle_of(sources, &chosen[i]).expect("a chosen bundle is in its catalog").clone();

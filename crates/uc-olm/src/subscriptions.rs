@@ -125,6 +125,83 @@ pub fn visible_to<'a>(ns: &str, catalogs: &'a [String]) -> Vec<&'a str> {
         .collect()
 }
 
+/// The `CatalogSourcesUnhealthy` condition of a Subscription seeing these unhealthy catalogs.
+fn catalog_health(unhealthy: &[&str]) -> Value {
+    if unhealthy.is_empty() {
+        condition(
+            "CatalogSourcesUnhealthy",
+            false,
+            "AllCatalogSourcesHealthy",
+            "all available catalogsources are healthy",
+        )
+    } else {
+        let message = format!("targeted catalogsource(s) unhealthy: {}", unhealthy.join(", "));
+        condition("CatalogSourcesUnhealthy", true, "UnhealthyCatalogSourceFound", &message)
+    }
+}
+
+/// A Subscription's status; its plan is named with its uid (`installplan.uuid`).
+fn subscription_status(
+    ns: &str,
+    state: &str,
+    current: &str,
+    installed: Option<&String>,
+    plan: Option<(&str, &str)>,
+    conditions: Vec<Value>,
+) -> Value {
+    let plan_ref = plan
+        .map(|(p, uid)| json!({"apiVersion": V1ALPHA1, "kind": "InstallPlan", "name": p, "namespace": ns, "uid": uid}));
+    let installplan =
+        plan.map(|(p, uid)| json!({"apiVersion": V1ALPHA1, "kind": "InstallPlan", "name": p, "uuid": uid}));
+    json!({"state": state, "currentCSV": current, "installedCSV": installed, "installPlanRef": plan_ref,
+           "installplan": installplan, "conditions": conditions, "lastUpdated": now()})
+}
+
+/// Where a Subscription's install plan is.
+#[derive(Debug, PartialEq)]
+enum PlanProgress<'a> {
+    /// Done: its CSV is installed.
+    Complete,
+    /// Not done: the Subscription's state, the plan to name (none when it is gone), and why.
+    Waiting { state: &'static str, plan: Option<(&'a str, &'a str)>, condition: Value },
+}
+
+/// The progress of the plan `plan_ref` in `ns`, as OLM reports it on the Subscription: a missing plan
+/// is resolved again, a failed one is `UpgradeFailed` until deleted, others are pending.
+fn plan_progress<'a>(plans: &'a [Value], ns: &str, plan_ref: &'a str) -> PlanProgress<'a> {
+    let plan = plans.iter().find(|p| str_at(p, "/metadata/namespace") == ns && str_at(p, "/metadata/name") == plan_ref);
+    let Some(plan) = plan else {
+        let message = format!("the install plan {plan_ref} is gone; resolving again");
+        let condition = condition("InstallPlanMissing", true, "ReferencedInstallPlanNotFound", &message);
+        return PlanProgress::Waiting { state: "", plan: None, condition };
+    };
+    let named = Some((plan_ref, str_at(plan, "/metadata/uid")));
+    match str_at(plan, "/status/phase") {
+        "Complete" => PlanProgress::Complete,
+        "Failed" => {
+            let message = str_at(plan, "/status/message");
+            let condition = condition("InstallPlanFailed", true, "InstallComponentFailed", message);
+            PlanProgress::Waiting { state: "UpgradeFailed", plan: named, condition }
+        }
+        phase => {
+            let reason = if phase == "RequiresApproval" { "RequiresApproval" } else { "Installing" };
+            let condition = condition("InstallPlanPending", true, reason, "");
+            PlanProgress::Waiting { state: "UpgradePending", plan: named, condition }
+        }
+    }
+}
+
+/// The bundle after `from` in the Subscription's channel (of its source, when it names one).
+fn next_bundle(sources: &[Source], target: &Target, from: &str) -> Option<String> {
+    let pkg = sources
+        .iter()
+        .filter(|s| target.source.as_deref().is_none_or(|n| n == s.name))
+        .find_map(|s| s.catalog.packages.get(&target.package))?;
+    let channel = pkg.channels.get(target.channel.as_deref().unwrap_or(&pkg.default_channel))?;
+    let version = pkg.bundles.get(from).map(|b| b.version.clone());
+    graph::next(pkg, channel, from, version.as_ref()).map(|e| e.name.clone())
+}
+
 pub async fn sync(
     olm: &Olm,
     sub: &Value,
@@ -137,70 +214,19 @@ pub async fn sync(
     let sources: Vec<Source> =
         catalogs.iter().map(|(n, p, c)| Source { name: n.as_str(), priority: *p, catalog: c.as_ref() }).collect();
     let unhealthy = visible_to(ns, unhealthy);
-    let mut conditions = vec![if unhealthy.is_empty() {
-        condition(
-            "CatalogSourcesUnhealthy",
-            false,
-            "AllCatalogSourcesHealthy",
-            "all available catalogsources are healthy",
-        )
-    } else {
-        condition(
-            "CatalogSourcesUnhealthy",
-            true,
-            "UnhealthyCatalogSourceFound",
-            &format!("targeted catalogsource(s) unhealthy: {}", unhealthy.join(", ")),
-        )
-    }];
+    let mut conditions = vec![catalog_health(&unhealthy)];
     let mut installed = Some(str_at(sub, "/status/installedCSV").to_string()).filter(|s| !s.is_empty());
     let current = str_at(sub, "/status/currentCSV").to_string();
     let plan_ref = str_at(sub, "/status/installPlanRef/name").to_string();
-    // A plan is named with its uid (`installplan.uuid`).
-    let status =
-        |state: &str, current: &str, installed: Option<&String>, plan: Option<(&str, &str)>, conditions: Vec<Value>| {
-            let plan_ref = plan.map(|(p, uid)| {
-            json!({"apiVersion": V1ALPHA1, "kind": "InstallPlan", "name": p, "namespace": ns, "uid": uid})
-        });
-            let installplan =
-                plan.map(|(p, uid)| json!({"apiVersion": V1ALPHA1, "kind": "InstallPlan", "name": p, "uuid": uid}));
-            json!({"state": state, "currentCSV": current, "installedCSV": installed, "installPlanRef": plan_ref,
-               "installplan": installplan, "conditions": conditions, "lastUpdated": now()})
-        };
+    let status = |state: &str, current: &str, installed: Option<&String>, plan, conditions| {
+        subscription_status(ns, state, current, installed, plan, conditions)
+    };
     if !plan_ref.is_empty() {
-        let plan =
-            plans.iter().find(|p| str_at(p, "/metadata/namespace") == ns && str_at(p, "/metadata/name") == plan_ref);
-        let uid = plan.map(|p| str_at(p, "/metadata/uid")).unwrap_or_default();
-        match plan.map(|p| str_at(p, "/status/phase")) {
-            None => {
-                conditions.push(condition(
-                    "InstallPlanMissing",
-                    true,
-                    "ReferencedInstallPlanNotFound",
-                    &format!("the install plan {plan_ref} is gone; resolving again"),
-                ));
-                return olm.status(sub, &status("", &current, installed.as_ref(), None, conditions)).await;
-            }
-            Some("Complete") => installed = Some(current.clone()),
-            Some("Failed") => {
-                let message = str_at(plan.unwrap_or(&Value::Null), "/status/message");
-                conditions.push(condition("InstallPlanFailed", true, "InstallComponentFailed", message));
-                // OLM's state for a Subscription whose plan failed; it stays until the plan is deleted.
-                return olm
-                    .status(
-                        sub,
-                        &status("UpgradeFailed", &current, installed.as_ref(), Some((&plan_ref, uid)), conditions),
-                    )
-                    .await;
-            }
-            Some(phase) => {
-                let reason = if phase == "RequiresApproval" { "RequiresApproval" } else { "Installing" };
-                conditions.push(condition("InstallPlanPending", true, reason, ""));
-                return olm
-                    .status(
-                        sub,
-                        &status("UpgradePending", &current, installed.as_ref(), Some((&plan_ref, uid)), conditions),
-                    )
-                    .await;
+        match plan_progress(plans, ns, &plan_ref) {
+            PlanProgress::Complete => installed = Some(current.clone()),
+            PlanProgress::Waiting { state, plan, condition: c } => {
+                conditions.push(c);
+                return olm.status(sub, &status(state, &current, installed.as_ref(), plan, conditions)).await;
             }
         }
     }
@@ -237,15 +263,7 @@ pub async fn sync(
             && str_at(c, "/metadata/name") == from
             && str_at(c, "/status/phase") == "Succeeded"
     });
-    let next = sources
-        .iter()
-        .filter(|s| target.source.as_deref().is_none_or(|n| n == s.name))
-        .find_map(|s| s.catalog.packages.get(&target.package))
-        .and_then(|pkg| {
-            let channel = pkg.channels.get(target.channel.as_deref().unwrap_or(&pkg.default_channel))?;
-            let version = pkg.bundles.get(&from).map(|b| b.version.clone());
-            graph::next(pkg, channel, &from, version.as_ref()).map(|e| e.name.clone())
-        });
+    let next = next_bundle(&sources, &target, &from);
     match next {
         Some(next) if succeeded => {
             let upgrade = Target { starting_csv: Some(next.clone()), ..target };
@@ -270,6 +288,36 @@ pub async fn sync(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_subscription_follows_its_plan_as_olm_reports_it() {
+        let plan = |phase: &str| {
+            [json!({"metadata": {"namespace": "ns", "name": "install-1", "uid": "u1"},
+                    "status": {"phase": phase, "message": "no room"}})]
+        };
+        assert_eq!(plan_progress(&plan("Complete"), "ns", "install-1"), PlanProgress::Complete);
+        let failed = plan("Failed");
+        let PlanProgress::Waiting { state, plan: named, condition } = plan_progress(&failed, "ns", "install-1") else {
+            panic!("a failed plan does not complete")
+        };
+        assert_eq!((state, named), ("UpgradeFailed", Some(("install-1", "u1"))));
+        assert_eq!(
+            (condition["type"].as_str(), condition["message"].as_str()),
+            (Some("InstallPlanFailed"), Some("no room"))
+        );
+        let waiting = plan("RequiresApproval");
+        let PlanProgress::Waiting { state, condition, .. } = plan_progress(&waiting, "ns", "install-1") else {
+            panic!("a plan awaiting approval does not complete")
+        };
+        assert_eq!((state, condition["reason"].as_str()), ("UpgradePending", Some("RequiresApproval")));
+        // A plan of the same name in another namespace is not this Subscription's.
+        let complete = plan("Complete");
+        let PlanProgress::Waiting { state, plan: named, condition } = plan_progress(&complete, "other", "install-1")
+        else {
+            panic!("a missing plan does not complete")
+        };
+        assert_eq!((state, named, condition["type"].as_str()), ("", None, Some("InstallPlanMissing")));
+    }
 
     #[test]
     fn plan_names_are_stable_and_distinct() {
