@@ -155,183 +155,218 @@ pub fn restore_step(spec: &Spec, observed: &ObjectMap, r: &restore::Request, nex
     (step, seeded)
 }
 
-/// The decision of one sync (see the module's list).
-pub fn plan(spec: &Spec, observed: &ObjectMap, parent: &Value, view: View) -> Decision {
-    let mine = member_pods(spec, observed);
-    // Pods are re-listed as they are: pods are never changed in place (but for an upgrade's image).
-    let keep = |names: &BTreeSet<String>| -> Vec<Value> {
-        names.iter().filter_map(|n| mine.get(n)).map(|p| strip(p)).collect()
-    };
-    let alive: BTreeSet<String> = mine.iter().filter(|(_, p)| !pod_failed(p)).map(|(n, _)| n.clone()).collect();
-    let ready: Vec<&Value> = mine.values().map(|p| &**p).filter(|p| pod_ready(p)).collect();
-    // Only a cluster that is coming up waits for its first member; one that ran has lost its quorum.
-    let coming_up = matches!(str_at(parent, "/status/phase"), "" | "Creating" | "Restoring");
-    let all: BTreeSet<String> = mine.keys().cloned().collect();
+/// What a sync saw once etcd answered: the member pods, etcd's member list and its quorum.
+struct Seen<'a> {
+    spec: &'a Spec,
+    parent: &'a Value,
+    mine: &'a ObjectMap,
+    alive: &'a BTreeSet<String>,
+    endpoint: String,
+    members: Vec<Member>,
+    voting: usize,
+    healthy_voting: usize,
+    quorum: bool,
+}
 
-    // 1. Bootstrap, once: every initial member at the same time, as etcd's static bootstrap does (each
-    // names them all in `--initial-cluster`, state `new`). A cluster that ever had members is never
-    // silently started empty again; one stopped half-way through its bootstrap (some pods written,
-    // no status yet) gets the rest of the members its first pods name.
-    let bootstrapped = parent.pointer("/status/nextMemberIndex").and_then(Value::as_u64).unwrap_or(0) > 0;
-    if !bootstrapped && mine.values().all(|p| bootstrap_flag(p, "--initial-cluster-state=") == Some("new")) {
-        let (names, pods) =
-            started_together(spec, mine.values().map(|p| &**p), 0, &mine, |n, cluster| spec.pod(n, cluster, "new"));
-        let message = format!("starting the initial members {}", names.join(", "));
-        return Step {
-            pods,
-            phase: "Creating",
-            conditions: vec![condition("Available", false, "Bootstrapping", &message)],
-            busy: true,
-            quorum_lost: false,
-        }
-        .into();
+impl Seen<'_> {
+    fn by_peer(&self, m: &Member, name: &str) -> bool {
+        m.peer_urls.iter().any(|u| *u == self.spec.peer_url(name))
     }
-    // 2. etcd's own view, through any Ready member.
-    let (endpoint, members) = match view {
-        View::Members { endpoint, members } => (endpoint, members),
-        View::Unreachable(last_error) => {
-            return unreachable(&mine, &alive, coming_up, &last_error, keep(&all));
-        }
-    };
-    let by_peer = |m: &Member, name: &str| m.peer_urls.iter().any(|u| *u == spec.peer_url(name));
-    let voting = members.iter().filter(|m| !m.is_learner).count();
-    let healthy_voting = members
-        .iter()
-        .filter(|m| !m.is_learner && ready.iter().any(|p| by_peer(m, str_at(p, "/metadata/name"))))
-        .count();
-    let quorum = healthy_voting > voting / 2;
-    // Pods stay until etcd no longer counts their member: a dead member's pod goes after its removal.
-    let mut pods: BTreeSet<String> =
-        all.iter().filter(|n| alive.contains(*n) || members.iter().any(|m| m.name == **n)).cloned().collect();
-    let initial_cluster = |extra: &str| initial_cluster(spec, &members, extra);
-    let scaling = |msg: String| condition("Scaling", true, "Scaling", &msg);
-    let done = |pods: &BTreeSet<String>, phase: &'static str, conditions: Vec<Value>, busy: bool| Step {
-        pods: keep(pods),
-        phase,
-        quorum_lost: conditions.first().is_some_and(|c| c["reason"] == "QuorumLost"),
-        conditions,
-        busy,
-    };
-    let change = |change: MemberChange, on_failure: Option<Fallback>| {
-        Some(Change { change, endpoint: endpoint.clone(), on_failure })
-    };
 
-    // 3. A member etcd knows of without a pod: added before a stop; start it now.
-    for m in members.iter().filter(|m| m.name.is_empty()) {
-        let Some(name) = (0..10_000u32).map(|i| spec.member_name(i)).find(|n| by_peer(m, n)) else { continue };
-        if !mine.contains_key(&name) {
-            let mut out = keep(&pods);
-            out.push(spec.pod(&name, &initial_cluster(&name), "existing"));
-            return Step {
-                pods: out,
-                phase: "Scaling",
-                conditions: vec![
-                    condition("Available", quorum, "MemberStarting", ""),
+    /// The pods named, as they are: pods are never changed in place (but for an upgrade's image).
+    fn keep(&self, names: &BTreeSet<String>) -> Vec<Value> {
+        names.iter().filter_map(|n| self.mine.get(n)).map(|p| strip(p)).collect()
+    }
+
+    fn done(&self, pods: &BTreeSet<String>, phase: &'static str, conditions: Vec<Value>, busy: bool) -> Step {
+        let quorum_lost = conditions.first().is_some_and(|c| c["reason"] == "QuorumLost");
+        Step { pods: self.keep(pods), phase, quorum_lost, conditions, busy }
+    }
+
+    fn change(&self, change: MemberChange, on_failure: Option<Fallback>) -> Option<Change> {
+        Some(Change { change, endpoint: self.endpoint.clone(), on_failure })
+    }
+
+    /// The pods plus a new member `name` starting into the cluster.
+    fn with_member(&self, pods: &BTreeSet<String>, name: &str) -> Vec<Value> {
+        let mut out = self.keep(pods);
+        out.push(self.spec.pod(name, &initial_cluster(self.spec, &self.members, name), "existing"));
+        out
+    }
+
+    /// Step 3: A member etcd knows of without a pod (added before a stop) starts now.
+    fn start_added(&self, pods: &BTreeSet<String>) -> Option<Decision> {
+        for m in self.members.iter().filter(|m| m.name.is_empty()) {
+            let Some(name) = (0..10_000u32).map(|i| self.spec.member_name(i)).find(|n| self.by_peer(m, n)) else {
+                continue;
+            };
+            if !self.mine.contains_key(&name) {
+                let conditions = vec![
+                    condition("Available", self.quorum, "MemberStarting", ""),
                     scaling(format!("starting member {name}")),
-                ],
-                busy: true,
-                quorum_lost: false,
+                ];
+                let pods = self.with_member(pods, &name);
+                return Some(Step { pods, phase: "Scaling", conditions, busy: true, quorum_lost: false }.into());
             }
-            .into();
         }
+        None
     }
-    // 4. Wait for every pod.
-    if let Some((name, _)) = mine.iter().find(|(n, p)| alive.contains(*n) && !pod_ready(p)) {
-        let waiting = condition("Available", quorum, "MemberStarting", &format!("waiting for {name} to become Ready"));
-        return done(&pods, "Scaling", vec![waiting], true).into();
-    }
-    // 5. Promote a learner (a learner not caught up yet refuses: the next sync asks again).
-    if let Some(l) = members.iter().find(|m| m.is_learner) {
-        let conditions =
-            vec![condition("Available", quorum, "Promoting", ""), scaling(format!("promoting learner {}", l.name))];
-        return Decision {
-            step: done(&pods, "Scaling", conditions, true),
-            change: change(MemberChange::Promote(l.id.clone()), None),
-        };
-    }
-    // 6. Replace dead members while quorum holds; without it, say so.
-    if let Some(d) = members.iter().find(|m| !m.name.is_empty() && !alive.contains(&m.name)) {
-        if !quorum {
-            let message = format!("{healthy_voting} of {voting} voting members are healthy; restore from a backup");
-            return done(&all, "Failed", vec![condition("Available", false, "QuorumLost", &message)], false).into();
+
+    /// Step 5: Promote a learner (a learner not caught up yet refuses: the next sync asks again); step 6:
+    /// replace dead members while quorum holds, and without it say so.
+    fn repair(&self, pods: &mut BTreeSet<String>, all: &BTreeSet<String>) -> Option<Decision> {
+        if let Some(l) = self.members.iter().find(|m| m.is_learner) {
+            let conditions = vec![
+                condition("Available", self.quorum, "Promoting", ""),
+                scaling(format!("promoting learner {}", l.name)),
+            ];
+            let step = self.done(pods, "Scaling", conditions, true);
+            return Some(Decision { step, change: self.change(MemberChange::Promote(l.id.clone()), None) });
         }
-        let fallback = Fallback { pods: keep(&pods), phase: "Recovering", condition: ("Recovering", "RemoveFailed") };
+        let d = self.members.iter().find(|m| !m.name.is_empty() && !self.alive.contains(&m.name))?;
+        if !self.quorum {
+            let (healthy, voting) = (self.healthy_voting, self.voting);
+            let message = format!("{healthy} of {voting} voting members are healthy; restore from a backup");
+            let lost = condition("Available", false, "QuorumLost", &message);
+            return Some(self.done(all, "Failed", vec![lost], false).into());
+        }
+        let fallback =
+            Fallback { pods: self.keep(pods), phase: "Recovering", condition: ("Recovering", "RemoveFailed") };
         pods.remove(&d.name);
         let conditions = vec![
             condition("Available", true, "Recovering", ""),
             condition("Recovering", true, "MemberDead", &format!("removed dead member {}", d.name)),
         ];
-        return Decision {
-            step: done(&pods, "Recovering", conditions, true),
-            change: change(MemberChange::Remove(d.id.clone()), Some(fallback)),
-        };
+        let step = self.done(pods, "Recovering", conditions, true);
+        Some(Decision { step, change: self.change(MemberChange::Remove(d.id.clone()), Some(fallback)) })
     }
-    // 7. Scale.
-    if members.len() < spec.size {
-        let next = mine
-            .keys()
-            .chain(members.iter().map(|m| &m.name))
-            .filter_map(|n| spec.index_of(n))
-            .max()
-            .map_or(0, |i| i + 1);
-        let next = next.max(parent.pointer("/status/nextMemberIndex").and_then(Value::as_u64).unwrap_or(0) as u32);
-        let name = spec.member_name(next);
-        let fallback = Fallback { pods: keep(&pods), phase: "Scaling", condition: ("Available", "AddFailed") };
-        let mut out = keep(&pods);
-        out.push(spec.pod(&name, &initial_cluster(&name), "existing"));
-        let step = Step {
-            pods: out,
-            phase: "Scaling",
-            conditions: vec![condition("Available", true, "Scaling", ""), scaling(format!("adding member {name}"))],
-            busy: true,
-            quorum_lost: false,
-        };
-        return Decision { step, change: change(MemberChange::AddLearner(spec.peer_url(&name)), Some(fallback)) };
-    }
-    let newest = members.iter().filter(|m| !m.name.is_empty()).max_by_key(|m| spec.index_of(&m.name));
-    if members.len() > spec.size
-        && let Some(m) = newest
-    {
-        let fallback = Fallback { pods: keep(&pods), phase: "Scaling", condition: ("Available", "RemoveFailed") };
+
+    /// Step 7: Scale: add a learner past the highest index ever used, or remove the newest member.
+    fn scale(&self, pods: &mut BTreeSet<String>) -> Option<Decision> {
+        let spec = self.spec;
+        if self.members.len() < spec.size {
+            let names = self.mine.keys().chain(self.members.iter().map(|m| &m.name));
+            let next = names.filter_map(|n| spec.index_of(n)).max().map_or(0, |i| i + 1);
+            let used = self.parent.pointer("/status/nextMemberIndex").and_then(Value::as_u64).unwrap_or(0) as u32;
+            let name = spec.member_name(next.max(used));
+            let fallback = Fallback { pods: self.keep(pods), phase: "Scaling", condition: ("Available", "AddFailed") };
+            let conditions =
+                vec![condition("Available", true, "Scaling", ""), scaling(format!("adding member {name}"))];
+            let pods = self.with_member(pods, &name);
+            let step = Step { pods, phase: "Scaling", conditions, busy: true, quorum_lost: false };
+            let add = MemberChange::AddLearner(spec.peer_url(&name));
+            return Some(Decision { step, change: self.change(add, Some(fallback)) });
+        }
+        let newest = self.members.iter().filter(|m| !m.name.is_empty()).max_by_key(|m| spec.index_of(&m.name));
+        let m = newest.filter(|_| self.members.len() > spec.size)?;
+        let fallback = Fallback { pods: self.keep(pods), phase: "Scaling", condition: ("Available", "RemoveFailed") };
         pods.remove(&m.name);
         let conditions =
             vec![condition("Available", true, "Scaling", ""), scaling(format!("removing member {}", m.name))];
-        return Decision {
-            step: done(&pods, "Scaling", conditions, true),
-            change: change(MemberChange::Remove(m.id.clone()), Some(fallback)),
+        let step = self.done(pods, "Scaling", conditions, true);
+        Some(Decision { step, change: self.change(MemberChange::Remove(m.id.clone()), Some(fallback)) })
+    }
+
+    /// Step 8: Upgrade: one member at a time, its image changed in place (the pod and its data stay; the node
+    /// restarts the container from the new image), the next only once it runs the new image and is
+    /// Ready again.
+    fn upgrade(&self, pods: &BTreeSet<String>) -> Option<Decision> {
+        let image = self.spec.image();
+        let alive = |n: &String| self.alive.contains(n);
+        let in_flight = self
+            .mine
+            .iter()
+            .find(|(n, p)| alive(n) && pod_image(p) == image && running_image(p).as_deref() != Some(&image));
+        let upgrading = |message: String| {
+            vec![condition("Available", true, "Upgrading", ""), condition("Upgrading", true, "Upgrading", &message)]
         };
-    }
-    // 8. Upgrade: one member at a time, its image changed in place (the pod and its data stay; the
-    // node restarts the container from the new image), the next only once it runs the new image and
-    // is Ready again.
-    let image = spec.image();
-    let in_flight = mine
-        .iter()
-        .find(|(n, p)| alive.contains(*n) && pod_image(p) == image && running_image(p).as_deref() != Some(&image));
-    let outdated = mine.iter().find(|(n, p)| alive.contains(*n) && pod_image(p) != image);
-    let upgrading = |message: String| {
-        vec![condition("Available", true, "Upgrading", ""), condition("Upgrading", true, "Upgrading", &message)]
-    };
-    if let Some((name, _)) = in_flight {
-        return done(&pods, "Upgrading", upgrading(format!("waiting for {name} to run {image}")), true).into();
-    }
-    if let Some((name, pod)) = outdated {
-        let mut out: Vec<Value> = keep(&pods).into_iter().filter(|p| str_at(p, "/metadata/name") != name).collect();
+        if let Some((name, _)) = in_flight {
+            let waiting = upgrading(format!("waiting for {name} to run {image}"));
+            return Some(self.done(pods, "Upgrading", waiting, true).into());
+        }
+        let (name, pod) = self.mine.iter().find(|(n, p)| alive(n) && pod_image(p) != image)?;
+        let mut out: Vec<Value> = self.keep(pods).into_iter().filter(|p| str_at(p, "/metadata/name") != name).collect();
         let mut upgraded = strip(pod);
         upgraded["spec"]["containers"][0]["image"] = json!(image);
-        upgraded["metadata"]["annotations"]["etcd.version"] = json!(spec.version);
+        upgraded["metadata"]["annotations"]["etcd.version"] = json!(self.spec.version);
         out.push(upgraded);
-        return Step {
-            pods: out,
-            phase: "Upgrading",
-            conditions: upgrading(format!("upgrading member {name} to {image}")),
-            busy: true,
-            quorum_lost: false,
-        }
-        .into();
+        let conditions = upgrading(format!("upgrading member {name} to {image}"));
+        Some(Step { pods: out, phase: "Upgrading", conditions, busy: true, quorum_lost: false }.into())
     }
-    let available = condition("Available", true, "Available", &format!("{} members", members.len()));
-    done(&pods, "Running", vec![available], false).into()
+}
+
+fn scaling(message: String) -> Value {
+    condition("Scaling", true, "Scaling", &message)
+}
+
+/// Step 1: Bootstrap, once: every initial member at the same time, as etcd's static bootstrap does (each
+/// names them all in `--initial-cluster`, state `new`). A cluster that ever had members is never
+/// silently started empty again; one stopped half-way through its bootstrap (some pods written, no
+/// status yet) gets the rest of the members its first pods name.
+fn bootstrap(spec: &Spec, mine: &ObjectMap, parent: &Value) -> Option<Decision> {
+    let bootstrapped = parent.pointer("/status/nextMemberIndex").and_then(Value::as_u64).unwrap_or(0) > 0;
+    if bootstrapped || !mine.values().all(|p| bootstrap_flag(p, "--initial-cluster-state=") == Some("new")) {
+        return None;
+    }
+    let (names, pods) =
+        started_together(spec, mine.values().map(|p| &**p), 0, mine, |n, cluster| spec.pod(n, cluster, "new"));
+    let message = format!("starting the initial members {}", names.join(", "));
+    let conditions = vec![condition("Available", false, "Bootstrapping", &message)];
+    Some(Step { pods, phase: "Creating", conditions, busy: true, quorum_lost: false }.into())
+}
+
+/// The decision of one sync (see the module's list).
+pub fn plan(spec: &Spec, observed: &ObjectMap, parent: &Value, view: View) -> Decision {
+    let mine = member_pods(spec, observed);
+    let alive: BTreeSet<String> = mine.iter().filter(|(_, p)| !pod_failed(p)).map(|(n, _)| n.clone()).collect();
+    let all: BTreeSet<String> = mine.keys().cloned().collect();
+    if let Some(d) = bootstrap(spec, &mine, parent) {
+        return d;
+    }
+    // 2. etcd's own view, through any Ready member.
+    let (endpoint, members) = match view {
+        View::Members { endpoint, members } => (endpoint, members),
+        View::Unreachable(last_error) => {
+            // Only a cluster that is coming up waits for its first member; one that ran has lost its quorum.
+            let coming_up = matches!(str_at(parent, "/status/phase"), "" | "Creating" | "Restoring");
+            let pods = mine.values().map(|p| strip(p)).collect();
+            return unreachable(&mine, &alive, coming_up, &last_error, pods);
+        }
+    };
+    let ready: Vec<&Value> = mine.values().map(|p| &**p).filter(|p| pod_ready(p)).collect();
+    let mut seen = Seen {
+        spec,
+        parent,
+        mine: &mine,
+        alive: &alive,
+        endpoint,
+        members,
+        voting: 0,
+        healthy_voting: 0,
+        quorum: false,
+    };
+    seen.voting = seen.members.iter().filter(|m| !m.is_learner).count();
+    seen.healthy_voting = (seen.members.iter())
+        .filter(|m| !m.is_learner && ready.iter().any(|p| seen.by_peer(m, str_at(p, "/metadata/name"))))
+        .count();
+    seen.quorum = seen.healthy_voting > seen.voting / 2;
+    // Pods stay until etcd no longer counts their member: a dead member's pod goes after its removal.
+    let mut pods: BTreeSet<String> =
+        all.iter().filter(|n| alive.contains(*n) || seen.members.iter().any(|m| m.name == **n)).cloned().collect();
+    if let Some(d) = seen.start_added(&pods) {
+        return d;
+    }
+    // 4. Wait for every pod.
+    if let Some((name, _)) = mine.iter().find(|(n, p)| alive.contains(*n) && !pod_ready(p)) {
+        let message = format!("waiting for {name} to become Ready");
+        let waiting = condition("Available", seen.quorum, "MemberStarting", &message);
+        return seen.done(&pods, "Scaling", vec![waiting], true).into();
+    }
+    if let Some(d) = seen.repair(&mut pods, &all).or_else(|| seen.scale(&mut pods)).or_else(|| seen.upgrade(&pods)) {
+        return d;
+    }
+    let available = condition("Available", true, "Available", &format!("{} members", seen.members.len()));
+    seen.done(&pods, "Running", vec![available], false).into()
 }
 
 /// Where a restored member's pod records the restore (`EtcdRestore` uid).
