@@ -175,6 +175,104 @@ fn answer(status: Value, resync_after_seconds: Option<f64>) -> SyncResponse {
     SyncResponse { status: Some(status), children: Vec::new(), resync_after_seconds, finalized: None }
 }
 
+/// When a backup that succeeded is not due again: one-shot, never (no resync); periodic, until the
+/// interval since the last success has passed (resync then). `None`: take one now.
+fn not_due(previous: &Value, interval: u64, now: chrono::DateTime<chrono::Utc>) -> Option<Option<f64>> {
+    if previous.get("succeeded") != Some(&Value::Bool(true)) {
+        return None;
+    }
+    if interval == 0 {
+        return Some(None);
+    }
+    let last = previous.get("lastSuccessDate").and_then(Value::as_str)?;
+    let last = chrono::DateTime::parse_from_rfc3339(last).ok()?;
+    let due = last.with_timezone(&chrono::Utc) + chrono::Duration::seconds(interval as i64);
+    let wait = (due - now).num_milliseconds() as f64 / 1000.0;
+    (due > now).then_some(Some(wait.max(0.5)))
+}
+
+/// Where a backup's snapshots go: a local path, or (with `s3`) a local staging file then an object.
+struct Target {
+    s3: Option<S3>,
+    path: String,
+    interval: u64,
+    max_backups: usize,
+    stamp: String,
+}
+
+impl Target {
+    /// Where the backup's snapshots go: a local path (absolute), or a local staging file then an S3
+    /// object (which needs the API server, for `spec.s3.awsSecret`).
+    async fn open(
+        client: Option<&kube::Client>,
+        backup: &EtcdBackup,
+        interval: u64,
+        max_backups: usize,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Target, StorageError> {
+        let spec = &backup.spec;
+        let namespace = backup.metadata.namespace.as_deref().unwrap_or_default();
+        let s3 = if spec.storage_type == StorageType::S3 {
+            let Some(client) = client else {
+                let message = "S3 storage needs the API server (for spec.s3.awsSecret)".into();
+                return Err(StorageError::Spec { field: "spec.storageType".into(), message });
+            };
+            Some(S3::open(client, namespace, &spec.s3.clone().unwrap_or_default(), "spec.s3").await?)
+        } else {
+            None
+        };
+        let path = match &s3 {
+            Some(_) => std::env::temp_dir()
+                .join("uc-etcd-backup")
+                .join(backup.metadata.uid.as_deref().unwrap_or_default())
+                .join("snapshot.db")
+                .display()
+                .to_string(),
+            None => spec.local.as_ref().and_then(|l| l.path.clone()).unwrap_or_default(),
+        };
+        if !path.starts_with('/') {
+            let message = format!("{path:?} must be an absolute path");
+            return Err(StorageError::Spec { field: "spec.local.path".into(), message });
+        }
+        Ok(Target { s3, path, interval, max_backups, stamp: now.format("%Y-%m-%d-%H:%M:%S").to_string() })
+    }
+
+    /// A periodic backup names each snapshot by revision and time; a one-shot one writes the path itself.
+    fn name_for(&self, base: &str, rev: i64) -> String {
+        if self.interval > 0 { format!("{base}_v{rev}_{}", self.stamp) } else { base.to_string() }
+    }
+
+    /// Stores the snapshot staged at `tmp` (of etcd revision `revision`) with its metadata, pruning old
+    /// periodic ones; where it went.
+    async fn store(&self, tmp: &Path, revision: i64, meta: String) -> Result<String, StorageError> {
+        let base = PathBuf::from(&self.path);
+        let prune_too = self.interval > 0 && self.max_backups > 0;
+        let Some(s3) = &self.s3 else {
+            let file = PathBuf::from(self.name_for(&self.path, revision));
+            if file != tmp {
+                let _ = std::fs::rename(tmp, &file);
+            }
+            let _ = std::fs::write(super::storage::meta_path(&file), meta);
+            if prune_too {
+                prune(&base, self.max_backups);
+            }
+            return Ok(file.display().to_string());
+        };
+        let key = self.name_for(&s3.key, revision);
+        let uploaded = async {
+            s3.upload(tmp, &key).await?;
+            s3.put(&format!("{key}.meta.json"), meta.into_bytes()).await?;
+            if prune_too {
+                s3.prune(&s3.key, self.max_backups).await?;
+            }
+            Ok::<String, StorageError>(s3.full(&key))
+        }
+        .await;
+        let _ = std::fs::remove_dir_all(base.parent().unwrap_or(&base));
+        uploaded
+    }
+}
+
 /// One sync of an EtcdBackup. `client` reads the S3 credentials' Secret.
 pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, request: SyncRequest) -> SyncResponse {
     let parent = &request.parent;
@@ -196,49 +294,13 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
     let timeout = policy.timeout_in_second.unwrap_or(60);
     let namespace = backup.metadata.namespace.as_deref().unwrap_or_default();
     let now = chrono::Utc::now();
-    // One-shot: done once it succeeded. Periodic: again once the interval has passed.
-    if previous.get("succeeded") == Some(&Value::Bool(true)) {
-        if interval == 0 {
-            return answer(previous, None);
-        }
-        let last = previous
-            .get("lastSuccessDate")
-            .and_then(Value::as_str)
-            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
-        if let Some(last) = last {
-            let due = last.with_timezone(&chrono::Utc) + chrono::Duration::seconds(interval as i64);
-            if due > now {
-                let wait = (due - now).num_milliseconds() as f64 / 1000.0;
-                return answer(previous, Some(wait.max(0.5)));
-            }
-        }
+    if let Some(resync) = not_due(&previous, interval, now) {
+        return answer(previous, resync);
     }
-    // Where the snapshot goes: a local path, or a local staging file then an S3 object.
-    let s3 = if spec.storage_type == StorageType::S3 {
-        let Some(client) = client else {
-            return failed("S3 storage needs the API server (for spec.s3.awsSecret)".into());
-        };
-        let s3_spec = spec.s3.clone().unwrap_or_default();
-        match S3::open(client, namespace, &s3_spec, "spec.s3").await {
-            Ok(s3) => Some(s3),
-            Err(e) => return failed(e.to_string()),
-        }
-    } else {
-        None
+    let target = match Target::open(client, &backup, interval, max_backups, now).await {
+        Ok(t) => t,
+        Err(e) => return failed(e.to_string()),
     };
-    let path = match &s3 {
-        Some(_) => std::env::temp_dir()
-            .join("uc-etcd-backup")
-            .join(backup.metadata.uid.as_deref().unwrap_or_default())
-            .join("snapshot.db")
-            .display()
-            .to_string(),
-        None => spec.local.as_ref().and_then(|l| l.path.clone()).unwrap_or_default(),
-    };
-    if !path.starts_with('/') {
-        return failed(format!("spec.local.path: {path:?} must be an absolute path"));
-    }
-    let base = PathBuf::from(&path);
     let endpoints = &spec.etcd_endpoints;
     let mut last_error = "spec.etcdEndpoints is empty".to_string();
     // `http://example-client:2379` means the Service in the backup's namespace, as it would in a pod.
@@ -246,12 +308,8 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
         Some(n) => n.resolver(namespace),
         None => Resolver::system(),
     };
-    let stamp = now.format("%Y-%m-%d-%H:%M:%S").to_string();
-    // A periodic backup names each snapshot by revision and time; a one-shot one writes the path itself.
-    let name_for =
-        |base: &str, rev: i64| if interval > 0 { format!("{base}_v{rev}_{stamp}") } else { base.to_string() };
     for endpoint in endpoints {
-        let tmp = PathBuf::from(name_for(&path, 0));
+        let tmp = PathBuf::from(target.name_for(&target.path, 0));
         let attempt =
             tokio::time::timeout(Duration::from_secs(timeout), snapshot(endpoint, &tmp, resolver.clone())).await;
         let saved = match attempt {
@@ -274,33 +332,7 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
         let meta = json!({"clusterSize": voting, "etcdVersion": saved.version, "etcdRevision": saved.revision,
                           "endpoint": endpoint})
         .to_string();
-        let stored = match &s3 {
-            Some(s3) => {
-                let key = name_for(&s3.key, saved.revision);
-                let uploaded = async {
-                    s3.upload(&tmp, &key).await?;
-                    s3.put(&format!("{key}.meta.json"), meta.into_bytes()).await?;
-                    if interval > 0 && max_backups > 0 {
-                        s3.prune(&s3.key, max_backups).await?;
-                    }
-                    Ok::<String, StorageError>(s3.full(&key))
-                }
-                .await;
-                let _ = std::fs::remove_dir_all(base.parent().unwrap_or(&base));
-                uploaded
-            }
-            None => {
-                let file = PathBuf::from(name_for(&path, saved.revision));
-                if file != tmp {
-                    let _ = std::fs::rename(&tmp, &file);
-                }
-                let _ = std::fs::write(super::storage::meta_path(&file), meta);
-                if interval > 0 && max_backups > 0 {
-                    prune(&base, max_backups);
-                }
-                Ok(file.display().to_string())
-            }
-        };
+        let stored = target.store(&tmp, saved.revision, meta).await;
         let backup_path = match stored {
             Ok(p) => p,
             Err(e) => {
@@ -319,6 +351,17 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_backup_is_due_once_or_every_interval() {
+        let now = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:01:00Z").unwrap().with_timezone(&chrono::Utc);
+        let done = |at: &str| json!({"succeeded": true, "lastSuccessDate": at});
+        assert_eq!(not_due(&json!({}), 0, now), None, "never taken: now");
+        assert_eq!(not_due(&json!({"succeeded": false}), 30, now), None, "failed: again now");
+        assert_eq!(not_due(&done("2026-01-01T00:00:00Z"), 0, now), Some(None), "one-shot: done for good");
+        assert_eq!(not_due(&done("2026-01-01T00:00:30Z"), 60, now), Some(Some(30.0)), "periodic: in 30 s");
+        assert_eq!(not_due(&done("2026-01-01T00:00:00Z"), 60, now), None, "periodic: due now");
+    }
 
     #[tokio::test]
     async fn bad_requests_fail_with_a_reason_and_write_nothing() {

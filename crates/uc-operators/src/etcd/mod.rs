@@ -111,6 +111,34 @@ pub fn register(natives: &mut NativeRegistry, client: kube::Client, names: Optio
     natives.register(backup::HOOK, native::typed_async(backups));
 }
 
+/// A cluster whose spec does not read: whatever runs is kept (a bad edit must not take a cluster down),
+/// and the status says why.
+fn invalid_spec(request: &mut SyncRequest, observed_pods: &ObjectMap, previous: Value, message: &str) -> SyncResponse {
+    let mut kept: Vec<Value> = take_children(request, "Service.v1").into_values().map(Arc::unwrap_or_clone).collect();
+    kept.extend(observed_pods.values().map(|p| Value::clone(p)));
+    let mut status = previous;
+    status["phase"] = json!(if kept.is_empty() { "Failed" } else { status["phase"].as_str().unwrap_or("Failed") });
+    status["reason"] = json!(message);
+    status["conditions"] = json!([condition("Available", false, "InvalidSpec", message)]);
+    SyncResponse { status: Some(status), children: kept, ..Default::default() }
+}
+
+/// The members of these pods that are Ready and those that are not, each sorted.
+fn readiness(pods: &[Value], observed: &ObjectMap) -> (Vec<String>, Vec<String>) {
+    let mut ready = Vec::new();
+    let mut unready = Vec::new();
+    for p in pods {
+        let name = str_at(p, "/metadata/name").to_string();
+        match observed.get(&name) {
+            Some(o) if pod_ready(o) => ready.push(name),
+            _ => unready.push(name),
+        }
+    }
+    ready.sort();
+    unready.sort();
+    (ready, unready)
+}
+
 /// One sync of an EtcdCluster.
 async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest) -> SyncResponse {
     let observed_pods = &take_children(&mut request, "Pod.v1");
@@ -118,19 +146,7 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest
     let previous = parent.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
     let spec = match Spec::from(parent) {
         Ok(s) => s,
-        Err(error) => {
-            let message = error.to_string();
-            // Keep whatever runs; a bad edit must not take a cluster down.
-            let mut kept: Vec<Value> =
-                take_children(&mut request, "Service.v1").into_values().map(Arc::unwrap_or_clone).collect();
-            kept.extend(observed_pods.values().map(|p| Value::clone(p)));
-            let mut status = previous;
-            status["phase"] =
-                json!(if kept.is_empty() { "Failed" } else { status["phase"].as_str().unwrap_or("Failed") });
-            status["reason"] = json!(message);
-            status["conditions"] = json!([condition("Available", false, "InvalidSpec", &message)]);
-            return SyncResponse { status: Some(status), children: kept, ..Default::default() };
-        }
+        Err(error) => return invalid_spec(&mut request, observed_pods, previous, &error.to_string()),
     };
     // The next member index, kept in the status so that a removed member's name is never reused.
     let next_index = |pods: &[Value]| {
@@ -166,17 +182,7 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest
             carry_out(etcd, plan(&spec, observed_pods, parent, view)).await
         }
     };
-    let mut members_ready = Vec::new();
-    let mut members_unready = Vec::new();
-    for p in &step.pods {
-        let name = str_at(p, "/metadata/name").to_string();
-        match observed_pods.get(&name) {
-            Some(o) if pod_ready(o) => members_ready.push(name),
-            _ => members_unready.push(name),
-        }
-    }
-    members_ready.sort();
-    members_unready.sort();
+    let (members_ready, members_unready) = readiness(&step.pods, observed_pods);
     let next_index = next_index(&step.pods);
     let quorum_lost_since = if step.quorum_lost {
         let since = str_at(&previous, "/quorumLostSince");

@@ -79,6 +79,53 @@ fn status(phase: &str, reason: &str, resync: Option<f64>) -> SyncResponse {
     }
 }
 
+/// The EtcdCluster a restore creates when its cluster is gone: of the size asked for, else the size
+/// the backup recorded (`None` when neither says), at the version asked for, else the backup's.
+fn new_cluster(restore: &EtcdRestore, meta: &Value, annotation: &Value) -> Option<(Value, u64)> {
+    let name = restore.spec.etcd_cluster.name.as_str();
+    let ns = restore.metadata.namespace.as_deref().unwrap_or_default();
+    let size =
+        restore.spec.etcd_cluster.size.map(u64::from).or_else(|| meta.get("clusterSize").and_then(Value::as_u64))?;
+    let version = match restore.spec.etcd_cluster.version.as_deref() {
+        None | Some("") => meta.get("etcdVersion").and_then(Value::as_str).unwrap_or_default().to_string(),
+        Some(v) => v.to_string(),
+    };
+    let mut obj = json!({"apiVersion": format!("{GROUP}/v1beta2"), "kind": "EtcdCluster",
+        "metadata": {"name": name, "namespace": ns, "annotations": annotation["metadata"]["annotations"]},
+        "spec": {"size": size}});
+    if !version.is_empty() {
+        obj["spec"]["version"] = json!(version);
+    }
+    Some((obj, size))
+}
+
+/// A restore handed over to its cluster's controller: completed once the cluster runs restored with
+/// every member Ready (a snapshot staged from S3 then removed), failed when its restore failed.
+fn handed_over(restore: &EtcdRestore, cluster: &Value, id: &str, snapshot: &std::path::Path) -> SyncResponse {
+    let name = restore.spec.etcd_cluster.name.as_str();
+    let cs = &cluster["status"];
+    let size = cluster.pointer("/spec/size").and_then(Value::as_u64).unwrap_or(0);
+    let restored = str_at(cs, "/restoredFrom") == id;
+    if restored && str_at(cs, "/phase") == "Running" && cs.get("readyMembers").and_then(Value::as_u64) == Some(size) {
+        // A snapshot staged from S3 has served its purpose (a local one is the user's and stays).
+        if restore.spec.backup_storage_type == StorageType::S3
+            && let Some(dir) = snapshot.parent()
+        {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        return status("Completed", "", None);
+    }
+    let message = cs
+        .get("conditions")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find_map(|c| c.get("message").and_then(Value::as_str).filter(|m| !m.is_empty())))
+        .unwrap_or("waiting for the cluster");
+    if restored && str_at(cs, "/phase") == "Failed" && str_at(cs, "/reason") == "RestoreFailed" {
+        return status("Failed", message, None);
+    }
+    status("Restoring", &format!("EtcdCluster {name}: {message}"), Some(1.0))
+}
+
 /// One sync of an EtcdRestore.
 pub async fn sync(client: &kube::Client, request: SyncRequest) -> SyncResponse {
     let restore: EtcdRestore = match EtcdRestore::deserialize(&*request.parent) {
@@ -110,27 +157,12 @@ pub async fn sync(client: &kube::Client, request: SyncRequest) -> SyncResponse {
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or(Value::Null);
-        let size =
-            restore.spec.etcd_cluster.size.map(u64::from).or_else(|| meta.get("clusterSize").and_then(Value::as_u64));
-        let Some(size) = size else {
-            return status(
-                "Failed",
-                &format!(
-                    "spec.etcdCluster.size: EtcdCluster {name} does not exist and the backup records no size; set the size"
-                ),
-                None,
+        let Some((obj, size)) = new_cluster(&restore, &meta, &annotation) else {
+            let message = format!(
+                "spec.etcdCluster.size: EtcdCluster {name} does not exist and the backup records no size; set the size"
             );
+            return status("Failed", &message, None);
         };
-        let version = match restore.spec.etcd_cluster.version.as_deref() {
-            None | Some("") => meta.get("etcdVersion").and_then(Value::as_str).unwrap_or_default().to_string(),
-            Some(v) => v.to_string(),
-        };
-        let mut obj = json!({"apiVersion": format!("{GROUP}/v1beta2"), "kind": "EtcdCluster",
-            "metadata": {"name": name, "namespace": ns, "annotations": annotation["metadata"]["annotations"]},
-            "spec": {"size": size}});
-        if !version.is_empty() {
-            obj["spec"]["version"] = json!(version);
-        }
         let created = match serde_json::from_value::<DynamicObject>(obj) {
             Ok(o) => clusters.create(&PostParams::default(), &o).await.map(|_| ()).map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
@@ -156,27 +188,7 @@ pub async fn sync(client: &kube::Client, request: SyncRequest) -> SyncResponse {
         };
     }
     // Handed over: wait for the cluster controller to finish.
-    let cs = &cluster["status"];
-    let size = cluster.pointer("/spec/size").and_then(Value::as_u64).unwrap_or(0);
-    let restored = str_at(cs, "/restoredFrom") == wanted.id;
-    if restored && str_at(cs, "/phase") == "Running" && cs.get("readyMembers").and_then(Value::as_u64) == Some(size) {
-        // A snapshot staged from S3 has served its purpose (a local one is the user's and stays).
-        if restore.spec.backup_storage_type == StorageType::S3
-            && let Some(dir) = snapshot.parent()
-        {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-        return status("Completed", "", None);
-    }
-    let message = cs
-        .get("conditions")
-        .and_then(Value::as_array)
-        .and_then(|c| c.iter().find_map(|c| c.get("message").and_then(Value::as_str).filter(|m| !m.is_empty())))
-        .unwrap_or("waiting for the cluster");
-    if restored && str_at(cs, "/phase") == "Failed" && str_at(cs, "/reason") == "RestoreFailed" {
-        return status("Failed", message, None);
-    }
-    status("Restoring", &format!("EtcdCluster {name}: {message}"), Some(1.0))
+    handed_over(&restore, &cluster, &wanted.id, &snapshot)
 }
 
 #[cfg(test)]
