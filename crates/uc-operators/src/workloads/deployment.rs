@@ -100,40 +100,24 @@ fn condition(
     }
 }
 
-/// The sync hook: desired ReplicaSets and status of one Deployment.
-pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
-    let sets = take_children(&mut request, "ReplicaSet.apps/v1");
-    let d: Deployment = decode("parent", &request.parent)?;
-    let spec = d.spec.unwrap_or_default();
-    let template = &request.parent["spec"]["template"];
-    let name = d.metadata.name.as_deref().unwrap_or_default();
-    let replicas = i64::from(spec.replicas.unwrap_or(1).max(0));
-    let hash = template_hash(template);
-    let new_name = format!("{name}-{hash}");
-    let mut all = Vec::with_capacity(sets.len());
-    for (key, object) in sets {
-        all.push(Observed {
-            rs: decode(&format!("replica set {key}"), &object)?,
-            object: Arc::unwrap_or_clone(object),
-        });
-    }
-    let (mut old, new_rs): (Vec<Observed>, Vec<Observed>) = all.into_iter().partition(|rs| rs.name() != new_name);
-    let new_rs = new_rs.into_iter().next();
-    old.sort_by_key(Observed::revision);
-    let strategy = spec.strategy.unwrap_or_default();
-    let rolling = strategy.rolling_update.unwrap_or_default();
-    let surge = int_or_percent(rolling.max_surge.as_ref(), replicas, true, "25%");
-    let mut unavailable = int_or_percent(rolling.max_unavailable.as_ref(), replicas, false, "25%");
-    if surge == 0 && unavailable == 0 {
-        unavailable = 1;
-    }
+/// The replicas of the new ReplicaSet and of each old one after one step: Recreate scales the old ones
+/// to zero and the new one up once no old pod is left; a rolling update scales the new one up within
+/// maxSurge and the old ones down within maxUnavailable (unavailable old pods always go).
+fn scale(
+    recreate: bool,
+    replicas: i64,
+    surge: i64,
+    unavailable: i64,
+    new_rs: Option<&Observed>,
+    old: &[Observed],
+) -> (i64, Vec<i64>) {
     let old_spec_total: i64 = old.iter().map(Observed::spec_replicas).sum();
     let old_live: i64 = old.iter().map(Observed::replicas).sum();
-    let new_spec = new_rs.as_ref().map(Observed::spec_replicas).unwrap_or(0);
-    let new_available = new_rs.as_ref().map(Observed::available).unwrap_or(0);
+    let new_spec = new_rs.map(Observed::spec_replicas).unwrap_or(0);
+    let new_available = new_rs.map(Observed::available).unwrap_or(0);
     let mut new_replicas = new_spec;
     let mut old_replicas: Vec<i64> = old.iter().map(Observed::spec_replicas).collect();
-    if strategy.type_.as_deref() == Some("Recreate") {
+    if recreate {
         old_replicas.iter_mut().for_each(|r| *r = 0);
         new_replicas = if old_live == 0 { replicas } else { 0 };
     } else {
@@ -162,6 +146,81 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
             budget -= cut;
         }
     }
+    (new_replicas, old_replicas)
+}
+
+/// A Deployment's replica counts: wanted, in all its ReplicaSets, in the new one, Ready, available, the
+/// new one's available, and maxUnavailable.
+struct Counts {
+    replicas: i64,
+    total: i64,
+    updated: i64,
+    ready: i64,
+    available: i64,
+    new_available: i64,
+    unavailable: i64,
+}
+
+/// A Deployment's status: its counts, Available (within maxUnavailable) and Progressing.
+fn status(c: &Counts, new_name: &str, at: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>) -> DeploymentStatus {
+    let complete = c.updated == c.replicas && c.total == c.updated && c.new_available == c.replicas;
+    let available_ok = c.available >= c.replicas - c.unavailable;
+    let (reason, message) = if available_ok {
+        ("MinimumReplicasAvailable", "Deployment has minimum availability.")
+    } else {
+        ("MinimumReplicasUnavailable", "Deployment does not have minimum availability.")
+    };
+    let progress = if complete { "has successfully progressed." } else { "is progressing." };
+    DeploymentStatus {
+        replicas: Some(c.total as i32),
+        updated_replicas: Some(c.updated as i32),
+        ready_replicas: Some(c.ready as i32),
+        available_replicas: Some(c.available as i32),
+        unavailable_replicas: Some((c.replicas - c.available).max(0) as i32),
+        conditions: Some(vec![
+            condition("Available", available_ok, reason, message.into(), at),
+            condition(
+                "Progressing",
+                true,
+                if complete { "NewReplicaSetAvailable" } else { "ReplicaSetUpdated" },
+                format!("ReplicaSet \"{new_name}\" {progress}"),
+                at,
+            ),
+        ]),
+        ..Default::default()
+    }
+}
+
+/// The sync hook: desired ReplicaSets and status of one Deployment.
+pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
+    let sets = take_children(&mut request, "ReplicaSet.apps/v1");
+    let d: Deployment = decode("parent", &request.parent)?;
+    let spec = d.spec.unwrap_or_default();
+    let template = &request.parent["spec"]["template"];
+    let name = d.metadata.name.as_deref().unwrap_or_default();
+    let replicas = i64::from(spec.replicas.unwrap_or(1).max(0));
+    let hash = template_hash(template);
+    let new_name = format!("{name}-{hash}");
+    let mut all = Vec::with_capacity(sets.len());
+    for (key, object) in sets {
+        all.push(Observed {
+            rs: decode(&format!("replica set {key}"), &object)?,
+            object: Arc::unwrap_or_clone(object),
+        });
+    }
+    let (mut old, new_rs): (Vec<Observed>, Vec<Observed>) = all.into_iter().partition(|rs| rs.name() != new_name);
+    let new_rs = new_rs.into_iter().next();
+    old.sort_by_key(Observed::revision);
+    let strategy = spec.strategy.unwrap_or_default();
+    let rolling = strategy.rolling_update.unwrap_or_default();
+    let surge = int_or_percent(rolling.max_surge.as_ref(), replicas, true, "25%");
+    let mut unavailable = int_or_percent(rolling.max_unavailable.as_ref(), replicas, false, "25%");
+    if surge == 0 && unavailable == 0 {
+        unavailable = 1;
+    }
+    let recreate = strategy.type_.as_deref() == Some("Recreate");
+    let (new_replicas, old_replicas) = scale(recreate, replicas, surge, unavailable, new_rs.as_ref(), &old);
+    let new_available = new_rs.as_ref().map(Observed::available).unwrap_or(0);
     // The newest revision stays; a template that comes back (a rollback) is a new revision, as in kube.
     let newest = old.iter().chain(&new_rs).map(Observed::revision).max().unwrap_or(0);
     let mut rs_template = template.clone();
@@ -200,33 +259,8 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
         keep["spec"]["replicas"] = json!(old_replicas[i]);
         children.push(keep);
     }
-    let complete = updated == replicas && total == updated && new_available == replicas;
-    let available_ok = available >= replicas - unavailable;
-    let at = &d.metadata.creation_timestamp;
-    let (reason, message) = if available_ok {
-        ("MinimumReplicasAvailable", "Deployment has minimum availability.")
-    } else {
-        ("MinimumReplicasUnavailable", "Deployment does not have minimum availability.")
-    };
-    let progress = if complete { "has successfully progressed." } else { "is progressing." };
-    let status = DeploymentStatus {
-        replicas: Some(total as i32),
-        updated_replicas: Some(updated as i32),
-        ready_replicas: Some(ready as i32),
-        available_replicas: Some(available as i32),
-        unavailable_replicas: Some((replicas - available).max(0) as i32),
-        conditions: Some(vec![
-            condition("Available", available_ok, reason, message.into(), at),
-            condition(
-                "Progressing",
-                true,
-                if complete { "NewReplicaSetAvailable" } else { "ReplicaSetUpdated" },
-                format!("ReplicaSet \"{new_name}\" {progress}"),
-                at,
-            ),
-        ]),
-        ..Default::default()
-    };
+    let counts = Counts { replicas, total, updated, ready, available, new_available, unavailable };
+    let status = status(&counts, &new_name, &d.metadata.creation_timestamp);
     Ok(SyncResponse { status: Some(to_value("status", &status)?), children, ..Default::default() })
 }
 

@@ -5,7 +5,7 @@ use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
 use std::sync::Arc;
-use uc_api::hook::{SyncRequest, SyncResponse};
+use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
 use uc_engine::hooks::HookError;
 
 use super::replicaset::pod_name;
@@ -28,6 +28,35 @@ fn new_condition(type_: &str, reason: &str, message: &str, at: Option<Time>) -> 
     }
 }
 
+/// A Job's pods counted: the keys of the succeeded and failed ones, the active ones (key, name), how
+/// many of those are Ready, and when the last one finished.
+struct Tally {
+    succeeded: Vec<String>,
+    failed: Vec<String>,
+    running: Vec<(String, String)>,
+    ready: usize,
+    last_finish: Option<Time>,
+}
+
+fn tally(pods: &ObjectMap) -> Result<Tally, HookError> {
+    let views = pod_views(pods)?;
+    let names = |f: &dyn Fn(&crate::objects::PodView<'_>) -> bool| -> Vec<String> {
+        views.iter().filter(|(_, p)| f(p)).map(|(k, _)| k.to_string()).collect()
+    };
+    let finished = views.iter().filter(|(_, p)| matches!(p.phase(), "Succeeded" | "Failed"));
+    let last_finish = match finished.filter_map(|(_, p)| p.finished_at()).max() {
+        Some(t) => Some(decode("finishedAt", &Value::String(t.to_string()))?),
+        None => None,
+    };
+    Ok(Tally {
+        succeeded: names(&|p| p.phase() == "Succeeded"),
+        failed: names(&|p| p.phase() == "Failed"),
+        running: views.iter().filter(|(_, p)| p.active()).map(|(k, p)| (k.to_string(), p.name().to_string())).collect(),
+        ready: views.iter().filter(|(_, p)| p.active() && p.ready()).count(),
+        last_finish,
+    })
+}
+
 /// The sync hook: desired pods and status of one Job.
 pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
     let mut pods = take_children(&mut request, "Pod.v1");
@@ -41,24 +70,7 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
     let backoff_limit = count(spec.backoff_limit, 6);
     let suspended = spec.suspend.unwrap_or(false);
 
-    let (succeeded, failed, mut running, ready, last_finish) = {
-        let views = pod_views(&pods)?;
-        let names = |f: &dyn Fn(&crate::objects::PodView<'_>) -> bool| -> Vec<String> {
-            views.iter().filter(|(_, p)| f(p)).map(|(k, _)| k.to_string()).collect()
-        };
-        let succeeded = names(&|p| p.phase() == "Succeeded");
-        let failed = names(&|p| p.phase() == "Failed");
-        let running: Vec<(String, String)> =
-            views.iter().filter(|(_, p)| p.active()).map(|(k, p)| (k.to_string(), p.name().to_string())).collect();
-        let ready = views.iter().filter(|(_, p)| p.active() && p.ready()).count();
-        let finished = views.iter().filter(|(_, p)| matches!(p.phase(), "Succeeded" | "Failed"));
-        let last_finish = finished.filter_map(|(_, p)| p.finished_at()).max().map(String::from);
-        (succeeded, failed, running, ready, last_finish)
-    };
-    let last_finish: Option<Time> = match last_finish {
-        Some(t) => Some(decode("finishedAt", &Value::String(t))?),
-        None => None,
-    };
+    let Tally { succeeded, failed, mut running, ready, last_finish } = tally(&pods)?;
     let start =
         job.status.as_ref().and_then(|s| s.start_time.clone()).or_else(|| job.metadata.creation_timestamp.clone());
 
