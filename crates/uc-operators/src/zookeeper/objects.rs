@@ -8,7 +8,17 @@
 //! after a scale-down) starts afresh rather than reuse it. A server of an ensemble spanning clusters
 //! waits until its listed address resolves (its cluster imports it) before ZooKeeper binds it.
 
-use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource, ExecAction,
+    ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, PodSpec, Probe,
+    SecretKeySelector, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+};
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde_json::Value;
 
 use super::spec::{CLIENT_PORT, DATA_DIR, ELECTION_PORT, QUORUM_PORT, Role, Spec, Storage};
 
@@ -58,66 +68,175 @@ cat "$dynamic"
 "#;
 
 /// Asks the server on the pod's address a four-letter word and looks for `expect` in the answer
-/// (bash's `/dev/tcp`: no client program needed in the image).
-fn probe(word: &str, expect: &str) -> Value {
+/// (bash's `/dev/tcp`: no client program needed in the image), with the spec's timing or ZooKeeper's.
+fn probe(word: &str, expect: &str, timing: Option<&super::types::ProbeTiming>) -> Probe {
     let script = format!("exec 3<>/dev/tcp/$POD_IP/{CLIENT_PORT} && echo {word} >&3 && grep -q '{expect}' <&3");
-    json!({"exec": {"command": ["bash", "-c", script]}})
-}
-
-fn with_timing(mut probe: Value, timing: Option<&super::types::ProbeTiming>) -> Value {
     let t = timing.cloned().unwrap_or_default();
-    probe["initialDelaySeconds"] = json!(t.initial_delay_seconds.unwrap_or(3));
-    probe["periodSeconds"] = json!(t.period_seconds.unwrap_or(5));
-    probe["failureThreshold"] = json!(t.failure_threshold.unwrap_or(3));
-    probe["successThreshold"] = json!(t.success_threshold.unwrap_or(1));
-    probe["timeoutSeconds"] = json!(t.timeout_seconds.unwrap_or(10));
-    probe
+    Probe {
+        exec: Some(ExecAction { command: Some(vec!["bash".into(), "-c".into(), script]) }),
+        initial_delay_seconds: Some(t.initial_delay_seconds.unwrap_or(3)),
+        period_seconds: Some(t.period_seconds.unwrap_or(5)),
+        failure_threshold: Some(t.failure_threshold.unwrap_or(3)),
+        success_threshold: Some(t.success_threshold.unwrap_or(1)),
+        timeout_seconds: Some(t.timeout_seconds.unwrap_or(10)),
+        ..Default::default()
+    }
 }
 
-fn object_labels(spec: &Spec) -> Value {
-    json!(spec.labels())
+/// An object as the JSON a hook answers with.
+fn json_of<T: serde::Serialize>(object: &T) -> Value {
+    serde_json::to_value(object).unwrap_or_default()
+}
+
+fn meta(name: String, spec: &Spec, annotations: Option<BTreeMap<String, String>>) -> ObjectMeta {
+    ObjectMeta { name: Some(name), labels: Some(spec.labels()), annotations, ..Default::default() }
 }
 
 /// The headless Service (every server's DNS name; not-ready servers too, so that a starting ensemble
 /// can elect) and the client Service.
 pub fn services(spec: &Spec) -> Vec<Value> {
-    let annotations = |p: &Option<super::types::ServicePolicy>| json!(p.as_ref().and_then(|p| p.annotations.clone()));
-    let port = |name: &str, port: u16| json!({"name": name, "port": port, "targetPort": port, "protocol": "TCP"});
-    vec![
-        json!({"apiVersion": "v1", "kind": "Service",
-               "metadata": {"name": spec.headless(), "labels": object_labels(spec),
-                            "annotations": annotations(&spec.spec.headless_service)},
-               "spec": {"clusterIP": "None", "publishNotReadyAddresses": true, "selector": spec.selector(),
-                        "ports": [port("tcp-client", CLIENT_PORT), port("tcp-quorum", QUORUM_PORT),
-                                  port("tcp-leader-election", ELECTION_PORT)]}}),
-        json!({"apiVersion": "v1", "kind": "Service",
-               "metadata": {"name": spec.client_service(), "labels": object_labels(spec),
-                            "annotations": annotations(&spec.spec.client_service)},
-               "spec": {"selector": spec.selector(), "ports": [port("tcp-client", CLIENT_PORT)]}}),
-    ]
+    let annotations = |p: &Option<super::types::ServicePolicy>| p.as_ref().and_then(|p| p.annotations.clone());
+    let port = |name: &str, port: u16| ServicePort {
+        name: Some(name.into()),
+        port: i32::from(port),
+        target_port: Some(IntOrString::Int(i32::from(port))),
+        protocol: Some("TCP".into()),
+        ..Default::default()
+    };
+    let headless = Service {
+        metadata: meta(spec.headless(), spec, annotations(&spec.spec.headless_service)),
+        spec: Some(ServiceSpec {
+            cluster_ip: Some("None".into()),
+            publish_not_ready_addresses: Some(true),
+            selector: Some(spec.selector()),
+            ports: Some(vec![
+                port("tcp-client", CLIENT_PORT),
+                port("tcp-quorum", QUORUM_PORT),
+                port("tcp-leader-election", ELECTION_PORT),
+            ]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let client = Service {
+        metadata: meta(spec.client_service(), spec, annotations(&spec.spec.client_service)),
+        spec: Some(ServiceSpec {
+            selector: Some(spec.selector()),
+            ports: Some(vec![port("tcp-client", CLIENT_PORT)]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    vec![json_of(&headless), json_of(&client)]
 }
 
 /// The ConfigMap with the static `zoo.cfg`.
 pub fn config_map(spec: &Spec) -> Value {
-    json!({"apiVersion": "v1", "kind": "ConfigMap",
-           "metadata": {"name": spec.config_map(), "labels": object_labels(spec)},
-           "data": {"zoo.cfg": spec.zoo_cfg()}})
+    json_of(&ConfigMap {
+        metadata: meta(spec.config_map(), spec, None),
+        data: Some([("zoo.cfg".to_string(), spec.zoo_cfg())].into()),
+        ..Default::default()
+    })
 }
 
 /// The PodDisruptionBudget: at most `maxUnavailableReplicas` servers evicted at once (default 1).
 pub fn disruption_budget(spec: &Spec) -> Value {
-    json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-           "metadata": {"name": spec.name, "labels": object_labels(spec)},
-           "spec": {"maxUnavailable": spec.spec.max_unavailable_replicas.unwrap_or(1),
-                    "selector": {"matchLabels": spec.selector()}}})
+    json_of(&PodDisruptionBudget {
+        metadata: meta(spec.name.clone(), spec, None),
+        spec: Some(PodDisruptionBudgetSpec {
+            max_unavailable: Some(IntOrString::Int(spec.spec.max_unavailable_replicas.unwrap_or(1))),
+            selector: Some(LabelSelector { match_labels: Some(spec.selector()), ..Default::default() }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
 }
 
 /// The claim of a server's data, when the data is on claims.
 pub fn claim(spec: &Spec, ordinal: u32) -> Option<Value> {
     let Storage::Persistent { claim_spec, annotations, .. } = &spec.storage else { return None };
-    Some(json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                "metadata": {"name": spec.claim_name(ordinal), "labels": object_labels(spec), "annotations": annotations},
-                "spec": claim_spec}))
+    Some(json_of(&PersistentVolumeClaim {
+        metadata: meta(spec.claim_name(ordinal), spec, Some(annotations.clone())),
+        spec: Some((**claim_spec).clone()),
+        ..Default::default()
+    }))
+}
+
+fn env(name: &str, value: impl Into<String>) -> EnvVar {
+    EnvVar { name: name.into(), value: Some(value.into()), ..Default::default() }
+}
+
+fn env_from(name: &str, source: EnvVarSource) -> EnvVar {
+    EnvVar { name: name.into(), value_from: Some(source), ..Default::default() }
+}
+
+fn field(path: &str) -> EnvVarSource {
+    EnvVarSource { field_ref: Some(ObjectFieldSelector { field_path: path.into(), ..Default::default() }), ..Default::default() }
+}
+
+fn mount(name: &str, path: &str) -> VolumeMount {
+    VolumeMount { name: name.into(), mount_path: path.into(), ..Default::default() }
+}
+
+/// The container that runs ZooKeeper, with the spec's environment, mounts, probes and resources.
+fn zookeeper_container(spec: &Spec) -> Container {
+    let policy = spec.spec.pod.clone().unwrap_or_default();
+    // The super user (who alone may reconfigure the ensemble) has the operator's password, kept in a
+    // Secret; ZooKeeper gets only its digest.
+    let digest = EnvVarSource {
+        secret_key_ref: Some(SecretKeySelector { name: spec.admin_secret(), key: "digest".into(), optional: None }),
+        ..Default::default()
+    };
+    let flags = format!("{JVM_FLAGS} -Dzookeeper.DigestAuthenticationProvider.superDigest=$(ZK_SUPER_DIGEST)");
+    let mut envs = vec![
+        env_from("POD_IP", field("status.podIP")),
+        env_from("ZK_SUPER_DIGEST", digest),
+        env("SERVER_JVMFLAGS", flags),
+        env("JMXDISABLE", "true"),
+    ];
+    envs.extend(policy.env.iter().flatten().cloned());
+    let mut mounts = vec![mount("data", DATA_DIR)];
+    mounts.extend(spec.spec.volume_mounts.iter().flatten().cloned());
+    let port = |name: &str, port: u16| ContainerPort {
+        name: Some(name.into()),
+        container_port: i32::from(port),
+        ..Default::default()
+    };
+    let probes = spec.spec.probes.clone().unwrap_or_default();
+    Container {
+        name: CONTAINER.into(),
+        image: Some(spec.image()),
+        image_pull_policy: spec.pull_policy.clone(),
+        command: Some(vec!["zkServer.sh".into(), "start-foreground".into(), format!("{DATA_DIR}/conf/zoo.cfg")]),
+        ports: Some(vec![port("client", CLIENT_PORT), port("quorum", QUORUM_PORT), port("leader-election", ELECTION_PORT)]),
+        env: Some(envs),
+        volume_mounts: Some(mounts),
+        readiness_probe: Some(probe("srvr", "^Mode: ", probes.readiness_probe.as_ref())),
+        liveness_probe: Some(probe("ruok", "imok", probes.liveness_probe.as_ref())),
+        resources: policy.resources,
+        ..Default::default()
+    }
+}
+
+/// The init container that prepares server `ordinal`'s data directory (see the module's doc).
+fn prepare_container(spec: &Spec, ordinal: u32, servers: &[String], join: bool) -> Container {
+    let mut envs = vec![
+        env("MYID", spec.id(ordinal).to_string()),
+        env("ZK_SERVERS", servers.join(" ")),
+        env("ZK_JOIN", join.to_string()),
+        env_from("ZK_TOKEN", field("metadata.uid")),
+    ];
+    if spec.ensemble.is_some() {
+        envs.push(env("ZK_ADDRESS", spec.fqdn(ordinal)));
+    }
+    Container {
+        name: "prepare".into(),
+        image: Some(INIT_IMAGE.into()),
+        command: Some(vec!["sh".into(), "-c".into(), PREPARE.into()]),
+        env: Some(envs),
+        volume_mounts: Some(vec![mount("data", DATA_DIR), mount("conf", "/conf")]),
+        ..Default::default()
+    }
 }
 
 /// The pod of server `ordinal`, started with `servers` as its dynamic configuration (when its data
@@ -128,90 +247,73 @@ pub fn pod(spec: &Spec, ordinal: u32, servers: &[String], join: bool) -> Value {
     labels.extend(policy.labels.clone().unwrap_or_default());
     labels.extend(spec.selector());
     let data = match &spec.storage {
-        Storage::Persistent { .. } => {
-            json!({"name": "data", "persistentVolumeClaim": {"claimName": spec.claim_name(ordinal)}})
-        }
-        Storage::Ephemeral { empty_dir } => json!({"name": "data", "emptyDir": empty_dir}),
+        Storage::Persistent { .. } => VolumeSource::PersistentVolumeClaim(spec.claim_name(ordinal)),
+        Storage::Ephemeral { empty_dir } => VolumeSource::EmptyDir(empty_dir.clone()),
     };
-    let mut volumes = vec![data, json!({"name": "conf", "configMap": {"name": spec.config_map()}})];
-    volumes.extend(spec.spec.volumes.iter().flatten().map(|v| serde_json::to_value(v).unwrap_or_default()));
-    let mut mounts = vec![json!({"name": "data", "mountPath": DATA_DIR})];
-    mounts.extend(spec.spec.volume_mounts.iter().flatten().map(|m| serde_json::to_value(m).unwrap_or_default()));
-    let pod_ip = json!({"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}});
-    // The super user (who alone may reconfigure the ensemble) has the operator's password, kept in a
-    // Secret; ZooKeeper gets only its digest.
-    let digest = json!({"name": "ZK_SUPER_DIGEST",
-                        "valueFrom": {"secretKeyRef": {"name": spec.admin_secret(), "key": "digest"}}});
-    let flags = format!("{JVM_FLAGS} -Dzookeeper.DigestAuthenticationProvider.superDigest=$(ZK_SUPER_DIGEST)");
-    let mut env = vec![
-        pod_ip,
-        digest,
-        json!({"name": "SERVER_JVMFLAGS", "value": flags}),
-        json!({"name": "JMXDISABLE", "value": "true"}),
-    ];
-    env.extend(policy.env.iter().flatten().map(|e| serde_json::to_value(e).unwrap_or_default()));
-    let ports = json!([{"name": "client", "containerPort": CLIENT_PORT}, {"name": "quorum", "containerPort": QUORUM_PORT},
-                       {"name": "leader-election", "containerPort": ELECTION_PORT}]);
-    let probes = spec.spec.probes.clone().unwrap_or_default();
-    let mut zookeeper = json!({
-        "name": CONTAINER, "image": spec.image(),
-        "command": ["zkServer.sh", "start-foreground", format!("{DATA_DIR}/conf/zoo.cfg")],
-        "ports": ports, "env": env, "volumeMounts": mounts,
-        "readinessProbe": with_timing(probe("srvr", "^Mode: "), probes.readiness_probe.as_ref()),
-        "livenessProbe": with_timing(probe("ruok", "imok"), probes.liveness_probe.as_ref()),
-    });
-    if let Some(p) = &spec.pull_policy {
-        zookeeper["imagePullPolicy"] = json!(p);
-    }
-    if let Some(r) = &policy.resources {
-        zookeeper["resources"] = serde_json::to_value(r).unwrap_or_default();
-    }
-    let mut prepare = json!({
-        "name": "prepare", "image": INIT_IMAGE, "command": ["sh", "-c", PREPARE],
-        "env": [{"name": "MYID", "value": spec.id(ordinal).to_string()},
-                {"name": "ZK_SERVERS", "value": servers.join(" ")},
-                {"name": "ZK_JOIN", "value": join.to_string()},
-                {"name": "ZK_TOKEN", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}}],
-        "volumeMounts": [{"name": "data", "mountPath": DATA_DIR}, {"name": "conf", "mountPath": "/conf"}],
-    });
-    if spec.ensemble.is_some() {
-        prepare["env"].as_array_mut().expect("env").push(json!({"name": "ZK_ADDRESS", "value": spec.fqdn(ordinal)}));
-    }
-    let mut init = vec![prepare];
-    init.extend(spec.spec.init_containers.iter().flatten().map(|c| serde_json::to_value(c).unwrap_or_default()));
-    let mut containers = vec![zookeeper];
-    containers.extend(spec.spec.containers.iter().flatten().map(|c| serde_json::to_value(c).unwrap_or_default()));
-    let mut pod_spec = json!({
-        "hostname": spec.pod_name(ordinal), "subdomain": spec.headless(),
-        "terminationGracePeriodSeconds": policy.termination_grace_period_seconds.unwrap_or(30),
-        "initContainers": init, "containers": containers, "volumes": volumes,
-    });
-    let mut set = |key: &str, v: Option<Value>| {
-        if let Some(v) = v.filter(|v| !v.is_null()) {
-            pod_spec[key] = v;
-        }
+    let conf = Volume {
+        name: "conf".into(),
+        config_map: Some(ConfigMapVolumeSource { name: spec.config_map(), ..Default::default() }),
+        ..Default::default()
     };
-    set("affinity", json_of(&policy.affinity));
-    set("nodeSelector", json_of(&policy.node_selector));
-    set("tolerations", json_of(&policy.tolerations));
-    set("topologySpreadConstraints", json_of(&policy.topology_spread_constraints));
-    set("securityContext", json_of(&policy.security_context));
-    set("serviceAccountName", json_of(&policy.service_account_name));
-    set("imagePullSecrets", json_of(&policy.image_pull_secrets));
+    let mut volumes = vec![data.volume("data"), conf];
+    volumes.extend(spec.spec.volumes.iter().flatten().cloned());
+    let mut init = vec![prepare_container(spec, ordinal, servers, join)];
+    init.extend(spec.spec.init_containers.iter().flatten().cloned());
+    let mut containers = vec![zookeeper_container(spec)];
+    containers.extend(spec.spec.containers.iter().flatten().cloned());
     let mut annotations = policy.annotations.clone().unwrap_or_default();
     annotations.insert(CONFIG_ANNOTATION.into(), config_digest(&spec.zoo_cfg()));
     if let Some(round) = &spec.restart_round {
         annotations.insert(RESTART_ANNOTATION.into(), round.clone());
     }
-    let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": spec.pod_name(ordinal), "labels": labels, "annotations": annotations},
-           "spec": pod_spec});
+    let pod = Pod {
+        metadata: ObjectMeta {
+            name: Some(spec.pod_name(ordinal)),
+            labels: Some(labels),
+            annotations: Some(annotations),
+            ..Default::default()
+        },
+        spec: Some(PodSpec {
+            hostname: Some(spec.pod_name(ordinal)),
+            subdomain: Some(spec.headless()),
+            termination_grace_period_seconds: Some(policy.termination_grace_period_seconds.unwrap_or(30)),
+            init_containers: Some(init),
+            containers,
+            volumes: Some(volumes),
+            affinity: policy.affinity,
+            node_selector: policy.node_selector,
+            tolerations: policy.tolerations,
+            topology_spread_constraints: policy.topology_spread_constraints,
+            security_context: policy.security_context,
+            service_account_name: policy.service_account_name,
+            image_pull_secrets: policy.image_pull_secrets,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let mut pod = json_of(&pod);
     crate::restricted::harden(&mut pod);
     pod
 }
 
-fn json_of<T: serde::Serialize>(v: &Option<T>) -> Option<Value> {
-    v.as_ref().and_then(|v| serde_json::to_value(v).ok())
+/// Where a server's data volume comes from.
+enum VolumeSource {
+    PersistentVolumeClaim(String),
+    EmptyDir(EmptyDirVolumeSource),
+}
+
+impl VolumeSource {
+    fn volume(self, name: &str) -> Volume {
+        let mut v = Volume { name: name.into(), ..Default::default() };
+        match self {
+            VolumeSource::PersistentVolumeClaim(claim_name) => {
+                v.persistent_volume_claim =
+                    Some(PersistentVolumeClaimVolumeSource { claim_name, ..Default::default() });
+            }
+            VolumeSource::EmptyDir(e) => v.empty_dir = Some(e),
+        }
+        v
+    }
 }
 
 /// The dynamic configuration of `ordinals` as participants.
@@ -222,6 +324,7 @@ pub fn participants(spec: &Spec, ordinals: impl IntoIterator<Item = u32>) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use uc_api::meta::str_at;
 
     fn spec(extra: Value) -> Spec {

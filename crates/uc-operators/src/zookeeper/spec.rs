@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::{EmptyDirVolumeSource, PersistentVolumeClaimSpec, VolumeResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde_json::Value;
 use uc_api::meta::str_at;
 
@@ -50,9 +52,9 @@ const RESERVED: &[&str] = &[
 #[derive(Clone, Debug, PartialEq)]
 pub enum Storage {
     /// A claim per server; `delete`: the claim goes when the server leaves the ensemble.
-    Persistent { claim_spec: Value, annotations: BTreeMap<String, String>, delete: bool },
+    Persistent { claim_spec: Box<PersistentVolumeClaimSpec>, annotations: BTreeMap<String, String>, delete: bool },
     /// An emptyDir (data survives container restarts, not the pod).
-    Ephemeral { empty_dir: Value },
+    Ephemeral { empty_dir: EmptyDirVolumeSource },
 }
 
 /// The ensemble as the spec describes it.
@@ -123,19 +125,19 @@ impl Spec {
                     Some("Retain") => false,
                     Some(other) => return Err(SpecError::ReclaimPolicy(other.into())),
                 };
-                let claim_spec = match p.spec {
-                    Some(s) => serde_json::to_value(s).unwrap_or_default(),
-                    None => {
-                        serde_json::json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "20Gi"}}})
-                    }
-                };
-                Storage::Persistent { claim_spec, annotations: p.annotations.unwrap_or_default(), delete }
+                let claim_spec = p.spec.unwrap_or_else(|| PersistentVolumeClaimSpec {
+                    access_modes: Some(vec!["ReadWriteOnce".into()]),
+                    resources: Some(VolumeResourceRequirements {
+                        requests: Some([("storage".to_string(), Quantity("20Gi".into()))].into()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                });
+                Storage::Persistent { claim_spec: Box::new(claim_spec), annotations: p.annotations.unwrap_or_default(), delete }
             }
             Some("ephemeral") => {
                 let empty_dir = spec.ephemeral.as_ref().and_then(|e| e.emptydirvolumesource.clone());
-                Storage::Ephemeral {
-                    empty_dir: serde_json::to_value(empty_dir.unwrap_or_default()).unwrap_or_default(),
-                }
+                Storage::Ephemeral { empty_dir: empty_dir.unwrap_or_default() }
             }
             Some(_) => return Err(SpecError::StorageType(spec.storage_type.clone().unwrap_or_default())),
         };
@@ -355,7 +357,8 @@ mod tests {
         match &s.storage {
             Storage::Persistent { claim_spec, delete, .. } => {
                 assert!(*delete);
-                assert_eq!(claim_spec["resources"]["requests"]["storage"], json!("20Gi"));
+                let requests = claim_spec.resources.clone().and_then(|r| r.requests).unwrap_or_default();
+                assert_eq!(requests.get("storage"), Some(&Quantity("20Gi".into())));
             }
             other => panic!("{other:?}"),
         }
