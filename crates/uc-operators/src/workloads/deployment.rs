@@ -162,7 +162,11 @@ struct Counts {
 }
 
 /// A Deployment's status: its counts, Available (within maxUnavailable) and Progressing.
-fn status(c: &Counts, new_name: &str, at: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>) -> DeploymentStatus {
+fn status(
+    c: &Counts,
+    new_name: &str,
+    at: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+) -> DeploymentStatus {
     let complete = c.updated == c.replicas && c.total == c.updated && c.new_available == c.replicas;
     let available_ok = c.available >= c.replicas - c.unavailable;
     let (reason, message) = if available_ok {

@@ -171,7 +171,10 @@ fn env_from(name: &str, source: EnvVarSource) -> EnvVar {
 }
 
 fn field(path: &str) -> EnvVarSource {
-    EnvVarSource { field_ref: Some(ObjectFieldSelector { field_path: path.into(), ..Default::default() }), ..Default::default() }
+    EnvVarSource {
+        field_ref: Some(ObjectFieldSelector { field_path: path.into(), ..Default::default() }),
+        ..Default::default()
+    }
 }
 
 fn mount(name: &str, path: &str) -> VolumeMount {
@@ -208,7 +211,11 @@ fn zookeeper_container(spec: &Spec) -> Container {
         image: Some(spec.image()),
         image_pull_policy: spec.pull_policy.clone(),
         command: Some(vec!["zkServer.sh".into(), "start-foreground".into(), format!("{DATA_DIR}/conf/zoo.cfg")]),
-        ports: Some(vec![port("client", CLIENT_PORT), port("quorum", QUORUM_PORT), port("leader-election", ELECTION_PORT)]),
+        ports: Some(vec![
+            port("client", CLIENT_PORT),
+            port("quorum", QUORUM_PORT),
+            port("leader-election", ELECTION_PORT),
+        ]),
         env: Some(envs),
         volume_mounts: Some(mounts),
         readiness_probe: Some(probe("srvr", "^Mode: ", probes.readiness_probe.as_ref())),

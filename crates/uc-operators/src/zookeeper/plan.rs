@@ -129,6 +129,118 @@ fn membership_of_status(spec: &Spec, status: &Value) -> Option<Membership> {
     (!m.is_empty()).then_some(m)
 }
 
+/// What a sync saw of the ensemble, for the steps that change it.
+struct Seen<'a> {
+    spec: &'a Spec,
+    observed: &'a Observed,
+    server_pods: &'a BTreeMap<u32, &'a Value>,
+    membership: &'a Membership,
+    remote_voters: usize,
+}
+
+impl Seen<'_> {
+    /// Serving, as the server says, and Ready, as its pod says (so that no two pods are unready at once).
+    fn serves(&self, o: u32) -> bool {
+        let name = self.spec.pod_name(o);
+        self.observed.serving.contains_key(&name) && self.server_pods.get(&o).is_some_and(|p| is_ready(p))
+    }
+
+    /// A rolling upgrade or restart, one server at a time once every follower caught up (the leader
+    /// last); what it does.
+    fn roll(&self, outdated: &[Step], out: &mut Vec<Value>) -> String {
+        let spec = self.spec;
+        let voters = self.membership.values().filter(|r| **r == Role::Participant).count() + self.remote_voters;
+        if !rollout::caught_up(&self.observed.leader_mntr, voters) {
+            return "waiting for every follower to catch up with the leader".into();
+        }
+        let leader = self.observed.leader().and_then(|n| spec.ordinal_of(n));
+        let at = |out: &[Value], o: u32| out.iter().position(|p| str_at(p, "/metadata/name") == spec.pod_name(o));
+        match rollout::next(outdated, leader) {
+            Some(Step::Image(o)) => {
+                if let Some(i) = at(out, o) {
+                    out[i] = rollout::upgraded(spec, spec.restart_round.as_deref(), out[i].clone());
+                }
+                format!("upgrading {} to {}", spec.pod_name(o), spec.image())
+            }
+            Some(Step::Restart(o)) => {
+                if let Some(i) = at(out, o) {
+                    out.remove(i);
+                }
+                format!("restarting {}", spec.pod_name(o))
+            }
+            None => String::new(),
+        }
+    }
+
+    /// The next reconfiguration of a whole ensemble: promote an observer (a quorum of the new
+    /// configuration can ack it) or remove one beyond the size, add the next server (its pod started
+    /// first, as an observer), or remove the highest participant beyond the size.
+    fn reconfigure(&self, lines: &[String], out: &mut Vec<Value>) -> (Option<Change>, String) {
+        let (spec, membership) = (self.spec, self.membership);
+        let participants: Vec<u32> =
+            membership.iter().filter(|(_, r)| **r == Role::Participant).map(|(o, _)| *o).collect();
+        let observer = membership.iter().find(|(_, r)| **r == Role::Observer).map(|(o, _)| *o);
+        // A promotion needs the acks of a quorum of the new configuration (voters + 1 members, quorum
+        // ceil(voters / 2) + 1), and an observer has no vote: the voters must make it alone.
+        let voters = participants.len() + self.remote_voters;
+        let promotable = voters > voters.div_ceil(2);
+        if let Some(o) = observer.filter(|o| *o >= spec.replicas || promotable) {
+            return if o < spec.replicas {
+                (
+                    Some(Change::Add(spec.server_line(o, Role::Participant))),
+                    format!("promoting {} to participant", spec.pod_name(o)),
+                )
+            } else {
+                (Some(Change::Remove(spec.id(o))), format!("removing {}", spec.pod_name(o)))
+            };
+        }
+        let next = (0..spec.replicas).find(|o| !membership.contains_key(o));
+        if participants.len() < spec.replicas as usize
+            && let Some(k) = next
+        {
+            return match self.server_pods.get(&k) {
+                Some(p) if self.serves(k) => {
+                    out.push(as_written(p));
+                    (Some(Change::Add(spec.server_line(k, Role::Participant))), format!("adding {}", spec.pod_name(k)))
+                }
+                Some(p) => {
+                    out.push(as_written(p));
+                    (None, format!("waiting for {} to start", spec.pod_name(k)))
+                }
+                None => {
+                    let mut joining = lines.to_vec();
+                    joining.push(spec.server_line(k, Role::Observer));
+                    out.push(objects::pod(spec, k, &joining, true));
+                    (None, format!("starting {}", spec.pod_name(k)))
+                }
+            };
+        }
+        match participants.iter().copied().filter(|o| *o >= spec.replicas).max() {
+            Some(h) if participants.len() > spec.replicas as usize => {
+                (Some(Change::Remove(spec.id(h))), format!("removing {}", spec.pod_name(h)))
+            }
+            _ => (None, String::new()),
+        }
+    }
+
+    /// What an ensemble that is not whole waits for.
+    fn waiting(&self, missing: bool, source: &str) -> String {
+        if self.observed.config.is_some() {
+            return "waiting for every member to serve".into();
+        }
+        if missing && self.spec.ensemble.is_some() {
+            return "waiting for a leader's configuration before starting this cluster's servers again".into();
+        }
+        if source != "waiting" {
+            return String::new();
+        }
+        match self.spec.ensemble.as_ref().and_then(|e| e.iter().next()) {
+            Some((id, host)) => format!("waiting for the ensemble to serve (server.{id} at {host} starts it)"),
+            None => "waiting for the ensemble to serve".into(),
+        }
+    }
+}
+
 /// The decision for one sync.
 pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value) -> Decision {
     let server_pods: BTreeMap<u32, &Value> =
@@ -166,96 +278,20 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
             }
         }
     }
-    // Serving, as the server says, and Ready, as its pod says (so that no two pods are unready at once).
-    let serves = |o: &u32| {
-        let name = spec.pod_name(*o);
-        observed.serving.contains_key(&name) && server_pods.get(o).is_some_and(|p| is_ready(p))
-    };
-    let whole = observed.config.is_some() && !missing && membership.keys().all(serves) && remote_serve;
-    let mut change = None;
-    let mut progress = String::new();
+    let seen = Seen { spec, observed, server_pods: &server_pods, membership: &membership, remote_voters };
+    let whole = observed.config.is_some() && !missing && membership.keys().all(|o| seen.serves(*o)) && remote_serve;
     let round = spec.restart_round.as_deref();
     let outdated: Vec<Step> = membership
         .keys()
         .filter_map(|o| server_pods.get(o).and_then(|p| rollout::step_for(spec, round, *o, p)))
         .collect();
-    if whole && !outdated.is_empty() {
-        let voters = membership.values().filter(|r| **r == Role::Participant).count() + remote_voters;
-        if rollout::caught_up(&observed.leader_mntr, voters) {
-            let leader = observed.leader().and_then(|n| spec.ordinal_of(n));
-            let at = |o: u32| out.iter().position(|p| str_at(p, "/metadata/name") == spec.pod_name(o));
-            match rollout::next(&outdated, leader) {
-                Some(Step::Image(o)) => {
-                    progress = format!("upgrading {} to {}", spec.pod_name(o), spec.image());
-                    if let Some(i) = at(o) {
-                        out[i] = rollout::upgraded(spec, round, out[i].clone());
-                    }
-                }
-                Some(Step::Restart(o)) => {
-                    progress = format!("restarting {}", spec.pod_name(o));
-                    if let Some(i) = at(o) {
-                        out.remove(i);
-                    }
-                }
-                None => {}
-            }
-        } else {
-            progress = "waiting for every follower to catch up with the leader".into();
-        }
+    let (change, progress) = if whole && !outdated.is_empty() {
+        (None, seen.roll(&outdated, &mut out))
     } else if whole {
-        let participants: Vec<u32> =
-            membership.iter().filter(|(_, r)| **r == Role::Participant).map(|(o, _)| *o).collect();
-        let observer = membership.iter().find(|(_, r)| **r == Role::Observer).map(|(o, _)| *o);
-        let next = (0..spec.replicas).find(|o| !membership.contains_key(o));
-        // A promotion needs the acks of a quorum of the new configuration (voters + 1 members, quorum
-        // ceil(voters / 2) + 1), and an observer has no vote: the voters must make it alone.
-        let voters = participants.len() + remote_voters;
-        let promotable = voters > voters.div_ceil(2);
-        if let Some(o) = observer.filter(|o| *o >= spec.replicas || promotable) {
-            change = Some(if o < spec.replicas {
-                progress = format!("promoting {} to participant", spec.pod_name(o));
-                Change::Add(spec.server_line(o, Role::Participant))
-            } else {
-                progress = format!("removing {}", spec.pod_name(o));
-                Change::Remove(spec.id(o))
-            });
-        } else if participants.len() < spec.replicas as usize
-            && let Some(k) = next
-        {
-            match server_pods.get(&k) {
-                Some(p) if serves(&k) => {
-                    progress = format!("adding {}", spec.pod_name(k));
-                    change = Some(Change::Add(spec.server_line(k, Role::Participant)));
-                    out.push(as_written(p));
-                }
-                Some(p) => {
-                    progress = format!("waiting for {} to start", spec.pod_name(k));
-                    out.push(as_written(p));
-                }
-                None => {
-                    progress = format!("starting {}", spec.pod_name(k));
-                    let mut joining = lines.clone();
-                    joining.push(spec.server_line(k, Role::Observer));
-                    out.push(objects::pod(spec, k, &joining, true));
-                }
-            }
-        } else if participants.len() > spec.replicas as usize
-            && let Some(h) = participants.iter().copied().filter(|o| *o >= spec.replicas).max()
-        {
-            progress = format!("removing {}", spec.pod_name(h));
-            change = Some(Change::Remove(spec.id(h)));
-        }
-    } else if observed.config.is_some() {
-        progress = "waiting for every member to serve".into();
-    } else if missing && spec.ensemble.is_some() {
-        progress = "waiting for a leader's configuration before starting this cluster's servers again".into();
-    } else if source == "waiting" {
-        let first = spec.ensemble.as_ref().and_then(|e| e.iter().next());
-        progress = match first {
-            Some((id, host)) => format!("waiting for the ensemble to serve (server.{id} at {host} starts it)"),
-            None => "waiting for the ensemble to serve".into(),
-        };
-    }
+        seen.reconfigure(&lines, &mut out)
+    } else {
+        (None, seen.waiting(missing, source))
+    };
     // Pods of servers outside the membership: a joiner being started stays (above); a server that
     // was reconfigured out goes, now that the servers say it is out. Without a configuration to go
     // by (no server serves), every pod stays.
@@ -297,6 +333,41 @@ fn membership_events(spec: &Spec, before: &Membership, now: &Membership) -> Vec<
     joined.chain(left).collect()
 }
 
+/// A server in the status: its name, id, mode (as it says, or as the configuration says) and zxid.
+fn server_entry(name: &str, id: u32, said: Option<&Srvr>, role: Role) -> Value {
+    let mode = match (said, role) {
+        (Some(s), _) => s.mode.clone(),
+        (None, Role::Observer) => "observer".to_string(),
+        (None, Role::Participant) => "unknown".to_string(),
+    };
+    let mut s = json!({"name": name, "id": id, "mode": mode});
+    if let Some(said) = said {
+        s["zxid"] = json!(said.zxid);
+    }
+    s
+}
+
+/// The ensemble's conditions: PodsReady (`ready` of `total` serve), Upgrading, and Error when quorum is
+/// `lost` (why).
+fn conditions((ready, total): (usize, usize), upgrading: Option<&str>, lost: Option<String>, now: &str) -> Vec<Value> {
+    vec![
+        if ready == total {
+            condition("PodsReady", true, "AllServersServing", now, "")
+        } else {
+            condition("PodsReady", false, "ServersNotServing", now, &format!("{ready} of {total} serve"))
+        },
+        match upgrading {
+            Some(m) => condition("Upgrading", true, "RollingUpdate", now, m),
+            None => condition("Upgrading", false, "UpToDate", now, ""),
+        },
+        match lost {
+            Some(message) => json!({"type": "Error", "status": "True", "reason": "QuorumLost", "message": message,
+                                    "lastTransitionTime": now}),
+            None => condition("Error", false, "NoError", now, ""),
+        },
+    ]
+}
+
 fn status(
     spec: &Spec,
     pods: &ObjectMap,
@@ -317,31 +388,13 @@ fn status(
             Some(_) => ready.push(name.clone()),
             None => unready.push(name.clone()),
         }
-        let mode = match (said, role) {
-            (Some(s), _) => s.mode.clone(),
-            (None, Role::Observer) => "observer".to_string(),
-            (None, Role::Participant) => "unknown".to_string(),
-        };
-        let mut s = json!({"name": name, "id": spec.id(*ordinal), "mode": mode});
-        if let Some(said) = said {
-            s["zxid"] = json!(said.zxid);
-        }
-        servers.push(s);
+        servers.push(server_entry(&name, spec.id(*ordinal), said, *role));
     }
     // The servers of other clusters, by address.
     for (id, (role, line)) in remote {
         let host = host_of(line);
         let said = observed.serving.get(host);
-        let mode = match (said, role) {
-            (Some(s), _) => s.mode.clone(),
-            (None, Role::Observer) => "observer".to_string(),
-            (None, Role::Participant) => "unknown".to_string(),
-        };
-        let mut s = json!({"name": host, "id": id, "mode": mode});
-        if let Some(said) = said {
-            s["zxid"] = json!(said.zxid);
-        }
-        servers.push(s);
+        servers.push(server_entry(host, *id, said, *role));
     }
     let participants = membership.values().filter(|r| **r == Role::Participant).count()
         + remote.values().filter(|(r, _)| *r == Role::Participant).count();
@@ -356,34 +409,15 @@ fn status(
     let quorum = participants / 2 + 1;
     let all_ready = ready.len() == membership.len();
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let mut conditions = vec![
-        if all_ready {
-            condition("PodsReady", true, "AllServersServing", &now, "")
-        } else {
-            condition(
-                "PodsReady",
-                false,
-                "ServersNotServing",
-                &now,
-                &format!("{} of {} serve", ready.len(), membership.len()),
-            )
-        },
-        match upgrading {
-            Some(m) => condition("Upgrading", true, "RollingUpdate", &now, m),
-            None => condition("Upgrading", false, "UpToDate", &now, ""),
-        },
-    ];
     // A new ensemble that has not elected yet has not lost anything.
     let lost = source != "spec" && source != "waiting" && serving_participants < quorum;
-    conditions.push(if lost {
-        let message = format!(
+    let lost = lost.then(|| {
+        format!(
             "quorum lost: {serving_participants} of {participants} participants serve, {quorum} needed; waiting for \
              the servers to come back (no data is touched)"
-        );
-        json!({"type": "Error", "status": "True", "reason": "QuorumLost", "message": message, "lastTransitionTime": now})
-    } else {
-        condition("Error", false, "NoError", &now, "")
+        )
     });
+    let mut conditions = conditions((ready.len(), membership.len()), upgrading, lost, &now);
     keep_transition_times(&mut conditions, previous);
     // The version is what the serving servers' containers run.
     let running: Vec<String> = pods

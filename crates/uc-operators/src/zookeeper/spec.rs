@@ -133,7 +133,11 @@ impl Spec {
                     }),
                     ..Default::default()
                 });
-                Storage::Persistent { claim_spec: Box::new(claim_spec), annotations: p.annotations.unwrap_or_default(), delete }
+                Storage::Persistent {
+                    claim_spec: Box::new(claim_spec),
+                    annotations: p.annotations.unwrap_or_default(),
+                    delete,
+                }
             }
             Some("ephemeral") => {
                 let empty_dir = spec.ephemeral.as_ref().and_then(|e| e.emptydirvolumesource.clone());
