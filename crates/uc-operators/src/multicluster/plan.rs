@@ -184,24 +184,17 @@ pub struct Observed<'a> {
     pub overrides: &'a ObjectMap,
 }
 
-/// The decision for one sync. `admin` is the Secret with ZooKeeper's super user password, which every
-/// member's servers share (it is propagated with the rest).
-pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, admin: Value, now: &str) -> Decision {
-    let Observed { binding, template, overrides } = seen;
-    let (name, ns) = (str_at(parent, "/metadata/name"), str_at(parent, "/metadata/namespace"));
-    let previous = parent.get("status").cloned().unwrap_or(json!({}));
-    let mut status = json!({"conditions": previous.get("conditions").cloned().unwrap_or(json!([]))});
-    let schedule = binding.and_then(schedule_of);
+/// What the control plane holds for a MultiClusterZooKeeper: the whole ensemble as a ZookeeperCluster
+/// (its replicas are what Karmada divides), the headless Service exported and imported across the
+/// clusters, the PropagationPolicy placing them, and the shared admin Secret.
+fn control_plane_objects(
+    name: &str,
+    ns: &str,
+    spec: &MultiClusterZooKeeperSpec,
+    desired: Value,
+    admin: Value,
+) -> Vec<Value> {
     let headless = format!("{name}-headless");
-    // The control plane's ZookeeperCluster: the whole ensemble (its replicas are what Karmada divides).
-    let mut desired = zookeeper_spec(spec);
-    desired["replicas"] = json!(spec.replicas);
-    desired["ensemble"] = json!({"servers": schedule.as_ref().map(|s| servers(name, ns, s)).unwrap_or_default()});
-    // Its generation counts once it holds what this sync wants (a record starts at a generation
-    // that is the spec's, not one a moment old).
-    let generation = template
-        .filter(|t| t.get("spec").is_some_and(|s| spec_digest(s) == spec_digest(&desired)))
-        .and_then(|t| t.pointer("/metadata/generation").and_then(Value::as_i64));
     let ports = json!([
         {"name": "tcp-client", "port": CLIENT_PORT, "protocol": "TCP"},
         {"name": "tcp-quorum", "port": QUORUM_PORT, "protocol": "TCP"},
@@ -210,7 +203,7 @@ pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, ad
     let placement = spec.placement.clone().unwrap_or_else(
         || json!({"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"}}),
     );
-    let mut children = vec![
+    vec![
         json!({"apiVersion": ZK_API, "kind": "ZookeeperCluster", "metadata": meta(name, ns), "spec": desired}),
         json!({"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceExport", "metadata": meta(&headless, ns)}),
         json!({"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport", "metadata": meta(&headless, ns),
@@ -223,7 +216,59 @@ pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, ad
                    {"apiVersion": "v1", "kind": "Secret", "name": admin_secret(name)},
                ], "placement": placement}}),
         admin,
-    ];
+    ]
+}
+
+/// The Ready condition while a record deploys: how each deploying cluster stands, how many are done,
+/// and any other cluster that is down (its servers are part of the quorum the deploying one waits for).
+fn deploying_condition(
+    after: &[Record],
+    order: &[String],
+    items: &BTreeMap<&str, &Value>,
+    why: impl Fn(&str) -> Result<(), String>,
+) -> Value {
+    let last = after.last().cloned().unwrap_or_default();
+    let state = |k: &str| last.current_state.get(k).cloned().unwrap_or_default();
+    let deploying = state(DEPLOYING);
+    let why: Vec<String> = deploying
+        .iter()
+        .map(|c| match why(c) {
+            Ok(()) => format!("{c}: ready"),
+            Err(e) => format!("{c}: {e}"),
+        })
+        .collect();
+    let down = unreachable_others(order, &deploying, items);
+    let unavailable = |w: &String| w.contains("not ready") || w.contains("not reachable");
+    let reason = if why.iter().chain(&down).any(unavailable) { "ClusterUnavailable" } else { "Deploying" };
+    let also = if down.is_empty() { String::new() } else { format!("; also {}", down.join("; ")) };
+    let message = format!(
+        "record {}: deploying {}; {} of {} clusters completed{also}",
+        after.len(),
+        why.join("; "),
+        state(COMPLETED).len(),
+        order.len()
+    );
+    condition("Ready", false, reason, &message)
+}
+
+/// The decision for one sync. `admin` is the Secret with ZooKeeper's super user password, which every
+/// member's servers share (it is propagated with the rest).
+pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, admin: Value, now: &str) -> Decision {
+    let Observed { binding, template, overrides } = seen;
+    let (name, ns) = (str_at(parent, "/metadata/name"), str_at(parent, "/metadata/namespace"));
+    let previous = parent.get("status").cloned().unwrap_or(json!({}));
+    let mut status = json!({"conditions": previous.get("conditions").cloned().unwrap_or(json!([]))});
+    let schedule = binding.and_then(schedule_of);
+    // The control plane's ZookeeperCluster: the whole ensemble (its replicas are what Karmada divides).
+    let mut desired = zookeeper_spec(spec);
+    desired["replicas"] = json!(spec.replicas);
+    desired["ensemble"] = json!({"servers": schedule.as_ref().map(|s| servers(name, ns, s)).unwrap_or_default()});
+    // Its generation counts once it holds what this sync wants (a record starts at a generation
+    // that is the spec's, not one a moment old).
+    let generation = template
+        .filter(|t| t.get("spec").is_some_and(|s| spec_digest(s) == spec_digest(&desired)))
+        .and_then(|t| t.pointer("/metadata/generation").and_then(Value::as_i64));
+    let mut children = control_plane_objects(name, ns, spec, desired, admin);
     let (Some(schedule), Some(generation)) = (schedule.clone(), generation) else {
         let why = match (binding, &schedule) {
             (None, _) => "waiting for the ResourceBinding",
@@ -280,28 +325,8 @@ pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, ad
     let cond = if ready {
         condition("Ready", true, "Deployed", &format!("every cluster serves its part ({})", describe(&schedule)))
     } else {
-        let deploying = state(DEPLOYING);
-        let why: Vec<String> = deploying
-            .iter()
-            .map(|c| match cluster_ready(items.get(c.as_str()).copied(), &expected(c), joined(c)) {
-                Ok(()) => format!("{c}: ready"),
-                Err(e) => format!("{c}: {e}"),
-            })
-            .collect();
-        // A cluster down that is not the one deploying (its servers are part of the quorum the
-        // deploying one waits for) is named too.
-        let down = unreachable_others(&order, &deploying, &items);
-        let unavailable = |w: &String| w.contains("not ready") || w.contains("not reachable");
-        let reason = if why.iter().chain(&down).any(unavailable) { "ClusterUnavailable" } else { "Deploying" };
-        let also = if down.is_empty() { String::new() } else { format!("; also {}", down.join("; ")) };
-        let message = format!(
-            "record {}: deploying {}; {} of {} clusters completed{also}",
-            after.len(),
-            why.join("; "),
-            state(COMPLETED).len(),
-            order.len()
-        );
-        condition("Ready", false, reason, &message)
+        let why = |c: &str| cluster_ready(items.get(c).copied(), &expected(c), joined(c));
+        deploying_condition(&after, &order, &items, why)
     };
     set_condition(&mut status, cond, Some(&previous), now);
     status["records"] = serde_json::to_value(&after).unwrap_or(json!([]));

@@ -78,6 +78,40 @@ pub struct Spec {
     pub spec: ZookeeperClusterSpec,
 }
 
+/// Where the servers' data lives: on a claim per server (`persistence`, the default: 20Gi
+/// ReadWriteOnce unless the spec says otherwise) or in an emptyDir (`ephemeral`).
+fn storage_of(spec: &ZookeeperClusterSpec) -> Result<Storage, SpecError> {
+    let storage = match spec.storage_type.as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None | Some("") | Some("persistence") => {
+            let p = spec.persistence.clone().unwrap_or_default();
+            let delete = match p.reclaim_policy.as_deref() {
+                None | Some("") | Some("Delete") => true,
+                Some("Retain") => false,
+                Some(other) => return Err(SpecError::ReclaimPolicy(other.into())),
+            };
+            let claim_spec = p.spec.unwrap_or_else(|| PersistentVolumeClaimSpec {
+                access_modes: Some(vec!["ReadWriteOnce".into()]),
+                resources: Some(VolumeResourceRequirements {
+                    requests: Some([("storage".to_string(), Quantity("20Gi".into()))].into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            });
+            Storage::Persistent {
+                claim_spec: Box::new(claim_spec),
+                annotations: p.annotations.unwrap_or_default(),
+                delete,
+            }
+        }
+        Some("ephemeral") => {
+            let empty_dir = spec.ephemeral.as_ref().and_then(|e| e.emptydirvolumesource.clone());
+            Storage::Ephemeral { empty_dir: empty_dir.unwrap_or_default() }
+        }
+        Some(_) => return Err(SpecError::StorageType(spec.storage_type.clone().unwrap_or_default())),
+    };
+    Ok(storage)
+}
+
 impl Spec {
     /// The ensemble a ZookeeperCluster object describes, or what in its spec is wrong.
     pub fn from(parent: &Value) -> Result<Spec, SpecError> {
@@ -117,34 +151,7 @@ impl Spec {
         };
         let image = spec.image.clone().unwrap_or_default();
         let nonempty = |s: Option<String>, default: &str| s.filter(|s| !s.is_empty()).unwrap_or_else(|| default.into());
-        let storage = match spec.storage_type.as_deref().map(str::to_ascii_lowercase).as_deref() {
-            None | Some("") | Some("persistence") => {
-                let p = spec.persistence.clone().unwrap_or_default();
-                let delete = match p.reclaim_policy.as_deref() {
-                    None | Some("") | Some("Delete") => true,
-                    Some("Retain") => false,
-                    Some(other) => return Err(SpecError::ReclaimPolicy(other.into())),
-                };
-                let claim_spec = p.spec.unwrap_or_else(|| PersistentVolumeClaimSpec {
-                    access_modes: Some(vec!["ReadWriteOnce".into()]),
-                    resources: Some(VolumeResourceRequirements {
-                        requests: Some([("storage".to_string(), Quantity("20Gi".into()))].into()),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                });
-                Storage::Persistent {
-                    claim_spec: Box::new(claim_spec),
-                    annotations: p.annotations.unwrap_or_default(),
-                    delete,
-                }
-            }
-            Some("ephemeral") => {
-                let empty_dir = spec.ephemeral.as_ref().and_then(|e| e.emptydirvolumesource.clone());
-                Storage::Ephemeral { empty_dir: empty_dir.unwrap_or_default() }
-            }
-            Some(_) => return Err(SpecError::StorageType(spec.storage_type.clone().unwrap_or_default())),
-        };
+        let storage = storage_of(&spec)?;
         if let Some(extra) = spec.config.as_ref().and_then(|c| c.additional_config.as_ref())
             && let Some(k) = extra.keys().find(|k| RESERVED.contains(&k.as_str()))
         {
