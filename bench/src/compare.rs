@@ -380,22 +380,13 @@ fn uc_controller(path: &str) -> Result<Value> {
     yaml_file(path)
 }
 
-async fn table(args: &Args) -> Result<String> {
-    let uc = start_uc(&args.uc, &["--no-workload-controllers"], None)?;
-    let c = client(&uc.kubeconfig).await?;
-    prepare_table_cluster(&c).await?;
-    // `uc run` from its own copy of the binary, as a controller deployed on its own would be: mapped from
-    // the file `uc up` runs from, it would also map code pages the API server brought into the page cache.
-    let copy = tempfile::tempdir()?;
-    let controller_uc = copy.path().join("uc");
-    std::fs::copy(&args.controller_uc, &controller_uc)
-        .with_context(|| format!("copying {} (bash bench/all.sh builds it)", args.controller_uc.display()))?;
-    let code_mb = std::fs::metadata(&controller_uc)?.len() as f64 / 1e6;
+/// Table 5-2's scenarios: the controllers each runs, as uc's or as separate kube-rs processes.
+fn scenarios() -> Result<Vec<(&'static str, Vec<Member>)>> {
     let tf = || uc_controller("examples/tfjob/controller.yaml");
     let cat = || uc_controller("examples/catset/controller.yaml");
     let dn = || donothing_uc("donothing-controller", "donothings");
     let dn_b = || donothing_uc("donothing-b-controller", "donothingbs");
-    let scenarios: Vec<(&str, Vec<Member>)> = vec![
+    Ok(vec![
         ("1. nothing", vec![]),
         ("2. uc alone", vec![Member::Uc(vec![])]),
         ("3. standalone tf-operator", vec![Member::KubeRs("tfjob", "kube-rs-tfjob")]),
@@ -424,37 +415,11 @@ async fn table(args: &Args) -> Result<String> {
                 Member::KubeRs("donothing", "kube-rs-donothing-2"),
             ],
         ),
-    ];
-    let mut rows = String::new();
-    let mut results = BTreeMap::new();
-    let chosen = |name: &str| args.scenarios.is_empty() || args.scenarios.iter().any(|s| name.contains(s.as_str()));
-    for (name, members) in scenarios {
-        if !chosen(name) {
-            continue;
-        }
-        let m = run_scenario(args, &controller_uc, &uc, &c, members).await?;
-        println!(
-            "{name}: RSS {:.1} MB (private {:.1} MB), {:.1} KB sent at startup, {:.1} KB in the window",
-            m.rss as f64 / 1e6,
-            m.anon as f64 / 1e6,
-            m.startup as f64 / 1e3,
-            m.bytes as f64 / 1e3
-        );
-        rows.push_str(&format!(
-            "| {name} | {:.1} MB | {:.1} MB | {:.1} KB | {:.1} KB |\n",
-            m.rss as f64 / 1e6,
-            m.anon as f64 / 1e6,
-            m.startup as f64 / 1e3,
-            m.bytes as f64 / 1e3
-        ));
-        results.insert(name, m);
-    }
-    if !args.scenarios.is_empty() {
-        return Ok(format!(
-            "### Table 5-2 (scenarios {:?} only)\n\n| scenario | RSS | of which private | bytes sent at startup | bytes sent in the window |\n| --- | --- | --- | --- | --- |\n{rows}\n",
-            args.scenarios
-        ));
-    }
+    ])
+}
+
+/// Table 5-2 with its targets, verdicts and the account of where the memory goes.
+fn report(args: &Args, rows: &str, results: &BTreeMap<&str, Measured>, code_mb: f64) -> String {
     let uc4 = &results["uc + 4 controllers watching Pods"];
     let kube4 = &results["4 separate kube-rs controllers watching Pods"];
     let uc1 = &results["4. uc + tfjob"];
@@ -463,7 +428,7 @@ async fn table(args: &Args) -> Result<String> {
     let rss_ratio = uc4.rss as f64 / kube4.rss as f64;
     let bytes_ratio = uc4.bytes as f64 / uc1.bytes as f64;
     let total_ratio = (uc4.bytes + uc4.startup) as f64 / (uc1.bytes + uc1.startup) as f64;
-    Ok(format!(
+    format!(
         "### Table 5-2: memory and API-server traffic\n\n\
          100 simulated `sleep` pods, 5 pod changes per second throughout. Each scenario's controller processes\n\
          start ({startup} s: initial lists, discovery, registration), then run for the measured window of {w} s.\n\
@@ -511,7 +476,52 @@ async fn table(args: &Args) -> Result<String> {
         v1 = verdict(uc4.rss <= 12_000_000),
         v2 = verdict(rss_ratio <= 0.5),
         v3 = verdict(bytes_ratio <= 1.05),
-    ))
+    )
+}
+
+async fn table(args: &Args) -> Result<String> {
+    let uc = start_uc(&args.uc, &["--no-workload-controllers"], None)?;
+    let c = client(&uc.kubeconfig).await?;
+    prepare_table_cluster(&c).await?;
+    // `uc run` from its own copy of the binary, as a controller deployed on its own would be: mapped from
+    // the file `uc up` runs from, it would also map code pages the API server brought into the page cache.
+    let copy = tempfile::tempdir()?;
+    let controller_uc = copy.path().join("uc");
+    std::fs::copy(&args.controller_uc, &controller_uc)
+        .with_context(|| format!("copying {} (bash bench/all.sh builds it)", args.controller_uc.display()))?;
+    let code_mb = std::fs::metadata(&controller_uc)?.len() as f64 / 1e6;
+    let scenarios = scenarios()?;
+    let mut rows = String::new();
+    let mut results = BTreeMap::new();
+    let chosen = |name: &str| args.scenarios.is_empty() || args.scenarios.iter().any(|s| name.contains(s.as_str()));
+    for (name, members) in scenarios {
+        if !chosen(name) {
+            continue;
+        }
+        let m = run_scenario(args, &controller_uc, &uc, &c, members).await?;
+        println!(
+            "{name}: RSS {:.1} MB (private {:.1} MB), {:.1} KB sent at startup, {:.1} KB in the window",
+            m.rss as f64 / 1e6,
+            m.anon as f64 / 1e6,
+            m.startup as f64 / 1e3,
+            m.bytes as f64 / 1e3
+        );
+        rows.push_str(&format!(
+            "| {name} | {:.1} MB | {:.1} MB | {:.1} KB | {:.1} KB |\n",
+            m.rss as f64 / 1e6,
+            m.anon as f64 / 1e6,
+            m.startup as f64 / 1e3,
+            m.bytes as f64 / 1e3
+        ));
+        results.insert(name, m);
+    }
+    if !args.scenarios.is_empty() {
+        return Ok(format!(
+            "### Table 5-2 (scenarios {:?} only)\n\n| scenario | RSS | of which private | bytes sent at startup | bytes sent in the window |\n| --- | --- | --- | --- | --- |\n{rows}\n",
+            args.scenarios
+        ));
+    }
+    Ok(report(args, &rows, &results, code_mb))
 }
 
 #[tokio::main]

@@ -175,6 +175,103 @@ fn median(mut xs: Vec<f64>, show: impl Fn(f64) -> String) -> (f64, String) {
     (xs[xs.len() / 2], all)
 }
 
+/// One row of the convergence table, for its verdicts.
+struct Row<'a> {
+    n: usize,
+    mode: &'a str,
+    largest: usize,
+    limit: f64,
+    repeats: &'a str,
+    timeout: u64,
+}
+
+impl Row<'_> {
+    /// The verdicts a row gives: uc against the write-bound limit (at the largest count), ≤ 30 s at
+    /// 10,000 and more, and uc against kube-rs and kopf (when all three ran).
+    fn verdicts(&self, times: &std::collections::HashMap<Impl, Option<Duration>>) -> String {
+        let Row { n, mode, largest, limit, repeats, timeout } = *self;
+        let fmt = |t: Option<Duration>| match t {
+            Some(t) => format!("{:.2} s ({:.0}/s)", t.as_secs_f64(), n as f64 / t.as_secs_f64()),
+            None => format!("> {timeout} s"),
+        };
+        let mut out = String::new();
+        let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
+        if n == largest
+            && let Some(Some(t)) = times.get(&Impl::UcJs)
+        {
+            let ratio = n as f64 / t.as_secs_f64() / limit;
+            out.push_str(&format!(
+            "| {n}, {mode}: uc (JS) ≥ 0.5 × the write-bound limit ({limit:.0} parents/s) | {ratio:.2} ×{repeats} | {} |\n",
+            verdict(ratio >= 0.5)
+        ));
+        }
+        if !(times.contains_key(&Impl::UcJs) && times.contains_key(&Impl::KubeRs) && times.contains_key(&Impl::Kopf)) {
+            return out;
+        }
+        let (js, kube, kopf) = (times[&Impl::UcJs], times[&Impl::KubeRs], times[&Impl::Kopf]);
+        let rate = |t: Option<Duration>| t.map(|t| n as f64 / t.as_secs_f64());
+        if n >= 10_000 {
+            let js_ok = js.is_some_and(|t| t.as_secs_f64() <= 30.0);
+            out.push_str(&format!(
+                "| {n} parents converged ≤ 30 s (uc, JS, {mode}) | {} | {} |\n",
+                fmt(js),
+                verdict(js_ok)
+            ));
+        }
+        let vs_kube = rate(js).zip(rate(kube)).map(|(a, b)| a / b);
+        // kopf that did not finish in time ran at most n/timeout parents/s.
+        let vs_kopf = rate(js).map(|a| a / rate(kopf).unwrap_or(n as f64 / timeout as f64));
+        out.push_str(&format!(
+            "| {n}, {mode}: uc (JS) ≥ 1.0 × kube-rs | {} | {} |\n| {n}, {mode}: uc (JS) ≥ 10 × kopf | {}{} | {} |\n",
+            vs_kube.map(|r| format!("{r:.2} ×")).unwrap_or("—".into()),
+            verdict(vs_kube.is_some_and(|r| r >= 1.0)),
+            vs_kopf.map(|r| format!("{r:.1} ×")).unwrap_or("—".into()),
+            if kopf.is_none() { " (at least)" } else { "" },
+            verdict(vs_kopf.is_some_and(|r| r >= 10.0)),
+        ));
+        out
+    }
+}
+
+/// What the convergence report says beside its table: the limit's runs, CPU per create and per parent,
+/// and how late a parent created during a backlog was served.
+struct Notes {
+    limits: String,
+    create_cpu: String,
+    cpu: String,
+    late: String,
+}
+
+/// The convergence section of the report.
+fn report(largest: usize, limit: f64, notes: &Notes, rows: &str, verdicts: &str) -> String {
+    format!(
+        "### Convergence: N Foos → Deployments + status\n\n\
+         Parents created by 8 concurrent clients; time until every Foo has its Deployment and a status with a current\n\
+         `observedGeneration`. *Live*: the controller runs while the parents are created, timed from the first\n\
+         create (the creating clients bound this: about as fast as the API server takes the creates); *backlog*:\n\
+         the controller starts once every parent exists, timed from its start (its own throughput). Every controller is its own process against `uc up --no-engine --no-node` (nothing\n\
+         else works on the cluster): uc is `uc run` (its JavaScript hook `bench/foo-sync.js`, the thesis's listing 5.2\n\
+         with `availableReplicas` defaulting to 0 as every other controller here computes it; the webhook\n\
+         the same in Rust); kube-rs is `bench-controller foo` (kube-runtime `Controller`,\n\
+         reads the child with a GET, as kube-rs's examples do); kopf is `bench/kopf/foo.py`. Progress is counted by\n\
+         two watches (the Foos' names, generations and observed generations; the Deployments' metadata), not by\n\
+         lists. The write-bound limit is measured first, in the same run: {largest} Foos created by the same 8\n\
+         clients with no controller running, in creates/s over the 3 writes a converged parent costs, the median\n\
+         of {REPEATS} runs ({limits} parents/s): **{limit:.0} parents/s** ({creates:.0} creates/s). uc's time at\n\
+         {largest} parents, in the table and the verdicts, is the median of {REPEATS} runs too. CPU time per\n\
+         parent over those runs (read from `/proc` at convergence; `uc up`'s includes the parents' creates): {cpu};\n\
+         at the limit `uc up` took {create_cpu} µs per create. In each backlog run one more Foo is created once the\n\
+         controller's first parent has converged; from its create to its status, at {largest} parents: {late}.\n\n\
+         | parents | uc, JavaScript hook | uc, loopback webhook | kube-rs | kopf |\n| --- | --- | --- | --- | --- |\n{rows}\n\
+         | target | measured | verdict |\n| --- | --- | --- |\n{verdicts}\n",
+        creates = limit * 3.0,
+        limits = notes.limits,
+        create_cpu = notes.create_cpu,
+        cpu = notes.cpu,
+        late = if notes.late.is_empty() { "—" } else { &notes.late },
+    )
+}
+
 pub async fn convergence(args: &Args) -> Result<String> {
     let webhook = start_webhook().await?;
     let mut rows = String::new();
@@ -252,69 +349,12 @@ pub async fn convergence(args: &Args) -> Result<String> {
                 cell(Impl::KubeRs),
                 cell(Impl::Kopf)
             ));
-            let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
-            if n == largest
-                && let Some(Some(t)) = times.get(&Impl::UcJs)
-            {
-                let ratio = n as f64 / t.as_secs_f64() / limit;
-                verdicts.push_str(&format!(
-                    "| {n}, {mode}: uc (JS) ≥ 0.5 × the write-bound limit ({limit:.0} parents/s) | {ratio:.2} ×{repeats} | {} |\n",
-                    verdict(ratio >= 0.5)
-                ));
-            }
-            if !(times.contains_key(&Impl::UcJs)
-                && times.contains_key(&Impl::KubeRs)
-                && times.contains_key(&Impl::Kopf))
-            {
-                continue;
-            }
-            let (js, kube, kopf) = (times[&Impl::UcJs], times[&Impl::KubeRs], times[&Impl::Kopf]);
-            let rate = |t: Option<Duration>| t.map(|t| n as f64 / t.as_secs_f64());
-            if n >= 10_000 {
-                let js_ok = js.is_some_and(|t| t.as_secs_f64() <= 30.0);
-                verdicts.push_str(&format!(
-                    "| {n} parents converged ≤ 30 s (uc, JS, {mode}) | {} | {} |\n",
-                    fmt(js, n),
-                    verdict(js_ok)
-                ));
-            }
-            let vs_kube = rate(js).zip(rate(kube)).map(|(a, b)| a / b);
-            // kopf that did not finish in time ran at most n/timeout parents/s.
-            let vs_kopf = rate(js).map(|a| a / rate(kopf).unwrap_or(n as f64 / args.timeout as f64));
-            verdicts.push_str(&format!(
-                "| {n}, {mode}: uc (JS) ≥ 1.0 × kube-rs | {} | {} |\n| {n}, {mode}: uc (JS) ≥ 10 × kopf | {}{} | {} |\n",
-                vs_kube.map(|r| format!("{r:.2} ×")).unwrap_or("—".into()),
-                verdict(vs_kube.is_some_and(|r| r >= 1.0)),
-                vs_kopf.map(|r| format!("{r:.1} ×")).unwrap_or("—".into()),
-                if kopf.is_none() { " (at least)" } else { "" },
-                verdict(vs_kopf.is_some_and(|r| r >= 10.0)),
-            ));
+            let row = Row { n, mode, largest, limit, repeats: &repeats, timeout: args.timeout };
+            verdicts.push_str(&row.verdicts(&times));
         }
     }
-    Ok(format!(
-        "### Convergence: N Foos → Deployments + status\n\n\
-         Parents created by 8 concurrent clients; time until every Foo has its Deployment and a status with a current\n\
-         `observedGeneration`. *Live*: the controller runs while the parents are created, timed from the first\n\
-         create (the creating clients bound this: about as fast as the API server takes the creates); *backlog*:\n\
-         the controller starts once every parent exists, timed from its start (its own throughput). Every controller is its own process against `uc up --no-engine --no-node` (nothing\n\
-         else works on the cluster): uc is `uc run` (its JavaScript hook `bench/foo-sync.js`, the thesis's listing 5.2\n\
-         with `availableReplicas` defaulting to 0 as every other controller here computes it; the webhook\n\
-         the same in Rust); kube-rs is `bench-controller foo` (kube-runtime `Controller`,\n\
-         reads the child with a GET, as kube-rs's examples do); kopf is `bench/kopf/foo.py`. Progress is counted by\n\
-         two watches (the Foos' names, generations and observed generations; the Deployments' metadata), not by\n\
-         lists. The write-bound limit is measured first, in the same run: {largest} Foos created by the same 8\n\
-         clients with no controller running, in creates/s over the 3 writes a converged parent costs, the median\n\
-         of {REPEATS} runs ({limits} parents/s): **{limit:.0} parents/s** ({creates:.0} creates/s). uc's time at\n\
-         {largest} parents, in the table and the verdicts, is the median of {REPEATS} runs too. CPU time per\n\
-         parent over those runs (read from `/proc` at convergence; `uc up`'s includes the parents' creates): {cpu};\n\
-         at the limit `uc up` took {create_cpu} µs per create. In each backlog run one more Foo is created once the\n\
-         controller's first parent has converged; from its create to its status, at {largest} parents: {late}.\n\n\
-         | parents | uc, JavaScript hook | uc, loopback webhook | kube-rs | kopf |\n| --- | --- | --- | --- | --- |\n{rows}\n\
-         | target | measured | verdict |\n| --- | --- | --- |\n{verdicts}\n",
-        creates = limit * 3.0,
-        cpu = cpu_notes.join("; "),
-        late = if late_notes.is_empty() { "—".to_string() } else { late_notes.join(", ") },
-    ))
+    let notes = Notes { limits, create_cpu, cpu: cpu_notes.join("; "), late: late_notes.join(", ") };
+    Ok(report(largest, limit, &notes, &rows, &verdicts))
 }
 
 /// A controller as the report names it.

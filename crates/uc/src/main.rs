@@ -2,6 +2,8 @@
 
 mod allocator;
 mod ansible_operator;
+mod cli;
+mod commands;
 // Much of these two is for `uc up` (the built-in controllers it keeps, the catalog it serves).
 #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 mod builtins;
@@ -38,360 +40,8 @@ use signal::wait_for_signal;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
-
-#[derive(Parser)]
-#[command(name = "uc", version, about = "uc: the declarative universal Kubernetes operator")]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-    /// Log lines as `text` (colour only on a terminal) or `json` (one object per line: timestamp,
-    /// level, target, message and the fields). The level: $UC_LOG (default info).
-    #[arg(long, global = true, default_value = "text", value_parser = ["text", "json"])]
-    log_format: String,
-}
-
-// Parsed once at start: the size of its largest variant does not matter.
-#[allow(clippy::large_enum_variant)]
-#[derive(Subcommand)]
-enum Command {
-    /// Start the embedded Kubernetes-compatible cluster on 127.0.0.1 with the engine, and write a kubeconfig.
-    #[cfg(feature = "cluster")]
-    Up(up::UpArgs),
-    /// (`uc up` is not in this build.)
-    #[cfg(not(feature = "cluster"))]
-    #[command(hide = true, disable_help_flag = true)]
-    Up {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
-    /// Run the universal controller engine against any cluster.
-    Run(RunArgs),
-    /// Check or repair the store of a data directory (`uc up --data-dir`, or its `store/`).
-    #[cfg(feature = "cluster")]
-    #[command(subcommand)]
-    Store(StoreCommand),
-    /// Save every object of a cluster's store to a file, or restore one as a new data directory's.
-    #[cfg(feature = "cluster")]
-    #[command(subcommand)]
-    Snapshot(SnapshotCommand),
-    /// Print the CRDs of uc's own resources (UniversalController, ControllerRevision) as YAML.
-    Crds,
-    /// Scaffold a working operator in a new directory NAME: CRD, UniversalController, a JavaScript hook,
-    /// an example, a recorded request with its expected answer, a README.
-    Init(InitArgs),
-    /// Build an OLM bundle (manifests/ with a ClusterServiceVersion, CRDs and the controller;
-    /// metadata/annotations.yaml) from an operator directory such as `uc init` makes, or an Operator SDK
-    /// project (its `watches.yaml`: the chart or the roles travel in the bundle).
-    Package {
-        /// The operator's directory.
-        #[arg(default_value = ".")]
-        dir: PathBuf,
-        /// The bundle's version (semver).
-        #[arg(long, default_value = "0.1.0")]
-        version: String,
-        /// The CSV this one replaces (default: none; `uc catalog add` puts it after the channel's head).
-        #[arg(long)]
-        replaces: Option<String>,
-        /// Where to write the bundle (default DIR/bundle).
-        #[arg(long)]
-        out: Option<PathBuf>,
-    },
-    /// File-based catalogs.
-    #[command(subcommand)]
-    Catalog(CatalogCommand),
-    /// Hooks offline.
-    #[command(subcommand)]
-    Hook(HookCommand),
-    /// Print the ClusterRole an engine needs for the UniversalControllers in FILES (YAML; directories:
-    /// their *.yaml) or in the cluster (--from-cluster): its own rules and each controller's.
-    Rbac(RbacArgs),
-    /// Print uc's version and commit, and the API server's version when a cluster is reachable.
-    Version {
-        /// Only uc's own version.
-        #[arg(long)]
-        client: bool,
-        /// Kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config).
-        #[arg(long)]
-        kubeconfig: Option<PathBuf>,
-    },
-    /// Check this machine for what uc uses (kubectl, etcd, ZooKeeper, Java, Python, ports) and say what
-    /// each missing piece disables; non-zero exit when `uc up` cannot run.
-    Doctor {
-        /// The data directory `uc up` would use.
-        #[arg(long, default_value = ".uc")]
-        data_dir: PathBuf,
-    },
-    /// Register a member cluster with a multi-cluster control plane (`uc up --control-plane`, or
-    /// Karmada), as `karmadactl join` does in push mode: a credentials Secret and a `Cluster`.
-    Join(JoinArgs),
-    /// A tiny HTTP server (the allowlisted test image `uc/http-server`): answers every GET with a text.
-    #[command(hide = true)]
-    HttpServer(HttpServerArgs),
-    /// The parent of one container's process (started by the node agent; outlives it).
-    #[cfg(feature = "cluster")]
-    #[command(hide = true)]
-    Shim(ShimArgs),
-}
-
-#[cfg(feature = "cluster")]
-#[derive(clap::Args)]
-struct ShimArgs {
-    /// The container's directory.
-    #[arg(long)]
-    dir: PathBuf,
-    /// The run number.
-    #[arg(long)]
-    run: u32,
-    /// Give the process the container's stdin FIFO.
-    #[arg(long)]
-    stdin: bool,
-    /// The program and its arguments.
-    #[arg(last = true, required = true)]
-    argv: Vec<String>,
-}
-
-#[derive(clap::Args)]
-struct InitArgs {
-    /// The operator's name (lowercase letters, digits, '-'): its directory, controller and kind.
-    name: String,
-    /// The hook's language: js (in-process, from a ConfigMap), python, exec (shell and jq) or rust
-    /// (exec hooks: the request on stdin, the answer on stdout).
-    #[arg(long, alias = "lang", default_value = "js", value_parser = ["js", "python", "exec", "rust"])]
-    hook: String,
-    /// The project's type: uc (a UniversalController and a hook), or an Operator SDK project as
-    /// `operator-sdk init --plugins helm|ansible` + `create api` lay it out.
-    #[arg(long = "type", default_value = "uc", value_parser = ["uc", "helm", "ansible"])]
-    project_type: String,
-    /// `--type helm`: the chart to start from — a directory, a `.tgz`, `REPO/NAME` of a repository
-    /// `helm repo add` configured, or `NAME` with `--helm-chart-repo` (default: `helm create`'s).
-    #[arg(long)]
-    helm_chart: Option<String>,
-    /// `--type helm`: the repository of `--helm-chart NAME` (its URL).
-    #[arg(long)]
-    helm_chart_repo: Option<String>,
-    /// `--type helm`: the chart's version in its repository (default: the newest release).
-    #[arg(long)]
-    helm_chart_version: Option<String>,
-    /// `--type helm|ansible`: the custom resource's kind (default: from the name, `web-app` → `WebApp`).
-    #[arg(long)]
-    kind: Option<String>,
-}
-
-#[derive(Subcommand)]
-enum HookCommand {
-    /// Run the sync hook of DIR/controller.yaml (JavaScript, exec or webhook) against the recorded
-    /// requests DIR/tests/<case>/request.json and compare with expected.json; non-zero exit on a
-    /// difference.
-    Test {
-        /// The operator's directory.
-        #[arg(default_value = ".")]
-        dir: PathBuf,
-        /// Write the answers as the expected ones.
-        #[arg(long)]
-        update: bool,
-    },
-    /// Show the hook calls a running engine recorded for a controller (annotate it
-    /// universalcontroller.njuics.cn/record-hooks=<N> to keep its last N calls).
-    Show {
-        /// The controller's name.
-        name: String,
-        /// Print each request and answer in full.
-        #[arg(long)]
-        full: bool,
-        #[command(flatten)]
-        engine: EngineAddress,
-    },
-    /// Save a controller's recorded hook calls as `uc hook test` cases (DIR/tests/<case>/request.json
-    /// and expected.json).
-    Record {
-        /// The controller's name.
-        name: String,
-        /// The operator's directory.
-        #[arg(default_value = ".")]
-        dir: PathBuf,
-        #[command(flatten)]
-        engine: EngineAddress,
-    },
-}
-
-#[cfg(feature = "cluster")]
-#[derive(Subcommand)]
-enum StoreCommand {
-    /// Read every record and say whether the store is intact, or where and how it is damaged (exit 1).
-    Check {
-        /// The data directory (or its `store/`).
-        dir: PathBuf,
-    },
-    /// Keep the intact prefix of a damaged store: cut the damaged segment where its intact records end,
-    /// remove later ones, and say what was dropped (`uc up` must not be running).
-    Repair {
-        /// The data directory (or its `store/`).
-        dir: PathBuf,
-    },
-}
-
-#[cfg(feature = "cluster")]
-#[derive(Subcommand)]
-enum SnapshotCommand {
-    /// Write every object of the store (running or stopped) at its newest durable revision to FILE.
-    Save {
-        /// Where to write the snapshot.
-        file: PathBuf,
-        /// The data directory of `uc up` (or its `store/`).
-        #[arg(long, default_value = ".uc")]
-        data_dir: PathBuf,
-    },
-    /// Make FILE the store of DIR, a new data directory; `uc up --data-dir DIR` starts at its revision.
-    Restore {
-        /// A file `uc snapshot save` wrote.
-        file: PathBuf,
-        /// The new data directory.
-        dir: PathBuf,
-    },
-}
-
-/// The store directory of a data directory (or the store directory itself).
-#[cfg(feature = "cluster")]
-fn store_dir(dir: PathBuf) -> PathBuf {
-    let inner = dir.join("store");
-    if inner.is_dir() { inner } else { dir }
-}
-
-#[derive(Subcommand)]
-enum CatalogCommand {
-    /// Add a bundle directory to a file-based catalog directory (CATALOG/<package>/catalog.json), on a
-    /// channel, after its head; serve it with a CatalogSource `address: file:///CATALOG`.
-    Add {
-        /// The bundle (manifests/ and metadata/).
-        bundle: PathBuf,
-        /// The catalog's directory.
-        catalog: PathBuf,
-        /// The channel (default: the bundle's first).
-        #[arg(long)]
-        channel: Option<String>,
-    },
-}
-
-/// Where a running engine serves its metrics and recorded hook calls.
-#[derive(clap::Args)]
-struct EngineAddress {
-    /// HOST:PORT of the engine's metrics endpoint (default: what `uc up` wrote in --data-dir).
-    #[arg(long)]
-    engine: Option<String>,
-    /// The data directory of `uc up` (default: the directory of `$KUBECONFIG` when `uc up` wrote it,
-    /// else `.uc`).
-    #[arg(long)]
-    data_dir: Option<PathBuf>,
-    /// A bearer token allowed `get` on `/debug/hooks/*` (default: the token of the data directory's
-    /// kubeconfig).
-    #[arg(long)]
-    token: Option<String>,
-}
-
-#[derive(clap::Args)]
-struct RbacArgs {
-    /// Files or directories holding UniversalController objects (other kinds are skipped).
-    files: Vec<PathBuf>,
-    /// Also the UniversalControllers of the cluster (--kubeconfig, $KUBECONFIG, ~/.kube/config).
-    #[arg(long)]
-    from_cluster: bool,
-    /// Kubeconfig for --from-cluster.
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
-    /// The ClusterRole's name.
-    #[arg(long, default_value = "uc-engine")]
-    name: String,
-    /// Bind the role to this service account (NAMESPACE/NAME) with a ClusterRoleBinding.
-    #[arg(long)]
-    service_account: Option<String>,
-    /// Only the controllers' rules, not the engine's own (for a role added to an engine's identity).
-    #[arg(long)]
-    no_engine_rules: bool,
-    /// The engine runs with --no-metacontroller (no rules for Metacontroller's kinds).
-    #[arg(long)]
-    no_metacontroller: bool,
-    /// Print only the rules (a YAML list, for a Helm chart or another role).
-    #[arg(long)]
-    rules_only: bool,
-}
-
-#[derive(clap::Args)]
-struct JoinArgs {
-    /// The member's name (the `Cluster` object's).
-    name: String,
-    /// Kubeconfig of the control plane (default: $KUBECONFIG, ~/.kube/config).
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
-    /// Kubeconfig of the member cluster (its current context's server, CA and bearer token are used).
-    #[arg(long)]
-    cluster_kubeconfig: PathBuf,
-}
-
-#[derive(clap::Args)]
-struct HttpServerArgs {
-    /// Port to listen on, on $POD_IP (or 127.0.0.1).
-    #[arg(long, default_value_t = 8080)]
-    port: u16,
-    /// The text answered.
-    #[arg(long, default_value = "hello from uc")]
-    text: String,
-    /// Append a line to this file at start (to see that a volume keeps data across restarts).
-    #[arg(long)]
-    touch: Option<PathBuf>,
-}
-
-#[derive(clap::Args)]
-struct RunArgs {
-    /// Kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster config).
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
-    /// Address of /metrics, /healthz and /readyz.
-    #[arg(long, default_value = "127.0.0.1:9090")]
-    metrics_addr: std::net::SocketAddr,
-    /// Workers per controller: parents reconciled at once.
-    #[arg(long, default_value_t = uc_engine::manager::DEFAULT_WORKERS)]
-    workers: usize,
-    /// Apply children client-side (a three-way merge with uc's last-applied annotation, like
-    /// `kubectl apply`) instead of server-side apply (field manager `uc`, forced); clusters without
-    /// server-side apply get client-side apply anyway.
-    #[arg(long)]
-    client_side_apply: bool,
-    /// Neither serve nor run Metacontroller's CompositeControllers and DecoratorControllers (for a
-    /// cluster where Metacontroller itself runs them).
-    #[arg(long)]
-    no_metacontroller: bool,
-    /// Run the MultiClusterZooKeeper operator against a Karmada control plane (this kubeconfig's):
-    /// installs its CRDs and controller, serves the ZookeeperCluster resource interpreter webhook and
-    /// registers it.
-    #[arg(long)]
-    multicluster_zookeeper: bool,
-    /// Address the interpreter webhook listens on.
-    #[arg(long, default_value = "127.0.0.1:0")]
-    interpreter_webhook_addr: std::net::SocketAddr,
-    /// URL Karmada reaches the interpreter webhook at (default: https://<its address>/interpret).
-    #[arg(long)]
-    interpreter_webhook_url: Option<String>,
-    /// Serve the web console on this address (users log in with a token the cluster accepts).
-    #[arg(long)]
-    console: Option<std::net::SocketAddr>,
-    /// Reconcile parents in these namespaces only (comma-separated; default: every namespace). The
-    /// engine still watches cluster-wide; a controller's own target namespaces narrow this further.
-    #[arg(long, value_delimiter = ',')]
-    watch_namespaces: Vec<String>,
-    /// The Operator SDK's Helm operators: a `watches.yaml` (group, version, kind, chart, …) whose
-    /// charts are rendered in-process for each custom resource (docs/sdk-operators.md).
-    #[arg(long)]
-    watches_file: Option<PathBuf>,
-    #[command(flatten)]
-    leader: engine_args::LeaderArgs,
-    #[command(flatten)]
-    client: engine_args::ClientArgs,
-    #[command(flatten)]
-    exec_hooks: engine_args::ExecHookArgs,
-    #[command(flatten)]
-    tenancy: engine_args::TenancyArgs,
-}
+use clap::Parser;
+use cli::*;
 
 fn main() {
     // A failure is said as its chain of causes, never with a backtrace: a user's mistake is no crash.
@@ -428,35 +78,7 @@ fn run_command() -> anyhow::Result<()> {
         Command::Run(args) => runtime.block_on(run(args)),
         Command::HttpServer(args) => runtime.block_on(http_server(args)),
         Command::Join(args) => runtime.block_on(join(args)),
-        Command::Init(args) if args.project_type != "uc" => {
-            let fetched = std::env::temp_dir().join(format!("uc-init-chart-{}.tgz", std::process::id()));
-            let chart = match &args.helm_chart {
-                Some(c) if args.helm_chart_repo.is_some() || !std::path::Path::new(c).exists() => {
-                    let (repo, version) = (args.helm_chart_repo.as_deref(), args.helm_chart_version.as_deref());
-                    let archive = runtime.block_on(chart_repo::fetch(c, repo, version))?;
-                    std::fs::write(&fetched, archive).with_context(|| format!("writing {}", fetched.display()))?;
-                    Some(fetched.clone())
-                }
-                Some(c) => Some(PathBuf::from(c)),
-                None => None,
-            };
-            let sdk = match args.project_type.as_str() {
-                "helm" => init_sdk::SdkType::Helm { chart },
-                _ => init_sdk::SdkType::Ansible,
-            };
-            if !init::valid(&args.name) {
-                anyhow::bail!("{:?}: a name is lowercase letters, digits and '-', starting with a letter", args.name);
-            }
-            let kind = args.kind.clone().unwrap_or_else(|| init::kind_of(&args.name));
-            let written = init_sdk::write(&args.name, &kind, &sdk, std::path::Path::new(&args.name));
-            let _ = std::fs::remove_file(&fetched);
-            written.map(|()| {
-                println!(
-                    "{}: an Operator SDK {} project (kind {kind}); see {}/README.md",
-                    args.name, args.project_type, args.name
-                );
-            })
-        }
+        Command::Init(args) if args.project_type != "uc" => commands::init_sdk_project(&runtime, &args),
         Command::Init(args) => {
             let lang = init::Lang::parse(&args.hook).context("--hook: one of js, python, exec, rust")?;
             init::write(&args.name, lang, std::path::Path::new(&args.name)).map(|()| {
@@ -468,24 +90,12 @@ fn run_command() -> anyhow::Result<()> {
             Ok(false) => std::process::exit(1),
             Err(e) => Err(e),
         },
-        Command::Hook(HookCommand::Show { name, full, engine }) => runtime.block_on(async {
-            let data_dir = hook_record::data_dir(engine.data_dir, std::env::var_os("KUBECONFIG"));
-            let address = hook_record::engine_address(engine.engine, &data_dir)?;
-            let token = hook_record::engine_token(engine.token, &data_dir);
-            print!("{}", hook_record::show(&hook_record::records(&address, token.as_deref(), &name).await?, full));
-            Ok(())
-        }),
-        Command::Hook(HookCommand::Record { name, dir, engine }) => runtime.block_on(async {
-            let data_dir = hook_record::data_dir(engine.data_dir, std::env::var_os("KUBECONFIG"));
-            let address = hook_record::engine_address(engine.engine, &data_dir)?;
-            let token = hook_record::engine_token(engine.token, &data_dir);
-            let cases = hook_record::save(&hook_record::records(&address, token.as_deref(), &name).await?, &dir)?;
-            for c in &cases {
-                println!("saved {}", c.display());
-            }
-            println!("{} case(s); run `uc hook test {}`", cases.len(), dir.display());
-            Ok(())
-        }),
+        Command::Hook(HookCommand::Show { name, full, engine }) => {
+            runtime.block_on(commands::hook_show(&name, full, engine))
+        }
+        Command::Hook(HookCommand::Record { name, dir, engine }) => {
+            runtime.block_on(commands::hook_record(&name, &dir, engine))
+        }
         Command::Package { dir, version, replaces, out } => package::package(&dir, &version, replaces.as_deref(), out)
             .map(|b| println!("bundle written to {}", b.display())),
         Command::Catalog(CatalogCommand::Add { bundle, catalog, channel }) => {
@@ -495,32 +105,9 @@ fn run_command() -> anyhow::Result<()> {
         Command::Shim(_) => Ok(()),
         Command::Rbac(args) => runtime.block_on(rbac_command(args)),
         #[cfg(feature = "cluster")]
-        Command::Store(StoreCommand::Check { dir }) => match uc_apiserver::wal::check(&store_dir(dir)) {
-            Ok(summary) => {
-                println!("{summary}");
-                Ok(())
-            }
-            Err(damage) => {
-                eprintln!("{damage}");
-                std::process::exit(1)
-            }
-        },
+        Command::Store(cmd) => commands::store(cmd),
         #[cfg(feature = "cluster")]
-        Command::Snapshot(SnapshotCommand::Save { file, data_dir }) => {
-            let done = uc_apiserver::snapshot_file::save(&store_dir(data_dir), &file)?;
-            println!("{done}");
-            Ok(())
-        }
-        #[cfg(feature = "cluster")]
-        Command::Snapshot(SnapshotCommand::Restore { file, dir }) => {
-            let done = uc_apiserver::snapshot_file::restore(&file, &dir)?;
-            println!("{done}");
-            Ok(())
-        }
-        #[cfg(feature = "cluster")]
-        Command::Store(StoreCommand::Repair { dir }) => {
-            uc_apiserver::wal::repair(&store_dir(dir)).map(|done| println!("{done}")).map_err(anyhow::Error::from)
-        }
+        Command::Snapshot(cmd) => commands::snapshot(cmd),
         Command::Version { client, kubeconfig } => {
             println!("uc {} (commit {}, {})", env!("CARGO_PKG_VERSION"), env!("UC_GIT_COMMIT"), env!("UC_TARGET"));
             if !client {
@@ -528,26 +115,8 @@ fn run_command() -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Doctor { data_dir } => {
-            let (text, ok) = doctor::report(&doctor::checks(&doctor::probe(&data_dir)));
-            print!("{text}");
-            if !ok {
-                std::process::exit(1);
-            }
-            Ok(())
-        }
-        Command::Crds => {
-            use std::io::Write;
-            let mut out = std::io::stdout().lock();
-            for crd in [uc_api::crds::universal_controller_crd(), uc_api::crds::controller_revision_crd()] {
-                let yaml = serde_yaml::to_string(&crd).context("rendering YAML")?;
-                // A closed pipe (`uc crds | head`) is not an error worth a panic.
-                if writeln!(out, "---\n{yaml}").is_err() {
-                    break;
-                }
-            }
-            Ok(())
-        }
+        Command::Doctor { data_dir } => commands::doctor(&data_dir),
+        Command::Crds => commands::print_crds(),
     };
     // Tasks that wait on containers' locks must not hold the exit up.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));

@@ -207,6 +207,191 @@ fn lock_data_dir(data_dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
     }
 }
 
+/// The API server's configuration for `uc up`.
+fn server_config(
+    args: &UpArgs,
+    network: &uc_node::network::Network,
+    kubelet_client: uc_apiserver::kubelet_tls::Identity,
+) -> uc_apiserver::Config {
+    let mut config = uc_apiserver::Config::new(&args.data_dir);
+    config.pod_security = args.pod_security_default.clone();
+    config.port = crate::remembered_port::resolve(&args.data_dir, args.port);
+    config.service_cidr = Some(network.cidr().services());
+    config.kubelet_client = Some(kubelet_client);
+    config.audit_log_path = args.audit_log_path.clone();
+    config.request_timeout = args.request_timeout;
+    config.max_connections = args.max_connections;
+    // Ready once everything below runs (the control plane's API served, the node registered).
+    config.hold_readiness = true;
+    config.durable = !args.in_memory;
+    config.store.log_capacity = args.watch_cache_events.max(1);
+    config.store.retention = std::time::Duration::from_secs(args.history_seconds);
+    config.store.log_budget_bytes = args.history_mb.saturating_mul(1 << 20);
+    config
+}
+
+/// The controller engine (leading by its lease), with the built-in, multi-cluster or uc's own
+/// operators' controllers as `args` choose; and the task that keeps the built-in ones installed.
+async fn start_engine(
+    args: &UpArgs,
+    kubeconfig: &std::path::Path,
+) -> anyhow::Result<(Option<uc_engine::Engine>, Option<tokio::task::JoinHandle<()>>)> {
+    let mut keep_builtins = None;
+    let data_dir = std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone());
+    // One `uc up` per data directory: a restarted one takes its own lease back at once.
+    let identity = format!("uc-up@{}:{}", crate::engine_args::hostname(), data_dir.display());
+    let guard = uc_engine::guard::Guard::new(0.0, 1);
+    let client = crate::client::guarded_client_for(Some(kubeconfig), "uc-engine", &identity, &guard).await?;
+    let setup = crate::client::replica_client_for(Some(kubeconfig), "uc-engine", &identity).await?;
+    let mut leader =
+        uc_engine::leader::LeaderElection::new(setup.clone(), "kube-system", "uc-engine", &identity, false);
+    // One engine per cluster here (a restart takes its own lease back at once): renewed every 10 s,
+    // like a node's lease, so an idle cluster writes little.
+    leader.lease_duration = std::time::Duration::from_secs(60);
+    leader.renew_deadline = std::time::Duration::from_secs(40);
+    leader.retry_period = std::time::Duration::from_secs(10);
+    let mut options = crate::builtins::engine_options(
+        &client,
+        uc_engine::EngineOptions {
+            workers: args.workers,
+            metrics_addr: Some(std::net::SocketAddr::from(([127, 0, 0, 1], args.metrics_port))),
+            server_side_apply: !args.client_side_apply,
+            metacontroller: !args.no_metacontroller,
+            leader: Some(leader),
+            guard: Some(guard),
+            exec_hooks: args.exec_hooks.policy(vec![data_dir.clone()]),
+            default_service_account: args.tenancy.default_service_account.clone(),
+            ..Default::default()
+        },
+    );
+    if args.control_plane {
+        let listen = uc_operators::multicluster::interpreter::Listen::default();
+        uc_operators::multicluster::register(&mut options.natives, client.clone(), listen);
+    }
+    let ansible = crate::sdk_operators::register_factories(&mut options, &client);
+    let helm_controllers = match &args.watches_file {
+        Some(file) => crate::sdk_operators::setup(&client, &setup, file, &mut options, &ansible).await?,
+        None => Vec::new(),
+    };
+    let engine = uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
+    crate::builtins::install_controllers(&setup, helm_controllers).await?;
+    if args.control_plane {
+        // The multi-cluster operators; the ZookeeperCluster is a resource template here,
+        // propagated rather than run.
+        for crd in uc_operators::multicluster::crds() {
+            uc_engine::manager::install_crd(&setup, crd).await?;
+        }
+        crate::builtins::install_controllers(&setup, uc_operators::multicluster::controllers()).await?;
+    } else if !args.no_workload_controllers {
+        let builtins = crate::builtins::enabled(&args.disable_controllers);
+        // Ones disabled now that an earlier start made are removed.
+        crate::builtins::remove_disabled(&setup, &args.disable_controllers).await?;
+        crate::builtins::install_controllers(&setup, builtins.clone()).await?;
+        keep_builtins = Some(tokio::spawn(crate::builtins::keep(setup.clone(), builtins)));
+    }
+    // Without OLM, uc's operators' CRDs and controllers are installed directly (on every start).
+    if args.no_olm && installs_operators(args) {
+        for package in operators(args)? {
+            let (crds, controllers) = catalog::objects(&package)?;
+            for crd in crds {
+                uc_engine::manager::install_crd(&setup, crd).await?;
+            }
+            crate::builtins::install_controllers(&setup, controllers).await?;
+        }
+    }
+    if let Some(addr) = engine.metrics_addr {
+        std::fs::write(args.data_dir.join("metrics-address"), addr.to_string()).context("writing metrics-address")?;
+        tracing::info!(%addr, "engine metrics");
+    }
+    Ok((Some(engine), keep_builtins))
+}
+
+/// The node agent: the shipped allowlist (and `node.json`'s), pods in the sandbox when it can, acting
+/// as `system:node:<name>` (and scheduling with the cluster's credential).
+async fn start_node(
+    args: &UpArgs,
+    kubeconfig: &std::path::Path,
+    api: std::net::SocketAddr,
+    network: uc_node::network::Network,
+    sandbox: bool,
+    node_identity: &uc_apiserver::kubelet_tls::Identity,
+) -> anyhow::Result<uc_node::Node> {
+    let exe = std::env::current_exe().context("locating the uc binary")?;
+    let mut allowlist = uc_node::allowlist::Allowlist::shipped(exe.clone());
+    let node_config = args.data_dir.join("node.json");
+    if node_config.exists() {
+        allowlist.extend_from_file(&node_config).context("reading the node config")?;
+    }
+    let data_dir = std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone());
+    let options = uc_node::NodeOptions {
+        allowlist,
+        pods_dir: data_dir.join("pods"),
+        hosts_dir: Some(data_dir.join("hosts")),
+        network,
+        volumes_dir: data_dir.join("volumes"),
+        shim: exe,
+        kubelet_callers: uc_node::server::Callers::Tls(
+            uc_apiserver::kubelet_tls::server_config(node_identity).map_err(anyhow::Error::msg)?,
+        ),
+        // Pods reach the API server as pods do: through the `kubernetes` Service.
+        api_server: Some(match network {
+            uc_node::network::Network::Bridged(cidr) => std::net::SocketAddr::from((cidr.kubernetes(), 443)),
+            uc_node::network::Network::Loopback(_) => api,
+        }),
+        sandbox,
+        hidden: vec![data_dir.clone()],
+        ..Default::default()
+    };
+    if !options.sandbox {
+        tracing::warn!(
+            "pods run without their sandbox ({}): a container sees the machine's processes and files as uc's user",
+            if args.no_pod_sandbox { "--no-pod-sandbox" } else { "it needs root, bwrap and setpriv" }
+        );
+    }
+    // The node acts as itself (`system:node:<name>`, limited by NodeRestriction); binding pods to it
+    // is the scheduler's, with the cluster's credential.
+    let user = format!("system:node:{}", options.name);
+    let credential = uc_apiserver::tls::issue_client(&args.data_dir, &user, &["system:nodes"])
+        .map_err(|e| anyhow::anyhow!("issuing the node's client certificate: {e}"))?;
+    let node_kubeconfig = uc_apiserver::tls::write_certificate_kubeconfig(
+        &args.data_dir,
+        "node.kubeconfig",
+        &format!("https://{api}"),
+        (&credential.0, &credential.1),
+    )?;
+    let clients = uc_node::Clients {
+        node: crate::client::local_client_for(&node_kubeconfig, "uc-node").await?,
+        scheduler: crate::client::local_client_for(kubeconfig, "uc-scheduler").await?,
+    };
+    uc_node::start(clients, options).await.context("starting the node agent")
+}
+
+/// Stops in order: no new reconciles, those under way finish, the lease is released; then the pods
+/// stop with their grace periods (nothing uc started is left running); then the API server.
+async fn stop(
+    keep_builtins: Option<tokio::task::JoinHandle<()>>,
+    engine: Option<uc_engine::Engine>,
+    control_plane: Option<uc_karmada::ControlPlane>,
+    node: Option<uc_node::Node>,
+    server: uc_apiserver::RunningServer,
+) {
+    if let Some(k) = keep_builtins {
+        k.abort();
+    }
+    if let Some(e) = engine {
+        tracing::info!("stopping the controllers: reconciles under way finish, then the lease is released");
+        e.shutdown().await;
+    }
+    drop(control_plane);
+    if let Some(n) = node {
+        tracing::info!("stopping the pods, each with its grace period");
+        n.shutdown().await;
+    }
+    tracing::info!("stopping the API server: the store is synced and closed");
+    server.shutdown().await;
+    tracing::info!("stopped");
+}
+
 pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     let _lock = lock_data_dir(&args.data_dir)?;
     operators(&args)?;
@@ -224,20 +409,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     // The API server and the node know each other by certificates made for this run only.
     let (node_identity, kubelet_client) =
         uc_apiserver::kubelet_tls::generate().context("making the node's and the API server's certificates")?;
-    let mut config = uc_apiserver::Config::new(&args.data_dir);
-    config.pod_security = args.pod_security_default.clone();
-    config.port = crate::remembered_port::resolve(&args.data_dir, args.port);
-    config.service_cidr = Some(network.cidr().services());
-    config.kubelet_client = Some(kubelet_client);
-    config.audit_log_path = args.audit_log_path.clone();
-    config.request_timeout = args.request_timeout;
-    config.max_connections = args.max_connections;
-    // Ready once everything below runs (the control plane's API served, the node registered).
-    config.hold_readiness = true;
-    config.durable = !args.in_memory;
-    config.store.log_capacity = args.watch_cache_events.max(1);
-    config.store.retention = std::time::Duration::from_secs(args.history_seconds);
-    config.store.log_budget_bytes = args.history_mb.saturating_mul(1 << 20);
+    let config = server_config(&args, &network, kubelet_client);
     let server = uc_apiserver::start(config)
         .await
         .with_context(|| format!("starting the API server in {}", args.data_dir.display()))?;
@@ -245,80 +417,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     crate::remembered_port::write(&args.data_dir, server.addr.port())
         .with_context(|| format!("keeping the port in {}", args.data_dir.display()))?;
     tracing::info!(address = %server.addr, "API server ready");
-    let mut keep_builtins = None;
-    let engine = if args.no_engine {
-        None
-    } else {
-        let data_dir = std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone());
-        // One `uc up` per data directory: a restarted one takes its own lease back at once.
-        let identity = format!("uc-up@{}:{}", crate::engine_args::hostname(), data_dir.display());
-        let guard = uc_engine::guard::Guard::new(0.0, 1);
-        let client = crate::client::guarded_client_for(Some(&kubeconfig), "uc-engine", &identity, &guard).await?;
-        let setup = crate::client::replica_client_for(Some(&kubeconfig), "uc-engine", &identity).await?;
-        let mut leader =
-            uc_engine::leader::LeaderElection::new(setup.clone(), "kube-system", "uc-engine", &identity, false);
-        // One engine per cluster here (a restart takes its own lease back at once): renewed every 10 s,
-        // like a node's lease, so an idle cluster writes little.
-        leader.lease_duration = std::time::Duration::from_secs(60);
-        leader.renew_deadline = std::time::Duration::from_secs(40);
-        leader.retry_period = std::time::Duration::from_secs(10);
-        let mut options = crate::builtins::engine_options(
-            &client,
-            uc_engine::EngineOptions {
-                workers: args.workers,
-                metrics_addr: Some(std::net::SocketAddr::from(([127, 0, 0, 1], args.metrics_port))),
-                server_side_apply: !args.client_side_apply,
-                metacontroller: !args.no_metacontroller,
-                leader: Some(leader),
-                guard: Some(guard),
-                exec_hooks: args.exec_hooks.policy(vec![data_dir.clone()]),
-                default_service_account: args.tenancy.default_service_account.clone(),
-                ..Default::default()
-            },
-        );
-        if args.control_plane {
-            let listen = uc_operators::multicluster::interpreter::Listen::default();
-            uc_operators::multicluster::register(&mut options.natives, client.clone(), listen);
-        }
-        let ansible = crate::sdk_operators::register_factories(&mut options, &client);
-        let helm_controllers = match &args.watches_file {
-            Some(file) => crate::sdk_operators::setup(&client, &setup, file, &mut options, &ansible).await?,
-            None => Vec::new(),
-        };
-        let engine =
-            uc_engine::Engine::start(client.clone(), options).await.context("starting the controller engine")?;
-        crate::builtins::install_controllers(&setup, helm_controllers).await?;
-        if args.control_plane {
-            // The multi-cluster operators; the ZookeeperCluster is a resource template here,
-            // propagated rather than run.
-            for crd in uc_operators::multicluster::crds() {
-                uc_engine::manager::install_crd(&setup, crd).await?;
-            }
-            crate::builtins::install_controllers(&setup, uc_operators::multicluster::controllers()).await?;
-        } else if !args.no_workload_controllers {
-            let builtins = crate::builtins::enabled(&args.disable_controllers);
-            // Ones disabled now that an earlier start made are removed.
-            crate::builtins::remove_disabled(&setup, &args.disable_controllers).await?;
-            crate::builtins::install_controllers(&setup, builtins.clone()).await?;
-            keep_builtins = Some(tokio::spawn(crate::builtins::keep(setup.clone(), builtins)));
-        }
-        // Without OLM, uc's operators' CRDs and controllers are installed directly (on every start).
-        if args.no_olm && installs_operators(&args) {
-            for package in operators(&args)? {
-                let (crds, controllers) = catalog::objects(&package)?;
-                for crd in crds {
-                    uc_engine::manager::install_crd(&setup, crd).await?;
-                }
-                crate::builtins::install_controllers(&setup, controllers).await?;
-            }
-        }
-        if let Some(addr) = engine.metrics_addr {
-            std::fs::write(args.data_dir.join("metrics-address"), addr.to_string())
-                .context("writing metrics-address")?;
-            tracing::info!(%addr, "engine metrics");
-        }
-        Some(engine)
-    };
+    let (engine, keep_builtins) = if args.no_engine { (None, None) } else { start_engine(&args, &kubeconfig).await? };
     let control_plane = if args.control_plane {
         let client = client_for(Some(&kubeconfig), "karmada-controller-manager").await?;
         let resolver = uc_engine::names::ClusterNames::start(client.clone()).resolver("default");
@@ -362,75 +461,12 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
     let node = if args.no_node || args.control_plane {
         None
     } else {
-        let exe = std::env::current_exe().context("locating the uc binary")?;
-        let mut allowlist = uc_node::allowlist::Allowlist::shipped(exe.clone());
-        let node_config = args.data_dir.join("node.json");
-        if node_config.exists() {
-            allowlist.extend_from_file(&node_config).context("reading the node config")?;
-        }
-        let data_dir = std::fs::canonicalize(&args.data_dir).unwrap_or(args.data_dir.clone());
-        let options = uc_node::NodeOptions {
-            allowlist,
-            pods_dir: data_dir.join("pods"),
-            hosts_dir: Some(data_dir.join("hosts")),
-            network,
-            volumes_dir: data_dir.join("volumes"),
-            shim: exe,
-            kubelet_callers: uc_node::server::Callers::Tls(
-                uc_apiserver::kubelet_tls::server_config(&node_identity).map_err(anyhow::Error::msg)?,
-            ),
-            // Pods reach the API server as pods do: through the `kubernetes` Service.
-            api_server: Some(match network {
-                uc_node::network::Network::Bridged(cidr) => std::net::SocketAddr::from((cidr.kubernetes(), 443)),
-                uc_node::network::Network::Loopback(_) => server.addr,
-            }),
-            sandbox,
-            hidden: vec![data_dir.clone()],
-            ..Default::default()
-        };
-        if !options.sandbox {
-            tracing::warn!(
-                "pods run without their sandbox ({}): a container sees the machine's processes and files as uc's user",
-                if args.no_pod_sandbox { "--no-pod-sandbox" } else { "it needs root, bwrap and setpriv" }
-            );
-        }
-        // The node acts as itself (`system:node:<name>`, limited by NodeRestriction); binding pods to it
-        // is the scheduler's, with the cluster's credential.
-        let user = format!("system:node:{}", options.name);
-        let credential = uc_apiserver::tls::issue_client(&args.data_dir, &user, &["system:nodes"])
-            .map_err(|e| anyhow::anyhow!("issuing the node's client certificate: {e}"))?;
-        let node_kubeconfig = uc_apiserver::tls::write_certificate_kubeconfig(
-            &args.data_dir,
-            "node.kubeconfig",
-            &format!("https://{}", server.addr),
-            (&credential.0, &credential.1),
-        )?;
-        let clients = uc_node::Clients {
-            node: crate::client::local_client_for(&node_kubeconfig, "uc-node").await?,
-            scheduler: crate::client::local_client_for(&kubeconfig, "uc-scheduler").await?,
-        };
-        Some(uc_node::start(clients, options).await.context("starting the node agent")?)
+        Some(start_node(&args, &kubeconfig, server.addr, network, sandbox, &node_identity).await?)
     };
     server.mark_ready();
     println!("export KUBECONFIG={}", kubeconfig.display());
     wait_for_signal().await;
     tracing::info!("stopping");
-    // In order: no new reconciles, those under way finish, the lease is released; then the pods
-    // stop with their grace periods (nothing uc started is left running); then the API server.
-    if let Some(k) = keep_builtins {
-        k.abort();
-    }
-    if let Some(e) = engine {
-        tracing::info!("stopping the controllers: reconciles under way finish, then the lease is released");
-        e.shutdown().await;
-    }
-    drop(control_plane);
-    if let Some(n) = node {
-        tracing::info!("stopping the pods, each with its grace period");
-        n.shutdown().await;
-    }
-    tracing::info!("stopping the API server: the store is synced and closed");
-    server.shutdown().await;
-    tracing::info!("stopped");
+    stop(keep_builtins, engine, control_plane, node, server).await;
     Ok(())
 }
