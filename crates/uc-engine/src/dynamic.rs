@@ -10,6 +10,41 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use uc_api::meta::str_at;
 
+/// Why a request about objects of a dynamic kind failed, in the server's words.
+#[derive(Debug, thiserror::Error)]
+pub enum DynamicError {
+    /// Discovery found no such group/version.
+    #[error("{api_version} is not served: {}", api_error(.source))]
+    NotServed { api_version: String, source: Box<kube::Error> },
+    /// The group/version serves no such kind.
+    #[error("{api_version} has no kind {kind}")]
+    NoKind { api_version: String, kind: String },
+    /// The request itself failed: `action` (listing, reading, …) of `kind` `at` (namespace/name).
+    #[error("{action} {kind} {at}: {}", api_error(.source))]
+    Request { action: &'static str, kind: String, at: String, source: Box<kube::Error> },
+}
+
+impl DynamicError {
+    fn request(action: &'static str, kind: &str, at: String) -> impl FnOnce(kube::Error) -> DynamicError {
+        let kind = kind.to_string();
+        move |source| DynamicError::Request { action, kind, at, source: Box::new(source) }
+    }
+
+    /// The HTTP status the server answered with, if it answered.
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            DynamicError::NotServed { source, .. } | DynamicError::Request { source, .. } => match &**source {
+                kube::Error::Api(s) => Some(s.code),
+                _ => None,
+            },
+            DynamicError::NoKind { .. } => None,
+        }
+    }
+}
+
+/// The result of a request about dynamic objects.
+pub type Result<T, E = DynamicError> = std::result::Result<T, E>;
+
 /// A kind's resource in one cluster.
 #[derive(Clone, Debug)]
 pub struct Kind {
@@ -36,7 +71,7 @@ pub struct Kinds {
 
 impl Kinds {
     /// The resource of `kind` in `api_version`.
-    pub async fn get(&self, client: &kube::Client, api_version: &str, kind: &str) -> Result<Kind, String> {
+    pub async fn get(&self, client: &kube::Client, api_version: &str, kind: &str) -> Result<Kind> {
         let key = (api_version.to_string(), kind.to_string());
         if let Some(k) = self.cache.lock().get(&key) {
             return Ok(k.clone());
@@ -47,12 +82,12 @@ impl Kinds {
         } else {
             client.list_api_group_resources(api_version).await
         }
-        .map_err(|e| format!("{api_version} is not served: {}", api_error(&e)))?;
+        .map_err(|e| DynamicError::NotServed { api_version: api_version.to_string(), source: Box::new(e) })?;
         let found = list
             .resources
             .iter()
             .find(|r| r.kind == kind && !r.name.contains('/'))
-            .ok_or_else(|| format!("{api_version} has no kind {kind}"))?;
+            .ok_or_else(|| DynamicError::NoKind { api_version: api_version.to_string(), kind: kind.to_string() })?;
         let k = Kind {
             ar: ApiResource {
                 group: group.to_string(),
@@ -80,7 +115,7 @@ pub async fn list(
     api_version: &str,
     kind: &str,
     namespace: &str,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>> {
     list_with(client, kinds, (api_version, kind), namespace, &ListParams::default()).await
 }
 
@@ -91,7 +126,7 @@ pub async fn list_selected(
     api_version: &str,
     kind: &str,
     selector: &str,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>> {
     list_with(client, kinds, (api_version, kind), "", &ListParams::default().labels(selector)).await
 }
 
@@ -101,14 +136,15 @@ async fn list_with(
     (api_version, kind): (&str, &str),
     namespace: &str,
     params: &ListParams,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>> {
     let k = kinds.get(client, api_version, kind).await?;
     let api = if namespace.is_empty() || !k.namespaced {
         kube::Api::<DynamicObject>::all_with(client.clone(), &k.ar)
     } else {
         k.api(client, namespace)
     };
-    let list = api.list(params).await.map_err(|e| format!("listing {kind}: {}", api_error(&e)))?;
+    let at = if namespace.is_empty() { "everywhere".to_string() } else { format!("in {namespace}") };
+    let list = api.list(params).await.map_err(DynamicError::request("listing", kind, at))?;
     Ok(list.items.into_iter().map(|o| typed(&k, o)).collect())
 }
 
@@ -120,13 +156,13 @@ pub async fn get(
     kind: &str,
     namespace: &str,
     name: &str,
-) -> Result<Option<Value>, String> {
+) -> Result<Option<Value>> {
     let k = kinds.get(client, api_version, kind).await?;
-    let got = k
-        .api(client, namespace)
-        .get_opt(name)
-        .await
-        .map_err(|e| format!("reading {kind} {namespace}/{name}: {}", api_error(&e)))?;
+    let got = k.api(client, namespace).get_opt(name).await.map_err(DynamicError::request(
+        "reading",
+        kind,
+        format!("{namespace}/{name}"),
+    ))?;
     Ok(got.map(|o| typed(&k, o)))
 }
 
@@ -138,36 +174,36 @@ fn typed(k: &Kind, o: DynamicObject) -> Value {
 }
 
 /// Server-side applies `obj` as field manager `manager`, forced.
-pub async fn apply(client: &kube::Client, kinds: &Kinds, obj: &Value, manager: &str) -> Result<Value, String> {
+pub async fn apply(client: &kube::Client, kinds: &Kinds, obj: &Value, manager: &str) -> Result<Value> {
     let (kind, name, ns) = (str_at(obj, "/kind"), str_at(obj, "/metadata/name"), str_at(obj, "/metadata/namespace"));
     let k = kinds.get(client, str_at(obj, "/apiVersion"), kind).await?;
     let applied = k
         .api(client, ns)
         .patch(name, &PatchParams::apply(manager).force(), &Patch::Apply(obj))
         .await
-        .map_err(|e| format!("applying {kind} {ns}/{name}: {}", api_error(&e)))?;
+        .map_err(DynamicError::request("applying", kind, format!("{ns}/{name}")))?;
     Ok(typed(&k, applied))
 }
 
 /// Merges `status` into an object's status subresource.
-pub async fn write_status(client: &kube::Client, kinds: &Kinds, obj: &Value, status: &Value) -> Result<(), String> {
+pub async fn write_status(client: &kube::Client, kinds: &Kinds, obj: &Value, status: &Value) -> Result<()> {
     let (kind, name, ns) = (str_at(obj, "/kind"), str_at(obj, "/metadata/name"), str_at(obj, "/metadata/namespace"));
     let k = kinds.get(client, str_at(obj, "/apiVersion"), kind).await?;
     k.api(client, ns)
         .patch_status(name, &PatchParams::default(), &Patch::Merge(json!({"status": status})))
         .await
-        .map_err(|e| format!("writing the status of {kind} {ns}/{name}: {}", api_error(&e)))?;
+        .map_err(DynamicError::request("writing the status of", kind, format!("{ns}/{name}")))?;
     Ok(())
 }
 
 /// Merge-patches an object (metadata such as finalizers).
-pub async fn merge(client: &kube::Client, kinds: &Kinds, obj: &Value, patch: &Value) -> Result<(), String> {
+pub async fn merge(client: &kube::Client, kinds: &Kinds, obj: &Value, patch: &Value) -> Result<()> {
     let (kind, name, ns) = (str_at(obj, "/kind"), str_at(obj, "/metadata/name"), str_at(obj, "/metadata/namespace"));
     let k = kinds.get(client, str_at(obj, "/apiVersion"), kind).await?;
     match k.api(client, ns).patch(name, &PatchParams::default(), &Patch::Merge(patch)).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(format!("patching {kind} {ns}/{name}: {}", api_error(&e))),
+        Err(e) => Err(DynamicError::request("patching", kind, format!("{ns}/{name}"))(e)),
     }
 }
 
@@ -179,12 +215,12 @@ pub async fn delete(
     kind: &str,
     namespace: &str,
     name: &str,
-) -> Result<(), String> {
+) -> Result<()> {
     let k = kinds.get(client, api_version, kind).await?;
     match k.api(client, namespace).delete(name, &DeleteParams::background()).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-        Err(e) => Err(format!("deleting {kind} {namespace}/{name}: {}", api_error(&e))),
+        Err(e) => Err(DynamicError::request("deleting", kind, format!("{namespace}/{name}"))(e)),
     }
 }
 

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use uc_api::conditions::{condition, set_condition};
 use uc_api::meta::str_at;
 
+use crate::error::PlaneError;
 use crate::interpret::Interpreter;
 use crate::kinds::Kinds;
 use crate::members::Members;
@@ -64,7 +65,7 @@ impl Cached {
     }
 }
 
-async fn pass(plane: &mut Plane, with_crds: &mut HashSet<String>, cached: &mut Cached) -> Result<(), String> {
+async fn pass(plane: &mut Plane, with_crds: &mut HashSet<String>, cached: &mut Cached) -> Result<(), PlaneError> {
     let now = now();
     let clusters = objects::list(&plane.client, &plane.kinds, CLUSTER_API, "Cluster", "").await?;
     plane.members.refresh(&plane.client, &clusters).await;
@@ -100,7 +101,7 @@ async fn pass(plane: &mut Plane, with_crds: &mut HashSet<String>, cached: &mut C
 }
 
 /// A Cluster's `Ready` condition and Kubernetes version, from its last health check.
-async fn cluster_status(plane: &Plane, cluster: &Value, now: &str) -> Result<(), String> {
+async fn cluster_status(plane: &Plane, cluster: &Value, now: &str) -> Result<(), PlaneError> {
     let name = str_at(cluster, "/metadata/name");
     let previous = cluster.get("status");
     let mut status = previous.cloned().unwrap_or(json!({}));
@@ -125,7 +126,7 @@ async fn cluster_status(plane: &Plane, cluster: &Value, now: &str) -> Result<(),
 }
 
 /// `karmada-es-<cluster>` for every member.
-async fn ensure_execution_spaces(plane: &Plane, clusters: &[Value]) -> Result<(), String> {
+async fn ensure_execution_spaces(plane: &Plane, clusters: &[Value]) -> Result<(), PlaneError> {
     for c in clusters {
         let ns = crate::binding::execution_space(str_at(c, "/metadata/name"));
         if objects::get(&plane.client, &plane.kinds, "v1", "Namespace", "", &ns).await?.is_none() {

@@ -9,6 +9,7 @@ use uc_api::conditions::{condition, set_condition};
 use uc_api::meta::{finalizers, is_deleting, str_at};
 
 use crate::binding::{self, BINDING_ID, EXECUTION_FINALIZER};
+use crate::error::PlaneError;
 use crate::interpret::Interpreter;
 use crate::members::Member;
 use crate::objects::{self, holds};
@@ -23,7 +24,7 @@ pub const WORK_NAME: &str = "work.karmada.io/name";
 pub const WORK_NAMESPACE: &str = "work.karmada.io/namespace";
 
 /// Applies every Work in its member and records what came of it.
-pub async fn execute(plane: &Plane, interpreter: &Interpreter, now: &str) -> Result<(), String> {
+pub async fn execute(plane: &Plane, interpreter: &Interpreter, now: &str) -> Result<(), PlaneError> {
     let works = objects::list(&plane.client, &plane.kinds, WORK_API, "Work", "").await?;
     for w in works {
         let Some(cluster) = binding::cluster_of(str_at(&w, "/metadata/namespace")) else { continue };
@@ -108,23 +109,24 @@ async fn apply_in_member(m: &Member, interpreter: &Interpreter, w: &Value, now: 
     status
 }
 
-async fn ensure_namespace(m: &Member, ns: &str) -> Result<(), String> {
+async fn ensure_namespace(m: &Member, ns: &str) -> Result<(), PlaneError> {
     if objects::get(&m.client, &m.kinds, "v1", "Namespace", "", ns).await?.is_some() {
         return Ok(());
     }
     let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-    objects::apply(&m.client, &m.kinds, &obj).await.map(|_| ())
+    objects::apply(&m.client, &m.kinds, &obj).await?;
+    Ok(())
 }
 
 /// Deletes a deleted Work's objects from its member, then lets the Work go. A member that is gone
 /// has nothing left to delete; one that does not answer keeps the Work until it does.
-async fn delete_from_member(plane: &Plane, w: &Value, member: Option<&Member>) -> Result<(), String> {
+async fn delete_from_member(plane: &Plane, w: &Value, member: Option<&Member>) -> Result<(), PlaneError> {
     if !finalizers(w).iter().any(|f| f == EXECUTION_FINALIZER) {
         return Ok(());
     }
     if let Some(m) = member {
         if !m.ready {
-            return Err(format!("cluster {} is not ready: {}", m.name, m.message));
+            return Err(PlaneError::NotReady { name: m.name.clone(), message: m.message.clone() });
         }
         for manifest in manifests(w) {
             let (av, kind) = (str_at(&manifest, "/apiVersion"), str_at(&manifest, "/kind"));
@@ -134,12 +136,17 @@ async fn delete_from_member(plane: &Plane, w: &Value, member: Option<&Member>) -
     }
     let rest: Vec<String> = finalizers(w).into_iter().filter(|f| f != EXECUTION_FINALIZER).collect();
     let rv = str_at(w, "/metadata/resourceVersion");
-    objects::merge(&plane.client, &plane.kinds, w, &json!({"metadata": {"finalizers": rest, "resourceVersion": rv}}))
-        .await
+    Ok(objects::merge(
+        &plane.client,
+        &plane.kinds,
+        w,
+        &json!({"metadata": {"finalizers": rest, "resourceVersion": rv}}),
+    )
+    .await?)
 }
 
 /// Every binding's status from its Works and this pass's scheduling.
-pub async fn aggregate(plane: &Plane, scheduled: &Scheduled, now: &str) -> Result<(), String> {
+pub async fn aggregate(plane: &Plane, scheduled: &Scheduled, now: &str) -> Result<(), PlaneError> {
     let bindings = objects::list(&plane.client, &plane.kinds, BINDING_API, "ResourceBinding", "").await?;
     let works = objects::list(&plane.client, &plane.kinds, WORK_API, "Work", "").await?;
     for rb in bindings {

@@ -11,6 +11,20 @@ use uc_api::meta::str_at;
 use uc_engine::hooks::webhook::WebhookHook;
 use uc_engine::names::Resolver;
 
+/// Why a resource interpreter webhook could not interpret an object.
+#[derive(Debug, thiserror::Error)]
+pub enum InterpretError {
+    /// The webhook could not be called.
+    #[error("interpreter webhook {name}: {source}")]
+    Call { name: String, source: uc_engine::hooks::HookError },
+    /// The webhook answered, unsuccessfully.
+    #[error("interpreter webhook {name} answered {operation} unsuccessfully: {why}")]
+    Unsuccessful { name: String, operation: &'static str, why: String },
+    /// The webhook's patch could not be used.
+    #[error("the interpreter's patch: {0}")]
+    Patch(String),
+}
+
 /// The operations the control plane asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Operation {
@@ -103,7 +117,13 @@ impl Interpreter {
         self.hooks.iter().find(|h| rules_match(&h.config, op, av, kind))
     }
 
-    async fn ask(&self, hook: &Hook, op: Operation, obj: &Value, replicas: Option<i32>) -> Result<Value, String> {
+    async fn ask(
+        &self,
+        hook: &Hook,
+        op: Operation,
+        obj: &Value,
+        replicas: Option<i32>,
+    ) -> Result<Value, InterpretError> {
         let av = str_at(obj, "/apiVersion");
         let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
         let uid = uuid::Uuid::new_v4().to_string();
@@ -121,17 +141,18 @@ impl Interpreter {
         let context = json!({"apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterContext",
                              "request": request});
         let name = str_at(&hook.config, "/name").to_string();
-        let answer = hook.client.call(&context).await.map_err(|e| format!("interpreter webhook {name}: {e}"))?;
+        let answer =
+            hook.client.call(&context).await.map_err(|source| InterpretError::Call { name: name.clone(), source })?;
         let response = answer.get("response").cloned().unwrap_or(Value::Null);
         if response.get("successful").and_then(Value::as_bool) != Some(true) {
             let why = str_at(&response, "/status/message");
-            return Err(format!("interpreter webhook {name} answered {} unsuccessfully: {why}", op.name()));
+            return Err(InterpretError::Unsuccessful { name, operation: op.name(), why: why.to_string() });
         }
         Ok(response)
     }
 
     /// The replicas `obj` declares.
-    pub async fn replicas(&self, obj: &Value) -> Result<i32, String> {
+    pub async fn replicas(&self, obj: &Value) -> Result<i32, InterpretError> {
         if let Some(h) = self.hook_for(Operation::InterpretReplica, obj) {
             let r = self.ask(h, Operation::InterpretReplica, obj, None).await?;
             return Ok(r.get("replicas").and_then(Value::as_i64).unwrap_or(0) as i32);
@@ -140,7 +161,7 @@ impl Interpreter {
     }
 
     /// `obj` with its replicas set to `n`.
-    pub async fn revise_replicas(&self, obj: &Value, n: i32) -> Result<Value, String> {
+    pub async fn revise_replicas(&self, obj: &Value, n: i32) -> Result<Value, InterpretError> {
         if let Some(h) = self.hook_for(Operation::ReviseReplica, obj) {
             let r = self.ask(h, Operation::ReviseReplica, obj, Some(n)).await?;
             return apply_response_patch(obj, &r);
@@ -153,7 +174,7 @@ impl Interpreter {
     }
 
     /// The status to reflect from a member's object.
-    pub async fn status(&self, observed: &Value) -> Result<Option<Value>, String> {
+    pub async fn status(&self, observed: &Value) -> Result<Option<Value>, InterpretError> {
         if let Some(h) = self.hook_for(Operation::InterpretStatus, observed) {
             let r = self.ask(h, Operation::InterpretStatus, observed, None).await?;
             return Ok(r.get("rawStatus").cloned());
@@ -162,7 +183,7 @@ impl Interpreter {
     }
 
     /// `Healthy`, `Unhealthy` or `Unknown`.
-    pub async fn health(&self, observed: &Value) -> Result<&'static str, String> {
+    pub async fn health(&self, observed: &Value) -> Result<&'static str, InterpretError> {
         if let Some(h) = self.hook_for(Operation::InterpretHealth, observed) {
             let r = self.ask(h, Operation::InterpretHealth, observed, None).await?;
             return Ok(match r.get("healthy").and_then(Value::as_bool) {
@@ -176,14 +197,15 @@ impl Interpreter {
 }
 
 /// A webhook's answer applied: its base64 JSON patch, when it sent one.
-fn apply_response_patch(obj: &Value, response: &Value) -> Result<Value, String> {
+fn apply_response_patch(obj: &Value, response: &Value) -> Result<Value, InterpretError> {
     let Some(p) = response.get("patch").and_then(Value::as_str) else { return Ok(obj.clone()) };
-    let bytes =
-        base64::engine::general_purpose::STANDARD.decode(p).map_err(|e| format!("the patch is not base64: {e}"))?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(p)
+        .map_err(|e| InterpretError::Patch(format!("not base64: {e}")))?;
     let patch: json_patch::Patch =
-        serde_json::from_slice(&bytes).map_err(|e| format!("the patch is not a JSON patch: {e}"))?;
+        serde_json::from_slice(&bytes).map_err(|e| InterpretError::Patch(format!("not a JSON patch: {e}")))?;
     let mut out = obj.clone();
-    json_patch::patch(&mut out, &patch).map_err(|e| format!("the patch does not apply: {e}"))?;
+    json_patch::patch(&mut out, &patch).map_err(|e| InterpretError::Patch(format!("it does not apply: {e}")))?;
     Ok(out)
 }
 

@@ -7,6 +7,26 @@ use serde_json::{Value, json};
 /// The namespace of members' credentials.
 pub const SECRET_NAMESPACE: &str = "karmada-cluster";
 
+/// Why a kubeconfig does not give a member's credentials.
+#[derive(Debug, thiserror::Error)]
+pub enum CredentialsError {
+    /// Something the current context needs is not there.
+    #[error("the kubeconfig has no {0}")]
+    Missing(&'static str),
+    /// The context names a cluster the kubeconfig does not have.
+    #[error("the kubeconfig has no cluster {0:?}")]
+    NoCluster(String),
+    /// The user authenticates otherwise than by a bearer token.
+    #[error("the kubeconfig's user has no bearer token (client certificates are not supported by join)")]
+    NoToken,
+    /// `certificate-authority-data` is not base64.
+    #[error("certificate-authority-data: {0}")]
+    CaData(String),
+    /// The `certificate-authority` file cannot be read.
+    #[error("{path}: {source}")]
+    CaFile { path: String, source: std::io::Error },
+}
+
 /// What a member's kubeconfig says: its API endpoint, CA (PEM) and bearer token.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Credentials {
@@ -16,7 +36,7 @@ pub struct Credentials {
 }
 
 /// The current context's server, CA and token of a kubeconfig.
-pub fn credentials(kubeconfig: &kube::config::Kubeconfig) -> Result<Credentials, String> {
+pub fn credentials(kubeconfig: &kube::config::Kubeconfig) -> Result<Credentials, CredentialsError> {
     let ctx_name = kubeconfig.current_context.clone().unwrap_or_default();
     let ctx = kubeconfig
         .contexts
@@ -24,33 +44,39 @@ pub fn credentials(kubeconfig: &kube::config::Kubeconfig) -> Result<Credentials,
         .find(|c| c.name == ctx_name)
         .or(kubeconfig.contexts.first())
         .and_then(|c| c.context.clone())
-        .ok_or("the kubeconfig has no context")?;
+        .ok_or(CredentialsError::Missing("a context"))?;
     let cluster = kubeconfig
         .clusters
         .iter()
         .find(|c| c.name == ctx.cluster)
         .and_then(|c| c.cluster.clone())
-        .ok_or_else(|| format!("the kubeconfig has no cluster {:?}", ctx.cluster))?;
+        .ok_or_else(|| CredentialsError::NoCluster(ctx.cluster.clone()))?;
     let user = kubeconfig
         .auth_infos
         .iter()
         .find(|a| Some(&a.name) == ctx.user.as_ref())
         .and_then(|a| a.auth_info.clone())
-        .ok_or("the kubeconfig has no user for its context")?;
+        .ok_or(CredentialsError::Missing("a user for its context"))?;
     let token = serde_json::to_value(&user)
         .ok()
         .and_then(|u| u.get("token").and_then(Value::as_str).map(str::to_string))
-        .ok_or("the kubeconfig's user has no bearer token (client certificates are not supported by join)")?;
+        .ok_or(CredentialsError::NoToken)?;
     let ca_pem = match (&cluster.certificate_authority_data, &cluster.certificate_authority) {
         (Some(data), _) => Some(
             base64::engine::general_purpose::STANDARD
                 .decode(data.trim())
-                .map_err(|e| format!("certificate-authority-data: {e}"))?,
+                .map_err(|e| CredentialsError::CaData(e.to_string()))?,
         ),
-        (None, Some(path)) => Some(std::fs::read(path).map_err(|e| format!("{path}: {e}"))?),
+        (None, Some(path)) => {
+            Some(std::fs::read(path).map_err(|source| CredentialsError::CaFile { path: path.clone(), source })?)
+        }
         (None, None) => None,
     };
-    Ok(Credentials { endpoint: cluster.server.ok_or("the kubeconfig's cluster has no server")?, ca_pem, token })
+    Ok(Credentials {
+        endpoint: cluster.server.ok_or(CredentialsError::Missing("a server for its cluster"))?,
+        ca_pem,
+        token,
+    })
 }
 
 /// The Secret and Cluster that register `name`.

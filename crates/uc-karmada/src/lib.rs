@@ -6,6 +6,7 @@
 pub mod binding;
 pub mod controller;
 pub mod crds;
+pub mod error;
 pub mod execute;
 pub mod interpret;
 pub mod join;

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use uc_api::meta::str_at;
 
+use crate::error::PlaneError;
 use crate::objects::{self, holds};
 use crate::plane::{MCS_API, Plane};
 
@@ -98,7 +99,7 @@ pub fn imported_slice(namespace: &str, name: &str, e: &Exported) -> Value {
 }
 
 /// Imports every exported service into every member that asks for it.
-pub async fn sync(plane: &Plane) -> Result<(), String> {
+pub async fn sync(plane: &Plane) -> Result<(), PlaneError> {
     let mut exports: BTreeMap<(String, String), Vec<Exported>> = BTreeMap::new();
     let mut imports: Vec<(String, String, String)> = Vec::new();
     let mut members: Vec<_> = plane.members.by_name.values().filter(|m| m.ready).collect();

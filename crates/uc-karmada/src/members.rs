@@ -119,14 +119,28 @@ async fn read_secret(control_plane: &kube::Client, cluster: &Value) -> Option<Se
     Api::<Secret>::namespaced(control_plane.clone(), ns).get_opt(name).await.ok().flatten()
 }
 
+/// Why no client of a member can be made from its `Cluster` and Secret.
+#[derive(Debug, thiserror::Error)]
+pub enum MemberError {
+    /// `spec.apiEndpoint` is not a URL.
+    #[error("spec.apiEndpoint {0}")]
+    Endpoint(String),
+    /// The credentials Secret does not hold usable credentials.
+    #[error("{0}")]
+    Credentials(String),
+    /// The client could not be built.
+    #[error("{0}")]
+    Client(kube::Error),
+}
+
 /// A client of a member, from its `Cluster` and credentials Secret (`token`, `caBundle`).
-fn client_for(cluster: &Value, secret: Option<&Secret>) -> Result<kube::Client, String> {
+fn client_for(cluster: &Value, secret: Option<&Secret>) -> Result<kube::Client, MemberError> {
     let endpoint = str_at(cluster, "/spec/apiEndpoint");
     if endpoint.is_empty() {
-        return Err("spec.apiEndpoint is empty".into());
+        return Err(MemberError::Endpoint("it is empty".into()));
     }
     let url = if endpoint.contains("://") { endpoint.to_string() } else { format!("https://{endpoint}") };
-    let mut config = kube::Config::new(url.parse().map_err(|e| format!("spec.apiEndpoint {url:?}: {e}"))?);
+    let mut config = kube::Config::new(url.parse().map_err(|e| MemberError::Endpoint(format!("{url:?}: {e}")))?);
     config.connect_timeout = Some(Duration::from_secs(3));
     config.read_timeout = Some(Duration::from_secs(20));
     config.accept_invalid_certs =
@@ -134,7 +148,8 @@ fn client_for(cluster: &Value, secret: Option<&Secret>) -> Result<kube::Client, 
     let data = secret.and_then(|s| s.data.as_ref());
     if let Some(token) = data.and_then(|d| d.get("token")) {
         let token = String::from_utf8_lossy(&token.0).trim().to_string();
-        config.auth_info = serde_json::from_value(json!({"token": token})).map_err(|e| format!("the token: {e}"))?;
+        config.auth_info = serde_json::from_value(json!({"token": token}))
+            .map_err(|e| MemberError::Credentials(format!("the token: {e}")))?;
     }
     if let Some(ca) = data.and_then(|d| d.get("caBundle")) {
         // The bundle is PEM; some write it base64-encoded once more.
@@ -147,7 +162,7 @@ fn client_for(cluster: &Value, secret: Option<&Secret>) -> Result<kube::Client, 
         let ders: Vec<Vec<u8>> =
             rustls_pemfile::certs(&mut pem.as_slice()).filter_map(Result::ok).map(|c| c.as_ref().to_vec()).collect();
         if ders.is_empty() {
-            return Err("the secret's caBundle holds no certificate".into());
+            return Err(MemberError::Credentials("the secret's caBundle holds no certificate".into()));
         }
         config.root_cert = Some(ders);
     }
@@ -155,5 +170,5 @@ fn client_for(cluster: &Value, secret: Option<&Secret>) -> Result<kube::Client, 
         http::header::USER_AGENT,
         http::HeaderValue::from_static(concat!("uc-karmada/", env!("CARGO_PKG_VERSION"))),
     ));
-    kube::Client::try_from(config).map_err(|e| e.to_string())
+    kube::Client::try_from(config).map_err(MemberError::Client)
 }

@@ -8,6 +8,6 @@ use crate::binding::MANAGER;
 use crate::kinds::Kinds;
 
 /// Server-side applies `obj` (field manager `karmada-controller-manager`, forced).
-pub async fn apply(client: &kube::Client, kinds: &Kinds, obj: &Value) -> Result<Value, String> {
+pub async fn apply(client: &kube::Client, kinds: &Kinds, obj: &Value) -> uc_engine::dynamic::Result<Value> {
     uc_engine::dynamic::apply(client, kinds, obj, MANAGER).await
 }

@@ -52,9 +52,32 @@ pub fn rules_for<'a>(spec: &'a OverrideSpec, obj: &Value, cluster: &MemberCluste
     out
 }
 
+/// Why an override policy's overriders could not be applied to an object.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum OverrideError {
+    /// A plaintext overrider is not a JSON patch that applies.
+    #[error("plaintext overrider: {0}")]
+    Plaintext(String),
+    /// An image overrider on a kind without pods needs a predicate path.
+    #[error("imageOverrider on a {kind} needs a predicate path")]
+    NoPredicate { kind: String },
+    /// The predicate path holds no image.
+    #[error("imageOverrider: no image at {path}")]
+    NoImage { path: String },
+    /// An overrider's operator is not one Karmada knows.
+    #[error("{overrider}Overrider: unknown operator {operator:?}")]
+    UnknownOperator { overrider: String, operator: String },
+    /// An image overrider's component is not Registry, Repository or Tag.
+    #[error("imageOverrider: unknown component {0:?}")]
+    UnknownComponent(String),
+    /// A command or args overrider on a kind without containers.
+    #[error("{overrider}Overrider does not apply to a {kind}")]
+    NotApplicable { overrider: String, kind: String },
+}
+
 /// Applies one rule's overriders to a manifest, in Karmada's order: images, commands, args, labels,
 /// annotations, then plaintext patches.
-pub fn apply(obj: &mut Value, o: &Overriders) -> Result<(), String> {
+pub fn apply(obj: &mut Value, o: &Overriders) -> Result<(), OverrideError> {
     for i in &o.image_overrider {
         image(obj, i)?;
     }
@@ -83,8 +106,8 @@ pub fn apply(obj: &mut Value, o: &Overriders) -> Result<(), String> {
         .collect();
     if !ops.is_empty() {
         let patch: json_patch::Patch =
-            serde_json::from_value(Value::Array(ops)).map_err(|e| format!("plaintext overrider: {e}"))?;
-        json_patch::patch(obj, &patch).map_err(|e| format!("plaintext overrider: {e}"))?;
+            serde_json::from_value(Value::Array(ops)).map_err(|e| OverrideError::Plaintext(e.to_string()))?;
+        json_patch::patch(obj, &patch).map_err(|e| OverrideError::Plaintext(e.to_string()))?;
     }
     Ok(())
 }
@@ -101,12 +124,12 @@ fn pod_spec_path(kind: &str) -> Option<&'static str> {
     }
 }
 
-fn image(obj: &mut Value, o: &ImageOverrider) -> Result<(), String> {
+fn image(obj: &mut Value, o: &ImageOverrider) -> Result<(), OverrideError> {
     let paths: Vec<String> = match &o.predicate {
         Some(p) if !p.path.is_empty() => vec![p.path.clone()],
         _ => {
             let Some(spec) = pod_spec_path(str_at(obj, "/kind")) else {
-                return Err(format!("imageOverrider on a {} needs a predicate path", str_at(obj, "/kind")));
+                return Err(OverrideError::NoPredicate { kind: str_at(obj, "/kind").to_string() });
             };
             let mut paths = Vec::new();
             for list in ["initContainers", "containers"] {
@@ -118,7 +141,7 @@ fn image(obj: &mut Value, o: &ImageOverrider) -> Result<(), String> {
     };
     for path in paths {
         let Some(Value::String(current)) = obj.pointer_mut(&path) else {
-            return Err(format!("imageOverrider: no image at {path}"));
+            return Err(OverrideError::NoImage { path });
         };
         *current = override_image(current, &o.component, &o.operator, &o.value)?;
     }
@@ -126,7 +149,7 @@ fn image(obj: &mut Value, o: &ImageOverrider) -> Result<(), String> {
 }
 
 /// An image reference with one component (Registry, Repository, Tag) added to, replaced or removed.
-pub fn override_image(image: &str, component: &str, operator: &str, value: &str) -> Result<String, String> {
+pub fn override_image(image: &str, component: &str, operator: &str, value: &str) -> Result<String, OverrideError> {
     let (rest, digest) = match image.split_once('@') {
         Some((r, d)) => (r, Some(d)),
         None => (image, None),
@@ -141,12 +164,12 @@ pub fn override_image(image: &str, component: &str, operator: &str, value: &str)
         }
         _ => (String::new(), name.to_string()),
     };
-    let set = |field: &mut String| -> Result<(), String> {
+    let set = |field: &mut String| -> Result<(), OverrideError> {
         match operator {
             "add" => field.push_str(value),
             "replace" => *field = value.to_string(),
             "remove" => field.clear(),
-            other => return Err(format!("imageOverrider: unknown operator {other:?}")),
+            other => return Err(OverrideError::UnknownOperator { overrider: "image".into(), operator: other.into() }),
         }
         Ok(())
     };
@@ -156,9 +179,9 @@ pub fn override_image(image: &str, component: &str, operator: &str, value: &str)
         "Tag" => match operator {
             "add" | "replace" => tag = Some(value.to_string()),
             "remove" => tag = None,
-            other => return Err(format!("imageOverrider: unknown operator {other:?}")),
+            other => return Err(OverrideError::UnknownOperator { overrider: "image".into(), operator: other.into() }),
         },
-        other => return Err(format!("imageOverrider: unknown component {other:?}")),
+        other => return Err(OverrideError::UnknownComponent(other.into())),
     }
     let mut out = if registry.is_empty() { repository } else { format!("{registry}/{repository}") };
     if let Some(t) = tag {
@@ -170,10 +193,10 @@ pub fn override_image(image: &str, component: &str, operator: &str, value: &str)
     Ok(out)
 }
 
-fn command_args(obj: &mut Value, o: &CommandArgsOverrider, field: &str) -> Result<(), String> {
+fn command_args(obj: &mut Value, o: &CommandArgsOverrider, field: &str) -> Result<(), OverrideError> {
     let kind = str_at(obj, "/kind").to_string();
     let Some(spec) = pod_spec_path(&kind) else {
-        return Err(format!("{field}Overrider does not apply to a {kind}"));
+        return Err(OverrideError::NotApplicable { overrider: field.into(), kind: kind.to_string() });
     };
     let Some(Value::Array(containers)) = obj.pointer_mut(&format!("{spec}/containers")) else { return Ok(()) };
     for c in containers.iter_mut().filter(|c| c.get("name").and_then(Value::as_str) == Some(&o.container_name)) {
@@ -182,14 +205,14 @@ fn command_args(obj: &mut Value, o: &CommandArgsOverrider, field: &str) -> Resul
         match o.operator.as_str() {
             "add" => list.extend(o.value.iter().cloned()),
             "remove" => list.retain(|a| !o.value.contains(a)),
-            other => return Err(format!("{field}Overrider: unknown operator {other:?}")),
+            other => return Err(OverrideError::UnknownOperator { overrider: field.into(), operator: other.into() }),
         }
         c[field] = json!(list);
     }
     Ok(())
 }
 
-fn labels_annotations(obj: &mut Value, o: &LabelAnnotationOverrider, field: &str) -> Result<(), String> {
+fn labels_annotations(obj: &mut Value, o: &LabelAnnotationOverrider, field: &str) -> Result<(), OverrideError> {
     if obj.pointer(&format!("/metadata/{field}")).is_none_or(|v| !v.is_object()) {
         obj["metadata"][field] = json!({});
     }
@@ -207,7 +230,7 @@ fn labels_annotations(obj: &mut Value, o: &LabelAnnotationOverrider, field: &str
             "remove" => {
                 map.remove(k);
             }
-            other => return Err(format!("{field}Overrider: unknown operator {other:?}")),
+            other => return Err(OverrideError::UnknownOperator { overrider: field.into(), operator: other.into() }),
         }
     }
     Ok(())
@@ -291,7 +314,7 @@ mod tests {
             "plaintext": [{"path": "/spec/nothing/here", "operator": "replace", "value": 1}]}}]}));
         let mut obj = deployment();
         let err = apply(&mut obj, rules_for(&s, &deployment(), &member("x"))[0]).unwrap_err();
-        assert!(err.contains("plaintext overrider"), "{err}");
+        assert!(matches!(err, OverrideError::Plaintext(_)), "{err}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use uc_api::conditions::condition;
 use uc_api::meta::{is_deleting, str_at};
 
 use crate::binding::{self, PolicyRef};
+use crate::error::PlaneError;
 use crate::interpret::Interpreter;
 use crate::objects::{self, holds};
 use crate::overrides::{apply, rules_for, selector_matches};
@@ -30,7 +31,7 @@ struct Policy {
     spec: PropagationSpec,
 }
 
-async fn policies(plane: &Plane) -> Result<Vec<Policy>, String> {
+async fn policies(plane: &Plane) -> Result<Vec<Policy>, PlaneError> {
     let mut out = Vec::new();
     for (kind, cluster_scoped) in [("PropagationPolicy", false), ("ClusterPropagationPolicy", true)] {
         for p in objects::list(&plane.client, &plane.kinds, POLICY_API, kind, "").await? {
@@ -65,7 +66,7 @@ async fn policies(plane: &Plane) -> Result<Vec<Policy>, String> {
 }
 
 /// Makes or updates the binding of every template a policy takes; returns each one's `Scheduled`.
-pub async fn detect(plane: &Plane, interpreter: &Interpreter, now: &str) -> Result<Scheduled, String> {
+pub async fn detect(plane: &Plane, interpreter: &Interpreter, now: &str) -> Result<Scheduled, PlaneError> {
     let members = plane.members.for_scheduling();
     let member_names: Vec<String> = members.iter().map(|m| m.name.clone()).collect();
     let mut claimed = HashSet::new();
@@ -118,7 +119,7 @@ async fn bind(
     members: &[MemberCluster],
     member_names: &[String],
     now: &str,
-) -> Result<Value, String> {
+) -> Result<Value, PlaneError> {
     let replicas = interpreter.replicas(template).await?;
     let placement = &policy.spec.placement;
     let name = binding::binding_name(str_at(template, "/kind"), str_at(template, "/metadata/name"));
@@ -153,7 +154,7 @@ async fn bind(
 
 /// Brings every binding's Works in line with its template, scheduling result and overrides, and
 /// deletes Works no binding wants.
-pub async fn sync_works(plane: &Plane, interpreter: &Interpreter) -> Result<(), String> {
+pub async fn sync_works(plane: &Plane, interpreter: &Interpreter) -> Result<(), PlaneError> {
     let members: BTreeMap<String, MemberCluster> =
         plane.members.for_scheduling().into_iter().map(|m| (m.name.clone(), m)).collect();
     let bindings = objects::list(&plane.client, &plane.kinds, BINDING_API, "ResourceBinding", "").await?;
@@ -224,7 +225,7 @@ fn work_drops_something(existing: &Value, desired: &Value) -> bool {
 }
 
 /// Override policies in the order Karmada applies them: cluster-wide ones, then namespaced, by name.
-async fn override_policies(plane: &Plane) -> Result<Vec<(bool, String, String, OverrideSpec, Value)>, String> {
+async fn override_policies(plane: &Plane) -> Result<Vec<(bool, String, String, OverrideSpec, Value)>, PlaneError> {
     let mut out = Vec::new();
     for (kind, cluster_scoped) in [("ClusterOverridePolicy", true), ("OverridePolicy", false)] {
         let mut list = objects::list(&plane.client, &plane.kinds, POLICY_API, kind, "").await?;
@@ -255,7 +256,7 @@ async fn work_for(
     tc: &TargetCluster,
     member: &MemberCluster,
     overrides: &[(bool, String, String, OverrideSpec, Value)],
-) -> Result<Value, String> {
+) -> Result<Value, PlaneError> {
     let mut manifest = binding::prune(template);
     let divided = rb.pointer("/spec/placement/replicaScheduling/replicaSchedulingType").and_then(Value::as_str)
         == Some("Divided");
@@ -273,7 +274,7 @@ async fn work_for(
             continue;
         }
         for r in &rules {
-            apply(&mut manifest, r).map_err(|e| format!("override policy {name}: {e}"))?;
+            apply(&mut manifest, r).map_err(|source| PlaneError::Override { policy: name.to_string(), source })?;
         }
         let record =
             json!({"policyName": name, "overriders": raw.get("overrideRules").cloned().unwrap_or(raw.clone())});

@@ -14,7 +14,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use crate::csv::Csv;
-use crate::fbc::{Bundle, Catalog, Channel, Entry, Package, parse_blobs};
+use crate::fbc::{Bundle, Catalog, CatalogError, Channel, Entry, Package, parse_blobs};
 use crate::versions::parse_version;
 
 /// Annotation keys of `metadata/annotations.yaml`.
@@ -25,9 +25,9 @@ pub const CHANNELS_ANNOTATION: &str = "operators.operatorframework.io.bundle.cha
 pub const DEFAULT_CHANNEL_ANNOTATION: &str = "operators.operatorframework.io.bundle.channel.default.v1";
 
 /// Every object in the YAML/JSON files of a directory (not its subdirectories), by file name.
-pub fn read_objects(dir: &Path) -> Result<Vec<Value>, String> {
+pub fn read_objects(dir: &Path) -> Result<Vec<Value>, CatalogError> {
     let mut files: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .map_err(|e| CatalogError::at(dir.display(), e))?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.is_file() && matches!(p.extension().and_then(|x| x.to_str()), Some("yaml" | "yml" | "json")))
@@ -35,23 +35,24 @@ pub fn read_objects(dir: &Path) -> Result<Vec<Value>, String> {
     files.sort();
     let mut out = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-        out.extend(parse_blobs(&text).map_err(|e| format!("{}: {e}", f.display()))?);
+        let text = std::fs::read_to_string(&f).map_err(|e| CatalogError::at(f.display(), e))?;
+        out.extend(parse_blobs(&text).map_err(|e| e.within(f.display()))?);
     }
     Ok(out)
 }
 
 /// A bundle from its manifests: the one CSV among them gives its name, version and APIs.
-pub fn bundle_from_objects(package: &str, objects: Vec<Value>) -> Result<Bundle, String> {
+pub fn bundle_from_objects(package: &str, objects: Vec<Value>) -> Result<Bundle, CatalogError> {
     let csvs: Vec<&Value> =
         objects.iter().filter(|o| o.get("kind").and_then(Value::as_str) == Some("ClusterServiceVersion")).collect();
     let [csv] = csvs.as_slice() else {
-        return Err(format!("a bundle has exactly one ClusterServiceVersion; found {}", csvs.len()));
+        let message = format!("a bundle has exactly one ClusterServiceVersion; found {}", csvs.len());
+        return Err(CatalogError::at(package, message));
     };
-    let csv = Csv::from_value(csv)?;
+    let csv = Csv::from_value(csv).map_err(|e| CatalogError::at(package, e))?;
     let name = csv.name().to_string();
-    let version = csv.spec.version.as_deref().ok_or_else(|| format!("{name}: spec.version is missing"))?;
-    let version = parse_version(version).map_err(|e| format!("{name}: spec.version: {e}"))?;
+    let version = csv.spec.version.as_deref().ok_or_else(|| CatalogError::at(&name, "spec.version is missing"))?;
+    let version = parse_version(version).map_err(|e| CatalogError::at(&name, format!("spec.version: {e}")))?;
     Ok(Bundle {
         name,
         package: package.to_string(),
@@ -77,13 +78,14 @@ pub fn entry_of(bundle: &Bundle) -> Entry {
 }
 
 /// A bundle directory: its package name, channels, default channel, and the bundle.
-pub fn read_bundle_dir(dir: &Path) -> Result<(Bundle, Vec<String>, Option<String>), String> {
+pub fn read_bundle_dir(dir: &Path) -> Result<(Bundle, Vec<String>, Option<String>), CatalogError> {
     let annotations = read_objects(&dir.join("metadata"))?
         .into_iter()
         .find_map(|d| d.get("annotations").cloned())
-        .ok_or_else(|| format!("{}: metadata/annotations.yaml has no annotations", dir.display()))?;
+        .ok_or_else(|| CatalogError::at(dir.display(), "metadata/annotations.yaml has no annotations"))?;
     let get = |k: &str| annotations.get(k).and_then(Value::as_str).map(str::to_string);
-    let package = get(PACKAGE_ANNOTATION).ok_or_else(|| format!("{}: no {PACKAGE_ANNOTATION}", dir.display()))?;
+    let package =
+        get(PACKAGE_ANNOTATION).ok_or_else(|| CatalogError::at(dir.display(), format!("no {PACKAGE_ANNOTATION}")))?;
     let channels: Vec<String> = get(CHANNELS_ANNOTATION)
         .unwrap_or_default()
         .split(',')
@@ -91,27 +93,27 @@ pub fn read_bundle_dir(dir: &Path) -> Result<(Bundle, Vec<String>, Option<String
         .filter(|c| !c.is_empty())
         .collect();
     let bundle = bundle_from_objects(&package, read_objects(&dir.join("manifests"))?)
-        .map_err(|e| format!("{}: {e}", dir.display()))?;
+        .map_err(|e| CatalogError::at(dir.display(), e))?;
     Ok((bundle, channels, get(DEFAULT_CHANNEL_ANNOTATION)))
 }
 
 /// A package in the package-manifest layout: `<package>.package.yaml` and one folder per version.
-pub fn read_package_manifest(dir: &Path) -> Result<Package, String> {
+pub fn read_package_manifest(dir: &Path) -> Result<Package, CatalogError> {
     let manifest = read_objects(dir)?
         .into_iter()
         .find(|o| o.get("packageName").is_some())
-        .ok_or_else(|| format!("{}: no <package>.package.yaml (with packageName)", dir.display()))?;
+        .ok_or_else(|| CatalogError::at(dir.display(), "no <package>.package.yaml (with packageName)"))?;
     let name = manifest["packageName"].as_str().unwrap_or_default().to_string();
     let mut bundles = BTreeMap::new();
     let mut versions: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .map_err(|e| CatalogError::at(dir.display(), e))?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.is_dir())
         .collect();
     versions.sort();
     for v in versions {
-        let b = bundle_from_objects(&name, read_objects(&v)?).map_err(|e| format!("{}: {e}", v.display()))?;
+        let b = bundle_from_objects(&name, read_objects(&v)?).map_err(|e| e.within(v.display()))?;
         bundles.insert(b.name.clone(), b);
     }
     Ok(package_of(&manifest, bundles))
@@ -191,13 +193,13 @@ pub fn package_blobs(p: &Package) -> Vec<Value> {
 
 /// Reads a catalog from what a directory holds: FBC files anywhere under it, package-manifest folders
 /// (a `*.package.yaml` beside version folders) and bundle directories (`manifests/` + `metadata/`).
-pub fn read_catalog_dir(dir: &Path) -> Result<Catalog, String> {
+pub fn read_catalog_dir(dir: &Path) -> Result<Catalog, CatalogError> {
     let mut blobs = Vec::new();
     collect(dir, &mut blobs)?;
-    Catalog::from_blobs(&blobs).map_err(|e| e.to_string())
+    Catalog::from_blobs(&blobs)
 }
 
-fn collect(dir: &Path, blobs: &mut Vec<Value>) -> Result<(), String> {
+fn collect(dir: &Path, blobs: &mut Vec<Value>) -> Result<(), CatalogError> {
     if dir.join("manifests").is_dir() && dir.join("metadata").is_dir() {
         let (bundle, channels, default) = read_bundle_dir(dir)?;
         let package = Package {
@@ -220,7 +222,7 @@ fn collect(dir: &Path, blobs: &mut Vec<Value>) -> Result<(), String> {
     }
     blobs.extend(objects.into_iter().filter(|o| o.get("schema").and_then(Value::as_str).is_some()));
     let mut subdirs: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .map_err(|e| CatalogError::at(dir.display(), e))?
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.is_dir())
@@ -296,14 +298,18 @@ mod tests {
         let none = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(none.path().join("manifests")).unwrap();
         std::fs::create_dir_all(none.path().join("metadata")).unwrap();
-        assert!(read_catalog_dir(none.path()).unwrap_err().contains("annotations"));
+        assert!(read_catalog_dir(none.path()).unwrap_err().to_string().contains("annotations"));
     }
 
     #[test]
     fn a_bundle_needs_one_csv_with_a_version() {
-        assert!(bundle_from_objects("p", vec![]).unwrap_err().contains("exactly one ClusterServiceVersion"));
+        assert!(
+            bundle_from_objects("p", vec![]).unwrap_err().to_string().contains("exactly one ClusterServiceVersion")
+        );
         let no_version: Value =
             serde_yaml::from_str("kind: ClusterServiceVersion\nmetadata: {name: p.v1}\nspec: {}\n").unwrap();
-        assert!(bundle_from_objects("p", vec![no_version]).unwrap_err().contains("spec.version is missing"));
+        assert!(
+            bundle_from_objects("p", vec![no_version]).unwrap_err().to_string().contains("spec.version is missing")
+        );
     }
 }

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::bundle::{bundle_from_objects, package_blobs, package_of};
+use crate::fbc::CatalogError;
 
 /// The keys of the layout.
 pub const KEYS: [&str; 3] = ["packages", "clusterServiceVersions", "customResourceDefinitions"];
@@ -20,16 +21,16 @@ pub fn is_registry(data: &BTreeMap<String, String>) -> bool {
 }
 
 /// The FBC blobs of a ConfigMap in this layout; an error names the key and what does not read.
-pub fn blobs(data: &BTreeMap<String, String>) -> Result<Vec<Value>, String> {
-    let list = |key: &str| -> Result<Vec<Value>, String> {
+pub fn blobs(data: &BTreeMap<String, String>) -> Result<Vec<Value>, CatalogError> {
+    let list = |key: &str| -> Result<Vec<Value>, CatalogError> {
         match data.get(key) {
             None => Ok(Vec::new()),
             Some(text) => {
-                let v: Value = serde_yaml::from_str(text).map_err(|e| format!("key {key}: {e}"))?;
+                let v: Value = serde_yaml::from_str(text).map_err(|e| CatalogError::at(format!("key {key}"), e))?;
                 match v {
                     Value::Array(items) => Ok(items),
                     Value::Null => Ok(Vec::new()),
-                    _ => Err(format!("key {key}: a YAML list is expected")),
+                    _ => Err(CatalogError::at(format!("key {key}"), "a YAML list is expected")),
                 }
             }
         }
@@ -39,8 +40,10 @@ pub fn blobs(data: &BTreeMap<String, String>) -> Result<Vec<Value>, String> {
     let by_name: BTreeMap<String, &Value> = csvs.iter().map(|c| (csv_name(c), c)).collect();
     let mut out = Vec::new();
     for manifest in &packages {
-        let package =
-            manifest.get("packageName").and_then(Value::as_str).ok_or("key packages: an entry has no packageName")?;
+        let package = manifest
+            .get("packageName")
+            .and_then(Value::as_str)
+            .ok_or_else(|| CatalogError::at("key packages", "an entry has no packageName"))?;
         let mut bundles = BTreeMap::new();
         for channel in manifest.get("channels").and_then(Value::as_array).into_iter().flatten() {
             let mut current = channel.get("currentCSV").and_then(Value::as_str).map(str::to_string);
@@ -53,7 +56,7 @@ pub fn blobs(data: &BTreeMap<String, String>) -> Result<Vec<Value>, String> {
                 let mut objects = vec![(*csv).clone()];
                 objects.extend(owned_crds(csv, &crds));
                 let bundle =
-                    bundle_from_objects(package, objects).map_err(|e| format!("key clusterServiceVersions: {e}"))?;
+                    bundle_from_objects(package, objects).map_err(|e| e.within("key clusterServiceVersions"))?;
                 bundles.insert(name, bundle);
             }
         }
@@ -104,6 +107,6 @@ mod tests {
         assert_eq!(kinds, ["ClusterServiceVersion", "CustomResourceDefinition"], "with the CRDs it owns");
         let mut bad = data.clone();
         bad.insert("packages".into(), "packageName: not-a-list".into());
-        assert!(blobs(&bad).unwrap_err().contains("key packages"));
+        assert!(blobs(&bad).unwrap_err().to_string().contains("key packages"));
     }
 }

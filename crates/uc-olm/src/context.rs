@@ -4,6 +4,7 @@
 use serde_json::Value;
 use uc_engine::dynamic::Kinds;
 
+use crate::error::LifecycleError;
 use crate::sources::Sources;
 
 /// The namespace of the catalogs every namespace sees, as OLM's.
@@ -35,22 +36,22 @@ pub struct Olm {
 
 impl Olm {
     /// Every object of an OLM kind, in every namespace.
-    pub async fn list(&self, api_version: &str, kind: &str) -> Result<Vec<Value>, String> {
-        uc_engine::dynamic::list(&self.client, &self.kinds, api_version, kind, "").await
+    pub async fn list(&self, api_version: &str, kind: &str) -> Result<Vec<Value>, LifecycleError> {
+        Ok(uc_engine::dynamic::list(&self.client, &self.kinds, api_version, kind, "").await?)
     }
 
     /// Server-side applies an object as the lifecycle manager.
-    pub async fn apply(&self, obj: &Value) -> Result<Value, String> {
-        uc_engine::dynamic::apply(&self.client, &self.kinds, obj, MANAGER).await
+    pub async fn apply(&self, obj: &Value) -> Result<Value, LifecycleError> {
+        Ok(uc_engine::dynamic::apply(&self.client, &self.kinds, obj, MANAGER).await?)
     }
 
     /// Merges `status` into an object's status, unless it holds it already (times aside: a status
     /// that differs only in when it was computed is not written again).
-    pub async fn status(&self, obj: &Value, status: &Value) -> Result<(), String> {
+    pub async fn status(&self, obj: &Value, status: &Value) -> Result<(), LifecycleError> {
         if obj.get("status").is_some_and(|s| uc_engine::dynamic::holds(&timeless(s), &timeless(status))) {
             return Ok(());
         }
-        uc_engine::dynamic::write_status(&self.client, &self.kinds, obj, status).await
+        Ok(uc_engine::dynamic::write_status(&self.client, &self.kinds, obj, status).await?)
     }
 }
 

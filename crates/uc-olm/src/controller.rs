@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::context::{Olm, V1, V1ALPHA1, now, str_at};
+use crate::error::LifecycleError;
 use crate::group::Group;
 use crate::plan::{LABELLED_KINDS, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL};
 use crate::subscriptions::Loaded;
@@ -84,7 +85,7 @@ async fn sweep(olm: &Olm, current: &BTreeSet<(String, String)>) {
 }
 
 /// Writes a catalog's PackageManifests, and removes those of packages it no longer has.
-async fn publish(olm: &Olm, source: &Value, catalog: &crate::fbc::Catalog) -> Result<(), String> {
+async fn publish(olm: &Olm, source: &Value, catalog: &crate::fbc::Catalog) -> Result<(), LifecycleError> {
     let (ns, name) = (str_at(source, "/metadata/namespace"), str_at(source, "/metadata/name"));
     for pkg in catalog.packages.values() {
         olm.apply(&packages::manifest(source, pkg)).await?;
@@ -117,7 +118,7 @@ fn group(og: &Value) -> Group {
     }
 }
 
-async fn catalogs(olm: &mut Olm) -> Result<(Vec<Loaded>, Vec<String>), String> {
+async fn catalogs(olm: &mut Olm) -> Result<(Vec<Loaded>, Vec<String>), LifecycleError> {
     let sources = olm.list(V1ALPHA1, "CatalogSource").await?;
     let named: std::collections::BTreeSet<_> = sources
         .iter()
@@ -143,7 +144,7 @@ async fn catalogs(olm: &mut Olm) -> Result<(Vec<Loaded>, Vec<String>), String> {
             Err(e) => {
                 tracing::warn!(catalog = %key, error = %e, "catalog unreadable");
                 unhealthy.push(key.clone());
-                ("TRANSIENT_FAILURE", e)
+                ("TRANSIENT_FAILURE", e.to_string())
             }
         };
         if let Some((_, _, catalog)) = loaded.last().filter(|(k, _, _)| *k == key) {
@@ -169,7 +170,7 @@ async fn catalogs(olm: &mut Olm) -> Result<(Vec<Loaded>, Vec<String>), String> {
 }
 
 /// One pass; whether something is in flight.
-async fn pass(olm: &mut Olm) -> Result<bool, String> {
+async fn pass(olm: &mut Olm) -> Result<bool, LifecycleError> {
     let (loaded, unhealthy) = catalogs(olm).await?;
     let groups_objects = olm.list(V1, "OperatorGroup").await?;
     let groups: Vec<Group> = groups_objects.iter().map(group).collect();

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::context::{Olm, V1ALPHA1, now, str_at};
 use crate::csv::Csv;
+use crate::error::LifecycleError;
 use crate::group::{self, Group};
 use crate::plan::{OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL};
 
@@ -94,7 +95,7 @@ pub fn tenant_rbac(originals: &[Value], copy: &Value) -> Vec<Value> {
 }
 
 /// Applies a copy's tenant RBAC ([`tenant_rbac`]) where it is not already what it should be.
-async fn sync_tenant_rbac(olm: &Olm, original_namespace: &str, copy: &Value) -> Result<(), String> {
+async fn sync_tenant_rbac(olm: &Olm, original_namespace: &str, copy: &Value) -> Result<(), LifecycleError> {
     let name = str_at(copy, "/metadata/name");
     let owned_in = |ns: &str| format!("{OWNER_LABEL}={name},{OWNER_NAMESPACE_LABEL}={ns}");
     for kind in ["Role", "RoleBinding"] {
@@ -116,7 +117,7 @@ async fn sync_tenant_rbac(olm: &Olm, original_namespace: &str, copy: &Value) -> 
 }
 
 /// Makes the copies what they should be: creates and updates those wanted, deletes the others.
-pub async fn sync(olm: &Olm, csvs: &[Value], groups: &[Group]) -> Result<(), String> {
+pub async fn sync(olm: &Olm, csvs: &[Value], groups: &[Group]) -> Result<(), LifecycleError> {
     let wanted = wanted(csvs, groups);
     let key = |v: &Value| (str_at(v, "/metadata/namespace").to_string(), str_at(v, "/metadata/name").to_string());
     for (copy, status) in &wanted {

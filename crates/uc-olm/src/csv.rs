@@ -165,13 +165,24 @@ impl CrdDescription {
     }
 }
 
+/// Why a manifest does not read as a ClusterServiceVersion.
+#[derive(Debug, thiserror::Error)]
+pub enum CsvError {
+    /// Its kind is another.
+    #[error("not a ClusterServiceVersion: kind {0}")]
+    NotCsv(String),
+    /// Its fields do not read (a field path and what is wrong).
+    #[error("ClusterServiceVersion: {0}")]
+    Unreadable(serde_json::Error),
+}
+
 impl Csv {
     /// Reads a CSV manifest; a clear error when it is not one.
-    pub fn from_value(v: &Value) -> Result<Csv, String> {
+    pub fn from_value(v: &Value) -> Result<Csv, CsvError> {
         if v.get("kind").and_then(Value::as_str) != Some("ClusterServiceVersion") {
-            return Err(format!("not a ClusterServiceVersion: kind {:?}", v.get("kind")));
+            return Err(CsvError::NotCsv(format!("{:?}", v.get("kind"))));
         }
-        serde_json::from_value(v.clone()).map_err(|e| format!("ClusterServiceVersion: {e}"))
+        serde_json::from_value(v.clone()).map_err(CsvError::Unreadable)
     }
 
     /// Its name.
@@ -238,6 +249,11 @@ mod tests {
         let spec = csv.spec.install.unwrap().spec.unwrap();
         assert_eq!(spec.deployments[0].name, "etcd-operator");
         assert_eq!(spec.permissions[0].rules[0].verbs, ["*"]);
-        assert!(Csv::from_value(&json!({"kind": "Deployment"})).unwrap_err().contains("not a ClusterServiceVersion"));
+        assert!(
+            Csv::from_value(&json!({"kind": "Deployment"}))
+                .unwrap_err()
+                .to_string()
+                .contains("not a ClusterServiceVersion")
+        );
     }
 }

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::context::{Olm, now, str_at};
 use crate::csv::Csv;
+use crate::error::LifecycleError;
 use crate::group::{self, Group};
 use crate::phase::{Observed, Phase, next};
 use crate::plan::{
@@ -35,7 +36,7 @@ pub fn available(d: &Value) -> bool {
 
 /// The controllers a CSV installed (uc's operators: UniversalControllers and Metacontroller's) serve
 /// its OperatorGroup's namespaces: they carry `olm.targetNamespaces`, which the engine honours.
-async fn scope_controllers(olm: &Olm, csv: &str, ns: &str, targets: &str) -> Result<(), String> {
+async fn scope_controllers(olm: &Olm, csv: &str, ns: &str, targets: &str) -> Result<(), LifecycleError> {
     let selector = format!("{OWNER_LABEL}={csv},{OWNER_NAMESPACE_LABEL}={ns}");
     for (api_version, kind) in LABELLED_KINDS.iter().filter(|(_, k)| k.ends_with("Controller")) {
         let Ok(controllers) =
@@ -105,7 +106,7 @@ async fn install(
     installing: bool,
     wanted: &[Value],
     existing: &[Option<Value>],
-) -> Result<(), String> {
+) -> Result<(), LifecycleError> {
     let (ns, name) = (str_at(csv_obj, "/metadata/namespace"), str_at(csv_obj, "/metadata/name"));
     let annotations = csv_obj.pointer("/metadata/annotations");
     let annotated = |k: &str, v: &str| annotations.and_then(|a| a.get(k)).and_then(Value::as_str) == Some(v);
@@ -126,7 +127,7 @@ async fn install(
 }
 
 /// Moves one CSV on.
-pub async fn sync(olm: &Olm, csv_obj: &Value, world: &World<'_>) -> Result<(), String> {
+pub async fn sync(olm: &Olm, csv_obj: &Value, world: &World<'_>) -> Result<(), LifecycleError> {
     let World { csvs, groups, crds, subscriptions } = *world;
     if crate::copies::is_copy(csv_obj) {
         return Ok(()); // copies follow their original (`copies.rs`)
@@ -171,15 +172,16 @@ pub async fn sync(olm: &Olm, csv_obj: &Value, world: &World<'_>) -> Result<(), S
     let p = next(&observed);
     if p.phase == "Replacing" && replaced_by.as_ref().is_some_and(|(_, phase)| phase == "Succeeded") {
         tracing::info!(csv = %name, namespace = %ns, "replaced; deleting");
-        return uc_engine::dynamic::delete(
-            &olm.client,
-            &olm.kinds,
+        let (client, kinds) = (&olm.client, &olm.kinds);
+        return Ok(uc_engine::dynamic::delete(
+            client,
+            kinds,
             crate::context::V1ALPHA1,
             "ClusterServiceVersion",
             ns,
             name,
         )
-        .await;
+        .await?);
     }
     if let Ok(g) = &group
         && matches!(p.phase, "InstallReady" | "Installing" | "Succeeded" | "Failed")

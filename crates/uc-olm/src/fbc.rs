@@ -129,18 +129,30 @@ fn error(at: impl Into<String>, message: impl Into<String>) -> CatalogError {
     CatalogError { at: at.into(), message: message.into() }
 }
 
+impl CatalogError {
+    /// An error at `at` (a file, a ConfigMap key, a bundle).
+    pub fn at(at: impl std::fmt::Display, message: impl std::fmt::Display) -> CatalogError {
+        error(at.to_string(), message.to_string())
+    }
+
+    /// The same error, located within `outer` (the directory or source it was read from).
+    pub fn within(self, outer: impl std::fmt::Display) -> CatalogError {
+        CatalogError { at: format!("{outer}: {}", self.at), message: self.message }
+    }
+}
+
 /// The blobs of one file: YAML documents, or JSON objects one after another.
-pub fn parse_blobs(text: &str) -> Result<Vec<Value>, String> {
+pub fn parse_blobs(text: &str) -> Result<Vec<Value>, CatalogError> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') {
         return serde_json::Deserializer::from_str(trimmed)
             .into_iter::<Value>()
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| e.to_string());
+            .map_err(|e| error("JSON", e.to_string()));
     }
     let mut out = Vec::new();
     for doc in serde_yaml::Deserializer::from_str(text) {
-        let v = Value::deserialize(doc).map_err(|e| e.to_string())?;
+        let v = Value::deserialize(doc).map_err(|e| error("YAML", e.to_string()))?;
         if !v.is_null() {
             out.push(v);
         }
@@ -153,11 +165,12 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
 }
 
 /// A manifest embedded in an `olm.bundle.object` property (base64 of JSON or YAML).
-fn embedded_object(value: &Value) -> Result<Value, String> {
-    let data = value.get("data").and_then(Value::as_str).ok_or("olm.bundle.object without data")?;
-    let bytes = base64::engine::general_purpose::STANDARD.decode(data.trim()).map_err(|e| e.to_string())?;
-    let text = String::from_utf8(bytes).map_err(|e| e.to_string())?;
-    serde_yaml::from_str(&text).map_err(|e| e.to_string())
+fn embedded_object(value: &Value) -> Result<Value, CatalogError> {
+    let at = "olm.bundle.object";
+    let data = value.get("data").and_then(Value::as_str).ok_or_else(|| error(at, "no data"))?;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(data.trim()).map_err(|e| error(at, e.to_string()))?;
+    let text = String::from_utf8(bytes).map_err(|e| error(at, e.to_string()))?;
+    serde_yaml::from_str(&text).map_err(|e| error(at, e.to_string()))
 }
 
 fn bundle(blob: &Value) -> Result<Bundle, CatalogError> {
@@ -186,7 +199,7 @@ fn bundle(blob: &Value) -> Result<Bundle, CatalogError> {
                     .push(PackageRequirement { package: str_of(&value, "packageName").to_string(), range });
             }
             "olm.bundle.object" => {
-                objects.push(embedded_object(&value).map_err(|e| error(&at, format!("{field}: {e}")))?);
+                objects.push(embedded_object(&value).map_err(|e| e.within(format!("{at}: {field}")))?);
             }
             "olm.csv.metadata" => csv_metadata = Some(value),
             _ => {}

@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::context::{Olm, V1ALPHA1, now, str_at};
+use crate::error::LifecycleError;
 use crate::plan::Step;
 
 /// The versions an update of a CRD would drop while objects may still be stored in them: the existing
@@ -88,7 +89,11 @@ pub fn scoped_account(groups: &[Value], namespace: &str) -> Option<uc_engine::ac
 /// Moves one InstallPlan on: approval, then its steps — as `account` when its namespace's
 /// OperatorGroup names one, so that what the account may not do fails the plan with the API server's
 /// words, as on OLM.
-pub async fn sync(olm: &Olm, plan: &Value, account: Option<&uc_engine::acting::ServiceAccount>) -> Result<(), String> {
+pub async fn sync(
+    olm: &Olm,
+    plan: &Value,
+    account: Option<&uc_engine::acting::ServiceAccount>,
+) -> Result<(), LifecycleError> {
     let phase = str_at(plan, "/status/phase");
     if matches!(phase, "Complete" | "Failed") || plan.pointer("/status/plan").is_none() {
         return Ok(());
@@ -140,7 +145,7 @@ fn with_statuses(plan: &Value, statuses: &[&str]) -> Value {
 }
 
 /// Creates (or updates) one step's object with `client`: `Created` or `Present`.
-async fn apply_step(olm: &Olm, client: &kube::Client, manifest: &Value) -> Result<&'static str, String> {
+async fn apply_step(olm: &Olm, client: &kube::Client, manifest: &Value) -> Result<&'static str, LifecycleError> {
     let (api_version, kind) = (str_at(manifest, "/apiVersion"), str_at(manifest, "/kind"));
     let (ns, name) = (str_at(manifest, "/metadata/namespace"), str_at(manifest, "/metadata/name"));
     let existing = uc_engine::dynamic::get(client, &olm.kinds, api_version, kind, ns, name).await?;
@@ -149,10 +154,7 @@ async fn apply_step(olm: &Olm, client: &kube::Client, manifest: &Value) -> Resul
     {
         let dropped = dropped_stored_versions(old, manifest);
         if !dropped.is_empty() {
-            return Err(format!(
-                "risk of data loss updating {name}: the new CRD does not serve version(s) {} that the existing CRD lists as stored (status.storedVersions)",
-                dropped.join(", ")
-            ));
+            return Err(LifecycleError::DataLoss { name: name.to_string(), versions: dropped });
         }
     }
     if kind == "Subscription" && existing.is_some() {

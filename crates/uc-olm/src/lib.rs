@@ -16,6 +16,7 @@ pub mod copies;
 pub mod crds;
 pub mod csv;
 pub mod csvs;
+pub mod error;
 pub mod fbc;
 pub mod go_zero;
 pub mod graph;

@@ -155,13 +155,27 @@ pub fn operator_label(package: &str, namespace: &str) -> Option<String> {
     (name.len() <= 63).then(|| format!("operators.coreos.com/{name}"))
 }
 
+/// Why a bundle's install cannot be planned.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The bundle has no CSV among its manifests.
+    #[error("bundle {0}: no ClusterServiceVersion in its manifests")]
+    NoCsv(String),
+    /// Its CSV does not read.
+    #[error(transparent)]
+    Csv(#[from] crate::csv::CsvError),
+    /// A Deployment spec does not encode.
+    #[error("a Deployment spec: {0}")]
+    Encode(serde_json::Error),
+}
+
 /// The steps that install `bundle` into `namespace`, in OLM's order: CRDs, the CSV, RBAC, the rest.
-pub fn steps(bundle: &Bundle, namespace: &str) -> Result<Vec<Step>, String> {
+pub fn steps(bundle: &Bundle, namespace: &str) -> Result<Vec<Step>, PlanError> {
     let csv_manifest = bundle
         .objects
         .iter()
         .find(|o| kind_of(o) == "ClusterServiceVersion")
-        .ok_or_else(|| format!("bundle {}: no ClusterServiceVersion in its manifests", bundle.name))?;
+        .ok_or_else(|| PlanError::NoCsv(bundle.name.clone()))?;
     let csv = Csv::from_value(csv_manifest)?;
     let step = |mut manifest: Value, namespaced: bool| {
         if let Some(meta) = manifest.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -242,7 +256,11 @@ pub fn dependency_subscription(choice: &Choice, namespace: &str, approval: &str)
 
 /// The Deployments a CSV creates in its namespace: owned by it, labelled `olm.owner*`, their pods
 /// annotated with the target namespaces, with its Subscription's `spec.config` applied.
-pub fn deployments(csv_object: &Value, target_namespaces: &str, config: Option<&Value>) -> Result<Vec<Value>, String> {
+pub fn deployments(
+    csv_object: &Value,
+    target_namespaces: &str,
+    config: Option<&Value>,
+) -> Result<Vec<Value>, PlanError> {
     let csv = Csv::from_value(csv_object)?;
     let namespace = csv_object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
     let Some(spec) = csv.spec.install.as_ref().and_then(|i| i.spec.as_ref()) else { return Ok(Vec::new()) };
@@ -258,7 +276,7 @@ pub fn deployments(csv_object: &Value, target_namespaces: &str, config: Option<&
             labels.insert(OWNER_LABEL.into(), csv.name().to_string());
             labels.insert(OWNER_NAMESPACE_LABEL.into(), namespace.to_string());
             labels.insert(OWNER_KIND_LABEL.into(), "ClusterServiceVersion".into());
-            let mut spec = serde_json::to_value(&d.spec).map_err(|e| e.to_string())?;
+            let mut spec = serde_json::to_value(&d.spec).map_err(PlanError::Encode)?;
             spec["template"]["metadata"]["annotations"][TARGET_NAMESPACES_ANNOTATION] = json!(target_namespaces);
             let mut deployment = json!({
                 "apiVersion": "apps/v1", "kind": "Deployment",

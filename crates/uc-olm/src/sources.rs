@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
 use serde_json::Value;
 
-use crate::fbc::{Catalog, parse_blobs};
+use crate::fbc::{Catalog, CatalogError, parse_blobs};
 
 /// How often a catalog read from a directory or over HTTP is read again.
 const REFRESH: Duration = Duration::from_secs(30);
@@ -36,22 +36,25 @@ fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
 }
 
 /// Where a CatalogSource's catalog is, or why uc cannot read it.
-pub fn origin(source: &Value) -> Result<Origin, String> {
+pub fn origin(source: &Value) -> Result<Origin, CatalogError> {
     let address = str_at(source, "/spec/address");
     match str_at(source, "/spec/sourceType") {
         "configmap" | "internal" => {
             let name = str_at(source, "/spec/configMap");
             if name.is_empty() {
-                return Err("spec.configMap: a configmap source names its ConfigMap".into());
+                return Err(CatalogError::at("spec.configMap", "a configmap source names its ConfigMap"));
             }
             Ok(Origin::ConfigMap(name.to_string()))
         }
         _ if address.starts_with("file://") => Ok(Origin::Directory(PathBuf::from(&address["file://".len()..]))),
         _ if address.starts_with("http://") || address.starts_with("https://") => Ok(Origin::Http(address.to_string())),
         _ if address.starts_with("builtin://") => Ok(Origin::Builtin(address["builtin://".len()..].to_string())),
-        _ => Err(format!(
-            "uc reads catalogs from a ConfigMap (sourceType: configmap), a directory (address: file:///path), HTTP (address: http(s)://...) or one built in (address: builtin://name); {} is not one",
-            if address.is_empty() { "a registry image".to_string() } else { format!("address {address:?}") }
+        _ => Err(CatalogError::at(
+            "spec",
+            format!(
+                "uc reads catalogs from a ConfigMap (sourceType: configmap), a directory (address: file:///path), HTTP (address: http(s)://...) or one built in (address: builtin://name); {} is not one",
+                if address.is_empty() { "a registry image".to_string() } else { format!("address {address:?}") }
+            ),
         )),
     }
 }
@@ -78,7 +81,7 @@ impl Sources {
         client: &kube::Client,
         resolver: &uc_engine::names::Resolver,
         source: &Value,
-    ) -> Result<Arc<Catalog>, String> {
+    ) -> Result<Arc<Catalog>, CatalogError> {
         let key = format!("{}/{}", str_at(source, "/metadata/namespace"), str_at(source, "/metadata/name"));
         let origin = origin(source)?;
         let version = match &origin {
@@ -87,25 +90,26 @@ impl Sources {
                 let cm = api
                     .get(name)
                     .await
-                    .map_err(|e| format!("configMap {name}: {}", uc_engine::dynamic::api_error(&e)))?;
+                    .map_err(|e| CatalogError::at(format!("configMap {name}"), uc_engine::dynamic::api_error(&e)))?;
                 let version = cm.metadata.resource_version.clone().unwrap_or_default();
                 if let Some(l) = self.cache.get(&key).filter(|l| l.version == version) {
                     return Ok(l.catalog.clone());
                 }
                 let data = cm.data.unwrap_or_default();
                 let blobs = if crate::configmap_registry::is_registry(&data) {
-                    crate::configmap_registry::blobs(&data).map_err(|e| format!("configMap {name}: {e}"))?
+                    crate::configmap_registry::blobs(&data).map_err(|e| e.within(format!("configMap {name}")))?
                 } else {
                     let mut blobs = Vec::new();
                     for (k, text) in data {
-                        blobs.extend(parse_blobs(&text).map_err(|e| format!("configMap {name} key {k}: {e}"))?);
+                        blobs.extend(parse_blobs(&text).map_err(|e| e.within(format!("configMap {name} key {k}")))?);
                     }
                     blobs
                 };
-                return self.keep(key, version, Catalog::from_blobs(&blobs).map_err(|e| e.to_string())?);
+                return self.keep(key, version, Catalog::from_blobs(&blobs)?);
             }
             Origin::Builtin(name) => {
-                return self.builtin.get(name).cloned().ok_or_else(|| format!("uc has no built-in catalog {name:?}"));
+                let missing = || CatalogError::at("spec.address", format!("uc has no built-in catalog {name:?}"));
+                return self.builtin.get(name).cloned().ok_or_else(missing);
             }
             Origin::Directory(p) => p.display().to_string(),
             Origin::Http(url) => url.clone(),
@@ -118,16 +122,15 @@ impl Sources {
             _ => {
                 let body = uc_engine::hooks::webhook::fetch(&version, resolver.clone(), None, Duration::from_secs(30))
                     .await
-                    .map_err(|e| e.to_string())?;
-                let text = String::from_utf8(body.to_vec()).map_err(|e| format!("{version}: {e}"))?;
-                Catalog::from_blobs(&parse_blobs(&text).map_err(|e| format!("{version}: {e}"))?)
-                    .map_err(|e| e.to_string())?
+                    .map_err(|e| CatalogError::at(&version, e))?;
+                let text = String::from_utf8(body.to_vec()).map_err(|e| CatalogError::at(&version, e))?;
+                Catalog::from_blobs(&parse_blobs(&text).map_err(|e| e.within(&version))?)?
             }
         };
         self.keep(key, version, catalog)
     }
 
-    fn keep(&mut self, key: String, version: String, catalog: Catalog) -> Result<Arc<Catalog>, String> {
+    fn keep(&mut self, key: String, version: String, catalog: Catalog) -> Result<Arc<Catalog>, CatalogError> {
         let catalog = Arc::new(catalog);
         self.cache.insert(key, Loaded { catalog: catalog.clone(), version, at: Instant::now() });
         Ok(catalog)
@@ -160,7 +163,7 @@ mod tests {
         );
         let e =
             origin(&src(json!({"sourceType": "grpc", "image": "quay.io/operatorhubio/catalog:latest"}))).unwrap_err();
-        assert!(e.contains("a registry image"), "{e}");
-        assert!(origin(&src(json!({"sourceType": "configmap"}))).unwrap_err().contains("spec.configMap"));
+        assert!(e.to_string().contains("a registry image"), "{e}");
+        assert!(origin(&src(json!({"sourceType": "configmap"}))).unwrap_err().to_string().contains("spec.configMap"));
     }
 }

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::context::{MANAGER, V1ALPHA1, str_at};
+use crate::error::LifecycleError;
 use crate::fbc::Catalog;
+use crate::fbc::CatalogError;
 
 /// The Subscription to `package` of `catalog` (a CatalogSource in `catalog_namespace`), in `namespace`.
 pub fn subscription(
@@ -16,10 +18,10 @@ pub fn subscription(
     catalog_namespace: &str,
     package: &str,
     namespace: &str,
-) -> Result<Value, String> {
+) -> Result<Value, LifecycleError> {
     let p = catalog.packages.get(package).ok_or_else(|| {
         let known: Vec<&str> = catalog.packages.keys().map(String::as_str).collect();
-        format!("{catalog_name} has no package {package:?} (it has {})", known.join(", "))
+        CatalogError::at(catalog_name, format!("no package {package:?} (it has {})", known.join(", ")))
     })?;
     Ok(json!({
         "apiVersion": V1ALPHA1, "kind": "Subscription",
@@ -30,7 +32,7 @@ pub fn subscription(
 }
 
 /// Creates the Subscriptions (those that exist are left as they are).
-pub async fn create(client: &kube::Client, subscriptions: &[Value]) -> Result<(), String> {
+pub async fn create(client: &kube::Client, subscriptions: &[Value]) -> Result<(), LifecycleError> {
     let kinds = uc_engine::dynamic::Kinds::default();
     for s in subscriptions {
         let (ns, name) = (str_at(s, "/metadata/namespace"), str_at(s, "/metadata/name"));
@@ -97,7 +99,7 @@ mod tests {
             (s["metadata"]["namespace"].as_str(), s["spec"]["source"].as_str()),
             (Some("operators"), Some("uc-operators"))
         );
-        let e = subscription(&catalog, "uc-operators", "olm", "nope", "operators").unwrap_err();
+        let e = subscription(&catalog, "uc-operators", "olm", "nope", "operators").unwrap_err().to_string();
         assert!(e.contains("no package \"nope\"") && e.contains("etcd"), "{e}");
     }
 }

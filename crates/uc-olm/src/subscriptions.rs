@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::context::{Olm, V1ALPHA1, now, str_at};
+use crate::error::LifecycleError;
 use crate::fbc::Catalog;
 use crate::graph;
 use crate::installplans::{install_plan, plan_status};
@@ -82,12 +83,12 @@ async fn make_plan(
     sub: &Value,
     sources: &[Source<'_>],
     choices: &[Choice],
-) -> Result<(String, String), String> {
+) -> Result<(String, String), LifecycleError> {
     let ns = str_at(sub, "/metadata/namespace");
     let name = plan_name(str_at(sub, "/metadata/uid"), &choices[0].bundle);
     let mut all = Vec::new();
     for c in choices {
-        let b = bundle_of(sources, c).ok_or_else(|| format!("bundle {} vanished from its catalog", c.bundle))?;
+        let b = bundle_of(sources, c).ok_or_else(|| LifecycleError::Vanished(c.bundle.clone()))?;
         let (source_ns, source_name) = c.source.split_once('/').unwrap_or(("", c.source.as_str()));
         for s in steps(b, ns)? {
             all.push((s, source_ns.to_string(), source_name.to_string()));
@@ -209,7 +210,7 @@ pub async fn sync(
     unhealthy: &[String],
     plans: &[Value],
     csvs: &[Value],
-) -> Result<(), String> {
+) -> Result<(), LifecycleError> {
     let ns = str_at(sub, "/metadata/namespace");
     let sources: Vec<Source> =
         catalogs.iter().map(|(n, p, c)| Source { name: n.as_str(), priority: *p, catalog: c.as_ref() }).collect();

@@ -15,6 +15,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::{Notify, watch};
 
 use crate::context::{V1, V1ALPHA1};
+use crate::error::LifecycleError;
 use crate::plan::OWNER_KIND_LABEL;
 
 /// The watches; they stop when dropped.
@@ -79,7 +80,7 @@ pub async fn start(
     kinds: &uc_engine::dynamic::Kinds,
     wake: Arc<Notify>,
     mut named: watch::Receiver<BTreeSet<Named>>,
-) -> Result<Triggers, String> {
+) -> Result<Triggers, LifecycleError> {
     let mut tasks = Vec::new();
     for (api_version, kind, selector) in watched_kinds() {
         let api = kinds.get(client, api_version, kind).await?.api(client, "");
