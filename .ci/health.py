@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""The code-health figures docs/ARCHITECTURE.md reports ("Health"), measured on the working tree.
+
+Counts non-test Rust code under crates/ (a file's trailing `#[cfg(test)] mod tests` block and the
+crates' tests/ folders are left out):
+- functions clippy finds over 80 lines (`too_many_lines`, enforced by .ci/run), with the data tables
+  that carry an `expect` saying so;
+- `serde_json::Value` mentions, `json!` objects and JSON-pointer reads per crate, and their sum outside
+  the API server and the engine (the two places where kinds are dynamic);
+- `Result<_, String>` signatures.
+Run: python3 .ci/health.py [--root DIR]
+"""
+import argparse
+import pathlib
+import re
+
+DYNAMIC = ("crates/uc-apiserver/", "crates/uc-engine/")
+
+
+def code_of(text: str) -> str:
+    """The file without its trailing unit-test module."""
+    m = re.search(r"^#\[cfg\(test\)\]\s*\nmod tests\b", text, re.M)
+    return text[: m.start()] if m else text
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--root", default=".")
+    root = pathlib.Path(ap.parse_args().root)
+    files = sorted(p for p in (root / "crates").rglob("*.rs") if "/tests/" not in str(p.relative_to(root)))
+    counts = {"Result<_, String>": 0}
+    per_crate = {}
+    tables, long_fns = [], []
+    for p in files:
+        rel = str(p.relative_to(root))
+        code = code_of(p.read_text(encoding="utf-8", errors="replace"))
+        for m in re.finditer(r'#\[expect\(clippy::too_many_lines, reason = "([^"]*)"\)\]', code):
+            (tables if m.group(1).startswith("data table") else long_fns).append(f"{rel}: {m.group(1)}")
+        counts["Result<_, String>"] += len(re.findall(r"Result<[^;{]*?,\s*String>", code))
+        crate = rel.split("/")[1]
+        c = per_crate.setdefault(crate, {"Value": 0, "json!": 0, "pointer": 0})
+        # serde_json's Value: where a file imports it as `Value`, every `Value`; elsewhere its full path.
+        imports_value = re.search(r"use serde_json::(?:Value\b|\{[^}]*\bValue\b[^}]*\})", code)
+        c["Value"] += len(re.findall(r"\bValue\b" if imports_value else r"serde_json::Value\b", code))
+        c["json!"] += len(re.findall(r"\bjson!\s*\(", code))
+        c["pointer"] += len(re.findall(r"""(?:\.pointer(?:_mut)?|\bstr_at|\.at(?:_mut)?)\(\s*[^,)]*?["']/""", code))
+    print(f"functions over 80 lines (clippy too_many_lines, enforced): {len(long_fns)} besides {len(tables)} data tables")
+    for t in long_fns + tables:
+        print(f"  {t}")
+    print("serde_json::Value mentions, json! objects, JSON-pointer reads, per crate:")
+    totals = {"Value": 0, "json!": 0, "pointer": 0}
+    for crate, c in sorted(per_crate.items()):
+        dynamic = f"crates/{crate}/".startswith(DYNAMIC)
+        print(f"  {crate:14} {c['Value']:5} {c['json!']:5} {c['pointer']:5}" + ("  (kinds dynamic)" if dynamic else ""))
+        if not dynamic:
+            totals = {k: totals[k] + c[k] for k in totals}
+    print(f"  outside the API server and the engine: {totals['Value']} Value, {totals['json!']} json!, {totals['pointer']} pointer reads")
+    print(f"Result<_, String> in crates/: {counts['Result<_, String>']}")
+
+
+if __name__ == "__main__":
+    main()
