@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -104,6 +103,55 @@ def pods_in_tree(b):
     return [tuple(p) for p in b.execute_script(
         "return [...document.querySelectorAll('#resource-tree li[data-kind=Pod]')]"
         ".map(li => [li.dataset.name, li.dataset.revision, !!li.querySelector(':scope > .node .ready')])")]
+
+
+class PodHistory:
+    """Every version of the pods named `prefix*` the server stores from now on (a watch from a list's
+    resourceVersion, in a thread): their state (name -> (uid, Ready)), which were replaced (a new uid),
+    and the most of the first ones that were ever missing or not Ready at once."""
+
+    def __init__(self, cluster, prefix):
+        import threading
+        from kubernetes import client, watch
+        self.core = client.CoreV1Api(cluster.api_client())
+        listed = self.core.list_namespaced_pod("default")
+        ready = lambda p: any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
+        self.state = {p.metadata.name: (p.metadata.uid, ready(p)) for p in listed.items if p.metadata.name.startswith(prefix)}
+        self.first = dict(self.state)
+        self.events, self.most_down, self.lock = [], 0, threading.Condition()
+        self.watch = watch.Watch()
+
+        def follow():
+            for ev in self.watch.stream(self.core.list_namespaced_pod, "default", resource_version=listed.metadata.resource_version,
+                                        timeout_seconds=300):
+                p = ev["object"]
+                if not p.metadata.name.startswith(prefix):
+                    continue
+                with self.lock:
+                    if ev["type"] == "DELETED":
+                        self.state.pop(p.metadata.name, None)
+                    else:
+                        self.state[p.metadata.name] = (p.metadata.uid, ready(p))
+                    self.events.append((ev["type"], p.metadata.name, p.metadata.uid[-6:], ready(p)))
+                    down = sum(1 for n in self.first if not self.state.get(n, (None, False))[1])
+                    self.most_down = max(self.most_down, down)
+                    self.lock.notify_all()
+
+        threading.Thread(target=follow, daemon=True).start()
+
+    def replaced(self):
+        return {n for n, (uid, _) in self.state.items() if n in self.first and uid != self.first[n][0]}
+
+    def until(self, done, timeout):
+        with self.lock:
+            if not self.lock.wait_for(lambda: done(self.state), timeout=timeout):
+                raise AssertionError(f"the pods' history did not get there: {self.events}")
+            self.watch.stop()
+            return list(self.events)
+
+
+def watch_pods(cluster, prefix):
+    return PodHistory(cluster, prefix)
 
 
 def get(c, *args):
@@ -216,6 +264,9 @@ def test_a_catset_template_change_moves_pods_to_the_new_revision_one_at_a_time(c
     # resourceVersion it was loaded at: a status written meanwhile is a conflict, reloaded and redone.)
     wait_for(lambda: (get(cluster, "catset", "nginx-backend") or {}).get("status", {}).get("readyReplicas") == 3,
              message="the CatSet's status settled")
+    # The pods' own history from here on (a watch: every version the server stores), to check the rollout
+    # against; the page is checked for showing it.
+    history = watch_pods(cluster, "nginx-backend-")
     # A link typed as docs/console.md writes it: the apiVersion's `/` as is.
     browser.get(cluster.console + "/#/instance/mlhub.njuics.cn/v1alpha1/CatSet/default/nginx-backend/yaml")
     for attempt in range(3):
@@ -241,23 +292,21 @@ def test_a_catset_template_change_moves_pods_to_the_new_revision_one_at_a_time(c
     browser.get(cluster.console + "/#/instance/mlhub.njuics.cn%2Fv1alpha1/CatSet/default/nginx-backend/resources")
     find(browser, "#resource-tree li[data-kind=Pod]")
     old = first.pop()
-    # Watch the tree: pods join the new revision one at a time, each going (not) Ready on its own.
-    moved, sizes, most_unready = set(), [], 0
-    deadline = time.time() + 120
-    while time.time() < deadline:
+    # The tree follows the rollout live: pods join the new revision, Ready, until all three are on it.
+    shot_taken = False
+    def all_moved():
+        nonlocal shot_taken
         pods = pods_on()
-        moved |= {name for name, rev, _ in pods if rev and rev != old}
-        most_unready = max(most_unready, 3 - sum(1 for _, _, ready in pods if ready))
-        if not sizes or sizes[-1] != len(moved):
-            sizes.append(len(moved))
-            if len(moved) == 1:
-                shot(browser, "instance-rollout")
-        if len(moved) == 3 and len(pods) == 3 and all(rev != old and ready for _, rev, ready in pods):
-            break
-        time.sleep(0.05)
-    assert sizes[-1] == 3, f"every pod on the new revision: {sizes}"
-    assert all(b - a == 1 for a, b in zip(sizes, sizes[1:])), f"one pod at a time: {sizes}"
-    assert most_unready <= 1, "never two pods down at once"
+        if not shot_taken and any(rev and rev != old for _, rev, _ in pods):
+            shot(browser, "instance-rollout")
+            shot_taken = True
+        return len(pods) == 3 and all(rev and rev != old and ready for _, rev, ready in pods)
+    wait_for(all_moved, timeout=120, message="every pod on the new revision in the tree")
+    # What the server stored: one pod replaced at a time, never two of the three down at once.
+    events = history.until(lambda state: len(state) == 3 and all(ready for _, ready in state.values())
+                           and len(history.replaced()) == 3, timeout=60)
+    assert history.replaced() == {"nginx-backend-0", "nginx-backend-1", "nginx-backend-2"}, events
+    assert history.most_down <= 1, f"two pods down at once: {events}"
     find(browser, "#rollout", text="Rollout")  # read again if the page redraws it meanwhile
 
 

@@ -5,6 +5,7 @@ import threading
 import time
 
 import pytest
+import urllib3
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
@@ -33,13 +34,15 @@ def test_acknowledged_writes_survive_kill9(make_cluster):
             i += 1
 
     watched = []
+    watch_ended = []  # how the watch ended: None (the stream closed) or the error it raised
 
     def watcher():
         try:
             for ev in watch.Watch().stream(api.list_namespaced_config_map, "default", resource_version=start_rv, timeout_seconds=30):
                 watched.append((ev["object"].metadata.name, int(ev["object"].metadata.resource_version)))
-        except Exception:
-            return
+            watch_ended.append(None)
+        except Exception as e:  # noqa: BLE001 - recorded and checked below
+            watch_ended.append(e)
 
     threads = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
     wt = threading.Thread(target=watcher)
@@ -53,6 +56,13 @@ def test_acknowledged_writes_survive_kill9(make_cluster):
         t.join(timeout=30)
     wt.join(timeout=30)
     assert len(acked) > 100, f"only {len(acked)} writes were acknowledged under load"
+    # The watch saw the writes as they came, in revision order, and ended with the server: the stream
+    # closing, or the connection failing — not an error of its own.
+    assert watched, "the watch saw none of the writes before the kill"
+    assert [rv for _, rv in watched] == sorted(rv for _, rv in watched), "watch events out of revision order"
+    assert len(watch_ended) == 1, "the watch did not end when the server was killed"
+    ended = watch_ended[0]
+    assert ended is None or isinstance(ended, (urllib3.exceptions.HTTPError, ConnectionError, OSError)), repr(ended)
 
     c2 = Cluster(c.data_dir).start()
     try:

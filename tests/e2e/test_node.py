@@ -125,23 +125,23 @@ def test_allowlisted_image_runs_a_real_process(cluster):
              message="restartCount 1")
     assert "GET /probe-me" in cluster.kubectl("logs", name, "--previous").stdout
     cluster.kubectl("rollout", "status", "deploy/hello", "--timeout=60s")
-    # A new image tag rolls the pods without dropping below replicas - maxUnavailable (25% of 2 = 0).
-    lowest = []
-    done = threading.Event()
-
-    def sample():
-        while not done.is_set():
-            d = json.loads(cluster.kubectl("get", "deploy", "hello", "-o", "json").stdout)
-            lowest.append(d["status"].get("availableReplicas", 0))
-            time.sleep(0.1)
-
-    t = threading.Thread(target=sample)
-    t.start()
+    # A new image tag rolls the pods without dropping below replicas - maxUnavailable (25% of 2 = 0): every
+    # status the Deployment had from the change until the rollout finished (a watch from before the change).
+    from kubernetes import client, watch
+    apps = client.AppsV1Api(cluster.api_client())
+    since = apps.read_namespaced_deployment("hello", "default").metadata.resource_version
     cluster.kubectl("set", "image", "deploy/hello", "http-server=uc/http-server:2")
-    cluster.kubectl("rollout", "status", "deploy/hello", "--timeout=60s")
-    done.set()
-    t.join()
-    assert lowest and min(lowest) >= 2, f"availability dropped during the rollout: {lowest}"
+    available = []
+    for ev in watch.Watch().stream(apps.list_namespaced_deployment, "default", field_selector="metadata.name=hello",
+                                   resource_version=since, timeout_seconds=90):
+        d = ev["object"]
+        available.append(d.status.available_replicas or 0)
+        if (d.status.observed_generation == d.metadata.generation and d.status.updated_replicas == 2
+                and d.status.replicas == 2 and d.status.available_replicas == 2):
+            break
+    assert d.spec.template.spec.containers[0].image == "uc/http-server:2" and d.status.updated_replicas == 2, \
+        f"the rollout did not finish: {available}"
+    assert min(available) >= 2, f"availability dropped during the rollout: {available}"
     wait_for(lambda: {p["spec"]["containers"][0]["image"] for p in live_pods()} == {"uc/http-server:2"}, message="all pods on the new image")
     cluster.kubectl("delete", "deploy", "hello")
     wait_for(lambda: [p for p in processes("uc http-server") if b"POD_NAME=hello-" in environ(p)] == [],

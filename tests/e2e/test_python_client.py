@@ -157,19 +157,21 @@ def test_watch_and_resume_from_resource_version(cluster):
             break
     assert seen == [("ADDED", "w-1"), ("MODIFIED", "w-1"), ("DELETED", "w-0")]
 
-    # A live watch sees writes made while it runs, with label selectors applied.
+    # A live watch sees writes made while it runs, with label selectors applied. It watches from a
+    # list's resourceVersion, so a write made before its connection opens is delivered all the same.
     got = []
     w = watch.Watch()
+    since = api.list_namespaced_config_map("default", label_selector="team=a").metadata.resource_version
 
     def consume():
-        for ev in w.stream(api.list_namespaced_config_map, "default", label_selector="team=a", timeout_seconds=10):
+        for ev in w.stream(api.list_namespaced_config_map, "default", label_selector="team=a",
+                           resource_version=since, timeout_seconds=10):
             got.append((ev["type"], ev["object"].metadata.name))
             if len(got) == 2:
                 w.stop()
 
     t = threading.Thread(target=consume)
     t.start()
-    time.sleep(0.5)  # let the watch open before writing
     api.create_namespaced_config_map("default", configmap("sel-b", labels={"team": "b"}))
     api.create_namespaced_config_map("default", configmap("sel-a", labels={"team": "a"}))
     api.patch_namespaced_config_map("sel-b", "default", {"metadata": {"labels": {"team": "a"}}})

@@ -2,7 +2,6 @@
 before has passed its status checks and its controller has seen its new generation."""
 
 import json
-import time
 
 from conftest import wait_for
 
@@ -56,7 +55,7 @@ def done(d):
 
 
 def test_rolling_in_place_updates_one_child_at_a_time(cluster):
-    from kubernetes import client
+    from kubernetes import client, watch
 
     cluster.kubectl("apply", "-f", "-", input=json.dumps(CRD))
     wait_for(lambda: cluster.kubectl("get", "fleets", check=False).returncode == 0, message="CRD served")
@@ -72,27 +71,30 @@ def test_rolling_in_place_updates_one_child_at_a_time(cluster):
 
     wait_for(lambda: len(ds := deployments()) == 3 and all(done(d) for d in ds.values()), timeout=30,
              message="three Deployments rolled out")
+    # Every version of the Deployments the server stores from the patch on (a watch from before it: none
+    # missed, however fast they come), checked as the state they make.
+    to_dict = client.ApiClient().sanitize_for_serialization
+    before = apps.list_namespaced_deployment("default")
+    state = {d["metadata"]["name"]: (d["spec"]["template"]["spec"]["containers"][0]["image"], done(d))
+             for d in map(to_dict, before.items) if d["metadata"]["name"].startswith("f-")}
     cluster.kubectl("patch", "fleet", "f", "--type=merge", "-p", '{"spec":{"image":"app:v2"}}')
-    samples = []
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        ds = deployments()
-        samples.append({n: (d["spec"]["template"]["spec"]["containers"][0]["image"], done(d)) for n, d in ds.items()})
-        if all(img == "app:v2" and ok for img, ok in samples[-1].values()):
-            break
-        time.sleep(0.05)
-    final = samples[-1]
-    assert all(img == "app:v2" and ok for img, ok in final.values()), final
     order = []
-    for s in samples:
-        in_flight = [n for n, (img, ok) in s.items() if img == "app:v2" and not ok]
-        assert len(in_flight) <= 1, f"two children updating at once: {s}"
-        for n, (img, _) in sorted(s.items()):
+    for ev in watch.Watch().stream(apps.list_namespaced_deployment, "default", resource_version=before.metadata.resource_version, timeout_seconds=90):
+        d = to_dict(ev["object"])
+        if not d["metadata"]["name"].startswith("f-"):
+            continue
+        state[d["metadata"]["name"]] = (d["spec"]["template"]["spec"]["containers"][0]["image"], done(d))
+        in_flight = [n for n, (img, ok) in state.items() if img == "app:v2" and not ok]
+        assert len(in_flight) <= 1, f"two children updating at once: {state}"
+        for n, (img, _) in sorted(state.items()):
             if img == "app:v2" and n not in order:
                 # The one before in the hook's order had finished when this one moved.
                 if order:
-                    assert s[order[-1]] == ("app:v2", True), f"{n} moved before {order[-1]} finished: {s}"
+                    assert state[order[-1]] == ("app:v2", True), f"{n} moved before {order[-1]} finished: {state}"
                 order.append(n)
+        if all(img == "app:v2" and ok for img, ok in state.values()):
+            break
+    assert all(img == "app:v2" and ok for img, ok in state.values()), state
     assert order == ["f-0", "f-1", "f-2"]
     def updated():
         status = json.loads(cluster.kubectl("get", "fleet", "f", "-o", "json").stdout)["status"]

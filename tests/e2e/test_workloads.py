@@ -139,15 +139,25 @@ def test_statefulset_ordered_start_scale_down_and_claims(cluster):
 
     cluster.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
                                                           "spec": {"clusterIP": "None", "selector": {"app": "sts"}, "ports": [{"port": 80}]}}))
+    # Ordered start, as the pods' own history shows it (a watch from before the StatefulSet): each pod is
+    # created only once the one before it is Ready.
+    from kubernetes import client, watch
+    core = client.CoreV1Api(cluster.api_client())
+    since = core.list_namespaced_pod("default", label_selector="app=sts").metadata.resource_version
     cluster.kubectl("apply", "-f", "-", input=json.dumps(STATEFULSET))
-    seen = []
-    deadline = time.time() + 30
-    while time.time() < deadline and len(seen) < 3:
-        for p in get(cluster, "pods", "-l", "app=sts")["items"]:
-            if p["metadata"]["name"] not in seen:
-                seen.append(p["metadata"]["name"])
-        time.sleep(0.05)
-    assert seen == ["web-0", "web-1", "web-2"], "pods appear in ordinal order"
+    history = []  # (event type, pod, Ready)
+    for ev in watch.Watch().stream(core.list_namespaced_pod, "default", label_selector="app=sts",
+                                   resource_version=since, timeout_seconds=60):
+        pod = ev["object"]
+        ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+        history.append((ev["type"], pod.metadata.name, ready))
+        if ev["type"] == "ADDED" and pod.metadata.name == "web-2":
+            break
+    assert [n for t, n, _ in history if t == "ADDED"] == ["web-0", "web-1", "web-2"], history
+    for n in (1, 2):
+        created = next(i for i, (t, name, _) in enumerate(history) if t == "ADDED" and name == f"web-{n}")
+        assert any(name == f"web-{n - 1}" and ready for _, name, ready in history[:created]), \
+            f"web-{n} was created before web-{n - 1} was Ready: {history}"
     wait_for(lambda: (get(cluster, "sts", "web") or {}).get("status", {}).get("readyReplicas") == 3, timeout=30, message="3 ready")
     p0 = get(cluster, "pod", "web-0")
     assert p0["spec"]["hostname"] == "web-0" and p0["spec"]["subdomain"] == "web"

@@ -17,6 +17,29 @@ use crate::auth::User;
 use crate::error::{FieldError, FieldErrorKind};
 use crate::storage::{Op, StoreError};
 
+/// Why a certificate request could not be signed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SignError(pub String);
+
+impl From<String> for SignError {
+    fn from(message: String) -> Self {
+        SignError(message)
+    }
+}
+
+impl From<&str> for SignError {
+    fn from(message: &str) -> Self {
+        SignError(message.to_string())
+    }
+}
+
+impl From<SignError> for String {
+    fn from(e: SignError) -> String {
+        e.0
+    }
+}
+
 /// The signers this API server signs for.
 pub const CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client";
 const KUBELET_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
@@ -161,7 +184,7 @@ pub fn usage_problem(obj: &Value) -> Option<String> {
 
 /// Signs a PEM certificate request with the CA for `seconds` (backdated five minutes, as kube's
 /// signer does); returns the certificate, PEM.
-pub fn sign(ca_pem: &str, ca_key_pem: &str, request_pem: &str, seconds: i64) -> Result<String, String> {
+pub fn sign(ca_pem: &str, ca_key_pem: &str, request_pem: &str, seconds: i64) -> Result<String, SignError> {
     let key = rcgen::KeyPair::from_pem(ca_key_pem).map_err(|e| format!("the CA key: {e}"))?;
     let issuer = rcgen::Issuer::from_ca_cert_pem(ca_pem, key).map_err(|e| format!("the CA certificate: {e}"))?;
     let mut csr = rcgen::CertificateSigningRequestParams::from_pem(request_pem).map_err(|e| e.to_string())?;
@@ -172,7 +195,7 @@ pub fn sign(ca_pem: &str, ca_key_pem: &str, request_pem: &str, seconds: i64) -> 
     csr.params.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature, rcgen::KeyUsagePurpose::KeyEncipherment];
     csr.params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
     csr.params.serial_number = Some(rcgen::SerialNumber::from_slice(&rand::random::<[u8; 16]>()));
-    csr.signed_by(&issuer).map(|c| c.pem()).map_err(|e| e.to_string())
+    Ok(csr.signed_by(&issuer).map(|c| c.pem()).map_err(|e| e.to_string())?)
 }
 
 fn condition(kind: &str, reason: &str, message: &str) -> Value {
@@ -187,7 +210,7 @@ async fn sign_one(app: &App, dir: &Path, key: &str, obj: &Value) -> Result<(), S
     let ca_key = std::fs::read_to_string(dir.join("ca.key")).unwrap_or_default();
     let signed = match usage_problem(obj) {
         Some(p) => Err(p),
-        None => sign(&app.ca_pem, &ca_key, &request_pem(obj).unwrap_or_default(), seconds),
+        None => sign(&app.ca_pem, &ca_key, &request_pem(obj).unwrap_or_default(), seconds).map_err(String::from),
     };
     match signed {
         Ok(cert) => new["status"]["certificate"] = json!(STANDARD.encode(cert)),

@@ -10,6 +10,29 @@ use std::sync::Arc;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
 
+/// Why the node's or the API server's kubelet credentials are unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct KubeletTlsError(pub String);
+
+impl From<String> for KubeletTlsError {
+    fn from(message: String) -> Self {
+        KubeletTlsError(message)
+    }
+}
+
+impl From<&str> for KubeletTlsError {
+    fn from(message: &str) -> Self {
+        KubeletTlsError(message.to_string())
+    }
+}
+
+impl From<KubeletTlsError> for String {
+    fn from(e: KubeletTlsError) -> String {
+        e.0
+    }
+}
+
 /// A certificate and its key, PEM, with the CA that signed it.
 #[derive(Clone)]
 pub struct Identity {
@@ -50,7 +73,7 @@ pub fn generate() -> Result<(Identity, Identity), rcgen::Error> {
 }
 
 /// The API server's side: a TLS client that presents its certificate and trusts only the CA.
-pub fn client_config(id: &Identity) -> Result<Arc<rustls::ClientConfig>, String> {
+pub fn client_config(id: &Identity) -> Result<Arc<rustls::ClientConfig>, KubeletTlsError> {
     let roots = roots(&id.ca_pem)?;
     let (certs, key) = cert_and_key(id)?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -64,7 +87,7 @@ pub fn client_config(id: &Identity) -> Result<Arc<rustls::ClientConfig>, String>
 }
 
 /// The node's side: a TLS server that requires a client certificate of the CA.
-pub fn server_config(id: &Identity) -> Result<Arc<rustls::ServerConfig>, String> {
+pub fn server_config(id: &Identity) -> Result<Arc<rustls::ServerConfig>, KubeletTlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier =
         rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots(&id.ca_pem)?), provider.clone())
@@ -80,7 +103,7 @@ pub fn server_config(id: &Identity) -> Result<Arc<rustls::ServerConfig>, String>
     Ok(Arc::new(config))
 }
 
-fn roots(ca_pem: &str) -> Result<rustls::RootCertStore, String> {
+fn roots(ca_pem: &str) -> Result<rustls::RootCertStore, KubeletTlsError> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
         roots.add(cert.map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
@@ -90,7 +113,7 @@ fn roots(ca_pem: &str) -> Result<rustls::RootCertStore, String> {
 
 type CertAndKey = (Vec<rustls::pki_types::CertificateDer<'static>>, rustls::pki_types::PrivateKeyDer<'static>);
 
-fn cert_and_key(id: &Identity) -> Result<CertAndKey, String> {
+fn cert_and_key(id: &Identity) -> Result<CertAndKey, KubeletTlsError> {
     let certs =
         rustls_pemfile::certs(&mut id.cert_pem.as_bytes()).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
     let key = rustls_pemfile::private_key(&mut id.key_pem.as_bytes())

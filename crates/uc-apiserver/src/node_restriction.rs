@@ -53,7 +53,16 @@ const NODE_LEASES: &str = "kube-node-lease";
 const MIRROR: &str = "kubernetes.io/config.mirror";
 
 /// Ok when `node` may make `w`; else why not, in kube's words.
-pub fn check(node: &str, w: &Write) -> Result<(), String> {
+/// Why NodeRestriction refuses a node's request, in kube-apiserver's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+fn refuse<T>(why: impl Into<String>) -> Result<T, Refused> {
+    Err(Refused(why.into()))
+}
+
+pub fn check(node: &str, w: &Write) -> Result<(), Refused> {
     match (w.group, w.resource) {
         ("", "pods") => pod(node, w),
         ("", "nodes") => node_object(node, w),
@@ -69,62 +78,63 @@ fn node_name_of(pod: Option<&Value>) -> &str {
     pod.and_then(|p| p.pointer("/spec/nodeName")).and_then(Value::as_str).unwrap_or_default()
 }
 
-fn pod(node: &str, w: &Write) -> Result<(), String> {
+fn pod(node: &str, w: &Write) -> Result<(), Refused> {
     let bound = node_name_of(w.old) == node;
     match (w.subresource, w.operation) {
         (None, Operation::Create) => {
             let mirror = w.object.and_then(|o| o.pointer("/metadata/annotations")).and_then(|a| a.get(MIRROR));
             if mirror.is_none() {
-                return Err(format!(
+                return refuse(format!(
                     "pod does not have {MIRROR:?} annotation, node {node:?} can only create mirror pods"
                 ));
             }
             if node_name_of(w.object) != node {
-                return Err(format!("node {node:?} can only create pods with spec.nodeName set to itself"));
+                return refuse(format!("node {node:?} can only create pods with spec.nodeName set to itself"));
             }
             Ok(())
         }
         (None, Operation::Delete) if !bound => {
-            Err(format!("node {node:?} can only delete pods with spec.nodeName set to itself"))
+            refuse(format!("node {node:?} can only delete pods with spec.nodeName set to itself"))
         }
         (None, Operation::Delete) => Ok(()),
-        (None, op) => {
-            Err(format!("unexpected operation {:?}, node {node:?} can only create and delete mirror pods", op.word()))
-        }
+        (None, op) => refuse(format!(
+            "unexpected operation {:?}, node {node:?} can only create and delete mirror pods",
+            op.word()
+        )),
         (Some("status"), Operation::Update) => {
             if !bound {
-                return Err(format!(
+                return refuse(format!(
                     "node {node:?} can only update pod status for pods with spec.nodeName set to itself"
                 ));
             }
             let labels = |p: Option<&Value>| p.and_then(|p| p.pointer("/metadata/labels")).cloned();
             if labels(w.old) != labels(w.object) {
-                return Err(format!("node {node:?} cannot update labels through pod status"));
+                return refuse(format!("node {node:?} cannot update labels through pod status"));
             }
             Ok(())
         }
-        (Some("status"), op) => Err(format!("unexpected operation {:?}", op.word())),
+        (Some("status"), op) => refuse(format!("unexpected operation {:?}", op.word())),
         (Some("eviction"), Operation::Create) if !bound => {
-            Err(format!("node {node} can only evict pods with spec.nodeName set to itself"))
+            refuse(format!("node {node} can only evict pods with spec.nodeName set to itself"))
         }
         (Some("eviction"), Operation::Create) => Ok(()),
-        (Some("eviction"), op) => Err(format!("unexpected operation {}", op.word())),
+        (Some("eviction"), op) => refuse(format!("unexpected operation {}", op.word())),
         (Some(other), _) => {
-            Err(format!("unexpected pod subresource {other:?}, only 'status' and 'eviction' are allowed"))
+            refuse(format!("unexpected pod subresource {other:?}, only 'status' and 'eviction' are allowed"))
         }
     }
 }
 
-fn node_object(node: &str, w: &Write) -> Result<(), String> {
+fn node_object(node: &str, w: &Write) -> Result<(), Refused> {
     if w.name != node {
-        return Err(format!("node {node:?} is not allowed to modify node {:?}", w.name));
+        return refuse(format!("node {node:?} is not allowed to modify node {:?}", w.name));
     }
     let labels = |o: Option<&Value>| o.and_then(|o| o.pointer("/metadata/labels")).and_then(Value::as_object).cloned();
     match w.operation {
         Operation::Create => {
             let forbidden = forbidden_labels(&labels(w.object).unwrap_or_default(), &Default::default());
             if !forbidden.is_empty() {
-                return Err(format!(
+                return refuse(format!(
                     "node {node:?} is not allowed to set the following labels: {}",
                     forbidden.join(", ")
                 ));
@@ -133,11 +143,11 @@ fn node_object(node: &str, w: &Write) -> Result<(), String> {
         Operation::Update => {
             let taints = |o: Option<&Value>| o.and_then(|o| o.pointer("/spec/taints")).cloned();
             if taints(w.object) != taints(w.old) {
-                return Err(format!("node {node:?} is not allowed to modify taints"));
+                return refuse(format!("node {node:?} is not allowed to modify taints"));
             }
             let forbidden = forbidden_labels(&labels(w.object).unwrap_or_default(), &labels(w.old).unwrap_or_default());
             if !forbidden.is_empty() {
-                return Err(format!("is not allowed to modify labels: {}", forbidden.join(", ")));
+                return refuse(format!("is not allowed to modify labels: {}", forbidden.join(", ")));
             }
         }
         Operation::Delete => {}
@@ -185,34 +195,34 @@ fn kubelet_label(key: &str, prefix: &str) -> bool {
             .any(|d| prefix == *d || prefix.ends_with(&format!(".{d}")))
 }
 
-fn token(node: &str, request: Option<&Value>, pod: Option<&Value>) -> Result<(), String> {
+fn token(node: &str, request: Option<&Value>, pod: Option<&Value>) -> Result<(), Refused> {
     let reference = request.and_then(|r| r.pointer("/spec/boundObjectRef"));
     let field = |k: &str| reference.and_then(|r| r.get(k)).and_then(Value::as_str).unwrap_or_default();
     if field("apiVersion") != "v1" || field("kind") != "Pod" || field("name").is_empty() {
-        return Err("node requested token not bound to a pod".into());
+        return refuse("node requested token not bound to a pod");
     }
     if field("uid").is_empty() {
-        return Err("node requested token with a pod binding without a uid".into());
+        return refuse("node requested token with a pod binding without a uid");
     }
     let uid = pod.and_then(|p| p.pointer("/metadata/uid")).and_then(Value::as_str).unwrap_or_default();
     if uid != field("uid") {
-        return Err(format!(
+        return refuse(format!(
             "the UID in the bound object reference ({}) does not match the UID in record. The object might have been deleted and then recreated",
             field("uid")
         ));
     }
     if node_name_of(pod) != node {
-        return Err("node requested token bound to a pod scheduled on a different node".into());
+        return refuse("node requested token bound to a pod scheduled on a different node");
     }
     Ok(())
 }
 
-fn lease(node: &str, w: &Write) -> Result<(), String> {
+fn lease(node: &str, w: &Write) -> Result<(), Refused> {
     if w.namespace != NODE_LEASES {
-        return Err(format!("can only access leases in the {NODE_LEASES:?} system namespace"));
+        return refuse(format!("can only access leases in the {NODE_LEASES:?} system namespace"));
     }
     if w.name != node {
-        return Err("can only access node lease with the same name as the requesting node".into());
+        return refuse("can only access node lease with the same name as the requesting node");
     }
     Ok(())
 }
@@ -242,7 +252,7 @@ mod tests {
     #[test]
     fn a_node_changes_only_its_own_node_and_never_its_taints_or_foreign_labels() {
         let other = write(Operation::Update, "nodes", Some("status"), "b");
-        assert_eq!(check("a", &other).unwrap_err(), r#"node "a" is not allowed to modify node "b""#);
+        assert_eq!(check("a", &other).unwrap_err().0, r#"node "a" is not allowed to modify node "b""#);
         let old = json!({"metadata": {"labels": {"kubernetes.io/hostname": "a"}}});
         let mut own = write(Operation::Update, "nodes", None, "a");
         own.old = Some(&old);
@@ -250,12 +260,12 @@ mod tests {
                                                         "node-restriction.kubernetes.io/pool": "x", "team": "y"}}});
         own.object = Some(&relabelled);
         assert_eq!(
-            check("a", &own).unwrap_err(),
+            check("a", &own).unwrap_err().0,
             "is not allowed to modify labels: node-restriction.kubernetes.io/pool, node-role.kubernetes.io/master"
         );
         let untainted = json!({"metadata": old["metadata"].clone(), "spec": {"taints": []}});
         own.object = Some(&untainted);
-        assert_eq!(check("a", &own).unwrap_err(), r#"node "a" is not allowed to modify taints"#);
+        assert_eq!(check("a", &own).unwrap_err().0, r#"node "a" is not allowed to modify taints"#);
         let fine = json!({"metadata": {"labels": {"kubernetes.io/hostname": "a", "topology.kubernetes.io/zone": "z",
                                                   "node.kubernetes.io/exclude-from-external-load-balancers": ""}}});
         own.object = Some(&fine);
@@ -264,7 +274,7 @@ mod tests {
         let labelled = json!({"metadata": {"labels": {"node-role.kubernetes.io/uc": ""}}});
         create.object = Some(&labelled);
         assert_eq!(
-            check("a", &create).unwrap_err(),
+            check("a", &create).unwrap_err().0,
             r#"node "a" is not allowed to set the following labels: node-role.kubernetes.io/uc"#
         );
     }
@@ -277,7 +287,7 @@ mod tests {
         status.old = Some(&theirs);
         status.object = Some(&theirs);
         assert_eq!(
-            check("a", &status).unwrap_err(),
+            check("a", &status).unwrap_err().0,
             r#"node "a" can only update pod status for pods with spec.nodeName set to itself"#
         );
         status.old = Some(&mine);
@@ -285,27 +295,27 @@ mod tests {
         assert!(check("a", &status).is_ok());
         let relabelled = json!({"metadata": {"labels": {"app": "y"}}, "spec": {"nodeName": "a"}});
         status.object = Some(&relabelled);
-        assert_eq!(check("a", &status).unwrap_err(), r#"node "a" cannot update labels through pod status"#);
+        assert_eq!(check("a", &status).unwrap_err().0, r#"node "a" cannot update labels through pod status"#);
         let mut delete = write(Operation::Delete, "pods", None, "p");
         delete.old = Some(&theirs);
-        assert!(check("a", &delete).unwrap_err().contains("can only delete pods with spec.nodeName set to itself"));
+        assert!(check("a", &delete).unwrap_err().0.contains("can only delete pods with spec.nodeName set to itself"));
         delete.old = Some(&mine);
         assert!(check("a", &delete).is_ok());
         let mut evict = write(Operation::Create, "pods", Some("eviction"), "p");
         evict.old = Some(&theirs);
-        assert_eq!(check("a", &evict).unwrap_err(), "node a can only evict pods with spec.nodeName set to itself");
+        assert_eq!(check("a", &evict).unwrap_err().0, "node a can only evict pods with spec.nodeName set to itself");
         let mut update = write(Operation::Update, "pods", None, "p");
         update.old = Some(&mine);
         assert_eq!(
-            check("a", &update).unwrap_err(),
+            check("a", &update).unwrap_err().0,
             r#"unexpected operation "UPDATE", node "a" can only create and delete mirror pods"#
         );
         let mut create = write(Operation::Create, "pods", None, "p");
         let plain = json!({"spec": {"nodeName": "a"}});
         create.object = Some(&plain);
-        assert!(check("a", &create).unwrap_err().contains("can only create mirror pods"));
+        assert!(check("a", &create).unwrap_err().0.contains("can only create mirror pods"));
         let binding = write(Operation::Create, "pods", Some("binding"), "p");
-        assert!(check("a", &binding).unwrap_err().contains("only 'status' and 'eviction' are allowed"));
+        assert!(check("a", &binding).unwrap_err().0.contains("only 'status' and 'eviction' are allowed"));
     }
 
     #[test]
@@ -315,20 +325,23 @@ mod tests {
         let mut w = write(Operation::Create, "serviceaccounts", Some("token"), "default");
         let unbound = json!({"spec": {}});
         w.object = Some(&unbound);
-        assert_eq!(check("a", &w).unwrap_err(), "node requested token not bound to a pod");
+        assert_eq!(check("a", &w).unwrap_err().0, "node requested token not bound to a pod");
         let bound = request("u1");
         w.object = Some(&bound);
         w.old = Some(&pod);
-        assert_eq!(check("a", &w).unwrap_err(), "node requested token bound to a pod scheduled on a different node");
+        assert_eq!(check("a", &w).unwrap_err().0, "node requested token bound to a pod scheduled on a different node");
         assert!(check("b", &w).is_ok());
         let stale = request("u0");
         w.object = Some(&stale);
-        assert!(check("b", &w).unwrap_err().contains("does not match the UID in record"));
+        assert!(check("b", &w).unwrap_err().0.contains("does not match the UID in record"));
         let mut l = Write { group: "coordination.k8s.io", ..write(Operation::Update, "leases", None, "b") };
         l.namespace = NODE_LEASES;
-        assert_eq!(check("a", &l).unwrap_err(), "can only access node lease with the same name as the requesting node");
+        assert_eq!(
+            check("a", &l).unwrap_err().0,
+            "can only access node lease with the same name as the requesting node"
+        );
         assert!(check("b", &l).is_ok());
         l.namespace = "default";
-        assert!(check("b", &l).unwrap_err().contains("can only access leases in the \"kube-node-lease\""));
+        assert!(check("b", &l).unwrap_err().0.contains("can only access leases in the \"kube-node-lease\""));
     }
 }

@@ -10,6 +10,29 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 
+/// Why a Pod Security level or version does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PolicyError(pub String);
+
+impl From<String> for PolicyError {
+    fn from(message: String) -> Self {
+        PolicyError(message)
+    }
+}
+
+impl From<&str> for PolicyError {
+    fn from(message: &str) -> Self {
+        PolicyError(message.to_string())
+    }
+}
+
+impl From<PolicyError> for String {
+    fn from(e: PolicyError) -> String {
+        e.0
+    }
+}
+
 /// A Pod Security Standards level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
@@ -90,7 +113,7 @@ impl Policy {
 
     /// A cluster default written as `enforce=baseline,warn=restricted[:v1.30],audit=...`; modes left
     /// out are privileged.
-    pub fn parse(s: &str) -> Result<Policy, String> {
+    pub fn parse(s: &str) -> Result<Policy, PolicyError> {
         let mut p = Policy::privileged();
         for part in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
             let (mode, value) = part.split_once('=').ok_or_else(|| format!("{part:?}: write mode=level"))?;
@@ -103,7 +126,7 @@ impl Policy {
                 "enforce" => p.enforce = v,
                 "audit" => p.audit = v,
                 "warn" => p.warn = v,
-                _ => return Err(format!("{part:?}: the mode is one of enforce, audit, warn")),
+                _ => return Err(PolicyError::from(format!("{part:?}: the mode is one of enforce, audit, warn"))),
             }
         }
         Ok(p)
@@ -137,11 +160,11 @@ impl Policy {
     }
 }
 
-fn check_version(v: &str) -> Result<(), String> {
+fn check_version(v: &str) -> Result<(), PolicyError> {
     let ok = v == "latest"
         || v.strip_prefix("v1.")
             .is_some_and(|m| !m.is_empty() && m.len() <= 3 && m.bytes().all(|b| b.is_ascii_digit()));
-    if ok { Ok(()) } else { Err("must be \"latest\" or \"v1.x\"".into()) }
+    if ok { Ok(()) } else { Err(PolicyError::from("must be \"latest\" or \"v1.x\"")) }
 }
 
 /// One failed check: kube's reason and its detail.

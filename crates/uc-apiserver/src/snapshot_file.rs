@@ -67,7 +67,7 @@ pub fn restore(file: &Path, data_dir: &Path) -> Result<String, StoreError> {
     let target = store.join("snapshot");
     std::fs::copy(file, &target).map_err(io(&target))?;
     std::fs::File::open(&target).and_then(|f| f.sync_all()).map_err(io(&target))?;
-    Manifest { segments: Vec::new(), sealed: Some(revision) }.write(&store).map_err(StoreError::Backend)?;
+    Manifest { segments: Vec::new(), sealed: Some(revision) }.write(&store).map_err(|e| StoreError::Backend(e.0))?;
     let objects: usize = records.iter().map(|r| r.changes.len()).sum();
     Ok(format!("restored {objects} objects at revision {revision} into {}", data_dir.display()))
 }

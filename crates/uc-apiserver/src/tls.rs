@@ -21,6 +21,9 @@ pub enum TlsError {
     /// Certificate generation failed.
     #[error("certificate generation failed: {0}")]
     Generate(#[from] rcgen::Error),
+    /// A client certificate could not be signed.
+    #[error("signing a client certificate: {0}")]
+    Sign(#[from] crate::certificates::SignError),
     /// A stored certificate or key is unusable.
     #[error("invalid certificate or key in {path}: {reason}")]
     Invalid {
@@ -201,7 +204,7 @@ pub fn write_kubeconfig(dir: &Path, server: &str, creds: &Credentials) -> Result
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
     let ca = b64(&creds.ca_pem);
     let (cert, key) = issue_client(dir, crate::auth::ADMIN, &["system:masters"])
-        .map_err(|reason| TlsError::Invalid { path: dir.join("ca.key"), reason })?;
+        .map_err(|reason| TlsError::Invalid { path: dir.join("ca.key"), reason: reason.to_string() })?;
     let config = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: uc\n  cluster:\n    server: {server}\n    certificate-authority-data: {ca}\nusers:\n- name: uc-admin\n  user:\n    token: {token}\n    client-certificate-data: {cert}\n    client-key-data: {key}\ncontexts:\n- name: uc\n  context:\n    cluster: uc\n    user: uc-admin\n    namespace: default\ncurrent-context: uc\n",
         token = creds.token,
@@ -215,16 +218,16 @@ pub fn write_kubeconfig(dir: &Path, server: &str, creds: &Credentials) -> Result
 
 /// A client certificate from the cluster CA in `dir` for `user` in `groups` (its CN and O), valid a
 /// year: (certificate, key), PEM.
-pub fn issue_client(dir: &Path, user: &str, groups: &[&str]) -> Result<(String, String), String> {
-    let key = rcgen::KeyPair::generate().map_err(|e| e.to_string())?;
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
+pub fn issue_client(dir: &Path, user: &str, groups: &[&str]) -> Result<(String, String), TlsError> {
+    let key = rcgen::KeyPair::generate()?;
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new())?;
     params.distinguished_name.push(rcgen::DnType::CommonName, user);
     for g in groups {
         params.distinguished_name.push(rcgen::DnType::OrganizationName, *g);
     }
-    let request = params.serialize_request(&key).map_err(|e| e.to_string())?.pem().map_err(|e| e.to_string())?;
-    let ca = read(&dir.join("ca.crt")).map_err(|e| e.to_string())?;
-    let ca_key = read(&dir.join("ca.key")).map_err(|e| e.to_string())?;
+    let request = params.serialize_request(&key)?.pem()?;
+    let ca = read(&dir.join("ca.crt"))?;
+    let ca_key = read(&dir.join("ca.key"))?;
     let cert = crate::certificates::sign(&ca, &ca_key, &request, 365 * 24 * 3600)?;
     Ok((cert, key.serialize_pem()))
 }

@@ -7,6 +7,29 @@
 
 use serde_json::{Map, Value};
 
+/// Why an object does not read as its built-in kind (the field and what is wrong).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DecodeError(pub String);
+
+impl From<String> for DecodeError {
+    fn from(message: String) -> Self {
+        DecodeError(message)
+    }
+}
+
+impl From<&str> for DecodeError {
+    fn from(message: &str) -> Self {
+        DecodeError(message.to_string())
+    }
+}
+
+impl From<DecodeError> for String {
+    fn from(e: DecodeError) -> String {
+        e.0
+    }
+}
+
 /// Map fields whose values are quantities, and quantity fields: kube reads `cpu: 1` as `"1"`.
 const QUANTITY_MAPS: &[&str] = &[
     "limits",
@@ -51,19 +74,19 @@ pub struct Decoded {
 
 /// What decoding a built-in object found ([`Decoded`]), or the path and words of a field that does not
 /// read. None for a kind this server has no type for.
-pub fn decode(group: &str, version: &str, kind: &str, obj: &Value) -> Option<Result<Decoded, String>> {
+pub fn decode(group: &str, version: &str, kind: &str, obj: &Value) -> Option<Result<Decoded, DecodeError>> {
     let (mut probe, bad_quantity) = quantities_as_strings(obj.clone());
     // Go's status is a struct, never absent: its always-written fields appear from the first write.
     let no_status = probe
         .as_object_mut()
         .is_some_and(|o| o.get("status").is_none() && o.insert("status".into(), Value::Object(Map::new())).is_none());
     if let Some(why) = bad_quantity.filter(|_| QUANTITY_KINDS.contains(&kind)) {
-        return Some(Err(why));
+        return Some(Err(why.into()));
     }
     let back = match crate::builtin_schemas::round_trip(group, version, kind, &probe)? {
         Ok(back) => back,
-        Err((path, why)) if path.is_empty() || path == "." => return Some(Err(why)),
-        Err((path, why)) => return Some(Err(format!("{path}: {why}"))),
+        Err((path, why)) if path.is_empty() || path == "." => return Some(Err(why.into())),
+        Err((path, why)) => return Some(Err(DecodeError::from(format!("{path}: {why}")))),
     };
     let mut decoded = Decoded::default();
     missing(&probe, &back, "", &mut decoded.unknown);
@@ -251,16 +274,16 @@ mod tests {
         );
         let array = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": ["x"]});
         let why = decode("", "v1", "ConfigMap", &array).unwrap().unwrap_err();
-        assert!(why.starts_with("data: invalid type: sequence"), "{why}");
+        assert!(why.0.starts_with("data: invalid type: sequence"), "{why}");
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
             "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": "eighty"}]}]}});
         let why = decode("", "v1", "Pod", &pod).unwrap().unwrap_err();
-        assert!(why.starts_with("spec.containers[0].ports[0].containerPort: invalid type: string"), "{why}");
+        assert!(why.0.starts_with("spec.containers[0].ports[0].containerPort: invalid type: string"), "{why}");
         assert!(decode("example.com", "v1", "Foo", &pod).is_none());
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
             "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "lots"}}}]}});
         let why = decode("", "v1", "Pod", &pod).unwrap().unwrap_err();
-        assert!(why.starts_with("spec.containers[0].resources.requests[cpu]: quantities must match"), "{why}");
+        assert!(why.0.starts_with("spec.containers[0].resources.requests[cpu]: quantities must match"), "{why}");
         // In a CRD's schema, `limits` or `overhead` are properties, not quantities.
         let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "a.b"},
             "spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": {"properties": {"overhead": {"description": "x"}}}}}]}});

@@ -210,7 +210,7 @@ impl Wal {
         sync_dir(dir)?;
         let mut segments: Vec<u64> = found.segments.iter().map(|(f, _)| *f).filter(|f| *f > found.base).collect();
         segments.push(first);
-        Manifest { segments, sealed: None }.write(dir).map_err(StoreError::Backend)?;
+        Manifest { segments, sealed: None }.write(dir).map_err(|e| StoreError::Backend(e.0))?;
         let wal = Wal {
             dir: dir.to_path_buf(),
             _lock: lock,
@@ -258,9 +258,9 @@ impl Wal {
         let path = self.dir.join(segment_name(first));
         let file = new_segment(&path)?;
         sync_dir(&self.dir)?;
-        let mut manifest = Manifest::read(&self.dir).map_err(StoreError::Backend)?.unwrap_or_default();
+        let mut manifest = Manifest::read(&self.dir).map_err(|e| StoreError::Backend(e.into()))?.unwrap_or_default();
         manifest.segments.push(first);
-        manifest.write(&self.dir).map_err(StoreError::Backend)?;
+        manifest.write(&self.dir).map_err(|e| StoreError::Backend(e.into()))?;
         self.segment = BufWriter::with_capacity(1 << 20, file);
         self.segment_first = first;
         self.segment_bytes = 0;
@@ -366,7 +366,7 @@ pub fn scan(dir: &Path) -> Result<Scan, StoreError> {
             }
         }
     }
-    let manifest = Manifest::read(dir).map_err(StoreError::Backend)?;
+    let manifest = Manifest::read(dir).map_err(|e| StoreError::Backend(e.into()))?;
     let firsts: Vec<u64> = found.segments.iter().map(|(f, _)| *f).collect();
     if let Some(what) = manifest.and_then(|m| m.missing(found.base, &firsts, found.revision)) {
         found.damage = Some(Damage { file: dir.join("MANIFEST"), offset: 0, what, intact_revision: found.revision });
@@ -374,12 +374,24 @@ pub fn scan(dir: &Path) -> Result<Scan, StoreError> {
     Ok(found)
 }
 
+/// Why `uc store check` finds a store not intact: it could not be read, or it is damaged (where, and
+/// the revision it is intact through).
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// The store could not be read.
+    #[error(transparent)]
+    Unreadable(#[from] StoreError),
+    /// The store is damaged.
+    #[error("{0}")]
+    Damaged(Damage),
+}
+
 /// What `uc store check` says of the store in `dir`: Ok with a summary when it is intact (a torn tail
 /// included, which the next start cuts), Err naming the damage.
-pub fn check(dir: &Path) -> Result<String, String> {
-    let found = scan(dir).map_err(|e| e.to_string())?;
+pub fn check(dir: &Path) -> Result<String, CheckError> {
+    let found = scan(dir)?;
     if let Some(d) = found.damage {
-        return Err(d.to_string());
+        return Err(CheckError::Damaged(d));
     }
     let torn = match &found.torn {
         Some((path, good)) => {
@@ -426,7 +438,7 @@ pub fn repair(dir: &Path) -> Result<String, StoreError> {
         .collect::<std::collections::BTreeSet<u64>>()
         .into_iter()
         .collect();
-    Manifest { segments, sealed: None }.write(dir).map_err(StoreError::Backend)?;
+    Manifest { segments, sealed: None }.write(dir).map_err(|e| StoreError::Backend(e.0))?;
     sync_dir(dir)?;
     done.push("wrote the manifest anew".into());
     Ok(format!("{}; kept revisions through {}: {}", d.what, d.intact_revision, done.join(", ")))
@@ -435,9 +447,9 @@ pub fn repair(dir: &Path) -> Result<String, StoreError> {
 /// Notes in the manifest of the store in `dir` that it stopped cleanly at `revision`: a log found
 /// shorter at the next start is damage.
 pub fn seal(dir: &Path, revision: u64) -> Result<(), StoreError> {
-    let mut manifest = Manifest::read(dir).map_err(StoreError::Backend)?.unwrap_or_default();
+    let mut manifest = Manifest::read(dir).map_err(|e| StoreError::Backend(e.into()))?.unwrap_or_default();
     manifest.sealed = Some(revision);
-    manifest.write(dir).map_err(StoreError::Backend)
+    manifest.write(dir).map_err(|e| StoreError::Backend(e.into()))
 }
 
 /// A new, empty log segment, written from its start.

@@ -8,6 +8,29 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+/// Why the store's manifest could not be written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct IntegrityError(pub String);
+
+impl From<String> for IntegrityError {
+    fn from(message: String) -> Self {
+        IntegrityError(message)
+    }
+}
+
+impl From<&str> for IntegrityError {
+    fn from(message: &str) -> Self {
+        IntegrityError(message.to_string())
+    }
+}
+
+impl From<IntegrityError> for String {
+    fn from(e: IntegrityError) -> String {
+        e.0
+    }
+}
+
 /// Where a store is damaged, and how.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Damage {
@@ -68,17 +91,19 @@ const MANIFEST: &str = "MANIFEST";
 
 impl Manifest {
     /// The manifest in `dir`; None for a store made before manifests (or a new one).
-    pub fn read(dir: &Path) -> Result<Option<Manifest>, String> {
+    pub fn read(dir: &Path) -> Result<Option<Manifest>, IntegrityError> {
         let path = dir.join(MANIFEST);
         match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| format!("{}: {e}", path.display())),
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes).map(Some).map_err(|e| IntegrityError(format!("{}: {e}", path.display())))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("{}: {e}", path.display())),
+            Err(e) => Err(IntegrityError::from(format!("{}: {e}", path.display()))),
         }
     }
 
     /// Writes it durably (a new file renamed over the old one).
-    pub fn write(&self, dir: &Path) -> Result<(), String> {
+    pub fn write(&self, dir: &Path) -> Result<(), IntegrityError> {
         let path = dir.join(MANIFEST);
         let tmp = dir.join("MANIFEST.tmp");
         let bytes = serde_json::to_vec(self).map_err(|e| e.to_string())?;
@@ -86,7 +111,9 @@ impl Manifest {
         std::io::Write::write_all(&mut &file, &bytes).map_err(|e| format!("{}: {e}", tmp.display()))?;
         file.sync_all().map_err(|e| format!("{}: {e}", tmp.display()))?;
         std::fs::rename(&tmp, &path).map_err(|e| format!("{}: {e}", path.display()))?;
-        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| format!("{}: {e}", dir.display()))
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| IntegrityError(format!("{}: {e}", dir.display())))
     }
 
     /// What the files found say against the manifest: a segment it lists (after the snapshot's

@@ -115,7 +115,7 @@ pub struct UpArgs {
     /// Pod Security admission's levels for namespaces whose labels name none:
     /// `enforce=LEVEL[:VERSION],audit=...,warn=...` (levels privileged, baseline, restricted; modes
     /// left out are privileged). kube-system is always privileged.
-    #[arg(long, default_value = "enforce=baseline,warn=restricted", value_parser = parse_pod_security)]
+    #[arg(long, default_value = "enforce=baseline,warn=restricted", value_parser = uc_apiserver::pod_security::Policy::parse)]
     pod_security_default: uc_apiserver::pod_security::Policy,
     /// Run pods' containers without their sandbox (bubblewrap namespaces, an unprivileged user):
     /// each sees the machine's processes and files as uc's user.
@@ -125,10 +125,6 @@ pub struct UpArgs {
     exec_hooks: crate::engine_args::ExecHookArgs,
     #[command(flatten)]
     tenancy: crate::engine_args::TenancyArgs,
-}
-
-fn parse_pod_security(s: &str) -> Result<uc_apiserver::pod_security::Policy, String> {
-    uc_apiserver::pod_security::Policy::parse(s)
 }
 
 /// Whether this cluster runs uc's operators (a control plane and a cluster without workload

@@ -243,7 +243,7 @@ fn decode_builtin(
     let (group, own_version) = uc_api::resource::split_api_version(&api_version);
     let crate::typed::Decoded { unknown, zeros } = match crate::typed::decode(group, own_version, kind, obj) {
         None => return Ok(()),
-        Some(Err(why)) => return Err(cannot(why)),
+        Some(Err(why)) => return Err(cannot(why.0)),
         Some(Ok(decoded)) => decoded,
     };
     crate::typed::fill(obj, &zeros);

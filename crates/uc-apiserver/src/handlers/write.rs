@@ -296,7 +296,7 @@ pub(crate) fn restrict_node(
         old,
     };
     crate::node_restriction::check(node, &write)
-        .map_err(|why| ApiError::forbidden(&Subject { name: name.to_string(), ..t.subject() }, why))
+        .map_err(|why| ApiError::forbidden(&Subject { name: name.to_string(), ..t.subject() }, why.0))
 }
 
 /// kube-apiserver's CertificateApproval and CertificateSigning admission: approving or denying a

@@ -10,6 +10,29 @@ use std::cmp::Ordering;
 
 use serde_json::{Map, Value};
 
+/// Why a managedFields entry's fieldsV1 does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FieldsError(pub String);
+
+impl From<String> for FieldsError {
+    fn from(message: String) -> Self {
+        FieldsError(message)
+    }
+}
+
+impl From<&str> for FieldsError {
+    fn from(message: &str) -> Self {
+        FieldsError(message.to_string())
+    }
+}
+
+impl From<FieldsError> for String {
+    fn from(e: FieldsError) -> String {
+        e.0
+    }
+}
+
 /// A set of field paths.
 ///
 /// Each level is a list of (path element, node) sorted by the element: the walks build sets in the

@@ -16,6 +16,29 @@ use uc_api::{GroupResource, Pointer};
 
 use crate::storage::{Store, object_key};
 
+/// Why a webhook could not be called, as kube-apiserver words it (`failed to call webhook: …`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CallError(pub String);
+
+impl From<String> for CallError {
+    fn from(message: String) -> Self {
+        CallError(message)
+    }
+}
+
+impl From<&str> for CallError {
+    fn from(message: &str) -> Self {
+        CallError(message.to_string())
+    }
+}
+
+impl From<CallError> for String {
+    fn from(e: CallError) -> String {
+        e.0
+    }
+}
+
 /// Where a webhook is served: an address to connect to, the name its certificate must carry, and
 /// the path (with query) to POST to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,11 +52,11 @@ pub struct Endpoint {
 }
 
 /// The endpoint of a client config; `service` references are looked up in `store`.
-pub fn endpoint(store: &Store, client: &WebhookClientConfig) -> Result<Endpoint, String> {
+pub fn endpoint(store: &Store, client: &WebhookClientConfig) -> Result<Endpoint, CallError> {
     if let Some(url) = &client.url {
         let uri: http::Uri = url.parse().map_err(|e| format!("invalid URL {url:?}: {e}"))?;
         if uri.scheme_str() != Some("https") {
-            return Err(format!("{url:?}: 'https' is the only allowed URL scheme"));
+            return Err(CallError::from(format!("{url:?}: 'https' is the only allowed URL scheme")));
         }
         let host = uri.host().ok_or_else(|| format!("{url:?} has no host"))?.trim_matches(['[', ']']).to_string();
         let path = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
@@ -60,7 +83,7 @@ pub fn endpoint(store: &Store, client: &WebhookClientConfig) -> Result<Endpoint,
 
 /// The webhook's server verified against its `caBundle` as kube-apiserver verifies it
 /// ([`uc_api::webhook_tls`]: a self-signed CA serving for itself is accepted).
-fn tls_config(ca_bundle: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, String> {
+fn tls_config(ca_bundle: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, CallError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -76,7 +99,7 @@ fn tls_config(ca_bundle: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, Str
     Ok(Arc::new(config))
 }
 
-async fn post(endpoint: &Endpoint, ca_bundle: Option<&[u8]>, body: Bytes) -> Result<Value, String> {
+async fn post(endpoint: &Endpoint, ca_bundle: Option<&[u8]>, body: Bytes) -> Result<Value, CallError> {
     let config = tls_config(ca_bundle)?;
     let (host, port) = &endpoint.connect;
     let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), *port))
@@ -107,9 +130,12 @@ async fn post(endpoint: &Endpoint, ca_bundle: Option<&[u8]>, body: Bytes) -> Res
     let status = response.status();
     let bytes = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
     if !status.is_success() {
-        return Err(format!("the server responded with {status}: {}", String::from_utf8_lossy(&bytes)));
+        return Err(CallError::from(format!(
+            "the server responded with {status}: {}",
+            String::from_utf8_lossy(&bytes)
+        )));
     }
-    serde_json::from_slice(&bytes).map_err(|e| format!("the response is not an AdmissionReview: {e}"))
+    Ok(serde_json::from_slice(&bytes).map_err(|e| format!("the response is not an AdmissionReview: {e}"))?)
 }
 
 /// POSTs `review` to the webhook; its answer, or why there is none (`failed to call webhook: …`).
@@ -118,16 +144,16 @@ pub async fn call(
     client: &WebhookClientConfig,
     timeout: Duration,
     review: &Value,
-) -> Result<Value, String> {
+) -> Result<Value, CallError> {
     let endpoint = endpoint(store, client)?;
     let body = Bytes::from(serde_json::to_vec(review).unwrap_or_default());
     let ca = client.ca_bundle.as_ref().map(|b| b.0.as_slice());
     match tokio::time::timeout(timeout, post(&endpoint, ca, body)).await {
         Ok(r) => r,
-        Err(_) => Err(format!(
+        Err(_) => Err(CallError::from(format!(
             "Post \"https://{}:{}{}\": context deadline exceeded",
             endpoint.connect.0, endpoint.connect.1, endpoint.path
-        )),
+        ))),
     }
 }
 
@@ -150,9 +176,9 @@ mod tests {
             })
         );
         let http: WebhookClientConfig = serde_json::from_value(json!({"url": "http://127.0.0.1/v"})).unwrap();
-        assert!(endpoint(&store, &http).unwrap_err().contains("'https' is the only allowed URL scheme"));
+        assert!(endpoint(&store, &http).unwrap_err().0.contains("'https' is the only allowed URL scheme"));
         let svc: WebhookClientConfig =
             serde_json::from_value(json!({"service": {"namespace": "ops", "name": "hooks", "path": "/v"}})).unwrap();
-        assert!(endpoint(&store, &svc).unwrap_err().contains(r#"service "ops/hooks" not found"#));
+        assert!(endpoint(&store, &svc).unwrap_err().0.contains(r#"service "ops/hooks" not found"#));
     }
 }

@@ -8,6 +8,29 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as Selector;
 use serde_json::{Value, json};
 use uc_api::{LabelSelector, Pointer};
 
+/// Why a webhook's answer cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AnswerError(pub String);
+
+impl From<String> for AnswerError {
+    fn from(message: String) -> Self {
+        AnswerError(message)
+    }
+}
+
+impl From<&str> for AnswerError {
+    fn from(message: &str) -> Self {
+        AnswerError(message.to_string())
+    }
+}
+
+impl From<AnswerError> for String {
+    fn from(e: AnswerError) -> String {
+        e.0
+    }
+}
+
 /// One webhook of a Validating- or MutatingWebhookConfiguration.
 #[derive(Debug, Clone)]
 pub struct Hook {
@@ -195,11 +218,11 @@ pub enum Verdict {
 
 /// Reads a hook's AdmissionReview answer; an answer that breaks the protocol is an error (a
 /// failure to call it).
-pub fn verdict(hook: &Hook, uid: &str, answer: &Value) -> Result<Verdict, String> {
+pub fn verdict(hook: &Hook, uid: &str, answer: &Value) -> Result<Verdict, AnswerError> {
     let response = answer.get("response").filter(|r| r.is_object()).ok_or("the response has no `response`")?;
     let got = response.get("uid").and_then(Value::as_str).unwrap_or_default();
     if got != uid {
-        return Err(format!("expected response.uid={uid:?}, got {got:?}"));
+        return Err(AnswerError::from(format!("expected response.uid={uid:?}, got {got:?}")));
     }
     let warnings = response
         .get("warnings")
@@ -209,11 +232,11 @@ pub fn verdict(hook: &Hook, uid: &str, answer: &Value) -> Result<Verdict, String
     if response.get("allowed").and_then(Value::as_bool) == Some(true) {
         let patch = match response.get("patch").and_then(Value::as_str) {
             None => None,
-            Some(_) if !hook.mutating => return Err("a validating webhook may not return a patch".into()),
+            Some(_) if !hook.mutating => return Err(AnswerError::from("a validating webhook may not return a patch")),
             Some(b64) => {
                 use base64::Engine;
                 if response.get("patchType").and_then(Value::as_str).unwrap_or("JSONPatch") != "JSONPatch" {
-                    return Err("the only supported patchType is JSONPatch".into());
+                    return Err(AnswerError::from("the only supported patchType is JSONPatch"));
                 }
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(b64)
@@ -321,9 +344,9 @@ mod tests {
         assert!(
             matches!(verdict(&h, "u", &bare), Ok(Verdict::Denied { code: 400, message, .. }) if message.ends_with("without explanation"))
         );
-        assert!(verdict(&h, "other", &bare).unwrap_err().contains("expected response.uid"));
+        assert!(verdict(&h, "other", &bare).unwrap_err().0.contains("expected response.uid"));
         let patched = json!({"response": {"uid": "u", "allowed": true, "patchType": "JSONPatch", "patch": "W10="}});
-        assert!(verdict(&h, "u", &patched).unwrap_err().contains("may not return a patch"), "validating");
+        assert!(verdict(&h, "u", &patched).unwrap_err().0.contains("may not return a patch"), "validating");
         let mut m = h.clone();
         m.mutating = true;
         assert_eq!(verdict(&m, "u", &patched), Ok(Verdict::Allowed { patch: Some(json!([])), warnings: vec![] }));

@@ -109,7 +109,7 @@ pub async fn admit(
         let review = matching::review(&hook, &uid, &w, req.user.user_info(), object.as_deref(), old, dry);
         let timeout = std::time::Duration::from_secs(hook.timeout_seconds);
         let answer = call::call(&app.store, &hook.client, timeout, &review).await;
-        match answer.and_then(|a| matching::verdict(&hook, &uid, &a)) {
+        match answer.map_err(|e| e.0).and_then(|a| matching::verdict(&hook, &uid, &a).map_err(|e| e.0)) {
             Err(e) if hook.fail_closed => {
                 return Err(ApiError::internal(format!(
                     "Internal error occurred: failed calling webhook {:?}: failed to call webhook: {e}",
