@@ -373,43 +373,20 @@ pub struct Native {
 #[error("{0}")]
 pub struct DurationError(pub String);
 
-/// Parses a Kubernetes-style duration: `10s`, `500ms`, `1m30s`, `2h`, or a bare number of seconds.
+/// Parses a duration as Kubernetes writes one — Go's `time.ParseDuration` grammar (`10s`, `500ms`,
+/// `1m30s`, `2h`, `1.5h`, `300us`), read by `kube::core::Duration` — or a bare number of seconds (`2.5`,
+/// as Metacontroller's hook timeouts and uc's flags take them); never negative. The one duration
+/// parser of uc: hook timeouts, the engine's flags, the SDK operators' reconcile periods.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, DurationError> {
     let s = s.trim();
     if let Ok(secs) = s.parse::<f64>() {
         return duration_from_secs(secs, s);
     }
-    let mut total = 0f64;
-    let mut num = String::new();
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() || c == '.' {
-            num.push(c);
-            continue;
-        }
-        let mut unit = c.to_string();
-        while let Some(&n) = chars.peek() {
-            if n.is_ascii_alphabetic() {
-                unit.push(n);
-                chars.next();
-            } else {
-                break;
-            }
-        }
-        let n: f64 = num.parse().map_err(|_| DurationError(format!("invalid duration {s:?}")))?;
-        num.clear();
-        total += n * match unit.as_str() {
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(DurationError(format!("invalid duration {s:?}: unknown unit {unit:?}"))),
-        };
+    let d: kube::core::Duration = s.parse().map_err(|e| DurationError(format!("invalid duration {s:?}: {e}")))?;
+    if d.is_negative() {
+        return Err(DurationError(format!("invalid duration {s:?}: negative")));
     }
-    if !num.is_empty() {
-        return Err(DurationError(format!("invalid duration {s:?}: a number lacks its unit")));
-    }
-    duration_from_secs(total, s)
+    Ok(d.into())
 }
 
 fn duration_from_secs(secs: f64, s: &str) -> Result<std::time::Duration, DurationError> {
@@ -528,5 +505,11 @@ mod tests {
         assert!(parse_duration("10").is_ok());
         assert!(parse_duration("ten").is_err());
         assert!(parse_duration("5x").is_err());
+        // Go's grammar, as the engine's flags and the SDK operators' periods read it too.
+        assert_eq!(parse_duration("1h30m"), Ok(std::time::Duration::from_secs(5400)));
+        assert_eq!(parse_duration("300us"), Ok(std::time::Duration::from_micros(300)));
+        assert!(parse_duration("-1s").is_err(), "negative");
+        assert!(parse_duration("3d").is_err(), "no days in Go's grammar");
+        assert!(parse_duration("10").is_ok() && parse_duration("0").is_ok());
     }
 }

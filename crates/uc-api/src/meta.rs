@@ -10,6 +10,11 @@ pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
     obj.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or_default()
 }
 
+/// A string field of `metadata`, if it is there.
+pub fn meta_field<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str)
+}
+
 /// The string at a JSON pointer, or "".
 pub fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.at(pointer).and_then(Value::as_str).unwrap_or_default()
@@ -26,6 +31,17 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
         .unwrap_or_default()
+}
+
+/// Sets `metadata.finalizers` (removed when empty, as the API server stores no empty list).
+pub fn set_finalizers(obj: &mut Value, f: Vec<String>) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        if f.is_empty() {
+            meta.remove("finalizers");
+        } else {
+            meta.insert("finalizers".into(), json!(f));
+        }
+    }
 }
 
 /// The ownerReference marked `controller: true`, if any.

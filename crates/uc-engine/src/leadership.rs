@@ -12,6 +12,7 @@ use crate::controller::Ctx;
 use crate::guard::Guard;
 use crate::leader::Candidate;
 use crate::metrics::DRAIN_AT_MOST;
+use crate::watch_health::{Say, WARN_AFTER, WatchHealth};
 
 /// Stands by until the lease is acquired (the time the acquiring request was sent), or `None` when asked
 /// to stop first.
@@ -21,20 +22,32 @@ async fn stand_by(
     stopping: &mut watch::Receiver<bool>,
     lease: &str,
 ) -> Option<Instant> {
+    // An API server restarting is routine: its failures are DEBUG lines, one WARN if they last.
+    let mut health = WatchHealth::default();
     loop {
         if *stopping.borrow() {
             return None;
         }
         match candidate.try_once().await {
-            Ok(Some(sent)) => return Some(sent),
-            Ok(None) => {
+            Ok(answer) => {
+                if health.worked() == Say::Recovered {
+                    tracing::info!(%lease, "the lease can be read again");
+                }
+                if let Some(sent) = answer {
+                    return Some(sent);
+                }
                 // Another engine leads: this one is ready as a standby.
                 ctx.metrics.set_api_reachable(true);
                 ctx.metrics.set_standby(true);
             }
             Err(e) => {
                 ctx.metrics.set_api_reachable(false);
-                tracing::warn!(%lease, error = %e, "reading the lease failed; retrying");
+                match health.failed(Instant::now(), false) {
+                    Say::Warn => {
+                        tracing::warn!(%lease, error = %e, "reading the lease has failed for {} s; retrying", WARN_AFTER.as_secs())
+                    }
+                    _ => tracing::debug!(%lease, error = %e, "reading the lease failed; retrying"),
+                }
             }
         }
         tokio::select! {
@@ -98,11 +111,12 @@ pub(crate) async fn lead(
                 }
                 Ok(Err(e)) => {
                     ctx.metrics.set_api_reachable(false);
-                    tracing::warn!(%lease, error = %e, "renewing the lease failed; retrying");
+                    // Retried until the renew deadline, past which the lease is given up (a WARN).
+                    tracing::info!(%lease, error = %e, "renewing the lease failed; retrying");
                 }
                 Err(_) => {
                     ctx.metrics.set_api_reachable(false);
-                    tracing::warn!(%lease, "renewing the lease timed out; retrying");
+                    tracing::info!(%lease, "renewing the lease timed out; retrying");
                 }
             }
         };

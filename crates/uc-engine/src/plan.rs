@@ -10,13 +10,7 @@ use uc_api::controller::{StatusChecks, UpdateMethod};
 use crate::apply;
 use crate::informer::{Obj, ObjKey};
 
-fn meta<'a>(obj: &'a Value, field: &str) -> &'a str {
-    obj.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or_default()
-}
-
-fn is_deleting(obj: &Value) -> bool {
-    obj.at("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
-}
+use uc_api::meta::{is_deleting, meta_str as meta};
 
 /// What the plan does with one child.
 #[derive(Debug, Clone, PartialEq)]

@@ -210,7 +210,7 @@ pub struct Outcome {
 
 /// Whether an observed child carries its desired state and passes the checks of its rollout.
 pub fn is_updated(observed: &Value, desired: &Value, method: UpdateMethod, checks: Option<&StatusChecks>) -> bool {
-    if observed.at("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null()) {
+    if uc_api::meta::is_deleting(observed) {
         return false;
     }
     if apply::apply(observed, desired) != *observed || !passes_checks(observed, checks) {

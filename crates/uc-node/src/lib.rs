@@ -356,7 +356,7 @@ async fn run(ctx: Arc<Ctx>) {
         let node = v.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or_default();
         workers.retain(|_, tx| !tx.is_closed());
         if node.is_empty() {
-            if v.pointer("/metadata/deletionTimestamp").is_none() && bind(&ctx.scheduler, &v, &ctx.options.name).await {
+            if !uc_api::meta::is_deleting(&v) && bind(&ctx.scheduler, &v, &ctx.options.name).await {
                 ctx.scheduler_events.record(&v, &events::Happened::scheduled(&v, &ctx.options.name)).await;
             }
             continue;
@@ -516,7 +516,7 @@ async fn prepare_until_ready(
 ) -> Option<prepare::PreparedPod> {
     loop {
         let pod = rx.borrow_and_update().clone();
-        if pod.pointer("/metadata/deletionTimestamp").is_some() && !container_dirs_exist(pod_dir) {
+        if uc_api::meta::is_deleting(&pod) && !container_dirs_exist(pod_dir) {
             finish_deletion(&ctx.client, &pod).await;
             release(ctx, uid, pod_dir).await;
             return None;
@@ -576,13 +576,13 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
             update_images(&ctx, &procs, &running, &pod, &ip, &pod_dir).await;
             running = pod.clone();
         }
-        if pod.pointer("/metadata/deletionTimestamp").is_none() {
+        if !uc_api::meta::is_deleting(&pod) {
             for c in prepare_ephemeral(&ctx, &pod, &ip, &pod_dir, &ephemeral, &procs).await {
                 procs.add_ephemeral(c);
             }
             ephemeral = ephemeral_names(&pod);
         }
-        if pod.pointer("/metadata/deletionTimestamp").is_some() {
+        if uc_api::meta::is_deleting(&pod) {
             // `Killing` is recorded as the containers are told to stop, not once they have.
             for container in procs.running() {
                 ctx.events.record(&pod, &events::Happened::killing(&container)).await;

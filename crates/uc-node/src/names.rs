@@ -24,7 +24,7 @@ fn s<'a>(v: &'a Value, p: &str) -> &'a str {
 /// has both, and its dashed-IP name.
 pub fn pod_names(pod: &Value) -> Option<(String, String, Vec<String>)> {
     let ip = s(pod, "/status/podIP");
-    if ip.is_empty() || pod.pointer("/metadata/deletionTimestamp").is_some() {
+    if ip.is_empty() || uc_api::meta::is_deleting(pod) {
         return None;
     }
     let ns = s(pod, "/metadata/namespace");

@@ -470,7 +470,7 @@ pub(crate) async fn refresh_volumes(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<V
                 renew_at = tokio::time::Instant::now() + renew;
             }
         }
-        if pod.pointer("/metadata/deletionTimestamp").is_some() {
+        if uc_api::meta::is_deleting(&pod) {
             return;
         }
         let sources = read_sources(&ctx, &pod).await;

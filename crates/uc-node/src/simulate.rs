@@ -199,7 +199,7 @@ pub(crate) async fn run_pod(client: kube::Client, mut rx: watch::Receiver<Arc<Va
         let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default").to_string();
         let name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
         let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
-        if pod.pointer("/metadata/deletionTimestamp").is_some() {
+        if uc_api::meta::is_deleting(&pod) {
             // Graceful deletion: the containers are simulated, so they stop at once.
             finish_deletion(&client, &pod).await;
             return;

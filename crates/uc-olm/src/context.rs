@@ -69,10 +69,8 @@ pub fn timeless(v: &Value) -> Value {
     }
 }
 
-/// A string at a JSON pointer ("" when absent).
-pub fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or_default()
-}
+/// A string at a JSON pointer ("" when absent): uc-api's.
+pub use uc_api::meta::str_at;
 
 /// The time now, as Kubernetes writes it.
 pub fn now() -> String {

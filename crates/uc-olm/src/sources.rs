@@ -14,6 +14,7 @@ use kube::api::Api;
 use serde_json::Value;
 
 use crate::fbc::{Catalog, CatalogError, parse_blobs};
+use uc_api::meta::str_at;
 
 /// How often a catalog read from a directory or over HTTP is read again.
 const REFRESH: Duration = Duration::from_secs(30);
@@ -29,10 +30,6 @@ pub enum Origin {
     Http(String),
     /// A catalog built into uc.
     Builtin(String),
-}
-
-fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or_default()
 }
 
 /// Where a CatalogSource's catalog is, or why uc cannot read it.

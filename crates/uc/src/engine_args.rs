@@ -21,13 +21,13 @@ pub struct LeaderArgs {
     #[arg(long)]
     pub leader_election_identity: Option<String>,
     /// How long the lease holds without renewal (a standby takes over after it).
-    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    #[arg(long, default_value = "15s", value_parser = uc_api::controller::parse_duration)]
     pub lease_duration: Duration,
     /// How long the leader tries to renew before it stops reconciling (shorter than the lease).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = uc_api::controller::parse_duration)]
     pub renew_deadline: Duration,
     /// How often candidates try the lease and the leader renews it.
-    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    #[arg(long, default_value = "2s", value_parser = uc_api::controller::parse_duration)]
     pub retry_period: Duration,
 }
 
@@ -74,27 +74,6 @@ pub struct TenancyArgs {
     /// `--default-service-account`). Without it such controllers act as the engine.
     #[arg(long, value_parser = uc_engine::acting::ServiceAccount::parse)]
     pub default_service_account: Option<uc_engine::acting::ServiceAccount>,
-}
-
-/// A duration: `15s`, `500ms`, `2m`, or seconds (`1.5`).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let (number, unit) = match t.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => (&t[..i], &t[i..]),
-        None => (t, "s"),
-    };
-    let n: f64 = number.parse().map_err(|_| format!("{text:?}: a duration such as 15s, 500ms or 2m"))?;
-    let seconds = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(format!("{text:?}: the unit is one of ms, s, m, h")),
-    };
-    if !seconds.is_finite() || seconds < 0.0 {
-        return Err(format!("{text:?}: not a duration"));
-    }
-    Ok(Duration::from_secs_f64(seconds))
 }
 
 /// This machine's name.
@@ -146,15 +125,33 @@ impl LeaderArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        leader: LeaderArgs,
+    }
 
     #[test]
-    fn durations_read_as_client_go_writes_them() {
-        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("3d").is_err());
-        assert!(parse_duration("-1s").is_err());
+    fn the_lease_flags_take_durations_as_client_go_writes_them() {
+        let f = Flags::try_parse_from([
+            "uc",
+            "--lease-duration",
+            "1m30s",
+            "--renew-deadline",
+            "500ms",
+            "--retry-period",
+            "1.5",
+        ])
+        .expect("durations in Go's grammar and bare seconds");
+        assert_eq!(f.leader.lease_duration, Duration::from_secs(90));
+        assert_eq!(f.leader.renew_deadline, Duration::from_millis(500));
+        assert_eq!(f.leader.retry_period, Duration::from_millis(1500));
+        let defaults = Flags::try_parse_from(["uc"]).expect("the defaults parse");
+        assert_eq!(defaults.leader.lease_duration, Duration::from_secs(15));
+        for bad in ["soon", "3d", "-1s"] {
+            assert!(Flags::try_parse_from(["uc", "--lease-duration", bad]).is_err(), "{bad}");
+        }
     }
 }

@@ -106,7 +106,7 @@ pub struct UpArgs {
     audit_log_path: Option<PathBuf>,
     /// How long a request's body may take to arrive before the API server answers 400 (like
     /// kube-apiserver's `--request-timeout`).
-    #[arg(long, default_value = "60s", value_parser = crate::engine_args::parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = uc_api::controller::parse_duration)]
     request_timeout: std::time::Duration,
     /// At most this many client connections open at once; one more is closed at once, so that no
     /// client can exhaust the process's file descriptors.

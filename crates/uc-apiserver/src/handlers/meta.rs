@@ -46,30 +46,9 @@ pub(crate) fn init_namespace(obj: &mut Value) {
     }
 }
 
-pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
-    obj.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str)
-}
-
-pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
-    obj.at("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
-        .unwrap_or_default()
-}
-
-pub(crate) fn set_finalizers(obj: &mut Value, f: Vec<String>) {
-    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        if f.is_empty() {
-            meta.remove("finalizers");
-        } else {
-            meta.insert("finalizers".into(), json!(f));
-        }
-    }
-}
-
-pub(crate) fn is_deleting(obj: &Value) -> bool {
-    obj.at("/metadata/deletionTimestamp").is_some()
-}
+// The metadata helpers are uc-api's (one home: a `deletionTimestamp: null` is not a deletion there and
+// here alike); the API server reads a metadata field as an Option.
+pub(crate) use uc_api::meta::{finalizers, is_deleting, meta_field as meta_str, set_finalizers};
 
 /// True once nothing holds a deleting object back: no finalizers (and for namespaces, no spec finalizers).
 pub(crate) fn ready_to_vanish(info: &ResourceInfo, obj: &Value) -> bool {

@@ -420,7 +420,7 @@ pub fn scope(
 /// generation, labels, annotations and finalizers, not being deleted.
 pub(crate) fn only_status_changed(old: &Value, new: &Value) -> bool {
     let same = |p: &str| old.at(p) == new.at(p);
-    new.at("/metadata/deletionTimestamp").is_none()
+    !uc_api::meta::is_deleting(new)
         && same("/metadata/generation")
         && same("/metadata/labels")
         && same("/metadata/annotations")
