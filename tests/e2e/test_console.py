@@ -119,9 +119,17 @@ class PodHistory:
         self.state = {p.metadata.name: (p.metadata.uid, ready(p)) for p in listed.items if p.metadata.name.startswith(prefix)}
         self.first = dict(self.state)
         self.events, self.most_down, self.lock = [], 0, threading.Condition()
-        self.watch = watch.Watch()
+        self.watch, self.error = watch.Watch(), None
 
         def follow():
+            try:
+                watched()
+            except Exception as e:  # noqa: BLE001 - a failure before `until` returns fails it; after, the cluster is going
+                with self.lock:
+                    self.error = e
+                    self.lock.notify_all()
+
+        def watched():
             for ev in self.watch.stream(self.core.list_namespaced_pod, "default", resource_version=listed.metadata.resource_version,
                                         timeout_seconds=300):
                 p = ev["object"]
@@ -144,8 +152,8 @@ class PodHistory:
 
     def until(self, done, timeout):
         with self.lock:
-            if not self.lock.wait_for(lambda: done(self.state), timeout=timeout):
-                raise AssertionError(f"the pods' history did not get there: {self.events}")
+            if not self.lock.wait_for(lambda: done(self.state) or self.error, timeout=timeout) or not done(self.state):
+                raise AssertionError(f"the pods' history did not get there ({self.error!r}): {self.events}")
             self.watch.stop()
             return list(self.events)
 
