@@ -129,7 +129,7 @@ mod tests {
         assert_eq!(Owner::decode(&user), Some(o.clone()));
         assert_eq!(Owner::decode("not base64!"), None);
         let cfg = kubeconfig("http://127.0.0.1:9", &o, "secret");
-        let parsed: Value = serde_yaml::from_str(&cfg).unwrap();
+        let parsed: Value = serde_yaml_ng::from_str(&cfg).unwrap();
         assert_eq!(parsed["users"][0]["user"], json!({"username": user, "password": "secret"}));
         assert_eq!(parsed["contexts"][0]["context"]["namespace"], "ns");
         assert_eq!(

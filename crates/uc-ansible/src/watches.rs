@@ -156,7 +156,7 @@ impl Paths<'_> {
 
 /// Whether a watches file is an Ansible operator's (an entry names a role or a playbook).
 pub fn is_ansible(text: &str) -> bool {
-    serde_yaml::from_str::<Vec<Json>>(text)
+    serde_yaml_ng::from_str::<Vec<Json>>(text)
         .is_ok_and(|entries| entries.iter().any(|e| e.get("role").is_some() || e.get("playbook").is_some()))
 }
 
@@ -188,7 +188,7 @@ fn go_duration(s: &str, at: &str) -> Result<f64, String> {
 
 /// The entries of a watches file's text.
 pub fn parse(text: &str, paths: &Paths) -> Result<Vec<Watch>, String> {
-    let entries: Vec<Entry> = serde_yaml::from_str(text).map_err(|e| format!("invalid watches file: {e}"))?;
+    let entries: Vec<Entry> = serde_yaml_ng::from_str(text).map_err(|e| format!("invalid watches file: {e}"))?;
     let mut out: Vec<Watch> = Vec::new();
     for (i, e) in entries.into_iter().enumerate() {
         let gvk = format!("{}/{}, Kind={}", e.group, e.version, e.kind);

@@ -38,7 +38,7 @@ pub fn decorator_finalizer(name: &str) -> String {
 /// Metacontroller's three CRDs as upstream ships them, with what uc adds (see `crds/PROVENANCE.md`):
 /// the controllers' status keeps unknown fields, and `kubectl get` shows uc's conditions.
 pub fn crds() -> Vec<Value> {
-    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(CRDS)
+    let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(CRDS)
         .filter_map(|d| Value::deserialize(d).ok())
         .filter(|d| d.is_object())
         .collect();

@@ -15,7 +15,7 @@ pub fn request_body(data: &[u8]) {
     if let Ok(v) = serde_json::from_slice::<Value>(data) {
         values.push(v);
     }
-    if let Ok(v) = serde_yaml::from_slice::<Value>(data) {
+    if let Ok(v) = serde_yaml_ng::from_slice::<Value>(data) {
         values.push(v);
     }
     if let Ok(v) = crate::proto::decode(data) {

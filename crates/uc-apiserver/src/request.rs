@@ -52,7 +52,7 @@ pub(crate) fn parse_body(req: &Req) -> Result<Value> {
         return Err(ApiError::bad_request("the request body is empty"));
     }
     let v: Value = match req.content_type.as_str() {
-        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(&req.body)
+        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml_ng::from_slice(&req.body)
             .map_err(|e| ApiError::bad_request(format!("the body is not valid YAML: {e}")))?,
         "application/vnd.kubernetes.protobuf" => {
             crate::proto::decode(&req.body).map_err(|e| ApiError::bad_request(e.to_string()))?

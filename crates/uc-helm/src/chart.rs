@@ -185,7 +185,7 @@ pub fn yaml_doc(data: &[u8]) -> Result<Json, String> {
     if text.trim().is_empty() {
         return Ok(Json::Null);
     }
-    serde_yaml::from_str::<Json>(&text)
+    serde_yaml_ng::from_str::<Json>(&text)
         .map_err(|e| format!("error converting YAML to JSON: {}", go_yaml_error(&e.to_string())))
 }
 

@@ -108,7 +108,7 @@ pub fn sort(files: &BTreeMap<String, String>) -> Result<(Vec<Manifest>, Vec<Mani
             continue;
         }
         for doc in split(text) {
-            let head: Json = serde_yaml::from_str(&doc).map_err(|e| ManifestError {
+            let head: Json = serde_yaml_ng::from_str(&doc).map_err(|e| ManifestError {
                 source_file: path.clone(),
                 message: format!("error converting YAML to JSON: {}", crate::chart::go_yaml_error(&e.to_string())),
             })?;

@@ -128,7 +128,7 @@ const RELEASE_NAMESPACE: &str = "meta.helm.sh/release-namespace";
 /// A manifest's document as an object, in the release's namespace unless it names one, with Helm's
 /// ownership label and annotations.
 fn object_in(doc: &str, release: &str, namespace: &str) -> Result<Json, String> {
-    let mut obj: Json = serde_yaml::from_str(doc).map_err(|e| e.to_string())?;
+    let mut obj: Json = serde_yaml_ng::from_str(doc).map_err(|e| e.to_string())?;
     let Some(meta) = obj.get_mut("metadata").and_then(Json::as_object_mut) else { return Ok(obj) };
     if !meta.contains_key("namespace") {
         meta.insert("namespace".into(), namespace.into());

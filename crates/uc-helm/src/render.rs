@@ -297,7 +297,7 @@ fn funcs(options: &Options) -> Funcs {
 
 /// `fromYaml`: a map (or with `array`, a list); what does not parse is `{"Error": …}` (`[…]`).
 fn from_yaml(text: &str, array: bool) -> Value {
-    match serde_yaml::from_str::<Json>(text) {
+    match serde_yaml_ng::from_str::<Json>(text) {
         Ok(Json::Null) if !array => Value::from(BTreeMap::new()),
         Ok(v @ Json::Object(_)) if !array => Value::from_json(&v, false),
         Ok(v @ Json::Array(_)) if array => Value::from_json(&v, false),

@@ -54,7 +54,7 @@ struct Entry {
 
 /// The entries of a watches file's text; `dir` resolves relative chart paths, `env` expands `$VAR`.
 pub fn parse(text: &str, dir: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Watch>, String> {
-    let entries: Vec<Entry> = serde_yaml::from_str(text).map_err(|e| format!("invalid watches file: {e}"))?;
+    let entries: Vec<Entry> = serde_yaml_ng::from_str(text).map_err(|e| format!("invalid watches file: {e}"))?;
     let mut out: Vec<Watch> = Vec::new();
     for (i, e) in entries.into_iter().enumerate() {
         let gvk = format!("{}/{}, Kind={}", e.group, e.version, e.kind);

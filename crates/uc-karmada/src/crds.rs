@@ -22,7 +22,8 @@ const CLUSTER_DEFINITION: &str = "com.github.karmada-io.karmada.pkg.apis.cluster
 
 /// Every CRD the control plane serves: Karmada's and the MCS API's.
 pub fn control_plane() -> Vec<Value> {
-    let mut crds: Vec<Value> = YAML.iter().map(|y| serde_yaml::from_str(y).expect("a vendored CRD parses")).collect();
+    let mut crds: Vec<Value> =
+        YAML.iter().map(|y| serde_yaml_ng::from_str(y).expect("a vendored CRD parses")).collect();
     crds.push(cluster());
     crds
 }

@@ -111,7 +111,7 @@ mod tests {
 
     #[test]
     fn a_kubeconfig_becomes_a_secret_and_a_cluster() {
-        let kc: kube::config::Kubeconfig = serde_yaml::from_str(
+        let kc: kube::config::Kubeconfig = serde_yaml_ng::from_str(
             r#"
 apiVersion: v1
 kind: Config

@@ -261,7 +261,7 @@ mod tests {
     #[test]
     fn karmadas_nginx_sample_overrides_per_cluster() {
         // samples/nginx/overridepolicy.yaml, as Karmada ships it.
-        let policy: Value = serde_yaml::from_str(include_str!("../testdata/nginx_overridepolicy.yaml")).unwrap();
+        let policy: Value = serde_yaml_ng::from_str(include_str!("../testdata/nginx_overridepolicy.yaml")).unwrap();
         let s = spec(policy["spec"].clone());
         let mut obj = deployment();
         obj["metadata"]["annotations"] = json!({"bom": "x", "emma": "olivia"});

@@ -307,7 +307,7 @@ mod tests {
             bundle_from_objects("p", vec![]).unwrap_err().to_string().contains("exactly one ClusterServiceVersion")
         );
         let no_version: Value =
-            serde_yaml::from_str("kind: ClusterServiceVersion\nmetadata: {name: p.v1}\nspec: {}\n").unwrap();
+            serde_yaml_ng::from_str("kind: ClusterServiceVersion\nmetadata: {name: p.v1}\nspec: {}\n").unwrap();
         assert!(
             bundle_from_objects("p", vec![no_version]).unwrap_err().to_string().contains("spec.version is missing")
         );

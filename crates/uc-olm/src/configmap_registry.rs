@@ -26,7 +26,7 @@ pub fn blobs(data: &BTreeMap<String, String>) -> Result<Vec<Value>, CatalogError
         match data.get(key) {
             None => Ok(Vec::new()),
             Some(text) => {
-                let v: Value = serde_yaml::from_str(text).map_err(|e| CatalogError::at(format!("key {key}"), e))?;
+                let v: Value = serde_yaml_ng::from_str(text).map_err(|e| CatalogError::at(format!("key {key}"), e))?;
                 match v {
                     Value::Array(items) => Ok(items),
                     Value::Null => Ok(Vec::new()),

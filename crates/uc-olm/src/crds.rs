@@ -13,7 +13,7 @@ const YAML: &[&str] = &[
 
 /// The CRDs of `operators.coreos.com`.
 pub fn crds() -> Vec<Value> {
-    YAML.iter().map(|y| serde_yaml::from_str(y).expect("a vendored CRD parses")).collect()
+    YAML.iter().map(|y| serde_yaml_ng::from_str(y).expect("a vendored CRD parses")).collect()
 }
 
 #[cfg(test)]

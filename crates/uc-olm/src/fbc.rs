@@ -151,7 +151,7 @@ pub fn parse_blobs(text: &str) -> Result<Vec<Value>, CatalogError> {
             .map_err(|e| error("JSON", e.to_string()));
     }
     let mut out = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(text) {
+    for doc in serde_yaml_ng::Deserializer::from_str(text) {
         let v = Value::deserialize(doc).map_err(|e| error("YAML", e.to_string()))?;
         if !v.is_null() {
             out.push(v);
@@ -170,7 +170,7 @@ fn embedded_object(value: &Value) -> Result<Value, CatalogError> {
     let data = value.get("data").and_then(Value::as_str).ok_or_else(|| error(at, "no data"))?;
     let bytes = base64::engine::general_purpose::STANDARD.decode(data.trim()).map_err(|e| error(at, e.to_string()))?;
     let text = String::from_utf8(bytes).map_err(|e| error(at, e.to_string()))?;
-    serde_yaml::from_str(&text).map_err(|e| error(at, e.to_string()))
+    serde_yaml_ng::from_str(&text).map_err(|e| error(at, e.to_string()))
 }
 
 fn bundle(blob: &Value) -> Result<Bundle, CatalogError> {

@@ -25,7 +25,7 @@ fn repository_url(name: &str) -> anyhow::Result<String> {
     let file = repositories_file().context("no Helm repositories file (HOME unset)")?;
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("repository {name:?}: reading {} (add it with `helm repo add`)", file.display()))?;
-    let config: Value = serde_yaml::from_str(&text).with_context(|| format!("{}", file.display()))?;
+    let config: Value = serde_yaml_ng::from_str(&text).with_context(|| format!("{}", file.display()))?;
     config["repositories"]
         .as_array()
         .and_then(|rs| rs.iter().find(|r| r["name"] == name))
@@ -69,7 +69,7 @@ pub async fn fetch(spec: &str, repo_url: Option<&str>, version: Option<&str>) ->
         }
     };
     let text = get(&format!("{}/index.yaml", repo.trim_end_matches('/'))).await?;
-    let index: Value = serde_yaml::from_slice(&text).with_context(|| format!("{repo}/index.yaml"))?;
+    let index: Value = serde_yaml_ng::from_slice(&text).with_context(|| format!("{repo}/index.yaml"))?;
     get(&archive_url(&index, &repo, &chart, version)?).await
 }
 

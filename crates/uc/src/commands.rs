@@ -71,7 +71,7 @@ pub(crate) fn print_crds() -> anyhow::Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     for crd in [uc_api::crds::universal_controller_crd(), uc_api::crds::controller_revision_crd()] {
-        let yaml = serde_yaml::to_string(&crd).context("rendering YAML")?;
+        let yaml = serde_yaml_ng::to_string(&crd).context("rendering YAML")?;
         // A closed pipe (`uc crds | head`) is not an error worth a panic.
         if writeln!(out, "---\n{yaml}").is_err() {
             break;

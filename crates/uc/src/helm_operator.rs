@@ -266,7 +266,7 @@ fn literal_kinds(chart: &Chart) -> BTreeSet<(String, String)> {
 
 /// A manifest's `apiVersion`.
 fn api_version_of(doc: &str) -> String {
-    serde_yaml::from_str::<Value>(doc)
+    serde_yaml_ng::from_str::<Value>(doc)
         .ok()
         .and_then(|v| v.get("apiVersion").and_then(Value::as_str).map(str::to_string))
         .unwrap_or_default()

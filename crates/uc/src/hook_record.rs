@@ -38,7 +38,7 @@ pub fn engine_address(engine: Option<String>, data_dir: &Path) -> anyhow::Result
 pub fn engine_token(token: Option<String>, data_dir: &Path) -> Option<String> {
     token.or_else(|| {
         let text = std::fs::read_to_string(data_dir.join("kubeconfig")).ok()?;
-        let config: Value = serde_yaml::from_str(&text).ok()?;
+        let config: Value = serde_yaml_ng::from_str(&text).ok()?;
         let named = |list: &str, name: &str| config[list].as_array()?.iter().find(|e| e["name"] == name).cloned();
         let context = named("contexts", config["current-context"].as_str()?)?;
         let user = named("users", context["context"]["user"].as_str()?)?;

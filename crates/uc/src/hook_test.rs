@@ -13,7 +13,7 @@ use uc_engine::hooks::{HookImpl, HookKind, native::NativeRegistry};
 fn load_hooks(dir: &Path) -> anyhow::Result<(HookImpl, Option<HookImpl>)> {
     let path = dir.join("controller.yaml");
     let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let uc = serde_yaml::Deserializer::from_str(&text)
+    let uc = serde_yaml_ng::Deserializer::from_str(&text)
         .filter_map(|d| serde::Deserialize::deserialize(d).ok())
         .find(|v: &Value| {
             matches!(

@@ -165,7 +165,7 @@ pub fn files(name: &str, lang: Lang) -> Vec<(String, String)> {
         "children": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "example-greeting"},
                       "data": {"greeting": "hello", "replicas": "2"}}],
     });
-    let yaml = |v: &serde_json::Value| serde_yaml::to_string(v).unwrap_or_default();
+    let yaml = |v: &serde_json::Value| serde_yaml_ng::to_string(v).unwrap_or_default();
     let pretty = |v: &serde_json::Value| serde_json::to_string_pretty(v).unwrap_or_default() + "\n";
     let readme = match lang {
         Lang::Js => README_JS,
@@ -413,7 +413,7 @@ mod tests {
             let files = files("demo", lang);
             let get = |n: &str| files.iter().find(|(p, _)| p == n).map(|(_, c)| c.clone());
             assert!(get(source).is_some(), "{lang:?}");
-            let uc: serde_json::Value = serde_yaml::from_str(&get("controller.yaml").unwrap()).unwrap();
+            let uc: serde_json::Value = serde_yaml_ng::from_str(&get("controller.yaml").unwrap()).unwrap();
             assert_eq!(uc["spec"]["hooks"]["sync"]["exec"]["command"][0], command);
             let readme = get("README.md").unwrap();
             assert!(
@@ -429,9 +429,9 @@ mod tests {
     fn the_scaffold_parses() {
         let files = files("demo", Lang::Js);
         let get = |n: &str| files.iter().find(|(p, _)| p == n).map(|(_, c)| c.clone()).unwrap();
-        let crd: serde_json::Value = serde_yaml::from_str(&get("crd.yaml")).unwrap();
+        let crd: serde_json::Value = serde_yaml_ng::from_str(&get("crd.yaml")).unwrap();
         assert_eq!(crd["metadata"]["name"], "demos.example.com");
-        let uc: serde_json::Value = serde_yaml::from_str(&get("controller.yaml")).unwrap();
+        let uc: serde_json::Value = serde_yaml_ng::from_str(&get("controller.yaml")).unwrap();
         let spec: uc_api::controller::UniversalControllerSpec = serde_json::from_value(uc["spec"].clone()).unwrap();
         assert_eq!(spec.parent_resource.resource, "demos");
         let _: serde_json::Value = serde_json::from_str(&get("tests/example/request.json")).unwrap();

@@ -26,7 +26,7 @@ const VERSION: &str = "v1alpha1";
 const SDK_VERSION: &str = "v1.42.0";
 
 fn yaml(v: &Value) -> String {
-    serde_yaml::to_string(v).unwrap_or_default()
+    serde_yaml_ng::to_string(v).unwrap_or_default()
 }
 
 /// A CRD with the SDK's open schema: spec and status keep whatever they are given.
@@ -214,7 +214,7 @@ fn chart_kinds(files: &[(String, Vec<u8>)], chart_name: &str) -> Vec<(String, St
         .map(|m| {
             m.objects
                 .iter()
-                .filter_map(|o| serde_yaml::from_str::<Value>(&o.content).ok())
+                .filter_map(|o| serde_yaml_ng::from_str::<Value>(&o.content).ok())
                 .map(|o| {
                     let api_version = o["apiVersion"].as_str().unwrap_or_default();
                     let group = api_version.split_once('/').map(|(g, _)| g).unwrap_or("").to_string();
@@ -241,7 +241,7 @@ pub fn write(name: &str, kind: &str, sdk: &SdkType, dir: &Path) -> anyhow::Resul
             let values = chart_files
                 .iter()
                 .find(|(p, _)| p == "values.yaml")
-                .and_then(|(_, d)| serde_yaml::from_slice::<Value>(d).ok())
+                .and_then(|(_, d)| serde_yaml_ng::from_slice::<Value>(d).ok())
                 .filter(Value::is_object)
                 .unwrap_or_else(|| json!({}));
             let managed = chart_kinds(&chart_files, &chart_name);
@@ -330,14 +330,14 @@ mod tests {
         );
         let files = ansible_files("demo", "Demo");
         let get = |p: &str| files.iter().find(|(q, _)| q == p).map(|(_, t)| t.clone()).unwrap();
-        let watches: Value = serde_yaml::from_str(&get("watches.yaml")).unwrap();
+        let watches: Value = serde_yaml_ng::from_str(&get("watches.yaml")).unwrap();
         assert_eq!(watches, json!([{"group": "example.com", "version": "v1alpha1", "kind": "Demo", "role": "demo"}]));
-        let crd: Value = serde_yaml::from_str(&get("config/crd/bases/example.com_demos.yaml")).unwrap();
+        let crd: Value = serde_yaml_ng::from_str(&get("config/crd/bases/example.com_demos.yaml")).unwrap();
         assert_eq!(
             crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-preserve-unknown-fields"],
             true
         );
-        let sample: Value = serde_yaml::from_str(&get("config/samples/example.com_v1alpha1_demo.yaml")).unwrap();
+        let sample: Value = serde_yaml_ng::from_str(&get("config/samples/example.com_v1alpha1_demo.yaml")).unwrap();
         assert_eq!(sample["spec"]["greeting"], "hello");
         assert!(get("roles/demo/tasks/main.yml").contains("kind: Demo"));
     }
@@ -346,9 +346,10 @@ mod tests {
     fn a_helm_project_from_helm_create() {
         let dir = std::env::temp_dir().join(format!("uc-init-sdk-{}", std::process::id()));
         write("web", "Web", &SdkType::Helm { chart: None }, &dir).unwrap();
-        let watches: Value = serde_yaml::from_str(&std::fs::read_to_string(dir.join("watches.yaml")).unwrap()).unwrap();
+        let watches: Value =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join("watches.yaml")).unwrap()).unwrap();
         assert_eq!(watches[0]["chart"], "helm-charts/web");
-        let sample: Value = serde_yaml::from_str(
+        let sample: Value = serde_yaml_ng::from_str(
             &std::fs::read_to_string(dir.join("config/samples/example.com_v1alpha1_web.yaml")).unwrap(),
         )
         .unwrap();

@@ -139,7 +139,7 @@ async fn rbac_command(args: RbacArgs) -> anyhow::Result<()> {
         };
         for f in files {
             let text = std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
-            for doc in serde_yaml::Deserializer::from_str(&text) {
+            for doc in serde_yaml_ng::Deserializer::from_str(&text) {
                 let v: serde_json::Value =
                     serde::Deserialize::deserialize(doc).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
                 if !v.is_null() {

@@ -128,7 +128,7 @@ fn write_yaml(path: &Path, docs: &[Value]) -> anyhow::Result<()> {
     let mut text = String::new();
     for d in docs {
         text.push_str("---\n");
-        text.push_str(&serde_yaml::to_string(d).context("rendering YAML")?);
+        text.push_str(&serde_yaml_ng::to_string(d).context("rendering YAML")?);
     }
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }

@@ -57,7 +57,7 @@ pub fn parts(dir: &Path) -> Option<anyhow::Result<Parts>> {
 
 fn read(dir: &Path, watches: &Path) -> anyhow::Result<Parts> {
     let text = std::fs::read_to_string(watches).with_context(|| format!("reading {}", watches.display()))?;
-    let entries: Vec<Value> = serde_yaml::from_str(&text).with_context(|| format!("{}", watches.display()))?;
+    let entries: Vec<Value> = serde_yaml_ng::from_str(&text).with_context(|| format!("{}", watches.display()))?;
     let crds: Vec<Value> = docs_in(&dir.join("config/crd/bases"))
         .into_iter()
         .filter(|d| d.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
@@ -65,7 +65,7 @@ fn read(dir: &Path, watches: &Path) -> anyhow::Result<Parts> {
     let examples = docs_in(&dir.join("config/samples"));
     let project: Value = std::fs::read_to_string(dir.join("PROJECT"))
         .ok()
-        .and_then(|t| serde_yaml::from_str(&t).ok())
+        .and_then(|t| serde_yaml_ng::from_str(&t).ok())
         .unwrap_or(Value::Null);
     let dir_name =
         std::fs::canonicalize(dir).ok().and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));

@@ -158,7 +158,7 @@ fn collect(controllers: &[(String, UniversalControllerSpec)], engine: bool, meta
 
 /// Only the rules, as a YAML list.
 pub fn rules_yaml(controllers: &[(String, UniversalControllerSpec)], engine: bool, metacontroller: bool) -> String {
-    serde_yaml::to_string(&collect(controllers, engine, metacontroller).policy_rules()).unwrap_or_default()
+    serde_yaml_ng::to_string(&collect(controllers, engine, metacontroller).policy_rules()).unwrap_or_default()
 }
 
 /// The ClusterRole (and, for `service_account` `ns/name`, its binding) as YAML documents.
@@ -190,7 +190,7 @@ pub fn manifests(
         ));
     }
     out.push_str("---\n");
-    out.push_str(&serde_yaml::to_string(&role).unwrap_or_default());
+    out.push_str(&serde_yaml_ng::to_string(&role).unwrap_or_default());
     if let Some((ns, sa)) = service_account {
         out.push_str(&binding(name, ns, sa));
     }
@@ -207,7 +207,7 @@ pub fn manifests(
             "rules": account_rules(std::slice::from_ref(spec)),
         });
         out.push_str(&format!("---\n# What {ns}/{sa}, the account {controller} acts as, needs.\n"));
-        out.push_str(&serde_yaml::to_string(&role).unwrap_or_default());
+        out.push_str(&serde_yaml_ng::to_string(&role).unwrap_or_default());
         out.push_str(&binding(&role_name, ns, sa));
     }
     out
@@ -231,7 +231,7 @@ fn binding(name: &str, ns: &str, sa: &str) -> String {
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
         "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}],
     });
-    format!("---\n{}", serde_yaml::to_string(&binding).unwrap_or_default())
+    format!("---\n{}", serde_yaml_ng::to_string(&binding).unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -239,7 +239,7 @@ mod tests {
     use super::*;
 
     fn sample() -> Value {
-        serde_yaml::from_str(include_str!("../../../examples/sample-controller/controller.yaml")).unwrap()
+        serde_yaml_ng::from_str(include_str!("../../../examples/sample-controller/controller.yaml")).unwrap()
     }
 
     fn rule_for<'a>(rules: &'a [Value], group: &str, resource: &str) -> Option<&'a Value> {
@@ -283,7 +283,7 @@ mod tests {
         named["spec"]["serviceAccountNamespace"] = json!("team-a");
         let text = manifests("uc-engine", &controllers(&[named]).unwrap(), true, false, None);
         let docs: Vec<Value> =
-            text.split("---\n").filter(|d| !d.trim().is_empty()).map(|d| serde_yaml::from_str(d).unwrap()).collect();
+            text.split("---\n").filter(|d| !d.trim().is_empty()).map(|d| serde_yaml_ng::from_str(d).unwrap()).collect();
         assert_eq!(docs.len(), 3, "the engine's role, the account's role and its binding");
         assert_eq!(docs[1]["metadata"]["name"], "uc-controller-sample-controller");
         assert_eq!(docs[2]["subjects"][0], json!({"kind": "ServiceAccount", "name": "sample", "namespace": "team-a"}));
@@ -305,7 +305,7 @@ mod tests {
         let ucs = controllers(&[sample(), json!({"kind": "ConfigMap"})]).unwrap();
         let text = manifests("uc-engine", &ucs, true, false, Some(("uc-system", "uc")));
         let docs: Vec<Value> =
-            text.split("---\n").filter(|d| !d.trim().is_empty()).map(|d| serde_yaml::from_str(d).unwrap()).collect();
+            text.split("---\n").filter(|d| !d.trim().is_empty()).map(|d| serde_yaml_ng::from_str(d).unwrap()).collect();
         assert_eq!(docs.len(), 2);
         assert_eq!(docs[0]["metadata"]["annotations"]["uc.njuics.cn/controllers"], "sample-controller");
         let rules = docs[0]["rules"].as_array().unwrap();

@@ -21,7 +21,7 @@ pub fn project_crds(dir: &Path, group: &str, kind: &str) -> Vec<Value> {
     files
         .iter()
         .filter_map(|p| std::fs::read_to_string(p).ok())
-        .filter_map(|t| serde_yaml::from_str::<Value>(&t).ok())
+        .filter_map(|t| serde_yaml_ng::from_str::<Value>(&t).ok())
         .filter(|c| c.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
         .filter(|c| c.pointer("/spec/group").and_then(Value::as_str) == Some(group))
         .filter(|c| c.pointer("/spec/names/kind").and_then(Value::as_str) == Some(kind))

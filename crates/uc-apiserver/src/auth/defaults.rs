@@ -18,7 +18,7 @@ const GROUP: &str = "rbac.authorization.k8s.io";
 
 /// The default ClusterRoles and ClusterRoleBindings, as stored objects.
 pub fn default_objects() -> Vec<(GroupResource, Value)> {
-    let items: Vec<Value> = serde_yaml::from_str(DEFAULTS).expect("default_roles.yaml is valid YAML");
+    let items: Vec<Value> = serde_yaml_ng::from_str(DEFAULTS).expect("default_roles.yaml is valid YAML");
     items
         .into_iter()
         .map(|mut o| {

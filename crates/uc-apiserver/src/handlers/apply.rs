@@ -33,9 +33,8 @@ fn read_intent(req: &Req, t: &Target) -> Result<Value> {
     // applied, in the convergence profile of docs/benchmarks.md).
     let intent: Value = match serde_json::from_slice(&req.body) {
         Ok(v) => v,
-        Err(_) => {
-            serde_yaml::from_slice(&req.body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
-        }
+        Err(_) => serde_yaml_ng::from_slice(&req.body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
     };
     if !intent.is_object() {
         return Err(ApiError::bad_request("an apply patch must be an object"));

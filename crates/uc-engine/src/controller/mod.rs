@@ -416,17 +416,6 @@ pub fn scope(
     }
 }
 
-/// Whether an update changed a parent's status only (Metacontroller's `ignoreStatusChanges`): same
-/// generation, labels, annotations and finalizers, not being deleted.
-pub(crate) fn only_status_changed(old: &Value, new: &Value) -> bool {
-    let same = |p: &str| old.at(p) == new.at(p);
-    !uc_api::meta::is_deleting(new)
-        && same("/metadata/generation")
-        && same("/metadata/labels")
-        && same("/metadata/annotations")
-        && same("/metadata/finalizers")
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -447,18 +436,5 @@ mod tests {
         assert_eq!(super::target_namespaces(&with("a, b")).unwrap().into_iter().collect::<Vec<_>>(), ["a", "b"]);
         assert_eq!(super::target_namespaces(&with("")), None, "every namespace");
         assert_eq!(super::target_namespaces(&json!({"metadata": {}})), None);
-    }
-
-    #[test]
-    fn status_only_changes() {
-        let old = json!({"metadata": {"generation": 1, "labels": {"a": "1"}}, "status": {"x": 1}});
-        let status = json!({"metadata": {"generation": 1, "labels": {"a": "1"}}, "status": {"x": 2}});
-        assert!(super::only_status_changed(&old, &status));
-        let spec = json!({"metadata": {"generation": 2, "labels": {"a": "1"}}, "status": {"x": 1}});
-        assert!(!super::only_status_changed(&old, &spec));
-        let labels = json!({"metadata": {"generation": 1, "labels": {"a": "2"}}});
-        assert!(!super::only_status_changed(&old, &labels));
-        let deleting = json!({"metadata": {"generation": 1, "labels": {"a": "1"}, "deletionTimestamp": "t"}});
-        assert!(!super::only_status_changed(&old, &deleting));
     }
 }

@@ -5,12 +5,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::Value;
 use tokio::task::JoinHandle;
+use uc_api::Pointer;
 use uc_api::meta::meta_str;
 
 use super::shared::Shared;
 use super::sources::SourceObjects;
-use super::{echoes, exec_files, only_status_changed, sources};
+use super::{echoes, exec_files, sources};
 use crate::informer::{ObjKey, Subscription, key_of};
 use crate::queue::{Priority, WorkQueue};
 
@@ -125,5 +127,34 @@ fn enqueue(queue: &WorkQueue<ObjKey>, key: ObjKey, echo: Option<Option<Priority>
         Some(None) => {}
         None if ch.initial => queue.add_at(key, Priority::Low),
         None => queue.add(key),
+    }
+}
+
+/// Whether an update changed a parent's status only (Metacontroller's `ignoreStatusChanges`): same
+/// generation, labels, annotations and finalizers, not being deleted.
+fn only_status_changed(old: &Value, new: &Value) -> bool {
+    let same = |p: &str| old.at(p) == new.at(p);
+    !uc_api::meta::is_deleting(new)
+        && same("/metadata/generation")
+        && same("/metadata/labels")
+        && same("/metadata/annotations")
+        && same("/metadata/finalizers")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn status_only_changes() {
+        let old = json!({"metadata": {"generation": 1, "labels": {"a": "1"}}, "status": {"x": 1}});
+        let status = json!({"metadata": {"generation": 1, "labels": {"a": "1"}}, "status": {"x": 2}});
+        assert!(super::only_status_changed(&old, &status));
+        let spec = json!({"metadata": {"generation": 2, "labels": {"a": "1"}}, "status": {"x": 1}});
+        assert!(!super::only_status_changed(&old, &spec));
+        let labels = json!({"metadata": {"generation": 1, "labels": {"a": "2"}}});
+        assert!(!super::only_status_changed(&old, &labels));
+        let deleting = json!({"metadata": {"generation": 1, "labels": {"a": "1"}, "deletionTimestamp": "t"}});
+        assert!(!super::only_status_changed(&old, &deleting));
     }
 }

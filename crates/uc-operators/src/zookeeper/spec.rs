@@ -362,7 +362,7 @@ mod tests {
 
     #[test]
     fn the_pravega_sample_reads() {
-        let sample: Value = serde_yaml::from_str(include_str!("testdata/pravega-sample.yaml")).unwrap();
+        let sample: Value = serde_yaml_ng::from_str(include_str!("testdata/pravega-sample.yaml")).unwrap();
         let s = Spec::from(&sample).unwrap();
         assert_eq!((s.replicas, s.image().as_str()), (3, "pravega/zookeeper:0.2.15"));
         match &s.storage {
