@@ -1,7 +1,7 @@
 //! The `UniversalController` resource (`universalcontroller.njuics.cn/v1alpha1`): what a user writes to
 //! register a controller. The thesis's YAML listings parse as they are.
 
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -17,6 +17,7 @@ pub const API_VERSION: &str = "universalcontroller.njuics.cn/v1alpha1";
 /// `crds::universal_controller_crd`, is derived from these types and their doc comments).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema, CustomResource)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "universalcontroller.njuics.cn",
     version = "v1alpha1",
     kind = "UniversalController",
@@ -382,7 +383,7 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, DurationError> {
     if let Ok(secs) = s.parse::<f64>() {
         return duration_from_secs(secs, s);
     }
-    let d: kube::core::Duration = s.parse().map_err(|e| DurationError(format!("invalid duration {s:?}: {e}")))?;
+    let d: kube_core::Duration = s.parse().map_err(|e| DurationError(format!("invalid duration {s:?}: {e}")))?;
     if d.is_negative() {
         return Err(DurationError(format!("invalid duration {s:?}: negative")));
     }

@@ -2,7 +2,7 @@
 //! UniversalController (kube-derive) and ControllerRevision (schemars, as kube-derive generates a
 //! structural schema, with its fields at the top level).
 
-use kube::CustomResourceExt;
+use kube_core::CustomResourceExt;
 use schemars::JsonSchema;
 use serde_json::{Value, json};
 
@@ -17,8 +17,8 @@ fn structural_schema<T: JsonSchema>() -> Value {
             s.meta_schema = None;
         })
         .with_transform(schemars::transform::AddNullable::default())
-        .with_transform(kube::core::schema::StructuralSchemaRewriter)
-        .with_transform(kube::core::schema::OptionalEnum)
+        .with_transform(kube_core::schema::StructuralSchemaRewriter)
+        .with_transform(kube_core::schema::OptionalEnum)
         .into_generator();
     let mut schema = serde_json::to_value(generator.into_root_schema_for::<T>()).unwrap_or(Value::Null);
     if let Some(m) = schema.as_object_mut() {
