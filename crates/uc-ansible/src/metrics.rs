@@ -6,6 +6,29 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+/// Why a role's metric update does not apply.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MetricError(pub String);
+
+impl From<String> for MetricError {
+    fn from(message: String) -> Self {
+        MetricError(message)
+    }
+}
+
+impl From<&str> for MetricError {
+    fn from(message: &str) -> Self {
+        MetricError(message.to_string())
+    }
+}
+
+impl From<MetricError> for String {
+    fn from(e: MetricError) -> String {
+        e.0
+    }
+}
+
 /// Prometheus' default histogram buckets (client_golang's `DefBuckets`).
 const BUCKETS: [f64; 11] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
 
@@ -74,10 +97,10 @@ fn flag(op: &Value, key: &str) -> bool {
 impl Registry {
     /// Applies one post (`{name, description, counter|gauge|histogram|summary: {operation}}`); `now`:
     /// seconds since the epoch, for `set_to_current_time`.
-    pub fn apply(&mut self, post: &Value, now: f64) -> Result<(), String> {
+    pub fn apply(&mut self, post: &Value, now: f64) -> Result<(), MetricError> {
         let name = post.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()).ok_or("a metric needs a name")?;
         if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
-            return Err(format!("{name:?} is not a valid metric name"));
+            return Err(MetricError::from(format!("{name:?} is not a valid metric name")));
         }
         let description = post.get("description").and_then(Value::as_str).unwrap_or_default().to_string();
         let (kind, op) = ["counter", "gauge", "histogram", "summary"]
@@ -92,13 +115,13 @@ impl Registry {
         };
         let entry = self.metrics.entry(name.to_string()).or_insert_with(|| (description, fresh.clone()));
         if entry.1.type_name() != fresh.type_name() {
-            return Err(format!("{name} is a {}, not a {kind}", entry.1.type_name()));
+            return Err(MetricError::from(format!("{name} is a {}, not a {kind}", entry.1.type_name())));
         }
         match &mut entry.1 {
             Metric::Counter(v) => {
                 let add = float(op, "add").unwrap_or(0.0) + if flag(op, "increment") { 1.0 } else { 0.0 };
                 if add < 0.0 {
-                    return Err(format!("counter {name} cannot decrease"));
+                    return Err(MetricError::from(format!("counter {name} cannot decrease")));
                 }
                 *v += add;
             }
@@ -250,7 +273,9 @@ mod tests {
         let samples = r.samples();
         let hist = samples.iter().find(|(n, ..)| n == "histogram_test").unwrap();
         assert_eq!(hist.2, Sample::Histogram(BUCKETS.iter().map(|&le| (le, u64::from(le >= 2.0))).collect(), 2.0, 1));
-        assert!(r.apply(&json!({"name": "counter_add_test", "gauge": {}}), 0.0).unwrap_err().contains("is a counter"));
+        assert!(
+            r.apply(&json!({"name": "counter_add_test", "gauge": {}}), 0.0).unwrap_err().0.contains("is a counter")
+        );
         assert!(r.apply(&json!({"name": "x y", "counter": {}}), 0.0).is_err());
         assert!(r.apply(&json!({"name": "c", "counter": {"add": -1}}), 0.0).is_err());
         assert!(r.apply(&json!({"name": "n"}), 0.0).is_err());

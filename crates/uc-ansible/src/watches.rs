@@ -8,6 +8,29 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value as Json;
 
+/// What is wrong with a watches file: the field and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct WatchesError(pub String);
+
+impl From<String> for WatchesError {
+    fn from(message: String) -> Self {
+        WatchesError(message)
+    }
+}
+
+impl From<&str> for WatchesError {
+    fn from(message: &str) -> Self {
+        WatchesError(message.to_string())
+    }
+}
+
+impl From<WatchesError> for String {
+    fn from(e: WatchesError) -> String {
+        e.0
+    }
+}
+
 /// What reconciles a kind: a role (its directory) or a playbook (its file).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Runnable {
@@ -126,27 +149,38 @@ pub struct Paths<'a> {
 }
 
 impl Paths<'_> {
-    fn role(&self, role: &str, at: &str) -> Result<PathBuf, String> {
+    fn role(&self, role: &str, at: &str) -> Result<PathBuf, WatchesError> {
         let r = Path::new(role);
         if r.is_absolute() {
-            return if (self.exists)(r) { Ok(r.to_path_buf()) } else { Err(format!("{at}: role {role} not found")) };
+            return if (self.exists)(r) {
+                Ok(r.to_path_buf())
+            } else {
+                Err(WatchesError::from(format!("{at}: role {role} not found")))
+            };
         }
         let mut candidates = vec![self.dir.join("roles").join(role)];
         candidates.extend(self.roles_path.iter().map(|p| p.join(role)));
         candidates.extend(self.home.iter().map(|h| h.join("roles").join(role)));
         candidates.into_iter().find(|c| (self.exists)(c)).ok_or_else(|| {
-            format!("{at}: role {role} not found in {}/roles, ANSIBLE_ROLES_PATH or ~/roles", self.dir.display())
+            WatchesError(format!(
+                "{at}: role {role} not found in {}/roles, ANSIBLE_ROLES_PATH or ~/roles",
+                self.dir.display()
+            ))
         })
     }
 
-    fn playbook(&self, playbook: &str, at: &str) -> Result<PathBuf, String> {
+    fn playbook(&self, playbook: &str, at: &str) -> Result<PathBuf, WatchesError> {
         let p = if Path::new(playbook).is_absolute() { PathBuf::from(playbook) } else { self.dir.join(playbook) };
-        if (self.exists)(&p) { Ok(p) } else { Err(format!("{at}: playbook {} not found", p.display())) }
+        if (self.exists)(&p) {
+            Ok(p)
+        } else {
+            Err(WatchesError::from(format!("{at}: playbook {} not found", p.display())))
+        }
     }
 
-    fn runnable(&self, role: &str, playbook: &str, at: &str) -> Result<Option<Runnable>, String> {
+    fn runnable(&self, role: &str, playbook: &str, at: &str) -> Result<Option<Runnable>, WatchesError> {
         match (role.is_empty(), playbook.is_empty()) {
-            (false, false) => Err(format!("{at}: set only one of role and playbook")),
+            (false, false) => Err(WatchesError::from(format!("{at}: set only one of role and playbook"))),
             (false, true) => Ok(Some(Runnable::Role(self.role(role, &format!("{at}.role"))?))),
             (true, false) => Ok(Some(Runnable::Playbook(self.playbook(playbook, &format!("{at}.playbook"))?))),
             (true, true) => Ok(None),
@@ -161,13 +195,13 @@ pub fn is_ansible(text: &str) -> bool {
 }
 
 /// Seconds of a Go duration (`1h30m`, `30s`, `500ms`); `at` names the field in the error.
-fn go_duration(s: &str, at: &str) -> Result<f64, String> {
+fn go_duration(s: &str, at: &str) -> Result<f64, WatchesError> {
     let re = regex::Regex::new(r"^(?:(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns))+$").expect("a valid pattern");
     if s == "0" {
         return Ok(0.0);
     }
     if !re.is_match(s) {
-        return Err(format!("{at}: invalid duration {s:?}"));
+        return Err(WatchesError::from(format!("{at}: invalid duration {s:?}")));
     }
     let part = regex::Regex::new(r"(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)").expect("a valid pattern");
     Ok(part
@@ -187,23 +221,25 @@ fn go_duration(s: &str, at: &str) -> Result<f64, String> {
 }
 
 /// The entries of a watches file's text.
-pub fn parse(text: &str, paths: &Paths) -> Result<Vec<Watch>, String> {
+pub fn parse(text: &str, paths: &Paths) -> Result<Vec<Watch>, WatchesError> {
     let entries: Vec<Entry> = serde_yaml_ng::from_str(text).map_err(|e| format!("invalid watches file: {e}"))?;
     let mut out: Vec<Watch> = Vec::new();
     for (i, e) in entries.into_iter().enumerate() {
         let gvk = format!("{}/{}, Kind={}", e.group, e.version, e.kind);
         let at = format!("watches[{i}]");
         if e.version.is_empty() || e.kind.is_empty() {
-            return Err(format!("invalid GVK: {gvk}: version and kind must not be empty"));
+            return Err(WatchesError::from(format!("invalid GVK: {gvk}: version and kind must not be empty")));
         }
         if out.iter().any(|w| w.group == e.group && w.version == e.version && w.kind == e.kind) {
-            return Err(format!("duplicate GVK: {gvk}"));
+            return Err(WatchesError::from(format!("duplicate GVK: {gvk}")));
         }
         let run = paths
             .runnable(&e.role, &e.playbook, &at)?
             .ok_or_else(|| format!("{at}: a role or a playbook is required for {gvk}"))?;
         let finalizer = match e.finalizer {
-            Some(f) if f.name.is_empty() => return Err(format!("{at}.finalizer.name: a finalizer needs a name")),
+            Some(f) if f.name.is_empty() => {
+                return Err(WatchesError::from(format!("{at}.finalizer.name: a finalizer needs a name")));
+            }
             Some(f) => Some(Finalizer {
                 run: paths.runnable(&f.role, &f.playbook, &format!("{at}.finalizer"))?,
                 name: f.name,
@@ -278,7 +314,7 @@ mod tests {
         assert_eq!((w[0].run.clone(), w[0].reconcile_period), (Runnable::Role("/etc/roles/r".into()), 90.0));
         let none = |_: &Path| false;
         let e = parse("- {version: v1, kind: K, role: r}", &paths(&none)).unwrap_err();
-        assert!(e.starts_with("watches[0].role: role r not found"), "{e}");
+        assert!(e.0.starts_with("watches[0].role: role r not found"), "{e}");
         let all = |_: &Path| true;
         let refused = [
             ("- {version: v1, kind: K}", "watches[0]: a role or a playbook is required"),
@@ -291,7 +327,7 @@ mod tests {
         ];
         for (text, want) in refused {
             let e = parse(text, &paths(&all)).unwrap_err();
-            assert!(e.contains(want), "{text}: {e}");
+            assert!(e.0.contains(want), "{text}: {e}");
         }
     }
 }

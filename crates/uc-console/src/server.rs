@@ -19,6 +19,29 @@ use crate::assets;
 use crate::session::{self, Sessions};
 use crate::wire::{Body, is_api};
 
+/// Why a token's access to the engine's metrics could not be reviewed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MetricsAccessError(pub String);
+
+impl From<String> for MetricsAccessError {
+    fn from(message: String) -> Self {
+        MetricsAccessError(message)
+    }
+}
+
+impl From<&str> for MetricsAccessError {
+    fn from(message: &str) -> Self {
+        MetricsAccessError(message.to_string())
+    }
+}
+
+impl From<MetricsAccessError> for String {
+    fn from(e: MetricsAccessError) -> String {
+        e.0
+    }
+}
+
 /// What every request shares.
 pub struct State {
     pub sessions: Sessions,
@@ -119,7 +142,7 @@ async fn proxy(state: &State, token: &str, req: Request<Incoming>) -> Response<B
 
 /// Whether the user may read metrics: kube's non-resource URL `/metrics`, asked of the API server as
 /// the user (a SelfSubjectAccessReview).
-async fn may_read_metrics(state: &State, token: &str) -> Result<bool, String> {
+async fn may_read_metrics(state: &State, token: &str) -> Result<bool, MetricsAccessError> {
     use k8s_openapi::api::authorization::v1::{
         NonResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
     };

@@ -12,6 +12,29 @@ use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessR
 use parking_lot::Mutex;
 use uc_api::controller::UniversalControllerSpec;
 
+/// Why acting as a service account failed: its name does not read, or what it may do could not be asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AccessError(pub String);
+
+impl From<String> for AccessError {
+    fn from(message: String) -> Self {
+        AccessError(message)
+    }
+}
+
+impl From<&str> for AccessError {
+    fn from(message: &str) -> Self {
+        AccessError(message.to_string())
+    }
+}
+
+impl From<AccessError> for String {
+    fn from(e: AccessError) -> String {
+        e.0
+    }
+}
+
 /// A service account, by namespace and name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServiceAccount {
@@ -23,12 +46,12 @@ pub struct ServiceAccount {
 
 impl ServiceAccount {
     /// `NAMESPACE/NAME`.
-    pub fn parse(text: &str) -> Result<ServiceAccount, String> {
+    pub fn parse(text: &str) -> Result<ServiceAccount, AccessError> {
         match text.split_once('/') {
             Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
                 Ok(ServiceAccount { namespace: ns.into(), name: name.into() })
             }
-            _ => Err(format!("{text:?}: a service account is NAMESPACE/NAME")),
+            _ => Err(AccessError::from(format!("{text:?}: a service account is NAMESPACE/NAME"))),
         }
     }
 
@@ -65,7 +88,7 @@ pub fn account_of(
     spec: &UniversalControllerSpec,
     controller: &serde_json::Value,
     default: Option<&ServiceAccount>,
-) -> Result<Option<ServiceAccount>, String> {
+) -> Result<Option<ServiceAccount>, AccessError> {
     if let Some(name) = spec.service_account_name.as_deref().filter(|n| !n.is_empty()) {
         let namespace = spec.service_account_namespace.clone().filter(|n| !n.is_empty()).unwrap_or("default".into());
         return Ok(Some(ServiceAccount { namespace, name: name.into() }));
@@ -73,9 +96,9 @@ pub fn account_of(
     let annotated =
         controller.pointer("/metadata/annotations").and_then(|a| a.get(ANNOTATION)).and_then(|v| v.as_str());
     match annotated {
-        Some(text) => {
-            ServiceAccount::parse(text).map(Some).map_err(|e| format!("metadata.annotations[{ANNOTATION}]: {e}"))
-        }
+        Some(text) => ServiceAccount::parse(text)
+            .map(Some)
+            .map_err(|e| AccessError(format!("metadata.annotations[{ANNOTATION}]: {e}"))),
         None => Ok(default.filter(|_| !only_native(spec)).cloned()),
     }
 }
@@ -158,7 +181,7 @@ impl Access {
     }
 
     /// Ok when the account may make `read`; else kube's refusal (or why it could not be asked).
-    pub async fn check(&self, read: &Read) -> Result<(), String> {
+    pub async fn check(&self, read: &Read) -> Result<(), AccessError> {
         let kept = self.kept.lock().get(read).filter(|(at, _)| at.elapsed() < KEPT).map(|(_, allowed)| *allowed);
         let allowed = match kept {
             Some(allowed) => allowed,
@@ -168,10 +191,10 @@ impl Access {
                 allowed
             }
         };
-        if allowed { Ok(()) } else { Err(read.refusal(&self.user)) }
+        if allowed { Ok(()) } else { Err(AccessError(read.refusal(&self.user))) }
     }
 
-    async fn ask(&self, read: &Read) -> Result<bool, String> {
+    async fn ask(&self, read: &Read) -> Result<bool, AccessError> {
         let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
         let review = SelfSubjectAccessReview {
             spec: SelfSubjectAccessReviewSpec {
@@ -218,7 +241,7 @@ mod tests {
         let annotated = serde_json::json!({"metadata": {"annotations": {ANNOTATION: "team-b/hooks"}}});
         assert_eq!(account_of(&spec, &annotated, Some(&default)).unwrap().unwrap().name, "hooks");
         let garbled = serde_json::json!({"metadata": {"annotations": {ANNOTATION: "hooks"}}});
-        assert!(account_of(&spec, &garbled, None).unwrap_err().contains("NAMESPACE/NAME"));
+        assert!(account_of(&spec, &garbled, None).unwrap_err().0.contains("NAMESPACE/NAME"));
         spec.service_account_name = Some("builder".into());
         assert_eq!(account_of(&spec, &annotated, Some(&default)).unwrap().unwrap().namespace, "default");
         spec.service_account_namespace = Some("team-a".into());

@@ -15,6 +15,29 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
 
+/// Why leader-election timings do not hold together.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct TimingError(pub String);
+
+impl From<String> for TimingError {
+    fn from(message: String) -> Self {
+        TimingError(message)
+    }
+}
+
+impl From<&str> for TimingError {
+    fn from(message: &str) -> Self {
+        TimingError(message.to_string())
+    }
+}
+
+impl From<TimingError> for String {
+    fn from(e: TimingError) -> String {
+        e.0
+    }
+}
+
 /// Leader election settings (client-go's defaults: 15 s, 10 s, 2 s).
 #[derive(Clone)]
 pub struct LeaderElection {
@@ -52,22 +75,26 @@ impl LeaderElection {
     }
 
     /// Settings that cannot work: the leader must give up before a standby may take over.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), TimingError> {
         check_timing(self.lease_duration, self.renew_deadline, self.retry_period)
     }
 }
 
 /// Timings under which a standby could take over while the leader still writes are refused.
-pub fn check_timing(lease_duration: Duration, renew_deadline: Duration, retry_period: Duration) -> Result<(), String> {
+pub fn check_timing(
+    lease_duration: Duration,
+    renew_deadline: Duration,
+    retry_period: Duration,
+) -> Result<(), TimingError> {
     if renew_deadline >= lease_duration {
-        return Err(format!(
+        return Err(TimingError::from(format!(
             "the renew deadline ({renew_deadline:?}) must be shorter than the lease duration ({lease_duration:?})"
-        ));
+        )));
     }
     if retry_period.is_zero() || retry_period >= renew_deadline {
-        return Err(format!(
+        return Err(TimingError::from(format!(
             "the retry period ({retry_period:?}) must be positive and shorter than the renew deadline ({renew_deadline:?})"
-        ));
+        )));
     }
     Ok(())
 }

@@ -14,6 +14,29 @@ use k8s_openapi::api::authorization::v1::{NonResourceAttributes, SubjectAccessRe
 use parking_lot::Mutex;
 use serde_json::json;
 
+/// Why a metrics caller's token or rights could not be reviewed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ReviewError(pub String);
+
+impl From<String> for ReviewError {
+    fn from(message: String) -> Self {
+        ReviewError(message)
+    }
+}
+
+impl From<&str> for ReviewError {
+    fn from(message: &str) -> Self {
+        ReviewError(message.to_string())
+    }
+}
+
+impl From<ReviewError> for String {
+    fn from(e: ReviewError) -> String {
+        e.0
+    }
+}
+
 /// How long a verdict is kept.
 const KEPT: Duration = Duration::from_secs(10);
 /// At most this many verdicts are kept (then they are all dropped: a flood of bad tokens cannot grow
@@ -74,7 +97,7 @@ impl Reviewer {
     }
 
     /// The verdict for `token` asking `verb` on `path`; an error when the cluster cannot be asked.
-    pub async fn review(&self, token: Option<&str>, verb: &str, path: &str) -> Result<Verdict, String> {
+    pub async fn review(&self, token: Option<&str>, verb: &str, path: &str) -> Result<Verdict, ReviewError> {
         let Some(token) = token else { return Ok(Verdict::Unauthenticated) };
         let key = (token.to_string(), verb.to_string(), path.to_string());
         if let Some((at, verdict)) = self.kept.lock().get(&key)
@@ -94,7 +117,7 @@ impl Reviewer {
         Ok(verdict)
     }
 
-    async fn authenticate(&self, token: &str) -> Result<Option<UserInfo>, String> {
+    async fn authenticate(&self, token: &str) -> Result<Option<UserInfo>, ReviewError> {
         let review = TokenReview {
             spec: TokenReviewSpec { token: Some(token.to_string()), ..Default::default() },
             ..Default::default()
@@ -105,7 +128,7 @@ impl Reviewer {
         Ok(status.authenticated.unwrap_or(false).then(|| status.user.unwrap_or_default()))
     }
 
-    async fn authorize(&self, user: UserInfo, verb: &str, path: &str) -> Result<Verdict, String> {
+    async fn authorize(&self, user: UserInfo, verb: &str, path: &str) -> Result<Verdict, ReviewError> {
         let name = user.username.clone().unwrap_or_default();
         let review = SubjectAccessReview {
             spec: SubjectAccessReviewSpec {

@@ -638,7 +638,7 @@ async fn wire(ctx: &Ctx, pod: &Value, ip: &str) -> Result<(), (String, String)> 
     if !*open {
         return Err(failed("the node is stopping".into()));
     }
-    network::host::attach(&cidr, meta(pod, "uid"), addr).await.map_err(failed)
+    network::host::attach(&cidr, meta(pod, "uid"), addr).await.map_err(|e| failed(e.0))
 }
 
 /// What a pod this node ran leaves behind goes: its directory, its network namespace, its address.

@@ -400,7 +400,7 @@ impl PodProcesses {
                 Some(t) => match probe::run(&spec, &container, t, p.timeout).await {
                     Ok(()) => true,
                     Err(why) => {
-                        self.happened([Happened::unhealthy(&name, "Readiness", &why)]);
+                        self.happened([Happened::unhealthy(&name, "Readiness", &why.0)]);
                         false
                     }
                 },
@@ -445,7 +445,7 @@ impl PodProcesses {
             failures = match probe::run(&spec, &container, &target, p.timeout).await {
                 Ok(()) => 0,
                 Err(why) => {
-                    self.happened([Happened::unhealthy(&name, "Liveness", &why)]);
+                    self.happened([Happened::unhealthy(&name, "Liveness", &why.0)]);
                     failures + 1
                 }
             };

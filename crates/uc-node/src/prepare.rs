@@ -162,9 +162,17 @@ pub(crate) fn base_env(ctx: &Ctx, pod: &Value, ip: &str) -> Vec<(String, String)
     env
 }
 
+/// A container asked to run as non-root would run as root, as the kubelet refuses it.
+#[derive(Debug, thiserror::Error)]
+#[error("container's runAsUser breaks non-root policy (pod: {pod:?}, container: {container})")]
+pub(crate) struct NonRootViolation {
+    pod: String,
+    container: String,
+}
+
 /// The user and groups a sandboxed container runs as (its security context over the pod's, over the
 /// image's user); an error when that is root and either asks to run as non-root.
-fn identity(pod: &Value, c: &Container, entry: &allowlist::AllowEntry) -> Result<sandbox::Identity, String> {
+fn identity(pod: &Value, c: &Container, entry: &allowlist::AllowEntry) -> Result<sandbox::Identity, NonRootViolation> {
     let pod_sc: Option<PodSecurityContext> =
         pod.pointer("/spec/securityContext").and_then(|s| serde_json::from_value(s.clone()).ok());
     let id = sandbox::Identity::of(pod_sc.as_ref(), c.security_context.as_ref()).with_image_user(
@@ -179,9 +187,8 @@ fn identity(pod: &Value, c: &Container, entry: &allowlist::AllowEntry) -> Result
         .or(pod_sc.as_ref().and_then(|s| s.run_as_non_root))
         .unwrap_or(false);
     if non_root && id.uid == 0 {
-        let pod_name = format!("{}_{}", meta(pod, "name"), meta(pod, "namespace"));
-        let name = c.name.as_str();
-        return Err(format!("container's runAsUser breaks non-root policy (pod: {pod_name:?}, container: {name})"));
+        let pod = format!("{}_{}", meta(pod, "name"), meta(pod, "namespace"));
+        return Err(NonRootViolation { pod, container: c.name.clone() });
     }
     Ok(id)
 }
@@ -231,7 +238,7 @@ pub(crate) fn prepare(
     let resolv = ctx.hosts.as_ref().filter(|_| Path::new("/etc/resolv.conf").exists()).and_then(|h| h.resolv_path(ns));
     let names = volumes::NameFiles { hosts: ctx.hosts.as_ref().map(|h| h.path(ns)), resolv };
     let (argv, confine, isolated) = if ctx.options.sandbox {
-        let id = identity(pod, &c, &entry).map_err(|m| fail("CreateContainerConfigError", m))?;
+        let id = identity(pod, &c, &entry).map_err(|e| fail("CreateContainerConfigError", e.to_string()))?;
         let program = PathBuf::from(argv.first().cloned().unwrap_or_default());
         let layout = sandbox::Layout {
             program: &program,

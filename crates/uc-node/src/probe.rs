@@ -10,6 +10,29 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::exec::ExecTarget;
 
+/// Why a probe failed (what the container answered, or why nothing did).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ProbeFailure(pub String);
+
+impl From<String> for ProbeFailure {
+    fn from(message: String) -> Self {
+        ProbeFailure(message)
+    }
+}
+
+impl From<&str> for ProbeFailure {
+    fn from(message: &str) -> Self {
+        ProbeFailure(message.to_string())
+    }
+}
+
+impl From<ProbeFailure> for String {
+    fn from(e: ProbeFailure) -> String {
+        e.0
+    }
+}
+
 /// A probe's timing and thresholds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Settings {
@@ -54,13 +77,18 @@ pub fn port_of(port: &IntOrString, container: &Container) -> Option<u16> {
 
 /// Runs a probe once against the container at `ip`: Ok, or why it failed in a kubelet's words (what
 /// `Unhealthy` Events say).
-pub async fn run(probe: &Probe, container: &Container, target: &ExecTarget, timeout: Duration) -> Result<(), String> {
-    tokio::time::timeout(timeout, once(probe, container, target))
-        .await
-        .unwrap_or_else(|_| Err(format!("timeout: failed to get a response within {}s", timeout.as_secs())))
+pub async fn run(
+    probe: &Probe,
+    container: &Container,
+    target: &ExecTarget,
+    timeout: Duration,
+) -> Result<(), ProbeFailure> {
+    tokio::time::timeout(timeout, once(probe, container, target)).await.unwrap_or_else(|_| {
+        Err(ProbeFailure::from(format!("timeout: failed to get a response within {}s", timeout.as_secs())))
+    })
 }
 
-async fn once(probe: &Probe, container: &Container, target: &ExecTarget) -> Result<(), String> {
+async fn once(probe: &Probe, container: &Container, target: &ExecTarget) -> Result<(), ProbeFailure> {
     let ip = if target.ip.is_empty() { "127.0.0.1" } else { target.ip.as_str() };
     if let Some(h) = &probe.http_get {
         let host = h.host.as_deref().filter(|h| !h.is_empty()).unwrap_or(ip);
@@ -77,17 +105,17 @@ async fn once(probe: &Probe, container: &Container, target: &ExecTarget) -> Resu
         let line = String::from_utf8_lossy(&buf[..n]);
         return match line.split_whitespace().nth(1).and_then(|c| c.parse::<u16>().ok()) {
             Some(code) if (200..400).contains(&code) => Ok(()),
-            Some(code) => Err(format!("HTTP probe failed with statuscode: {code}")),
-            None => Err(format!("Get {url:?}: malformed HTTP response")),
+            Some(code) => Err(ProbeFailure::from(format!("HTTP probe failed with statuscode: {code}"))),
+            None => Err(ProbeFailure::from(format!("Get {url:?}: malformed HTTP response"))),
         };
     }
     if let Some(t) = &probe.tcp_socket {
         let host = t.host.as_deref().filter(|h| !h.is_empty()).unwrap_or(ip);
         let port = port_of(&t.port, container).ok_or_else(|| format!("port {:?} names no container port", t.port))?;
-        return tokio::net::TcpStream::connect((host, port))
+        tokio::net::TcpStream::connect((host, port))
             .await
-            .map(|_| ())
-            .map_err(|e| format!("dial tcp {host}:{port}: connect: {}", os_words(&e)));
+            .map_err(|e| format!("dial tcp {host}:{port}: connect: {}", os_words(&e)))?;
+        return Ok(());
     }
     if let Some(argv) = probe.exec.as_ref().and_then(|e| e.command.as_ref()) {
         let mut command = crate::exec::command(target, argv).map_err(|e| e.to_string())?;
@@ -97,9 +125,13 @@ async fn once(probe: &Probe, container: &Container, target: &ExecTarget) -> Resu
             return Ok(());
         }
         let said = String::from_utf8_lossy(&[out.stdout, out.stderr].concat()).trim().to_string();
-        return Err(if said.is_empty() { format!("command {argv:?} exited with {}", out.status) } else { said });
+        return Err(ProbeFailure(if said.is_empty() {
+            format!("command {argv:?} exited with {}", out.status)
+        } else {
+            said
+        }));
     }
-    Err("the probe has no handler".into())
+    Err(ProbeFailure::from("the probe has no handler"))
 }
 
 /// An I/O error as Go's net package words it (`connection refused`).

@@ -10,6 +10,29 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::{ApiResource, Discovery, Scope};
 use serde_json::Value;
 
+/// Why a chart's lookup could not be answered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LookupError(pub String);
+
+impl From<String> for LookupError {
+    fn from(message: String) -> Self {
+        LookupError(message)
+    }
+}
+
+impl From<&str> for LookupError {
+    fn from(message: &str) -> Self {
+        LookupError(message.to_string())
+    }
+}
+
+impl From<LookupError> for String {
+    fn from(e: LookupError) -> String {
+        e.0
+    }
+}
+
 /// The cluster's kinds, by `apiVersion` and kind, and a client to read them.
 pub struct ClusterLookup {
     client: kube::Client,
@@ -35,9 +58,11 @@ impl ClusterLookup {
         handle: &tokio::runtime::Handle,
         (api_version, kind, ns, name): (&str, &str, &str, &str),
         (release, namespace): (&str, &str),
-    ) -> Result<Value, String> {
+    ) -> Result<Value, LookupError> {
         let Some((ar, namespaced)) = self.kinds.get(&(api_version.to_string(), kind.to_string())) else {
-            return Err(format!("unable to get apiresource from unstructured: {api_version}, Kind={kind}"));
+            return Err(LookupError::from(format!(
+                "unable to get apiresource from unstructured: {api_version}, Kind={kind}"
+            )));
         };
         if !namespaced || ns != namespace {
             return Ok(uc_helm::operator::lookup_answer(None, release, namespace));
@@ -64,6 +89,7 @@ impl ClusterLookup {
         Rc::new(move |api_version, kind, ns, name| {
             this.get(&handle, (api_version, kind, ns, name), (&release, &namespace))
                 .map(|v| uc_helm::gotemplate::Value::from_json(&v, true))
+                .map_err(String::from)
         })
     }
 }

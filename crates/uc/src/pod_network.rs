@@ -85,7 +85,7 @@ fn subnet(data_dir: &std::path::Path, taken: impl Fn(u8) -> bool) -> anyhow::Res
 }
 
 /// Parses `--pod-cidr`.
-pub fn parse_cidr(text: &str) -> Result<PodCidr, String> {
+pub fn parse_cidr(text: &str) -> Result<PodCidr, uc_node::network::CidrError> {
     PodCidr::parse(text)
 }
 

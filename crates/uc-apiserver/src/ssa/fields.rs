@@ -278,17 +278,19 @@ impl FieldSet {
     }
 
     /// Reads FieldsV1; anything that is not its shape is an error naming where.
-    pub fn from_fields_v1(v: &Value) -> Result<FieldSet, String> {
-        let Value::Object(m) = v else { return Err(format!("expected an object, found {v}")) };
+    pub fn from_fields_v1(v: &Value) -> Result<FieldSet, FieldsError> {
+        let Value::Object(m) = v else { return Err(FieldsError::from(format!("expected an object, found {v}"))) };
         let mut out = FieldSet::new();
         for (pe, sub) in m {
             if pe == "." {
                 continue;
             }
             if !matches!(pe.split_once(':'), Some(("f" | "k" | "v" | "i", _))) {
-                return Err(format!("{pe:?} is not a path element (f:, k:, v: or i:)"));
+                return Err(FieldsError::from(format!("{pe:?} is not a path element (f:, k:, v: or i:)")));
             }
-            let Value::Object(inner) = sub else { return Err(format!("{pe}: expected an object, found {sub}")) };
+            let Value::Object(inner) = sub else {
+                return Err(FieldsError::from(format!("{pe}: expected an object, found {sub}")));
+            };
             let own = inner.is_empty() || inner.contains_key(".");
             let children = FieldSet::from_fields_v1(sub).map_err(|e| format!("{pe}: {e}"))?;
             // The map's keys come in order.
@@ -333,7 +335,7 @@ mod tests {
             ]
         );
         assert!(FieldSet::from_fields_v1(&json!({"x:y": {}})).is_err());
-        assert!(FieldSet::from_fields_v1(&json!({"f:a": 1})).unwrap_err().starts_with("f:a: "));
+        assert!(FieldSet::from_fields_v1(&json!({"f:a": 1})).unwrap_err().0.starts_with("f:a: "));
     }
 
     #[test]

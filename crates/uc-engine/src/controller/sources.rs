@@ -29,6 +29,29 @@ use super::shared::Shared;
 use crate::hooks::HookImpl;
 use crate::hooks::javascript::JsHook;
 
+/// Why a hook's source could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SourceError(pub String);
+
+impl From<String> for SourceError {
+    fn from(message: String) -> Self {
+        SourceError(message)
+    }
+}
+
+impl From<&str> for SourceError {
+    fn from(message: &str) -> Self {
+        SourceError(message.to_string())
+    }
+}
+
+impl From<SourceError> for String {
+    fn from(e: SourceError) -> String {
+        e.0
+    }
+}
+
 /// An object's data (a Secret's values as text).
 type Data = BTreeMap<String, String>;
 
@@ -79,7 +102,7 @@ impl SourceObject {
 
     /// Reads the object through the first list of a new watch of it; returns its data and the watch,
     /// which goes on from that list.
-    async fn read(&self, client: Client) -> Result<(Data, Watch), String> {
+    async fn read(&self, client: Client) -> Result<(Data, Watch), SourceError> {
         let mut watch = self.watch(client);
         let mut data = None;
         loop {
@@ -87,8 +110,8 @@ impl SourceObject {
                 Some(Ok(Seen::Object(d))) => data = Some(d),
                 Some(Ok(Seen::Listed)) => break,
                 Some(Ok(Seen::Deleted | Seen::Relisting)) => {}
-                Some(Err(e)) => return Err(format!("{self}: {}", crate::dynamic::watch_error(&e))),
-                None => return Err(format!("{self}: the watch ended before its first list")),
+                Some(Err(e)) => return Err(SourceError::from(format!("{self}: {}", crate::dynamic::watch_error(&e)))),
+                None => return Err(SourceError::from(format!("{self}: the watch ended before its first list"))),
             }
         }
         let data = data.ok_or_else(|| format!("{self} not found"))?;
@@ -135,7 +158,7 @@ pub(super) struct SourceObjects(BTreeMap<SourceObject, Read>);
 impl SourceObjects {
     /// The source of a JavaScript hook kept in an object: `Ok(None)` when it is inline; an error
     /// names the object that cannot be read or the key it lacks.
-    pub(super) async fn source(&mut self, client: &Client, js: &JavaScript) -> Result<Option<String>, String> {
+    pub(super) async fn source(&mut self, client: &Client, js: &JavaScript) -> Result<Option<String>, SourceError> {
         let Some((object, key)) = SourceObject::of(js) else { return Ok(None) };
         let what = object.to_string();
         let read = match self.0.entry(object) {
@@ -145,7 +168,7 @@ impl SourceObjects {
                 e.insert(Read { data, watch: Some(watch) })
             }
         };
-        read.data.get(key).cloned().map(Some).ok_or_else(|| format!("{what} has no key {key:?}"))
+        read.data.get(key).cloned().map(Some).ok_or_else(|| SourceError(format!("{what} has no key {key:?}")))
     }
 }
 
@@ -258,11 +281,11 @@ mod tests {
         assert_eq!(source(&mut objects, "hooks", "finalize.js").await.unwrap().as_deref(), Some("var finalize;"));
         assert_eq!(source(&mut objects, "hooks", "sync.js").await.unwrap().as_deref(), Some("var sync;"));
         let missing_key = source(&mut objects, "hooks", "customize.js").await.unwrap_err();
-        assert_eq!(missing_key, "configMap default/hooks has no key \"customize.js\"");
+        assert_eq!(missing_key.0, "configMap default/hooks has no key \"customize.js\"");
         assert_eq!(cluster.requests().await, 1, "one list for the four hooks kept in one ConfigMap");
 
         let missing = source(&mut objects, "elsewhere", "sync.js").await.unwrap_err();
-        assert_eq!(missing, "configMap default/elsewhere not found");
+        assert_eq!(missing.0, "configMap default/elsewhere not found");
         assert_eq!(cluster.requests().await, 2);
         let inline = JavaScript { source: Some("x".into()), ..Default::default() };
         assert_eq!(objects.source(&client, &inline).await, Ok(None));

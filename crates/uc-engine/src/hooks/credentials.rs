@@ -8,6 +8,29 @@ use kube::api::Api;
 use uc_api::controller::Webhook;
 use uc_api::webhook_auth::{Authorization, BasicAuth, CaBundle, ClientTls, EndpointConfig, KeyRef, endpoint_for};
 
+/// Why a hook's credentials could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CredentialsError(pub String);
+
+impl From<String> for CredentialsError {
+    fn from(message: String) -> Self {
+        CredentialsError(message)
+    }
+}
+
+impl From<&str> for CredentialsError {
+    fn from(message: &str) -> Self {
+        CredentialsError(message.to_string())
+    }
+}
+
+impl From<CredentialsError> for String {
+    fn from(e: CredentialsError) -> String {
+        e.0
+    }
+}
+
 /// What a webhook call needs beyond its URL.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Credentials {
@@ -61,10 +84,10 @@ pub async fn resolve(
     hook: &Webhook,
     url: &str,
     configs: &[EndpointConfig],
-) -> Result<Credentials, String> {
+) -> Result<Credentials, CredentialsError> {
     let s = settings(hook, url, configs);
     if s.authorization.is_some() && s.basic_auth.is_some() {
-        return Err("authorization and basicAuth are mutually exclusive".into());
+        return Err(CredentialsError::from("authorization and basicAuth are mutually exclusive"));
     }
     let ca_pem = match s.ca_bundle {
         None => None,
@@ -72,7 +95,7 @@ pub async fn resolve(
         Some(CaBundle::Source(src)) => {
             let set = [src.inline.is_some(), src.secret_ref.is_some(), src.config_map_ref.is_some()];
             if set.iter().filter(|x| **x).count() != 1 {
-                return Err("caBundle: set exactly one of inline, secretRef, configMapRef".into());
+                return Err(CredentialsError::from("caBundle: set exactly one of inline, secretRef, configMapRef"));
             }
             Some(match (&src.inline, &src.secret_ref, &src.config_map_ref) {
                 (Some(pem), _, _) => pem.as_bytes().to_vec(),
@@ -88,7 +111,7 @@ pub async fn resolve(
     if let Some(a) = s.authorization {
         let scheme = a.type_.clone().unwrap_or_else(|| "Bearer".into());
         if scheme.eq_ignore_ascii_case("basic") {
-            return Err("authorization.type: use basicAuth for Basic authentication".into());
+            return Err(CredentialsError::from("authorization.type: use basicAuth for Basic authentication"));
         }
         let key = a.secret_ref.key.as_deref().ok_or("authorization.secretRef.key is required")?;
         let token =
@@ -138,7 +161,7 @@ async fn secret_key(
     ns: &str,
     key: &str,
     field: &str,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, CredentialsError> {
     let client = client.ok_or_else(|| format!("{field}: reading secret {ns}/{name} needs a cluster"))?;
     let api: Api<Secret> = Api::namespaced(client.clone(), ns);
     let secret = api.get(name).await.map_err(|e| format!("{field}: secret {ns}/{name}: {}", api_message(&e)))?;
@@ -146,10 +169,10 @@ async fn secret_key(
         .data
         .and_then(|mut d| d.remove(key))
         .map(|b| b.0)
-        .ok_or_else(|| format!("{field}: secret {ns}/{name} has no key {key:?}"))
+        .ok_or_else(|| CredentialsError(format!("{field}: secret {ns}/{name} has no key {key:?}")))
 }
 
-async fn config_map_key(client: Option<&kube::Client>, r: &KeyRef, field: &str) -> Result<Vec<u8>, String> {
+async fn config_map_key(client: Option<&kube::Client>, r: &KeyRef, field: &str) -> Result<Vec<u8>, CredentialsError> {
     let client =
         client.ok_or_else(|| format!("{field}: reading configMap {}/{} needs a cluster", r.namespace, r.name))?;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), &r.namespace);
@@ -158,7 +181,7 @@ async fn config_map_key(client: Option<&kube::Client>, r: &KeyRef, field: &str) 
     cm.data
         .and_then(|mut d| d.remove(key))
         .map(String::into_bytes)
-        .ok_or_else(|| format!("{field}: configMap {ns}/{name} has no key {key:?}"))
+        .ok_or_else(|| CredentialsError(format!("{field}: configMap {ns}/{name} has no key {key:?}")))
 }
 
 #[cfg(test)]

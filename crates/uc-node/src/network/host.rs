@@ -9,6 +9,29 @@ use std::time::Duration;
 
 use super::{CNI_PATH, PodCidr, TABLE, bridge_config, collisions, loopback_config, namespace_of, namespace_path};
 
+/// Why the pod network (the bridge, a pod's namespace and its wiring) could not be set up, as the tools said it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NetworkError(pub String);
+
+impl From<String> for NetworkError {
+    fn from(message: String) -> Self {
+        NetworkError(message)
+    }
+}
+
+impl From<&str> for NetworkError {
+    fn from(message: &str) -> Self {
+        NetworkError(message.to_string())
+    }
+}
+
+impl From<NetworkError> for String {
+    fn from(e: NetworkError) -> String {
+        e.0
+    }
+}
+
 /// Why the pod network cannot be had here, if it cannot (then pods share the machine's network).
 pub fn unavailable() -> Option<String> {
     if !rustix::process::geteuid().is_root() {
@@ -25,7 +48,7 @@ pub fn unavailable() -> Option<String> {
 }
 
 /// Runs a program; its standard output, or what it said on failure.
-async fn run(program: &str, args: &[&str], env: &[(&str, &str)], input: Option<&str>) -> Result<String, String> {
+async fn run(program: &str, args: &[&str], env: &[(&str, &str)], input: Option<&str>) -> Result<String, NetworkError> {
     use tokio::io::AsyncWriteExt;
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
@@ -44,16 +67,16 @@ async fn run(program: &str, args: &[&str], env: &[(&str, &str)], input: Option<&
         Ok(stdout)
     } else {
         let said = format!("{}{}", String::from_utf8_lossy(&out.stderr).trim(), stdout.trim());
-        Err(format!("{program} {}: {said}", args.join(" ")))
+        Err(NetworkError::from(format!("{program} {}: {said}", args.join(" "))))
     }
 }
 
-async fn ip(args: &[&str]) -> Result<String, String> {
+async fn ip(args: &[&str]) -> Result<String, NetworkError> {
     run("ip", args, &[], None).await
 }
 
 /// Whether the range collides with a route or address the machine has (uc's own left out).
-pub async fn collides(cidr: &PodCidr) -> Result<Vec<String>, String> {
+pub async fn collides(cidr: &PodCidr) -> Result<Vec<String>, NetworkError> {
     let routes = ip(&["-j", "-4", "route", "show", "table", "all"]).await?;
     let addresses = ip(&["-j", "-4", "addr"]).await?;
     Ok(collisions(cidr, &super::parse_taken(&routes, &addresses)))
@@ -68,7 +91,7 @@ pub struct Bridge {
 
 impl Bridge {
     /// Sets the machine up for the range (see [`set_up`]), holding the range's lock.
-    pub async fn up(cidr: PodCidr) -> Result<Bridge, String> {
+    pub async fn up(cidr: PodCidr) -> Result<Bridge, NetworkError> {
         let lock = lock(&cidr)?;
         match set_up(&cidr).await {
             Ok(()) => Ok(Bridge { cidr, _lock: lock }),
@@ -100,13 +123,13 @@ impl Bridge {
 /// the whole range first (nothing for it may take the default route), then the bridge with the
 /// gateway's address, the Services' `local` route, and forwarding from the bridge to other uc bridges
 /// only.
-async fn set_up(cidr: &PodCidr) -> Result<(), String> {
+async fn set_up(cidr: &PodCidr) -> Result<(), NetworkError> {
     let clash = collides(cidr).await?;
     if !clash.is_empty() {
-        return Err(format!(
+        return Err(NetworkError::from(format!(
             "the pod range {cidr} overlaps what this machine already has: {}; choose another with --pod-cidr",
             clash.join(", ")
-        ));
+        )));
     }
     let (range, name, gw) = (cidr.to_string(), cidr.bridge(), format!("{}/16", cidr.gateway()));
     ip(&["route", "replace", "unreachable", &range, "metric", "4096"]).await?;
@@ -144,7 +167,7 @@ fn lock_path(cidr: &PodCidr) -> std::path::PathBuf {
 }
 
 /// One uc per range on a machine: a lock in /run (gone at reboot, with the bridge).
-fn lock(cidr: &PodCidr) -> Result<std::fs::File, String> {
+fn lock(cidr: &PodCidr) -> Result<std::fs::File, NetworkError> {
     let path = lock_path(cidr);
     let dir = path.parent().unwrap_or(Path::new("/run"));
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -157,15 +180,22 @@ fn lock(cidr: &PodCidr) -> Result<std::fs::File, String> {
         .map_err(|e| format!("{}: {e}", path.display()))?;
     match file.try_lock() {
         Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => {
-            Err(format!("another uc on this machine uses the pod range {cidr} (it holds {})", path.display()))
-        }
-        Err(std::fs::TryLockError::Error(e)) => Err(format!("{}: {e}", path.display())),
+        Err(std::fs::TryLockError::WouldBlock) => Err(NetworkError::from(format!(
+            "another uc on this machine uses the pod range {cidr} (it holds {})",
+            path.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(NetworkError::from(format!("{}: {e}", path.display()))),
     }
 }
 
 /// Calls a CNI plugin for a pod's namespace.
-async fn cni(command: &str, plugin: &str, uid: &str, ifname: &str, config: &serde_json::Value) -> Result<(), String> {
+async fn cni(
+    command: &str,
+    plugin: &str,
+    uid: &str,
+    ifname: &str,
+    config: &serde_json::Value,
+) -> Result<(), NetworkError> {
     let netns = namespace_path(uid);
     let env = [
         ("CNI_COMMAND", command),
@@ -193,7 +223,7 @@ async fn wired(uid: &str, ip_addr: Ipv4Addr) -> bool {
 
 /// Gives a pod its network namespace with loopback and `eth0` on the bridge at `ip_addr`; nothing to
 /// do when it has it already.
-pub async fn attach(cidr: &PodCidr, uid: &str, ip_addr: Ipv4Addr) -> Result<(), String> {
+pub async fn attach(cidr: &PodCidr, uid: &str, ip_addr: Ipv4Addr) -> Result<(), NetworkError> {
     if wired(uid, ip_addr).await {
         return Ok(());
     }

@@ -20,6 +20,29 @@
 
 use std::net::Ipv4Addr;
 
+/// Why a pod range does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CidrError(pub String);
+
+impl From<String> for CidrError {
+    fn from(message: String) -> Self {
+        CidrError(message)
+    }
+}
+
+impl From<&str> for CidrError {
+    fn from(message: &str) -> Self {
+        CidrError(message.to_string())
+    }
+}
+
+impl From<CidrError> for String {
+    fn from(e: CidrError) -> String {
+        e.0
+    }
+}
+
 pub mod host;
 #[cfg(test)]
 mod tests;
@@ -39,21 +62,23 @@ pub struct PodCidr {
 
 impl PodCidr {
     /// `a.b.0.0/16`.
-    pub fn parse(text: &str) -> Result<PodCidr, String> {
-        let (addr, len) = text.split_once('/').ok_or_else(|| format!("{text:?} is not a CIDR (a.b.0.0/16)"))?;
-        let addr: Ipv4Addr = addr.parse().map_err(|_| format!("{text:?}: {addr:?} is not an IPv4 address"))?;
+    pub fn parse(text: &str) -> Result<PodCidr, CidrError> {
+        let (addr, len) =
+            text.split_once('/').ok_or_else(|| CidrError::from(format!("{text:?} is not a CIDR (a.b.0.0/16)")))?;
+        let addr: Ipv4Addr =
+            addr.parse().map_err(|_| CidrError::from(format!("{text:?}: {addr:?} is not an IPv4 address")))?;
         if len != "16" {
-            return Err(format!(
+            return Err(CidrError::from(format!(
                 "{text:?}: the pod CIDR must be a /16 (pods from its low 240 /24s, Services from its top /20)"
-            ));
+            )));
         }
         let [a, b, c, d] = addr.octets();
         if (c, d) != (0, 0) {
-            return Err(format!("{text:?}: host bits set (did you mean {a}.{b}.0.0/16?)"));
+            return Err(CidrError::from(format!("{text:?}: host bits set (did you mean {a}.{b}.0.0/16?)")));
         }
         let cidr = PodCidr { a, b };
         if addr.is_loopback() || addr.is_multicast() || addr.is_unspecified() || a >= 224 || a == 169 && b == 254 {
-            return Err(format!("{text:?} cannot hold pods"));
+            return Err(CidrError::from(format!("{text:?} cannot hold pods")));
         }
         Ok(cidr)
     }

@@ -9,12 +9,12 @@ fn a_pod_cidr_is_a_slash_16_that_can_hold_pods() {
     assert_eq!(c.services(), "10.77.240.0/20");
     assert_eq!(c.kubernetes().to_string(), "10.77.240.1");
     assert_eq!(c.bridge(), "uc-br-10-77");
-    assert!(PodCidr::parse("192.168.255.0/16").unwrap_err().contains("host bits set"));
-    assert!(PodCidr::parse("10.77.0.0/24").unwrap_err().contains("must be a /16"));
-    assert!(PodCidr::parse("127.1.0.0/16").unwrap_err().contains("cannot hold pods"));
-    assert!(PodCidr::parse("10.77.0.0").unwrap_err().contains("not a CIDR"));
-    assert!(PodCidr::parse("x/16").unwrap_err().contains("not an IPv4 address"));
-    assert!(PodCidr::parse("239.1.0.0/16").unwrap_err().contains("cannot hold pods"));
+    assert!(PodCidr::parse("192.168.255.0/16").unwrap_err().0.contains("host bits set"));
+    assert!(PodCidr::parse("10.77.0.0/24").unwrap_err().0.contains("must be a /16"));
+    assert!(PodCidr::parse("127.1.0.0/16").unwrap_err().0.contains("cannot hold pods"));
+    assert!(PodCidr::parse("10.77.0.0").unwrap_err().0.contains("not a CIDR"));
+    assert!(PodCidr::parse("x/16").unwrap_err().0.contains("not an IPv4 address"));
+    assert!(PodCidr::parse("239.1.0.0/16").unwrap_err().0.contains("cannot hold pods"));
     assert!(PodCidr::parse("223.255.0.0/16").unwrap().bridge().len() <= 15, "Linux's limit on names");
 }
 

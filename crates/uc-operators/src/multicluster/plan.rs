@@ -15,6 +15,29 @@ use super::records::{self, COMPLETED, DEPLOYING, Generations, PENDING};
 use super::types::{MultiClusterZooKeeperSpec, Record};
 use crate::zookeeper::spec::{CLIENT_PORT, ELECTION_PORT, QUORUM_PORT};
 
+/// Why a member cluster's part of the ensemble does not count as deployed yet.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotDeployed(pub String);
+
+impl From<String> for NotDeployed {
+    fn from(message: String) -> Self {
+        NotDeployed(message)
+    }
+}
+
+impl From<&str> for NotDeployed {
+    fn from(message: &str) -> Self {
+        NotDeployed(message.to_string())
+    }
+}
+
+impl From<NotDeployed> for String {
+    fn from(e: NotDeployed) -> String {
+        e.0
+    }
+}
+
 /// The ZookeeperCluster's API version.
 pub const ZK_API: &str = "zookeeper.pravega.io/v1beta1";
 /// Server ids are given in blocks per cluster (cluster k of the order: `10k + 1` …), so that one
@@ -123,31 +146,33 @@ pub fn spec_digest(spec: &Value) -> String {
 /// `aggregatedStatus` (the status the interpreter reflected): applied, at the spec this record gave
 /// it, every server serving, nothing rolling, and the configuration its servers run holding at least
 /// `joined` servers (those of the clusters deployed before it and its own). Err says why not.
-pub fn cluster_ready(item: Option<&Value>, expected: &Value, joined: usize) -> Result<(), String> {
+pub fn cluster_ready(item: Option<&Value>, expected: &Value, joined: usize) -> Result<(), NotDeployed> {
     let item = item.ok_or("no status collected from the cluster yet")?;
     if item.get("applied").and_then(Value::as_bool) != Some(true) {
         let why = str_at(item, "/appliedMessage");
-        return Err(if why.is_empty() { "not applied yet".into() } else { why.to_string() });
+        return Err(NotDeployed(if why.is_empty() { "not applied yet".into() } else { why.to_string() }));
     }
     let status = item.get("status").ok_or("no status reflected yet")?;
     if str_at(status, "/specDigest") != spec_digest(expected) {
-        return Err("the cluster's ZookeeperCluster is not at this record's spec yet".into());
+        return Err(NotDeployed::from("the cluster's ZookeeperCluster is not at this record's spec yet"));
     }
     let int = |p: &str| status.pointer(p).and_then(Value::as_i64);
     if int("/observedGeneration") != int("/generation") {
-        return Err("the cluster's operator has not synced the new spec yet".into());
+        return Err(NotDeployed::from("the cluster's operator has not synced the new spec yet"));
     }
     let want = expected.get("replicas").and_then(Value::as_i64).unwrap_or(0);
     let (replicas, ready) = (int("/replicas").unwrap_or(0), int("/readyReplicas").unwrap_or(0));
     if replicas != want || ready != want {
-        return Err(format!("{ready} of {want} servers serve ({replicas} in the ensemble's configuration here)"));
+        return Err(NotDeployed::from(format!(
+            "{ready} of {want} servers serve ({replicas} in the ensemble's configuration here)"
+        )));
     }
     // The servers of the clusters before it in the configuration its servers run, each serving: a
     // part that formed an ensemble of its own is not this one.
     let servers = status.get("servers").and_then(Value::as_array).cloned().unwrap_or_default();
     let serving = servers.iter().filter(|s| matches!(str_at(s, "/mode"), "leader" | "follower" | "observer")).count();
     if servers.len() < joined || serving < servers.len() {
-        return Err(format!("{serving} servers serve in its configuration, {joined} expected"));
+        return Err(NotDeployed::from(format!("{serving} servers serve in its configuration, {joined} expected")));
     }
     let upgrading = status
         .get("conditions")
@@ -156,7 +181,7 @@ pub fn cluster_ready(item: Option<&Value>, expected: &Value, joined: usize) -> R
         .flatten()
         .any(|c| c["type"] == "Upgrading" && c["status"] == "True");
     if upgrading {
-        return Err("rolling its servers".into());
+        return Err(NotDeployed::from("rolling its servers"));
     }
     Ok(())
 }
@@ -225,7 +250,7 @@ fn deploying_condition(
     after: &[Record],
     order: &[String],
     items: &BTreeMap<&str, &Value>,
-    why: impl Fn(&str) -> Result<(), String>,
+    why: impl Fn(&str) -> Result<(), NotDeployed>,
 ) -> Value {
     let last = after.last().cloned().unwrap_or_default();
     let state = |k: &str| last.current_state.get(k).cloned().unwrap_or_default();
@@ -495,27 +520,27 @@ mod tests {
         let mut old = serving(&json!({"replicas": 1}));
         old["status"]["replicas"] = json!(2);
         old["status"]["readyReplicas"] = json!(2);
-        assert!(cluster_ready(Some(&old), &spec, 0).unwrap_err().contains("not at this record's spec"));
+        assert!(cluster_ready(Some(&old), &spec, 0).unwrap_err().0.contains("not at this record's spec"));
         let down = json!({"applied": false, "appliedMessage": "cluster m2 is not ready: cluster is not reachable"});
         assert_eq!(
-            cluster_ready(Some(&down), &spec, 0).unwrap_err(),
+            cluster_ready(Some(&down), &spec, 0).unwrap_err().0,
             "cluster m2 is not ready: cluster is not reachable"
         );
         let mut lagging = serving(&spec);
         lagging["status"]["readyReplicas"] = json!(1);
-        assert!(cluster_ready(Some(&lagging), &spec, 0).unwrap_err().starts_with("1 of 2 servers serve"));
+        assert!(cluster_ready(Some(&lagging), &spec, 0).unwrap_err().0.starts_with("1 of 2 servers serve"));
         // A part that formed an ensemble of its own (one server listed of five) is not ready.
         let five = json!({"replicas": 1, "ensemble": {"servers": [1, 2, 3, 4, 5]}});
         let mut alone = serving(&five);
         alone["status"]["servers"] = json!([{"id": 21, "mode": "leader"}]);
         assert_eq!(
-            cluster_ready(Some(&alone), &five, 5).unwrap_err(),
+            cluster_ready(Some(&alone), &five, 5).unwrap_err().0,
             "1 servers serve in its configuration, 5 expected"
         );
         assert!(cluster_ready(Some(&serving(&five)), &five, 5).is_ok());
         let mut rolling = serving(&spec);
         rolling["status"]["conditions"] = json!([{"type": "Upgrading", "status": "True"}]);
-        assert_eq!(cluster_ready(Some(&rolling), &spec, 0).unwrap_err(), "rolling its servers");
+        assert_eq!(cluster_ready(Some(&rolling), &spec, 0).unwrap_err().0, "rolling its servers");
         assert_eq!(
             spec_digest(&json!({"a": 1, "b": [1, {"c": 2, "d": 3}]})),
             spec_digest(&json!({"b": [1, {"d": 3, "c": 2}], "a": 1}))

@@ -7,13 +7,36 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// Why a server did not answer a four-letter word.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FourLetterError(pub String);
+
+impl From<String> for FourLetterError {
+    fn from(message: String) -> Self {
+        FourLetterError(message)
+    }
+}
+
+impl From<&str> for FourLetterError {
+    fn from(message: &str) -> Self {
+        FourLetterError(message.to_string())
+    }
+}
+
+impl From<FourLetterError> for String {
+    fn from(e: FourLetterError) -> String {
+        e.0
+    }
+}
+
 /// How long one question may take, connection included.
 const TIMEOUT: Duration = Duration::from_secs(2);
 /// The most of an answer read.
 const MAX_ANSWER: u64 = 256 * 1024;
 
 /// Sends a four-letter word to `addr` (`host:port`) and returns the answer.
-pub async fn ask(addr: &str, word: &str) -> Result<String, String> {
+pub async fn ask(addr: &str, word: &str) -> Result<String, FourLetterError> {
     let exchange = async {
         let mut s = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
         s.write_all(word.as_bytes()).await.map_err(|e| e.to_string())?;
@@ -22,8 +45,8 @@ pub async fn ask(addr: &str, word: &str) -> Result<String, String> {
         Ok::<_, String>(String::from_utf8_lossy(&out).into_owned())
     };
     match tokio::time::timeout(TIMEOUT, exchange).await {
-        Ok(r) => r.map_err(|e| format!("{addr}: {e}")),
-        Err(_) => Err(format!("{addr}: no answer to {word} within {} s", TIMEOUT.as_secs())),
+        Ok(r) => r.map_err(|e| FourLetterError(format!("{addr}: {e}"))),
+        Err(_) => Err(FourLetterError::from(format!("{addr}: no answer to {word} within {} s", TIMEOUT.as_secs()))),
     }
 }
 

@@ -125,9 +125,7 @@ async fn sync(
     if let Some(change) = decision.change.clone() {
         let done = match admin_password(kube, &spec, parent).await {
             Ok(password) => match reconfigure(&spec, &observed, &password, &change).await {
-                Ok(addr) => {
-                    confirm_write(&addr, &password).await.map_err(|message| Failure { routine: false, message })
-                }
+                Ok(addr) => confirm_write(&addr, &password).await,
                 Err(e) => Err(e),
             },
             Err(e) => Err(Failure {
@@ -172,27 +170,45 @@ async fn sync(
     }
 }
 
+/// Why the super user's password could not be had from its Secret.
+#[derive(Debug, thiserror::Error)]
+enum AdminError {
+    /// The API server refused or failed.
+    #[error("{}", uc_engine::dynamic::api_error(.0))]
+    Api(#[from] kube::Error),
+    /// The Secret holds no password.
+    #[error("Secret {0} has no password")]
+    NoPassword(String),
+    /// An ensemble across clusters waits for the Secret propagated to every cluster.
+    #[error("Secret {0} is not here yet (an ensemble across clusters shares the one propagated to every cluster)")]
+    NotPropagated(String),
+    /// The Secret was replaced while it was made, again and again.
+    #[error("Secret {0} keeps changing")]
+    Changing(String),
+    /// The Secret does not encode (a bug).
+    #[error("the Secret: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
 /// The super user's password, from the `<name>-admin` Secret, made (random, owned by the cluster)
 /// when it is not there.
-async fn admin_password(kube: &kube::Client, spec: &Spec, parent: &Value) -> Result<String, String> {
+async fn admin_password(kube: &kube::Client, spec: &Spec, parent: &Value) -> Result<String, AdminError> {
     use k8s_openapi::api::core::v1::Secret;
     let api: kube::Api<Secret> = kube::Api::namespaced(kube.clone(), &spec.namespace);
     let name = spec.admin_secret();
     for _ in 0..2 {
-        match api.get_opt(&name).await.map_err(|e| e.to_string())? {
+        match api.get_opt(&name).await? {
             Some(s) => {
                 let password = s.data.as_ref().and_then(|d| d.get("password")).map(|b| b.0.clone());
                 return String::from_utf8(password.unwrap_or_default())
                     .ok()
                     .filter(|p| !p.is_empty())
-                    .ok_or_else(|| format!("Secret {name} has no password"));
+                    .ok_or(AdminError::NoPassword(name));
             }
             // An ensemble across clusters shares one password: the Secret comes with the
             // ZookeeperCluster (the MultiClusterZooKeeper propagates it); one made here would differ.
             None if spec.ensemble.is_some() => {
-                return Err(format!(
-                    "Secret {name} is not here yet (an ensemble across clusters shares the one propagated to every cluster)"
-                ));
+                return Err(AdminError::NotPropagated(name));
             }
             None => {
                 let password: String = (0..32).map(|_| char::from(b'a' + rand::random_range(0..26u8))).collect();
@@ -202,16 +218,16 @@ async fn admin_password(kube: &kube::Client, spec: &Spec, parent: &Value) -> Res
                                  "ownerReferences": [uc_api::meta::controller_owner_reference(parent)]},
                     "stringData": {"password": password, "digest": client::super_digest(&password)},
                 });
-                let secret: Secret = serde_json::from_value(secret).map_err(|e| e.to_string())?;
+                let secret: Secret = serde_json::from_value(secret)?;
                 match api.create(&kube::api::PostParams::default(), &secret).await {
                     Ok(_) => return Ok(password),
                     Err(kube::Error::Api(e)) if e.code == 409 => continue,
-                    Err(e) => return Err(e.to_string()),
+                    Err(e) => return Err(e.into()),
                 }
             }
         }
     }
-    Err(format!("Secret {name} keeps changing"))
+    Err(AdminError::Changing(name))
 }
 
 /// Makes a membership change through the leader (any serving member if none leads); the address of
@@ -256,7 +272,7 @@ struct Failure {
 
 /// Confirms that the ensemble commits a write (through `addr`): the reconfiguration may have moved
 /// the leadership, so a few attempts over some seconds, each with a new session.
-async fn confirm_write(addr: &str, password: &str) -> Result<(), String> {
+async fn confirm_write(addr: &str, password: &str) -> Result<(), Failure> {
     let mut last = String::new();
     for attempt in 0..10 {
         if attempt > 0 {
@@ -280,7 +296,7 @@ async fn confirm_write(addr: &str, password: &str) -> Result<(), String> {
             Err(e) => last = e.to_string(),
         }
     }
-    Err(format!("no write committed after the reconfiguration: {last}"))
+    Err(Failure { routine: false, message: format!("no write committed after the reconfiguration: {last}") })
 }
 
 /// The znode the operator writes after each reconfiguration, to confirm that the new configuration

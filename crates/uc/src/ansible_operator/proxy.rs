@@ -214,7 +214,7 @@ impl Proxy {
         }
         let applied = serde_json::from_slice::<Value>(body)
             .map_err(|e| e.to_string())
-            .and_then(|v| self.metrics.lock().apply(&v, now_seconds()));
+            .and_then(|v| self.metrics.lock().apply(&v, now_seconds()).map_err(String::from));
         match applied {
             Ok(()) => whole(StatusCode::OK, "application/json", "{}"),
             Err(e) => whole(StatusCode::BAD_REQUEST, "text/plain", e),
