@@ -21,22 +21,27 @@ pub struct CaBundleVerifier {
     bundle: Vec<CertificateDer<'static>>,
 }
 
+/// Why a webhook's caBundle is unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CaBundleError(pub String);
+
 impl CaBundleVerifier {
     /// A verifier for a PEM `caBundle`; an error names what in it does not read.
-    pub fn new(provider: Arc<CryptoProvider>, ca_pem: &[u8]) -> Result<Arc<CaBundleVerifier>, String> {
+    pub fn new(provider: Arc<CryptoProvider>, ca_pem: &[u8]) -> Result<Arc<CaBundleVerifier>, CaBundleError> {
         let mut roots = RootCertStore::empty();
         let mut bundle = Vec::new();
         for cert in rustls_pemfile::certs(&mut &*ca_pem) {
-            let cert = cert.map_err(|e| format!("caBundle: {e}"))?;
-            roots.add(cert.clone()).map_err(|e| format!("caBundle: {e}"))?;
+            let cert = cert.map_err(|e| CaBundleError(format!("caBundle: {e}")))?;
+            roots.add(cert.clone()).map_err(|e| CaBundleError(format!("caBundle: {e}")))?;
             bundle.push(cert);
         }
         if bundle.is_empty() {
-            return Err("caBundle: no PEM certificate in it".into());
+            return Err(CaBundleError("caBundle: no PEM certificate in it".into()));
         }
         let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
             .build()
-            .map_err(|e| format!("caBundle: {e}"))?;
+            .map_err(|e| CaBundleError(format!("caBundle: {e}")))?;
         Ok(Arc::new(CaBundleVerifier { webpki, bundle }))
     }
 }
@@ -175,7 +180,7 @@ mod tests {
         let bundle = format!("{kopf}{plain}");
         assert!(check(&bundle, &kopf, "localhost").is_ok(), "found anywhere in the bundle");
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        assert_eq!(CaBundleVerifier::new(provider, b"nothing").unwrap_err(), "caBundle: no PEM certificate in it");
+        assert_eq!(CaBundleVerifier::new(provider, b"nothing").unwrap_err().0, "caBundle: no PEM certificate in it");
     }
 
     #[test]

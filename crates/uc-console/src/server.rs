@@ -242,7 +242,7 @@ async fn answer(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
                                 );
                                 r
                             }
-                            (Err(e), _) => status_json(StatusCode::BAD_REQUEST, &e),
+                            (Err(e), _) => status_json(StatusCode::BAD_REQUEST, &e.0),
                             (_, Err(e)) => {
                                 status_json(StatusCode::BAD_GATEWAY, &format!("no client of the API server: {e}"))
                             }

@@ -18,23 +18,28 @@ use crate::wire::Body;
 /// Most paths one request may watch.
 pub const MAX_PATHS: usize = 64;
 
+/// Why a watch query is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct WatchQueryError(pub String);
+
 /// The paths of a `/console/watch` query, each a collection of the Kubernetes API (with its own query).
-pub fn paths(query: &str) -> Result<Vec<String>, String> {
+pub fn paths(query: &str) -> Result<Vec<String>, WatchQueryError> {
     let paths: Vec<String> =
         form_urlencoded::parse(query.as_bytes()).filter(|(k, _)| k == "path").map(|(_, v)| v.into_owned()).collect();
     if paths.is_empty() {
-        return Err("path: at least one collection to watch".into());
+        return Err(WatchQueryError("path: at least one collection to watch".into()));
     }
     if paths.len() > MAX_PATHS {
-        return Err(format!("path: at most {MAX_PATHS} collections"));
+        return Err(WatchQueryError(format!("path: at most {MAX_PATHS} collections")));
     }
     for (i, p) in paths.iter().enumerate() {
         let bare = p.split('?').next().unwrap_or_default();
         if !crate::wire::is_api(bare) || bare.contains("..") {
-            return Err(format!("path[{i}]: {p:?} is not a collection of the Kubernetes API"));
+            return Err(WatchQueryError(format!("path[{i}]: {p:?} is not a collection of the Kubernetes API")));
         }
         if p.contains("watch=") {
-            return Err(format!("path[{i}]: the console watches; the path says what to list"));
+            return Err(WatchQueryError(format!("path[{i}]: the console watches; the path says what to list")));
         }
     }
     Ok(paths)
@@ -63,12 +68,19 @@ fn resource_version(json: &[u8]) -> Option<String> {
     rv.as_str().map(str::to_string)
 }
 
-async fn get(client: &kube::Client, url: &str) -> Result<http::Response<kube::client::Body>, String> {
-    let request = http::Request::get(url)
-        .header(http::header::ACCEPT, "application/json")
-        .body(kube::client::Body::empty())
-        .map_err(|e| e.to_string())?;
-    client.send(request).await.map_err(|e| e.to_string())
+/// Why a list or watch request could not be sent.
+#[derive(Debug, thiserror::Error)]
+enum GetError {
+    #[error("{0}")]
+    Request(#[from] http::Error),
+    #[error("{0}")]
+    Api(#[from] kube::Error),
+}
+
+async fn get(client: &kube::Client, url: &str) -> Result<http::Response<kube::client::Body>, GetError> {
+    let request =
+        http::Request::get(url).header(http::header::ACCEPT, "application/json").body(kube::client::Body::empty())?;
+    Ok(client.send(request).await?)
 }
 
 /// Lists and watches one path until the receiver is gone.
@@ -170,10 +182,10 @@ mod tests {
         let q =
             "path=%2Fapi%2Fv1%2Fpods&path=%2Fapis%2Fapps%2Fv1%2Fnamespaces%2Fx%2Fdeployments%3FlabelSelector%3Da%253Db";
         assert_eq!(paths(q).unwrap(), ["/api/v1/pods", "/apis/apps/v1/namespaces/x/deployments?labelSelector=a%3Db"]);
-        assert!(paths("").unwrap_err().contains("at least one"));
-        assert!(paths("path=%2Fconsole%2Fhooks").unwrap_err().contains("path[0]"));
+        assert!(paths("").unwrap_err().0.contains("at least one"));
+        assert!(paths("path=%2Fconsole%2Fhooks").unwrap_err().0.contains("path[0]"));
         assert!(paths("path=%2Fapi%2F..%2Fconsole").is_err());
-        assert!(paths("path=%2Fapi%2Fv1%2Fpods%3Fwatch%3D1").unwrap_err().contains("watches"));
+        assert!(paths("path=%2Fapi%2Fv1%2Fpods%3Fwatch%3D1").unwrap_err().0.contains("watches"));
         let many = vec!["path=%2Fapi%2Fv1%2Fpods"; MAX_PATHS + 1].join("&");
         assert!(paths(&many).is_err());
     }

@@ -55,13 +55,18 @@ pub fn redact(v: &mut Value) {
     }
 }
 
+/// Why a recorded call has no answer, in the words the engine logged.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct CallFailed(pub String);
+
 /// One hook call as it went over the wire.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Exchange {
     /// The request.
     pub request: Value,
     /// The answer, or why there was none.
-    pub answer: Result<Value, String>,
+    pub answer: Result<Value, CallFailed>,
 }
 
 /// A controller's last calls.
@@ -104,7 +109,7 @@ impl HookRecorder {
                 redact(&mut a);
                 record["response"] = a;
             }
-            Err(e) => record["error"] = Value::String(e),
+            Err(e) => record["error"] = Value::String(e.0),
         }
         let mut records = self.records.lock();
         records.push_back(record);
@@ -191,7 +196,12 @@ mod tests {
         assert_eq!(last["request"]["children"]["Secret.v1"]["s"]["data"]["password"], REDACTED);
         assert_eq!(last["response"]["children"][0]["stringData"]["token"], REDACTED);
         assert_eq!(last["response"]["children"][1]["data"]["a"], "b", "only Secrets");
-        r.record("sync", &key(), Exchange { request: json!({}), answer: Err("HTTP 500".into()) }, Duration::ZERO);
+        r.record(
+            "sync",
+            &key(),
+            Exchange { request: json!({}), answer: Err(CallFailed("HTTP 500".into())) },
+            Duration::ZERO,
+        );
         assert_eq!(r.snapshot().pop().unwrap()["error"], "HTTP 500");
         r.set_capacity(0);
         assert!(r.snapshot().is_empty() && !r.enabled());

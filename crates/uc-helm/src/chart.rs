@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use crate::error::HelmError;
 use serde_json::Value as Json;
 
 /// A file of a chart, by its path inside the chart (`templates/deployment.yaml`).
@@ -180,13 +181,13 @@ pub fn archive_files(origin: &str, data: &[u8]) -> Result<Vec<File>, ChartError>
 
 /// A YAML document as JSON (numbers as written: integers stay integers here; templates see floats);
 /// an error in sigs.k8s.io/yaml's words.
-pub fn yaml_doc(data: &[u8]) -> Result<Json, String> {
+pub fn yaml_doc(data: &[u8]) -> Result<Json, HelmError> {
     let text = String::from_utf8_lossy(data);
     if text.trim().is_empty() {
         return Ok(Json::Null);
     }
     serde_yaml_ng::from_str::<Json>(&text)
-        .map_err(|e| format!("error converting YAML to JSON: {}", go_yaml_error(&e.to_string())))
+        .map_err(|e| HelmError::from(format!("error converting YAML to JSON: {}", go_yaml_error(&e.to_string()))))
 }
 
 /// A libyaml error as go-yaml v2 words it: `yaml: line N: problem`, the line the scanner stopped at, or
@@ -204,7 +205,7 @@ fn dir_files(dir: &Path) -> Result<Vec<File>, ChartError> {
     let ignore_file = dir.join(".helmignore");
     let text = std::fs::read_to_string(&ignore_file).unwrap_or_default();
     let rules = crate::ignore::Rules::parse(&text)
-        .map_err(|e| ChartError::Invalid { path: ignore_file.display().to_string(), message: e })?;
+        .map_err(|e| ChartError::Invalid { path: ignore_file.display().to_string(), message: e.0 })?;
     let mut all = Vec::new();
     walk(dir, dir, &rules, &mut all)?;
     all.sort_by(|a, b| a.name.cmp(&b.name));

@@ -3,6 +3,8 @@
 //! path, one without against the base name, a trailing `/` for directories only, `!` negation as Helm
 //! implements it, and Helm's default `templates/.?*` (hidden files among the templates).
 
+use crate::error::HelmError;
+
 /// One rule.
 #[derive(Clone, Debug)]
 struct Rule {
@@ -19,7 +21,7 @@ pub struct Rules(Vec<Rule>);
 
 impl Rules {
     /// The rules of a `.helmignore`'s text, then Helm's defaults. `**` is refused, as Helm refuses it.
-    pub fn parse(text: &str) -> Result<Rules, String> {
+    pub fn parse(text: &str) -> Result<Rules, HelmError> {
         let mut rules = Vec::new();
         for line in text.trim_start_matches('\u{feff}').lines().chain(std::iter::once("templates/.?*")) {
             let line = line.trim();
@@ -27,7 +29,7 @@ impl Rules {
                 continue;
             }
             if line.contains("**") {
-                return Err("double-star (**) syntax is not supported".into());
+                return Err(HelmError::from("double-star (**) syntax is not supported"));
             }
             let (negate, rest) = match line.strip_prefix('!') {
                 Some(r) => (true, r),
@@ -149,6 +151,6 @@ mod tests {
         assert!(r.ignores("a.swp", false) && !r.ignores("a.swx", false));
         assert!(r.ignores("templates/.hidden", false), "Helm's default rule");
         assert!(!r.ignores("templates/deployment.yaml", false) && !r.ignores("values.yaml", false));
-        assert_eq!(Rules::parse("a/**/b").unwrap_err(), "double-star (**) syntax is not supported");
+        assert_eq!(Rules::parse("a/**/b").unwrap_err().0, "double-star (**) syntax is not supported");
     }
 }

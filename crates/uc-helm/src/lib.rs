@@ -5,6 +5,7 @@
 
 pub mod chart;
 pub mod create;
+pub mod error;
 pub mod gotemplate;
 pub mod ignore;
 pub mod json;
@@ -21,6 +22,7 @@ pub mod values;
 pub mod watches;
 pub mod yaml;
 
+use crate::error::HelmError;
 use std::collections::BTreeMap;
 
 pub use chart::Chart;
@@ -32,14 +34,14 @@ pub const RENDER_STACK: usize = 256 << 20;
 
 /// Runs `f` (a render) on a thread with [`RENDER_STACK`] of stack, so that the deepest nesting a chart
 /// or a resource's `tpl` input can reach fails with Helm's error instead of overflowing the caller's.
-pub fn on_render_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+pub fn on_render_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, HelmError> {
     std::thread::Builder::new()
         .name("uc-helm-render".into())
         .stack_size(RENDER_STACK)
         .spawn(f)
-        .map_err(|e| format!("starting a render: {e}"))?
+        .map_err(|e| HelmError::from(format!("starting a render: {e}")))?
         .join()
-        .map_err(|_| "the render failed unexpectedly".to_string())
+        .map_err(|_| HelmError::from("the render failed unexpectedly"))
 }
 
 /// A chart rendered for a release: what Helm keeps of it.
@@ -56,17 +58,19 @@ pub struct Rendering {
 }
 
 /// Renders the chart for a release with the user's values, as `helm install` does before applying.
-pub fn manifest(chart: &Chart, user_values: &gotemplate::Value, options: &Options) -> Result<Rendering, String> {
+pub fn manifest(chart: &Chart, user_values: &gotemplate::Value, options: &Options) -> Result<Rendering, HelmError> {
     check_dependencies(chart)?;
     let values = values::coalesce(chart, user_values);
     if let Some(e) = schema::validate(chart, &values.to_json()) {
-        return Err(format!("values don't meet the specifications of the schema(s) in the following chart(s):\n{e}"));
+        return Err(HelmError::from(format!(
+            "values don't meet the specifications of the schema(s) in the following chart(s):\n{e}"
+        )));
     }
-    let mut files = render::render(chart, &values, options).map_err(|e| e.to_string())?;
+    let mut files = render::render(chart, &values, options).map_err(|e| HelmError::from(e.to_string()))?;
     let root_notes = format!("{}/templates/NOTES.txt", chart.name());
     let notes = files.get(&root_notes).cloned().unwrap_or_default();
     files.retain(|k, _| !k.ends_with("/templates/NOTES.txt"));
-    let (objects, hooks) = manifests::sort(&files).map_err(|e| e.to_string())?;
+    let (objects, hooks) = manifests::sort(&files).map_err(|e| HelmError::from(e.to_string()))?;
     let manifest = manifests::template_output(&objects, &[], false);
     Ok(Rendering { manifest, objects, hooks, notes })
 }
@@ -77,7 +81,7 @@ pub fn template(
     user_values: &gotemplate::Value,
     options: &Options,
     skip_tests: bool,
-) -> Result<String, String> {
+) -> Result<String, HelmError> {
     template_with(chart, user_values, options, &Flags { skip_tests, ..Flags::default() })
 }
 
@@ -106,7 +110,7 @@ pub fn template_with(
     user_values: &gotemplate::Value,
     options: &Options,
     flags: &Flags,
-) -> Result<String, String> {
+) -> Result<String, HelmError> {
     let r = manifest(chart, user_values, options)?;
     let mut text = String::new();
     if flags.include_crds {
@@ -124,7 +128,7 @@ pub fn template_with(
 pub type Rendered = BTreeMap<String, String>;
 
 /// Helm's `CheckDependencies`: every dependency `Chart.yaml` names must be in `charts/`.
-pub fn check_dependencies(chart: &Chart) -> Result<(), String> {
+pub fn check_dependencies(chart: &Chart) -> Result<(), HelmError> {
     let listed = chart.metadata.get("dependencies").and_then(serde_json::Value::as_array).cloned().unwrap_or_default();
     let missing: Vec<String> = listed
         .iter()
@@ -135,8 +139,8 @@ pub fn check_dependencies(chart: &Chart) -> Result<(), String> {
     if missing.is_empty() {
         return Ok(());
     }
-    Err(format!(
+    Err(HelmError::from(format!(
         "An error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: {}",
         missing.join(", ")
-    ))
+    )))
 }

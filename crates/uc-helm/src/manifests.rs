@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::error::HelmError;
 use serde_json::Value as Json;
 
 /// One document of a rendered file.
@@ -186,7 +187,7 @@ pub fn glob_match(pattern: &str, name: &str) -> bool {
 
 /// `helm template --show-only`: the documents of `output` whose template (its path in the chart,
 /// `# Source: <chart>/<path>`) matches each pattern, in order; a pattern that matches none is an error.
-pub fn show_only(output: &str, patterns: &[String]) -> Result<String, String> {
+pub fn show_only(output: &str, patterns: &[String]) -> Result<String, HelmError> {
     let sep = regex::Regex::new(r"(?:^|\s*\n)---\s*").expect("a valid pattern");
     let source = regex::Regex::new(r"# Source: [^/]+/(.+)").expect("a valid pattern");
     let whole = format!("\n{}", output.trim());
@@ -202,7 +203,7 @@ pub fn show_only(output: &str, patterns: &[String]) -> Result<String, String> {
             }
         }
         if !found {
-            return Err(format!("could not find template {pattern} in chart"));
+            return Err(HelmError::from(format!("could not find template {pattern} in chart")));
         }
     }
     Ok(out)

@@ -7,6 +7,7 @@ use std::rc::Rc;
 use base64::Engine as _;
 
 use crate::chart::File;
+use crate::error::HelmError;
 use crate::gotemplate::{Member, Object, Value};
 
 /// A chart's files (`.Files`), or those a `Glob` picked.
@@ -28,8 +29,8 @@ impl Files {
     }
 }
 
-fn arg(a: &[Value], i: usize) -> Result<&str, String> {
-    a.get(i).and_then(Value::as_str).ok_or_else(|| "wrong type for value; expected string".to_string())
+fn arg(a: &[Value], i: usize) -> Result<&str, HelmError> {
+    a.get(i).and_then(Value::as_str).ok_or_else(|| HelmError::from("wrong type for value; expected string"))
 }
 
 impl Object for Files {

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde_json::Value as Json;
 
 use crate::chart::Chart;
+use crate::error::HelmError;
 use crate::gotemplate::Value;
 use crate::release::{self, Info, Release};
 use crate::watches::Watch;
@@ -127,8 +128,8 @@ const RELEASE_NAMESPACE: &str = "meta.helm.sh/release-namespace";
 
 /// A manifest's document as an object, in the release's namespace unless it names one, with Helm's
 /// ownership label and annotations.
-fn object_in(doc: &str, release: &str, namespace: &str) -> Result<Json, String> {
-    let mut obj: Json = serde_yaml_ng::from_str(doc).map_err(|e| e.to_string())?;
+fn object_in(doc: &str, release: &str, namespace: &str) -> Result<Json, HelmError> {
+    let mut obj: Json = serde_yaml_ng::from_str(doc).map_err(|e| HelmError::from(e.to_string()))?;
     let Some(meta) = obj.get_mut("metadata").and_then(Json::as_object_mut) else { return Ok(obj) };
     if !meta.contains_key("namespace") {
         meta.insert("namespace".into(), namespace.into());
@@ -170,10 +171,10 @@ pub fn lookup_answer(found: Option<Json>, release: &str, namespace: &str) -> Jso
 
 /// The resource's objects from the release's manifests and kept hooks, namespaced in the release's
 /// namespace.
-fn objects_of(rendering: &crate::Rendering, release: &str, namespace: &str) -> Result<Vec<Json>, String> {
+fn objects_of(rendering: &crate::Rendering, release: &str, namespace: &str) -> Result<Vec<Json>, HelmError> {
     let mut out = Vec::new();
     for m in rendering.objects.iter().chain(kept_hooks(rendering)) {
-        out.push(object_in(&m.content, release, namespace).map_err(|e| format!("{}: {e}", m.source))?);
+        out.push(object_in(&m.content, release, namespace).map_err(|e| HelmError::from(format!("{}: {e}", m.source)))?);
     }
     Ok(out)
 }
@@ -264,9 +265,9 @@ pub fn sync(
         Failure { status, message, objects: last_deployed(&history, &namespace) }
     };
     let reason_on_failure = if installed.is_some() { "UpgradeError" } else { "InstallError" };
-    let rendering =
-        crate::manifest(chart, &Value::from_json(&config, true), &options).map_err(|e| failed(reason_on_failure, e))?;
-    let objects = objects_of(&rendering, &name, &namespace).map_err(|e| failed(reason_on_failure, e))?;
+    let rendering = crate::manifest(chart, &Value::from_json(&config, true), &options)
+        .map_err(|e| failed(reason_on_failure, e.0))?;
+    let objects = objects_of(&rendering, &name, &namespace).map_err(|e| failed(reason_on_failure, e.0))?;
     let unchanged = installed.is_some_and(|r| r.manifest == rendering.manifest && r.config == config);
     let current = match (installed, unchanged) {
         (Some(r), true) => r.clone(),

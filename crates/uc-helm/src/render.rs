@@ -10,6 +10,7 @@ use std::rc::Rc;
 use serde_json::Value as Json;
 
 use crate::chart::Chart;
+use crate::error::HelmError;
 use crate::gotemplate::{self, Funcs, Function, MissingKey, Templates, Ty, Value};
 use crate::objects::{Capabilities, Files};
 
@@ -36,7 +37,7 @@ impl Default for Release {
 }
 
 /// `lookup apiVersion kind namespace name`: an object, a list, or an empty map.
-pub type Lookup = Rc<dyn Fn(&str, &str, &str, &str) -> Result<Value, String>>;
+pub type Lookup = Rc<dyn Fn(&str, &str, &str, &str) -> Result<Value, HelmError>>;
 
 /// What a render needs besides the chart and values.
 #[derive(Clone, Default)]
@@ -244,12 +245,21 @@ fn funcs(options: &Options) -> Funcs {
     add(
         "required",
         Function::new(&[Str, Any], |a| match &a[1] {
-            Value::Nil | Value::Invalid => Err(format!("{WARN_START}{}{WARN_END}", a[0].as_str().unwrap_or(""))),
-            Value::Str(s) if s.is_empty() => Err(format!("{WARN_START}{}{WARN_END}", a[0].as_str().unwrap_or(""))),
+            Value::Nil | Value::Invalid => {
+                Err(HelmError::from(format!("{WARN_START}{}{WARN_END}", a[0].as_str().unwrap_or(""))))
+            }
+            Value::Str(s) if s.is_empty() => {
+                Err(HelmError::from(format!("{WARN_START}{}{WARN_END}", a[0].as_str().unwrap_or(""))))
+            }
             v => Ok(v.clone()),
         }),
     );
-    add("fail", Function::new(&[Str], |a| Err(format!("{WARN_START}{}{WARN_END}", a[0].as_str().unwrap_or("")))));
+    add(
+        "fail",
+        Function::new(&[Str], |a| {
+            Err(HelmError::from(format!("{WARN_START}{}{WARN_END}", a[0].as_str().unwrap_or(""))))
+        }),
+    );
     for name in ["toYaml", "mustToYaml"] {
         add(name, Function::new(&[Any], |a| Ok(Value::from(crate::yaml::to_yaml(&a[0])))));
     }
@@ -263,7 +273,7 @@ fn funcs(options: &Options) -> Funcs {
     add(
         "mustToPrettyJson",
         Function::new(&[Any], |a| {
-            serde_json::to_string_pretty(&a[0].to_json()).map(Value::from).map_err(|e| e.to_string())
+            serde_json::to_string_pretty(&a[0].to_json()).map(Value::from).map_err(|e| HelmError::from(e.to_string()))
         }),
     );
     add(
@@ -271,7 +281,7 @@ fn funcs(options: &Options) -> Funcs {
         Function::new(&[Str], |a| {
             serde_json::from_str::<Json>(a[0].as_str().unwrap_or(""))
                 .map(|v| Value::from_json(&v, false))
-                .map_err(|e| format!("json: {e}"))
+                .map_err(|e| HelmError::from(format!("json: {e}")))
         }),
     );
     add("toToml", Function::new(&[Any], |a| Ok(Value::from(crate::toml::to_toml(&a[0])))));

@@ -2,6 +2,7 @@
 //! Helm types them (booleans, `null`, integers without a leading zero, else strings); `\,` and `\.`
 //! escape the separators. The Operator SDK's `overrideValues` are typed the same way.
 
+use crate::error::HelmError;
 use serde_json::Value as Json;
 
 /// A `--set` value typed as `strvals` types it.
@@ -66,18 +67,20 @@ enum Step {
     Index(String, usize),
 }
 
-fn steps(key: &str) -> Result<Vec<Step>, String> {
+fn steps(key: &str) -> Result<Vec<Step>, HelmError> {
     split_unescaped(key, '.')
         .iter()
         .map(|part| match part.strip_suffix(']').and_then(|p| p.rsplit_once('[')) {
             Some((name, i)) => {
                 let i: usize = i.parse().map_err(|_| format!("failed to parse index {i:?} of key {key:?}"))?;
                 if i > 65536 {
-                    return Err(format!("index of {i} is greater than maximum supported index of 65536"));
+                    return Err(HelmError::from(format!(
+                        "index of {i} is greater than maximum supported index of 65536"
+                    )));
                 }
                 Ok(Step::Index(unescape(name), i))
             }
-            None if part.is_empty() => Err(format!("key {key:?} has no value")),
+            None if part.is_empty() => Err(HelmError::from(format!("key {key:?} has no value"))),
             None => Ok(Step::Key(unescape(part))),
         })
         .collect()
@@ -113,11 +116,11 @@ fn child<'a>(cur: &'a mut Json, step: &Step) -> &'a mut Json {
 }
 
 /// `strvals.ParseInto`: every `key=value` of `expr` set into `into`.
-pub fn parse_into(expr: &str, into: &mut Json) -> Result<(), String> {
+pub fn parse_into(expr: &str, into: &mut Json) -> Result<(), HelmError> {
     for pair in split_unescaped(expr, ',').iter().filter(|p| !p.is_empty()) {
         let (key, raw) = match pair.split_once('=') {
             Some(kv) => kv,
-            None => return Err(format!("key {:?} has no value", unescape(pair))),
+            None => return Err(HelmError::from(format!("key {:?} has no value", unescape(pair)))),
         };
         let steps = steps(key)?;
         let mut cur = &mut *into;
@@ -166,7 +169,7 @@ mod tests {
         assert_eq!(parsed("name=null"), json!({"name": null}));
         assert_eq!(parsed("name="), json!({"name": ""}));
         let mut v = json!({});
-        assert!(parse_into("name", &mut v).unwrap_err().contains("has no value"));
-        assert!(parse_into("list[65537]=x", &mut v).unwrap_err().contains("maximum supported index"));
+        assert!(parse_into("name", &mut v).unwrap_err().0.contains("has no value"));
+        assert!(parse_into("list[65537]=x", &mut v).unwrap_err().0.contains("maximum supported index"));
     }
 }

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::error::HelmError;
 use crate::gotemplate::Value;
 
 fn is_table(v: &Value) -> bool {
@@ -43,7 +44,7 @@ fn quote(s: &str) -> String {
     out
 }
 
-fn scalar(v: &Value) -> Result<String, String> {
+fn scalar(v: &Value) -> Result<String, HelmError> {
     Ok(match v {
         Value::Bool(b) => b.to_string(),
         Value::Int(n) => n.to_string(),
@@ -55,12 +56,12 @@ fn scalar(v: &Value) -> Result<String, String> {
         }
         Value::Str(s) => quote(s),
         Value::List(l) => {
-            let items: Result<Vec<String>, String> =
+            let items: Result<Vec<String>, HelmError> =
                 l.iter().filter(|x| !matches!(x, Value::Nil)).map(scalar).collect();
             format!("[{}]", items?.join(", "))
         }
         Value::Map(m) => {
-            let items: Result<Vec<String>, String> = m
+            let items: Result<Vec<String>, HelmError> = m
                 .borrow()
                 .iter()
                 .filter(|(_, x)| !matches!(x, Value::Nil))
@@ -68,7 +69,7 @@ fn scalar(v: &Value) -> Result<String, String> {
                 .collect();
             format!("{{{}}}", items?.join(", "))
         }
-        other => return Err(format!("toml: unsupported type: {}", other.type_name())),
+        other => return Err(HelmError::from(format!("toml: unsupported type: {}", other.type_name()))),
     })
 }
 
@@ -83,7 +84,7 @@ impl Writer {
         }
     }
 
-    fn table(&mut self, path: &[String], m: &BTreeMap<String, Value>) -> Result<(), String> {
+    fn table(&mut self, path: &[String], m: &BTreeMap<String, Value>) -> Result<(), HelmError> {
         let inner = "  ".repeat(path.len());
         let plain: Vec<_> =
             m.iter().filter(|(_, v)| !is_table(v) && !is_table_array(v) && !matches!(v, Value::Nil)).collect();
@@ -124,7 +125,7 @@ pub fn to_toml(v: &Value) -> String {
     let mut w = Writer { out: String::new() };
     match w.table(&[], &m.borrow()) {
         Ok(()) => w.out,
-        Err(e) => e,
+        Err(e) => e.0,
     }
 }
 

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::error::HelmError;
 use serde::Deserialize;
 use serde_json::Value as Json;
 
@@ -53,22 +54,23 @@ struct Entry {
 }
 
 /// The entries of a watches file's text; `dir` resolves relative chart paths, `env` expands `$VAR`.
-pub fn parse(text: &str, dir: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Watch>, String> {
-    let entries: Vec<Entry> = serde_yaml_ng::from_str(text).map_err(|e| format!("invalid watches file: {e}"))?;
+pub fn parse(text: &str, dir: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Watch>, HelmError> {
+    let entries: Vec<Entry> =
+        serde_yaml_ng::from_str(text).map_err(|e| HelmError::from(format!("invalid watches file: {e}")))?;
     let mut out: Vec<Watch> = Vec::new();
     for (i, e) in entries.into_iter().enumerate() {
         let gvk = format!("{}/{}, Kind={}", e.group, e.version, e.kind);
         if e.version.is_empty() {
-            return Err(format!("invalid GVK: {gvk}: version must not be empty"));
+            return Err(HelmError::from(format!("invalid GVK: {gvk}: version must not be empty")));
         }
         if e.kind.is_empty() {
-            return Err(format!("invalid GVK: {gvk}: kind must not be empty"));
+            return Err(HelmError::from(format!("invalid GVK: {gvk}: kind must not be empty")));
         }
         if e.chart.is_empty() {
-            return Err(format!("watches[{i}].chart: a chart is required for {gvk}"));
+            return Err(HelmError::from(format!("watches[{i}].chart: a chart is required for {gvk}")));
         }
         if out.iter().any(|w| w.group == e.group && w.version == e.version && w.kind == e.kind) {
-            return Err(format!("duplicate GVK: {gvk}"));
+            return Err(HelmError::from(format!("duplicate GVK: {gvk}")));
         }
         let chart = PathBuf::from(&e.chart);
         out.push(Watch {
@@ -142,13 +144,14 @@ mod tests {
         assert!(!w.watch_dependent_resources);
         assert_eq!((w.reconcile_period.as_deref(), w.max_concurrent_reconciles), (Some("30s"), Some(4)));
         assert!(
-            parse("- {kind: K, chart: c}", Path::new("/"), &env).unwrap_err().contains("version must not be empty")
+            parse("- {kind: K, chart: c}", Path::new("/"), &env).unwrap_err().0.contains("version must not be empty")
         );
         let dup = "- {group: g, version: v1, kind: K, chart: c}\n- {group: g, version: v1, kind: K, chart: d}\n";
-        assert!(parse(dup, Path::new("/"), &env).unwrap_err().contains("duplicate GVK: g/v1, Kind=K"));
+        assert!(parse(dup, Path::new("/"), &env).unwrap_err().0.contains("duplicate GVK: g/v1, Kind=K"));
         assert!(
             parse("- {version: v1, kind: K, chart: c, role: r}", Path::new("/"), &env)
                 .unwrap_err()
+                .0
                 .contains("unknown field `role`")
         );
     }

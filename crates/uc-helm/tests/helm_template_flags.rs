@@ -54,7 +54,7 @@ fn template(charts: &Path, args: &[&str]) -> Result<String, String> {
         }
     }
     let values = overlay(&files, &Value::from_json(&sets, true));
-    uc_helm::template_with(&chart, &values, &options, &flags)
+    uc_helm::template_with(&chart, &values, &options, &flags).map_err(String::from)
 }
 
 #[test]

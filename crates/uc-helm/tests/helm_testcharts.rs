@@ -21,7 +21,7 @@ fn outcome(dir: &Path) -> Result<String, String> {
     let chart = Chart::load_dir(dir).map_err(|e| e.to_string())?;
     let options =
         Options { release: Release { name: "release-name".into(), ..Release::default() }, ..Options::default() };
-    uc_helm::template(&chart, &Value::Nil, &options, false)
+    uc_helm::template(&chart, &Value::Nil, &options, false).map_err(String::from)
 }
 
 #[test]

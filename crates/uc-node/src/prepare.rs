@@ -221,7 +221,7 @@ pub(crate) fn prepare(
         .ok_or_else(|| fail("ErrImageNeverPull", format!("image {image:?} is not on the node's allowlist")))?;
     let argv = allowlist::argv(&entry, &c).map_err(|e| fail("RunContainerError", e.to_string()))?;
     let argv: Vec<String> = argv.iter().map(|a| env::expand(a, &env)).collect();
-    let mut mounts = image_files(&entry).map_err(|e| fail("CreateContainerConfigError", e))?;
+    let mut mounts = image_files(&entry).map_err(|e| fail("CreateContainerConfigError", e.0))?;
     mounts.extend(volumes::mounts_of(&c, dirs).map_err(|e| fail("CreateContainerConfigError", e.to_string()))?);
     if ctx.options.sandbox {
         // A subPath the node just made inside a volume is the pod's, like the volume.
@@ -271,15 +271,23 @@ pub(crate) fn prepare(
     })
 }
 
+/// A machine's file an allowlisted image carries that is missing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ImageFilesError(pub String);
+
 /// The files an allowlisted image carries, as read-only mounts (before the container's volumes, which
 /// cover them where they meet); a machine's file that is missing is the container's error.
-fn image_files(entry: &allowlist::AllowEntry) -> Result<Vec<volumes::Mount>, String> {
+fn image_files(entry: &allowlist::AllowEntry) -> Result<Vec<volumes::Mount>, ImageFilesError> {
     entry
         .files
         .iter()
         .map(|(at, machine)| {
             if !machine.is_file() {
-                return Err(format!("the image's file {at} is {} on the node, which is missing", machine.display()));
+                return Err(ImageFilesError(format!(
+                    "the image's file {at} is {} on the node, which is missing",
+                    machine.display()
+                )));
             }
             Ok(volumes::Mount { source: machine.clone(), target: at.clone(), read_only: true })
         })
@@ -559,7 +567,10 @@ mod tests {
             ..Default::default()
         };
         let why = image_files(&gone).unwrap_err();
-        assert!(why.contains("/node/server.js") && why.contains("nowhere.js") && why.contains("missing"), "{why}");
+        assert!(
+            why.0.contains("/node/server.js") && why.0.contains("nowhere.js") && why.0.contains("missing"),
+            "{why}"
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 }

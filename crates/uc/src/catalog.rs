@@ -90,17 +90,27 @@ fn csv(op: &Operator, version: &str) -> Value {
     })
 }
 
+/// Why an example's YAML built into uc does not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BuiltinYamlError(pub String);
+
 /// The objects of a YAML text (an example's files, built into uc).
-fn docs(text: &str) -> Result<Vec<Value>, String> {
-    uc_olm::fbc::parse_blobs(text).map_err(|e| e.to_string())
+fn docs(text: &str) -> Result<Vec<Value>, BuiltinYamlError> {
+    uc_olm::fbc::parse_blobs(text).map_err(|e| BuiltinYamlError(e.to_string()))
 }
 
 /// An example operator of the repository (`examples/<dir>`): its CRDs, its controllers with the
 /// JavaScript hook inlined, its example objects.
-fn example(crd: &str, controller: &str, hook: &str, objects: &str) -> Result<(Vec<Value>, Vec<Value>, Value), String> {
+fn example(
+    crd: &str,
+    controller: &str,
+    hook: &str,
+    objects: &str,
+) -> Result<(Vec<Value>, Vec<Value>, Value), BuiltinYamlError> {
     let mut controllers = docs(controller)?;
     for c in &mut controllers {
-        crate::package::inline_hooks(c, |_| Ok(hook.to_string())).map_err(|e| format!("{e:#}"))?;
+        crate::package::inline_hooks(c, |_| Ok(hook.to_string())).map_err(|e| BuiltinYamlError(format!("{e:#}")))?;
     }
     Ok((docs(crd)?, controllers, Value::Array(docs(objects)?)))
 }

@@ -89,7 +89,7 @@ impl ClusterLookup {
         Rc::new(move |api_version, kind, ns, name| {
             this.get(&handle, (api_version, kind, ns, name), (&release, &namespace))
                 .map(|v| uc_helm::gotemplate::Value::from_json(&v, true))
-                .map_err(String::from)
+                .map_err(|e| uc_helm::error::HelmError(e.0))
         })
     }
 }

@@ -95,7 +95,7 @@ fn hook(
             })
             .await
             .map_err(|e| uc_engine::hooks::HookError::Failed(e.to_string()))?
-            .map_err(uc_engine::hooks::HookError::Failed)?;
+            .map_err(|e| uc_engine::hooks::HookError::Failed(e.0))?;
             let answer = match decided {
                 Ok(d) => (d.status, d.objects),
                 Err(f) => {
@@ -168,11 +168,16 @@ pub async fn setup(
     Ok(controllers)
 }
 
+/// Why the kinds a chart makes could not be found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ChildKindsError(pub String);
+
 /// The kinds a chart makes (`apiVersion`, `kind`): with its defaults, those written literally in its
 /// templates (objects made only for some values, `{{ if .Values.pdb }}`), and the release Secrets.
-pub(crate) fn child_kinds(chart: &Chart) -> Result<BTreeSet<(String, String)>, String> {
+pub(crate) fn child_kinds(chart: &Chart) -> Result<BTreeSet<(String, String)>, ChildKindsError> {
     let probe = uc_helm::manifest(chart, &uc_helm::gotemplate::Value::Nil, &uc_helm::Options::default())
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| ChildKindsError(e.to_string()))?;
     let mut kinds: BTreeSet<(String, String)> =
         probe.objects.iter().map(|m| (api_version_of(&m.content), m.kind.clone())).collect();
     kinds.extend(literal_kinds(chart));

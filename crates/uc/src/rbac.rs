@@ -129,9 +129,14 @@ fn group_of(api_version: &str) -> &str {
     api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
 }
 
+/// A UniversalController among the documents that does not read (which, and why).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidController(pub String);
+
 /// The UniversalController specs among `docs` (other kinds are skipped); an invalid one is an error
 /// naming it.
-pub fn controllers(docs: &[Value]) -> Result<Vec<(String, UniversalControllerSpec)>, String> {
+pub fn controllers(docs: &[Value]) -> Result<Vec<(String, UniversalControllerSpec)>, InvalidController> {
     let mut out = Vec::new();
     for d in docs {
         if d.get("kind").and_then(Value::as_str) != Some("UniversalController") {
@@ -139,7 +144,7 @@ pub fn controllers(docs: &[Value]) -> Result<Vec<(String, UniversalControllerSpe
         }
         let name = d.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("<unnamed>").to_string();
         let spec: UniversalControllerSpec = serde_json::from_value(d.get("spec").cloned().unwrap_or(Value::Null))
-            .map_err(|e| format!("UniversalController {name}: spec: {e}"))?;
+            .map_err(|e| InvalidController(format!("UniversalController {name}: spec: {e}")))?;
         out.push((name, spec));
     }
     Ok(out)
@@ -320,6 +325,6 @@ mod tests {
     fn an_invalid_controller_is_named() {
         let bad = json!({"kind": "UniversalController", "metadata": {"name": "broken"}, "spec": {"parentResource": 3}});
         let e = controllers(&[bad]).err().unwrap();
-        assert!(e.contains("broken") && e.contains("spec"), "{e}");
+        assert!(e.0.contains("broken") && e.0.contains("spec"), "{e}");
     }
 }

@@ -61,12 +61,17 @@ impl Entry {
     }
 }
 
+/// What is wrong with an object's managedFields (the path at fault and why).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ManagedFieldsError(pub String);
+
 /// The entries of an object; a malformed `managedFields` is an error with the path at fault (kube
 /// rejects such writes too).
-pub fn read(obj: &Value) -> Result<Vec<Entry>, String> {
+pub fn read(obj: &Value) -> Result<Vec<Entry>, ManagedFieldsError> {
     let Some(list) = obj.get("metadata").and_then(|m| m.get("managedFields")) else { return Ok(Vec::new()) };
     let Value::Array(items) = list else {
-        return Err("metadata.managedFields: must be a list".into());
+        return Err(ManagedFieldsError("metadata.managedFields: must be a list".into()));
     };
     let mut out = Vec::with_capacity(items.len());
     for (i, e) in items.iter().enumerate() {
@@ -75,10 +80,14 @@ pub fn read(obj: &Value) -> Result<Vec<Entry>, String> {
         let operation = match text("operation") {
             Some("Apply") => Operation::Apply,
             Some("Update") => Operation::Update,
-            other => return Err(format!("{}: must be Apply or Update, not {other:?}", at("operation"))),
+            other => {
+                return Err(ManagedFieldsError(format!("{}: must be Apply or Update, not {other:?}", at("operation"))));
+            }
         };
         let fields = match e.get("fieldsV1") {
-            Some(f) => FieldSet::from_fields_v1(f).map_err(|m| format!("{}: {m}", at("fieldsV1")))?,
+            Some(f) => {
+                FieldSet::from_fields_v1(f).map_err(|m| ManagedFieldsError(format!("{}: {m}", at("fieldsV1"))))?
+            }
             None => FieldSet::new(),
         };
         out.push(Entry {
@@ -180,7 +189,7 @@ mod tests {
         write(&mut out, &entries);
         assert_eq!(out, obj);
         let bad = json!({"metadata": {"managedFields": [{"operation": "Merge"}]}});
-        assert!(read(&bad).unwrap_err().starts_with("metadata.managedFields[0].operation"));
+        assert!(read(&bad).unwrap_err().0.starts_with("metadata.managedFields[0].operation"));
         let mut empty = Entry { fields: FieldSet::new(), ..entries[0].clone() };
         empty.manager = "gone".into();
         write(&mut out, &[empty]);

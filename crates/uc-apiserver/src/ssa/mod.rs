@@ -121,7 +121,7 @@ fn entry(w: &Write<'_>, operation: Operation, fields: FieldSet) -> Entry {
 /// The entries of `live`; an object written before fields were tracked belongs to one manager,
 /// `before-first-apply`, as in kube.
 fn entries_of(live: &Value, shape: &dyn Shape, w: &Write<'_>) -> Result<Vec<Entry>, ApplyError> {
-    let entries = managed::read(live).map_err(ApplyError::Invalid)?;
+    let entries = managed::read(live).map_err(|e| ApplyError::Invalid(e.0))?;
     if !entries.is_empty() {
         return Ok(entries);
     }
@@ -208,8 +208,8 @@ pub fn apply(
 pub fn update(old: Option<&Value>, new: &mut Value, shape: &dyn Shape, w: &Write<'_>) -> Result<(), ApplyError> {
     let given = new.get("metadata").and_then(|m| m.get("managedFields")).is_some();
     let mut entries = match (given, old) {
-        (true, _) => managed::read(new).map_err(ApplyError::Invalid)?,
-        (false, Some(o)) => managed::read(o).map_err(ApplyError::Invalid)?,
+        (true, _) => managed::read(new).map_err(|e| ApplyError::Invalid(e.0))?,
+        (false, Some(o)) => managed::read(o).map_err(|e| ApplyError::Invalid(e.0))?,
         (false, None) => Vec::new(),
     };
     let empty = json!({});

@@ -91,7 +91,9 @@ fn tls_config(ca_bundle: Option<&[u8]>) -> Result<Arc<rustls::ClientConfig>, Cal
     let mut config = match ca_bundle.filter(|b| !b.is_empty()) {
         Some(pem) => builder
             .dangerous()
-            .with_custom_certificate_verifier(uc_api::webhook_tls::CaBundleVerifier::new(provider, pem)?)
+            .with_custom_certificate_verifier(
+                uc_api::webhook_tls::CaBundleVerifier::new(provider, pem).map_err(|e| CallError(e.0))?,
+            )
             .with_no_client_auth(),
         None => builder.with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth(),
     };

@@ -17,6 +17,7 @@ pub use protocol::{HookError, HookKind};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::recording::CallFailed;
 use serde_json::Value;
 use uc_api::controller::Hook as HookSpec;
 use uc_api::hook::{CustomizeRequest, CustomizeResponse, SyncRequest, SyncResponse};
@@ -119,7 +120,7 @@ impl HookImpl {
             HookImpl::Native(n) => {
                 let sent = dialect.request(request.clone());
                 let answer = n.sync(request).await;
-                let raw = answer.as_ref().map(|r| r.clone().into_value()).map_err(|e| e.to_string());
+                let raw = answer.as_ref().map(|r| r.clone().into_value()).map_err(|e| CallFailed(e.to_string()));
                 (answer.map(|response| dialect::Answer { response, ..Default::default() }), (sent, raw))
             }
             other => {
@@ -127,7 +128,7 @@ impl HookImpl {
                 match other.call_json(kind, sent.clone()).await {
                     Ok(raw) => (dialect.decode(raw.clone()), (sent, Ok(raw))),
                     Err(e) => {
-                        let m = e.to_string();
+                        let m = CallFailed(e.to_string());
                         (Err(e), (sent, Err(m)))
                     }
                 }

@@ -146,7 +146,7 @@ fn tls_config(credentials: &Credentials) -> Result<rustls::ClientConfig, HookErr
     // itself is accepted); without one, the public roots.
     let builder = match &credentials.ca_pem {
         Some(pem) => builder.dangerous().with_custom_certificate_verifier(
-            uc_api::webhook_tls::CaBundleVerifier::new(provider, pem).map_err(HookError::Config)?,
+            uc_api::webhook_tls::CaBundleVerifier::new(provider, pem).map_err(|e| HookError::Config(e.0))?,
         ),
         None => builder.with_root_certificates(rustls::RootCertStore { roots: webpki_roots().to_vec() }),
     };

@@ -8,6 +8,7 @@ use super::funcs::{Call, Function, Ty};
 use super::parse::{Arg, Branch, Command, Node, Pipe};
 use super::set::{Error, ExecError, MissingKey, Templates, Tree};
 use super::value::{Member, Value};
+use crate::error::HelmError;
 
 /// How deep templates may call templates (`template`, `include`) before execution stops.
 pub const MAX_DEPTH: usize = 1000;
@@ -510,22 +511,26 @@ impl<'a> State<'a> {
 
 impl Call for State<'_> {
     /// Helm's `include`: the template `name` executed with `dot`, its text.
-    fn include(&mut self, name: &str, dot: &Value) -> Result<String, String> {
+    fn include(&mut self, name: &str, dot: &Value) -> Result<String, HelmError> {
         if self.depth >= MAX_DEPTH {
-            return Err(format!("rendering template has a nested reference name: {name}: unable to execute template"));
+            return Err(HelmError::from(format!(
+                "rendering template has a nested reference name: {name}: unable to execute template"
+            )));
         }
-        self.templates.execute_at_depth(name, dot, self.depth + 1).map_err(|e| e.to_string())
+        self.templates.execute_at_depth(name, dot, self.depth + 1).map_err(|e| HelmError::from(e.to_string()))
     }
 
     /// Helm's `tpl`: `text` parsed beside the templates of the set (as `gotpl`) and executed with `dot`.
-    fn tpl(&mut self, text: &str, dot: &Value) -> Result<String, String> {
+    fn tpl(&mut self, text: &str, dot: &Value) -> Result<String, HelmError> {
         if self.depth >= MAX_DEPTH {
-            return Err("rendering template has a nested reference name: gotpl: unable to execute template".into());
+            return Err(HelmError::from(
+                "rendering template has a nested reference name: gotpl: unable to execute template",
+            ));
         }
         let mut set = self.templates.clone();
-        set.parse("gotpl", text).map_err(|e| format!("cannot parse template {text:?}: {e}"))?;
+        set.parse("gotpl", text).map_err(|e| HelmError::from(format!("cannot parse template {text:?}: {e}")))?;
         set.execute_at_depth("gotpl", dot, self.depth + 1)
-            .map_err(|e| format!("error during tpl function execution for {text:?}: {e}"))
+            .map_err(|e| HelmError::from(format!("error during tpl function execution for {text:?}: {e}")))
     }
 }
 

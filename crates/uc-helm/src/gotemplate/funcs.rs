@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use super::printf;
 use super::value::{Method, Value};
+use crate::error::HelmError;
 
 /// A parameter's Go type, as far as argument checks go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,13 +61,13 @@ impl Ty {
 /// and `tpl`).
 pub trait Call {
     /// The template `name` executed with `dot`, its text.
-    fn include(&mut self, name: &str, dot: &Value) -> Result<String, String>;
+    fn include(&mut self, name: &str, dot: &Value) -> Result<String, HelmError>;
     /// `text` parsed beside the set's templates and executed with `dot`.
-    fn tpl(&mut self, text: &str, dot: &Value) -> Result<String, String>;
+    fn tpl(&mut self, text: &str, dot: &Value) -> Result<String, HelmError>;
 }
 
 /// The body of a function: the execution (for functions that run templates) and the arguments.
-pub type Body = Rc<dyn Fn(&mut dyn Call, &[Value]) -> Result<Value, String>>;
+pub type Body = Rc<dyn Fn(&mut dyn Call, &[Value]) -> Result<Value, HelmError>>;
 
 /// A template function.
 #[derive(Clone)]
@@ -79,17 +80,20 @@ pub struct Function {
 
 impl Function {
     /// A function of fixed parameters.
-    pub fn new(params: &[Ty], f: impl Fn(&[Value]) -> Result<Value, String> + 'static) -> Self {
+    pub fn new(params: &[Ty], f: impl Fn(&[Value]) -> Result<Value, HelmError> + 'static) -> Self {
         Function { params: params.to_vec(), variadic: None, call: Rc::new(move |_, a| f(a)) }
     }
 
     /// A function taking `params` then any number of `rest`.
-    pub fn variadic(params: &[Ty], rest: Ty, f: impl Fn(&[Value]) -> Result<Value, String> + 'static) -> Self {
+    pub fn variadic(params: &[Ty], rest: Ty, f: impl Fn(&[Value]) -> Result<Value, HelmError> + 'static) -> Self {
         Function { params: params.to_vec(), variadic: Some(rest), call: Rc::new(move |_, a| f(a)) }
     }
 
     /// A function that runs templates (Helm's `include`, `tpl`).
-    pub fn with_state(params: &[Ty], f: impl Fn(&mut dyn Call, &[Value]) -> Result<Value, String> + 'static) -> Self {
+    pub fn with_state(
+        params: &[Ty],
+        f: impl Fn(&mut dyn Call, &[Value]) -> Result<Value, HelmError> + 'static,
+    ) -> Self {
         Function { params: params.to_vec(), variadic: None, call: Rc::new(f) }
     }
 
@@ -133,81 +137,85 @@ pub fn builtins() -> Funcs {
     add("urlquery", Function::variadic(&[], Any, |a| Ok(query_escape(&printf::sprint(a)).into())));
     add(
         "call",
-        Function::variadic(&[Any], Any, |a| Err(format!("non-function {} of type {}", a[0].print(), a[0].type_name()))),
+        Function::variadic(&[Any], Any, |a| {
+            Err(HelmError::from(format!("non-function {} of type {}", a[0].print(), a[0].type_name())))
+        }),
     );
     f
 }
 
-fn length(v: &Value) -> Result<Value, String> {
+fn length(v: &Value) -> Result<Value, HelmError> {
     let n = match v {
         Value::Str(s) => s.len(),
         Value::List(l) => l.len(),
         Value::Map(m) => m.borrow().len(),
         Value::Object(o) if o.entries().is_some() => o.entries().map(|e| e.len()).unwrap_or(0),
-        Value::Nil | Value::Invalid => return Err("len of nil pointer".into()),
-        other => return Err(format!("len of type {}", other.type_name())),
+        Value::Nil | Value::Invalid => return Err(HelmError::from("len of nil pointer")),
+        other => return Err(HelmError::from(format!("len of type {}", other.type_name()))),
     };
     Ok(Value::Int(n as i64))
 }
 
-fn int_index(v: &Value, len: usize, what: &str) -> Result<usize, String> {
+fn int_index(v: &Value, len: usize, what: &str) -> Result<usize, HelmError> {
     let i = match v {
         Value::Int(n) => *n,
-        Value::Nil | Value::Invalid => return Err("cannot index slice/array with nil".into()),
-        other => return Err(format!("cannot index slice/array with type {}", other.type_name())),
+        Value::Nil | Value::Invalid => return Err(HelmError::from("cannot index slice/array with nil")),
+        other => return Err(HelmError::from(format!("cannot index slice/array with type {}", other.type_name()))),
     };
     if i < 0 || i as usize > len {
-        return Err(format!("{what} out of range: {i}"));
+        return Err(HelmError::from(format!("{what} out of range: {i}")));
     }
     Ok(i as usize)
 }
 
-fn index(item: &Value, keys: &[Value]) -> Result<Value, String> {
+fn index(item: &Value, keys: &[Value]) -> Result<Value, HelmError> {
     let mut v = item.clone();
     for key in keys {
         v = match &v {
             Value::List(l) => {
                 let i = int_index(key, l.len(), "index")?;
-                l.get(i).cloned().ok_or_else(|| format!("index out of range: {i}"))?
+                l.get(i).cloned().ok_or_else(|| HelmError::from(format!("index out of range: {i}")))?
             }
             Value::Str(s) => {
                 let i = int_index(key, s.len(), "index")?;
                 s.as_bytes()
                     .get(i)
                     .map(|b| Value::Int(i64::from(*b)))
-                    .ok_or_else(|| format!("index out of range: {i}"))?
+                    .ok_or_else(|| HelmError::from(format!("index out of range: {i}")))?
             }
             Value::Map(m) => match key {
                 Value::Str(k) => m.borrow().get(&**k).cloned().unwrap_or(Value::Nil),
-                Value::Nil | Value::Invalid => return Err("value is nil; should be of type string".into()),
-                other => return Err(format!("value has type {}; should be string", other.type_name())),
+                Value::Nil | Value::Invalid => return Err(HelmError::from("value is nil; should be of type string")),
+                other => {
+                    return Err(HelmError::from(format!("value has type {}; should be string", other.type_name())));
+                }
             },
-            Value::Nil | Value::Invalid => return Err("index of untyped nil".into()),
-            other => return Err(format!("can't index item of type {}", other.type_name())),
+            Value::Nil | Value::Invalid => return Err(HelmError::from("index of untyped nil")),
+            other => return Err(HelmError::from(format!("can't index item of type {}", other.type_name()))),
         };
     }
     Ok(v)
 }
 
-fn slice(item: &Value, bounds: &[Value]) -> Result<Value, String> {
+fn slice(item: &Value, bounds: &[Value]) -> Result<Value, HelmError> {
     if bounds.len() > 3 {
-        return Err(format!("too many slice indexes: {}", bounds.len()));
+        return Err(HelmError::from(format!("too many slice indexes: {}", bounds.len())));
     }
     let len = match item {
         Value::Str(s) => s.len(),
         Value::List(l) => l.len(),
-        Value::Nil | Value::Invalid => return Err("slice of untyped nil".into()),
-        other => return Err(format!("can't slice item of type {}", other.type_name())),
+        Value::Nil | Value::Invalid => return Err(HelmError::from("slice of untyped nil")),
+        other => return Err(HelmError::from(format!("can't slice item of type {}", other.type_name()))),
     };
     let from = bounds.first().map(|b| int_index(b, len, "index")).transpose()?.unwrap_or(0);
     let to = bounds.get(1).map(|b| int_index(b, len, "index")).transpose()?.unwrap_or(len);
     if from > to {
-        return Err(format!("invalid slice index: {from} > {to}"));
+        return Err(HelmError::from(format!("invalid slice index: {from} > {to}")));
     }
     Ok(match item {
         Value::Str(s) => {
             if bounds.len() == 3 {
-                return Err("cannot 3-index slice a string".into());
+                return Err(HelmError::from("cannot 3-index slice a string"));
             }
             Value::from(s.get(from..to).ok_or("slice of a string between characters")?)
         }
@@ -218,9 +226,9 @@ fn slice(item: &Value, bounds: &[Value]) -> Result<Value, String> {
 
 /// Go's `eq`: true when `a` equals any of `others`; comparing different basic kinds fails, and
 /// anything compared with nothing is false.
-pub fn eq(a: &Value, others: &[Value]) -> Result<bool, String> {
+pub fn eq(a: &Value, others: &[Value]) -> Result<bool, HelmError> {
     if others.is_empty() {
-        return Err("missing argument for comparison".into());
+        return Err(HelmError::from("missing argument for comparison"));
     }
     for b in others {
         let equal = match (a, b) {
@@ -231,9 +239,9 @@ pub fn eq(a: &Value, others: &[Value]) -> Result<bool, String> {
             (Value::Float(x), Value::Float(y)) => x == y,
             (Value::Str(x), Value::Str(y)) => x == y,
             (Value::List(_) | Value::Map(_), _) | (_, Value::List(_) | Value::Map(_)) if kind(a) == kind(b) => {
-                return Err(format!("non-comparable type {}: {}", b.print(), b.type_name()));
+                return Err(HelmError::from(format!("non-comparable type {}: {}", b.print(), b.type_name())));
             }
-            _ => return Err("incompatible types for comparison".into()),
+            _ => return Err(HelmError::from("incompatible types for comparison")),
         };
         if equal {
             return Ok(true);
@@ -256,13 +264,13 @@ fn kind(v: &Value) -> u8 {
 }
 
 /// Go's `lt`.
-pub fn less(a: &Value, b: &Value) -> Result<bool, String> {
+pub fn less(a: &Value, b: &Value) -> Result<bool, HelmError> {
     match (a, b) {
         (Value::Int(x), Value::Int(y)) => Ok(x < y),
         (Value::Float(x), Value::Float(y)) => Ok(x < y),
         (Value::Str(x), Value::Str(y)) => Ok(x < y),
-        _ if kind(a) != kind(b) => Err("incompatible types for comparison".into()),
-        _ => Err("invalid type for comparison".into()),
+        _ if kind(a) != kind(b) => Err(HelmError::from("incompatible types for comparison")),
+        _ => Err(HelmError::from("invalid type for comparison")),
     }
 }
 

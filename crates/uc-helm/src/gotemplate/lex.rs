@@ -2,6 +2,8 @@
 //! (trimmed by `{{- ` and ` -}}`), and inside an action identifiers, fields, variables, constants,
 //! pipes and parentheses, with spaces kept (they separate a command's arguments).
 
+use crate::error::HelmError;
+
 /// One token, at a byte offset of the source.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Token {
@@ -368,7 +370,7 @@ impl Lexer<'_> {
         let i = self.closing(b'"', "unterminated quoted string")?;
         let raw = &self.src[start..=i];
         self.pos = i + 1;
-        let text = unquote(raw).map_err(|m| LexError { pos: start, message: m })?;
+        let text = unquote(raw).map_err(|m| LexError { pos: start, message: m.0 })?;
         self.emit(Kind::Str(text), start);
         Ok(())
     }
@@ -388,7 +390,7 @@ impl Lexer<'_> {
         let raw = &self.src[start + 1..i];
         self.pos = i + 1;
         let text =
-            unquote(&format!("\"{}\"", raw.replace("\\'", "'"))).map_err(|m| LexError { pos: start, message: m })?;
+            unquote(&format!("\"{}\"", raw.replace("\\'", "'"))).map_err(|m| LexError { pos: start, message: m.0 })?;
         let mut chars = text.chars();
         match (chars.next(), chars.next()) {
             (Some(c), None) => {
@@ -418,9 +420,11 @@ fn go_rune(c: char) -> String {
 }
 
 /// A Go double-quoted string literal's value.
-pub fn unquote(raw: &str) -> Result<String, String> {
-    let body =
-        raw.strip_prefix('"').and_then(|s| s.strip_suffix('"')).ok_or_else(|| format!("invalid syntax: {raw}"))?;
+pub fn unquote(raw: &str) -> Result<String, HelmError> {
+    let body = raw
+        .strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .ok_or_else(|| HelmError::from(format!("invalid syntax: {raw}")))?;
     let mut out = String::new();
     let mut chars = body.chars();
     while let Some(c) = chars.next() {
@@ -428,32 +432,35 @@ pub fn unquote(raw: &str) -> Result<String, String> {
             out.push(c);
             continue;
         }
-        let escaped = chars.next().ok_or_else(|| format!("invalid syntax: {raw}"))?;
-        let hex = |chars: &mut std::str::Chars, n: usize| -> Result<u32, String> {
+        let escaped = chars.next().ok_or_else(|| HelmError::from(format!("invalid syntax: {raw}")))?;
+        let hex = |chars: &mut std::str::Chars, n: usize| -> Result<u32, HelmError> {
             let digits: String = chars.take(n).collect();
-            u32::from_str_radix(&digits, 16).map_err(|_| format!("invalid syntax: {raw}"))
+            u32::from_str_radix(&digits, 16).map_err(|_| HelmError::from(format!("invalid syntax: {raw}")))
         };
-        let ch = match escaped {
-            'a' => '\x07',
-            'b' => '\x08',
-            'f' => '\x0c',
-            'n' => '\n',
-            'r' => '\r',
-            't' => '\t',
-            'v' => '\x0b',
-            '\\' => '\\',
-            '"' => '"',
-            'x' => char::from_u32(hex(&mut chars, 2)?).unwrap_or('\u{fffd}'),
-            'u' => char::from_u32(hex(&mut chars, 4)?).ok_or_else(|| format!("invalid syntax: {raw}"))?,
-            'U' => char::from_u32(hex(&mut chars, 8)?).ok_or_else(|| format!("invalid syntax: {raw}"))?,
-            '0'..='7' => {
-                let rest: String = chars.by_ref().take(2).collect();
-                let n = u32::from_str_radix(&format!("{escaped}{rest}"), 8)
-                    .map_err(|_| format!("invalid syntax: {raw}"))?;
-                char::from_u32(n).unwrap_or('\u{fffd}')
-            }
-            _ => return Err(format!("invalid syntax: {raw}")),
-        };
+        let ch =
+            match escaped {
+                'a' => '\x07',
+                'b' => '\x08',
+                'f' => '\x0c',
+                'n' => '\n',
+                'r' => '\r',
+                't' => '\t',
+                'v' => '\x0b',
+                '\\' => '\\',
+                '"' => '"',
+                'x' => char::from_u32(hex(&mut chars, 2)?).unwrap_or('\u{fffd}'),
+                'u' => char::from_u32(hex(&mut chars, 4)?)
+                    .ok_or_else(|| HelmError::from(format!("invalid syntax: {raw}")))?,
+                'U' => char::from_u32(hex(&mut chars, 8)?)
+                    .ok_or_else(|| HelmError::from(format!("invalid syntax: {raw}")))?,
+                '0'..='7' => {
+                    let rest: String = chars.by_ref().take(2).collect();
+                    let n = u32::from_str_radix(&format!("{escaped}{rest}"), 8)
+                        .map_err(|_| format!("invalid syntax: {raw}"))?;
+                    char::from_u32(n).unwrap_or('\u{fffd}')
+                }
+                _ => return Err(HelmError::from(format!("invalid syntax: {raw}"))),
+            };
         out.push(ch);
     }
     Ok(out)

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use super::lex::{self, Keyword, Kind, Token};
+use crate::error::HelmError;
 
 /// A node of a template's body.
 #[derive(Clone, Debug)]
@@ -561,7 +562,7 @@ impl Parser<'_> {
             Kind::Char(c) => {
                 Arg::Number { text: format!("{c:?}"), int: Some(c as i64), float: c as u32 as f64, is_float: false }
             }
-            Kind::Number(text) => number(&text).map_err(|m| ParseError { pos: t.pos, message: m })?,
+            Kind::Number(text) => number(&text).map_err(|m| ParseError { pos: t.pos, message: m.0 })?,
             Kind::LeftParen => Arg::Pipe(Box::new(self.pipeline("parenthesized pipeline", Kind::RightParen)?)),
             Kind::Str(s) => Arg::Str(s),
             _ => {
@@ -573,7 +574,7 @@ impl Parser<'_> {
 }
 
 /// A number constant as Go's parser reads it.
-fn number(text: &str) -> Result<Arg, String> {
+fn number(text: &str) -> Result<Arg, HelmError> {
     let clean = text.replace('_', "");
     let (neg, digits) = match clean.strip_prefix('-') {
         Some(d) => (true, d),
@@ -599,7 +600,7 @@ fn number(text: &str) -> Result<Arg, String> {
         None => {
             let f: f64 = clean.parse().map_err(|_| format!("illegal number syntax: {text:?}"))?;
             if !looks_float {
-                return Err(format!("integer overflow: {text:?}"));
+                return Err(HelmError::from(format!("integer overflow: {text:?}")));
             }
             let int = (f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64);
             Ok(Arg::Number { text: text.into(), int, float: f, is_float: true })

@@ -6,6 +6,7 @@
 //! silently nothing) and a *nil interface* (a key a map lacks under `missingkey=zero`, a YAML `null`:
 //! a field of it fails with `nil pointer evaluating interface {}.x`). Both are kept.
 
+use crate::error::HelmError;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -15,7 +16,7 @@ use std::rc::Rc;
 pub type Dict = Rc<RefCell<BTreeMap<String, Value>>>;
 
 /// A method of an [`Object`]: its arguments, evaluated, to a value or an error (in Go's words).
-pub type Method = Rc<dyn Fn(&[Value]) -> Result<Value, String>>;
+pub type Method = Rc<dyn Fn(&[Value]) -> Result<Value, HelmError>>;
 
 /// A Go value with fields and methods that templates reach as `.Name`.
 pub trait Object {

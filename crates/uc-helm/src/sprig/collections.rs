@@ -4,13 +4,14 @@
 use std::collections::BTreeMap;
 
 use super::convert::{strval, to_i64};
+use crate::error::HelmError;
 use crate::gotemplate::{Funcs, Function, Ty, Value};
 
-fn list_of(v: &Value, func: &str) -> Result<Vec<Value>, String> {
+fn list_of(v: &Value, func: &str) -> Result<Vec<Value>, HelmError> {
     match v {
         Value::List(items) => Ok(items.to_vec()),
         Value::Nil | Value::Invalid => Ok(Vec::new()),
-        other => Err(format!("Cannot {func} on type {}", go_kind(other))),
+        other => Err(HelmError::from(format!("Cannot {func} on type {}", go_kind(other)))),
     }
 }
 
@@ -81,10 +82,10 @@ pub(super) fn register(f: &mut Funcs) {
                 let start = a.get(1).map_or(0, to_i64);
                 let end = a.get(2).map_or(list.len() as i64, to_i64);
                 if start < 0 || end < start || end > list.len() as i64 {
-                    return Err(format!(
+                    return Err(HelmError::from(format!(
                         "reflect: slice index out of range [{start}:{end}] with length {}",
                         list.len()
-                    ));
+                    )));
                 }
                 Ok(Value::from(list[start as usize..end as usize].to_vec()))
             }),

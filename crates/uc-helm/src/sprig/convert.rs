@@ -1,6 +1,7 @@
 //! Conversions, defaults, math and types: `default`, `empty`, `coalesce`, `ternary`, `toString`,
 //! `int`, `add`…, `typeOf`, `kindIs`, and the conversions they share with the other functions.
 
+use crate::error::HelmError;
 use crate::gotemplate::{Funcs, Function, Ty, Value};
 
 /// Sprig's `strval`: a string as is, anything else as `fmt.Sprintf("%v")` prints it.
@@ -78,7 +79,7 @@ fn kind_of(v: &Value) -> &'static str {
     }
 }
 
-fn int_result(n: i64) -> Result<Value, String> {
+fn int_result(n: i64) -> Result<Value, HelmError> {
     Ok(Value::Int(n))
 }
 
@@ -124,14 +125,14 @@ pub(super) fn register(f: &mut Funcs) {
     add(
         "div",
         Function::new(&[Any, Any], |a| match to_i64(&a[1]) {
-            0 => Err("runtime error: integer divide by zero".into()),
+            0 => Err(HelmError::from("runtime error: integer divide by zero")),
             d => int_result(to_i64(&a[0]) / d),
         }),
     );
     add(
         "mod",
         Function::new(&[Any, Any], |a| match to_i64(&a[1]) {
-            0 => Err("runtime error: integer divide by zero".into()),
+            0 => Err(HelmError::from("runtime error: integer divide by zero")),
             d => int_result(to_i64(&a[0]) % d),
         }),
     );
@@ -185,10 +186,10 @@ pub(super) fn register(f: &mut Funcs) {
 /// The longest list `until`, `untilStep` and `seq` make.
 const MAX_LIST: i64 = 10_000_000;
 
-fn until_step(start: i64, stop: i64, step: i64) -> Result<Value, String> {
+fn until_step(start: i64, stop: i64, step: i64) -> Result<Value, HelmError> {
     let mut out = Vec::new();
     if step != 0 && (stop.saturating_sub(start) / step) > MAX_LIST {
-        return Err(format!("more than {MAX_LIST} numbers"));
+        return Err(HelmError::from(format!("more than {MAX_LIST} numbers")));
     }
     if step == 0 || (step > 0 && start >= stop) || (step < 0 && start <= stop) {
         return Ok(Value::from(out));
@@ -202,7 +203,7 @@ fn until_step(start: i64, stop: i64, step: i64) -> Result<Value, String> {
 }
 
 /// `seq`: like the shell's: `seq last`, `seq first last`, `seq first step last`, joined by spaces.
-fn seq(a: &[Value]) -> Result<Value, String> {
+fn seq(a: &[Value]) -> Result<Value, HelmError> {
     let n: Vec<i64> = a.iter().map(to_i64).collect();
     let (first, step, last) = match n.as_slice() {
         [] => return Ok(Value::from("")),
@@ -214,7 +215,7 @@ fn seq(a: &[Value]) -> Result<Value, String> {
         return Ok(Value::from(""));
     }
     if last.saturating_sub(first) / step > MAX_LIST {
-        return Err(format!("more than {MAX_LIST} numbers"));
+        return Err(HelmError::from(format!("more than {MAX_LIST} numbers")));
     }
     let mut out = Vec::new();
     let mut i = first;

@@ -8,6 +8,7 @@ use std::rc::Rc;
 use chrono::{DateTime, FixedOffset, TimeZone, Utc};
 
 use super::convert::to_i64;
+use crate::error::HelmError;
 use crate::gotemplate::{Funcs, Function, Member, Object, Ty, Value};
 
 /// A `time.Time`.
@@ -194,7 +195,7 @@ pub(super) fn register(f: &mut Funcs) {
                 let (text, t) = (a[0].as_str().unwrap_or(""), time_of(&a[1]));
                 match parse_go_duration(text) {
                     Some(nanos) => Ok(time(t + chrono::Duration::nanoseconds(nanos))),
-                    None if must => Err(format!("time: invalid duration {text:?}")),
+                    None if must => Err(HelmError::from(format!("time: invalid duration {text:?}"))),
                     None => Ok(time(t)),
                 }
             }),
@@ -208,7 +209,7 @@ pub(super) fn register(f: &mut Funcs) {
                 let (layout, text) = (a[0].as_str().unwrap_or(""), a[1].as_str().unwrap_or(""));
                 parse_with(layout, text)
                     .map(time)
-                    .ok_or_else(|| format!("parsing time {text:?} as {layout:?}: cannot parse"))
+                    .ok_or_else(|| HelmError::from(format!("parsing time {text:?} as {layout:?}: cannot parse")))
             }),
         );
     }

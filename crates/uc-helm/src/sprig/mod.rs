@@ -97,7 +97,7 @@ fn extras(f: &mut Funcs) {
         Function::new(&[Ty::Any, Ty::Any], |a| {
             let (min, max) = (to_i64(&a[0]), to_i64(&a[1]));
             if max <= min {
-                return Err("invalid argument to Intn".to_string());
+                return Err("invalid argument to Intn".into());
             }
             let mut b = [0u8; 8];
             let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut b);

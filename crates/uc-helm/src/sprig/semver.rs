@@ -3,6 +3,7 @@
 //! spaces (and) and `||` (or), with `=`, `!=`, `>`, `>=`, `<`, `<=`, `~`, `^`, wildcards (`1.2.x`, `*`)
 //! and hyphen ranges (`1.2 - 1.4`). A constraint without a pre-release does not match a pre-release.
 
+use crate::error::HelmError;
 use std::cmp::Ordering;
 
 /// A version.
@@ -17,7 +18,7 @@ pub struct Version {
 }
 
 /// Masterminds' `NewVersion` (coercing): `v1.2`, `1.2.3-rc.1+build`.
-pub fn parse(text: &str) -> Result<Version, String> {
+pub fn parse(text: &str) -> Result<Version, HelmError> {
     let invalid = || "Invalid Semantic Version".to_string();
     let s = text.trim().strip_prefix(['v', 'V']).unwrap_or(text.trim());
     let (s, metadata) = s.split_once('+').map(|(a, b)| (a, b.to_string())).unwrap_or((s, String::new()));
@@ -27,7 +28,7 @@ pub fn parse(text: &str) -> Result<Version, String> {
         || parts.len() > 3
         || parts.iter().any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
     {
-        return Err(invalid());
+        return Err(invalid().into());
     }
     let n = |i: usize| parts.get(i).map(|p| p.parse::<u64>().map_err(|_| invalid())).unwrap_or(Ok(0));
     let valid_ids = |s: &str| {
@@ -35,7 +36,7 @@ pub fn parse(text: &str) -> Result<Version, String> {
             || s.split('.').all(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'))
     };
     if !valid_ids(&pre) || !valid_ids(&metadata) {
-        return Err(invalid());
+        return Err(invalid().into());
     }
     Ok(Version { major: n(0)?, minor: n(1)?, patch: n(2)?, pre, metadata, original: text.to_string() })
 }
@@ -82,14 +83,14 @@ struct Term {
     given: usize,
 }
 
-fn term(text: &str) -> Result<Term, String> {
+fn term(text: &str) -> Result<Term, HelmError> {
     let improper = || format!("improper constraint: {text}");
     let t = text.trim();
     let op_len = t.find(|c: char| c.is_ascii_alphanumeric() || c == '*').unwrap_or(t.len());
     let (op, rest) = t.split_at(op_len);
     let op = op.trim();
     if !matches!(op, "" | "=" | "!=" | ">" | "<" | ">=" | "=>" | "<=" | "=<" | "~" | "~>" | "^") {
-        return Err(improper());
+        return Err(improper().into());
     }
     let rest = rest.trim().strip_prefix(['v', 'V']).unwrap_or(rest.trim());
     let core = rest.split(['-', '+']).next().unwrap_or("");
@@ -155,7 +156,7 @@ fn holds(t: &Term, v: &Version) -> bool {
 }
 
 /// Whether `version` satisfies `constraint`.
-pub fn check(constraint: &str, version: &Version) -> Result<bool, String> {
+pub fn check(constraint: &str, version: &Version) -> Result<bool, HelmError> {
     let mut any = false;
     for alternative in constraint.split("||") {
         let alternative = alternative.trim();
@@ -182,7 +183,7 @@ pub fn check(constraint: &str, version: &Version) -> Result<bool, String> {
             i += 1;
         }
         if terms.is_empty() {
-            return Err(format!("improper constraint: {constraint}"));
+            return Err(HelmError::from(format!("improper constraint: {constraint}")));
         }
         any |= terms.iter().all(|t| holds(t, version));
     }
@@ -256,7 +257,7 @@ mod tests {
         assert_eq!((v.major, v.minor, v.patch), (1, 2, 0));
         assert_eq!(compare(&parse("1.0.0-alpha.2").unwrap(), &parse("1.0.0-alpha.10").unwrap()), Ordering::Less);
         assert_eq!(compare(&parse("1.0.0-rc.1").unwrap(), &parse("1.0.0").unwrap()), Ordering::Less);
-        assert_eq!(parse("1.2.3.4").unwrap_err(), "Invalid Semantic Version");
-        assert!(check("?1.2", &v).unwrap_err().starts_with("improper constraint"));
+        assert_eq!(parse("1.2.3.4").unwrap_err().0, "Invalid Semantic Version");
+        assert!(check("?1.2", &v).unwrap_err().0.starts_with("improper constraint"));
     }
 }

@@ -4,6 +4,7 @@
 use base64::Engine as _;
 
 use super::convert::{strval, to_i64};
+use crate::error::HelmError;
 use crate::gotemplate::printf::quote;
 use crate::gotemplate::{Funcs, Function, Ty, Value};
 
@@ -63,8 +64,8 @@ fn strslice(v: &Value) -> Vec<String> {
     }
 }
 
-fn regex(pattern: &str) -> Result<regex::Regex, String> {
-    regex::Regex::new(pattern).map_err(|e| format!("error parsing regexp: {e}"))
+fn regex(pattern: &str) -> Result<regex::Regex, HelmError> {
+    regex::Regex::new(pattern).map_err(|e| HelmError::from(format!("error parsing regexp: {e}")))
 }
 
 /// Words of an identifier, for the case conversions.
@@ -126,7 +127,10 @@ pub(super) fn register(f: &mut Funcs) {
         Function::new(&[Int, Str], |a| {
             let (n, text) = (to_i64(&a[0]).max(0) as usize, s(&a[1]));
             if n.saturating_mul(text.len()) > crate::gotemplate::exec::MAX_OUTPUT {
-                return Err(format!("repeat: {n} copies exceed {} bytes", crate::gotemplate::exec::MAX_OUTPUT));
+                return Err(HelmError::from(format!(
+                    "repeat: {n} copies exceed {} bytes",
+                    crate::gotemplate::exec::MAX_OUTPUT
+                )));
             }
             Ok(Value::from(text.repeat(n)))
         }),

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::convert::strval;
+use crate::error::HelmError;
 use crate::gotemplate::{Funcs, Function, Ty, Value};
 
 /// Go's `shouldEscape` for the parts written back.
@@ -51,7 +52,7 @@ fn unescape(s: &str) -> Option<String> {
 }
 
 /// The parts of a URL as `url.Parse` finds them.
-fn parse(raw: &str) -> Result<BTreeMap<&'static str, String>, String> {
+fn parse(raw: &str) -> Result<BTreeMap<&'static str, String>, HelmError> {
     let bad = |m: &str| format!("unable to parse url: parse {raw:?}: {m}");
     let (rest, fragment) = raw.split_once('#').map_or((raw, ""), |(r, f)| (r, f));
     let fragment = unescape(fragment).ok_or_else(|| bad("invalid URL escape"))?;
@@ -104,11 +105,14 @@ fn parse(raw: &str) -> Result<BTreeMap<&'static str, String>, String> {
 }
 
 /// `url.URL.String()` of the parts in `d`.
-fn join(d: &BTreeMap<String, Value>) -> Result<String, String> {
+fn join(d: &BTreeMap<String, Value>) -> Result<String, HelmError> {
     let get = |k: &str| match d.get(k) {
         None => Ok(String::new()),
         Some(Value::Str(s)) => Ok(s.to_string()),
-        Some(other) => Err(format!("unable to parse {k} key, must be of type string, but {} found", other.type_name())),
+        Some(other) => Err(HelmError::from(format!(
+            "unable to parse {k} key, must be of type string, but {} found",
+            other.type_name()
+        ))),
     };
     let (scheme, host, path, query, opaque, fragment) =
         (get("scheme")?, get("host")?, get("path")?, get("query")?, get("opaque")?, get("fragment")?);
@@ -173,9 +177,10 @@ pub(super) fn register(f: &mut Funcs) {
         "urlJoin".into(),
         Function::new(&[Ty::Any], |a| match &a[0] {
             Value::Map(m) => join(&m.borrow()).map(Value::from),
-            other => {
-                Err(format!("wrong type for value; expected map[string]interface {{}}; got {}", other.type_name()))
-            }
+            other => Err(HelmError::from(format!(
+                "wrong type for value; expected map[string]interface {{}}; got {}",
+                other.type_name()
+            ))),
         }),
     );
 }
@@ -233,6 +238,6 @@ mod tests {
         assert_eq!(join(&dict(&[("scheme", "https"), ("host", "h"), ("path", "/a b")])).unwrap(), "https://h/a%20b");
         let mut bad = dict(&[]);
         bad.insert("host".into(), Value::Int(1));
-        assert!(join(&bad).unwrap_err().contains("must be of type string"));
+        assert!(join(&bad).unwrap_err().0.contains("must be of type string"));
     }
 }
