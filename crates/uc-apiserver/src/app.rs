@@ -263,6 +263,26 @@ pub struct Req {
 }
 
 #[cfg(test)]
+impl Req {
+    /// A request for unit tests: this content type and body, these query parameters, no user.
+    pub(crate) fn for_test(method: Method, content_type: &str, body: &str, params: &[(&str, &str)]) -> Req {
+        Req {
+            method,
+            path: String::new(),
+            params: params.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            negotiated: negotiate(None).expect("JSON is acceptable"),
+            content_type: content_type.into(),
+            body: Bytes::from(body.to_string()),
+            warnings: Vec::new(),
+            audit_annotations: Vec::new(),
+            user_agent: "kubectl/v1.34.0 (linux/amd64) kubernetes/abc".into(),
+            user: Arc::default(),
+            accept: "application/json".into(),
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -328,3 +328,62 @@ pub(crate) fn sync_crd(app: &App, info: &ResourceInfo, stored: &Obj, key: &str) 
         Err(_) => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+
+    fn info(group: &str, resource: &str) -> std::sync::Arc<ResourceInfo> {
+        Registry::new().get(&GroupResource::new(group, resource)).expect("a built-in resource")
+    }
+
+    #[test]
+    fn object_metadata_is_checked_as_validate_object_meta_does() {
+        let cm = info("", "configmaps");
+        let mut ok = json!({"metadata": {"name": "a", "labels": {"app": "x"}, "annotations": null}});
+        assert!(check_object_meta(&cm, &mut ok, true).unwrap().is_empty());
+        assert!(ok["metadata"].get("annotations").is_none(), "a null map is dropped");
+        let mut number = json!({"metadata": {"name": "a", "labels": {"n": 1}}});
+        assert_eq!(check_object_meta(&cm, &mut number, true).unwrap_err().code(), 400);
+        let mut bad_value = json!({"metadata": {"name": "a", "labels": {"app": "-x-"}}});
+        let errs = check_object_meta(&cm, &mut bad_value, true).unwrap();
+        assert_eq!(errs.iter().map(|e| e.field.as_str()).collect::<Vec<_>>(), ["metadata.labels"]);
+        // The name is checked on creation only: an object stored under older rules stays writable.
+        let mut bad_name = json!({"metadata": {"name": "Not_A_Name"}});
+        assert_eq!(check_object_meta(&cm, &mut bad_name.clone(), true).unwrap().len(), 1);
+        assert!(check_object_meta(&cm, &mut bad_name, false).unwrap().is_empty());
+        let mut finalizers = json!({"metadata": {"name": "a", "finalizers": [1]}});
+        assert_eq!(check_object_meta(&cm, &mut finalizers, true).unwrap_err().code(), 400);
+    }
+
+    #[test]
+    fn owner_references_name_their_owner_and_one_controller_at_most() {
+        let cm = info("", "configmaps");
+        let owner = |uid: &str, controller: bool| json!({"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": uid, "controller": controller});
+        let mut one = json!({"metadata": {"name": "a", "ownerReferences": [owner("1", true), owner("2", false)]}});
+        assert!(check_object_meta(&cm, &mut one, true).unwrap().is_empty());
+        let mut two = json!({"metadata": {"name": "a", "ownerReferences": [owner("1", true), owner("2", true)]}});
+        let errs = check_object_meta(&cm, &mut two, true).unwrap();
+        assert!(errs.iter().any(|e| e.field == "metadata.ownerReferences"), "{errs:?}");
+        let mut nameless =
+            json!({"metadata": {"name": "a", "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "uid": "1"}]}});
+        let errs = check_object_meta(&cm, &mut nameless, true).unwrap();
+        assert_eq!(errs.iter().map(|e| e.field.as_str()).collect::<Vec<_>>(), ["metadata.ownerReferences[0].name"]);
+        let mut null = json!({"metadata": {"name": "a", "ownerReferences": null}});
+        assert!(check_object_meta(&cm, &mut null, true).unwrap().is_empty());
+        assert!(null["metadata"].get("ownerReferences").is_none());
+    }
+
+    #[test]
+    fn generation_follows_everything_but_metadata_and_a_subresource_status() {
+        let deploy = info("apps", "deployments");
+        let old = json!({"metadata": {"name": "d", "labels": {"a": "1"}}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
+        let labels = json!({"metadata": {"name": "d", "labels": {"a": "2"}}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
+        let status = json!({"metadata": {"name": "d"}, "spec": {"replicas": 1}, "status": {"replicas": 3}});
+        let spec = json!({"metadata": {"name": "d"}, "spec": {"replicas": 2}, "status": {"replicas": 1}});
+        assert!(!spec_changed(&deploy, "v1", &old, &labels));
+        assert!(!spec_changed(&deploy, "v1", &old, &status), "status is the subresource's");
+        assert!(spec_changed(&deploy, "v1", &old, &spec));
+    }
+}

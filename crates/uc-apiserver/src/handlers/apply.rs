@@ -137,3 +137,46 @@ pub(crate) async fn server_side_apply(app: &Arc<App>, req: &mut Req, t: &Target)
     }
     Err(ApiError::conflict(&subject, "too many concurrent updates; try again"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+    use http::Method;
+    use uc_api::GroupResource;
+
+    fn target(name: &str) -> Target {
+        let info = Registry::new().get(&GroupResource::new("", "configmaps")).expect("built in");
+        Target {
+            info,
+            version: "v1".into(),
+            namespace: Some("ns".into()),
+            name: Some(name.into()),
+            sub: None,
+            watch_prefix: false,
+        }
+    }
+
+    fn apply(body: &str) -> Req {
+        Req::for_test(Method::PATCH, "application/apply-patch+yaml", body, &[])
+    }
+
+    #[test]
+    fn an_apply_patch_is_one_object_of_the_target_kind_named_as_the_url() {
+        let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: b\n";
+        let intent = read_intent(&apply(yaml), &target("c")).expect("YAML reads");
+        assert_eq!((intent["metadata"]["namespace"].as_str(), intent["data"]["a"].as_str()), (Some("ns"), Some("b")));
+        let json = r#"{"apiVersion":"v1","kind":"ConfigMap","data":{"a":"b"}}"#;
+        assert_eq!(read_intent(&apply(json), &target("c")).expect("JSON is YAML")["metadata"]["name"], "c");
+        let other_kind = r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"c"}}"#;
+        assert_eq!(read_intent(&apply(other_kind), &target("c")).unwrap_err().code(), 422);
+        let other_name = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d"}}"#;
+        assert_eq!(read_intent(&apply(other_name), &target("c")).unwrap_err().code(), 400);
+        assert_eq!(read_intent(&apply("[1, 2]"), &target("c")).unwrap_err().code(), 400);
+        let cbor = Req::for_test(Method::PATCH, "application/apply-patch+cbor", "", &[]);
+        assert_eq!(read_intent(&cbor, &target("c")).unwrap_err().code(), 415);
+        assert!(
+            is_apply(&apply("")) && !is_apply(&Req::for_test(Method::PATCH, "application/merge-patch+json", "", &[]))
+        );
+    }
+}

@@ -60,3 +60,17 @@ pub(crate) fn track_update(req: &Req, t: &Target, old: Option<&Value>, new: &mut
     let w = write_of(t, &manager, &api_version, &now);
     with_shape(t, |shape| ssa::update(old, new, shape, &w)).map_err(|e| invalid_managed_fields(t, e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::Method;
+
+    #[test]
+    fn the_field_manager_is_the_parameter_else_the_user_agents_program() {
+        let named = Req::for_test(Method::PUT, "application/json", "", &[("fieldManager", "my-controller")]);
+        assert_eq!(manager(&named), "my-controller");
+        let unnamed = Req::for_test(Method::PUT, "application/json", "", &[("fieldManager", "")]);
+        assert_eq!(manager(&unnamed), "kubectl", "kube's default: the user agent's program name");
+    }
+}

@@ -111,3 +111,34 @@ pub(crate) async fn update_scale(
     }
     Err(ApiError::conflict(&t.subject(), "too many concurrent updates; try again"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scale_reads_the_replicas_and_selector_where_the_resource_keeps_them() {
+        let paths = ScalePaths {
+            spec_replicas: ".spec.size".into(),
+            status_replicas: ".status.ready".into(),
+            label_selector: Some(".status.selector".into()),
+        };
+        let obj = json!({"metadata": {"name": "c", "namespace": "ns", "resourceVersion": "4"},
+                         "spec": {"size": 3}, "status": {"ready": 2, "selector": "app=c"}});
+        let scale = scale_view(&paths, &obj);
+        assert_eq!((scale["spec"]["replicas"].as_i64(), scale["status"]["replicas"].as_i64()), (Some(3), Some(2)));
+        assert_eq!(scale["status"]["selector"], "app=c");
+        assert_eq!(scale["metadata"]["resourceVersion"], "4");
+        // A built-in's selector, published in string form; missing replicas count as 0.
+        let builtin = ScalePaths {
+            spec_replicas: ".spec.replicas".into(),
+            status_replicas: ".status.replicas".into(),
+            label_selector: None,
+        };
+        let deploy =
+            json!({"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"app": "d", "tier": "web"}}}});
+        let scale = scale_view(&builtin, &deploy);
+        assert_eq!(scale["status"]["selector"], "app=d,tier=web");
+        assert_eq!((scale["spec"]["replicas"].as_i64(), scale["status"]["replicas"].as_i64()), (Some(0), Some(0)));
+    }
+}
