@@ -145,6 +145,13 @@ impl LabelSelector {
         Ok(Self { requirements, matches_nothing: false })
     }
 
+    /// Builds a selector from k8s-openapi's typed `LabelSelector`.
+    pub fn from_typed(
+        s: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+    ) -> Result<Self, SelectorError> {
+        Self::from_value(&serde_json::to_value(s).unwrap_or_default())
+    }
+
     /// True when the selector has no requirements.
     pub fn is_empty(&self) -> bool {
         self.requirements.is_empty() && !self.matches_nothing

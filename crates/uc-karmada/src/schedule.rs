@@ -10,18 +10,9 @@ use crate::types::{ClusterAffinity, MemberCluster, Placement, TargetCluster};
 
 /// Whether `selector` selects `labels` (matchLabels and matchExpressions).
 pub fn selects(selector: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-    let by_labels = selector.match_labels.iter().flatten().all(|(k, v)| labels.get(k).is_some_and(|have| have == v));
-    let by_expressions = selector.match_expressions.iter().flatten().all(|e| {
-        let values = e.values.as_deref().unwrap_or_default();
-        match e.operator.as_str() {
-            "In" => labels.get(&e.key).is_some_and(|v| values.contains(v)),
-            "NotIn" => labels.get(&e.key).is_none_or(|v| !values.contains(v)),
-            "Exists" => labels.contains_key(&e.key),
-            "DoesNotExist" => !labels.contains_key(&e.key),
-            _ => false,
-        }
-    });
-    by_labels && by_expressions
+    // uc-api's selector (the one home of label selection); one that does not read selects nothing.
+    let labels: BTreeMap<&str, &str> = labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    uc_api::LabelSelector::from_typed(selector).is_ok_and(|s| s.matches(&labels))
 }
 
 /// Whether a cluster is one `affinity` names (no affinity: every cluster).
