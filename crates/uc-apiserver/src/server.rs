@@ -124,6 +124,15 @@ fn open_app(
     }))
 }
 
+/// An API server's state for unit tests: in memory, credentials in `dir`, no listener.
+#[cfg(test)]
+pub(crate) fn test_app(dir: &std::path::Path) -> Arc<App> {
+    let mut config = Config::new(dir);
+    config.durable = false;
+    let creds = tls::ensure_credentials(dir, &[]).expect("test credentials");
+    open_app(&config, &creds, None).expect("an in-memory store")
+}
+
 /// Starts the API server: credentials, store, built-in objects, GC, listener.
 pub async fn start(config: Config) -> Result<RunningServer, StartError> {
     std::fs::create_dir_all(&config.data_dir)

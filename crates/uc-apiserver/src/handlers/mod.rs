@@ -218,3 +218,35 @@ pub async fn bootstrap(app: &Arc<App>) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_resolve_to_resources_as_kube_apiserver_routes_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = crate::server::test_app(dir.path());
+        let t = resolve(&app, "", "v1", &["namespaces", "ns", "configmaps", "c"]).unwrap();
+        assert_eq!(
+            (t.info.resource.as_str(), t.namespace.as_deref(), t.name.as_deref()),
+            ("configmaps", Some("ns"), Some("c"))
+        );
+        let status = resolve(&app, "apps", "v1", &["namespaces", "ns", "deployments", "d", "status"]).unwrap();
+        assert_eq!(status.sub.as_deref(), Some("status"));
+        // A namespace's own status and finalize are the namespace's, not a resource in it.
+        let finalize = resolve(&app, "", "v1", &["namespaces", "ns", "finalize"]).unwrap();
+        assert_eq!(
+            (finalize.info.resource.as_str(), finalize.name.as_deref(), finalize.sub.as_deref()),
+            ("namespaces", Some("ns"), Some("finalize"))
+        );
+        let watch = resolve(&app, "", "v1", &["watch", "namespaces", "ns", "pods"]).unwrap();
+        assert!(watch.watch_prefix && watch.name.is_none());
+        let no_route = |rest: &[&str]| resolve(&app, "", "v1", rest).unwrap_err().code();
+        assert_eq!(no_route(&["namespaces", "ns", "nodes"]), 404, "a cluster-scoped kind in a namespace");
+        assert_eq!(no_route(&["configmaps", "c"]), 404, "a namespaced object without its namespace");
+        assert_eq!(no_route(&["namespaces", "ns", "configmaps", "c", "scale"]), 404, "no such subresource");
+        assert_eq!(no_route(&["widgets"]), 404);
+        assert_eq!(resolve(&app, "apps", "v2", &["deployments"]).unwrap_err().code(), 404, "an unserved version");
+    }
+}

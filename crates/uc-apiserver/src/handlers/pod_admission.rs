@@ -102,3 +102,60 @@ fn warn_about_existing_pods(app: &App, req: &mut Req, ns: &str, obj: &Value, old
         .collect();
     req.warnings.extend(psa::existing_pod_warnings(&new.enforce, ns, &specs));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+    use crate::storage::{Op, object_key};
+    use http::Method;
+    use serde_json::json;
+
+    fn target(resource: &str, group: &str, ns: &str) -> Target {
+        let info = Registry::new().get(&GroupResource::new(group, resource)).expect("built in");
+        Target { info, version: "v1".into(), namespace: Some(ns.into()), name: None, sub: None, watch_prefix: false }
+    }
+
+    fn pod(privileged: bool) -> Value {
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox",
+               "securityContext": {"privileged": privileged}}]}})
+    }
+
+    #[tokio::test]
+    async fn a_namespaces_enforce_level_refuses_pods_and_its_warn_level_warns() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = crate::server::test_app(dir.path());
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "locked",
+                        "labels": {"pod-security.kubernetes.io/enforce": "baseline",
+                                   "pod-security.kubernetes.io/warn": "restricted"}}});
+        let namespaces = GroupResource::new("", "namespaces");
+        app.store.write(Op::Create { gr: namespaces, key: object_key("", "locked"), object: ns }).await.unwrap();
+        let mut req = Req::for_test(Method::POST, "application/json", "", &[]);
+        let pods = target("pods", "", "locked");
+        let refused = admit(&app, &mut req, &pods, "p", &pod(true), None).unwrap_err();
+        assert_eq!(refused.code(), 403);
+        // Baseline allows it; restricted (the warn level) does not: a warning, not a refusal.
+        let mut req = Req::for_test(Method::POST, "application/json", "", &[]);
+        admit(&app, &mut req, &pods, "p", &pod(false), None).expect("baseline admits it");
+        assert!(req.warnings.iter().any(|w| w.contains("\"restricted:latest\"")), "{:?}", req.warnings);
+        // A workload's template is warned about, never refused.
+        let deployment = json!({"metadata": {"name": "d"}, "spec": {"template": pod(true)}});
+        let mut req = Req::for_test(Method::POST, "application/json", "", &[]);
+        admit(&app, &mut req, &target("deployments", "apps", "locked"), "d", &deployment, None).expect("warned only");
+        assert!(!req.warnings.is_empty());
+        // kube-system is exempt.
+        let mut req = Req::for_test(Method::POST, "application/json", "", &[]);
+        admit(&app, &mut req, &target("pods", "", "kube-system"), "p", &pod(true), None).expect("exempt");
+    }
+
+    #[test]
+    fn a_namespace_label_that_does_not_read_is_refused_with_its_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = crate::server::test_app(dir.path());
+        let mut req = Req::for_test(Method::POST, "application/json", "", &[]);
+        let bad = json!({"metadata": {"name": "n", "labels": {"pod-security.kubernetes.io/enforce": "strict"}}});
+        let namespaces = Target { namespace: None, ..target("namespaces", "", "") };
+        let e = admit(&app, &mut req, &namespaces, "n", &bad, None).unwrap_err();
+        assert_eq!(e.code(), 422);
+    }
+}
