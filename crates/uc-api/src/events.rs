@@ -34,22 +34,30 @@ pub struct Said<'a> {
 /// (`default` for a cluster-scoped one, as kube records those).
 pub fn event(object: &Value, name: String, said: &Said<'_>, by: &Reporter, now: Time) -> Event {
     let s = |p: &str| object.at(p).and_then(Value::as_str).map(String::from);
-    let namespace = s("/metadata/namespace").filter(|n| !n.is_empty());
+    let about = ObjectReference {
+        api_version: s("/apiVersion"),
+        kind: s("/kind"),
+        name: s("/metadata/name"),
+        namespace: s("/metadata/namespace"),
+        uid: s("/metadata/uid"),
+        resource_version: s("/metadata/resourceVersion"),
+        field_path: None,
+    };
+    event_about(about, name, said, by, now)
+}
+
+/// The Event named `name` about the object `about` refers to (its `fieldPath` is the one `said`
+/// names), first and last seen `now`, in that object's namespace (`default` for a cluster-scoped one).
+pub fn event_about(mut about: ObjectReference, name: String, said: &Said<'_>, by: &Reporter, now: Time) -> Event {
+    about.namespace = about.namespace.filter(|n| !n.is_empty());
+    about.field_path = said.field_path.clone();
     Event {
         metadata: ObjectMeta {
             name: Some(name),
-            namespace: Some(namespace.clone().unwrap_or_else(|| "default".into())),
+            namespace: Some(about.namespace.clone().unwrap_or_else(|| "default".into())),
             ..Default::default()
         },
-        involved_object: ObjectReference {
-            api_version: s("/apiVersion"),
-            kind: s("/kind"),
-            name: s("/metadata/name"),
-            namespace,
-            uid: s("/metadata/uid"),
-            resource_version: s("/metadata/resourceVersion"),
-            field_path: said.field_path.clone(),
-        },
+        involved_object: about,
         reason: Some(said.reason.into()),
         message: Some(said.message.chars().take(MESSAGE_AT_MOST).collect()),
         type_: Some(said.type_.into()),

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use k8s_openapi::api::core::v1::Pod;
 use parking_lot::Mutex;
-use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::allowlist::Allowlist;
@@ -143,14 +143,14 @@ pub(crate) struct Ctx {
 #[derive(Default)]
 pub(crate) struct Started {
     closed: bool,
-    pods: HashMap<String, (Arc<PodProcesses>, watch::Receiver<Arc<Value>>)>,
+    pods: HashMap<String, (Arc<PodProcesses>, watch::Receiver<Arc<Pod>>)>,
 }
 
 impl Started {
     /// Starts a pod's processes with `start` and records them, unless the node is stopping.
     pub(crate) fn start(
         &mut self,
-        rx: &watch::Receiver<Arc<Value>>,
+        rx: &watch::Receiver<Arc<Pod>>,
         uid: &str,
         start: impl FnOnce() -> Arc<PodProcesses>,
     ) -> Option<Arc<PodProcesses>> {
@@ -168,7 +168,7 @@ impl Started {
     }
 
     /// Closes the table: the pods started so far, each with the latest copy of it.
-    pub(crate) fn close(&mut self) -> Vec<(Arc<PodProcesses>, Arc<Value>)> {
+    pub(crate) fn close(&mut self) -> Vec<(Arc<PodProcesses>, Arc<Pod>)> {
         self.closed = true;
         self.pods.values().map(|(p, rx)| (p.clone(), rx.borrow().clone())).collect()
     }
@@ -208,7 +208,9 @@ mod tests {
     #[tokio::test]
     async fn a_closed_table_starts_nothing_and_hands_over_what_started() {
         let mut started = Started::default();
-        let (_tx, rx) = watch::channel(Arc::new(serde_json::json!({"metadata": {"uid": "a"}})));
+        let mut pod = Pod::default();
+        pod.metadata.uid = Some("a".into());
+        let (_tx, rx) = watch::channel(Arc::new(pod));
         let procs = || {
             let dir = std::env::temp_dir().join("uc-started-test");
             PodProcesses::start(
@@ -226,7 +228,7 @@ mod tests {
         let handed = started.close();
         assert_eq!(handed.len(), 1, "what started and did not stop");
         assert!(Arc::ptr_eq(&handed[0].0, &a));
-        assert_eq!(handed[0].1["metadata"]["uid"], "a", "with the latest copy of the pod");
+        assert_eq!(handed[0].1.metadata.uid.as_deref(), Some("a"), "with the latest copy of the pod");
         let mut called = false;
         let late = started.start(&rx, "c", || {
             called = true;

@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use base64::Engine;
-use serde_json::Value;
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, ResourceFieldSelector, Secret};
+
+use crate::pod_api::spec;
 
 /// The kinds a pod may take values from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -54,29 +55,18 @@ pub enum ConfigError {
 /// decoded too). None: the object does not exist.
 pub type Data = Option<BTreeMap<String, Vec<u8>>>;
 
-/// The data of an object as the kubelet reads it.
-pub fn data_of(kind: Kind, obj: &Value) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let b64 = |v: &Value| v.as_str().and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok());
-    match kind {
-        Kind::ConfigMap => {
-            for (k, v) in obj.get("data").and_then(Value::as_object).into_iter().flatten() {
-                out.insert(k.clone(), v.as_str().unwrap_or_default().as_bytes().to_vec());
-            }
-            for (k, v) in obj.get("binaryData").and_then(Value::as_object).into_iter().flatten() {
-                out.insert(k.clone(), b64(v).unwrap_or_default());
-            }
-        }
-        Kind::Secret => {
-            for (k, v) in obj.get("data").and_then(Value::as_object).into_iter().flatten() {
-                out.insert(k.clone(), b64(v).unwrap_or_default());
-            }
-            for (k, v) in obj.get("stringData").and_then(Value::as_object).into_iter().flatten() {
-                out.insert(k.clone(), v.as_str().unwrap_or_default().as_bytes().to_vec());
-            }
-        }
-    }
-    out
+/// A ConfigMap's data as the kubelet reads it (`binaryData` too).
+pub fn config_map_data(cm: &ConfigMap) -> BTreeMap<String, Vec<u8>> {
+    let text = cm.data.iter().flatten().map(|(k, v)| (k.clone(), v.as_bytes().to_vec()));
+    let binary = cm.binary_data.iter().flatten().map(|(k, v)| (k.clone(), v.0.clone()));
+    text.chain(binary).collect()
+}
+
+/// A Secret's data as the kubelet reads it (decoded; `stringData` too).
+pub fn secret_data(secret: &Secret) -> BTreeMap<String, Vec<u8>> {
+    let data = secret.data.iter().flatten().map(|(k, v)| (k.clone(), v.0.clone()));
+    let text = secret.string_data.iter().flatten().map(|(k, v)| (k.clone(), v.as_bytes().to_vec()));
+    data.chain(text).collect()
 }
 
 /// Where a container's values come from: the objects it names, already read.
@@ -93,101 +83,86 @@ impl Sources for BTreeMap<(Kind, String), BTreeMap<String, Vec<u8>>> {
 
 /// The ConfigMaps and Secrets a pod names (in env, envFrom and volumes), with whether each is
 /// optional everywhere it is named.
-pub fn referenced(pod: &Value) -> BTreeMap<(Kind, String), bool> {
+pub fn referenced(pod: &Pod) -> BTreeMap<(Kind, String), bool> {
     let mut out: BTreeMap<(Kind, String), bool> = BTreeMap::new();
-    let mut add = |kind: Kind, name: Option<&str>, optional: Option<&Value>| {
-        let Some(name) = name.filter(|n| !n.is_empty()) else { return };
-        let optional = optional.and_then(Value::as_bool).unwrap_or(false);
+    let mut add = |kind: Kind, name: &str, optional: Option<bool>| {
+        if name.is_empty() {
+            return;
+        }
         let e = out.entry((kind, name.to_string())).or_insert(true);
-        *e &= optional;
+        *e &= optional.unwrap_or(false);
     };
-    for list in ["initContainers", "containers"] {
-        for c in pod.pointer(&format!("/spec/{list}")).and_then(Value::as_array).into_iter().flatten() {
-            for e in c.get("env").and_then(Value::as_array).into_iter().flatten() {
-                if let Some(r) = e.pointer("/valueFrom/configMapKeyRef") {
-                    add(Kind::ConfigMap, r.get("name").and_then(Value::as_str), r.get("optional"));
-                }
-                if let Some(r) = e.pointer("/valueFrom/secretKeyRef") {
-                    add(Kind::Secret, r.get("name").and_then(Value::as_str), r.get("optional"));
-                }
+    let spec = spec(pod);
+    for c in spec.init_containers.iter().flatten().chain(&spec.containers) {
+        for from in c.env.iter().flatten().filter_map(|e| e.value_from.as_ref()) {
+            if let Some(r) = &from.config_map_key_ref {
+                add(Kind::ConfigMap, &r.name, r.optional);
             }
-            for e in c.get("envFrom").and_then(Value::as_array).into_iter().flatten() {
-                if let Some(r) = e.get("configMapRef") {
-                    add(Kind::ConfigMap, r.get("name").and_then(Value::as_str), r.get("optional"));
-                }
-                if let Some(r) = e.get("secretRef") {
-                    add(Kind::Secret, r.get("name").and_then(Value::as_str), r.get("optional"));
-                }
+            if let Some(r) = &from.secret_key_ref {
+                add(Kind::Secret, &r.name, r.optional);
+            }
+        }
+        for e in c.env_from.iter().flatten() {
+            if let Some(r) = &e.config_map_ref {
+                add(Kind::ConfigMap, &r.name, r.optional);
+            }
+            if let Some(r) = &e.secret_ref {
+                add(Kind::Secret, &r.name, r.optional);
             }
         }
     }
-    for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
-        if let Some(r) = v.get("configMap") {
-            add(Kind::ConfigMap, r.get("name").and_then(Value::as_str), r.get("optional"));
+    for v in spec.volumes.iter().flatten() {
+        if let Some(r) = &v.config_map {
+            add(Kind::ConfigMap, &r.name, r.optional);
         }
-        if let Some(r) = v.get("secret") {
-            add(Kind::Secret, r.get("secretName").and_then(Value::as_str), r.get("optional"));
+        if let Some(r) = &v.secret {
+            add(Kind::Secret, r.secret_name.as_deref().unwrap_or_default(), r.optional);
         }
-        for s in v.pointer("/projected/sources").and_then(Value::as_array).into_iter().flatten() {
-            if let Some(r) = s.get("configMap") {
-                add(Kind::ConfigMap, r.get("name").and_then(Value::as_str), r.get("optional"));
+        for s in v.projected.iter().flat_map(|p| p.sources.iter().flatten()) {
+            if let Some(r) = &s.config_map {
+                add(Kind::ConfigMap, &r.name, r.optional);
             }
-            if let Some(r) = s.get("secret") {
-                add(Kind::Secret, r.get("name").and_then(Value::as_str), r.get("optional"));
+            if let Some(r) = &s.secret {
+                add(Kind::Secret, &r.name, r.optional);
             }
         }
     }
     out
 }
 
-fn s<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or_default()
-}
-
 /// `key="value"` lines of a map, sorted, as the downward API writes labels and annotations.
-fn map_lines(m: Option<&Value>) -> String {
-    let mut lines: Vec<String> = m
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={}", serde_json::to_string(v.as_str().unwrap_or_default()).unwrap_or_default()))
-        .collect();
-    lines.sort();
+fn map_lines(m: Option<&BTreeMap<String, String>>) -> String {
+    let lines = m.into_iter().flatten();
+    let lines: Vec<String> =
+        lines.map(|(k, v)| format!("{k}={}", serde_json::to_string(v).unwrap_or_default())).collect();
     lines.join("\n")
 }
 
 /// A downward API field of the pod (`metadata.name`, `metadata.labels['app']`, `status.podIP`, ...).
-pub fn field(pod: &Value, path: &str, pod_ip: &str) -> Result<String, ConfigError> {
+pub fn field(pod: &Pod, path: &str, pod_ip: &str) -> Result<String, ConfigError> {
     let meta_key = |prefix: &str| -> Option<String> {
         let rest = path.strip_prefix(prefix)?.strip_prefix("['")?.strip_suffix("']")?;
         Some(rest.to_string())
     };
+    let m = &pod.metadata;
+    let entry = |map: &Option<BTreeMap<String, String>>, k: &str| map.as_ref().and_then(|l| l.get(k)).cloned();
     if let Some(k) = meta_key("metadata.labels") {
-        return Ok(pod
-            .pointer("/metadata/labels")
-            .and_then(|l| l.get(&k))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .into());
+        return Ok(entry(&m.labels, &k).unwrap_or_default());
     }
     if let Some(k) = meta_key("metadata.annotations") {
-        return Ok(pod
-            .pointer("/metadata/annotations")
-            .and_then(|l| l.get(&k))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .into());
+        return Ok(entry(&m.annotations, &k).unwrap_or_default());
     }
+    let text = |s: &Option<String>| s.clone().unwrap_or_default();
     Ok(match path {
-        "metadata.name" => s(pod, "/metadata/name").into(),
-        "metadata.namespace" => s(pod, "/metadata/namespace").into(),
-        "metadata.uid" => s(pod, "/metadata/uid").into(),
-        "metadata.labels" => map_lines(pod.pointer("/metadata/labels")),
-        "metadata.annotations" => map_lines(pod.pointer("/metadata/annotations")),
-        "spec.nodeName" => s(pod, "/spec/nodeName").into(),
-        "spec.serviceAccountName" => match s(pod, "/spec/serviceAccountName") {
-            "" => "default".into(),
-            n => n.into(),
+        "metadata.name" => text(&m.name),
+        "metadata.namespace" => text(&m.namespace),
+        "metadata.uid" => text(&m.uid),
+        "metadata.labels" => map_lines(m.labels.as_ref()),
+        "metadata.annotations" => map_lines(m.annotations.as_ref()),
+        "spec.nodeName" => text(&spec(pod).node_name),
+        "spec.serviceAccountName" => match spec(pod).service_account_name.as_deref() {
+            None | Some("") => "default".into(),
+            Some(n) => n.into(),
         },
         "status.podIP" | "status.podIPs" => pod_ip.into(),
         "status.hostIP" | "status.hostIPs" => "127.0.0.1".into(),
@@ -223,18 +198,16 @@ fn quantity(q: &str) -> Option<f64> {
 
 /// A downward API resource of a container (`limits.cpu`, `requests.memory`, ...), in units of
 /// `divisor` (default 1), rounded up; a limit that is not set is the node's allocatable amount.
-pub fn resource(container: &Value, reference: &Value) -> Result<String, ConfigError> {
-    let name = s(reference, "/resource");
+pub fn resource(container: Option<&Container>, reference: &ResourceFieldSelector) -> Result<String, ConfigError> {
+    let name = reference.resource.as_str();
     let unsupported = || ConfigError::Resource(name.to_string());
     let (kind, res) = name.split_once('.').ok_or_else(unsupported)?;
     if !matches!(kind, "limits" | "requests") || !matches!(res, "cpu" | "memory" | "ephemeral-storage") {
         return Err(unsupported());
     }
-    let set = container.pointer(&format!("/resources/{kind}/{res}")).and_then(|v| match v {
-        Value::String(s) => quantity(s),
-        Value::Number(n) => n.as_f64(),
-        _ => None,
-    });
+    let resources = container.and_then(|c| c.resources.as_ref());
+    let amounts = resources.and_then(|r| if kind == "limits" { r.limits.as_ref() } else { r.requests.as_ref() });
+    let set = amounts.and_then(|a| a.get(res)).and_then(|q| quantity(&q.0));
     let node = match res {
         "cpu" => 2.0,
         _ => 24.0 * 1024f64.powi(3),
@@ -244,11 +217,7 @@ pub fn resource(container: &Value, reference: &Value) -> Result<String, ConfigEr
         ("limits", None) => node,
         _ => 0.0,
     };
-    let divisor = match reference.get("divisor") {
-        Some(Value::String(d)) => quantity(d).filter(|d| *d > 0.0).unwrap_or(1.0),
-        Some(Value::Number(n)) => n.as_f64().filter(|d| *d > 0.0).unwrap_or(1.0),
-        _ => 1.0,
-    };
+    let divisor = reference.divisor.as_ref().and_then(|d| quantity(&d.0)).filter(|d| *d > 0.0).unwrap_or(1.0);
     Ok(format!("{}", (value / divisor - 1e-9).ceil().max(0.0) as u64))
 }
 
@@ -287,90 +256,109 @@ fn missing(kind: Kind, name: &str) -> ConfigError {
 /// value expanded against what comes before it. Fails like the kubelet's CreateContainerConfigError
 /// when a non-optional ConfigMap, Secret or key is missing.
 pub fn container_env(
-    pod: &Value,
-    container: &Value,
+    pod: &Pod,
+    container: &Container,
     pod_ip: &str,
     base: &[(String, String)],
     sources: &dyn Sources,
 ) -> Result<Vec<(String, String)>, ConfigError> {
     let mut env: Vec<(String, String)> = base.to_vec();
-    for e in container.get("envFrom").and_then(Value::as_array).into_iter().flatten() {
-        let prefix = s(e, "/prefix");
-        let (kind, r) = match (e.get("configMapRef"), e.get("secretRef")) {
-            (Some(r), _) => (Kind::ConfigMap, r),
-            (None, Some(r)) => (Kind::Secret, r),
+    for e in container.env_from.iter().flatten() {
+        let prefix = e.prefix.as_deref().unwrap_or_default();
+        let (kind, name, optional) = match (&e.config_map_ref, &e.secret_ref) {
+            (Some(r), _) => (Kind::ConfigMap, &r.name, r.optional),
+            (None, Some(r)) => (Kind::Secret, &r.name, r.optional),
             _ => continue,
         };
-        let name = s(r, "/name");
         match sources.data(kind, name) {
             Some(data) => {
                 for (k, v) in data {
                     env.push((format!("{prefix}{k}"), String::from_utf8_lossy(&v).into_owned()));
                 }
             }
-            None if r.get("optional").and_then(Value::as_bool).unwrap_or(false) => {}
+            None if optional.unwrap_or(false) => {}
             None => return Err(missing(kind, name)),
         }
     }
-    for e in container.get("env").and_then(Value::as_array).into_iter().flatten() {
-        let Some(name) = e.get("name").and_then(Value::as_str) else { continue };
-        let value = if let Some(v) = e.get("value").and_then(Value::as_str) {
-            expand(v, &env)
-        } else if let Some(path) = e.pointer("/valueFrom/fieldRef/fieldPath").and_then(Value::as_str) {
-            field(pod, path, pod_ip)?
-        } else if let Some(r) = e.pointer("/valueFrom/resourceFieldRef") {
-            resource(container, r)?
-        } else if let Some((kind, r)) = e
-            .pointer("/valueFrom/configMapKeyRef")
-            .map(|r| (Kind::ConfigMap, r))
-            .or_else(|| e.pointer("/valueFrom/secretKeyRef").map(|r| (Kind::Secret, r)))
-        {
-            let (obj, key) = (s(r, "/name"), s(r, "/key"));
-            let optional = r.get("optional").and_then(Value::as_bool).unwrap_or(false);
-            match sources.data(kind, obj).map(|d| d.get(key).cloned()) {
-                Some(Some(v)) => String::from_utf8_lossy(&v).into_owned(),
-                _ if optional => continue,
-                Some(None) => {
-                    return Err(ConfigError::MissingKey {
-                        kind,
-                        key: key.to_string(),
-                        namespace: s(pod, "/metadata/namespace").to_string(),
-                        name: obj.to_string(),
-                    });
-                }
-                None => return Err(missing(kind, obj)),
-            }
-        } else {
-            String::new()
+    for e in container.env.iter().flatten() {
+        let value = match (&e.value, &e.value_from) {
+            (Some(v), _) => expand(v, &env),
+            (None, Some(from)) => match value_from(pod, container, pod_ip, from, sources)? {
+                Some(v) => v,
+                None => continue,
+            },
+            (None, None) => String::new(),
         };
-        env.push((name.to_string(), value));
+        env.push((e.name.clone(), value));
     }
     Ok(env)
+}
+
+/// An `env` entry's `valueFrom`; None for an optional key that is missing (the variable is left out).
+fn value_from(
+    pod: &Pod,
+    container: &Container,
+    pod_ip: &str,
+    from: &k8s_openapi::api::core::v1::EnvVarSource,
+    sources: &dyn Sources,
+) -> Result<Option<String>, ConfigError> {
+    if let Some(f) = &from.field_ref {
+        return field(pod, &f.field_path, pod_ip).map(Some);
+    }
+    if let Some(r) = &from.resource_field_ref {
+        return resource(Some(container), r).map(Some);
+    }
+    let key_ref = match (&from.config_map_key_ref, &from.secret_key_ref) {
+        (Some(r), _) => (Kind::ConfigMap, &r.name, &r.key, r.optional),
+        (None, Some(r)) => (Kind::Secret, &r.name, &r.key, r.optional),
+        _ => return Ok(Some(String::new())),
+    };
+    let (kind, obj, key, optional) = key_ref;
+    match sources.data(kind, obj).map(|d| d.get(key).cloned()) {
+        Some(Some(v)) => Ok(Some(String::from_utf8_lossy(&v).into_owned())),
+        _ if optional.unwrap_or(false) => Ok(None),
+        Some(None) => Err(ConfigError::MissingKey {
+            kind,
+            key: key.clone(),
+            namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+            name: obj.clone(),
+        }),
+        None => Err(missing(kind, obj)),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn container(mut c: Value) -> Container {
+        c["name"] = json!("c");
+        typed(c)
+    }
 
     fn sources() -> BTreeMap<(Kind, String), BTreeMap<String, Vec<u8>>> {
         let mut m = BTreeMap::new();
         m.insert(
             (Kind::ConfigMap, "cfg".into()),
-            data_of(Kind::ConfigMap, &json!({"data": {"MODE": "fast", "URL": "x"}})),
+            config_map_data(&typed(json!({"data": {"MODE": "fast", "URL": "x"}}))),
         );
-        m.insert((Kind::Secret, "pw".into()), data_of(Kind::Secret, &json!({"data": {"password": "czNjcjN0"}})));
+        m.insert((Kind::Secret, "pw".into()), secret_data(&typed(json!({"data": {"password": "czNjcjN0"}}))));
         m
     }
 
-    fn pod() -> Value {
-        json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u1", "labels": {"b": "2", "a": "1"}},
-               "spec": {"nodeName": "uc-node"}})
+    fn pod() -> Pod {
+        typed(json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u1", "labels": {"b": "2", "a": "1"}},
+               "spec": {"nodeName": "uc-node", "containers": []}}))
     }
 
     #[test]
     fn env_from_objects_fields_and_resources() {
-        let c = json!({
+        let c = container(json!({
             "envFrom": [{"configMapRef": {"name": "cfg"}, "prefix": "CFG_"}],
             "env": [
                 {"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "pw", "key": "password"}}},
@@ -381,7 +369,7 @@ mod tests {
                 {"name": "OPT", "valueFrom": {"configMapKeyRef": {"name": "none", "key": "k", "optional": true}}}
             ],
             "resources": {"limits": {"memory": "64Mi"}}
-        });
+        }));
         let env = container_env(&pod(), &c, "127.1.0.5", &[("BASE".into(), "b".into())], &sources()).unwrap();
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         assert_eq!(get("BASE"), Some("b"));
@@ -396,14 +384,20 @@ mod tests {
 
     #[test]
     fn missing_objects_and_keys_are_errors_like_the_kubelets() {
-        let c = |r: Value| json!({"env": [{"name": "X", "valueFrom": r}]});
+        let c = |r: Value| container(json!({"env": [{"name": "X", "valueFrom": r}]}));
         let err =
             container_env(&pod(), &c(json!({"configMapKeyRef": {"name": "gone", "key": "k"}})), "", &[], &sources());
         assert_eq!(err.unwrap_err().to_string(), "configmap \"gone\" not found");
         let err =
             container_env(&pod(), &c(json!({"secretKeyRef": {"name": "pw", "key": "user"}})), "", &[], &sources());
         assert_eq!(err.unwrap_err().to_string(), "couldn't find key user in secret ns/pw");
-        let err = container_env(&pod(), &json!({"envFrom": [{"secretRef": {"name": "nope"}}]}), "", &[], &sources());
+        let err = container_env(
+            &pod(),
+            &container(json!({"envFrom": [{"secretRef": {"name": "nope"}}]})),
+            "",
+            &[],
+            &sources(),
+        );
         assert_eq!(err.unwrap_err().to_string(), "secret \"nope\" not found");
     }
 
@@ -414,21 +408,24 @@ mod tests {
         assert_eq!(field(&p, "status.podIP", "127.1.0.5").unwrap(), "127.1.0.5");
         assert_eq!(field(&p, "spec.serviceAccountName", "").unwrap(), "default");
         assert_eq!(field(&p, "spec.bogus", ""), Err(ConfigError::FieldPath("spec.bogus".into())));
-        assert_eq!(resource(&json!({}), &json!({"resource": "limits.cpu", "divisor": "1m"})).unwrap(), "2000");
+        assert_eq!(resource(None, &typed(json!({"resource": "limits.cpu", "divisor": "1m"}))).unwrap(), "2000");
         assert_eq!(
-            resource(&json!({"resources": {"requests": {"cpu": "250m"}}}), &json!({"resource": "requests.cpu"}))
-                .unwrap(),
+            resource(
+                Some(&container(json!({"resources": {"requests": {"cpu": "250m"}}}))),
+                &typed(json!({"resource": "requests.cpu"}))
+            )
+            .unwrap(),
             "1"
         );
     }
 
     #[test]
     fn references_are_collected_with_optionality() {
-        let p = json!({"spec": {
-            "containers": [{"env": [{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "c1", "key": "k", "optional": true}}}],
+        let p: Pod = typed(json!({"spec": {
+            "containers": [{"name": "c", "env": [{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "c1", "key": "k", "optional": true}}}],
                             "envFrom": [{"secretRef": {"name": "s1"}}]}],
             "volumes": [{"name": "v", "configMap": {"name": "c1"}},
-                        {"name": "w", "projected": {"sources": [{"secret": {"name": "s2", "optional": true}}]}}]}});
+                        {"name": "w", "projected": {"sources": [{"secret": {"name": "s2", "optional": true}}]}}]}}));
         let r = referenced(&p);
         assert!(!r[&(Kind::ConfigMap, "c1".into())], "optional in one place, required in another");
         assert!(!r[&(Kind::Secret, "s1".into())]);

@@ -7,11 +7,13 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::json;
+
+use crate::pod_api::{name, namespace, uid};
 
 /// Repeats within this long are counted on the first Event instead of written anew.
 const AGGREGATE_FOR: Duration = Duration::from_secs(600);
@@ -35,10 +37,8 @@ impl Happened {
     }
 
     /// The scheduler bound the pod to `node`.
-    pub fn scheduled(pod: &Value, node: &str) -> Happened {
-        let m =
-            |k: &str| pod.pointer(&format!("/metadata/{k}")).and_then(Value::as_str).unwrap_or_default().to_string();
-        let message = format!("Successfully assigned {}/{} to {node}", m("namespace"), m("name"));
+    pub fn scheduled(pod: &Pod, node: &str) -> Happened {
+        let message = format!("Successfully assigned {}/{} to {node}", namespace(pod), name(pod));
         Happened { container: None, type_: "Normal", reason: "Scheduled", message }
     }
 
@@ -93,9 +93,8 @@ impl Happened {
 }
 
 /// The pod as a kubelet names it in messages: `name_namespace(uid)`.
-pub fn pod_words(pod: &Value) -> String {
-    let m = |k: &str| pod.pointer(&format!("/metadata/{k}")).and_then(Value::as_str).unwrap_or_default().to_string();
-    format!("{}_{}({})", m("name"), m("namespace"), m("uid"))
+pub fn pod_words(pod: &Pod) -> String {
+    format!("{}_{}({})", name(pod), namespace(pod), uid(pod))
 }
 
 /// Who records: `source.component` and `host`, `reportingComponent` and `reportingInstance`.
@@ -106,7 +105,7 @@ pub struct Reporter {
 }
 
 /// The Event recording `h` about `pod` (its name given by the caller).
-pub fn event(pod: &Value, h: &Happened, by: &Reporter, name: String, now: Time) -> Event {
+pub fn event(pod: &Pod, h: &Happened, by: &Reporter, name: String, now: Time) -> Event {
     let by = uc_api::events::Reporter {
         component: by.component.clone(),
         host: by.host.clone(),
@@ -115,11 +114,16 @@ pub fn event(pod: &Value, h: &Happened, by: &Reporter, name: String, now: Time) 
     };
     let field_path = h.container.as_ref().map(|c| format!("spec.containers{{{c}}}"));
     let said = uc_api::events::Said { type_: h.type_, reason: h.reason, message: &h.message, field_path };
-    let mut e = uc_api::events::event(pod, name, &said, &by, now);
-    // A pod as the node holds it names its kind; one that does not is a Pod all the same.
-    e.involved_object.api_version.get_or_insert_with(|| "v1".into());
-    e.involved_object.kind.get_or_insert_with(|| "Pod".into());
-    e
+    let about = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        name: pod.metadata.name.clone(),
+        namespace: pod.metadata.namespace.clone(),
+        uid: pod.metadata.uid.clone(),
+        resource_version: pod.metadata.resource_version.clone(),
+        field_path: None,
+    };
+    uc_api::events::event_about(about, name, &said, &by, now)
 }
 
 /// What makes Events the same: (pod uid, container, reason, message).
@@ -140,10 +144,9 @@ impl Recorder {
     }
 
     /// Records `h` about `pod`: a new Event, or the count of the same one written in the last ten minutes.
-    pub async fn record(&self, pod: &Value, h: &Happened) {
-        let uid = pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
-        let namespace = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default").to_string();
-        let key = (uid, h.container.clone(), h.reason, h.message.clone());
+    pub async fn record(&self, pod: &Pod, h: &Happened) {
+        let namespace = Some(namespace(pod)).filter(|n| !n.is_empty()).unwrap_or("default");
+        let key = (uid(pod).to_string(), h.container.clone(), h.reason, h.message.clone());
         let now = Time(k8s_openapi::jiff::Timestamp::now());
         let repeat = {
             let mut recent = self.recent.lock();
@@ -153,14 +156,14 @@ impl Recorder {
                 (name.clone(), *count)
             })
         };
-        let api = Api::<Event>::namespaced(self.client.clone(), &namespace);
+        let api = Api::<Event>::namespaced(self.client.clone(), namespace);
         let written = match repeat {
             Some((name, count)) => {
                 let patch = json!({"count": count, "lastTimestamp": now});
                 api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await.map(|_| ())
             }
             None => {
-                let pod_name = pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("pod");
+                let pod_name = Some(name(pod)).filter(|n| !n.is_empty()).unwrap_or("pod");
                 // As client-go names them: the object's name and the time in nanoseconds, in hex.
                 let name = format!("{pod_name}.{:x}", now.0.as_nanosecond());
                 self.recent.lock().insert(key, (name.clone(), 1, Instant::now()));
@@ -177,6 +180,13 @@ impl Recorder {
 mod tests {
     use super::*;
 
+    fn pod() -> Pod {
+        serde_json::from_value(
+            json!({"metadata": {"name": "web-0", "namespace": "default", "uid": "u1", "resourceVersion": "7"}}),
+        )
+        .unwrap()
+    }
+
     #[test]
     fn a_kubelets_reasons_and_words() {
         let reasons: Vec<(&str, String)> =
@@ -191,7 +201,7 @@ mod tests {
         );
         assert_eq!(Happened::killing("c").message, "Stopping container c");
         assert_eq!(Happened::unhealthy("c", "Liveness", "HTTP probe failed with statuscode: 500").type_, "Warning");
-        let pod = json!({"metadata": {"name": "web-0", "namespace": "default", "uid": "u1", "resourceVersion": "7"}});
+        let pod = pod();
         assert_eq!(
             Happened::back_off("c", &pod_words(&pod)).message,
             "Back-off restarting failed container c in pod web-0_default(u1)"
@@ -200,7 +210,7 @@ mod tests {
 
     #[test]
     fn an_event_names_the_container_by_its_field_path() {
-        let pod = json!({"metadata": {"name": "web-0", "namespace": "default", "uid": "u1", "resourceVersion": "7"}});
+        let pod = pod();
         let by = Reporter { component: "kubelet".into(), host: Some("uc-node".into()) };
         let now = Time(k8s_openapi::jiff::Timestamp::now());
         let e = event(&pod, &Happened::killing("app"), &by, "web-0.1".into(), now);

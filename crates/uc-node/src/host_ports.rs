@@ -6,20 +6,19 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use serde_json::Value;
+use k8s_openapi::api::core::v1::Pod;
 
 /// A pod's TCP host ports as `(listen address, container port)`.
-pub fn host_ports(pod: &Value) -> Vec<(SocketAddr, u16)> {
-    let containers = pod.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten();
+pub fn host_ports(pod: &Pod) -> Vec<(SocketAddr, u16)> {
+    let containers = crate::pod_api::spec(pod).containers.iter();
     containers
-        .flat_map(|c| c.get("ports").and_then(Value::as_array).into_iter().flatten())
-        .filter(|p| matches!(p.get("protocol").and_then(Value::as_str), None | Some("TCP")))
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter(|p| matches!(p.protocol.as_deref(), None | Some("TCP")))
         .filter_map(|p| {
-            let port =
-                |k: &str| p.get(k).and_then(Value::as_u64).and_then(|n| u16::try_from(n).ok()).filter(|n| *n > 0);
-            let ip = p.get("hostIP").and_then(Value::as_str).and_then(|s| s.parse::<IpAddr>().ok());
+            let port = |n: Option<i32>| n.and_then(|n| u16::try_from(n).ok()).filter(|n| *n > 0);
+            let ip = p.host_ip.as_deref().and_then(|s| s.parse::<IpAddr>().ok());
             let ip = ip.filter(|ip| !ip.is_unspecified()).unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
-            Some((SocketAddr::new(ip, port("hostPort")?), port("containerPort")?))
+            Some((SocketAddr::new(ip, port(p.host_port)?), port(Some(p.container_port))?))
         })
         .collect()
 }
@@ -36,8 +35,8 @@ impl Drop for HostPorts {
 }
 
 /// Listens on the pod's host ports, forwarding to `pod_ip`.
-pub fn serve(pod: &Value, pod_ip: IpAddr) -> HostPorts {
-    let pod_name = crate::pod_api::meta(pod, "name").to_string();
+pub fn serve(pod: &Pod, pod_ip: IpAddr) -> HostPorts {
+    let pod_name = crate::pod_api::name(pod).to_string();
     let tasks = host_ports(pod).into_iter().map(|(listen, container_port)| {
         let target = SocketAddr::new(pod_ip, container_port);
         let pod_name = pod_name.clone();
@@ -66,11 +65,12 @@ mod tests {
 
     #[test]
     fn tcp_host_ports_listen_on_the_node_address_unless_they_name_one() {
-        let pod = json!({"spec": {"containers": [
-            {"ports": [{"containerPort": 80, "hostPort": 8080}, {"containerPort": 53, "hostPort": 5353, "protocol": "UDP"},
+        let pod = serde_json::from_value(json!({"spec": {"containers": [
+            {"name": "a", "ports": [{"containerPort": 80, "hostPort": 8080}, {"containerPort": 53, "hostPort": 5353, "protocol": "UDP"},
                        {"containerPort": 9090}]},
-            {"ports": [{"containerPort": 443, "hostPort": 8443, "hostIP": "127.0.0.2"},
-                       {"containerPort": 81, "hostPort": 8081, "hostIP": "0.0.0.0"}]}]}});
+            {"name": "b", "ports": [{"containerPort": 443, "hostPort": 8443, "hostIP": "127.0.0.2"},
+                       {"containerPort": 81, "hostPort": 8081, "hostIP": "0.0.0.0"}]}]}}))
+        .unwrap();
         assert_eq!(
             host_ports(&pod),
             vec![

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Endpoints, Node as NodeObject, PersistentVolumeClaim, Pod, Service};
+use k8s_openapi::api::core::v1::{Container, Endpoints, Node as NodeObject, PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -58,7 +58,7 @@ use allowlist::Allowlist;
 pub use context::NodeOptions;
 use context::{Ctx, Ips, SharedIps};
 use pod::PodProcesses;
-use pod_api::{bind, finish_deletion, has_status, key_of, meta, patch_status};
+use pod_api::{bind, finish_deletion, has_status, is_deleting, key_of, patch_status, pod_ip, spec, uid};
 use prepare::{ephemeral_names, prepare_ephemeral, prepare_pod, refresh_volumes, update_images};
 use server::{PodEntry, Pods};
 
@@ -100,11 +100,9 @@ impl Node {
     }
 }
 
-fn grace_of(pod: &Value) -> u64 {
-    pod.pointer("/metadata/deletionGracePeriodSeconds")
-        .or_else(|| pod.pointer("/spec/terminationGracePeriodSeconds"))
-        .and_then(Value::as_u64)
-        .unwrap_or(30)
+fn grace_of(pod: &Pod) -> u64 {
+    let seconds = pod.metadata.deletion_grace_period_seconds.or(spec(pod).termination_grace_period_seconds);
+    seconds.and_then(|s| u64::try_from(s).ok()).unwrap_or(30)
 }
 
 /// The uids of the pods with directories on this node.
@@ -313,10 +311,10 @@ async fn register(client: &kube::Client, name: &str, kubelet_port: u16) -> anyho
 
 async fn run(ctx: Arc<Ctx>) {
     let pods: Api<Pod> = Api::all(ctx.client.clone());
-    let mut workers: HashMap<String, watch::Sender<Arc<Value>>> = HashMap::new();
+    let mut workers: HashMap<String, watch::Sender<Arc<Pod>>> = HashMap::new();
     let mut listed: Option<HashSet<String>> = None;
     // New pods seen while (re)listing: they start once every listed pod's address is taken.
-    let mut deferred: Vec<Value> = Vec::new();
+    let mut deferred: Vec<Pod> = Vec::new();
     let stream = watcher(pods, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
     while let Some(ev) = stream.next().await {
@@ -324,9 +322,8 @@ async fn run(ctx: Arc<Ctx>) {
             Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => p,
             Ok(watcher::Event::Delete(p)) => {
                 // Dropping the sender ends the pod's worker.
-                let Ok(v) = serde_json::to_value(&p) else { continue };
-                forget(&ctx, &v);
-                workers.remove(meta(&v, "uid"));
+                forget(&ctx, &p);
+                workers.remove(uid(&p));
                 continue;
             }
             Ok(watcher::Event::Init) => {
@@ -338,7 +335,7 @@ async fn run(ctx: Arc<Ctx>) {
                 // this node no longer has.
                 if let Some(seen) = listed.take() {
                     workers.retain(|uid, _| seen.contains(uid));
-                    ctx.pods.lock().retain(|_, e| seen.contains(meta(&e.pod, "uid")));
+                    ctx.pods.lock().retain(|_, e| seen.contains(uid(&e.pod)));
                     tokio::spawn(collect_garbage(ctx.options.pods_dir.clone(), seen, ctx.options.network));
                 }
                 for v in std::mem::take(&mut deferred) {
@@ -348,16 +345,15 @@ async fn run(ctx: Arc<Ctx>) {
             }
             Err(_) => continue,
         };
-        let Ok(v) = serde_json::to_value(&pod) else { continue };
-        let uid = meta(&v, "uid").to_string();
+        let uid = uid(&pod).to_string();
         if let Some(h) = &ctx.hosts {
-            h.set_pod(&uid, Some(&v));
+            h.set_pod(&uid, Some(&pod));
         }
-        let node = v.pointer("/spec/nodeName").and_then(Value::as_str).unwrap_or_default();
+        let node = spec(&pod).node_name.as_deref().unwrap_or_default();
         workers.retain(|_, tx| !tx.is_closed());
         if node.is_empty() {
-            if !uc_api::meta::is_deleting(&v) && bind(&ctx.scheduler, &v, &ctx.options.name).await {
-                ctx.scheduler_events.record(&v, &events::Happened::scheduled(&v, &ctx.options.name)).await;
+            if !is_deleting(&pod) && bind(&ctx.scheduler, &pod, &ctx.options.name).await {
+                ctx.scheduler_events.record(&pod, &events::Happened::scheduled(&pod, &ctx.options.name)).await;
             }
             continue;
         }
@@ -369,26 +365,25 @@ async fn run(ctx: Arc<Ctx>) {
         }
         // Addresses pods have are taken before any new pod gets one: a restarted node must not hand a
         // running pod's address to another.
-        let ip = v.pointer("/status/podIP").and_then(Value::as_str).filter(|ip| !ip.is_empty());
-        match (ip, listed.is_some()) {
+        match (pod_ip(&pod), listed.is_some()) {
             (Some(ip), _) => {
                 ctx.ips.lock().get(&uid, Some(ip));
             }
             (None, true) if !workers.contains_key(&uid) => {
-                deferred.push(v);
+                deferred.push(pod);
                 continue;
             }
             _ => {}
         }
-        start_worker(&ctx, &mut workers, v);
+        start_worker(&ctx, &mut workers, pod);
     }
 }
 
 /// Hands a pod of this node to its worker, starting one for a new pod.
-fn start_worker(ctx: &Arc<Ctx>, workers: &mut HashMap<String, watch::Sender<Arc<Value>>>, v: Value) {
+fn start_worker(ctx: &Arc<Ctx>, workers: &mut HashMap<String, watch::Sender<Arc<Pod>>>, pod: Pod) {
     // One copy of the pod, shared by the node's table and its worker.
-    let v = Arc::new(v);
-    let uid = meta(&v, "uid").to_string();
+    let v = Arc::new(pod);
+    let uid = uid(&v).to_string();
     {
         let mut pods = ctx.pods.lock();
         let entry = pods.entry(key_of(&v)).or_insert_with(|| PodEntry {
@@ -419,15 +414,15 @@ fn start_worker(ctx: &Arc<Ctx>, workers: &mut HashMap<String, watch::Sender<Arc<
     }
 }
 
-fn forget(ctx: &Ctx, pod: &Value) {
-    let uid = meta(pod, "uid");
+fn forget(ctx: &Ctx, pod: &Pod) {
+    let uid = uid(pod);
     if let Some(h) = &ctx.hosts {
         h.set_pod(uid, None);
     }
     // A deleted pod's address is free again (simulated pods' workers never hand theirs back).
     ctx.ips.lock().forget(uid);
     let mut pods = ctx.pods.lock();
-    if pods.get(&key_of(pod)).is_some_and(|e| meta(&e.pod, "uid") == uid) {
+    if pods.get(&key_of(pod)).is_some_and(|e| pod_api::uid(&e.pod) == uid) {
         pods.remove(&key_of(pod));
     }
 }
@@ -488,35 +483,28 @@ async fn stop_unadopted(pods_dir: &Path) {
     .await;
 }
 
-/// The pod as k8s-openapi's type; one that does not read as a Pod gets no status from the node (the
-/// API server admitted it, so this is logged, not expected).
-fn typed_pod(pod: &Value) -> Option<k8s_openapi::api::core::v1::Pod> {
-    serde_json::from_value(pod.clone())
-        .inspect_err(|e| tracing::warn!(pod = ?key_of(pod), error = %e, "the pod does not read as a Pod"))
-        .ok()
-}
-
 /// Whether every container's image, init containers' included, is allowlisted (then the pod runs
 /// real processes).
-fn runs_as_processes(pod: &Value, allow: &Allowlist) -> bool {
-    let allowed = |c: &Value| c.get("image").and_then(Value::as_str).is_some_and(|i| allow.find(i).is_some());
-    let list = |key: &str| pod.pointer(&format!("/spec/{key}")).and_then(Value::as_array).cloned().unwrap_or_default();
-    let containers = list("containers");
-    !containers.is_empty() && containers.iter().all(allowed) && list("initContainers").iter().all(allowed)
+fn runs_as_processes(pod: &Pod, allow: &Allowlist) -> bool {
+    let allowed = |c: &Container| c.image.as_deref().is_some_and(|i| allow.find(i).is_some());
+    let spec = spec(pod);
+    !spec.containers.is_empty()
+        && spec.containers.iter().all(allowed)
+        && spec.init_containers.iter().flatten().all(allowed)
 }
 
 /// Prepares a pod's containers (volumes, environment, network), reporting why it waits in
 /// ContainerCreating and trying again on a change or every 2 s; `None` when the pod goes first.
 async fn prepare_until_ready(
     ctx: &Ctx,
-    rx: &mut watch::Receiver<Arc<Value>>,
+    rx: &mut watch::Receiver<Arc<Pod>>,
     uid: &str,
     ip: &str,
     pod_dir: &std::path::Path,
 ) -> Option<prepare::PreparedPod> {
     loop {
         let pod = rx.borrow_and_update().clone();
-        if uc_api::meta::is_deleting(&pod) && !container_dirs_exist(pod_dir) {
+        if is_deleting(&pod) && !container_dirs_exist(pod_dir) {
             finish_deletion(&ctx.client, &pod).await;
             release(ctx, uid, pod_dir).await;
             return None;
@@ -528,11 +516,9 @@ async fn prepare_until_ready(
         match prepared {
             Ok(p) => return Some(p),
             Err((reason, message)) => {
-                if let Some(typed) = typed_pod(&pod) {
-                    let status = status::waiting_status(&typed, ip, &reason, &message);
-                    if !has_status(&pod, &status) {
-                        let _ = patch_status(&ctx.client, &pod, status).await;
-                    }
+                let status = status::waiting_status(&pod, ip, &reason, &message);
+                if !has_status(&pod, &status) {
+                    let _ = patch_status(&ctx.client, &pod, &status).await;
                 }
                 tokio::select! {
                     changed = rx.changed() => if changed.is_err() { return None },
@@ -543,17 +529,16 @@ async fn prepare_until_ready(
     }
 }
 
-async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
+async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Pod>>) {
     let first = rx.borrow().clone();
-    let uid = meta(&first, "uid").to_string();
+    let uid = uid(&first).to_string();
     let key = key_of(&first);
-    let ip = ctx.ips.lock().get(&uid, first.pointer("/status/podIP").and_then(Value::as_str));
+    let ip = ctx.ips.lock().get(&uid, pod_ip(&first));
     let pod_dir = ctx.options.pods_dir.join(&uid);
     // Until its volumes and environment can be made, the pod waits in ContainerCreating.
     let Some((init, containers)) = prepare_until_ready(&ctx, &mut rx, &uid, &ip, &pod_dir).await else { return };
-    let policy = first.pointer("/spec/restartPolicy").and_then(Value::as_str).unwrap_or("Always").to_string();
-    let ready_before: HashSet<String> =
-        typed_pod(&first).map(|p| status::ready_containers(&p)).unwrap_or_default().into_iter().collect();
+    let policy = spec(&first).restart_policy.clone().unwrap_or_else(|| "Always".into());
+    let ready_before: HashSet<String> = status::ready_containers(&first).into_iter().collect();
     let words = events::pod_words(&first);
     let start = || {
         PodProcesses::start(pod_dir.clone(), ctx.options.shim.clone(), policy, (init, containers), ready_before, words)
@@ -563,7 +548,7 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
     // Closed when the worker ends with its pod.
     let _host_ports = (ctx.options.network.bridged() && !pod_api::host_network(&first))
         .then(|| ip.parse().ok().map(|addr| host_ports::serve(&first, addr)));
-    if let Some(e) = ctx.pods.lock().get_mut(&key).filter(|e| meta(&e.pod, "uid") == uid) {
+    if let Some(e) = ctx.pods.lock().get_mut(&key).filter(|e| pod_api::uid(&e.pod) == uid) {
         e.procs = Some(procs.clone());
         e.ip = ip.clone();
     }
@@ -572,17 +557,17 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
     let mut ephemeral: Vec<String> = Vec::new();
     loop {
         let pod = rx.borrow_and_update().clone();
-        if pod.pointer("/spec/containers") != running.pointer("/spec/containers") {
+        if spec(&pod).containers != spec(&running).containers {
             update_images(&ctx, &procs, &running, &pod, &ip, &pod_dir).await;
             running = pod.clone();
         }
-        if !uc_api::meta::is_deleting(&pod) {
+        if !is_deleting(&pod) {
             for c in prepare_ephemeral(&ctx, &pod, &ip, &pod_dir, &ephemeral, &procs).await {
                 procs.add_ephemeral(c);
             }
             ephemeral = ephemeral_names(&pod);
         }
-        if uc_api::meta::is_deleting(&pod) {
+        if is_deleting(&pod) {
             // `Killing` is recorded as the containers are told to stop, not once they have.
             for container in procs.running() {
                 ctx.events.record(&pod, &events::Happened::killing(&container)).await;
@@ -596,9 +581,9 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
             ctx.events.record(&pod, &happened).await;
         }
         let states = procs.states.lock().clone();
-        let status = typed_pod(&pod).map(|p| status::pod_status(&p, &states, &ip));
-        if let Some(status) = status.filter(|s| !has_status(&pod, s))
-            && let Err(e) = patch_status(&ctx.client, &pod, status).await
+        let status = status::pod_status(&pod, &states, &ip);
+        if !has_status(&pod, &status)
+            && let Err(e) = patch_status(&ctx.client, &pod, &status).await
         {
             if matches!(&e, kube::Error::Api(s) if s.code == 404) {
                 if !ctx.shutting_down.load(Ordering::Acquire) {
@@ -627,7 +612,7 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>) {
 
 /// Gives a pod of the bridged network its namespace on the bridge (a pod on the host's network, and
 /// every pod of the loopback network, has the machine's).
-async fn wire(ctx: &Ctx, pod: &Value, ip: &str) -> Result<(), (String, String)> {
+async fn wire(ctx: &Ctx, pod: &Pod, ip: &str) -> Result<(), (String, String)> {
     let network::Network::Bridged(cidr) = ctx.options.network else { return Ok(()) };
     if pod_api::host_network(pod) {
         return Ok(());
@@ -638,7 +623,7 @@ async fn wire(ctx: &Ctx, pod: &Value, ip: &str) -> Result<(), (String, String)> 
     if !*open {
         return Err(failed("the node is stopping".into()));
     }
-    network::host::attach(&cidr, meta(pod, "uid"), addr).await.map_err(|e| failed(e.0))
+    network::host::attach(&cidr, uid(pod), addr).await.map_err(|e| failed(e.0))
 }
 
 /// What a pod this node ran leaves behind goes: its directory, its network namespace, its address.

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use k8s_openapi::api::core::v1::Pod;
 use parking_lot::Mutex;
 use serde_json::Value;
 use uc_api::dns::{DOMAIN, Names};
@@ -22,14 +23,15 @@ fn s<'a>(v: &'a Value, p: &str) -> &'a str {
 
 /// The names of a pod: `<hostname>.<subdomain>.<ns>.svc.cluster.local` (and its short forms) when it
 /// has both, and its dashed-IP name.
-pub fn pod_names(pod: &Value) -> Option<(String, String, Vec<String>)> {
-    let ip = s(pod, "/status/podIP");
-    if ip.is_empty() || uc_api::meta::is_deleting(pod) {
+pub fn pod_names(pod: &Pod) -> Option<(String, String, Vec<String>)> {
+    let ip = crate::pod_api::pod_ip(pod)?;
+    if crate::pod_api::is_deleting(pod) {
         return None;
     }
-    let ns = s(pod, "/metadata/namespace");
+    let ns = crate::pod_api::namespace(pod);
     let mut names = Vec::new();
-    let (host, sub) = (s(pod, "/spec/hostname"), s(pod, "/spec/subdomain"));
+    let spec = crate::pod_api::spec(pod);
+    let (host, sub) = (spec.hostname.as_deref().unwrap_or_default(), spec.subdomain.as_deref().unwrap_or_default());
     if !host.is_empty() && !sub.is_empty() {
         names.push(format!("{host}.{sub}.{ns}.svc.{DOMAIN}"));
         names.push(format!("{host}.{sub}.{ns}.svc"));
@@ -109,7 +111,7 @@ impl HostsFiles {
     }
 
     /// Records a pod (or forgets it when it has no address).
-    pub fn set_pod(&self, uid: &str, pod: Option<&Value>) {
+    pub fn set_pod(&self, uid: &str, pod: Option<&Pod>) {
         let entry = pod.and_then(pod_names);
         let changed = {
             let mut t = self.tables.lock();
@@ -279,8 +281,9 @@ mod tests {
         let h = HostsFiles::new(dir.clone()).unwrap();
         let name = "web-0.web.team.svc.cluster.local";
         assert_eq!(h.lookup(name), Lookup::NoSuchName, "before the pod has an address");
-        let pod = json!({"metadata": {"namespace": "team"}, "spec": {"hostname": "web-0", "subdomain": "web"},
-                         "status": {"podIP": "127.1.0.9"}});
+        let pod: Pod = serde_json::from_value(json!({"metadata": {"namespace": "team"},
+            "spec": {"hostname": "web-0", "subdomain": "web", "containers": []}, "status": {"podIP": "127.1.0.9"}}))
+        .unwrap();
         h.set_pod("u1", Some(&pod));
         assert_eq!(h.lookup(name), Lookup::Found(vec![std::net::Ipv4Addr::new(127, 1, 0, 9)]));
         assert_eq!(
@@ -316,7 +319,9 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("uc-hosts-test-{}", std::process::id()));
         let h = HostsFiles::new(dir.clone()).unwrap();
         let path = h.path("default");
-        let pod = json!({"metadata": {"namespace": "default"}, "spec": {"hostname": "web-2", "subdomain": "web"}, "status": {"podIP": "127.1.0.4"}});
+        let pod: Pod = serde_json::from_value(json!({"metadata": {"namespace": "default"},
+            "spec": {"hostname": "web-2", "subdomain": "web", "containers": []}, "status": {"podIP": "127.1.0.4"}}))
+        .unwrap();
         h.set_pod("u2", Some(&pod));
         h.set_service(
             &json!({"metadata": {"name": "web", "namespace": "default"}, "spec": {"clusterIP": "None"}}),

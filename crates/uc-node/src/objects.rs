@@ -13,12 +13,15 @@ use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-use crate::env::{Data, Kind, data_of};
+use crate::env::{Data, Kind, config_map_data, secret_data};
 
 /// What is known of one object: None until its first list arrived.
 pub type Known = Option<Data>;
 
 type Key = (Kind, String, String);
+
+/// The keys and values of an object.
+type Map = std::collections::BTreeMap<String, Vec<u8>>;
 
 /// The watched objects.
 #[derive(Clone)]
@@ -60,7 +63,11 @@ impl Objects {
 
 /// A watch event with its object as JSON.
 pub(crate) fn as_values<K: serde::Serialize>(e: watcher::Event<K>) -> watcher::Event<serde_json::Value> {
-    let v = |o: K| serde_json::to_value(o).unwrap_or_default();
+    map_event(e, |o| serde_json::to_value(o).unwrap_or_default())
+}
+
+/// A watch event with `v` of its object.
+fn map_event<K, T>(e: watcher::Event<K>, v: impl Fn(K) -> T) -> watcher::Event<T> {
     match e {
         watcher::Event::Apply(o) => watcher::Event::Apply(v(o)),
         watcher::Event::Delete(o) => watcher::Event::Delete(v(o)),
@@ -78,17 +85,17 @@ async fn follow(
 ) {
     let (kind, ns, name) = key.clone();
     let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    let events: futures::stream::BoxStream<'static, Result<watcher::Event<serde_json::Value>, watcher::Error>> =
-        match kind {
-            Kind::ConfigMap => watcher(Api::<ConfigMap>::namespaced(client, &ns), config)
-                .default_backoff()
-                .map(|e| e.map(as_values))
-                .boxed(),
-            Kind::Secret => watcher(Api::<Secret>::namespaced(client, &ns), config)
-                .default_backoff()
-                .map(|e| e.map(as_values))
-                .boxed(),
-        };
+    type Events = futures::stream::BoxStream<'static, Result<watcher::Event<Map>, watcher::Error>>;
+    let events: Events = match kind {
+        Kind::ConfigMap => watcher(Api::<ConfigMap>::namespaced(client, &ns), config)
+            .default_backoff()
+            .map(|e| e.map(|e| map_event(e, |o| config_map_data(&o))))
+            .boxed(),
+        Kind::Secret => watcher(Api::<Secret>::namespaced(client, &ns), config)
+            .default_backoff()
+            .map(|e| e.map(|e| map_event(e, |o| secret_data(&o))))
+            .boxed(),
+    };
     let mut events = events;
     let mut seen = false;
     loop {
@@ -105,7 +112,7 @@ async fn follow(
                 Some(Ok(watcher::Event::Init)) => seen = false,
                 Some(Ok(watcher::Event::InitApply(o) | watcher::Event::Apply(o))) => {
                     seen = true;
-                    tx.send_replace(Some(Some(data_of(kind, &o))));
+                    tx.send_replace(Some(Some(o)));
                 }
                 Some(Ok(watcher::Event::InitDone)) if !seen => {
                     tx.send_replace(Some(None));

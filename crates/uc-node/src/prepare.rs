@@ -6,20 +6,20 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Container, PodSecurityContext};
+use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{Container, EphemeralContainer, Pod, ServiceAccountTokenProjection};
 use kube::api::{Api, PostParams};
-use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::context::Ctx;
 use crate::exec::ExecTarget;
 use crate::pod::{PodProcesses, Prepared, Unprepared};
-use crate::pod_api::meta;
+use crate::pod_api::{name, namespace, spec, uid};
 use crate::{allowlist, container, env, sandbox, volumes};
 
 /// The ConfigMaps and Secrets a pod names, read now (those that do not exist are absent).
-pub(crate) async fn read_sources(ctx: &Ctx, pod: &Value) -> BTreeMap<(env::Kind, String), BTreeMap<String, Vec<u8>>> {
-    let ns = meta(pod, "namespace");
+pub(crate) async fn read_sources(ctx: &Ctx, pod: &Pod) -> BTreeMap<(env::Kind, String), BTreeMap<String, Vec<u8>>> {
+    let ns = namespace(pod);
     let mut out = BTreeMap::new();
     for (kind, name) in env::referenced(pod).into_keys() {
         if let Some(data) = ctx.objects.get(kind, ns, &name).await {
@@ -30,49 +30,45 @@ pub(crate) async fn read_sources(ctx: &Ctx, pod: &Value) -> BTreeMap<(env::Kind,
 }
 
 /// The first `serviceAccountToken` projection of a pod's volumes.
-fn token_source(pod: &Value) -> Option<&Value> {
-    pod.pointer("/spec/volumes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.pointer("/projected/sources").and_then(Value::as_array))
-        .flatten()
-        .find_map(|s| s.get("serviceAccountToken"))
+fn token_source(pod: &Pod) -> Option<&ServiceAccountTokenProjection> {
+    let volumes = spec(pod).volumes.iter().flatten();
+    let sources = volumes.filter_map(|v| v.projected.as_ref()).flat_map(|p| p.sources.iter().flatten());
+    sources.into_iter().find_map(|s| s.service_account_token.as_ref())
 }
 
 /// The TokenRequest a pod's projected token comes from: its account, the projection's audience and
 /// lifetime (kube's default: one hour), bound to the pod so that it stops working when the pod goes.
-fn token_request(pod: &Value, source: &Value) -> Value {
-    let mut spec = json!({
-        "expirationSeconds": source.get("expirationSeconds").and_then(Value::as_i64).unwrap_or(3600),
-        "boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": meta(pod, "name"), "uid": meta(pod, "uid")},
-    });
-    if let Some(aud) = source.get("audience").and_then(Value::as_str).filter(|a| !a.is_empty()) {
-        spec["audiences"] = json!([aud]);
-    }
-    json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
+fn token_request(pod: &Pod, source: &ServiceAccountTokenProjection) -> TokenRequest {
+    let audience = source.audience.clone().filter(|a| !a.is_empty());
+    let bound = BoundObjectReference {
+        kind: Some("Pod".into()),
+        api_version: Some("v1".into()),
+        name: Some(name(pod).into()),
+        uid: Some(uid(pod).into()),
+    };
+    let spec = TokenRequestSpec {
+        expiration_seconds: Some(source.expiration_seconds.unwrap_or(3600)),
+        bound_object_ref: Some(bound),
+        audiences: audience.into_iter().collect(),
+    };
+    TokenRequest { spec, ..Default::default() }
 }
 
 /// A token for a pod's projected service account token, from the TokenRequest API, with when to
 /// renew it (at 80% of its lifetime, as the kubelet does). None when the pod projects no token or
 /// the API server issues none (the volume then fails to mount, as it does on a kubelet).
-pub(crate) async fn service_account_token(ctx: &Ctx, pod: &Value) -> Option<(String, std::time::Duration)> {
+pub(crate) async fn service_account_token(ctx: &Ctx, pod: &Pod) -> Option<(String, std::time::Duration)> {
     let source = token_source(pod)?;
-    let sa = match pod.pointer("/spec/serviceAccountName").and_then(Value::as_str) {
-        Some(s) if !s.is_empty() => s,
-        _ => "default",
-    };
-    let api: Api<k8s_openapi::api::core::v1::ServiceAccount> =
-        Api::namespaced(ctx.client.clone(), meta(pod, "namespace"));
-    let request: k8s_openapi::api::authentication::v1::TokenRequest =
-        serde_json::from_value(token_request(pod, source)).ok()?;
+    let sa = spec(pod).service_account_name.as_deref().filter(|s| !s.is_empty()).unwrap_or("default");
+    let api: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(ctx.client.clone(), namespace(pod));
+    let request = token_request(pod, source);
     match api.create_token_request(sa, &PostParams::default(), &request).await {
         Ok(t) => {
             let seconds = t.spec.expiration_seconds.unwrap_or(3600).max(60) as u64;
             t.status.map(|s| (s.token, std::time::Duration::from_secs(seconds * 4 / 5)))
         }
         Err(e) => {
-            tracing::warn!(pod = %meta(pod, "name"), account = sa, error = %e, "no service account token for the pod");
+            tracing::warn!(pod = %name(pod), account = sa, error = %e, "no service account token for the pod");
             None
         }
     }
@@ -97,18 +93,18 @@ enum MountCause {
 /// Writes the pod's node-written volumes (configMap, secret, downwardAPI, projected); fails like a
 /// kubelet's mount when a required source is missing.
 pub(crate) fn write_volumes(
-    pod: &Value,
+    pod: &Pod,
     ip: &str,
     pod_dir: &Path,
     sources: &dyn env::Sources,
     token: Option<&str>,
     owner: Option<(u32, u32)>,
 ) -> Result<(), MountError> {
-    for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
+    for v in spec(pod).volumes.iter().flatten() {
         if !volumes::is_projected(v) {
             continue;
         }
-        let name = v.get("name").and_then(Value::as_str).unwrap_or_default();
+        let name = v.name.as_str();
         let failed = |cause: MountCause| MountError { volume: name.to_string(), cause };
         let files = volumes::render(v, pod, ip, sources, token).map_err(|e| failed(e.into()))?;
         let dir = pod_dir.join("volumes").join(name);
@@ -125,13 +121,13 @@ pub(crate) fn write_volumes(
 /// A container's environment: `base`, then its image's (`ENV`, from the allowlist), then its own.
 pub(crate) fn container_env(
     ctx: &Ctx,
-    pod: &Value,
-    c: &Value,
+    pod: &Pod,
+    c: &Container,
     ip: &str,
     base: &[(String, String)],
     sources: &dyn env::Sources,
 ) -> Result<Vec<(String, String)>, env::ConfigError> {
-    let image = c.get("image").and_then(Value::as_str).unwrap_or_default();
+    let image = c.image.as_deref().unwrap_or_default();
     match ctx.options.allowlist.find(image).filter(|e| !e.env.is_empty()) {
         Some(entry) => {
             let with_image: Vec<(String, String)> = base.iter().chain(&entry.env).cloned().collect();
@@ -142,13 +138,13 @@ pub(crate) fn container_env(
 }
 
 /// What every container's environment starts with.
-pub(crate) fn base_env(ctx: &Ctx, pod: &Value, ip: &str) -> Vec<(String, String)> {
+pub(crate) fn base_env(ctx: &Ctx, pod: &Pod, ip: &str) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = std::env::vars().collect();
-    let hostname = pod.pointer("/spec/hostname").and_then(Value::as_str).unwrap_or(meta(pod, "name"));
+    let hostname = spec(pod).hostname.as_deref().unwrap_or(name(pod));
     env.extend([
         ("POD_IP".to_string(), ip.to_string()),
-        ("POD_NAME".to_string(), meta(pod, "name").to_string()),
-        ("POD_NAMESPACE".to_string(), meta(pod, "namespace").to_string()),
+        ("POD_NAME".to_string(), name(pod).to_string()),
+        ("POD_NAMESPACE".to_string(), namespace(pod).to_string()),
         ("HOSTNAME".to_string(), hostname.to_string()),
     ]);
     if let Some(api) = ctx.options.api_server {
@@ -172,9 +168,8 @@ pub(crate) struct NonRootViolation {
 
 /// The user and groups a sandboxed container runs as (its security context over the pod's, over the
 /// image's user); an error when that is root and either asks to run as non-root.
-fn identity(pod: &Value, c: &Container, entry: &allowlist::AllowEntry) -> Result<sandbox::Identity, NonRootViolation> {
-    let pod_sc: Option<PodSecurityContext> =
-        pod.pointer("/spec/securityContext").and_then(|s| serde_json::from_value(s.clone()).ok());
+fn identity(pod: &Pod, c: &Container, entry: &allowlist::AllowEntry) -> Result<sandbox::Identity, NonRootViolation> {
+    let pod_sc = spec(pod).security_context.clone();
     let id = sandbox::Identity::of(pod_sc.as_ref(), c.security_context.as_ref()).with_image_user(
         entry.user,
         pod_sc.as_ref(),
@@ -187,7 +182,7 @@ fn identity(pod: &Value, c: &Container, entry: &allowlist::AllowEntry) -> Result
         .or(pod_sc.as_ref().and_then(|s| s.run_as_non_root))
         .unwrap_or(false);
     if non_root && id.uid == 0 {
-        let pod = format!("{}_{}", meta(pod, "name"), meta(pod, "namespace"));
+        let pod = format!("{}_{}", name(pod), namespace(pod));
         return Err(NonRootViolation { pod, container: c.name.clone() });
     }
     Ok(id)
@@ -196,22 +191,15 @@ fn identity(pod: &Value, c: &Container, entry: &allowlist::AllowEntry) -> Result
 /// Prepares one container; an error is the container's (it does not start; the pod's others do).
 pub(crate) fn prepare(
     ctx: &Ctx,
-    pod: &Value,
-    c: &Value,
+    pod: &Pod,
+    c: &Container,
     ip: &str,
     env: Vec<(String, String)>,
     dirs: &HashMap<String, PathBuf>,
 ) -> Result<Prepared, Unprepared> {
-    let name = c.get("name").and_then(Value::as_str).unwrap_or("main").to_string();
+    let name = c.name.clone();
     let fail = |reason: &str, message: String| (name.clone(), (reason.to_string(), message));
-    // The API server checked the pod against its schema; a container that still does not read as one
-    // does not start, and says why.
-    let mut c = c.clone();
-    if let Some(fields) = c.as_object_mut() {
-        fields.entry("name").or_insert_with(|| json!(name));
-    }
-    let c: Container = serde_json::from_value(c)
-        .map_err(|e| fail("CreateContainerConfigError", format!("container {name:?}: {e}")))?;
+    let c = c.clone();
     let image = c.image.clone().unwrap_or_default();
     let entry = ctx
         .options
@@ -233,7 +221,7 @@ pub(crate) fn prepare(
         }
     }
     let workdir = c.working_dir.clone().filter(|d| !d.is_empty()).or_else(|| entry.working_dir.clone());
-    let ns = meta(pod, "namespace");
+    let ns = namespace(pod);
     // A resolv.conf only where the machine has one to cover (a bind mount needs its target).
     let resolv = ctx.hosts.as_ref().filter(|_| Path::new("/etc/resolv.conf").exists()).and_then(|h| h.resolv_path(ns));
     let names = volumes::NameFiles { hosts: ctx.hosts.as_ref().map(|h| h.path(ns)), resolv };
@@ -295,25 +283,22 @@ fn image_files(entry: &allowlist::AllowEntry) -> Result<Vec<volumes::Mount>, Ima
 }
 
 /// `nsenter --net=<the pod's namespace> --` for a pod of the bridged network off the host's network.
-fn net_prefix(ctx: &Ctx, pod: &Value) -> Vec<String> {
+fn net_prefix(ctx: &Ctx, pod: &Pod) -> Vec<String> {
     if !ctx.options.network.bridged() || crate::pod_api::host_network(pod) {
         return Vec::new();
     }
-    let path = crate::network::namespace_path(meta(pod, "uid"));
+    let path = crate::network::namespace_path(uid(pod));
     vec!["/usr/bin/nsenter".to_string(), format!("--net={}", path.display()), "--".to_string()]
 }
 
 /// Who a pod's writable volumes belong to: its first container's user, and its `fsGroup` (else that
 /// user's group).
-fn volume_owner(pod: &Value) -> (u32, u32) {
-    let pod_sc: Option<PodSecurityContext> =
-        pod.pointer("/spec/securityContext").and_then(|s| serde_json::from_value(s.clone()).ok());
-    let first: Option<Container> = ["initContainers", "containers"]
-        .iter()
-        .find_map(|k| pod.pointer(&format!("/spec/{k}/0")))
-        .and_then(|c| serde_json::from_value(c.clone()).ok());
-    let id = sandbox::Identity::of(pod_sc.as_ref(), first.as_ref().and_then(|c| c.security_context.as_ref()));
-    let gid = pod_sc.as_ref().and_then(|p| p.fs_group).unwrap_or(id.gid);
+fn volume_owner(pod: &Pod) -> (u32, u32) {
+    let spec = spec(pod);
+    let pod_sc = spec.security_context.as_ref();
+    let first = spec.init_containers.iter().flatten().chain(&spec.containers).next();
+    let id = sandbox::Identity::of(pod_sc, first.and_then(|c| c.security_context.as_ref()));
+    let gid = pod_sc.and_then(|p| p.fs_group).unwrap_or(id.gid);
     (id.uid as u32, gid as u32)
 }
 
@@ -347,7 +332,7 @@ pub(crate) type PreparedPod = (Vec<Result<Prepared, Unprepared>>, Vec<Result<Pre
 /// Fails (`reason`, `message`) while a required ConfigMap or Secret is missing.
 pub(crate) async fn prepare_pod(
     ctx: &Ctx,
-    pod: &Value,
+    pod: &Pod,
     ip: &str,
     pod_dir: &Path,
 ) -> Result<PreparedPod, (String, String)> {
@@ -366,83 +351,91 @@ pub(crate) async fn prepare_pod(
     write_volumes(pod, ip, pod_dir, &sources, token.as_deref(), owner)
         .map_err(|m| ("ContainerCreating".to_string(), m.to_string()))?;
     let base = base_env(ctx, pod, ip);
-    let list = |key: &str| pod.pointer(&format!("/spec/{key}")).and_then(Value::as_array).cloned().unwrap_or_default();
-    let mut prepared = Vec::new();
-    for key in ["initContainers", "containers"] {
+    let prepare_all = |list: &[Container]| -> Result<Vec<_>, (String, String)> {
         let mut out = Vec::new();
-        for c in list(key) {
-            let env = container_env(ctx, pod, &c, ip, &base, &sources)
+        for c in list {
+            let env = container_env(ctx, pod, c, ip, &base, &sources)
                 .map_err(|m| ("CreateContainerConfigError".to_string(), m.to_string()))?;
-            out.push(prepare(ctx, pod, &c, ip, env, &dirs));
+            out.push(prepare(ctx, pod, c, ip, env, &dirs));
         }
-        prepared.push(out);
-    }
-    let containers = prepared.pop().unwrap_or_default();
-    let init = prepared.pop().unwrap_or_default();
+        Ok(out)
+    };
+    let init = prepare_all(spec(pod).init_containers.as_deref().unwrap_or_default())?;
+    let containers = prepare_all(&spec(pod).containers)?;
     Ok((init, containers))
 }
 
 /// The names of a pod's ephemeral containers.
-pub(crate) fn ephemeral_names(pod: &Value) -> Vec<String> {
-    pod.pointer("/spec/ephemeralContainers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|c| c.get("name").and_then(Value::as_str).map(str::to_string))
-        .collect()
+pub(crate) fn ephemeral_names(pod: &Pod) -> Vec<String> {
+    spec(pod).ephemeral_containers.iter().flatten().map(|c| c.name.clone()).collect()
 }
 
 /// The ephemeral containers of `pod` (`kubectl debug`) not among `started`, prepared to run in the
 /// pod's volumes and environment.
 pub(crate) async fn prepare_ephemeral(
     ctx: &Ctx,
-    pod: &Value,
+    pod: &Pod,
     ip: &str,
     pod_dir: &Path,
     started: &[String],
     procs: &PodProcesses,
 ) -> Vec<Result<Prepared, Unprepared>> {
-    let new: Vec<Value> = pod
-        .pointer("/spec/ephemeralContainers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|c| c.get("name").and_then(Value::as_str).is_some_and(|n| !started.iter().any(|s| s == n)))
-        .cloned()
-        .collect();
+    let new: Vec<&EphemeralContainer> =
+        spec(pod).ephemeral_containers.iter().flatten().filter(|c| !started.contains(&c.name)).collect();
     if new.is_empty() {
         return Vec::new();
     }
     let sources = read_sources(ctx, pod).await;
     let base = base_env(ctx, pod, ip);
     let dirs = volumes::volume_dirs(pod, &ctx.options.volumes_dir, pod_dir);
-    new.iter()
-        .map(|c| match container_env(ctx, pod, c, ip, &base, &sources) {
-            Ok(env) => prepare(ctx, pod, c, ip, env, &dirs).map(|mut p| {
+    new.into_iter()
+        .map(|e| (e, as_container(e)))
+        .map(|(e, c)| match container_env(ctx, pod, &c, ip, &base, &sources) {
+            Ok(env) => prepare(ctx, pod, &c, ip, env, &dirs).map(|mut p| {
                 // `kubectl debug --target`: in the target container's PID namespace, seeing its
                 // processes, as a runtime shares it.
-                let target = c.get("targetContainerName").and_then(Value::as_str);
+                let target = e.target_container_name.as_deref();
                 if let Some(t) = target.filter(|_| ctx.options.sandbox).and_then(|t| procs.exec_target(t)) {
                     let pid = crate::container::command_process(t.pid);
                     p.spec.argv = sandbox::join_pid_namespace(std::mem::take(&mut p.spec.argv), pid);
                 }
                 p
             }),
-            Err(m) => {
-                let name = c.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
-                Err((name, ("CreateContainerConfigError".to_string(), m.to_string())))
-            }
+            Err(m) => Err((c.name.clone(), ("CreateContainerConfigError".to_string(), m.to_string()))),
         })
         .collect()
 }
 
+/// An ephemeral container as the container it runs as (the fields they share).
+fn as_container(e: &EphemeralContainer) -> Container {
+    Container {
+        name: e.name.clone(),
+        image: e.image.clone(),
+        command: e.command.clone(),
+        args: e.args.clone(),
+        env: e.env.clone(),
+        env_from: e.env_from.clone(),
+        working_dir: e.working_dir.clone(),
+        volume_mounts: e.volume_mounts.clone(),
+        security_context: e.security_context.clone(),
+        stdin: e.stdin,
+        stdin_once: e.stdin_once,
+        tty: e.tty,
+        resources: e.resources.clone(),
+        image_pull_policy: e.image_pull_policy.clone(),
+        termination_message_path: e.termination_message_path.clone(),
+        termination_message_policy: e.termination_message_policy.clone(),
+        ..Default::default()
+    }
+}
+
 /// Keeps a pod's node-written volumes current: rewritten when a source or the pod changes.
-pub(crate) async fn refresh_volumes(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Value>>, ip: String, pod_dir: PathBuf) {
+pub(crate) async fn refresh_volumes(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Pod>>, ip: String, pod_dir: PathBuf) {
     let pod = rx.borrow().clone();
-    if !pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten().any(volumes::is_projected) {
+    if !spec(&pod).volumes.iter().flatten().any(volumes::is_projected) {
         return;
     }
-    let ns = meta(&pod, "namespace").to_string();
+    let ns = namespace(&pod).to_string();
     // One notification channel for every source: its forwarders end when this task does.
     let (notify_tx, mut notify) = tokio::sync::mpsc::channel::<()>(1);
     for (kind, name) in env::referenced(&pod).into_keys() {
@@ -485,35 +478,27 @@ pub(crate) async fn refresh_volumes(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<V
                 renew_at = tokio::time::Instant::now() + renew;
             }
         }
-        if uc_api::meta::is_deleting(&pod) {
+        if crate::pod_api::is_deleting(&pod) {
             return;
         }
         let sources = read_sources(&ctx, &pod).await;
         let owner = ctx.options.sandbox.then(|| volume_owner(&pod));
         if let Err(e) = write_volumes(&pod, &ip, &pod_dir, &sources, token.as_deref(), owner) {
-            tracing::debug!(pod = %meta(&pod, "name"), error = %e, "a volume's source is gone; its files stay as they were");
+            tracing::debug!(pod = %name(&pod), error = %e, "a volume's source is gone; its files stay as they were");
         }
     }
 }
 
 /// The containers whose image changed run again from the new image.
-pub(crate) async fn update_images(ctx: &Ctx, procs: &PodProcesses, old: &Value, pod: &Value, ip: &str, pod_dir: &Path) {
-    let image_of = |p: &Value, name: &str| -> Option<String> {
-        p.pointer("/spec/containers")?
-            .as_array()?
-            .iter()
-            .find(|c| c.get("name").and_then(Value::as_str) == Some(name))?
-            .get("image")?
-            .as_str()
-            .map(String::from)
-    };
+pub(crate) async fn update_images(ctx: &Ctx, procs: &PodProcesses, old: &Pod, pod: &Pod, ip: &str, pod_dir: &Path) {
+    let image_of =
+        |p: &Pod, name: &str| spec(p).containers.iter().find(|c| c.name == name).and_then(|c| c.image.clone());
     let sources = read_sources(ctx, pod).await;
     let base = base_env(ctx, pod, ip);
     let dirs = volumes::volume_dirs(pod, &ctx.options.volumes_dir, pod_dir);
     let mut changed = Vec::new();
-    for c in pod.pointer("/spec/containers").and_then(Value::as_array).into_iter().flatten() {
-        let name = c.get("name").and_then(Value::as_str).unwrap_or("main");
-        if image_of(old, name) == image_of(pod, name) {
+    for c in &spec(pod).containers {
+        if image_of(old, &c.name) == image_of(pod, &c.name) {
             continue;
         }
         let Ok(env) = container_env(ctx, pod, c, ip, &base, &sources) else { continue };
@@ -527,25 +512,32 @@ pub(crate) async fn update_images(ctx: &Ctx, procs: &PodProcesses, old: &Value, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Value, json};
+
+    fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
+        serde_json::from_value(v).unwrap()
+    }
 
     #[test]
     fn a_projected_token_is_asked_for_the_pod_with_its_audience_and_lifetime() {
-        let pod = json!({"metadata": {"name": "p", "namespace": "n", "uid": "u1"}, "spec": {"volumes": [
-            {"name": "c", "configMap": {"name": "x"}},
-            {"name": "t", "projected": {"sources": [
-                {"serviceAccountToken": {"path": "token", "audience": "vault", "expirationSeconds": 7200}}]}}
-        ]}});
+        let pod: Pod = typed(
+            json!({"metadata": {"name": "p", "namespace": "n", "uid": "u1"}, "spec": {"containers": [], "volumes": [
+                {"name": "c", "configMap": {"name": "x"}},
+                {"name": "t", "projected": {"sources": [
+                    {"serviceAccountToken": {"path": "token", "audience": "vault", "expirationSeconds": 7200}}]}}
+            ]}}),
+        );
         let source = token_source(&pod).expect("the projection is found");
-        let req = token_request(&pod, source);
+        let req = serde_json::to_value(token_request(&pod, source)).unwrap();
         assert_eq!(req["spec"]["audiences"], json!(["vault"]));
         assert_eq!(req["spec"]["expirationSeconds"], json!(7200));
         assert_eq!(req["spec"]["boundObjectRef"], json!({"kind": "Pod", "apiVersion": "v1", "name": "p", "uid": "u1"}));
-        let plain =
-            json!({"spec": {"volumes": [{"name": "t", "projected": {"sources": [{"serviceAccountToken": {}}]}}]}});
-        let req = token_request(&plain, token_source(&plain).unwrap());
+        let plain: Pod = typed(json!({"spec": {"containers": [], "volumes": [
+            {"name": "t", "projected": {"sources": [{"serviceAccountToken": {"path": "token"}}]}}]}}));
+        let req = serde_json::to_value(token_request(&plain, token_source(&plain).unwrap())).unwrap();
         assert_eq!(req["spec"]["expirationSeconds"], json!(3600));
-        assert!(req["spec"].get("audiences").is_none(), "the API server's own audience by default");
-        assert!(token_source(&json!({"spec": {}})).is_none());
+        assert_eq!(req["spec"]["audiences"], json!([]), "the API server's own audience by default");
+        assert!(token_source(&typed(json!({"spec": {"containers": []}}))).is_none());
     }
 
     #[test]

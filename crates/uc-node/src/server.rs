@@ -15,8 +15,8 @@ use http::{HeaderValue, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use k8s_openapi::api::core::v1::Pod;
 use parking_lot::Mutex;
-use serde_json::Value;
 
 use crate::logs::{ReadOptions, Renderer};
 use crate::pod::PodProcesses;
@@ -27,7 +27,7 @@ use crate::{exec, portforward, ws};
 #[derive(Clone)]
 pub struct PodEntry {
     /// The pod as last seen (shared with its worker).
-    pub pod: Arc<Value>,
+    pub pod: Arc<Pod>,
     /// Its images are allowlisted: it runs processes (once they are started).
     pub real: bool,
     /// Its processes, once started.
@@ -136,16 +136,10 @@ async fn handle(req: Request<Incoming>, token: Option<&str>, pods: &Pods) -> Res
     }
 }
 
-fn has_container(pod: &Value, name: &str) -> bool {
-    ["containers", "initContainers", "ephemeralContainers"].iter().any(|k| {
-        pod.pointer(&format!("/spec/{k}"))
-            .and_then(Value::as_array)
-            .is_some_and(|cs| cs.iter().any(|c| c.get("name").and_then(Value::as_str) == Some(name)))
-    })
-}
-
-fn pod_name(pod: &Value) -> &str {
-    pod.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default()
+fn has_container(pod: &Pod, name: &str) -> bool {
+    let spec = crate::pod_api::spec(pod);
+    let mut names = spec.containers.iter().chain(spec.init_containers.iter().flatten()).map(|c| &c.name);
+    names.any(|n| n == name) || spec.ephemeral_containers.iter().flatten().any(|c| c.name == name)
 }
 
 /// The answer for a pod whose processes do not run (yet): it is simulated, or still being created.
@@ -172,7 +166,7 @@ fn exec_or_attach(
     container: &str,
     query: &[(String, String)],
 ) -> Response<Body> {
-    let name = pod_name(&e.pod).to_string();
+    let name = crate::pod_api::name(&e.pod).to_string();
     if !has_container(&e.pod, container) {
         return error(StatusCode::BAD_REQUEST, &format!("container {container} is not valid for pod {name}"));
     }
@@ -200,11 +194,8 @@ fn exec_or_attach(
     }
     let dir = procs.container_dir(container);
     let run = procs.current_run(container).unwrap_or(0);
-    let stdin = e.pod.pointer("/spec/containers").and_then(Value::as_array).is_some_and(|cs| {
-        cs.iter().any(|c| {
-            c.get("name").and_then(Value::as_str) == Some(container) && c.get("stdin") == Some(&Value::Bool(true))
-        })
-    });
+    let containers = &crate::pod_api::spec(&e.pod).containers;
+    let stdin = containers.iter().any(|c| c.name == container && c.stdin == Some(true));
     let fifo = stdin.then(|| dir.stdin_fifo());
     let (procs, name) = (procs.clone(), container.to_string());
     let chosen = protocol.clone();
@@ -217,7 +208,7 @@ fn port_forward(req: Request<Incoming>, e: PodEntry, name: &str, query: &[(Strin
     if e.procs.is_none() {
         return not_started(&e, name, "", "listening to forward to");
     }
-    let uid = e.pod.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
+    let uid = crate::pod_api::uid(&e.pod);
     let namespace = (!uid.is_empty() && crate::network::namespace_path(uid).exists()).then(|| uid.to_string());
     let (pod, ip) = (name.to_string(), portforward::Target { ip: e.ip.clone(), namespace });
     if ws::is_websocket(&req) {
@@ -284,7 +275,7 @@ fn spdy_upgrade(mut req: Request<Incoming>, pod: String, ip: portforward::Target
 }
 
 fn logs(e: PodEntry, container: &str, query: &[(String, String)]) -> Response<Body> {
-    let name = pod_name(&e.pod).to_string();
+    let name = crate::pod_api::name(&e.pod).to_string();
     if !has_container(&e.pod, container) {
         return error(StatusCode::BAD_REQUEST, &format!("container {container} is not valid for pod {name}"));
     }

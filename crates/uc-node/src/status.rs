@@ -33,7 +33,7 @@ pub struct ContainerState {
     pub image: Option<String>,
 }
 
-fn time(t: DateTime<Utc>) -> Time {
+pub(crate) fn time(t: DateTime<Utc>) -> Time {
     // Whole seconds, as the kubelet reports them.
     let secs = Timestamp::from_second(t.timestamp()).unwrap_or(Timestamp::UNIX_EPOCH);
     Time(secs)

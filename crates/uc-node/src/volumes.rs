@@ -16,10 +16,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 
-use k8s_openapi::api::core::v1::Container;
-use serde_json::Value;
+use k8s_openapi::api::core::v1::{Container, DownwardAPIVolumeFile, KeyToPath, Pod, Volume};
 
 use crate::env::{self, ConfigError, Kind, Sources};
+use crate::pod_api::{namespace, spec};
 
 /// A directory (or file) mounted into a container: `source` on the machine at `target` in the
 /// container.
@@ -34,27 +34,30 @@ pub struct Mount {
 }
 
 /// Whether a volume's content is written by the node from API objects.
-pub fn is_projected(volume: &Value) -> bool {
-    ["configMap", "secret", "downwardAPI", "projected"].iter().any(|k| volume.get(*k).is_some())
+pub fn is_projected(volume: &Volume) -> bool {
+    volume.config_map.is_some()
+        || volume.secret.is_some()
+        || volume.downward_api.is_some()
+        || volume.projected.is_some()
 }
 
 /// The directories of a pod's volumes by name.
-pub fn volume_dirs(pod: &Value, volumes_dir: &Path, pod_dir: &Path) -> HashMap<String, PathBuf> {
-    let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default");
+pub fn volume_dirs(pod: &Pod, volumes_dir: &Path, pod_dir: &Path) -> HashMap<String, PathBuf> {
+    let ns = Some(namespace(pod)).filter(|n| !n.is_empty()).unwrap_or("default");
     let mut out = HashMap::new();
-    for v in pod.pointer("/spec/volumes").and_then(Value::as_array).into_iter().flatten() {
-        let Some(name) = v.get("name").and_then(Value::as_str) else { continue };
+    for v in spec(pod).volumes.iter().flatten() {
+        let name = v.name.as_str();
         // The API server refuses names that are not DNS labels; a directory is made of each name, so
         // one that could leave the pod's directory is never taken here either.
         if name.contains('/') || name == "." || name == ".." || name.is_empty() {
             continue;
         }
-        if let Some(claim) = v.pointer("/persistentVolumeClaim/claimName").and_then(Value::as_str) {
-            out.insert(name.to_string(), volumes_dir.join(ns).join(claim));
-        } else if v.get("emptyDir").is_some() || is_projected(v) {
+        if let Some(claim) = &v.persistent_volume_claim {
+            out.insert(name.to_string(), volumes_dir.join(ns).join(&claim.claim_name));
+        } else if v.empty_dir.is_some() || is_projected(v) {
             out.insert(name.to_string(), pod_dir.join("volumes").join(name));
-        } else if let Some(path) = v.pointer("/hostPath/path").and_then(Value::as_str) {
-            out.insert(name.to_string(), PathBuf::from(path));
+        } else if let Some(host) = &v.host_path {
+            out.insert(name.to_string(), PathBuf::from(&host.path));
         }
     }
     out
@@ -170,38 +173,49 @@ pub struct File {
 /// The files of a volume written by the node (configMap, secret, downwardAPI, projected), by relative
 /// path. `token` is the service account token for `serviceAccountToken` sources.
 pub fn render(
-    volume: &Value,
-    pod: &Value,
+    volume: &Volume,
+    pod: &Pod,
     pod_ip: &str,
     sources: &dyn Sources,
     token: Option<&str>,
 ) -> Result<BTreeMap<String, File>, ConfigError> {
-    let name = volume.get("name").and_then(Value::as_str).unwrap_or_default();
     let mut out = BTreeMap::new();
-    let default_mode = |v: &Value| v.get("defaultMode").and_then(Value::as_u64).map(|m| m as u32).unwrap_or(0o644);
-    if let Some(src) = volume.get("configMap") {
-        object_files(Kind::ConfigMap, src, "name", pod, sources, default_mode(src), &mut out)?;
-    } else if let Some(src) = volume.get("secret") {
-        object_files(Kind::Secret, src, "secretName", pod, sources, default_mode(src), &mut out)?;
-    } else if let Some(src) = volume.get("downwardAPI") {
-        downward_files(src, pod, pod_ip, default_mode(src), &mut out)?;
-    } else if let Some(p) = volume.get("projected") {
-        let mode = default_mode(p);
-        for s in p.get("sources").and_then(Value::as_array).into_iter().flatten() {
-            if let Some(src) = s.get("configMap") {
-                object_files(Kind::ConfigMap, src, "name", pod, sources, mode, &mut out)?;
-            } else if let Some(src) = s.get("secret") {
-                object_files(Kind::Secret, src, "name", pod, sources, mode, &mut out)?;
-            } else if let Some(src) = s.get("downwardAPI") {
-                downward_files(src, pod, pod_ip, mode, &mut out)?;
-            } else if let Some(src) = s.get("serviceAccountToken") {
-                let path = src.get("path").and_then(Value::as_str).unwrap_or("token");
+    let mode = |m: Option<i32>| m.map(|m| m as u32).unwrap_or(0o644);
+    if let Some(src) = &volume.config_map {
+        let from =
+            Named { kind: Kind::ConfigMap, name: &src.name, optional: src.optional, items: src.items.as_deref() };
+        object_files(&from, pod, sources, mode(src.default_mode), &mut out)?;
+    } else if let Some(src) = &volume.secret {
+        let name = src.secret_name.as_deref().unwrap_or_default();
+        let from = Named { kind: Kind::Secret, name, optional: src.optional, items: src.items.as_deref() };
+        object_files(&from, pod, sources, mode(src.default_mode), &mut out)?;
+    } else if let Some(src) = &volume.downward_api {
+        downward_files(src.items.as_deref(), pod, pod_ip, mode(src.default_mode), &mut out)?;
+    } else if let Some(p) = &volume.projected {
+        let mode = mode(p.default_mode);
+        for s in p.sources.iter().flatten() {
+            if let Some(src) = &s.config_map {
+                let from = Named {
+                    kind: Kind::ConfigMap,
+                    name: &src.name,
+                    optional: src.optional,
+                    items: src.items.as_deref(),
+                };
+                object_files(&from, pod, sources, mode, &mut out)?;
+            } else if let Some(src) = &s.secret {
+                let from =
+                    Named { kind: Kind::Secret, name: &src.name, optional: src.optional, items: src.items.as_deref() };
+                object_files(&from, pod, sources, mode, &mut out)?;
+            } else if let Some(src) = &s.downward_api {
+                downward_files(src.items.as_deref(), pod, pod_ip, mode, &mut out)?;
+            } else if let Some(src) = &s.service_account_token {
+                let path = src.path.as_str();
                 let token = token.ok_or(ConfigError::NoToken)?;
                 add(&mut out, path, token.as_bytes().to_vec(), mode)?;
             }
         }
     } else {
-        return Err(ConfigError::NotWritten(name.to_string()));
+        return Err(ConfigError::NotWritten(volume.name.clone()));
     }
     Ok(out)
 }
@@ -214,45 +228,45 @@ fn add(out: &mut BTreeMap<String, File>, path: &str, data: Vec<u8>, mode: u32) -
     Ok(())
 }
 
-fn object_files(
+/// A ConfigMap or Secret a volume takes files from.
+struct Named<'a> {
     kind: Kind,
-    src: &Value,
-    name_key: &str,
-    pod: &Value,
+    name: &'a str,
+    optional: Option<bool>,
+    /// The keys it takes and where they go (all keys, at their names, when None).
+    items: Option<&'a [KeyToPath]>,
+}
+
+fn object_files(
+    from: &Named<'_>,
+    pod: &Pod,
     sources: &dyn Sources,
-    default_mode: u32,
+    mode: u32,
     out: &mut BTreeMap<String, File>,
 ) -> Result<(), ConfigError> {
-    let name = src.get(name_key).and_then(Value::as_str).unwrap_or_default();
-    let optional = src.get("optional").and_then(Value::as_bool).unwrap_or(false);
+    let Named { kind, name, items, .. } = *from;
+    let optional = from.optional.unwrap_or(false);
     let Some(data) = sources.data(kind, name) else {
         return if optional { Ok(()) } else { Err(ConfigError::NotFound { kind, name: name.to_string() }) };
     };
-    let mode = src.get("defaultMode").and_then(Value::as_u64).map(|m| m as u32).unwrap_or(default_mode);
-    match src.get("items").and_then(Value::as_array) {
-        None => {
-            for (k, v) in data {
-                add(out, &k, v, mode)?;
-            }
+    let Some(items) = items else {
+        for (k, v) in data {
+            add(out, &k, v, mode)?;
         }
-        Some(items) => {
-            for item in items {
-                let key = item.get("key").and_then(Value::as_str).unwrap_or_default();
-                let path = item.get("path").and_then(Value::as_str).unwrap_or(key);
-                let item_mode = item.get("mode").and_then(Value::as_u64).map(|m| m as u32).unwrap_or(mode);
-                match data.get(key) {
-                    Some(v) => add(out, path, v.clone(), item_mode)?,
-                    None if optional => {}
-                    None => {
-                        let ns = pod.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
-                        return Err(ConfigError::MissingItem {
-                            kind,
-                            key: key.to_string(),
-                            namespace: ns.to_string(),
-                            name: name.to_string(),
-                        });
-                    }
-                }
+        return Ok(());
+    };
+    for item in items {
+        let item_mode = item.mode.map(|m| m as u32).unwrap_or(mode);
+        match data.get(&item.key) {
+            Some(v) => add(out, &item.path, v.clone(), item_mode)?,
+            None if optional => {}
+            None => {
+                return Err(ConfigError::MissingItem {
+                    kind,
+                    key: item.key.clone(),
+                    namespace: namespace(pod).to_string(),
+                    name: name.to_string(),
+                });
             }
         }
     }
@@ -260,30 +274,24 @@ fn object_files(
 }
 
 fn downward_files(
-    src: &Value,
-    pod: &Value,
+    items: Option<&[DownwardAPIVolumeFile]>,
+    pod: &Pod,
     pod_ip: &str,
     default_mode: u32,
     out: &mut BTreeMap<String, File>,
 ) -> Result<(), ConfigError> {
-    for item in src.get("items").and_then(Value::as_array).into_iter().flatten() {
-        let path = item.get("path").and_then(Value::as_str).unwrap_or_default();
-        let mode = item.get("mode").and_then(Value::as_u64).map(|m| m as u32).unwrap_or(default_mode);
-        let value = if let Some(f) = item.pointer("/fieldRef/fieldPath").and_then(Value::as_str) {
-            env::field(pod, f, pod_ip)?
-        } else if let Some(r) = item.get("resourceFieldRef") {
-            let wanted = r.get("containerName").and_then(Value::as_str);
-            let containers = pod.pointer("/spec/containers").and_then(Value::as_array).cloned().unwrap_or_default();
-            let c = containers
-                .iter()
-                .find(|c| wanted.is_none_or(|w| c.get("name").and_then(Value::as_str) == Some(w)))
-                .cloned()
-                .unwrap_or(Value::Null);
-            env::resource(&c, r)?
+    for item in items.into_iter().flatten() {
+        let mode = item.mode.map(|m| m as u32).unwrap_or(default_mode);
+        let value = if let Some(f) = &item.field_ref {
+            env::field(pod, &f.field_path, pod_ip)?
+        } else if let Some(r) = &item.resource_field_ref {
+            let wanted = r.container_name.as_deref().filter(|w| !w.is_empty());
+            let c = spec(pod).containers.iter().find(|c| wanted.is_none_or(|w| c.name == w));
+            env::resource(c, r)?
         } else {
             continue;
         };
-        add(out, path, value.into_bytes(), mode)?;
+        add(out, &item.path, value.into_bytes(), mode)?;
     }
     Ok(())
 }
@@ -356,32 +364,38 @@ pub fn write_volume(dir: &Path, files: &BTreeMap<String, File>) -> std::io::Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
+        serde_json::from_value(v).unwrap()
+    }
 
     fn sources() -> BTreeMap<(Kind, String), BTreeMap<String, Vec<u8>>> {
         let mut m = BTreeMap::new();
         m.insert(
             (Kind::ConfigMap, "hook".into()),
-            env::data_of(Kind::ConfigMap, &json!({"data": {"server.py": "print(1)", "other": "x"}})),
+            env::config_map_data(&typed(json!({"data": {"server.py": "print(1)", "other": "x"}}))),
         );
-        m.insert((Kind::Secret, "pw".into()), env::data_of(Kind::Secret, &json!({"data": {"password": "czNjcjN0"}})));
+        m.insert((Kind::Secret, "pw".into()), env::secret_data(&typed(json!({"data": {"password": "czNjcjN0"}}))));
         m
     }
 
     fn container(mut c: Value) -> Container {
         c["name"] = json!("c");
-        serde_json::from_value(c).unwrap()
+        typed(c)
     }
 
-    fn pod() -> Value {
-        json!({"metadata": {"name": "p", "namespace": "ns", "labels": {"app": "a"}}, "spec": {"containers": [{"name": "c"}]}})
+    fn pod() -> Pod {
+        typed(
+            json!({"metadata": {"name": "p", "namespace": "ns", "labels": {"app": "a"}}, "spec": {"containers": [{"name": "c"}]}}),
+        )
     }
 
     #[test]
     fn volumes_map_to_directories() {
-        let pod = json!({"metadata": {"namespace": "ns"}, "spec": {"volumes": [
+        let pod: Pod = typed(json!({"metadata": {"namespace": "ns"}, "spec": {"containers": [], "volumes": [
             {"name": "data", "persistentVolumeClaim": {"claimName": "www-web-0"}}, {"name": "tmp", "emptyDir": {}},
-            {"name": "cfg", "configMap": {"name": "x"}}, {"name": "nfs", "nfs": {"server": "s"}}]}});
+            {"name": "cfg", "configMap": {"name": "x"}}, {"name": "nfs", "nfs": {"server": "s", "path": "/"}}]}}));
         let dirs = volume_dirs(&pod, Path::new("/d/volumes"), Path::new("/d/pods/u"));
         assert_eq!(dirs["data"], PathBuf::from("/d/volumes/ns/www-web-0"));
         assert_eq!(dirs["tmp"], PathBuf::from("/d/pods/u/volumes/tmp"));
@@ -405,7 +419,7 @@ mod tests {
 
     #[test]
     fn projected_volumes_render_their_sources() {
-        let files = |v: Value| render(&v, &pod(), "127.1.0.9", &sources(), Some("tok"));
+        let files = |v: Value| render(&typed(v), &pod(), "127.1.0.9", &sources(), Some("tok"));
         let cm = files(json!({"name": "v", "configMap": {"name": "hook", "items": [{"key": "server.py", "path": "app/server.py", "mode": 0o755}]}})).unwrap();
         assert_eq!(cm.keys().collect::<Vec<_>>(), vec!["app/server.py"]);
         assert_eq!(cm["app/server.py"], File { data: b"print(1)".to_vec(), mode: 0o755 });
