@@ -12,6 +12,11 @@ use serde_json::{Value, json};
 use uc_api::hook::{ObjectMap, SyncRequest};
 use uc_engine::hooks::HookError;
 
+/// An object as the JSON a hook answers with.
+pub fn json_of<T: serde::Serialize>(object: &T) -> Value {
+    serde_json::to_value(object).unwrap_or_default()
+}
+
 /// Decodes part of a request into a type (by reference: borrowed views copy nothing); a fault names
 /// `what` it was decoding.
 pub(crate) fn decode<'a, T: Deserialize<'a>>(what: &str, value: &'a Value) -> Result<T, HookError> {

@@ -2,49 +2,40 @@
 //! capability dropped, a non-root user and the runtime's default seccomp profile — where the user's own
 //! pod policy does not say otherwise.
 
-use serde_json::{Value, json};
+use k8s_openapi::api::core::v1::{Capabilities, Pod, SeccompProfile};
 
-/// Hardens `pod` (a Pod object) in place: each container (init containers too) gets
-/// `allowPrivilegeEscalation: false` and `capabilities.drop: ["ALL"]` unless it sets them, and the pod
-/// `runAsNonRoot: true` with a `RuntimeDefault` seccomp profile unless its security context names a
-/// user or a profile of its own.
-pub fn harden(pod: &mut Value) {
-    let spec = &mut pod["spec"];
-    let sc = &mut spec["securityContext"];
-    if sc.is_null() {
-        *sc = json!({});
+/// Hardens `pod` in place: each container (init containers too) gets `allowPrivilegeEscalation: false`
+/// and `capabilities.drop: ["ALL"]` unless it sets them, and the pod `runAsNonRoot: true` with a
+/// `RuntimeDefault` seccomp profile unless its security context names a user or a profile of its own.
+pub fn harden(pod: &mut Pod) {
+    let spec = pod.spec.get_or_insert_with(Default::default);
+    let sc = spec.security_context.get_or_insert_with(Default::default);
+    if sc.run_as_non_root.is_none() && sc.run_as_user.is_none() {
+        sc.run_as_non_root = Some(true);
     }
-    if sc.get("runAsNonRoot").is_none() && sc.get("runAsUser").is_none() {
-        sc["runAsNonRoot"] = json!(true);
-    }
-    if sc.get("seccompProfile").is_none() {
-        sc["seccompProfile"] = json!({"type": "RuntimeDefault"});
-    }
-    for list in ["initContainers", "containers"] {
-        for c in spec.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
-            let csc = &mut c["securityContext"];
-            if csc.is_null() {
-                *csc = json!({});
-            }
-            if csc.get("allowPrivilegeEscalation").is_none() {
-                csc["allowPrivilegeEscalation"] = json!(false);
-            }
-            if csc.get("capabilities").is_none() {
-                csc["capabilities"] = json!({"drop": ["ALL"]});
-            }
-        }
+    sc.seccomp_profile.get_or_insert_with(|| SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() });
+    for c in spec.init_containers.iter_mut().flatten().chain(spec.containers.iter_mut()) {
+        let csc = c.security_context.get_or_insert_with(Default::default);
+        csc.allow_privilege_escalation.get_or_insert(false);
+        csc.capabilities.get_or_insert_with(|| Capabilities { drop: Some(vec!["ALL".into()]), ..Default::default() });
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Value, json};
+
+    fn hardened(pod: Value) -> Value {
+        let mut pod: Pod = serde_json::from_value(pod).unwrap();
+        harden(&mut pod);
+        serde_json::to_value(pod).unwrap()
+    }
 
     #[test]
     fn a_plain_pod_is_hardened_and_the_users_choices_stay() {
-        let mut pod = json!({"spec": {"initContainers": [{"name": "i"}], "containers": [{"name": "c"},
-            {"name": "d", "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}]}});
-        harden(&mut pod);
+        let pod = hardened(json!({"spec": {"initContainers": [{"name": "i"}], "containers": [{"name": "c"},
+            {"name": "d", "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}}}]}}));
         assert_eq!(
             pod["spec"]["securityContext"],
             json!({"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}})
@@ -54,8 +45,7 @@ mod tests {
             json!({"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}})
         );
         assert_eq!(pod["spec"]["containers"][1]["securityContext"]["capabilities"], json!({"add": ["NET_ADMIN"]}));
-        let mut root = json!({"spec": {"securityContext": {"runAsUser": 0}, "containers": []}});
-        harden(&mut root);
+        let root = hardened(json!({"spec": {"securityContext": {"runAsUser": 0}, "containers": []}}));
         assert!(root["spec"]["securityContext"].get("runAsNonRoot").is_none(), "the user's own choice of user stays");
     }
 }

@@ -36,7 +36,7 @@ use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
 use uc_api::meta::str_at;
 use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry, SyncFuture};
 
-use crate::objects::take_children;
+use crate::objects::{json_of, take_children};
 use client::Etcd;
 use plan::{Decision, MemberChange, Step, View, member_pods, plan, restore_step};
 use pods::{condition, current_version, pod_ready};
@@ -196,8 +196,8 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest
         None
     };
     let reason = step.conditions.first().map(|c| c["reason"].clone()).unwrap_or(Value::Null);
-    let mut children = spec.services();
-    children.extend(step.pods.iter().filter_map(|p| spec.claim_of(p)));
+    let mut children: Vec<Value> = spec.services().iter().map(json_of).collect();
+    children.extend(step.pods.iter().filter_map(|p| spec.claim_of(p)).map(|c| json_of(&c)));
     children.extend(step.pods);
     let status = json!({
             "phase": step.phase,
@@ -327,13 +327,15 @@ mod tests {
         assert_eq!(s.index_of("ex-0002"), Some(2));
         assert_eq!(s.index_of("ex-client"), None);
         assert_eq!(s.peer_url("ex-0000"), "http://ex-0000.ex.default.svc:2380");
-        let pod = s.pod("ex-0000", "ex-0000=http://ex-0000.ex.default.svc:2380", "new");
+        let pod = json_of(&s.pod("ex-0000", "ex-0000=http://ex-0000.ex.default.svc:2380", "new"));
         let cmd: Vec<&str> =
             pod["spec"]["containers"][0]["command"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
         assert!(cmd.contains(&"--initial-cluster-state=new") && cmd.contains(&"--initial-cluster-token=u1"));
         assert_eq!(pod["spec"]["containers"][0]["image"], json!("quay.io/coreos/etcd:v3.2.13"));
-        assert_eq!(s.services()[0]["spec"]["clusterIP"], json!("None"));
-        assert_eq!(s.services()[1]["metadata"]["name"], json!("ex-client"));
+        let services: Vec<Value> = s.services().iter().map(json_of).collect();
+        assert_eq!(services[0]["spec"]["clusterIP"], json!("None"));
+        assert_eq!(services[0]["spec"]["ports"][1], json!({"name": "peer", "port": 2380, "targetPort": 2380}));
+        assert_eq!(services[1]["metadata"]["name"], json!("ex-client"));
     }
 
     #[test]
@@ -343,7 +345,7 @@ mod tests {
             "etcdEnv": [{"name": "ETCD_QUOTA_BACKEND_BYTES", "value": "4294967296"}],
             "resources": {"limits": {"memory": "1Gi"}}, "nodeSelector": {"disk": "ssd"}});
         let spec = Spec::from(&p).unwrap();
-        let pod = spec.pod("ex-0000", "ex-0000=http://x:2380", "new");
+        let pod = json_of(&spec.pod("ex-0000", "ex-0000=http://x:2380", "new"));
         assert_eq!(pod["metadata"]["labels"], json!({"app": "etcd", "etcd_cluster": "ex", "team": "db"}), "ours win");
         assert_eq!(pod["metadata"]["annotations"]["a"], json!("b"));
         let env = pod["spec"]["containers"][0]["env"].as_array().unwrap();
@@ -355,14 +357,15 @@ mod tests {
         let mut on_claims = p.clone();
         on_claims["spec"]["pod"]["persistentVolumeClaimSpec"] = json!({"resources": {"requests": {"storage": "2Gi"}}});
         let claimed = Spec::from(&on_claims).unwrap();
-        let pod2 = claimed.pod("ex-0002", "x", "new");
+        let pod2 = json_of(&claimed.pod("ex-0002", "x", "new"));
         assert_eq!(pod2["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"], json!("ex-0002"));
-        let claim = claimed.claim_of(&pod2).unwrap();
+        let claim = json_of(&claimed.claim_of(&pod2).unwrap());
         assert_eq!(
             (claim["metadata"]["name"].clone(), claim["spec"]["resources"]["requests"]["storage"].clone()),
             (json!("ex-0002"), json!("2Gi"))
         );
-        let restore = spec.restore_pod("ex-0000", "ex-0000=http://x:2380", std::path::Path::new("/b/snap.db"), "rid");
+        let restore =
+            json_of(&spec.restore_pod("ex-0000", "ex-0000=http://x:2380", std::path::Path::new("/b/snap.db"), "rid"));
         assert_eq!(restore["spec"]["initContainers"][0]["command"][3], json!("/var/etcd-restore/snap.db"));
         assert_eq!(restore["spec"]["volumes"][1]["hostPath"]["path"], json!("/b"));
         assert_eq!(restore["metadata"]["labels"]["team"], json!("db"));

@@ -25,6 +25,7 @@ use super::client::Member;
 use super::pods::{condition, pod_failed, pod_image, pod_ready, running_image, strip};
 use super::restore;
 use super::spec::Spec;
+use crate::objects::json_of;
 
 /// What one sync decided.
 #[derive(Debug, Clone, PartialEq)]
@@ -141,7 +142,7 @@ pub fn restore_step(spec: &Spec, observed: &ObjectMap, r: &restore::Request, nex
         (vec![], format!("removing {n} member(s) before restoring from {snapshot}"), false)
     } else {
         let (names, pods) = started_together(spec, ours.into_iter().copied(), next, observed, |n, cluster| {
-            spec.restore_pod(n, cluster, &r.snapshot, &r.id)
+            json_of(&spec.restore_pod(n, cluster, &r.snapshot, &r.id))
         });
         (pods, format!("starting members {} from {snapshot}", names.join(", ")), true)
     };
@@ -190,7 +191,7 @@ impl Seen<'_> {
     /// The pods plus a new member `name` starting into the cluster.
     fn with_member(&self, pods: &BTreeSet<String>, name: &str) -> Vec<Value> {
         let mut out = self.keep(pods);
-        out.push(self.spec.pod(name, &initial_cluster(self.spec, &self.members, name), "existing"));
+        out.push(json_of(&self.spec.pod(name, &initial_cluster(self.spec, &self.members, name), "existing")));
         out
     }
 
@@ -308,8 +309,9 @@ fn bootstrap(spec: &Spec, mine: &ObjectMap, parent: &Value) -> Option<Decision> 
     if bootstrapped || !mine.values().all(|p| bootstrap_flag(p, "--initial-cluster-state=") == Some("new")) {
         return None;
     }
-    let (names, pods) =
-        started_together(spec, mine.values().map(|p| &**p), 0, mine, |n, cluster| spec.pod(n, cluster, "new"));
+    let (names, pods) = started_together(spec, mine.values().map(|p| &**p), 0, mine, |n, cluster| {
+        json_of(&spec.pod(n, cluster, "new"))
+    });
     let message = format!("starting the initial members {}", names.join(", "));
     let conditions = vec![condition("Available", false, "Bootstrapping", &message)];
     Some(Step { pods, phase: "Creating", conditions, busy: true, quorum_lost: false }.into())
@@ -497,7 +499,7 @@ mod tests {
     /// A member pod as the node reports it: Ready (or not), running `image`.
     fn pod(spec: &Spec, index: u32, ready: bool, image: &str) -> Value {
         let name = spec.member_name(index);
-        let mut p = spec.pod(&name, "x", "existing");
+        let mut p = json_of(&spec.pod(&name, "x", "existing"));
         p["spec"]["containers"][0]["image"] = json!(image);
         let cond = if ready { "True" } else { "False" };
         p["status"] = json!({"phase": "Running", "podIP": "10.0.0.1",

@@ -4,6 +4,11 @@
 
 use std::borrow::Cow;
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Affinity, EnvVar, PersistentVolumeClaimSpec, PodSecurityContext, ResourceRequirements, Toleration,
+};
 use kube::CustomResource;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
@@ -70,10 +75,44 @@ pub struct EtcdClusterSpec {
     /// What every member's pod gets (coreos PodPolicy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "pod_policy")]
-    pub pod: Option<Value>,
+    pub pod: Option<PodPolicy>,
     /// Opt-in: restore from an EtcdBackup's latest snapshot once quorum has been lost this long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restore_on_quorum_loss: Option<RestoreOnQuorumLoss>,
+}
+
+/// coreos `PodPolicy`: what every member's pod gets. Fields uc does not use (coreos's `busyboxImage`,
+/// `antiAffinity`, ...) are kept as they are.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodPolicy {
+    /// Labels of every member pod (the operator's own win).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations of every member pod (the operator's own win).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// Environment of the etcd container, after its own `POD_IP`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub etcd_env: Vec<EnvVar>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Vec<Toleration>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_context: Option<PodSecurityContext>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<String>,
+    /// Members keep their data on claims of this spec (emptyDirs without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persistent_volume_claim_spec: Option<PersistentVolumeClaimSpec>,
+    /// The rest of coreos's fields, kept.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
 }
 
 /// Automatic restore after quorum loss.

@@ -21,6 +21,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
 use super::spec::{CLIENT_PORT, DATA_DIR, ELECTION_PORT, QUORUM_PORT, Role, Spec, Storage};
+use crate::objects::json_of;
 
 /// The container that runs ZooKeeper.
 pub const CONTAINER: &str = "zookeeper";
@@ -81,11 +82,6 @@ fn probe(word: &str, expect: &str, timing: Option<&super::types::ProbeTiming>) -
         timeout_seconds: Some(t.timeout_seconds.unwrap_or(10)),
         ..Default::default()
     }
-}
-
-/// An object as the JSON a hook answers with.
-fn json_of<T: serde::Serialize>(object: &T) -> Value {
-    serde_json::to_value(object).unwrap_or_default()
 }
 
 fn meta(name: String, spec: &Spec, annotations: Option<BTreeMap<String, String>>) -> ObjectMeta {
@@ -298,9 +294,9 @@ pub fn pod(spec: &Spec, ordinal: u32, servers: &[String], join: bool) -> Value {
         }),
         ..Default::default()
     };
-    let mut pod = json_of(&pod);
+    let mut pod = pod;
     crate::restricted::harden(&mut pod);
-    pod
+    json_of(&pod)
 }
 
 /// Where a server's data volume comes from.
