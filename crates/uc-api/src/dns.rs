@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use serde_json::Value;
-
-use crate::Pointer;
+use k8s_openapi::api::core::v1::{Endpoints, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// The cluster domain.
 pub const DOMAIN: &str = "cluster.local";
@@ -19,36 +19,38 @@ pub const CLUSTERSET_DOMAIN: &str = "clusterset.local";
 pub const SOURCE_CLUSTER: &str = "multicluster.kubernetes.io/source-cluster";
 pub const MCS_SERVICE_NAME: &str = "multicluster.kubernetes.io/service-name";
 
-fn s<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.at(p).and_then(Value::as_str).unwrap_or_default()
+/// `<namespace>/<name>` of an object, as the name tables key Services and their Endpoints.
+pub fn key_of(meta: &ObjectMeta) -> String {
+    let s = |f: &Option<String>| f.as_deref().unwrap_or_default().to_string();
+    format!("{}/{}", s(&meta.namespace), s(&meta.name))
 }
 
 /// The records of one Service: fully qualified name → addresses. `endpoints` is its Endpoints
 /// object, if any.
-pub fn service_records(service: &Value, endpoints: Option<&Value>) -> Vec<(String, Vec<IpAddr>)> {
-    let (name, ns) = (s(service, "/metadata/name"), s(service, "/metadata/namespace"));
+pub fn service_records(service: &Service, endpoints: Option<&Endpoints>) -> Vec<(String, Vec<IpAddr>)> {
+    let text = |f: &Option<String>| f.as_deref().unwrap_or_default().to_string();
+    let (name, ns) = (text(&service.metadata.name), text(&service.metadata.namespace));
     if name.is_empty() || ns.is_empty() {
         return Vec::new();
     }
     let fqdn = format!("{name}.{ns}.svc.{DOMAIN}");
-    let cluster_ip = s(service, "/spec/clusterIP");
+    let spec = service.spec.as_ref();
+    let cluster_ip = spec.and_then(|s| s.cluster_ip.as_deref()).unwrap_or_default();
     if let Ok(ip) = cluster_ip.parse::<IpAddr>() {
         return vec![(fqdn, vec![ip])];
     }
-    if cluster_ip != "None" && s(service, "/spec/type") == "ExternalName" {
+    if cluster_ip != "None" && spec.and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
         return Vec::new();
     }
     // Headless: the endpoints' addresses, and a name per address with a hostname.
     let mut all = Vec::new();
     let mut out = Vec::new();
-    for subset in endpoints.and_then(|e| e.get("subsets")).and_then(Value::as_array).into_iter().flatten() {
-        for a in subset.get("addresses").and_then(Value::as_array).into_iter().flatten() {
-            let Ok(ip) = s(a, "/ip").parse::<IpAddr>() else { continue };
-            all.push(ip);
-            let host = s(a, "/hostname");
-            if !host.is_empty() {
-                out.push((format!("{host}.{name}.{ns}.svc.{DOMAIN}"), vec![ip]));
-            }
+    let subsets = endpoints.and_then(|e| e.subsets.as_ref()).into_iter().flatten();
+    for a in subsets.flat_map(|s| s.addresses.iter().flatten()) {
+        let Ok(ip) = a.ip.parse::<IpAddr>() else { continue };
+        all.push(ip);
+        if let Some(host) = a.hostname.as_deref().filter(|h| !h.is_empty()) {
+            out.push((format!("{host}.{name}.{ns}.svc.{DOMAIN}"), vec![ip]));
         }
     }
     all.sort();
@@ -64,23 +66,18 @@ pub fn service_records(service: &Value, endpoints: Option<&Value>) -> Vec<(Strin
 /// with a hostname, and every address under `<svc>.<ns>.svc.clusterset.local` (which the slices of
 /// all clusters share). Endpoints count ready or not: a server joining an ensemble must be reachable
 /// before it serves.
-pub fn clusterset_records(slice: &Value) -> Vec<(String, Vec<IpAddr>)> {
-    let label = |k: &str| crate::meta::label(slice, k);
+pub fn clusterset_records(slice: &EndpointSlice) -> Vec<(String, Vec<IpAddr>)> {
+    let label = |k: &str| slice.metadata.labels.as_ref().and_then(|l| l.get(k));
     let (Some(cluster), Some(svc)) = (label(SOURCE_CLUSTER), label(MCS_SERVICE_NAME)) else { return Vec::new() };
-    let ns = s(slice, "/metadata/namespace");
+    let ns = slice.metadata.namespace.as_deref().unwrap_or_default();
     let mut all = Vec::new();
     let mut out = Vec::new();
-    for ep in slice.get("endpoints").and_then(Value::as_array).into_iter().flatten() {
-        let ips: Vec<IpAddr> = ep
-            .get("addresses")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|a| a.as_str()?.parse().ok())
-            .collect();
+    for ep in &slice.endpoints {
+        let ips: Vec<IpAddr> = ep.addresses.iter().filter_map(|a| a.parse().ok()).collect();
         all.extend(ips.iter().copied());
-        let host = s(ep, "/hostname");
-        if !host.is_empty() && !ips.is_empty() {
+        if let Some(host) = ep.hostname.as_deref().filter(|h| !h.is_empty())
+            && !ips.is_empty()
+        {
             out.push((format!("{host}.{cluster}.{svc}.{ns}.svc.{CLUSTERSET_DOMAIN}"), ips));
         }
     }
@@ -116,14 +113,13 @@ impl Names {
     /// EndpointSlices imported from other clusters (`slices`: any EndpointSlices; the others add
     /// nothing).
     pub fn build<'a>(
-        services: impl IntoIterator<Item = &'a Value>,
-        endpoints: &BTreeMap<String, Value>,
-        slices: impl IntoIterator<Item = &'a Value>,
+        services: impl IntoIterator<Item = &'a Service>,
+        endpoints: &BTreeMap<String, Endpoints>,
+        slices: impl IntoIterator<Item = &'a EndpointSlice>,
     ) -> Names {
         let mut records: BTreeMap<String, Vec<IpAddr>> = BTreeMap::new();
         for svc in services {
-            let key = format!("{}/{}", s(svc, "/metadata/namespace"), s(svc, "/metadata/name"));
-            for (name, ips) in service_records(svc, endpoints.get(&key)) {
+            for (name, ips) in service_records(svc, endpoints.get(&key_of(&svc.metadata))) {
                 records.insert(name, ips);
             }
         }
@@ -181,30 +177,40 @@ impl Names {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
+        serde_json::from_value(v).unwrap()
+    }
 
     fn table() -> Names {
-        let services = [
+        let services: Vec<Service> = [
             json!({"metadata": {"name": "example-client", "namespace": "default"}, "spec": {"clusterIP": "127.5.240.3"}}),
             json!({"metadata": {"name": "example", "namespace": "default"}, "spec": {"clusterIP": "None"}}),
             json!({"metadata": {"name": "hook", "namespace": "hooks"}, "spec": {"clusterIP": "127.5.240.4"}}),
-        ];
+        ]
+        .into_iter()
+        .map(typed)
+        .collect();
         let mut endpoints = BTreeMap::new();
         endpoints.insert(
             "default/example".to_string(),
-            json!({"subsets": [{"addresses": [{"ip": "127.5.0.2", "hostname": "example-0000"}, {"ip": "127.5.0.3", "hostname": "example-0001"}]}]}),
+            typed(json!({"subsets": [{"addresses": [{"ip": "127.5.0.2", "hostname": "example-0000"}, {"ip": "127.5.0.3", "hostname": "example-0001"}]}]})),
         );
-        let slices = [
+        let slices: Vec<EndpointSlice> = [
             json!({"metadata": {"name": "imported-m2-zk-headless", "namespace": "default",
-                                "labels": {SOURCE_CLUSTER: "m2", MCS_SERVICE_NAME: "zk-headless"}},
+                                "labels": {SOURCE_CLUSTER: "m2", MCS_SERVICE_NAME: "zk-headless"}}, "addressType": "IPv4",
                    "endpoints": [{"addresses": ["127.8.0.2"], "hostname": "zk-0", "conditions": {"ready": false}},
                                  {"addresses": ["127.8.0.3"]}]}),
             json!({"metadata": {"name": "imported-m1-zk-headless", "namespace": "default",
-                                "labels": {SOURCE_CLUSTER: "m1", MCS_SERVICE_NAME: "zk-headless"}},
+                                "labels": {SOURCE_CLUSTER: "m1", MCS_SERVICE_NAME: "zk-headless"}}, "addressType": "IPv4",
                    "endpoints": [{"addresses": ["127.7.0.2"], "hostname": "zk-0"}]}),
             // A slice of this cluster's own: no clusterset names.
-            json!({"metadata": {"name": "web-abc", "namespace": "default"}, "endpoints": [{"addresses": ["127.5.0.9"], "hostname": "w"}]}),
-        ];
+            json!({"metadata": {"name": "web-abc", "namespace": "default"}, "addressType": "IPv4", "endpoints": [{"addresses": ["127.5.0.9"], "hostname": "w"}]}),
+        ]
+        .into_iter()
+        .map(typed)
+        .collect();
         Names::build(services.iter(), &endpoints, slices.iter())
     }
 

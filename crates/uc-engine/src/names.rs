@@ -19,16 +19,48 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::RwLock;
-use serde_json::Value;
 use tokio::sync::watch;
-use uc_api::Pointer;
-use uc_api::dns::{CLUSTERSET_DOMAIN, DOMAIN, Names};
+use uc_api::dns::{CLUSTERSET_DOMAIN, DOMAIN, Names, key_of};
 
 #[derive(Default)]
 struct Objects {
-    services: BTreeMap<String, Value>,
-    endpoints: BTreeMap<String, Value>,
-    slices: BTreeMap<String, Value>,
+    services: BTreeMap<String, Service>,
+    endpoints: BTreeMap<String, Endpoints>,
+    slices: BTreeMap<String, EndpointSlice>,
+}
+
+/// One of the objects the table is made of.
+enum Object {
+    Service(Box<Service>),
+    Endpoints(Endpoints),
+    Slice(EndpointSlice),
+}
+
+impl Objects {
+    /// Records an object (`gone`: forgets it).
+    fn set(&mut self, o: Object, gone: bool) {
+        fn put<T>(map: &mut BTreeMap<String, T>, key: String, o: T, gone: bool) {
+            if gone {
+                map.remove(&key);
+            } else {
+                map.insert(key, o);
+            }
+        }
+        match o {
+            Object::Service(o) => put(&mut self.services, key_of(&o.metadata), *o, gone),
+            Object::Endpoints(o) => put(&mut self.endpoints, key_of(&o.metadata), o, gone),
+            Object::Slice(o) => put(&mut self.slices, key_of(&o.metadata), o, gone),
+        }
+    }
+
+    /// Forgets every object of one kind (0: Services, 1: Endpoints, 2: EndpointSlices), as a relist begins.
+    fn clear(&mut self, which: usize) {
+        match which {
+            0 => self.services.clear(),
+            1 => self.endpoints.clear(),
+            _ => self.slices.clear(),
+        }
+    }
 }
 
 /// The cluster's names, kept current.
@@ -36,11 +68,6 @@ struct Objects {
 pub struct ClusterNames {
     table: Arc<RwLock<Names>>,
     synced: watch::Receiver<bool>,
-}
-
-fn key_of(v: &Value) -> String {
-    let s = |p: &str| v.at(p).and_then(Value::as_str).unwrap_or_default().to_string();
-    format!("{}/{}", s("/metadata/namespace"), s("/metadata/name"))
 }
 
 impl ClusterNames {
@@ -56,28 +83,19 @@ impl ClusterNames {
             // Slices imported from other clusters (multi-cluster services) give clusterset names.
             let slices = watcher(Api::<EndpointSlice>::all(client), watcher::Config::default()).default_backoff();
             let events = futures::stream::select_all([
-                services.map(|e| (0, e.map(values))).boxed(),
-                endpoints.map(|e| (1, e.map(values))).boxed(),
-                slices.map(|e| (2, e.map(values))).boxed(),
+                services.map(|e| (0, e.map(|e| tagged(e, |s| Object::Service(Box::new(s)))))).boxed(),
+                endpoints.map(|e| (1, e.map(|e| tagged(e, Object::Endpoints)))).boxed(),
+                slices.map(|e| (2, e.map(|e| tagged(e, Object::Slice)))).boxed(),
             ]);
             let mut events = std::pin::pin!(events);
             let mut objects = Objects::default();
             let mut done = [false, false];
             while let Some((which, ev)) = events.next().await {
                 let Ok(ev) = ev else { continue };
-                let map = match which {
-                    0 => &mut objects.services,
-                    1 => &mut objects.endpoints,
-                    _ => &mut objects.slices,
-                };
                 match ev {
-                    watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
-                        map.insert(key_of(&o), o);
-                    }
-                    watcher::Event::Delete(o) => {
-                        map.remove(&key_of(&o));
-                    }
-                    watcher::Event::Init => map.clear(),
+                    watcher::Event::Apply(o) | watcher::Event::InitApply(o) => objects.set(o, false),
+                    watcher::Event::Delete(o) => objects.set(o, true),
+                    watcher::Event::Init => objects.clear(which),
                     watcher::Event::InitDone => {
                         if which < 2 {
                             done[which] = true;
@@ -107,8 +125,8 @@ impl ClusterNames {
     }
 }
 
-fn values<K: serde::Serialize>(e: watcher::Event<K>) -> watcher::Event<Value> {
-    let v = |o: K| serde_json::to_value(o).unwrap_or_default();
+/// A watch event with its object tagged by kind.
+fn tagged<K>(e: watcher::Event<K>, v: fn(K) -> Object) -> watcher::Event<Object> {
     match e {
         watcher::Event::Apply(o) => watcher::Event::Apply(v(o)),
         watcher::Event::Delete(o) => watcher::Event::Delete(v(o)),

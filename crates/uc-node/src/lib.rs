@@ -20,7 +20,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::watch;
 
 pub mod allowlist;
@@ -241,45 +241,44 @@ async fn watch_services(client: kube::Client, hosts: Option<Arc<names::HostsFile
     let endpoints = watcher(Api::<Endpoints>::all(client.clone()), watcher::Config::default()).default_backoff();
     let slices = watcher(Api::<EndpointSlice>::all(client), watcher::Config::default()).default_backoff();
     let tagged = futures::stream::select_all([
-        services.map(|e| (0, e.map(event_value))).boxed(),
-        endpoints.map(|e| (1, e.map(event_value))).boxed(),
-        slices.map(|e| (2, e.map(event_value))).boxed(),
+        services.map(|e| e.map(|e| objects::map_event(e, |s| Named::Service(Box::new(s))))).boxed(),
+        endpoints.map(|e| e.map(|e| objects::map_event(e, Named::Endpoints))).boxed(),
+        slices.map(|e| e.map(|e| objects::map_event(e, Named::Slice))).boxed(),
     ]);
     let mut tagged = std::pin::pin!(tagged);
-    while let Some((which, ev)) = tagged.next().await {
+    while let Some(ev) = tagged.next().await {
         let (obj, gone) = match ev {
-            Ok(Some(x)) => x,
+            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => (o, false),
+            Ok(watcher::Event::Delete(o)) => (o, true),
             _ => continue,
         };
-        match which {
-            0 => {
-                proxy.set_service(&obj, gone);
+        match obj {
+            Named::Service(s) => {
+                proxy.set_service(&s, gone);
                 if let Some(h) = &hosts {
-                    h.set_service(&obj, gone);
+                    h.set_service(&s, gone);
                 }
             }
-            1 => {
-                proxy.set_endpoints(&obj, gone);
+            Named::Endpoints(e) => {
+                proxy.set_endpoints(&e, gone);
                 if let Some(h) = &hosts {
-                    h.set_endpoints(&obj, gone);
+                    h.set_endpoints(&e, gone);
                 }
             }
-            _ => {
+            Named::Slice(s) => {
                 if let Some(h) = &hosts {
-                    h.set_endpoint_slice(&obj, gone);
+                    h.set_endpoint_slice(&s, gone);
                 }
             }
         }
     }
 }
 
-/// An object event as `(object, deleted)`.
-fn event_value<K: serde::Serialize>(e: watcher::Event<K>) -> Option<(Value, bool)> {
-    match objects::as_values(e) {
-        watcher::Event::Apply(v) | watcher::Event::InitApply(v) => Some((v, false)),
-        watcher::Event::Delete(v) => Some((v, true)),
-        _ => None,
-    }
+/// What names and the service proxy are made of.
+enum Named {
+    Service(Box<Service>),
+    Endpoints(Endpoints),
+    Slice(EndpointSlice),
 }
 
 /// Registers the Node and reports it ready; returns its uid.

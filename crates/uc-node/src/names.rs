@@ -9,17 +9,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use parking_lot::Mutex;
-use serde_json::Value;
-use uc_api::dns::{DOMAIN, Names};
+use uc_api::dns::{DOMAIN, Names, key_of};
 
 /// An address and its names.
 type Entry = (String, Vec<String>);
-
-fn s<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or_default()
-}
 
 /// The names of a pod: `<hostname>.<subdomain>.<ns>.svc.cluster.local` (and its short forms) when it
 /// has both, and its dashed-IP name.
@@ -44,10 +40,10 @@ pub fn pod_names(pod: &Pod) -> Option<(String, String, Vec<String>)> {
 #[derive(Default)]
 struct Tables {
     pods: BTreeMap<String, (String, String, Vec<String>)>,
-    services: BTreeMap<String, Value>,
-    endpoints: BTreeMap<String, Value>,
+    services: BTreeMap<String, Service>,
+    endpoints: BTreeMap<String, Endpoints>,
     /// EndpointSlices imported from other clusters (multi-cluster services).
-    slices: BTreeMap<String, Value>,
+    slices: BTreeMap<String, EndpointSlice>,
     namespaces: BTreeSet<String>,
 }
 
@@ -59,10 +55,6 @@ pub struct HostsFiles {
     records: parking_lot::RwLock<std::collections::HashMap<String, Vec<std::net::Ipv4Addr>>>,
     /// The node's DNS server and the machine's resolv.conf, when the node serves DNS.
     dns: Mutex<Option<(std::net::Ipv4Addr, String)>>,
-}
-
-fn key_of(obj: &Value) -> String {
-    format!("{}/{}", s(obj, "/metadata/namespace"), s(obj, "/metadata/name"))
 }
 
 impl HostsFiles {
@@ -128,8 +120,8 @@ impl HostsFiles {
     }
 
     /// Records a Service (or forgets it).
-    pub fn set_service(&self, svc: &Value, gone: bool) {
-        let key = key_of(svc);
+    pub fn set_service(&self, svc: &Service, gone: bool) {
+        let key = key_of(&svc.metadata);
         let changed = {
             let mut t = self.tables.lock();
             let before = t.services.get(&key).cloned();
@@ -146,17 +138,17 @@ impl HostsFiles {
     }
 
     /// Records a Service's Endpoints (or forgets them).
-    pub fn set_endpoints(&self, endpoints: &Value, gone: bool) {
-        let key = key_of(endpoints);
+    pub fn set_endpoints(&self, endpoints: &Endpoints, gone: bool) {
+        let key = key_of(&endpoints.metadata);
         let changed = {
             let mut t = self.tables.lock();
-            let before = t.endpoints.get(&key).and_then(|e| e.get("subsets")).cloned();
+            let before = t.endpoints.get(&key).and_then(|e| e.subsets.clone());
             if gone {
                 t.endpoints.remove(&key);
             } else {
                 t.endpoints.insert(key.clone(), endpoints.clone());
             }
-            before.as_ref() != t.endpoints.get(&key).and_then(|e| e.get("subsets"))
+            before.as_ref() != t.endpoints.get(&key).and_then(|e| e.subsets.as_ref())
         };
         if changed {
             self.flush();
@@ -165,8 +157,8 @@ impl HostsFiles {
 
     /// Records an EndpointSlice (or forgets it); only slices imported from other clusters name
     /// anything (their clusterset names).
-    pub fn set_endpoint_slice(&self, slice: &Value, gone: bool) {
-        let key = key_of(slice);
+    pub fn set_endpoint_slice(&self, slice: &EndpointSlice, gone: bool) {
+        let key = key_of(&slice.metadata);
         let imported = !uc_api::dns::clusterset_records(slice).is_empty();
         let changed = {
             let mut t = self.tables.lock();
@@ -176,7 +168,7 @@ impl HostsFiles {
             } else {
                 t.slices.insert(key.clone(), slice.clone());
             }
-            before.as_ref().and_then(|b| b.get("endpoints")) != t.slices.get(&key).and_then(|e| e.get("endpoints"))
+            before.map(|b| b.endpoints) != t.slices.get(&key).map(|e| e.endpoints.clone())
         };
         if changed {
             self.flush();
@@ -272,7 +264,11 @@ fn render(t: &Tables, namespace: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
+        serde_json::from_value(v).unwrap()
+    }
 
     #[test]
     fn the_dns_server_answers_the_names_of_the_hosts_files_as_they_change() {
@@ -281,9 +277,8 @@ mod tests {
         let h = HostsFiles::new(dir.clone()).unwrap();
         let name = "web-0.web.team.svc.cluster.local";
         assert_eq!(h.lookup(name), Lookup::NoSuchName, "before the pod has an address");
-        let pod: Pod = serde_json::from_value(json!({"metadata": {"namespace": "team"},
-            "spec": {"hostname": "web-0", "subdomain": "web", "containers": []}, "status": {"podIP": "127.1.0.9"}}))
-        .unwrap();
+        let pod: Pod = typed(json!({"metadata": {"namespace": "team"},
+            "spec": {"hostname": "web-0", "subdomain": "web", "containers": []}, "status": {"podIP": "127.1.0.9"}}));
         h.set_pod("u1", Some(&pod));
         assert_eq!(h.lookup(name), Lookup::Found(vec![std::net::Ipv4Addr::new(127, 1, 0, 9)]));
         assert_eq!(
@@ -292,7 +287,7 @@ mod tests {
         );
         assert_eq!(h.lookup("web-0.web"), Lookup::NotOurs, "short forms are the resolver's search path's to expand");
         h.set_service(
-            &json!({"metadata": {"name": "api", "namespace": "team"}, "spec": {"clusterIP": "127.1.240.3"}}),
+            &typed(json!({"metadata": {"name": "api", "namespace": "team"}, "spec": {"clusterIP": "127.1.240.3"}})),
             false,
         );
         assert_eq!(
@@ -319,19 +314,20 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("uc-hosts-test-{}", std::process::id()));
         let h = HostsFiles::new(dir.clone()).unwrap();
         let path = h.path("default");
-        let pod: Pod = serde_json::from_value(json!({"metadata": {"namespace": "default"},
-            "spec": {"hostname": "web-2", "subdomain": "web", "containers": []}, "status": {"podIP": "127.1.0.4"}}))
-        .unwrap();
+        let pod: Pod = typed(json!({"metadata": {"namespace": "default"},
+            "spec": {"hostname": "web-2", "subdomain": "web", "containers": []}, "status": {"podIP": "127.1.0.4"}}));
         h.set_pod("u2", Some(&pod));
         h.set_service(
-            &json!({"metadata": {"name": "web", "namespace": "default"}, "spec": {"clusterIP": "None"}}),
+            &typed(json!({"metadata": {"name": "web", "namespace": "default"}, "spec": {"clusterIP": "None"}})),
             false,
         );
         h.set_service(
-            &json!({"metadata": {"name": "api", "namespace": "default"}, "spec": {"clusterIP": "127.1.240.2"}}),
+            &typed(json!({"metadata": {"name": "api", "namespace": "default"}, "spec": {"clusterIP": "127.1.240.2"}})),
             false,
         );
-        let ep = json!({"metadata": {"name": "web", "namespace": "default"}, "subsets": [{"addresses": [{"ip": "127.1.0.4"}, {"ip": "127.1.0.5"}]}]});
+        let ep: Endpoints = typed(
+            json!({"metadata": {"name": "web", "namespace": "default"}, "subsets": [{"addresses": [{"ip": "127.1.0.4"}, {"ip": "127.1.0.5"}]}]}),
+        );
         h.set_endpoints(&ep, false);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("127.1.0.4\tweb-2.web.default.svc.cluster.local web-2.web.default.svc web-2.web.default 127-1-0-4.default.pod.cluster.local web-2.web\n"), "{text}");

@@ -61,13 +61,8 @@ impl Objects {
     }
 }
 
-/// A watch event with its object as JSON.
-pub(crate) fn as_values<K: serde::Serialize>(e: watcher::Event<K>) -> watcher::Event<serde_json::Value> {
-    map_event(e, |o| serde_json::to_value(o).unwrap_or_default())
-}
-
 /// A watch event with `v` of its object.
-fn map_event<K, T>(e: watcher::Event<K>, v: impl Fn(K) -> T) -> watcher::Event<T> {
+pub(crate) fn map_event<K, T>(e: watcher::Event<K>, v: impl Fn(K) -> T) -> watcher::Event<T> {
     match e {
         watcher::Event::Apply(o) => watcher::Event::Apply(v(o)),
         watcher::Event::Delete(o) => watcher::Event::Delete(v(o)),

@@ -9,33 +9,22 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use k8s_openapi::api::core::v1::{Endpoints, Service};
 use parking_lot::Mutex;
-use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
-
-fn s<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or_default()
-}
-
-fn key_of(obj: &Value) -> String {
-    format!("{}/{}", s(obj, "/metadata/namespace"), s(obj, "/metadata/name"))
-}
+use uc_api::dns::key_of;
 
 /// The ready backends of a Service port: the Endpoints' addresses, on the port named like the
 /// Service port (or the only port).
-pub fn backends(endpoints: &Value, port_name: &str) -> Vec<SocketAddr> {
+pub fn backends(endpoints: &Endpoints, port_name: &str) -> Vec<SocketAddr> {
     let mut out = Vec::new();
-    for subset in endpoints.get("subsets").and_then(Value::as_array).into_iter().flatten() {
-        let ports: Vec<&Value> = subset.get("ports").and_then(Value::as_array).into_iter().flatten().collect();
-        let port = ports
-            .iter()
-            .find(|p| s(p, "/name") == port_name)
-            .or(if ports.len() == 1 { ports.first() } else { None })
-            .and_then(|p| p.get("port").and_then(Value::as_u64))
-            .and_then(|p| u16::try_from(p).ok());
-        let Some(port) = port else { continue };
-        for a in subset.get("addresses").and_then(Value::as_array).into_iter().flatten() {
-            if let Ok(ip) = s(a, "/ip").parse::<IpAddr>() {
+    for subset in endpoints.subsets.iter().flatten() {
+        let ports = subset.ports.as_deref().unwrap_or_default();
+        let named = ports.iter().find(|p| p.name.as_deref().unwrap_or_default() == port_name);
+        let port = named.or(if ports.len() == 1 { ports.first() } else { None });
+        let Some(port) = port.and_then(|p| u16::try_from(p.port).ok()) else { continue };
+        for a in subset.addresses.iter().flatten() {
+            if let Ok(ip) = a.ip.parse::<IpAddr>() {
                 out.push(SocketAddr::new(ip, port));
             }
         }
@@ -45,19 +34,19 @@ pub fn backends(endpoints: &Value, port_name: &str) -> Vec<SocketAddr> {
 
 /// The TCP ports a Service listens on: `(address, port, port name)` — its cluster IP and ports, and
 /// its node ports on the node's address (127.0.0.1).
-pub fn listeners(svc: &Value) -> Vec<(IpAddr, u16, String)> {
-    let Ok(ip) = s(svc, "/spec/clusterIP").parse::<IpAddr>() else { return Vec::new() };
+pub fn listeners(svc: &Service) -> Vec<(IpAddr, u16, String)> {
+    let Some(spec) = &svc.spec else { return Vec::new() };
+    let Ok(ip) = spec.cluster_ip.as_deref().unwrap_or_default().parse::<IpAddr>() else { return Vec::new() };
     let node = IpAddr::from([127, 0, 0, 1]);
-    let number = |p: &Value, k: &str| p.get(k).and_then(Value::as_u64).and_then(|n| u16::try_from(n).ok());
-    svc.pointer("/spec/ports")
-        .and_then(Value::as_array)
-        .into_iter()
+    let number = |n: Option<i32>| n.and_then(|n| u16::try_from(n).ok());
+    spec.ports
+        .iter()
         .flatten()
-        .filter(|p| matches!(p.get("protocol").and_then(Value::as_str), None | Some("TCP")))
+        .filter(|p| matches!(p.protocol.as_deref(), None | Some("TCP")))
         .flat_map(|p| {
-            let name = s(p, "/name").to_string();
-            let cluster = number(p, "port").map(|port| (ip, port, name.clone()));
-            let node_port = number(p, "nodePort").filter(|n| *n > 0).map(|port| (node, port, name));
+            let name = p.name.clone().unwrap_or_default();
+            let cluster = number(Some(p.port)).map(|port| (ip, port, name.clone()));
+            let node_port = number(p.node_port).filter(|n| *n > 0).map(|port| (node, port, name));
             cluster.into_iter().chain(node_port)
         })
         .collect()
@@ -67,14 +56,14 @@ pub fn listeners(svc: &Value) -> Vec<(IpAddr, u16, String)> {
 #[derive(Default)]
 pub struct Proxy {
     listening: Mutex<HashMap<(String, IpAddr, u16, String), tokio::task::AbortHandle>>,
-    endpoints: Arc<Mutex<HashMap<String, Value>>>,
+    endpoints: Arc<Mutex<HashMap<String, Endpoints>>>,
     next: Arc<AtomicUsize>,
 }
 
 impl Proxy {
     /// Opens, keeps or closes a Service's listeners.
-    pub fn set_service(&self, svc: &Value, gone: bool) {
-        let key = key_of(svc);
+    pub fn set_service(&self, svc: &Service, gone: bool) {
+        let key = key_of(&svc.metadata);
         let want: Vec<(IpAddr, u16, String)> = if gone { Vec::new() } else { listeners(svc) };
         let mut listening = self.listening.lock();
         listening.retain(|(k, ip, port, name), task| {
@@ -110,8 +99,8 @@ impl Proxy {
     }
 
     /// Records a Service's Endpoints.
-    pub fn set_endpoints(&self, endpoints: &Value, gone: bool) {
-        let key = key_of(endpoints);
+    pub fn set_endpoints(&self, endpoints: &Endpoints, gone: bool) {
+        let key = key_of(&endpoints.metadata);
         if gone {
             self.endpoints.lock().remove(&key);
         } else {
@@ -134,25 +123,29 @@ pub(crate) async fn forward(mut client: TcpStream, backends: Vec<SocketAddr>, st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
+        serde_json::from_value(v).unwrap()
+    }
 
     #[test]
     fn service_ports_map_to_endpoint_ports() {
         let svc = json!({"spec": {"clusterIP": "127.3.240.9", "ports": [{"name": "http", "port": 80, "targetPort": 8000},
                                                                        {"name": "dns", "port": 53, "protocol": "UDP"}]}});
-        assert_eq!(listeners(&svc), vec![("127.3.240.9".parse().unwrap(), 80, "http".to_string())]);
+        assert_eq!(listeners(&typed(svc)), vec![("127.3.240.9".parse().unwrap(), 80, "http".to_string())]);
         let node_port =
             json!({"spec": {"clusterIP": "10.3.240.9", "ports": [{"name": "web", "port": 80, "nodePort": 30080}]}});
         assert_eq!(
-            listeners(&node_port),
+            listeners(&typed(node_port)),
             vec![
                 ("10.3.240.9".parse().unwrap(), 80, "web".to_string()),
                 ("127.0.0.1".parse().unwrap(), 30080, "web".to_string())
             ]
         );
-        assert!(listeners(&json!({"spec": {"clusterIP": "None", "ports": [{"port": 80}]}})).is_empty());
-        let ep = json!({"subsets": [{"addresses": [{"ip": "127.3.0.2"}, {"ip": "127.3.0.3"}],
-                                     "ports": [{"name": "http", "port": 8000}, {"name": "metrics", "port": 9090}]}]});
+        assert!(listeners(&typed(json!({"spec": {"clusterIP": "None", "ports": [{"port": 80}]}}))).is_empty());
+        let ep: Endpoints = typed(json!({"subsets": [{"addresses": [{"ip": "127.3.0.2"}, {"ip": "127.3.0.3"}],
+                                     "ports": [{"name": "http", "port": 8000}, {"name": "metrics", "port": 9090}]}]}));
         assert_eq!(backends(&ep, "http"), vec!["127.3.0.2:8000".parse().unwrap(), "127.3.0.3:8000".parse().unwrap()]);
         assert!(backends(&ep, "other").is_empty());
     }
@@ -171,8 +164,8 @@ mod tests {
         let port = probe.local_addr().unwrap().port();
         drop(probe);
         let proxy = Proxy::default();
-        proxy.set_endpoints(&json!({"metadata": {"name": "s", "namespace": "n"}, "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": backend_port}]}]}), false);
-        proxy.set_service(&json!({"metadata": {"name": "s", "namespace": "n"}, "spec": {"clusterIP": "127.77.240.1", "ports": [{"port": port}]}}), false);
+        proxy.set_endpoints(&typed(json!({"metadata": {"name": "s", "namespace": "n"}, "subsets": [{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"port": backend_port}]}]})), false);
+        proxy.set_service(&typed(json!({"metadata": {"name": "s", "namespace": "n"}, "spec": {"clusterIP": "127.77.240.1", "ports": [{"port": port}]}})), false);
         let mut got = String::new();
         for _ in 0..100 {
             if let Ok(mut c) = TcpStream::connect(("127.77.240.1", port)).await {
@@ -182,7 +175,7 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
         assert_eq!(got, "from the pod");
-        proxy.set_service(&json!({"metadata": {"name": "s", "namespace": "n"}, "spec": {}}), true);
+        proxy.set_service(&typed(json!({"metadata": {"name": "s", "namespace": "n"}, "spec": {}})), true);
         assert!(proxy.listening.lock().is_empty());
     }
 }
