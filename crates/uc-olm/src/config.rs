@@ -4,72 +4,111 @@
 //! containers'), `nodeSelector` and `affinity` (replacing the pod's), `annotations` (merged into the
 //! Deployment's and its pods'). Seed 001 §4.2 sets a proxy this way (`HTTP_PROXY` in `env`).
 
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{
+    Affinity, Container, EnvFromSource, EnvVar, ResourceRequirements, Toleration, Volume, VolumeMount,
+};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// A Subscription's `spec.config` (operator-framework/api's `SubscriptionConfig`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct SubscriptionConfig {
+    pub env: Vec<EnvVar>,
+    pub env_from: Vec<EnvFromSource>,
+    pub volumes: Vec<Volume>,
+    pub volume_mounts: Vec<VolumeMount>,
+    pub tolerations: Vec<Toleration>,
+    pub resources: Option<ResourceRequirements>,
+    pub node_selector: Option<BTreeMap<String, String>>,
+    pub affinity: Option<Affinity>,
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A Subscription's `spec.config` that does not read as one.
+#[derive(Debug, thiserror::Error)]
+#[error("spec.config{at}: {message}")]
+pub struct ConfigError {
+    at: String,
+    message: String,
+}
+
+impl SubscriptionConfig {
+    /// Reads `spec.config`; an error names the field that does not read.
+    pub fn from_value(config: &Value) -> Result<SubscriptionConfig, ConfigError> {
+        serde_path_to_error::deserialize(config).map_err(|e| {
+            let at = e.path().to_string();
+            let at = if at == "." { String::new() } else { format!(".{at}") };
+            ConfigError { at, message: e.inner().to_string() }
+        })
+    }
+}
 
 /// Applies `config` (a Subscription's `spec.config`) to one of the operator's Deployments.
-pub fn apply(deployment: &mut Value, config: &Value) {
-    let Some(config) = config.as_object().filter(|c| !c.is_empty()) else { return };
-    if let Some(Value::Object(annotations)) = config.get("annotations") {
-        for path in ["/metadata", "/spec/template/metadata"] {
-            if let Some(meta) = deployment.pointer_mut(path).and_then(Value::as_object_mut) {
-                let into = meta.entry("annotations").or_insert_with(|| json!({}));
-                if let Value::Object(into) = into {
-                    into.extend(annotations.iter().map(|(k, v)| (k.clone(), v.clone())));
-                }
+pub fn apply(deployment: &mut Deployment, config: &SubscriptionConfig) {
+    if !config.annotations.is_empty() {
+        let add = |into: &mut Option<BTreeMap<String, String>>| {
+            into.get_or_insert_with(Default::default).extend(config.annotations.clone());
+        };
+        add(&mut deployment.metadata.annotations);
+        if let Some(spec) = deployment.spec.as_mut() {
+            add(&mut spec.template.metadata.get_or_insert_with(Default::default).annotations);
+        }
+    }
+    let Some(pod) = deployment.spec.as_mut().and_then(|s| s.template.spec.as_mut()) else { return };
+    if let Some(v) = &config.node_selector {
+        pod.node_selector = Some(v.clone());
+    }
+    if let Some(v) = &config.affinity {
+        pod.affinity = Some(v.clone());
+    }
+    if !config.tolerations.is_empty() {
+        let list = pod.tolerations.get_or_insert_with(Vec::new);
+        for t in &config.tolerations {
+            if !list.contains(t) {
+                list.push(t.clone());
             }
         }
     }
-    let Some(pod) = deployment.pointer_mut("/spec/template/spec").and_then(Value::as_object_mut) else { return };
-    for key in ["nodeSelector", "affinity"] {
-        if let Some(v) = config.get(key).filter(|v| !v.is_null()) {
-            pod.insert(key.into(), v.clone());
-        }
+    if !config.volumes.is_empty() {
+        merge_by_name(pod.volumes.get_or_insert_with(Vec::new), &config.volumes, |v| &v.name);
     }
-    if let Some(Value::Array(tolerations)) = config.get("tolerations") {
-        let list = pod.entry("tolerations").or_insert_with(|| json!([]));
-        if let Value::Array(list) = list {
-            for t in tolerations {
-                if !list.contains(t) {
-                    list.push(t.clone());
-                }
-            }
-        }
+    for c in pod.containers.iter_mut() {
+        apply_to_container(c, config, true);
     }
-    if let Some(Value::Array(volumes)) = config.get("volumes") {
-        merge_by_name(pod.entry("volumes").or_insert_with(|| json!([])), volumes);
-    }
-    for list in ["containers", "initContainers"] {
-        let Some(Value::Array(containers)) = pod.get_mut(list) else { continue };
-        for c in containers.iter_mut().filter_map(Value::as_object_mut) {
-            apply_to_container(c, config, list == "containers");
-        }
+    for c in pod.init_containers.iter_mut().flatten() {
+        apply_to_container(c, config, false);
     }
 }
 
 /// `env`, `envFrom`, `volumeMounts` and (for the operator's containers) `resources`, onto one container.
-fn apply_to_container(c: &mut Map<String, Value>, config: &Map<String, Value>, main: bool) {
-    if let Some(Value::Array(env)) = config.get("env") {
-        merge_by_name(c.entry("env").or_insert_with(|| json!([])), env);
+fn apply_to_container(c: &mut Container, config: &SubscriptionConfig, main: bool) {
+    if !config.env.is_empty() {
+        merge_by_name(c.env.get_or_insert_with(Vec::new), &config.env, |e| &e.name);
     }
-    if let Some(Value::Array(from)) = config.get("envFrom")
-        && let Value::Array(list) = c.entry("envFrom").or_insert_with(|| json!([]))
-    {
-        list.extend(from.iter().filter(|f| !list.contains(f)).cloned().collect::<Vec<_>>());
+    if !config.env_from.is_empty() {
+        let list = c.env_from.get_or_insert_with(Vec::new);
+        for f in &config.env_from {
+            if !list.contains(f) {
+                list.push(f.clone());
+            }
+        }
     }
-    if let Some(Value::Array(mounts)) = config.get("volumeMounts") {
-        merge_by_name(c.entry("volumeMounts").or_insert_with(|| json!([])), mounts);
+    if !config.volume_mounts.is_empty() {
+        merge_by_name(c.volume_mounts.get_or_insert_with(Vec::new), &config.volume_mounts, |m| &m.name);
     }
-    if main && let Some(resources) = config.get("resources").filter(|r| !r.is_null()) {
-        c.insert("resources".into(), resources.clone());
+    if main && let Some(resources) = &config.resources {
+        c.resources = Some(resources.clone());
     }
 }
 
-/// Items of `over` replace those of `list` with the same `name`; the others are appended.
-fn merge_by_name(list: &mut Value, over: &[Value]) {
-    let Value::Array(list) = list else { return };
+/// Items of `over` replace those of `list` with the same name; the others are appended.
+fn merge_by_name<T: Clone>(list: &mut Vec<T>, over: &[T], name: impl Fn(&T) -> &String) {
     for item in over {
-        let name = item.get("name");
-        match list.iter_mut().find(|x| x.get("name") == name) {
+        match list.iter_mut().find(|x| name(x) == name(item)) {
             Some(existing) => *existing = item.clone(),
             None => list.push(item.clone()),
         }
@@ -79,14 +118,16 @@ fn merge_by_name(list: &mut Value, over: &[Value]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_subscriptions_config_reaches_the_operators_pods_as_olm_puts_it() {
-        let mut d = json!({"metadata": {"name": "etcd-operator"}, "spec": {"template": {"metadata": {}, "spec": {
+        let mut d: Deployment = serde_json::from_value(json!({"metadata": {"name": "etcd-operator"}, "spec": {"template": {"metadata": {}, "spec": {
             "containers": [{"name": "op", "env": [{"name": "HTTP_PROXY", "value": "old"}, {"name": "KEEP", "value": "1"}],
                             "resources": {"limits": {"cpu": "1"}}}],
-            "tolerations": [{"key": "a", "operator": "Exists"}]}}}});
-        let config = json!({
+            "tolerations": [{"key": "a", "operator": "Exists"}]}}}}))
+        .unwrap();
+        let config = SubscriptionConfig::from_value(&json!({
             "env": [{"name": "HTTP_PROXY", "value": "http://proxy:3128"}, {"name": "NO_PROXY", "value": ".svc"}],
             "resources": {"requests": {"memory": "64Mi"}},
             "nodeSelector": {"disk": "ssd"},
@@ -94,8 +135,10 @@ mod tests {
             "volumes": [{"name": "certs", "secret": {"secretName": "ca"}}],
             "volumeMounts": [{"name": "certs", "mountPath": "/certs"}],
             "annotations": {"team": "storage"},
-        });
+        }))
+        .unwrap();
         apply(&mut d, &config);
+        let d = serde_json::to_value(d).unwrap();
         let pod = &d["spec"]["template"]["spec"];
         let env = &pod["containers"][0]["env"];
         assert_eq!(
@@ -111,8 +154,10 @@ mod tests {
         assert_eq!(pod["containers"][0]["volumeMounts"][0]["mountPath"], "/certs");
         assert_eq!(d["metadata"]["annotations"]["team"], "storage");
         assert_eq!(d["spec"]["template"]["metadata"]["annotations"]["team"], "storage");
-        let before = d.clone();
-        apply(&mut d, &json!({}));
-        assert_eq!(d, before, "an empty config changes nothing");
+        let mut again: Deployment = serde_json::from_value(d.clone()).unwrap();
+        apply(&mut again, &SubscriptionConfig::default());
+        assert_eq!(serde_json::to_value(again).unwrap(), d, "an empty config changes nothing");
+        let bad = SubscriptionConfig::from_value(&json!({"env": [{"name": "A", "value": 3}]})).unwrap_err();
+        assert!(bad.to_string().starts_with("spec.config.env[0].value: invalid type"), "{bad}");
     }
 }

@@ -3,16 +3,18 @@
 //! and watched until those are available (`phase.rs` decides the phase). A CSV replaced by a newer one
 //! is `Replacing` until the newer one succeeded, then deleted.
 
+use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::{Value, json};
 
+use crate::config::SubscriptionConfig;
 use crate::context::{Olm, now, str_at};
 use crate::csv::Csv;
 use crate::error::LifecycleError;
 use crate::group::{self, Group};
 use crate::phase::{Observed, Phase, next};
 use crate::plan::{
-    LABELLED_KINDS, OPERATOR_GROUP_ANNOTATION, OWNER_LABEL, OWNER_NAMESPACE_LABEL, TARGET_NAMESPACES_ANNOTATION,
-    deployments,
+    LABELLED_KINDS, OPERATOR_GROUP_ANNOTATION, OWNER_LABEL, OWNER_NAMESPACE_LABEL, PlanError,
+    TARGET_NAMESPACES_ANNOTATION, deployments,
 };
 
 /// Most phase changes a CSV's `status.conditions` keeps.
@@ -104,7 +106,7 @@ async fn install(
     g: &Group,
     targets: &str,
     installing: bool,
-    wanted: &[Value],
+    wanted: &[Deployment],
     existing: &[Option<Value>],
 ) -> Result<(), LifecycleError> {
     let (ns, name) = (str_at(csv_obj, "/metadata/namespace"), str_at(csv_obj, "/metadata/name"));
@@ -119,8 +121,9 @@ async fn install(
         scope_controllers(olm, name, ns, targets).await?;
     }
     for (d, have) in wanted.iter().zip(existing) {
-        if !have.as_ref().is_some_and(|h| uc_engine::dynamic::holds(h, d)) {
-            olm.apply(d).await?;
+        let d = serde_json::to_value(d).map_err(PlanError::Encode)?;
+        if !have.as_ref().is_some_and(|h| uc_engine::dynamic::holds(h, &d)) {
+            olm.apply(&d).await?;
         }
     }
     Ok(())
@@ -148,13 +151,12 @@ pub async fn sync(olm: &Olm, csv_obj: &Value, world: &World<'_>) -> Result<(), L
         .find(|c| str_at(c, "/metadata/namespace") == ns && str_at(c, "/spec/replaces") == name)
         .map(|c| (str_at(c, "/metadata/name").to_string(), str_at(c, "/status/phase").to_string()));
     let targets = group.as_ref().map(|g| g.target_annotation()).unwrap_or_default();
-    let wanted = deployments(csv_obj, &targets, config_for(subscriptions, ns, name))?;
+    let config = config_for(subscriptions, ns, name).map(SubscriptionConfig::from_value).transpose();
+    let wanted = deployments(csv_obj, &targets, config.map_err(PlanError::from)?.as_ref())?;
     let mut existing = Vec::new();
     for d in &wanted {
-        existing.push(
-            uc_engine::dynamic::get(&olm.client, &olm.kinds, "apps/v1", "Deployment", ns, str_at(d, "/metadata/name"))
-                .await?,
-        );
+        let name = d.metadata.name.as_deref().unwrap_or_default();
+        existing.push(uc_engine::dynamic::get(&olm.client, &olm.kinds, "apps/v1", "Deployment", ns, name).await?);
     }
     let observed = Observed {
         phase: str_at(csv_obj, "/status/phase").to_string(),
@@ -165,7 +167,7 @@ pub async fn sync(olm: &Olm, csv_obj: &Value, world: &World<'_>) -> Result<(), L
             .iter()
             .zip(&existing)
             .filter(|(_, e)| !e.as_ref().is_some_and(available))
-            .map(|(d, _)| str_at(d, "/metadata/name").to_string())
+            .map(|(d, _)| d.metadata.name.clone().unwrap_or_default())
             .collect(),
         replaced_by: replaced_by.as_ref().map(|(n, _)| n.clone()),
     };

@@ -4,8 +4,11 @@
 //! each with the manifest to create. And what the CSV then creates: its Deployments, owned by it and
 //! labelled as OLM labels them.
 
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde_json::{Value, json};
 
+use crate::config::SubscriptionConfig;
 use crate::csv::Csv;
 use crate::fbc::Bundle;
 use crate::resolve::Choice;
@@ -164,9 +167,12 @@ pub enum PlanError {
     /// Its CSV does not read.
     #[error(transparent)]
     Csv(#[from] crate::csv::CsvError),
-    /// A Deployment spec does not encode.
-    #[error("a Deployment spec: {0}")]
+    /// A Deployment does not encode.
+    #[error("a Deployment: {0}")]
     Encode(serde_json::Error),
+    /// The Subscription's `spec.config` does not read.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
 }
 
 /// The steps that install `bundle` into `namespace`, in OLM's order: CRDs, the CSV, RBAC, the rest.
@@ -259,36 +265,42 @@ pub fn dependency_subscription(choice: &Choice, namespace: &str, approval: &str)
 pub fn deployments(
     csv_object: &Value,
     target_namespaces: &str,
-    config: Option<&Value>,
-) -> Result<Vec<Value>, PlanError> {
+    config: Option<&SubscriptionConfig>,
+) -> Result<Vec<Deployment>, PlanError> {
     let csv = Csv::from_value(csv_object)?;
     let namespace = csv_object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
     let Some(spec) = csv.spec.install.as_ref().and_then(|i| i.spec.as_ref()) else { return Ok(Vec::new()) };
-    let owner = json!({
-        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
-        "name": csv.name(), "uid": csv_object.pointer("/metadata/uid").cloned().unwrap_or(Value::Null),
-        "controller": false, "blockOwnerDeletion": false,
-    });
-    spec.deployments
-        .iter()
-        .map(|d| {
-            let mut labels = d.label.clone().unwrap_or_default();
-            labels.insert(OWNER_LABEL.into(), csv.name().to_string());
-            labels.insert(OWNER_NAMESPACE_LABEL.into(), namespace.to_string());
-            labels.insert(OWNER_KIND_LABEL.into(), "ClusterServiceVersion".into());
-            let mut spec = serde_json::to_value(&d.spec).map_err(PlanError::Encode)?;
-            spec["template"]["metadata"]["annotations"][TARGET_NAMESPACES_ANNOTATION] = json!(target_namespaces);
-            let mut deployment = json!({
-                "apiVersion": "apps/v1", "kind": "Deployment",
-                "metadata": {"name": d.name, "namespace": namespace, "labels": labels, "ownerReferences": [owner]},
-                "spec": spec,
-            });
-            if let Some(config) = config {
-                crate::config::apply(&mut deployment, config);
-            }
-            Ok(deployment)
-        })
-        .collect()
+    let owner = OwnerReference {
+        api_version: "operators.coreos.com/v1alpha1".into(),
+        kind: "ClusterServiceVersion".into(),
+        name: csv.name().into(),
+        uid: csv_object.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().into(),
+        controller: Some(false),
+        block_owner_deletion: Some(false),
+    };
+    let deployment = |d: &crate::csv::StrategyDeployment| {
+        let mut labels = d.label.clone().unwrap_or_default();
+        labels.insert(OWNER_LABEL.into(), csv.name().to_string());
+        labels.insert(OWNER_NAMESPACE_LABEL.into(), namespace.to_string());
+        labels.insert(OWNER_KIND_LABEL.into(), "ClusterServiceVersion".into());
+        let mut spec = d.spec.clone();
+        let template = spec.template.metadata.get_or_insert_with(Default::default);
+        let annotations = template.annotations.get_or_insert_with(Default::default);
+        annotations.insert(TARGET_NAMESPACES_ANNOTATION.into(), target_namespaces.into());
+        let metadata = ObjectMeta {
+            name: Some(d.name.clone()),
+            namespace: Some(namespace.into()),
+            labels: Some(labels),
+            owner_references: Some(vec![owner.clone()]),
+            ..Default::default()
+        };
+        let mut deployment = Deployment { metadata, spec: Some(spec), ..Default::default() };
+        if let Some(config) = config {
+            crate::config::apply(&mut deployment, config);
+        }
+        deployment
+    };
+    Ok(spec.deployments.iter().map(deployment).collect())
 }
 
 #[cfg(test)]
@@ -381,7 +393,7 @@ mod tests {
     fn a_csvs_deployments_are_owned_and_labelled() {
         let ds = deployments(&csv_object(), "operators", None).unwrap();
         assert_eq!(ds.len(), 1);
-        let d = &ds[0];
+        let d = &serde_json::to_value(&ds[0]).unwrap();
         assert_eq!(d["metadata"]["labels"][OWNER_LABEL], "memcached.v0.1.0");
         assert_eq!(d["metadata"]["ownerReferences"][0]["uid"], "u1");
         assert_eq!(d["spec"]["template"]["metadata"]["annotations"][TARGET_NAMESPACES_ANNOTATION], "operators");
