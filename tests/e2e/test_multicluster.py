@@ -77,6 +77,15 @@ def mczk(cp):
     return json.loads(cp.kubectl("get", "multiclusterzookeeper", "zk", "-o", "json").stdout)
 
 
+def deployed(cp):
+    """The example deployed, its last record Ready. The module's tests build on one another, but pytest-xdist
+    may hand a later one to a worker of its own (its own `planes`): there it deploys the example first."""
+    if cp.kubectl("get", "multiclusterzookeeper", "zk", check=False).returncode != 0:
+        cp.kubectl("apply", "-f", str(EXAMPLE))
+    wait_for(lambda: last_record(cp).get("status") == "Ready", timeout=240, interval=1, message="the last record Ready")
+    return mczk(cp)["status"]["records"]
+
+
 def ready_condition(cp):
     return next((c for c in mczk(cp).get("status", {}).get("conditions", []) if c["type"] == "Ready"), {})
 
@@ -175,6 +184,7 @@ def test_an_ensemble_is_deployed_across_three_clusters_one_cluster_at_a_time(pla
 
 def test_the_policies_the_operator_wrote_validate_against_karmadas_crds(planes):
     cp, _ = planes
+    deployed(cp)
     checked = 0
     for kind in ("propagationpolicies", "overridepolicies", "serviceexports", "serviceimports"):
         for obj in json.loads(cp.kubectl("get", kind, "-o", "json").stdout)["items"]:
@@ -195,18 +205,19 @@ def test_the_policies_the_operator_wrote_validate_against_karmadas_crds(planes):
 
 def test_a_spec_change_rolls_cluster_by_cluster_as_a_new_record(planes):
     cp, members = planes
-    first = mczk(cp)["status"]["records"][0]
+    before = deployed(cp)
+    first = before[-1]
     generation = first["observedGenerations"]["zookeeper"]
     history = History(cp)
     cp.kubectl("patch", "multiclusterzookeeper", "zk", "--type", "merge", "-p",
                json.dumps({"spec": {"zookeeper": {"config": {"tickTime": 2500}}}}))
-    wait_for(lambda: len(mczk(cp)["status"]["records"]) == 2 and last_record(cp)["status"] == "Ready",
-             timeout=300, interval=1, message="record 2 Ready")
-    history.stop(1)
+    wait_for(lambda: len(mczk(cp)["status"]["records"]) == len(before) + 1 and last_record(cp)["status"] == "Ready",
+             timeout=300, interval=1, message="a new record Ready")
+    history.stop(len(before))
     records = mczk(cp)["status"]["records"]
-    assert records[0] == first, "record 1 stays as history"
-    assert records[1]["observedGenerations"]["zookeeper"] > generation
-    check_one_at_a_time(history, 1)
+    assert records[: len(before)] == before, "the records before stay as history"
+    assert records[-1]["observedGenerations"]["zookeeper"] > generation
+    check_one_at_a_time(history, len(before))
     wait_for(lambda: whole(members), timeout=60, interval=1, message="the ensemble whole after the roll")
     for who, ip in server_ips(members).items():
         assert "tickTime=2500" in ask(ip, "conf"), f"{who} runs the old configuration"
@@ -214,10 +225,11 @@ def test_a_spec_change_rolls_cluster_by_cluster_as_a_new_record(planes):
 
 def test_a_stopped_member_holds_its_record_in_deploying_until_it_returns(planes):
     cp, members = planes
+    records = len(deployed(cp))
     cp.kubectl("patch", "multiclusterzookeeper", "zk", "--type", "merge", "-p",
                json.dumps({"spec": {"zookeeper": {"config": {"tickTime": 3000}}}}))
-    wait_for(lambda: len(mczk(cp)["status"]["records"]) == 3 and state(last_record(cp), "deploying") == ["m2"],
-             timeout=240, interval=0.2, message="record 3 deploying m2")
+    wait_for(lambda: len(mczk(cp)["status"]["records"]) == records + 1 and state(last_record(cp), "deploying") == ["m2"],
+             timeout=240, interval=0.2, message="the new record deploying m2")
     m2 = members["m2"]
     address = m2.server_and_token()[0]
     assert m2.stop() == 0
@@ -233,7 +245,7 @@ def test_a_stopped_member_holds_its_record_in_deploying_until_it_returns(planes)
     assert m2.port == 0
     m2.start()
     assert m2.server_and_token()[0] == address
-    wait_for(lambda: last_record(cp).get("status") == "Ready", timeout=300, interval=1, message="record 3 Ready")
+    wait_for(lambda: last_record(cp).get("status") == "Ready", timeout=300, interval=1, message="the new record Ready")
     assert ready_condition(cp)["status"] == "True"
     wait_for(lambda: whole(members), timeout=90, interval=1, message="the ensemble whole with m2 back")
 

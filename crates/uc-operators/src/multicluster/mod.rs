@@ -12,6 +12,7 @@
 //! as any Karmada user would; `plan.rs` is the decision, `records.rs` the records' rules,
 //! `interpreter.rs` the webhook.
 
+pub mod binding;
 pub mod interpreter;
 pub mod plan;
 pub mod records;
@@ -20,14 +21,18 @@ pub mod types;
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::CustomResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_api::meta::str_at;
 use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry, SyncFuture};
 
 use crate::objects::take_children;
+use binding::Binding;
 use types::MultiClusterZooKeeperSpec;
 
 /// Name of the native hook.
@@ -150,18 +155,24 @@ async fn sync(client: &kube::Client, mut request: SyncRequest) -> SyncResponse {
 
 /// A new Secret with a random super user password, and its digest for the servers.
 fn admin_secret(name: &str, namespace: &str) -> Value {
-    use base64::Engine as _;
+    use k8s_openapi::ByteString;
     let password: String = (0..32).map(|_| char::from(b'a' + rand::random_range(0..26u8))).collect();
-    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-    json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": plan::admin_secret(name), "namespace": namespace},
-        "type": "Opaque",
-        "data": {"password": b64(&password), "digest": b64(&crate::zookeeper::client::super_digest(&password))},
-    })
+    let digest = crate::zookeeper::client::super_digest(&password);
+    let data = [("password", password), ("digest", digest)].map(|(k, v)| (k.to_string(), ByteString(v.into_bytes())));
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(plan::admin_secret(name)),
+            namespace: Some(namespace.into()),
+            ..Default::default()
+        },
+        type_: Some("Opaque".into()),
+        data: Some(data.into()),
+        ..Default::default()
+    };
+    crate::objects::json_of(&secret)
 }
 
-async fn read_binding(client: &kube::Client, namespace: &str, name: &str) -> Option<Value> {
+async fn read_binding(client: &kube::Client, namespace: &str, name: &str) -> Option<Binding> {
     let ar = ApiResource {
         group: "work.karmada.io".into(),
         version: "v1alpha2".into(),
@@ -171,7 +182,11 @@ async fn read_binding(client: &kube::Client, namespace: &str, name: &str) -> Opt
     };
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
     match api.get_opt(name).await {
-        Ok(b) => b.and_then(|b| serde_json::to_value(b).ok()),
+        Ok(b) => {
+            let read = b.map(|b| serde_json::to_value(b).and_then(Binding::deserialize)).transpose();
+            read.inspect_err(|e| tracing::warn!(binding = name, error = %e, "the ResourceBinding does not read"))
+                .ok()?
+        }
         Err(e) => {
             tracing::debug!(binding = name, error = %e, "ResourceBinding not read");
             None

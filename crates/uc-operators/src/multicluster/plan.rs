@@ -6,14 +6,18 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 use uc_api::conditions::{condition, set_condition};
 use uc_api::hook::ObjectMap;
 use uc_api::meta::str_at;
 
+use super::binding::{AggregatedItem, Binding};
 use super::records::{self, COMPLETED, DEPLOYING, Generations, PENDING};
 use super::types::{MultiClusterZooKeeperSpec, Record};
+use crate::objects::json_of;
 use crate::zookeeper::spec::{CLIENT_PORT, ELECTION_PORT, QUORUM_PORT};
+use crate::zookeeper::types::{EnsembleServer, EnsembleSpec, ZookeeperCluster, ZookeeperClusterSpec};
 
 /// Why a member cluster's part of the ensemble does not count as deployed yet.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,22 +51,6 @@ pub const ID_BLOCK: u32 = 10;
 /// The scheduling result: clusters in order, with their replicas.
 pub type Schedule = Vec<(String, i32)>;
 
-/// The scheduling result of a ResourceBinding, once it has one.
-pub fn schedule_of(binding: &Value) -> Option<Schedule> {
-    let scheduled = binding
-        .pointer("/status/conditions")?
-        .as_array()?
-        .iter()
-        .any(|c| c["type"] == "Scheduled" && c["status"] == "True");
-    let clusters: Schedule = binding
-        .pointer("/spec/clusters")?
-        .as_array()?
-        .iter()
-        .map(|c| (str_at(c, "/name").to_string(), c.get("replicas").and_then(Value::as_i64).unwrap_or(0) as i32))
-        .collect();
-    (scheduled && !clusters.is_empty()).then_some(clusters)
-}
-
 /// The binding Karmada makes for the ZookeeperCluster (`<name>-zookeepercluster`).
 pub fn binding_name(name: &str) -> String {
     format!("{name}-zookeepercluster")
@@ -75,23 +63,15 @@ pub fn first_id(k: usize) -> u32 {
 
 /// Every server of the ensemble: id and clusterset address
 /// (`<name>-<i>.<cluster>.<name>-headless.<ns>.svc.clusterset.local`).
-pub fn servers(name: &str, namespace: &str, schedule: &Schedule) -> Vec<Value> {
+pub fn servers(name: &str, namespace: &str, schedule: &Schedule) -> Vec<EnsembleServer> {
     let mut out = Vec::new();
     for (k, (cluster, replicas)) in schedule.iter().enumerate() {
         for o in 0..(*replicas).max(0) as u32 {
             let host = format!("{name}-{o}.{cluster}.{name}-headless.{namespace}.svc.clusterset.local");
-            out.push(json!({"id": first_id(k) + o, "host": host}));
+            out.push(EnsembleServer { id: i64::from(first_id(k) + o), host });
         }
     }
     out
-}
-
-fn zookeeper_spec(spec: &MultiClusterZooKeeperSpec) -> Value {
-    let mut zk = serde_json::to_value(spec.zookeeper.clone().unwrap_or_default()).unwrap_or(json!({}));
-    if !zk.is_object() {
-        zk = json!({});
-    }
-    zk
 }
 
 /// The ZookeeperCluster of one cluster: its share of the servers, the whole server list.
@@ -101,12 +81,16 @@ pub fn member_spec(
     namespace: &str,
     schedule: &Schedule,
     cluster: &str,
-) -> Value {
-    let mut zk = zookeeper_spec(spec);
+) -> ZookeeperClusterSpec {
     let k = schedule.iter().position(|(c, _)| c == cluster).unwrap_or(0);
-    zk["replicas"] = json!(schedule.get(k).map(|(_, r)| *r).unwrap_or(0));
-    zk["ensemble"] = json!({"firstId": first_id(k), "servers": servers(name, namespace, schedule)});
-    zk
+    ZookeeperClusterSpec {
+        replicas: Some(schedule.get(k).map(|(_, r)| *r).unwrap_or(0)),
+        ensemble: Some(EnsembleSpec {
+            first_id: Some(i64::from(first_id(k))),
+            servers: servers(name, namespace, schedule),
+        }),
+        ..spec.zookeeper.clone().unwrap_or_default()
+    }
 }
 
 /// The digest of a spec, whatever the order of its keys (the member's object comes back from another
@@ -146,22 +130,25 @@ pub fn spec_digest(spec: &Value) -> String {
 /// `aggregatedStatus` (the status the interpreter reflected): applied, at the spec this record gave
 /// it, every server serving, nothing rolling, and the configuration its servers run holding at least
 /// `joined` servers (those of the clusters deployed before it and its own). Err says why not.
-pub fn cluster_ready(item: Option<&Value>, expected: &Value, joined: usize) -> Result<(), NotDeployed> {
+pub fn cluster_ready(
+    item: Option<&AggregatedItem>,
+    expected: &ZookeeperClusterSpec,
+    joined: usize,
+) -> Result<(), NotDeployed> {
     let item = item.ok_or("no status collected from the cluster yet")?;
-    if item.get("applied").and_then(Value::as_bool) != Some(true) {
-        let why = str_at(item, "/appliedMessage");
-        return Err(NotDeployed(if why.is_empty() { "not applied yet".into() } else { why.to_string() }));
+    if item.applied != Some(true) {
+        let why = &item.applied_message;
+        return Err(NotDeployed(if why.is_empty() { "not applied yet".into() } else { why.clone() }));
     }
-    let status = item.get("status").ok_or("no status reflected yet")?;
-    if str_at(status, "/specDigest") != spec_digest(expected) {
+    let status = item.status.as_ref().ok_or("no status reflected yet")?;
+    if status.spec_digest != spec_digest(&json_of(expected)) {
         return Err(NotDeployed::from("the cluster's ZookeeperCluster is not at this record's spec yet"));
     }
-    let int = |p: &str| status.pointer(p).and_then(Value::as_i64);
-    if int("/observedGeneration") != int("/generation") {
+    if status.observed_generation != status.generation {
         return Err(NotDeployed::from("the cluster's operator has not synced the new spec yet"));
     }
-    let want = expected.get("replicas").and_then(Value::as_i64).unwrap_or(0);
-    let (replicas, ready) = (int("/replicas").unwrap_or(0), int("/readyReplicas").unwrap_or(0));
+    let want = i64::from(expected.replicas.unwrap_or(0));
+    let (replicas, ready) = (status.replicas, status.ready_replicas);
     if replicas != want || ready != want {
         return Err(NotDeployed::from(format!(
             "{ready} of {want} servers serve ({replicas} in the ensemble's configuration here)"
@@ -169,18 +156,12 @@ pub fn cluster_ready(item: Option<&Value>, expected: &Value, joined: usize) -> R
     }
     // The servers of the clusters before it in the configuration its servers run, each serving: a
     // part that formed an ensemble of its own is not this one.
-    let servers = status.get("servers").and_then(Value::as_array).cloned().unwrap_or_default();
-    let serving = servers.iter().filter(|s| matches!(str_at(s, "/mode"), "leader" | "follower" | "observer")).count();
+    let servers = &status.servers;
+    let serving = servers.iter().filter(|s| matches!(s.mode.as_str(), "leader" | "follower" | "observer")).count();
     if servers.len() < joined || serving < servers.len() {
         return Err(NotDeployed::from(format!("{serving} servers serve in its configuration, {joined} expected")));
     }
-    let upgrading = status
-        .get("conditions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .any(|c| c["type"] == "Upgrading" && c["status"] == "True");
-    if upgrading {
+    if status.conditions.iter().any(|c| c.holds("Upgrading")) {
         return Err(NotDeployed::from("rolling its servers"));
     }
     Ok(())
@@ -202,7 +183,7 @@ pub struct Decision {
 /// What a sync observed on the control plane.
 pub struct Observed<'a> {
     /// The ResourceBinding of the ZookeeperCluster, if any.
-    pub binding: Option<&'a Value>,
+    pub binding: Option<&'a Binding>,
     /// The control plane's ZookeeperCluster.
     pub template: Option<&'a Value>,
     /// The OverridePolicies this object owns, by name.
@@ -216,7 +197,7 @@ fn control_plane_objects(
     name: &str,
     ns: &str,
     spec: &MultiClusterZooKeeperSpec,
-    desired: Value,
+    desired: ZookeeperClusterSpec,
     admin: Value,
 ) -> Vec<Value> {
     let headless = format!("{name}-headless");
@@ -228,8 +209,10 @@ fn control_plane_objects(
     let placement = spec.placement.clone().unwrap_or_else(
         || json!({"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"}}),
     );
+    let mut template = ZookeeperCluster::new(name, desired);
+    template.metadata = ObjectMeta { name: Some(name.into()), namespace: Some(ns.into()), ..Default::default() };
     vec![
-        json!({"apiVersion": ZK_API, "kind": "ZookeeperCluster", "metadata": meta(name, ns), "spec": desired}),
+        json_of(&template),
         json!({"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceExport", "metadata": meta(&headless, ns)}),
         json!({"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport", "metadata": meta(&headless, ns),
                "spec": {"type": "Headless", "ports": ports}}),
@@ -249,7 +232,7 @@ fn control_plane_objects(
 fn deploying_condition(
     after: &[Record],
     order: &[String],
-    items: &BTreeMap<&str, &Value>,
+    items: &BTreeMap<&str, &AggregatedItem>,
     why: impl Fn(&str) -> Result<(), NotDeployed>,
 ) -> Value {
     let last = after.last().cloned().unwrap_or_default();
@@ -283,15 +266,21 @@ pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, ad
     let (name, ns) = (str_at(parent, "/metadata/name"), str_at(parent, "/metadata/namespace"));
     let previous = parent.get("status").cloned().unwrap_or(json!({}));
     let mut status = json!({"conditions": previous.get("conditions").cloned().unwrap_or(json!([]))});
-    let schedule = binding.and_then(schedule_of);
+    let schedule = binding.and_then(Binding::schedule);
     // The control plane's ZookeeperCluster: the whole ensemble (its replicas are what Karmada divides).
-    let mut desired = zookeeper_spec(spec);
-    desired["replicas"] = json!(spec.replicas);
-    desired["ensemble"] = json!({"servers": schedule.as_ref().map(|s| servers(name, ns, s)).unwrap_or_default()});
+    let desired = ZookeeperClusterSpec {
+        replicas: Some(spec.replicas),
+        ensemble: Some(EnsembleSpec {
+            first_id: None,
+            servers: schedule.as_ref().map(|s| servers(name, ns, s)).unwrap_or_default(),
+        }),
+        ..spec.zookeeper.clone().unwrap_or_default()
+    };
     // Its generation counts once it holds what this sync wants (a record starts at a generation
     // that is the spec's, not one a moment old).
+    let digest = spec_digest(&json_of(&desired));
     let generation = template
-        .filter(|t| t.get("spec").is_some_and(|s| spec_digest(s) == spec_digest(&desired)))
+        .filter(|t| t.get("spec").is_some_and(|s| spec_digest(s) == digest))
         .and_then(|t| t.pointer("/metadata/generation").and_then(Value::as_i64));
     let mut children = control_plane_objects(name, ns, spec, desired, admin);
     let (Some(schedule), Some(generation)) = (schedule.clone(), generation) else {
@@ -313,13 +302,8 @@ pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, ad
     };
     set_condition(&mut status, condition("Scheduled", true, "Scheduled", &describe(&schedule)), Some(&previous), now);
     let order: Vec<String> = schedule.iter().map(|(c, _)| c.clone()).collect();
-    let items: BTreeMap<&str, &Value> = binding
-        .and_then(|b| b.pointer("/status/aggregatedStatus"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|i| (str_at(i, "/clusterName"), i))
-        .collect();
+    let items: BTreeMap<&str, &AggregatedItem> =
+        (binding.iter()).flat_map(|b| &b.status.aggregated_status).map(|i| (i.cluster_name.as_str(), i)).collect();
     let expected = |c: &str| member_spec(spec, name, ns, &schedule, c);
     // The servers of the clusters up to and including `c` in the order.
     let joined = |c: &str| {
@@ -360,13 +344,13 @@ pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, ad
 
 /// The clusters of `order` other than those `deploying` whose part the control plane cannot reach,
 /// each as `<cluster>: <why>`.
-fn unreachable_others(order: &[String], deploying: &[String], items: &BTreeMap<&str, &Value>) -> Vec<String> {
+fn unreachable_others(order: &[String], deploying: &[String], items: &BTreeMap<&str, &AggregatedItem>) -> Vec<String> {
     (order.iter().filter(|c| !deploying.contains(c)))
         .filter_map(|c| {
             let item = items.get(c.as_str())?;
-            let message = str_at(item, "/appliedMessage");
-            let down = item.get("applied").and_then(Value::as_bool) == Some(false)
-                && (message.contains("not ready") || message.contains("not reachable"));
+            let message = &item.applied_message;
+            let down =
+                item.applied == Some(false) && (message.contains("not ready") || message.contains("not reachable"));
             down.then(|| format!("{c}: {message}"))
         })
         .collect()
@@ -387,7 +371,7 @@ pub fn override_name(name: &str, cluster: &str) -> String {
 }
 
 /// The OverridePolicy giving one cluster's ZookeeperCluster its spec.
-pub fn override_policy(name: &str, namespace: &str, cluster: &str, member: &Value) -> Value {
+pub fn override_policy(name: &str, namespace: &str, cluster: &str, member: &ZookeeperClusterSpec) -> Value {
     json!({
         "apiVersion": "policy.karmada.io/v1alpha1", "kind": "OverridePolicy",
         "metadata": meta(&override_name(name, cluster), namespace),
@@ -415,34 +399,45 @@ mod tests {
 
     static NONE: std::sync::LazyLock<ObjectMap> = std::sync::LazyLock::new(ObjectMap::new);
 
-    fn seen<'a>(binding: Option<&'a Value>, template: Option<&'a Value>) -> Observed<'a> {
+    fn seen<'a>(binding: Option<&'a Binding>, template: Option<&'a Value>) -> Observed<'a> {
         Observed { binding, template, overrides: &NONE }
     }
 
-    fn binding(items: Value) -> Value {
-        json!({"spec": {"clusters": [{"name": "m1", "replicas": 2}, {"name": "m2", "replicas": 2}, {"name": "m3", "replicas": 1}]},
-               "status": {"conditions": [{"type": "Scheduled", "status": "True"}], "aggregatedStatus": items}})
+    fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
+        serde_json::from_value(v).unwrap()
     }
 
-    fn serving(spec: &Value) -> Value {
-        let n = spec["replicas"].clone();
-        let listed = spec.pointer("/ensemble/servers").and_then(Value::as_array).map_or(0, Vec::len);
+    fn binding(items: Value) -> Binding {
+        typed(
+            json!({"spec": {"clusters": [{"name": "m1", "replicas": 2}, {"name": "m2", "replicas": 2}, {"name": "m3", "replicas": 1}]},
+               "status": {"conditions": [{"type": "Scheduled", "status": "True"}], "aggregatedStatus": items}}),
+        )
+    }
+
+    /// A cluster's item of the binding's aggregated status, its part at `spec` and serving.
+    fn serving(spec: &ZookeeperClusterSpec) -> Value {
+        let n = spec.replicas.unwrap_or(0);
+        let listed = spec.ensemble.as_ref().map_or(0, |e| e.servers.len());
         let servers: Vec<Value> =
             (0..listed).map(|i| json!({"id": i + 1, "mode": if i == 0 { "leader" } else { "follower" }})).collect();
         json!({"applied": true, "health": "Healthy",
-               "status": {"specDigest": spec_digest(spec), "generation": 3, "observedGeneration": 3, "replicas": n,
-                          "readyReplicas": n, "servers": servers}})
+               "status": {"specDigest": spec_digest(&json_of(spec)), "generation": 3, "observedGeneration": 3,
+                          "replicas": n, "readyReplicas": n, "servers": servers}})
+    }
+
+    fn item(v: &Value) -> AggregatedItem {
+        typed(v.clone())
     }
 
     #[test]
     fn servers_get_ids_in_blocks_and_clusterset_names() {
         let s: Schedule = vec![("m1".into(), 2), ("m2".into(), 2), ("m3".into(), 1)];
         let list = servers("zk", "default", &s);
-        let ids: Vec<i64> = list.iter().map(|s| s["id"].as_i64().unwrap()).collect();
+        let ids: Vec<i64> = list.iter().map(|s| s.id).collect();
         assert_eq!(ids, [1, 2, 11, 12, 21]);
-        assert_eq!(list[3]["host"], "zk-1.m2.zk-headless.default.svc.clusterset.local");
+        assert_eq!(list[3].host, "zk-1.m2.zk-headless.default.svc.clusterset.local");
         let (_, spec) = mczk();
-        let m2 = member_spec(&spec, "zk", "default", &s, "m2");
+        let m2 = json_of(&member_spec(&spec, "zk", "default", &s, "m2"));
         assert_eq!((m2["replicas"].as_i64(), m2["ensemble"]["firstId"].as_i64()), (Some(2), Some(11)));
         assert_eq!(m2["config"]["tickTime"], 2000);
         // Every member's spec names the same five servers, and reads as a ZookeeperCluster spec.
@@ -471,7 +466,7 @@ mod tests {
         let (parent, spec) = mczk();
         let s: Schedule = vec![("m1".into(), 2), ("m2".into(), 2), ("m3".into(), 1)];
         let template = json!({"metadata": {"generation": 2}, "spec": {"replicas": 5, "config": {"tickTime": 2000},
-                                                                         "ensemble": {"servers": servers("zk", "default", &s)}}});
+                                                                         "ensemble": {"servers": json_of(&servers("zk", "default", &s))}}});
         let d = plan(&parent, &spec, seen(Some(&binding(json!([]))), Some(&template)), json!({}), "t0");
         let ops: Vec<&Value> = d.children.iter().filter(|c| c["kind"] == "OverridePolicy").collect();
         assert_eq!(ops.len(), 1, "only the deploying cluster gets its part");
@@ -515,32 +510,33 @@ mod tests {
 
     #[test]
     fn a_cluster_is_ready_only_at_its_spec_with_every_server_serving() {
-        let spec = json!({"replicas": 2});
-        assert!(cluster_ready(Some(&serving(&spec)), &spec, 0).is_ok());
-        let mut old = serving(&json!({"replicas": 1}));
+        let spec: ZookeeperClusterSpec = typed(json!({"replicas": 2}));
+        assert!(cluster_ready(Some(&item(&serving(&spec))), &spec, 0).is_ok());
+        let mut old = serving(&typed(json!({"replicas": 1})));
         old["status"]["replicas"] = json!(2);
         old["status"]["readyReplicas"] = json!(2);
-        assert!(cluster_ready(Some(&old), &spec, 0).unwrap_err().0.contains("not at this record's spec"));
+        assert!(cluster_ready(Some(&item(&old)), &spec, 0).unwrap_err().0.contains("not at this record's spec"));
         let down = json!({"applied": false, "appliedMessage": "cluster m2 is not ready: cluster is not reachable"});
         assert_eq!(
-            cluster_ready(Some(&down), &spec, 0).unwrap_err().0,
+            cluster_ready(Some(&item(&down)), &spec, 0).unwrap_err().0,
             "cluster m2 is not ready: cluster is not reachable"
         );
         let mut lagging = serving(&spec);
         lagging["status"]["readyReplicas"] = json!(1);
-        assert!(cluster_ready(Some(&lagging), &spec, 0).unwrap_err().0.starts_with("1 of 2 servers serve"));
+        assert!(cluster_ready(Some(&item(&lagging)), &spec, 0).unwrap_err().0.starts_with("1 of 2 servers serve"));
         // A part that formed an ensemble of its own (one server listed of five) is not ready.
-        let five = json!({"replicas": 1, "ensemble": {"servers": [1, 2, 3, 4, 5]}});
+        let listed: Vec<Value> = (1..=5).map(|i| json!({"id": i, "host": format!("h{i}")})).collect();
+        let five: ZookeeperClusterSpec = typed(json!({"replicas": 1, "ensemble": {"servers": listed}}));
         let mut alone = serving(&five);
         alone["status"]["servers"] = json!([{"id": 21, "mode": "leader"}]);
         assert_eq!(
-            cluster_ready(Some(&alone), &five, 5).unwrap_err().0,
+            cluster_ready(Some(&item(&alone)), &five, 5).unwrap_err().0,
             "1 servers serve in its configuration, 5 expected"
         );
-        assert!(cluster_ready(Some(&serving(&five)), &five, 5).is_ok());
+        assert!(cluster_ready(Some(&item(&serving(&five))), &five, 5).is_ok());
         let mut rolling = serving(&spec);
         rolling["status"]["conditions"] = json!([{"type": "Upgrading", "status": "True"}]);
-        assert_eq!(cluster_ready(Some(&rolling), &spec, 0).unwrap_err().0, "rolling its servers");
+        assert_eq!(cluster_ready(Some(&item(&rolling)), &spec, 0).unwrap_err().0, "rolling its servers");
         assert_eq!(
             spec_digest(&json!({"a": 1, "b": [1, {"c": 2, "d": 3}]})),
             spec_digest(&json!({"b": [1, {"d": 3, "c": 2}], "a": 1}))
