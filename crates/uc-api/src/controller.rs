@@ -174,6 +174,28 @@ fn conditions_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     })
 }
 
+impl ParentResource {
+    /// The parent type `resource` of `api_version`.
+    pub fn new(api_version: &str, resource: &str) -> ParentResource {
+        ParentResource { api_version: api_version.into(), resource: resource.into(), ..Default::default() }
+    }
+}
+
+impl ChildResource {
+    /// The child type `resource` of `api_version`, updated by `method`.
+    pub fn new(api_version: &str, resource: &str, method: UpdateMethod) -> ChildResource {
+        let update_strategy = Some(UpdateStrategy { method: Some(method), status_checks: None });
+        ChildResource { api_version: api_version.into(), resource: resource.into(), update_strategy }
+    }
+}
+
+impl Hook {
+    /// The native hook registered as `name`.
+    pub fn native(name: &str) -> Hook {
+        Hook { native: Some(Native { name: name.into(), config: None }), ..Default::default() }
+    }
+}
+
 /// Update methods.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum UpdateMethod {

@@ -9,12 +9,38 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
+use uc_api::controller::{
+    ChildResource, Hook, Hooks, ParentResource, UniversalController, UniversalControllerSpec, UpdateMethod,
+};
 use uc_api::hook::{ObjectMap, SyncRequest};
 use uc_engine::hooks::HookError;
 
 /// An object as the JSON a hook answers with.
 pub fn json_of<T: serde::Serialize>(object: &T) -> Value {
     serde_json::to_value(object).unwrap_or_default()
+}
+
+/// One of uc's own UniversalControllers, labelled `label` (`uc.njuics.cn/operator: etcd`).
+pub fn universal_controller(name: &str, label: (&str, &str), spec: UniversalControllerSpec) -> Value {
+    let mut uc = UniversalController::new(name, spec);
+    uc.metadata.labels = Some([(label.0.to_string(), label.1.to_string())].into());
+    json_of(&uc)
+}
+
+/// A controller spec: the parent type, the child types (`apiVersion`, resource, update method), one
+/// native sync hook; a generated selector per parent.
+pub fn native_spec(
+    parent: (&str, &str),
+    children: &[(&str, &str, UpdateMethod)],
+    hook: &str,
+) -> UniversalControllerSpec {
+    UniversalControllerSpec {
+        parent_resource: ParentResource::new(parent.0, parent.1),
+        child_resources: children.iter().map(|(a, r, m)| ChildResource::new(a, r, *m)).collect(),
+        generate_selector: Some(true),
+        hooks: Hooks { sync: Some(Hook::native(hook)), ..Default::default() },
+        ..Default::default()
+    }
 }
 
 /// Decodes part of a request into a type (by reference: borrowed views copy nothing); a fault names

@@ -40,16 +40,8 @@ pub fn crd() -> Value {
 
 /// The UniversalController of backups: no children, status only.
 pub fn controller() -> Value {
-    json!({
-        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
-        "metadata": {"name": "etcd-backup-operator", "labels": {"uc.njuics.cn/operator": "etcd"}},
-        "spec": {
-            "generateSelector": true,
-            "parentResource": {"apiVersion": format!("{GROUP}/v1beta2"), "resource": "etcdbackups"},
-            "childResources": [],
-            "hooks": {"sync": {"native": {"name": HOOK}}}
-        }
-    })
+    let spec = crate::objects::native_spec((&format!("{GROUP}/v1beta2"), "etcdbackups"), &[], HOOK);
+    crate::objects::universal_controller("etcd-backup-operator", ("uc.njuics.cn/operator", "etcd"), spec)
 }
 
 /// What a snapshot saved.

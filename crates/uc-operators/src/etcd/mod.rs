@@ -36,7 +36,7 @@ use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
 use uc_api::meta::str_at;
 use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry, SyncFuture};
 
-use crate::objects::{json_of, take_children};
+use crate::objects::{json_of, native_spec, take_children, universal_controller};
 use client::Etcd;
 use plan::{Decision, MemberChange, Step, View, member_pods, plan, restore_step};
 use pods::{condition, current_version, pod_ready};
@@ -45,6 +45,7 @@ use resources::api;
 #[cfg(test)]
 use spec::SpecError;
 use spec::{CLIENT_PORT, Spec};
+use uc_api::controller::{UniversalControllerSpec, UpdateMethod};
 /// Name of the native hook.
 pub const HOOK: &str = "etcd-cluster";
 
@@ -66,25 +67,21 @@ pub fn controllers() -> Vec<Value> {
 
 /// The UniversalController of EtcdClusters.
 pub fn controller() -> Value {
-    json!({
-        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
-        "metadata": {"name": "etcd-operator", "labels": {"uc.njuics.cn/operator": "etcd"}},
-        "spec": {
-            "generateSelector": true,
-            "resyncPeriodSeconds": 10,
-            "parentResource": {"apiVersion": format!("{GROUP}/v1beta2"), "resource": "etcdclusters"},
-            "childResources": [
-                {"apiVersion": "v1", "resource": "services", "updateStrategy": {"method": "InPlace"}},
-                // In place: a version change sets a member's image on its running pod (nothing else of
-                // a member's pod ever changes).
-                {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "InPlace"}},
-                // Members' data claims (pod.persistentVolumeClaimSpec): made once, never changed.
-                {"apiVersion": "v1", "resource": "persistentvolumeclaims", "updateStrategy": {"method": "OnDelete"}}
-            ],
-            "hooks": {"sync": {"native": {"name": HOOK}}}
-        }
-    })
+    let children = [
+        ("v1", "services", UpdateMethod::InPlace),
+        // In place: a version change sets a member's image on its running pod (nothing else of a
+        // member's pod ever changes).
+        ("v1", "pods", UpdateMethod::InPlace),
+        // Members' data claims (pod.persistentVolumeClaimSpec): made once, never changed.
+        ("v1", "persistentvolumeclaims", UpdateMethod::OnDelete),
+    ];
+    let spec = native_spec((&format!("{GROUP}/v1beta2"), "etcdclusters"), &children, HOOK);
+    let spec = UniversalControllerSpec { resync_period_seconds: Some(10.0), ..spec };
+    universal_controller("etcd-operator", OPERATOR_LABEL, spec)
 }
+
+/// The label of the etcd operator's controllers.
+const OPERATOR_LABEL: (&str, &str) = ("uc.njuics.cn/operator", "etcd");
 
 /// Registers the native hooks. `client` reaches the API server for what crosses objects: a restore
 /// marks its EtcdCluster, a cluster that lost quorum reads its backup and creates an EtcdRestore.

@@ -35,16 +35,8 @@ pub fn crd() -> Value {
 
 /// The UniversalController of restores: no children; the EtcdCluster is reached through the API.
 pub fn controller() -> Value {
-    json!({
-        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
-        "metadata": {"name": "etcd-restore-operator", "labels": {"uc.njuics.cn/operator": "etcd"}},
-        "spec": {
-            "generateSelector": true,
-            "parentResource": {"apiVersion": format!("{GROUP}/v1beta2"), "resource": "etcdrestores"},
-            "childResources": [],
-            "hooks": {"sync": {"native": {"name": HOOK}}}
-        }
-    })
+    let spec = crate::objects::native_spec((&format!("{GROUP}/v1beta2"), "etcdrestores"), &[], HOOK);
+    crate::objects::universal_controller("etcd-restore-operator", ("uc.njuics.cn/operator", "etcd"), spec)
 }
 
 /// What the restore asks of the cluster (the annotation's value).

@@ -50,25 +50,19 @@ pub fn crds() -> Vec<Value> {
 
 /// The operator's UniversalControllers.
 pub fn controllers() -> Vec<Value> {
-    let child = |api: &str, resource: &str| json!({"apiVersion": api, "resource": resource, "updateStrategy": {"method": "InPlace"}});
-    vec![json!({
-        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
-        "metadata": {"name": "multicluster-zookeeper-operator", "labels": {"uc.njuics.cn/operator": "multicluster-zookeeper"}},
-        "spec": {
-            "generateSelector": true,
-            "resyncPeriodSeconds": 10,
-            "parentResource": {"apiVersion": types::API_VERSION, "resource": "multiclusterzookeepers"},
-            "childResources": [
-                child(plan::ZK_API, "zookeeperclusters"),
-                child("multicluster.x-k8s.io/v1alpha1", "serviceexports"),
-                child("multicluster.x-k8s.io/v1alpha1", "serviceimports"),
-                child("policy.karmada.io/v1alpha1", "propagationpolicies"),
-                child("policy.karmada.io/v1alpha1", "overridepolicies"),
-                child("v1", "secrets"),
-            ],
-            "hooks": {"sync": {"native": {"name": HOOK}}}
-        }
-    })]
+    use uc_api::controller::UpdateMethod::InPlace;
+    let children = [
+        (plan::ZK_API, "zookeeperclusters", InPlace),
+        ("multicluster.x-k8s.io/v1alpha1", "serviceexports", InPlace),
+        ("multicluster.x-k8s.io/v1alpha1", "serviceimports", InPlace),
+        ("policy.karmada.io/v1alpha1", "propagationpolicies", InPlace),
+        ("policy.karmada.io/v1alpha1", "overridepolicies", InPlace),
+        ("v1", "secrets", InPlace),
+    ];
+    let spec = crate::objects::native_spec((types::API_VERSION, "multiclusterzookeepers"), &children, HOOK);
+    let spec = uc_api::controller::UniversalControllerSpec { resync_period_seconds: Some(10.0), ..spec };
+    let label = ("uc.njuics.cn/operator", "multicluster-zookeeper");
+    vec![crate::objects::universal_controller("multicluster-zookeeper-operator", label, spec)]
 }
 
 /// Registers the native hook, and serves the resource interpreter webhook (registering it with the

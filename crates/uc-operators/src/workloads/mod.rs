@@ -15,10 +15,13 @@ pub mod statefulset;
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
+use uc_api::controller::{ConditionCheck, Hook, RevisionHistory, StatusChecks, UpdateMethod};
 use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_engine::hooks::HookError;
 use uc_engine::hooks::native::{self, NativeRegistry};
+
+use crate::objects::{native_spec, universal_controller};
 
 /// Registers the workload hooks.
 pub fn register(natives: &mut NativeRegistry) {
@@ -38,105 +41,141 @@ pub fn register(natives: &mut NativeRegistry) {
 }
 
 /// The UniversalController objects of the workload controllers.
-#[expect(clippy::too_many_lines, reason = "data table: one UniversalController per workload kind")]
 pub fn controllers() -> Vec<Value> {
-    let uc = |name: &str,
-              parent: (&str, &str),
-              child: (&str, &str),
-              method: &str,
-              hook: &str,
-              generate: bool,
-              customize: bool| {
-        let mut hooks = json!({"sync": {"native": {"name": hook}}});
+    use UpdateMethod::{InPlace, OnDelete, RollingRecreate};
+    let builtin = |name: &str, spec| universal_controller(name, ("uc.njuics.cn/builtin", "true"), spec);
+    // One child type; `generate`: a selector generated per parent; `customize`: related resources too.
+    let one = |parent: (&str, &str), child: (&str, &str, UpdateMethod), hook: &str, generate, customize: bool| {
+        let mut spec = native_spec(parent, &[child], hook);
+        spec.generate_selector = Some(generate);
         if customize {
-            hooks["customize"] = json!({"native": {"name": hook}});
+            spec.hooks.customize = Some(Hook::native(hook));
         }
-        json!({
-            "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
-            "metadata": {"name": name, "labels": {"uc.njuics.cn/builtin": "true"}},
-            "spec": {
-                "parentResource": {"apiVersion": parent.0, "resource": parent.1},
-                "childResources": [{"apiVersion": child.0, "resource": child.1, "updateStrategy": {"method": method}}],
-                "generateSelector": generate,
-                "hooks": hooks
-            }
-        })
+        spec
     };
-    let statefulset = json!({
-        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
-        "metadata": {"name": "builtin-statefulset", "labels": {"uc.njuics.cn/builtin": "true"}},
-        "spec": {
-            "parentResource": {"apiVersion": "apps/v1", "resource": "statefulsets",
-                               "revisionHistory": {"fieldPaths": ["spec.template"]}},
-            "childResources": [
-                {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "RollingRecreate",
-                 "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]}}},
-                {"apiVersion": "v1", "resource": "persistentvolumeclaims", "updateStrategy": {"method": "OnDelete"}}
-            ],
-            "hooks": {"sync": {"native": {"name": "statefulset"}}}
+    // Pods rolled one at a time, each Ready before the next, template changes kept as
+    // ControllerRevisions (`spec.template`); the parent's own selector.
+    let rolled = |parent: &str, children: &[(&str, &str, UpdateMethod)], hook: &str| {
+        let mut spec = native_spec(("apps/v1", parent), children, hook);
+        spec.generate_selector = None;
+        spec.parent_resource.revision_history = Some(RevisionHistory { field_paths: vec!["spec.template".into()] });
+        let ready = ConditionCheck { type_: "Ready".into(), status: Some("True".into()), reason: None };
+        let pods = spec.child_resources.iter_mut().filter(|c| c.resource == "pods");
+        for strategy in pods.filter_map(|c| c.update_strategy.as_mut()) {
+            strategy.status_checks = Some(StatusChecks { conditions: vec![ready.clone()] });
         }
-    });
+        spec
+    };
+    // No children of its own (what it reads are related resources, or nothing).
+    let childless = |parent: (&str, &str), hook: &str, customize: bool| {
+        let mut spec = native_spec(parent, &[], hook);
+        spec.generate_selector = None;
+        if customize {
+            spec.hooks.customize = Some(Hook::native(hook));
+        }
+        spec
+    };
+    let statefulset = rolled(
+        "statefulsets",
+        &[("v1", "pods", RollingRecreate), ("v1", "persistentvolumeclaims", OnDelete)],
+        "statefulset",
+    );
     // A DaemonSet's nodes are related resources (its customize hook); template changes roll one node at
     // a time through ControllerRevisions, like a StatefulSet's.
-    let daemonset = json!({
-        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
-        "metadata": {"name": "builtin-daemonset", "labels": {"uc.njuics.cn/builtin": "true"}},
-        "spec": {
-            "parentResource": {"apiVersion": "apps/v1", "resource": "daemonsets",
-                               "revisionHistory": {"fieldPaths": ["spec.template"]}},
-            "childResources": [
-                {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "RollingRecreate",
-                 "statusChecks": {"conditions": [{"type": "Ready", "status": "True"}]}}}
-            ],
-            "hooks": {"sync": {"native": {"name": "daemonset"}}, "customize": {"native": {"name": "daemonset"}}}
-        }
-    });
+    let mut daemonset = rolled("daemonsets", &[("v1", "pods", RollingRecreate)], "daemonset");
+    daemonset.hooks.customize = Some(Hook::native("daemonset"));
+    let pods = ("v1", "pods", OnDelete);
     vec![
-        statefulset,
-        daemonset,
-        uc(
+        builtin("builtin-statefulset", statefulset),
+        builtin("builtin-daemonset", daemonset),
+        builtin(
             "builtin-replicationcontroller",
-            ("v1", "replicationcontrollers"),
-            ("v1", "pods"),
-            "OnDelete",
-            "replicationcontroller",
-            false,
-            false,
+            one(("v1", "replicationcontrollers"), pods, "replicationcontroller", false, false),
         ),
-        uc("builtin-replicaset", ("apps/v1", "replicasets"), ("v1", "pods"), "OnDelete", "replicaset", false, false),
-        uc(
+        builtin("builtin-replicaset", one(("apps/v1", "replicasets"), pods, "replicaset", false, false)),
+        builtin(
             "builtin-deployment",
-            ("apps/v1", "deployments"),
-            ("apps/v1", "replicasets"),
-            "InPlace",
-            "deployment",
-            false,
-            false,
+            one(("apps/v1", "deployments"), ("apps/v1", "replicasets", InPlace), "deployment", false, false),
         ),
         // Jobs select their pods by a generated selector (kube generates controller-uid too).
-        uc("builtin-job", ("batch/v1", "jobs"), ("v1", "pods"), "OnDelete", "job", true, false),
+        builtin("builtin-job", one(("batch/v1", "jobs"), pods, "job", true, false)),
         // A budget's selector picks pods, which are not its children: they are related resources.
-        json!({
-            "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
-            "metadata": {"name": "builtin-poddisruptionbudget", "labels": {"uc.njuics.cn/builtin": "true"}},
-            "spec": {
-                "parentResource": {"apiVersion": "policy/v1", "resource": "poddisruptionbudgets"},
-                "childResources": [],
-                "hooks": {"sync": {"native": {"name": "poddisruptionbudget"}},
-                          "customize": {"native": {"name": "poddisruptionbudget"}}}
-            }
-        }),
+        builtin(
+            "builtin-poddisruptionbudget",
+            childless(("policy/v1", "poddisruptionbudgets"), "poddisruptionbudget", true),
+        ),
         // Claims are bound at once: the node provisions each as a directory (claims.rs).
-        json!({
-            "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
-            "metadata": {"name": "builtin-persistentvolumeclaim", "labels": {"uc.njuics.cn/builtin": "true"}},
-            "spec": {
-                "parentResource": {"apiVersion": "v1", "resource": "persistentvolumeclaims"},
-                "childResources": [],
-                "hooks": {"sync": {"native": {"name": "persistentvolumeclaim"}}}
-            }
-        }),
+        builtin(
+            "builtin-persistentvolumeclaim",
+            childless(("v1", "persistentvolumeclaims"), "persistentvolumeclaim", false),
+        ),
         // A Service's selector picks pods, not its Endpoints: the pods are related resources.
-        uc("builtin-endpoints", ("v1", "services"), ("v1", "endpoints"), "InPlace", "endpoints", true, true),
+        builtin("builtin-endpoints", one(("v1", "services"), ("v1", "endpoints", InPlace), "endpoints", true, true)),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_builtin_controllers_are_the_objects_uc_has_always_installed() {
+        let b = |name: &str, spec: Value| {
+            json!({"apiVersion": "universalcontroller.njuics.cn/v1alpha1", "kind": "UniversalController",
+                   "metadata": {"name": name, "labels": {"uc.njuics.cn/builtin": "true"}}, "spec": spec})
+        };
+        let native = |hook: &str| json!({"native": {"name": hook}});
+        let child = |api: &str, resource: &str, method: &str| json!({"apiVersion": api, "resource": resource, "updateStrategy": {"method": method}});
+        let ready = json!({"conditions": [{"type": "Ready", "status": "True"}]});
+        let rolled_pods = json!({"apiVersion": "v1", "resource": "pods",
+                                 "updateStrategy": {"method": "RollingRecreate", "statusChecks": ready}});
+        let revisions = |resource: &str| json!({"apiVersion": "apps/v1", "resource": resource, "revisionHistory": {"fieldPaths": ["spec.template"]}});
+        let one = |parent: (&str, &str), c: Value, hook: &str, generate: bool| {
+            json!({"parentResource": {"apiVersion": parent.0, "resource": parent.1}, "childResources": [c],
+                   "generateSelector": generate, "hooks": {"sync": native(hook)}})
+        };
+        let mut endpoints = one(("v1", "services"), child("v1", "endpoints", "InPlace"), "endpoints", true);
+        endpoints["hooks"]["customize"] = native("endpoints");
+        let expected = vec![
+            b(
+                "builtin-statefulset",
+                json!({"parentResource": revisions("statefulsets"),
+                "childResources": [rolled_pods.clone(), child("v1", "persistentvolumeclaims", "OnDelete")],
+                "hooks": {"sync": native("statefulset")}}),
+            ),
+            b(
+                "builtin-daemonset",
+                json!({"parentResource": revisions("daemonsets"), "childResources": [rolled_pods],
+                "hooks": {"sync": native("daemonset"), "customize": native("daemonset")}}),
+            ),
+            b(
+                "builtin-replicationcontroller",
+                one(("v1", "replicationcontrollers"), child("v1", "pods", "OnDelete"), "replicationcontroller", false),
+            ),
+            b(
+                "builtin-replicaset",
+                one(("apps/v1", "replicasets"), child("v1", "pods", "OnDelete"), "replicaset", false),
+            ),
+            b(
+                "builtin-deployment",
+                one(("apps/v1", "deployments"), child("apps/v1", "replicasets", "InPlace"), "deployment", false),
+            ),
+            b("builtin-job", one(("batch/v1", "jobs"), child("v1", "pods", "OnDelete"), "job", true)),
+            b(
+                "builtin-poddisruptionbudget",
+                json!({"parentResource": {"apiVersion": "policy/v1",
+                "resource": "poddisruptionbudgets"}, "childResources": [],
+                "hooks": {"sync": native("poddisruptionbudget"), "customize": native("poddisruptionbudget")}}),
+            ),
+            b(
+                "builtin-persistentvolumeclaim",
+                json!({"parentResource": {"apiVersion": "v1",
+                "resource": "persistentvolumeclaims"}, "childResources": [],
+                "hooks": {"sync": native("persistentvolumeclaim")}}),
+            ),
+            b("builtin-endpoints", endpoints),
+        ];
+        assert_eq!(controllers(), expected);
+    }
 }

@@ -59,24 +59,18 @@ pub fn controllers() -> Vec<Value> {
 
 /// The UniversalController of ZookeeperClusters.
 pub fn controller() -> Value {
-    json!({
-        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
-        "metadata": {"name": "zookeeper-operator", "labels": {"uc.njuics.cn/operator": "zookeeper"}},
-        "spec": {
-            "generateSelector": true,
-            "resyncPeriodSeconds": 10,
-            "parentResource": {"apiVersion": "zookeeper.pravega.io/v1beta1", "resource": "zookeeperclusters"},
-            "childResources": [
-                {"apiVersion": "v1", "resource": "services", "updateStrategy": {"method": "InPlace"}},
-                {"apiVersion": "v1", "resource": "configmaps", "updateStrategy": {"method": "InPlace"}},
-                {"apiVersion": "policy/v1", "resource": "poddisruptionbudgets", "updateStrategy": {"method": "InPlace"}},
-                // Pods are kept as they were made; the hook decides every change to a server.
-                {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "InPlace"}},
-                {"apiVersion": "v1", "resource": "persistentvolumeclaims", "updateStrategy": {"method": "OnDelete"}}
-            ],
-            "hooks": {"sync": {"native": {"name": HOOK}}}
-        }
-    })
+    use uc_api::controller::UpdateMethod::{InPlace, OnDelete};
+    let children = [
+        ("v1", "services", InPlace),
+        ("v1", "configmaps", InPlace),
+        ("policy/v1", "poddisruptionbudgets", InPlace),
+        // Pods are kept as they were made; the hook decides every change to a server.
+        ("v1", "pods", InPlace),
+        ("v1", "persistentvolumeclaims", OnDelete),
+    ];
+    let spec = crate::objects::native_spec(("zookeeper.pravega.io/v1beta1", "zookeeperclusters"), &children, HOOK);
+    let spec = uc_api::controller::UniversalControllerSpec { resync_period_seconds: Some(10.0), ..spec };
+    crate::objects::universal_controller("zookeeper-operator", ("uc.njuics.cn/operator", "zookeeper"), spec)
 }
 
 /// Registers the native hook; `client` keeps the admin Secret and records Events; `names` resolves
