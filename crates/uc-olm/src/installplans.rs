@@ -2,10 +2,12 @@
 //! Manual, then carried out step by step (server-side apply, as the lifecycle manager) to Complete — or
 //! Failed with the step and the reason, as when a CRD upgrade would drop a version still stored.
 
-use serde_json::{Value, json};
+use k8s_openapi::api::core::v1::ObjectReference;
+use serde_json::Value;
 
-use crate::context::{Olm, V1ALPHA1, now, str_at};
+use crate::context::{Olm, now, str_at};
 use crate::error::LifecycleError;
+use crate::installplan::{InstallPlan, InstallPlanStatus, InstalledCondition, StepStatus};
 use crate::plan::Step;
 
 /// The versions an update of a CRD would drop while objects may still be stored in them: the existing
@@ -30,49 +32,39 @@ pub fn dropped_stored_versions(existing: &Value, new: &Value) -> Vec<String> {
         .collect()
 }
 
-/// A new InstallPlan of `steps` for a Subscription in `namespace`.
-pub fn install_plan(
-    name: &str,
-    namespace: &str,
-    csvs: &[String],
-    approval: &str,
-    source: (&str, &str),
-    subscription: &Value,
-) -> Value {
-    json!({
-        "apiVersion": V1ALPHA1, "kind": "InstallPlan",
-        "metadata": {"name": name, "namespace": namespace,
-                     "ownerReferences": [{"apiVersion": V1ALPHA1, "kind": "Subscription",
-                                          "name": str_at(subscription, "/metadata/name"),
-                                          "uid": str_at(subscription, "/metadata/uid"),
-                                          "controller": false, "blockOwnerDeletion": false}]},
-        "spec": {"approval": approval, "approved": approval == "Automatic", "clusterServiceVersionNames": csvs,
-                 "generation": 1, "source": source.1, "sourceNamespace": source.0},
-    })
-}
-
 /// An InstallPlan's status with its steps (each with its CatalogSource's namespace and name), all
 /// `step_status`.
-pub fn plan_status(phase: &str, steps: &[(Step, &str, &str)], step_status: &str, sources: &[String]) -> Value {
-    let plan: Vec<Value> = steps.iter().map(|(s, ns, name)| s.to_status(name, ns, step_status)).collect();
-    json!({"phase": phase, "catalogSources": sources, "plan": plan})
+pub fn plan_status(
+    phase: &str,
+    steps: &[(Step, &str, &str)],
+    step_status: &str,
+    sources: &[String],
+) -> InstallPlanStatus {
+    let plan = steps.iter().map(|(s, ns, name)| s.to_status(name, ns, step_status)).collect();
+    InstallPlanStatus {
+        phase: phase.into(),
+        catalog_sources: Some(sources.to_vec()),
+        plan: Some(plan),
+        ..Default::default()
+    }
 }
 
-/// The manifests of a plan's steps, from its status.
-fn steps_of(plan: &Value) -> Vec<Value> {
-    plan.pointer("/status/plan")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s.pointer("/resource/manifest").and_then(Value::as_str))
-        .filter_map(|m| serde_json::from_str(m).ok())
-        .collect()
+/// The manifests of a plan's steps.
+fn steps_of(plan: &InstallPlan) -> Vec<Value> {
+    let steps = plan.status.iter().flat_map(|s| s.plan.iter().flatten());
+    steps.filter_map(|s| serde_json::from_str(&s.resource.manifest).ok()).collect()
 }
 
-fn condition(installed: bool, reason: &str, message: &str) -> Value {
+fn condition(installed: bool, reason: &str, message: &str) -> InstalledCondition {
     let t = now();
-    json!({"type": "Installed", "status": if installed { "True" } else { "False" }, "reason": reason,
-           "message": message, "lastTransitionTime": t, "lastUpdateTime": t})
+    InstalledCondition {
+        type_: "Installed".into(),
+        status: if installed { "True" } else { "False" }.into(),
+        reason: reason.into(),
+        message: message.into(),
+        last_transition_time: t.clone(),
+        last_update_time: t,
+    }
 }
 
 /// The service account an OperatorGroup scopes its namespace's installs to (`spec.serviceAccountName`,
@@ -91,55 +83,72 @@ pub fn scoped_account(groups: &[Value], namespace: &str) -> Option<uc_engine::ac
 /// words, as on OLM.
 pub async fn sync(
     olm: &Olm,
-    plan: &Value,
+    object: &Value,
     account: Option<&uc_engine::acting::ServiceAccount>,
 ) -> Result<(), LifecycleError> {
-    let phase = str_at(plan, "/status/phase");
-    if matches!(phase, "Complete" | "Failed") || plan.pointer("/status/plan").is_none() {
+    let plan: InstallPlan = serde_json::from_value(object.clone()).map_err(crate::plan::PlanError::Encode)?;
+    let (phase, name) =
+        (plan.status.as_ref().map(|s| s.phase.as_str()).unwrap_or_default(), str_at(object, "/metadata/name"));
+    if matches!(phase, "Complete" | "Failed") || plan.status.as_ref().is_none_or(|s| s.plan.is_none()) {
         return Ok(());
     }
-    let approved = plan.pointer("/spec/approved").and_then(Value::as_bool) == Some(true);
-    if !approved {
-        return olm.status(plan, &json!({"phase": "RequiresApproval"})).await;
+    let write = |status: InstallPlanStatus| async move {
+        let status = serde_json::to_value(status).map_err(crate::plan::PlanError::Encode)?;
+        olm.status(object, &status).await
+    };
+    if !plan.spec.approved {
+        return write(InstallPlanStatus { phase: "RequiresApproval".into(), ..Default::default() }).await;
     }
-    let attenuated = account
-        .map(|a| json!({"kind": "ServiceAccount", "name": a.name, "namespace": a.namespace, "apiVersion": "v1"}));
+    let attenuated = account.map(|a| ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("ServiceAccount".into()),
+        name: Some(a.name.clone()),
+        namespace: Some(a.namespace.clone()),
+        ..Default::default()
+    });
     if phase != "Installing" {
-        olm.status(plan, &json!({"phase": "Installing", "startTime": now()})).await?;
+        write(InstallPlanStatus { phase: "Installing".into(), start_time: Some(now()), ..Default::default() }).await?;
     }
     let client = match account {
         Some(a) => uc_engine::acting::impersonating(&olm.client, a),
         None => olm.client.clone(),
     };
     let mut statuses = Vec::new();
-    for manifest in steps_of(plan) {
-        let (kind, name) = (str_at(&manifest, "/kind"), str_at(&manifest, "/metadata/name"));
-        let outcome = apply_step(olm, &client, &manifest).await;
-        match outcome {
+    for manifest in steps_of(&plan) {
+        let (kind, step) = (str_at(&manifest, "/kind"), str_at(&manifest, "/metadata/name"));
+        match apply_step(olm, &client, &manifest).await {
             Ok(s) => statuses.push(s),
-            Err(message) => {
-                let message = format!("error creating {kind} {name}: {message}");
-                tracing::warn!(plan = %str_at(plan, "/metadata/name"), %message, "install plan failed");
+            Err(e) => {
+                let message = format!("error creating {kind} {step}: {e}");
+                tracing::warn!(plan = %name, %message, "install plan failed");
                 // The steps done say so; the one that failed and those after it stay Unknown.
-                let status = json!({"phase": "Failed", "message": message, "plan": with_statuses(plan, &statuses),
-                                    "conditions": [condition(false, "InstallComponentFailed", &message)],
-                                    "attenuatedServiceAccountRef": attenuated});
-                return olm.status(plan, &status).await;
+                return write(InstallPlanStatus {
+                    phase: "Failed".into(),
+                    plan: Some(with_statuses(&plan, &statuses)),
+                    conditions: Some(vec![condition(false, "InstallComponentFailed", &message)]),
+                    message: Some(message),
+                    attenuated_service_account_ref: attenuated,
+                    ..Default::default()
+                })
+                .await;
             }
         }
     }
-    let status = json!({"phase": "Complete", "plan": with_statuses(plan, &statuses),
-                        "conditions": [condition(true, "", "")], "attenuatedServiceAccountRef": attenuated});
-    olm.status(plan, &status).await
+    write(InstallPlanStatus {
+        phase: "Complete".into(),
+        plan: Some(with_statuses(&plan, &statuses)),
+        conditions: Some(vec![condition(true, "", "")]),
+        attenuated_service_account_ref: attenuated,
+        ..Default::default()
+    })
+    .await
 }
 
 /// A plan's steps with the statuses of those carried out, in order (the rest as they were).
-fn with_statuses(plan: &Value, statuses: &[&str]) -> Value {
-    let mut steps = plan.pointer("/status/plan").cloned().unwrap_or_else(|| json!([]));
-    if let Some(list) = steps.as_array_mut() {
-        for (step, s) in list.iter_mut().zip(statuses) {
-            step["status"] = json!(s);
-        }
+fn with_statuses(plan: &InstallPlan, statuses: &[&str]) -> Vec<StepStatus> {
+    let mut steps = plan.status.as_ref().and_then(|s| s.plan.clone()).unwrap_or_default();
+    for (step, s) in steps.iter_mut().zip(statuses) {
+        step.status = s.to_string();
     }
     steps
 }
@@ -171,6 +180,8 @@ async fn apply_step(olm: &Olm, client: &kube::Client, manifest: &Value) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::V1ALPHA1;
+    use serde_json::json;
 
     #[test]
     fn a_crd_update_that_drops_a_stored_version_is_caught() {
@@ -198,21 +209,28 @@ mod tests {
 
     #[test]
     fn the_steps_carried_out_say_how() {
-        let plan = json!({"status": {"plan": [{"status": "Unknown", "resource": {"kind": "CustomResourceDefinition"}},
-                                              {"status": "Unknown", "resource": {"kind": "ClusterServiceVersion"}},
-                                              {"status": "Unknown", "resource": {"kind": "Role"}}]}});
+        let plan: InstallPlan = serde_json::from_value(json!({"status": {"plan": [
+            {"status": "Unknown", "resource": {"kind": "CustomResourceDefinition"}},
+            {"status": "Unknown", "resource": {"kind": "ClusterServiceVersion"}},
+            {"status": "Unknown", "resource": {"kind": "Role"}}]}}))
+        .unwrap();
         let steps = with_statuses(&plan, &["Created"]);
-        let got: Vec<&str> = steps.as_array().unwrap().iter().map(|s| s["status"].as_str().unwrap()).collect();
+        let got: Vec<&str> = steps.iter().map(|s| s.status.as_str()).collect();
         assert_eq!(got, ["Created", "Unknown", "Unknown"], "the failed step and those after it stay Unknown");
     }
 
     #[test]
     fn a_new_plan_waits_for_approval_unless_automatic() {
-        let sub = json!({"metadata": {"name": "etcd", "uid": "u"}});
-        let manual = install_plan("install-1", "ops", &["etcd.v1".into()], "Manual", ("olm", "uc-operators"), &sub);
+        let sub = ("etcd", "u");
+        let plan = |name, approval| {
+            let plan = InstallPlan::new(name, "ops", &["etcd.v1".into()], approval, ("olm", "uc-operators"), sub);
+            serde_json::to_value(plan).unwrap()
+        };
+        let manual = plan("install-1", "Manual");
         assert_eq!(manual["spec"]["approved"], false);
         assert_eq!(manual["metadata"]["ownerReferences"][0]["name"], "etcd");
-        let auto = install_plan("install-2", "ops", &["etcd.v1".into()], "Automatic", ("olm", "uc-operators"), &sub);
+        let auto = plan("install-2", "Automatic");
+        assert_eq!((auto["apiVersion"].as_str(), auto["kind"].as_str()), (Some(V1ALPHA1), Some("InstallPlan")));
         assert_eq!(
             (auto["spec"]["approved"].clone(), auto["spec"]["sourceNamespace"].clone()),
             (json!(true), json!("olm"))

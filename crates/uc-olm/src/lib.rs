@@ -21,6 +21,7 @@ pub mod fbc;
 pub mod go_zero;
 pub mod graph;
 pub mod group;
+pub mod installplan;
 pub mod installplans;
 pub mod packages;
 pub mod phase;

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use crate::config::SubscriptionConfig;
 use crate::csv::Csv;
 use crate::fbc::Bundle;
+use crate::installplan::{StepResource, StepStatus};
 use crate::resolve::Choice;
 
 /// The kinds of objects an install labels as the CSV's (besides its Deployments, which it owns), swept
@@ -51,19 +52,23 @@ pub struct Step {
 
 impl Step {
     /// The step as an InstallPlan's `status.plan[]` entry.
-    pub fn to_status(&self, source: &str, source_namespace: &str, status: &str) -> Value {
+    pub fn to_status(&self, source: &str, source_namespace: &str, status: &str) -> StepStatus {
         let s = |p: &str| self.manifest.pointer(p).and_then(Value::as_str).unwrap_or_default().to_string();
         let api_version = s("/apiVersion");
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version.as_str()));
-        json!({
-            "resolving": self.resolving,
-            "resource": {
-                "group": group, "version": version, "kind": s("/kind"), "name": s("/metadata/name"),
-                "sourceName": source, "sourceNamespace": source_namespace,
-                "manifest": self.manifest.to_string(),
+        StepStatus {
+            resolving: self.resolving.clone(),
+            resource: StepResource {
+                group: group.into(),
+                version: version.into(),
+                kind: s("/kind"),
+                name: s("/metadata/name"),
+                source_name: source.into(),
+                source_namespace: source_namespace.into(),
+                manifest: self.manifest.to_string(),
             },
-            "status": status,
-        })
+            status: status.into(),
+        }
     }
 }
 
@@ -354,7 +359,7 @@ mod tests {
             "CRDs outlive their operator (not olm.owner), found by the package's label when asked"
         );
         assert_eq!(operator_label(&"x".repeat(60), "operators"), None, "too long for a label");
-        let status = steps[1].to_status("uc-operators", "olm", "Unknown");
+        let status = serde_json::to_value(steps[1].to_status("uc-operators", "olm", "Unknown")).unwrap();
         assert_eq!(status["resource"]["group"], "operators.coreos.com");
         assert_eq!(status["resource"]["kind"], "ClusterServiceVersion");
         assert_eq!(status["resolving"], "memcached.v0.1.0");

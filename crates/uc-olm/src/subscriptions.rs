@@ -11,7 +11,8 @@ use crate::context::{Olm, V1ALPHA1, now, str_at};
 use crate::error::LifecycleError;
 use crate::fbc::Catalog;
 use crate::graph;
-use crate::installplans::{install_plan, plan_status};
+use crate::installplan::InstallPlan;
+use crate::installplans::plan_status;
 use crate::plan::{dependency_subscription, steps};
 use crate::resolve::{Choice, Installed, Source, Target, bundle_of, resolve};
 use crate::versions::parse_version;
@@ -102,14 +103,17 @@ async fn make_plan(
     }
     let csvs: Vec<String> = choices.iter().map(|c| c.bundle.clone()).collect();
     let (source_ns, source_name) = choices[0].source.split_once('/').unwrap_or(("", ""));
-    let plan = olm.apply(&install_plan(&name, ns, &csvs, approval, (source_ns, source_name), sub)).await?;
+    let owner = (str_at(sub, "/metadata/name"), str_at(sub, "/metadata/uid"));
+    let new = InstallPlan::new(&name, ns, &csvs, approval, (source_ns, source_name), owner);
+    let plan = olm.apply(&serde_json::to_value(new).map_err(crate::plan::PlanError::Encode)?).await?;
     if plan.pointer("/status/phase").is_none() {
         let phase = if approval == "Automatic" { "Installing" } else { "RequiresApproval" };
         let mut catalogs: Vec<String> = choices.iter().map(|c| c.source.clone()).collect();
         catalogs.dedup();
         let steps: Vec<(crate::plan::Step, &str, &str)> =
             all.iter().map(|(s, ns, n)| (s.clone(), ns.as_str(), n.as_str())).collect();
-        olm.status(&plan, &plan_status(phase, &steps, "Unknown", &catalogs)).await?;
+        let status = plan_status(phase, &steps, "Unknown", &catalogs);
+        olm.status(&plan, &serde_json::to_value(status).map_err(crate::plan::PlanError::Encode)?).await?;
     }
     tracing::info!(subscription = %str_at(sub, "/metadata/name"), plan = %name, ?csvs, "install plan made");
     Ok((name, str_at(&plan, "/metadata/uid").to_string()))
