@@ -128,8 +128,8 @@ async fn sync(
             }),
         };
         if let Err(f) = done {
-            let progress = str_at(&decision.status, "/progress").to_string();
-            decision.status["progress"] = json!(format!("{progress}: {}; trying again", f.message));
+            let progress = decision.status.progress.take().unwrap_or_default();
+            decision.status.progress = Some(format!("{progress}: {}; trying again", f.message));
             if f.routine {
                 tracing::debug!(cluster = %spec.name, error = %f.message, "membership change to be retried");
             } else {
@@ -157,7 +157,7 @@ async fn sync(
     }
     children.extend(decision.pods);
     SyncResponse {
-        status: Some(decision.status),
+        status: Some(crate::objects::json_of(&decision.status)),
         children,
         resync_after_seconds: Some(if decision.busy { 2.0 } else { 10.0 }),
         finalized: None,

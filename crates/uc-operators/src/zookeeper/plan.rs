@@ -27,6 +27,7 @@ use super::fourlw::{Config, Srvr};
 use super::objects;
 use super::rollout::{self, Step};
 use super::spec::{Role, Spec};
+use super::types::{Members, ServerStatus, ZookeeperClusterStatus};
 use crate::objects::{as_written, is_ready};
 
 /// What the servers said this sync.
@@ -71,7 +72,7 @@ pub enum Change {
 pub struct Decision {
     pub pods: Vec<Value>,
     pub change: Option<Change>,
-    pub status: Value,
+    pub status: ZookeeperClusterStatus,
     /// Something is in progress: sync again soon.
     pub busy: bool,
     /// Membership changes the servers show since the last status: (reason, message) of an Event each.
@@ -307,10 +308,10 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
     });
     let mut status = status(spec, pods, observed, (&membership, &remote), source, previous, upgrading.as_deref());
     if !progress.is_empty() {
-        status["progress"] = json!(progress);
+        status.progress = Some(progress);
     }
     let busy =
-        change.is_some() || status["readyReplicas"] != status["replicas"] || membership.len() != spec.replicas as usize;
+        change.is_some() || status.ready_replicas != status.replicas || membership.len() != spec.replicas as usize;
     let events = match (source, membership_of_status(spec, previous)) {
         ("servers", Some(before)) => membership_events(spec, &before, &membership),
         _ => Vec::new(),
@@ -334,17 +335,13 @@ fn membership_events(spec: &Spec, before: &Membership, now: &Membership) -> Vec<
 }
 
 /// A server in the status: its name, id, mode (as it says, or as the configuration says) and zxid.
-fn server_entry(name: &str, id: u32, said: Option<&Srvr>, role: Role) -> Value {
+fn server_entry(name: &str, id: u32, said: Option<&Srvr>, role: Role) -> ServerStatus {
     let mode = match (said, role) {
         (Some(s), _) => s.mode.clone(),
         (None, Role::Observer) => "observer".to_string(),
         (None, Role::Participant) => "unknown".to_string(),
     };
-    let mut s = json!({"name": name, "id": id, "mode": mode});
-    if let Some(said) = said {
-        s["zxid"] = json!(said.zxid);
-    }
-    s
+    ServerStatus { name: name.into(), id, mode, zxid: said.map(|s| s.zxid.clone()) }
 }
 
 /// The ensemble's conditions: PodsReady (`ready` of `total` serve), Upgrading, and Error when quorum is
@@ -376,11 +373,10 @@ fn status(
     source: &str,
     previous: &Value,
     upgrading: Option<&str>,
-) -> Value {
+) -> ZookeeperClusterStatus {
     let mut ready = Vec::new();
     let mut unready = Vec::new();
     let mut servers = Vec::new();
-    let leader = observed.leader().map_or(Value::Null, |n| json!(n));
     for (ordinal, role) in membership {
         let name = spec.pod_name(*ordinal);
         let said = observed.serving.get(&name);
@@ -426,21 +422,22 @@ fn status(
         .filter_map(|(_, p)| running_tag(p))
         .collect();
     let current = match running.first() {
-        Some(t) if running.iter().all(|r| r == t) && all_ready => json!(t),
-        _ => previous.get("currentVersion").cloned().unwrap_or(Value::Null),
+        Some(t) if running.iter().all(|r| r == t) && all_ready => Some(t.clone()),
+        _ => previous.get("currentVersion").and_then(Value::as_str).map(String::from),
     };
-    json!({
-        "replicas": membership.len(),
-        "readyReplicas": ready.len(),
-        "members": {"ready": ready, "unready": unready},
-        "internalClientEndpoint": spec.client_endpoint(),
-        "currentVersion": current,
-        "targetVersion": spec.tag,
-        "leader": leader,
-        "servers": servers,
-        "restartRound": spec.restart_round,
-        "conditions": conditions,
-    })
+    ZookeeperClusterStatus {
+        replicas: Some(membership.len() as i32),
+        ready_replicas: Some(ready.len() as i32),
+        members: Some(Members { ready: Some(ready), unready: Some(unready) }),
+        internal_client_endpoint: Some(spec.client_endpoint()),
+        current_version: current,
+        target_version: Some(spec.tag.clone()),
+        leader: observed.leader().map(String::from),
+        servers: Some(servers),
+        restart_round: spec.restart_round.clone(),
+        conditions: Some(conditions),
+        ..Default::default()
+    }
 }
 
 /// The tag of the image the ZooKeeper container runs, as the node reports it.
@@ -470,6 +467,7 @@ fn keep_transition_times(conditions: &mut [Value], previous: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::objects::json_of;
     use crate::zookeeper::fourlw::{self, parse_conf};
     use uc_api::meta::str_at;
 
@@ -497,7 +495,11 @@ mod tests {
         let servers = d.pods[2]["spec"]["initContainers"][0]["env"][1]["value"].as_str().unwrap().to_string();
         assert_eq!(servers.split(' ').count(), 3, "{servers}");
         assert!(servers.contains("server.3=zk-2.zk-headless.ns.svc.cluster.local:2888:3888:participant"));
-        assert_eq!(d.status["conditions"][2]["status"], json!("False"), "no quorum loss before the first election");
+        assert_eq!(
+            json_of(&d.status)["conditions"][2]["status"],
+            json!("False"),
+            "no quorum loss before the first election"
+        );
         assert!(d.busy);
     }
 
@@ -513,11 +515,11 @@ mod tests {
         ]);
         let d = plan(&s, &pods, &Observed { serving, config: Some(conf), ..Default::default() }, &json!({}));
         assert_eq!(d.pods.len(), 3);
-        assert_eq!(d.status["leader"], json!("zk-1"));
-        assert_eq!(d.status["readyReplicas"], json!(3));
-        assert_eq!(d.status["currentVersion"], json!("3.8"));
-        assert_eq!(d.status["members"]["ready"], json!(["zk-0", "zk-1", "zk-2"]));
-        assert_eq!(d.status["conditions"][0]["status"], json!("True"));
+        assert_eq!(json_of(&d.status)["leader"], json!("zk-1"));
+        assert_eq!(json_of(&d.status)["readyReplicas"], json!(3));
+        assert_eq!(json_of(&d.status)["currentVersion"], json!("3.8"));
+        assert_eq!(json_of(&d.status)["members"]["ready"], json!(["zk-0", "zk-1", "zk-2"]));
+        assert_eq!(json_of(&d.status)["conditions"][0]["status"], json!("True"));
         assert!(!d.busy);
     }
 
@@ -535,7 +537,7 @@ mod tests {
         assert_eq!(names, ["zk-0", "zk-1", "zk-2"], "the members' pods are made again, same ordinals");
         let again = &d.pods[1]["spec"]["initContainers"][0]["env"];
         assert_eq!(again[2]["value"], json!("false"), "a member comes back, it does not join afresh");
-        let error = &d.status["conditions"][2];
+        let error = &json_of(&d.status)["conditions"][2].clone();
         assert_eq!((error["status"].as_str(), error["reason"].as_str()), (Some("True"), Some("QuorumLost")));
         assert!(error["message"].as_str().unwrap().contains("0 of 3 participants serve"));
     }
@@ -567,7 +569,7 @@ mod tests {
         assert!(servers.contains("server.4=zk-3.zk-headless.ns.svc.cluster.local:2888:3888:observer"), "{servers}");
         assert_eq!(servers.split(' ').count(), 4);
         assert!(!d.pods.iter().any(|p| str_at(p, "/metadata/name") == "zk-4"), "one joiner at a time");
-        assert_eq!(d.status["progress"], json!("starting zk-3"));
+        assert_eq!(json_of(&d.status)["progress"], json!("starting zk-3"));
         // zk-3 follows without a vote: it is added as a participant.
         let (name, pod) = running(&s, 3);
         pods.insert(name.clone(), pod);
@@ -598,9 +600,10 @@ mod tests {
         let s = spec(4);
         let (pods, observed) = serving_ensemble(&s, 0..4);
         let previous = plan(&s, &pods, &serving_ensemble(&s, 0..3).1, &json!({})).status;
+        let previous = json_of(&previous);
         let d = plan(&s, &pods, &observed, &previous);
         assert_eq!(d.events, vec![("MemberAdded", "zk-3 (server.4) joined the ensemble as a participant".to_string())]);
-        let d = plan(&spec(3), &pods, &serving_ensemble(&s, 0..3).1, &d.status);
+        let d = plan(&spec(3), &pods, &serving_ensemble(&s, 0..3).1, &json_of(&d.status));
         assert_eq!(d.events, vec![("MemberRemoved", "zk-3 (server.4) left the ensemble".to_string())]);
         assert!(plan(&s, &pods, &observed, &json!({})).events.is_empty(), "a first status is no change");
     }
@@ -613,7 +616,7 @@ mod tests {
         let d = plan(&s, &pods, &observed, &json!({}));
         assert_eq!(d.change, None);
         assert_eq!(d.pods.len(), 3, "no joiner starts");
-        assert_eq!(d.status["progress"], json!("waiting for every member to serve"));
+        assert_eq!(json_of(&d.status)["progress"], json!("waiting for every member to serve"));
     }
 
     #[test]
@@ -654,7 +657,7 @@ mod tests {
         let d = plan(&upgraded, &pods, &observed, &json!({}));
         let images: Vec<&str> = d.pods.iter().map(|p| str_at(p, "/spec/containers/0/image")).collect();
         assert_eq!(images, ["zookeeper:3.8", "zookeeper:3.9", "zookeeper:3.8"], "a follower first, not zk-2");
-        assert_eq!(d.status["leader"], json!("zk-2"));
+        assert_eq!(json_of(&d.status)["leader"], json!("zk-2"));
     }
 
     #[test]
@@ -668,7 +671,7 @@ mod tests {
         let images: Vec<&str> = d.pods.iter().map(|p| str_at(p, "/spec/containers/0/image")).collect();
         assert_eq!(images, ["zookeeper:3.8", "zookeeper:3.8", "zookeeper:3.9"], "the highest follower first");
         assert_eq!(d.change, None, "no membership change during a rollout");
-        let upgrading = &d.status["conditions"][1];
+        let upgrading = &json_of(&d.status)["conditions"][1].clone();
         assert_eq!(
             (upgrading["status"].as_str(), upgrading["message"].as_str()),
             (Some("True"), Some("rolling upgrade: 3 of 3 servers to go"))
@@ -684,7 +687,7 @@ mod tests {
         observed.leader_mntr.insert("zk_synced_followers".into(), "1".into());
         let d = plan(&upgraded, &pods, &observed, &json!({}));
         assert_eq!(str_at(&d.pods[0], "/spec/containers/0/image"), "zookeeper:3.8");
-        assert_eq!(d.status["progress"], json!("waiting for every follower to catch up with the leader"));
+        assert_eq!(json_of(&d.status)["progress"], json!("waiting for every follower to catch up with the leader"));
         // A restart round deletes one pod at a time (it comes back as the same member).
         upgraded.restart_round = Some("7".into());
         let all_new: ObjectMap = pods
@@ -729,8 +732,8 @@ mod tests {
         let m2 = part(3, 2);
         let d = plan(&m2, &ObjectMap::new(), &Observed::default(), &json!({}));
         assert!(d.pods.is_empty(), "no server starts an ensemble of its own");
-        assert!(str_at(&d.status, "/progress").contains("server.1 at zk-0.m1"), "{}", d.status);
-        assert_eq!(d.status["conditions"][2]["status"], "False", "nothing is lost");
+        assert!(str_at(&json_of(&d.status), "/progress").contains("server.1 at zk-0.m1"), "{:?}", d.status);
+        assert_eq!(json_of(&d.status)["conditions"][2]["status"], "False", "nothing is lost");
         // The cluster of server 1 starts it with its own servers.
         let d = plan(&part(1, 2), &ObjectMap::new(), &Observed::default(), &json!({}));
         assert_eq!(d.pods.len(), 2);
@@ -748,8 +751,11 @@ mod tests {
         let servers = env(&d.pods[0], "ZK_SERVERS");
         assert!(servers.contains("server.1=zk-0.m1") && servers.contains("server.2=zk-1.m1"), "{servers}");
         assert!(servers.contains("server.3=zk-0.m2.zk-headless.ns.svc.clusterset.local:2888:3888:observer"));
-        assert_eq!(d.status["leader"], "zk-0.m1.zk-headless.ns.svc.clusterset.local");
-        assert_eq!((d.status["replicas"].as_i64(), d.status["servers"].as_array().map(Vec::len)), (Some(0), Some(2)));
+        assert_eq!(json_of(&d.status)["leader"], "zk-0.m1.zk-headless.ns.svc.clusterset.local");
+        assert_eq!(
+            (json_of(&d.status)["replicas"].as_i64(), json_of(&d.status)["servers"].as_array().map(Vec::len)),
+            (Some(0), Some(2))
+        );
         // Serving as a non-voting follower, it is reconfigured in as a participant.
         let pods: ObjectMap = [running(&m2, 0)].into();
         let mut observed = observed;
@@ -770,8 +776,11 @@ mod tests {
         four.serving.insert("zk-1.m2.zk-headless.ns.svc.clusterset.local".into(), srvr("follower"));
         let d = plan(&m1, &m1_pods, &four, &json!({}));
         assert_eq!(d.change, None);
-        assert_eq!((d.status["replicas"].as_i64(), d.status["readyReplicas"].as_i64()), (Some(2), Some(2)));
-        assert_eq!(d.status["servers"].as_array().map(Vec::len), Some(4));
+        assert_eq!(
+            (json_of(&d.status)["replicas"].as_i64(), json_of(&d.status)["readyReplicas"].as_i64()),
+            (Some(2), Some(2))
+        );
+        assert_eq!(json_of(&d.status)["servers"].as_array().map(Vec::len), Some(4));
     }
 
     #[test]
@@ -781,7 +790,7 @@ mod tests {
                                           {"name": "zk-0.m1.zk-headless.ns.svc.clusterset.local", "id": 1, "mode": "leader"}]});
         let d = plan(&m3, &ObjectMap::new(), &Observed::default(), &previous);
         assert!(d.pods.is_empty(), "its pod waits: a server started with what the status remembers would be alone");
-        assert!(str_at(&d.status, "/progress").contains("waiting for a leader's configuration"));
+        assert!(str_at(&json_of(&d.status), "/progress").contains("waiting for a leader's configuration"));
         // With the leader's configuration it comes back with every member listed.
         let mut observed = m1_serving();
         let lines = [objects::participants(&part(1, 2), 0..2), objects::participants(&m3, 0..1)].concat();
