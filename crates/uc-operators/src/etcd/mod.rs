@@ -30,7 +30,7 @@ pub mod types;
 use std::sync::Arc;
 
 use kube::CustomResourceExt;
-use kube::api::{DynamicObject, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
 use uc_api::meta::str_at;
@@ -41,10 +41,13 @@ use client::Etcd;
 use plan::{Decision, MemberChange, Step, View, member_pods, plan, restore_step};
 use pods::{condition, current_version, pod_ready};
 pub use resources::GROUP;
-use resources::api;
 #[cfg(test)]
 use spec::SpecError;
 use spec::{CLIENT_PORT, Spec};
+use types::{
+    ClusterReference, EtcdBackup, EtcdClusterStatus, EtcdRestore, EtcdRestoreSpec, LocalSource, MembersStatus,
+    StorageType,
+};
 use uc_api::controller::{UniversalControllerSpec, UpdateMethod};
 /// Name of the native hook.
 pub const HOOK: &str = "etcd-cluster";
@@ -192,27 +195,29 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest
     } else {
         None
     };
-    let reason = step.conditions.first().map(|c| c["reason"].clone()).unwrap_or(Value::Null);
+    let reason = step.conditions.first().and_then(|c| c["reason"].as_str()).map(String::from);
     let mut children: Vec<Value> = spec.services().iter().map(json_of).collect();
     children.extend(step.pods.iter().filter_map(|p| spec.claim_of(p)).map(|c| json_of(&c)));
     children.extend(step.pods);
-    let status = json!({
-            "phase": step.phase,
-            "reason": reason,
-            "size": members_ready.len() + members_unready.len(),
-            "readyMembers": members_ready.len(),
-            "members": {"ready": members_ready, "unready": members_unready},
-            "currentVersion": current_version(&spec, &observed_pods.values().filter(|p| spec.index_of(str_at(p, "/metadata/name")).is_some()).map(|p| Value::clone(p)).collect::<Vec<_>>()),
-            "targetVersion": spec.version,
-            "serviceName": spec.name,
-            "clientPort": CLIENT_PORT,
-            "nextMemberIndex": next_index,
-            "restoredFrom": if restored_from.is_empty() { Value::Null } else { json!(restored_from) },
-            "quorumLostSince": quorum_lost_since,
-            "conditions": step.conditions,
-    });
+    let members: Vec<Value> =
+        observed_pods.iter().filter(|(n, _)| spec.index_of(n).is_some()).map(|(_, p)| Value::clone(p)).collect();
+    let status = EtcdClusterStatus {
+        phase: step.phase.into(),
+        reason,
+        size: members_ready.len() + members_unready.len(),
+        ready_members: members_ready.len(),
+        members: MembersStatus { ready: members_ready, unready: members_unready },
+        current_version: current_version(&spec, &members),
+        target_version: spec.version.clone(),
+        service_name: spec.name.clone(),
+        client_port: CLIENT_PORT,
+        next_member_index: next_index,
+        restored_from: Some(restored_from).filter(|r| !r.is_empty()),
+        quorum_lost_since,
+        conditions: step.conditions,
+    };
     SyncResponse {
-        status: Some(status),
+        status: Some(json_of(&status)),
         children,
         resync_after_seconds: Some(if step.busy || step.quorum_lost { 1.0 } else { 10.0 }),
         finalized: None,
@@ -263,35 +268,38 @@ async fn auto_restore(kube: Option<&kube::Client>, spec: &Spec, since: chrono::D
     }
     let kube = kube?;
     let failed = |m: String| Some(condition("Recovering", false, "AutoRestoreFailed", &m));
-    let b = match api(kube, &spec.namespace, "EtcdBackup", "etcdbackups").get_opt(backup).await {
-        Ok(Some(b)) => serde_json::to_value(b).unwrap_or_default(),
+    let b = match Api::<EtcdBackup>::namespaced(kube.clone(), &spec.namespace).get_opt(backup).await {
+        Ok(Some(b)) => b,
         Ok(None) => return failed(format!("spec.restoreOnQuorumLoss.backupName: EtcdBackup {backup} not found")),
         Err(e) => return failed(format!("reading EtcdBackup {backup}: {e}")),
     };
-    let path = str_at(&b, "/status/backupPath");
+    let path = b.status.as_ref().and_then(|s| s.0.get("backupPath")).and_then(Value::as_str).unwrap_or_default();
     if path.is_empty() {
         return failed(format!("EtcdBackup {backup} has no successful backup to restore from"));
     }
     let name = format!("{}-quorum-loss-{}", spec.name, since.timestamp());
-    let storage = match str_at(&b, "/spec/storageType") {
-        "" => "Local",
-        t => t,
-    };
-    let mut restore = json!({
-        "apiVersion": format!("{GROUP}/v1beta2"), "kind": "EtcdRestore",
-        "metadata": {"name": name, "namespace": spec.namespace, "labels": spec.labels()},
-        "spec": {"etcdCluster": {"name": spec.name}, "backupStorageType": storage}});
-    if storage == "S3" {
-        restore["spec"]["s3"] = json!({"path": path, "awsSecret": b.pointer("/spec/s3/awsSecret"),
-                                       "endpoint": b.pointer("/spec/s3/endpoint")});
-    } else {
-        restore["spec"]["local"] = json!({"path": path});
+    let storage = b.spec.storage_type;
+    let mut restore = EtcdRestore::new(
+        &name,
+        EtcdRestoreSpec {
+            etcd_cluster: ClusterReference { name: spec.name.clone(), ..Default::default() },
+            backup_storage_type: storage,
+            ..Default::default()
+        },
+    );
+    restore.metadata.namespace = Some(spec.namespace.clone());
+    restore.metadata.labels = Some(spec.labels());
+    match storage {
+        StorageType::S3 => {
+            let s3 = b.spec.s3.as_ref();
+            let field = |k: &str| s3.and_then(|s| s.get(k)).cloned().unwrap_or(Value::Null);
+            restore.spec.s3 =
+                Some(json!({"path": path, "awsSecret": field("awsSecret"), "endpoint": field("endpoint")}));
+        }
+        StorageType::Local => restore.spec.local = Some(LocalSource { path: Some(path.to_string()) }),
     }
-    let restores = api(kube, &spec.namespace, "EtcdRestore", "etcdrestores");
-    let created = match serde_json::from_value::<DynamicObject>(restore) {
-        Ok(o) => restores.create(&PostParams::default(), &o).await,
-        Err(e) => return failed(e.to_string()),
-    };
+    let created =
+        Api::<EtcdRestore>::namespaced(kube.clone(), &spec.namespace).create(&PostParams::default(), &restore).await;
     match created {
         Ok(_) => {}
         Err(kube::Error::Api(e)) if e.code == 409 => {}

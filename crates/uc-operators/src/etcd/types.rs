@@ -115,6 +115,43 @@ pub struct PodPolicy {
     pub other: BTreeMap<String, Value>,
 }
 
+/// What the operator writes into an EtcdCluster's (open) status, coreos's fields and uc's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EtcdClusterStatus {
+    /// `Creating`, `Running`, `Scaling`, `Recovering`, `Upgrading`, `Restoring` or `Failed`.
+    pub phase: String,
+    /// The first condition's reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Members, Ready or not.
+    pub size: usize,
+    pub ready_members: usize,
+    pub members: MembersStatus,
+    /// The lowest version a member runs.
+    pub current_version: String,
+    pub target_version: String,
+    /// The client Service and its port.
+    pub service_name: String,
+    pub client_port: u16,
+    /// The index the next member gets (a removed member's name is never reused).
+    pub next_member_index: u64,
+    /// The restore this cluster was made from (the EtcdRestore's uid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restored_from: Option<String>,
+    /// Since when quorum has been lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quorum_lost_since: Option<String>,
+    pub conditions: Vec<Value>,
+}
+
+/// The members by readiness, each sorted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MembersStatus {
+    pub ready: Vec<String>,
+    pub unready: Vec<String>,
+}
+
 /// Automatic restore after quorum loss.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
