@@ -68,6 +68,12 @@ pub fn controller_owner_reference(owner: &Value) -> Value {
     })
 }
 
+/// A typed object as the JSON the dynamic paths (hook answers, the dynamic client) carry. Kubernetes
+/// objects always encode; `Null` stands for one that would not.
+pub fn json_of<T: serde::Serialize>(object: &T) -> Value {
+    serde_json::to_value(object).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

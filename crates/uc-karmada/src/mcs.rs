@@ -7,7 +7,12 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use k8s_openapi::api::core::v1::{Endpoints, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::Api;
+use serde_json::Value;
 use uc_api::meta::str_at;
 
 use crate::error::PlaneError;
@@ -26,8 +31,8 @@ pub use uc_api::dns::{MCS_SERVICE_NAME, SOURCE_CLUSTER};
 #[derive(Clone, Debug, PartialEq)]
 pub struct Exported {
     pub cluster: String,
-    pub service: Value,
-    pub endpoints: Option<Value>,
+    pub service: Service,
+    pub endpoints: Option<Endpoints>,
 }
 
 /// `derived-<service>`.
@@ -35,67 +40,85 @@ pub fn derived_name(service: &str) -> String {
     format!("derived-{service}")
 }
 
+fn labels(pairs: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
+    Some(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+}
+
+/// The ports of an exported Service (its `spec.ports`).
+fn ports_of(service: &Service) -> &[ServicePort] {
+    service.spec.as_ref().and_then(|s| s.ports.as_deref()).unwrap_or_default()
+}
+
 /// The derived Service in an importing cluster: the exported Service's ports, headless when the
 /// exported one is, no selector (its endpoints are the imported slices).
-pub fn derived_service(namespace: &str, name: &str, exports: &[Exported]) -> Value {
+pub fn derived_service(namespace: &str, name: &str, exports: &[Exported]) -> Service {
     let first = exports.first().map(|e| &e.service);
-    let ports: Vec<Value> = first
-        .and_then(|s| s.pointer("/spec/ports"))
-        .and_then(Value::as_array)
-        .map(|ps| {
-            ps.iter()
-                .map(|p| json!({"name": p.get("name").cloned().unwrap_or(json!("")), "port": p["port"], "protocol": p.get("protocol").cloned().unwrap_or(json!("TCP"))}))
-                .collect()
-        })
-        .unwrap_or_default();
-    let headless = first.is_some_and(|s| str_at(s, "/spec/clusterIP") == "None");
-    let mut spec = json!({"ports": ports, "type": "ClusterIP"});
-    if headless {
-        spec["clusterIP"] = json!("None");
+    let ports = first.map(ports_of).unwrap_or_default().iter().map(|p| ServicePort {
+        name: Some(p.name.clone().unwrap_or_default()),
+        port: p.port,
+        protocol: Some(p.protocol.clone().unwrap_or_else(|| "TCP".into())),
+        ..Default::default()
+    });
+    let headless = first.and_then(|s| s.spec.as_ref()).and_then(|s| s.cluster_ip.as_deref()) == Some("None");
+    Service {
+        metadata: ObjectMeta {
+            name: Some(derived_name(name)),
+            namespace: Some(namespace.into()),
+            labels: labels(&[(MCS_SERVICE_NAME, name)]),
+            ..Default::default()
+        },
+        spec: Some(ServiceSpec {
+            ports: Some(ports.collect()),
+            type_: Some("ClusterIP".into()),
+            cluster_ip: headless.then(|| "None".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
     }
-    json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": derived_name(name), "namespace": namespace,
-                     "labels": {MCS_SERVICE_NAME: name}},
-        "spec": spec,
-    })
 }
 
 /// The slice of one exporting cluster, as an importing cluster holds it.
-pub fn imported_slice(namespace: &str, name: &str, e: &Exported) -> Value {
+pub fn imported_slice(namespace: &str, name: &str, e: &Exported) -> EndpointSlice {
     let mut endpoints = Vec::new();
-    for subset in e.endpoints.as_ref().and_then(|ep| ep.get("subsets")).and_then(Value::as_array).into_iter().flatten()
-    {
-        for (list, ready) in [("addresses", true), ("notReadyAddresses", false)] {
-            for a in subset.get(list).and_then(Value::as_array).into_iter().flatten() {
-                let mut ep = json!({"addresses": [str_at(a, "/ip")], "conditions": {"ready": ready}});
-                if !str_at(a, "/hostname").is_empty() {
-                    ep["hostname"] = json!(str_at(a, "/hostname"));
-                }
-                endpoints.push(ep);
+    for subset in e.endpoints.iter().flat_map(|ep| ep.subsets.iter().flatten()) {
+        for (list, ready) in [(&subset.addresses, true), (&subset.not_ready_addresses, false)] {
+            for a in list.iter().flatten() {
+                endpoints.push(Endpoint {
+                    addresses: vec![a.ip.clone()],
+                    conditions: Some(EndpointConditions { ready: Some(ready), ..Default::default() }),
+                    hostname: a.hostname.clone().filter(|h| !h.is_empty()),
+                    ..Default::default()
+                });
             }
         }
     }
-    let ports: Vec<Value> = e
-        .service
-        .pointer("/spec/ports")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|p| json!({"name": p.get("name").cloned().unwrap_or(json!("")), "port": p.get("targetPort").filter(|t| t.is_number()).unwrap_or(&p["port"]), "protocol": p.get("protocol").cloned().unwrap_or(json!("TCP"))}))
-        .collect();
-    json!({
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {
-            "name": format!("imported-{}-{name}", e.cluster),
-            "namespace": namespace,
-            "labels": {SERVICE_NAME: derived_name(name), MANAGED_BY: DISPATCHER,
-                       SOURCE_CLUSTER: e.cluster, MCS_SERVICE_NAME: name},
+    let ports = ports_of(&e.service).iter().map(|p| EndpointPort {
+        name: Some(p.name.clone().unwrap_or_default()),
+        port: Some(match p.target_port {
+            Some(IntOrString::Int(n)) => n,
+            _ => p.port,
+        }),
+        protocol: Some(p.protocol.clone().unwrap_or_else(|| "TCP".into())),
+        ..Default::default()
+    });
+    let derived = derived_name(name);
+    let label_pairs = [
+        (SERVICE_NAME, derived.as_str()),
+        (MANAGED_BY, DISPATCHER),
+        (SOURCE_CLUSTER, &e.cluster),
+        (MCS_SERVICE_NAME, name),
+    ];
+    EndpointSlice {
+        metadata: ObjectMeta {
+            name: Some(format!("imported-{}-{name}", e.cluster)),
+            namespace: Some(namespace.into()),
+            labels: labels(&label_pairs),
+            ..Default::default()
         },
-        "addressType": "IPv4",
-        "endpoints": endpoints,
-        "ports": ports,
-    })
+        address_type: "IPv4".into(),
+        endpoints,
+        ports: Some(ports.collect()),
+    }
 }
 
 /// Imports every exported service into every member that asks for it.
@@ -109,10 +132,10 @@ pub async fn sync(plane: &Plane) -> Result<(), PlaneError> {
         for se in list {
             let (ns, name) =
                 (str_at(&se, "/metadata/namespace").to_string(), str_at(&se, "/metadata/name").to_string());
-            let Ok(Some(service)) = objects::get(&m.client, &m.kinds, "v1", "Service", &ns, &name).await else {
+            let Ok(Some(service)) = Api::<Service>::namespaced(m.client.clone(), &ns).get_opt(&name).await else {
                 continue;
             };
-            let endpoints = objects::get(&m.client, &m.kinds, "v1", "Endpoints", &ns, &name).await.ok().flatten();
+            let endpoints = Api::<Endpoints>::namespaced(m.client.clone(), &ns).get_opt(&name).await.ok().flatten();
             exports.entry((ns, name)).or_default().push(Exported { cluster: m.name.clone(), service, endpoints });
         }
         let Ok(list) = objects::list(&m.client, &m.kinds, MCS_API, "ServiceImport", "").await else { continue };
@@ -129,12 +152,11 @@ pub async fn sync(plane: &Plane) -> Result<(), PlaneError> {
         let mut keep: Vec<(String, String)> = Vec::new();
         for (_, ns, name) in wanted {
             let Some(parts) = exports.get(&(ns.clone(), name.clone())) else { continue };
-            let svc = derived_service(ns, name, parts);
-            put(m, &svc).await;
+            put(m, &objects::json_of(&derived_service(ns, name, parts))).await;
             for e in parts {
                 let slice = imported_slice(ns, name, e);
-                keep.push((ns.clone(), str_at(&slice, "/metadata/name").to_string()));
-                put(m, &slice).await;
+                keep.push((ns.clone(), slice.metadata.name.clone().unwrap_or_default()));
+                put(m, &objects::json_of(&slice)).await;
             }
         }
         // Slices of clusters that stopped exporting, or of imports that went.
@@ -172,24 +194,31 @@ async fn put(m: &crate::members::Member, obj: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn exported(cluster: &str, ip: &str) -> Exported {
         Exported {
             cluster: cluster.into(),
-            service: json!({"spec": {"clusterIP": "None", "ports": [{"name": "client", "port": 2181}]}}),
-            endpoints: Some(json!({"subsets": [{"addresses": [{"ip": ip, "hostname": "zk-0"}],
-                                                "notReadyAddresses": [{"ip": "127.9.0.9", "hostname": "zk-1"}]}]})),
+            service: serde_json::from_value(
+                json!({"spec": {"clusterIP": "None", "ports": [{"name": "client", "port": 2181}]}}),
+            )
+            .unwrap(),
+            endpoints: Some(
+                serde_json::from_value(json!({"subsets": [{"addresses": [{"ip": ip, "hostname": "zk-0"}],
+                                                "notReadyAddresses": [{"ip": "127.9.0.9", "hostname": "zk-1"}]}]}))
+                .unwrap(),
+            ),
         }
     }
 
     #[test]
     fn an_export_becomes_a_derived_headless_service_and_a_slice_per_cluster() {
         let parts = [exported("m1", "127.1.0.2"), exported("m2", "127.2.0.2")];
-        let svc = derived_service("default", "zk-headless", &parts);
+        let svc = objects::json_of(&derived_service("default", "zk-headless", &parts));
         assert_eq!(svc["metadata"]["name"], "derived-zk-headless");
         assert_eq!(svc["spec"]["clusterIP"], "None");
         assert!(svc["spec"].get("selector").is_none());
-        let slice = imported_slice("default", "zk-headless", &parts[1]);
+        let slice = objects::json_of(&imported_slice("default", "zk-headless", &parts[1]));
         assert_eq!(slice["metadata"]["name"], "imported-m2-zk-headless");
         assert_eq!(slice["metadata"]["labels"][SOURCE_CLUSTER], "m2");
         assert_eq!(slice["metadata"]["labels"][SERVICE_NAME], "derived-zk-headless");

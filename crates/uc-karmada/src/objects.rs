@@ -2,6 +2,7 @@
 //! engine's (`uc_engine::dynamic`), applying as Karmada's controller manager.
 
 use serde_json::Value;
+pub use uc_api::meta::json_of;
 pub use uc_engine::dynamic::{api_error, delete, get, holds, list, merge, write_status};
 
 use crate::binding::MANAGER;

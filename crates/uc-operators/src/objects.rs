@@ -13,12 +13,8 @@ use uc_api::controller::{
     ChildResource, Hook, Hooks, ParentResource, UniversalController, UniversalControllerSpec, UpdateMethod,
 };
 use uc_api::hook::{ObjectMap, SyncRequest};
+pub use uc_api::meta::json_of;
 use uc_engine::hooks::HookError;
-
-/// An object as the JSON a hook answers with.
-pub fn json_of<T: serde::Serialize>(object: &T) -> Value {
-    serde_json::to_value(object).unwrap_or_default()
-}
 
 /// One of uc's own UniversalControllers, labelled `label` (`uc.njuics.cn/operator: etcd`).
 pub fn universal_controller(name: &str, label: (&str, &str), spec: UniversalControllerSpec) -> Value {
