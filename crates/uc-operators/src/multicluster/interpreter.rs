@@ -10,57 +10,100 @@ use std::sync::Arc;
 use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use uc_api::meta::str_at;
 
 use super::plan::spec_digest;
+use crate::zookeeper::types::ZookeeperCluster;
 
 /// The configuration's name.
 pub const CONFIGURATION: &str = "zookeeper.uc.njuics.cn";
 
+/// A `ResourceInterpreterContext` as Karmada sends it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Context {
+    request: Request,
+}
+
+/// What Karmada asks about one object.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Request {
+    uid: String,
+    operation: String,
+    /// The ZookeeperCluster, as the member cluster holds it.
+    object: Value,
+}
+
+/// The answer to one request.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Response {
+    uid: String,
+    successful: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replicas: Option<i32>,
+    /// A JSON patch, base64.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    patch_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    raw_status: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    healthy: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<Refusal>,
+}
+
+/// Why a request was not answered.
+#[derive(Debug, Serialize)]
+struct Refusal {
+    code: u16,
+    message: String,
+}
+
 /// The answer to one `ResourceInterpreterContext`.
 pub fn answer(context: &Value) -> Value {
-    let request = context.get("request").cloned().unwrap_or(Value::Null);
-    let obj = request.get("object").cloned().unwrap_or(Value::Null);
-    let mut response = json!({"uid": request.get("uid").cloned().unwrap_or(json!("")), "successful": true});
-    let int = |p: &str| obj.pointer(p).and_then(Value::as_i64);
-    match str_at(&request, "/operation") {
-        "InterpretReplica" => response["replicas"] = json!(int("/spec/replicas").unwrap_or(0)),
+    let request = Context::deserialize(context).map(|c| c.request).unwrap_or_default();
+    let obj = &request.object;
+    // The typed object for what the operator reads; the spec's digest is of the JSON as stored.
+    let zk: ZookeeperCluster =
+        serde_json::from_value(obj.clone()).unwrap_or_else(|_| ZookeeperCluster::new("", Default::default()));
+    let mut response = Response { uid: request.uid.clone(), successful: true, ..Default::default() };
+    match request.operation.as_str() {
+        "InterpretReplica" => response.replicas = Some(zk.spec.replicas.unwrap_or(0)),
         "ReviseReplica" => {
             let op = if obj.pointer("/spec/replicas").is_some() { "replace" } else { "add" };
             let patch = json!([{"op": op, "path": "/spec/replicas", "value": 0}]).to_string();
-            response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(patch));
-            response["patchType"] = json!("JSONPatch");
+            response.patch = Some(base64::engine::general_purpose::STANDARD.encode(patch));
+            response.patch_type = Some("JSONPatch");
         }
         "InterpretStatus" => {
             let mut status = obj.get("status").cloned().filter(Value::is_object).unwrap_or(json!({}));
             status["specDigest"] = json!(spec_digest(obj.get("spec").unwrap_or(&json!({}))));
-            status["generation"] = json!(int("/metadata/generation").unwrap_or(0));
-            response["rawStatus"] = status;
+            status["generation"] = json!(zk.metadata.generation.unwrap_or(0));
+            response.raw_status = Some(status);
         }
-        "InterpretHealth" => response["healthy"] = json!(healthy(&obj)),
+        "InterpretHealth" => response.healthy = Some(healthy(&zk)),
         other => {
-            response["successful"] = json!(false);
-            response["status"] =
-                json!({"code": 400, "message": format!("operation {other:?} is not interpreted here")});
+            response.successful = false;
+            let message = format!("operation {other:?} is not interpreted here");
+            response.status = Some(Refusal { code: 400, message });
         }
     }
     json!({"apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterContext", "response": response})
 }
 
 /// Healthy: the operator synced this spec, every server it wants serves, nothing rolls.
-fn healthy(obj: &Value) -> bool {
-    let int = |p: &str| obj.pointer(p).and_then(Value::as_i64);
-    let want = int("/spec/replicas").unwrap_or(0);
-    let rolling = obj
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .any(|c| c["type"] == "Upgrading" && c["status"] == "True");
-    int("/status/observedGeneration") == int("/metadata/generation")
-        && int("/status/replicas").unwrap_or(0) == want
-        && int("/status/readyReplicas").unwrap_or(0) == want
+fn healthy(zk: &ZookeeperCluster) -> bool {
+    let want = zk.spec.replicas.unwrap_or(0);
+    let status = zk.status.clone().unwrap_or_default();
+    let rolling = status.conditions.iter().flatten().any(|c| c["type"] == "Upgrading" && c["status"] == "True");
+    status.observed_generation == zk.metadata.generation
+        && status.replicas.unwrap_or(0) == want
+        && status.ready_replicas.unwrap_or(0) == want
         && !rolling
 }
 
