@@ -5,7 +5,9 @@ use serde_json::{Map, Value, json};
 use uc_api::conditions::{condition, set_condition};
 use uc_api::meta::{controller_owner_reference, str_at};
 
-use crate::types::{Placement, TargetCluster};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use crate::types::{BoundResource, Placement, ResourceBinding, ResourceBindingSpec, TargetCluster};
 
 /// Who writes what the control plane writes (its field manager).
 pub const MANAGER: &str = "karmada-controller-manager";
@@ -104,57 +106,57 @@ pub fn binding(
     placement: &Placement,
     replicas: i32,
     clusters: &[TargetCluster],
-) -> Value {
-    let kind = str_at(template, "/kind");
-    let name = str_at(template, "/metadata/name");
-    let mut labels = Map::new();
-    if policy.cluster_scoped {
-        labels.insert(CLUSTER_POLICY_NAME.into(), json!(policy.name));
+) -> ResourceBinding {
+    let at = |p: &str| str_at(template, p).to_string();
+    let (kind, name, namespace) = (at("/kind"), at("/metadata/name"), at("/metadata/namespace"));
+    let labels = if policy.cluster_scoped {
+        [(CLUSTER_POLICY_NAME, &policy.name)].into_iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
     } else {
-        labels.insert(POLICY_NAMESPACE.into(), json!(policy.namespace));
-        labels.insert(POLICY_NAME.into(), json!(policy.name));
-    }
-    let mut spec = json!({
-        "resource": {
-            "apiVersion": template.get("apiVersion"), "kind": kind,
-            "namespace": str_at(template, "/metadata/namespace"), "name": name,
-            "uid": str_at(template, "/metadata/uid"),
-            "resourceVersion": str_at(template, "/metadata/resourceVersion"),
+        [(POLICY_NAMESPACE, &policy.namespace), (POLICY_NAME, &policy.name)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect()
+    };
+    let owner = serde_json::from_value(controller_owner_reference(template)).ok();
+    ResourceBinding {
+        api_version: "work.karmada.io/v1alpha2".into(),
+        kind: "ResourceBinding".into(),
+        metadata: ObjectMeta {
+            name: Some(binding_name(&kind, &name)),
+            namespace: Some(namespace.clone()),
+            labels: Some(labels),
+            owner_references: owner.map(|o| vec![o]),
+            ..Default::default()
         },
-        "placement": placement,
-        "clusters": clusters,
-    });
-    if replicas > 0 {
-        spec["replicas"] = json!(replicas);
-    }
-    json!({
-        "apiVersion": "work.karmada.io/v1alpha2",
-        "kind": "ResourceBinding",
-        "metadata": {
-            "name": binding_name(kind, name),
-            "namespace": str_at(template, "/metadata/namespace"),
-            "labels": labels,
-            "ownerReferences": [controller_owner_reference(template)],
+        spec: ResourceBindingSpec {
+            resource: BoundResource {
+                api_version: at("/apiVersion"),
+                kind,
+                namespace,
+                name,
+                uid: at("/metadata/uid"),
+                resource_version: at("/metadata/resourceVersion"),
+            },
+            placement: placement.clone(),
+            clusters: clusters.to_vec(),
+            replicas: (replicas > 0).then_some(replicas),
         },
-        "spec": spec,
-    })
+    }
 }
 
 /// The scheduling result to keep: the binding's own, when the placement and replicas it was made for
 /// are unchanged and every cluster in it is still a member. Karmada does not move a workload
 /// because a member stopped answering (it has no failover here).
 pub fn kept_schedule(
-    existing: &Value,
+    existing: &ResourceBinding,
     placement: &Placement,
     replicas: i32,
     members: &[String],
 ) -> Option<Vec<TargetCluster>> {
-    let same_placement = existing.pointer("/spec/placement").is_some_and(|p| *p == json!(placement));
-    let same_replicas = existing.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0) == replicas as i64;
-    let clusters: Vec<TargetCluster> =
-        serde_json::from_value(existing.pointer("/spec/clusters").cloned().unwrap_or(json!([]))).ok()?;
-    let all_members = clusters.iter().all(|c| members.contains(&c.name));
-    (same_placement && same_replicas && all_members && !clusters.is_empty()).then_some(clusters)
+    let spec = &existing.spec;
+    let same = spec.placement == *placement && spec.replicas.unwrap_or(0) == replicas;
+    let all_members = spec.clusters.iter().all(|c| members.contains(&c.name));
+    (same && all_members && !spec.clusters.is_empty()).then(|| spec.clusters.clone())
 }
 
 /// A binding's status from its Works: one `aggregatedStatus` item per target cluster (the status and
@@ -221,6 +223,7 @@ pub fn binding_status(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::objects;
 
     #[test]
     fn karmadas_names() {
@@ -265,8 +268,14 @@ mod tests {
             2,
             &clusters,
         );
-        assert_eq!(rb["metadata"]["name"], "n-deployment");
-        assert_eq!(rb["metadata"]["ownerReferences"][0]["uid"], "u");
+        let json = objects::json_of(&rb);
+        assert_eq!(json["metadata"]["name"], "n-deployment");
+        assert_eq!(json["metadata"]["ownerReferences"][0]["uid"], "u");
+        assert_eq!(json["spec"]["resource"]["apiVersion"], "apps/v1");
+        assert_eq!(
+            (json["spec"]["replicas"].as_i64(), json["metadata"]["labels"][POLICY_NAME].as_str()),
+            (Some(2), Some("pp"))
+        );
         let members = vec!["m1".to_string()];
         assert_eq!(kept_schedule(&rb, &p, 2, &members), Some(clusters.clone()));
         assert_eq!(kept_schedule(&rb, &p, 3, &members), None);

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use serde::Deserialize;
 use serde_json::{Value, json};
 use uc_api::conditions::condition;
 use uc_api::meta::{is_deleting, str_at};
@@ -15,7 +16,7 @@ use crate::objects::{self, holds};
 use crate::overrides::{apply, rules_for, selector_matches};
 use crate::plane::{BINDING_API, POLICY_API, Plane, WORK_API};
 use crate::schedule::schedule;
-use crate::types::{MemberCluster, OverrideSpec, PropagationSpec, TargetCluster};
+use crate::types::{MemberCluster, OverrideSpec, PropagationSpec, ResourceBinding, TargetCluster};
 
 /// The `Scheduled` condition of each binding this pass, by `namespace/name`.
 pub type Scheduled = HashMap<String, Value>;
@@ -125,20 +126,18 @@ async fn bind(
     let name = binding::binding_name(str_at(template, "/kind"), str_at(template, "/metadata/name"));
     let ns = str_at(template, "/metadata/namespace");
     let existing = objects::get(&plane.client, &plane.kinds, BINDING_API, "ResourceBinding", ns, &name).await?;
-    let kept = existing.as_ref().and_then(|rb| binding::kept_schedule(rb, placement, replicas, member_names));
+    let typed: Option<ResourceBinding> = existing.as_ref().and_then(|rb| ResourceBinding::deserialize(rb).ok());
+    let kept = typed.as_ref().and_then(|rb| binding::kept_schedule(rb, placement, replicas, member_names));
     let rescheduled = kept.is_none();
     let (clusters, cond) = match kept.map(Ok).unwrap_or_else(|| schedule(placement, replicas, members)) {
         Ok(c) => (c, condition("Scheduled", true, "Success", "Binding has been scheduled successfully.")),
         Err(no_fit) => {
             // Keep what was scheduled before; say why nothing new could be.
-            let before: Vec<TargetCluster> = existing
-                .as_ref()
-                .and_then(|rb| serde_json::from_value(rb.pointer("/spec/clusters")?.clone()).ok())
-                .unwrap_or_default();
+            let before = typed.map(|rb| rb.spec.clusters).unwrap_or_default();
             (before, condition("Scheduled", false, "NoClusterFit", &no_fit.0))
         }
     };
-    let desired = binding::binding(template, &policy.by, placement, replicas, &clusters);
+    let desired = objects::json_of(&binding::binding(template, &policy.by, placement, replicas, &clusters));
     if existing.as_ref().is_none_or(|e| !holds(e, &desired)) {
         let applied = objects::apply(&plane.client, &plane.kinds, &desired).await?;
         if rescheduled {

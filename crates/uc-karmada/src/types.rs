@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -164,6 +164,40 @@ pub struct CommandArgsOverrider {
 pub struct LabelAnnotationOverrider {
     pub operator: String,
     pub value: BTreeMap<String, String>,
+}
+
+/// A ResourceBinding (`work.karmada.io/v1alpha2`) as the control plane writes it: the template it
+/// binds, the policy's placement, the replicas the template declares and the scheduling result.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ResourceBinding {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    pub spec: ResourceBindingSpec,
+}
+
+/// `spec` of a ResourceBinding.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ResourceBindingSpec {
+    pub resource: BoundResource,
+    pub placement: Placement,
+    pub clusters: Vec<TargetCluster>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+}
+
+/// The template a binding is for (Karmada's `ObjectReference`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BoundResource {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+    pub resource_version: String,
 }
 
 /// `TargetCluster` of a binding: a cluster and its share of the replicas.
