@@ -5,8 +5,11 @@
 //! labelled as OLM labels them.
 
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde_json::{Value, json};
+use uc_api::meta::json_of;
 
 use crate::config::SubscriptionConfig;
 use crate::csv::Csv;
@@ -88,32 +91,54 @@ pub fn rbac(csv: &Csv, namespace: &str) -> Vec<Value> {
             accounts.push(&p.service_account_name);
         }
     }
+    let meta = |name: &str, namespaced: bool| ObjectMeta {
+        name: Some(name.into()),
+        namespace: namespaced.then(|| namespace.into()),
+        ..Default::default()
+    };
     for sa in &accounts {
-        out.push(
-            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": namespace}}),
-        );
+        out.push(json_of(&ServiceAccount { metadata: meta(sa, true), ..Default::default() }));
     }
-    let subject = |sa: &str| json!([{"kind": "ServiceAccount", "name": sa, "namespace": namespace}]);
+    let subjects = |sa: &str| {
+        let subject = Subject {
+            kind: "ServiceAccount".into(),
+            name: sa.into(),
+            namespace: Some(namespace.into()),
+            api_group: None,
+        };
+        Some(vec![subject])
+    };
+    let role_ref =
+        |kind: &str, name: &str| RoleRef { api_group: RBAC_GROUP.into(), kind: kind.into(), name: name.into() };
     for p in &spec.permissions {
         let role = format!("{name}-{}", p.service_account_name);
-        out.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                        "metadata": {"name": role, "namespace": namespace}, "rules": p.rules}));
-        out.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                        "metadata": {"name": role, "namespace": namespace},
-                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role},
-                        "subjects": subject(&p.service_account_name)}));
+        out.push(json_of(&Role { metadata: meta(&role, true), rules: Some(p.rules.clone()) }));
+        let binding = RoleBinding {
+            metadata: meta(&role, true),
+            role_ref: role_ref("Role", &role),
+            subjects: subjects(&p.service_account_name),
+        };
+        out.push(json_of(&binding));
     }
     for p in &spec.cluster_permissions {
         let role = format!("{name}-{}-{namespace}", p.service_account_name);
-        out.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                        "metadata": {"name": role}, "rules": p.rules}));
-        out.push(json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                        "metadata": {"name": role},
-                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-                        "subjects": subject(&p.service_account_name)}));
+        out.push(json_of(&ClusterRole {
+            metadata: meta(&role, false),
+            rules: Some(p.rules.clone()),
+            ..Default::default()
+        }));
+        let binding = ClusterRoleBinding {
+            metadata: meta(&role, false),
+            role_ref: role_ref("ClusterRole", &role),
+            subjects: subjects(&p.service_account_name),
+        };
+        out.push(json_of(&binding));
     }
     out
 }
+
+/// The RBAC API group.
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 /// The service account a CSV's controllers act as: the first its `clusterPermissions` name, else the
 /// first its `permissions` name — the account OLM creates and grants the CSV's rules to.
