@@ -29,6 +29,7 @@ pub mod types;
 
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::Pod;
 use kube::CustomResourceExt;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
@@ -39,7 +40,7 @@ use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry, SyncFuture};
 use crate::objects::{json_of, native_spec, take_children, universal_controller};
 use client::Etcd;
 use plan::{Decision, MemberChange, Step, View, member_pods, plan, restore_step};
-use pods::{condition, current_version, pod_ready};
+use pods::{Pods, condition, current_version, pod_ready};
 pub use resources::GROUP;
 #[cfg(test)]
 use spec::SpecError;
@@ -124,11 +125,11 @@ fn invalid_spec(request: &mut SyncRequest, observed_pods: &ObjectMap, previous: 
 }
 
 /// The members of these pods that are Ready and those that are not, each sorted.
-fn readiness(pods: &[Value], observed: &ObjectMap) -> (Vec<String>, Vec<String>) {
+fn readiness(pods: &[Pod], observed: &Pods) -> (Vec<String>, Vec<String>) {
     let mut ready = Vec::new();
     let mut unready = Vec::new();
     for p in pods {
-        let name = str_at(p, "/metadata/name").to_string();
+        let name = pods::name(p).to_string();
         match observed.get(&name) {
             Some(o) if pod_ready(o) => ready.push(name),
             _ => unready.push(name),
@@ -141,19 +142,20 @@ fn readiness(pods: &[Value], observed: &ObjectMap) -> (Vec<String>, Vec<String>)
 
 /// One sync of an EtcdCluster.
 async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest) -> SyncResponse {
-    let observed_pods = &take_children(&mut request, "Pod.v1");
+    let children = &take_children(&mut request, "Pod.v1");
     let parent = &request.parent;
     let previous = parent.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
     let spec = match Spec::from(parent) {
         Ok(s) => s,
-        Err(error) => return invalid_spec(&mut request, observed_pods, previous, &error.to_string()),
+        Err(error) => return invalid_spec(&mut request, children, previous, &error.to_string()),
     };
+    let observed_pods = &pods::typed(children);
     // The next member index, kept in the status so that a removed member's name is never reused.
-    let next_index = |pods: &[Value]| {
+    let next_index = |pods: &[Pod]| {
         observed_pods
             .keys()
             .map(String::as_str)
-            .chain(pods.iter().map(|p| str_at(p, "/metadata/name")))
+            .chain(pods.iter().map(pods::name))
             .filter_map(|n| spec.index_of(n))
             .map(|i| u64::from(i) + 1)
             .chain(previous.get("nextMemberIndex").and_then(Value::as_u64))
@@ -198,16 +200,15 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest
     let reason = step.conditions.first().and_then(|c| c["reason"].as_str()).map(String::from);
     let mut children: Vec<Value> = spec.services().iter().map(json_of).collect();
     children.extend(step.pods.iter().filter_map(|p| spec.claim_of(p)).map(|c| json_of(&c)));
-    children.extend(step.pods);
-    let members: Vec<Value> =
-        observed_pods.iter().filter(|(n, _)| spec.index_of(n).is_some()).map(|(_, p)| Value::clone(p)).collect();
+    children.extend(step.pods.iter().map(json_of));
+    let members = observed_pods.iter().filter(|(n, _)| spec.index_of(n).is_some()).map(|(_, p)| p);
     let status = EtcdClusterStatus {
         phase: step.phase.into(),
         reason,
         size: members_ready.len() + members_unready.len(),
         ready_members: members_ready.len(),
         members: MembersStatus { ready: members_ready, unready: members_unready },
-        current_version: current_version(&spec, &members),
+        current_version: current_version(&spec, members),
         target_version: spec.version.clone(),
         service_name: spec.name.clone(),
         client_port: CLIENT_PORT,
@@ -225,10 +226,11 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest
 }
 
 /// etcd's member list, through the first Ready member that answers.
-async fn read_members(etcd: &Etcd, spec: &Spec, observed: &ObjectMap) -> View {
+async fn read_members(etcd: &Etcd, spec: &Spec, observed: &Pods) -> View {
     let mut last_error = String::from("no member is Ready");
     for p in member_pods(spec, observed).values().filter(|p| pod_ready(p)) {
-        let endpoint = format!("http://{}:{CLIENT_PORT}", str_at(p, "/status/podIP"));
+        let ip = p.status.as_ref().and_then(|s| s.pod_ip.as_deref()).unwrap_or_default();
+        let endpoint = format!("http://{ip}:{CLIENT_PORT}");
         match etcd.members(&endpoint).await {
             Ok(members) => return View::Members { endpoint, members },
             Err(e) => last_error = e.to_string(),
@@ -350,7 +352,8 @@ mod tests {
             "etcdEnv": [{"name": "ETCD_QUOTA_BACKEND_BYTES", "value": "4294967296"}],
             "resources": {"limits": {"memory": "1Gi"}}, "nodeSelector": {"disk": "ssd"}});
         let spec = Spec::from(&p).unwrap();
-        let pod = json_of(&spec.pod("ex-0000", "ex-0000=http://x:2380", "new"));
+        let typed = spec.pod("ex-0000", "ex-0000=http://x:2380", "new");
+        let pod = json_of(&typed);
         assert_eq!(pod["metadata"]["labels"], json!({"app": "etcd", "etcd_cluster": "ex", "team": "db"}), "ours win");
         assert_eq!(pod["metadata"]["annotations"]["a"], json!("b"));
         let env = pod["spec"]["containers"][0]["env"].as_array().unwrap();
@@ -358,13 +361,14 @@ mod tests {
         assert_eq!(pod["spec"]["containers"][0]["resources"]["limits"]["memory"], json!("1Gi"));
         assert_eq!(pod["spec"]["nodeSelector"], json!({"disk": "ssd"}));
         assert_eq!(pod["spec"]["volumes"][0], json!({"name": "etcd-data", "emptyDir": {}}));
-        assert_eq!(spec.claim_of(&pod), None, "no claim unless the policy asks");
+        assert_eq!(spec.claim_of(&typed), None, "no claim unless the policy asks");
         let mut on_claims = p.clone();
         on_claims["spec"]["pod"]["persistentVolumeClaimSpec"] = json!({"resources": {"requests": {"storage": "2Gi"}}});
         let claimed = Spec::from(&on_claims).unwrap();
-        let pod2 = json_of(&claimed.pod("ex-0002", "x", "new"));
+        let typed2 = claimed.pod("ex-0002", "x", "new");
+        let pod2 = json_of(&typed2);
         assert_eq!(pod2["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"], json!("ex-0002"));
-        let claim = json_of(&claimed.claim_of(&pod2).unwrap());
+        let claim = json_of(&claimed.claim_of(&typed2).unwrap());
         assert_eq!(
             (claim["metadata"]["name"].clone(), claim["spec"]["resources"]["requests"]["storage"].clone()),
             (json!("ex-0002"), json!("2Gi"))
@@ -379,9 +383,11 @@ mod tests {
     #[test]
     fn current_version_is_the_lowest_a_member_runs() {
         let spec = Spec::from(&parent(3, "3.5.1")).unwrap();
-        let pod = |spec_image: &str, running: &str| {
-            json!({"spec": {"containers": [{"image": spec_image}]},
-            "status": {"containerStatuses": [{"name": "etcd", "ready": true, "image": running}]}})
+        let pod = |spec_image: &str, running: &str| -> Pod {
+            serde_json::from_value(json!({"spec": {"containers": [{"name": "etcd", "image": spec_image}]},
+                "status": {"containerStatuses": [{"name": "etcd", "ready": true, "image": running,
+                                                  "imageID": "", "restartCount": 0}]}}))
+            .unwrap()
         };
         let pods = vec![pod("e:v3.5.1", "e:v3.5.1"), pod("e:v3.5.1", "e:v3.4.23"), pod("e:v3.5.1", "e:v3.10.0")];
         assert_eq!(current_version(&spec, &pods), "3.4.23", "numeric, not string, order; running, not asked");

@@ -17,21 +17,20 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Value, json};
-use uc_api::hook::ObjectMap;
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::Value;
 use uc_api::meta::str_at;
 
 use super::client::Member;
-use super::pods::{condition, pod_failed, pod_image, pod_ready, running_image, strip};
+use super::pods::{Pods, condition, etcd_container, name, pod_failed, pod_image, pod_ready, running_image, strip};
 use super::restore;
 use super::spec::Spec;
-use crate::objects::json_of;
 
 /// What one sync decided.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     /// The member pods the cluster should have.
-    pub pods: Vec<Value>,
+    pub pods: Vec<Pod>,
     /// `status.phase`.
     pub phase: &'static str,
     /// Status conditions, the first giving `status.reason`.
@@ -72,7 +71,7 @@ pub enum MemberChange {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fallback {
     /// Pods.
-    pub pods: Vec<Value>,
+    pub pods: Vec<Pod>,
     /// Phase.
     pub phase: &'static str,
     /// Condition type and reason.
@@ -120,10 +119,10 @@ impl Fallback {
 }
 
 /// The cluster's member pods: those named as members and not being deleted.
-pub fn member_pods(spec: &Spec, observed: &ObjectMap) -> ObjectMap {
+pub fn member_pods(spec: &Spec, observed: &Pods) -> Pods {
     observed
         .iter()
-        .filter(|(n, p)| spec.index_of(n).is_some() && p.pointer("/metadata/deletionTimestamp").is_none())
+        .filter(|(n, p)| spec.index_of(n).is_some() && p.metadata.deletion_timestamp.is_none())
         .map(|(n, p)| (n.clone(), p.clone()))
         .collect()
 }
@@ -132,9 +131,9 @@ pub fn member_pods(spec: &Spec, observed: &ObjectMap) -> ObjectMap {
 /// snapshot at once (etcd's multi-member restore; their indexes continue the cluster's, so no name is
 /// reused). A restore cut short (some of its pods written) gets the rest of the members they name.
 /// Returns whether the restored members are in.
-pub fn restore_step(spec: &Spec, observed: &ObjectMap, r: &restore::Request, next: u32) -> (Step, bool) {
-    let members: Vec<&Value> = observed.iter().filter(|(n, _)| spec.index_of(n).is_some()).map(|(_, p)| &**p).collect();
-    let ours: Vec<&&Value> = members.iter().filter(|p| str_at(p, RESTORE_ID) == r.id).collect();
+pub fn restore_step(spec: &Spec, observed: &Pods, r: &restore::Request, next: u32) -> (Step, bool) {
+    let members: Vec<&Pod> = observed.iter().filter(|(n, _)| spec.index_of(n).is_some()).map(|(_, p)| p).collect();
+    let ours: Vec<&&Pod> = members.iter().filter(|p| restore_id(p) == r.id).collect();
     let snapshot = r.snapshot.display().to_string();
     let restoring = |message: String| condition("Recovering", true, "Restoring", &message);
     let (pods, message, seeded) = if members.len() > ours.len() {
@@ -142,7 +141,7 @@ pub fn restore_step(spec: &Spec, observed: &ObjectMap, r: &restore::Request, nex
         (vec![], format!("removing {n} member(s) before restoring from {snapshot}"), false)
     } else {
         let (names, pods) = started_together(spec, ours.into_iter().copied(), next, observed, |n, cluster| {
-            json_of(&spec.restore_pod(n, cluster, &r.snapshot, &r.id))
+            spec.restore_pod(n, cluster, &r.snapshot, &r.id)
         });
         (pods, format!("starting members {} from {snapshot}", names.join(", ")), true)
     };
@@ -160,7 +159,7 @@ pub fn restore_step(spec: &Spec, observed: &ObjectMap, r: &restore::Request, nex
 struct Seen<'a> {
     spec: &'a Spec,
     parent: &'a Value,
-    mine: &'a ObjectMap,
+    mine: &'a Pods,
     alive: &'a BTreeSet<String>,
     endpoint: String,
     members: Vec<Member>,
@@ -175,8 +174,8 @@ impl Seen<'_> {
     }
 
     /// The pods named, as they are: pods are never changed in place (but for an upgrade's image).
-    fn keep(&self, names: &BTreeSet<String>) -> Vec<Value> {
-        names.iter().filter_map(|n| self.mine.get(n)).map(|p| strip(p)).collect()
+    fn keep(&self, names: &BTreeSet<String>) -> Vec<Pod> {
+        names.iter().filter_map(|n| self.mine.get(n)).map(strip).collect()
     }
 
     fn done(&self, pods: &BTreeSet<String>, phase: &'static str, conditions: Vec<Value>, busy: bool) -> Step {
@@ -189,9 +188,9 @@ impl Seen<'_> {
     }
 
     /// The pods plus a new member `name` starting into the cluster.
-    fn with_member(&self, pods: &BTreeSet<String>, name: &str) -> Vec<Value> {
+    fn with_member(&self, pods: &BTreeSet<String>, name: &str) -> Vec<Pod> {
         let mut out = self.keep(pods);
-        out.push(json_of(&self.spec.pod(name, &initial_cluster(self.spec, &self.members, name), "existing")));
+        out.push(self.spec.pod(name, &initial_cluster(self.spec, &self.members, name), "existing"));
         out
     }
 
@@ -285,12 +284,16 @@ impl Seen<'_> {
             let waiting = upgrading(format!("waiting for {name} to run {image}"));
             return Some(self.done(pods, "Upgrading", waiting, true).into());
         }
-        let (name, pod) = self.mine.iter().find(|(n, p)| alive(n) && pod_image(p) != image)?;
-        let mut out: Vec<Value> = self.keep(pods).into_iter().filter(|p| str_at(p, "/metadata/name") != name).collect();
+        let (member, pod) = self.mine.iter().find(|(n, p)| alive(n) && pod_image(p) != image)?;
+        let mut out: Vec<Pod> = self.keep(pods).into_iter().filter(|p| name(p) != member).collect();
         let mut upgraded = strip(pod);
-        upgraded["spec"]["containers"][0]["image"] = json!(image);
-        upgraded["metadata"]["annotations"]["etcd.version"] = json!(self.spec.version);
+        if let Some(c) = upgraded.spec.as_mut().and_then(|s| s.containers.first_mut()) {
+            c.image = Some(image.clone());
+        }
+        let annotations = upgraded.metadata.annotations.get_or_insert_with(Default::default);
+        annotations.insert("etcd.version".into(), self.spec.version.clone());
         out.push(upgraded);
+        let name = member;
         let conditions = upgrading(format!("upgrading member {name} to {image}"));
         Some(Step { pods: out, phase: "Upgrading", conditions, busy: true, quorum_lost: false }.into())
     }
@@ -304,21 +307,19 @@ fn scaling(message: String) -> Value {
 /// names them all in `--initial-cluster`, state `new`). A cluster that ever had members is never
 /// silently started empty again; one stopped half-way through its bootstrap (some pods written, no
 /// status yet) gets the rest of the members its first pods name.
-fn bootstrap(spec: &Spec, mine: &ObjectMap, parent: &Value) -> Option<Decision> {
+fn bootstrap(spec: &Spec, mine: &Pods, parent: &Value) -> Option<Decision> {
     let bootstrapped = parent.pointer("/status/nextMemberIndex").and_then(Value::as_u64).unwrap_or(0) > 0;
     if bootstrapped || !mine.values().all(|p| bootstrap_flag(p, "--initial-cluster-state=") == Some("new")) {
         return None;
     }
-    let (names, pods) = started_together(spec, mine.values().map(|p| &**p), 0, mine, |n, cluster| {
-        json_of(&spec.pod(n, cluster, "new"))
-    });
+    let (names, pods) = started_together(spec, mine.values(), 0, mine, |n, cluster| spec.pod(n, cluster, "new"));
     let message = format!("starting the initial members {}", names.join(", "));
     let conditions = vec![condition("Available", false, "Bootstrapping", &message)];
     Some(Step { pods, phase: "Creating", conditions, busy: true, quorum_lost: false }.into())
 }
 
 /// The decision of one sync (see the module's list).
-pub fn plan(spec: &Spec, observed: &ObjectMap, parent: &Value, view: View) -> Decision {
+pub fn plan(spec: &Spec, observed: &Pods, parent: &Value, view: View) -> Decision {
     let mine = member_pods(spec, observed);
     let alive: BTreeSet<String> = mine.iter().filter(|(_, p)| !pod_failed(p)).map(|(n, _)| n.clone()).collect();
     let all: BTreeSet<String> = mine.keys().cloned().collect();
@@ -331,11 +332,11 @@ pub fn plan(spec: &Spec, observed: &ObjectMap, parent: &Value, view: View) -> De
         View::Unreachable(last_error) => {
             // Only a cluster that is coming up waits for its first member; one that ran has lost its quorum.
             let coming_up = matches!(str_at(parent, "/status/phase"), "" | "Creating" | "Restoring");
-            let pods = mine.values().map(|p| strip(p)).collect();
+            let pods = mine.values().map(strip).collect();
             return unreachable(&mine, &alive, coming_up, &last_error, pods);
         }
     };
-    let ready: Vec<&Value> = mine.values().map(|p| &**p).filter(|p| pod_ready(p)).collect();
+    let ready: Vec<&Pod> = mine.values().filter(|p| pod_ready(p)).collect();
     let mut seen = Seen {
         spec,
         parent,
@@ -348,9 +349,8 @@ pub fn plan(spec: &Spec, observed: &ObjectMap, parent: &Value, view: View) -> De
         quorum: false,
     };
     seen.voting = seen.members.iter().filter(|m| !m.is_learner).count();
-    seen.healthy_voting = (seen.members.iter())
-        .filter(|m| !m.is_learner && ready.iter().any(|p| seen.by_peer(m, str_at(p, "/metadata/name"))))
-        .count();
+    seen.healthy_voting =
+        (seen.members.iter()).filter(|m| !m.is_learner && ready.iter().any(|p| seen.by_peer(m, name(p)))).count();
     seen.quorum = seen.healthy_voting > seen.voting / 2;
     // Pods stay until etcd no longer counts their member: a dead member's pod goes after its removal.
     let mut pods: BTreeSet<String> =
@@ -371,13 +371,18 @@ pub fn plan(spec: &Spec, observed: &ObjectMap, parent: &Value, view: View) -> De
     seen.done(&pods, "Running", vec![available], false).into()
 }
 
-/// Where a restored member's pod records the restore (`EtcdRestore` uid).
-pub const RESTORE_ID: &str = "/metadata/annotations/etcd.database.coreos.com~1restore-id";
+/// The annotation where a restored member's pod records the restore (`EtcdRestore` uid).
+pub const RESTORE_ID: &str = "etcd.database.coreos.com/restore-id";
+
+/// The restore a member's pod was made by, if any.
+fn restore_id(pod: &Pod) -> &str {
+    pod.metadata.annotations.as_ref().and_then(|a| a.get(RESTORE_ID)).map(String::as_str).unwrap_or_default()
+}
 
 /// Whether every member a restore started is there (then the restore is done): the members the pods
 /// carrying its id name.
-pub fn restore_complete(observed: &ObjectMap, id: &str) -> bool {
-    let ours: Vec<&Value> = observed.values().map(|p| &**p).filter(|p| str_at(p, RESTORE_ID) == id).collect();
+pub fn restore_complete(observed: &Pods, id: &str) -> bool {
+    let ours: Vec<&Pod> = observed.values().filter(|p| restore_id(p) == id).collect();
     let named = ours.iter().find_map(|p| bootstrap_flag(p, "--initial-cluster=")).map(|c| c.split(',').count());
     named.is_some_and(|n| ours.len() >= n)
 }
@@ -387,48 +392,43 @@ pub fn restore_complete(observed: &ObjectMap, id: &str) -> bool {
 /// `make(name, initial_cluster)`. Returns the names and the pods.
 fn started_together<'a>(
     spec: &Spec,
-    mut started: impl Iterator<Item = &'a Value>,
+    mut started: impl Iterator<Item = &'a Pod>,
     first: u32,
-    observed: &ObjectMap,
-    make: impl Fn(&str, &str) -> Value,
-) -> (Vec<String>, Vec<Value>) {
+    observed: &Pods,
+    make: impl Fn(&str, &str) -> Pod,
+) -> (Vec<String>, Vec<Pod>) {
     let cluster =
         started.find_map(|p| bootstrap_flag(p, "--initial-cluster=").map(String::from)).unwrap_or_else(|| {
             let names = (first..first + spec.size as u32).map(|i| spec.member_name(i));
             names.map(|n| format!("{n}={}", spec.peer_url(&n))).collect::<Vec<_>>().join(",")
         });
     let names: Vec<String> = cluster.split(',').filter_map(|e| e.split_once('=')).map(|(n, _)| n.to_string()).collect();
-    let pods = names.iter().map(|n| observed.get(n).map(|p| strip(p)).unwrap_or_else(|| make(n, &cluster))).collect();
+    let pods = names.iter().map(|n| observed.get(n).map(strip).unwrap_or_else(|| make(n, &cluster))).collect();
     (names, pods)
 }
 
 /// The value of one of a member's etcd flags (`--name=value`), as its pod runs it.
-fn bootstrap_flag<'a>(pod: &'a Value, flag: &str) -> Option<&'a str> {
-    let command = pod.pointer("/spec/containers/0/command")?.as_array()?;
-    command.iter().filter_map(Value::as_str).find_map(|a| a.strip_prefix(flag))
+fn bootstrap_flag<'a>(pod: &'a Pod, flag: &str) -> Option<&'a str> {
+    let command = etcd_container(pod)?.command.as_ref()?;
+    command.iter().find_map(|a| a.strip_prefix(flag))
 }
 
 /// No Ready member answered: a member whose restore failed says so; a cluster coming up waits for its
 /// first member; one that ran has lost quorum, and nothing is deleted (dead members' data may be
 /// needed).
-fn unreachable(
-    mine: &ObjectMap,
-    alive: &BTreeSet<String>,
-    coming_up: bool,
-    last_error: &str,
-    all: Vec<Value>,
-) -> Decision {
+fn unreachable(mine: &Pods, alive: &BTreeSet<String>, coming_up: bool, last_error: &str, all: Vec<Pod>) -> Decision {
     let failed_restore = mine.values().find_map(|p| {
-        let statuses = p.pointer("/status/initContainerStatuses").and_then(Value::as_array)?;
+        let statuses = p.status.as_ref()?.init_container_statuses.as_ref()?;
         statuses.iter().find_map(|c| {
-            let code = c.pointer("/state/terminated/exitCode").and_then(Value::as_i64).filter(|c| *c != 0)?;
-            let name = str_at(p, "/metadata/name");
-            Some(format!("{name}: the restore exited with code {code}; see kubectl logs {name} -c restore"))
+            let code = c.state.as_ref()?.terminated.as_ref()?.exit_code;
+            let name = name(p);
+            (code != 0)
+                .then(|| format!("{name}: the restore exited with code {code}; see kubectl logs {name} -c restore"))
         })
     });
     if let Some(message) = failed_restore {
         return Step {
-            pods: mine.values().map(|p| strip(p)).collect(),
+            pods: mine.values().map(strip).collect(),
             phase: "Failed",
             conditions: vec![condition("Available", false, "RestoreFailed", &message)],
             busy: false,
@@ -483,6 +483,8 @@ fn initial_cluster(spec: &Spec, members: &[Member], extra: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::objects::json_of;
+    use serde_json::json;
 
     const ENDPOINT: &str = "http://10.0.0.1:2379";
 
@@ -509,13 +511,26 @@ mod tests {
     }
 
     /// The member's etcd exited: the pod failed and is not Ready.
-    fn die(pod: &mut Value) {
-        pod["status"]["phase"] = json!("Failed");
-        pod["status"]["conditions"] = json!([{"type": "Ready", "status": "False"}]);
+    fn die(pod: &mut Pod) {
+        let status = pod.status.get_or_insert_with(Default::default);
+        status.phase = Some("Failed".into());
+        let not_ready = k8s_openapi::api::core::v1::PodCondition {
+            type_: "Ready".into(),
+            status: "False".into(),
+            ..Default::default()
+        };
+        status.conditions = Some(vec![not_ready]);
     }
 
-    fn observed(pods: Vec<Value>) -> ObjectMap {
-        pods.into_iter().map(|p| (str_at(&p, "/metadata/name").to_string(), p.into())).collect()
+    fn observed(pods: Vec<Value>) -> Pods {
+        pods.into_iter()
+            .map(|p| (str_at(&p, "/metadata/name").to_string(), serde_json::from_value(p).unwrap()))
+            .collect()
+    }
+
+    /// Pods as the step writes them, as JSON.
+    fn written(pods: &[Pod]) -> Vec<Value> {
+        pods.iter().map(json_of).collect()
     }
 
     fn member(spec: &Spec, index: u32, started: bool, learner: bool) -> Member {
@@ -533,7 +548,7 @@ mod tests {
     }
 
     fn names(step: &Step) -> Vec<&str> {
-        step.pods.iter().map(|p| str_at(p, "/metadata/name")).collect()
+        step.pods.iter().map(name).collect()
     }
 
     fn reason(step: &Step) -> &str {
@@ -545,7 +560,7 @@ mod tests {
     }
 
     /// Three Ready members on the spec's image, all started voting members of etcd.
-    fn healthy(p: &Value) -> (Spec, ObjectMap, Vec<Member>) {
+    fn healthy(p: &Value) -> (Spec, Pods, Vec<Member>) {
         let s = spec(p);
         let image = s.image();
         let pods = observed((0..3).map(|i| pod(&s, i, true, &image)).collect());
@@ -557,29 +572,29 @@ mod tests {
     fn bootstrap_starts_every_initial_member_at_once_and_only_once() {
         let p = parent(3, "", 0);
         let s = spec(&p);
-        let d = plan(&s, &ObjectMap::new(), &p, View::Unreachable("no member is Ready".into()));
+        let d = plan(&s, &Pods::new(), &p, View::Unreachable("no member is Ready".into()));
         assert_eq!(names(&d.step), ["ex-0000", "ex-0001", "ex-0002"]);
         assert_eq!((d.step.phase, reason(&d.step), d.change.clone()), ("Creating", "Bootstrapping", None));
         let all = "--initial-cluster=ex-0000=http://ex-0000.ex.default.svc:2380,\
                    ex-0001=http://ex-0001.ex.default.svc:2380,ex-0002=http://ex-0002.ex.default.svc:2380";
-        for pod in &d.step.pods {
+        for pod in &written(&d.step.pods) {
             let cmd = pod["spec"]["containers"][0]["command"].to_string();
             assert!(cmd.contains("--initial-cluster-state=new") && cmd.contains(all), "{cmd}");
         }
         // Stopped after writing one pod, before the status: the rest of the members that pod names,
         // even if the size changed meanwhile.
-        let first = observed(vec![d.step.pods[0].clone()]);
+        let first = observed(written(&d.step.pods[..1]));
         let grown = parent(5, "", 0);
         let again = plan(&spec(&grown), &first, &grown, View::Unreachable("no member is Ready".into()));
         assert_eq!(again.step.pods, d.step.pods);
         // Bootstrapped: the status counts its members; what happens next is the usual path.
         let started = parent(3, "Creating", 3);
-        let waiting = plan(&s, &observed(d.step.pods.clone()), &started, View::Unreachable("refused".into()));
+        let waiting = plan(&s, &observed(written(&d.step.pods)), &started, View::Unreachable("refused".into()));
         assert_eq!((waiting.step.phase, waiting.step.quorum_lost), ("Creating", false));
         assert_eq!(waiting.step.pods.len(), 3);
         // A cluster that had members is never started empty again.
         let ran = parent(3, "Running", 3);
-        let d = plan(&spec(&ran), &ObjectMap::new(), &ran, View::Unreachable("no member is Ready".into()));
+        let d = plan(&spec(&ran), &Pods::new(), &ran, View::Unreachable("no member is Ready".into()));
         assert!(d.step.pods.is_empty() && d.step.quorum_lost && reason(&d.step) == "QuorumLost");
     }
 
@@ -621,7 +636,7 @@ mod tests {
         let d = plan(&s, &pods, &p, view(members));
         assert_eq!(names(&d.step), ["ex-0000", "ex-0001", "ex-0002"]);
         assert_eq!(d.change, None);
-        let cmd = d.step.pods[2]["spec"]["containers"][0]["command"].to_string();
+        let cmd = json_of(&d.step.pods[2])["spec"]["containers"][0]["command"].to_string();
         assert!(cmd.contains("--initial-cluster-state=existing"), "{cmd}");
         assert!(cmd.contains("ex-0000=http://ex-0000.ex.default.svc:2380,ex-0001="), "{cmd}");
     }
@@ -630,7 +645,7 @@ mod tests {
     fn an_unready_pod_is_waited_for() {
         let p = parent(3, "Scaling", 3);
         let (s, mut pods, members) = healthy(&p);
-        pods.insert("ex-0002".into(), pod(&s, 2, false, &s.image()).into());
+        pods.extend(observed(vec![pod(&s, 2, false, &s.image())]));
         let d = plan(&s, &pods, &p, view(members));
         assert_eq!((d.step.phase, reason(&d.step), d.change), ("Scaling", "MemberStarting", None));
         assert_eq!(names(&d.step).len(), 3);
@@ -652,7 +667,7 @@ mod tests {
     fn a_dead_member_is_removed_while_quorum_holds() {
         let p = parent(3, "Running", 3);
         let (s, mut pods, members) = healthy(&p);
-        die(std::sync::Arc::make_mut(pods.get_mut("ex-0001").unwrap()));
+        die(pods.get_mut("ex-0001").unwrap());
         let d = plan(&s, &pods, &p, view(members.clone()));
         assert_eq!(change_of(&d), Some(&MemberChange::Remove("id1".into())));
         assert_eq!(names(&d.step), ["ex-0000", "ex-0002"], "its pod goes with it");
@@ -661,7 +676,7 @@ mod tests {
         let failed = fallback.step("etcdserver: unhealthy cluster");
         assert_eq!((failed.phase, reason(&failed)), ("Recovering", "RemoveFailed"));
         // Two of three dead: no quorum, nothing removed, the loss is reported.
-        die(std::sync::Arc::make_mut(pods.get_mut("ex-0002").unwrap()));
+        die(pods.get_mut("ex-0002").unwrap());
         let d = plan(&s, &pods, &p, view(members));
         assert_eq!((d.step.phase, reason(&d.step), d.step.quorum_lost, d.change), ("Failed", "QuorumLost", true, None));
         assert_eq!(names(&d.step).len(), 3);
@@ -696,15 +711,15 @@ mod tests {
         let pods = observed((0..3).map(|i| pod(&s, i, true, old)).collect());
         let d = plan(&s, &pods, &p, view(members.clone()));
         assert_eq!((d.step.phase, d.change.as_ref()), ("Upgrading", None));
-        let images: Vec<&str> = d.step.pods.iter().map(|p| str_at(p, "/spec/containers/0/image")).collect();
+        let images: Vec<String> = d.step.pods.iter().map(pod_image).collect();
         assert_eq!(images.iter().filter(|i| **i == s.image()).count(), 1, "{images:?}");
         // Asked for, not running yet: wait.
         let mut pods = pods;
-        let first = std::sync::Arc::make_mut(pods.get_mut("ex-0000").unwrap());
-        first["spec"]["containers"][0]["image"] = json!(s.image());
+        let first = pods.get_mut("ex-0000").unwrap();
+        first.spec.as_mut().unwrap().containers[0].image = Some(s.image());
         let d = plan(&s, &pods, &p, view(members.clone()));
         assert!(d.step.conditions[1]["message"].as_str().unwrap().starts_with("waiting for ex-0000"));
-        let images: Vec<&str> = d.step.pods.iter().map(|p| str_at(p, "/spec/containers/0/image")).collect();
+        let images: Vec<String> = d.step.pods.iter().map(pod_image).collect();
         assert_eq!(images, [s.image().as_str(), old, old], "the next waits");
     }
 
@@ -721,16 +736,15 @@ mod tests {
     fn a_restore_removes_every_member_then_starts_them_all_from_the_snapshot() {
         let s = spec(&parent(3, "Running", 5));
         let r = restore::Request { id: "rid".into(), snapshot: std::path::PathBuf::from("/b/snap.db") };
-        let mut others = ObjectMap::new();
-        others.insert("ex-0004".into(), json!({"metadata": {"name": "ex-0004"}}).into());
+        let others = observed(vec![json!({"metadata": {"name": "ex-0004"}})]);
         let (step, seeded) = restore_step(&s, &others, &r, 5);
         assert!(!seeded && step.pods.is_empty() && step.phase == "Restoring", "members go first");
-        let (step, seeded) = restore_step(&s, &ObjectMap::new(), &r, 5);
+        let (step, seeded) = restore_step(&s, &Pods::new(), &r, 5);
         assert!(seeded);
         assert_eq!(names(&step), ["ex-0005", "ex-0006", "ex-0007"], "the indexes continue the cluster's");
         let all = "ex-0005=http://ex-0005.ex.default.svc:2380,ex-0006=http://ex-0006.ex.default.svc:2380,\
                    ex-0007=http://ex-0007.ex.default.svc:2380";
-        for pod in &step.pods {
+        for pod in &written(&step.pods) {
             assert_eq!(pod["metadata"]["annotations"]["etcd.database.coreos.com/restore-id"], json!("rid"));
             let main = pod["spec"]["containers"][0]["command"].as_array().unwrap();
             assert!(main.contains(&json!("--initial-cluster-state=new")));
@@ -739,8 +753,8 @@ mod tests {
             assert!(restore.contains(&json!(format!("--initial-cluster={all}"))), "{restore:?}");
         }
         // Cut short after one pod: the restore is not done, and goes on with the members it named.
-        let one = observed(vec![step.pods[0].clone()]);
-        assert!(!restore_complete(&one, "rid") && restore_complete(&observed(step.pods.clone()), "rid"));
+        let one = observed(written(&step.pods[..1]));
+        assert!(!restore_complete(&one, "rid") && restore_complete(&observed(written(&step.pods)), "rid"));
         let (again, seeded) = restore_step(&s, &one, &r, 6);
         assert!(seeded);
         assert_eq!(again.pods, step.pods);

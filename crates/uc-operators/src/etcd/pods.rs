@@ -1,51 +1,83 @@
 //! Reading member pods: readiness, failure, the image asked for and the one running, the cluster's
 //! version, and an observed pod turned back into the desired one.
 
-use serde_json::Value;
-use uc_api::meta::str_at;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Pod;
+use serde::Deserialize;
+use uc_api::hook::ObjectMap;
 
 use super::spec::Spec;
 
+/// The cluster's pods by name, typed (a cluster has seven members at most: decoding them is cheap).
+pub type Pods = BTreeMap<String, Pod>;
+
+/// The observed pods of a sync request, typed; one that does not read as a Pod is left out (the
+/// API server admitted it, so this is logged, not expected).
+pub fn typed(observed: &ObjectMap) -> Pods {
+    let read = |(name, pod): (&String, &std::sync::Arc<serde_json::Value>)| {
+        let typed = Pod::deserialize(&**pod);
+        typed
+            .inspect_err(|e| tracing::warn!(pod = %name, error = %e, "not read as a Pod"))
+            .ok()
+            .map(|p| (name.clone(), p))
+    };
+    observed.iter().filter_map(read).collect()
+}
+
 /// A member pod that is Ready and not being deleted.
-pub fn pod_ready(pod: &Value) -> bool {
-    crate::objects::is_ready(pod) && pod.pointer("/metadata/deletionTimestamp").is_none()
+pub fn pod_ready(pod: &Pod) -> bool {
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+    let ready = conditions.into_iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True");
+    ready && pod.metadata.deletion_timestamp.is_none()
 }
 
 /// A member pod whose etcd exited (members are never restarted).
-pub fn pod_failed(pod: &Value) -> bool {
-    matches!(str_at(pod, "/status/phase"), "Failed" | "Succeeded")
+pub fn pod_failed(pod: &Pod) -> bool {
+    matches!(pod.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Failed" | "Succeeded"))
 }
 
 pub use uc_api::conditions::condition;
 
+/// The etcd container of a member's pod (its first).
+pub fn etcd_container(pod: &Pod) -> Option<&k8s_openapi::api::core::v1::Container> {
+    pod.spec.as_ref()?.containers.first()
+}
+
 /// The image a member's pod asks for.
-pub fn pod_image(pod: &Value) -> String {
-    str_at(pod, "/spec/containers/0/image").to_string()
+pub fn pod_image(pod: &Pod) -> String {
+    etcd_container(pod).and_then(|c| c.image.clone()).unwrap_or_default()
 }
 
 /// The image a member's container runs, as the node reports it (while Ready).
-pub fn running_image(pod: &Value) -> Option<String> {
-    let statuses = pod.pointer("/status/containerStatuses")?.as_array()?;
-    let c = statuses.iter().find(|c| c.get("name").and_then(Value::as_str) == Some("etcd"))?;
-    c.get("ready").and_then(Value::as_bool).filter(|r| *r)?;
-    c.get("image").and_then(Value::as_str).map(String::from)
+pub fn running_image(pod: &Pod) -> Option<String> {
+    let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
+    let c = statuses.iter().find(|c| c.name == "etcd")?;
+    c.ready.then(|| c.image.clone())
 }
 
 /// The lowest version the members run (the cluster's version during an upgrade).
-pub fn current_version(spec: &Spec, pods: &[Value]) -> String {
-    let version = |p: &Value| -> Option<Vec<u32>> {
+pub fn current_version<'a>(spec: &Spec, pods: impl IntoIterator<Item = &'a Pod>) -> String {
+    let version = |p: &Pod| -> Option<Vec<u32>> {
         let image = running_image(p).unwrap_or_else(|| pod_image(p));
         let tag = image.rsplit_once(':')?.1.trim_start_matches('v').to_string();
         tag.split('.').map(|x| x.parse().ok()).collect()
     };
-    pods.iter()
+    pods.into_iter()
         .filter_map(version)
         .min()
         .map(|v| v.iter().map(u32::to_string).collect::<Vec<_>>().join("."))
         .unwrap_or_else(|| spec.version.clone())
 }
 
-/// An observed pod, as a desired child: what uc wrote (status and server fields go).
-pub fn strip(pod: &Value) -> Value {
-    crate::objects::as_written(pod)
+/// An observed pod, as a desired child: what uc wrote (its last-applied configuration), else the pod
+/// without its status.
+pub fn strip(pod: &Pod) -> Pod {
+    let written = pod.metadata.annotations.as_ref().and_then(|a| a.get(uc_engine::apply::LAST_APPLIED));
+    written.and_then(|text| serde_json::from_str(text).ok()).unwrap_or_else(|| Pod { status: None, ..pod.clone() })
+}
+
+/// The member pods' names.
+pub fn name(pod: &Pod) -> &str {
+    pod.metadata.name.as_deref().unwrap_or_default()
 }

@@ -243,9 +243,9 @@ impl Spec {
     }
 
     /// The data claim a member's pod names, if any (it goes with the member).
-    pub fn claim_of(&self, pod: &Value) -> Option<PersistentVolumeClaim> {
-        let volumes = pod.pointer("/spec/volumes")?.as_array()?;
-        let claim = volumes.iter().find_map(|v| v.pointer("/persistentVolumeClaim/claimName")?.as_str())?;
+    pub fn claim_of(&self, pod: &Pod) -> Option<PersistentVolumeClaim> {
+        let volumes = pod.spec.as_ref()?.volumes.as_ref()?;
+        let claim = volumes.iter().find_map(|v| Some(v.persistent_volume_claim.as_ref()?.claim_name.as_str()))?;
         let spec = self.pod_policy.persistent_volume_claim_spec.clone().unwrap_or_else(|| PersistentVolumeClaimSpec {
             access_modes: Some(vec!["ReadWriteOnce".into()]),
             resources: Some(VolumeResourceRequirements {
