@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use uc_api::controller::{
@@ -181,9 +182,31 @@ impl<'a> PodView<'a> {
     }
 }
 
-/// A pod whose Ready condition is True (an untyped pod; one that cannot be read is not Ready).
-pub(crate) fn is_ready(pod: &Value) -> bool {
-    PodView::deserialize(pod).is_ok_and(|p| p.ready())
+/// The pods of a sync request, typed, by name (for hooks over a few pods: an operator's servers);
+/// one that does not read as a Pod is left out (the API server admitted it, so this is logged, not
+/// expected).
+pub(crate) fn typed_pods(observed: &ObjectMap) -> BTreeMap<String, Pod> {
+    let read = |(name, pod): (&String, &std::sync::Arc<Value>)| {
+        let typed = Pod::deserialize(&**pod);
+        typed
+            .inspect_err(|e| tracing::warn!(pod = %name, error = %e, "not read as a Pod"))
+            .ok()
+            .map(|p| (name.clone(), p))
+    };
+    observed.iter().filter_map(read).collect()
+}
+
+/// A typed pod whose Ready condition is True.
+pub(crate) fn ready(pod: &Pod) -> bool {
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+    conditions.into_iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True")
+}
+
+/// An observed pod, as a desired child: what uc wrote (its last-applied configuration), else the pod
+/// without its status.
+pub(crate) fn written_pod(pod: &Pod) -> Pod {
+    let written = pod.metadata.annotations.as_ref().and_then(|a| a.get(uc_engine::apply::LAST_APPLIED));
+    written.and_then(|text| serde_json::from_str(text).ok()).unwrap_or_else(|| Pod { status: None, ..pod.clone() })
 }
 
 /// Reads every pod of a map; the first malformed one is an error.

@@ -4,32 +4,18 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
-use serde::Deserialize;
-use uc_api::hook::ObjectMap;
 
 use super::spec::Spec;
 
 /// The cluster's pods by name, typed (a cluster has seven members at most: decoding them is cheap).
 pub type Pods = BTreeMap<String, Pod>;
 
-/// The observed pods of a sync request, typed; one that does not read as a Pod is left out (the
-/// API server admitted it, so this is logged, not expected).
-pub fn typed(observed: &ObjectMap) -> Pods {
-    let read = |(name, pod): (&String, &std::sync::Arc<serde_json::Value>)| {
-        let typed = Pod::deserialize(&**pod);
-        typed
-            .inspect_err(|e| tracing::warn!(pod = %name, error = %e, "not read as a Pod"))
-            .ok()
-            .map(|p| (name.clone(), p))
-    };
-    observed.iter().filter_map(read).collect()
-}
+/// The observed pods of a sync request, typed.
+pub(crate) use crate::objects::typed_pods as typed;
 
 /// A member pod that is Ready and not being deleted.
 pub fn pod_ready(pod: &Pod) -> bool {
-    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
-    let ready = conditions.into_iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True");
-    ready && pod.metadata.deletion_timestamp.is_none()
+    crate::objects::ready(pod) && pod.metadata.deletion_timestamp.is_none()
 }
 
 /// A member pod whose etcd exited (members are never restarted).
@@ -70,12 +56,8 @@ pub fn current_version<'a>(spec: &Spec, pods: impl IntoIterator<Item = &'a Pod>)
         .unwrap_or_else(|| spec.version.clone())
 }
 
-/// An observed pod, as a desired child: what uc wrote (its last-applied configuration), else the pod
-/// without its status.
-pub fn strip(pod: &Pod) -> Pod {
-    let written = pod.metadata.annotations.as_ref().and_then(|a| a.get(uc_engine::apply::LAST_APPLIED));
-    written.and_then(|text| serde_json::from_str(text).ok()).unwrap_or_else(|| Pod { status: None, ..pod.clone() })
-}
+/// An observed pod, as a desired child.
+pub(crate) use crate::objects::written_pod as strip;
 
 /// The member pods' names.
 pub fn name(pod: &Pod) -> &str {

@@ -29,8 +29,7 @@ use std::sync::Arc;
 
 use kube::CustomResourceExt;
 use serde_json::{Value, json};
-use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
-use uc_api::meta::str_at;
+use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_engine::events::Recorder;
 use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry, SyncFuture};
 use uc_engine::names::ClusterNames;
@@ -114,6 +113,7 @@ async fn sync(
     };
     let generation = parent.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
     spec.restart_round = rollout::restart_round(&spec, generation, &previous);
+    let pods = crate::objects::typed_pods(&pods);
     let observed = observe(&spec, &pods, names).await;
     let mut decision = plan::plan(&spec, &pods, &observed, &previous);
     if let Some(change) = decision.change.clone() {
@@ -147,7 +147,7 @@ async fn sync(
     children.push(objects::config_map(&spec));
     children.push(objects::disruption_budget(&spec));
     let ordinals: Vec<u32> =
-        decision.pods.iter().filter_map(|p| spec.ordinal_of(str_at(p, "/metadata/name"))).collect();
+        decision.pods.iter().filter_map(|p| spec.ordinal_of(p.metadata.name.as_deref()?)).collect();
     children.extend(ordinals.iter().filter_map(|o| objects::claim(&spec, *o)));
     // Claims of servers no longer in the ensemble stay unless the reclaim policy says Delete.
     if let spec::Storage::Persistent { delete: false, .. } = spec.storage {
@@ -155,7 +155,7 @@ async fn sync(
         children
             .extend(claims.into_iter().filter(|(n, _)| !made.contains(n)).map(|(_, c)| as_is(Arc::unwrap_or_clone(c))));
     }
-    children.extend(decision.pods);
+    children.extend(decision.pods.iter().map(crate::objects::json_of));
     SyncResponse {
         status: Some(crate::objects::json_of(&decision.status)),
         children,
@@ -306,13 +306,13 @@ fn as_is(mut obj: Value) -> Value {
 
 /// Asks every server pod with an address `srvr` (and every server of other clusters the ensemble
 /// lists, at the address its name resolves to), and the leader `conf` and `mntr`.
-async fn observe(spec: &Spec, pods: &ObjectMap, names: Option<&ClusterNames>) -> Observed {
+async fn observe(spec: &Spec, pods: &plan::Pods, names: Option<&ClusterNames>) -> Observed {
     let mut addresses: Vec<(String, String)> = pods
         .iter()
-        .filter(|(name, p)| spec.ordinal_of(name).is_some() && p.pointer("/metadata/deletionTimestamp").is_none())
+        .filter(|(name, p)| spec.ordinal_of(name).is_some() && p.metadata.deletion_timestamp.is_none())
         .filter_map(|(name, p)| {
-            let ip = str_at(p, "/status/podIP");
-            (!ip.is_empty()).then(|| (name.clone(), format!("{ip}:{CLIENT_PORT}")))
+            let ip = p.status.as_ref()?.pod_ip.as_deref().filter(|ip| !ip.is_empty())?;
+            Some((name.clone(), format!("{ip}:{CLIENT_PORT}")))
         })
         .collect();
     for (_, host) in spec.remote_servers() {
@@ -390,7 +390,11 @@ mod tests {
         let c = controller();
         let s = Spec::from(&json!({"metadata": {"name": "zk", "namespace": "ns"}, "spec": {}})).unwrap();
         let mut made = objects::services(&s);
-        made.extend([objects::config_map(&s), objects::disruption_budget(&s), objects::pod(&s, 0, &[], false)]);
+        made.extend([
+            objects::config_map(&s),
+            objects::disruption_budget(&s),
+            crate::objects::json_of(&objects::pod(&s, 0, &[], false)),
+        ]);
         made.extend(objects::claim(&s, 0));
         let owned: Vec<String> = c["spec"]["childResources"]
             .as_array()

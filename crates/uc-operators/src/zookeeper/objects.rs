@@ -244,7 +244,7 @@ fn prepare_container(spec: &Spec, ordinal: u32, servers: &[String], join: bool) 
 
 /// The pod of server `ordinal`, started with `servers` as its dynamic configuration (when its data
 /// directory has none); `join`: it joins a running ensemble.
-pub fn pod(spec: &Spec, ordinal: u32, servers: &[String], join: bool) -> Value {
+pub fn pod(spec: &Spec, ordinal: u32, servers: &[String], join: bool) -> Pod {
     let policy = spec.spec.pod.clone().unwrap_or_default();
     let mut labels = spec.labels();
     labels.extend(policy.labels.clone().unwrap_or_default());
@@ -296,7 +296,7 @@ pub fn pod(spec: &Spec, ordinal: u32, servers: &[String], join: bool) -> Value {
     };
     let mut pod = pod;
     crate::restricted::harden(&mut pod);
-    json_of(&pod)
+    pod
 }
 
 /// Where a server's data volume comes from.
@@ -343,7 +343,7 @@ mod tests {
         let s = spec(json!({"pod": {"labels": {"team": "a"}, "env": [{"name": "X", "value": "1"}],
                                     "tolerations": [{"key": "k", "operator": "Exists"}]}}));
         let servers = participants(&s, 0..3);
-        let p = pod(&s, 1, &servers, false);
+        let p = json_of(&pod(&s, 1, &servers, false));
         assert_eq!(str_at(&p, "/metadata/name"), "zk-1");
         assert_eq!((str_at(&p, "/spec/hostname"), str_at(&p, "/spec/subdomain")), ("zk-1", "zk-headless"));
         assert_eq!(p["metadata"]["labels"]["team"], json!("a"));
@@ -365,7 +365,7 @@ mod tests {
     fn storage_decides_the_data_volume_and_the_claim() {
         let s = spec(json!({"storageType": "ephemeral"}));
         assert!(claim(&s, 0).is_none());
-        assert!(pod(&s, 0, &[], false)["spec"]["volumes"][0].get("emptyDir").is_some());
+        assert!(json_of(&pod(&s, 0, &[], false))["spec"]["volumes"][0].get("emptyDir").is_some());
         let s = spec(json!({"persistence": {"spec": {"resources": {"requests": {"storage": "1Gi"}}}}}));
         assert_eq!(claim(&s, 2).unwrap()["spec"]["resources"]["requests"]["storage"], json!("1Gi"));
     }

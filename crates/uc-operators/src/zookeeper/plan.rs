@@ -19,16 +19,22 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
-use uc_api::hook::ObjectMap;
-use uc_api::meta::str_at;
 
 use super::fourlw::{Config, Srvr};
 use super::objects;
 use super::rollout::{self, Step};
 use super::spec::{Role, Spec};
 use super::types::{Members, ServerStatus, ZookeeperClusterStatus};
-use crate::objects::{as_written, is_ready};
+use crate::objects::{ready, written_pod};
+
+/// A server's pods by name, typed.
+pub type Pods = BTreeMap<String, Pod>;
+
+fn is_named(pod: &Pod, name: &str) -> bool {
+    pod.metadata.name.as_deref() == Some(name)
+}
 
 /// What the servers said this sync.
 #[derive(Clone, Debug, Default)]
@@ -70,7 +76,7 @@ pub enum Change {
 /// The sync's decision: the pods to keep or make, the change to make, and the status.
 #[derive(Debug)]
 pub struct Decision {
-    pub pods: Vec<Value>,
+    pub pods: Vec<Pod>,
     pub change: Option<Change>,
     pub status: ZookeeperClusterStatus,
     /// Something is in progress: sync again soon.
@@ -96,7 +102,7 @@ pub fn host_of(line: &str) -> &str {
 /// ordinal), the others' by id. In an ensemble of its own every server is this cluster's; in one
 /// spanning clusters, a server is this cluster's when its ordinal is within `replicas` or its pod is
 /// here (a server being removed).
-pub fn membership_of(spec: &Spec, config: &Config, pods: &BTreeMap<u32, &Value>) -> (Membership, Remote) {
+pub fn membership_of(spec: &Spec, config: &Config, pods: &BTreeMap<u32, &Pod>) -> (Membership, Remote) {
     let mut local = Membership::new();
     let mut remote = Remote::new();
     for (id, line) in config.servers.iter().filter(|(id, _)| **id > 0) {
@@ -134,7 +140,7 @@ fn membership_of_status(spec: &Spec, status: &Value) -> Option<Membership> {
 struct Seen<'a> {
     spec: &'a Spec,
     observed: &'a Observed,
-    server_pods: &'a BTreeMap<u32, &'a Value>,
+    server_pods: &'a BTreeMap<u32, &'a Pod>,
     membership: &'a Membership,
     remote_voters: usize,
 }
@@ -143,19 +149,19 @@ impl Seen<'_> {
     /// Serving, as the server says, and Ready, as its pod says (so that no two pods are unready at once).
     fn serves(&self, o: u32) -> bool {
         let name = self.spec.pod_name(o);
-        self.observed.serving.contains_key(&name) && self.server_pods.get(&o).is_some_and(|p| is_ready(p))
+        self.observed.serving.contains_key(&name) && self.server_pods.get(&o).is_some_and(|p| ready(p))
     }
 
     /// A rolling upgrade or restart, one server at a time once every follower caught up (the leader
     /// last); what it does.
-    fn roll(&self, outdated: &[Step], out: &mut Vec<Value>) -> String {
+    fn roll(&self, outdated: &[Step], out: &mut Vec<Pod>) -> String {
         let spec = self.spec;
         let voters = self.membership.values().filter(|r| **r == Role::Participant).count() + self.remote_voters;
         if !rollout::caught_up(&self.observed.leader_mntr, voters) {
             return "waiting for every follower to catch up with the leader".into();
         }
         let leader = self.observed.leader().and_then(|n| spec.ordinal_of(n));
-        let at = |out: &[Value], o: u32| out.iter().position(|p| str_at(p, "/metadata/name") == spec.pod_name(o));
+        let at = |out: &[Pod], o: u32| out.iter().position(|p| is_named(p, &spec.pod_name(o)));
         match rollout::next(outdated, leader) {
             Some(Step::Image(o)) => {
                 if let Some(i) = at(out, o) {
@@ -176,7 +182,7 @@ impl Seen<'_> {
     /// The next reconfiguration of a whole ensemble: promote an observer (a quorum of the new
     /// configuration can ack it) or remove one beyond the size, add the next server (its pod started
     /// first, as an observer), or remove the highest participant beyond the size.
-    fn reconfigure(&self, lines: &[String], out: &mut Vec<Value>) -> (Option<Change>, String) {
+    fn reconfigure(&self, lines: &[String], out: &mut Vec<Pod>) -> (Option<Change>, String) {
         let (spec, membership) = (self.spec, self.membership);
         let participants: Vec<u32> =
             membership.iter().filter(|(_, r)| **r == Role::Participant).map(|(o, _)| *o).collect();
@@ -201,11 +207,11 @@ impl Seen<'_> {
         {
             return match self.server_pods.get(&k) {
                 Some(p) if self.serves(k) => {
-                    out.push(as_written(p));
+                    out.push(written_pod(p));
                     (Some(Change::Add(spec.server_line(k, Role::Participant))), format!("adding {}", spec.pod_name(k)))
                 }
                 Some(p) => {
-                    out.push(as_written(p));
+                    out.push(written_pod(p));
                     (None, format!("waiting for {} to start", spec.pod_name(k)))
                 }
                 None => {
@@ -243,9 +249,9 @@ impl Seen<'_> {
 }
 
 /// The decision for one sync.
-pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value) -> Decision {
-    let server_pods: BTreeMap<u32, &Value> =
-        pods.iter().filter_map(|(name, p)| Some((spec.ordinal_of(name)?, &**p))).collect();
+pub fn plan(spec: &Spec, pods: &Pods, observed: &Observed, previous: &Value) -> Decision {
+    let server_pods: BTreeMap<u32, &Pod> =
+        pods.iter().filter_map(|(name, p)| Some((spec.ordinal_of(name)?, p))).collect();
     let mut remote = Remote::new();
     let (membership, source) = match (&observed.config, membership_of_status(spec, previous)) {
         (Some(c), _) => {
@@ -266,7 +272,7 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
     let mut missing = false;
     for ordinal in membership.keys() {
         match server_pods.get(ordinal) {
-            Some(p) => out.push(as_written(p)),
+            Some(p) => out.push(written_pod(p)),
             // A member without a pod (a new ensemble, or a pod that was deleted): its pod, with the
             // ensemble's configuration; its data, if its claim kept it, is its own.
             // Part of an ensemble across clusters, it waits for a configuration from a leader: what it
@@ -297,9 +303,9 @@ pub fn plan(spec: &Spec, pods: &ObjectMap, observed: &Observed, previous: &Value
     // was reconfigured out goes, now that the servers say it is out. Without a configuration to go
     // by (no server serves), every pod stays.
     for (ordinal, p) in &server_pods {
-        let placed = out.iter().any(|q| str_at(q, "/metadata/name") == spec.pod_name(*ordinal));
+        let placed = out.iter().any(|q| is_named(q, &spec.pod_name(*ordinal)));
         if !membership.contains_key(ordinal) && !placed && observed.config.is_none() {
-            out.push(as_written(p));
+            out.push(written_pod(p));
         }
     }
     let upgrading = (!outdated.is_empty()).then(|| {
@@ -367,7 +373,7 @@ fn conditions((ready, total): (usize, usize), upgrading: Option<&str>, lost: Opt
 
 fn status(
     spec: &Spec,
-    pods: &ObjectMap,
+    pods: &Pods,
     observed: &Observed,
     (membership, remote): (&Membership, &Remote),
     source: &str,
@@ -441,10 +447,10 @@ fn status(
 }
 
 /// The tag of the image the ZooKeeper container runs, as the node reports it.
-fn running_tag(pod: &Value) -> Option<String> {
-    let statuses = pod.pointer("/status/containerStatuses")?.as_array()?;
-    let c = statuses.iter().find(|c| c.get("name").and_then(Value::as_str) == Some(objects::CONTAINER))?;
-    let image = c.get("image").and_then(Value::as_str)?;
+fn running_tag(pod: &Pod) -> Option<String> {
+    let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
+    let c = statuses.iter().find(|c| c.name == objects::CONTAINER)?;
+    let image = &c.image;
     Some(image.rsplit_once(':').map(|(_, t)| t).unwrap_or("latest").to_string())
 }
 
@@ -476,11 +482,23 @@ mod tests {
             .unwrap()
     }
 
-    fn running(spec: &Spec, ordinal: u32) -> (String, std::sync::Arc<Value>) {
-        let mut p = objects::pod(spec, ordinal, &[], false);
+    fn running(spec: &Spec, ordinal: u32) -> (String, Pod) {
+        let mut p = json_of(&objects::pod(spec, ordinal, &[], false));
         p["status"] = json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
                              "containerStatuses": [{"name": "zookeeper", "ready": true, "image": "zookeeper:3.8"}]});
-        (spec.pod_name(ordinal), p.into())
+        (spec.pod_name(ordinal), serde_json::from_value(p).unwrap())
+    }
+
+    fn name(pod: &Pod) -> &str {
+        pod.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    fn image(pod: &Pod) -> &str {
+        pod.spec.as_ref().unwrap().containers[0].image.as_deref().unwrap_or_default()
+    }
+
+    fn set_image(pod: &mut Pod, image: &str) {
+        pod.spec.as_mut().unwrap().containers[0].image = Some(image.into());
     }
 
     fn srvr(mode: &str) -> Srvr {
@@ -490,9 +508,9 @@ mod tests {
     #[test]
     fn a_new_ensemble_starts_every_server_with_every_member() {
         let s = spec(3);
-        let d = plan(&s, &ObjectMap::new(), &Observed::default(), &json!({}));
+        let d = plan(&s, &Pods::new(), &Observed::default(), &json!({}));
         assert_eq!(d.pods.len(), 3);
-        let servers = d.pods[2]["spec"]["initContainers"][0]["env"][1]["value"].as_str().unwrap().to_string();
+        let servers = json_of(&d.pods[2])["spec"]["initContainers"][0]["env"][1]["value"].as_str().unwrap().to_string();
         assert_eq!(servers.split(' ').count(), 3, "{servers}");
         assert!(servers.contains("server.3=zk-2.zk-headless.ns.svc.cluster.local:2888:3888:participant"));
         assert_eq!(
@@ -506,7 +524,7 @@ mod tests {
     #[test]
     fn a_serving_ensemble_reports_its_leader_and_keeps_its_pods() {
         let s = spec(3);
-        let pods: ObjectMap = (0..3).map(|o| running(&s, o)).collect();
+        let pods: Pods = (0..3).map(|o| running(&s, o)).collect();
         let conf = parse_conf(&objects::participants(&s, 0..3).join("\n"));
         let serving = BTreeMap::from([
             ("zk-0".to_string(), srvr("follower")),
@@ -526,24 +544,24 @@ mod tests {
     #[test]
     fn a_deleted_member_pod_comes_back_and_lost_quorum_is_reported_not_repaired() {
         let s = spec(3);
-        let mut pods: ObjectMap = (0..3).map(|o| running(&s, o)).collect();
+        let mut pods: Pods = (0..3).map(|o| running(&s, o)).collect();
         let previous = json!({"servers": [{"name": "zk-0", "id": 1, "mode": "follower"},
                                           {"name": "zk-1", "id": 2, "mode": "leader"},
                                           {"name": "zk-2", "id": 3, "mode": "follower"}]});
         pods.remove("zk-1");
         pods.remove("zk-2");
         let d = plan(&s, &pods, &Observed::default(), &previous);
-        let names: Vec<&str> = d.pods.iter().map(|p| str_at(p, "/metadata/name")).collect();
+        let names: Vec<&str> = d.pods.iter().map(name).collect();
         assert_eq!(names, ["zk-0", "zk-1", "zk-2"], "the members' pods are made again, same ordinals");
-        let again = &d.pods[1]["spec"]["initContainers"][0]["env"];
+        let again = &json_of(&d.pods[1])["spec"]["initContainers"][0]["env"];
         assert_eq!(again[2]["value"], json!("false"), "a member comes back, it does not join afresh");
         let error = &json_of(&d.status)["conditions"][2].clone();
         assert_eq!((error["status"].as_str(), error["reason"].as_str()), (Some("True"), Some("QuorumLost")));
         assert!(error["message"].as_str().unwrap().contains("0 of 3 participants serve"));
     }
 
-    fn serving_ensemble(s: &Spec, members: std::ops::Range<u32>) -> (ObjectMap, Observed) {
-        let pods: ObjectMap = members.clone().map(|o| running(s, o)).collect();
+    fn serving_ensemble(s: &Spec, members: std::ops::Range<u32>) -> (Pods, Observed) {
+        let pods: Pods = members.clone().map(|o| running(s, o)).collect();
         let conf = parse_conf(&objects::participants(s, members.clone()).join("\n"));
         let serving =
             members.clone().map(|o| (s.pod_name(o), srvr(if o == 0 { "leader" } else { "follower" }))).collect();
@@ -552,7 +570,8 @@ mod tests {
         (pods, Observed { serving, config: Some(conf), leader_mntr, ..Default::default() })
     }
 
-    fn env(pod: &Value, name: &str) -> String {
+    fn env(pod: &Pod, name: &str) -> String {
+        let pod = &json_of(pod);
         let env = pod["spec"]["initContainers"][0]["env"].as_array().unwrap();
         env.iter().find(|e| e["name"] == json!(name)).unwrap()["value"].as_str().unwrap().to_string()
     }
@@ -563,12 +582,12 @@ mod tests {
         let (mut pods, mut observed) = serving_ensemble(&s, 0..3);
         let d = plan(&s, &pods, &observed, &json!({}));
         assert_eq!(d.change, None, "nothing is reconfigured before the joiner serves");
-        let joiner = d.pods.iter().find(|p| str_at(p, "/metadata/name") == "zk-3").expect("zk-3 is started");
+        let joiner = d.pods.iter().find(|p| name(p) == "zk-3").expect("zk-3 is started");
         assert_eq!(env(joiner, "ZK_JOIN"), "true");
         let servers = env(joiner, "ZK_SERVERS");
         assert!(servers.contains("server.4=zk-3.zk-headless.ns.svc.cluster.local:2888:3888:observer"), "{servers}");
         assert_eq!(servers.split(' ').count(), 4);
-        assert!(!d.pods.iter().any(|p| str_at(p, "/metadata/name") == "zk-4"), "one joiner at a time");
+        assert!(!d.pods.iter().any(|p| name(p) == "zk-4"), "one joiner at a time");
         assert_eq!(json_of(&d.status)["progress"], json!("starting zk-3"));
         // zk-3 follows without a vote: it is added as a participant.
         let (name, pod) = running(&s, 3);
@@ -591,7 +610,7 @@ mod tests {
         observed.serving.insert("zk-4".into(), srvr("follower"));
         let d = plan(&s, &pods, &observed, &json!({}));
         assert_eq!(d.change, Some(Change::Remove(4)));
-        let names: Vec<&str> = d.pods.iter().map(|p| str_at(p, "/metadata/name")).collect();
+        let names: Vec<&str> = d.pods.iter().map(name).collect();
         assert_eq!(names, ["zk-0", "zk-1", "zk-2", "zk-3"]);
     }
 
@@ -640,7 +659,7 @@ mod tests {
             config: Some(conf),
             ..Default::default()
         };
-        let pods: ObjectMap = (0..2).map(|o| running(&one, o)).collect();
+        let pods: Pods = (0..2).map(|o| running(&one, o)).collect();
         assert_eq!(plan(&one, &pods, &observed, &json!({})).change, None, "one voter cannot carry a second");
     }
 
@@ -655,7 +674,7 @@ mod tests {
                                           "spec": {"replicas": 3, "image": {"tag": "3.9"}}}))
         .unwrap();
         let d = plan(&upgraded, &pods, &observed, &json!({}));
-        let images: Vec<&str> = d.pods.iter().map(|p| str_at(p, "/spec/containers/0/image")).collect();
+        let images: Vec<&str> = d.pods.iter().map(image).collect();
         assert_eq!(images, ["zookeeper:3.8", "zookeeper:3.9", "zookeeper:3.8"], "a follower first, not zk-2");
         assert_eq!(json_of(&d.status)["leader"], json!("zk-2"));
     }
@@ -668,7 +687,7 @@ mod tests {
                                               "spec": {"replicas": 3, "image": {"tag": "3.9"}}}))
         .unwrap();
         let d = plan(&upgraded, &pods, &observed, &json!({}));
-        let images: Vec<&str> = d.pods.iter().map(|p| str_at(p, "/spec/containers/0/image")).collect();
+        let images: Vec<&str> = d.pods.iter().map(image).collect();
         assert_eq!(images, ["zookeeper:3.8", "zookeeper:3.8", "zookeeper:3.9"], "the highest follower first");
         assert_eq!(d.change, None, "no membership change during a rollout");
         let upgrading = &json_of(&d.status)["conditions"][1].clone();
@@ -678,29 +697,28 @@ mod tests {
         );
         // Followers done: the leader goes last.
         for o in 1..3 {
-            std::sync::Arc::make_mut(pods.get_mut(&s.pod_name(o)).unwrap())["spec"]["containers"][0]["image"] =
-                json!("zookeeper:3.9");
+            set_image(pods.get_mut(&s.pod_name(o)).unwrap(), "zookeeper:3.9");
         }
         let d = plan(&upgraded, &pods, &observed, &json!({}));
-        assert_eq!(str_at(&d.pods[0], "/spec/containers/0/image"), "zookeeper:3.9");
+        assert_eq!(image(&d.pods[0]), "zookeeper:3.9");
         // A follower the leader does not count as synced holds the rollout.
         observed.leader_mntr.insert("zk_synced_followers".into(), "1".into());
         let d = plan(&upgraded, &pods, &observed, &json!({}));
-        assert_eq!(str_at(&d.pods[0], "/spec/containers/0/image"), "zookeeper:3.8");
+        assert_eq!(image(&d.pods[0]), "zookeeper:3.8");
         assert_eq!(json_of(&d.status)["progress"], json!("waiting for every follower to catch up with the leader"));
         // A restart round deletes one pod at a time (it comes back as the same member).
         upgraded.restart_round = Some("7".into());
-        let all_new: ObjectMap = pods
+        let all_new: Pods = pods
             .iter()
             .map(|(n, p)| {
                 let mut p = p.clone();
-                std::sync::Arc::make_mut(&mut p)["spec"]["containers"][0]["image"] = json!("zookeeper:3.9");
+                set_image(&mut p, "zookeeper:3.9");
                 (n.clone(), p)
             })
             .collect();
         observed.leader_mntr.insert("zk_synced_followers".into(), "2".into());
         let d = plan(&upgraded, &all_new, &observed, &json!({}));
-        let names: Vec<&str> = d.pods.iter().map(|p| str_at(p, "/metadata/name")).collect();
+        let names: Vec<&str> = d.pods.iter().map(name).collect();
         assert_eq!(names, ["zk-0", "zk-1"], "zk-2 restarts first");
     }
 
@@ -730,12 +748,12 @@ mod tests {
     #[test]
     fn a_part_of_an_ensemble_waits_for_the_cluster_that_starts_it() {
         let m2 = part(3, 2);
-        let d = plan(&m2, &ObjectMap::new(), &Observed::default(), &json!({}));
+        let d = plan(&m2, &Pods::new(), &Observed::default(), &json!({}));
         assert!(d.pods.is_empty(), "no server starts an ensemble of its own");
         assert!(str_at(&json_of(&d.status), "/progress").contains("server.1 at zk-0.m1"), "{:?}", d.status);
         assert_eq!(json_of(&d.status)["conditions"][2]["status"], "False", "nothing is lost");
         // The cluster of server 1 starts it with its own servers.
-        let d = plan(&part(1, 2), &ObjectMap::new(), &Observed::default(), &json!({}));
+        let d = plan(&part(1, 2), &Pods::new(), &Observed::default(), &json!({}));
         assert_eq!(d.pods.len(), 2);
         assert!(env(&d.pods[1], "ZK_SERVERS").contains("server.2=zk-1.m1.zk-headless.ns.svc.clusterset.local:2888"));
         assert_eq!(env(&d.pods[1], "ZK_ADDRESS"), "zk-1.m1.zk-headless.ns.svc.clusterset.local");
@@ -745,7 +763,7 @@ mod tests {
     fn a_part_joins_the_serving_ensemble_one_server_at_a_time_and_never_touches_the_others() {
         let m2 = part(3, 2);
         let observed = m1_serving();
-        let d = plan(&m2, &ObjectMap::new(), &observed, &json!({}));
+        let d = plan(&m2, &Pods::new(), &observed, &json!({}));
         assert_eq!(d.pods.len(), 1, "one joiner at a time");
         assert_eq!(env(&d.pods[0], "MYID"), "3");
         let servers = env(&d.pods[0], "ZK_SERVERS");
@@ -757,7 +775,7 @@ mod tests {
             (Some(0), Some(2))
         );
         // Serving as a non-voting follower, it is reconfigured in as a participant.
-        let pods: ObjectMap = [running(&m2, 0)].into();
+        let pods: Pods = [running(&m2, 0)].into();
         let mut observed = observed;
         observed.serving.insert("zk-0".into(), srvr("observer"));
         let d = plan(&m2, &pods, &observed, &json!({}));
@@ -770,7 +788,7 @@ mod tests {
         let mut four = m1_serving();
         let lines = [objects::participants(&m1, 0..2), objects::participants(&m2, 0..2)].concat();
         four.config = Some(parse_conf(&lines.join("\n")));
-        let m1_pods: ObjectMap = (0..2).map(|o| running(&m1, o)).collect();
+        let m1_pods: Pods = (0..2).map(|o| running(&m1, o)).collect();
         four.serving = [("zk-0".to_string(), srvr("leader")), ("zk-1".to_string(), srvr("follower"))].into();
         four.serving.insert("zk-0.m2.zk-headless.ns.svc.clusterset.local".into(), srvr("follower"));
         four.serving.insert("zk-1.m2.zk-headless.ns.svc.clusterset.local".into(), srvr("follower"));
@@ -788,14 +806,14 @@ mod tests {
         let m3 = part(5, 1);
         let previous = json!({"servers": [{"name": "zk-0", "id": 5, "mode": "follower"},
                                           {"name": "zk-0.m1.zk-headless.ns.svc.clusterset.local", "id": 1, "mode": "leader"}]});
-        let d = plan(&m3, &ObjectMap::new(), &Observed::default(), &previous);
+        let d = plan(&m3, &Pods::new(), &Observed::default(), &previous);
         assert!(d.pods.is_empty(), "its pod waits: a server started with what the status remembers would be alone");
         assert!(str_at(&json_of(&d.status), "/progress").contains("waiting for a leader's configuration"));
         // With the leader's configuration it comes back with every member listed.
         let mut observed = m1_serving();
         let lines = [objects::participants(&part(1, 2), 0..2), objects::participants(&m3, 0..1)].concat();
         observed.config = Some(parse_conf(&lines.join("\n")));
-        let d = plan(&m3, &ObjectMap::new(), &observed, &previous);
+        let d = plan(&m3, &Pods::new(), &observed, &previous);
         assert_eq!(d.pods.len(), 1);
         assert_eq!(env(&d.pods[0], "ZK_SERVERS").split(' ').count(), 3);
     }

@@ -11,8 +11,8 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
-use uc_api::meta::str_at;
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::Value;
 
 use super::objects::{CONFIG_ANNOTATION, CONTAINER, RESTART_ANNOTATION, config_digest};
 use super::spec::Spec;
@@ -39,21 +39,16 @@ pub enum Step {
 }
 
 /// The image the pod's ZooKeeper container asks for.
-fn pod_image(pod: &Value) -> Option<&str> {
-    pod.pointer("/spec/containers")?
-        .as_array()?
-        .iter()
-        .find(|c| c.get("name").and_then(Value::as_str) == Some(CONTAINER))?
-        .get("image")?
-        .as_str()
+fn pod_image(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref()?.containers.iter().find(|c| c.name == CONTAINER)?.image.as_deref()
 }
 
 /// Whether a server's pod is outdated, and what it needs.
-pub fn step_for(spec: &Spec, round: Option<&str>, ordinal: u32, pod: &Value) -> Option<Step> {
+pub fn step_for(spec: &Spec, round: Option<&str>, ordinal: u32, pod: &Pod) -> Option<Step> {
     if pod_image(pod) != Some(spec.image().as_str()) {
         return Some(Step::Image(ordinal));
     }
-    let annotation = |key: &str| pod.pointer("/metadata/annotations").and_then(|a| a.get(key)).and_then(Value::as_str);
+    let annotation = |key: &str| pod.metadata.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str);
     if annotation(CONFIG_ANNOTATION) != Some(config_digest(&spec.zoo_cfg()).as_str()) {
         return Some(Step::Restart(ordinal));
     }
@@ -86,14 +81,13 @@ pub fn next(outdated: &[Step], leader: Option<u32>) -> Option<Step> {
 }
 
 /// The pod after an in-place upgrade: the ZooKeeper container's image, and the restart mark.
-pub fn upgraded(spec: &Spec, round: Option<&str>, mut pod: Value) -> Value {
-    if let Some(containers) = pod.pointer_mut("/spec/containers").and_then(Value::as_array_mut) {
-        for c in containers.iter_mut().filter(|c| str_at(c, "/name") == CONTAINER) {
-            c["image"] = json!(spec.image());
-        }
+pub fn upgraded(spec: &Spec, round: Option<&str>, mut pod: Pod) -> Pod {
+    let containers = pod.spec.iter_mut().flat_map(|s| s.containers.iter_mut());
+    for c in containers.filter(|c| c.name == CONTAINER) {
+        c.image = Some(spec.image());
     }
     if let Some(r) = round {
-        pod["metadata"]["annotations"][RESTART_ANNOTATION] = json!(r);
+        pod.metadata.annotations.get_or_insert_with(Default::default).insert(RESTART_ANNOTATION.into(), r.into());
     }
     pod
 }
@@ -101,7 +95,9 @@ pub fn upgraded(spec: &Spec, round: Option<&str>, mut pod: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::objects::json_of;
     use crate::zookeeper::objects;
+    use serde_json::json;
 
     fn spec(extra: Value) -> Spec {
         let mut s = json!({"replicas": 3, "image": {"repository": "pravega/zookeeper", "tag": "0.2.16"}});
@@ -115,10 +111,10 @@ mod tests {
     fn an_image_change_is_an_upgrade_in_place_and_a_trigger_a_restart_round() {
         let s = spec(json!({}));
         let mut old = objects::pod(&s, 1, &[], false);
-        old["spec"]["containers"][0]["image"] = json!("pravega/zookeeper:0.2.15");
+        old.spec.as_mut().unwrap().containers[0].image = Some("pravega/zookeeper:0.2.15".into());
         assert_eq!(step_for(&s, None, 1, &old), Some(Step::Image(1)));
         let up = upgraded(&s, None, old);
-        assert_eq!(up["spec"]["containers"][0]["image"], json!("pravega/zookeeper:0.2.16"));
+        assert_eq!(json_of(&up)["spec"]["containers"][0]["image"], json!("pravega/zookeeper:0.2.16"));
         assert_eq!(step_for(&s, None, 1, &up), None);
         let mut triggered = spec(json!({"triggerRollingRestart": true}));
         let round = restart_round(&triggered, 4, &json!({}));
