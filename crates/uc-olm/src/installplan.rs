@@ -7,6 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use serde::{Deserialize, Serialize};
 
 use crate::context::V1ALPHA1;
+pub use crate::plan::{StepResource, StepStatus};
 
 /// An InstallPlan.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -52,30 +53,6 @@ pub struct InstallPlanStatus {
     pub attenuated_service_account_ref: Option<ObjectReference>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_time: Option<String>,
-}
-
-/// One step of a plan: the bundle it resolves, the object, and how it went (`Unknown`, `Created`,
-/// `Present`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct StepStatus {
-    pub resolving: String,
-    pub resource: StepResource,
-    pub status: String,
-}
-
-/// A step's object: its group, version, kind and name, the catalog it came from, and its manifest
-/// (JSON text, as OLM keeps it).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct StepResource {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
-    pub name: String,
-    pub source_name: String,
-    pub source_namespace: String,
-    pub manifest: String,
 }
 
 /// The plan's `Installed` condition.

@@ -8,13 +8,13 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use uc_api::meta::json_of;
 
 use crate::config::SubscriptionConfig;
 use crate::csv::Csv;
 use crate::fbc::Bundle;
-use crate::installplan::{StepResource, StepStatus};
 use crate::resolve::Choice;
 
 /// The kinds of objects an install labels as the CSV's (besides its Deployments, which it owns), swept
@@ -51,6 +51,30 @@ pub struct Step {
     pub resolving: String,
     /// The object.
     pub manifest: Value,
+}
+
+/// One step of a plan: the bundle it resolves, the object, and how it went (`Unknown`, `Created`,
+/// `Present`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct StepStatus {
+    pub resolving: String,
+    pub resource: StepResource,
+    pub status: String,
+}
+
+/// A step's object: its group, version, kind and name, the catalog it came from, and its manifest
+/// (JSON text, as OLM keeps it).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct StepResource {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub name: String,
+    pub source_name: String,
+    pub source_namespace: String,
+    pub manifest: String,
 }
 
 impl Step {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use kube::discovery::Discovery;
 use serde_json::{Value, json};
+use uc_api::controller::{Hook, UpdateMethod};
 use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry};
 
@@ -162,8 +163,7 @@ pub async fn setup(
         let lookup = ClusterLookup::new(client.clone(), &discovery);
         let sync = hook(Arc::new(chart), w.clone(), caps.clone(), resync_of(&w), lookup);
         natives.register(&hook_name, native::typed_async(sync));
-        let hook_ref = json!({"native": {"name": hook_name}});
-        controllers.push(controller(&w, (&parent.api_version, &parent.plural), &children, hook_ref));
+        controllers.push(controller(&w, (&parent.api_version, &parent.plural), &children, Hook::native(&hook_name)));
     }
     Ok(controllers)
 }
@@ -192,28 +192,25 @@ fn resync_of(w: &Watch) -> Option<f64> {
 
 /// The UniversalController of a watch: its parent (`apiVersion`, plural), the chart's child types
 /// (`apiVersion`, plural), applied in place, and the hook (`{"native": …}`) for sync and finalize.
-pub(crate) fn controller(w: &Watch, parent: (&str, &str), children: &[(String, String)], hook: Value) -> Value {
-    let mut parent_rule = json!({"apiVersion": parent.0, "resource": parent.1});
-    if let Some(sel) = &w.selector {
-        parent_rule["labelSelector"] = sel.clone();
-    }
-    let children: Vec<Value> = children
-        .iter()
-        .map(|(api_version, plural)| json!({"apiVersion": api_version, "resource": plural, "updateStrategy": {"method": "InPlace"}}))
-        .collect();
+pub(crate) fn controller(w: &Watch, parent: (&str, &str), children: &[(String, String)], hook: Hook) -> Value {
+    use uc_api::controller::{ChildResource, Hooks, ParentResource, UniversalController, UniversalControllerSpec};
+    let parent_resource =
+        ParentResource { label_selector: w.selector.clone(), ..ParentResource::new(parent.0, parent.1) };
+    let children =
+        children.iter().map(|(api_version, plural)| ChildResource::new(api_version, plural, UpdateMethod::InPlace));
     let name = format!("helm-{}-{}", w.kind.to_lowercase(), if w.group.is_empty() { "core" } else { &w.group });
-    json!({
-        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
-        "metadata": {"name": name, "labels": {LABEL: "helm"}},
-        "spec": {
-            "generateSelector": true,
-            "parentResource": parent_rule,
-            "childResources": children,
-            "hooks": {"sync": hook.clone(), "finalize": hook},
-            "finalizerName": FINALIZER,
-            "maxConcurrentReconciles": w.max_concurrent_reconciles.unwrap_or_else(crate::sdk_project::cpus)
-        }
-    })
+    let spec = UniversalControllerSpec {
+        generate_selector: Some(true),
+        parent_resource,
+        child_resources: children.collect(),
+        hooks: Hooks { sync: Some(hook.clone()), finalize: Some(hook), customize: None },
+        finalizer_name: Some(FINALIZER.into()),
+        max_concurrent_reconciles: Some(w.max_concurrent_reconciles.unwrap_or_else(crate::sdk_project::cpus)),
+        ..Default::default()
+    };
+    let mut uc = UniversalController::new(&name, spec);
+    uc.metadata.labels = Some([(LABEL.to_string(), "helm".to_string())].into());
+    uc_api::meta::json_of(&uc)
 }
 
 /// The factory of `native: {name: helm, config: {chart, watch}}` hooks (what `uc package` writes for a

@@ -8,6 +8,7 @@ use std::path::Path;
 use anyhow::Context;
 use base64::Engine as _;
 use serde_json::{Value, json};
+use uc_api::controller::{Hook, Native};
 
 /// What a bundle is made of.
 pub struct Parts {
@@ -102,7 +103,7 @@ fn helm_controllers(dir: &Path, text: &str, entries: &[Value], crds: &[Value]) -
             m.remove("chart");
         }
         let config = json!({"chart": base64::engine::general_purpose::STANDARD.encode(&tgz), "watch": watch});
-        let hook = json!({"native": {"name": "helm", "config": config}});
+        let hook = Hook { native: Some(Native { name: "helm".into(), config: Some(config) }), ..Default::default() };
         let parent_plural = plural(crds, &w.api_version(), &w.kind);
         out.push(crate::helm_operator::controller(w, (&w.api_version(), &parent_plural), &children, hook));
     }
@@ -116,7 +117,7 @@ fn ansible_controllers(dir: &Path, text: &str, crds: &[Value]) -> anyhow::Result
     let mut out = Vec::new();
     for w in &watches {
         let config = json!({"project": project, "watch": {"group": w.group, "version": w.version, "kind": w.kind}});
-        let hook = json!({"native": {"name": "ansible", "config": config}});
+        let hook = Hook { native: Some(Native { name: "ansible".into(), config: Some(config) }), ..Default::default() };
         let parent_plural = plural(crds, &w.api_version(), &w.kind);
         out.push(crate::ansible_operator::controller(w, (&w.api_version(), &parent_plural), hook));
     }

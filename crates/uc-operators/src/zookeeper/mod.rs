@@ -23,6 +23,7 @@ pub mod objects;
 pub mod plan;
 pub mod rollout;
 pub mod spec;
+mod status;
 pub mod types;
 
 use std::sync::Arc;

@@ -20,13 +20,14 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::fourlw::{Config, Srvr};
 use super::objects;
 use super::rollout::{self, Step};
 use super::spec::{Role, Spec};
-use super::types::{Members, ServerStatus, ZookeeperClusterStatus};
+use super::status::{conditions, keep_transition_times, running_tag, server_entry};
+use super::types::{Members, ZookeeperClusterStatus};
 use crate::objects::{ready, written_pod};
 
 /// A server's pods by name, typed.
@@ -340,37 +341,6 @@ fn membership_events(spec: &Spec, before: &Membership, now: &Membership) -> Vec<
     joined.chain(left).collect()
 }
 
-/// A server in the status: its name, id, mode (as it says, or as the configuration says) and zxid.
-fn server_entry(name: &str, id: u32, said: Option<&Srvr>, role: Role) -> ServerStatus {
-    let mode = match (said, role) {
-        (Some(s), _) => s.mode.clone(),
-        (None, Role::Observer) => "observer".to_string(),
-        (None, Role::Participant) => "unknown".to_string(),
-    };
-    ServerStatus { name: name.into(), id, mode, zxid: said.map(|s| s.zxid.clone()) }
-}
-
-/// The ensemble's conditions: PodsReady (`ready` of `total` serve), Upgrading, and Error when quorum is
-/// `lost` (why).
-fn conditions((ready, total): (usize, usize), upgrading: Option<&str>, lost: Option<String>, now: &str) -> Vec<Value> {
-    vec![
-        if ready == total {
-            condition("PodsReady", true, "AllServersServing", now, "")
-        } else {
-            condition("PodsReady", false, "ServersNotServing", now, &format!("{ready} of {total} serve"))
-        },
-        match upgrading {
-            Some(m) => condition("Upgrading", true, "RollingUpdate", now, m),
-            None => condition("Upgrading", false, "UpToDate", now, ""),
-        },
-        match lost {
-            Some(message) => json!({"type": "Error", "status": "True", "reason": "QuorumLost", "message": message,
-                                    "lastTransitionTime": now}),
-            None => condition("Error", false, "NoError", now, ""),
-        },
-    ]
-}
-
 fn status(
     spec: &Spec,
     pods: &Pods,
@@ -446,35 +416,12 @@ fn status(
     }
 }
 
-/// The tag of the image the ZooKeeper container runs, as the node reports it.
-fn running_tag(pod: &Pod) -> Option<String> {
-    let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
-    let c = statuses.iter().find(|c| c.name == objects::CONTAINER)?;
-    let image = &c.image;
-    Some(image.rsplit_once(':').map(|(_, t)| t).unwrap_or("latest").to_string())
-}
-
-fn condition(type_: &str, ok: bool, reason: &str, now: &str, message: &str) -> Value {
-    json!({"type": type_, "status": if ok { "True" } else { "False" }, "reason": reason, "message": message,
-           "lastTransitionTime": now})
-}
-
-/// A condition whose status did not change keeps its transition time.
-fn keep_transition_times(conditions: &mut [Value], previous: &Value) {
-    let Some(before) = previous.get("conditions").and_then(Value::as_array) else { return };
-    for c in conditions.iter_mut() {
-        let same = before.iter().find(|b| b.get("type") == c.get("type") && b.get("status") == c.get("status"));
-        if let Some(t) = same.and_then(|b| b.get("lastTransitionTime")) {
-            c["lastTransitionTime"] = t.clone();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::objects::json_of;
     use crate::zookeeper::fourlw::{self, parse_conf};
+    use serde_json::json;
     use uc_api::meta::str_at;
 
     fn spec(replicas: u32) -> Spec {

@@ -17,8 +17,9 @@ mod runtime;
 use std::path::Path;
 
 use anyhow::Context as _;
-use serde_json::{Value, json};
+use serde_json::Value;
 use uc_ansible::watches::Watch;
+use uc_api::controller::Hook;
 
 pub use factory::{pack, register_factory};
 pub use runtime::Runtime;
@@ -29,27 +30,29 @@ const LABEL: &str = "uc.njuics.cn/operator";
 
 /// The UniversalController of a watch: `parent` is its (`apiVersion`, plural), `hook` the native hook
 /// every call goes to.
-pub(crate) fn controller(w: &Watch, parent: (&str, &str), hook: Value) -> Value {
-    let mut parent_rule = json!({"apiVersion": parent.0, "resource": parent.1, "ignoreStatusChanges": true});
-    if let Some(sel) = &w.selector {
-        parent_rule["labelSelector"] = sel.clone();
-    }
-    let workers = w.max_concurrent_reconciles.unwrap_or_else(crate::sdk_project::cpus);
-    let mut spec = json!({"parentResource": parent_rule, "childResources": [], "hooks": {"sync": hook},
-                          "maxConcurrentReconciles": workers});
-    if let Some(f) = &w.finalizer {
-        spec["hooks"]["finalize"] = hook.clone();
-        spec["finalizerName"] = json!(f.name);
-    }
-    if w.watch_dependent_resources {
-        spec["hooks"]["customize"] = hook;
-    }
+pub(crate) fn controller(w: &Watch, parent: (&str, &str), hook: Hook) -> Value {
+    use uc_api::controller::{Hooks, ParentResource, UniversalController, UniversalControllerSpec};
+    let parent_resource = ParentResource {
+        label_selector: w.selector.clone(),
+        ignore_status_changes: Some(true),
+        ..ParentResource::new(parent.0, parent.1)
+    };
+    let hooks = Hooks {
+        sync: Some(hook.clone()),
+        finalize: w.finalizer.as_ref().map(|_| hook.clone()),
+        customize: w.watch_dependent_resources.then_some(hook),
+    };
+    let spec = UniversalControllerSpec {
+        parent_resource,
+        hooks,
+        finalizer_name: w.finalizer.as_ref().map(|f| f.name.clone()),
+        max_concurrent_reconciles: Some(w.max_concurrent_reconciles.unwrap_or_else(crate::sdk_project::cpus)),
+        ..Default::default()
+    };
     let name = format!("ansible-{}-{}", w.kind.to_lowercase(), if w.group.is_empty() { "core" } else { &w.group });
-    json!({
-        "apiVersion": uc_api::controller::API_VERSION, "kind": "UniversalController",
-        "metadata": {"name": name, "labels": {LABEL: "ansible"}},
-        "spec": spec
-    })
+    let mut uc = UniversalController::new(&name, spec);
+    uc.metadata.labels = Some([(LABEL.to_string(), "ansible".to_string())].into());
+    uc_api::meta::json_of(&uc)
 }
 
 /// Reads an Ansible operator's watches file, registers a native hook per entry, and answers the
@@ -74,7 +77,7 @@ pub async fn setup(
     for w in watches {
         let hook_name = format!("ansible/{}/{}/{}", w.group, w.version, w.kind);
         let (hook, parent) = runtime.hook(&dir, w.clone()).await?;
-        controllers.push(controller(&w, (&parent.api_version, &parent.plural), json!({"native": {"name": hook_name}})));
+        controllers.push(controller(&w, (&parent.api_version, &parent.plural), Hook::native(&hook_name)));
         options.natives.register(&hook_name, hook);
     }
     Ok(controllers)
