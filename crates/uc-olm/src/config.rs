@@ -66,12 +66,7 @@ pub fn apply(deployment: &mut Deployment, config: &SubscriptionConfig) {
         pod.affinity = Some(v.clone());
     }
     if !config.tolerations.is_empty() {
-        let list = pod.tolerations.get_or_insert_with(Vec::new);
-        for t in &config.tolerations {
-            if !list.contains(t) {
-                list.push(t.clone());
-            }
-        }
+        add_missing(pod.tolerations.get_or_insert_with(Vec::new), &config.tolerations);
     }
     if !config.volumes.is_empty() {
         merge_by_name(pod.volumes.get_or_insert_with(Vec::new), &config.volumes, |v| &v.name);
@@ -90,18 +85,22 @@ fn apply_to_container(c: &mut Container, config: &SubscriptionConfig, main: bool
         merge_by_name(c.env.get_or_insert_with(Vec::new), &config.env, |e| &e.name);
     }
     if !config.env_from.is_empty() {
-        let list = c.env_from.get_or_insert_with(Vec::new);
-        for f in &config.env_from {
-            if !list.contains(f) {
-                list.push(f.clone());
-            }
-        }
+        add_missing(c.env_from.get_or_insert_with(Vec::new), &config.env_from);
     }
     if !config.volume_mounts.is_empty() {
         merge_by_name(c.volume_mounts.get_or_insert_with(Vec::new), &config.volume_mounts, |m| &m.name);
     }
     if main && let Some(resources) = &config.resources {
         c.resources = Some(resources.clone());
+    }
+}
+
+/// The items of `more` that `list` does not hold yet, appended.
+fn add_missing<T: Clone + PartialEq>(list: &mut Vec<T>, more: &[T]) {
+    for item in more {
+        if !list.contains(item) {
+            list.push(item.clone());
+        }
     }
 }
 
