@@ -328,6 +328,15 @@ mod tests {
         let mut unreadable = parent(3, "3.2.13");
         unreadable["spec"]["size"] = json!("three");
         assert!(matches!(Spec::from(&unreadable), Err(SpecError::Unreadable(m)) if m.contains("invalid type")));
+        // A pod policy that does not read says where (a field of the wrong type is not ignored).
+        let mut bad_policy = parent(3, "3.2.13");
+        bad_policy["spec"]["pod"] = json!({"labels": {"team": 7}});
+        let why = Spec::from(&bad_policy).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(why.starts_with("spec: pod.labels.team: invalid type"), "{why}");
+        let mut kept = parent(3, "3.2.13");
+        kept["spec"]["pod"] = json!({"busyboxImage": "busybox:1.28.0-glibc", "antiAffinity": true});
+        let policy = Spec::from(&kept).unwrap().pod_policy;
+        assert_eq!(policy.other["busyboxImage"], json!("busybox:1.28.0-glibc"), "coreos's other fields are kept");
         let s = Spec::from(&parent(3, "v3.2.13")).unwrap();
         assert_eq!(s.version, "3.2.13");
         assert_eq!(s.member_name(2), "ex-0002");
