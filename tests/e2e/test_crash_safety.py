@@ -57,6 +57,12 @@ def processes(data_dir):
     return out
 
 
+def log_tail(data_dir, lines=120):
+    """The last lines `uc up` logged in this data directory, for a failure's message."""
+    with open(os.path.join(data_dir, "uc.log"), errors="replace") as f:
+        return "\n".join(f.read().splitlines()[-lines:])
+
+
 def member_pids(data_dir):
     """Member name -> pid of its etcd process."""
     out = {}
@@ -120,8 +126,8 @@ def test_kill_9_of_uc_up_loses_no_etcd_cluster(make_cluster, tmp_path):
         assert restores == [], f"round {round_}: no restore: {restores}"
         seen.update((pid, start) for pid, start, _ in processes(data_dir))
     assert c.stop() == 0, "uc up stops cleanly on SIGINT"
-    left = [(pid, start) for pid, start, _ in processes(data_dir)]
-    assert left == [], f"processes left after a clean stop: {left}"
+    left = processes(data_dir)
+    assert left == [], f"processes left after a clean stop: {left}\n{log_tail(data_dir)}"
     still = []
     for pid, start in seen:
         try:

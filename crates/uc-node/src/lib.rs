@@ -436,19 +436,25 @@ async fn collect_garbage(pods_dir: PathBuf, keep: HashSet<String>, network: netw
         if keep.contains(&uid) || !e.path().is_dir() {
             continue;
         }
-        for c in std::fs::read_dir(e.path()).into_iter().flatten().flatten() {
-            let dir = container::ContainerDir::new(&e.path(), &c.file_name().to_string_lossy());
-            if !dir.locked() {
-                continue;
-            }
-            if let Some(record) = dir.state().and_then(|s| dir.pid(s.run)) {
-                tracing::info!(pod = %uid, pid = record.pid, "killing a container of a pod that is gone");
-                container::kill_leftovers(&record).await;
-            }
-        }
+        kill_containers(&e.path(), "killing a container of a pod that is gone").await;
         let _ = std::fs::remove_dir_all(e.path());
         if let network::Network::Bridged(cidr) = network {
             network::host::detach(&cidr, &uid).await;
+        }
+    }
+}
+
+/// Kills the containers of a pod directory whose shims still run (saying `why`): their records are
+/// about to go, and a process nobody has a record of would run on unseen.
+async fn kill_containers(pod_dir: &Path, why: &str) {
+    for c in std::fs::read_dir(pod_dir).into_iter().flatten().flatten() {
+        let dir = container::ContainerDir::new(pod_dir, &c.file_name().to_string_lossy());
+        if !dir.locked() {
+            continue;
+        }
+        if let Some(record) = dir.state().and_then(|s| dir.pid(s.run)) {
+            tracing::info!(container = %dir.path().display(), pid = record.pid, "{why}");
+            container::kill_leftovers(&record).await;
         }
     }
 }
@@ -628,6 +634,7 @@ async fn wire(ctx: &Ctx, pod: &Pod, ip: &str) -> Result<(), (String, String)> {
 /// What a pod this node ran leaves behind goes: its directory, its network namespace, its address.
 async fn release(ctx: &Ctx, uid: &str, pod_dir: &Path) {
     ctx.started.lock().remove(uid);
+    kill_containers(pod_dir, "killing a container left running by a pod that is done").await;
     let _ = std::fs::remove_dir_all(pod_dir);
     if let network::Network::Bridged(cidr) = ctx.options.network {
         network::host::detach(&cidr, uid).await;

@@ -77,7 +77,16 @@ pub type Unprepared = (String, (String, String));
 /// A pod's containers as prepared: its init containers, then its containers.
 pub type PodContainers = (Vec<Result<Prepared, Unprepared>>, Vec<Result<Prepared, Unprepared>>);
 
+/// One task of the pod's that is under way (`stop` waits for all of them to end). Taken before the
+/// task is spawned, so that no moment exists in which a task is about to run but not counted.
 struct Live(Arc<PodProcesses>);
+
+impl Live {
+    fn new(p: &Arc<PodProcesses>) -> Live {
+        p.live.fetch_add(1, Ordering::AcqRel);
+        Live(p.clone())
+    }
+}
 
 impl Drop for Live {
     fn drop(&mut self) {
@@ -121,9 +130,8 @@ impl PodProcesses {
             procs.states.lock().insert(name, ContainerState::default());
         }
         let p = procs.clone();
-        p.live.fetch_add(1, Ordering::AcqRel);
+        let live = Live::new(&p);
         tokio::spawn(async move {
-            let live = Live(p.clone());
             // A failed init container is run again unless the pod never restarts, as the kubelet does.
             let init_policy = if policy == "Never" { "Never" } else { "OnFailure" };
             for c in init {
@@ -136,9 +144,11 @@ impl PodProcesses {
                     }
                 };
                 let name = c.name.clone();
-                p.clone().supervise(c, init_policy.to_string()).await;
+                p.clone().supervise(c, init_policy.to_string(), Live::new(&p)).await;
                 let ok = p.states.lock().get(&name).is_some_and(|s| s.last_exit.is_some_and(|(c, _, _)| c == 0));
-                if !ok || p.stopping() {
+                // Stopping, the containers are still taken in: one that runs (re-adopted after a
+                // restart of the node) is stopped with the pod, and none starts.
+                if !ok {
                     return;
                 }
             }
@@ -183,10 +193,9 @@ impl PodProcesses {
         ContainerDir::new(&self.pod_dir, name)
     }
 
+    /// Supervises every container: a new run starts unless the pod is stopping; one still running
+    /// from before a restart of the node is taken in (and stopped, when the pod is).
     fn start_containers(self: &Arc<Self>, containers: Vec<Result<Prepared, Unprepared>>, policy: &str) {
-        if self.stopping() {
-            return;
-        }
         for c in containers {
             let c = match c {
                 Ok(c) => c,
@@ -203,7 +212,7 @@ impl PodProcesses {
             if let Some(p) = container.readiness_probe.clone() {
                 tokio::spawn(self.clone().readiness(name.clone(), p, container.clone()));
             }
-            tokio::spawn(self.clone().supervise(c, policy.to_string()));
+            tokio::spawn(self.clone().supervise(c, policy.to_string(), Live::new(self)));
         }
         self.changed.notify_waiters();
     }
@@ -267,10 +276,9 @@ impl PodProcesses {
         }
     }
 
-    /// Runs one container until it is done for good or the pod stops.
-    async fn supervise(self: Arc<Self>, mut c: Prepared, policy: String) {
-        self.live.fetch_add(1, Ordering::AcqRel);
-        let _live = Live(self.clone());
+    /// Runs one container until it is done for good or the pod stops (`_live`: counted as under way
+    /// from before it was spawned).
+    async fn supervise(self: Arc<Self>, mut c: Prepared, policy: String, _live: Live) {
         let name = c.name.clone();
         let probed = c.container.readiness_probe.is_some();
         let dir = ContainerDir::new(&self.pod_dir, &name);
@@ -348,7 +356,7 @@ impl PodProcesses {
             Ok(c) => {
                 self.states.lock().entry(c.name.clone()).or_default();
                 if !self.stopping() {
-                    tokio::spawn(self.clone().supervise(c, "Never".into()));
+                    tokio::spawn(self.clone().supervise(c, "Never".into(), Live::new(self)));
                 }
             }
             Err((name, error)) => {
@@ -506,6 +514,78 @@ async fn start_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A container running as a shim leaves it after the node went: a process holding the container's
+    /// lock (here `flock`), its command in a process group of its own, and the records.
+    fn running_container(pod_dir: &std::path::Path) -> (Reaped, container::PidRecord) {
+        let dir = ContainerDir::new(pod_dir, "c");
+        dir.write_state(&State::default()).unwrap();
+        let shim = std::process::Command::new("flock")
+            .arg(dir.lock_path())
+            .args(["setsid", "sleep", "1000"])
+            .spawn()
+            .expect("util-linux's flock");
+        let shim_pid = shim.id() as i32;
+        let command = loop {
+            let found = container::children(shim_pid)
+                .into_iter()
+                .find(|&c| std::fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|comm| comm.trim() == "sleep"));
+            if let Some(pid) = found.filter(|&p| container::process_start(p).is_some()) {
+                break pid;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let record = container::PidRecord {
+            shim: shim_pid,
+            pid: command,
+            pid_start: container::process_start(command).unwrap(),
+            started_at: time_string(Utc::now()),
+        };
+        std::fs::write(dir.pid_path(0), serde_json::to_vec(&record).unwrap()).unwrap();
+        assert!(dir.locked() && container::still_running(&record));
+        (Reaped(shim, record.pid), record)
+    }
+
+    /// The stand-in shim, its command killed (were it left running) and both reaped when the test ends.
+    struct Reaped(std::process::Child, i32);
+
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            signal_group(self.1, Signal::KILL);
+            let _ = self.0.wait();
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_pod_stopped_before_its_tasks_ran_still_stops_the_container_it_takes_in() {
+        let pod_dir = std::env::temp_dir().join(format!("uc-pod-stop-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&pod_dir);
+        let (_shim, record) = running_container(&pod_dir);
+        let prepared = Prepared {
+            name: "c".into(),
+            image: "sleep".into(),
+            spec: container::Spec { argv: vec!["sleep".into()], env: vec![], cwd: None, stdin: false },
+            exec: ExecTarget::default(),
+            container: Container { name: "c".into(), ..Default::default() },
+        };
+        // The node re-adopts the pod and stops at once: on this single-threaded runtime no task of the
+        // pod has run before `stop` (the moment a race left such a container running).
+        let procs = PodProcesses::start(
+            pod_dir.clone(),
+            "no-shim".into(),
+            "Always".into(),
+            (vec![], vec![Ok(prepared)]),
+            HashSet::new(),
+            String::new(),
+        );
+        tokio::time::timeout(Duration::from_secs(20), procs.stop(Duration::from_secs(5), true))
+            .await
+            .expect("stop ends");
+        assert!(!container::still_running(&record), "the container it took in stopped with the pod");
+        let state = ContainerDir::new(&pod_dir, "c").state().unwrap();
+        assert!(state.stopped_by_node && !state.done, "marked stopped by the node, to run again: {state:?}");
+        let _ = std::fs::remove_dir_all(&pod_dir);
+    }
 
     #[test]
     fn restart_policy_and_backoff() {

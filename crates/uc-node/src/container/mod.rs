@@ -216,7 +216,7 @@ impl ContainerDir {
         self.path.join(format!("{n}.log"))
     }
 
-    fn pid_path(&self, n: u32) -> PathBuf {
+    pub(crate) fn pid_path(&self, n: u32) -> PathBuf {
         self.path.join(format!("{n}.pid"))
     }
 
