@@ -45,6 +45,12 @@ impl Olm {
         Ok(uc_engine::dynamic::apply(&self.client, &self.kinds, obj, MANAGER).await?)
     }
 
+    /// Writes a typed status (`status` below).
+    pub async fn write_status<S: serde::Serialize>(&self, obj: &Value, status: &S) -> Result<(), LifecycleError> {
+        let status = serde_json::to_value(status).map_err(crate::plan::PlanError::Encode)?;
+        self.status(obj, &status).await
+    }
+
     /// Merges `status` into an object's status, unless it holds it already (times aside: a status
     /// that differs only in when it was computed is not written again).
     pub async fn status(&self, obj: &Value, status: &Value) -> Result<(), LifecycleError> {
@@ -67,6 +73,23 @@ pub fn timeless(v: &Value) -> Value {
         Value::Array(a) => Value::Array(a.iter().map(timeless).collect()),
         other => other.clone(),
     }
+}
+
+/// The objects as `T`; one that does not read as one is logged and left out (the API server admitted
+/// it; its own sync reports it).
+pub fn typed<T: serde::de::DeserializeOwned>(objects: &[Value], kind: &str) -> Vec<T> {
+    beside(objects, kind).into_iter().map(|(_, t)| t).collect()
+}
+
+/// Each object that reads as `T`, beside what it reads as (for writes that name the object).
+pub fn beside<'a, T: serde::de::DeserializeOwned>(objects: &'a [Value], kind: &str) -> Vec<(&'a Value, T)> {
+    let read = |o: &'a Value| {
+        T::deserialize(o)
+            .inspect_err(|e| tracing::warn!(kind, name = %str_at(o, "/metadata/name"), error = %e, "does not read"))
+            .ok()
+            .map(|t| (o, t))
+    };
+    objects.iter().filter_map(read).collect()
 }
 
 /// A string at a JSON pointer ("" when absent): uc-api's.

@@ -8,10 +8,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::context::{Olm, V1, V1ALPHA1, now, str_at};
+use crate::context::{Olm, V1, V1ALPHA1, beside, now, str_at, typed};
+use crate::csv::Csv;
 use crate::error::LifecycleError;
-use crate::group::Group;
+use crate::group::{Group, OperatorGroup, OperatorGroupStatus};
+use crate::installplan::InstallPlan;
 use crate::plan::{LABELLED_KINDS, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL};
+use crate::subscription::Subscription;
 use crate::subscriptions::Loaded;
 use crate::{csvs, installplans, packages, subscriptions};
 
@@ -51,10 +54,11 @@ pub async fn run(mut olm: Olm, wake: std::sync::Arc<tokio::sync::Notify>) {
 
 /// Whether anything waits on the lifecycle manager: a Subscription not at its latest, a plan not
 /// finished, a CSV not settled.
-fn in_flight(subs: &[Value], plans: &[Value], csvs: &[Value]) -> bool {
-    subs.iter().any(|s| str_at(s, "/status/state") != "AtLatestKnown")
-        || plans.iter().any(|p| !matches!(str_at(p, "/status/phase"), "Complete" | "Failed" | "RequiresApproval"))
-        || csvs.iter().any(|c| str_at(c, "/status/phase") != "Succeeded")
+fn in_flight(subs: &[Subscription], plans: &[InstallPlan], csvs: &[Csv]) -> bool {
+    let plan_phase = |p: &InstallPlan| p.status.as_ref().map(|s| s.phase.clone()).unwrap_or_default();
+    subs.iter().any(|s| s.status().state != "AtLatestKnown")
+        || plans.iter().any(|p| !matches!(plan_phase(p).as_str(), "Complete" | "Failed" | "RequiresApproval"))
+        || csvs.iter().any(|c| c.phase() != "Succeeded")
 }
 
 /// Deletes what installs labelled as a CSV's when that CSV no longer exists (the operator's
@@ -102,20 +106,6 @@ async fn publish(olm: &Olm, source: &Value, catalog: &crate::fbc::Catalog) -> Re
             .await?;
     }
     Ok(())
-}
-
-/// An OperatorGroup as the decisions read it.
-fn group(og: &Value) -> Group {
-    let targets = og
-        .pointer("/spec/targetNamespaces")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default();
-    Group {
-        name: str_at(og, "/metadata/name").to_string(),
-        namespace: str_at(og, "/metadata/namespace").to_string(),
-        target_namespaces: targets,
-    }
 }
 
 async fn catalogs(olm: &mut Olm) -> Result<(Vec<Loaded>, Vec<String>), LifecycleError> {
@@ -172,29 +162,31 @@ async fn catalogs(olm: &mut Olm) -> Result<(Vec<Loaded>, Vec<String>), Lifecycle
 /// One pass; whether something is in flight.
 async fn pass(olm: &mut Olm) -> Result<bool, LifecycleError> {
     let (loaded, unhealthy) = catalogs(olm).await?;
-    let groups_objects = olm.list(V1, "OperatorGroup").await?;
-    let groups: Vec<Group> = groups_objects.iter().map(group).collect();
-    for (og, g) in groups_objects.iter().zip(&groups) {
+    let group_objects = olm.list(V1, "OperatorGroup").await?;
+    let read: Vec<(&Value, OperatorGroup)> = beside(&group_objects, "OperatorGroup");
+    let groups: Vec<Group> = read.iter().map(|(_, og)| Group::from(og)).collect();
+    for ((og, typed), g) in read.iter().zip(&groups) {
         let namespaces =
             if g.install_mode() == "AllNamespaces" { vec![String::new()] } else { g.target_namespaces.clone() };
-        if og.pointer("/status/namespaces") != Some(&json!(namespaces)) {
-            let status = json!({"namespaces": namespaces, "lastUpdated": now()});
-            if let Err(e) = olm.status(og, &status).await {
+        if typed.status.as_ref().and_then(|s| s.namespaces.as_ref()) != Some(&namespaces) {
+            let status = OperatorGroupStatus { namespaces: Some(namespaces), last_updated: Some(now()) };
+            if let Err(e) = olm.write_status(og, &status).await {
                 tracing::warn!(group = %g.name, error = %e, "operator group status not written");
             }
         }
     }
-    let plans = olm.list(V1ALPHA1, "InstallPlan").await?;
-    let installed = olm.list(V1ALPHA1, "ClusterServiceVersion").await?;
+    let plans: Vec<InstallPlan> = typed(&olm.list(V1ALPHA1, "InstallPlan").await?, "InstallPlan");
+    let installed: Vec<Csv> = typed(&olm.list(V1ALPHA1, "ClusterServiceVersion").await?, "ClusterServiceVersion");
     let subs = olm.list(V1ALPHA1, "Subscription").await?;
     for sub in &subs {
         if let Err(e) = subscriptions::sync(olm, sub, &loaded, &unhealthy, &plans, &installed).await {
             tracing::warn!(subscription = %str_at(sub, "/metadata/name"), error = %e, "subscription not synced");
         }
     }
-    let plans = olm.list(V1ALPHA1, "InstallPlan").await?;
-    for plan in &plans {
-        let account = installplans::scoped_account(&groups_objects, str_at(plan, "/metadata/namespace"));
+    let plan_objects = olm.list(V1ALPHA1, "InstallPlan").await?;
+    for plan in &plan_objects {
+        let operator_groups: Vec<OperatorGroup> = read.iter().map(|(_, og)| og.clone()).collect();
+        let account = installplans::scoped_account(&operator_groups, str_at(plan, "/metadata/namespace"));
         if let Err(e) = installplans::sync(olm, plan, account.as_ref()).await {
             tracing::warn!(plan = %str_at(plan, "/metadata/name"), error = %e, "install plan not synced");
         }
@@ -210,18 +202,16 @@ async fn pass(olm: &mut Olm) -> Result<bool, LifecycleError> {
         sweep(olm, &current).await;
     }
     olm.csvs_seen = Some(current);
+    let plans: Vec<InstallPlan> = typed(&plan_objects, "InstallPlan");
+    let typed_csvs: Vec<Csv> = typed(&all_csvs, "ClusterServiceVersion");
     if all_csvs.is_empty() {
-        return Ok(in_flight(&subs, &plans, &all_csvs));
+        return Ok(in_flight(&typed(&subs, "Subscription"), &plans, &typed_csvs));
     }
     // The CRDs the CSVs own and need, read one by one (listing every CRD would read OLM's own, a
     // megabyte, on every pass).
-    let mut wanted: BTreeSet<String> = BTreeSet::new();
-    for c in &all_csvs {
-        for list in ["owned", "required"] {
-            let named = c.pointer(&format!("/spec/customresourcedefinitions/{list}")).and_then(Value::as_array);
-            wanted.extend(named.into_iter().flatten().filter_map(|d| d.get("name")?.as_str().map(str::to_string)));
-        }
-    }
+    let descriptions = typed_csvs.iter().flat_map(|c| &c.spec.customresourcedefinitions);
+    let wanted: BTreeSet<String> =
+        descriptions.flat_map(|d| d.owned.iter().chain(&d.required)).map(|d| d.name.clone()).collect();
     let mut crds = Vec::new();
     for name in &wanted {
         let got = uc_engine::dynamic::get(
@@ -235,8 +225,9 @@ async fn pass(olm: &mut Olm) -> Result<bool, LifecycleError> {
         .await?;
         crds.extend(got);
     }
-    let subs = olm.list(V1ALPHA1, "Subscription").await?;
-    let world = csvs::World { csvs: &all_csvs, groups: &groups, crds: &crds, subscriptions: &subs };
+    let crds = typed(&crds, "CustomResourceDefinition");
+    let subs: Vec<Subscription> = typed(&olm.list(V1ALPHA1, "Subscription").await?, "Subscription");
+    let world = csvs::World { csvs: &typed_csvs, groups: &groups, crds: &crds, subscriptions: &subs };
     for csv in &all_csvs {
         if let Err(e) = csvs::sync(olm, csv, &world).await {
             tracing::warn!(csv = %str_at(csv, "/metadata/name"), error = %e, "csv not synced");
@@ -245,5 +236,5 @@ async fn pass(olm: &mut Olm) -> Result<bool, LifecycleError> {
     if let Err(e) = crate::copies::sync(olm, &all_csvs, &groups).await {
         tracing::warn!(error = %e, "copied csvs not synced");
     }
-    Ok(in_flight(&subs, &plans, &all_csvs))
+    Ok(in_flight(&subs, &plans, &typed_csvs))
 }

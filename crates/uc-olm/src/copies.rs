@@ -11,15 +11,17 @@
 //! namespace, owned by the copy (so they go with it) — a SingleNamespace operator may act where it
 //! watches.
 
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{Api, ListParams};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::context::{Olm, V1ALPHA1, now, str_at};
 use crate::csv::Csv;
 use crate::error::LifecycleError;
 use crate::group::{self, Group};
-use crate::plan::{OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL};
-
-const RBAC_V1: &str = "rbac.authorization.k8s.io/v1";
+use crate::plan::{OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL, PlanError};
 
 /// The label OLM puts on a CSV copied into a target namespace: the original's namespace.
 pub const COPIED_FROM_LABEL: &str = "olm.copiedFrom";
@@ -64,56 +66,85 @@ pub fn wanted(csvs: &[Value], groups: &[Group]) -> Vec<(Value, Value)> {
     out
 }
 
-/// The Roles and RoleBindings `copy` brings into its namespace: each of `originals` (what the install
-/// made in the operator's namespace) under its name, labelled as the copy's, `olm.copiedFrom` the
-/// operator's namespace, and owned by the copy without blocking its deletion.
-pub fn tenant_rbac(originals: &[Value], copy: &Value) -> Vec<Value> {
-    let (name, target) = (str_at(copy, "/metadata/name"), str_at(copy, "/metadata/namespace"));
-    let owner = json!({"apiVersion": V1ALPHA1, "kind": "ClusterServiceVersion", "name": name,
-                       "uid": str_at(copy, "/metadata/uid"), "controller": false, "blockOwnerDeletion": false});
-    originals
-        .iter()
-        .map(|o| {
-            let mut labels = o.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
-            labels[COPIED_FROM_LABEL] = json!(str_at(o, "/metadata/namespace"));
-            labels[OWNER_LABEL] = json!(name);
-            labels[OWNER_NAMESPACE_LABEL] = json!(target);
-            labels[OWNER_KIND_LABEL] = json!("ClusterServiceVersion");
-            let mut t = json!({
-                "apiVersion": RBAC_V1, "kind": o.get("kind").cloned().unwrap_or_default(),
-                "metadata": {"name": str_at(o, "/metadata/name"), "namespace": target, "labels": labels,
-                             "ownerReferences": [owner.clone()]},
-            });
-            for field in ["rules", "roleRef", "subjects"] {
-                if let Some(v) = o.get(field) {
-                    t[field] = v.clone();
-                }
-            }
-            t
-        })
-        .collect()
+/// The metadata of the copy, in `copy`'s namespace, of what the install made as `original`: its name
+/// and labels, labelled as the copy's, `olm.copiedFrom` the operator's namespace, and owned by the copy
+/// without blocking its deletion.
+fn tenant_meta(original: &ObjectMeta, copy: &ObjectMeta) -> ObjectMeta {
+    let name = copy.name.clone().unwrap_or_default();
+    let target = copy.namespace.clone().unwrap_or_default();
+    let mut labels = original.labels.clone().unwrap_or_default();
+    labels.insert(COPIED_FROM_LABEL.into(), original.namespace.clone().unwrap_or_default());
+    labels.insert(OWNER_LABEL.into(), name.clone());
+    labels.insert(OWNER_NAMESPACE_LABEL.into(), target.clone());
+    labels.insert(OWNER_KIND_LABEL.into(), "ClusterServiceVersion".into());
+    let owner = OwnerReference {
+        api_version: V1ALPHA1.into(),
+        kind: "ClusterServiceVersion".into(),
+        name,
+        uid: copy.uid.clone().unwrap_or_default(),
+        controller: Some(false),
+        block_owner_deletion: Some(false),
+    };
+    ObjectMeta {
+        name: original.name.clone(),
+        namespace: Some(target),
+        labels: Some(labels),
+        owner_references: Some(vec![owner]),
+        ..Default::default()
+    }
 }
 
-/// Applies a copy's tenant RBAC ([`tenant_rbac`]) where it is not already what it should be.
-async fn sync_tenant_rbac(olm: &Olm, original_namespace: &str, copy: &Value) -> Result<(), LifecycleError> {
-    let name = str_at(copy, "/metadata/name");
+/// The Role a copy brings into its namespace for one its operator's install made ([`tenant_meta`]).
+fn tenant_role(original: &Role, copy: &ObjectMeta) -> Role {
+    Role { metadata: tenant_meta(&original.metadata, copy), rules: original.rules.clone() }
+}
+
+/// The RoleBinding a copy brings into its namespace: the original's subjects (the operator's account,
+/// where it runs) and role.
+fn tenant_binding(original: &RoleBinding, copy: &ObjectMeta) -> RoleBinding {
+    RoleBinding {
+        metadata: tenant_meta(&original.metadata, copy),
+        role_ref: original.role_ref.clone(),
+        subjects: original.subjects.clone(),
+    }
+}
+
+/// Applies a copy's tenant RBAC of one kind (`copied`: the copy of an original) where it is not
+/// already what it should be.
+async fn sync_tenant_kind<K>(
+    olm: &Olm,
+    original_namespace: &str,
+    copy: &ObjectMeta,
+    copied: fn(&K, &ObjectMeta) -> K,
+) -> Result<(), LifecycleError>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    K: Clone + std::fmt::Debug + serde::de::DeserializeOwned + serde::Serialize,
+{
+    let name = copy.name.as_deref().unwrap_or_default();
     let owned_in = |ns: &str| format!("{OWNER_LABEL}={name},{OWNER_NAMESPACE_LABEL}={ns}");
-    for kind in ["Role", "RoleBinding"] {
-        let list = |selector: &str| {
-            let selector = selector.to_string();
-            async move { uc_engine::dynamic::list_selected(&olm.client, &olm.kinds, RBAC_V1, kind, &selector).await }
-        };
-        let mut originals = list(&owned_in(original_namespace)).await?;
-        originals.retain(|o| str_at(o, "/metadata/namespace") == original_namespace);
-        let copies = list(&owned_in(str_at(copy, "/metadata/namespace"))).await?;
-        for want in tenant_rbac(&originals, copy) {
-            let same = |h: &&Value| str_at(h, "/metadata/name") == str_at(&want, "/metadata/name");
-            if !copies.iter().find(same).is_some_and(|h| uc_engine::dynamic::holds(h, &want)) {
-                olm.apply(&want).await?;
-            }
+    let list = |ns: &str| {
+        let (api, params) = (Api::<K>::namespaced(olm.client.clone(), ns), ListParams::default().labels(&owned_in(ns)));
+        async move { api.list(&params).await.map(|l| l.items) }
+    };
+    let originals = list(original_namespace).await?;
+    let copies = list(copy.namespace.as_deref().unwrap_or_default()).await?;
+    for want in originals.iter().map(|o| copied(o, copy)) {
+        let have = copies.iter().find(|h| h.meta().name == want.meta().name);
+        let want = serde_json::to_value(&want).map_err(PlanError::Encode)?;
+        let held = |h: &K| serde_json::to_value(h).is_ok_and(|h| uc_engine::dynamic::holds(&h, &want));
+        if !have.is_some_and(held) {
+            olm.apply(&want).await?;
         }
     }
     Ok(())
+}
+
+/// Applies a copy's tenant RBAC, Roles then RoleBindings.
+async fn sync_tenant_rbac(olm: &Olm, original_namespace: &str, copy: &Value) -> Result<(), LifecycleError> {
+    let meta = ObjectMeta::deserialize(&copy["metadata"]).map_err(PlanError::Encode)?;
+    sync_tenant_kind(olm, original_namespace, &meta, tenant_role).await?;
+    sync_tenant_kind(olm, original_namespace, &meta, tenant_binding).await
 }
 
 /// Makes the copies what they should be: creates and updates those wanted, deletes the others.
@@ -186,27 +217,40 @@ mod tests {
 
     #[test]
     fn tenant_rbac_is_the_originals_under_the_copys_name_and_ownership() {
-        let role = json!({"apiVersion": RBAC_V1, "kind": "Role",
+        let role: Role = serde_json::from_value(json!({
             "metadata": {"name": "op.v1-op", "namespace": "ops", "uid": "r1", "resourceVersion": "7",
                          "labels": {OWNER_LABEL: "op.v1", OWNER_NAMESPACE_LABEL: "ops", "x": "y"}},
-            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["*"]}]});
-        let binding = json!({"apiVersion": RBAC_V1, "kind": "RoleBinding",
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["*"]}]}))
+        .unwrap();
+        let binding: RoleBinding = serde_json::from_value(json!({
             "metadata": {"name": "op.v1-op", "namespace": "ops"},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "op.v1-op"},
-            "subjects": [{"kind": "ServiceAccount", "name": "op", "namespace": "ops"}]});
-        let copy = json!({"metadata": {"name": "op.v1", "namespace": "team", "uid": "c1"}});
-        let got = tenant_rbac(&[role, binding], &copy);
+            "subjects": [{"kind": "ServiceAccount", "name": "op", "namespace": "ops"}]}))
+        .unwrap();
+        let copy = ObjectMeta {
+            name: Some("op.v1".into()),
+            namespace: Some("team".into()),
+            uid: Some("c1".into()),
+            ..Default::default()
+        };
+        let role = serde_json::to_value(tenant_role(&role, &copy)).unwrap();
         assert_eq!(
-            got[0]["metadata"],
+            role["metadata"],
             json!({"name": "op.v1-op", "namespace": "team",
             "labels": {OWNER_LABEL: "op.v1", OWNER_NAMESPACE_LABEL: "team", OWNER_KIND_LABEL: "ClusterServiceVersion",
                        COPIED_FROM_LABEL: "ops", "x": "y"},
             "ownerReferences": [{"apiVersion": V1ALPHA1, "kind": "ClusterServiceVersion", "name": "op.v1", "uid": "c1",
                                  "controller": false, "blockOwnerDeletion": false}]})
         );
-        assert_eq!(got[0]["rules"][0]["resources"], json!(["pods"]));
-        assert_eq!(got[1]["subjects"][0]["namespace"], "ops", "the operator's account, where it runs");
-        assert_eq!(got[1]["roleRef"]["name"], "op.v1-op");
+        assert_eq!(
+            (role["apiVersion"].as_str(), role["kind"].as_str()),
+            (Some("rbac.authorization.k8s.io/v1"), Some("Role"))
+        );
+        assert_eq!(role["rules"][0]["resources"], json!(["pods"]));
+        let binding = tenant_binding(&binding, &copy);
+        let subject = &binding.subjects.as_ref().unwrap()[0];
+        assert_eq!(subject.namespace.as_deref(), Some("ops"), "the operator's account, where it runs");
+        assert_eq!(binding.role_ref.name, "op.v1-op");
     }
 
     #[test]

@@ -24,6 +24,42 @@ pub struct Csv {
     /// Its spec.
     #[serde(default)]
     pub spec: CsvSpec,
+    /// Where the lifecycle manager has it (none in a bundle).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<CsvStatus>,
+}
+
+/// A CSV's status as the lifecycle manager writes it (`csvs.rs`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct CsvStatus {
+    /// `Pending`, `InstallReady`, `Installing`, `Succeeded`, `Failed`, `Replacing`...
+    pub phase: String,
+    pub reason: String,
+    pub message: String,
+    /// Its phases so far, newest last.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<CsvCondition>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_update_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+    /// What it requires and whether that is met (uc reports none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requirement_status: Option<Vec<serde_json::Value>>,
+}
+
+/// One phase a CSV went through.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct CsvCondition {
+    pub phase: String,
+    pub reason: String,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_update_time: Option<String>,
 }
 
 /// `spec` of a CSV.
@@ -188,6 +224,21 @@ impl Csv {
     /// Its name.
     pub fn name(&self) -> &str {
         self.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    /// Its namespace ("" in a bundle).
+    pub fn namespace(&self) -> &str {
+        self.metadata.namespace.as_deref().unwrap_or_default()
+    }
+
+    /// Its phase ("" before the lifecycle manager saw it).
+    pub fn phase(&self) -> &str {
+        self.status.as_ref().map(|s| s.phase.as_str()).unwrap_or_default()
+    }
+
+    /// Whether it is a copy of a CSV in another namespace (`copies.rs`).
+    pub fn is_copy(&self) -> bool {
+        self.metadata.labels.as_ref().is_some_and(|l| l.contains_key(crate::copies::COPIED_FROM_LABEL))
     }
 
     /// Its skip range (annotation `olm.skipRange`).

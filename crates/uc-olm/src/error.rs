@@ -13,6 +13,9 @@ pub enum LifecycleError {
     /// A request to the API server failed.
     #[error(transparent)]
     Api(#[from] DynamicError),
+    /// A typed request to the API server failed.
+    #[error("request to the API server: {0}")]
+    Request(#[from] kube::Error),
     /// A catalog could not be read.
     #[error(transparent)]
     Catalog(#[from] CatalogError),

@@ -1,7 +1,47 @@
 //! OperatorGroups: which namespaces an operator installed in a namespace serves, the install mode that
 //! makes, and whether a CSV supports it — one group per namespace, as OLM enforces.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::{Deserialize, Serialize};
+
 use crate::csv::Csv;
+
+/// An OperatorGroup object (`operators.coreos.com/v1`), the fields uc acts on.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct OperatorGroup {
+    pub metadata: ObjectMeta,
+    pub spec: OperatorGroupSpec,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<OperatorGroupStatus>,
+}
+
+/// What an OperatorGroup selects.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct OperatorGroupSpec {
+    pub target_namespaces: Option<Vec<String>>,
+    /// The account its namespace's installs act as (operator scoping).
+    pub service_account_name: Option<String>,
+}
+
+/// The namespaces an OperatorGroup serves, as the lifecycle manager reports them (`[""]`: all).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct OperatorGroupStatus {
+    pub namespaces: Option<Vec<String>>,
+    pub last_updated: Option<String>,
+}
+
+impl From<&OperatorGroup> for Group {
+    fn from(og: &OperatorGroup) -> Group {
+        Group {
+            name: og.metadata.name.clone().unwrap_or_default(),
+            namespace: og.metadata.namespace.clone().unwrap_or_default(),
+            target_namespaces: og.spec.target_namespaces.clone().unwrap_or_default(),
+        }
+    }
+}
 
 /// An OperatorGroup as OLM reads it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::context::{Olm, now, str_at};
 use crate::error::LifecycleError;
+use crate::group::OperatorGroup;
 use crate::installplan::{InstallPlan, InstallPlanStatus, InstalledCondition, StepStatus};
 use crate::plan::Step;
 
@@ -69,11 +70,11 @@ fn condition(installed: bool, reason: &str, message: &str) -> InstalledCondition
 
 /// The service account an OperatorGroup scopes its namespace's installs to (`spec.serviceAccountName`,
 /// OLM's operator scoping): the plans of that namespace are carried out with its permissions.
-pub fn scoped_account(groups: &[Value], namespace: &str) -> Option<uc_engine::acting::ServiceAccount> {
+pub fn scoped_account(groups: &[OperatorGroup], namespace: &str) -> Option<uc_engine::acting::ServiceAccount> {
     groups
         .iter()
-        .filter(|g| str_at(g, "/metadata/namespace") == namespace)
-        .map(|g| str_at(g, "/spec/serviceAccountName"))
+        .filter(|g| g.metadata.namespace.as_deref() == Some(namespace))
+        .filter_map(|g| g.spec.service_account_name.as_deref())
         .find(|name| !name.is_empty())
         .map(|name| uc_engine::acting::ServiceAccount { namespace: namespace.to_string(), name: name.to_string() })
 }
@@ -92,10 +93,7 @@ pub async fn sync(
     if matches!(phase, "Complete" | "Failed") || plan.status.as_ref().is_none_or(|s| s.plan.is_none()) {
         return Ok(());
     }
-    let write = |status: InstallPlanStatus| async move {
-        let status = serde_json::to_value(status).map_err(crate::plan::PlanError::Encode)?;
-        olm.status(object, &status).await
-    };
+    let write = |status: InstallPlanStatus| async move { olm.write_status(object, &status).await };
     if !plan.spec.approved {
         return write(InstallPlanStatus { phase: "RequiresApproval".into(), ..Default::default() }).await;
     }
@@ -200,7 +198,8 @@ mod tests {
         let groups = [
             json!({"metadata": {"name": "g", "namespace": "team"}, "spec": {"serviceAccountName": "installer"}}),
             json!({"metadata": {"name": "g", "namespace": "open"}, "spec": {}}),
-        ];
+        ]
+        .map(|g| serde_json::from_value::<OperatorGroup>(g).unwrap());
         let a = scoped_account(&groups, "team").unwrap();
         assert_eq!((a.namespace.as_str(), a.name.as_str()), ("team", "installer"));
         assert!(scoped_account(&groups, "open").is_none(), "no account: the lifecycle manager's own rights");

@@ -29,6 +29,7 @@ pub mod plan;
 pub mod resolve;
 pub mod sources;
 pub mod subscribe;
+pub mod subscription;
 pub mod subscriptions;
 pub mod triggers;
 pub mod versions;

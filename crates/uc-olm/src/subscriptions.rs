@@ -5,9 +5,11 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::Value;
 
-use crate::context::{Olm, V1ALPHA1, now, str_at};
+use crate::context::Olm;
+use crate::csv::Csv;
 use crate::error::LifecycleError;
 use crate::fbc::Catalog;
 use crate::graph;
@@ -15,15 +17,11 @@ use crate::installplan::InstallPlan;
 use crate::installplans::plan_status;
 use crate::plan::{dependency_subscription, steps};
 use crate::resolve::{Choice, Installed, Source, Target, bundle_of, resolve};
+use crate::subscription::{Subscription, SubscriptionCondition as Condition, SubscriptionStatus};
 use crate::versions::parse_version;
 
 /// A catalog the lifecycle manager read: its CatalogSource (`namespace/name`), priority and contents.
 pub type Loaded = (String, i64, Arc<Catalog>);
-
-fn condition(type_: &str, status: bool, reason: &str, message: &str) -> Value {
-    json!({"type": type_, "status": if status { "True" } else { "False" }, "reason": reason, "message": message,
-           "lastTransitionTime": now()})
-}
 
 /// The name of the InstallPlan that installs `bundle` for a Subscription: stable, so that a pass
 /// repeated after a crash finds the plan it made.
@@ -38,23 +36,26 @@ pub fn plan_name(subscription_uid: &str, bundle: &str) -> String {
 }
 
 /// The target of a Subscription.
-pub fn target(sub: &Value) -> Target {
-    let opt = |p: &str| Some(str_at(sub, p).to_string()).filter(|s| !s.is_empty());
+pub fn target(sub: &Subscription) -> Target {
+    let given = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
+    let spec = &sub.spec;
     Target {
-        package: str_at(sub, "/spec/name").to_string(),
-        channel: opt("/spec/channel"),
-        starting_csv: opt("/spec/startingCSV"),
-        source: opt("/spec/source").map(|s| format!("{}/{s}", str_at(sub, "/spec/sourceNamespace"))),
+        package: spec.name.clone(),
+        channel: given(&spec.channel),
+        starting_csv: given(&spec.starting_csv),
+        source: given(&spec.source).map(|s| format!("{}/{s}", spec.source_namespace.as_deref().unwrap_or_default())),
     }
 }
 
+/// The CSVs of `namespace` that count as installed: not being replaced, not copies.
+fn installed_here<'a>(csvs: &'a [Csv], namespace: &'a str) -> impl Iterator<Item = &'a Csv> {
+    csvs.iter().filter(move |c| c.namespace() == namespace && c.phase() != "Replacing" && !c.is_copy())
+}
+
 /// What is installed in a namespace: its CSVs that are not being replaced.
-fn installed_in(csvs: &[Value], namespace: &str, sources: &[Source]) -> Vec<Installed> {
-    csvs.iter()
-        .filter(|c| str_at(c, "/metadata/namespace") == namespace && str_at(c, "/status/phase") != "Replacing")
-        .filter(|c| !crate::copies::is_copy(c))
-        .filter_map(|c| {
-            let csv = crate::csv::Csv::from_value(c).ok()?;
+fn installed_in(csvs: &[Csv], namespace: &str, sources: &[Source]) -> Vec<Installed> {
+    installed_here(csvs, namespace)
+        .filter_map(|csv| {
             let version = parse_version(csv.spec.version.as_deref()?).ok()?;
             let package = sources
                 .iter()
@@ -68,12 +69,10 @@ fn installed_in(csvs: &[Value], namespace: &str, sources: &[Source]) -> Vec<Inst
 }
 
 /// The CSV of `package` installed in `namespace` (not being replaced), if any.
-fn installed_csv_of(csvs: &[Value], namespace: &str, sources: &[Source], package: &str) -> Option<String> {
+fn installed_csv_of(csvs: &[Csv], namespace: &str, sources: &[Source], package: &str) -> Option<String> {
     let bundles: Vec<&crate::fbc::Package> = sources.iter().filter_map(|s| s.catalog.packages.get(package)).collect();
-    csvs.iter()
-        .filter(|c| str_at(c, "/metadata/namespace") == namespace && str_at(c, "/status/phase") != "Replacing")
-        .filter(|c| !crate::copies::is_copy(c))
-        .map(|c| str_at(c, "/metadata/name"))
+    installed_here(csvs, namespace)
+        .map(Csv::name)
         .find(|name| bundles.iter().any(|p| p.bundles.contains_key(*name)))
         .map(str::to_string)
 }
@@ -81,12 +80,12 @@ fn installed_csv_of(csvs: &[Value], namespace: &str, sources: &[Source], package
 /// Makes the InstallPlan of `choices` in the Subscription's namespace; its name and uid.
 async fn make_plan(
     olm: &Olm,
-    sub: &Value,
+    sub: &Subscription,
     sources: &[Source<'_>],
     choices: &[Choice],
 ) -> Result<(String, String), LifecycleError> {
-    let ns = str_at(sub, "/metadata/namespace");
-    let name = plan_name(str_at(sub, "/metadata/uid"), &choices[0].bundle);
+    let (ns, uid) = (sub.namespace(), sub.metadata.uid.as_deref().unwrap_or_default());
+    let name = plan_name(uid, &choices[0].bundle);
     let mut all = Vec::new();
     for c in choices {
         let b = bundle_of(sources, c).ok_or_else(|| LifecycleError::Vanished(c.bundle.clone()))?;
@@ -95,7 +94,7 @@ async fn make_plan(
             all.push((s, source_ns.to_string(), source_name.to_string()));
         }
     }
-    let approval = Some(str_at(sub, "/spec/installPlanApproval")).filter(|a| !a.is_empty()).unwrap_or("Automatic");
+    let approval = sub.spec.install_plan_approval.as_deref().filter(|a| !a.is_empty()).unwrap_or("Automatic");
     // Each dependency of another package is subscribed to, as OLM does.
     for c in choices.iter().skip(1).filter(|c| c.package != choices[0].package) {
         let (source_ns, source_name) = c.source.split_once('/').unwrap_or(("", c.source.as_str()));
@@ -103,20 +102,21 @@ async fn make_plan(
     }
     let csvs: Vec<String> = choices.iter().map(|c| c.bundle.clone()).collect();
     let (source_ns, source_name) = choices[0].source.split_once('/').unwrap_or(("", ""));
-    let owner = (str_at(sub, "/metadata/name"), str_at(sub, "/metadata/uid"));
+    let owner = (sub.name(), uid);
     let new = InstallPlan::new(&name, ns, &csvs, approval, (source_ns, source_name), owner);
     let plan = olm.apply(&serde_json::to_value(new).map_err(crate::plan::PlanError::Encode)?).await?;
-    if plan.pointer("/status/phase").is_none() {
+    let made = InstallPlan::deserialize(&plan).map_err(crate::plan::PlanError::Encode)?;
+    if made.status.is_none() {
         let phase = if approval == "Automatic" { "Installing" } else { "RequiresApproval" };
         let mut catalogs: Vec<String> = choices.iter().map(|c| c.source.clone()).collect();
         catalogs.dedup();
         let steps: Vec<(crate::plan::Step, &str, &str)> =
             all.iter().map(|(s, ns, n)| (s.clone(), ns.as_str(), n.as_str())).collect();
         let status = plan_status(phase, &steps, "Unknown", &catalogs);
-        olm.status(&plan, &serde_json::to_value(status).map_err(crate::plan::PlanError::Encode)?).await?;
+        olm.write_status(&plan, &status).await?;
     }
-    tracing::info!(subscription = %str_at(sub, "/metadata/name"), plan = %name, ?csvs, "install plan made");
-    Ok((name, str_at(&plan, "/metadata/uid").to_string()))
+    tracing::info!(subscription = %sub.name(), plan = %name, ?csvs, "install plan made");
+    Ok((name, made.metadata.uid.unwrap_or_default()))
 }
 
 /// Moves one Subscription on.
@@ -131,9 +131,9 @@ pub fn visible_to<'a>(ns: &str, catalogs: &'a [String]) -> Vec<&'a str> {
 }
 
 /// The `CatalogSourcesUnhealthy` condition of a Subscription seeing these unhealthy catalogs.
-fn catalog_health(unhealthy: &[&str]) -> Value {
+fn catalog_health(unhealthy: &[&str]) -> Condition {
     if unhealthy.is_empty() {
-        condition(
+        Condition::new(
             "CatalogSourcesUnhealthy",
             false,
             "AllCatalogSourcesHealthy",
@@ -141,25 +141,8 @@ fn catalog_health(unhealthy: &[&str]) -> Value {
         )
     } else {
         let message = format!("targeted catalogsource(s) unhealthy: {}", unhealthy.join(", "));
-        condition("CatalogSourcesUnhealthy", true, "UnhealthyCatalogSourceFound", &message)
+        Condition::new("CatalogSourcesUnhealthy", true, "UnhealthyCatalogSourceFound", &message)
     }
-}
-
-/// A Subscription's status; its plan is named with its uid (`installplan.uuid`).
-fn subscription_status(
-    ns: &str,
-    state: &str,
-    current: &str,
-    installed: Option<&String>,
-    plan: Option<(&str, &str)>,
-    conditions: Vec<Value>,
-) -> Value {
-    let plan_ref = plan
-        .map(|(p, uid)| json!({"apiVersion": V1ALPHA1, "kind": "InstallPlan", "name": p, "namespace": ns, "uid": uid}));
-    let installplan =
-        plan.map(|(p, uid)| json!({"apiVersion": V1ALPHA1, "kind": "InstallPlan", "name": p, "uuid": uid}));
-    json!({"state": state, "currentCSV": current, "installedCSV": installed, "installPlanRef": plan_ref,
-           "installplan": installplan, "conditions": conditions, "lastUpdated": now()})
 }
 
 /// Where a Subscription's install plan is.
@@ -168,32 +151,37 @@ enum PlanProgress<'a> {
     /// Done: its CSV is installed.
     Complete,
     /// Not done: the Subscription's state, the plan to name (none when it is gone), and why.
-    Waiting { state: &'static str, plan: Option<(&'a str, &'a str)>, condition: Value },
+    Waiting { state: &'static str, plan: Option<(&'a str, &'a str)>, condition: Condition },
 }
 
 /// The progress of the plan `plan_ref` in `ns`, as OLM reports it on the Subscription: a missing plan
 /// is resolved again, a failed one is `UpgradeFailed` until deleted, others are pending.
-fn plan_progress<'a>(plans: &'a [Value], ns: &str, plan_ref: &'a str) -> PlanProgress<'a> {
-    let plan = plans.iter().find(|p| str_at(p, "/metadata/namespace") == ns && str_at(p, "/metadata/name") == plan_ref);
-    let Some(plan) = plan else {
+fn plan_progress<'a>(plans: &'a [InstallPlan], ns: &str, plan_ref: &'a str) -> PlanProgress<'a> {
+    let Some(plan) = find_plan(plans, ns, plan_ref) else {
         let message = format!("the install plan {plan_ref} is gone; resolving again");
-        let condition = condition("InstallPlanMissing", true, "ReferencedInstallPlanNotFound", &message);
+        let condition = Condition::new("InstallPlanMissing", true, "ReferencedInstallPlanNotFound", &message);
         return PlanProgress::Waiting { state: "", plan: None, condition };
     };
-    let named = Some((plan_ref, str_at(plan, "/metadata/uid")));
-    match str_at(plan, "/status/phase") {
+    let named = Some((plan_ref, plan.metadata.uid.as_deref().unwrap_or_default()));
+    let status = plan.status.as_ref();
+    match status.map(|s| s.phase.as_str()).unwrap_or_default() {
         "Complete" => PlanProgress::Complete,
         "Failed" => {
-            let message = str_at(plan, "/status/message");
-            let condition = condition("InstallPlanFailed", true, "InstallComponentFailed", message);
+            let message = status.and_then(|s| s.message.as_deref()).unwrap_or_default();
+            let condition = Condition::new("InstallPlanFailed", true, "InstallComponentFailed", message);
             PlanProgress::Waiting { state: "UpgradeFailed", plan: named, condition }
         }
         phase => {
             let reason = if phase == "RequiresApproval" { "RequiresApproval" } else { "Installing" };
-            let condition = condition("InstallPlanPending", true, reason, "");
+            let condition = Condition::new("InstallPlanPending", true, reason, "");
             PlanProgress::Waiting { state: "UpgradePending", plan: named, condition }
         }
     }
+}
+
+/// The plan `name` in `ns`.
+fn find_plan<'a>(plans: &'a [InstallPlan], ns: &str, name: &str) -> Option<&'a InstallPlan> {
+    plans.iter().find(|p| p.metadata.namespace.as_deref() == Some(ns) && p.metadata.name.as_deref() == Some(name))
 }
 
 /// The bundle after `from` in the Subscription's channel (of its source, when it names one).
@@ -209,33 +197,36 @@ fn next_bundle(sources: &[Source], target: &Target, from: &str) -> Option<String
 
 pub async fn sync(
     olm: &Olm,
-    sub: &Value,
+    object: &Value,
     catalogs: &[Loaded],
     unhealthy: &[String],
-    plans: &[Value],
-    csvs: &[Value],
+    plans: &[InstallPlan],
+    csvs: &[Csv],
 ) -> Result<(), LifecycleError> {
-    let ns = str_at(sub, "/metadata/namespace");
+    let Some(sub) = Subscription::read(object) else { return Ok(()) };
+    let ns = sub.namespace();
     let sources: Vec<Source> =
         catalogs.iter().map(|(n, p, c)| Source { name: n.as_str(), priority: *p, catalog: c.as_ref() }).collect();
     let unhealthy = visible_to(ns, unhealthy);
     let mut conditions = vec![catalog_health(&unhealthy)];
-    let mut installed = Some(str_at(sub, "/status/installedCSV").to_string()).filter(|s| !s.is_empty());
-    let current = str_at(sub, "/status/currentCSV").to_string();
-    let plan_ref = str_at(sub, "/status/installPlanRef/name").to_string();
+    let was = sub.status();
+    let mut installed = was.installed_csv.clone().filter(|s| !s.is_empty());
+    let current = was.current_csv.clone();
+    let plan_ref = was.install_plan_ref.and_then(|r| r.name).unwrap_or_default();
     let status = |state: &str, current: &str, installed: Option<&String>, plan, conditions| {
-        subscription_status(ns, state, current, installed, plan, conditions)
+        let status = SubscriptionStatus::new(ns, state, current, installed, plan, conditions);
+        async move { olm.write_status(object, &status).await }
     };
     if !plan_ref.is_empty() {
         match plan_progress(plans, ns, &plan_ref) {
             PlanProgress::Complete => installed = Some(current.clone()),
             PlanProgress::Waiting { state, plan, condition: c } => {
                 conditions.push(c);
-                return olm.status(sub, &status(state, &current, installed.as_ref(), plan, conditions)).await;
+                return status(state, &current, installed.as_ref(), plan, conditions).await;
             }
         }
     }
-    let target = target(sub);
+    let target = target(&sub);
     if installed.is_none() && plan_ref.is_empty() {
         // A Subscription to a package already installed here (a dependency a plan subscribed to, or
         // one subscribed again) takes the installed CSV as its own.
@@ -245,60 +236,55 @@ pub async fn sync(
         // Nothing installed: resolve the package (and what it needs) and plan it.
         return match resolve(&sources, &target, &installed_in(csvs, ns, &sources)) {
             Ok(choices) => {
-                let (plan, uid) = make_plan(olm, sub, &sources, &choices).await?;
-                conditions.push(condition("InstallPlanPending", true, "Installing", ""));
-                olm.status(sub, &status("UpgradePending", &choices[0].bundle, None, Some((&plan, &uid)), conditions))
-                    .await
+                let (plan, uid) = make_plan(olm, &sub, &sources, &choices).await?;
+                conditions.push(Condition::new("InstallPlanPending", true, "Installing", ""));
+                status("UpgradePending", &choices[0].bundle, None, Some((&plan, &uid)), conditions).await
             }
             Err(e) => {
-                conditions.push(condition("ResolutionFailed", true, "ConstraintsNotSatisfiable", &e.to_string()));
-                olm.status(sub, &status("", "", None, None, conditions)).await
+                conditions.push(Condition::new("ResolutionFailed", true, "ConstraintsNotSatisfiable", &e.to_string()));
+                status("", "", None, None, conditions).await
             }
         };
     };
     // Installed: the next bundle of the channel, once the installed CSV succeeded.
-    let plan_uid = plans
-        .iter()
-        .find(|p| str_at(p, "/metadata/namespace") == ns && str_at(p, "/metadata/name") == plan_ref)
-        .map(|p| str_at(p, "/metadata/uid"))
-        .unwrap_or_default();
+    let plan_uid = find_plan(plans, ns, &plan_ref).and_then(|p| p.metadata.uid.as_deref()).unwrap_or_default();
     let last_plan = (!plan_ref.is_empty()).then_some((plan_ref.as_str(), plan_uid));
-    let succeeded = csvs.iter().any(|c| {
-        str_at(c, "/metadata/namespace") == ns
-            && str_at(c, "/metadata/name") == from
-            && str_at(c, "/status/phase") == "Succeeded"
-    });
+    let succeeded = csvs.iter().any(|c| c.namespace() == ns && c.name() == from && c.phase() == "Succeeded");
     let next = next_bundle(&sources, &target, &from);
     match next {
         Some(next) if succeeded => {
             let upgrade = Target { starting_csv: Some(next.clone()), ..target };
             match resolve(&sources, &upgrade, &installed_in(csvs, ns, &sources)) {
                 Ok(choices) => {
-                    let (plan, uid) = make_plan(olm, sub, &sources, &choices).await?;
-                    conditions.push(condition("InstallPlanPending", true, "Installing", ""));
-                    olm.status(sub, &status("UpgradePending", &next, Some(&from), Some((&plan, &uid)), conditions))
-                        .await
+                    let (plan, uid) = make_plan(olm, &sub, &sources, &choices).await?;
+                    conditions.push(Condition::new("InstallPlanPending", true, "Installing", ""));
+                    status("UpgradePending", &next, Some(&from), Some((&plan, &uid)), conditions).await
                 }
                 Err(e) => {
-                    conditions.push(condition("ResolutionFailed", true, "ConstraintsNotSatisfiable", &e.to_string()));
-                    olm.status(sub, &status("UpgradeAvailable", &from, Some(&from), last_plan, conditions)).await
+                    let message = e.to_string();
+                    conditions.push(Condition::new("ResolutionFailed", true, "ConstraintsNotSatisfiable", &message));
+                    status("UpgradeAvailable", &from, Some(&from), last_plan, conditions).await
                 }
             }
         }
-        Some(_) => olm.status(sub, &status("UpgradeAvailable", &from, Some(&from), last_plan, conditions)).await,
-        None => olm.status(sub, &status("AtLatestKnown", &from, Some(&from), last_plan, conditions)).await,
+        Some(_) => status("UpgradeAvailable", &from, Some(&from), last_plan, conditions).await,
+        None => status("AtLatestKnown", &from, Some(&from), last_plan, conditions).await,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn a_subscription_follows_its_plan_as_olm_reports_it() {
         let plan = |phase: &str| {
-            [json!({"metadata": {"namespace": "ns", "name": "install-1", "uid": "u1"},
-                    "status": {"phase": phase, "message": "no room"}})]
+            [serde_json::from_value::<InstallPlan>(
+                json!({"metadata": {"namespace": "ns", "name": "install-1", "uid": "u1"},
+                    "status": {"phase": phase, "message": "no room"}}),
+            )
+            .unwrap()]
         };
         assert_eq!(plan_progress(&plan("Complete"), "ns", "install-1"), PlanProgress::Complete);
         let failed = plan("Failed");
@@ -306,22 +292,19 @@ mod tests {
             panic!("a failed plan does not complete")
         };
         assert_eq!((state, named), ("UpgradeFailed", Some(("install-1", "u1"))));
-        assert_eq!(
-            (condition["type"].as_str(), condition["message"].as_str()),
-            (Some("InstallPlanFailed"), Some("no room"))
-        );
+        assert_eq!((condition.type_.as_str(), condition.message.as_str()), ("InstallPlanFailed", "no room"));
         let waiting = plan("RequiresApproval");
         let PlanProgress::Waiting { state, condition, .. } = plan_progress(&waiting, "ns", "install-1") else {
             panic!("a plan awaiting approval does not complete")
         };
-        assert_eq!((state, condition["reason"].as_str()), ("UpgradePending", Some("RequiresApproval")));
+        assert_eq!((state, condition.reason.as_str()), ("UpgradePending", "RequiresApproval"));
         // A plan of the same name in another namespace is not this Subscription's.
         let complete = plan("Complete");
         let PlanProgress::Waiting { state, plan: named, condition } = plan_progress(&complete, "other", "install-1")
         else {
             panic!("a missing plan does not complete")
         };
-        assert_eq!((state, named, condition["type"].as_str()), ("", None, Some("InstallPlanMissing")));
+        assert_eq!((state, named, condition.type_.as_str()), ("", None, "InstallPlanMissing"));
     }
 
     #[test]
@@ -342,13 +325,15 @@ mod tests {
 
     #[test]
     fn a_subscriptions_target() {
-        let sub =
-            json!({"spec": {"name": "etcd", "channel": "alpha", "source": "uc-operators", "sourceNamespace": "olm"}});
+        let read = |v: Value| Subscription::read(&v).unwrap();
+        let sub = read(
+            json!({"spec": {"name": "etcd", "channel": "alpha", "source": "uc-operators", "sourceNamespace": "olm"}}),
+        );
         let t = target(&sub);
         assert_eq!(
             (t.package.as_str(), t.channel.as_deref(), t.source.as_deref()),
             ("etcd", Some("alpha"), Some("olm/uc-operators"))
         );
-        assert_eq!(target(&json!({"spec": {"name": "etcd"}})).starting_csv, None);
+        assert_eq!(target(&read(json!({"spec": {"name": "etcd"}}))).starting_csv, None);
     }
 }

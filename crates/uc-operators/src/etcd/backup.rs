@@ -19,16 +19,15 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use kube::CustomResourceExt;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uc_api::hook::{SyncRequest, SyncResponse};
+use uc_api::meta::json_of;
 use uc_engine::names::{ClusterNames, Resolver};
 
-use serde::Deserialize;
-use uc_api::hook::{SyncRequest, SyncResponse};
-
 use super::resources::GROUP;
-use super::storage::{S3, StorageError};
+use super::storage::{BackupMeta, S3, StorageError};
 use super::types::{EtcdBackup, StorageType};
-use uc_api::meta::str_at;
 
 /// Name of the native hook.
 pub const HOOK: &str = "etcd-backup";
@@ -48,6 +47,57 @@ pub fn controller() -> Value {
 struct Saved {
     revision: i64,
     version: String,
+}
+
+/// `maintenance/status`'s answer, the parts a backup records.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct MaintenanceStatus {
+    header: Header,
+    version: String,
+}
+
+/// The header of an answer: the revision it was read at.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Header {
+    #[serde(deserialize_with = "super::client::id")]
+    revision: String,
+}
+
+/// One line of `maintenance/snapshot`'s stream: a chunk of the file, or an error.
+#[derive(Debug, Deserialize)]
+struct StreamLine {
+    result: Option<Chunk>,
+    error: Option<GatewayError>,
+}
+
+/// A chunk of the snapshot, base64.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Chunk {
+    blob: String,
+}
+
+/// An error the gateway streams.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct GatewayError {
+    message: String,
+    http_code: Option<u16>,
+}
+
+/// An EtcdBackup's status, as coreos's operator writes it (and where the snapshot went).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+struct BackupStatus {
+    succeeded: bool,
+    reason: String,
+    etcd_revision: Option<i64>,
+    etcd_version: Option<String>,
+    last_success_date: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    backup_path: Option<String>,
 }
 
 async fn post(
@@ -98,10 +148,10 @@ async fn snapshot(endpoint: &str, file: &Path, resolver: Resolver) -> Result<Sav
         .await
         .map_err(|e| SnapshotError::answer("maintenance status", e))?
         .to_bytes();
-    let status: Value =
+    let status: MaintenanceStatus =
         serde_json::from_slice(&status_body).map_err(|e| SnapshotError::answer("maintenance status", e))?;
-    let revision = str_at(&status, "/header/revision").parse().unwrap_or(0);
-    let version = str_at(&status, "/version").to_string();
+    let revision = status.header.revision.parse().unwrap_or(0);
+    let version = status.version;
     let partial = PathBuf::from(format!("{}.partial", file.display()));
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir).map_err(StorageError::file(dir))?;
@@ -113,11 +163,12 @@ async fn snapshot(endpoint: &str, file: &Path, resolver: Resolver) -> Result<Sav
         if line.iter().all(u8::is_ascii_whitespace) {
             return Ok(());
         }
-        let msg: Value = serde_json::from_slice(line).map_err(|e| SnapshotError::answer("snapshot stream", e))?;
-        if let Some(err) = msg.get("error") {
-            return Err(SnapshotError::answer("snapshot", err));
+        let msg: StreamLine = serde_json::from_slice(line).map_err(|e| SnapshotError::answer("snapshot stream", e))?;
+        if let Some(err) = msg.error {
+            let code = err.http_code.map(|c| format!(" ({c})")).unwrap_or_default();
+            return Err(SnapshotError::answer("snapshot", format!("{}{code}", err.message)));
         }
-        let blob = str_at(&msg, "/result/blob");
+        let blob = msg.result.unwrap_or_default().blob;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(blob)
             .map_err(|e| SnapshotError::answer("snapshot chunk", e))?;
@@ -163,20 +214,20 @@ fn prune(base: &Path, keep: usize) {
 }
 
 /// The answer of a sync: the backup's status, no children.
-fn answer(status: Value, resync_after_seconds: Option<f64>) -> SyncResponse {
-    SyncResponse { status: Some(status), children: Vec::new(), resync_after_seconds, finalized: None }
+fn answer(status: &BackupStatus, resync_after_seconds: Option<f64>) -> SyncResponse {
+    SyncResponse { status: Some(json_of(status)), children: Vec::new(), resync_after_seconds, finalized: None }
 }
 
 /// When a backup that succeeded is not due again: one-shot, never (no resync); periodic, until the
 /// interval since the last success has passed (resync then). `None`: take one now.
-fn not_due(previous: &Value, interval: u64, now: chrono::DateTime<chrono::Utc>) -> Option<Option<f64>> {
-    if previous.get("succeeded") != Some(&Value::Bool(true)) {
+fn not_due(previous: &BackupStatus, interval: u64, now: chrono::DateTime<chrono::Utc>) -> Option<Option<f64>> {
+    if !previous.succeeded {
         return None;
     }
     if interval == 0 {
         return Some(None);
     }
-    let last = previous.get("lastSuccessDate").and_then(Value::as_str)?;
+    let last = previous.last_success_date.as_deref()?;
     let last = chrono::DateTime::parse_from_rfc3339(last).ok()?;
     let due = last.with_timezone(&chrono::Utc) + chrono::Duration::seconds(interval as i64);
     let wait = (due - now).num_milliseconds() as f64 / 1000.0;
@@ -236,7 +287,8 @@ impl Target {
 
     /// Stores the snapshot staged at `tmp` (of etcd revision `revision`) with its metadata, pruning old
     /// periodic ones; where it went.
-    async fn store(&self, tmp: &Path, revision: i64, meta: String) -> Result<String, StorageError> {
+    async fn store(&self, tmp: &Path, revision: i64, meta: &BackupMeta) -> Result<String, StorageError> {
+        let meta = serde_json::to_string(meta).unwrap_or_default();
         let base = PathBuf::from(&self.path);
         let prune_too = self.interval > 0 && self.max_backups > 0;
         let Some(s3) = &self.s3 else {
@@ -268,12 +320,10 @@ impl Target {
 /// One sync of an EtcdBackup. `client` reads the S3 credentials' Secret.
 pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, request: SyncRequest) -> SyncResponse {
     let parent = &request.parent;
-    let previous = parent.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+    let previous = parent.get("status").and_then(|s| BackupStatus::deserialize(s).ok()).unwrap_or_default();
     let failed = |reason: String| {
-        let status = json!({"succeeded": false, "reason": reason,
-            "etcdRevision": previous.get("etcdRevision"), "etcdVersion": previous.get("etcdVersion"),
-            "lastSuccessDate": previous.get("lastSuccessDate")});
-        answer(status, Some(10.0))
+        let status = BackupStatus { succeeded: false, reason, backup_path: None, ..previous.clone() };
+        answer(&status, Some(10.0))
     };
     let backup: EtcdBackup = match EtcdBackup::deserialize(&**parent) {
         Ok(b) => b,
@@ -287,7 +337,7 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
     let namespace = backup.metadata.namespace.as_deref().unwrap_or_default();
     let now = chrono::Utc::now();
     if let Some(resync) = not_due(&previous, interval, now) {
-        return answer(previous, resync);
+        return answer(&previous, resync);
     }
     let target = match Target::open(client, &backup, interval, max_backups, now).await {
         Ok(t) => t,
@@ -317,14 +367,14 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
                 continue;
             }
         };
-        let voting = match super::client::Etcd::with_resolver(resolver.clone()).members(endpoint).await {
-            Ok(m) => json!(m.iter().filter(|m| !m.is_learner).count()),
-            Err(_) => Value::Null,
+        let members = super::client::Etcd::with_resolver(resolver.clone()).members(endpoint).await;
+        let meta = BackupMeta {
+            cluster_size: members.ok().map(|m| m.iter().filter(|m| !m.is_learner).count() as u32),
+            etcd_version: Some(saved.version.clone()),
+            etcd_revision: Some(saved.revision),
+            endpoint: Some(endpoint.clone()),
         };
-        let meta = json!({"clusterSize": voting, "etcdVersion": saved.version, "etcdRevision": saved.revision,
-                          "endpoint": endpoint})
-        .to_string();
-        let stored = target.store(&tmp, saved.revision, meta).await;
+        let stored = target.store(&tmp, saved.revision, &meta).await;
         let backup_path = match stored {
             Ok(p) => p,
             Err(e) => {
@@ -332,10 +382,15 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
                 break;
             }
         };
-        let status = json!({"succeeded": true, "reason": "", "etcdRevision": saved.revision,
-            "etcdVersion": saved.version, "lastSuccessDate": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            "backupPath": backup_path});
-        return answer(status, (interval > 0).then_some(interval as f64));
+        let status = BackupStatus {
+            succeeded: true,
+            reason: String::new(),
+            etcd_revision: Some(saved.revision),
+            etcd_version: Some(saved.version),
+            last_success_date: Some(now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+            backup_path: Some(backup_path),
+        };
+        return answer(&status, (interval > 0).then_some(interval as f64));
     }
     failed(last_error)
 }
@@ -343,13 +398,47 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_gateways_messages_read() {
+        let status: MaintenanceStatus =
+            serde_json::from_value(json!({"header": {"cluster_id": "1", "revision": "42"}, "version": "3.4.23"}))
+                .unwrap();
+        assert_eq!((status.header.revision.as_str(), status.version.as_str()), ("42", "3.4.23"));
+        let chunk: StreamLine =
+            serde_json::from_value(json!({"result": {"header": {}, "remaining_bytes": "0", "blob": "eA=="}})).unwrap();
+        assert_eq!(chunk.result.unwrap().blob, "eA==");
+        let error: StreamLine =
+            serde_json::from_value(json!({"error": {"grpc_code": 14, "http_code": 503, "message": "unavailable"}}))
+                .unwrap();
+        assert_eq!(error.error.map(|e| (e.message, e.http_code)), Some(("unavailable".into(), Some(503))));
+    }
+
+    #[test]
+    fn a_failed_backup_keeps_what_the_last_success_recorded() {
+        let previous = BackupStatus {
+            succeeded: true,
+            etcd_revision: Some(7),
+            last_success_date: Some("t".into()),
+            backup_path: Some("/b/x.db".into()),
+            ..Default::default()
+        };
+        let failed = BackupStatus { succeeded: false, reason: "r".into(), backup_path: None, ..previous };
+        assert_eq!(
+            json_of(&failed),
+            json!({"succeeded": false, "reason": "r", "etcdRevision": 7, "etcdVersion": null, "lastSuccessDate": "t"})
+        );
+    }
 
     #[test]
     fn a_backup_is_due_once_or_every_interval() {
         let now = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:01:00Z").unwrap().with_timezone(&chrono::Utc);
-        let done = |at: &str| json!({"succeeded": true, "lastSuccessDate": at});
-        assert_eq!(not_due(&json!({}), 0, now), None, "never taken: now");
-        assert_eq!(not_due(&json!({"succeeded": false}), 30, now), None, "failed: again now");
+        let done =
+            |at: &str| BackupStatus { succeeded: true, last_success_date: Some(at.into()), ..Default::default() };
+        assert_eq!(not_due(&BackupStatus::default(), 0, now), None, "never taken: now");
+        let failed = BackupStatus { succeeded: false, ..done("2026-01-01T00:00:30Z") };
+        assert_eq!(not_due(&failed, 30, now), None, "failed: again now");
         assert_eq!(not_due(&done("2026-01-01T00:00:00Z"), 0, now), Some(None), "one-shot: done for good");
         assert_eq!(not_due(&done("2026-01-01T00:00:30Z"), 60, now), Some(Some(30.0)), "periodic: in 30 s");
         assert_eq!(not_due(&done("2026-01-01T00:00:00Z"), 60, now), None, "periodic: due now");

@@ -8,41 +8,82 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use serde_json::{Value, json};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
 use uc_engine::names::Resolver;
 
 /// One member as etcd reports it. An added member that has not started yet has no name.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub struct Member {
-    /// Member ID (a uint64, kept as etcd's JSON gateway writes it).
+    /// Member ID (a uint64, kept as etcd's JSON gateway writes it: a string, or a number).
+    #[serde(rename = "ID", deserialize_with = "id")]
     pub id: String,
     /// `--name` of the member; empty until it starts.
     pub name: String,
     /// Peer URLs.
+    #[serde(rename = "peerURLs")]
     pub peer_urls: Vec<String>,
     /// A learner (non-voting) member.
+    #[serde(rename = "isLearner")]
     pub is_learner: bool,
 }
 
-impl Member {
-    fn from_json(v: &Value) -> Member {
-        let s = |f: &str| match v.get(f) {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Number(n)) => n.to_string(),
-            _ => String::new(),
-        };
-        Member {
-            id: s("ID"),
-            name: s("name"),
-            peer_urls: v
-                .get("peerURLs")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|u| u.as_str().map(String::from)).collect())
-                .unwrap_or_default(),
-            is_learner: v.get("isLearner").and_then(Value::as_bool).unwrap_or(false),
-        }
+/// A 64-bit number as the gateway writes it (as a string, or as a number), as text.
+pub(crate) fn id<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Id {
+        Text(String),
+        Number(u64),
     }
+    Ok(match Id::deserialize(d)? {
+        Id::Text(s) => s,
+        Id::Number(n) => n.to_string(),
+    })
 }
+
+/// `member/list`'s answer.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Members {
+    members: Vec<Member>,
+}
+
+/// `member/add`'s answer.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Added {
+    member: Member,
+}
+
+/// `member/add`'s request.
+#[derive(Serialize)]
+struct Add<'a> {
+    #[serde(rename = "peerURLs")]
+    peer_urls: [&'a str; 1],
+    #[serde(rename = "isLearner")]
+    is_learner: bool,
+}
+
+/// The request naming one member (`promote`, `remove`).
+#[derive(Serialize)]
+struct ById<'a> {
+    #[serde(rename = "ID")]
+    id: &'a str,
+}
+
+/// An error the gateway answers with.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Refusal {
+    error: Option<String>,
+    message: Option<String>,
+}
+
+/// An empty request, and what an answer read for nothing reads as.
+#[derive(Debug, Default, Deserialize, Serialize)]
+struct Nothing {}
 
 /// Why a call to etcd's JSON gateway failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -95,23 +136,31 @@ impl Etcd {
 }
 
 impl Etcd {
-    async fn post(&self, endpoint: &str, path: &str, body: Value) -> Result<Value, EtcdError> {
+    /// Posts `body` to `path`; the answer read as `T` (what does not read, as its default: etcd's
+    /// answers leave out empty fields).
+    async fn post<T: DeserializeOwned + Default>(
+        &self,
+        endpoint: &str,
+        path: &str,
+        body: &impl Serialize,
+    ) -> Result<T, EtcdError> {
         let url = format!("{endpoint}{path}");
         let unreachable = |reason: String| EtcdError::Unreachable { url: url.clone(), reason };
+        let body = serde_json::to_vec(body).map_err(|e| unreachable(e.to_string()))?;
         let req = http::Request::post(&url)
             .header(http::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(Bytes::from(body.to_string())))
+            .body(Full::new(Bytes::from(body)))
             .map_err(|e| unreachable(e.to_string()))?;
         let call = async {
             let resp = self.http.request(req).await.map_err(|e| unreachable(e.to_string()))?;
             let status = resp.status();
             let bytes = resp.into_body().collect().await.map_err(|e| unreachable(e.to_string()))?.to_bytes();
-            let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
             if !status.is_success() {
-                let message = v.get("error").or(v.get("message")).and_then(Value::as_str).unwrap_or_default();
-                return Err(EtcdError::Refused { url: url.clone(), status: status.as_u16(), message: message.into() });
+                let refusal: Refusal = serde_json::from_slice(&bytes).unwrap_or_default();
+                let message = refusal.error.or(refusal.message).unwrap_or_default();
+                return Err(EtcdError::Refused { url: url.clone(), status: status.as_u16(), message });
             }
-            Ok(v)
+            Ok(serde_json::from_slice(&bytes).unwrap_or_default())
         };
         tokio::time::timeout(Duration::from_secs(5), call)
             .await
@@ -120,29 +169,25 @@ impl Etcd {
 
     /// The cluster's members.
     pub async fn members(&self, endpoint: &str) -> Result<Vec<Member>, EtcdError> {
-        let v = self.post(endpoint, "/v3/cluster/member/list", json!({})).await?;
-        Ok(v.get("members")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().map(Member::from_json).collect())
-            .unwrap_or_default())
+        let list: Members = self.post(endpoint, "/v3/cluster/member/list", &Nothing::default()).await?;
+        Ok(list.members)
     }
 
     /// Adds a member (as a learner when asked), before its process starts.
     pub async fn add(&self, endpoint: &str, peer_url: &str, learner: bool) -> Result<Member, EtcdError> {
-        let v = self
-            .post(endpoint, "/v3/cluster/member/add", json!({"peerURLs": [peer_url], "isLearner": learner}))
-            .await?;
-        Ok(Member::from_json(v.get("member").unwrap_or(&Value::Null)))
+        let add = Add { peer_urls: [peer_url], is_learner: learner };
+        let added: Added = self.post(endpoint, "/v3/cluster/member/add", &add).await?;
+        Ok(added.member)
     }
 
     /// Promotes a learner that has caught up with the leader.
     pub async fn promote(&self, endpoint: &str, id: &str) -> Result<(), EtcdError> {
-        self.post(endpoint, "/v3/cluster/member/promote", json!({"ID": id})).await.map(|_| ())
+        self.post::<Nothing>(endpoint, "/v3/cluster/member/promote", &ById { id }).await.map(|_| ())
     }
 
     /// Removes a member.
     pub async fn remove(&self, endpoint: &str, id: &str) -> Result<(), EtcdError> {
-        self.post(endpoint, "/v3/cluster/member/remove", json!({"ID": id})).await.map(|_| ())
+        self.post::<Nothing>(endpoint, "/v3/cluster/member/remove", &ById { id }).await.map(|_| ())
     }
 }
 
@@ -150,15 +195,29 @@ impl Etcd {
 mod tests {
     use super::*;
 
+    use serde_json::json;
+
     #[test]
     fn members_from_the_gateway_json() {
-        let m =
-            Member::from_json(&json!({"ID": "1234", "name": "a", "peerURLs": ["http://a:2380"], "isLearner": true}));
+        let read = |v: serde_json::Value| serde_json::from_value::<Member>(v).unwrap();
+        let m = read(json!({"ID": "1234", "name": "a", "peerURLs": ["http://a:2380"], "isLearner": true}));
         assert_eq!(
             m,
             Member { id: "1234".into(), name: "a".into(), peer_urls: vec!["http://a:2380".into()], is_learner: true }
         );
-        let unstarted = Member::from_json(&json!({"ID": 7, "peerURLs": ["http://b:2380"]}));
+        let unstarted = read(json!({"ID": 7, "peerURLs": ["http://b:2380"]}));
         assert_eq!((unstarted.id.as_str(), unstarted.name.as_str(), unstarted.is_learner), ("7", "", false));
+        let big = read(json!({"ID": "12345678901234567890"}));
+        assert_eq!(big.id, "12345678901234567890", "a uint64 beyond f64's precision, as written");
+        let list: Members =
+            serde_json::from_value(json!({"header": {"revision": "3"}, "members": [{"ID": "1"}]})).unwrap();
+        assert_eq!(list.members.len(), 1);
+        let empty: Members = serde_json::from_value(json!({"header": {}})).unwrap();
+        assert!(empty.members.is_empty(), "etcd leaves out an empty list");
+        assert_eq!(
+            serde_json::to_value(Add { peer_urls: ["http://c:2380"], is_learner: true }).unwrap(),
+            json!({"peerURLs": ["http://c:2380"], "isLearner": true})
+        );
+        assert_eq!(serde_json::to_value(ById { id: "9" }).unwrap(), json!({"ID": "9"}));
     }
 }

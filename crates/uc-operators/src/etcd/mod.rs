@@ -30,11 +30,12 @@ pub mod types;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::CustomResourceExt;
 use kube::api::{Api, PostParams};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
-use uc_api::meta::str_at;
 use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry, SyncFuture};
 
 use crate::objects::{json_of, native_spec, take_children, universal_controller};
@@ -140,6 +141,31 @@ fn readiness(pods: &[Pod], observed: &Pods) -> (Vec<String>, Vec<String>) {
     (ready, unready)
 }
 
+/// What a sync reads of the status the last one wrote (only these: a status some other writer
+/// garbled elsewhere must not lose them).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Previous {
+    restored_from: Option<String>,
+    next_member_index: Option<u64>,
+    quorum_lost_since: Option<String>,
+}
+
+/// The restore a cluster was made from, and the restore it is asked for that is not done yet. A
+/// restore is done once all its members' pods exist (they carry the restore's id, so a sync that sees
+/// a stale status still knows) or the status says so (the members may be gone since).
+fn restores(parent: &Value, previous: &Previous, observed: &Pods) -> (String, Option<restore::Request>) {
+    let mut restored_from = previous.restored_from.clone().unwrap_or_default();
+    let asked = ObjectMeta::deserialize(&parent["metadata"]).ok().and_then(|m| restore::Request::of(&m));
+    if let Some(r) = &asked
+        && plan::restore_complete(observed, &r.id)
+    {
+        restored_from = r.id.clone();
+    }
+    let pending = asked.filter(|r| r.id != restored_from);
+    (restored_from, pending)
+}
+
 /// One sync of an EtcdCluster.
 async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest) -> SyncResponse {
     let children = &take_children(&mut request, "Pod.v1");
@@ -149,6 +175,7 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest
         Ok(s) => s,
         Err(error) => return invalid_spec(&mut request, children, previous, &error.to_string()),
     };
+    let previous = Previous::deserialize(&previous).unwrap_or_default();
     let observed_pods = &pods::typed(children);
     // The next member index, kept in the status so that a removed member's name is never reused.
     let next_index = |pods: &[Pod]| {
@@ -158,19 +185,11 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest
             .chain(pods.iter().map(pods::name))
             .filter_map(|n| spec.index_of(n))
             .map(|i| u64::from(i) + 1)
-            .chain(previous.get("nextMemberIndex").and_then(Value::as_u64))
+            .chain(previous.next_member_index)
             .max()
             .unwrap_or(0)
     };
-    // A restore is done once all its members' pods exist (they carry the restore's id, so a sync that
-    // sees a stale status still knows) or the status says so (the members may be gone since).
-    let mut restored_from = str_at(&previous, "/restoredFrom").to_string();
-    if let Some(r) = restore::Request::of(parent)
-        && plan::restore_complete(observed_pods, &r.id)
-    {
-        restored_from = r.id;
-    }
-    let pending = restore::Request::of(parent).filter(|r| r.id != restored_from);
+    let (mut restored_from, pending) = restores(parent, &previous, observed_pods);
     let mut step = match &pending {
         Some(r) => {
             let (step, seeded) = restore_step(&spec, observed_pods, r, next_index(&[]) as u32);
@@ -187,7 +206,7 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest
     let (members_ready, members_unready) = readiness(&step.pods, observed_pods);
     let next_index = next_index(&step.pods);
     let quorum_lost_since = if step.quorum_lost {
-        let since = str_at(&previous, "/quorumLostSince");
+        let since = previous.quorum_lost_since.as_deref().unwrap_or_default();
         let since = chrono::DateTime::parse_from_rfc3339(since).map(|t| t.with_timezone(&chrono::Utc));
         let since = since.unwrap_or_else(|_| chrono::Utc::now());
         if let Some(c) = auto_restore(kube, &spec, since).await {

@@ -11,16 +11,17 @@
 
 use std::path::PathBuf;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::CustomResourceExt;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-
-use serde::Deserialize;
 use uc_api::hook::{SyncRequest, SyncResponse};
-use uc_api::meta::str_at;
+use uc_api::meta::json_of;
 
-use super::resources::{GROUP, api};
-use super::types::{EtcdRestore, StorageType};
+use super::resources::GROUP;
+use super::storage::BackupMeta;
+use super::types::{EtcdCluster, EtcdClusterSpec, EtcdClusterStatus, EtcdRestore, StorageType};
 
 /// Name of the native hook.
 pub const HOOK: &str = "etcd-restore";
@@ -48,23 +49,41 @@ pub struct Request {
     pub snapshot: PathBuf,
 }
 
+/// The annotation's value, as JSON.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(default)]
+struct Note {
+    id: String,
+    snapshot: PathBuf,
+    /// The EtcdRestore (`namespace/name`), for people.
+    restore: String,
+}
+
 impl Request {
-    /// The request on a cluster, if any.
-    pub fn of(cluster: &Value) -> Option<Request> {
-        let text = cluster.pointer(&format!("/metadata/annotations/{}", ANNOTATION.replace('/', "~1")))?.as_str()?;
-        let v: Value = serde_json::from_str(text).ok()?;
-        Some(Request { id: str_at(&v, "/id").to_string(), snapshot: PathBuf::from(str_at(&v, "/snapshot")) })
-            .filter(|r| !r.id.is_empty() && r.snapshot.is_absolute())
+    /// The request on a cluster (its metadata), if any.
+    pub fn of(cluster: &ObjectMeta) -> Option<Request> {
+        let text = cluster.annotations.as_ref()?.get(ANNOTATION)?;
+        let note: Note = serde_json::from_str(text).ok()?;
+        Some(Request { id: note.id, snapshot: note.snapshot }).filter(|r| !r.id.is_empty() && r.snapshot.is_absolute())
     }
 
     fn annotation(&self, restore: &str) -> String {
-        json!({"id": self.id, "snapshot": self.snapshot.display().to_string(), "restore": restore}).to_string()
+        let note = Note { id: self.id.clone(), snapshot: self.snapshot.clone(), restore: restore.into() };
+        serde_json::to_string(&note).unwrap_or_default()
     }
+}
+
+/// What an EtcdRestore's status says.
+#[derive(Debug, Serialize)]
+struct RestoreStatus<'a> {
+    phase: &'a str,
+    succeeded: bool,
+    reason: &'a str,
 }
 
 fn status(phase: &str, reason: &str, resync: Option<f64>) -> SyncResponse {
     SyncResponse {
-        status: Some(json!({"phase": phase, "succeeded": phase == "Completed", "reason": reason})),
+        status: Some(json_of(&RestoreStatus { phase, succeeded: phase == "Completed", reason })),
         children: Vec::new(),
         resync_after_seconds: resync,
         finalized: None,
@@ -73,32 +92,30 @@ fn status(phase: &str, reason: &str, resync: Option<f64>) -> SyncResponse {
 
 /// The EtcdCluster a restore creates when its cluster is gone: of the size asked for, else the size
 /// the backup recorded (`None` when neither says), at the version asked for, else the backup's.
-fn new_cluster(restore: &EtcdRestore, meta: &Value, annotation: &Value) -> Option<(Value, u64)> {
-    let name = restore.spec.etcd_cluster.name.as_str();
-    let ns = restore.metadata.namespace.as_deref().unwrap_or_default();
-    let size =
-        restore.spec.etcd_cluster.size.map(u64::from).or_else(|| meta.get("clusterSize").and_then(Value::as_u64))?;
-    let version = match restore.spec.etcd_cluster.version.as_deref() {
-        None | Some("") => meta.get("etcdVersion").and_then(Value::as_str).unwrap_or_default().to_string(),
-        Some(v) => v.to_string(),
-    };
-    let mut obj = json!({"apiVersion": format!("{GROUP}/v1beta2"), "kind": "EtcdCluster",
-        "metadata": {"name": name, "namespace": ns, "annotations": annotation["metadata"]["annotations"]},
-        "spec": {"size": size}});
-    if !version.is_empty() {
-        obj["spec"]["version"] = json!(version);
-    }
-    Some((obj, size))
+fn new_cluster(restore: &EtcdRestore, meta: &BackupMeta, request: &str) -> Option<EtcdCluster> {
+    let asked = &restore.spec.etcd_cluster;
+    let size = asked.size.or(meta.cluster_size)?;
+    let version = asked.version.clone().filter(|v| !v.is_empty()).or_else(|| meta.etcd_version.clone());
+    let mut cluster = EtcdCluster::new(
+        &asked.name,
+        EtcdClusterSpec { size, version: version.filter(|v| !v.is_empty()), ..Default::default() },
+    );
+    cluster.metadata.namespace = restore.metadata.namespace.clone();
+    cluster.metadata.annotations = Some([(ANNOTATION.to_string(), request.to_string())].into());
+    Some(cluster)
 }
 
 /// A restore handed over to its cluster's controller: completed once the cluster runs restored with
 /// every member Ready (a snapshot staged from S3 then removed), failed when its restore failed.
-fn handed_over(restore: &EtcdRestore, cluster: &Value, id: &str, snapshot: &std::path::Path) -> SyncResponse {
+fn handed_over(restore: &EtcdRestore, cluster: &EtcdCluster, id: &str, snapshot: &std::path::Path) -> SyncResponse {
     let name = restore.spec.etcd_cluster.name.as_str();
-    let cs = &cluster["status"];
-    let size = cluster.pointer("/spec/size").and_then(Value::as_u64).unwrap_or(0);
-    let restored = str_at(cs, "/restoredFrom") == id;
-    if restored && str_at(cs, "/phase") == "Running" && cs.get("readyMembers").and_then(Value::as_u64) == Some(size) {
+    let cs: EtcdClusterStatus = cluster
+        .status
+        .as_ref()
+        .and_then(|s| EtcdClusterStatus::deserialize(&Value::Object(s.0.clone())).ok())
+        .unwrap_or_default();
+    let restored = cs.restored_from.as_deref() == Some(id);
+    if restored && cs.phase == "Running" && cs.ready_members == cluster.spec.size as usize {
         // A snapshot staged from S3 has served its purpose (a local one is the user's and stays).
         if restore.spec.backup_storage_type == StorageType::S3
             && let Some(dir) = snapshot.parent()
@@ -108,11 +125,11 @@ fn handed_over(restore: &EtcdRestore, cluster: &Value, id: &str, snapshot: &std:
         return status("Completed", "", None);
     }
     let message = cs
-        .get("conditions")
-        .and_then(Value::as_array)
-        .and_then(|c| c.iter().find_map(|c| c.get("message").and_then(Value::as_str).filter(|m| !m.is_empty())))
+        .conditions
+        .iter()
+        .find_map(|c| c.get("message").and_then(Value::as_str).filter(|m| !m.is_empty()))
         .unwrap_or("waiting for the cluster");
-    if restored && str_at(cs, "/phase") == "Failed" && str_at(cs, "/reason") == "RestoreFailed" {
+    if restored && cs.phase == "Failed" && cs.reason.as_deref() == Some("RestoreFailed") {
         return status("Failed", message, None);
     }
     status("Restoring", &format!("EtcdCluster {name}: {message}"), Some(1.0))
@@ -137,28 +154,26 @@ pub async fn sync(client: &kube::Client, request: SyncRequest) -> SyncResponse {
         Err(e) => return status("Failed", &e.to_string(), None),
     };
     let wanted = Request { id: restore.metadata.uid.clone().unwrap_or_default(), snapshot: snapshot.clone() };
-    let clusters: Api<DynamicObject> = api(client, ns, "EtcdCluster", "etcdclusters");
+    let clusters: Api<EtcdCluster> = Api::namespaced(client.clone(), ns);
     let cluster = match clusters.get_opt(name).await {
-        Ok(c) => c.and_then(|c| serde_json::to_value(c).ok()),
+        Ok(c) => c,
         Err(e) => return status("Restoring", &format!("reading EtcdCluster {name}: {e}"), Some(2.0)),
     };
-    let annotation = json!({"metadata": {"annotations": {ANNOTATION: wanted.annotation(&restore_name)}}});
+    let request = wanted.annotation(&restore_name);
     let Some(cluster) = cluster else {
         // The cluster is gone: create it at the size asked for or the size the backup recorded.
-        let meta: Value = std::fs::read(super::storage::meta_path(&snapshot))
+        let meta: BackupMeta = std::fs::read(super::storage::meta_path(&snapshot))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or(Value::Null);
-        let Some((obj, size)) = new_cluster(&restore, &meta, &annotation) else {
+            .unwrap_or_default();
+        let Some(new) = new_cluster(&restore, &meta, &request) else {
             let message = format!(
                 "spec.etcdCluster.size: EtcdCluster {name} does not exist and the backup records no size; set the size"
             );
             return status("Failed", &message, None);
         };
-        let created = match serde_json::from_value::<DynamicObject>(obj) {
-            Ok(o) => clusters.create(&PostParams::default(), &o).await.map(|_| ()).map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
+        let size = new.spec.size;
+        let created = clusters.create(&PostParams::default(), &new).await.map(|_| ()).map_err(|e| e.to_string());
         return match created {
             Ok(()) => status(
                 "Restoring",
@@ -168,7 +183,8 @@ pub async fn sync(client: &kube::Client, request: SyncRequest) -> SyncResponse {
             Err(e) => status("Restoring", &format!("creating EtcdCluster {name}: {e}"), Some(2.0)),
         };
     };
-    if Request::of(&cluster).as_ref().map(|r| &r.id) != Some(&wanted.id) {
+    if Request::of(&cluster.metadata).as_ref().map(|r| &r.id) != Some(&wanted.id) {
+        let annotation = json!({"metadata": {"annotations": {ANNOTATION: request}}});
         let patched = clusters.patch(name, &PatchParams::default(), &Patch::Merge(&annotation)).await;
         return match patched {
             Ok(_) => status(
@@ -192,13 +208,43 @@ mod tests {
     #[test]
     fn the_annotation_round_trips_and_bad_ones_are_ignored() {
         let r = Request { id: "u1".into(), snapshot: PathBuf::from("/b/s.db") };
-        let cluster = json!({"metadata": {"annotations": {ANNOTATION: r.annotation("default/x")}}});
-        assert_eq!(Request::of(&cluster), Some(r));
-        let relative = json!({"metadata": {"annotations": {ANNOTATION: r#"{"id": "u", "snapshot": "s.db"}"#}}});
-        assert_eq!(Request::of(&relative), None, "a snapshot path must be absolute");
-        let garbage = json!({"metadata": {"annotations": {ANNOTATION: "not json"}}});
-        assert_eq!(Request::of(&garbage), None);
-        assert_eq!(Request::of(&json!({})), None);
+        let annotated = |text: &str| ObjectMeta {
+            annotations: Some([(ANNOTATION.to_string(), text.to_string())].into()),
+            ..Default::default()
+        };
+        let written = r.annotation("default/x");
+        assert_eq!(Request::of(&annotated(&written)), Some(r));
+        assert!(written.contains(r#""restore":"default/x""#), "{written}");
+        assert_eq!(
+            Request::of(&annotated(r#"{"id": "u", "snapshot": "s.db"}"#)),
+            None,
+            "a snapshot path must be absolute"
+        );
+        assert_eq!(Request::of(&annotated("not json")), None);
+        assert_eq!(Request::of(&ObjectMeta::default()), None);
         assert_eq!(crate::etcd::storage::meta_path(Path::new("/b/s.db")), PathBuf::from("/b/s.db.meta.json"));
+    }
+
+    #[test]
+    fn a_cluster_made_again_takes_the_size_and_version_asked_for_else_the_backups() {
+        let restore = |spec: Value| -> EtcdRestore {
+            serde_json::from_value(json!({"metadata": {"name": "r", "namespace": "ns"}, "spec": spec})).unwrap()
+        };
+        let meta: BackupMeta =
+            serde_json::from_value(json!({"clusterSize": 3, "etcdVersion": "3.4.23", "etcdRevision": 9})).unwrap();
+        let from_backup = new_cluster(&restore(json!({"etcdCluster": {"name": "c"}})), &meta, "note").unwrap();
+        assert_eq!((from_backup.spec.size, from_backup.spec.version.as_deref()), (3, Some("3.4.23")));
+        assert_eq!(from_backup.metadata.namespace.as_deref(), Some("ns"));
+        assert_eq!(from_backup.metadata.annotations.as_ref().unwrap()[ANNOTATION], "note");
+        let written = serde_json::to_value(&from_backup).unwrap();
+        assert_eq!(
+            (written["apiVersion"].as_str(), written["kind"].as_str()),
+            (Some("etcd.database.coreos.com/v1beta2"), Some("EtcdCluster"))
+        );
+        let asked = restore(json!({"etcdCluster": {"name": "c", "size": 5, "version": "3.5.0"}}));
+        let asked = new_cluster(&asked, &meta, "note").unwrap();
+        assert_eq!((asked.spec.size, asked.spec.version.as_deref()), (5, Some("3.5.0")));
+        let nothing = new_cluster(&restore(json!({"etcdCluster": {"name": "c"}})), &BackupMeta::default(), "note");
+        assert!(nothing.is_none(), "no size asked for and none recorded");
     }
 }

@@ -49,7 +49,20 @@ impl StorageError {
     }
 }
 
-/// What a backup recorded next to its snapshot (`<file>.meta.json`).
+/// What a backup records next to its snapshot (`<file>.meta.json`), for a restore of a cluster that
+/// no longer exists.
+#[derive(Debug, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct BackupMeta {
+    /// Voting members when it was taken (`null` when they could not be read).
+    pub cluster_size: Option<u32>,
+    pub etcd_version: Option<String>,
+    pub etcd_revision: Option<i64>,
+    /// The endpoint it was taken from.
+    pub endpoint: Option<String>,
+}
+
+/// Where a backup's [`BackupMeta`] is (`<file>.meta.json`).
 pub fn meta_path(snapshot: &Path) -> PathBuf {
     PathBuf::from(format!("{}.meta.json", snapshot.display()))
 }

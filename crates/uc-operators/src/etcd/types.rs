@@ -115,9 +115,10 @@ pub struct PodPolicy {
     pub other: BTreeMap<String, Value>,
 }
 
-/// What the operator writes into an EtcdCluster's (open) status, coreos's fields and uc's.
+/// What the operator writes into an EtcdCluster's (open) status, coreos's fields and uc's (read with
+/// defaults: a status another writer left may lack some).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct EtcdClusterStatus {
     /// `Creating`, `Running`, `Scaling`, `Recovering`, `Upgrading`, `Restoring` or `Failed`.
     pub phase: String,
@@ -147,6 +148,7 @@ pub struct EtcdClusterStatus {
 
 /// The members by readiness, each sorted.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct MembersStatus {
     pub ready: Vec<String>,
     pub unready: Vec<String>,
