@@ -646,3 +646,18 @@ async fn release(ctx: &Ctx, uid: &str, pod_dir: &Path) {
 fn container_dirs_exist(pod_dir: &Path) -> bool {
     std::fs::read_dir(pod_dir).into_iter().flatten().flatten().any(|e| e.path().join("state.json").exists())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_pods_records_go_only_after_its_containers() {
+        let pod_dir = std::env::temp_dir().join(format!("uc-release-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&pod_dir);
+        let (_shim, record) = container::stand_in::running(&pod_dir, "c");
+        kill_containers(&pod_dir, "test").await;
+        assert!(!container::still_running(&record), "a container whose shim still ran is killed");
+        let _ = std::fs::remove_dir_all(&pod_dir);
+    }
+}

@@ -515,52 +515,11 @@ async fn start_run(
 mod tests {
     use super::*;
 
-    /// A container running as a shim leaves it after the node went: a process holding the container's
-    /// lock (here `flock`), its command in a process group of its own, and the records.
-    fn running_container(pod_dir: &std::path::Path) -> (Reaped, container::PidRecord) {
-        let dir = ContainerDir::new(pod_dir, "c");
-        dir.write_state(&State::default()).unwrap();
-        let shim = std::process::Command::new("flock")
-            .arg(dir.lock_path())
-            .args(["setsid", "sleep", "1000"])
-            .spawn()
-            .expect("util-linux's flock");
-        let shim_pid = shim.id() as i32;
-        let command = loop {
-            let found = container::children(shim_pid)
-                .into_iter()
-                .find(|&c| std::fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|comm| comm.trim() == "sleep"));
-            if let Some(pid) = found.filter(|&p| container::process_start(p).is_some()) {
-                break pid;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        let record = container::PidRecord {
-            shim: shim_pid,
-            pid: command,
-            pid_start: container::process_start(command).unwrap(),
-            started_at: time_string(Utc::now()),
-        };
-        std::fs::write(dir.pid_path(0), serde_json::to_vec(&record).unwrap()).unwrap();
-        assert!(dir.locked() && container::still_running(&record));
-        (Reaped(shim, record.pid), record)
-    }
-
-    /// The stand-in shim, its command killed (were it left running) and both reaped when the test ends.
-    struct Reaped(std::process::Child, i32);
-
-    impl Drop for Reaped {
-        fn drop(&mut self) {
-            signal_group(self.1, Signal::KILL);
-            let _ = self.0.wait();
-        }
-    }
-
     #[tokio::test(flavor = "current_thread")]
     async fn a_pod_stopped_before_its_tasks_ran_still_stops_the_container_it_takes_in() {
         let pod_dir = std::env::temp_dir().join(format!("uc-pod-stop-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&pod_dir);
-        let (_shim, record) = running_container(&pod_dir);
+        let (_shim, record) = container::stand_in::running(&pod_dir, "c");
         let prepared = Prepared {
             name: "c".into(),
             image: "sleep".into(),

@@ -47,7 +47,7 @@ impl Olm {
 
     /// Writes a typed status (`status` below).
     pub async fn write_status<S: serde::Serialize>(&self, obj: &Value, status: &S) -> Result<(), LifecycleError> {
-        let status = serde_json::to_value(status).map_err(crate::plan::PlanError::Encode)?;
+        let status = serde_json::to_value(status).map_err(LifecycleError::Encode)?;
         self.status(obj, &status).await
     }
 

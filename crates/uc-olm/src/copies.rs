@@ -23,8 +23,7 @@ use crate::error::LifecycleError;
 use crate::group::{self, Group};
 use crate::plan::{OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL, PlanError};
 
-/// The label OLM puts on a CSV copied into a target namespace: the original's namespace.
-pub const COPIED_FROM_LABEL: &str = "olm.copiedFrom";
+pub use crate::csv::COPIED_FROM_LABEL;
 
 /// Whether a CSV is a copy.
 pub fn is_copy(csv: &Value) -> bool {

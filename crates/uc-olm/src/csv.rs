@@ -12,6 +12,9 @@ use serde_json::Value;
 
 use crate::fbc::Gvk;
 
+/// The label OLM puts on a CSV copied into a target namespace: the original's namespace (`copies.rs`).
+pub const COPIED_FROM_LABEL: &str = "olm.copiedFrom";
+
 /// The annotation holding a CSV's skip range.
 pub const SKIP_RANGE_ANNOTATION: &str = "olm.skipRange";
 
@@ -238,7 +241,7 @@ impl Csv {
 
     /// Whether it is a copy of a CSV in another namespace (`copies.rs`).
     pub fn is_copy(&self) -> bool {
-        self.metadata.labels.as_ref().is_some_and(|l| l.contains_key(crate::copies::COPIED_FROM_LABEL))
+        self.metadata.labels.as_ref().is_some_and(|l| l.contains_key(COPIED_FROM_LABEL))
     }
 
     /// Its skip range (annotation `olm.skipRange`).

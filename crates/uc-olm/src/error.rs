@@ -25,6 +25,9 @@ pub enum LifecycleError {
     /// An install could not be planned.
     #[error(transparent)]
     Plan(#[from] PlanError),
+    /// A status could not be encoded.
+    #[error("encoding a status: {0}")]
+    Encode(serde_json::Error),
     /// A CRD update would stop serving versions objects are stored at, as OLM refuses.
     #[error(
         "risk of data loss updating {name}: the new CRD does not serve version(s) {} that the existing CRD lists as stored (status.storedVersions)",

@@ -402,6 +402,53 @@ pub fn time_string(t: DateTime<Utc>) -> String {
     format_time(t)
 }
 
+/// A stand-in for a container that runs, for tests: what a shim leaves after the node went.
+#[cfg(test)]
+pub(crate) mod stand_in {
+    use super::*;
+
+    /// A container running as a shim leaves it after the node went: a process holding the container's
+    /// lock (here `flock`), its command in a process group of its own, and the records.
+    pub(crate) fn running(pod_dir: &Path, name: &str) -> (Reaped, PidRecord) {
+        let dir = ContainerDir::new(pod_dir, name);
+        dir.write_state(&State::default()).unwrap();
+        let shim = std::process::Command::new("flock")
+            .arg(dir.lock_path())
+            .args(["setsid", "sleep", "1000"])
+            .spawn()
+            .expect("util-linux's flock");
+        let shim_pid = shim.id() as i32;
+        let command = loop {
+            let found = children(shim_pid)
+                .into_iter()
+                .find(|&c| std::fs::read_to_string(format!("/proc/{c}/comm")).is_ok_and(|comm| comm.trim() == "sleep"));
+            if let Some(pid) = found.filter(|&p| process_start(p).is_some()) {
+                break pid;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let record = PidRecord {
+            shim: shim_pid,
+            pid: command,
+            pid_start: process_start(command).unwrap(),
+            started_at: time_string(Utc::now()),
+        };
+        std::fs::write(dir.pid_path(0), serde_json::to_vec(&record).unwrap()).unwrap();
+        assert!(dir.locked() && still_running(&record));
+        (Reaped(shim, record.pid), record)
+    }
+
+    /// The stand-in shim, its command killed (were it left running) and both reaped when the test ends.
+    pub(crate) struct Reaped(std::process::Child, i32);
+
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            signal_group(self.1, Signal::KILL);
+            let _ = self.0.wait();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
