@@ -2,11 +2,11 @@
 //! ResourceBinding a policy makes for a template, and the binding's status from its Works.
 
 use serde_json::{Map, Value, json};
-use uc_api::conditions::{condition, set_condition};
 use uc_api::meta::{controller_owner_reference, str_at};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use crate::statuses::{AggregatedStatusItem, BindingStatus, Condition, WorkStatus, set_condition};
 use crate::types::{BoundResource, Placement, ResourceBinding, ResourceBindingSpec, TargetCluster};
 
 /// Who writes what the control plane writes (its field manager).
@@ -163,60 +163,43 @@ pub fn kept_schedule(
 /// health the Work collected, whether it applied), `FullyApplied` when every Work applied, and
 /// `Scheduled` as the scheduler left it.
 pub fn binding_status(
-    previous: &Value,
+    previous: Option<&BindingStatus>,
     clusters: &[TargetCluster],
-    works: &[(String, Value)],
-    scheduled: Value,
+    works: &[(String, WorkStatus)],
+    scheduled: Condition,
     now: &str,
-) -> Value {
-    let mut items = Vec::new();
+) -> BindingStatus {
     let mut all_applied = !clusters.is_empty();
-    for c in clusters {
+    let items = clusters.iter().map(|c| {
         let work = works.iter().find(|(cluster, _)| *cluster == c.name).map(|(_, w)| w);
-        let applied_cond = work.and_then(|w| {
-            w.pointer("/status/conditions")?
-                .as_array()?
-                .iter()
-                .find(|c| c.get("type") == Some(&json!("Applied")))
-                .cloned()
-        });
-        let applied = applied_cond.as_ref().is_some_and(|c| c.get("status") == Some(&json!("True")));
+        let applied_cond = work.and_then(WorkStatus::applied);
+        let applied = applied_cond.is_some_and(|c| c.status == "True");
         all_applied &= applied;
-        let mut item = json!({"clusterName": c.name, "applied": applied});
-        if let Some(cond) = &applied_cond
-            && !applied
-        {
-            item["appliedMessage"] = json!(str_at(cond, "/message"));
+        let first = work.and_then(|w| w.manifest_statuses.as_ref()?.first());
+        AggregatedStatusItem {
+            cluster_name: c.name.clone(),
+            status: first.and_then(|m| m.status.clone()),
+            applied,
+            applied_message: applied_cond.filter(|_| !applied).map(|c| c.message.clone()),
+            health: first.map(|m| m.health.clone()).unwrap_or_else(|| "Unknown".into()),
         }
-        if let Some(m) = work.and_then(|w| w.pointer("/status/manifestStatuses/0")) {
-            if let Some(s) = m.get("status") {
-                item["status"] = s.clone();
-            }
-            item["health"] = json!(m.get("health").and_then(Value::as_str).unwrap_or("Unknown"));
-        } else {
-            item["health"] = json!("Unknown");
-        }
-        items.push(item);
-    }
-    let prev_status = previous.get("status");
-    let mut status = json!({"aggregatedStatus": items});
-    for key in ["schedulerObservedGeneration", "lastScheduledTime"] {
-        if let Some(v) = prev_status.and_then(|s| s.get(key)) {
-            status[key] = v.clone();
-        }
-    }
-    set_condition(&mut status, scheduled, prev_status, now);
-    let fully = if all_applied {
-        condition("FullyApplied", true, "FullyAppliedSuccess", "All works have been successfully applied")
-    } else {
-        condition(
-            "FullyApplied",
-            false,
-            "FullyAppliedFailed",
-            "Failed to apply all works, see status.aggregatedStatus for details",
-        )
+    });
+    let aggregated_status = items.collect();
+    let before = previous.map(|p| p.conditions.as_slice()).unwrap_or_default();
+    let mut status = BindingStatus {
+        scheduler_observed_generation: previous.and_then(|p| p.scheduler_observed_generation),
+        last_scheduled_time: previous.and_then(|p| p.last_scheduled_time.clone()),
+        conditions: Vec::new(),
+        aggregated_status,
     };
-    set_condition(&mut status, fully, prev_status, now);
+    set_condition(&mut status.conditions, scheduled, before, now);
+    let fully = if all_applied {
+        Condition::new("FullyApplied", true, "FullyAppliedSuccess", "All works have been successfully applied")
+    } else {
+        let message = "Failed to apply all works, see status.aggregatedStatus for details";
+        Condition::new("FullyApplied", false, "FullyAppliedFailed", message)
+    };
+    set_condition(&mut status.conditions, fully, before, now);
     status
 }
 
@@ -286,32 +269,39 @@ mod tests {
     fn status_aggregates_works_and_says_when_all_applied() {
         let clusters =
             vec![TargetCluster { name: "m1".into(), replicas: 1 }, TargetCluster { name: "m2".into(), replicas: 1 }];
-        let ok = json!({"status": {"conditions": [{"type": "Applied", "status": "True"}],
-                                   "manifestStatuses": [{"status": {"readyReplicas": 1}, "health": "Healthy"}]}});
-        let failed = json!({"status": {"conditions": [{"type": "Applied", "status": "False", "message": "cluster m2 is not reachable"}]}});
-        let scheduled = condition("Scheduled", true, "Success", "Binding has been scheduled successfully.");
+        let work = |v: Value| serde_json::from_value::<WorkStatus>(v).unwrap();
+        let ok = work(json!({"conditions": [{"type": "Applied", "status": "True"}],
+                             "manifestStatuses": [{"status": {"readyReplicas": 1}, "health": "Healthy"}]}));
+        let failed = work(
+            json!({"conditions": [{"type": "Applied", "status": "False", "message": "cluster m2 is not reachable"}]}),
+        );
+        let scheduled = Condition::new("Scheduled", true, "Success", "Binding has been scheduled successfully.");
         let s = binding_status(
-            &json!({}),
+            None,
             &clusters,
             &[("m1".into(), ok.clone()), ("m2".into(), failed)],
             scheduled.clone(),
             "t1",
         );
         assert_eq!(
-            s["aggregatedStatus"][0],
+            crate::objects::json_of(&s.aggregated_status[0]),
             json!({"clusterName": "m1", "applied": true, "status": {"readyReplicas": 1}, "health": "Healthy"})
         );
-        assert_eq!(s["aggregatedStatus"][1]["appliedMessage"], "cluster m2 is not reachable");
-        let fully = s["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "FullyApplied").unwrap();
-        assert_eq!(fully["status"], "False");
+        assert_eq!(s.aggregated_status[1].applied_message.as_deref(), Some("cluster m2 is not reachable"));
+        let fully = s.conditions.iter().find(|c| c.type_ == "FullyApplied").unwrap();
+        assert_eq!(fully.status, "False");
+        let previous = BindingStatus { scheduler_observed_generation: Some(3), ..s };
         let s2 = binding_status(
-            &json!({"status": s}),
+            Some(&previous),
             &clusters,
             &[("m1".into(), ok.clone()), ("m2".into(), ok)],
             scheduled,
             "t2",
         );
-        let fully = s2["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "FullyApplied").unwrap();
-        assert_eq!((fully["status"].as_str(), fully["lastTransitionTime"].as_str()), (Some("True"), Some("t2")));
+        let fully = s2.conditions.iter().find(|c| c.type_ == "FullyApplied").unwrap();
+        assert_eq!((fully.status.as_str(), fully.last_transition_time.as_deref()), ("True", Some("t2")));
+        let kept = s2.conditions.iter().find(|c| c.type_ == "Scheduled").unwrap();
+        assert_eq!(kept.last_transition_time.as_deref(), Some("t1"), "Scheduled did not change");
+        assert_eq!(s2.scheduler_observed_generation, Some(3), "what the scheduler noted is kept");
     }
 }

@@ -4,8 +4,8 @@
 
 use std::collections::HashSet;
 
+use serde::Deserialize;
 use serde_json::{Value, json};
-use uc_api::conditions::{condition, set_condition};
 use uc_api::meta::{finalizers, is_deleting, str_at};
 
 use crate::binding::{self, BINDING_ID, EXECUTION_FINALIZER};
@@ -15,6 +15,7 @@ use crate::members::Member;
 use crate::objects::{self, holds};
 use crate::plane::{BINDING_API, Plane, WORK_API};
 use crate::propagate::Scheduled;
+use crate::statuses::{BindingStatus, Condition, ManifestStatus, ResourceIdentifier, WorkStatus, set_condition};
 use crate::types::TargetCluster;
 
 /// Label on every object the control plane put into a member.
@@ -35,13 +36,14 @@ pub async fn execute(plane: &Plane, interpreter: &Interpreter, now: &str) -> Res
             }
             continue;
         }
+        let previous = work_status(&w);
         let status = match member {
-            Some(m) if m.ready => apply_in_member(m, interpreter, &w, now).await,
-            Some(m) => failed(&w, &format!("cluster {cluster} is not ready: {}", m.message), now),
-            None => failed(&w, &format!("cluster {cluster} is not a member"), now),
+            Some(m) if m.ready => apply_in_member(m, interpreter, &w, previous.as_ref(), now).await,
+            Some(m) => failed(previous.as_ref(), &format!("cluster {cluster} is not ready: {}", m.message), now),
+            None => failed(previous.as_ref(), &format!("cluster {cluster} is not a member"), now),
         };
-        if w.get("status") != Some(&status) {
-            objects::write_status(&plane.client, &plane.kinds, &w, &status).await?;
+        if previous.as_ref() != Some(&status) {
+            objects::write_status(&plane.client, &plane.kinds, &w, &objects::json_of(&status)).await?;
         }
     }
     Ok(())
@@ -51,16 +53,26 @@ fn manifests(w: &Value) -> Vec<Value> {
     w.pointer("/spec/workload/manifests").and_then(Value::as_array).cloned().unwrap_or_default()
 }
 
+/// A Work's status, if it has one that reads.
+fn work_status(w: &Value) -> Option<WorkStatus> {
+    w.get("status").and_then(|s| WorkStatus::deserialize(s).ok())
+}
+
 /// The Work's status when nothing could be applied: `Applied` False, the last collected statuses kept.
-fn failed(w: &Value, message: &str, now: &str) -> Value {
-    let previous = w.get("status");
-    let mut status = previous.cloned().unwrap_or(json!({}));
-    set_condition(&mut status, condition("Applied", false, "AppliedFailed", message), previous, now);
+fn failed(previous: Option<&WorkStatus>, message: &str, now: &str) -> WorkStatus {
+    let mut status = previous.cloned().unwrap_or_default();
+    let before = previous.map(|p| p.conditions.as_slice()).unwrap_or_default();
+    set_condition(&mut status.conditions, Condition::new("Applied", false, "AppliedFailed", message), before, now);
     status
 }
 
-async fn apply_in_member(m: &Member, interpreter: &Interpreter, w: &Value, now: &str) -> Value {
-    let previous = w.get("status");
+async fn apply_in_member(
+    m: &Member,
+    interpreter: &Interpreter,
+    w: &Value,
+    previous: Option<&WorkStatus>,
+    now: &str,
+) -> WorkStatus {
     let mut namespaces = HashSet::new();
     let mut statuses = Vec::new();
     for (i, manifest) in manifests(w).into_iter().enumerate() {
@@ -75,37 +87,44 @@ async fn apply_in_member(m: &Member, interpreter: &Interpreter, w: &Value, now: 
             && namespaces.insert(ns.clone())
             && let Err(e) = ensure_namespace(m, &ns).await
         {
-            return failed(w, &format!("cluster {}: {e}", m.name), now);
+            return failed(previous, &format!("cluster {}: {e}", m.name), now);
         }
         let current = match objects::get(&m.client, &m.kinds, &av, &kind, &ns, &name).await {
             Ok(c) => c,
-            Err(e) => return failed(w, &format!("cluster {}: {e}", m.name), now),
+            Err(e) => return failed(previous, &format!("cluster {}: {e}", m.name), now),
         };
         let observed = match current {
             Some(c) if holds(&c, &manifest) => c,
             _ => match objects::apply(&m.client, &m.kinds, &manifest).await {
                 Ok(applied) => applied,
-                Err(e) => return failed(w, &format!("cluster {}: {e}", m.name), now),
+                Err(e) => return failed(previous, &format!("cluster {}: {e}", m.name), now),
             },
         };
         let (group, version) = uc_api::resource::split_api_version(&av);
         let plural = m.kinds.get(&m.client, &av, &kind).await.map(|k| k.ar.plural).unwrap_or_default();
-        let mut item = json!({"identifier": {"ordinal": i, "group": group, "version": version, "kind": kind,
-                                             "resource": plural, "namespace": ns, "name": name}});
-        match interpreter.status(&observed).await {
-            Ok(Some(s)) => item["status"] = s,
-            Ok(None) => {}
-            Err(e) => tracing::warn!(cluster = %m.name, error = %e, "status not interpreted"),
-        }
-        item["health"] = json!(interpreter.health(&observed).await.unwrap_or_else(|e| {
+        let identifier = ResourceIdentifier {
+            ordinal: i,
+            group: group.into(),
+            version: version.into(),
+            kind,
+            resource: plural,
+            namespace: ns,
+            name,
+        };
+        let status = interpreter.status(&observed).await.unwrap_or_else(|e| {
+            tracing::warn!(cluster = %m.name, error = %e, "status not interpreted");
+            None
+        });
+        let health = interpreter.health(&observed).await.unwrap_or_else(|e| {
             tracing::warn!(cluster = %m.name, error = %e, "health not interpreted");
             "Unknown"
-        }));
-        statuses.push(item);
+        });
+        statuses.push(ManifestStatus { identifier, status, health: health.into() });
     }
-    let mut status = json!({"manifestStatuses": statuses});
-    let ok = condition("Applied", true, "AppliedSuccessful", "Manifest has been successfully applied");
-    set_condition(&mut status, ok, previous, now);
+    let mut status = WorkStatus { conditions: Vec::new(), manifest_statuses: Some(statuses) };
+    let ok = Condition::new("Applied", true, "AppliedSuccessful", "Manifest has been successfully applied");
+    let before = previous.map(|p| p.conditions.as_slice()).unwrap_or_default();
+    set_condition(&mut status.conditions, ok, before, now);
     status
 }
 
@@ -151,24 +170,27 @@ pub async fn aggregate(plane: &Plane, scheduled: &Scheduled, now: &str) -> Resul
     let works = objects::list(&plane.client, &plane.kinds, WORK_API, "Work", "").await?;
     for rb in bindings {
         let id = str_at(&rb, "/metadata/uid");
-        let mine: Vec<(String, Value)> = works
+        let mine: Vec<(String, WorkStatus)> = works
             .iter()
             .filter(|w| uc_api::meta::label(w, BINDING_ID) == Some(id))
-            .filter_map(|w| Some((binding::cluster_of(str_at(w, "/metadata/namespace"))?.to_string(), w.clone())))
+            .filter_map(|w| {
+                let cluster = binding::cluster_of(str_at(w, "/metadata/namespace"))?;
+                Some((cluster.to_string(), work_status(w).unwrap_or_default()))
+            })
             .collect();
-        let clusters: Vec<TargetCluster> =
-            serde_json::from_value(rb.pointer("/spec/clusters").cloned().unwrap_or(json!([]))).unwrap_or_default();
+        let typed = crate::types::ResourceBinding::deserialize(&rb).unwrap_or_default();
+        let clusters: Vec<TargetCluster> = typed.spec.clusters;
+        let previous = rb.get("status").and_then(|s| BindingStatus::deserialize(s).ok());
         let key = format!("{}/{}", str_at(&rb, "/metadata/namespace"), str_at(&rb, "/metadata/name"));
-        let cond = scheduled.get(&key).cloned().or_else(|| {
-            rb.pointer("/status/conditions")?.as_array()?.iter().find(|c| c["type"] == "Scheduled").cloned()
+        let cond = scheduled
+            .get(&key)
+            .cloned()
+            .or_else(|| previous.as_ref().and_then(|p| p.conditions.iter().find(|c| c.type_ == "Scheduled")).cloned());
+        let cond = cond.unwrap_or_else(|| {
+            Condition::new("Scheduled", false, "Unschedulable", "no policy propagates the resource")
         });
-        let cond =
-            cond.unwrap_or_else(|| condition("Scheduled", false, "Unschedulable", "no policy propagates the resource"));
-        let mut cond = cond;
-        if let Some(m) = cond.as_object_mut() {
-            m.remove("lastTransitionTime");
-        }
-        let status = binding::binding_status(&rb, &clusters, &mine, cond, now);
+        let cond = Condition { last_transition_time: None, ..cond };
+        let status = objects::json_of(&binding::binding_status(previous.as_ref(), &clusters, &mine, cond, now));
         if !holds(rb.get("status").unwrap_or(&Value::Null), &status) {
             objects::write_status(&plane.client, &plane.kinds, &rb, &status).await?;
         }

@@ -18,6 +18,7 @@ pub mod overrides;
 pub mod plane;
 pub mod propagate;
 pub mod schedule;
+pub mod statuses;
 pub mod types;
 
 /// Installs Karmada's CRDs into the control plane and starts its controllers (stopped when the handle

@@ -4,9 +4,9 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use crate::statuses::{BindingStatus, Condition};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use uc_api::conditions::condition;
 use uc_api::meta::{is_deleting, str_at};
 
 use crate::binding::{self, PolicyRef};
@@ -19,7 +19,7 @@ use crate::schedule::schedule;
 use crate::types::{MemberCluster, OverrideSpec, PropagationSpec, ResourceBinding, TargetCluster};
 
 /// The `Scheduled` condition of each binding this pass, by `namespace/name`.
-pub type Scheduled = HashMap<String, Value>;
+pub type Scheduled = HashMap<String, Condition>;
 
 /// Namespaces whose objects are never propagated.
 fn reserved(ns: &str) -> bool {
@@ -120,7 +120,7 @@ async fn bind(
     members: &[MemberCluster],
     member_names: &[String],
     now: &str,
-) -> Result<Value, PlaneError> {
+) -> Result<Condition, PlaneError> {
     let replicas = interpreter.replicas(template).await?;
     let placement = &policy.spec.placement;
     let name = binding::binding_name(str_at(template, "/kind"), str_at(template, "/metadata/name"));
@@ -130,22 +130,22 @@ async fn bind(
     let kept = typed.as_ref().and_then(|rb| binding::kept_schedule(rb, placement, replicas, member_names));
     let rescheduled = kept.is_none();
     let (clusters, cond) = match kept.map(Ok).unwrap_or_else(|| schedule(placement, replicas, members)) {
-        Ok(c) => (c, condition("Scheduled", true, "Success", "Binding has been scheduled successfully.")),
+        Ok(c) => (c, Condition::new("Scheduled", true, "Success", "Binding has been scheduled successfully.")),
         Err(no_fit) => {
             // Keep what was scheduled before; say why nothing new could be.
             let before = typed.map(|rb| rb.spec.clusters).unwrap_or_default();
-            (before, condition("Scheduled", false, "NoClusterFit", &no_fit.0))
+            (before, Condition::new("Scheduled", false, "NoClusterFit", &no_fit.0))
         }
     };
     let desired = objects::json_of(&binding::binding(template, &policy.by, placement, replicas, &clusters));
     if existing.as_ref().is_none_or(|e| !holds(e, &desired)) {
         let applied = objects::apply(&plane.client, &plane.kinds, &desired).await?;
         if rescheduled {
-            let mut status = applied.get("status").cloned().unwrap_or(json!({}));
-            status["schedulerObservedGeneration"] =
-                applied.pointer("/metadata/generation").cloned().unwrap_or(json!(1));
-            status["lastScheduledTime"] = json!(now);
-            objects::write_status(&plane.client, &plane.kinds, &applied, &status).await?;
+            let mut status = applied.get("status").and_then(|s| BindingStatus::deserialize(s).ok()).unwrap_or_default();
+            let written = ResourceBinding::deserialize(&applied).map(|rb| rb.metadata.generation);
+            status.scheduler_observed_generation = Some(written.ok().flatten().unwrap_or(1));
+            status.last_scheduled_time = Some(now.into());
+            objects::write_status(&plane.client, &plane.kinds, &applied, &objects::json_of(&status)).await?;
         }
     }
     Ok(cond)
