@@ -18,10 +18,10 @@ pub use uc_api::meta::json_of;
 use uc_engine::hooks::HookError;
 
 /// One of uc's own UniversalControllers, labelled `label` (`uc.njuics.cn/operator: etcd`).
-pub fn universal_controller(name: &str, label: (&str, &str), spec: UniversalControllerSpec) -> Value {
+pub fn universal_controller(name: &str, label: (&str, &str), spec: UniversalControllerSpec) -> UniversalController {
     let mut uc = UniversalController::new(name, spec);
     uc.metadata.labels = Some([(label.0.to_string(), label.1.to_string())].into());
-    json_of(&uc)
+    uc
 }
 
 /// A controller spec: the parent type, the child types (`apiVersion`, resource, update method), one

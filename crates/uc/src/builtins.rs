@@ -6,7 +6,7 @@ use anyhow::Context;
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::{WatchStreamExt, watcher};
-use serde_json::Value;
+use uc_api::controller::UniversalController;
 
 /// Every built-in controller, by the name `--disable-controllers` takes (its object is `builtin-<name>`).
 pub const NAMES: &[&str] = &[
@@ -25,21 +25,20 @@ pub const NAMES: &[&str] = &[
 pub const LABEL: &str = "uc.njuics.cn/builtin";
 
 /// The built-in controllers not disabled, annotated as built in.
-pub fn enabled(disabled: &[String]) -> Vec<Value> {
+pub fn enabled(disabled: &[String]) -> Vec<UniversalController> {
+    let short = |c: &UniversalController| {
+        let name = c.metadata.name.as_deref().unwrap_or_default();
+        name.strip_prefix("builtin-").unwrap_or(name).to_string()
+    };
     uc_operators::workloads::controllers()
         .into_iter()
-        .filter(|c| {
-            let name = c.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-            !disabled.iter().any(|d| name.strip_prefix("builtin-") == Some(d.as_str()))
-        })
+        .filter(|c| !disabled.contains(&short(c)))
         .map(|mut c| {
-            let name = c.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-            let short = name.strip_prefix("builtin-").unwrap_or(&name).to_string();
-            c["metadata"]["annotations"] = serde_json::json!({
-                "uc.njuics.cn/description": format!(
-                    "built into uc up; deleted, it is made again; run `uc up --disable-controllers {short}` to go without it"
-                )
-            });
+            let description = format!(
+                "built into uc up; deleted, it is made again; run `uc up --disable-controllers {}` to go without it",
+                short(&c)
+            );
+            c.metadata.annotations = Some([("uc.njuics.cn/description".to_string(), description)].into());
             c
         })
         .collect()
@@ -51,15 +50,14 @@ pub fn resource() -> ApiResource {
 }
 
 /// Makes a deleted built-in controller again, for as long as `uc up` runs.
-pub async fn keep(client: kube::Client, controllers: Vec<Value>) {
+pub async fn keep(client: kube::Client, controllers: Vec<UniversalController>) {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource());
     let config = watcher::Config::default().labels(&format!("{LABEL}=true"));
     let mut events = std::pin::pin!(watcher(api, config).default_backoff());
     while let Some(ev) = events.next().await {
         let Ok(watcher::Event::Delete(o)) = ev else { continue };
         let name = o.metadata.name.clone().unwrap_or_default();
-        let Some(c) = controllers.iter().find(|c| c.pointer("/metadata/name").and_then(Value::as_str) == Some(&name))
-        else {
+        let Some(c) = controllers.iter().find(|c| c.metadata.name.as_ref() == Some(&name)) else {
             continue;
         };
         tracing::warn!(controller = %name, "a built-in controller was deleted; making it again (uc up --disable-controllers turns one off)");
@@ -72,13 +70,13 @@ pub async fn keep(client: kube::Client, controllers: Vec<Value>) {
 /// Creates UniversalController objects uc ships (built-in, operators'), or brings them up to date.
 pub(crate) async fn install_controllers(
     client: &kube::Client,
-    controllers: Vec<serde_json::Value>,
+    controllers: Vec<UniversalController>,
 ) -> anyhow::Result<()> {
-    use kube::api::{Api, DynamicObject, PostParams};
-    let ar = resource();
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+    use kube::api::PostParams;
+    // Read as they are stored, whatever an edit left in them.
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource());
     for c in controllers {
-        let mut obj: DynamicObject = serde_json::from_value(c)?;
+        let mut obj: DynamicObject = serde_json::from_value(uc_api::meta::json_of(&c))?;
         let name = obj.metadata.name.clone().unwrap_or_default();
         match api.get_opt(&name).await? {
             None => {
@@ -131,7 +129,7 @@ mod tests {
     fn the_names_are_every_built_in_controller() {
         let mut all: Vec<String> = enabled(&[])
             .iter()
-            .map(|c| c["metadata"]["name"].as_str().unwrap().strip_prefix("builtin-").unwrap().to_string())
+            .map(|c| c.metadata.name.as_deref().unwrap().strip_prefix("builtin-").unwrap().to_string())
             .collect();
         let mut names: Vec<String> = NAMES.iter().map(|s| s.to_string()).collect();
         all.sort();
@@ -143,12 +141,9 @@ mod tests {
     fn disabled_ones_are_left_out_and_the_rest_say_they_are_built_in() {
         let on = enabled(&["job".into(), "daemonset".into()]);
         assert_eq!(on.len(), NAMES.len() - 2);
-        assert!(on.iter().all(|c| c["metadata"]["name"] != "builtin-job" && c["metadata"]["labels"][LABEL] == "true"));
-        assert!(
-            on[0]["metadata"]["annotations"]["uc.njuics.cn/description"]
-                .as_str()
-                .unwrap()
-                .contains("--disable-controllers")
-        );
+        let labelled = |c: &UniversalController| c.metadata.labels.as_ref().is_some_and(|l| l[LABEL] == "true");
+        assert!(on.iter().all(|c| c.metadata.name.as_deref() != Some("builtin-job") && labelled(c)));
+        let description = &on[0].metadata.annotations.as_ref().unwrap()["uc.njuics.cn/description"];
+        assert!(description.contains("--disable-controllers"), "{description}");
     }
 }

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
+use uc_api::meta::json_of;
 use uc_olm::bundle::{bundle_from_objects, entry_of};
 use uc_olm::fbc::{Catalog, Channel, Package};
 
@@ -132,7 +133,7 @@ fn operators() -> Vec<Operator> {
             capabilities: "Full Lifecycle",
             categories: "Database",
             crds: uc_operators::etcd::crds(),
-            controllers: uc_operators::etcd::controllers(),
+            controllers: uc_operators::etcd::controllers().iter().map(json_of).collect(),
             examples: json!([{"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdCluster",
                               "metadata": {"name": "example"}, "spec": {"size": 3, "version": "3.4.30"}}]),
         },
@@ -148,7 +149,7 @@ fn operators() -> Vec<Operator> {
             capabilities: "Seamless Upgrades",
             categories: "Database",
             crds: uc_operators::zookeeper::crds(),
-            controllers: uc_operators::zookeeper::controllers(),
+            controllers: uc_operators::zookeeper::controllers().iter().map(json_of).collect(),
             examples: json!([{"apiVersion": "zookeeper.pravega.io/v1beta1", "kind": "ZookeeperCluster",
                               "metadata": {"name": "example"}, "spec": {"replicas": 3}}]),
         },

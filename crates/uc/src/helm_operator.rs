@@ -10,7 +10,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use kube::discovery::Discovery;
 use serde_json::{Value, json};
-use uc_api::controller::{Hook, UpdateMethod};
+use uc_api::controller::{Hook, UniversalController, UpdateMethod};
 use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry};
 
@@ -127,7 +127,7 @@ pub async fn setup(
     watches_file: &Path,
     text: &str,
     natives: &mut NativeRegistry,
-) -> anyhow::Result<Vec<Value>> {
+) -> anyhow::Result<Vec<UniversalController>> {
     let dir = watches_file.parent().unwrap_or(Path::new("."));
     let watches = uc_helm::watches::parse(text, dir, &|k| std::env::var(k).ok()).map_err(anyhow::Error::msg)?;
     // The project's own CRDs (`config/crd/bases/`, as `operator-sdk init` lays it out), installed as
@@ -192,7 +192,12 @@ fn resync_of(w: &Watch) -> Option<f64> {
 
 /// The UniversalController of a watch: its parent (`apiVersion`, plural), the chart's child types
 /// (`apiVersion`, plural), applied in place, and the hook (`{"native": …}`) for sync and finalize.
-pub(crate) fn controller(w: &Watch, parent: (&str, &str), children: &[(String, String)], hook: Hook) -> Value {
+pub(crate) fn controller(
+    w: &Watch,
+    parent: (&str, &str),
+    children: &[(String, String)],
+    hook: Hook,
+) -> UniversalController {
     use uc_api::controller::{ChildResource, Hooks, ParentResource, UniversalController, UniversalControllerSpec};
     let parent_resource =
         ParentResource { label_selector: w.selector.clone(), ..ParentResource::new(parent.0, parent.1) };
@@ -210,7 +215,7 @@ pub(crate) fn controller(w: &Watch, parent: (&str, &str), children: &[(String, S
     };
     let mut uc = UniversalController::new(&name, spec);
     uc.metadata.labels = Some([(LABEL.to_string(), "helm".to_string())].into());
-    uc_api::meta::json_of(&uc)
+    uc
 }
 
 /// The factory of `native: {name: helm, config: {chart, watch}}` hooks (what `uc package` writes for a

@@ -105,7 +105,8 @@ fn helm_controllers(dir: &Path, text: &str, entries: &[Value], crds: &[Value]) -
         let config = json!({"chart": base64::engine::general_purpose::STANDARD.encode(&tgz), "watch": watch});
         let hook = Hook { native: Some(Native { name: "helm".into(), config: Some(config) }), ..Default::default() };
         let parent_plural = plural(crds, &w.api_version(), &w.kind);
-        out.push(crate::helm_operator::controller(w, (&w.api_version(), &parent_plural), &children, hook));
+        let controller = crate::helm_operator::controller(w, (&w.api_version(), &parent_plural), &children, hook);
+        out.push(uc_api::meta::json_of(&controller));
     }
     Ok(out)
 }
@@ -119,7 +120,8 @@ fn ansible_controllers(dir: &Path, text: &str, crds: &[Value]) -> anyhow::Result
         let config = json!({"project": project, "watch": {"group": w.group, "version": w.version, "kind": w.kind}});
         let hook = Hook { native: Some(Native { name: "ansible".into(), config: Some(config) }), ..Default::default() };
         let parent_plural = plural(crds, &w.api_version(), &w.kind);
-        out.push(crate::ansible_operator::controller(w, (&w.api_version(), &parent_plural), hook));
+        let controller = crate::ansible_operator::controller(w, (&w.api_version(), &parent_plural), hook);
+        out.push(uc_api::meta::json_of(&controller));
     }
     Ok(out)
 }

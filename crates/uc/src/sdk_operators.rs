@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::Context as _;
-use serde_json::Value;
+use uc_api::controller::UniversalController;
 
 /// Reads the watches file and sets up its operator: the UniversalControllers to install.
 pub async fn setup(
@@ -13,7 +13,7 @@ pub async fn setup(
     watches_file: &Path,
     options: &mut uc_engine::EngineOptions,
     ansible: &crate::ansible_operator::Runtime,
-) -> anyhow::Result<Vec<Value>> {
+) -> anyhow::Result<Vec<UniversalController>> {
     let text = std::fs::read_to_string(watches_file).with_context(|| format!("reading {}", watches_file.display()))?;
     if uc_ansible::watches::is_ansible(&text) {
         crate::ansible_operator::setup(ansible, installer, watches_file, &text, options).await

@@ -38,7 +38,7 @@ pub fn crd() -> Value {
 }
 
 /// The UniversalController of backups: no children, status only.
-pub fn controller() -> Value {
+pub fn controller() -> uc_api::controller::UniversalController {
     let spec = crate::objects::native_spec((&format!("{GROUP}/v1beta2"), "etcdbackups"), &[], HOOK);
     crate::objects::universal_controller("etcd-backup-operator", ("uc.njuics.cn/operator", "etcd"), spec)
 }

@@ -66,12 +66,12 @@ pub fn crds() -> Vec<Value> {
 }
 
 /// The operator's UniversalControllers.
-pub fn controllers() -> Vec<Value> {
+pub fn controllers() -> Vec<uc_api::controller::UniversalController> {
     vec![controller(), backup::controller(), restore::controller()]
 }
 
 /// The UniversalController of EtcdClusters.
-pub fn controller() -> Value {
+pub fn controller() -> uc_api::controller::UniversalController {
     let children = [
         ("v1", "services", UpdateMethod::InPlace),
         // In place: a version change sets a member's image on its running pod (nothing else of a

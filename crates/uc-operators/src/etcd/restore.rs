@@ -35,7 +35,7 @@ pub fn crd() -> Value {
 }
 
 /// The UniversalController of restores: no children; the EtcdCluster is reached through the API.
-pub fn controller() -> Value {
+pub fn controller() -> uc_api::controller::UniversalController {
     let spec = crate::objects::native_spec((&format!("{GROUP}/v1beta2"), "etcdrestores"), &[], HOOK);
     crate::objects::universal_controller("etcd-restore-operator", ("uc.njuics.cn/operator", "etcd"), spec)
 }

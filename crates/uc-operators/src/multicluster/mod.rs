@@ -49,7 +49,7 @@ pub fn crds() -> Vec<Value> {
 }
 
 /// The operator's UniversalControllers.
-pub fn controllers() -> Vec<Value> {
+pub fn controllers() -> Vec<uc_api::controller::UniversalController> {
     use uc_api::controller::UpdateMethod::InPlace;
     let children = [
         (plan::ZK_API, "zookeeperclusters", InPlace),

@@ -15,7 +15,6 @@ pub mod statefulset;
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use uc_api::controller::{ConditionCheck, Hook, RevisionHistory, StatusChecks, UpdateMethod};
 use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_engine::hooks::HookError;
@@ -41,7 +40,7 @@ pub fn register(natives: &mut NativeRegistry) {
 }
 
 /// The UniversalController objects of the workload controllers.
-pub fn controllers() -> Vec<Value> {
+pub fn controllers() -> Vec<uc_api::controller::UniversalController> {
     use UpdateMethod::{InPlace, OnDelete, RollingRecreate};
     let builtin = |name: &str, spec| universal_controller(name, ("uc.njuics.cn/builtin", "true"), spec);
     // One child type; `generate`: a selector generated per parent; `customize`: related resources too.
@@ -117,7 +116,7 @@ pub fn controllers() -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn the_builtin_controllers_are_the_objects_uc_has_always_installed() {
@@ -176,6 +175,7 @@ mod tests {
             ),
             b("builtin-endpoints", endpoints),
         ];
-        assert_eq!(controllers(), expected);
+        let written: Vec<Value> = controllers().iter().map(crate::objects::json_of).collect();
+        assert_eq!(written, expected);
     }
 }

@@ -53,12 +53,12 @@ pub fn crds() -> Vec<Value> {
 }
 
 /// The operator's UniversalControllers.
-pub fn controllers() -> Vec<Value> {
+pub fn controllers() -> Vec<uc_api::controller::UniversalController> {
     vec![controller()]
 }
 
 /// The UniversalController of ZookeeperClusters.
-pub fn controller() -> Value {
+pub fn controller() -> uc_api::controller::UniversalController {
     use uc_api::controller::UpdateMethod::{InPlace, OnDelete};
     let children = [
         ("v1", "services", InPlace),
@@ -397,12 +397,8 @@ mod tests {
             crate::objects::json_of(&objects::pod(&s, 0, &[], false)),
         ]);
         made.extend(objects::claim(&s, 0));
-        let owned: Vec<String> = c["spec"]["childResources"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| format!("{}/{}", r["apiVersion"].as_str().unwrap(), r["resource"].as_str().unwrap()))
-            .collect();
+        let owned: Vec<String> =
+            c.spec.child_resources.iter().map(|r| format!("{}/{}", r.api_version, r.resource)).collect();
         for obj in made {
             let kind = obj["kind"].as_str().unwrap().to_lowercase();
             let key = format!("{}/{kind}", obj["apiVersion"].as_str().unwrap());

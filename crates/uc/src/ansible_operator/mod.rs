@@ -17,9 +17,8 @@ mod runtime;
 use std::path::Path;
 
 use anyhow::Context as _;
-use serde_json::Value;
 use uc_ansible::watches::Watch;
-use uc_api::controller::Hook;
+use uc_api::controller::{Hook, UniversalController};
 
 pub use factory::{pack, register_factory};
 pub use runtime::Runtime;
@@ -30,7 +29,7 @@ const LABEL: &str = "uc.njuics.cn/operator";
 
 /// The UniversalController of a watch: `parent` is its (`apiVersion`, plural), `hook` the native hook
 /// every call goes to.
-pub(crate) fn controller(w: &Watch, parent: (&str, &str), hook: Hook) -> Value {
+pub(crate) fn controller(w: &Watch, parent: (&str, &str), hook: Hook) -> UniversalController {
     use uc_api::controller::{Hooks, ParentResource, UniversalController, UniversalControllerSpec};
     let parent_resource = ParentResource {
         label_selector: w.selector.clone(),
@@ -52,7 +51,7 @@ pub(crate) fn controller(w: &Watch, parent: (&str, &str), hook: Hook) -> Value {
     let name = format!("ansible-{}-{}", w.kind.to_lowercase(), if w.group.is_empty() { "core" } else { &w.group });
     let mut uc = UniversalController::new(&name, spec);
     uc.metadata.labels = Some([(LABEL.to_string(), "ansible".to_string())].into());
-    uc_api::meta::json_of(&uc)
+    uc
 }
 
 /// Reads an Ansible operator's watches file, registers a native hook per entry, and answers the
@@ -63,7 +62,7 @@ pub async fn setup(
     watches_file: &Path,
     text: &str,
     options: &mut uc_engine::EngineOptions,
-) -> anyhow::Result<Vec<Value>> {
+) -> anyhow::Result<Vec<UniversalController>> {
     let dir = watches_file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let dir = std::fs::canonicalize(dir).with_context(|| format!("reading {}", dir.display()))?;
     let watches = parse_watches(&dir, text)?;
