@@ -97,13 +97,44 @@ pub fn read_bundle_dir(dir: &Path) -> Result<(Bundle, Vec<String>, Option<String
     Ok((bundle, channels, get(DEFAULT_CHANNEL_ANNOTATION)))
 }
 
+/// A package manifest (`<package>.package.yaml`, and each entry of a configmap registry's `packages`).
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct PackageManifestFile {
+    pub package_name: String,
+    pub channels: Vec<PackageChannel>,
+    pub default_channel: Option<String>,
+}
+
+/// A channel of a package manifest: its name and its newest CSV.
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(default)]
+pub struct PackageChannel {
+    pub name: String,
+    #[serde(rename = "currentCSV")]
+    pub current_csv: String,
+}
+
+impl PackageManifestFile {
+    /// Reads one; an error names `at` and the field that does not read.
+    pub fn read(v: &Value, at: impl std::fmt::Display) -> Result<PackageManifestFile, CatalogError> {
+        let manifest: PackageManifestFile = serde_path_to_error::deserialize(v)
+            .map_err(|e| CatalogError::at(&at, format!("{}: {}", e.path(), e.inner())))?;
+        if manifest.package_name.is_empty() {
+            return Err(CatalogError::at(at, "an entry has no packageName"));
+        }
+        Ok(manifest)
+    }
+}
+
 /// A package in the package-manifest layout: `<package>.package.yaml` and one folder per version.
 pub fn read_package_manifest(dir: &Path) -> Result<Package, CatalogError> {
     let manifest = read_objects(dir)?
         .into_iter()
         .find(|o| o.get("packageName").is_some())
         .ok_or_else(|| CatalogError::at(dir.display(), "no <package>.package.yaml (with packageName)"))?;
-    let name = manifest["packageName"].as_str().unwrap_or_default().to_string();
+    let manifest = PackageManifestFile::read(&manifest, dir.display())?;
+    let name = manifest.package_name.clone();
     let mut bundles = BTreeMap::new();
     let mut versions: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| CatalogError::at(dir.display(), e))?
@@ -122,12 +153,12 @@ pub fn read_package_manifest(dir: &Path) -> Result<Package, CatalogError> {
 /// A package from its manifest (`packageName`, `channels` with `currentCSV`, `defaultChannel`) and its
 /// bundles by CSV name: each channel runs from its current CSV back along `replaces`, as long as the
 /// CSVs are there.
-pub fn package_of(manifest: &Value, bundles: BTreeMap<String, Bundle>) -> Package {
-    let name = manifest["packageName"].as_str().unwrap_or_default().to_string();
+pub fn package_of(manifest: &PackageManifestFile, bundles: BTreeMap<String, Bundle>) -> Package {
+    let name = manifest.package_name.clone();
     let mut channels = BTreeMap::new();
-    for ch in manifest.get("channels").and_then(Value::as_array).into_iter().flatten() {
-        let ch_name = ch.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
-        let mut current = ch.get("currentCSV").and_then(Value::as_str).map(str::to_string);
+    for ch in &manifest.channels {
+        let ch_name = ch.name.clone();
+        let mut current = Some(ch.current_csv.clone()).filter(|c| !c.is_empty());
         let mut entries: Vec<Entry> = Vec::new();
         // From the channel's current CSV back along `replaces`, as long as the CSVs are here.
         while let Some(c) = current.take() {
@@ -143,9 +174,9 @@ pub fn package_of(manifest: &Value, bundles: BTreeMap<String, Bundle>) -> Packag
         channels.insert(ch_name.clone(), Channel { name: ch_name, entries });
     }
     let default_channel = manifest
-        .get("defaultChannel")
-        .and_then(Value::as_str)
-        .map(str::to_string)
+        .default_channel
+        .clone()
+        .filter(|d| !d.is_empty())
         .or_else(|| channels.keys().next().cloned())
         .unwrap_or_default();
     Package { name, default_channel, description: String::new(), icon: None, channels, bundles }

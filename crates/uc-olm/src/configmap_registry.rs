@@ -7,9 +7,11 @@
 
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
 use serde_json::Value;
 
-use crate::bundle::{bundle_from_objects, package_blobs, package_of};
+use crate::bundle::{PackageManifestFile, bundle_from_objects, package_blobs, package_of};
+use crate::csv::Csv;
 use crate::fbc::CatalogError;
 
 /// The keys of the layout.
@@ -36,48 +38,41 @@ pub fn blobs(data: &BTreeMap<String, String>) -> Result<Vec<Value>, CatalogError
         }
     };
     let (packages, csvs, crds) = (list(KEYS[0])?, list(KEYS[1])?, list(KEYS[2])?);
-    let csv_name = |c: &Value| c.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-    let by_name: BTreeMap<String, &Value> = csvs.iter().map(|c| (csv_name(c), c)).collect();
+    // Each CSV as it is written (a bundle keeps it whole) and as it reads (one that does not read is
+    // reported when a channel reaches it, by the bundle it would make).
+    let by_name: BTreeMap<String, (&Value, Csv)> =
+        csvs.iter().filter_map(|c| Csv::deserialize(c).ok().map(|csv| (csv.name().to_string(), (c, csv)))).collect();
     let mut out = Vec::new();
     for manifest in &packages {
-        let package = manifest
-            .get("packageName")
-            .and_then(Value::as_str)
-            .ok_or_else(|| CatalogError::at("key packages", "an entry has no packageName"))?;
+        let manifest = PackageManifestFile::read(manifest, "key packages")?;
+        let package = manifest.package_name.as_str();
         let mut bundles = BTreeMap::new();
-        for channel in manifest.get("channels").and_then(Value::as_array).into_iter().flatten() {
-            let mut current = channel.get("currentCSV").and_then(Value::as_str).map(str::to_string);
+        for channel in &manifest.channels {
+            let mut current = Some(channel.current_csv.clone()).filter(|c| !c.is_empty());
             while let Some(name) = current.take() {
-                let Some(csv) = by_name.get(&name) else { break };
+                let Some((written, csv)) = by_name.get(&name) else { break };
                 if bundles.contains_key(&name) {
                     break;
                 }
-                current = csv.pointer("/spec/replaces").and_then(Value::as_str).map(str::to_string);
-                let mut objects = vec![(*csv).clone()];
+                current = csv.spec.replaces.clone();
+                let mut objects = vec![(*written).clone()];
                 objects.extend(owned_crds(csv, &crds));
                 let bundle =
                     bundle_from_objects(package, objects).map_err(|e| e.within("key clusterServiceVersions"))?;
                 bundles.insert(name, bundle);
             }
         }
-        out.extend(package_blobs(&package_of(manifest, bundles)));
+        out.extend(package_blobs(&package_of(&manifest, bundles)));
     }
     Ok(out)
 }
 
 /// The CRDs a CSV owns, by the names in `spec.customresourcedefinitions.owned`.
-fn owned_crds(csv: &Value, crds: &[Value]) -> Vec<Value> {
-    let owned: Vec<&str> = csv
-        .pointer("/spec/customresourcedefinitions/owned")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|o| o.get("name").and_then(Value::as_str))
-        .collect();
-    crds.iter()
-        .filter(|c| c.pointer("/metadata/name").and_then(Value::as_str).is_some_and(|n| owned.contains(&n)))
-        .cloned()
-        .collect()
+fn owned_crds(csv: &Csv, crds: &[Value]) -> Vec<Value> {
+    let owned: Vec<&str> =
+        csv.spec.customresourcedefinitions.iter().flat_map(|d| &d.owned).map(|o| o.name.as_str()).collect();
+    let name = |c: &Value| c.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).map(str::to_string);
+    crds.iter().filter(|c| name(c).is_some_and(|n| owned.contains(&n.as_str()))).cloned().collect()
 }
 
 #[cfg(test)]
@@ -108,5 +103,10 @@ mod tests {
         let mut bad = data.clone();
         bad.insert("packages".into(), "packageName: not-a-list".into());
         assert!(blobs(&bad).unwrap_err().to_string().contains("key packages"));
+        bad.insert("packages".into(), "- packageName: memcached\n  channels: 3\n".into());
+        let error = blobs(&bad).unwrap_err().to_string();
+        assert!(error.contains("key packages") && error.contains("channels"), "{error}");
+        bad.insert("packages".into(), "- channels: []\n".into());
+        assert!(blobs(&bad).unwrap_err().to_string().contains("no packageName"));
     }
 }

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::context::{Olm, V1, V1ALPHA1, beside, now, str_at, typed};
 use crate::csv::Csv;
@@ -14,6 +14,7 @@ use crate::error::LifecycleError;
 use crate::group::{Group, OperatorGroup, OperatorGroupStatus};
 use crate::installplan::InstallPlan;
 use crate::plan::{LABELLED_KINDS, OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL};
+use crate::sources::{CatalogSource, CatalogSourceStatus, ConnectionState};
 use crate::subscription::Subscription;
 use crate::subscriptions::Loaded;
 use crate::{csvs, installplans, packages, subscriptions};
@@ -89,8 +90,8 @@ async fn sweep(olm: &Olm, current: &BTreeSet<(String, String)>) {
 }
 
 /// Writes a catalog's PackageManifests, and removes those of packages it no longer has.
-async fn publish(olm: &Olm, source: &Value, catalog: &crate::fbc::Catalog) -> Result<(), LifecycleError> {
-    let (ns, name) = (str_at(source, "/metadata/namespace"), str_at(source, "/metadata/name"));
+async fn publish(olm: &Olm, source: &CatalogSource, catalog: &crate::fbc::Catalog) -> Result<(), LifecycleError> {
+    let (ns, name) = (source.namespace(), source.name());
     for pkg in catalog.packages.values() {
         olm.apply(&packages::manifest(source, pkg)).await?;
     }
@@ -109,11 +110,12 @@ async fn publish(olm: &Olm, source: &Value, catalog: &crate::fbc::Catalog) -> Re
 }
 
 async fn catalogs(olm: &mut Olm) -> Result<(Vec<Loaded>, Vec<String>), LifecycleError> {
-    let sources = olm.list(V1ALPHA1, "CatalogSource").await?;
+    let objects = olm.list(V1ALPHA1, "CatalogSource").await?;
+    let sources: Vec<(&Value, CatalogSource)> = beside(&objects, "CatalogSource");
     let named: std::collections::BTreeSet<_> = sources
         .iter()
-        .filter_map(|s| match crate::sources::origin(s) {
-            Ok(crate::sources::Origin::ConfigMap(name)) => Some((str_at(s, "/metadata/namespace").to_string(), name)),
+        .filter_map(|(_, s)| match crate::sources::origin(s) {
+            Ok(crate::sources::Origin::ConfigMap(name)) => Some((s.namespace().to_string(), name)),
             _ => None,
         })
         .collect();
@@ -123,9 +125,9 @@ async fn catalogs(olm: &mut Olm) -> Result<(Vec<Loaded>, Vec<String>), Lifecycle
         changed
     });
     let (mut loaded, mut unhealthy) = (Vec::new(), Vec::new());
-    for s in &sources {
-        let key = format!("{}/{}", str_at(s, "/metadata/namespace"), str_at(s, "/metadata/name"));
-        let priority = s.pointer("/spec/priority").and_then(Value::as_i64).unwrap_or(0);
+    for (object, s) in &sources {
+        let key = s.key();
+        let priority = s.spec.priority;
         let (state, message) = match olm.sources.load(&olm.client, &olm.resolver, s).await {
             Ok(c) => {
                 loaded.push((key.clone(), priority, c));
@@ -148,12 +150,19 @@ async fn catalogs(olm: &mut Olm) -> Result<(Vec<Loaded>, Vec<String>), Lifecycle
                 }
             }
         }
-        if str_at(s, "/status/connectionState/lastObservedState") != state || str_at(s, "/status/message") != message {
-            let address =
-                Some(str_at(s, "/spec/address")).filter(|a| !a.is_empty()).unwrap_or(str_at(s, "/spec/configMap"));
-            let status = json!({"connectionState": {"address": address, "lastObservedState": state, "lastConnect": now()},
-                                "message": message, "reason": if message.is_empty() { "" } else { "CatalogUnreadable" }});
-            olm.status(s, &status).await?;
+        let was = s.status.clone().unwrap_or_default();
+        if was.connection_state.last_observed_state != state || was.message != message {
+            let address = Some(&s.spec.address).filter(|a| !a.is_empty()).unwrap_or(&s.spec.config_map);
+            let status = CatalogSourceStatus {
+                connection_state: ConnectionState {
+                    address: address.clone(),
+                    last_observed_state: state.into(),
+                    last_connect: Some(now()),
+                },
+                reason: if message.is_empty() { "" } else { "CatalogUnreadable" }.into(),
+                message,
+            };
+            olm.write_status(object, &status).await?;
         }
     }
     Ok((loaded, unhealthy))

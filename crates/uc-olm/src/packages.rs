@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use crate::csv::Csv;
 use crate::fbc::Package;
 use crate::graph;
+use crate::sources::CatalogSource;
 
 /// `packages.operators.coreos.com/v1`.
 pub const API_VERSION: &str = "packages.operators.coreos.com/v1";
@@ -66,10 +67,9 @@ fn csv_description(pkg: &Package, bundle: &str) -> Value {
 }
 
 /// The PackageManifest of `pkg` from the CatalogSource `source`.
-pub fn manifest(source: &Value, pkg: &Package) -> Value {
-    let s = |p: &str| source.pointer(p).and_then(Value::as_str).unwrap_or_default();
-    let (ns, name) = (s("/metadata/namespace"), s("/metadata/name"));
-    let display = Some(s("/spec/displayName")).filter(|d| !d.is_empty()).unwrap_or(name);
+pub fn manifest(source: &CatalogSource, pkg: &Package) -> Value {
+    let (ns, name) = (source.namespace(), source.name());
+    let display = Some(source.spec.display_name.as_str()).filter(|d| !d.is_empty()).unwrap_or(name);
     let channels: Vec<Value> = pkg
         .channels
         .values()
@@ -102,7 +102,7 @@ pub fn manifest(source: &Value, pkg: &Package) -> Value {
         "spec": {},
         "status": {
             "catalogSource": name, "catalogSourceNamespace": ns, "catalogSourceDisplayName": display,
-            "catalogSourcePublisher": s("/spec/publisher"), "packageName": pkg.name,
+            "catalogSourcePublisher": source.spec.publisher, "packageName": pkg.name,
             "defaultChannel": pkg.default_channel, "provider": provider, "channels": channels,
         },
     })
@@ -117,7 +117,10 @@ mod tests {
     fn a_package_manifest_shows_channels_and_their_current_csvs() {
         let catalog =
             Catalog::from_blobs(&parse_blobs(include_str!("../testdata/example-foo-index.yaml")).unwrap()).unwrap();
-        let source = json!({"metadata": {"name": "test", "namespace": "olm"}, "spec": {"displayName": "Test", "publisher": "me"}});
+        let source: CatalogSource = serde_json::from_value(
+            json!({"metadata": {"name": "test", "namespace": "olm"}, "spec": {"displayName": "Test", "publisher": "me"}}),
+        )
+        .unwrap();
         let m = manifest(&source, &catalog.packages["foo"]);
         assert_eq!((m["metadata"]["name"].clone(), m["metadata"]["namespace"].clone()), (json!("foo"), json!("olm")));
         assert_eq!(m["metadata"]["labels"][CATALOG_LABEL], "test");

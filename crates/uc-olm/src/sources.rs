@@ -10,11 +10,70 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
 use crate::fbc::{Catalog, CatalogError, parse_blobs};
-use uc_api::meta::str_at;
+
+/// A CatalogSource (`operators.coreos.com/v1alpha1`), the fields uc acts on.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct CatalogSource {
+    pub metadata: ObjectMeta,
+    pub spec: CatalogSourceSpec,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<CatalogSourceStatus>,
+}
+
+/// Where a CatalogSource's catalog is, and how it is shown.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct CatalogSourceSpec {
+    /// `grpc`, `configmap` (or `internal`).
+    pub source_type: String,
+    pub config_map: String,
+    pub address: String,
+    pub image: String,
+    pub display_name: String,
+    pub publisher: String,
+    pub priority: i64,
+}
+
+/// Whether uc could read the catalog (`READY`, `TRANSIENT_FAILURE`), as OLM reports a registry's
+/// connection.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct CatalogSourceStatus {
+    pub connection_state: ConnectionState,
+    pub message: String,
+    pub reason: String,
+}
+
+/// `status.connectionState`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ConnectionState {
+    pub address: String,
+    pub last_observed_state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_connect: Option<String>,
+}
+
+impl CatalogSource {
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace(), self.name())
+    }
+
+    pub fn name(&self) -> &str {
+        self.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    pub fn namespace(&self) -> &str {
+        self.metadata.namespace.as_deref().unwrap_or_default()
+    }
+}
 
 /// How often a catalog read from a directory or over HTTP is read again.
 const REFRESH: Duration = Duration::from_secs(30);
@@ -33,11 +92,11 @@ pub enum Origin {
 }
 
 /// Where a CatalogSource's catalog is, or why uc cannot read it.
-pub fn origin(source: &Value) -> Result<Origin, CatalogError> {
-    let address = str_at(source, "/spec/address");
-    match str_at(source, "/spec/sourceType") {
+pub fn origin(source: &CatalogSource) -> Result<Origin, CatalogError> {
+    let address = source.spec.address.as_str();
+    match source.spec.source_type.as_str() {
         "configmap" | "internal" => {
-            let name = str_at(source, "/spec/configMap");
+            let name = source.spec.config_map.as_str();
             if name.is_empty() {
                 return Err(CatalogError::at("spec.configMap", "a configmap source names its ConfigMap"));
             }
@@ -77,13 +136,13 @@ impl Sources {
         &mut self,
         client: &kube::Client,
         resolver: &uc_engine::names::Resolver,
-        source: &Value,
+        source: &CatalogSource,
     ) -> Result<Arc<Catalog>, CatalogError> {
-        let key = format!("{}/{}", str_at(source, "/metadata/namespace"), str_at(source, "/metadata/name"));
+        let key = source.key();
         let origin = origin(source)?;
         let version = match &origin {
             Origin::ConfigMap(name) => {
-                let api: Api<ConfigMap> = Api::namespaced(client.clone(), str_at(source, "/metadata/namespace"));
+                let api: Api<ConfigMap> = Api::namespaced(client.clone(), source.namespace());
                 let cm = api
                     .get(name)
                     .await
@@ -141,7 +200,9 @@ mod tests {
 
     #[test]
     fn where_catalogs_come_from() {
-        let src = |spec: Value| json!({"metadata": {"name": "c", "namespace": "olm"}, "spec": spec});
+        let src = |spec: serde_json::Value| -> CatalogSource {
+            serde_json::from_value(json!({"metadata": {"name": "c", "namespace": "olm"}, "spec": spec})).unwrap()
+        };
         assert_eq!(
             origin(&src(json!({"sourceType": "configmap", "configMap": "cat"}))),
             Ok(Origin::ConfigMap("cat".into()))
