@@ -6,46 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A condition (`metav1.Condition`), its time as written.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase", default)]
-pub struct Condition {
-    #[serde(rename = "type")]
-    pub type_: String,
-    pub status: String,
-    pub reason: String,
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_transition_time: Option<String>,
-}
-
-impl Condition {
-    /// A condition without a transition time ([`set_condition`] gives it one).
-    pub fn new(type_: &str, ok: bool, reason: &str, message: &str) -> Condition {
-        Condition {
-            type_: type_.into(),
-            status: if ok { "True" } else { "False" }.into(),
-            reason: reason.into(),
-            message: message.into(),
-            last_transition_time: None,
-        }
-    }
-
-    /// Whether it is of `type_` and true.
-    pub fn holds(&self, type_: &str) -> bool {
-        self.type_ == type_ && self.status == "True"
-    }
-}
-
-/// Puts `condition` into `conditions`, replacing one of its type. Its transition time is the one
-/// `previous` has for this type when the status did not change, else `now`.
-pub fn set_condition(conditions: &mut Vec<Condition>, condition: Condition, previous: &[Condition], now: &str) {
-    let before = previous.iter().find(|c| c.type_ == condition.type_);
-    let since = before.filter(|b| b.status == condition.status).and_then(|b| b.last_transition_time.clone());
-    let condition = Condition { last_transition_time: Some(since.unwrap_or_else(|| now.to_string())), ..condition };
-    conditions.retain(|c| c.type_ != condition.type_);
-    conditions.push(condition);
-}
+pub use uc_api::conditions::{Condition, set_in as set_condition};
 
 /// `Work.status`.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -118,23 +79,6 @@ pub struct AggregatedStatusItem {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn transition_times_move_only_with_the_status() {
-        let previous = [
-            Condition { last_transition_time: Some("t0".into()), ..Condition::new("Ready", true, "", "") },
-            Condition { last_transition_time: Some("t0".into()), ..Condition::new("Synced", true, "", "") },
-        ];
-        let mut conditions = Vec::new();
-        set_condition(&mut conditions, Condition::new("Ready", true, "Running", "changed"), &previous, "t1");
-        set_condition(&mut conditions, Condition::new("Synced", false, "SyncFailed", "x"), &previous, "t1");
-        set_condition(&mut conditions, Condition::new("New", true, "R", ""), &previous, "t1");
-        let times: Vec<(&str, Option<&str>)> =
-            conditions.iter().map(|c| (c.type_.as_str(), c.last_transition_time.as_deref())).collect();
-        assert_eq!(times, [("Ready", Some("t0")), ("Synced", Some("t1")), ("New", Some("t1"))]);
-        set_condition(&mut conditions, Condition::new("Ready", false, "Stopped", ""), &[], "t2");
-        assert_eq!(conditions.len(), 3, "replaced, not added");
-    }
 
     #[test]
     fn statuses_read_and_write_with_karmadas_names() {

@@ -71,30 +71,12 @@ pub struct PlanName {
     pub uuid: String,
 }
 
-/// One of OLM's Subscription conditions.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-pub struct SubscriptionCondition {
-    #[serde(rename = "type")]
-    pub type_: String,
-    pub status: String,
-    pub reason: String,
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_transition_time: Option<String>,
-}
+pub use uc_api::conditions::Condition as SubscriptionCondition;
 
-impl SubscriptionCondition {
-    /// A condition of `type_`, true or false, noted now.
-    pub fn new(type_: &str, status: bool, reason: &str, message: &str) -> SubscriptionCondition {
-        SubscriptionCondition {
-            type_: type_.into(),
-            status: if status { "True" } else { "False" }.into(),
-            reason: reason.into(),
-            message: message.into(),
-            last_transition_time: Some(crate::context::now()),
-        }
-    }
+/// A Subscription condition, true or false, noted now (OLM writes each with the time of its pass).
+pub fn condition(type_: &str, status: bool, reason: &str, message: &str) -> SubscriptionCondition {
+    let now = Some(crate::context::now());
+    SubscriptionCondition { last_transition_time: now, ..SubscriptionCondition::new(type_, status, reason, message) }
 }
 
 impl Subscription {

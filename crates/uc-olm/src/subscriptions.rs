@@ -17,7 +17,7 @@ use crate::installplan::InstallPlan;
 use crate::installplans::plan_status;
 use crate::plan::{dependency_subscription, steps};
 use crate::resolve::{Choice, Installed, Source, Target, bundle_of, resolve};
-use crate::subscription::{Subscription, SubscriptionCondition as Condition, SubscriptionStatus};
+use crate::subscription::{Subscription, SubscriptionCondition as Condition, SubscriptionStatus, condition};
 use crate::versions::parse_version;
 
 /// A catalog the lifecycle manager read: its CatalogSource (`namespace/name`), priority and contents.
@@ -133,7 +133,7 @@ pub fn visible_to<'a>(ns: &str, catalogs: &'a [String]) -> Vec<&'a str> {
 /// The `CatalogSourcesUnhealthy` condition of a Subscription seeing these unhealthy catalogs.
 fn catalog_health(unhealthy: &[&str]) -> Condition {
     if unhealthy.is_empty() {
-        Condition::new(
+        condition(
             "CatalogSourcesUnhealthy",
             false,
             "AllCatalogSourcesHealthy",
@@ -141,7 +141,7 @@ fn catalog_health(unhealthy: &[&str]) -> Condition {
         )
     } else {
         let message = format!("targeted catalogsource(s) unhealthy: {}", unhealthy.join(", "));
-        Condition::new("CatalogSourcesUnhealthy", true, "UnhealthyCatalogSourceFound", &message)
+        condition("CatalogSourcesUnhealthy", true, "UnhealthyCatalogSourceFound", &message)
     }
 }
 
@@ -159,7 +159,7 @@ enum PlanProgress<'a> {
 fn plan_progress<'a>(plans: &'a [InstallPlan], ns: &str, plan_ref: &'a str) -> PlanProgress<'a> {
     let Some(plan) = find_plan(plans, ns, plan_ref) else {
         let message = format!("the install plan {plan_ref} is gone; resolving again");
-        let condition = Condition::new("InstallPlanMissing", true, "ReferencedInstallPlanNotFound", &message);
+        let condition = condition("InstallPlanMissing", true, "ReferencedInstallPlanNotFound", &message);
         return PlanProgress::Waiting { state: "", plan: None, condition };
     };
     let named = Some((plan_ref, plan.metadata.uid.as_deref().unwrap_or_default()));
@@ -168,12 +168,12 @@ fn plan_progress<'a>(plans: &'a [InstallPlan], ns: &str, plan_ref: &'a str) -> P
         "Complete" => PlanProgress::Complete,
         "Failed" => {
             let message = status.and_then(|s| s.message.as_deref()).unwrap_or_default();
-            let condition = Condition::new("InstallPlanFailed", true, "InstallComponentFailed", message);
+            let condition = condition("InstallPlanFailed", true, "InstallComponentFailed", message);
             PlanProgress::Waiting { state: "UpgradeFailed", plan: named, condition }
         }
         phase => {
             let reason = if phase == "RequiresApproval" { "RequiresApproval" } else { "Installing" };
-            let condition = Condition::new("InstallPlanPending", true, reason, "");
+            let condition = condition("InstallPlanPending", true, reason, "");
             PlanProgress::Waiting { state: "UpgradePending", plan: named, condition }
         }
     }
@@ -237,11 +237,11 @@ pub async fn sync(
         return match resolve(&sources, &target, &installed_in(csvs, ns, &sources)) {
             Ok(choices) => {
                 let (plan, uid) = make_plan(olm, &sub, &sources, &choices).await?;
-                conditions.push(Condition::new("InstallPlanPending", true, "Installing", ""));
+                conditions.push(condition("InstallPlanPending", true, "Installing", ""));
                 status("UpgradePending", &choices[0].bundle, None, Some((&plan, &uid)), conditions).await
             }
             Err(e) => {
-                conditions.push(Condition::new("ResolutionFailed", true, "ConstraintsNotSatisfiable", &e.to_string()));
+                conditions.push(condition("ResolutionFailed", true, "ConstraintsNotSatisfiable", &e.to_string()));
                 status("", "", None, None, conditions).await
             }
         };
@@ -257,12 +257,12 @@ pub async fn sync(
             match resolve(&sources, &upgrade, &installed_in(csvs, ns, &sources)) {
                 Ok(choices) => {
                     let (plan, uid) = make_plan(olm, &sub, &sources, &choices).await?;
-                    conditions.push(Condition::new("InstallPlanPending", true, "Installing", ""));
+                    conditions.push(condition("InstallPlanPending", true, "Installing", ""));
                     status("UpgradePending", &next, Some(&from), Some((&plan, &uid)), conditions).await
                 }
                 Err(e) => {
                     let message = e.to_string();
-                    conditions.push(Condition::new("ResolutionFailed", true, "ConstraintsNotSatisfiable", &message));
+                    conditions.push(condition("ResolutionFailed", true, "ConstraintsNotSatisfiable", &message));
                     status("UpgradeAvailable", &from, Some(&from), last_plan, conditions).await
                 }
             }
