@@ -236,7 +236,7 @@ async fn prepare_table_cluster(c: &Client) -> Result<()> {
     create(c, &crds, None, empty_crd("donothings", "DoNothing")).await?;
     create(c, &crds, None, empty_crd("donothingbs", "DoNothingB")).await?;
     for crd in [uc_api::crds::universal_controller_crd(), uc_api::crds::controller_revision_crd()] {
-        create(c, &crds, None, crd).await?;
+        create(c, &crds, None, uc_api::meta::json_of(&crd)).await?;
     }
     let cms = ar("", "v1", "ConfigMap", "configmaps");
     for (name, path) in [

@@ -60,7 +60,7 @@ async fn converge(
     if matches!(which, Impl::UcJs | Impl::UcWebhook) {
         {
             for crd in [uc_api::crds::universal_controller_crd(), uc_api::crds::controller_revision_crd()] {
-                create(&c, &crd_resource(), None, crd).await?;
+                create(&c, &crd_resource(), None, uc_api::meta::json_of(&crd)).await?;
             }
             let hook = match which {
                 Impl::UcWebhook => json!({"webhook": {"url": format!("http://{webhook}/")}}),

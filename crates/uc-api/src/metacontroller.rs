@@ -3,11 +3,11 @@
 //! CompositeController's spec is a UniversalController's (uc's spec is a superset of it); a
 //! DecoratorController's becomes one UniversalController spec per decorated resource.
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use crate::Pointer;
 use crate::controller::{ChildResource, Hooks, ParentResource, UniversalControllerSpec};
 use crate::webhook_auth::EndpointConfig;
 
@@ -37,31 +37,28 @@ pub fn decorator_finalizer(name: &str) -> String {
 
 /// Metacontroller's three CRDs as upstream ships them, with what uc adds (see `crds/PROVENANCE.md`):
 /// the controllers' status keeps unknown fields, and `kubectl get` shows uc's conditions.
-pub fn crds() -> Vec<Value> {
-    let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(CRDS)
-        .filter_map(|d| Value::deserialize(d).ok())
-        .filter(|d| d.is_object())
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    let mut crds: Vec<CustomResourceDefinition> = serde_yaml_ng::Deserializer::from_str(CRDS)
+        .filter_map(|d| CustomResourceDefinition::deserialize(d).ok())
         .collect();
-    docs.into_iter()
-        .map(|mut crd| {
-            let controller = crd.at("/spec/names/kind").and_then(Value::as_str).is_some_and(|k| k != "ControllerRevision");
-            if controller && let Some(versions) = crd.at_mut("/spec/versions").and_then(Value::as_array_mut) {
-                for v in versions {
-                    if let Some(status) = v.at_mut("/schema/openAPIV3Schema/properties/status") {
-                        status["x-kubernetes-preserve-unknown-fields"] = json!(true);
-                    }
-                    v["additionalPrinterColumns"] = json!([
-                        {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
-                        {"name": "Synced", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Synced\")].status"},
-                        {"name": "Parents", "type": "integer", "jsonPath": ".status.parents"},
-                        {"name": "Reason", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].reason"},
-                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
-                    ]);
-                }
+    use crate::crds::column;
+    let columns = vec![
+        column("Ready", "string", ".status.conditions[?(@.type==\"Ready\")].status"),
+        column("Synced", "string", ".status.conditions[?(@.type==\"Synced\")].status"),
+        column("Parents", "integer", ".status.parents"),
+        column("Reason", "string", ".status.conditions[?(@.type==\"Ready\")].reason"),
+        column("Age", "date", ".metadata.creationTimestamp"),
+    ];
+    for crd in crds.iter_mut().filter(|c| c.spec.names.kind != "ControllerRevision") {
+        for v in &mut crd.spec.versions {
+            let schema = v.schema.as_mut().and_then(|s| s.open_api_v3_schema.as_mut());
+            if let Some(status) = schema.and_then(|s| s.properties.as_mut()).and_then(|p| p.get_mut("status")) {
+                status.x_kubernetes_preserve_unknown_fields = Some(true);
             }
-            crd
-        })
-        .collect()
+            v.additional_printer_columns = Some(columns.clone());
+        }
+    }
+    crds
 }
 
 /// A DecoratorController's spec.
@@ -136,11 +133,14 @@ impl DecoratorControllerSpec {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::Pointer;
 
     #[test]
     fn the_vendored_crds_are_served_with_status_kept() {
-        let crds = crds();
+        let crds: Vec<Value> = crds().iter().map(crate::meta::json_of).collect();
         let names: Vec<&str> = crds.iter().filter_map(|c| c.at("/metadata/name").and_then(Value::as_str)).collect();
         assert_eq!(
             names,

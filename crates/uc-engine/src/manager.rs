@@ -147,10 +147,12 @@ fn flavors(metacontroller: bool) -> Vec<Flavor> {
 }
 
 /// Creates a CRD uc ships, or brings one an older uc installed up to this one's schema.
-pub async fn install_crd(client: &kube::Client, crd: Value) -> anyhow::Result<()> {
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd: CustomResourceDefinition = serde_json::from_value(crd)?;
+pub async fn install_crd(
+    client: &kube::Client,
+    crd: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+) -> anyhow::Result<()> {
+    let api: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client.clone());
     let name = crd.metadata.name.clone().unwrap_or_default();
     match api.create(&PostParams::default(), &crd).await {
         Ok(_) => Ok(()),

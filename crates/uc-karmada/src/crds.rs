@@ -2,7 +2,11 @@
 //! Karmada's OpenAPI definitions: karmada-aggregated-apiserver serves `cluster.karmada.io` itself, uc
 //! serves it as a CRD with the same schema.
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceSubresourceStatus, CustomResourceSubresources,
+};
 use serde_json::{Map, Value, json};
+use uc_api::crds::{column, crd, names, served_version, vendored};
 
 const YAML: &[&str] = &[
     include_str!("../crds/policy.karmada.io_propagationpolicies.yaml"),
@@ -21,50 +25,35 @@ const CLUSTER_OPENAPI: &str = include_str!("../crds/cluster.karmada.io_v1alpha1.
 const CLUSTER_DEFINITION: &str = "com.github.karmada-io.karmada.pkg.apis.cluster.v1alpha1.Cluster";
 
 /// Every CRD the control plane serves: Karmada's and the MCS API's.
-pub fn control_plane() -> Vec<Value> {
-    let mut crds: Vec<Value> =
-        YAML.iter().map(|y| serde_yaml_ng::from_str(y).expect("a vendored CRD parses")).collect();
+pub fn control_plane() -> Vec<CustomResourceDefinition> {
+    let mut crds: Vec<CustomResourceDefinition> = YAML.iter().copied().map(vendored).collect();
     crds.push(cluster());
     crds
 }
 
 /// The MCS API's CRDs, which every member cluster serves (Karmada installs them on join).
-pub fn member() -> Vec<Value> {
-    control_plane()
-        .into_iter()
-        .filter(|c| c.pointer("/spec/group").and_then(Value::as_str) == Some("multicluster.x-k8s.io"))
-        .collect()
+pub fn member() -> Vec<CustomResourceDefinition> {
+    control_plane().into_iter().filter(|c| c.spec.group == "multicluster.x-k8s.io").collect()
 }
 
 /// `clusters.cluster.karmada.io`, its schema Karmada's OpenAPI definition with references inlined.
-pub fn cluster() -> Value {
+pub fn cluster() -> CustomResourceDefinition {
     let doc: Value = serde_json::from_str(CLUSTER_OPENAPI).expect("the vendored OpenAPI document parses");
     let defs = doc["definitions"].as_object().expect("definitions");
-    let schema = inline(&defs[CLUSTER_DEFINITION], defs);
-    let ready = r#".status.conditions[?(@.type=="Ready")].status"#;
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "clusters.cluster.karmada.io"},
-        "spec": {
-            "group": "cluster.karmada.io",
-            "names": {"kind": "Cluster", "listKind": "ClusterList", "plural": "clusters", "singular": "cluster",
-                      "categories": ["karmada-io"]},
-            "scope": "Cluster",
-            "versions": [{
-                "name": "v1alpha1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": schema},
-                "subresources": {"status": {}},
-                // The columns karmada-aggregated-apiserver's table shows.
-                "additionalPrinterColumns": [
-                    {"name": "VERSION", "type": "string", "jsonPath": ".status.kubernetesVersion"},
-                    {"name": "MODE", "type": "string", "jsonPath": ".spec.syncMode"},
-                    {"name": "READY", "type": "string", "jsonPath": ready},
-                    {"name": "AGE", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-                ],
-            }],
-        },
-    })
+    let schema = serde_json::from_value(inline(&defs[CLUSTER_DEFINITION], defs)).expect("Cluster's schema reads");
+    let mut version = served_version("v1alpha1", schema);
+    version.subresources =
+        Some(CustomResourceSubresources { status: Some(CustomResourceSubresourceStatus(json!({}))), scale: None });
+    // The columns karmada-aggregated-apiserver's table shows.
+    version.additional_printer_columns = Some(vec![
+        column("VERSION", "string", ".status.kubernetesVersion"),
+        column("MODE", "string", ".spec.syncMode"),
+        column("READY", "string", r#".status.conditions[?(@.type=="Ready")].status"#),
+        column("AGE", "date", ".metadata.creationTimestamp"),
+    ]);
+    let mut names = names("Cluster", "clusters");
+    names.categories = Some(vec!["karmada-io".into()]);
+    crd("cluster.karmada.io", names, "Cluster", version)
 }
 
 /// An OpenAPI v2 schema as a CRD's structural schema: references inlined, the apimachinery types
@@ -124,7 +113,7 @@ mod tests {
     #[test]
     fn every_crd_parses_and_names_its_group() {
         let crds = control_plane();
-        let names: Vec<&str> = crds.iter().filter_map(|c| c.pointer("/metadata/name")?.as_str()).collect();
+        let names: Vec<&str> = crds.iter().filter_map(|c| c.metadata.name.as_deref()).collect();
         for want in [
             "propagationpolicies.policy.karmada.io",
             "overridepolicies.policy.karmada.io",
@@ -142,7 +131,7 @@ mod tests {
 
     #[test]
     fn the_cluster_schema_is_karmadas_with_references_inlined() {
-        let crd = cluster();
+        let crd = uc_api::meta::json_of(&cluster());
         let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
         let text = schema.to_string();
         assert!(!text.contains("$ref"), "a reference is left");

@@ -7,13 +7,49 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// A Karmada object as uc writes it (the multi-cluster operator's policies, MCS objects): its kind,
+/// metadata and spec.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Object<S> {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec: Option<S>,
+}
+
+impl<S> Object<S> {
+    /// `kind` `namespace/name` of `api_version`, with `spec`.
+    pub fn new(api_version: &str, kind: &str, (namespace, name): (&str, &str), spec: Option<S>) -> Object<S> {
+        let metadata = ObjectMeta { name: Some(name.into()), namespace: Some(namespace.into()), ..Default::default() };
+        Object { api_version: api_version.into(), kind: kind.into(), metadata, spec }
+    }
+}
+
+/// A PropagationPolicy.
+pub type PropagationPolicy = Object<PropagationSpec>;
+/// An OverridePolicy.
+pub type OverridePolicy = Object<OverrideSpec>;
+
+/// `ServiceImport.spec` (the MCS API): the imported Service's type and ports.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ServiceImportSpec {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub ports: Vec<k8s_openapi::api::core::v1::ServicePort>,
+}
+
 /// `PropagationPolicy.spec` / `ClusterPropagationPolicy.spec`.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct PropagationSpec {
     pub resource_selectors: Vec<ResourceSelector>,
     pub placement: Placement,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduler_name: Option<String>,
 }
 
@@ -92,49 +128,61 @@ pub struct StaticClusterWeight {
 }
 
 /// `OverridePolicy.spec` / `ClusterOverridePolicy.spec`.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct OverrideSpec {
     pub resource_selectors: Vec<ResourceSelector>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub override_rules: Vec<RuleWithCluster>,
     /// Deprecated in Karmada, still honoured: one target and its overriders.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub target_cluster: Option<ClusterAffinity>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub overriders: Option<Overriders>,
 }
 
 /// `RuleWithCluster`.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct RuleWithCluster {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub target_cluster: Option<ClusterAffinity>,
     pub overriders: Overriders,
 }
 
 /// `Overriders`: the kinds of change an override rule makes.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Overriders {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub plaintext: Vec<PlaintextOverrider>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub image_overrider: Vec<ImageOverrider>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub command_overrider: Vec<CommandArgsOverrider>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub args_overrider: Vec<CommandArgsOverrider>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub labels_overrider: Vec<LabelAnnotationOverrider>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub annotations_overrider: Vec<LabelAnnotationOverrider>,
 }
 
 /// `PlaintextOverrider`: a JSON patch operation.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct PlaintextOverrider {
     pub path: String,
     pub operator: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub value: Option<Value>,
 }
 
 /// `ImageOverrider`.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ImageOverrider {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub predicate: Option<ImagePredicate>,
     /// `Registry`, `Repository` or `Tag`.
     pub component: String,
@@ -143,14 +191,14 @@ pub struct ImageOverrider {
 }
 
 /// `ImagePredicate`: the path of the one image to change.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct ImagePredicate {
     pub path: String,
 }
 
 /// `CommandArgsOverrider`.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct CommandArgsOverrider {
     pub container_name: String,
@@ -159,7 +207,7 @@ pub struct CommandArgsOverrider {
 }
 
 /// `LabelAnnotationOverrider`.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct LabelAnnotationOverrider {
     pub operator: String,

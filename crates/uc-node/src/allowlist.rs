@@ -12,8 +12,10 @@
 use crate::invalid::Invalid;
 use std::path::{Path, PathBuf};
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::api::core::v1::Container;
-use serde_json::Value;
+use serde::Deserialize;
 
 /// One allowlisted image.
 #[derive(Clone, Debug, Default)]
@@ -217,59 +219,11 @@ impl Allowlist {
     pub fn extend_from_file(&mut self, path: &Path) -> Result<(), Invalid> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| Invalid::new(&file, e.to_string()))?;
-        let v: Value = serde_json::from_str(&text).map_err(|e| Invalid::new(&file, format!("not valid JSON: {e}")))?;
+        let config: NodeConfig = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(&text))
+            .map_err(|e| Invalid::new(format!("{file}: {}", e.path()), e.inner().to_string()))?;
         let mut added = Vec::new();
-        for (i, e) in v.get("allowlist").and_then(Value::as_array).into_iter().flatten().enumerate() {
-            let field = |k: &str| format!("{file}: allowlist[{i}].{k}");
-            let strs = |k: &str| -> Vec<String> {
-                e.get(k)
-                    .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
-                    .unwrap_or_default()
-            };
-            let flag = |k: &str| -> Result<bool, Invalid> {
-                match e.get(k) {
-                    None => Ok(false),
-                    Some(Value::Bool(b)) => Ok(*b),
-                    Some(_) => Err(Invalid::new(field(k), "must be true or false")),
-                }
-            };
-            let program = e
-                .get("program")
-                .and_then(Value::as_str)
-                .ok_or_else(|| Invalid::new(field("program"), "is required"))?;
-            let images = strs("images");
-            if images.is_empty() {
-                return Err(Invalid::new(field("images"), "is required"));
-            }
-            let tools = string_map(e, "tools", &field, "must be a path")?;
-            let env = string_map(e, "env", &field, "must be a string")?;
-            let files = string_map(e, "files", &field, "must be the machine's file (an absolute path)")?;
-            for (at, machine) in &files {
-                let why = match (at.starts_with('/'), machine.starts_with('/')) {
-                    (false, _) => "the path in the image must be absolute",
-                    (true, false) => "must be the machine's file (an absolute path)",
-                    (true, true) => continue,
-                };
-                return Err(Invalid::new(field(&format!("files.{at}")), why));
-            }
-            let user = match e.get("user").and_then(Value::as_str) {
-                Some(u) => Some(parse_user(u).map_err(|why| Invalid::new(field("user"), why))?),
-                None => None,
-            };
-            added.push(AllowEntry {
-                images,
-                program: PathBuf::from(program),
-                prefix_args: strs("prefixArgs"),
-                default_args: strs("defaultArgs"),
-                tools: tools.into_iter().map(|(n, p)| (n, PathBuf::from(p))).collect(),
-                runtime: flag("runtime")?,
-                multi_call: flag("multiCall")?,
-                working_dir: e.get("workingDir").and_then(Value::as_str).filter(|d| !d.is_empty()).map(String::from),
-                env,
-                user,
-                files: files.into_iter().map(|(at, m)| (at, PathBuf::from(m))).collect(),
-            });
+        for (i, e) in config.allowlist.into_iter().enumerate() {
+            added.push(e.entry(&|k: &str| format!("{file}: allowlist[{i}].{k}"))?);
         }
         added.append(&mut self.entries);
         self.entries = added;
@@ -292,20 +246,63 @@ impl Allowlist {
     }
 }
 
-/// An entry's object of strings (`tools`, `env`, `files`) as pairs; `field` names a key's path, `what` says
-/// what a value must be.
-fn string_map(
-    entry: &Value,
-    key: &str,
-    field: &dyn Fn(&str) -> String,
-    what: &str,
-) -> Result<Vec<(String, String)>, Invalid> {
-    let mut out = Vec::new();
-    for (name, value) in entry.get(key).and_then(Value::as_object).into_iter().flatten() {
-        let value = value.as_str().ok_or_else(|| Invalid::new(field(&format!("{key}.{name}")), what))?;
-        out.push((name.clone(), value.to_string()));
+/// A node config file: its allowlist (see [`Allowlist::extend_from_file`]).
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct NodeConfig {
+    allowlist: Vec<FileEntry>,
+}
+
+/// An allowlist entry as the file writes it.
+#[derive(Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct FileEntry {
+    images: Vec<String>,
+    program: Option<String>,
+    prefix_args: Vec<String>,
+    default_args: Vec<String>,
+    tools: BTreeMap<String, PathBuf>,
+    runtime: bool,
+    multi_call: bool,
+    working_dir: Option<String>,
+    env: BTreeMap<String, String>,
+    user: Option<String>,
+    files: BTreeMap<String, String>,
+}
+
+impl FileEntry {
+    /// The entry, checked; `field` names a key's path.
+    fn entry(self, field: &dyn Fn(&str) -> String) -> Result<AllowEntry, Invalid> {
+        let program = self.program.ok_or_else(|| Invalid::new(field("program"), "is required"))?;
+        if self.images.is_empty() {
+            return Err(Invalid::new(field("images"), "is required"));
+        }
+        for (at, machine) in &self.files {
+            let why = match (at.starts_with('/'), machine.starts_with('/')) {
+                (false, _) => "the path in the image must be absolute",
+                (true, false) => "must be the machine's file (an absolute path)",
+                (true, true) => continue,
+            };
+            return Err(Invalid::new(field(&format!("files.{at}")), why));
+        }
+        let user = match self.user {
+            Some(u) => Some(parse_user(&u).map_err(|why| Invalid::new(field("user"), why))?),
+            None => None,
+        };
+        Ok(AllowEntry {
+            images: self.images,
+            program: PathBuf::from(program),
+            prefix_args: self.prefix_args,
+            default_args: self.default_args,
+            tools: self.tools.into_iter().collect(),
+            runtime: self.runtime,
+            multi_call: self.multi_call,
+            working_dir: self.working_dir.filter(|d| !d.is_empty()),
+            env: self.env.into_iter().collect(),
+            user,
+            files: self.files.into_iter().map(|(at, m)| (at, PathBuf::from(m))).collect(),
+        })
     }
-    Ok(out)
 }
 
 fn basename(c: &str) -> &str {
@@ -383,7 +380,7 @@ pub fn argv(entry: &AllowEntry, container: &Container) -> Result<Vec<String>, In
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn container(mut c: Value) -> Container {
         c["name"] = json!("c");
@@ -510,9 +507,14 @@ mod tests {
         assert_eq!(argv(v34, &container(restore.clone())).unwrap()[0], "/usr/bin/etcdctl");
         assert_eq!(argv(v34, &container(json!({"command": ["etcd", "--x"]}))).unwrap(), vec!["/usr/bin/etcd", "--x"]);
         std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "tools": {"t": 1}}]}"#).unwrap();
-        assert!(a.extend_from_file(&file).unwrap_err().to_string().contains("allowlist[0].tools.t: must be a path"));
+        assert!(a.extend_from_file(&file).unwrap_err().to_string().contains("allowlist[0].tools.t: invalid type"));
         std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "runtime": "yes"}]}"#).unwrap();
-        assert!(a.extend_from_file(&file).unwrap_err().to_string().contains("runtime: must be true or false"));
+        assert!(
+            a.extend_from_file(&file)
+                .unwrap_err()
+                .to_string()
+                .contains("allowlist[0].runtime: invalid type: string \"yes\", expected a boolean")
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 
@@ -558,7 +560,12 @@ mod tests {
         std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "user": "www"}]}"#).unwrap();
         assert!(a.extend_from_file(&file).unwrap_err().to_string().contains("allowlist[0].user"));
         std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "env": {"A": 1}}]}"#).unwrap();
-        assert!(a.extend_from_file(&file).unwrap_err().to_string().contains("env.A: must be a string"));
+        assert!(
+            a.extend_from_file(&file)
+                .unwrap_err()
+                .to_string()
+                .contains("allowlist[0].env.A: invalid type: integer `1`, expected a string")
+        );
         let files = |f: &str| format!(r#"{{"allowlist": [{{"images": ["x"], "program": "/p", "files": {f}}}]}}"#);
         std::fs::write(&file, files(r#"{"server.js": "/srv/server.js"}"#)).unwrap();
         let why = a.extend_from_file(&file).unwrap_err().to_string();

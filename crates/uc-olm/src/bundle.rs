@@ -11,10 +11,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use base64::Engine as _;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::csv::Csv;
-use crate::fbc::{Bundle, Catalog, CatalogError, Channel, Entry, Package, parse_blobs};
+use crate::fbc::{
+    Blob, Bundle, BundleBlob, Catalog, CatalogError, Channel, ChannelBlob, Entry, Package, PackageBlob, Property,
+    parse_blobs, read_blob,
+};
 use crate::versions::parse_version;
 
 /// Annotation keys of `metadata/annotations.yaml`.
@@ -184,40 +187,32 @@ pub fn package_of(manifest: &PackageManifestFile, bundles: BTreeMap<String, Bund
 
 /// The FBC blob of a bundle: its properties (`olm.package`, `olm.gvk`, `olm.gvk.required`,
 /// `olm.package.required`) and its manifests as `olm.bundle.object`s.
-pub fn bundle_blob(b: &Bundle) -> Value {
-    let mut properties =
-        vec![json!({"type": "olm.package", "value": {"packageName": b.package, "version": b.version.to_string()}})];
-    let gvk = |g: &crate::fbc::Gvk| json!({"group": g.group, "version": g.version, "kind": g.kind});
-    properties.extend(b.provides.iter().map(|g| json!({"type": "olm.gvk", "value": gvk(g)})));
-    properties.extend(b.requires.iter().map(|g| json!({"type": "olm.gvk.required", "value": gvk(g)})));
-    properties.extend(b.requires_packages.iter().map(|r| {
-        json!({"type": "olm.package.required", "value": {"packageName": r.package, "versionRange": r.range.to_string()}})
+pub fn bundle_blob(b: &Bundle) -> Blob {
+    let mut properties = vec![Property::Package { package_name: b.package.clone(), version: b.version.to_string() }];
+    properties.extend(b.provides.iter().cloned().map(Property::Gvk));
+    properties.extend(b.requires.iter().cloned().map(Property::GvkRequired));
+    properties.extend(
+        b.requires_packages
+            .iter()
+            .map(|r| Property::PackageRequired { package_name: r.package.clone(), version_range: r.range.to_string() }),
+    );
+    properties.extend(b.objects.iter().map(|o| Property::Object {
+        data: base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(o).unwrap_or_default()),
     }));
-    properties.extend(b.objects.iter().map(|o| {
-        let data = base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(o).unwrap_or_default());
-        json!({"type": "olm.bundle.object", "value": {"data": data}})
-    }));
-    let mut blob = json!({"schema": "olm.bundle", "package": b.package, "name": b.name, "properties": properties});
-    if !b.image.is_empty() {
-        blob["image"] = json!(b.image);
-    }
-    blob
+    Blob::Bundle(BundleBlob { package: b.package.clone(), name: b.name.clone(), image: b.image.clone(), properties })
 }
 
 /// The FBC blobs of a package: `olm.package`, its channels, its bundles.
-pub fn package_blobs(p: &Package) -> Vec<Value> {
-    let mut pkg = json!({"schema": "olm.package", "name": p.name, "defaultChannel": p.default_channel});
-    if !p.description.is_empty() {
-        pkg["description"] = json!(p.description);
-    }
-    if let Some(icon) = &p.icon {
-        pkg["icon"] = icon.clone();
-    }
-    let mut out = vec![pkg];
-    for ch in p.channels.values() {
-        let entries: Vec<Value> = ch.entries.iter().filter_map(|e| serde_json::to_value(e).ok()).collect();
-        out.push(json!({"schema": "olm.channel", "package": p.name, "name": ch.name, "entries": entries}));
-    }
+pub fn package_blobs(p: &Package) -> Vec<Blob> {
+    let mut out = vec![Blob::Package(PackageBlob {
+        name: p.name.clone(),
+        default_channel: p.default_channel.clone(),
+        description: p.description.clone(),
+        icon: p.icon.clone(),
+    })];
+    out.extend(p.channels.values().map(|ch| {
+        Blob::Channel(ChannelBlob { package: p.name.clone(), name: ch.name.clone(), entries: ch.entries.clone() })
+    }));
     out.extend(p.bundles.values().map(bundle_blob));
     out
 }
@@ -227,10 +222,10 @@ pub fn package_blobs(p: &Package) -> Vec<Value> {
 pub fn read_catalog_dir(dir: &Path) -> Result<Catalog, CatalogError> {
     let mut blobs = Vec::new();
     collect(dir, &mut blobs)?;
-    Catalog::from_blobs(&blobs)
+    Catalog::of(blobs.iter())
 }
 
-fn collect(dir: &Path, blobs: &mut Vec<Value>) -> Result<(), CatalogError> {
+fn collect(dir: &Path, blobs: &mut Vec<Blob>) -> Result<(), CatalogError> {
     if dir.join("manifests").is_dir() && dir.join("metadata").is_dir() {
         let (bundle, channels, default) = read_bundle_dir(dir)?;
         let package = Package {
@@ -251,7 +246,9 @@ fn collect(dir: &Path, blobs: &mut Vec<Value>) -> Result<(), CatalogError> {
         blobs.extend(package_blobs(&read_package_manifest(dir)?));
         return Ok(());
     }
-    blobs.extend(objects.into_iter().filter(|o| o.get("schema").and_then(Value::as_str).is_some()));
+    for o in &objects {
+        blobs.extend(read_blob(o).map_err(|e| e.within(dir.display()))?);
+    }
     let mut subdirs: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| CatalogError::at(dir.display(), e))?
         .filter_map(Result::ok)
@@ -324,7 +321,7 @@ mod tests {
         assert_eq!(p.default_channel, "stable");
         assert_eq!(p.channels.keys().collect::<Vec<_>>(), ["fast", "stable"]);
         // Written back as FBC and read again: the same package.
-        let again = Catalog::from_blobs(&package_blobs(p)).unwrap();
+        let again = Catalog::of(package_blobs(p).iter()).unwrap();
         assert_eq!(&again.packages["memcached"], p);
         let none = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(none.path().join("manifests")).unwrap();

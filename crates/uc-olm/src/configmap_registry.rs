@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::bundle::{PackageManifestFile, bundle_from_objects, package_blobs, package_of};
 use crate::csv::Csv;
-use crate::fbc::CatalogError;
+use crate::fbc::{Blob, CatalogError};
 
 /// The keys of the layout.
 pub const KEYS: [&str; 3] = ["packages", "clusterServiceVersions", "customResourceDefinitions"];
@@ -23,7 +23,7 @@ pub fn is_registry(data: &BTreeMap<String, String>) -> bool {
 }
 
 /// The FBC blobs of a ConfigMap in this layout; an error names the key and what does not read.
-pub fn blobs(data: &BTreeMap<String, String>) -> Result<Vec<Value>, CatalogError> {
+pub fn blobs(data: &BTreeMap<String, String>) -> Result<Vec<Blob>, CatalogError> {
     let list = |key: &str| -> Result<Vec<Value>, CatalogError> {
         match data.get(key) {
             None => Ok(Vec::new()),
@@ -92,7 +92,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
         assert!(is_registry(&data));
-        let catalog = Catalog::from_blobs(&blobs(&data).unwrap()).unwrap();
+        let catalog = Catalog::of(blobs(&data).unwrap().iter()).unwrap();
         let package = &catalog.packages["memcached"];
         let entries: Vec<&str> = package.channels["alpha"].entries.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(entries, ["memcached.v0.0.1", "memcached.v0.0.2"], "the channel back along replaces");

@@ -1,6 +1,6 @@
 //! OLM's CRDs as operator-framework/api ships them (`crds/`, see its PROVENANCE.md).
 
-use serde_json::Value;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 
 const YAML: &[&str] = &[
     include_str!("../crds/operators.coreos.com_catalogsources.yaml"),
@@ -12,8 +12,8 @@ const YAML: &[&str] = &[
 ];
 
 /// The CRDs of `operators.coreos.com`.
-pub fn crds() -> Vec<Value> {
-    YAML.iter().map(|y| serde_yaml_ng::from_str(y).expect("a vendored CRD parses")).collect()
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    YAML.iter().copied().map(uc_api::crds::vendored).collect()
 }
 
 #[cfg(test)]
@@ -22,8 +22,7 @@ mod tests {
 
     #[test]
     fn olms_crds() {
-        let names: Vec<String> =
-            crds().iter().map(|c| c["metadata"]["name"].as_str().unwrap_or_default().to_string()).collect();
+        let names: Vec<String> = crds().into_iter().map(|c| c.metadata.name.unwrap_or_default()).collect();
         assert_eq!(names.len(), 6);
         assert!(names.iter().all(|n| n.ends_with(".operators.coreos.com")), "{names:?}");
         assert!(names.contains(&"subscriptions.operators.coreos.com".to_string()));

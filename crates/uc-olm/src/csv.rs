@@ -7,10 +7,11 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::DeploymentSpec;
 use k8s_openapi::api::rbac::v1::PolicyRule;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::fbc::Gvk;
+use crate::fbc::{Gvk, Icon};
 
 /// The label OLM puts on a CSV copied into a target namespace: the original's namespace (`copies.rs`).
 pub const COPIED_FROM_LABEL: &str = "olm.copiedFrom";
@@ -18,9 +19,18 @@ pub const COPIED_FROM_LABEL: &str = "olm.copiedFrom";
 /// The annotation holding a CSV's skip range.
 pub const SKIP_RANGE_ANNOTATION: &str = "olm.skipRange";
 
-/// A ClusterServiceVersion.
+/// A ClusterServiceVersion's `apiVersion`.
+pub const API_VERSION: &str = "operators.coreos.com/v1alpha1";
+
+/// A ClusterServiceVersion (read, or built for a bundle by `uc package`: see [`Csv::new`]).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 pub struct Csv {
+    /// `operators.coreos.com/v1alpha1` (empty when read from a list that left it out).
+    #[serde(default, rename = "apiVersion", skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// `ClusterServiceVersion`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
     /// Its metadata (name, namespace, annotations, labels).
     #[serde(default)]
     pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -70,38 +80,74 @@ pub struct CsvCondition {
 #[serde(rename_all = "camelCase")]
 pub struct CsvSpec {
     /// Semantic version.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// The CSV this one replaces.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaces: Option<String>,
     /// CSVs this one skips.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skips: Vec<String>,
     /// Human name.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
     /// Markdown description.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Which OperatorGroup shapes it supports.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub install_modes: Vec<InstallMode>,
     /// How it is installed.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub install: Option<Install>,
     /// APIs it owns and needs.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub customresourcedefinitions: Option<CrdDescriptions>,
     /// Lowest Kubernetes version.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_kube_version: Option<String>,
     /// `alpha`, `beta`, `stable`...
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub maturity: Option<String>,
     /// `{name, url}`.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<Value>,
+    /// Icons for UIs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub icon: Vec<Icon>,
+    /// Words a UI searches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keywords: Vec<String>,
+    /// Links for UIs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<Link>,
+    /// Who maintains it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub maintainers: Vec<Maintainer>,
+}
+
+/// A link of a CSV.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct Link {
+    pub name: String,
+    pub url: String,
+}
+
+/// A maintainer of a CSV.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct Maintainer {
+    pub name: String,
+    pub email: String,
+}
+
+/// Every install mode, each supported (what an operator whose hooks run in uc's engine can do).
+pub fn every_install_mode() -> Vec<InstallMode> {
+    ["OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces"]
+        .into_iter()
+        .map(|m| InstallMode { type_: m.into(), supported: true })
+        .collect()
 }
 
 /// An install mode and whether it is supported.
@@ -134,10 +180,10 @@ pub struct InstallSpec {
     #[serde(default)]
     pub deployments: Vec<StrategyDeployment>,
     /// Rules granted in the target namespaces (a Role and RoleBinding per service account).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub permissions: Vec<Permission>,
     /// Rules granted cluster-wide (a ClusterRole and ClusterRoleBinding per service account).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cluster_permissions: Vec<Permission>,
 }
 
@@ -172,7 +218,7 @@ pub struct CrdDescriptions {
     #[serde(default)]
     pub owned: Vec<CrdDescription>,
     /// CRDs it needs another operator to provide.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub required: Vec<CrdDescription>,
 }
 
@@ -189,14 +235,27 @@ pub struct CrdDescription {
     #[serde(default)]
     pub kind: String,
     /// Human name.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
     /// What it is.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 }
 
 impl CrdDescription {
+    /// What a CSV says of a CRD it owns: its name, storage version (else its first) and kind.
+    pub fn owned(crd: &CustomResourceDefinition) -> CrdDescription {
+        let versions = &crd.spec.versions;
+        let version = versions.iter().find(|v| v.storage).or(versions.first()).map(|v| v.name.clone());
+        CrdDescription {
+            name: crd.metadata.name.clone().unwrap_or_default(),
+            version: version.unwrap_or_default(),
+            kind: crd.spec.names.kind.clone(),
+            display_name: Some(crd.spec.names.kind.clone()),
+            description: None,
+        }
+    }
+
     /// The API it describes.
     pub fn gvk(&self) -> Gvk {
         let group = self.name.split_once('.').map(|(_, g)| g).unwrap_or_default();
@@ -216,6 +275,11 @@ pub enum CsvError {
 }
 
 impl Csv {
+    /// A CSV to write: its kind and `apiVersion` set.
+    pub fn new(metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, spec: CsvSpec) -> Csv {
+        Csv { api_version: API_VERSION.into(), kind: "ClusterServiceVersion".into(), metadata, spec, status: None }
+    }
+
     /// Reads a CSV manifest; a clear error when it is not one.
     pub fn from_value(v: &Value) -> Result<Csv, CsvError> {
         if v.get("kind").and_then(Value::as_str) != Some("ClusterServiceVersion") {

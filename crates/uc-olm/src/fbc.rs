@@ -3,16 +3,16 @@
 //! as `opm validate` checks them (a package per channel and bundle, a default channel that exists,
 //! entries that name bundles, one head per channel, one `olm.package` property per bundle).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use base64::Engine as _;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::versions::{Range, Version, parse_version};
 
 /// An API: group, version, kind.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
 pub struct Gvk {
     /// API group ("" for the core group).
     #[serde(default)]
@@ -100,12 +100,168 @@ pub struct Package {
     pub default_channel: String,
     /// Markdown description.
     pub description: String,
-    /// `{base64data, mediatype}`, if any.
-    pub icon: Option<Value>,
+    /// Its icon, if any.
+    pub icon: Option<Icon>,
     /// Channels by name.
     pub channels: BTreeMap<String, Channel>,
     /// Bundles by name.
     pub bundles: BTreeMap<String, Bundle>,
+}
+
+/// An icon: base64 of the image and its media type.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct Icon {
+    pub base64data: String,
+    pub mediatype: String,
+}
+
+/// A blob of a file-based catalog that uc reads: `olm.package`, `olm.channel` or `olm.bundle`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(tag = "schema")]
+pub enum Blob {
+    #[serde(rename = "olm.package")]
+    Package(PackageBlob),
+    #[serde(rename = "olm.channel")]
+    Channel(ChannelBlob),
+    #[serde(rename = "olm.bundle")]
+    Bundle(BundleBlob),
+}
+
+/// An `olm.package` blob.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PackageBlob {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub default_channel: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon: Option<Icon>,
+}
+
+/// An `olm.channel` blob.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+pub struct ChannelBlob {
+    #[serde(default)]
+    pub package: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub entries: Vec<Entry>,
+}
+
+/// An `olm.bundle` blob.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+pub struct BundleBlob {
+    #[serde(default)]
+    pub package: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub image: String,
+    #[serde(default, deserialize_with = "read_properties")]
+    pub properties: Vec<Property>,
+}
+
+/// A property of a bundle that uc reads (others are skipped: `read_properties`).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(tag = "type", content = "value")]
+pub enum Property {
+    /// Its package and version.
+    #[serde(rename = "olm.package")]
+    Package {
+        #[serde(rename = "packageName", default)]
+        package_name: String,
+        #[serde(default)]
+        version: String,
+    },
+    /// An API it provides.
+    #[serde(rename = "olm.gvk")]
+    Gvk(Gvk),
+    /// An API it needs.
+    #[serde(rename = "olm.gvk.required")]
+    GvkRequired(Gvk),
+    /// A package it needs.
+    #[serde(rename = "olm.package.required")]
+    PackageRequired {
+        #[serde(rename = "packageName", default)]
+        package_name: String,
+        #[serde(rename = "versionRange", default)]
+        version_range: String,
+    },
+    /// A manifest: base64 of its JSON or YAML.
+    #[serde(rename = "olm.bundle.object")]
+    Object {
+        #[serde(default)]
+        data: String,
+    },
+    /// The CSV's metadata, for catalogs without manifests.
+    #[serde(rename = "olm.csv.metadata")]
+    CsvMetadata(Value),
+}
+
+impl Property {
+    /// The property types uc reads.
+    const READ: [&str; 6] =
+        ["olm.package", "olm.gvk", "olm.gvk.required", "olm.package.required", "olm.bundle.object", "olm.csv.metadata"];
+}
+
+/// A bundle's properties of the types uc reads (others skipped); one that does not read names its
+/// index and field.
+fn read_properties<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Property>, D::Error> {
+    let mut out = Vec::new();
+    for (i, p) in Vec::<Value>::deserialize(d)?.iter().enumerate() {
+        if Property::READ.contains(&p.get("type").and_then(Value::as_str).unwrap_or_default()) {
+            let property = serde_path_to_error::deserialize(p)
+                .map_err(|e| serde::de::Error::custom(format!("[{i}].{}: {}", e.path(), e.inner())))?;
+            out.push(property);
+        }
+    }
+    Ok(out)
+}
+
+/// A blob of a catalog file: one uc reads, or another kept as it is (`uc catalog add` rewrites a file).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum FileBlob {
+    Olm(Blob),
+    Other(Value),
+}
+
+impl FileBlob {
+    /// A blob of one of the schemas uc reads, or any other; an error names the blob and its field.
+    pub fn read(v: Value) -> Result<FileBlob, CatalogError> {
+        Ok(match read_blob(&v)? {
+            Some(b) => FileBlob::Olm(b),
+            None => FileBlob::Other(v),
+        })
+    }
+
+    /// What uc reads of it.
+    pub fn olm(&self) -> Option<&Blob> {
+        match self {
+            FileBlob::Olm(b) => Some(b),
+            FileBlob::Other(_) => None,
+        }
+    }
+}
+
+/// `v` as a blob when its schema is one uc reads (`None` for another); an error names the blob and field.
+pub fn read_blob(v: &Value) -> Result<Option<Blob>, CatalogError> {
+    fn read<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, CatalogError> {
+        let field = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
+        let at = format!("{} {}/{}", field("schema"), field("package"), field("name"));
+        serde_path_to_error::deserialize(v).map_err(|e| error(at, format!("{}: {}", e.path(), e.inner())))
+    }
+    Ok(Some(match v.get("schema").and_then(Value::as_str) {
+        Some("olm.package") => Blob::Package(read(v)?),
+        Some("olm.channel") => Blob::Channel(read(v)?),
+        Some("olm.bundle") => Blob::Bundle(read(v)?),
+        _ => return Ok(None),
+    }))
 }
 
 /// A catalog: packages by name.
@@ -160,107 +316,98 @@ pub fn parse_blobs(text: &str) -> Result<Vec<Value>, CatalogError> {
     Ok(out)
 }
 
-fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or_default()
-}
-
 /// A manifest embedded in an `olm.bundle.object` property (base64 of JSON or YAML).
-fn embedded_object(value: &Value) -> Result<Value, CatalogError> {
+fn embedded_object(data: &str) -> Result<Value, CatalogError> {
     let at = "olm.bundle.object";
-    let data = value.get("data").and_then(Value::as_str).ok_or_else(|| error(at, "no data"))?;
+    if data.is_empty() {
+        return Err(error(at, "no data"));
+    }
     let bytes = base64::engine::general_purpose::STANDARD.decode(data.trim()).map_err(|e| error(at, e.to_string()))?;
     let text = String::from_utf8(bytes).map_err(|e| error(at, e.to_string()))?;
     serde_yaml_ng::from_str(&text).map_err(|e| error(at, e.to_string()))
 }
 
-fn bundle(blob: &Value) -> Result<Bundle, CatalogError> {
-    let at = format!("{}/{}", str_of(blob, "package"), str_of(blob, "name"));
+fn bundle(blob: &BundleBlob) -> Result<Bundle, CatalogError> {
+    let at = format!("{}/{}", blob.package, blob.name);
+    let mut b = Bundle {
+        name: blob.name.clone(),
+        package: blob.package.clone(),
+        version: Version::new(0, 0, 0),
+        image: blob.image.clone(),
+        provides: Vec::new(),
+        requires: Vec::new(),
+        requires_packages: Vec::new(),
+        objects: Vec::new(),
+        csv_metadata: None,
+    };
     let mut version = None;
-    let (mut provides, mut requires, mut requires_packages, mut objects, mut csv_metadata) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), None);
-    for (i, p) in blob.get("properties").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        let value = p.get("value").cloned().unwrap_or(Value::Null);
+    for (i, p) in blob.properties.iter().enumerate() {
         let field = format!("properties[{i}]");
-        let gvk = |v: Value| serde_json::from_value::<Gvk>(v).map_err(|e| error(&at, format!("{field}: {e}")));
-        match str_of(p, "type") {
-            "olm.package" => {
+        match p {
+            Property::Package { version: v, .. } => {
                 if version.is_some() {
                     return Err(error(&at, "more than one olm.package property"));
                 }
-                let v = parse_version(str_of(&value, "version")).map_err(|e| error(&at, format!("{field}: {e}")))?;
-                version = Some(v);
+                version = Some(parse_version(v).map_err(|e| error(&at, format!("{field}: {e}")))?);
             }
-            "olm.gvk" => provides.push(gvk(value)?),
-            "olm.gvk.required" => requires.push(gvk(value)?),
-            "olm.package.required" => {
-                let range = Range::parse(str_of(&value, "versionRange"))
-                    .map_err(|e| error(&at, format!("{field}.versionRange: {e}")))?;
-                requires_packages
-                    .push(PackageRequirement { package: str_of(&value, "packageName").to_string(), range });
+            Property::Gvk(g) => b.provides.push(g.clone()),
+            Property::GvkRequired(g) => b.requires.push(g.clone()),
+            Property::PackageRequired { package_name, version_range } => {
+                let range =
+                    Range::parse(version_range).map_err(|e| error(&at, format!("{field}.versionRange: {e}")))?;
+                b.requires_packages.push(PackageRequirement { package: package_name.clone(), range });
             }
-            "olm.bundle.object" => {
-                objects.push(embedded_object(&value).map_err(|e| e.within(format!("{at}: {field}")))?);
+            Property::Object { data } => {
+                b.objects.push(embedded_object(data).map_err(|e| e.within(format!("{at}: {field}")))?);
             }
-            "olm.csv.metadata" => csv_metadata = Some(value),
-            _ => {}
+            Property::CsvMetadata(m) => b.csv_metadata = Some(m.clone()),
         }
     }
-    Ok(Bundle {
-        name: str_of(blob, "name").to_string(),
-        package: str_of(blob, "package").to_string(),
-        version: version.ok_or_else(|| error(&at, "no olm.package property (its version)"))?,
-        image: str_of(blob, "image").to_string(),
-        provides,
-        requires,
-        requires_packages,
-        objects,
-        csv_metadata,
-    })
+    b.version = version.ok_or_else(|| error(&at, "no olm.package property (its version)"))?;
+    Ok(b)
 }
 
 impl Catalog {
-    /// Reads a catalog from its blobs and checks it.
+    /// Reads a catalog from its blobs (those of other schemas are skipped) and checks it.
     pub fn from_blobs(blobs: &[Value]) -> Result<Catalog, CatalogError> {
+        let typed: Vec<Blob> = blobs.iter().filter_map(|b| read_blob(b).transpose()).collect::<Result<_, _>>()?;
+        Catalog::of(typed.iter())
+    }
+
+    /// A catalog of typed blobs, checked.
+    pub fn of<'a>(blobs: impl Iterator<Item = &'a Blob> + Clone) -> Result<Catalog, CatalogError> {
         let mut packages: BTreeMap<String, Package> = BTreeMap::new();
-        let mut seen = BTreeSet::new();
-        for blob in blobs.iter().filter(|b| str_of(b, "schema") == "olm.package") {
-            let name = str_of(blob, "name").to_string();
-            if name.is_empty() || !seen.insert(("olm.package", name.clone(), String::new())) {
-                return Err(error(format!("package {name:?}"), "a package needs a name, once"));
+        for p in blobs.clone().filter_map(|b| if let Blob::Package(p) = b { Some(p) } else { None }) {
+            if p.name.is_empty() || packages.contains_key(&p.name) {
+                return Err(error(format!("package {:?}", p.name), "a package needs a name, once"));
             }
-            packages.insert(
-                name.clone(),
-                Package {
-                    name,
-                    default_channel: str_of(blob, "defaultChannel").to_string(),
-                    description: str_of(blob, "description").to_string(),
-                    icon: blob.get("icon").cloned(),
-                    ..Default::default()
-                },
-            );
+            let package = Package {
+                name: p.name.clone(),
+                default_channel: p.default_channel.clone(),
+                description: p.description.clone(),
+                icon: p.icon.clone(),
+                ..Default::default()
+            };
+            packages.insert(p.name.clone(), package);
         }
         for blob in blobs {
-            let (schema, package, name) = (str_of(blob, "schema"), str_of(blob, "package"), str_of(blob, "name"));
-            if !matches!(schema, "olm.channel" | "olm.bundle") {
-                continue;
-            }
+            let (schema, package, name) = match blob {
+                Blob::Package(_) => continue,
+                Blob::Channel(c) => ("olm.channel", &c.package, &c.name),
+                Blob::Bundle(b) => ("olm.bundle", &b.package, &b.name),
+            };
             let at = format!("{package}/{name}");
-            if !seen.insert((
-                if schema == "olm.channel" { "olm.channel" } else { "olm.bundle" },
-                package.into(),
-                name.into(),
-            )) {
-                return Err(error(at, format!("a second {schema} of this name")));
-            }
             let pkg = packages.get_mut(package).ok_or_else(|| error(&at, format!("no olm.package {package:?}")))?;
-            if schema == "olm.channel" {
-                let entries: Vec<Entry> =
-                    serde_json::from_value(blob.get("entries").cloned().unwrap_or(Value::Array(vec![])))
-                        .map_err(|e| error(&at, format!("entries: {e}")))?;
-                pkg.channels.insert(name.to_string(), Channel { name: name.to_string(), entries });
-            } else {
-                let b = bundle(blob)?;
-                pkg.bundles.insert(b.name.clone(), b);
+            let again = match blob {
+                Blob::Channel(c) => pkg
+                    .channels
+                    .insert(name.clone(), Channel { name: name.clone(), entries: c.entries.clone() })
+                    .is_some(),
+                Blob::Bundle(b) => pkg.bundles.insert(name.clone(), bundle(b)?).is_some(),
+                Blob::Package(_) => false,
+            };
+            if again {
+                return Err(error(at, format!("a second {schema} of this name")));
             }
         }
         for pkg in packages.values() {
@@ -333,10 +480,29 @@ mod tests {
         assert_eq!(b.provides[0].to_string(), "test.foo/v1/Foo");
         assert_eq!(b.requires[0].kind, "Bar");
         assert_eq!(b.requires_packages[0].package, "bar");
-        let kinds: Vec<&str> = b.objects.iter().map(|o| str_of(o, "kind")).collect();
+        let kinds: Vec<&str> = b.objects.iter().map(|o| o["kind"].as_str().unwrap_or_default()).collect();
         assert!(kinds.contains(&"ClusterServiceVersion") && kinds.contains(&"CustomResourceDefinition"), "{kinds:?}");
         let multi = Catalog::from_blobs(&parse_blobs(MULTI).unwrap()).unwrap();
         assert_eq!(multi.packages.keys().collect::<Vec<_>>(), ["bar", "baz", "foo"]);
+    }
+
+    #[test]
+    fn a_blob_that_does_not_read_names_its_field_and_others_are_kept() {
+        let bad = serde_json::json!({"schema": "olm.channel", "package": "p", "name": "c", "entries": [{"name": 3}]});
+        let e = read_blob(&bad).unwrap_err();
+        assert!(e.at.contains("olm.channel p/c") && e.message.contains("entries[0].name"), "{e}");
+        let other = serde_json::json!({"schema": "olm.deprecations", "package": "p"});
+        assert_eq!(FileBlob::read(other.clone()).unwrap(), FileBlob::Other(other.clone()));
+        assert_eq!(serde_json::to_value(FileBlob::Other(other.clone())).unwrap(), other);
+        let unknown = serde_json::json!({"schema": "olm.bundle", "package": "p", "name": "p.v1",
+            "properties": [{"type": "olm.maxOpenShiftVersion", "value": "4.9"},
+                           {"type": "olm.package", "value": {"packageName": "p", "version": "1.0.0"}}]});
+        let Some(Blob::Bundle(b)) = read_blob(&unknown).unwrap() else { panic!("a bundle") };
+        assert_eq!(bundle(&b).unwrap().version, parse_version("1.0.0").unwrap(), "unknown properties skipped");
+        let mut bad = unknown.clone();
+        bad["properties"][1]["value"]["version"] = serde_json::json!(1);
+        let e = read_blob(&bad).unwrap_err();
+        assert!(e.message.contains("properties") && e.message.contains("[1].value.version"), "{e}");
     }
 
     #[test]

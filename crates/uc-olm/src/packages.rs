@@ -3,6 +3,9 @@
 //! API; uc keeps them as objects of a CRD of the same group, kind and status, in the catalog's
 //! namespace, written by the lifecycle manager (they are read-only in spirit: the next pass restores them).
 
+use std::collections::BTreeMap;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{CustomResourceDefinition, JSONSchemaProps};
 use serde_json::{Value, json};
 
 use crate::csv::Csv;
@@ -17,33 +20,29 @@ pub const CATALOG_LABEL: &str = "catalog";
 /// The label naming its namespace.
 pub const CATALOG_NAMESPACE_LABEL: &str = "catalog-namespace";
 
-/// The CRD uc serves PackageManifests from.
-pub fn crd() -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "packagemanifests.packages.operators.coreos.com"},
-        "spec": {
-            "group": "packages.operators.coreos.com", "scope": "Namespaced",
-            "names": {"kind": "PackageManifest", "listKind": "PackageManifestList", "plural": "packagemanifests",
-                      "singular": "packagemanifest"},
-            "versions": [{
-                // No status subresource: the manager writes each object whole.
-                "name": "v1", "served": true, "storage": true,
-                "additionalPrinterColumns": [
-                    {"name": "Catalog", "type": "string", "jsonPath": ".status.catalogSourceDisplayName"},
-                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-                ],
-                "schema": {"openAPIV3Schema": {
-                    "description": "What a catalog offers of one package: its channels and their current CSVs (written by uc's lifecycle manager).",
-                    "type": "object",
-                    "properties": {
-                        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                    },
-                }},
-            }],
-        },
-    })
+/// The CRD uc serves PackageManifests from (no status subresource: the manager writes each object whole).
+pub fn crd() -> CustomResourceDefinition {
+    use uc_api::crds::{column, crd, names, served_version};
+    let open = || JSONSchemaProps {
+        type_: Some("object".into()),
+        x_kubernetes_preserve_unknown_fields: Some(true),
+        ..Default::default()
+    };
+    let schema = JSONSchemaProps {
+        description: Some(
+            "What a catalog offers of one package: its channels and their current CSVs (written by uc's lifecycle manager)."
+                .into(),
+        ),
+        type_: Some("object".into()),
+        properties: Some(BTreeMap::from([("spec".to_string(), open()), ("status".to_string(), open())])),
+        ..Default::default()
+    };
+    let mut version = served_version("v1", schema);
+    version.additional_printer_columns = Some(vec![
+        column("Catalog", "string", ".status.catalogSourceDisplayName"),
+        column("Age", "date", ".metadata.creationTimestamp"),
+    ]);
+    crd("packages.operators.coreos.com", names("PackageManifest", "packagemanifests"), "Namespaced", version)
 }
 
 /// The description of a channel's current CSV, as OLM's package server gives it.
@@ -133,6 +132,6 @@ mod tests {
         assert_eq!(versions.first(), Some(&"0.2.0"), "newest first: {versions:?}");
         assert!(versions.len() >= 2, "{versions:?}");
         assert_eq!(m["status"]["catalogSourceDisplayName"], "Test");
-        assert_eq!(crd()["spec"]["names"]["kind"], "PackageManifest");
+        assert_eq!(crd().spec.names.kind, "PackageManifest");
     }
 }

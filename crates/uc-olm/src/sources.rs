@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use serde::{Deserialize, Serialize};
 
-use crate::fbc::{Catalog, CatalogError, parse_blobs};
+use crate::fbc::{Catalog, CatalogError, parse_blobs, read_blob};
 
 /// A CatalogSource (`operators.coreos.com/v1alpha1`), the fields uc acts on.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
@@ -157,11 +157,14 @@ impl Sources {
                 } else {
                     let mut blobs = Vec::new();
                     for (k, text) in data {
-                        blobs.extend(parse_blobs(&text).map_err(|e| e.within(format!("configMap {name} key {k}")))?);
+                        let at = || format!("configMap {name} key {k}");
+                        for v in parse_blobs(&text).map_err(|e| e.within(at()))? {
+                            blobs.extend(read_blob(&v).map_err(|e| e.within(at()))?);
+                        }
                     }
                     blobs
                 };
-                return self.keep(key, version, Catalog::from_blobs(&blobs)?);
+                return self.keep(key, version, Catalog::of(blobs.iter())?);
             }
             Origin::Builtin(name) => {
                 let missing = || CatalogError::at("spec.address", format!("uc has no built-in catalog {name:?}"));

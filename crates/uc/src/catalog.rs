@@ -6,10 +6,12 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{Value, json};
 use uc_api::meta::json_of;
 use uc_olm::bundle::{bundle_from_objects, entry_of};
-use uc_olm::fbc::{Catalog, Channel, Package};
+use uc_olm::csv::{Csv, Link, Maintainer};
+use uc_olm::fbc::{Catalog, Channel, Icon, Package};
 
 /// The catalog's name.
 pub const NAME: &str = "uc-operators";
@@ -25,70 +27,33 @@ struct Operator {
     /// The capability level (seed 001's maturity model) and why.
     capabilities: &'static str,
     categories: &'static str,
-    crds: Vec<Value>,
+    crds: Vec<CustomResourceDefinition>,
     controllers: Vec<Value>,
-    examples: Value,
+    examples: Vec<Value>,
 }
 
-fn icon() -> Value {
+fn icon() -> Icon {
     use base64::Engine as _;
-    json!({"base64data": base64::engine::general_purpose::STANDARD.encode(ICON_SVG), "mediatype": "image/svg+xml"})
+    Icon { base64data: base64::engine::general_purpose::STANDARD.encode(ICON_SVG), mediatype: "image/svg+xml".into() }
 }
 
-fn owned(crds: &[Value]) -> Vec<Value> {
-    crds.iter()
-        .map(|c| {
-            let served = c
-                .pointer("/spec/versions")
-                .and_then(Value::as_array)
-                .and_then(|vs| vs.iter().find(|v| v.get("storage") == Some(&json!(true))).or(vs.first()));
-            json!({
-                "name": c.pointer("/metadata/name"),
-                "version": served.and_then(|v| v.get("name")),
-                "kind": c.pointer("/spec/names/kind"),
-                "displayName": c.pointer("/spec/names/kind"),
-            })
-        })
-        .collect()
-}
-
-fn csv(op: &Operator, version: &str) -> Value {
-    json!({
-        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
-        "metadata": {
-            "name": format!("{}.v{version}", op.package),
-            "annotations": {
-                "alm-examples": op.examples.to_string(),
-                "capabilities": op.capabilities,
-                "categories": op.categories,
-                "description": op.description.lines().next().unwrap_or_default(),
-                "containerImage": "uc (the hooks run in uc's engine)",
-                "repository": "uc",
-                "support": "uc",
-            },
-        },
-        "spec": {
-            "displayName": op.display,
-            "description": op.description,
-            "version": version,
-            "maturity": "alpha",
-            "provider": {"name": "uc"},
-            "icon": [icon()],
-            "keywords": [op.package, "uc"],
-            "links": [{"name": "Documentation", "url": format!("docs/{}-operator.md", op.package)}],
-            "maintainers": [{"name": "uc", "email": "uc@localhost"}],
-            // The operator's hooks run in uc's engine; its controllers serve the OperatorGroup's
-            // namespaces (the lifecycle manager annotates them with olm.targetNamespaces).
-            "installModes": [
-                {"type": "OwnNamespace", "supported": true},
-                {"type": "SingleNamespace", "supported": true},
-                {"type": "MultiNamespace", "supported": true},
-                {"type": "AllNamespaces", "supported": true},
-            ],
-            "install": {"strategy": "deployment", "spec": {"deployments": []}},
-            "customresourcedefinitions": {"owned": owned(&op.crds)},
-        },
-    })
+/// The CSV of an operator of the catalog: `uc package`'s, with what a catalog's UI shows.
+fn csv(op: &Operator, version: &str) -> Csv {
+    let mut csv = crate::package::bundle_csv(op.package, version, &op.crds, &op.examples, op.description);
+    let annotations = csv.metadata.annotations.get_or_insert_default();
+    annotations.insert("capabilities".into(), op.capabilities.into());
+    annotations.insert("categories".into(), op.categories.into());
+    annotations.insert("containerImage".into(), "uc (the hooks run in uc's engine)".into());
+    annotations.insert("repository".into(), "uc".into());
+    annotations.insert("support".into(), "uc".into());
+    // The operator's hooks run in uc's engine; its controllers serve the OperatorGroup's namespaces
+    // (the lifecycle manager annotates them with olm.targetNamespaces): every install mode.
+    csv.spec.display_name = Some(op.display.into());
+    csv.spec.icon = vec![icon()];
+    csv.spec.keywords = vec![op.package.into(), "uc".into()];
+    csv.spec.links = vec![Link { name: "Documentation".into(), url: format!("docs/{}-operator.md", op.package) }];
+    csv.spec.maintainers = vec![Maintainer { name: "uc".into(), email: "uc@localhost".into() }];
+    csv
 }
 
 /// Why an example's YAML built into uc does not read.
@@ -103,18 +68,17 @@ fn docs(text: &str) -> Result<Vec<Value>, BuiltinYamlError> {
 
 /// An example operator of the repository (`examples/<dir>`): its CRDs, its controllers with the
 /// JavaScript hook inlined, its example objects.
-fn example(
-    crd: &str,
-    controller: &str,
-    hook: &str,
-    objects: &str,
-) -> Result<(Vec<Value>, Vec<Value>, Value), BuiltinYamlError> {
+fn example(crd: &str, controller: &str, hook: &str, objects: &str) -> Result<Example, BuiltinYamlError> {
     let mut controllers = docs(controller)?;
     for c in &mut controllers {
         crate::package::inline_hooks(c, |_| Ok(hook.to_string())).map_err(|e| BuiltinYamlError(format!("{e:#}")))?;
     }
-    Ok((docs(crd)?, controllers, Value::Array(docs(objects)?)))
+    let crds = uc_api::crds::among(&docs(crd)?).map_err(|e| BuiltinYamlError(e.to_string()))?;
+    Ok((crds, controllers, docs(objects)?))
 }
+
+/// An example's CRDs, controllers and example objects.
+type Example = (Vec<CustomResourceDefinition>, Vec<Value>, Vec<Value>);
 
 #[expect(clippy::too_many_lines, reason = "data table: uc's operators as bundles")]
 fn operators() -> Vec<Operator> {
@@ -134,8 +98,8 @@ fn operators() -> Vec<Operator> {
             categories: "Database",
             crds: uc_operators::etcd::crds(),
             controllers: uc_operators::etcd::controllers().iter().map(json_of).collect(),
-            examples: json!([{"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdCluster",
-                              "metadata": {"name": "example"}, "spec": {"size": 3, "version": "3.4.30"}}]),
+            examples: vec![json!({"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdCluster",
+                                  "metadata": {"name": "example"}, "spec": {"size": 3, "version": "3.4.30"}})],
         },
         Operator {
             package: "zookeeper",
@@ -150,8 +114,8 @@ fn operators() -> Vec<Operator> {
             categories: "Database",
             crds: uc_operators::zookeeper::crds(),
             controllers: uc_operators::zookeeper::controllers().iter().map(json_of).collect(),
-            examples: json!([{"apiVersion": "zookeeper.pravega.io/v1beta1", "kind": "ZookeeperCluster",
-                              "metadata": {"name": "example"}, "spec": {"replicas": 3}}]),
+            examples: vec![json!({"apiVersion": "zookeeper.pravega.io/v1beta1", "kind": "ZookeeperCluster",
+                                  "metadata": {"name": "example"}, "spec": {"replicas": 3}})],
         },
     ];
     let examples = [
@@ -232,7 +196,7 @@ pub fn packages() -> Vec<&'static str> {
 }
 
 /// An operator's CRDs and controllers, to install without OLM.
-pub fn objects(package: &str) -> anyhow::Result<(Vec<Value>, Vec<Value>)> {
+pub fn objects(package: &str) -> anyhow::Result<(Vec<CustomResourceDefinition>, Vec<Value>)> {
     let op = operators()
         .into_iter()
         .find(|o| o.package == package)
@@ -245,8 +209,8 @@ pub fn builtin() -> BTreeMap<String, Catalog> {
     let version = env!("CARGO_PKG_VERSION");
     let mut catalog = Catalog::default();
     for op in operators() {
-        let mut objects = vec![csv(&op, version)];
-        objects.extend(op.crds.iter().cloned());
+        let mut objects = vec![json_of(&csv(&op, version))];
+        objects.extend(op.crds.iter().map(json_of));
         objects.extend(op.controllers.iter().cloned());
         let bundle = match bundle_from_objects(op.package, objects) {
             Ok(b) => b,
@@ -307,8 +271,8 @@ mod tests {
             assert!(controller["spec"]["hooks"]["sync"]["javascript"]["source"].is_string(), "{package}");
         }
         // Round trip through FBC: what `uc catalog` would write reads back the same.
-        let blobs: Vec<Value> = catalog.packages.values().flat_map(uc_olm::bundle::package_blobs).collect();
-        assert_eq!(&Catalog::from_blobs(&blobs).unwrap(), catalog);
+        let blobs: Vec<_> = catalog.packages.values().flat_map(uc_olm::bundle::package_blobs).collect();
+        assert_eq!(&Catalog::of(blobs.iter()).unwrap(), catalog);
         let steps = uc_olm::plan::steps(bundle, "operators").unwrap();
         assert!(
             steps

@@ -133,7 +133,7 @@ pub async fn setup(
     // The project's own CRDs (`config/crd/bases/`, as `operator-sdk init` lays it out), installed as
     // `make install` would, for the kinds the file watches.
     for w in &watches {
-        for crd in crate::sdk_project::project_crds(dir, &w.group, &w.kind) {
+        for crd in crate::sdk_project::project_crds(dir, &w.group, &w.kind)? {
             uc_engine::manager::install_crd(installer, crd).await?;
         }
     }

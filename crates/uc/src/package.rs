@@ -7,12 +7,17 @@
 
 use std::path::{Path, PathBuf};
 
+use std::collections::BTreeMap;
+
 use anyhow::{Context, bail};
-use serde_json::{Value, json};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::Value;
 use uc_olm::bundle::{
     CHANNELS_ANNOTATION, DEFAULT_CHANNEL_ANNOTATION, PACKAGE_ANNOTATION, bundle_blob, read_bundle_dir,
 };
-use uc_olm::fbc::{Catalog, parse_blobs};
+use uc_olm::csv::{CrdDescription, CrdDescriptions, Csv, CsvSpec, Install, InstallSpec, Permission};
+use uc_olm::fbc::{Blob, Catalog, ChannelBlob, FileBlob, PackageBlob, parse_blobs};
 
 fn read_docs(path: &Path) -> anyhow::Result<Vec<Value>> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -66,10 +71,7 @@ fn controllers(dir: &Path) -> anyhow::Result<Vec<Value>> {
 fn uc_parts(dir: &Path) -> anyhow::Result<crate::package_sdk::Parts> {
     let controllers = controllers(dir)?;
     let name = controllers[0].pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
-    let crds: Vec<Value> = read_docs(&dir.join("crd.yaml"))?
-        .into_iter()
-        .filter(|d| d.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
-        .collect();
+    let crds = crate::package_sdk::crds_of(&read_docs(&dir.join("crd.yaml"))?, &dir.join("crd.yaml"))?;
     let examples = if dir.join("example.yaml").is_file() { read_docs(&dir.join("example.yaml"))? } else { Vec::new() };
     Ok(crate::package_sdk::Parts { name, controllers, crds, examples, rules: Vec::new() })
 }
@@ -84,47 +86,40 @@ fn summary(dir: &Path) -> String {
         .replace('\n', " ")
 }
 
-/// The CSV of an operator directory's bundle.
-fn csv(
+/// The CSV of a bundle uc builds, `<name>.v<version>`: every install mode, no Deployment (the hooks run
+/// in uc's engine), the CRDs it owns, its examples (`alm-examples`) and one-line description.
+pub fn bundle_csv(
     name: &str,
     version: &str,
-    replaces: Option<&str>,
-    crds: &[Value],
+    crds: &[CustomResourceDefinition],
     examples: &[Value],
     description: &str,
-) -> Value {
-    let owned: Vec<Value> = crds
-        .iter()
-        .map(|c| {
-            let v = c
-                .pointer("/spec/versions")
-                .and_then(Value::as_array)
-                .and_then(|vs| vs.iter().find(|v| v.get("storage") == Some(&json!(true))).or(vs.first()));
-            json!({"name": c.pointer("/metadata/name"), "version": v.and_then(|v| v.get("name")),
-                   "kind": c.pointer("/spec/names/kind"), "displayName": c.pointer("/spec/names/kind")})
-        })
-        .collect();
-    let mut csv = json!({
-        "apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
-        "metadata": {"name": format!("{name}.v{version}"),
-                     "annotations": {"alm-examples": Value::Array(examples.to_vec()).to_string(),
-                                     "capabilities": "Basic Install", "description": description}},
-        "spec": {
-            "displayName": name, "description": description, "version": version, "maturity": "alpha",
-            "provider": {"name": "uc"},
-            "installModes": [{"type": "OwnNamespace", "supported": true}, {"type": "SingleNamespace", "supported": true},
-                             {"type": "MultiNamespace", "supported": true}, {"type": "AllNamespaces", "supported": true}],
-            "install": {"strategy": "deployment", "spec": {"deployments": []}},
-            "customresourcedefinitions": {"owned": owned},
-        },
-    });
-    if let Some(r) = replaces {
-        csv["spec"]["replaces"] = json!(r);
-    }
-    csv
+) -> Csv {
+    let annotations = BTreeMap::from([
+        ("alm-examples".to_string(), serde_json::to_string(examples).unwrap_or_default()),
+        ("capabilities".to_string(), "Basic Install".to_string()),
+        ("description".to_string(), description.lines().next().unwrap_or_default().to_string()),
+    ]);
+    let metadata =
+        ObjectMeta { name: Some(format!("{name}.v{version}")), annotations: Some(annotations), ..Default::default() };
+    let spec = CsvSpec {
+        display_name: Some(name.to_string()),
+        description: Some(description.to_string()),
+        version: Some(version.to_string()),
+        maturity: Some("alpha".into()),
+        provider: Some(serde_json::json!({"name": "uc"})),
+        install_modes: uc_olm::csv::every_install_mode(),
+        install: Some(Install { strategy: "deployment".into(), spec: Some(InstallSpec::default()) }),
+        customresourcedefinitions: Some(CrdDescriptions {
+            owned: crds.iter().map(CrdDescription::owned).collect(),
+            required: Vec::new(),
+        }),
+        ..Default::default()
+    };
+    Csv::new(metadata, spec)
 }
 
-fn write_yaml(path: &Path, docs: &[Value]) -> anyhow::Result<()> {
+fn write_yaml<T: serde::Serialize>(path: &Path, docs: &[T]) -> anyhow::Result<()> {
     let mut text = String::new();
     for d in docs {
         text.push_str("---\n");
@@ -143,22 +138,30 @@ pub fn package(dir: &Path, version: &str, replaces: Option<&str>, out: Option<Pa
     let out = out.unwrap_or_else(|| dir.join("bundle"));
     std::fs::create_dir_all(out.join("manifests")).with_context(|| format!("creating {}", out.display()))?;
     std::fs::create_dir_all(out.join("metadata")).with_context(|| format!("creating {}", out.display()))?;
-    let mut csv = csv(&name, version, replaces, &crds, &examples, &summary(dir));
+    let mut csv = bundle_csv(&name, version, &crds, &examples, &summary(dir));
+    csv.spec.replaces = replaces.map(str::to_string);
     // What the controllers' account needs: OLM grants it to the account, and the controllers act as it.
     let specs: Vec<_> =
         crate::rbac::controllers(&controllers).map_err(anyhow::Error::msg)?.into_iter().map(|(_, s)| s).collect();
-    if !specs.is_empty() {
+    if !specs.is_empty()
+        && let Some(install) = csv.spec.install.as_mut().and_then(|i| i.spec.as_mut())
+    {
         let mut all = crate::rbac::account_rules(&specs);
         all.extend(rules);
-        csv["spec"]["install"]["spec"]["clusterPermissions"] = json!([{
-            "serviceAccountName": format!("{name}-controller"),
-            "rules": all,
-        }]);
+        install.cluster_permissions =
+            vec![Permission { service_account_name: format!("{name}-controller"), rules: all }];
     }
     write_yaml(&out.join("manifests").join(format!("{name}.clusterserviceversion.yaml")), &[csv])?;
     write_yaml(&out.join("manifests").join("crds.yaml"), &crds)?;
     write_yaml(&out.join("manifests").join("controllers.yaml"), &controllers)?;
-    let annotations = json!({"annotations": {PACKAGE_ANNOTATION: name, CHANNELS_ANNOTATION: "alpha", DEFAULT_CHANNEL_ANNOTATION: "alpha"}});
+    let annotations = BTreeMap::from([(
+        "annotations",
+        BTreeMap::from([
+            (PACKAGE_ANNOTATION, name.as_str()),
+            (CHANNELS_ANNOTATION, "alpha"),
+            (DEFAULT_CHANNEL_ANNOTATION, "alpha"),
+        ]),
+    )]);
     write_yaml(&out.join("metadata").join("annotations.yaml"), &[annotations])?;
     // Read back as OLM would: a bundle that does not read is not written silently.
     read_bundle_dir(&out).map_err(|e| anyhow::anyhow!("the bundle written does not read back: {e}"))?;
@@ -171,42 +174,35 @@ pub fn catalog_add(bundle_dir: &Path, catalog_dir: &Path, channel: Option<&str>)
     let (bundle, channels, default) = read_bundle_dir(bundle_dir).map_err(anyhow::Error::msg)?;
     let channel = channel.map(str::to_string).or_else(|| channels.first().cloned()).unwrap_or_else(|| "alpha".into());
     let file = catalog_dir.join(&bundle.package).join("catalog.json");
-    let mut blobs = if file.is_file() { read_docs(&file)? } else { Vec::new() };
-    let schema = |b: &Value| b.get("schema").and_then(Value::as_str).unwrap_or_default().to_string();
-    let named = |b: &Value, n: &str| b.get("name").and_then(Value::as_str) == Some(n);
-    if !blobs.iter().any(|b| schema(b) == "olm.package") {
-        blobs.insert(
-            0,
-            json!({"schema": "olm.package", "name": bundle.package,
-                               "defaultChannel": default.clone().unwrap_or_else(|| channel.clone())}),
-        );
+    let docs = if file.is_file() { read_docs(&file)? } else { Vec::new() };
+    let mut blobs: Vec<FileBlob> =
+        docs.into_iter().map(FileBlob::read).collect::<Result<_, _>>().map_err(|e| e.within(file.display()))?;
+    if !blobs.iter().any(|b| matches!(b.olm(), Some(Blob::Package(_)))) {
+        let default_channel = default.clone().unwrap_or_else(|| channel.clone());
+        let package = PackageBlob { name: bundle.package.clone(), default_channel, ..Default::default() };
+        blobs.insert(0, FileBlob::Olm(Blob::Package(package)));
     }
-    blobs.retain(|b| !(schema(b) == "olm.bundle" && named(b, &bundle.name)));
-    blobs.push(bundle_blob(&bundle));
+    blobs.retain(|b| !matches!(b.olm(), Some(Blob::Bundle(x)) if x.name == bundle.name));
+    blobs.push(FileBlob::Olm(bundle_blob(&bundle)));
     let mut entry = uc_olm::bundle::entry_of(&bundle);
-    let ch_index = match blobs.iter().position(|b| schema(b) == "olm.channel" && named(b, &channel)) {
-        Some(i) => i,
-        None => {
-            blobs.push(json!({"schema": "olm.channel", "package": bundle.package, "name": channel, "entries": []}));
-            blobs.len() - 1
-        }
-    };
-    let entries = blobs[ch_index]["entries"].as_array().cloned().unwrap_or_default();
-    let mut existing: Vec<uc_olm::fbc::Entry> = entries
-        .iter()
-        .filter_map(|e| serde_json::from_value(e.clone()).ok())
-        .filter(|e: &uc_olm::fbc::Entry| e.name != entry.name)
-        .collect();
-    if entry.replaces.is_none() {
-        let ch = uc_olm::fbc::Channel { name: channel.clone(), entries: existing.clone() };
-        entry.replaces = uc_olm::graph::head(&ch).map(|e| e.name.clone());
+    let is_channel = |b: &FileBlob| matches!(b.olm(), Some(Blob::Channel(c)) if c.name == channel);
+    if !blobs.iter().any(is_channel) {
+        let blob = ChannelBlob { package: bundle.package.clone(), name: channel.clone(), entries: Vec::new() };
+        blobs.push(FileBlob::Olm(Blob::Channel(blob)));
     }
-    existing.push(entry);
-    blobs[ch_index]["entries"] = serde_json::to_value(&existing).context("rendering the channel")?;
-    Catalog::from_blobs(&blobs).map_err(|e| anyhow::anyhow!("the catalog would not be valid: {e}"))?;
+    if let Some(FileBlob::Olm(Blob::Channel(ch))) = blobs.iter_mut().find(|b| is_channel(b)) {
+        ch.entries.retain(|e| e.name != entry.name);
+        if entry.replaces.is_none() {
+            let current = uc_olm::fbc::Channel { name: channel.clone(), entries: ch.entries.clone() };
+            entry.replaces = uc_olm::graph::head(&current).map(|e| e.name.clone());
+        }
+        ch.entries.push(entry);
+    }
+    Catalog::of(blobs.iter().filter_map(FileBlob::olm))
+        .map_err(|e| anyhow::anyhow!("the catalog would not be valid: {e}"))?;
     std::fs::create_dir_all(file.parent().unwrap_or(catalog_dir))
         .with_context(|| format!("creating {}", file.display()))?;
-    let text: Vec<String> = blobs.iter().map(|b| b.to_string()).collect();
+    let text: Vec<String> = blobs.iter().map(|b| serde_json::to_string(b).unwrap_or_default()).collect();
     std::fs::write(&file, text.join("\n") + "\n").with_context(|| format!("writing {}", file.display()))?;
     Ok(format!("{} on channel {channel} of package {} in {}", bundle.name, bundle.package, file.display()))
 }
@@ -239,8 +235,17 @@ mod tests {
         );
         let catalog = tmp.path().join("catalog");
         catalog_add(&bundle, &catalog, None).unwrap();
+        // A blob of a schema uc does not read is kept as it is.
+        let file = catalog.join("demo/catalog.json");
+        let other = r#"{"schema":"olm.deprecations","package":"demo","entries":[{"reference":{"schema":"olm.package"},"message":"m"}]}"#;
+        std::fs::write(&file, format!("{}{other}\n", std::fs::read_to_string(&file).unwrap())).unwrap();
         let second = package(&dir, "0.2.0", None, Some(tmp.path().join("b2"))).unwrap();
         catalog_add(&second, &catalog, None).unwrap();
+        let kept = std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .any(|l| serde_json::from_str::<Value>(l).unwrap() == serde_json::from_str::<Value>(other).unwrap());
+        assert!(kept, "the other blob is kept");
         let read = uc_olm::bundle::read_catalog_dir(&catalog).unwrap();
         let ch = &read.packages["demo"].channels["alpha"];
         assert_eq!(ch.entries[1].replaces.as_deref(), Some("demo.v0.1.0"), "after the head");

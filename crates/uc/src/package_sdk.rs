@@ -7,19 +7,28 @@ use std::path::Path;
 
 use anyhow::Context;
 use base64::Engine as _;
+use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::{Value, json};
 use uc_api::controller::{Hook, Native};
 
 /// What a bundle is made of.
 pub struct Parts {
     pub name: String,
+    /// UniversalControllers (or Metacontroller's controllers), as written.
     pub controllers: Vec<Value>,
-    pub crds: Vec<Value>,
+    pub crds: Vec<CustomResourceDefinition>,
+    /// Example objects of the CRDs' kinds.
     pub examples: Vec<Value>,
     /// What the controllers' account needs beyond what uc computes from them: an SDK project's
     /// `config/rbac/role.yaml` (what its roles and charts touch), as the SDK's `make bundle` puts it in
     /// the CSV.
-    pub rules: Vec<Value>,
+    pub rules: Vec<PolicyRule>,
+}
+
+/// The CRDs among the documents of `at`; one that does not read is an error naming it and the field.
+pub fn crds_of(docs: &[Value], at: &Path) -> anyhow::Result<Vec<CustomResourceDefinition>> {
+    uc_api::crds::among(docs).map_err(|e| anyhow::anyhow!("{}: {e}", at.display()))
 }
 
 fn docs_in(dir: &Path) -> Vec<Value> {
@@ -37,14 +46,11 @@ fn docs_in(dir: &Path) -> Vec<Value> {
 }
 
 /// The plural of a kind: the project's CRD's, else kube's guess.
-fn plural(crds: &[Value], api_version: &str, kind: &str) -> String {
+fn plural(crds: &[CustomResourceDefinition], api_version: &str, kind: &str) -> String {
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     crds.iter()
-        .find(|c| {
-            c.pointer("/spec/group").and_then(Value::as_str) == Some(group)
-                && c.pointer("/spec/names/kind").and_then(Value::as_str) == Some(kind)
-        })
-        .and_then(|c| c.pointer("/spec/names/plural").and_then(Value::as_str).map(str::to_string))
+        .find(|c| c.spec.group == group && c.spec.names.kind == kind)
+        .map(|c| c.spec.names.plural.clone())
         .unwrap_or_else(|| {
             kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(group, version, kind)).plural
         })
@@ -59,10 +65,8 @@ pub fn parts(dir: &Path) -> Option<anyhow::Result<Parts>> {
 fn read(dir: &Path, watches: &Path) -> anyhow::Result<Parts> {
     let text = std::fs::read_to_string(watches).with_context(|| format!("reading {}", watches.display()))?;
     let entries: Vec<Value> = serde_yaml_ng::from_str(&text).with_context(|| format!("{}", watches.display()))?;
-    let crds: Vec<Value> = docs_in(&dir.join("config/crd/bases"))
-        .into_iter()
-        .filter(|d| d.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
-        .collect();
+    let bases = dir.join("config/crd/bases");
+    let crds = crds_of(&docs_in(&bases), &bases)?;
     let examples = docs_in(&dir.join("config/samples"));
     let project: Value = std::fs::read_to_string(dir.join("PROJECT"))
         .ok()
@@ -77,14 +81,21 @@ fn read(dir: &Path, watches: &Path) -> anyhow::Result<Parts> {
         helm_controllers(dir, &text, &entries, &crds)?
     };
     let rules = docs_in(&dir.join("config/rbac"))
-        .into_iter()
-        .filter(|d| d.pointer("/metadata/name").and_then(Value::as_str) == Some("manager-role"))
-        .flat_map(|d| d.get("rules").and_then(Value::as_array).cloned().unwrap_or_default())
+        .iter()
+        .filter(|d| d.get("kind").and_then(Value::as_str) == Some("ClusterRole"))
+        .filter_map(|d| serde_json::from_value::<ClusterRole>(d.clone()).ok())
+        .filter(|r| r.metadata.name.as_deref() == Some("manager-role"))
+        .flat_map(|r| r.rules.unwrap_or_default())
         .collect();
     Ok(Parts { name, controllers, crds, examples, rules })
 }
 
-fn helm_controllers(dir: &Path, text: &str, entries: &[Value], crds: &[Value]) -> anyhow::Result<Vec<Value>> {
+fn helm_controllers(
+    dir: &Path,
+    text: &str,
+    entries: &[Value],
+    crds: &[CustomResourceDefinition],
+) -> anyhow::Result<Vec<Value>> {
     let watches = uc_helm::watches::parse(text, dir, &|k| std::env::var(k).ok()).map_err(anyhow::Error::msg)?;
     let mut out = Vec::new();
     for (w, entry) in watches.iter().zip(entries) {
@@ -111,7 +122,7 @@ fn helm_controllers(dir: &Path, text: &str, entries: &[Value], crds: &[Value]) -
     Ok(out)
 }
 
-fn ansible_controllers(dir: &Path, text: &str, crds: &[Value]) -> anyhow::Result<Vec<Value>> {
+fn ansible_controllers(dir: &Path, text: &str, crds: &[CustomResourceDefinition]) -> anyhow::Result<Vec<Value>> {
     let dir = std::fs::canonicalize(dir).with_context(|| format!("reading {}", dir.display()))?;
     let watches = crate::ansible_operator::parse_watches(&dir, text)?;
     let project = base64::engine::general_purpose::STANDARD.encode(crate::ansible_operator::pack(&dir)?);

@@ -5,7 +5,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{Value, json};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::Value;
 use uc_api::controller::UniversalControllerSpec;
 
 const READ: &[&str] = &["get", "list", "watch"];
@@ -112,14 +114,19 @@ impl Rules {
     }
 
     /// The rules, resources with the same verbs in one group together.
-    pub fn policy_rules(&self) -> Vec<Value> {
+    pub fn policy_rules(&self) -> Vec<PolicyRule> {
         let mut grouped: BTreeMap<(String, Vec<String>), Vec<String>> = BTreeMap::new();
         for ((group, resource), verbs) in &self.0 {
             grouped.entry((group.clone(), verbs.iter().cloned().collect())).or_default().push(resource.clone());
         }
         grouped
             .into_iter()
-            .map(|((group, verbs), resources)| json!({"apiGroups": [group], "resources": resources, "verbs": verbs}))
+            .map(|((group, verbs), resources)| PolicyRule {
+                api_groups: Some(vec![group]),
+                resources: Some(resources),
+                verbs,
+                ..Default::default()
+            })
             .collect()
     }
 }
@@ -174,17 +181,9 @@ pub fn manifests(
     metacontroller: bool,
     service_account: Option<(&str, &str)>,
 ) -> String {
-    let rules = collect(controllers, engine, metacontroller);
+    let rules = collect(controllers, engine, metacontroller).policy_rules();
     let names: Vec<&str> = controllers.iter().map(|(n, _)| n.as_str()).collect();
-    let mut role = json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "uc"}},
-        "rules": rules.policy_rules(),
-    });
-    if !names.is_empty() {
-        role["metadata"]["annotations"] = json!({"uc.njuics.cn/controllers": names.join(",")});
-    }
+    let role = cluster_role(name, (!names.is_empty()).then(|| names.join(",")), rules);
     let mut out = String::new();
     let customize: Vec<&str> =
         controllers.iter().filter(|(_, s)| s.hooks.customize.is_some()).map(|(n, _)| n.as_str()).collect();
@@ -204,13 +203,7 @@ pub fn manifests(
         let Some(sa) = spec.service_account_name.as_deref().filter(|n| !n.is_empty()) else { continue };
         let ns = spec.service_account_namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or("default");
         let role_name = format!("uc-controller-{controller}");
-        let role = json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": role_name, "labels": {"app.kubernetes.io/name": "uc"},
-                         "annotations": {"uc.njuics.cn/controllers": controller}},
-            "rules": account_rules(std::slice::from_ref(spec)),
-        });
+        let role = cluster_role(&role_name, Some(controller.clone()), account_rules(std::slice::from_ref(spec)));
         out.push_str(&format!("---\n# What {ns}/{sa}, the account {controller} acts as, needs.\n"));
         out.push_str(&serde_yaml_ng::to_string(&role).unwrap_or_default());
         out.push_str(&binding(&role_name, ns, sa));
@@ -219,7 +212,7 @@ pub fn manifests(
 }
 
 /// The rules the accounts of `specs` need together (a bundle's `clusterPermissions`).
-pub fn account_rules(specs: &[UniversalControllerSpec]) -> Vec<Value> {
+pub fn account_rules(specs: &[UniversalControllerSpec]) -> Vec<PolicyRule> {
     let mut rules = Rules::default();
     for spec in specs {
         rules.account(spec);
@@ -227,35 +220,57 @@ pub fn account_rules(specs: &[UniversalControllerSpec]) -> Vec<Value> {
     rules.policy_rules()
 }
 
+/// uc's labels, and the controllers a role is for (`uc.njuics.cn/controllers`), as metadata.
+fn uc_meta(name: &str, controllers: Option<String>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_string()),
+        labels: Some(BTreeMap::from([("app.kubernetes.io/name".to_string(), "uc".to_string())])),
+        annotations: controllers.map(|c| BTreeMap::from([("uc.njuics.cn/controllers".to_string(), c)])),
+        ..Default::default()
+    }
+}
+
+fn cluster_role(name: &str, controllers: Option<String>, rules: Vec<PolicyRule>) -> ClusterRole {
+    ClusterRole { metadata: uc_meta(name, controllers), rules: Some(rules), ..Default::default() }
+}
+
 /// A ClusterRoleBinding of the ClusterRole `name` to the service account `ns/sa`, as a YAML document.
 fn binding(name: &str, ns: &str, sa: &str) -> String {
-    let binding = json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "uc"}},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": ns}],
-    });
+    let binding = ClusterRoleBinding {
+        metadata: uc_meta(name, None),
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "ClusterRole".into(),
+            name: name.into(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: sa.into(),
+            namespace: Some(ns.into()),
+            ..Default::default()
+        }]),
+    };
     format!("---\n{}", serde_yaml_ng::to_string(&binding).unwrap_or_default())
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn sample() -> Value {
         serde_yaml_ng::from_str(include_str!("../../../examples/sample-controller/controller.yaml")).unwrap()
     }
 
-    fn rule_for<'a>(rules: &'a [Value], group: &str, resource: &str) -> Option<&'a Value> {
-        rules
-            .iter()
-            .find(|r| r["apiGroups"][0] == group && r["resources"].as_array().unwrap().iter().any(|x| x == resource))
+    fn rule_for<'a>(rules: &'a [PolicyRule], group: &str, resource: &str) -> Option<&'a PolicyRule> {
+        rules.iter().find(|r| {
+            r.api_groups.as_deref() == Some(&[group.to_string()]) && r.resources.iter().flatten().any(|x| x == resource)
+        })
     }
 
-    fn verbs(rule: Option<&Value>) -> Vec<String> {
-        rule.map(|r| r["verbs"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect())
-            .unwrap_or_default()
+    fn verbs(rule: Option<&PolicyRule>) -> Vec<String> {
+        rule.map(|r| r.verbs.clone()).unwrap_or_default()
     }
 
     #[test]
@@ -313,7 +328,8 @@ mod tests {
             text.split("---\n").filter(|d| !d.trim().is_empty()).map(|d| serde_yaml_ng::from_str(d).unwrap()).collect();
         assert_eq!(docs.len(), 2);
         assert_eq!(docs[0]["metadata"]["annotations"]["uc.njuics.cn/controllers"], "sample-controller");
-        let rules = docs[0]["rules"].as_array().unwrap();
+        let rules: Vec<PolicyRule> = serde_json::from_value(docs[0]["rules"].clone()).unwrap();
+        let rules = rules.as_slice();
         assert!(rule_for(rules, "coordination.k8s.io", "leases").is_some(), "the engine's lease");
         assert!(rule_for(rules, "authentication.k8s.io", "tokenreviews").is_some(), "who reads /metrics");
         assert!(rule_for(rules, "authorization.k8s.io", "subjectaccessreviews").is_some());

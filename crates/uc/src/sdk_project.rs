@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use anyhow::Context as _;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::discovery::Discovery;
-use serde_json::Value;
 
 /// The SDK's default `maxConcurrentReconciles`: the machine's CPUs.
 pub fn cpus() -> u32 {
@@ -14,18 +14,20 @@ pub fn cpus() -> u32 {
 }
 
 /// The CustomResourceDefinitions of `group`/`kind` in the project's `config/crd/bases/`.
-pub fn project_crds(dir: &Path, group: &str, kind: &str) -> Vec<Value> {
-    let Ok(entries) = std::fs::read_dir(dir.join("config/crd/bases")) else { return Vec::new() };
+/// A CRD there that does not read is an error naming its file and field.
+pub fn project_crds(dir: &Path, group: &str, kind: &str) -> anyhow::Result<Vec<CustomResourceDefinition>> {
+    let Ok(entries) = std::fs::read_dir(dir.join("config/crd/bases")) else { return Ok(Vec::new()) };
     let mut files: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
     files.sort();
-    files
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok())
-        .filter_map(|t| serde_yaml_ng::from_str::<Value>(&t).ok())
-        .filter(|c| c.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
-        .filter(|c| c.pointer("/spec/group").and_then(Value::as_str) == Some(group))
-        .filter(|c| c.pointer("/spec/names/kind").and_then(Value::as_str) == Some(kind))
-        .collect()
+    let mut out = Vec::new();
+    for file in files {
+        let Some(doc) = std::fs::read_to_string(&file).ok().and_then(|t| serde_yaml_ng::from_str(&t).ok()) else {
+            continue;
+        };
+        let crds = uc_api::crds::among(&[doc]).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        out.extend(crds.into_iter().filter(|c| c.spec.group == group && c.spec.names.kind == kind));
+    }
+    Ok(out)
 }
 
 /// Discovery once every watched kind is served (a CRD just installed takes a moment), or the first

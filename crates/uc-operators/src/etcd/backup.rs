@@ -18,9 +18,9 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_api::meta::json_of;
 use uc_engine::names::{ClusterNames, Resolver};
@@ -33,8 +33,8 @@ use super::types::{EtcdBackup, StorageType};
 pub const HOOK: &str = "etcd-backup";
 
 /// The EtcdBackup CRD (coreos field names), derived from `types::EtcdBackupSpec`.
-pub fn crd() -> Value {
-    serde_json::to_value(super::types::EtcdBackup::crd()).unwrap_or(Value::Null)
+pub fn crd() -> CustomResourceDefinition {
+    super::types::EtcdBackup::crd()
 }
 
 /// The UniversalController of backups: no children, status only.
@@ -398,7 +398,7 @@ pub async fn sync(client: Option<&kube::Client>, names: Option<&ClusterNames>, r
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn the_gateways_messages_read() {

@@ -30,6 +30,7 @@ pub mod types;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::CustomResourceExt;
 use kube::api::{Api, PostParams};
@@ -56,12 +57,12 @@ pub const HOOK: &str = "etcd-cluster";
 
 /// The EtcdCluster CRD, derived from `types::EtcdClusterSpec`: `size` 1..7 and the version format are
 /// checked by the schema.
-pub fn crd() -> Value {
-    serde_json::to_value(types::EtcdCluster::crd()).unwrap_or(Value::Null)
+pub fn crd() -> CustomResourceDefinition {
+    types::EtcdCluster::crd()
 }
 
 /// The operator's CRDs.
-pub fn crds() -> Vec<Value> {
+pub fn crds() -> Vec<CustomResourceDefinition> {
     vec![crd(), backup::crd(), restore::crd()]
 }
 

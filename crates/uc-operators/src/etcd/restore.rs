@@ -11,6 +11,7 @@
 
 use std::path::PathBuf;
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::CustomResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -30,8 +31,8 @@ pub const ANNOTATION: &str = "etcd.database.coreos.com/restore";
 
 /// The EtcdRestore CRD (coreos field names, plus an optional size for a cluster that no longer exists),
 /// derived from `types::EtcdRestoreSpec`.
-pub fn crd() -> Value {
-    serde_json::to_value(super::types::EtcdRestore::crd()).unwrap_or(Value::Null)
+pub fn crd() -> CustomResourceDefinition {
+    super::types::EtcdRestore::crd()
 }
 
 /// The UniversalController of restores: no children; the EtcdCluster is reached through the API.

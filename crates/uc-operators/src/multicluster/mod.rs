@@ -22,29 +22,29 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::CustomResourceExt;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use serde::Deserialize;
-use serde_json::{Value, json};
-use uc_api::hook::{SyncRequest, SyncResponse};
-use uc_api::meta::str_at;
+use serde_json::Value;
+use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
 use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry, SyncFuture};
 
-use crate::objects::take_children;
+use crate::objects::{json_of, take_children};
 use binding::Binding;
-use types::MultiClusterZooKeeperSpec;
+use types::{MultiClusterZooKeeper, MultiClusterZooKeeperSpec, MultiClusterZooKeeperStatus};
 
 /// Name of the native hook.
 pub const HOOK: &str = "multicluster-zookeeper";
 
 /// The MultiClusterZooKeeper CRD.
-pub fn crd() -> Value {
-    serde_json::to_value(types::MultiClusterZooKeeper::crd()).unwrap_or(Value::Null)
+pub fn crd() -> CustomResourceDefinition {
+    types::MultiClusterZooKeeper::crd()
 }
 
 /// The operator's CRDs (the ZookeeperCluster's too: it is the resource template it propagates).
-pub fn crds() -> Vec<Value> {
+pub fn crds() -> Vec<CustomResourceDefinition> {
     vec![crd(), crate::zookeeper::crd()]
 }
 
@@ -111,23 +111,24 @@ async fn sync(client: &kube::Client, mut request: SyncRequest) -> SyncResponse {
     let templates = take_children(&mut request, &format!("ZookeeperCluster.{}", plan::ZK_API));
     let secrets = take_children(&mut request, "Secret.v1");
     let parent = &request.parent;
-    let (name, ns) = (str_at(parent, "/metadata/name"), str_at(parent, "/metadata/namespace"));
-    let spec: MultiClusterZooKeeperSpec =
-        match serde_json::from_value(parent.get("spec").cloned().unwrap_or(Value::Null)) {
-            Ok(s) => s,
-            Err(e) => {
-                // Keep what runs; a bad edit must not take an ensemble down.
-                let mut kept: Vec<Value> =
-                    request.children.values().flat_map(|m| m.values().map(|o| Value::clone(o))).collect();
-                kept.extend(overrides.into_values().map(Arc::unwrap_or_clone));
-                kept.extend(templates.into_values().map(Arc::unwrap_or_clone));
-                kept.extend(secrets.into_values().map(Arc::unwrap_or_clone));
-                let mut status = parent.get("status").cloned().unwrap_or(json!({}));
-                let c = uc_api::conditions::condition("Ready", false, "InvalidSpec", &format!("spec: {e}"));
-                uc_api::conditions::set_condition(&mut status, c, parent.get("status"), &now());
-                return SyncResponse { status: Some(status), children: kept, ..Default::default() };
-            }
-        };
+    // The status as it was (one that does not read is started anew: its records are the operator's own).
+    let previous: MultiClusterZooKeeperStatus = parent
+        .get("status")
+        .and_then(|s| {
+            MultiClusterZooKeeperStatus::deserialize(s)
+                .inspect_err(|e| tracing::warn!(error = %e, "the status does not read"))
+                .ok()
+        })
+        .unwrap_or_default();
+    let metadata = parent.get("metadata").and_then(|m| ObjectMeta::deserialize(m).ok()).unwrap_or_default();
+    let spec = match parent.get("spec").map(MultiClusterZooKeeperSpec::deserialize) {
+        Some(Ok(s)) => s,
+        Some(Err(e)) => return invalid_spec(request, [overrides, templates, secrets], previous, &format!("spec: {e}")),
+        None => return invalid_spec(request, [overrides, templates, secrets], previous, "spec: missing"),
+    };
+    let parent = MultiClusterZooKeeper { metadata, spec, status: Some(previous) };
+    let (name, ns) =
+        (parent.metadata.name.as_deref().unwrap_or_default(), parent.metadata.namespace.as_deref().unwrap_or_default());
     let binding = read_binding(client, ns, &plan::binding_name(name)).await;
     let admin = match secrets.get(&plan::admin_secret(name)) {
         Some(s) => crate::objects::as_written(s),
@@ -138,13 +139,29 @@ async fn sync(client: &kube::Client, mut request: SyncRequest) -> SyncResponse {
         template: templates.get(name).map(|t| &**t),
         overrides: &overrides,
     };
-    let decision = plan::plan(parent, &spec, seen, admin, &now());
+    let decision = plan::plan(&parent, seen, admin, &now());
     SyncResponse {
-        status: Some(decision.status),
+        status: Some(json_of(&decision.status)),
         children: decision.children,
         resync_after_seconds: Some(if decision.busy { 2.0 } else { 10.0 }),
         finalized: None,
     }
+}
+
+/// A spec that does not read: what runs is kept (a bad edit must not take an ensemble down), and the
+/// status says why nothing changes.
+fn invalid_spec(
+    request: SyncRequest,
+    taken: [ObjectMap; 3],
+    previous: MultiClusterZooKeeperStatus,
+    why: &str,
+) -> SyncResponse {
+    let mut kept: Vec<Value> = request.children.values().flat_map(|m| m.values().map(|o| Value::clone(o))).collect();
+    kept.extend(taken.into_iter().flat_map(|m| m.into_values().map(Arc::unwrap_or_clone)));
+    let mut status = previous.clone();
+    let invalid = uc_api::conditions::Condition::new("Ready", false, "InvalidSpec", why);
+    uc_api::conditions::set_in(&mut status.conditions, invalid, &previous.conditions, &now());
+    SyncResponse { status: Some(json_of(&status)), children: kept, ..Default::default() }
 }
 
 /// A new Secret with a random super user password, and its digest for the servers.

@@ -6,15 +6,20 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::ServicePort;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde_json::{Value, json};
-use uc_api::conditions::{condition, set_condition};
+use serde_json::Value;
+use uc_api::conditions::{Condition, set_in};
 use uc_api::hook::ObjectMap;
-use uc_api::meta::str_at;
+use uc_karmada::plane::{MCS_API, POLICY_API};
+use uc_karmada::types::{
+    ClusterAffinity, Object, OverridePolicy, OverrideSpec, Overriders, Placement, PlaintextOverrider,
+    PropagationPolicy, PropagationSpec, ReplicaScheduling, ResourceSelector, RuleWithCluster, ServiceImportSpec,
+};
 
 use super::binding::{AggregatedItem, Binding};
 use super::records::{self, COMPLETED, DEPLOYING, Generations, PENDING};
-use super::types::{MultiClusterZooKeeperSpec, Record};
+use super::types::{MultiClusterZooKeeper, MultiClusterZooKeeperSpec, MultiClusterZooKeeperStatus, Record};
 use crate::objects::json_of;
 use crate::zookeeper::spec::{CLIENT_PORT, ELECTION_PORT, QUORUM_PORT};
 use crate::zookeeper::types::{EnsembleServer, EnsembleSpec, ZookeeperCluster, ZookeeperClusterSpec};
@@ -167,15 +172,11 @@ pub fn cluster_ready(
     Ok(())
 }
 
-fn meta(name: &str, namespace: &str) -> Value {
-    json!({"name": name, "namespace": namespace})
-}
-
 /// What one sync writes: the children and the status.
 #[derive(Debug)]
 pub struct Decision {
     pub children: Vec<Value>,
-    pub status: Value,
+    pub status: MultiClusterZooKeeperStatus,
     /// Something is under way: sync again soon.
     pub busy: bool,
 }
@@ -184,10 +185,30 @@ pub struct Decision {
 pub struct Observed<'a> {
     /// The ResourceBinding of the ZookeeperCluster, if any.
     pub binding: Option<&'a Binding>,
-    /// The control plane's ZookeeperCluster.
+    /// The control plane's ZookeeperCluster, as stored (its spec's digest is compared).
     pub template: Option<&'a Value>,
     /// The OverridePolicies this object owns, by name.
     pub overrides: &'a ObjectMap,
+}
+
+/// Selects one object by kind and name.
+fn select(api_version: &str, kind: &str, name: &str) -> ResourceSelector {
+    ResourceSelector {
+        api_version: api_version.into(),
+        kind: kind.into(),
+        name: Some(name.into()),
+        ..Default::default()
+    }
+}
+
+/// Karmada's default for the ensemble: replicas divided among the clusters, by weight.
+fn divided() -> Placement {
+    let scheduling = ReplicaScheduling {
+        replica_scheduling_type: Some("Divided".into()),
+        replica_division_preference: Some("Weighted".into()),
+        weight_preference: None,
+    };
+    Placement { replica_scheduling: Some(scheduling), ..Default::default() }
 }
 
 /// What the control plane holds for a MultiClusterZooKeeper: the whole ensemble as a ZookeeperCluster
@@ -201,30 +222,34 @@ fn control_plane_objects(
     admin: Value,
 ) -> Vec<Value> {
     let headless = format!("{name}-headless");
-    let ports = json!([
-        {"name": "tcp-client", "port": CLIENT_PORT, "protocol": "TCP"},
-        {"name": "tcp-quorum", "port": QUORUM_PORT, "protocol": "TCP"},
-        {"name": "tcp-leader-election", "port": ELECTION_PORT, "protocol": "TCP"},
-    ]);
-    let placement = spec.placement.clone().unwrap_or_else(
-        || json!({"replicaScheduling": {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted"}}),
-    );
+    let port = |name: &str, port: u16| ServicePort {
+        name: Some(name.into()),
+        port: i32::from(port),
+        protocol: Some("TCP".into()),
+        ..Default::default()
+    };
+    let ports = vec![
+        port("tcp-client", CLIENT_PORT),
+        port("tcp-quorum", QUORUM_PORT),
+        port("tcp-leader-election", ELECTION_PORT),
+    ];
     let mut template = ZookeeperCluster::new(name, desired);
     template.metadata = ObjectMeta { name: Some(name.into()), namespace: Some(ns.into()), ..Default::default() };
-    vec![
-        json_of(&template),
-        json!({"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceExport", "metadata": meta(&headless, ns)}),
-        json!({"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport", "metadata": meta(&headless, ns),
-               "spec": {"type": "Headless", "ports": ports}}),
-        json!({"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy", "metadata": meta(name, ns),
-               "spec": {"resourceSelectors": [
-                   {"apiVersion": ZK_API, "kind": "ZookeeperCluster", "name": name},
-                   {"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceExport", "name": headless},
-                   {"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ServiceImport", "name": headless},
-                   {"apiVersion": "v1", "kind": "Secret", "name": admin_secret(name)},
-               ], "placement": placement}}),
-        admin,
-    ]
+    let export: Object<()> = Object::new(MCS_API, "ServiceExport", (ns, &headless), None);
+    let import_spec = ServiceImportSpec { type_: "Headless".into(), ports };
+    let import = Object::new(MCS_API, "ServiceImport", (ns, &headless), Some(import_spec));
+    let policy = PropagationSpec {
+        resource_selectors: vec![
+            select(ZK_API, "ZookeeperCluster", name),
+            select(MCS_API, "ServiceExport", &headless),
+            select(MCS_API, "ServiceImport", &headless),
+            select("v1", "Secret", &admin_secret(name)),
+        ],
+        placement: spec.placement.clone().unwrap_or_else(divided),
+        ..Default::default()
+    };
+    let policy: PropagationPolicy = Object::new(POLICY_API, "PropagationPolicy", (ns, name), Some(policy));
+    vec![json_of(&template), json_of(&export), json_of(&import), json_of(&policy), admin]
 }
 
 /// The Ready condition while a record deploys: how each deploying cluster stands, how many are done,
@@ -234,7 +259,7 @@ fn deploying_condition(
     order: &[String],
     items: &BTreeMap<&str, &AggregatedItem>,
     why: impl Fn(&str) -> Result<(), NotDeployed>,
-) -> Value {
+) -> Condition {
     let last = after.last().cloned().unwrap_or_default();
     let state = |k: &str| last.current_state.get(k).cloned().unwrap_or_default();
     let deploying = state(DEPLOYING);
@@ -256,16 +281,19 @@ fn deploying_condition(
         state(COMPLETED).len(),
         order.len()
     );
-    condition("Ready", false, reason, &message)
+    Condition::new("Ready", false, reason, &message)
 }
 
 /// The decision for one sync. `admin` is the Secret with ZooKeeper's super user password, which every
 /// member's servers share (it is propagated with the rest).
-pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, admin: Value, now: &str) -> Decision {
+pub fn plan(parent: &MultiClusterZooKeeper, seen: Observed, admin: Value, now: &str) -> Decision {
     let Observed { binding, template, overrides } = seen;
-    let (name, ns) = (str_at(parent, "/metadata/name"), str_at(parent, "/metadata/namespace"));
-    let previous = parent.get("status").cloned().unwrap_or(json!({}));
-    let mut status = json!({"conditions": previous.get("conditions").cloned().unwrap_or(json!([]))});
+    let spec = &parent.spec;
+    let name = parent.metadata.name.as_deref().unwrap_or_default();
+    let ns = parent.metadata.namespace.as_deref().unwrap_or_default();
+    let previous = parent.status.clone().unwrap_or_default();
+    let mut status = MultiClusterZooKeeperStatus { conditions: previous.conditions.clone(), ..Default::default() };
+    let mut set = |c: Condition| set_in(&mut status.conditions, c, &previous.conditions, now);
     let schedule = binding.and_then(Binding::schedule);
     // The control plane's ZookeeperCluster: the whole ensemble (its replicas are what Karmada divides).
     let desired = ZookeeperClusterSpec {
@@ -281,7 +309,7 @@ pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, ad
     let digest = spec_digest(&json_of(&desired));
     let generation = template
         .filter(|t| t.get("spec").is_some_and(|s| spec_digest(s) == digest))
-        .and_then(|t| t.pointer("/metadata/generation").and_then(Value::as_i64));
+        .and_then(|t| t.get("metadata")?.get("generation")?.as_i64());
     let mut children = control_plane_objects(name, ns, spec, desired, admin);
     let (Some(schedule), Some(generation)) = (schedule.clone(), generation) else {
         let why = match (binding, &schedule) {
@@ -289,18 +317,16 @@ pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, ad
             (Some(_), None) => "waiting for the scheduler",
             (Some(_), Some(_)) => "waiting for the ZookeeperCluster to be written",
         };
-        let scheduled = match &schedule {
-            Some(s) => condition("Scheduled", true, "Scheduled", &describe(s)),
-            None => condition("Scheduled", false, "Pending", why),
-        };
-        set_condition(&mut status, scheduled, Some(&previous), now);
-        let ready = condition("Ready", false, if schedule.is_some() { "Deploying" } else { "Scheduling" }, why);
-        set_condition(&mut status, ready, Some(&previous), now);
-        status["records"] = previous.get("records").cloned().unwrap_or(json!([]));
+        set(match &schedule {
+            Some(s) => Condition::new("Scheduled", true, "Scheduled", &describe(s)),
+            None => Condition::new("Scheduled", false, "Pending", why),
+        });
+        set(Condition::new("Ready", false, if schedule.is_some() { "Deploying" } else { "Scheduling" }, why));
+        status.records = previous.records.clone();
         children.extend(overrides.values().map(|o| Value::clone(o)));
         return Decision { children, status, busy: true };
     };
-    set_condition(&mut status, condition("Scheduled", true, "Scheduled", &describe(&schedule)), Some(&previous), now);
+    set(Condition::new("Scheduled", true, "Scheduled", &describe(&schedule)));
     let order: Vec<String> = schedule.iter().map(|(c, _)| c.clone()).collect();
     let items: BTreeMap<&str, &AggregatedItem> =
         (binding.iter()).flat_map(|b| &b.status.aggregated_status).map(|i| (i.cluster_name.as_str(), i)).collect();
@@ -310,20 +336,15 @@ pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, ad
         let at = schedule.iter().position(|(x, _)| x == c).unwrap_or(schedule.len());
         schedule.iter().take(at + 1).map(|(_, r)| (*r).max(0) as usize).sum::<usize>()
     };
-    let before: Vec<Record> =
-        serde_json::from_value(previous.get("records").cloned().unwrap_or(json!([]))).unwrap_or_default();
-    let g = Generations {
-        multicluster: parent.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0),
-        zookeeper: generation,
-    };
-    let after = records::advance(before, &order, g, now, |c| {
+    let g = Generations { multicluster: parent.metadata.generation.unwrap_or(0), zookeeper: generation };
+    let after = records::advance(previous.records.clone(), &order, g, now, |c| {
         cluster_ready(items.get(c).copied(), &expected(c), joined(c)).is_ok()
     });
     let last = after.last().cloned().unwrap_or_default();
     let state = |k: &str| last.current_state.get(k).cloned().unwrap_or_default();
     // Clusters deploying or done in this record get this record's spec; pending ones keep theirs.
     for c in state(DEPLOYING).iter().chain(state(COMPLETED).iter()) {
-        children.push(override_policy(name, ns, c, &expected(c)));
+        children.push(json_of(&override_policy(name, ns, c, &expected(c))));
     }
     for c in state(PENDING) {
         if let Some(op) = overrides.get(&override_name(name, &c)) {
@@ -331,14 +352,13 @@ pub fn plan(parent: &Value, spec: &MultiClusterZooKeeperSpec, seen: Observed, ad
         }
     }
     let ready = last.status == records::STATUS_READY;
-    let cond = if ready {
-        condition("Ready", true, "Deployed", &format!("every cluster serves its part ({})", describe(&schedule)))
+    set(if ready {
+        Condition::new("Ready", true, "Deployed", &format!("every cluster serves its part ({})", describe(&schedule)))
     } else {
         let why = |c: &str| cluster_ready(items.get(c).copied(), &expected(c), joined(c));
         deploying_condition(&after, &order, &items, why)
-    };
-    set_condition(&mut status, cond, Some(&previous), now);
-    status["records"] = serde_json::to_value(&after).unwrap_or(json!([]));
+    });
+    status.records = after;
     Decision { children, status, busy: !ready }
 }
 
@@ -371,30 +391,47 @@ pub fn override_name(name: &str, cluster: &str) -> String {
 }
 
 /// The OverridePolicy giving one cluster's ZookeeperCluster its spec.
-pub fn override_policy(name: &str, namespace: &str, cluster: &str, member: &ZookeeperClusterSpec) -> Value {
-    json!({
-        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "OverridePolicy",
-        "metadata": meta(&override_name(name, cluster), namespace),
-        "spec": {
-            "resourceSelectors": [{"apiVersion": ZK_API, "kind": "ZookeeperCluster", "name": name}],
-            "overrideRules": [{
-                "targetCluster": {"clusterNames": [cluster]},
-                "overriders": {"plaintext": [{"path": "/spec", "operator": "replace", "value": member}]},
+pub fn override_policy(name: &str, namespace: &str, cluster: &str, member: &ZookeeperClusterSpec) -> OverridePolicy {
+    let rule = RuleWithCluster {
+        target_cluster: Some(ClusterAffinity { cluster_names: vec![cluster.into()], ..Default::default() }),
+        overriders: Overriders {
+            plaintext: vec![PlaintextOverrider {
+                path: "/spec".into(),
+                operator: "replace".into(),
+                value: Some(json_of(member)),
             }],
+            ..Default::default()
         },
-    })
+    };
+    let spec = OverrideSpec {
+        resource_selectors: vec![select(ZK_API, "ZookeeperCluster", name)],
+        override_rules: vec![rule],
+        ..Default::default()
+    };
+    Object::new(POLICY_API, "OverridePolicy", (namespace, &override_name(name, cluster)), Some(spec))
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+    use uc_api::meta::str_at;
+
     use super::*;
 
-    fn mczk() -> (Value, MultiClusterZooKeeperSpec) {
-        let parent = json!({"apiVersion": super::super::types::API_VERSION, "kind": "MultiClusterZooKeeper",
-            "metadata": {"name": "zk", "namespace": "default", "generation": 1},
-            "spec": {"replicas": 5, "zookeeper": {"config": {"tickTime": 2000}}}});
-        let spec = serde_json::from_value(parent["spec"].clone()).unwrap();
+    fn mczk() -> (MultiClusterZooKeeper, MultiClusterZooKeeperSpec) {
+        let parent: MultiClusterZooKeeper = typed(json!({"apiVersion": super::super::types::API_VERSION,
+            "kind": "MultiClusterZooKeeper", "metadata": {"name": "zk", "namespace": "default", "generation": 1},
+            "spec": {"replicas": 5, "zookeeper": {"config": {"tickTime": 2000}}}}));
+        let spec = parent.spec.clone();
         (parent, spec)
+    }
+
+    fn ready(status: &MultiClusterZooKeeperStatus) -> Condition {
+        status.conditions.iter().find(|c| c.type_ == "Ready").unwrap().clone()
+    }
+
+    fn state(status: &MultiClusterZooKeeperStatus, k: &str) -> Vec<String> {
+        status.records[0].current_state[k].clone()
     }
 
     static NONE: std::sync::LazyLock<ObjectMap> = std::sync::LazyLock::new(ObjectMap::new);
@@ -450,14 +487,20 @@ mod tests {
 
     #[test]
     fn without_a_schedule_it_writes_the_template_and_the_policy_and_waits() {
-        let (parent, spec) = mczk();
-        let d = plan(&parent, &spec, seen(None, None), json!({}), "t0");
-        assert!(d.status.to_string().contains("waiting for the ResourceBinding"));
+        let (parent, _) = mczk();
+        let d = plan(&parent, seen(None, None), json!({}), "t0");
+        assert!(ready(&d.status).message.contains("waiting for the ResourceBinding"));
         let kinds: Vec<&str> = d.children.iter().map(|c| str_at(c, "/kind")).collect();
         assert_eq!(kinds[..4], ["ZookeeperCluster", "ServiceExport", "ServiceImport", "PropagationPolicy"]);
         assert_eq!(d.children[0]["spec"]["replicas"], 5);
+        assert!(d.children[1].get("spec").is_none(), "a ServiceExport has no spec");
+        assert_eq!(d.children[2]["spec"]["ports"][0], json!({"name": "tcp-client", "port": 2181, "protocol": "TCP"}));
+        assert_eq!(
+            d.children[3]["spec"]["resourceSelectors"][3],
+            json!({"apiVersion": "v1", "kind": "Secret", "name": "zk-admin"})
+        );
         assert_eq!(d.children[3]["spec"]["placement"]["replicaScheduling"]["replicaSchedulingType"], "Divided");
-        assert_eq!(d.status["records"], json!([]));
+        assert!(d.status.records.is_empty());
         assert!(d.busy);
     }
 
@@ -467,44 +510,44 @@ mod tests {
         let s: Schedule = vec![("m1".into(), 2), ("m2".into(), 2), ("m3".into(), 1)];
         let template = json!({"metadata": {"generation": 2}, "spec": {"replicas": 5, "config": {"tickTime": 2000},
                                                                          "ensemble": {"servers": json_of(&servers("zk", "default", &s))}}});
-        let d = plan(&parent, &spec, seen(Some(&binding(json!([]))), Some(&template)), json!({}), "t0");
+        let d = plan(&parent, seen(Some(&binding(json!([]))), Some(&template)), json!({}), "t0");
         let ops: Vec<&Value> = d.children.iter().filter(|c| c["kind"] == "OverridePolicy").collect();
         assert_eq!(ops.len(), 1, "only the deploying cluster gets its part");
         assert_eq!(ops[0]["metadata"]["name"], "zk-m1");
         assert_eq!(ops[0]["spec"]["overrideRules"][0]["overriders"]["plaintext"][0]["value"]["replicas"], 2);
-        assert_eq!(d.status["records"][0]["currentState"]["deploying"], json!(["m1"]));
-        assert_eq!(d.status["records"][0]["order"], json!(["m1", "m2", "m3"]));
-        assert_eq!(d.status["records"][0]["observedGenerations"], json!({"multiclusterzookeeper": 1, "zookeeper": 2}));
+        assert_eq!(state(&d.status, "deploying"), ["m1"]);
+        assert_eq!(d.status.records[0].order, ["m1", "m2", "m3"]);
+        let generations = &d.status.records[0].observed_generations;
+        assert_eq!((generations["multiclusterzookeeper"], generations["zookeeper"]), (1, 2));
         // A template a moment old (the servers not written yet) starts nothing.
         let stale = json!({"metadata": {"generation": 1}, "spec": {"replicas": 5}});
-        let waiting = plan(&parent, &spec, seen(Some(&binding(json!([]))), Some(&stale)), json!({}), "t0");
-        assert_eq!(waiting.status["records"], json!([]));
+        let waiting = plan(&parent, seen(Some(&binding(json!([]))), Some(&stale)), json!({}), "t0");
+        assert!(waiting.status.records.is_empty());
         // m1 serves its part: m2 starts; m1's override stays.
         let mut parent2 = parent.clone();
-        parent2["status"] = d.status.clone();
+        parent2.status = Some(d.status.clone());
         let items = json!([serving(&member_spec(&spec, "zk", "default", &s, "m1"))]);
         let mut items = items;
         items[0]["clusterName"] = json!("m1");
-        let d = plan(&parent2, &spec, seen(Some(&binding(items)), Some(&template)), json!({}), "t1");
-        assert_eq!(d.status["records"][0]["currentState"]["completed"], json!(["m1"]));
-        assert_eq!(d.status["records"][0]["currentState"]["deploying"], json!(["m2"]));
-        let ready = d.status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Ready").unwrap().clone();
-        assert_eq!(ready["status"], "False");
-        assert!(str_at(&ready, "/message").contains("m2: no status collected"), "{ready}");
-        assert_eq!(ready["reason"], "Deploying");
+        let d = plan(&parent2, seen(Some(&binding(items)), Some(&template)), json!({}), "t1");
+        assert_eq!(state(&d.status, "completed"), ["m1"]);
+        assert_eq!(state(&d.status, "deploying"), ["m2"]);
+        let now = ready(&d.status);
+        assert_eq!(now.status, "False");
+        assert!(now.message.contains("m2: no status collected"), "{now:?}");
+        assert_eq!(now.reason, "Deploying");
         // m1 goes down while m2 deploys: the condition names m1, not only the cluster deploying.
         let mut parent3 = parent.clone();
-        parent3["status"] = d.status.clone();
+        parent3.status = Some(d.status.clone());
         let down = json!([{"clusterName": "m1", "applied": false,
                            "appliedMessage": "cluster m1 is not ready: cluster is not reachable: no answer in 5s"}]);
-        let d = plan(&parent3, &spec, seen(Some(&binding(down)), Some(&template)), json!({}), "t2");
-        let ready = d.status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Ready").unwrap().clone();
-        assert_eq!(ready["reason"], "ClusterUnavailable", "{ready}");
-        assert!(str_at(&ready, "/message").contains("deploying m2: no status collected"), "{ready}");
+        let d = plan(&parent3, seen(Some(&binding(down)), Some(&template)), json!({}), "t2");
+        let now = ready(&d.status);
+        assert_eq!(now.reason, "ClusterUnavailable", "{now:?}");
+        assert!(now.message.contains("deploying m2: no status collected"), "{now:?}");
         assert!(
-            str_at(&ready, "/message")
-                .ends_with("also m1: cluster m1 is not ready: cluster is not reachable: no answer in 5s"),
-            "{ready}"
+            now.message.ends_with("also m1: cluster m1 is not ready: cluster is not reachable: no answer in 5s"),
+            "{now:?}"
         );
     }
 

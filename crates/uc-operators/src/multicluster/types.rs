@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use uc_api::conditions::Condition;
 use uc_api::controller::free_form_object;
+use uc_karmada::types::Placement;
 
 use crate::zookeeper::types::ZookeeperClusterSpec;
 
@@ -37,7 +38,7 @@ pub struct MultiClusterZooKeeperSpec {
     /// the PropagationPolicy as it is. Default: every member cluster, replicas divided evenly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "free_form_object")]
-    pub placement: Option<Value>,
+    pub placement: Option<Placement>,
     /// The ZookeeperCluster every member runs its part of the ensemble with (the pravega operator's
     /// spec; `replicas` and `ensemble` are the operator's to set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -52,9 +53,9 @@ pub struct MultiClusterZooKeeperStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// `Ready` (the last record is Ready) and `Scheduled` (the binding has a scheduling result).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(schema_with = "conditions")]
-    pub conditions: Option<Vec<Value>>,
+    pub conditions: Vec<Condition>,
     /// The deployment history: one record per deployment, the last one current.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub records: Vec<Record>,

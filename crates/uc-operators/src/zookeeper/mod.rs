@@ -28,6 +28,7 @@ pub mod types;
 
 use std::sync::Arc;
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 use serde_json::{Value, json};
 use uc_api::hook::{SyncRequest, SyncResponse};
@@ -43,12 +44,12 @@ use spec::{CLIENT_PORT, Spec};
 pub const HOOK: &str = "zookeeper-cluster";
 
 /// The ZookeeperCluster CRD, derived from `types::ZookeeperClusterSpec`.
-pub fn crd() -> Value {
-    serde_json::to_value(types::ZookeeperCluster::crd()).unwrap_or(Value::Null)
+pub fn crd() -> CustomResourceDefinition {
+    types::ZookeeperCluster::crd()
 }
 
 /// The operator's CRDs.
-pub fn crds() -> Vec<Value> {
+pub fn crds() -> Vec<CustomResourceDefinition> {
     vec![crd()]
 }
 
@@ -362,7 +363,7 @@ mod tests {
 
     #[test]
     fn the_crd_has_every_field_of_the_pravega_crd() {
-        let crd = crd();
+        let crd = crate::objects::json_of(&crd());
         let schema = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
         let fields = include_str!("testdata/pravega-fields.txt");
         let missing: Vec<&str> = fields

@@ -68,7 +68,7 @@ pub async fn setup(
     let watches = parse_watches(&dir, text)?;
     runtime::check_runner().await?;
     for w in &watches {
-        for crd in crate::sdk_project::project_crds(&dir, &w.group, &w.kind) {
+        for crd in crate::sdk_project::project_crds(&dir, &w.group, &w.kind)? {
             uc_engine::manager::install_crd(installer, crd).await?;
         }
     }
