@@ -30,6 +30,12 @@ ANY_KIND = {
     "crates/uc-api/src/metacontroller.rs": "Metacontroller's hook protocol, objects of any kind",
     "crates/uc-karmada/src/interpret.rs": "Karmada's resource interpreter, for any kind",
     "crates/uc-karmada/src/overrides.rs": "override rules applied to templates of any kind",
+    "crates/uc-karmada/src/propagate.rs": "resource templates of any kind, to bindings and Works",
+    "crates/uc-karmada/src/binding.rs": "templates of any kind as Works carry them",
+    "crates/uc-karmada/src/execute.rs": "Works' manifests of any kind, applied in members",
+    "crates/uc/src/ansible_operator/": "the Ansible operator: custom resources of any watch, objects its runs touch",
+    "crates/uc/src/helm_operator.rs": "the Helm operator: custom resources of any watch, a chart's objects",
+    "crates/uc/src/helm_lookup.rs": "Helm's lookup: objects of any kind",
     "crates/uc/src/hook_record.rs": "recorded hook calls, objects of any kind",
     "crates/uc/src/hook_test.rs": "hook test cases, objects of any kind",
 }

@@ -7,16 +7,20 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use uc_api::conditions::{condition, set_condition};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Deserialize;
+use serde_json::Value;
+use uc_api::conditions::{Condition, set_in};
 use uc_api::meta::str_at;
 
 use crate::error::PlaneError;
 use crate::interpret::Interpreter;
 use crate::kinds::Kinds;
 use crate::members::Members;
-use crate::objects::{self, holds};
+use crate::objects::{self, json_of};
 use crate::plane::{CLUSTER_API, CONFIG_API, Plane};
+use crate::types::Cluster;
 use crate::{execute, mcs, propagate};
 
 /// The shortest time between two passes.
@@ -67,7 +71,13 @@ impl Cached {
 
 async fn pass(plane: &mut Plane, with_crds: &mut HashSet<String>, cached: &mut Cached) -> Result<(), PlaneError> {
     let now = now();
-    let clusters = objects::list(&plane.client, &plane.kinds, CLUSTER_API, "Cluster", "").await?;
+    let clusters: Vec<Cluster> = objects::list(&plane.client, &plane.kinds, CLUSTER_API, "Cluster", "")
+        .await?
+        .iter()
+        .filter_map(|c| {
+            Cluster::deserialize(c).inspect_err(|e| tracing::warn!(error = %e, "a Cluster does not read")).ok()
+        })
+        .collect();
     plane.members.refresh(&plane.client, &clusters).await;
     for c in &clusters {
         cluster_status(plane, c, &now).await?;
@@ -101,37 +111,37 @@ async fn pass(plane: &mut Plane, with_crds: &mut HashSet<String>, cached: &mut C
 }
 
 /// A Cluster's `Ready` condition and Kubernetes version, from its last health check.
-async fn cluster_status(plane: &Plane, cluster: &Value, now: &str) -> Result<(), PlaneError> {
-    let name = str_at(cluster, "/metadata/name");
-    let previous = cluster.get("status");
-    let mut status = previous.cloned().unwrap_or(json!({}));
+async fn cluster_status(plane: &Plane, cluster: &Cluster, now: &str) -> Result<(), PlaneError> {
+    let name = cluster.metadata.name.as_deref().unwrap_or_default();
+    let previous = cluster.status.clone().unwrap_or_default();
+    let mut status = previous.clone();
     let cond = match plane.members.by_name.get(name) {
         Some(m) if m.ready => {
-            status["kubernetesVersion"] = json!(m.version);
-            condition("Ready", true, "ClusterReady", &m.message)
+            status.kubernetes_version = Some(m.version.clone());
+            Condition::new("Ready", true, "ClusterReady", &m.message)
         }
-        Some(m) => condition("Ready", false, "ClusterNotReachable", &m.message),
-        None => condition(
+        Some(m) => Condition::new("Ready", false, "ClusterNotReachable", &m.message),
+        None => Condition::new(
             "Ready",
             false,
             "ClusterNotReachable",
             "no client for the cluster: see spec.apiEndpoint and spec.secretRef",
         ),
     };
-    set_condition(&mut status, cond, previous, now);
-    if !holds(previous.unwrap_or(&Value::Null), &status) {
-        objects::write_status(&plane.client, &plane.kinds, cluster, &status).await?;
+    set_in(&mut status.conditions, cond, &previous.conditions, now);
+    if cluster.status.as_ref() != Some(&status) {
+        objects::write_status(&plane.client, &plane.kinds, &json_of(cluster), &json_of(&status)).await?;
     }
     Ok(())
 }
 
 /// `karmada-es-<cluster>` for every member.
-async fn ensure_execution_spaces(plane: &Plane, clusters: &[Value]) -> Result<(), PlaneError> {
+async fn ensure_execution_spaces(plane: &Plane, clusters: &[Cluster]) -> Result<(), PlaneError> {
     for c in clusters {
-        let ns = crate::binding::execution_space(str_at(c, "/metadata/name"));
+        let ns = crate::binding::execution_space(c.metadata.name.as_deref().unwrap_or_default());
         if objects::get(&plane.client, &plane.kinds, "v1", "Namespace", "", &ns).await?.is_none() {
-            let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-            objects::apply(&plane.client, &plane.kinds, &obj).await?;
+            let obj = Namespace { metadata: ObjectMeta { name: Some(ns), ..Default::default() }, ..Default::default() };
+            objects::apply(&plane.client, &plane.kinds, &json_of(&obj)).await?;
         }
     }
     Ok(())

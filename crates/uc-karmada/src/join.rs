@@ -1,8 +1,16 @@
 //! Registering a member cluster, as `karmadactl join` does in push mode: its credentials (`token`,
 //! `caBundle`) in a Secret in `karmada-cluster`, and a `Cluster` naming its API endpoint and that Secret.
 
+use std::collections::BTreeMap;
+
 use base64::Engine as _;
-use serde_json::{Value, json};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::Value;
+
+use crate::plane::CLUSTER_API;
+use crate::types::{Cluster, ClusterSpec, LocalSecretReference};
 
 /// The namespace of members' credentials.
 pub const SECRET_NAMESPACE: &str = "karmada-cluster";
@@ -80,28 +88,34 @@ pub fn credentials(kubeconfig: &kube::config::Kubeconfig) -> Result<Credentials,
 }
 
 /// The Secret and Cluster that register `name`.
-pub fn objects(name: &str, creds: &Credentials) -> (Value, Value) {
-    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
-    let mut data = json!({"token": b64(creds.token.as_bytes())});
+pub fn objects(name: &str, creds: &Credentials) -> (Secret, Cluster) {
+    let mut data = BTreeMap::from([("token".to_string(), ByteString(creds.token.clone().into_bytes()))]);
     if let Some(ca) = &creds.ca_pem {
-        data["caBundle"] = json!(b64(ca));
+        data.insert("caBundle".into(), ByteString(ca.clone()));
     }
-    let secret = json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": name, "namespace": SECRET_NAMESPACE},
-        "type": "Opaque",
-        "data": data,
-    });
-    let cluster = json!({
-        "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
-        "metadata": {"name": name},
-        "spec": {
-            "apiEndpoint": creds.endpoint,
-            "syncMode": "Push",
-            "secretRef": {"namespace": SECRET_NAMESPACE, "name": name},
-            "insecureSkipTLSVerification": creds.ca_pem.is_none(),
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(SECRET_NAMESPACE.into()),
+            ..Default::default()
         },
-    });
+        type_: Some("Opaque".into()),
+        data: Some(data),
+        ..Default::default()
+    };
+    let cluster = Cluster {
+        api_version: CLUSTER_API.into(),
+        kind: "Cluster".into(),
+        metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
+        spec: ClusterSpec {
+            api_endpoint: creds.endpoint.clone(),
+            sync_mode: "Push".into(),
+            secret_ref: Some(LocalSecretReference { namespace: SECRET_NAMESPACE.into(), name: name.into() }),
+            insecure_skip_tls_verification: creds.ca_pem.is_none(),
+            ..Default::default()
+        },
+        status: None,
+    };
     (secret, cluster)
 }
 
@@ -126,9 +140,11 @@ contexts: [{name: uc, context: {cluster: uc, user: admin}}]
         assert_eq!((c.endpoint.as_str(), c.token.as_str()), ("https://127.0.0.1:7001", "secret-token"));
         assert_eq!(c.ca_pem.as_deref(), Some(&b"-----BEGIN"[..]));
         let (secret, cluster) = objects("m1", &c);
+        let (secret, cluster) = (uc_api::meta::json_of(&secret), uc_api::meta::json_of(&cluster));
         assert_eq!(secret["metadata"]["namespace"], SECRET_NAMESPACE);
         assert_eq!(secret["data"]["token"], "c2VjcmV0LXRva2Vu");
-        assert_eq!(cluster["spec"]["secretRef"], json!({"namespace": "karmada-cluster", "name": "m1"}));
+        assert_eq!(cluster["spec"]["secretRef"], serde_json::json!({"namespace": "karmada-cluster", "name": "m1"}));
+        assert_eq!((cluster["apiVersion"].as_str(), cluster["kind"].as_str()), (Some(CLUSTER_API), Some("Cluster")));
         assert_eq!(cluster["spec"]["insecureSkipTLSVerification"], false);
     }
 }

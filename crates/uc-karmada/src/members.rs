@@ -5,14 +5,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::kinds::Kinds;
+use crate::types::{Cluster, MemberCluster};
 use base64::Engine as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
-use serde_json::{Value, json};
-use uc_api::meta::str_at;
-
-use crate::kinds::Kinds;
-use crate::types::MemberCluster;
 
 /// One member cluster.
 pub struct Member {
@@ -48,19 +45,18 @@ impl Members {
     }
 
     /// Brings the clients in line with the `Cluster` objects and checks each member's health.
-    pub async fn refresh(&mut self, control_plane: &kube::Client, clusters: &[Value]) {
-        let names: Vec<String> = clusters.iter().map(|c| str_at(c, "/metadata/name").to_string()).collect();
-        self.by_name.retain(|n, _| names.contains(n));
+    pub async fn refresh(&mut self, control_plane: &kube::Client, clusters: &[Cluster]) {
+        let names: Vec<&str> = clusters.iter().map(|c| c.metadata.name.as_deref().unwrap_or_default()).collect();
+        self.by_name.retain(|n, _| names.contains(&n.as_str()));
         for c in clusters {
-            let name = str_at(c, "/metadata/name").to_string();
-            let labels: BTreeMap<String, String> =
-                serde_json::from_value(c.pointer("/metadata/labels").cloned().unwrap_or(json!({}))).unwrap_or_default();
+            let name = c.metadata.name.clone().unwrap_or_default();
+            let labels = c.metadata.labels.clone().unwrap_or_default();
             let secret = read_secret(control_plane, c).await;
             let source = format!(
                 "{}|{}|{}",
-                str_at(c, "/spec/apiEndpoint"),
+                c.spec.api_endpoint,
                 secret.as_ref().map(|s| s.metadata.resource_version.clone().unwrap_or_default()).unwrap_or_default(),
-                c.pointer("/spec/insecureSkipTLSVerification").and_then(Value::as_bool).unwrap_or(false)
+                c.spec.insecure_skip_tls_verification
             );
             if self.by_name.get(&name).is_none_or(|m| m.source != source) {
                 match client_for(c, secret.as_ref()) {
@@ -111,12 +107,9 @@ impl Members {
     }
 }
 
-async fn read_secret(control_plane: &kube::Client, cluster: &Value) -> Option<Secret> {
-    let (ns, name) = (str_at(cluster, "/spec/secretRef/namespace"), str_at(cluster, "/spec/secretRef/name"));
-    if name.is_empty() {
-        return None;
-    }
-    Api::<Secret>::namespaced(control_plane.clone(), ns).get_opt(name).await.ok().flatten()
+async fn read_secret(control_plane: &kube::Client, cluster: &Cluster) -> Option<Secret> {
+    let r = cluster.spec.secret_ref.as_ref().filter(|r| !r.name.is_empty())?;
+    Api::<Secret>::namespaced(control_plane.clone(), &r.namespace).get_opt(&r.name).await.ok().flatten()
 }
 
 /// Why no client of a member can be made from its `Cluster` and Secret.
@@ -134,8 +127,8 @@ pub enum MemberError {
 }
 
 /// A client of a member, from its `Cluster` and credentials Secret (`token`, `caBundle`).
-fn client_for(cluster: &Value, secret: Option<&Secret>) -> Result<kube::Client, MemberError> {
-    let endpoint = str_at(cluster, "/spec/apiEndpoint");
+fn client_for(cluster: &Cluster, secret: Option<&Secret>) -> Result<kube::Client, MemberError> {
+    let endpoint = cluster.spec.api_endpoint.as_str();
     if endpoint.is_empty() {
         return Err(MemberError::Endpoint("it is empty".into()));
     }
@@ -143,13 +136,11 @@ fn client_for(cluster: &Value, secret: Option<&Secret>) -> Result<kube::Client, 
     let mut config = kube::Config::new(url.parse().map_err(|e| MemberError::Endpoint(format!("{url:?}: {e}")))?);
     config.connect_timeout = Some(Duration::from_secs(3));
     config.read_timeout = Some(Duration::from_secs(20));
-    config.accept_invalid_certs =
-        cluster.pointer("/spec/insecureSkipTLSVerification").and_then(Value::as_bool).unwrap_or(false);
+    config.accept_invalid_certs = cluster.spec.insecure_skip_tls_verification;
     let data = secret.and_then(|s| s.data.as_ref());
     if let Some(token) = data.and_then(|d| d.get("token")) {
         let token = String::from_utf8_lossy(&token.0).trim().to_string();
-        config.auth_info = serde_json::from_value(json!({"token": token}))
-            .map_err(|e| MemberError::Credentials(format!("the token: {e}")))?;
+        config.auth_info = kube::config::AuthInfo { token: Some(token.into()), ..Default::default() };
     }
     if let Some(ca) = data.and_then(|d| d.get("caBundle")) {
         // The bundle is PEM; some write it base64-encoded once more.

@@ -261,10 +261,81 @@ fn is_zero(n: &i32) -> bool {
     *n == 0
 }
 
+/// A member `Cluster` (`cluster.karmada.io/v1alpha1`): what uc reads and writes of it; other fields are
+/// kept as they are.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Cluster {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    pub spec: ClusterSpec,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<ClusterStatus>,
+}
+
+/// `ClusterSpec`: how to reach the member (push mode).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ClusterSpec {
+    pub api_endpoint: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub sync_mode: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_ref: Option<LocalSecretReference>,
+    #[serde(rename = "insecureSkipTLSVerification")]
+    pub insecure_skip_tls_verification: bool,
+    #[serde(flatten)]
+    pub rest: BTreeMap<String, Value>,
+}
+
+/// A Secret by namespace and name.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(default)]
+pub struct LocalSecretReference {
+    pub namespace: String,
+    pub name: String,
+}
+
+/// `ClusterStatus`: the member's version and `Ready` condition (what else it has is kept).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ClusterStatus {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kubernetes_version: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<uc_api::conditions::Condition>,
+    #[serde(flatten)]
+    pub rest: BTreeMap<String, Value>,
+}
+
 /// A member cluster as the scheduler sees it.
 #[derive(Clone, Debug, Default)]
 pub struct MemberCluster {
     pub name: String,
     pub labels: BTreeMap<String, String>,
     pub ready: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_cluster_keeps_what_uc_does_not_read() {
+        let written = json!({"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster", "metadata": {"name": "m1"},
+            "spec": {"apiEndpoint": "https://m1:6443", "syncMode": "Push", "provider": "uc",
+                     "secretRef": {"namespace": "karmada-cluster", "name": "m1"}, "insecureSkipTLSVerification": true},
+            "status": {"kubernetesVersion": "v1.33.0", "apiEnablements": [{"groupVersion": "v1"}],
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "ClusterReady", "message": "ok"}]}});
+        let cluster: Cluster = serde_json::from_value(written.clone()).unwrap();
+        assert!(cluster.spec.insecure_skip_tls_verification);
+        assert_eq!(cluster.spec.secret_ref.as_ref().map(|r| r.name.as_str()), Some("m1"));
+        assert!(cluster.status.as_ref().unwrap().conditions[0].holds("Ready"));
+        assert_eq!(serde_json::to_value(&cluster).unwrap(), written, "written back as it was");
+    }
 }

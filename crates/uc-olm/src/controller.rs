@@ -93,7 +93,7 @@ async fn sweep(olm: &Olm, current: &BTreeSet<(String, String)>) {
 async fn publish(olm: &Olm, source: &CatalogSource, catalog: &crate::fbc::Catalog) -> Result<(), LifecycleError> {
     let (ns, name) = (source.namespace(), source.name());
     for pkg in catalog.packages.values() {
-        olm.apply(&packages::manifest(source, pkg)).await?;
+        olm.apply(&uc_api::meta::json_of(&packages::manifest(source, pkg))).await?;
     }
     let selector = format!("{}={name},{}={ns}", packages::CATALOG_LABEL, packages::CATALOG_NAMESPACE_LABEL);
     for stale in

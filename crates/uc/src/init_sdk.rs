@@ -6,7 +6,14 @@
 
 use std::path::{Path, PathBuf};
 
+use std::collections::BTreeMap;
+
 use anyhow::{Context, bail};
+use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceSubresourceStatus, CustomResourceSubresources, JSONSchemaProps,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
 
 /// Which SDK operator type.
@@ -25,47 +32,58 @@ const VERSION: &str = "v1alpha1";
 /// The SDK's image tags the Dockerfiles name.
 const SDK_VERSION: &str = "v1.42.0";
 
-fn yaml(v: &Value) -> String {
+fn yaml<T: serde::Serialize>(v: &T) -> String {
     serde_yaml_ng::to_string(v).unwrap_or_default()
 }
 
 /// A CRD with the SDK's open schema: spec and status keep whatever they are given.
-fn crd(kind: &str, plural: &str) -> Value {
-    let open =
-        |what: &str| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true, "description": what});
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{plural}.{GROUP}")},
-        "spec": {
-            "group": GROUP, "scope": "Namespaced",
-            "names": {"kind": kind, "listKind": format!("{kind}List"), "plural": plural, "singular": kind.to_lowercase()},
-            "versions": [{
-                "name": VERSION, "served": true, "storage": true, "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {
-                    "description": format!("{kind} is the Schema for the {plural} API"), "type": "object",
-                    "properties": {
-                        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
-                        "spec": open(&format!("Spec defines the desired state of {kind}")),
-                        "status": open(&format!("Status defines the observed state of {kind}")),
-                    }
-                }}
-            }]
-        }
-    })
+fn crd(kind: &str, plural: &str) -> CustomResourceDefinition {
+    use uc_api::crds::{crd, names, served_version};
+    let typed = |type_: &str, description: Option<String>| JSONSchemaProps {
+        type_: Some(type_.into()),
+        description,
+        ..Default::default()
+    };
+    let open = |what: String| JSONSchemaProps {
+        x_kubernetes_preserve_unknown_fields: Some(true),
+        ..typed("object", Some(what))
+    };
+    let properties = BTreeMap::from([
+        ("apiVersion".to_string(), typed("string", None)),
+        ("kind".to_string(), typed("string", None)),
+        ("metadata".to_string(), typed("object", None)),
+        ("spec".to_string(), open(format!("Spec defines the desired state of {kind}"))),
+        ("status".to_string(), open(format!("Status defines the observed state of {kind}"))),
+    ]);
+    let schema = JSONSchemaProps {
+        properties: Some(properties),
+        ..typed("object", Some(format!("{kind} is the Schema for the {plural} API")))
+    };
+    let mut version = served_version(VERSION, schema);
+    version.subresources =
+        Some(CustomResourceSubresources { status: Some(CustomResourceSubresourceStatus(json!({}))), scale: None });
+    crd(GROUP, names(kind, plural), "Namespaced", version)
 }
 
 /// The manager's ClusterRole: the kind (its status and finalizers) and what the operator makes.
-fn role(plural: &str, managed: &[(String, String)]) -> Value {
+fn role(plural: &str, managed: &[(String, String)]) -> ClusterRole {
+    let rule = |group: &str, resources: Vec<String>, verbs: &[&str]| PolicyRule {
+        api_groups: Some(vec![group.into()]),
+        resources: Some(resources),
+        verbs: verbs.iter().map(|v| v.to_string()).collect(),
+        ..Default::default()
+    };
+    const ALL: &[&str] = &["create", "delete", "get", "list", "patch", "update", "watch"];
     let mut rules = vec![
-        json!({"apiGroups": [GROUP], "resources": [plural, format!("{plural}/status"), format!("{plural}/finalizers")],
-               "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}),
-        json!({"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}),
+        rule(GROUP, vec![plural.into(), format!("{plural}/status"), format!("{plural}/finalizers")], ALL),
+        rule("", vec!["events".into()], &["create"]),
     ];
-    for (group, resource) in managed {
-        rules.push(json!({"apiGroups": [group], "resources": [resource],
-                          "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"]}));
+    rules.extend(managed.iter().map(|(group, resource)| rule(group, vec![resource.clone()], ALL)));
+    ClusterRole {
+        metadata: ObjectMeta { name: Some("manager-role".into()), ..Default::default() },
+        rules: Some(rules),
+        ..Default::default()
     }
-    json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "manager-role"}, "rules": rules})
 }
 
 /// A kind's plural as the SDK's scaffolds guess it.

@@ -333,8 +333,8 @@ async fn join(args: JoinArgs) -> anyhow::Result<()> {
     let kinds = uc_karmada::kinds::Kinds::default();
     let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
                                 "metadata": {"name": uc_karmada::join::SECRET_NAMESPACE}});
-    for obj in [&ns, &secret, &cluster] {
-        uc_karmada::objects::apply(&client, &kinds, obj).await.map_err(anyhow::Error::msg)?;
+    for obj in [ns, uc_api::meta::json_of(&secret), uc_api::meta::json_of(&cluster)] {
+        uc_karmada::objects::apply(&client, &kinds, &obj).await.map_err(anyhow::Error::msg)?;
     }
     println!("cluster {} joined ({})", args.name, creds.endpoint);
     Ok(())

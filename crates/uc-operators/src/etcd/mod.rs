@@ -36,6 +36,7 @@ use kube::CustomResourceExt;
 use kube::api::{Api, PostParams};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use uc_api::conditions::Condition;
 use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
 use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry, SyncFuture};
 
@@ -122,7 +123,7 @@ fn invalid_spec(request: &mut SyncRequest, observed_pods: &ObjectMap, previous: 
     let mut status = previous;
     status["phase"] = json!(if kept.is_empty() { "Failed" } else { status["phase"].as_str().unwrap_or("Failed") });
     status["reason"] = json!(message);
-    status["conditions"] = json!([condition("Available", false, "InvalidSpec", message)]);
+    status["conditions"] = json_of(&[condition("Available", false, "InvalidSpec", message)]);
     SyncResponse { status: Some(status), children: kept, ..Default::default() }
 }
 
@@ -217,7 +218,7 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest
     } else {
         None
     };
-    let reason = step.conditions.first().and_then(|c| c["reason"].as_str()).map(String::from);
+    let reason = step.conditions.first().map(|c| c.reason.clone());
     let mut children: Vec<Value> = spec.services().iter().map(json_of).collect();
     children.extend(step.pods.iter().filter_map(|p| spec.claim_of(p)).map(|c| json_of(&c)));
     children.extend(step.pods.iter().map(json_of));
@@ -281,7 +282,11 @@ async fn carry_out(etcd: &Etcd, decision: Decision) -> Step {
 /// Opt-in automatic restore: once quorum has been lost for `afterSeconds`, an EtcdRestore from the
 /// named EtcdBackup's latest snapshot (created once per loss, named after when the loss began, so it
 /// is there to see in `kubectl get etcdrestores`). Returns the condition that says what happened.
-async fn auto_restore(kube: Option<&kube::Client>, spec: &Spec, since: chrono::DateTime<chrono::Utc>) -> Option<Value> {
+async fn auto_restore(
+    kube: Option<&kube::Client>,
+    spec: &Spec,
+    since: chrono::DateTime<chrono::Utc>,
+) -> Option<Condition> {
     let (backup, after) = spec.restore_on_quorum_loss.as_ref()?;
     let waited = (chrono::Utc::now() - since).num_seconds().max(0) as u64;
     if waited < *after {

@@ -19,6 +19,7 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
+use uc_api::conditions::Condition;
 use uc_api::meta::str_at;
 
 use super::client::Member;
@@ -34,7 +35,7 @@ pub struct Step {
     /// `status.phase`.
     pub phase: &'static str,
     /// Status conditions, the first giving `status.reason`.
-    pub conditions: Vec<Value>,
+    pub conditions: Vec<Condition>,
     /// Sync again soon: a change is under way.
     pub busy: bool,
     /// Quorum is lost (the cluster cannot repair itself).
@@ -178,8 +179,8 @@ impl Seen<'_> {
         names.iter().filter_map(|n| self.mine.get(n)).map(strip).collect()
     }
 
-    fn done(&self, pods: &BTreeSet<String>, phase: &'static str, conditions: Vec<Value>, busy: bool) -> Step {
-        let quorum_lost = conditions.first().is_some_and(|c| c["reason"] == "QuorumLost");
+    fn done(&self, pods: &BTreeSet<String>, phase: &'static str, conditions: Vec<Condition>, busy: bool) -> Step {
+        let quorum_lost = conditions.first().is_some_and(|c| c.reason == "QuorumLost");
         Step { pods: self.keep(pods), phase, quorum_lost, conditions, busy }
     }
 
@@ -299,7 +300,7 @@ impl Seen<'_> {
     }
 }
 
-fn scaling(message: String) -> Value {
+fn scaling(message: String) -> Condition {
     condition("Scaling", true, "Scaling", &message)
 }
 
@@ -552,7 +553,7 @@ mod tests {
     }
 
     fn reason(step: &Step) -> &str {
-        step.conditions[0]["reason"].as_str().unwrap()
+        step.conditions[0].reason.as_str()
     }
 
     fn change_of(d: &Decision) -> Option<&MemberChange> {
@@ -612,7 +613,7 @@ mod tests {
         let d = plan(&s, &pods, &ran, View::Unreachable("connection refused".into()));
         assert_eq!((d.step.phase, reason(&d.step), d.step.quorum_lost), ("Failed", "QuorumLost", true));
         assert_eq!(names(&d.step), ["ex-0000"], "nothing is deleted without quorum");
-        assert!(d.step.conditions[0]["message"].as_str().unwrap().contains("connection refused"));
+        assert!(d.step.conditions[0].message.contains("connection refused"));
     }
 
     #[test]
@@ -718,7 +719,7 @@ mod tests {
         let first = pods.get_mut("ex-0000").unwrap();
         first.spec.as_mut().unwrap().containers[0].image = Some(s.image());
         let d = plan(&s, &pods, &p, view(members.clone()));
-        assert!(d.step.conditions[1]["message"].as_str().unwrap().starts_with("waiting for ex-0000"));
+        assert!(d.step.conditions[1].message.starts_with("waiting for ex-0000"));
         let images: Vec<String> = d.step.pods.iter().map(pod_image).collect();
         assert_eq!(images, [s.image().as_str(), old, old], "the next waits");
     }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
+use uc_api::conditions::Condition;
 
 use super::spec::Spec;
 
@@ -23,7 +24,10 @@ pub fn pod_failed(pod: &Pod) -> bool {
     matches!(pod.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Failed" | "Succeeded"))
 }
 
-pub use uc_api::conditions::condition;
+/// A condition of an EtcdCluster's status (no transition time: the phase says when).
+pub fn condition(type_: &str, ok: bool, reason: &str, message: &str) -> Condition {
+    Condition::new(type_, ok, reason, message)
+}
 
 /// The etcd container of a member's pod (its first).
 pub fn etcd_container(pod: &Pod) -> Option<&k8s_openapi::api::core::v1::Container> {

@@ -128,7 +128,7 @@ fn handed_over(restore: &EtcdRestore, cluster: &EtcdCluster, id: &str, snapshot:
     let message = cs
         .conditions
         .iter()
-        .find_map(|c| c.get("message").and_then(Value::as_str).filter(|m| !m.is_empty()))
+        .find_map(|c| Some(c.message.as_str()).filter(|m| !m.is_empty()))
         .unwrap_or("waiting for the cluster");
     if restored && cs.phase == "Failed" && cs.reason.as_deref() == Some("RestoreFailed") {
         return status("Failed", message, None);

@@ -143,7 +143,7 @@ pub struct EtcdClusterStatus {
     /// Since when quorum has been lost.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quorum_lost_since: Option<String>,
-    pub conditions: Vec<Value>,
+    pub conditions: Vec<uc_api::conditions::Condition>,
 }
 
 /// The members by readiness, each sorted.

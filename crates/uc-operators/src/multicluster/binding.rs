@@ -2,6 +2,7 @@
 //! the scheduling result and, per member cluster, the status its interpreter reflected.
 
 use serde::Deserialize;
+use uc_api::conditions::Condition;
 
 /// A ResourceBinding, as far as the operator reads it.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -32,22 +33,6 @@ pub struct TargetCluster {
 pub struct BindingStatus {
     pub conditions: Vec<Condition>,
     pub aggregated_status: Vec<AggregatedItem>,
-}
-
-/// A condition's type and status.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(default)]
-pub struct Condition {
-    #[serde(rename = "type")]
-    pub type_: String,
-    pub status: String,
-}
-
-impl Condition {
-    /// Whether this is condition `type_` and it holds.
-    pub fn holds(&self, type_: &str) -> bool {
-        self.type_ == type_ && self.status == "True"
-    }
 }
 
 /// What one member cluster reported: whether the ZookeeperCluster applied, and its status.

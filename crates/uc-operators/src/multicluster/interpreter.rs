@@ -100,7 +100,7 @@ pub fn answer(context: &Value) -> Value {
 fn healthy(zk: &ZookeeperCluster) -> bool {
     let want = zk.spec.replicas.unwrap_or(0);
     let status = zk.status.clone().unwrap_or_default();
-    let rolling = status.conditions.iter().flatten().any(|c| c["type"] == "Upgrading" && c["status"] == "True");
+    let rolling = status.conditions.iter().flatten().any(|c| c.holds("Upgrading"));
     status.observed_generation == zk.metadata.generation
         && status.replicas.unwrap_or(0) == want
         && status.ready_replicas.unwrap_or(0) == want

@@ -2,7 +2,9 @@
 //! server's entry, the ensemble's conditions (keeping their transition times), the version a pod runs.
 
 use k8s_openapi::api::core::v1::Pod;
-use serde_json::{Value, json};
+use serde::Deserialize;
+use serde_json::Value;
+use uc_api::conditions::Condition;
 
 use super::fourlw::Srvr;
 use super::objects;
@@ -26,7 +28,7 @@ pub(super) fn conditions(
     upgrading: Option<&str>,
     lost: Option<String>,
     now: &str,
-) -> Vec<Value> {
+) -> Vec<Condition> {
     vec![
         if ready == total {
             condition("PodsReady", true, "AllServersServing", now, "")
@@ -38,8 +40,7 @@ pub(super) fn conditions(
             None => condition("Upgrading", false, "UpToDate", now, ""),
         },
         match lost {
-            Some(message) => json!({"type": "Error", "status": "True", "reason": "QuorumLost", "message": message,
-                                    "lastTransitionTime": now}),
+            Some(message) => condition("Error", true, "QuorumLost", now, &message),
             None => condition("Error", false, "NoError", now, ""),
         },
     ]
@@ -53,18 +54,18 @@ pub(super) fn running_tag(pod: &Pod) -> Option<String> {
     Some(image.rsplit_once(':').map(|(_, t)| t).unwrap_or("latest").to_string())
 }
 
-pub(super) fn condition(type_: &str, ok: bool, reason: &str, now: &str, message: &str) -> Value {
-    json!({"type": type_, "status": if ok { "True" } else { "False" }, "reason": reason, "message": message,
-           "lastTransitionTime": now})
+/// A condition as of `now`.
+pub(super) fn condition(type_: &str, ok: bool, reason: &str, now: &str, message: &str) -> Condition {
+    Condition { last_transition_time: Some(now.into()), ..Condition::new(type_, ok, reason, message) }
 }
 
 /// A condition whose status did not change keeps its transition time.
-pub(super) fn keep_transition_times(conditions: &mut [Value], previous: &Value) {
-    let Some(before) = previous.get("conditions").and_then(Value::as_array) else { return };
+pub(super) fn keep_transition_times(conditions: &mut [Condition], previous: &Value) {
+    let before = previous.get("conditions").and_then(|c| Vec::<Condition>::deserialize(c).ok()).unwrap_or_default();
     for c in conditions.iter_mut() {
-        let same = before.iter().find(|b| b.get("type") == c.get("type") && b.get("status") == c.get("status"));
-        if let Some(t) = same.and_then(|b| b.get("lastTransitionTime")) {
-            c["lastTransitionTime"] = t.clone();
+        let same = before.iter().find(|b| b.type_ == c.type_ && b.status == c.status);
+        if let Some(t) = same.and_then(|b| b.last_transition_time.clone()) {
+            c.last_transition_time = Some(t);
         }
     }
 }

@@ -13,7 +13,6 @@ use k8s_openapi::api::core::v1::{
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use uc_api::controller::free_form_object;
 
 /// A ZooKeeper ensemble run by uc's ZooKeeper operator.
@@ -352,7 +351,7 @@ pub struct ZookeeperClusterStatus {
     /// `PodsReady`, `Upgrading`, `Error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "conditions")]
-    pub conditions: Option<Vec<Value>>,
+    pub conditions: Option<Vec<uc_api::conditions::Condition>>,
     /// The pod of the server that leads (uc's addition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader: Option<String>,
