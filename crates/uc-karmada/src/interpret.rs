@@ -6,10 +6,13 @@
 use std::sync::Arc;
 
 use base64::Engine as _;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use uc_api::meta::str_at;
 use uc_engine::hooks::webhook::WebhookHook;
 use uc_engine::names::Resolver;
+
+use crate::types::{InterpreterClientConfig, InterpreterWebhook, InterpreterWebhookConfiguration};
 
 /// Why a resource interpreter webhook could not interpret an object.
 #[derive(Debug, thiserror::Error)]
@@ -46,22 +49,14 @@ impl Operation {
 }
 
 /// Whether a webhook's rules take `op` on `apiVersion`/`kind` (`*` matches everything).
-pub fn rules_match(webhook: &Value, op: Operation, api_version: &str, kind: &str) -> bool {
+pub fn rules_match(webhook: &InterpreterWebhook, op: Operation, api_version: &str, kind: &str) -> bool {
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let has = |rule: &Value, key: &str, want: &str| {
-        rule.get(key).and_then(Value::as_array).is_some_and(|l| l.iter().any(|v| v == "*" || v == want))
-    };
-    webhook.get("rules").and_then(Value::as_array).into_iter().flatten().any(|r| {
-        has(r, "operations", op.name())
-            && has(r, "apiGroups", group)
-            && has(r, "apiVersions", version)
-            && has(r, "kinds", kind)
-    })
+    webhook.rules.iter().any(|r| r.takes(op.name(), (group, version, kind)))
 }
 
 /// One webhook of a configuration, ready to call.
 struct Hook {
-    config: Value,
+    config: InterpreterWebhook,
     client: Arc<WebhookHook>,
 }
 
@@ -73,39 +68,50 @@ pub struct Interpreter {
     pub errors: Vec<String>,
 }
 
+/// A webhook's URL: its own, or its Service's in-cluster name.
+fn url_of(c: &InterpreterClientConfig) -> Option<String> {
+    match (&c.url, &c.service) {
+        (_, Some(s)) => Some(format!(
+            "https://{}.{}.svc:{}{}",
+            s.name,
+            s.namespace,
+            s.port.unwrap_or(443),
+            s.path.as_deref().unwrap_or_default()
+        )),
+        (Some(u), None) => Some(u.clone()),
+        (None, None) => None,
+    }
+}
+
 impl Interpreter {
     /// From every `ResourceInterpreterWebhookConfiguration`.
     pub fn new(configs: &[Value], resolver: &Resolver) -> Interpreter {
         let mut out = Interpreter::default();
         for cfg in configs {
-            for w in cfg.get("webhooks").and_then(Value::as_array).into_iter().flatten() {
-                let cc = w.get("clientConfig").cloned().unwrap_or(json!({}));
-                let url = match (cc.get("url").and_then(Value::as_str), cc.get("service")) {
-                    (_, Some(s)) => format!(
-                        "https://{}.{}.svc:{}{}",
-                        str_at(s, "/name"),
-                        str_at(s, "/namespace"),
-                        s.get("port").and_then(Value::as_i64).unwrap_or(443),
-                        str_at(s, "/path")
-                    ),
-                    (Some(u), None) => u.to_string(),
-                    (None, None) => {
-                        out.errors.push(format!("{}: clientConfig needs url or service", str_at(w, "/name")));
-                        continue;
-                    }
+            let cfg = match InterpreterWebhookConfiguration::deserialize(cfg) {
+                Ok(c) => c,
+                Err(e) => {
+                    out.errors.push(format!("{}: {e}", str_at(cfg, "/metadata/name")));
+                    continue;
+                }
+            };
+            for w in cfg.webhooks {
+                let Some(url) = url_of(&w.client_config) else {
+                    out.errors.push(format!("{}: clientConfig needs url or service", w.name));
+                    continue;
                 };
                 let spec = uc_api::controller::Webhook {
                     url: Some(url),
-                    timeout: Some(format!("{}s", w.get("timeoutSeconds").and_then(Value::as_i64).unwrap_or(10))),
+                    timeout: Some(format!("{}s", w.timeout_seconds.unwrap_or(10))),
                     ..Default::default()
                 };
                 let credentials = uc_engine::hooks::credentials::Credentials {
-                    ca_pem: cc.get("caBundle").and_then(Value::as_str).map(uc_engine::hooks::credentials::decode_pem),
+                    ca_pem: w.client_config.ca_bundle.as_deref().map(uc_engine::hooks::credentials::decode_pem),
                     ..Default::default()
                 };
                 match WebhookHook::new(&spec, resolver.clone(), credentials) {
-                    Ok(client) => out.hooks.push(Hook { config: w.clone(), client: Arc::new(client) }),
-                    Err(e) => out.errors.push(format!("{}: {e}", str_at(w, "/name"))),
+                    Ok(client) => out.hooks.push(Hook { config: w, client: Arc::new(client) }),
+                    Err(e) => out.errors.push(format!("{}: {e}", w.name)),
                 }
             }
         }
@@ -140,7 +146,7 @@ impl Interpreter {
         }
         let context = json!({"apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterContext",
                              "request": request});
-        let name = str_at(&hook.config, "/name").to_string();
+        let name = hook.config.name.clone();
         let answer =
             hook.client.call(&context).await.map_err(|source| InterpretError::Call { name: name.clone(), source })?;
         let response = answer.get("response").cloned().unwrap_or(Value::Null);
@@ -260,8 +266,10 @@ mod tests {
 
     #[test]
     fn webhook_rules_match_by_operation_group_version_kind() {
-        let w = json!({"rules": [{"operations": ["ReviseReplica", "InterpretHealth"], "apiGroups": ["zookeeper.pravega.io"],
-                                   "apiVersions": ["*"], "kinds": ["ZookeeperCluster"]}]});
+        let w: InterpreterWebhook =
+            serde_json::from_value(json!({"rules": [{"operations": ["ReviseReplica", "InterpretHealth"],
+            "apiGroups": ["zookeeper.pravega.io"], "apiVersions": ["*"], "kinds": ["ZookeeperCluster"]}]}))
+            .unwrap();
         let av = "zookeeper.pravega.io/v1beta1";
         assert!(rules_match(&w, Operation::ReviseReplica, av, "ZookeeperCluster"));
         assert!(!rules_match(&w, Operation::InterpretReplica, av, "ZookeeperCluster"));

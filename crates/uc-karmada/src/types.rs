@@ -311,6 +311,65 @@ pub struct ClusterStatus {
     pub rest: BTreeMap<String, Value>,
 }
 
+/// A `ResourceInterpreterWebhookConfiguration` (`config.karmada.io/v1alpha1`): webhooks that interpret
+/// kinds Karmada does not know.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct InterpreterWebhookConfiguration {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    pub webhooks: Vec<InterpreterWebhook>,
+}
+
+/// One interpreter webhook: where it is, and which operations on which kinds it answers.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct InterpreterWebhook {
+    pub name: String,
+    pub client_config: InterpreterClientConfig,
+    pub rules: Vec<InterpreterRule>,
+    pub interpreter_context_versions: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<i64>,
+}
+
+/// Where a webhook is: a URL or an in-cluster Service, and the CA that signs its certificate
+/// (`caBundle`, base64 of PEM, or PEM).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct InterpreterClientConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<k8s_openapi::api::admissionregistration::v1::ServiceReference>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_bundle: Option<String>,
+}
+
+/// Operations on kinds (`*` matches any).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct InterpreterRule {
+    pub operations: Vec<String>,
+    pub api_groups: Vec<String>,
+    pub api_versions: Vec<String>,
+    pub kinds: Vec<String>,
+}
+
+impl InterpreterRule {
+    /// Whether it takes `operation` on `group`/`version` `kind`.
+    pub fn takes(&self, operation: &str, (group, version, kind): (&str, &str, &str)) -> bool {
+        let has = |list: &[String], want: &str| list.iter().any(|v| v == "*" || v == want);
+        has(&self.operations, operation)
+            && has(&self.api_groups, group)
+            && has(&self.api_versions, version)
+            && has(&self.kinds, kind)
+    }
+}
+
 /// A member cluster as the scheduler sees it.
 #[derive(Clone, Debug, Default)]
 pub struct MemberCluster {

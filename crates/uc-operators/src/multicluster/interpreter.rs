@@ -13,6 +13,12 @@ use http_body_util::{BodyExt, Full};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use uc_karmada::plane::CONFIG_API;
+use uc_karmada::types::{
+    InterpreterClientConfig, InterpreterRule, InterpreterWebhook, InterpreterWebhookConfiguration,
+};
+
 use super::plan::spec_digest;
 use crate::zookeeper::types::ZookeeperCluster;
 
@@ -108,19 +114,32 @@ fn healthy(zk: &ZookeeperCluster) -> bool {
 }
 
 /// The `ResourceInterpreterWebhookConfiguration` pointing Karmada at the webhook.
-pub fn configuration(url: &str, ca_pem: &str) -> Value {
-    json!({
-        "apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterWebhookConfiguration",
-        "metadata": {"name": CONFIGURATION},
-        "webhooks": [{
-            "name": format!("zookeeperclusters.{CONFIGURATION}"),
-            "clientConfig": {"url": url, "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem)},
-            "rules": [{"operations": ["InterpretReplica", "ReviseReplica", "InterpretStatus", "InterpretHealth"],
-                       "apiGroups": ["zookeeper.pravega.io"], "apiVersions": ["v1beta1"], "kinds": ["ZookeeperCluster"]}],
-            "interpreterContextVersions": ["v1alpha1"],
-            "timeoutSeconds": 5,
-        }],
-    })
+pub fn configuration(url: &str, ca_pem: &str) -> InterpreterWebhookConfiguration {
+    let rule = InterpreterRule {
+        operations: ["InterpretReplica", "ReviseReplica", "InterpretStatus", "InterpretHealth"]
+            .map(String::from)
+            .into(),
+        api_groups: vec!["zookeeper.pravega.io".into()],
+        api_versions: vec!["v1beta1".into()],
+        kinds: vec!["ZookeeperCluster".into()],
+    };
+    let webhook = InterpreterWebhook {
+        name: format!("zookeeperclusters.{CONFIGURATION}"),
+        client_config: InterpreterClientConfig {
+            url: Some(url.into()),
+            service: None,
+            ca_bundle: Some(base64::engine::general_purpose::STANDARD.encode(ca_pem)),
+        },
+        rules: vec![rule],
+        interpreter_context_versions: vec!["v1alpha1".into()],
+        timeout_seconds: Some(5),
+    };
+    InterpreterWebhookConfiguration {
+        api_version: CONFIG_API.into(),
+        kind: "ResourceInterpreterWebhookConfiguration".into(),
+        metadata: ObjectMeta { name: Some(CONFIGURATION.into()), ..Default::default() },
+        webhooks: vec![webhook],
+    }
 }
 
 /// Where the webhook listens and the URL Karmada is given for it.
@@ -228,5 +247,17 @@ mod tests {
         assert_eq!(ask("InterpretHealth", zk.clone())["healthy"], true);
         zk["status"]["observedGeneration"] = json!(3);
         assert_eq!(ask("InterpretHealth", zk)["healthy"], false);
+    }
+
+    #[test]
+    fn the_configuration_is_what_the_control_plane_reads() {
+        let written = uc_api::meta::json_of(&configuration("https://127.0.0.1:7443/", "-----BEGIN CERTIFICATE-----\n"));
+        assert_eq!(written["kind"], "ResourceInterpreterWebhookConfiguration");
+        assert_eq!(written["webhooks"][0]["clientConfig"]["url"], "https://127.0.0.1:7443/");
+        assert_eq!(written["webhooks"][0]["timeoutSeconds"], 5);
+        let read: InterpreterWebhookConfiguration = serde_json::from_value(written).unwrap();
+        let (op, av) = (uc_karmada::interpret::Operation::ReviseReplica, "zookeeper.pravega.io/v1beta1");
+        assert!(uc_karmada::interpret::rules_match(&read.webhooks[0], op, av, "ZookeeperCluster"));
+        assert!(!uc_karmada::interpret::rules_match(&read.webhooks[0], op, "apps/v1", "Deployment"));
     }
 }
