@@ -79,9 +79,8 @@ fn set_cookies(r: &mut Response<Body>, cookies: &[String]) {
 }
 
 fn status_json(code: StatusCode, message: &str) -> Response<Body> {
-    let body = serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message,
-                                  "reason": code.canonical_reason(), "code": code.as_u16()});
-    respond(code, "application/json", body.to_string())
+    let status = uc_api::status::Status::failure(code.as_u16(), code.canonical_reason().unwrap_or_default(), message);
+    respond(code, "application/json", serde_json::to_string(&status).unwrap_or_default())
 }
 
 async fn login(state: &State, req: Request<Incoming>) -> Response<Body> {

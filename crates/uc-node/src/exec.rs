@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
+use uc_api::status::{Status, StatusCause, StatusDetails};
 
 use crate::allowlist::AllowEntry;
 use crate::ws::{Messages, Out, Socket};
@@ -143,21 +143,27 @@ impl Request {
 /// The final status message: `Success`, or the failure with the exit code as kubectl reads it.
 pub fn status_message(protocol: &str, command: &[String], result: &Result<i32, ExecError>) -> Vec<u8> {
     let v4 = protocol.starts_with("v4.") || protocol.starts_with("v5.");
+    let encode = |s: &Status| serde_json::to_vec(s).unwrap_or_default();
     match result {
-        Ok(0) if v4 => json!({"metadata": {}, "status": "Success"}).to_string().into_bytes(),
+        Ok(0) if v4 => encode(&success()),
         Ok(0) => Vec::new(),
-        Ok(code) if v4 => json!({
-            "metadata": {}, "status": "Failure",
-            "message": format!("command terminated with non-zero exit code: error executing command {command:?}, exit code {code}"),
-            "reason": "NonZeroExitCode",
-            "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]},
-        })
-        .to_string()
-        .into_bytes(),
+        Ok(code) if v4 => {
+            let message = format!(
+                "command terminated with non-zero exit code: error executing command {command:?}, exit code {code}"
+            );
+            let cause = StatusCause { reason: "ExitCode".into(), message: code.to_string(), ..Default::default() };
+            let details = StatusDetails { causes: vec![cause], ..Default::default() };
+            encode(&Status::failure(0, "NonZeroExitCode", message).with_details(details))
+        }
         Ok(code) => format!("command terminated with non-zero exit code: exit status {code}").into_bytes(),
-        Err(e) if v4 => json!({"metadata": {}, "status": "Failure", "message": e.to_string(), "reason": "InternalError"}).to_string().into_bytes(),
+        Err(e) if v4 => encode(&Status::failure(500, "InternalError", e.to_string())),
         Err(e) => e.to_string().into_bytes(),
     }
+}
+
+/// What the error channel says when the command ran: a `Success` Status.
+fn success() -> Status {
+    Status { details: None, ..Status::success(StatusDetails::default()) }
 }
 
 fn frame(channel: u8, data: &[u8]) -> Out {
@@ -352,13 +358,13 @@ pub async fn serve_attach(
             },
         }
     }
-    let _ = out.send(frame(ERROR, &json!({"metadata": {}, "status": "Success"}).to_string().into_bytes())).await;
+    let _ = out.send(frame(ERROR, &serde_json::to_vec(&success()).unwrap_or_default())).await;
     let _ = out.send(Out::Close).await;
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::Value;
+    use serde_json::{Value, json};
 
     use super::*;
 

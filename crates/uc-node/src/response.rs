@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, combinators::BoxBody};
-use serde_json::{Value, json};
+use uc_api::status::Status;
 
 /// Response bodies.
 pub type Body = BoxBody<Bytes, std::io::Error>;
@@ -26,7 +26,7 @@ pub fn error(code: StatusCode, message: &str) -> Response<Body> {
         StatusCode::UNAUTHORIZED => "Unauthorized",
         _ => "BadRequest",
     };
-    let body = status_error(code.as_u16(), reason, message).to_string();
+    let body = serde_json::to_string(&status_error(code.as_u16(), reason, message)).unwrap_or_default();
     let mut r = Response::new(full(body));
     *r.status_mut() = code;
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -34,6 +34,6 @@ pub fn error(code: StatusCode, message: &str) -> Response<Body> {
 }
 
 /// The body of an exec/attach error that comes before any upgrade: a `metav1.Status`.
-pub fn status_error(code: u16, reason: &str, message: &str) -> Value {
-    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code})
+pub fn status_error(code: u16, reason: &str, message: &str) -> Status {
+    Status::failure(code, reason, message)
 }

@@ -10,6 +10,10 @@ use crate::csv::Csv;
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(default)]
 pub struct OperatorGroup {
+    #[serde(rename = "apiVersion", skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub kind: String,
     pub metadata: ObjectMeta,
     pub spec: OperatorGroupSpec,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -20,8 +24,10 @@ pub struct OperatorGroup {
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct OperatorGroupSpec {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub target_namespaces: Option<Vec<String>>,
     /// The account its namespace's installs act as (operator scoping).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub service_account_name: Option<String>,
 }
 

@@ -37,7 +37,9 @@ pub mod versions;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde_json::json;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use uc_api::meta::json_of;
 
 pub use context::GLOBAL_CATALOG_NAMESPACE;
 /// The namespace of operators that serve every namespace, with its OperatorGroup, as OLM's.
@@ -66,19 +68,36 @@ pub async fn start(
         uc_engine::manager::install_crd(&client, crd).await?;
     }
     let kinds = uc_engine::dynamic::Kinds::default();
-    let mut objects = vec![
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": GLOBAL_CATALOG_NAMESPACE}}),
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": GLOBAL_OPERATORS_NAMESPACE}}),
-        json!({"apiVersion": context::V1, "kind": "OperatorGroup",
-               "metadata": {"name": "global-operators", "namespace": GLOBAL_OPERATORS_NAMESPACE}, "spec": {}}),
-    ];
+    let meta = |namespace: Option<&str>, name: &str| ObjectMeta {
+        name: Some(name.into()),
+        namespace: namespace.map(str::to_string),
+        ..Default::default()
+    };
+    let namespace = |name: &str| json_of(&Namespace { metadata: meta(None, name), ..Default::default() });
+    let global = group::OperatorGroup {
+        api_version: context::V1.into(),
+        kind: "OperatorGroup".into(),
+        metadata: meta(Some(GLOBAL_OPERATORS_NAMESPACE), "global-operators"),
+        ..Default::default()
+    };
+    let mut objects =
+        vec![namespace(GLOBAL_CATALOG_NAMESPACE), namespace(GLOBAL_OPERATORS_NAMESPACE), json_of(&global)];
     for name in builtin.keys() {
-        objects.push(json!({
-            "apiVersion": context::V1ALPHA1, "kind": "CatalogSource",
-            "metadata": {"name": name, "namespace": GLOBAL_CATALOG_NAMESPACE},
-            "spec": {"sourceType": "grpc", "address": format!("builtin://{name}"), "displayName": "uc's operators",
-                     "publisher": "uc"},
-        }));
+        let spec = sources::CatalogSourceSpec {
+            source_type: "grpc".into(),
+            address: format!("builtin://{name}"),
+            display_name: "uc's operators".into(),
+            publisher: "uc".into(),
+            ..Default::default()
+        };
+        let source = sources::CatalogSource {
+            api_version: context::V1ALPHA1.into(),
+            kind: "CatalogSource".into(),
+            metadata: meta(Some(GLOBAL_CATALOG_NAMESPACE), name),
+            spec,
+            status: None,
+        };
+        objects.push(json_of(&source));
     }
     // The CRDs were just installed: their kinds may take a moment to be served.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);

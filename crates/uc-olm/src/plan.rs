@@ -16,6 +16,7 @@ use crate::config::SubscriptionConfig;
 use crate::csv::Csv;
 use crate::fbc::Bundle;
 use crate::resolve::Choice;
+use crate::subscription::{Subscription, SubscriptionSpec};
 
 /// The kinds of objects an install labels as the CSV's (besides its Deployments, which it owns), swept
 /// when the CSV is gone: `(apiVersion, kind)`.
@@ -305,12 +306,19 @@ pub fn dependency_subscription(choice: &Choice, namespace: &str, approval: &str)
     let name = format!("{}-{}-{source_name}-{source_ns}", choice.package, choice.channel);
     Step {
         resolving: choice.bundle.clone(),
-        manifest: json!({
-            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"name": choice.package, "channel": choice.channel, "source": source_name,
-                     "sourceNamespace": source_ns, "startingCSV": choice.bundle, "installPlanApproval": approval},
-        }),
+        manifest: json_of(&Subscription::new(
+            namespace,
+            &name,
+            SubscriptionSpec {
+                name: choice.package.clone(),
+                channel: Some(choice.channel.clone()),
+                starting_csv: Some(choice.bundle.clone()),
+                source: Some(source_name.into()),
+                source_namespace: Some(source_ns.into()),
+                install_plan_approval: Some(approval.into()),
+                config: None,
+            },
+        )),
     }
 }
 

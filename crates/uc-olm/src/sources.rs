@@ -20,6 +20,10 @@ use crate::fbc::{Catalog, CatalogError, parse_blobs, read_blob};
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(default)]
 pub struct CatalogSource {
+    #[serde(rename = "apiVersion", skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub kind: String,
     pub metadata: ObjectMeta,
     pub spec: CatalogSourceSpec,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -31,13 +35,24 @@ pub struct CatalogSource {
 #[serde(default, rename_all = "camelCase")]
 pub struct CatalogSourceSpec {
     /// `grpc`, `configmap` (or `internal`).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub source_type: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub config_map: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub address: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub image: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub display_name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub publisher: String,
+    #[serde(skip_serializing_if = "is_zero")]
     pub priority: i64,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
 }
 
 /// Whether uc could read the catalog (`READY`, `TRANSIENT_FAILURE`), as OLM reports a registry's

@@ -4,12 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::context::{MANAGER, V1ALPHA1, str_at};
 use crate::error::LifecycleError;
 use crate::fbc::Catalog;
 use crate::fbc::CatalogError;
+use crate::subscription::{Subscription, SubscriptionSpec};
 
 /// The Subscription to `package` of `catalog` (a CatalogSource in `catalog_namespace`), in `namespace`.
 pub fn subscription(
@@ -23,12 +24,15 @@ pub fn subscription(
         let known: Vec<&str> = catalog.packages.keys().map(String::as_str).collect();
         CatalogError::at(catalog_name, format!("no package {package:?} (it has {})", known.join(", ")))
     })?;
-    Ok(json!({
-        "apiVersion": V1ALPHA1, "kind": "Subscription",
-        "metadata": {"name": package, "namespace": namespace},
-        "spec": {"name": package, "channel": p.default_channel, "source": catalog_name,
-                 "sourceNamespace": catalog_namespace, "installPlanApproval": "Automatic"},
-    }))
+    let spec = SubscriptionSpec {
+        name: package.into(),
+        channel: Some(p.default_channel.clone()),
+        source: Some(catalog_name.into()),
+        source_namespace: Some(catalog_namespace.into()),
+        install_plan_approval: Some("Automatic".into()),
+        ..Default::default()
+    };
+    Ok(uc_api::meta::json_of(&Subscription::new(namespace, package, spec)))
 }
 
 /// Creates the Subscriptions (those that exist are left as they are).

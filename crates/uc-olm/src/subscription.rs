@@ -12,10 +12,28 @@ use crate::context::V1ALPHA1;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Subscription {
+    /// `operators.coreos.com/v1alpha1` (empty when read from a list that left it out).
+    #[serde(rename = "apiVersion", skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub kind: String,
     pub metadata: ObjectMeta,
     pub spec: SubscriptionSpec,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<SubscriptionStatus>,
+}
+
+impl Subscription {
+    /// A Subscription to write: `namespace/name`, asking for `spec`.
+    pub fn new(namespace: &str, name: &str, spec: SubscriptionSpec) -> Subscription {
+        Subscription {
+            api_version: V1ALPHA1.into(),
+            kind: "Subscription".into(),
+            metadata: ObjectMeta { name: Some(name.into()), namespace: Some(namespace.into()), ..Default::default() },
+            spec,
+            status: None,
+        }
+    }
 }
 
 /// What a Subscription asks for.

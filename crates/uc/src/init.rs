@@ -6,6 +6,10 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use serde_json::json;
+use uc_api::controller::{
+    ChildResource, ConfigMapKeyRef, Exec, Hook, Hooks, JavaScript, ParentResource, UniversalController,
+    UniversalControllerSpec, UpdateMethod,
+};
 
 /// `demo-app` → `DemoApp`.
 pub fn kind_of(name: &str) -> String {
@@ -53,19 +57,32 @@ impl Lang {
     }
 
     /// The hook's spec in the controller, and its source files.
-    fn hook(self, name: &str, kind: &str) -> (serde_json::Value, Vec<(String, String)>) {
-        let exec = |command: serde_json::Value| json!({"exec": {"command": command, "timeout": "10s"}});
+    fn hook(self, name: &str, kind: &str) -> (Hook, Vec<(String, String)>) {
+        let exec = |command: &[&str]| Hook {
+            exec: Some(Exec {
+                command: command.iter().map(|c| c.to_string()).collect(),
+                timeout: Some("10s".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
         match self {
-            Lang::Js => (
-                json!({"javascript": {"configMapRef": {"name": format!("{name}-hook"), "namespace": "default", "key": "sync.js"}}}),
-                vec![("sync.js".into(), SYNC_JS.replace("KIND", kind))],
-            ),
-            Lang::Python => {
-                (exec(json!(["python3", "sync.py"])), vec![("sync.py".into(), SYNC_PY.replace("KIND", kind))])
+            Lang::Js => {
+                let source = ConfigMapKeyRef {
+                    name: format!("{name}-hook"),
+                    namespace: "default".into(),
+                    key: "sync.js".into(),
+                };
+                let js = JavaScript { config_map_ref: Some(source), ..Default::default() };
+                (
+                    Hook { javascript: Some(js), ..Default::default() },
+                    vec![("sync.js".into(), SYNC_JS.replace("KIND", kind))],
+                )
             }
-            Lang::Exec => (exec(json!(["sh", "sync.sh"])), vec![("sync.sh".into(), SYNC_SH.replace("KIND", kind))]),
+            Lang::Python => (exec(&["python3", "sync.py"]), vec![("sync.py".into(), SYNC_PY.replace("KIND", kind))]),
+            Lang::Exec => (exec(&["sh", "sync.sh"]), vec![("sync.sh".into(), SYNC_SH.replace("KIND", kind))]),
             Lang::Rust => (
-                exec(json!([format!("target/release/{name}-hook")])),
+                exec(&[&format!("target/release/{name}-hook")]),
                 vec![
                     ("Cargo.toml".into(), CARGO_TOML.replace("NAME", name)),
                     ("src/main.rs".into(), MAIN_RS.replace("KIND", kind)),
@@ -136,16 +153,16 @@ pub fn files(name: &str, lang: Lang) -> Vec<(String, String)> {
             }],
         },
     });
-    let controller = json!({
-        "apiVersion": "universalcontroller.njuics.cn/v1alpha1", "kind": "UniversalController",
-        "metadata": {"name": name},
-        "spec": {
-            "generateSelector": true,
-            "parentResource": {"apiVersion": format!("{group}/v1alpha1"), "resource": plural},
-            "childResources": [{"apiVersion": "v1", "resource": "configmaps", "updateStrategy": {"method": "InPlace"}}],
-            "hooks": {"sync": hook},
+    let controller = uc_api::meta::json_of(&UniversalController::new(
+        name,
+        UniversalControllerSpec {
+            generate_selector: Some(true),
+            parent_resource: ParentResource::new(&format!("{group}/v1alpha1"), &plural),
+            child_resources: vec![ChildResource::new("v1", "configmaps", UpdateMethod::InPlace)],
+            hooks: Hooks { sync: Some(hook), ..Default::default() },
+            ..Default::default()
         },
-    });
+    ));
     let example = json!({
         "apiVersion": format!("{group}/v1alpha1"), "kind": kind,
         "metadata": {"name": "example"},

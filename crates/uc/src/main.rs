@@ -331,9 +331,14 @@ async fn join(args: JoinArgs) -> anyhow::Result<()> {
     let (secret, cluster) = uc_karmada::join::objects(&args.name, &creds);
     let client = client_for(args.kubeconfig.as_deref(), "uc-join").await?;
     let kinds = uc_karmada::kinds::Kinds::default();
-    let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
-                                "metadata": {"name": uc_karmada::join::SECRET_NAMESPACE}});
-    for obj in [ns, uc_api::meta::json_of(&secret), uc_api::meta::json_of(&cluster)] {
+    let ns = k8s_openapi::api::core::v1::Namespace {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some(uc_karmada::join::SECRET_NAMESPACE.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    for obj in [uc_api::meta::json_of(&ns), uc_api::meta::json_of(&secret), uc_api::meta::json_of(&cluster)] {
         uc_karmada::objects::apply(&client, &kinds, &obj).await.map_err(anyhow::Error::msg)?;
     }
     println!("cluster {} joined ({})", args.name, creds.endpoint);

@@ -36,7 +36,7 @@ use uc_engine::events::Recorder;
 use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry, SyncFuture};
 use uc_engine::names::ClusterNames;
 
-use crate::objects::take_children;
+use crate::objects::{json_of, take_children};
 use plan::Observed;
 use spec::{CLIENT_PORT, Spec};
 
@@ -107,9 +107,11 @@ async fn sync(
             kept.extend(claims.into_values().map(Arc::unwrap_or_clone));
             let mut status = previous;
             let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-            let c = json!({"type": "Error", "status": "True", "reason": "InvalidSpec", "message": error.to_string(),
-                           "lastTransitionTime": now});
-            uc_api::conditions::set_condition(&mut status, c, None, &now);
+            let c = uc_api::conditions::Condition {
+                last_transition_time: Some(now.clone()),
+                ..uc_api::conditions::Condition::new("Error", true, "InvalidSpec", &error.to_string())
+            };
+            uc_api::conditions::set_condition(&mut status, crate::objects::json_of(&c), None, &now);
             return SyncResponse { status: Some(status), children: kept, ..Default::default() };
         }
     };
@@ -145,12 +147,12 @@ async fn sync(
     for (reason, message) in &decision.events {
         events.record(parent, "Normal", reason, message).await;
     }
-    let mut children = objects::services(&spec);
-    children.push(objects::config_map(&spec));
-    children.push(objects::disruption_budget(&spec));
+    let mut children: Vec<Value> = objects::services(&spec).iter().map(json_of).collect();
+    children.push(json_of(&objects::config_map(&spec)));
+    children.push(json_of(&objects::disruption_budget(&spec)));
     let ordinals: Vec<u32> =
         decision.pods.iter().filter_map(|p| spec.ordinal_of(p.metadata.name.as_deref()?)).collect();
-    children.extend(ordinals.iter().filter_map(|o| objects::claim(&spec, *o)));
+    children.extend(ordinals.iter().filter_map(|o| objects::claim(&spec, *o)).map(|c| json_of(&c)));
     // Claims of servers no longer in the ensemble stay unless the reclaim policy says Delete.
     if let spec::Storage::Persistent { delete: false, .. } = spec.storage {
         let made: Vec<String> = ordinals.iter().map(|o| spec.claim_name(*o)).collect();
@@ -190,6 +192,7 @@ enum AdminError {
 /// when it is not there.
 async fn admin_password(kube: &kube::Client, spec: &Spec, parent: &Value) -> Result<String, AdminError> {
     use k8s_openapi::api::core::v1::Secret;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     let api: kube::Api<Secret> = kube::Api::namespaced(kube.clone(), &spec.namespace);
     let name = spec.admin_secret();
     for _ in 0..2 {
@@ -208,13 +211,21 @@ async fn admin_password(kube: &kube::Client, spec: &Spec, parent: &Value) -> Res
             }
             None => {
                 let password: String = (0..32).map(|_| char::from(b'a' + rand::random_range(0..26u8))).collect();
-                let secret = json!({
-                    "apiVersion": "v1", "kind": "Secret",
-                    "metadata": {"name": name, "labels": spec.labels(),
-                                 "ownerReferences": [uc_api::meta::controller_owner_reference(parent)]},
-                    "stringData": {"password": password, "digest": client::super_digest(&password)},
-                });
-                let secret: Secret = serde_json::from_value(secret)?;
+                let owner = serde_json::from_value(uc_api::meta::controller_owner_reference(parent))?;
+                let secret = Secret {
+                    metadata: ObjectMeta {
+                        name: Some(name.clone()),
+                        labels: Some(spec.labels()),
+                        owner_references: Some(vec![owner]),
+                        ..Default::default()
+                    },
+                    string_data: Some(
+                        [("digest", client::super_digest(&password)), ("password", password.clone())]
+                            .map(|(k, v)| (k.to_string(), v))
+                            .into(),
+                    ),
+                    ..Default::default()
+                };
                 match api.create(&kube::api::PostParams::default(), &secret).await {
                     Ok(_) => return Ok(password),
                     Err(kube::Error::Api(e)) if e.code == 409 => continue,
@@ -391,13 +402,13 @@ mod tests {
     fn the_controller_owns_every_kind_the_hook_makes() {
         let c = controller();
         let s = Spec::from(&json!({"metadata": {"name": "zk", "namespace": "ns"}, "spec": {}})).unwrap();
-        let mut made = objects::services(&s);
+        let mut made: Vec<Value> = objects::services(&s).iter().map(json_of).collect();
         made.extend([
-            objects::config_map(&s),
-            objects::disruption_budget(&s),
-            crate::objects::json_of(&objects::pod(&s, 0, &[], false)),
+            json_of(&objects::config_map(&s)),
+            json_of(&objects::disruption_budget(&s)),
+            json_of(&objects::pod(&s, 0, &[], false)),
         ]);
-        made.extend(objects::claim(&s, 0));
+        made.extend(objects::claim(&s, 0).map(|c| json_of(&c)));
         let owned: Vec<String> =
             c.spec.child_resources.iter().map(|r| format!("{}/{}", r.api_version, r.resource)).collect();
         for obj in made {

@@ -18,10 +18,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use serde_json::Value;
 
 use super::spec::{CLIENT_PORT, DATA_DIR, ELECTION_PORT, QUORUM_PORT, Role, Spec, Storage};
-use crate::objects::json_of;
 
 /// The container that runs ZooKeeper.
 pub const CONTAINER: &str = "zookeeper";
@@ -90,7 +88,7 @@ fn meta(name: String, spec: &Spec, annotations: Option<BTreeMap<String, String>>
 
 /// The headless Service (every server's DNS name; not-ready servers too, so that a starting ensemble
 /// can elect) and the client Service.
-pub fn services(spec: &Spec) -> Vec<Value> {
+pub fn services(spec: &Spec) -> [Service; 2] {
     let annotations = |p: &Option<super::types::ServicePolicy>| p.as_ref().and_then(|p| p.annotations.clone());
     let port = |name: &str, port: u16| ServicePort {
         name: Some(name.into()),
@@ -123,21 +121,21 @@ pub fn services(spec: &Spec) -> Vec<Value> {
         }),
         ..Default::default()
     };
-    vec![json_of(&headless), json_of(&client)]
+    [headless, client]
 }
 
 /// The ConfigMap with the static `zoo.cfg`.
-pub fn config_map(spec: &Spec) -> Value {
-    json_of(&ConfigMap {
+pub fn config_map(spec: &Spec) -> ConfigMap {
+    ConfigMap {
         metadata: meta(spec.config_map(), spec, None),
         data: Some([("zoo.cfg".to_string(), spec.zoo_cfg())].into()),
         ..Default::default()
-    })
+    }
 }
 
 /// The PodDisruptionBudget: at most `maxUnavailableReplicas` servers evicted at once (default 1).
-pub fn disruption_budget(spec: &Spec) -> Value {
-    json_of(&PodDisruptionBudget {
+pub fn disruption_budget(spec: &Spec) -> PodDisruptionBudget {
+    PodDisruptionBudget {
         metadata: meta(spec.name.clone(), spec, None),
         spec: Some(PodDisruptionBudgetSpec {
             max_unavailable: Some(IntOrString::Int(spec.spec.max_unavailable_replicas.unwrap_or(1))),
@@ -145,17 +143,17 @@ pub fn disruption_budget(spec: &Spec) -> Value {
             ..Default::default()
         }),
         ..Default::default()
-    })
+    }
 }
 
 /// The claim of a server's data, when the data is on claims.
-pub fn claim(spec: &Spec, ordinal: u32) -> Option<Value> {
+pub fn claim(spec: &Spec, ordinal: u32) -> Option<PersistentVolumeClaim> {
     let Storage::Persistent { claim_spec, annotations, .. } = &spec.storage else { return None };
-    Some(json_of(&PersistentVolumeClaim {
+    Some(PersistentVolumeClaim {
         metadata: meta(spec.claim_name(ordinal), spec, Some(annotations.clone())),
         spec: Some((**claim_spec).clone()),
         ..Default::default()
-    }))
+    })
 }
 
 fn env(name: &str, value: impl Into<String>) -> EnvVar {
@@ -327,7 +325,8 @@ pub fn participants(spec: &Spec, ordinals: impl IntoIterator<Item = u32>) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::objects::json_of;
+    use serde_json::{Value, json};
     use uc_api::meta::str_at;
 
     fn spec(extra: Value) -> Spec {
@@ -367,17 +366,17 @@ mod tests {
         assert!(claim(&s, 0).is_none());
         assert!(json_of(&pod(&s, 0, &[], false))["spec"]["volumes"][0].get("emptyDir").is_some());
         let s = spec(json!({"persistence": {"spec": {"resources": {"requests": {"storage": "1Gi"}}}}}));
-        assert_eq!(claim(&s, 2).unwrap()["spec"]["resources"]["requests"]["storage"], json!("1Gi"));
+        assert_eq!(json_of(&claim(&s, 2).unwrap())["spec"]["resources"]["requests"]["storage"], json!("1Gi"));
     }
 
     #[test]
     fn services_budget_and_config() {
         let s = spec(json!({"maxUnavailableReplicas": 2, "config": {"tickTime": 500}}));
-        let svcs = services(&s);
+        let svcs: Vec<Value> = services(&s).iter().map(json_of).collect();
         assert_eq!(svcs[0]["spec"]["clusterIP"], json!("None"));
         assert_eq!(svcs[0]["spec"]["publishNotReadyAddresses"], json!(true));
         assert_eq!(str_at(&svcs[1], "/metadata/name"), "zk-client");
-        assert_eq!(disruption_budget(&s)["spec"]["maxUnavailable"], json!(2));
-        assert!(config_map(&s)["data"]["zoo.cfg"].as_str().unwrap().contains("tickTime=500\n"));
+        assert_eq!(json_of(&disruption_budget(&s))["spec"]["maxUnavailable"], json!(2));
+        assert!(config_map(&s).data.unwrap()["zoo.cfg"].contains("tickTime=500\n"));
     }
 }

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Where the bytes go: a heap profile of `uc up` and `uc run` holding N parents (issue 58).
+
+The scaling run of compare-bench (docs/benchmarks.md, "Scaling"), under heaptrack: `uc up --no-engine
+--no-node --in-memory` holds N Foos and the N Deployments `uc run` (the JavaScript hook
+bench/foo-sync.js) makes of them. Once every Foo has its status, each process's heap at its highest point
+is attributed to the uc function that allocated it (the innermost frame of a uc crate, or the named
+holders below) and printed, per object held.
+
+heaptrack sees malloc only, so uc is built with the system allocator:
+  CARGO_PROFILE_RELEASE_DEBUG=line-tables-only cargo build --release -p uc --no-default-features \\
+      --features cluster --target-dir target/heap
+  python3 bench/heap_profile.py --uc target/heap/release/uc --parents 20000
+Needs heaptrack (apt-get install heaptrack) and the Python `kubernetes` client.
+"""
+import argparse
+import collections
+import json
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def start_up(uc: str, out: pathlib.Path, data: str) -> tuple[subprocess.Popen, str]:
+    """`uc up` under heaptrack; its kubeconfig once it prints it."""
+    p = subprocess.Popen(
+        ["heaptrack", "-o", str(out / "up"), uc, "up", "--port", "0", "--data-dir", data,
+         "--no-engine", "--no-node", "--in-memory"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    for line in p.stdout:
+        if line.startswith("export KUBECONFIG="):
+            threading.Thread(target=lambda: [None for _ in p.stdout], daemon=True).start()
+            return p, line.strip().split("=", 1)[1]
+    raise SystemExit("uc up stopped before printing its kubeconfig")
+
+
+def kubectl(kc: str, *args: str, stdin: str | None = None) -> str:
+    return subprocess.run(["kubectl", "--kubeconfig", kc, *args], input=stdin, text=True, check=True,
+                          capture_output=True).stdout
+
+
+def wait_served(kc: str, resource: str) -> None:
+    for _ in range(600):
+        if subprocess.run(["kubectl", "--kubeconfig", kc, "get", resource, "-A", "--chunk-size=1"],
+                          capture_output=True).returncode == 0:
+            return
+        time.sleep(0.1)
+    raise SystemExit(f"{resource} not served")
+
+
+def controller(kc: str) -> None:
+    """uc's CRDs, the Foo CRD and the sample controller with the benchmark's JavaScript hook."""
+    uc_crds = subprocess.run([ARGS.uc, "crds"], text=True, check=True, capture_output=True).stdout
+    kubectl(kc, "apply", "-f", "-", stdin=uc_crds)
+    kubectl(kc, "apply", "-f", str(ROOT / "examples/sample-controller/crd.yaml"))
+    wait_served(kc, "foos.njuics.cn")
+    wait_served(kc, "universalcontrollers.universalcontroller.njuics.cn")
+    source = (ROOT / "bench/foo-sync.js").read_text()
+    uc = {"apiVersion": "universalcontroller.njuics.cn/v1alpha1", "kind": "UniversalController",
+          "metadata": {"name": "sample-controller"},
+          "spec": {"generateSelector": True,
+                   "parentResource": {"apiVersion": "njuics.cn/v1alpha1", "resource": "foos"},
+                   "childResources": [{"apiVersion": "apps/v1", "resource": "deployments",
+                                       "updateStrategy": {"method": "InPlace"}}],
+                   "hooks": {"sync": {"javascript": {"source": source}}}}}
+    kubectl(kc, "apply", "-f", "-", stdin=json.dumps(uc))
+
+
+def create_foos(kc: str, n: int, writers: int = 8) -> None:
+    from kubernetes import client, config
+    api_client = config.new_client_from_config(config_file=kc)
+    api = client.CustomObjectsApi(api_client)
+
+    def write(w: int) -> None:
+        for i in range(w, n, writers):
+            body = {"apiVersion": "njuics.cn/v1alpha1", "kind": "Foo", "metadata": {"name": f"foo-{i}"},
+                    "spec": {"deploymentName": f"foo-{i}", "replicas": 1}}
+            api.create_namespaced_custom_object("njuics.cn", "v1alpha1", "default", "foos", body)
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def converged(kc: str, n: int, timeout: float) -> float:
+    """Seconds until every Foo has a status of its generation (listed every few seconds)."""
+    start = time.time()
+    while time.time() - start < timeout:
+        foos = json.loads(kubectl(kc, "get", "foos", "-o", "json"))["items"]
+        done = sum(1 for f in foos
+                   if (f.get("status") or {}).get("observedGeneration", 0) >= f["metadata"].get("generation", 1)
+                   or "availableReplicas" in (f.get("status") or {}))
+        print(f"  {done} of {n} Foos have their status", flush=True)
+        if done >= n:
+            return time.time() - start
+        time.sleep(5)
+    raise SystemExit("not converged in time")
+
+
+def pid_of(pattern: str) -> int:
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                cmd = open(f"/proc/{d}/cmdline", "rb").read().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if cmd.startswith(ARGS.uc) and pattern in cmd:
+                return int(d)
+    raise SystemExit(f"no process {pattern!r}")
+
+
+def hwm_mb(pid: int) -> float:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+# Frames that name what holds the bytes better than the innermost uc function does (checked in order).
+HOLDERS = [
+    ("history", re.compile(r"uc_apiserver::(history|watch_cache|revisions?)")),
+    ("managedFields", re.compile(r"uc_apiserver::managed")),
+    ("store", re.compile(r"uc_apiserver::store")),
+    ("informer cache", re.compile(r"uc_engine::(informer|cache)")),
+]
+
+
+def attribute(stacks: pathlib.Path) -> collections.Counter:
+    """Peak bytes by the innermost frame of a uc crate (or a holder above), from heaptrack's folded stacks."""
+    out: collections.Counter = collections.Counter()
+    for line in stacks.read_text(errors="replace").splitlines():
+        frames, _, cost = line.rpartition(" ")
+        if not cost.isdigit():
+            continue
+        parts = frames.split(";")
+        label = next((name for name, rx in HOLDERS if any(rx.search(f) for f in parts)), None)
+        if label is None:
+            uc = [f for f in parts if re.match(r"<?uc_[a-z_]+::", f)]
+            label = re.sub(r"<[^<>]*>|\{\{closure\}\}|::h[0-9a-f]{16}$", "", uc[-1]) if uc else "(outside uc)"
+        out[label] += int(cost)
+    return out
+
+
+def report(name: str, out: pathlib.Path, objects: int) -> str:
+    files = sorted(out.glob(f"{name}*.zst")) + sorted(out.glob(f"{name}*.gz"))
+    if not files:
+        return f"{name}: no heaptrack file\n"
+    data = files[-1]
+    stacks = out / f"{name}.stacks"
+    summary = subprocess.run(["heaptrack_print", "-f", str(data), "-p", "0", "-a", "0", "-T", "0",
+                              "--flamegraph-cost-type", "peak", "-F", str(stacks)],
+                             capture_output=True, text=True).stdout
+    peak = re.search(r"peak heap memory consumption: (.*)", summary)
+    text = f"{name}: peak heap {peak.group(1) if peak else '?'}, {objects} objects held\n"
+    by = attribute(stacks)
+    total = sum(by.values()) or 1
+    for label, b in by.most_common(25):
+        text += f"  {b / 1e6:9.1f} MB  {b / objects:8.0f} B/object  {100 * b / total:5.1f} %  {label}\n"
+    return text
+
+
+def main() -> None:
+    out = pathlib.Path(ARGS.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as data:
+        up, kc = start_up(ARGS.uc, out, data)
+        tracers = [up]
+        try:
+            wait_served(kc, "namespaces")
+            controller(kc)
+            run = ["heaptrack", "-o", str(out / "run"), ARGS.uc, "run", "--kubeconfig", kc,
+                   "--metrics-addr", "127.0.0.1:0", "--leader-election-identity", "bench"]
+            tracers.append(subprocess.Popen(run, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            t0 = time.time()
+            create_foos(kc, ARGS.parents)
+            print(f"{ARGS.parents} Foos created in {time.time() - t0:.1f} s", flush=True)
+            converged(kc, ARGS.parents, ARGS.timeout)
+            up_pid, run_pid = pid_of(" up --port 0"), pid_of(" run --kubeconfig")
+            peaks = f"VmHWM: uc up {hwm_mb(up_pid):.1f} MB, uc run {hwm_mb(run_pid):.1f} MB (under heaptrack)\n"
+        finally:
+            # The programs stop; heaptrack, their parent, then writes what it recorded.
+            for pattern in (" run --kubeconfig", " up --port 0"):
+                try:
+                    os.kill(pid_of(pattern), signal.SIGTERM)
+                except (SystemExit, OSError):
+                    pass
+            for t in tracers:
+                t.wait(timeout=900)
+    text = peaks + report("up", out, 2 * ARGS.parents) + report("run", out, 2 * ARGS.parents)
+    (out / "report.txt").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--uc", required=True, help="uc built with the system allocator (see above)")
+    ap.add_argument("--parents", type=int, default=20000)
+    ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("--out", default="target/heap-profile")
+    ARGS = ap.parse_args()
+    ARGS.uc = str(pathlib.Path(ARGS.uc).resolve())
+    sys.exit(main())
