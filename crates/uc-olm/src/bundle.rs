@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use base64::Engine as _;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::csv::Csv;
@@ -80,13 +81,20 @@ pub fn entry_of(bundle: &Bundle) -> Entry {
     }
 }
 
+/// `metadata/annotations.yaml` of a bundle directory.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct AnnotationsFile {
+    annotations: Option<BTreeMap<String, String>>,
+}
+
 /// A bundle directory: its package name, channels, default channel, and the bundle.
 pub fn read_bundle_dir(dir: &Path) -> Result<(Bundle, Vec<String>, Option<String>), CatalogError> {
     let annotations = read_objects(&dir.join("metadata"))?
-        .into_iter()
-        .find_map(|d| d.get("annotations").cloned())
+        .iter()
+        .find_map(|d| AnnotationsFile::deserialize(d).ok().and_then(|f| f.annotations))
         .ok_or_else(|| CatalogError::at(dir.display(), "metadata/annotations.yaml has no annotations"))?;
-    let get = |k: &str| annotations.get(k).and_then(Value::as_str).map(str::to_string);
+    let get = |k: &str| annotations.get(k).cloned();
     let package =
         get(PACKAGE_ANNOTATION).ok_or_else(|| CatalogError::at(dir.display(), format!("no {PACKAGE_ANNOTATION}")))?;
     let channels: Vec<String> = get(CHANNELS_ANNOTATION)

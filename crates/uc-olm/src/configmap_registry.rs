@@ -67,12 +67,12 @@ pub fn blobs(data: &BTreeMap<String, String>) -> Result<Vec<Blob>, CatalogError>
     Ok(out)
 }
 
-/// The CRDs a CSV owns, by the names in `spec.customresourcedefinitions.owned`.
+/// The CRDs a CSV owns, by the names in `spec.customresourcedefinitions.owned` (kept as written).
 fn owned_crds(csv: &Csv, crds: &[Value]) -> Vec<Value> {
     let owned: Vec<&str> =
         csv.spec.customresourcedefinitions.iter().flat_map(|d| &d.owned).map(|o| o.name.as_str()).collect();
-    let name = |c: &Value| c.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).map(str::to_string);
-    crds.iter().filter(|c| name(c).is_some_and(|n| owned.contains(&n.as_str()))).cloned().collect()
+    let name = |c| uc_api::meta::meta_str(c, "name");
+    crds.iter().filter(|c| owned.contains(&name(c))).cloned().collect()
 }
 
 #[cfg(test)]

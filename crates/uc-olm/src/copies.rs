@@ -14,11 +14,12 @@
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, ListParams};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use uc_api::meta::json_of;
 
 use crate::context::{Olm, V1ALPHA1, now, str_at};
-use crate::csv::Csv;
+use crate::csv::{Csv, CsvStatus};
 use crate::error::LifecycleError;
 use crate::group::{self, Group};
 use crate::plan::{OWNER_KIND_LABEL, OWNER_LABEL, OWNER_NAMESPACE_LABEL, PlanError};
@@ -30,36 +31,50 @@ pub fn is_copy(csv: &Value) -> bool {
     csv.pointer("/metadata/labels").and_then(|l| l.get(COPIED_FROM_LABEL)).is_some()
 }
 
+/// A copy as written: the original's spec whole (every field of it kept, read or not).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Copy<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    metadata: ObjectMeta,
+    spec: &'a Value,
+}
+
 /// The copies the CSVs should have: for each original whose group targets namespaces other than its
 /// own (not every namespace), one per such namespace, with the status it shows.
-pub fn wanted(csvs: &[Value], groups: &[Group]) -> Vec<(Value, Value)> {
+pub fn wanted(csvs: &[Value], groups: &[Group]) -> Vec<(Value, CsvStatus)> {
     let mut out = Vec::new();
     for c in csvs.iter().filter(|c| !is_copy(c)) {
-        let ns = str_at(c, "/metadata/namespace");
-        let phase = str_at(c, "/status/phase");
-        if phase.is_empty() || phase == "Replacing" || c.pointer("/metadata/deletionTimestamp").is_some() {
+        let Ok(csv) = Csv::from_value(c) else { continue };
+        let (ns, phase) = (csv.namespace(), csv.phase());
+        if phase.is_empty() || phase == "Replacing" || csv.metadata.deletion_timestamp.is_some() {
             continue;
         }
-        let Ok(csv) = Csv::from_value(c) else { continue };
         let Ok(g) = group::check(&csv, ns, groups) else { continue };
         if g.install_mode() == "AllNamespaces" {
             continue;
         }
+        let mut labels = csv.metadata.labels.clone().unwrap_or_default();
+        labels.insert(COPIED_FROM_LABEL.into(), ns.into());
+        let spec = c.get("spec").unwrap_or(&Value::Null);
         for target in g.target_namespaces.iter().filter(|t| *t != ns) {
-            let mut labels = c.pointer("/metadata/labels").cloned().unwrap_or_else(|| json!({}));
-            labels[COPIED_FROM_LABEL] = json!(ns);
-            let copy = json!({
-                "apiVersion": V1ALPHA1, "kind": "ClusterServiceVersion",
-                "metadata": {"name": csv.name(), "namespace": target, "labels": labels,
-                             "annotations": c.pointer("/metadata/annotations").cloned().unwrap_or_else(|| json!({}))},
-                "spec": c.get("spec").cloned().unwrap_or_else(|| json!({})),
-            });
-            let status = json!({
-                "phase": phase, "reason": "Copied",
-                "message": format!("The operator is running in {ns} but is managing this namespace"),
-                "lastUpdateTime": now(),
-            });
-            out.push((copy, status));
+            let metadata = ObjectMeta {
+                name: Some(csv.name().into()),
+                namespace: Some(target.clone()),
+                labels: Some(labels.clone()),
+                annotations: Some(csv.metadata.annotations.clone().unwrap_or_default()),
+                ..Default::default()
+            };
+            let copy = Copy { api_version: V1ALPHA1, kind: "ClusterServiceVersion", metadata, spec };
+            let status = CsvStatus {
+                phase: phase.into(),
+                reason: "Copied".into(),
+                message: format!("The operator is running in {ns} but is managing this namespace"),
+                last_update_time: Some(now()),
+                ..Default::default()
+            };
+            out.push((json_of(&copy), status));
         }
     }
     out
@@ -167,7 +182,7 @@ pub async fn sync(olm: &Olm, csvs: &[Value], groups: &[Group]) -> Result<(), Lif
                 }
             },
         };
-        olm.status(&copied, status).await?;
+        olm.write_status(&copied, status).await?;
         let from =
             copy.pointer("/metadata/labels").map(|l| str_at(l, &format!("/{COPIED_FROM_LABEL}"))).unwrap_or_default();
         if let Err(e) = sync_tenant_rbac(olm, from, &copied).await {
@@ -184,6 +199,8 @@ pub async fn sync(olm: &Olm, csvs: &[Value], groups: &[Group]) -> Result<(), Lif
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn csv(ns: &str, phase: &str) -> Value {
@@ -210,8 +227,9 @@ mod tests {
         assert_eq!(namespaces, ["team-a", "team-b"], "not into its own namespace");
         let (copy, status) = &w[0];
         assert_eq!(copy["metadata"]["labels"], json!({"a": "b", "olm.copiedFrom": "ops"}));
-        assert_eq!((status["phase"].as_str(), status["reason"].as_str()), (Some("Succeeded"), Some("Copied")));
-        assert!(status["message"].as_str().unwrap().contains("running in ops"));
+        assert_eq!((status.phase.as_str(), status.reason.as_str()), ("Succeeded", "Copied"));
+        assert!(status.message.contains("running in ops"));
+        assert_eq!(copy["spec"], csv("ops", "Succeeded")["spec"], "the spec whole");
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub struct CsvStatus {
     pub last_transition_time: Option<String>,
     /// What it requires and whether that is met (uc reports none).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub requirement_status: Option<Vec<serde_json::Value>>,
+    pub requirement_status: Option<Vec<RequirementStatus>>,
 }
 
 /// One phase a CSV went through.
@@ -109,9 +109,9 @@ pub struct CsvSpec {
     /// `alpha`, `beta`, `stable`...
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub maturity: Option<String>,
-    /// `{name, url}`.
+    /// Who provides it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<Value>,
+    pub provider: Option<Link>,
     /// Icons for UIs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub icon: Vec<Icon>,
@@ -126,11 +126,24 @@ pub struct CsvSpec {
     pub maintainers: Vec<Maintainer>,
 }
 
-/// A link of a CSV.
+/// One requirement of a CSV and whether it is met (OLM's `RequirementStatus`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct RequirementStatus {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub name: String,
+    pub status: String,
+    pub message: String,
+}
+
+/// A link of a CSV (OLM's `AppLink`: its provider, its links).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default)]
 pub struct Link {
     pub name: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub url: String,
 }
 

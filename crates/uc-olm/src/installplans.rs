@@ -3,6 +3,7 @@
 //! Failed with the step and the reason, as when a CRD upgrade would drop a version still stored.
 
 use k8s_openapi::api::core::v1::ObjectReference;
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::context::{Olm, now, str_at};
@@ -11,26 +12,41 @@ use crate::group::OperatorGroup;
 use crate::installplan::{InstallPlan, InstallPlanStatus, InstalledCondition, StepStatus};
 use crate::plan::Step;
 
+/// What a CRD step reads of a CRD, old (`apiextensions.k8s.io/v1beta1`: `spec.version`) or new.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct CrdVersions {
+    spec: CrdVersionsSpec,
+    status: CrdStoredVersions,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct CrdVersionsSpec {
+    version: Option<String>,
+    versions: Vec<CrdVersionName>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct CrdVersionName {
+    name: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct CrdStoredVersions {
+    stored_versions: Vec<String>,
+}
+
 /// The versions an update of a CRD would drop while objects may still be stored in them: the existing
 /// CRD's `status.storedVersions` the new one does not serve.
 pub fn dropped_stored_versions(existing: &Value, new: &Value) -> Vec<String> {
-    let served: Vec<&str> = new
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.get("name").and_then(Value::as_str))
-        .chain(new.pointer("/spec/version").and_then(Value::as_str))
-        .collect();
-    existing
-        .pointer("/status/storedVersions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .filter(|v| !served.contains(v))
-        .map(str::to_string)
-        .collect()
+    let read = |crd: &Value| CrdVersions::deserialize(crd).unwrap_or_default();
+    let (existing, new) = (read(existing), read(new));
+    let served: Vec<&str> =
+        new.spec.versions.iter().map(|v| v.name.as_str()).chain(new.spec.version.as_deref()).collect();
+    existing.status.stored_versions.into_iter().filter(|v| !served.contains(&v.as_str())).collect()
 }
 
 /// An InstallPlan's status with its steps (each with its CatalogSource's namespace and name), all

@@ -69,7 +69,7 @@ struct PackageManifestStatus {
     package_name: String,
     default_channel: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    provider: Option<Value>,
+    provider: Option<Link>,
     channels: Vec<ManifestChannel>,
 }
 
@@ -101,7 +101,7 @@ struct CsvDescription {
     description: Option<String>,
     version: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    provider: Option<Value>,
+    provider: Option<Link>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     install_modes: Vec<InstallMode>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -171,7 +171,7 @@ pub fn manifest(source: &CatalogSource, pkg: &Package) -> PackageManifest {
         .get(&pkg.default_channel)
         .and_then(graph::head)
         .and_then(|h| csv_description(pkg, &h.name).provider);
-    let provider_name = provider.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or_default();
+    let provider_name = provider.as_ref().map(|p| p.name.as_str()).unwrap_or_default();
     let labels = [(CATALOG_LABEL, name), (CATALOG_NAMESPACE_LABEL, ns), ("provider", provider_name)];
     let metadata = ObjectMeta {
         name: Some(pkg.name.clone()),

@@ -16,7 +16,7 @@ use serde_json::Value;
 use uc_olm::bundle::{
     CHANNELS_ANNOTATION, DEFAULT_CHANNEL_ANNOTATION, PACKAGE_ANNOTATION, bundle_blob, read_bundle_dir,
 };
-use uc_olm::csv::{CrdDescription, CrdDescriptions, Csv, CsvSpec, Install, InstallSpec, Permission};
+use uc_olm::csv::{CrdDescription, CrdDescriptions, Csv, CsvSpec, Install, InstallSpec, Link, Permission};
 use uc_olm::fbc::{Blob, Catalog, ChannelBlob, FileBlob, PackageBlob, parse_blobs};
 
 fn read_docs(path: &Path) -> anyhow::Result<Vec<Value>> {
@@ -107,7 +107,7 @@ pub fn bundle_csv(
         description: Some(description.to_string()),
         version: Some(version.to_string()),
         maturity: Some("alpha".into()),
-        provider: Some(serde_json::json!({"name": "uc"})),
+        provider: Some(Link { name: "uc".into(), url: String::new() }),
         install_modes: uc_olm::csv::every_install_mode(),
         install: Some(Install { strategy: "deployment".into(), spec: Some(InstallSpec::default()) }),
         customresourcedefinitions: Some(CrdDescriptions {

@@ -50,7 +50,7 @@ use spec::SpecError;
 use spec::{CLIENT_PORT, Spec};
 use types::{
     ClusterReference, EtcdBackup, EtcdClusterStatus, EtcdRestore, EtcdRestoreSpec, LocalSource, MembersStatus,
-    StorageType,
+    S3Source, StorageType,
 };
 use uc_api::controller::{UniversalControllerSpec, UpdateMethod};
 /// Name of the native hook.
@@ -318,10 +318,7 @@ async fn auto_restore(
     restore.metadata.labels = Some(spec.labels());
     match storage {
         StorageType::S3 => {
-            let s3 = b.spec.s3.as_ref();
-            let field = |k: &str| s3.and_then(|s| s.get(k)).cloned().unwrap_or(Value::Null);
-            restore.spec.s3 =
-                Some(json!({"path": path, "awsSecret": field("awsSecret"), "endpoint": field("endpoint")}));
+            restore.spec.s3 = Some(S3Source { path: path.to_string(), ..b.spec.s3.clone().unwrap_or_default() });
         }
         StorageType::Local => restore.spec.local = Some(LocalSource { path: Some(path.to_string()) }),
     }

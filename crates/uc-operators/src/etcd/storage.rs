@@ -14,12 +14,9 @@ use kube::api::Api;
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path as Key;
 use object_store::{ObjectStore, PutPayload};
-use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
-use uc_api::meta::str_at;
-
-use super::types::{EtcdRestore, StorageType};
+use super::types::{EtcdRestore, S3Source, StorageType};
 
 /// Why a snapshot could not be stored or fetched. The messages name the spec field or the location.
 #[derive(Debug, thiserror::Error)]
@@ -93,12 +90,17 @@ fn ini_value(text: &str, key: &str) -> Option<String> {
 
 impl S3 {
     /// The store named by an `s3` spec (`field` is its path in the spec, for errors).
-    pub async fn open(client: &kube::Client, namespace: &str, spec: &Value, field: &str) -> Result<S3, StorageError> {
-        let path = str_at(spec, "/path");
+    pub async fn open(
+        client: &kube::Client,
+        namespace: &str,
+        spec: &S3Source,
+        field: &str,
+    ) -> Result<S3, StorageError> {
+        let path = spec.path.as_str();
         let Some((bucket, key)) = path.split_once('/').filter(|(b, k)| !b.is_empty() && !k.is_empty()) else {
             return Err(StorageError::spec(format!("{field}.path"), format!("{path:?} is not <bucket>/<key>")));
         };
-        let secret_name = str_at(spec, "/awsSecret");
+        let secret_name = spec.aws_secret.as_str();
         if secret_name.is_empty() {
             return Err(StorageError::spec(format!("{field}.awsSecret"), "names the Secret with the credentials"));
         }
@@ -125,9 +127,9 @@ impl S3 {
         if let Some(token) = ini_value(&credentials, "aws_session_token") {
             builder = builder.with_token(token);
         }
-        let endpoint = str_at(spec, "/endpoint");
+        let endpoint = spec.endpoint.as_deref().unwrap_or_default();
         if !endpoint.is_empty() {
-            let path_style = spec.get("forcePathStyle").and_then(Value::as_bool).unwrap_or(true);
+            let path_style = spec.force_path_style.unwrap_or(true);
             builder = builder
                 .with_endpoint(endpoint)
                 .with_allow_http(endpoint.starts_with("http://"))

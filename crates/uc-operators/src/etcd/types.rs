@@ -213,7 +213,7 @@ pub struct EtcdBackupSpec {
     /// S3 storage (`path` as `bucket/key`, `awsSecret`, `endpoint`, `forcePathStyle`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "free_form_object")]
-    pub s3: Option<Value>,
+    pub s3: Option<S3Source>,
     /// Periodic backups.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backup_policy: Option<BackupPolicy>,
@@ -263,7 +263,21 @@ pub struct EtcdRestoreSpec {
     /// S3 storage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "free_form_object")]
-    pub s3: Option<Value>,
+    pub s3: Option<S3Source>,
+}
+
+/// coreos's `S3BackupSource`: the object as `<bucket>/<key>`, the Secret holding the AWS `credentials`
+/// and `config` files, and an endpoint for S3-compatible stores (path-style requests unless
+/// `forcePathStyle` is false).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct S3Source {
+    pub path: String,
+    pub aws_secret: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub force_path_style: Option<bool>,
 }
 
 /// The EtcdCluster a restore rebuilds.

@@ -56,11 +56,31 @@ struct Response {
     #[serde(skip_serializing_if = "Option::is_none")]
     patch_type: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    raw_status: Option<Value>,
+    raw_status: Option<RawStatus>,
     #[serde(skip_serializing_if = "Option::is_none")]
     healthy: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     status: Option<Refusal>,
+}
+
+/// A member's status as reflected to the control plane: the status as it is, with the digest of the spec
+/// and the generation it is of (what the operator's binding view reads back).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RawStatus {
+    #[serde(flatten)]
+    status: serde_json::Map<String, Value>,
+    spec_digest: String,
+    generation: i64,
+}
+
+/// A `ResourceInterpreterContext` answered.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Answer {
+    api_version: &'static str,
+    kind: &'static str,
+    response: Response,
 }
 
 /// Why a request was not answered.
@@ -71,7 +91,7 @@ struct Refusal {
 }
 
 /// The answer to one `ResourceInterpreterContext`.
-pub fn answer(context: &Value) -> Value {
+pub fn answer(context: &Value) -> Answer {
     let request = Context::deserialize(context).map(|c| c.request).unwrap_or_default();
     let obj = &request.object;
     // The typed object for what the operator reads; the spec's digest is of the JSON as stored.
@@ -87,10 +107,12 @@ pub fn answer(context: &Value) -> Value {
             response.patch_type = Some("JSONPatch");
         }
         "InterpretStatus" => {
-            let mut status = obj.get("status").cloned().filter(Value::is_object).unwrap_or(json!({}));
-            status["specDigest"] = json!(spec_digest(obj.get("spec").unwrap_or(&json!({}))));
-            status["generation"] = json!(zk.metadata.generation.unwrap_or(0));
-            response.raw_status = Some(status);
+            let mut status = obj.get("status").and_then(Value::as_object).cloned().unwrap_or_default();
+            status.retain(|k, _| k != "specDigest" && k != "generation");
+            let spec = obj.get("spec").cloned().unwrap_or_else(|| Value::Object(Default::default()));
+            let digest = spec_digest(&spec);
+            response.raw_status =
+                Some(RawStatus { status, spec_digest: digest, generation: zk.metadata.generation.unwrap_or(0) });
         }
         "InterpretHealth" => response.healthy = Some(healthy(&zk)),
         other => {
@@ -99,7 +121,7 @@ pub fn answer(context: &Value) -> Value {
             response.status = Some(Refusal { code: 400, message });
         }
     }
-    json!({"apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterContext", "response": response})
+    Answer { api_version: CONFIG_API, kind: "ResourceInterpreterContext", response }
 }
 
 /// Healthy: the operator synced this spec, every server it wants serves, nothing rolls.
@@ -198,13 +220,20 @@ pub async fn serve(listen: Listen) -> anyhow::Result<(String, String)> {
                 let service = hyper::service::service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
                     let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
                     let (status, out) = match serde_json::from_slice::<Value>(&body) {
-                        Ok(context) => (200, answer(&context)),
-                        Err(e) => (400, json!({"message": format!("not a ResourceInterpreterContext: {e}")})),
+                        Ok(context) => (200, serde_json::to_string(&answer(&context)).unwrap_or_default()),
+                        Err(e) => (
+                            400,
+                            serde_json::to_string(&Refusal {
+                                code: 400,
+                                message: format!("not a ResourceInterpreterContext: {e}"),
+                            })
+                            .unwrap_or_default(),
+                        ),
                     };
                     hyper::Response::builder()
                         .status(status)
                         .header("content-type", "application/json")
-                        .body(Full::new(Bytes::from(out.to_string())))
+                        .body(Full::new(Bytes::from(out)))
                 });
                 let io = hyper_util::rt::TokioIo::new(stream);
                 let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
@@ -219,7 +248,8 @@ mod tests {
     use super::*;
 
     fn ask(op: &str, obj: Value) -> Value {
-        answer(&json!({"request": {"uid": "u1", "operation": op, "object": obj}}))["response"].clone()
+        uc_api::meta::json_of(&answer(&json!({"request": {"uid": "u1", "operation": op, "object": obj}})))["response"]
+            .clone()
     }
 
     #[test]
