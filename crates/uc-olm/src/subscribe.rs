@@ -4,8 +4,6 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use crate::context::{MANAGER, V1ALPHA1, str_at};
 use crate::error::LifecycleError;
 use crate::fbc::Catalog;
@@ -19,7 +17,7 @@ pub fn subscription(
     catalog_namespace: &str,
     package: &str,
     namespace: &str,
-) -> Result<Value, LifecycleError> {
+) -> Result<Subscription, LifecycleError> {
     let p = catalog.packages.get(package).ok_or_else(|| {
         let known: Vec<&str> = catalog.packages.keys().map(String::as_str).collect();
         CatalogError::at(catalog_name, format!("no package {package:?} (it has {})", known.join(", ")))
@@ -32,16 +30,16 @@ pub fn subscription(
         install_plan_approval: Some("Automatic".into()),
         ..Default::default()
     };
-    Ok(uc_api::meta::json_of(&Subscription::new(namespace, package, spec)))
+    Ok(Subscription::new(namespace, package, spec))
 }
 
 /// Creates the Subscriptions (those that exist are left as they are).
-pub async fn create(client: &kube::Client, subscriptions: &[Value]) -> Result<(), LifecycleError> {
+pub async fn create(client: &kube::Client, subscriptions: &[Subscription]) -> Result<(), LifecycleError> {
     let kinds = uc_engine::dynamic::Kinds::default();
     for s in subscriptions {
-        let (ns, name) = (str_at(s, "/metadata/namespace"), str_at(s, "/metadata/name"));
+        let (ns, name) = (s.namespace(), s.name());
         if uc_engine::dynamic::get(client, &kinds, V1ALPHA1, "Subscription", ns, name).await?.is_none() {
-            uc_engine::dynamic::apply(client, &kinds, s, MANAGER).await?;
+            uc_engine::dynamic::apply(client, &kinds, &uc_api::meta::json_of(s), MANAGER).await?;
         }
     }
     Ok(())
@@ -51,7 +49,7 @@ pub async fn create(client: &kube::Client, subscriptions: &[Value]) -> Result<()
 /// with the phase or condition they are in.
 pub async fn wait_installed(
     client: &kube::Client,
-    subscriptions: &[Value],
+    subscriptions: &[Subscription],
     timeout: Duration,
 ) -> Result<(), Vec<String>> {
     let kinds = uc_engine::dynamic::Kinds::default();
@@ -59,7 +57,7 @@ pub async fn wait_installed(
     loop {
         let mut waiting = Vec::new();
         for s in subscriptions {
-            let (ns, name) = (str_at(s, "/metadata/namespace"), str_at(s, "/metadata/name"));
+            let (ns, name) = (s.namespace(), s.name());
             let sub = uc_engine::dynamic::get(client, &kinds, V1ALPHA1, "Subscription", ns, name).await;
             let installed = sub.ok().flatten().map(|s| str_at(&s, "/status/installedCSV").to_string());
             let csv = match installed.as_deref() {
@@ -97,7 +95,7 @@ mod tests {
         )
         .unwrap();
         let catalog = Catalog::from_blobs(&blobs).unwrap();
-        let s = subscription(&catalog, "uc-operators", "olm", "etcd", "operators").unwrap();
+        let s = uc_api::meta::json_of(&subscription(&catalog, "uc-operators", "olm", "etcd", "operators").unwrap());
         assert_eq!(s["spec"]["channel"], "stable");
         assert_eq!(
             (s["metadata"]["namespace"].as_str(), s["spec"]["source"].as_str()),

@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde::Deserialize;
 use serde_json::{Value, json};
+use uc_api::controller::UniversalController;
 use uc_api::meta::json_of;
 use uc_olm::bundle::{bundle_from_objects, entry_of};
 use uc_olm::csv::{Csv, Link, Maintainer};
@@ -28,7 +30,7 @@ struct Operator {
     capabilities: &'static str,
     categories: &'static str,
     crds: Vec<CustomResourceDefinition>,
-    controllers: Vec<Value>,
+    controllers: Vec<UniversalController>,
     examples: Vec<Value>,
 }
 
@@ -69,16 +71,18 @@ fn docs(text: &str) -> Result<Vec<Value>, BuiltinYamlError> {
 /// An example operator of the repository (`examples/<dir>`): its CRDs, its controllers with the
 /// JavaScript hook inlined, its example objects.
 fn example(crd: &str, controller: &str, hook: &str, objects: &str) -> Result<Example, BuiltinYamlError> {
-    let mut controllers = docs(controller)?;
-    for c in &mut controllers {
-        crate::package::inline_hooks(c, |_| Ok(hook.to_string())).map_err(|e| BuiltinYamlError(format!("{e:#}")))?;
+    let mut controllers = Vec::new();
+    for mut c in docs(controller)? {
+        crate::package::inline_hooks(&mut c, |_| Ok(hook.to_string()))
+            .map_err(|e| BuiltinYamlError(format!("{e:#}")))?;
+        controllers.push(UniversalController::deserialize(&c).map_err(|e| BuiltinYamlError(e.to_string()))?);
     }
     let crds = uc_api::crds::among(&docs(crd)?).map_err(|e| BuiltinYamlError(e.to_string()))?;
     Ok((crds, controllers, docs(objects)?))
 }
 
 /// An example's CRDs, controllers and example objects.
-type Example = (Vec<CustomResourceDefinition>, Vec<Value>, Vec<Value>);
+type Example = (Vec<CustomResourceDefinition>, Vec<UniversalController>, Vec<Value>);
 
 #[expect(clippy::too_many_lines, reason = "data table: uc's operators as bundles")]
 fn operators() -> Vec<Operator> {
@@ -97,7 +101,7 @@ fn operators() -> Vec<Operator> {
             capabilities: "Full Lifecycle",
             categories: "Database",
             crds: uc_operators::etcd::crds(),
-            controllers: uc_operators::etcd::controllers().iter().map(json_of).collect(),
+            controllers: uc_operators::etcd::controllers(),
             examples: vec![json!({"apiVersion": "etcd.database.coreos.com/v1beta2", "kind": "EtcdCluster",
                                   "metadata": {"name": "example"}, "spec": {"size": 3, "version": "3.4.30"}})],
         },
@@ -113,7 +117,7 @@ fn operators() -> Vec<Operator> {
             capabilities: "Seamless Upgrades",
             categories: "Database",
             crds: uc_operators::zookeeper::crds(),
-            controllers: uc_operators::zookeeper::controllers().iter().map(json_of).collect(),
+            controllers: uc_operators::zookeeper::controllers(),
             examples: vec![json!({"apiVersion": "zookeeper.pravega.io/v1beta1", "kind": "ZookeeperCluster",
                                   "metadata": {"name": "example"}, "spec": {"replicas": 3}})],
         },
@@ -196,7 +200,7 @@ pub fn packages() -> Vec<&'static str> {
 }
 
 /// An operator's CRDs and controllers, to install without OLM.
-pub fn objects(package: &str) -> anyhow::Result<(Vec<CustomResourceDefinition>, Vec<Value>)> {
+pub fn objects(package: &str) -> anyhow::Result<(Vec<CustomResourceDefinition>, Vec<UniversalController>)> {
     let op = operators()
         .into_iter()
         .find(|o| o.package == package)
@@ -211,7 +215,7 @@ pub fn builtin() -> BTreeMap<String, Catalog> {
     for op in operators() {
         let mut objects = vec![json_of(&csv(&op, version))];
         objects.extend(op.crds.iter().map(json_of));
-        objects.extend(op.controllers.iter().cloned());
+        objects.extend(op.controllers.iter().map(json_of));
         let bundle = match bundle_from_objects(op.package, objects) {
             Ok(b) => b,
             Err(e) => {

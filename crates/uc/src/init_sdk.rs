@@ -98,27 +98,76 @@ fn plural_of(kind: &str) -> String {
     }
 }
 
+/// A `watches.yaml` entry: the kind, and the chart or role that reconciles it.
+#[derive(serde::Serialize)]
+struct WatchEntry<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    chart: Option<String>,
+    group: &'a str,
+    kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<String>,
+    version: &'a str,
+}
+
+impl<'a> WatchEntry<'a> {
+    fn of(kind: &'a str) -> WatchEntry<'a> {
+        WatchEntry { chart: None, group: GROUP, kind, role: None, version: VERSION }
+    }
+}
+
+/// The SDK's `PROJECT` file, for one resource.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Project<'a> {
+    domain: &'a str,
+    layout: [&'a str; 1],
+    project_name: &'a str,
+    resources: [ProjectResource<'a>; 1],
+    version: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct ProjectResource<'a> {
+    api: ProjectApi,
+    domain: &'a str,
+    kind: &'a str,
+    version: &'a str,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ProjectApi {
+    crd_version: &'static str,
+    namespaced: bool,
+}
+
 /// The files common to both types.
 fn common(
     name: &str,
     kind: &str,
     layout: &str,
-    watch: Value,
+    watch: WatchEntry,
     spec: Value,
     managed: &[(String, String)],
 ) -> Vec<(String, String)> {
     let plural = plural_of(kind);
     let sample = json!({"apiVersion": format!("{GROUP}/{VERSION}"), "kind": kind,
                         "metadata": {"name": format!("{}-sample", kind.to_lowercase())}, "spec": spec});
-    let project = json!({"domain": GROUP, "layout": [layout], "projectName": name,
-        "resources": [{"domain": GROUP, "kind": kind, "version": VERSION, "api": {"crdVersion": "v1", "namespaced": true}}],
-        "version": "3"});
+    let api = ProjectApi { crd_version: "v1", namespaced: true };
+    let project = Project {
+        domain: GROUP,
+        layout: [layout],
+        project_name: name,
+        resources: [ProjectResource { api, domain: GROUP, kind, version: VERSION }],
+        version: "3",
+    };
     vec![
         (
             "watches.yaml".into(),
             format!(
                 "---\n# Use the 'create api' subcommand to add watches to this file.\n{}# +kubebuilder:scaffold:watch\n",
-                yaml(&json!([watch]))
+                yaml(&[watch])
             ),
         ),
         (format!("config/crd/bases/{GROUP}_{plural}.yaml"), format!("---\n{}", yaml(&crd(kind, &plural)))),
@@ -136,7 +185,7 @@ fn helm_files(
     values: Value,
     managed: &[(String, String)],
 ) -> Vec<(String, String)> {
-    let watch = json!({"group": GROUP, "version": VERSION, "kind": kind, "chart": format!("helm-charts/{chart_name}")});
+    let watch = WatchEntry { chart: Some(format!("helm-charts/{chart_name}")), ..WatchEntry::of(kind) };
     let mut files = common(name, kind, "helm.sdk.operatorframework.io/v1", watch, values, managed);
     files.push(("Dockerfile".into(), format!(
         "# Build the manager image (as operator-sdk scaffolds it); uc runs the project without it.\nFROM quay.io/operator-framework/helm-operator:{SDK_VERSION}\n\nENV HOME=/opt/helm\nCOPY watches.yaml ${{HOME}}/watches.yaml\nCOPY helm-charts  ${{HOME}}/helm-charts\nWORKDIR ${{HOME}}\n"
@@ -151,7 +200,7 @@ fn helm_files(
 /// An Ansible project's files: a role that keeps a ConfigMap with the spec's greeting.
 fn ansible_files(name: &str, kind: &str) -> Vec<(String, String)> {
     let lower = kind.to_lowercase();
-    let watch = json!({"group": GROUP, "version": VERSION, "kind": kind, "role": lower});
+    let watch = WatchEntry { role: Some(lower.clone()), ..WatchEntry::of(kind) };
     let managed = [(String::new(), "configmaps".to_string())];
     let mut files =
         common(name, kind, "ansible.sdk.operatorframework.io/v1", watch, json!({"greeting": "hello"}), &managed);

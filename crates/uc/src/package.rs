@@ -70,7 +70,7 @@ fn controllers(dir: &Path) -> anyhow::Result<Vec<Value>> {
 /// The parts of the bundle of a `uc init` directory: `controller.yaml`, `crd.yaml`, `example.yaml`.
 fn uc_parts(dir: &Path) -> anyhow::Result<crate::package_sdk::Parts> {
     let controllers = controllers(dir)?;
-    let name = controllers[0].pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let name = uc_api::meta::meta_str(&controllers[0], "name").to_string();
     let crds = crate::package_sdk::crds_of(&read_docs(&dir.join("crd.yaml"))?, &dir.join("crd.yaml"))?;
     let examples = if dir.join("example.yaml").is_file() { read_docs(&dir.join("example.yaml"))? } else { Vec::new() };
     Ok(crate::package_sdk::Parts { name, controllers, crds, examples, rules: Vec::new() })

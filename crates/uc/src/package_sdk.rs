@@ -26,6 +26,13 @@ pub struct Parts {
     pub rules: Vec<PolicyRule>,
 }
 
+/// What a bundle reads of the SDK's `PROJECT` file: the project's name.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ProjectFile {
+    project_name: Option<String>,
+}
+
 /// The CRDs among the documents of `at`; one that does not read is an error naming it and the field.
 pub fn crds_of(docs: &[Value], at: &Path) -> anyhow::Result<Vec<CustomResourceDefinition>> {
     uc_api::crds::among(docs).map_err(|e| anyhow::anyhow!("{}: {e}", at.display()))
@@ -68,13 +75,13 @@ fn read(dir: &Path, watches: &Path) -> anyhow::Result<Parts> {
     let bases = dir.join("config/crd/bases");
     let crds = crds_of(&docs_in(&bases), &bases)?;
     let examples = docs_in(&dir.join("config/samples"));
-    let project: Value = std::fs::read_to_string(dir.join("PROJECT"))
+    let project: ProjectFile = std::fs::read_to_string(dir.join("PROJECT"))
         .ok()
         .and_then(|t| serde_yaml_ng::from_str(&t).ok())
-        .unwrap_or(Value::Null);
+        .unwrap_or_default();
     let dir_name =
         std::fs::canonicalize(dir).ok().and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));
-    let name = project.get("projectName").and_then(Value::as_str).map(str::to_string).or(dir_name).unwrap_or_default();
+    let name = project.project_name.or(dir_name).unwrap_or_default();
     let controllers = if uc_ansible::watches::is_ansible(&text) {
         ansible_controllers(dir, &text, &crds)?
     } else {

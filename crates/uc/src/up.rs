@@ -292,7 +292,6 @@ async fn start_engine(
             for crd in crds {
                 uc_engine::manager::install_crd(&setup, crd).await?;
             }
-            let controllers = controllers.into_iter().map(serde_json::from_value).collect::<Result<_, _>>()?;
             crate::builtins::install_controllers(&setup, controllers).await?;
         }
     }

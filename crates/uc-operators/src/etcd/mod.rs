@@ -156,9 +156,9 @@ struct Previous {
 /// The restore a cluster was made from, and the restore it is asked for that is not done yet. A
 /// restore is done once all its members' pods exist (they carry the restore's id, so a sync that sees
 /// a stale status still knows) or the status says so (the members may be gone since).
-fn restores(parent: &Value, previous: &Previous, observed: &Pods) -> (String, Option<restore::Request>) {
+fn restores(metadata: &ObjectMeta, previous: &Previous, observed: &Pods) -> (String, Option<restore::Request>) {
     let mut restored_from = previous.restored_from.clone().unwrap_or_default();
-    let asked = ObjectMeta::deserialize(&parent["metadata"]).ok().and_then(|m| restore::Request::of(&m));
+    let asked = restore::Request::of(metadata);
     if let Some(r) = &asked
         && plan::restore_complete(observed, &r.id)
     {
@@ -191,7 +191,8 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest
             .max()
             .unwrap_or(0)
     };
-    let (mut restored_from, pending) = restores(parent, &previous, observed_pods);
+    let metadata = parent.get("metadata").and_then(|m| ObjectMeta::deserialize(m).ok()).unwrap_or_default();
+    let (mut restored_from, pending) = restores(&metadata, &previous, observed_pods);
     let mut step = match &pending {
         Some(r) => {
             let (step, seeded) = restore_step(&spec, observed_pods, r, next_index(&[]) as u32);

@@ -132,7 +132,7 @@ async fn sync(client: &kube::Client, mut request: SyncRequest) -> SyncResponse {
     let binding = read_binding(client, ns, &plan::binding_name(name)).await;
     let admin = match secrets.get(&plan::admin_secret(name)) {
         Some(s) => crate::objects::as_written(s),
-        None => admin_secret(name, ns),
+        None => json_of(&admin_secret(name, ns)),
     };
     let seen = plan::Observed {
         binding: binding.as_ref(),
@@ -165,12 +165,12 @@ fn invalid_spec(
 }
 
 /// A new Secret with a random super user password, and its digest for the servers.
-fn admin_secret(name: &str, namespace: &str) -> Value {
+fn admin_secret(name: &str, namespace: &str) -> Secret {
     use k8s_openapi::ByteString;
     let password: String = (0..32).map(|_| char::from(b'a' + rand::random_range(0..26u8))).collect();
     let digest = crate::zookeeper::client::super_digest(&password);
     let data = [("password", password), ("digest", digest)].map(|(k, v)| (k.to_string(), ByteString(v.into_bytes())));
-    let secret = Secret {
+    Secret {
         metadata: ObjectMeta {
             name: Some(plan::admin_secret(name)),
             namespace: Some(namespace.into()),
@@ -179,8 +179,7 @@ fn admin_secret(name: &str, namespace: &str) -> Value {
         type_: Some("Opaque".into()),
         data: Some(data.into()),
         ..Default::default()
-    };
-    crate::objects::json_of(&secret)
+    }
 }
 
 async fn read_binding(client: &kube::Client, namespace: &str, name: &str) -> Option<Binding> {
