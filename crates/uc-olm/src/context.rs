@@ -7,14 +7,7 @@ use uc_engine::dynamic::Kinds;
 use crate::error::LifecycleError;
 use crate::sources::Sources;
 
-/// The namespace of the catalogs every namespace sees, as OLM's.
-pub const GLOBAL_CATALOG_NAMESPACE: &str = "olm";
-/// `operators.coreos.com/v1alpha1`: CatalogSource, Subscription, InstallPlan, ClusterServiceVersion.
-pub const V1ALPHA1: &str = "operators.coreos.com/v1alpha1";
-/// `operators.coreos.com/v1`: OperatorGroup.
-pub const V1: &str = "operators.coreos.com/v1";
-/// The field manager of what the lifecycle manager writes.
-pub const MANAGER: &str = "olm";
+pub use crate::api::{GLOBAL_CATALOG_NAMESPACE, MANAGER, V1, V1ALPHA1, now};
 
 /// The ConfigMaps `(namespace, name)` that CatalogSources name, kept current by the passes: each is
 /// watched by name, and its changes wake the manager (`triggers.rs`).
@@ -94,11 +87,6 @@ pub fn beside<'a, T: serde::de::DeserializeOwned>(objects: &'a [Value], kind: &s
 
 /// A string at a JSON pointer ("" when absent): uc-api's.
 pub use uc_api::meta::str_at;
-
-/// The time now, as Kubernetes writes it.
-pub fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
 
 #[cfg(test)]
 mod tests {

@@ -7,6 +7,7 @@
 //! (`sources.rs`) and published as PackageManifests (`packages.rs`), Subscriptions (`subscriptions.rs`), InstallPlans (`installplans.rs`) and CSVs
 //! (`csvs.rs`) moved on and copied into the namespaces they serve (`copies.rs`), whenever a watched object changed (`triggers.rs`).
 
+pub mod api;
 pub mod bundle;
 pub mod config;
 pub mod configmap_registry;

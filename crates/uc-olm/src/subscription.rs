@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
-use crate::context::V1ALPHA1;
+use crate::api::{V1ALPHA1, now};
 
 /// A Subscription. Read leniently: fields uc does not act on are ignored.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -93,7 +93,7 @@ pub use uc_api::conditions::Condition as SubscriptionCondition;
 
 /// A Subscription condition, true or false, noted now (OLM writes each with the time of its pass).
 pub fn condition(type_: &str, status: bool, reason: &str, message: &str) -> SubscriptionCondition {
-    let now = Some(crate::context::now());
+    let now = Some(now());
     SubscriptionCondition { last_transition_time: now, ..SubscriptionCondition::new(type_, status, reason, message) }
 }
 
@@ -153,7 +153,7 @@ impl SubscriptionStatus {
             install_plan_ref: plan.map(reference),
             installplan: plan.map(named),
             conditions,
-            last_updated: Some(crate::context::now()),
+            last_updated: Some(now()),
         }
     }
 }
