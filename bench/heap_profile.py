@@ -126,46 +126,56 @@ def hwm_mb(pid: int) -> float:
     return 0.0
 
 
-# Frames that name what holds the bytes better than the innermost uc function does (checked in order).
-HOLDERS = [
-    ("history", re.compile(r"uc_apiserver::(history|watch_cache|revisions?)")),
-    ("managedFields", re.compile(r"uc_apiserver::managed")),
-    ("store", re.compile(r"uc_apiserver::store")),
-    ("informer cache", re.compile(r"uc_engine::(informer|cache)")),
-]
+SIZE = re.compile(r"^([0-9.]+)([KMGT]?)B? peak memory consumed over (\d+) calls from")
+UNIT = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
-def attribute(stacks: pathlib.Path) -> collections.Counter:
-    """Peak bytes by the innermost frame of a uc crate (or a holder above), from heaptrack's folded stacks."""
-    out: collections.Counter = collections.Counter()
-    for line in stacks.read_text(errors="replace").splitlines():
-        frames, _, cost = line.rpartition(" ")
-        if not cost.isdigit():
+def attribute(printed: str) -> tuple[collections.Counter, collections.Counter]:
+    """Peak bytes by the innermost frame in uc's own code (`crates/...:line`, its function) and by its
+    file, from `heaptrack_print -p -m 0` (every backtrace printed whole, outermost frame last)."""
+    by_frame: collections.Counter = collections.Counter()
+    by_file: collections.Counter = collections.Counter()
+    size, function, label = 0.0, "", None
+    for line in printed.splitlines():
+        m = SIZE.match(line)
+        if m:
+            if size and label:
+                by_frame[label] += size
+                by_file[label.split(" ")[0]] += size
+            elif size:
+                by_frame["(no frame in uc's crates)"] += size
+                by_file["(no frame in uc's crates)"] += size
+            size, label = float(m.group(1)) * UNIT[m.group(2)], None
             continue
-        parts = frames.split(";")
-        label = next((name for name, rx in HOLDERS if any(rx.search(f) for f in parts)), None)
-        if label is None:
-            uc = [f for f in parts if re.match(r"<?uc_[a-z_]+::", f)]
-            label = re.sub(r"<[^<>]*>|\{\{closure\}\}|::h[0-9a-f]{16}$", "", uc[-1]) if uc else "(outside uc)"
-        out[label] += int(cost)
-    return out
+        stripped = line.strip()
+        if stripped.startswith("at "):
+            where = stripped[3:]
+            if label is None and where.startswith("crates/"):
+                label = f"{where.rsplit(':', 1)[0]} {re.sub(r'::h[0-9a-f]{16}$', '', function)}"
+        elif stripped and not stripped.startswith("in "):
+            function = stripped
+    if size:
+        key = label or "(no frame in uc's crates)"
+        by_frame[key] += size
+        by_file[key.split(" ")[0]] += size
+    return by_frame, by_file
 
 
 def report(name: str, out: pathlib.Path, objects: int) -> str:
     files = sorted(out.glob(f"{name}*.zst")) + sorted(out.glob(f"{name}*.gz"))
     if not files:
         return f"{name}: no heaptrack file\n"
-    data = files[-1]
-    stacks = out / f"{name}.stacks"
-    summary = subprocess.run(["heaptrack_print", "-f", str(data), "-p", "0", "-a", "0", "-T", "0",
-                              "--flamegraph-cost-type", "peak", "-F", str(stacks)],
-                             capture_output=True, text=True).stdout
-    peak = re.search(r"peak heap memory consumption: (.*)", summary)
+    printed = subprocess.run(["heaptrack_print", "-f", str(files[-1]), "-p", "1", "-a", "0", "-T", "0", "-m", "0",
+                              "-n", "1000000"], capture_output=True, text=True).stdout
+    (out / f"{name}.peaks.txt").write_text(printed)
+    peak = re.search(r"peak heap memory consumption: (.*)", printed)
+    by_frame, by_file = attribute(printed)
+    total = sum(by_frame.values()) or 1
     text = f"{name}: peak heap {peak.group(1) if peak else '?'}, {objects} objects held\n"
-    by = attribute(stacks)
-    total = sum(by.values()) or 1
-    for label, b in by.most_common(25):
-        text += f"  {b / 1e6:9.1f} MB  {b / objects:8.0f} B/object  {100 * b / total:5.1f} %  {label}\n"
+    for title, counter in (("by file", by_file), ("by allocating function", by_frame)):
+        text += f"  {title}:\n"
+        for label, b in counter.most_common(20):
+            text += f"    {b / 1e6:8.1f} MB  {b / objects:7.0f} B/object  {100 * b / total:5.1f} %  {label}\n"
     return text
 
 
