@@ -107,11 +107,8 @@ async fn sync(
             kept.extend(claims.into_values().map(Arc::unwrap_or_clone));
             let mut status = previous;
             let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-            let c = uc_api::conditions::Condition {
-                last_transition_time: Some(now.clone()),
-                ..uc_api::conditions::Condition::new("Error", true, "InvalidSpec", &error.to_string())
-            };
-            uc_api::conditions::set_condition(&mut status, crate::objects::json_of(&c), None, &now);
+            let c = status::condition("Error", true, "InvalidSpec", &now, &error.to_string());
+            uc_api::conditions::set_condition(&mut status, json_of(&c), None, &now);
             return SyncResponse { status: Some(status), children: kept, ..Default::default() };
         }
     };
