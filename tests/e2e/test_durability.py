@@ -1,5 +1,6 @@
 """Every acknowledged write survives kill -9 of `uc up`; revisions continue; watchers recover."""
 
+import json
 import re
 import threading
 import time
@@ -103,11 +104,16 @@ def test_restart_keeps_every_object_and_crd(make_cluster, tmp_path):
     c.kubectl("apply", "-f", str(MANIFESTS / "foo-crd.yaml"))
     c.kubectl("apply", "-f", str(MANIFESTS / "foo.yaml"))
     before = c.kubectl("get", "foo", "example-foo", "-o", "jsonpath={.metadata.uid}/{.metadata.resourceVersion}").stdout
+    fields = lambda cl: json.loads(cl.kubectl("get", "foo", "example-foo", "-o", "json", "--show-managed-fields").stdout)[
+        "metadata"]["managedFields"]
+    managed = fields(c)
+    assert isinstance(managed[0]["fieldsV1"], dict) and "f:spec" in managed[0]["fieldsV1"], managed
     assert c.stop() == 0
     c2 = Cluster(str(tmp_path)).start()
     try:
         after = c2.kubectl("get", "foo", "example-foo", "-o", "jsonpath={.metadata.uid}/{.metadata.resourceVersion}").stdout
         assert after == before
+        assert fields(c2) == managed, "the managed fields read back from the log as they were written"
     finally:
         assert c2.stop() == 0
 

@@ -1,7 +1,10 @@
 """Server-side apply against `uc up` with kubectl and the Python client: field managers, conflicts,
 force, lists merged by their keys, dry runs, and updates that move ownership."""
 
+import http.client
 import json
+import ssl
+from urllib.parse import urlparse
 
 import pytest
 
@@ -175,3 +178,58 @@ def test_python_client_server_side_apply(cluster):
     forced = cms.server_side_apply(body=body, namespace="default", field_manager="py-b", force_conflicts=True)
     assert forced.data.k == "2"
 
+
+
+def test_managed_fields_read_as_json_objects_on_every_path(cluster):
+    # The store keeps each fieldsV1 as text (issue 58); no client may tell: every way an object is read
+    # sends it as the JSON object kube sends, and a patch that tests it sees the object.
+    cluster.kubectl("apply", "--server-side", "--field-manager=mine", "-f", "-", input=CONFIGMAP.replace("MODE", "x"))
+    rv = cluster.kubectl("get", "cm", "settings", "-o", "jsonpath={.metadata.resourceVersion}").stdout
+    want = {"f:data": {"f:level": {}, "f:mode": {}}, "f:metadata": {"f:labels": {"f:team": {}}}}
+    host, token = cluster.server_and_token()
+    u = urlparse(host)
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+
+    def request(method, path, accept="application/json", body=None, content_type=None):
+        conn = http.client.HTTPSConnection(u.hostname, u.port, context=ctx, timeout=20)
+        headers = {"Authorization": f"Bearer {token}", "Accept": accept}
+        if content_type:
+            headers["Content-Type"] = content_type
+        conn.request(method, path, body=body, headers=headers)
+        return conn, conn.getresponse()
+
+    def read(method, path, accept="application/json", body=None, content_type=None):
+        conn, resp = request(method, path, accept, body, content_type)
+        text = resp.read()
+        conn.close()
+        assert resp.status in (200, 201), text
+        return json.loads(text)
+
+    def mine(obj):
+        entry = next(e for e in obj["metadata"]["managedFields"] if e["manager"] == "mine")
+        assert isinstance(entry["fieldsV1"], dict), entry
+        return entry["fieldsV1"]
+
+    one = "/api/v1/namespaces/default/configmaps/settings"
+    watches = [request("GET", f"/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}", accept=a)
+               for a in ("application/json", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")]
+    # A JSON patch whose test reads the managed fields as the client sees them.
+    patch = json.dumps([{"op": "test", "path": "/metadata/managedFields/0/fieldsV1/f:data/f:mode", "value": {}},
+                        {"op": "add", "path": "/data/extra", "value": "1"}])
+    patched = read("PATCH", one, body=patch, content_type="application/json-patch+json")
+    assert patched["data"]["extra"] == "1" and mine(patched) == want
+    assert mine(read("GET", one)) == want
+    assert mine(read("GET", one, accept="application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")) == want
+    (item,) = [i for i in read("GET", "/api/v1/namespaces/default/configmaps")["items"]
+               if i["metadata"]["name"] == "settings"]
+    assert mine(item) == want
+    table = read("GET", one + "?includeObject=Object", accept="application/json;as=Table;g=meta.k8s.io;v=v1")
+    assert mine(table["rows"][0]["object"]) == want
+    for conn, resp in watches:
+        event = json.loads(resp.readline())
+        assert event["type"] == "MODIFIED" and mine(event["object"]) == want, event
+        conn.close()
+    # A collection's delete answers with the objects deleted.
+    (gone,) = read("DELETE", "/api/v1/namespaces/default/configmaps?labelSelector=team%3Da")["items"]
+    assert mine(gone) == want

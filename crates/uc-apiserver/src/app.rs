@@ -169,7 +169,8 @@ pub fn json_response_typed<T: serde::Serialize + ?Sized>(code: u16, v: &T, conte
 }
 
 /// An object or list written as kube-apiserver writes it: `kind`, `apiVersion`, `metadata` first
-/// ([`crate::history::in_kube_order`]), a list's items likewise.
+/// ([`crate::history::in_kube_order`]), a list's items likewise; managed fields as JSON
+/// ([`crate::wire`]).
 pub struct KubeOrder<'a>(pub &'a serde_json::Value);
 
 impl serde::Serialize for KubeOrder<'_> {
@@ -185,12 +186,12 @@ impl serde::Serialize for KubeOrder<'_> {
                 seq.end()
             }
         }
-        let serde_json::Value::Object(members) = self.0 else { return self.0.serialize(s) };
+        let serde_json::Value::Object(members) = self.0 else { return crate::wire::Wire(self.0).serialize(s) };
         let mut map = s.serialize_map(Some(members.len()))?;
         for (key, value) in crate::history::in_kube_order(members) {
             match value {
                 serde_json::Value::Array(items) if key == "items" => map.serialize_entry(key, &Items(items))?,
-                _ => map.serialize_entry(key, value)?,
+                _ => map.serialize_entry(key, &crate::wire::Member(key, value))?,
             }
         }
         map.end()

@@ -79,11 +79,11 @@ pub fn in_kube_order(members: &serde_json::Map<String, Value>) -> impl Iterator<
 }
 
 impl Encoded {
-    /// `object` as JSON in kube's member order ([`in_kube_order`]), noting where its top-level
-    /// `metadata` is.
+    /// `object` as JSON in kube's member order ([`in_kube_order`]), managed fields as JSON
+    /// ([`crate::wire`]), noting where its top-level `metadata` is.
     pub fn of(object: &Value) -> Self {
         let Value::Object(members) = object else {
-            return Self { json: serde_json::to_vec(object).unwrap_or_default().into(), metadata: None };
+            return Self { json: crate::wire::to_vec(object).into(), metadata: None };
         };
         let mut out = Vec::with_capacity(json_size(object) + 16);
         let mut metadata = None;
@@ -96,7 +96,7 @@ impl Encoded {
             let _ = serde_json::to_writer(&mut out, key);
             out.push(b':');
             let start = out.len();
-            let _ = serde_json::to_writer(&mut out, value);
+            let _ = serde_json::to_writer(&mut out, &crate::wire::Member(key, value));
             if key == "metadata" {
                 metadata = Some(start..out.len());
             }

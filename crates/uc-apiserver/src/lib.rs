@@ -54,6 +54,7 @@ pub mod wal;
 pub mod wal_integrity;
 pub mod watch;
 pub mod webhooks;
+pub mod wire;
 
 pub use app::Config;
 pub use server::{RunningServer, StartError, start};

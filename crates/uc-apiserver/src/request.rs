@@ -95,12 +95,16 @@ pub(crate) struct PartialMetadata<'a> {
     kind: &'static str,
     #[serde(rename = "apiVersion")]
     api_version: &'static str,
-    metadata: Option<&'a Value>,
+    metadata: Option<crate::wire::Member<'a>>,
 }
 
 impl<'a> PartialMetadata<'a> {
     pub(crate) fn of(obj: &'a Value) -> Self {
-        PartialMetadata { kind: "PartialObjectMetadata", api_version: "meta.k8s.io/v1", metadata: obj.get("metadata") }
+        PartialMetadata {
+            kind: "PartialObjectMetadata",
+            api_version: "meta.k8s.io/v1",
+            metadata: obj.get("metadata").map(|m| crate::wire::Member("metadata", m)),
+        }
     }
 }
 
@@ -134,7 +138,7 @@ pub(crate) fn respond_object(req: &Req, t: &Target, code: u16, obj: &Obj) -> Res
                 "columnDefinitions": table::column_definitions(&t.info, &t.version),
                 "rows": [table::row(&t.info, &t.version, &obj, include)],
             });
-            json_response(code, &table)
+            json_response(code, &crate::app::KubeOrder(&table))
         }
     }
 }

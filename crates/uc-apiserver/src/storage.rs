@@ -233,10 +233,12 @@ fn replay(
         let gr = GroupResource::new(group, resource);
         let old = state.objects.get_mut(&gr).and_then(|m| m.remove(key));
         let new = match value {
-            Some(bytes) => Some(Arc::new(
-                serde_json::from_slice::<Value>(&bytes)
-                    .map_err(|e| StoreError::Backend(format!("object {k:?} in the log is not valid JSON: {e}")))?,
-            )),
+            Some(bytes) => {
+                let mut object = serde_json::from_slice::<Value>(&bytes)
+                    .map_err(|e| StoreError::Backend(format!("object {k:?} in the log is not valid JSON: {e}")))?;
+                crate::wire::compact(&mut object);
+                Some(Arc::new(object))
+            }
             None => None,
         };
         state.index(&gr, key, old.as_deref(), new.as_deref());
@@ -614,7 +616,10 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
     }
 }
 
+/// `v` as the store keeps it at revision `rv`: its resourceVersion set, its managed fields compact
+/// ([`crate::wire`]).
 fn with_rv(mut v: Value, rv: u64) -> Value {
+    crate::wire::compact(&mut v);
     if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
     }

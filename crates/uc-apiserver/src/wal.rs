@@ -479,7 +479,7 @@ fn write_snapshot(
     let mut w = BufWriter::with_capacity(1 << 20, file);
     // Chunks of objects, each a record; the last record carries the revision.
     for chunk in state.chunks(512) {
-        let bodies: Vec<Vec<u8>> = chunk.iter().map(|(_, v)| serde_json::to_vec(&**v).unwrap_or_default()).collect();
+        let bodies: Vec<Vec<u8>> = chunk.iter().map(|(_, v)| crate::wire::to_vec(v)).collect();
         let changes: Vec<Change<'_>> =
             chunk.iter().zip(&bodies).map(|((k, _), b)| Change { key: k, value: Some(b) }).collect();
         w.write_all(&encode(0, &changes)).map_err(io(&tmp))?;

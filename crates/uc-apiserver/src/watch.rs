@@ -89,7 +89,7 @@ impl Watcher {
         let info = &self.target.info;
         let object = match self.render {
             // The stored object is serialized where it lies, not copied first.
-            Render::Json => return line(kind, obj),
+            Render::Json => return line(kind, &crate::wire::Wire(obj)),
             Render::Metadata => return line(kind, &PartialMetadata::of(obj)),
             Render::Table => {
                 let mut t = json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1",
@@ -104,7 +104,7 @@ impl Watcher {
                 t
             }
         };
-        line(kind, &object)
+        line(kind, &crate::wire::Wire(&object))
     }
 
     /// An event of the log as this watcher sends it: its object's JSON is shared with every other

@@ -305,10 +305,9 @@ pub(crate) async fn delete_collection(app: &Arc<App>, req: &mut Req, t: &Target)
             Err(e) => return Err(e),
         }
     }
-    Ok(json_response(
-        200,
-        &json!({"kind": t.info.list_kind, "apiVersion": t.info.api_version(&t.version), "metadata": {}, "items": items}),
-    ))
+    let list =
+        json!({"kind": t.info.list_kind, "apiVersion": t.info.api_version(&t.version), "metadata": {}, "items": items});
+    Ok(json_response(200, &crate::app::KubeOrder(&list)))
 }
 
 #[cfg(test)]

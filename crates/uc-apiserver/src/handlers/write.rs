@@ -526,6 +526,8 @@ pub(crate) async fn update(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<
 }
 
 pub(crate) fn apply_patch(req: &Req, t: &Target, target: &mut Value) -> Result<()> {
+    // The client patches the object it sees: managed fields as JSON, not as the store keeps them.
+    crate::wire::expand(target);
     let r = match req.content_type.as_str() {
         "application/json-patch+json" => patch::json_patch(target, &req.body),
         "application/merge-patch+json" => patch::merge_patch(target, &req.body),

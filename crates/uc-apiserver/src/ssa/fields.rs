@@ -277,6 +277,39 @@ impl FieldSet {
         out
     }
 
+    /// FieldsV1 as its JSON text, written directly (the same bytes `to_fields_v1` serializes to: members
+    /// in order, `.` first). The store keeps this text rather than the tree: a tree costs a B-tree
+    /// node of ~600 bytes per non-empty map, the text a byte per byte (docs/benchmarks.md, issue 58).
+    pub fn to_fields_v1_text(&self) -> String {
+        let mut out = Vec::with_capacity(64 * self.children.len().max(1));
+        self.write_fields_v1(&mut out, false);
+        // Only JSON was written: string keys through serde_json, the rest ASCII punctuation.
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    fn write_fields_v1(&self, out: &mut Vec<u8>, dot: bool) {
+        out.push(b'{');
+        if dot {
+            out.extend_from_slice(b"\".\":{}");
+        }
+        for (i, (pe, n)) in self.children.iter().enumerate() {
+            if dot || i > 0 {
+                out.push(b',');
+            }
+            // Writing a string to a vector cannot fail.
+            let _ = serde_json::to_writer(&mut *out, pe);
+            out.push(b':');
+            n.children.write_fields_v1(out, n.own && !n.children.is_empty());
+        }
+        out.push(b'}');
+    }
+
+    /// Reads FieldsV1 from its JSON text (the form the store keeps).
+    pub fn from_fields_v1_text(text: &str) -> Result<FieldSet, FieldsError> {
+        let tree: Value = serde_json::from_str(text).map_err(|e| FieldsError(format!("not JSON: {e}")))?;
+        FieldSet::from_fields_v1(&tree)
+    }
+
     /// Reads FieldsV1; anything that is not its shape is an error naming where.
     pub fn from_fields_v1(v: &Value) -> Result<FieldSet, FieldsError> {
         let Value::Object(m) = v else { return Err(FieldsError::from(format!("expected an object, found {v}"))) };
@@ -322,6 +355,13 @@ mod tests {
                           "f:spec": {"f:replicas": {}, "f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}}}}});
         let set = FieldSet::from_fields_v1(&wire).unwrap();
         assert_eq!(set.to_fields_v1(), wire);
+        let text = set.to_fields_v1_text();
+        assert_eq!(text, wire.to_string(), "the text is the tree's serialization, byte for byte");
+        assert_eq!(FieldSet::from_fields_v1_text(&text).unwrap(), set);
+        assert_eq!(FieldSet::new().to_fields_v1_text(), "{}");
+        let quoted = FieldSet::from_fields_v1(&json!({"f:data": {"f:a\"b\\c": {}}})).unwrap();
+        assert_eq!(quoted.to_fields_v1_text(), json!({"f:data": {"f:a\"b\\c": {}}}).to_string());
+        assert!(FieldSet::from_fields_v1_text("{\"f:a\":").unwrap_err().0.starts_with("not JSON"));
         let mut paths: Vec<String> = set.paths().iter().map(|p| path_string(p)).collect();
         paths.sort();
         assert_eq!(

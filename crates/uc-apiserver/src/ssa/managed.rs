@@ -50,7 +50,8 @@ impl Entry {
         let mut m = Map::new();
         m.insert("apiVersion".into(), json!(self.api_version));
         m.insert("fieldsType".into(), json!("FieldsV1"));
-        m.insert("fieldsV1".into(), self.fields.to_fields_v1());
+        // As text: what the store keeps (`crate::wire`), written out as JSON where the object is.
+        m.insert("fieldsV1".into(), Value::String(self.fields.to_fields_v1_text()));
         m.insert("manager".into(), json!(self.manager));
         m.insert("operation".into(), json!(self.operation.as_str()));
         if let Some(s) = &self.subresource {
@@ -85,11 +86,12 @@ pub fn read(obj: &Value) -> Result<Vec<Entry>, ManagedFieldsError> {
             }
         };
         let fields = match e.get("fieldsV1") {
-            Some(f) => {
-                FieldSet::from_fields_v1(f).map_err(|m| ManagedFieldsError(format!("{}: {m}", at("fieldsV1"))))?
-            }
-            None => FieldSet::new(),
-        };
+            // The stored form (`crate::wire`): the JSON as text.
+            Some(Value::String(text)) => FieldSet::from_fields_v1_text(text),
+            Some(tree) => FieldSet::from_fields_v1(tree),
+            None => Ok(FieldSet::new()),
+        }
+        .map_err(|m| ManagedFieldsError(format!("{}: {m}", at("fieldsV1"))))?;
         out.push(Entry {
             manager: text("manager").unwrap_or_default().to_string(),
             operation,
@@ -187,9 +189,14 @@ mod tests {
         assert!(entries[1].is("ctl", Operation::Update, Some("status")));
         let mut out = json!({"metadata": {}});
         write(&mut out, &entries);
-        assert_eq!(out, obj);
+        assert_eq!(out["metadata"]["managedFields"][0]["fieldsV1"], json!(r#"{"f:data":{"f:a":{}}}"#), "kept as text");
+        assert_eq!(read(&out).unwrap(), entries, "and read back");
+        crate::wire::expand(&mut out);
+        assert_eq!(out, obj, "the same JSON");
         let bad = json!({"metadata": {"managedFields": [{"operation": "Merge"}]}});
         assert!(read(&bad).unwrap_err().0.starts_with("metadata.managedFields[0].operation"));
+        let text = json!({"metadata": {"managedFields": [{"operation": "Apply", "fieldsV1": "{\"f:a\": 1}"}]}});
+        assert!(read(&text).unwrap_err().0.starts_with("metadata.managedFields[0].fieldsV1: f:a: expected an object"));
         let mut empty = Entry { fields: FieldSet::new(), ..entries[0].clone() };
         empty.manager = "gone".into();
         write(&mut out, &[empty]);

@@ -148,7 +148,7 @@ pub async fn call(
     review: &Value,
 ) -> Result<Value, CallError> {
     let endpoint = endpoint(store, client)?;
-    let body = Bytes::from(serde_json::to_vec(review).unwrap_or_default());
+    let body = Bytes::from(crate::wire::to_vec(review));
     let ca = client.ca_bundle.as_ref().map(|b| b.0.as_slice());
     match tokio::time::timeout(timeout, post(&endpoint, ca, body)).await {
         Ok(r) => r,

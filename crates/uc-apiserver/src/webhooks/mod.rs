@@ -125,6 +125,8 @@ pub async fn admit(
             Ok(Verdict::Allowed { patch, warnings }) => {
                 req.warnings.extend(warnings);
                 if let (Some(patch), Some(obj)) = (patch, object.as_deref_mut()) {
+                    // The webhook patched the object it was sent: managed fields as JSON.
+                    crate::wire::expand(obj);
                     let bytes = serde_json::to_vec(&patch).unwrap_or_default();
                     crate::patch::json_patch(obj, &bytes).map_err(|e| {
                         ApiError::internal(format!(
