@@ -11,7 +11,6 @@ use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
-use uc_api::Pointer;
 use uc_api::meta::meta_str;
 
 use crate::metrics::Metrics;
@@ -33,22 +32,85 @@ pub fn key_of(obj: &Value) -> ObjKey {
     (meta_str(obj, "namespace").to_string(), meta_str(obj, "name").to_string())
 }
 
-fn uid_of(obj: &Value) -> Option<&str> {
-    obj.at("/metadata/uid").and_then(Value::as_str)
+/// An object as the cache keeps it: its JSON and what the indexes read, decoded into a tree when it is
+/// asked for. A `Value` tree costs ~7 KB for an object of ~1 KB of JSON (a B-tree node per map,
+/// docs/benchmarks.md, issue 58); the objects changed most recently are kept as trees too ([`Hot`]), so
+/// that the reconcile an event queues reads them without decoding.
+#[derive(Debug)]
+struct Kept {
+    json: Box<str>,
+    uid: Option<Box<str>>,
+    resource_version: Box<str>,
+    labels: Box<[(Box<str>, Box<str>)]>,
+    owners: Box<[Box<str>]>,
 }
 
-fn owner_uids(obj: &Value) -> Vec<String> {
-    obj.at("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from)).collect())
-        .unwrap_or_default()
+impl Kept {
+    fn of(obj: &Value) -> Kept {
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(Box::from);
+        let meta = obj.get("metadata");
+        let labels = meta
+            .and_then(|m| m.get("labels"))
+            .and_then(Value::as_object)
+            .map(|m| m.iter().filter_map(|(k, v)| Some((Box::from(k.as_str()), text(Some(v))?))).collect())
+            .unwrap_or_default();
+        let owners = meta
+            .and_then(|m| m.get("ownerReferences"))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|r| text(r.get("uid"))).collect())
+            .unwrap_or_default();
+        Kept {
+            json: obj.to_string().into_boxed_str(),
+            uid: text(meta.and_then(|m| m.get("uid"))),
+            resource_version: text(meta.and_then(|m| m.get("resourceVersion"))).unwrap_or_default(),
+            labels,
+            owners,
+        }
+    }
+
+    /// The object as a tree. The JSON is what `of` wrote, so it decodes.
+    fn decode(&self) -> Obj {
+        Arc::new(serde_json::from_str(&self.json).unwrap_or_default())
+    }
+
+    fn label_pairs(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        self.labels.iter().map(|(k, v)| (k.to_string(), v.to_string()))
+    }
 }
 
-fn labels_of(obj: &Value) -> Vec<(String, String)> {
-    obj.at("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string()))).collect())
-        .unwrap_or_default()
+/// The trees of the objects changed last, at most [`HOT`]: a bounded window, so that memory grows
+/// with the objects' JSON, not with their trees.
+#[derive(Default)]
+struct Hot {
+    trees: Map<ObjKey, (u64, Obj)>,
+    order: std::collections::VecDeque<(u64, ObjKey)>,
+    next: u64,
+}
+
+/// How many objects' trees [`Hot`] keeps (~7 KB each for a Deployment).
+const HOT: usize = 2048;
+
+impl Hot {
+    fn insert(&mut self, key: ObjKey, obj: Obj) {
+        self.next += 1;
+        self.trees.insert(key.clone(), (self.next, obj));
+        self.order.push_back((self.next, key));
+        while self.order.len() > HOT {
+            if let Some((n, k)) = self.order.pop_front()
+                && self.trees.get(&k).is_some_and(|(m, _)| *m == n)
+            {
+                self.trees.remove(&k);
+            }
+        }
+    }
+
+    fn get(&self, key: &ObjKey) -> Option<Obj> {
+        self.trees.get(key).map(|(_, o)| o.clone())
+    }
+
+    fn remove(&mut self, key: &ObjKey) -> Option<Obj> {
+        self.trees.remove(key).map(|(_, o)| o)
+    }
 }
 
 /// A change seen by an informer.
@@ -66,10 +128,8 @@ pub struct Change {
 
 /// Whether two versions of an object sit in the same places of the cache's indexes: the same uid,
 /// owners and labels (the key, and so the namespace, is theirs already).
-fn same_indexes(a: &Value, b: &Value) -> bool {
-    uid_of(a) == uid_of(b)
-        && a.at("/metadata/labels") == b.at("/metadata/labels")
-        && a.at("/metadata/ownerReferences") == b.at("/metadata/ownerReferences")
+fn same_indexes(a: &Kept, b: &Kept) -> bool {
+    a.uid == b.uid && a.labels == b.labels && a.owners == b.owners
 }
 
 /// The cache's maps hash with foldhash (seeded per process) rather than SipHash: every event and every
@@ -79,7 +139,8 @@ type Set<K> = foldhash::HashSet<K>;
 
 #[derive(Default)]
 struct Cache {
-    objects: Map<ObjKey, Obj>,
+    objects: Map<ObjKey, Kept>,
+    hot: Hot,
     by_namespace: Map<String, Set<ObjKey>>,
     by_uid: Map<String, ObjKey>,
     by_owner: Map<String, Set<ObjKey>>,
@@ -87,22 +148,31 @@ struct Cache {
 }
 
 impl Cache {
-    fn unindex(&mut self, key: &ObjKey, obj: &Value) {
+    /// The object at `key` as a tree: the hot one, else decoded.
+    fn tree(&self, key: &ObjKey) -> Option<Obj> {
+        self.hot.get(key).or_else(|| self.objects.get(key).map(Kept::decode))
+    }
+
+    fn trees<'a>(&self, keys: impl IntoIterator<Item = &'a ObjKey>) -> Vec<Obj> {
+        keys.into_iter().filter_map(|k| self.tree(k)).collect()
+    }
+
+    fn unindex(&mut self, key: &ObjKey, kept: &Kept) {
         if let Some(set) = self.by_namespace.get_mut(&key.0) {
             set.remove(key);
         }
-        if let Some(uid) = uid_of(obj) {
-            self.by_uid.remove(uid);
+        if let Some(uid) = &kept.uid {
+            self.by_uid.remove(&**uid);
         }
-        for o in owner_uids(obj) {
-            if let Some(set) = self.by_owner.get_mut(&o) {
+        for o in &kept.owners {
+            if let Some(set) = self.by_owner.get_mut(&**o) {
                 set.remove(key);
                 if set.is_empty() {
-                    self.by_owner.remove(&o);
+                    self.by_owner.remove(&**o);
                 }
             }
         }
-        for l in labels_of(obj) {
+        for l in kept.label_pairs() {
             if let Some(set) = self.by_label.get_mut(&l) {
                 set.remove(key);
                 if set.is_empty() {
@@ -112,39 +182,56 @@ impl Cache {
         }
     }
 
+    /// Keeps `obj` (hot); the version it replaces, if any.
     fn put(&mut self, obj: Obj) -> Option<Obj> {
         let key = key_of(&obj);
-        let old = self.objects.insert(key.clone(), obj.clone());
+        let old = self.put_kept(key.clone(), Kept::of(&obj));
+        let old_tree = old.map(|(tree, kept)| tree.unwrap_or_else(|| kept.decode()));
+        self.hot.insert(key, obj);
+        old_tree
+    }
+
+    /// Keeps `kept` at `key`; what was there (its tree if hot, and its kept form).
+    fn put_kept(&mut self, key: ObjKey, kept: Kept) -> Option<(Option<Obj>, Kept)> {
+        let old_tree = self.hot.remove(&key);
+        let old = self.objects.remove(&key);
         match &old {
             // A new version in the same places (a status written, a spec changed): the indexes stand.
-            Some(o) if same_indexes(o, &obj) => return old,
-            Some(o) => self.unindex(&key, o),
-            None => {}
+            Some(o) if same_indexes(o, &kept) => {}
+            Some(o) => {
+                self.unindex(&key, o);
+                self.index(&key, &kept);
+            }
+            None => self.index(&key, &kept),
         }
+        self.objects.insert(key, kept);
+        old.map(|o| (old_tree, o))
+    }
+
+    fn index(&mut self, key: &ObjKey, kept: &Kept) {
         self.by_namespace.entry(key.0.clone()).or_default().insert(key.clone());
-        if let Some(uid) = uid_of(&obj) {
+        if let Some(uid) = &kept.uid {
             self.by_uid.insert(uid.to_string(), key.clone());
         }
-        for o in owner_uids(&obj) {
-            self.by_owner.entry(o).or_default().insert(key.clone());
+        for o in &kept.owners {
+            self.by_owner.entry(o.to_string()).or_default().insert(key.clone());
         }
-        for l in labels_of(&obj) {
+        for l in kept.label_pairs() {
             self.by_label.entry(l).or_default().insert(key.clone());
         }
-        old
     }
 
     fn remove(&mut self, key: &ObjKey) -> Option<Obj> {
         let old = self.objects.remove(key)?;
         self.unindex(key, &old);
-        Some(old)
+        Some(self.hot.remove(key).unwrap_or_else(|| old.decode()))
     }
 
     /// A (re)list's objects replace the cache; the changes it makes, as watch events would have told
     /// them (kube-runtime's `apply_watcher_event` for a store): objects gone are deletes (their last
     /// state), new ones and ones at another resourceVersion are changes, the rest nothing. `initial`
     /// marks the informer's first list.
-    fn relist(&mut self, fresh: HashMap<ObjKey, Obj>, initial: bool) -> Vec<Change> {
+    fn relist(&mut self, fresh: HashMap<ObjKey, Kept>, initial: bool) -> Vec<Change> {
         let mut changes = Vec::new();
         let gone: Vec<ObjKey> = self.objects.keys().filter(|k| !fresh.contains_key(*k)).cloned().collect();
         for k in gone {
@@ -152,12 +239,14 @@ impl Cache {
                 changes.push(Change { object: old.clone(), old: Some(old), deleted: true, initial });
             }
         }
-        for (_, obj) in fresh {
-            let old = self.put(obj.clone());
-            let same =
-                old.as_ref().is_some_and(|o| o.at("/metadata/resourceVersion") == obj.at("/metadata/resourceVersion"));
-            if !same {
-                changes.push(Change { object: obj, old, deleted: false, initial });
+        for (key, kept) in fresh {
+            // Only a change is decoded: a relist of objects the cache has costs no trees.
+            let changed = self.objects.get(&key).is_none_or(|o| o.resource_version != kept.resource_version);
+            let object = changed.then(|| kept.decode());
+            let old = self.put_kept(key, kept);
+            if let Some(object) = object {
+                let old = old.map(|(tree, kept)| tree.unwrap_or_else(|| kept.decode()));
+                changes.push(Change { object, old, deleted: false, initial });
             }
         }
         changes
@@ -202,19 +291,29 @@ impl Drop for Subscription {
 impl Informer {
     /// One object.
     pub fn get(&self, key: &ObjKey) -> Option<Obj> {
-        self.cache.read().objects.get(key).cloned()
+        self.cache.read().tree(key)
     }
 
     /// The object with a uid.
     pub fn get_by_uid(&self, uid: &str) -> Option<Obj> {
         let c = self.cache.read();
-        c.by_uid.get(uid).and_then(|k| c.objects.get(k)).cloned()
+        c.by_uid.get(uid).and_then(|k| c.tree(k))
+    }
+
+    /// The key of the object with a uid.
+    pub fn key_of_uid(&self, uid: &str) -> Option<ObjKey> {
+        self.cache.read().by_uid.get(uid).cloned()
     }
 
     /// Objects whose ownerReferences name this uid.
     pub fn owned_by(&self, uid: &str) -> Vec<Obj> {
         let c = self.cache.read();
-        c.by_owner.get(uid).map(|s| s.iter().filter_map(|k| c.objects.get(k).cloned()).collect()).unwrap_or_default()
+        c.by_owner.get(uid).map(|s| c.trees(s)).unwrap_or_default()
+    }
+
+    /// The keys of every object, without their objects.
+    pub fn keys(&self) -> Vec<ObjKey> {
+        self.cache.read().objects.keys().cloned().collect()
     }
 
     /// How many objects the cache holds.
@@ -231,22 +330,15 @@ impl Informer {
     pub fn list(&self, namespace: Option<&str>) -> Vec<Obj> {
         let c = self.cache.read();
         match namespace {
-            Some(ns) => c
-                .by_namespace
-                .get(ns)
-                .map(|s| s.iter().filter_map(|k| c.objects.get(k).cloned()).collect())
-                .unwrap_or_default(),
-            None => c.objects.values().cloned().collect(),
+            Some(ns) => c.by_namespace.get(ns).map(|s| c.trees(s)).unwrap_or_default(),
+            None => c.trees(c.objects.keys()),
         }
     }
 
     /// Objects carrying a label with a value.
     pub fn with_label(&self, key: &str, value: &str) -> Vec<Obj> {
         let c = self.cache.read();
-        c.by_label
-            .get(&(key.to_string(), value.to_string()))
-            .map(|s| s.iter().filter_map(|k| c.objects.get(k).cloned()).collect())
-            .unwrap_or_default()
+        c.by_label.get(&(key.to_string(), value.to_string())).map(|s| c.trees(s)).unwrap_or_default()
     }
 
     /// Whether the initial list has arrived.
@@ -334,7 +426,7 @@ fn cached(o: RawObject) -> Value {
 async fn run_watch(api: Api<RawObject>, informer: Weak<Informer>, synced: watch::Sender<bool>) {
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
-    let mut fresh: Option<HashMap<ObjKey, Obj>> = None;
+    let mut fresh: Option<HashMap<ObjKey, Kept>> = None;
     let mut health = crate::watch_health::WatchHealth::default();
     while let Some(ev) = stream.next().await {
         let Some(inf) = informer.upgrade() else { return };
@@ -345,7 +437,7 @@ async fn run_watch(api: Api<RawObject>, informer: Weak<Informer>, synced: watch:
             watcher::Event::InitApply(o) => {
                 if let Some(f) = fresh.as_mut() {
                     let v = cached(o);
-                    f.insert(key_of(&v), Arc::new(v));
+                    f.insert(key_of(&v), Kept::of(&v));
                 }
             }
             watcher::Event::InitDone => {
@@ -384,8 +476,8 @@ mod tests {
                                      "resourceVersion": rv, "labels": labels}}))
     }
 
-    fn listed(objects: &[&Obj]) -> HashMap<ObjKey, Obj> {
-        objects.iter().map(|o| (key_of(o), Arc::clone(o))).collect()
+    fn listed(objects: &[&Obj]) -> HashMap<ObjKey, Kept> {
+        objects.iter().map(|o| (key_of(o), Kept::of(o))).collect()
     }
 
     fn said(changes: &[Change]) -> Vec<(String, bool, bool, Option<String>)> {
@@ -425,6 +517,28 @@ mod tests {
         let with = |v: &str| cache.by_label.get(&("x".into(), v.into())).map(|s| s.len()).unwrap_or(0);
         assert_eq!((with("1"), with("2")), (1, 1), "a moved from x=1 to x=2; c stays");
         assert!(cache.relist(listed(&[&a5, &c1, &d6]), false).is_empty(), "the same list again: nothing");
+    }
+
+    #[test]
+    fn objects_are_kept_as_json_with_the_newest_as_trees() {
+        let mut cache = Cache::default();
+        let first = cm("a", "1", json!({"x": "1"}));
+        assert!(cache.put(first.clone()).is_none());
+        assert!(Arc::ptr_eq(&cache.tree(&key_of(&first)).unwrap(), &first), "the newest is read as it came");
+        let objects: Vec<Obj> = (0..HOT + 10).map(|i| cm(&format!("o{i}"), "2", json!({"n": i.to_string()}))).collect();
+        for o in &objects {
+            cache.put(o.clone());
+        }
+        assert!(cache.hot.trees.len() <= HOT && cache.hot.order.len() <= HOT, "the trees kept are bounded");
+        let decoded = cache.tree(&key_of(&first)).unwrap();
+        assert!(!Arc::ptr_eq(&decoded, &first) && decoded == first, "an older one is decoded, the same object");
+        let relabelled = cm("a", "3", json!({"x": "2"}));
+        assert_eq!(cache.put(relabelled.clone()), Some(first.clone()), "the version replaced");
+        let with = |v: &str| cache.by_label.get(&("x".into(), v.into())).map(|s| s.len()).unwrap_or(0);
+        assert_eq!((with("1"), with("2")), (0, 1), "indexes follow the labels");
+        assert_eq!(cache.trees(cache.by_uid.get("u-o3")), vec![objects[3].clone()]);
+        assert_eq!(cache.remove(&key_of(&relabelled)), Some(relabelled));
+        assert!(cache.tree(&key_of(&first)).is_none() && !cache.by_uid.contains_key("u-a"));
     }
 
     #[test]

@@ -138,7 +138,7 @@ impl Shared {
         let mut out = Vec::new();
         for obj in std::iter::once(&ch.object).chain(ch.old.iter()) {
             match controller_uid(obj) {
-                Some(uid) => out.extend(self.parents.get_by_uid(uid).map(|p| key_of(&p))),
+                Some(uid) => out.extend(self.parents.key_of_uid(uid)),
                 None if self.flavor == Flavor::Decorator => {}
                 None => {
                     let ns = meta_str(obj, "namespace");

@@ -41,7 +41,7 @@ use sources::SourceObjects;
 use crate::flavor::Flavor;
 use crate::hooks::dialect::Dialect;
 use crate::hooks::{HookError, HookImpl};
-use crate::informer::{ObjKey, Subscription, key_of};
+use crate::informer::{ObjKey, Subscription};
 use crate::queue::WorkQueue;
 use crate::resources::Resolved;
 
@@ -107,8 +107,8 @@ impl Running {
             let changed = *p.shared.namespaces.read() != namespaces;
             if changed {
                 *p.shared.namespaces.write() = namespaces.clone();
-                for parent in p.shared.parents.list(None) {
-                    p.shared.queue.add(key_of(&parent));
+                for key in p.shared.parents.keys() {
+                    p.shared.queue.add(key);
                 }
             }
         }

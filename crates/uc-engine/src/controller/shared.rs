@@ -224,8 +224,8 @@ impl Shared {
         if !self.synced.load(Ordering::Acquire) {
             return;
         }
-        for p in self.parents.list(None) {
-            self.queue.add_at(crate::informer::key_of(&p), crate::queue::Priority::Low);
+        for key in self.parents.keys() {
+            self.queue.add_at(key, crate::queue::Priority::Low);
         }
     }
 

@@ -93,8 +93,8 @@ async fn work_when_synced(s: Arc<Shared>) {
     for c in &s.children {
         c.informer.wait_synced().await;
     }
-    for p in s.parents.list(None) {
-        s.queue.add_at(key_of(&p), Priority::Low);
+    for key in s.parents.keys() {
+        s.queue.add_at(key, Priority::Low);
     }
     s.synced.store(true, std::sync::atomic::Ordering::Release);
     let workers = tokio::spawn(s.clone().work());
