@@ -137,14 +137,17 @@ fn same_indexes(a: &Kept, b: &Kept) -> bool {
 type Map<K, V> = foldhash::HashMap<K, V>;
 type Set<K> = foldhash::HashSet<K>;
 
+/// A key as the cache and its indexes hold it: one allocation per object, shared by every index.
+type Key = Arc<ObjKey>;
+
 #[derive(Default)]
 struct Cache {
-    objects: Map<ObjKey, Kept>,
+    objects: Map<Key, Kept>,
     hot: Hot,
-    by_namespace: Map<String, Set<ObjKey>>,
-    by_uid: Map<String, ObjKey>,
-    by_owner: Map<String, Set<ObjKey>>,
-    by_label: Map<(String, String), Set<ObjKey>>,
+    by_namespace: Map<String, Set<Key>>,
+    by_uid: Map<String, Key>,
+    by_owner: Map<String, Set<Key>>,
+    by_label: Map<(String, String), Set<Key>>,
 }
 
 impl Cache {
@@ -153,7 +156,7 @@ impl Cache {
         self.hot.get(key).or_else(|| self.objects.get(key).map(Kept::decode))
     }
 
-    fn trees<'a>(&self, keys: impl IntoIterator<Item = &'a ObjKey>) -> Vec<Obj> {
+    fn trees<'a>(&self, keys: impl IntoIterator<Item = &'a Key>) -> Vec<Obj> {
         keys.into_iter().filter_map(|k| self.tree(k)).collect()
     }
 
@@ -194,7 +197,10 @@ impl Cache {
     /// Keeps `kept` at `key`; what was there (its tree if hot, and its kept form).
     fn put_kept(&mut self, key: ObjKey, kept: Kept) -> Option<(Option<Obj>, Kept)> {
         let old_tree = self.hot.remove(&key);
-        let old = self.objects.remove(&key);
+        let (key, old) = match self.objects.remove_entry(&key) {
+            Some((shared, old)) => (shared, Some(old)),
+            None => (Arc::new(key), None),
+        };
         match &old {
             // A new version in the same places (a status written, a spec changed): the indexes stand.
             Some(o) if same_indexes(o, &kept) => {}
@@ -208,7 +214,7 @@ impl Cache {
         old.map(|o| (old_tree, o))
     }
 
-    fn index(&mut self, key: &ObjKey, kept: &Kept) {
+    fn index(&mut self, key: &Key, kept: &Kept) {
         self.by_namespace.entry(key.0.clone()).or_default().insert(key.clone());
         if let Some(uid) = &kept.uid {
             self.by_uid.insert(uid.to_string(), key.clone());
@@ -233,7 +239,8 @@ impl Cache {
     /// marks the informer's first list.
     fn relist(&mut self, fresh: HashMap<ObjKey, Kept>, initial: bool) -> Vec<Change> {
         let mut changes = Vec::new();
-        let gone: Vec<ObjKey> = self.objects.keys().filter(|k| !fresh.contains_key(*k)).cloned().collect();
+        let gone: Vec<ObjKey> =
+            self.objects.keys().filter(|k| !fresh.contains_key(k.as_ref())).map(|k| (**k).clone()).collect();
         for k in gone {
             if let Some(old) = self.remove(&k) {
                 changes.push(Change { object: old.clone(), old: Some(old), deleted: true, initial });
@@ -302,7 +309,7 @@ impl Informer {
 
     /// The key of the object with a uid.
     pub fn key_of_uid(&self, uid: &str) -> Option<ObjKey> {
-        self.cache.read().by_uid.get(uid).cloned()
+        self.cache.read().by_uid.get(uid).map(|k| (**k).clone())
     }
 
     /// Objects whose ownerReferences name this uid.
@@ -313,7 +320,7 @@ impl Informer {
 
     /// The keys of every object, without their objects.
     pub fn keys(&self) -> Vec<ObjKey> {
-        self.cache.read().objects.keys().cloned().collect()
+        self.cache.read().objects.keys().map(|k| (**k).clone()).collect()
     }
 
     /// How many objects the cache holds.
