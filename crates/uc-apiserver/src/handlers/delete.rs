@@ -7,7 +7,7 @@ use http::Response;
 use serde_json::{Value, json};
 use uc_api::{Pointer, StatusDetails};
 
-use crate::app::{App, Body, Req, json_response};
+use crate::app::{App, Body, Req};
 use crate::error::{ApiError, Result, Subject};
 use crate::handlers::admission::sync_crd;
 pub use crate::handlers::meta::{CRD_CLEANUP, FOREGROUND, ORPHAN};
@@ -305,9 +305,7 @@ pub(crate) async fn delete_collection(app: &Arc<App>, req: &mut Req, t: &Target)
             Err(e) => return Err(e),
         }
     }
-    let list =
-        json!({"kind": t.info.list_kind, "apiVersion": t.info.api_version(&t.version), "metadata": {}, "items": items});
-    Ok(json_response(200, &crate::app::KubeOrder(&list)))
+    Ok(crate::handlers::read::objects_response(t, &items, &serde_json::Map::new()))
 }
 
 #[cfg(test)]

@@ -160,11 +160,16 @@ fn list_response(req: &Req, t: &Target, items: &[&Obj], meta: &Map<String, Value
         }
         Render::Json => {
             let objects: Vec<Obj> = items.iter().map(|o| to_version(&t.info, &t.version, o)).collect();
-            let api_version = t.info.api_version(&t.version);
-            let items = objects.iter().map(|o| crate::app::KubeOrder(o)).collect();
-            json_response(200, &ListOf { kind: &t.info.list_kind, api_version: &api_version, metadata: meta, items })
+            objects_response(t, &objects, meta)
         }
     }
+}
+
+/// The list of `objects` (already at the target's version), as [`ListOf`] writes it.
+pub(crate) fn objects_response(t: &Target, objects: &[Obj], meta: &Map<String, Value>) -> Response<Body> {
+    let api_version = t.info.api_version(&t.version);
+    let items = objects.iter().map(|o| crate::app::KubeOrder(o)).collect();
+    json_response(200, &ListOf { kind: &t.info.list_kind, api_version: &api_version, metadata: meta, items })
 }
 
 #[cfg(test)]
