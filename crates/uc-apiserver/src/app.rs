@@ -169,7 +169,7 @@ pub fn json_response_typed<T: serde::Serialize + ?Sized>(code: u16, v: &T, conte
 }
 
 /// An object or list written as kube-apiserver writes it: `kind`, `apiVersion`, `metadata` first
-/// ([`crate::history::in_kube_order`]), a list's items likewise; managed fields as JSON
+/// ([`crate::kept::in_kube_order`]), a list's items likewise; managed fields as JSON
 /// ([`crate::wire`]).
 pub struct KubeOrder<'a>(pub &'a serde_json::Value);
 
@@ -188,7 +188,7 @@ impl serde::Serialize for KubeOrder<'_> {
         }
         let serde_json::Value::Object(members) = self.0 else { return crate::wire::Wire(self.0).serialize(s) };
         let mut map = s.serialize_map(Some(members.len()))?;
-        for (key, value) in crate::history::in_kube_order(members) {
+        for (key, value) in crate::kept::in_kube_order(members) {
             match value {
                 serde_json::Value::Array(items) if key == "items" => map.serialize_entry(key, &Items(items))?,
                 _ => map.serialize_entry(key, &crate::wire::Member(key, value))?,

@@ -234,7 +234,7 @@ pub async fn run_signer(app: Arc<App>, mut stop: watch::Receiver<bool>) {
     loop {
         let mut pending = Vec::new();
         let seen = app.store.events_after(cursor, |ev| {
-            if ev.gr == gr() && wants_signing(&ev.object) {
+            if ev.gr == gr() && wants_signing(&ev.object.tree()) {
                 pending.push(ev.key.clone());
             }
         });

@@ -41,13 +41,14 @@ pub async fn run(app: Arc<App>, mut stop: watch::Receiver<bool>) {
             newest = ev.rv;
             match ev.kind {
                 EventType::Deleted => {
-                    if let Some(uid) = ev.object.at("/metadata/uid").and_then(Value::as_str) {
+                    if let Some(uid) = ev.object.uid() {
                         work.push(Item::DependentsOf(uid.to_string()));
                     }
-                    for owner in owner_uids(&ev.object) {
-                        work.push(Item::Uid(owner));
+                    for owner in ev.object.owners() {
+                        work.push(Item::Uid(owner.to_string()));
                     }
-                    if let Some(ns) = ev.object.at("/metadata/namespace").and_then(Value::as_str) {
+                    // A namespaced object's key starts with its namespace.
+                    if let Some((ns, _)) = ev.key.split_once('/').filter(|(ns, _)| !ns.is_empty()) {
                         work.push(Item::Namespace(ns.to_string()));
                     }
                     if ev.gr.group != "apiextensions.k8s.io" {
@@ -55,10 +56,10 @@ pub async fn run(app: Arc<App>, mut stop: watch::Receiver<bool>) {
                     }
                 }
                 EventType::Added | EventType::Modified => {
-                    if ev.object.at("/metadata/deletionTimestamp").is_some() {
+                    if ev.object.deleting() {
                         work.push(Item::Object((ev.gr.clone(), ev.key.clone())));
                     }
-                    if ev.object.at("/metadata/ownerReferences").is_some() {
+                    if ev.object.owners().next().is_some() {
                         work.push(Item::Dependent((ev.gr.clone(), ev.key.clone())));
                     }
                 }
@@ -115,13 +116,8 @@ async fn full_pass(app: &Arc<App>) {
         process(app, Item::DependentsOf(owner)).await;
     }
     for gr in app.store.resource_types() {
-        let Ok((objects, _)) = app.store.list(&gr, None, None) else {
-            continue;
-        };
-        for (key, obj) in objects {
-            if obj.at("/metadata/deletionTimestamp").is_some() {
-                process(app, Item::Object((gr.clone(), key))).await;
-            }
+        for key in app.store.deleting(&gr) {
+            process(app, Item::Object((gr.clone(), key))).await;
         }
     }
 }
@@ -241,9 +237,7 @@ async fn attempt_dependent(app: &App, r: &ObjRef) -> crate::error::Result<()> {
     for uid in &refs {
         match app.store.lookup_uid(uid) {
             None => dangling.push(uid.clone()),
-            Some((_, owner))
-                if owner.at("/metadata/deletionTimestamp").is_some() && has_finalizer(&owner, FOREGROUND) =>
-            {
+            Some((_, owner)) if owner.deleting() && has_finalizer(&owner.tree(), FOREGROUND) => {
                 waiting.push(uid.clone())
             }
             Some(_) => solid.push(uid.clone()),
@@ -308,12 +302,12 @@ async fn deleting(app: &App, r: &ObjRef) -> crate::error::Result<()> {
     if has_finalizer(&obj, FOREGROUND) {
         let deps = app.store.dependents(&uid);
         for (dep, d) in &deps {
-            if d.at("/metadata/deletionTimestamp").is_none() {
+            if !d.deleting() {
                 attempt_dependent(app, dep).await?;
             }
         }
         let blocking = app.store.dependents(&uid).into_iter().any(|(_, d)| {
-            d.at("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|refs| {
+            d.tree().at("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|refs| {
                 refs.iter().any(|x| {
                     x.get("uid").and_then(Value::as_str) == Some(uid.as_str())
                         && x.get("blockOwnerDeletion") == Some(&Value::Bool(true))

@@ -6,10 +6,10 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use uc_api::GroupResource;
 
-use crate::stored::{Obj, StoreError};
+use crate::kept::{Encoded, Kept};
+use crate::stored::StoreError;
 
 /// What happened to an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,103 +45,41 @@ pub struct Event {
     /// Storage key `namespace/name`.
     pub key: String,
     /// The object after the change (for deletes: its last state, with the delete's resourceVersion).
-    pub object: Obj,
+    pub object: Arc<Kept>,
     /// The object before the change.
-    pub prev: Option<Obj>,
+    pub prev: Option<Arc<Kept>>,
     /// When the change was made (history older than the retention window is compacted).
     pub at: std::time::Instant,
-    /// The change's size as JSON (approximately), for the history's byte budget.
+    /// The change's size as JSON, for the history's byte budget.
     pub bytes: usize,
-    /// The object as JSON, written by the first watcher that sends it as stored and shared by the others
-    /// (as kube-apiserver's watch cache shares an event's serialization), kept while the event is among
-    /// the newest [`ENCODED_EVENTS`].
-    pub encoded: parking_lot::Mutex<Option<Encoded>>,
 }
 
-/// An object written as JSON, and where its `metadata` lies in those bytes: a watcher of metadata alone
-/// (`as=PartialObjectMetadata`, as garbage collectors and metadata informers watch) sends that slice
-/// instead of writing the metadata again.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Encoded {
-    /// The object's JSON, as `serde_json::to_vec` writes it.
-    pub json: bytes::Bytes,
-    metadata: Option<std::ops::Range<usize>>,
-}
-
-/// The top-level members of an object in the order kube-apiserver writes them: `kind`, `apiVersion`,
-/// `metadata` (its Go types start with TypeMeta and ObjectMeta), then the rest as stored.
-pub fn in_kube_order(members: &serde_json::Map<String, Value>) -> impl Iterator<Item = (&String, &Value)> {
-    const FIRST: [&str; 3] = ["kind", "apiVersion", "metadata"];
-    FIRST
-        .iter()
-        .filter_map(|k| members.get_key_value(*k))
-        .chain(members.iter().filter(|(k, _)| !FIRST.contains(&k.as_str())))
-}
-
-impl Encoded {
-    /// `object` as JSON in kube's member order ([`in_kube_order`]), managed fields as JSON
-    /// ([`crate::wire`]), noting where its top-level `metadata` is.
-    pub fn of(object: &Value) -> Self {
-        let Value::Object(members) = object else {
-            return Self { json: crate::wire::to_vec(object).into(), metadata: None };
-        };
-        let mut out = Vec::with_capacity(json_size(object) + 16);
-        let mut metadata = None;
-        out.push(b'{');
-        for (i, (key, value)) in in_kube_order(members).enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            // Writing to a vector fails only for a value serde_json cannot write, which a Value is not.
-            let _ = serde_json::to_writer(&mut out, key);
-            out.push(b':');
-            let start = out.len();
-            let _ = serde_json::to_writer(&mut out, &crate::wire::Member(key, value));
-            if key == "metadata" {
-                metadata = Some(start..out.len());
-            }
-        }
-        out.push(b'}');
-        Self { json: out.into(), metadata }
-    }
-
-    /// The JSON of the object's `metadata` (None if it has none), sharing the object's bytes.
-    pub fn metadata(&self) -> Option<bytes::Bytes> {
-        self.metadata.clone().map(|r| self.json.slice(r))
-    }
-}
-
-/// How many of the newest events keep their object's JSON for watchers: enough for every watcher keeping
-/// up; one further behind writes its own.
-pub const ENCODED_EVENTS: usize = 1024;
+/// How many of the newest events keep their object's tree ([`Kept::cool`]): the reads that follow a write
+/// (watchers' selectors, the garbage collector, the next read-modify-write) find it decoded.
+pub const HOT_EVENTS: usize = 1024;
 
 impl Event {
-    /// A change about to be made; the history's budget counts its size once it is published.
-    pub fn new(rv: u64, kind: EventType, gr: GroupResource, key: String, object: Obj, prev: Option<Obj>) -> Self {
-        let (at, bytes, encoded) = (Instant::now(), 0, Default::default());
-        Self { rv, kind, gr, key, object, prev, at, bytes, encoded }
+    /// A change about to be made, its object kept as the JSON it was committed as.
+    pub fn new(
+        rv: u64,
+        kind: EventType,
+        gr: GroupResource,
+        key: String,
+        object: Arc<Kept>,
+        prev: Option<Arc<Kept>>,
+    ) -> Self {
+        let bytes = object.json().len();
+        Self { rv, kind, gr, key, object, prev, at: Instant::now(), bytes }
     }
 
-    /// The object as JSON, written once for every watcher.
+    /// The object as JSON, written once for the store, every watcher and the log.
     pub fn object_json(&self) -> bytes::Bytes {
-        self.encoded().json
+        self.object.json().clone()
     }
 
-    /// The object's JSON and where its metadata is, written once for every watcher.
-    pub fn encoded(&self) -> Encoded {
-        self.encoded.lock().get_or_insert_with(|| Encoded::of(&self.object)).clone()
-    }
-}
-
-/// The approximate size of a value written as JSON, without writing it.
-pub fn json_size(v: &Value) -> usize {
-    match v {
-        Value::Null => 4,
-        Value::Bool(_) => 5,
-        Value::Number(_) => 4,
-        Value::String(s) => s.len() + 2,
-        Value::Array(a) => 2 + a.iter().map(|x| json_size(x) + 1).sum::<usize>(),
-        Value::Object(m) => 2 + m.iter().map(|(k, x)| k.len() + 4 + json_size(x)).sum::<usize>(),
+    /// The object's JSON and where its metadata is.
+    pub fn encoded(&self) -> &Encoded {
+        self.object.encoded()
     }
 }
 
@@ -179,12 +117,12 @@ pub struct History {
 }
 
 impl History {
-    /// Appends the newest change; the event [`ENCODED_EVENTS`] before it lets go of its JSON.
+    /// Appends the newest change; the object of the event [`HOT_EVENTS`] before it lets go of its tree.
     pub fn push(&mut self, ev: Arc<Event>) {
         self.bytes += ev.bytes;
         self.log.push_back(ev);
-        if let Some(old) = self.log.len().checked_sub(ENCODED_EVENTS + 1).and_then(|i| self.log.get(i)) {
-            old.encoded.lock().take();
+        if let Some(old) = self.log.len().checked_sub(HOT_EVENTS + 1).and_then(|i| self.log.get(i)) {
+            old.object.cool();
         }
     }
 
@@ -197,6 +135,7 @@ impl History {
     pub fn compact(&mut self, limits: &Limits, now: Instant) {
         while self.wants_compaction(limits, now) {
             let Some(ev) = self.log.pop_front() else { return };
+            ev.object.cool();
             self.start = ev.rv;
             self.bytes -= ev.bytes;
         }
@@ -243,58 +182,32 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
-    fn an_events_json_is_written_once_and_kept_only_while_the_event_is_recent() {
+    fn an_events_tree_is_kept_only_while_the_event_is_recent() {
         let ev = |rv: u64| {
             let object = Arc::new(json!({"metadata": {"name": "a", "resourceVersion": rv.to_string()}}));
-            Arc::new(Event::new(rv, EventType::Added, GroupResource::new("", "pods"), "ns/a".into(), object, None))
+            let kept = Arc::new(Kept::new(object));
+            Arc::new(Event::new(rv, EventType::Added, GroupResource::new("", "pods"), "ns/a".into(), kept, None))
         };
         let mut h = History::default();
         let first = ev(1);
         let json = first.object_json();
-        assert_eq!(serde_json::from_slice::<Value>(&json).unwrap(), *first.object);
-        assert_eq!(first.object_json().as_ptr(), json.as_ptr(), "written once, then shared");
+        assert_eq!(serde_json::from_slice::<Value>(&json).unwrap(), *first.object.tree());
+        assert_eq!(first.bytes, json.len(), "the budget counts the JSON kept");
         h.push(first.clone());
-        for rv in 2..=ENCODED_EVENTS as u64 {
+        for rv in 2..=HOT_EVENTS as u64 {
             h.push(ev(rv));
         }
-        assert!(first.encoded.lock().is_some(), "still among the newest");
-        h.push(ev(ENCODED_EVENTS as u64 + 1));
-        assert!(first.encoded.lock().is_none(), "let go once older");
-        assert_eq!(first.object_json(), json, "written again on demand");
-    }
-
-    #[test]
-    fn an_encoded_object_is_in_kubes_order_and_its_metadata_a_slice_of_it() {
-        let cm = json!({"apiVersion": "v1", "data": {"k": "v"}, "kind": "ConfigMap", "metadata": {"name": "c"}});
-        assert_eq!(
-            String::from_utf8(Encoded::of(&cm).json.to_vec()).unwrap(),
-            r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"},"data":{"k":"v"}}"#
-        );
-        let values = [
-            json!({"apiVersion": "v1", "metadata": {"name": "a\"b", "labels": {"é": "\u{1}"}}, "spec": {"n": [1, 2.5, null]}}),
-            json!({"spec": {"metadata": {"name": "nested, not the object's"}}}),
-            json!({}),
-            json!({"metadata": {}}),
-            json!([1, {"metadata": {}}]),
-            json!("text"),
-        ];
-        for v in values {
-            let e = Encoded::of(&v);
-            assert_eq!(serde_json::from_slice::<Value>(&e.json).unwrap(), v, "the same JSON: {v}");
-            let metadata = v.as_object().and_then(|m| m.get("metadata")).map(|m| serde_json::to_vec(m).unwrap());
-            assert_eq!(e.metadata().map(|b| b.to_vec()), metadata, "{v}");
-        }
-    }
-
-    #[test]
-    fn json_sizes_are_close_to_the_written_length() {
-        let v =
-            json!({"metadata": {"name": "a", "labels": {"x": "y"}}, "spec": {"n": [1, 2, 3], "ok": true, "s": null}});
-        let written = serde_json::to_vec(&v).unwrap().len();
-        let estimate = json_size(&v);
-        assert!(estimate.abs_diff(written) * 5 <= written, "{estimate} vs {written}");
+        assert!(first.object.kept_tree().is_some(), "still among the newest");
+        h.push(ev(HOT_EVENTS as u64 + 1));
+        assert!(first.object.kept_tree().is_none(), "let go once older");
+        assert_eq!(first.object_json(), json, "the JSON stays");
+        let limits = Limits { events: 1, retention: Duration::from_secs(60), bytes: usize::MAX };
+        let last = h.newest_first().next().cloned().unwrap();
+        h.push(ev(HOT_EVENTS as u64 + 2));
+        h.compact(&limits, Instant::now());
+        assert!(last.object.kept_tree().is_none(), "a compacted event lets go of its tree too");
     }
 }

@@ -23,6 +23,7 @@ pub mod gc;
 pub mod handlers;
 pub mod history;
 pub mod json_duplicates;
+pub mod kept;
 pub mod kubelet;
 pub mod kubelet_tls;
 pub mod limits;

@@ -75,6 +75,12 @@ pub(crate) fn dry_run(req: &Req) -> bool {
     req.params.get("dryRun").is_some_and(|v| v == "All")
 }
 
+/// Whether an object stored at `api_version` is served at `version` as it is stored: what [`to_version`]
+/// returns unchanged, so that its stored JSON can be sent as it is.
+pub fn served_as_stored(info: &ResourceInfo, version: &str, api_version: &str) -> bool {
+    !crate::views::has_view(&info.group, &info.resource, version) && info.is_api_version(version, api_version)
+}
+
 /// The object as served at `version` (conversion strategy None: only apiVersion changes).
 pub fn to_version(info: &ResourceInfo, version: &str, obj: &Obj) -> Obj {
     if let Some(view) = crate::views::to_view(&info.group, &info.resource, version, obj) {
@@ -168,6 +174,16 @@ impl Selectors {
         let fields = FieldSelector::parse(req.params.get("fieldSelector").map(String::as_str).unwrap_or_default())
             .map_err(|e| ApiError::bad_request(format!("invalid fieldSelector: {e}")))?;
         Ok(Self { labels, fields })
+    }
+
+    /// Whether the selectors select everything (no object needs reading).
+    pub fn is_empty(&self) -> bool {
+        self.labels.is_empty() && self.fields.terms.is_empty()
+    }
+
+    /// Whether a kept object matches both selectors, decoding it only if there is a selector.
+    pub fn matches_kept(&self, kept: &crate::kept::Kept) -> bool {
+        self.is_empty() || self.matches(&kept.tree())
     }
 
     /// Whether an object matches both selectors.

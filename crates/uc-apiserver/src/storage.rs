@@ -1,5 +1,6 @@
-//! Object storage: an in-memory map of every object (the watch cache), a revision log of recent
-//! changes, and an optional write-ahead log (with snapshots) that makes each acknowledged write durable.
+//! Object storage: an in-memory map of every object (the watch cache), each kept as its JSON
+//! ([`Kept`]), a revision log of recent changes, and an optional write-ahead log (with snapshots) that
+//! makes each acknowledged write durable.
 //!
 //! A durable store's writes go through one writer thread. It takes every write waiting at that moment as
 //! one batch (group commit): checks each write's precondition against the current state, appends the
@@ -18,10 +19,11 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
-use uc_api::{GroupResource, Pointer};
+use uc_api::GroupResource;
 
-use crate::history::{ENCODED_EVENTS, Encoded, History, Limits};
-pub use crate::history::{Event, EventType, HistoryStats, json_size};
+pub use crate::history::{Event, EventType, HistoryStats};
+use crate::history::{History, Limits};
+pub use crate::kept::{Kept, rv_of};
 pub use crate::stored::{Obj, StoreError};
 use crate::wal::{Change, Wal};
 
@@ -75,53 +77,39 @@ pub fn object_key(namespace: &str, name: &str) -> String {
     format!("{namespace}/{name}")
 }
 
-/// The resourceVersion of a stored object.
-pub fn rv_of(obj: &Value) -> u64 {
-    obj.at("/metadata/resourceVersion").and_then(Value::as_str).and_then(|s| s.parse().ok()).unwrap_or(0)
-}
-
 fn db_key(gr: &GroupResource, key: &str) -> String {
     format!("{}/{}/{}", gr.group, gr.resource, key)
-}
-
-fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
-    obj.at("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|r| r.get("uid").and_then(Value::as_str))
-}
-
-fn uid_of(obj: &Value) -> Option<&str> {
-    obj.at("/metadata/uid").and_then(Value::as_str)
 }
 
 /// A reference to a stored object.
 pub type ObjRef = (GroupResource, String);
 
+/// A type's objects as kept, by key, and the revision they reflect.
+pub type KeptList = (Vec<(String, Arc<Kept>)>, u64);
+
 #[derive(Default)]
 struct State {
     revision: u64,
-    objects: HashMap<GroupResource, BTreeMap<String, Obj>>,
+    objects: HashMap<GroupResource, BTreeMap<String, Arc<Kept>>>,
     history: History,
     uids: HashMap<String, ObjRef>,
     dependents: HashMap<String, HashSet<ObjRef>>,
 }
 
 impl State {
-    fn index(&mut self, gr: &GroupResource, key: &str, old: Option<&Value>, new: Option<&Value>) {
+    fn index(&mut self, gr: &GroupResource, key: &str, old: Option<&Kept>, new: Option<&Kept>) {
         // Most updates keep the uid and the owners: the index already says what it would be rebuilt to.
         if let (Some(old), Some(new)) = (old, new)
-            && uid_of(old) == uid_of(new)
-            && owner_uids(old).eq(owner_uids(new))
+            && old.uid() == new.uid()
+            && old.owners().eq(new.owners())
         {
             return;
         }
         if let Some(old) = old {
-            if let Some(uid) = uid_of(old) {
+            if let Some(uid) = old.uid() {
                 self.uids.remove(uid);
             }
-            for owner in owner_uids(old) {
+            for owner in old.owners() {
                 if let Some(set) = self.dependents.get_mut(owner) {
                     set.remove(&(gr.clone(), key.to_string()));
                     if set.is_empty() {
@@ -131,10 +119,10 @@ impl State {
             }
         }
         if let Some(new) = new {
-            if let Some(uid) = uid_of(new) {
+            if let Some(uid) = new.uid() {
                 self.uids.insert(uid.to_string(), (gr.clone(), key.to_string()));
             }
-            for owner in owner_uids(new) {
+            for owner in new.owners() {
                 self.dependents.entry(owner.to_string()).or_default().insert((gr.clone(), key.to_string()));
             }
         }
@@ -237,7 +225,7 @@ fn replay(
                 let mut object = serde_json::from_slice::<Value>(&bytes)
                     .map_err(|e| StoreError::Backend(format!("object {k:?} in the log is not valid JSON: {e}")))?;
                 crate::wire::compact(&mut object);
-                Some(Arc::new(object))
+                Some(Arc::new(Kept::cold(&object)))
             }
             None => None,
         };
@@ -247,14 +235,13 @@ fn replay(
             let (kind, object) = match (&old, &new) {
                 (_, Some(n)) if old.is_some() => (EventType::Modified, n.clone()),
                 (_, Some(n)) => (EventType::Added, n.clone()),
-                (Some(o), None) => (EventType::Deleted, Arc::new(with_rv((**o).clone(), rv))),
+                (Some(o), None) => (EventType::Deleted, Arc::new(Kept::cold(&with_rv((*o.tree()).clone(), rv)))),
                 (None, None) => {
                     rv += 1;
                     continue;
                 }
             };
-            let bytes = json_size(&object);
-            let ev = Event { bytes, ..Event::new(rv, kind, gr.clone(), key.to_string(), object, old.clone()) };
+            let ev = Event::new(rv, kind, gr.clone(), key.to_string(), object, old.clone());
             state.history.push(Arc::new(ev));
             state.history.compact(&options.limits(), std::time::Instant::now());
         }
@@ -370,19 +357,24 @@ impl Store {
 
     /// One object.
     pub fn get(&self, gr: &GroupResource, key: &str) -> Option<Obj> {
+        let kept = self.state.read().objects.get(gr).and_then(|m| m.get(key)).cloned();
+        kept.map(|k| k.tree())
+    }
+
+    /// One object as kept (its JSON; a tree only if it was written last).
+    pub fn get_kept(&self, gr: &GroupResource, key: &str) -> Option<Arc<Kept>> {
         self.state.read().objects.get(gr).and_then(|m| m.get(key)).cloned()
     }
 
-    /// The object with this uid, if it exists.
-    pub fn lookup_uid(&self, uid: &str) -> Option<(ObjRef, Obj)> {
+    /// The object with this uid, if it exists, as kept.
+    pub fn lookup_uid(&self, uid: &str) -> Option<(ObjRef, Arc<Kept>)> {
         let state = self.state.read();
         let r = state.uids.get(uid)?;
-        let obj = state.objects.get(&r.0)?.get(&r.1)?.clone();
-        Some((r.clone(), obj))
+        Some((r.clone(), state.objects.get(&r.0)?.get(&r.1)?.clone()))
     }
 
-    /// Objects whose ownerReferences name this uid.
-    pub fn dependents(&self, owner_uid: &str) -> Vec<(ObjRef, Obj)> {
+    /// Objects whose ownerReferences name this uid, as kept.
+    pub fn dependents(&self, owner_uid: &str) -> Vec<(ObjRef, Arc<Kept>)> {
         let state = self.state.read();
         let Some(set) = state.dependents.get(owner_uid) else {
             return Vec::new();
@@ -400,21 +392,39 @@ impl Store {
         self.state.read().objects.iter().filter(|(_, m)| !m.is_empty()).map(|(gr, _)| gr.clone()).collect()
     }
 
-    /// Objects of a type, optionally in one namespace, sorted by key, as of revision `at` (default: now).
-    /// Returns the objects and the revision they reflect.
+    /// Objects of a type, optionally in one namespace, sorted by key, as of revision `at` (default: now),
+    /// as trees. Returns the objects and the revision they reflect.
     pub fn list(
         &self,
         gr: &GroupResource,
         namespace: Option<&str>,
         at: Option<u64>,
     ) -> Result<(Vec<(String, Obj)>, u64), StoreError> {
+        let (kept, rv) = self.list_kept(gr, namespace, at)?;
+        Ok((kept.into_iter().map(|(k, v)| (k, v.tree())).collect(), rv))
+    }
+
+    /// The keys of a type's objects that have a deletionTimestamp.
+    pub fn deleting(&self, gr: &GroupResource) -> Vec<String> {
+        let state = self.state.read();
+        let objects = state.objects.get(gr).into_iter().flatten();
+        objects.filter(|(_, v)| v.deleting()).map(|(k, _)| k.clone()).collect()
+    }
+
+    /// [`Store::list`] as kept: each object's JSON, decoded only where a reader needs the tree.
+    pub fn list_kept(
+        &self,
+        gr: &GroupResource,
+        namespace: Option<&str>,
+        at: Option<u64>,
+    ) -> Result<KeptList, StoreError> {
         let state = self.state.read();
         let empty = BTreeMap::new();
         let current = state.objects.get(gr).unwrap_or(&empty);
         let in_scope = |k: &str| {
             namespace.is_none_or(|ns| k.len() > ns.len() && k.starts_with(ns) && k.as_bytes()[ns.len()] == b'/')
         };
-        let collect = |map: &BTreeMap<String, Obj>| -> Vec<(String, Obj)> {
+        let collect = |map: &BTreeMap<String, Arc<Kept>>| -> Vec<(String, Arc<Kept>)> {
             match namespace {
                 Some(ns) => {
                     let start = format!("{ns}/");
@@ -460,19 +470,13 @@ impl Store {
         Ok(state.revision.max(after))
     }
 
-    /// `stored` (an object a write just returned, or read) as JSON, shared with the watchers sending its
-    /// event: the answer to a write and every watch event of it are the same bytes, written once. None
-    /// unless its event is among the newest [`ENCODED_EVENTS`] (older ones keep no JSON).
+    /// `stored` (an object a write just returned) as JSON, shared with the store and the watchers sending
+    /// its event: the answer to a write and every watch event of it are the same bytes, written once. None
+    /// unless `stored` is the tree its event's object still keeps.
     pub fn encoded(&self, stored: &Obj) -> Option<bytes::Bytes> {
         let rv = rv_of(stored);
-        let ev = {
-            let state = self.state.read();
-            if state.revision.saturating_sub(rv) >= ENCODED_EVENTS as u64 {
-                return None;
-            }
-            state.history.event(rv).filter(|ev| Arc::ptr_eq(&ev.object, stored)).cloned()?
-        };
-        Some(ev.object_json())
+        let ev = self.state.read().history.event(rv).cloned()?;
+        ev.object.kept_tree().filter(|tree| Arc::ptr_eq(tree, stored)).map(|_| ev.object_json())
     }
 
     /// What writes fail with once the log has failed.
@@ -542,7 +546,7 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
     {
         let state = store.state.read();
         revision = state.revision;
-        let mut overlay: HashMap<(GroupResource, String), Option<Obj>> = HashMap::new();
+        let mut overlay: HashMap<(GroupResource, String), Option<Arc<Kept>>> = HashMap::new();
         for (op, reply) in batch {
             let (gr, key) = op.target();
             let slot = (gr.clone(), key.to_string());
@@ -556,7 +560,7 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
                     revision += 1;
                     let after = if event.kind == EventType::Deleted { None } else { Some(event.object.clone()) };
                     overlay.insert(slot, after);
-                    let result = Ok(event.object.clone());
+                    let result = Ok(event.object.tree());
                     planned.push(Planned { event: Some(event), reply, result });
                 }
                 Err(e) => planned.push(Planned { event: None, reply, result: Err(e) }),
@@ -567,7 +571,7 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
     let mut wal = wal;
     if let Some(wal) = wal.as_deref_mut()
         && planned.iter().any(|p| p.event.is_some())
-        && let Err(e) = persist(wal, &mut planned, revision)
+        && let Err(e) = persist(wal, &planned, revision)
     {
         let e = store.fail(e);
         for p in planned {
@@ -590,9 +594,7 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
             state.index(&ev.gr, &ev.key, old.as_deref(), new.as_deref());
         }
         for p in &mut planned {
-            if let Some(mut ev) = p.event.take() {
-                // The size of the JSON the log wrote, else counted by a walk.
-                ev.bytes = ev.encoded.get_mut().as_ref().map_or_else(|| json_size(&ev.object), |e| e.json.len());
+            if let Some(ev) = p.event.take() {
                 state.history.push(Arc::new(ev));
             }
         }
@@ -603,9 +605,10 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
     if let Some(wal) = wal
         && wal.wants_checkpoint()
     {
-        let snapshot: Vec<(String, Obj)> = {
+        let snapshot: Vec<(String, bytes::Bytes)> = {
             let state = store.state.read();
-            state.objects.iter().flat_map(|(gr, m)| m.iter().map(move |(k, v)| (db_key(gr, k), v.clone()))).collect()
+            let objects = state.objects.iter();
+            objects.flat_map(|(gr, m)| m.iter().map(move |(k, v)| (db_key(gr, k), v.json().clone()))).collect()
         };
         if let Err(e) = wal.checkpoint(revision, snapshot) {
             tracing::error!(error = %e, "starting a snapshot failed; the log keeps growing");
@@ -626,11 +629,11 @@ fn with_rv(mut v: Value, rv: u64) -> Value {
     v
 }
 
-fn plan(op: Op, current: Option<&Obj>, rv: u64) -> Result<Event, StoreError> {
-    let stamp = |v: Value| Arc::new(with_rv(v, rv));
-    let check = |expect_rv: u64| -> Result<&Obj, StoreError> {
+fn plan(op: Op, current: Option<&Arc<Kept>>, rv: u64) -> Result<Event, StoreError> {
+    let stamp = |v: Value| Arc::new(Kept::new(Arc::new(with_rv(v, rv))));
+    let check = |expect_rv: u64| -> Result<&Arc<Kept>, StoreError> {
         let cur = current.ok_or(StoreError::NotFound)?;
-        let found = rv_of(cur);
+        let found = cur.rv();
         if expect_rv != 0 && found != expect_rv {
             return Err(StoreError::Conflict { expected: expect_rv, found });
         }
@@ -649,26 +652,23 @@ fn plan(op: Op, current: Option<&Obj>, rv: u64) -> Result<Event, StoreError> {
         }
         Op::Delete { gr, key, expect_rv } => {
             let prev = check(expect_rv)?.clone();
-            let object = stamp((*prev).clone());
+            let object = stamp((*prev.tree()).clone());
             Ok(Event::new(rv, EventType::Deleted, gr, key, object, Some(prev)))
         }
     }
 }
 
-/// Appends a batch's changes to the log. The JSON written for an object is kept as its event's, which
-/// the answer to the write and its watch events send: a durable write serializes its object once.
-fn persist(wal: &mut Wal, planned: &mut [Planned], revision: u64) -> Result<(), StoreError> {
-    let events: Vec<&mut Event> = planned.iter_mut().filter_map(|p| p.event.as_mut()).collect();
+/// Appends a batch's changes to the log: the JSON the store keeps, which the answer to the write and its
+/// watch events send too (a write serializes its object once).
+fn persist(wal: &mut Wal, planned: &[Planned], revision: u64) -> Result<(), StoreError> {
+    let events: Vec<&Event> = planned.iter().filter_map(|p| p.event.as_ref()).collect();
     let keys: Vec<String> = events.iter().map(|ev| db_key(&ev.gr, &ev.key)).collect();
-    let bodies: Vec<Option<Encoded>> =
-        events.iter().map(|ev| (ev.kind != EventType::Deleted).then(|| Encoded::of(&ev.object))).collect();
-    let changes: Vec<Change<'_>> =
-        keys.iter().zip(&bodies).map(|(k, b)| Change { key: k, value: b.as_ref().map(|e| &e.json[..]) }).collect();
-    wal.append(revision, &changes)?;
-    for (ev, body) in events.into_iter().zip(bodies) {
-        *ev.encoded.get_mut() = body;
-    }
-    Ok(())
+    let changes: Vec<Change<'_>> = keys
+        .iter()
+        .zip(&events)
+        .map(|(k, ev)| Change { key: k, value: (ev.kind != EventType::Deleted).then(|| &ev.object.json()[..]) })
+        .collect();
+    wal.append(revision, &changes)
 }
 
 #[cfg(test)]

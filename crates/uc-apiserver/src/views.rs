@@ -52,6 +52,14 @@ fn rename(obj: &Value, pairs: impl Iterator<Item = (&'static str, &'static str)>
     Value::Object(out)
 }
 
+/// Whether [`to_view`] makes a view of objects of this resource at `version`.
+pub fn has_view(group: &str, resource: &str, version: &str) -> bool {
+    matches!(
+        (group, resource, version),
+        (EVENTS_GROUP, "events", _) | (CRD_GROUP, "customresourcedefinitions", "v1beta1")
+    )
+}
+
 /// A stored object as the served `group/version` shows it.
 pub fn to_view(group: &str, resource: &str, version: &str, obj: &Value) -> Option<Value> {
     match (group, resource, version) {

@@ -249,11 +249,7 @@ impl Wal {
 
     /// Starts a new segment after `revision` and writes a snapshot of `state` (the full state at
     /// that revision) on a background thread, deleting older segments once it is durable.
-    pub fn checkpoint(
-        &mut self,
-        revision: u64,
-        state: Vec<(String, std::sync::Arc<serde_json::Value>)>,
-    ) -> Result<(), StoreError> {
+    pub fn checkpoint(&mut self, revision: u64, state: Vec<(String, bytes::Bytes)>) -> Result<(), StoreError> {
         let first = revision + 1;
         let path = self.dir.join(segment_name(first));
         let file = new_segment(&path)?;
@@ -469,19 +465,13 @@ fn zero_fill(file: &File, from: u64, to: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-fn write_snapshot(
-    dir: &Path,
-    revision: u64,
-    state: &[(String, std::sync::Arc<serde_json::Value>)],
-) -> Result<(), StoreError> {
+fn write_snapshot(dir: &Path, revision: u64, state: &[(String, bytes::Bytes)]) -> Result<(), StoreError> {
     let tmp = dir.join("snapshot.tmp");
     let file = File::create(&tmp).map_err(io(&tmp))?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
     // Chunks of objects, each a record; the last record carries the revision.
     for chunk in state.chunks(512) {
-        let bodies: Vec<Vec<u8>> = chunk.iter().map(|(_, v)| crate::wire::to_vec(v)).collect();
-        let changes: Vec<Change<'_>> =
-            chunk.iter().zip(&bodies).map(|((k, _), b)| Change { key: k, value: Some(b) }).collect();
+        let changes: Vec<Change<'_>> = chunk.iter().map(|(k, b)| Change { key: k, value: Some(b) }).collect();
         w.write_all(&encode(0, &changes)).map_err(io(&tmp))?;
     }
     w.write_all(&encode(revision, &[])).map_err(io(&tmp))?;
@@ -552,7 +542,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut wal, _) = Wal::open(dir.path()).unwrap();
         wal.append(1, &[Change { key: "/c/d/a", value: Some(b"{\"v\":1}") }]).unwrap();
-        let state = vec![("/c/d/a".to_string(), std::sync::Arc::new(serde_json::json!({"v": 1})))];
+        let state = vec![("/c/d/a".to_string(), bytes::Bytes::from_static(b"{\"v\":1}"))];
         wal.checkpoint(1, state).unwrap();
         wal.append(2, &[Change { key: "/c/d/b", value: Some(b"{\"v\":2}") }]).unwrap();
         drop(wal);

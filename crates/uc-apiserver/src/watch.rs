@@ -15,8 +15,8 @@ use uc_api::Pointer;
 
 use crate::app::{App, Body, Render, Req};
 use crate::error::{ApiError, Result};
-use crate::request::{PartialMetadata, Selectors, Target, include_object, parse_rv, to_version};
-use crate::storage::{Event, EventType, Obj, StoreError};
+use crate::request::{PartialMetadata, Selectors, Target, include_object, parse_rv, served_as_stored, to_version};
+use crate::storage::{Event, EventType, Kept, Obj, StoreError};
 use crate::table;
 
 /// How often an idle watch with bookmarks enabled gets a BOOKMARK.
@@ -60,15 +60,15 @@ impl Watcher {
     /// The event's type as this watcher sees it, given its selectors (objects entering or leaving the
     /// selection become ADDED / DELETED, as kube-apiserver's watch cache reports them).
     fn translate(&self, ev: &Event) -> Option<&'static str> {
-        let now = self.selectors.matches(&ev.object);
+        let now = self.selectors.matches_kept(&ev.object);
         match ev.kind {
             EventType::Added => now.then_some("ADDED"),
             EventType::Deleted => {
-                let before = ev.prev.as_ref().is_none_or(|p| self.selectors.matches(p));
+                let before = ev.prev.as_ref().is_none_or(|p| self.selectors.matches_kept(p));
                 before.then_some("DELETED")
             }
             EventType::Modified => {
-                let before = ev.prev.as_ref().is_some_and(|p| self.selectors.matches(p));
+                let before = ev.prev.as_ref().is_some_and(|p| self.selectors.matches_kept(p));
                 match (before, now) {
                     (true, true) => Some("MODIFIED"),
                     (false, true) => Some("ADDED"),
@@ -107,19 +107,18 @@ impl Watcher {
         line(kind, &crate::wire::Wire(&object))
     }
 
-    /// An event of the log as this watcher sends it: its object's JSON is shared with every other
-    /// watcher sending the object as stored (the plain JSON of the version it is stored at).
-    fn encode_event(&mut self, kind: &'static str, ev: &Event) -> Bytes {
-        let obj = to_version(&self.target.info, &self.target.version, &ev.object);
-        if Arc::ptr_eq(&obj, &ev.object) {
+    /// A kept object (an event's, a list's) as this watcher sends it: its JSON is the store's, shared with
+    /// every other watcher sending the object as stored (the plain JSON of the version it is stored at).
+    fn encode_kept(&mut self, kind: &'static str, kept: &Kept) -> Bytes {
+        if served_as_stored(&self.target.info, &self.target.version, kept.api_version()) {
             match self.render {
-                Render::Json => return line_with(kind, &ev.object_json()),
+                Render::Json => return line_with(kind, kept.json()),
                 // The metadata's bytes are a slice of the stored JSON's.
-                Render::Metadata => return metadata_line(kind, ev.encoded().metadata().as_deref()),
+                Render::Metadata => return metadata_line(kind, kept.encoded().metadata().as_deref()),
                 Render::Table => {}
             }
         }
-        self.render(kind, &obj)
+        self.encode(kind, &kept.tree())
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
@@ -253,7 +252,7 @@ async fn send_initial(
     start: Option<u64>,
     end_bookmark: bool,
 ) -> Option<u64> {
-    let (objects, rv) = match w.app.store.list(&w.target.info.gr(), w.target.namespace.as_deref(), start) {
+    let (objects, rv) = match w.app.store.list_kept(&w.target.info.gr(), w.target.namespace.as_deref(), start) {
         Ok(x) => x,
         Err(StoreError::Gone { requested, oldest }) => {
             let _ = tx.send(gone_line(requested, oldest)).await;
@@ -261,8 +260,8 @@ async fn send_initial(
         }
         Err(_) => return None,
     };
-    for (_, obj) in objects {
-        if w.selectors.matches(&obj) && tx.send(w.encode("ADDED", &obj)).await.is_err() {
+    for (_, kept) in objects {
+        if w.selectors.matches_kept(&kept) && tx.send(w.encode_kept("ADDED", &kept)).await.is_err() {
             return None;
         }
     }
@@ -310,7 +309,7 @@ async fn run(w: &mut Watcher, tx: mpsc::Sender<Bytes>, start: Option<u64>, initi
         cursor = newest;
         for ev in batch {
             if let Some(kind) = w.translate(&ev) {
-                let b = w.encode_event(kind, &ev);
+                let b = w.encode_kept(kind, &ev.object);
                 if tx.send(b).await.is_err() {
                     return;
                 }
@@ -362,7 +361,7 @@ mod tests {
             json!({"metadata": null}),
         ];
         for object in objects {
-            let encoded = crate::history::Encoded::of(&object);
+            let encoded = crate::kept::Encoded::of(&object);
             assert_eq!(
                 metadata_line("MODIFIED", encoded.metadata().as_deref()),
                 line("MODIFIED", &PartialMetadata::of(&object)),

@@ -75,9 +75,8 @@ pub fn aggregate(roles: &[ClusterRole]) -> Vec<(String, Vec<PolicyRule>)> {
 
 async fn aggregate_once(app: &App) -> Result<(), StoreError> {
     let gr = GroupResource::new(GROUP, "clusterroles");
-    let (stored, _) = app.store.list(&gr, None, None)?;
-    let roles: Vec<ClusterRole> =
-        stored.iter().filter_map(|(_, o)| serde_json::from_value((**o).clone()).ok()).collect();
+    let (stored, _) = app.store.list_kept(&gr, None, None)?;
+    let roles: Vec<ClusterRole> = stored.iter().filter_map(|(_, o)| o.decode().ok()).collect();
     for (name, rules) in aggregate(&roles) {
         let key = object_key("", &name);
         let Some(old) = app.store.get(&gr, &key) else { continue };

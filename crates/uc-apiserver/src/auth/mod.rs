@@ -95,8 +95,8 @@ pub fn authenticate_token(
 pub fn load_policy(store: &Store, namespace: &str) -> Policy {
     fn all<T: DeserializeOwned>(store: &Store, resource: &str, ns: Option<&str>) -> Vec<T> {
         let gr = GroupResource::new("rbac.authorization.k8s.io", resource);
-        let (objects, _) = store.list(&gr, ns, None).unwrap_or_default();
-        objects.into_iter().filter_map(|(_, o)| serde_json::from_value((*o).clone()).ok()).collect()
+        let (objects, _) = store.list_kept(&gr, ns, None).unwrap_or_default();
+        objects.into_iter().filter_map(|(_, o)| o.decode().ok()).collect()
     }
     let named = |name: &Option<String>| name.clone().unwrap_or_default();
     let cluster_roles: Vec<ClusterRole> = all(store, "clusterroles", None);

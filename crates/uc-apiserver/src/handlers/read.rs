@@ -6,13 +6,19 @@ use serde_json::{Map, Value, json};
 
 use crate::app::{App, Body, Render, Req, json_response};
 use crate::error::{ApiError, Result};
-use crate::request::{PartialMetadata, Selectors, Target, include_object, parse_rv, respond_stored, to_version};
-use crate::storage::{Obj, StoreError};
+use std::sync::Arc;
+
+use crate::request::{Selectors, Target, include_object, parse_rv, respond_object, served_as_stored, to_version};
+use crate::storage::{Kept, Obj, StoreError};
 use crate::table;
 
 pub(crate) fn get(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
-    let obj = app.store.get(&t.info.gr(), &t.key()).ok_or_else(|| ApiError::not_found(&t.subject()))?;
-    Ok(respond_stored(&app.store, req, t, 200, &obj))
+    let kept = app.store.get_kept(&t.info.gr(), &t.key()).ok_or_else(|| ApiError::not_found(&t.subject()))?;
+    // Served as stored, the object's JSON is the store's, sent as it is.
+    if matches!(req.negotiated.render, Render::Json) && served_as_stored(&t.info, &t.version, kept.api_version()) {
+        return Ok(crate::app::bytes_response(200, kept.json().clone(), "application/json"));
+    }
+    Ok(respond_object(req, t, 200, &kept.tree()))
 }
 
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
@@ -75,12 +81,12 @@ fn read_revision(
 
 /// One page of a list: the matching objects after `start` (a continue token's key), at most `limit`
 /// (0: all); the key to continue after and how many matching objects remain past it.
-fn page<'a>(
-    objects: &'a [(String, Obj)],
+fn page<'a, T>(
+    objects: &'a [(String, T)],
     start: Option<&str>,
-    matches: impl Fn(&Value) -> bool,
+    matches: impl Fn(&T) -> bool,
     limit: usize,
-) -> (Vec<&'a Obj>, Option<&'a str>, usize) {
+) -> (Vec<&'a T>, Option<&'a str>, usize) {
     let mut items = Vec::new();
     let mut next = None;
     let mut remaining = 0usize;
@@ -107,14 +113,14 @@ pub(crate) fn list(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
     let param = |k: &str| req.params.get(k).map(String::as_str);
     let at =
         read_revision(token.as_ref(), param("resourceVersion"), param("resourceVersionMatch"), app.store.revision())?;
-    let (objects, rv) = app.store.list(&t.info.gr(), t.namespace.as_deref(), at).map_err(|e| match (e, &token) {
+    let (objects, rv) = app.store.list_kept(&t.info.gr(), t.namespace.as_deref(), at).map_err(|e| match (e, &token) {
         (StoreError::Gone { .. }, Some(_)) => ApiError::gone(
             "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
         ),
         (e, _) => ApiError::from_store(e, &t.subject()),
     })?;
     let start = token.as_ref().map(|t| t.start.as_str());
-    let (items, next, remaining) = page(&objects, start, |o| sel.matches(o), limit);
+    let (items, next, remaining) = page(&objects, start, |o| sel.matches_kept(o), limit);
     let mut meta = Map::new();
     meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
     if let Some(k) = next {
@@ -127,55 +133,89 @@ pub(crate) fn list(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
     Ok(list_response(req, t, &items, &meta))
 }
 
-/// A list in the form the client negotiated: a Table, PartialObjectMetadata, or the kind's list.
-/// A list as kube-apiserver writes it (`kind`, `apiVersion`, `metadata`, `items`), its items serialized
-/// where they lie: copying them into one tree first cost a deep copy of every object listed (a list of
-/// 100,000 objects, as an informer's first one, held them all twice; issue 58).
-#[derive(serde::Serialize)]
-struct ListOf<'a, T> {
-    kind: &'a str,
-    #[serde(rename = "apiVersion")]
-    api_version: &'a str,
-    metadata: &'a Map<String, Value>,
-    items: Vec<T>,
-}
-
-fn list_response(req: &Req, t: &Target, items: &[&Obj], meta: &Map<String, Value>) -> Response<Body> {
+/// A list in the form the client negotiated: a Table, PartialObjectMetadata, or the kind's list. The
+/// items served as stored are written as the JSON the store keeps; the others from a tree decoded for
+/// the purpose.
+fn list_response(req: &Req, t: &Target, items: &[&Arc<Kept>], meta: &Map<String, Value>) -> Response<Body> {
+    let as_stored = |k: &Kept| served_as_stored(&t.info, &t.version, k.api_version());
     match req.negotiated.render {
         Render::Table => {
             let include = include_object(req);
             let rows: Vec<Value> = items
                 .iter()
-                .map(|o| table::row(&t.info, &t.version, &to_version(&t.info, &t.version, o), include))
+                .map(|o| table::row(&t.info, &t.version, &to_version(&t.info, &t.version, &o.tree()), include))
                 .collect();
             let table = json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
                    "columnDefinitions": table::column_definitions(&t.info, &t.version), "rows": rows});
             json_response(200, &crate::app::KubeOrder(&table))
         }
         Render::Metadata => {
-            let items = items.iter().map(|o| PartialMetadata::of(o)).collect();
-            let list =
-                ListOf { kind: "PartialObjectMetadataList", api_version: "meta.k8s.io/v1", metadata: meta, items };
-            json_response(200, &list)
+            let body = list_body("PartialObjectMetadataList", "meta.k8s.io/v1", meta, items, |out, kept| {
+                out.extend_from_slice(br#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#);
+                out.extend_from_slice(kept.encoded().metadata().as_deref().unwrap_or(b"null"));
+                out.push(b'}');
+            });
+            crate::app::bytes_response(200, body, "application/json")
         }
         Render::Json => {
-            let objects: Vec<Obj> = items.iter().map(|o| to_version(&t.info, &t.version, o)).collect();
-            objects_response(t, &objects, meta)
+            let body = list_body(&t.info.list_kind, &t.info.api_version(&t.version), meta, items, |out, kept| {
+                if as_stored(kept) {
+                    out.extend_from_slice(kept.json());
+                } else {
+                    write_json(out, &crate::app::KubeOrder(&to_version(&t.info, &t.version, &kept.tree())));
+                }
+            });
+            crate::app::bytes_response(200, body, "application/json")
         }
     }
 }
 
-/// The list of `objects` (already at the target's version), as [`ListOf`] writes it.
+/// The list of `objects` (already at the target's version), as [`list_body`] writes it.
 pub(crate) fn objects_response(t: &Target, objects: &[Obj], meta: &Map<String, Value>) -> Response<Body> {
     let api_version = t.info.api_version(&t.version);
-    let items = objects.iter().map(|o| crate::app::KubeOrder(o)).collect();
-    json_response(200, &ListOf { kind: &t.info.list_kind, api_version: &api_version, metadata: meta, items })
+    let body = list_body(&t.info.list_kind, &api_version, meta, objects, |out, o| {
+        write_json(out, &crate::app::KubeOrder(o));
+    });
+    crate::app::bytes_response(200, body, "application/json")
+}
+
+/// Appends `v` as JSON.
+fn write_json(out: &mut Vec<u8>, v: &impl serde::Serialize) {
+    // Writing to a vector fails only for a value serde_json cannot write, which none of these is.
+    let _ = serde_json::to_writer(out, v);
+}
+
+/// A list as kube-apiserver writes it (`kind`, `apiVersion`, `metadata`, `items`), each item appended
+/// where it lies by `item`: copying the items into one tree first cost a deep copy of every object
+/// listed (a list of 100,000 objects, as an informer's first one, held them all twice; issue 58).
+fn list_body<T>(
+    kind: &str,
+    api_version: &str,
+    meta: &Map<String, Value>,
+    items: &[T],
+    mut item: impl FnMut(&mut Vec<u8>, &T),
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(b"{\"kind\":");
+    write_json(&mut out, &kind);
+    out.extend_from_slice(b",\"apiVersion\":");
+    write_json(&mut out, &api_version);
+    out.extend_from_slice(b",\"metadata\":");
+    write_json(&mut out, meta);
+    out.extend_from_slice(b",\"items\":[");
+    for (i, it) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        item(&mut out, it);
+    }
+    out.extend_from_slice(b"]}");
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     fn objects(names: &[&str]) -> Vec<(String, Obj)> {
         names.iter().map(|n| (format!("ns/{n}"), Arc::new(json!({"metadata": {"name": n}})))).collect()
@@ -194,28 +234,20 @@ mod tests {
             ),
             Arc::new(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}})),
         ];
+        let kept: Vec<Arc<Kept>> = objects.iter().map(|o| Arc::new(Kept::cold(o))).collect();
         let meta: Map<String, Value> = [("resourceVersion".to_string(), json!("7"))].into_iter().collect();
-        let items = objects.iter().map(|o| crate::app::KubeOrder(o)).collect();
-        let written =
-            serde_json::to_string(&ListOf { kind: "ConfigMapList", api_version: "v1", metadata: &meta, items });
         let mut first = (*objects[0]).clone();
         crate::wire::expand(&mut first);
         let tree =
             json!({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": meta, "items": [first, *objects[1]]});
-        assert_eq!(serde_json::from_str::<Value>(&written.unwrap()).unwrap(), tree);
-        let metadata = objects.iter().map(|o| PartialMetadata::of(o)).collect();
-        let partial = ListOf {
-            kind: "PartialObjectMetadataList",
-            api_version: "meta.k8s.io/v1",
-            metadata: &meta,
-            items: metadata,
-        };
-        let partial: Value = serde_json::from_str(&serde_json::to_string(&partial).unwrap()).unwrap();
-        assert_eq!(partial["items"][0]["metadata"]["managedFields"][0]["fieldsV1"], json!({"f:data": {}}));
-        assert_eq!(
-            partial["items"][1],
-            json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": {"name": "b"}})
-        );
+        let from_trees = list_body("ConfigMapList", "v1", &meta, &objects, |out, o| {
+            write_json(out, &crate::app::KubeOrder(o));
+        });
+        let from_json = list_body("ConfigMapList", "v1", &meta, &kept, |out, k| out.extend_from_slice(k.json()));
+        assert_eq!(serde_json::from_slice::<Value>(&from_trees).unwrap(), tree);
+        assert_eq!(from_json, from_trees, "the kept JSON is the bytes a tree writes");
+        let empty = list_body("ConfigMapList", "v1", &meta, &[] as &[Obj], |_, _| {});
+        assert_eq!(serde_json::from_slice::<Value>(&empty).unwrap()["items"], json!([]));
     }
 
     #[test]

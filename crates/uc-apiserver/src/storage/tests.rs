@@ -16,22 +16,26 @@ async fn a_written_object_and_its_watch_event_share_one_json() {
     let store = Store::open(None, StoreOptions::default()).unwrap();
     let stored = store.write(Op::Create { gr: gr(), key: "ns/a".into(), object: pod("a") }).await.unwrap();
     let json = store.encoded(&stored).expect("the newest write has its JSON");
-    assert_eq!(json, crate::history::Encoded::of(&stored).json, "written in kube's order");
+    assert_eq!(json, crate::kept::Encoded::of(&stored).json, "written in kube's order");
     assert!(json.starts_with(br#"{"kind":"Pod","apiVersion":"v1","metadata":"#));
     let mut shared = None;
     store.events_after(0, |ev| shared = Some(ev.object_json())).unwrap();
     assert_eq!(shared.map(|b| b.as_ptr()), Some(json.as_ptr()), "the event sends the same bytes");
     // Not the stored object (the same content elsewhere): no JSON of the store's.
     assert_eq!(store.encoded(&Arc::new((*stored).clone())), None);
-    for i in 0..ENCODED_EVENTS {
+    // The store keeps the JSON, and no tree once the object's event is no longer among the newest.
+    for i in 0..crate::history::HOT_EVENTS {
         store.write(Op::Create { gr: gr(), key: format!("ns/p{i}"), object: pod(&format!("p{i}")) }).await.unwrap();
     }
-    assert_eq!(store.encoded(&stored), None, "an event this old keeps no JSON, and none is made again");
+    assert_eq!(store.encoded(&stored), None, "an event this old keeps no tree to be compared with");
+    let kept = store.get_kept(&gr(), "ns/a").unwrap();
+    assert_eq!((kept.json(), kept.kept_tree()), (&json, None), "its JSON kept, its tree let go");
+    assert_eq!(store.get(&gr(), "ns/a"), Some(stored.clone()), "and decoded on a read");
     // A durable store keeps the JSON its log wrote.
     let dir = tempfile::tempdir().unwrap();
     let durable = Store::open(Some(&dir.path().join("db")), StoreOptions::default()).unwrap();
     let stored = durable.write(Op::Create { gr: gr(), key: "ns/a".into(), object: pod("a") }).await.unwrap();
-    assert_eq!(durable.encoded(&stored).unwrap(), crate::history::Encoded::of(&stored).json);
+    assert_eq!(durable.encoded(&stored).unwrap(), crate::kept::Encoded::of(&stored).json);
     assert_eq!(durable.history().bytes, serde_json::to_vec(&*stored).unwrap().len(), "its exact size counted");
 }
 
@@ -119,8 +123,8 @@ async fn a_snapshot_of_several_objects_reloads() {
     let path = dir.path().join("db");
     {
         let (mut wal, _) = Wal::open(&path).unwrap();
-        let state =
-            vec![("/pods/ns/a".to_string(), Arc::new(pod("a"))), ("/pods/ns/b".to_string(), Arc::new(pod("b")))];
+        let json = |name: &str| bytes::Bytes::from(serde_json::to_vec(&pod(name)).unwrap());
+        let state = vec![("/pods/ns/a".to_string(), json("a")), ("/pods/ns/b".to_string(), json("b"))];
         wal.checkpoint(2, state).unwrap();
         // The snapshot is written on its own thread; it is in place once the temporary is renamed.
         for _ in 0..500 {
@@ -251,7 +255,7 @@ async fn a_watch_resumes_across_a_restart() {
     let store = reopened.unwrap_or_else(|| panic!("the log was not released in 10 s: {last_error:?}"));
     let mut seen = Vec::new();
     let newest =
-        store.events_after(1, |ev| seen.push((ev.rv, ev.kind.as_str(), ev.key.clone(), rv_of(&ev.object)))).unwrap();
+        store.events_after(1, |ev| seen.push((ev.rv, ev.kind.as_str(), ev.key.clone(), ev.object.rv()))).unwrap();
     assert_eq!(newest, 3);
     assert_eq!(seen, vec![(2, "ADDED", "ns/b".to_string(), 2), (3, "DELETED", "ns/a".to_string(), 3)]);
     store.write(Op::Create { gr: gr(), key: "ns/c".into(), object: pod("c") }).await.unwrap();

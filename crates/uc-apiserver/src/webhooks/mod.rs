@@ -23,15 +23,15 @@ use matching::{Hook, Verdict, Write};
 const GROUP: &str = "admissionregistration.k8s.io";
 
 fn configurations<T: DeserializeOwned>(store: &Store, resource: &str) -> Vec<T> {
-    let (objects, _) = store.list(&GroupResource::new(GROUP, resource), None, None).unwrap_or_default();
-    objects.into_iter().filter_map(|(_, o)| serde_json::from_value((*o).clone()).ok()).collect()
+    let (objects, _) = store.list_kept(&GroupResource::new(GROUP, resource), None, None).unwrap_or_default();
+    objects.into_iter().filter_map(|(_, o)| o.decode().ok()).collect()
 }
 
 /// Whether any webhook configuration exists (most writes find none and skip admission at once).
 pub fn configured(store: &Store) -> bool {
-    ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"]
-        .iter()
-        .any(|r| store.list(&GroupResource::new(GROUP, *r), None, None).is_ok_and(|(objects, _)| !objects.is_empty()))
+    ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"].iter().any(|r| {
+        store.list_kept(&GroupResource::new(GROUP, *r), None, None).is_ok_and(|(objects, _)| !objects.is_empty())
+    })
 }
 
 /// Every configured hook, mutating first.
