@@ -170,6 +170,8 @@ impl Encoded {
             }
         }
         out.push(b'}');
+        // The store keeps these bytes for the object's life: not the spare room a growing vector left.
+        out.shrink_to_fit();
         Self { json: out.into(), metadata }
     }
 

@@ -282,6 +282,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_object_is_served_as_stored_exactly_where_to_version_returns_it_unchanged() {
+        use uc_api::GroupResource;
+        let registry = crate::registry::Registry::new();
+        let cases = [
+            ("apps", "deployments", "v1", "apps/v1"),
+            ("apps", "deployments", "v1", "v1"),
+            ("", "configmaps", "v1", "v1"),
+            ("", "configmaps", "v1", "apps/v1"),
+            ("", "events", "v1", "v1"),
+            ("events.k8s.io", "events", "v1", "v1"),
+            ("apiextensions.k8s.io", "customresourcedefinitions", "v1", "apiextensions.k8s.io/v1"),
+            ("apiextensions.k8s.io", "customresourcedefinitions", "v1beta1", "apiextensions.k8s.io/v1"),
+        ];
+        for (group, resource, version, stored_at) in cases {
+            let info = registry.get(&GroupResource::new(group, resource)).expect("a built-in resource");
+            let obj: Obj = Arc::new(serde_json::json!({"apiVersion": stored_at, "metadata": {"name": "a"}}));
+            let unchanged = Arc::ptr_eq(&to_version(&info, version, &obj), &obj);
+            assert_eq!(served_as_stored(&info, version, stored_at), unchanged, "{group}/{resource} {version}");
+        }
+    }
+
+    #[test]
+    fn a_kept_object_is_decoded_for_selectors_only_when_there_are_some() {
+        let kept = crate::kept::Kept::cold(&serde_json::json!({"metadata": {"name": "n", "labels": {"a": "b"}}}));
+        let sel = |l: &str, f: &str| Selectors {
+            labels: LabelSelector::parse(l).unwrap(),
+            fields: FieldSelector::parse(f).unwrap(),
+        };
+        assert!(sel("", "").is_empty() && sel("", "").matches_kept(&kept));
+        assert!(!sel("a=b", "").is_empty() && sel("a=b", "").matches_kept(&kept));
+        assert!(!sel("a=c", "").matches_kept(&kept) && !sel("", "metadata.name=m").matches_kept(&kept));
+        assert!(sel("", "metadata.name=n").matches_kept(&kept));
+    }
+
+    #[test]
     fn unset_boolean_and_number_fields_select_as_their_zero_value() {
         let sel =
             |s: &str| Selectors { labels: LabelSelector::parse("").unwrap(), fields: FieldSelector::parse(s).unwrap() };

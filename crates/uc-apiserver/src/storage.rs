@@ -12,7 +12,7 @@
 //! one at a time under a lock, without the two thread hand-offs a writer thread costs (a wake-up of the
 //! writer, then of the waiting task: a tenth of the API server's CPU in docs/benchmarks.md's profile).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -93,7 +93,9 @@ struct State {
     objects: HashMap<GroupResource, BTreeMap<String, Arc<Kept>>>,
     history: History,
     uids: HashMap<String, ObjRef>,
-    dependents: HashMap<String, HashSet<ObjRef>>,
+    /// Each owner uid's dependents: a list, not a set — most owners have one or a few, and a hash set
+    /// of one costs ~300 bytes (issue 58).
+    dependents: HashMap<String, Vec<ObjRef>>,
 }
 
 impl State {
@@ -111,7 +113,7 @@ impl State {
             }
             for owner in old.owners() {
                 if let Some(set) = self.dependents.get_mut(owner) {
-                    set.remove(&(gr.clone(), key.to_string()));
+                    set.retain(|(g, k)| g != gr || k != key);
                     if set.is_empty() {
                         self.dependents.remove(owner);
                     }
@@ -123,7 +125,10 @@ impl State {
                 self.uids.insert(uid.to_string(), (gr.clone(), key.to_string()));
             }
             for owner in new.owners() {
-                self.dependents.entry(owner.to_string()).or_default().insert((gr.clone(), key.to_string()));
+                let set = self.dependents.entry(owner.to_string()).or_insert_with(|| Vec::with_capacity(1));
+                if !set.iter().any(|(g, k)| g == gr && k == key) {
+                    set.push((gr.clone(), key.to_string()));
+                }
             }
         }
     }
