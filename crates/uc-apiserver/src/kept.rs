@@ -61,7 +61,7 @@ impl Kept {
             uid: text("/metadata/uid").map(Box::from),
             owners,
             api_version: text("/apiVersion").unwrap_or_default().into(),
-            deleting: tree.at("/metadata/deletionTimestamp").is_some(),
+            deleting: uc_api::meta::is_deleting(tree),
             tree: Mutex::new(None),
         }
     }

@@ -37,7 +37,7 @@ pub fn default_objects() -> Vec<(GroupResource, Value)> {
 pub async fn ensure(app: &App) -> Result<(), StoreError> {
     for (gr, mut object) in default_objects() {
         let key = object_key("", object["metadata"]["name"].as_str().unwrap_or_default());
-        if app.store.get(&gr, &key).is_none() {
+        if app.store.get_kept(&gr, &key).is_none() {
             stamp_new(&mut object);
             match app.store.write(Op::Create { gr, key, object }).await {
                 Ok(_) | Err(StoreError::AlreadyExists) => {}

@@ -173,7 +173,7 @@ pub fn check_escalation(
     let missing = escalation::uncovered(&held, &requested);
     let role_missing = verb == "bind" && requested.is_empty() && {
         let res = GroupResource::new(GROUP, &target_resource);
-        store.get(&res, &object_key(ns_of_target, &target_name)).is_none()
+        store.get_kept(&res, &object_key(ns_of_target, &target_name)).is_none()
     };
     if missing.is_empty() && !role_missing {
         return Ok(());

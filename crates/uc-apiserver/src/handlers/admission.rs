@@ -7,7 +7,7 @@ use uc_api::{GroupResource, Pointer};
 use crate::app::{App, Req};
 use crate::builtin;
 use crate::error::{ApiError, FieldError, Result, Subject};
-use crate::handlers::meta::{is_deleting, meta_str, now};
+use crate::handlers::meta::{meta_str, now};
 use crate::registry::{ResourceInfo, crd_to_resource};
 use crate::request::Target;
 use crate::storage::{Obj, object_key};
@@ -279,12 +279,13 @@ fn tracked_members(v: &Value, has_status: bool) -> impl Iterator<Item = (&String
 }
 
 pub(crate) fn namespace_check(app: &App, t: &Target, ns: &str) -> Result<()> {
-    let nso = app.store.get(&GroupResource::new("", "namespaces"), &object_key("", ns));
+    // What the kept namespace says beside its JSON: no decoding on every create (issue 58).
+    let nso = app.store.get_kept(&GroupResource::new("", "namespaces"), &object_key("", ns));
     let subject = Subject { group: String::new(), resource: "namespaces".into(), name: ns.into() };
     match nso {
         None => Err(ApiError::not_found(&subject)),
-        Some(o) if is_deleting(&o) => Err(ApiError::forbidden(
-            &Subject { name: meta_str(&o, "name").unwrap_or_default().into(), ..t.subject() },
+        Some(o) if o.deleting() => Err(ApiError::forbidden(
+            &Subject { name: ns.into(), ..t.subject() },
             format!("unable to create new content in namespace {ns} because it is being terminated"),
         )),
         Some(_) => Ok(()),
@@ -321,7 +322,7 @@ pub(crate) fn sync_crd(app: &App, info: &ResourceInfo, stored: &Obj, key: &str) 
     if info.resource != "customresourcedefinitions" || info.group != "apiextensions.k8s.io" {
         return;
     }
-    let exists = app.store.get(&info.gr(), key).is_some();
+    let exists = app.store.get_kept(&info.gr(), key).is_some();
     match crd_to_resource(stored) {
         Ok(ci) if exists => app.registry.install_crd(ci),
         Ok(ci) => app.registry.remove_crd(&ci.gr()),

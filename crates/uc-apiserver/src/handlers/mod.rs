@@ -206,7 +206,7 @@ pub async fn bootstrap(app: &Arc<App>) -> Result<()> {
     }
     let ns = GroupResource::new("", "namespaces");
     for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-        if app.store.get(&ns, &object_key("", name)).is_none() {
+        if app.store.get_kept(&ns, &object_key("", name)).is_none() {
             let mut obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
             stamp_new(&mut obj);
             init_namespace(&mut obj);

@@ -53,7 +53,8 @@ pub(crate) async fn create_object(
     let info = t.info.clone();
     if let Some(crd) = &info.crd {
         let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
-        if app.store.get(&crds, &object_key("", crd)).is_some_and(|c| is_deleting(&c)) {
+        // A CRD is large: what its kept JSON's facts say, not a tree decoded on every create (issue 58).
+        if app.store.get_kept(&crds, &object_key("", crd)).is_some_and(|c| c.deleting()) {
             return Err(ApiError::method_not_allowed(format!(
                 "create not allowed while custom resource definition {crd} is terminating"
             )));
