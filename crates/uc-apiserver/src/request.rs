@@ -104,6 +104,14 @@ pub(crate) struct PartialMetadata<'a> {
     metadata: Option<crate::wire::Member<'a>>,
 }
 
+/// Appends a `PartialObjectMetadata` whose metadata is already JSON (None: the object has none): the
+/// bytes [`PartialMetadata`] writes.
+pub(crate) fn write_partial_metadata(out: &mut Vec<u8>, metadata: Option<&[u8]>) {
+    out.extend_from_slice(br#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#);
+    out.extend_from_slice(metadata.unwrap_or(b"null"));
+    out.push(b'}');
+}
+
 impl<'a> PartialMetadata<'a> {
     pub(crate) fn of(obj: &'a Value) -> Self {
         PartialMetadata {

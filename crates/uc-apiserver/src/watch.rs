@@ -162,13 +162,12 @@ fn line_with(kind: &'static str, object: &[u8]) -> Bytes {
 /// The line of a `PartialObjectMetadata` event whose metadata is already JSON (None: the object has
 /// none): the same bytes [`line`] writes for [`PartialMetadata`].
 fn metadata_line(kind: &'static str, metadata: Option<&[u8]>) -> Bytes {
-    let metadata = metadata.unwrap_or(b"null");
-    let mut v = Vec::with_capacity(metadata.len() + kind.len() + 96);
+    let mut v = Vec::with_capacity(metadata.map_or(4, <[u8]>::len) + kind.len() + 96);
     v.extend_from_slice(b"{\"type\":\"");
     v.extend_from_slice(kind.as_bytes());
-    v.extend_from_slice(br#"","object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#);
-    v.extend_from_slice(metadata);
-    v.extend_from_slice(b"}}\n");
+    v.extend_from_slice(b"\",\"object\":");
+    crate::request::write_partial_metadata(&mut v, metadata);
+    v.extend_from_slice(b"}\n");
     Bytes::from(v)
 }
 

@@ -151,9 +151,7 @@ fn list_response(req: &Req, t: &Target, items: &[&Arc<Kept>], meta: &Map<String,
         }
         Render::Metadata => {
             let body = list_body("PartialObjectMetadataList", "meta.k8s.io/v1", meta, items, |out, kept| {
-                out.extend_from_slice(br#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#);
-                out.extend_from_slice(kept.encoded().metadata().as_deref().unwrap_or(b"null"));
-                out.push(b'}');
+                crate::request::write_partial_metadata(out, kept.encoded().metadata().as_deref());
             });
             crate::app::bytes_response(200, body, "application/json")
         }
