@@ -3,11 +3,12 @@
 //! Parents are decoded into k8s-openapi's types (one object per sync). Observed pods are read through
 //! [`PodView`], a typed view borrowing from the request: a ReplicaSet's request holds every one of its
 //! pods (shared with the engine's cache), and decoding each into an owned `Pod` on every sync would copy
-//! them all; only the pods a hook keeps are copied, once, into its answer.
+//! them all; a pod a hook keeps is named in its answer, not copied ([`kept_pod`]).
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use uc_api::controller::{
@@ -225,6 +226,18 @@ pub(crate) fn pod_from_template(template: &Value, name: &str, namespace: Option<
     }
     let spec = template.get("spec").filter(|s| s.is_object()).cloned().unwrap_or_else(|| json!({}));
     json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+}
+
+/// A pod a hook keeps, as its answer names it. Pods are children updated `OnDelete`: of a desired child
+/// that exists the engine reads only its name and namespace, so the answer names the pod instead of
+/// copying the observed one (a ReplicaSet of 1,000 pods would otherwise answer with a copy of each).
+pub(crate) fn kept_pod(name: &str, namespace: Option<&str>) -> Value {
+    let metadata = ObjectMeta {
+        name: Some(name.to_string()),
+        namespace: Some(namespace.unwrap_or("default").to_string()),
+        ..Default::default()
+    };
+    json_of(&Pod { metadata, ..Default::default() })
 }
 
 /// Serializes a typed object or status into the answer.

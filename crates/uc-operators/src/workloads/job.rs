@@ -4,12 +4,11 @@
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
-use std::sync::Arc;
 use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
 use uc_engine::hooks::HookError;
 
 use super::replicaset::pod_name;
-use crate::objects::{decode, pod_from_template, pod_views, set_label, take_children, to_value};
+use crate::objects::{decode, kept_pod, pod_from_template, pod_views, set_label, take_children, to_value};
 
 /// The job's condition of `type_`, if it holds.
 fn condition(job: &Job, type_: &str) -> Option<JobCondition> {
@@ -59,7 +58,7 @@ fn tally(pods: &ObjectMap) -> Result<Tally, HookError> {
 
 /// The sync hook: desired pods and status of one Job.
 pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
-    let mut pods = take_children(&mut request, "Pod.v1");
+    let pods = take_children(&mut request, "Pod.v1");
     let job: Job = decode("parent", &request.parent)?;
     let spec = job.spec.clone().unwrap_or_default();
     let name = job.metadata.name.as_deref().unwrap_or_default();
@@ -80,8 +79,8 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
     // Every name in use, finished pods' too: a new pod never takes one.
     let taken: std::collections::BTreeSet<String> = pods.keys().cloned().collect();
     // Finished pods stay for inspection.
-    let mut children: Vec<Value> =
-        succeeded.iter().chain(&failed).filter_map(|k| pods.remove(k)).map(Arc::unwrap_or_clone).collect();
+    let namespace = job.metadata.namespace.as_deref();
+    let mut children: Vec<Value> = succeeded.iter().chain(&failed).map(|k| kept_pod(k, namespace)).collect();
     let finished = children.len();
     let mut conditions = Vec::new();
     if failed_now && !done {
@@ -107,17 +106,13 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
         let want = parallelism.min(completions - succeeded.len());
         running.sort_by(|a, b| a.1.cmp(&b.1));
         running.truncate(want);
-        children.extend(running.iter().filter_map(|(k, _)| pods.remove(k)).map(Arc::unwrap_or_clone));
+        children.extend(running.iter().map(|(k, _)| kept_pod(k, namespace)));
         let mut slot = 0;
         while children.len() < finished + want {
             let candidate = pod_name(name, uid, slot);
             slot += 1;
             if !taken.contains(&candidate) {
-                let mut pod = pod_from_template(
-                    &request.parent["spec"]["template"],
-                    &candidate,
-                    job.metadata.namespace.as_deref(),
-                );
+                let mut pod = pod_from_template(&request.parent["spec"]["template"], &candidate, namespace);
                 set_label(&mut pod, "job-name", name);
                 children.push(pod);
             }

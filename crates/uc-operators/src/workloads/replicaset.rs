@@ -7,11 +7,12 @@
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
-use std::sync::Arc;
 use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
 use uc_engine::hooks::HookError;
 
-use crate::objects::{PodView, decode, name_suffix, pod_from_template, pod_views, set_label, take_children, to_value};
+use crate::objects::{
+    PodView, decode, kept_pod, name_suffix, pod_from_template, pod_views, set_label, take_children, to_value,
+};
 
 /// The deterministic name of slot `i` of a ReplicaSet.
 pub fn pod_name(rs_name: &str, rs_uid: &str, i: usize) -> String {
@@ -57,12 +58,12 @@ pub(crate) fn sync_replicas<P: serde::de::DeserializeOwned, S: serde::Serialize>
 }
 
 /// The replica logic, for ReplicaSets and ReplicationControllers: `label` names the parent on its pods.
-/// The pods it keeps are moved out of the request's children, not copied (a request holds every pod).
+/// The pods it keeps are named in its answer, not copied (a request holds every pod).
 fn replicas(
     metadata: &ObjectMeta,
     replicas: Option<i32>,
     template: &Value,
-    mut pods: ObjectMap,
+    pods: ObjectMap,
     label: &str,
 ) -> Result<(Vec<Value>, Counts), HookError> {
     let want = replicas.unwrap_or(1).max(0) as usize;
@@ -77,10 +78,10 @@ fn replicas(
         kept.sort();
         (kept, ready)
     };
-    let mut out: Vec<Value> = kept.iter().filter_map(|k| pods.remove(k)).map(Arc::unwrap_or_clone).collect();
     let name = metadata.name.as_deref().unwrap_or_default();
     let uid = metadata.uid.as_deref().unwrap_or_default();
     let namespace = metadata.namespace.as_deref();
+    let mut out: Vec<Value> = kept.iter().map(|k| kept_pod(k, namespace)).collect();
     let mut slot = 0;
     while out.len() < want {
         let candidate = pod_name(name, uid, slot);
