@@ -54,9 +54,17 @@ pub struct Event {
     pub bytes: usize,
 }
 
-/// How many of the newest events keep their object's tree ([`Kept::cool`]): the reads that follow a write
-/// (watchers' selectors, the garbage collector, the next read-modify-write) find it decoded.
+/// The newest events keep their object's tree ([`Kept::cool`]), so that the reads that follow a write
+/// (watchers' selectors, the garbage collector, the next read-modify-write) find it decoded: at most this
+/// many of them, ...
 pub const HOT_EVENTS: usize = 1024;
+
+/// ... of at most this much JSON together (a tree costs five to seven times its JSON: a 1,000-pod
+/// Deployment's newest events would otherwise keep ~12 MB of trees), ...
+pub const HOT_BYTES: usize = 1 << 20;
+
+/// ... and none older than this: at rest the store holds JSON only.
+pub const HOT_AGE: Duration = Duration::from_secs(2);
 
 impl Event {
     /// A change about to be made, its object kept as the JSON it was committed as.
@@ -112,17 +120,38 @@ pub struct Limits {
 pub struct History {
     log: VecDeque<Arc<Event>>,
     bytes: usize,
+    /// The events from this index on keep their trees (the hot window); those before it have cooled.
+    hot_start: usize,
+    /// The JSON of the hot window's events.
+    hot_bytes: usize,
     /// Every event with a revision above `start` is in the log.
     pub start: u64,
 }
 
 impl History {
-    /// Appends the newest change; the object of the event [`HOT_EVENTS`] before it lets go of its tree.
+    /// Appends the newest change; the oldest events of the hot window let go of their trees while it
+    /// holds more than [`HOT_EVENTS`] or [`HOT_BYTES`].
     pub fn push(&mut self, ev: Arc<Event>) {
         self.bytes += ev.bytes;
+        self.hot_bytes += ev.bytes;
         self.log.push_back(ev);
-        if let Some(old) = self.log.len().checked_sub(HOT_EVENTS + 1).and_then(|i| self.log.get(i)) {
-            old.object.cool();
+        while self.log.len() - self.hot_start > HOT_EVENTS || self.hot_bytes > HOT_BYTES {
+            self.cool_oldest_hot();
+        }
+    }
+
+    /// The oldest event of the hot window lets go of its tree.
+    fn cool_oldest_hot(&mut self) {
+        let Some(ev) = self.log.get(self.hot_start) else { return };
+        ev.object.cool();
+        self.hot_bytes -= ev.bytes;
+        self.hot_start += 1;
+    }
+
+    /// The events of the hot window older than [`HOT_AGE`] let go of their trees.
+    fn cool_aged(&mut self, now: Instant) {
+        while self.log.get(self.hot_start).is_some_and(|ev| now.saturating_duration_since(ev.at) > HOT_AGE) {
+            self.cool_oldest_hot();
         }
     }
 
@@ -131,18 +160,28 @@ impl History {
         self.log.is_empty()
     }
 
-    /// Drops the oldest history while it is beyond a limit.
+    /// Drops the oldest history while it is beyond a limit, and cools the hot window's aged events.
     pub fn compact(&mut self, limits: &Limits, now: Instant) {
-        while self.wants_compaction(limits, now) {
+        self.cool_aged(now);
+        while self.beyond(limits, now) {
+            if self.hot_start == 0 {
+                self.cool_oldest_hot();
+            }
             let Some(ev) = self.log.pop_front() else { return };
-            ev.object.cool();
+            self.hot_start -= 1;
             self.start = ev.rv;
             self.bytes -= ev.bytes;
         }
     }
 
-    /// Whether `compact` would drop anything now.
+    /// Whether `compact` would drop or cool anything now.
     pub fn wants_compaction(&self, limits: &Limits, now: Instant) -> bool {
+        self.beyond(limits, now)
+            || self.log.get(self.hot_start).is_some_and(|ev| now.saturating_duration_since(ev.at) > HOT_AGE)
+    }
+
+    /// Whether the oldest event is beyond a limit.
+    fn beyond(&self, limits: &Limits, now: Instant) -> bool {
         self.log.front().is_some_and(|f| now.saturating_duration_since(f.at) > limits.retention)
             || self.log.len() > limits.events
             || self.bytes > limits.bytes
@@ -184,13 +223,58 @@ mod tests {
     use super::*;
     use serde_json::{Value, json};
 
+    /// An event at `rv` whose object has `pad` bytes of data.
+    fn padded(rv: u64, pad: usize) -> Arc<Event> {
+        let object = Arc::new(
+            json!({"metadata": {"name": "a", "resourceVersion": rv.to_string()}, "data": {"x": "y".repeat(pad)}}),
+        );
+        let kept = Arc::new(Kept::new(object));
+        Arc::new(Event::new(rv, EventType::Added, GroupResource::new("", "pods"), "ns/a".into(), kept, None))
+    }
+
+    fn hot(h: &History) -> Vec<u64> {
+        h.log.iter().filter(|ev| ev.object.kept_tree().is_some()).map(|ev| ev.rv).collect()
+    }
+
+    #[test]
+    fn the_hot_window_holds_at_most_its_bytes_of_json() {
+        let mut h = History::default();
+        let pad = HOT_BYTES / 4;
+        for rv in 1..=10 {
+            h.push(padded(rv, pad));
+        }
+        assert_eq!(hot(&h), vec![8, 9, 10], "three events of a quarter of the budget and a bit fit");
+        let bytes = |from: usize| h.log.iter().skip(from).map(|ev| ev.bytes).sum::<usize>();
+        assert!(h.hot_bytes <= HOT_BYTES && h.hot_bytes == bytes(7));
+        let limits = Limits { events: 2, retention: Duration::from_secs(60), bytes: usize::MAX };
+        h.compact(&limits, Instant::now());
+        assert_eq!(hot(&h), vec![9, 10], "a compacted event leaves the window");
+        assert_eq!(h.hot_bytes, h.log.iter().map(|ev| ev.bytes).sum::<usize>());
+    }
+
+    #[test]
+    fn the_hot_window_cools_events_older_than_its_age() {
+        let mut h = History::default();
+        for rv in 1..=3 {
+            h.push(padded(rv, 10));
+        }
+        let limits = Limits { events: 100, retention: Duration::from_secs(60), bytes: usize::MAX };
+        let now = Instant::now();
+        assert!(!h.wants_compaction(&limits, now));
+        h.compact(&limits, now);
+        assert_eq!(hot(&h), vec![1, 2, 3], "young events keep their trees");
+        let later = now + HOT_AGE + Duration::from_millis(1);
+        assert!(h.wants_compaction(&limits, later), "the compactor comes for aged trees");
+        h.compact(&limits, later);
+        assert_eq!(hot(&h), Vec::<u64>::new());
+        assert_eq!((h.log.len(), h.hot_bytes), (3, 0), "the events stay; only their trees go");
+        h.push(padded(4, 10));
+        assert_eq!(hot(&h), vec![4]);
+    }
+
     #[test]
     fn an_events_tree_is_kept_only_while_the_event_is_recent() {
-        let ev = |rv: u64| {
-            let object = Arc::new(json!({"metadata": {"name": "a", "resourceVersion": rv.to_string()}}));
-            let kept = Arc::new(Kept::new(object));
-            Arc::new(Event::new(rv, EventType::Added, GroupResource::new("", "pods"), "ns/a".into(), kept, None))
-        };
+        let ev = |rv: u64| padded(rv, 0);
         let mut h = History::default();
         let first = ev(1);
         let json = first.object_json();
