@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use uc_api::meta::meta_str;
 
+use crate::key_set::KeySet;
 use crate::metrics::Metrics;
 use crate::raw::RawObject;
 
@@ -39,10 +40,13 @@ pub fn key_of(obj: &Value) -> ObjKey {
 #[derive(Debug)]
 struct Kept {
     json: Box<str>,
-    uid: Option<Box<str>>,
+    /// Shared with the uid index.
+    uid: Option<Arc<str>>,
     resource_version: Box<str>,
-    labels: Box<[(Box<str>, Box<str>)]>,
-    owners: Box<[Box<str>]>,
+    /// Shared with the label index.
+    labels: Box<[Label]>,
+    /// Shared with the owner index (an owner's entry keeps the uid of the child that made it).
+    owners: Box<[Arc<str>]>,
 }
 
 impl Kept {
@@ -52,16 +56,16 @@ impl Kept {
         let labels = meta
             .and_then(|m| m.get("labels"))
             .and_then(Value::as_object)
-            .map(|m| m.iter().filter_map(|(k, v)| Some((Box::from(k.as_str()), text(Some(v))?))).collect())
+            .map(|m| m.iter().filter_map(|(k, v)| Some((Arc::from(k.as_str()), Arc::from(v.as_str()?)))).collect())
             .unwrap_or_default();
         let owners = meta
             .and_then(|m| m.get("ownerReferences"))
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|r| text(r.get("uid"))).collect())
+            .map(|a| a.iter().filter_map(|r| r.get("uid").and_then(Value::as_str).map(Arc::from)).collect())
             .unwrap_or_default();
         Kept {
             json: obj.to_string().into_boxed_str(),
-            uid: text(meta.and_then(|m| m.get("uid"))),
+            uid: meta.and_then(|m| m.get("uid")).and_then(Value::as_str).map(Arc::from),
             resource_version: text(meta.and_then(|m| m.get("resourceVersion"))).unwrap_or_default(),
             labels,
             owners,
@@ -73,8 +77,8 @@ impl Kept {
         Arc::new(serde_json::from_str(&self.json).unwrap_or_default())
     }
 
-    fn label_pairs(&self) -> impl Iterator<Item = (String, String)> + '_ {
-        self.labels.iter().map(|(k, v)| (k.to_string(), v.to_string()))
+    fn label_pairs(&self) -> impl Iterator<Item = &Label> + '_ {
+        self.labels.iter()
     }
 }
 
@@ -133,9 +137,12 @@ fn same_indexes(a: &Kept, b: &Kept) -> bool {
 }
 
 /// The cache's maps hash with foldhash (seeded per process) rather than SipHash: every event and every
-/// reconcile looks objects up by key, uid, owner and label, and SipHash was 2 % of the engine's time.
+/// reconcile looks objects up by key, uid, owner and label, and SipHash was 2 % of the engine's time
+/// (the index entries' sets too: [`KeySet`]).
 type Map<K, V> = foldhash::HashMap<K, V>;
-type Set<K> = foldhash::HashSet<K>;
+
+/// A label (key and value) as an object's `Kept` and the label index share it.
+type Label = (Arc<str>, Arc<str>);
 
 /// A key as the cache and its indexes hold it: one allocation per object, shared by every index.
 type Key = Arc<ObjKey>;
@@ -144,10 +151,10 @@ type Key = Arc<ObjKey>;
 struct Cache {
     objects: Map<Key, Kept>,
     hot: Hot,
-    by_namespace: Map<String, Set<Key>>,
-    by_uid: Map<String, Key>,
-    by_owner: Map<String, Set<Key>>,
-    by_label: Map<(String, String), Set<Key>>,
+    by_namespace: Map<String, KeySet<ObjKey>>,
+    by_uid: Map<Arc<str>, Key>,
+    by_owner: Map<Arc<str>, KeySet<ObjKey>>,
+    by_label: Map<Label, KeySet<ObjKey>>,
 }
 
 impl Cache {
@@ -176,10 +183,10 @@ impl Cache {
             }
         }
         for l in kept.label_pairs() {
-            if let Some(set) = self.by_label.get_mut(&l) {
+            if let Some(set) = self.by_label.get_mut(l) {
                 set.remove(key);
                 if set.is_empty() {
-                    self.by_label.remove(&l);
+                    self.by_label.remove(l);
                 }
             }
         }
@@ -217,13 +224,13 @@ impl Cache {
     fn index(&mut self, key: &Key, kept: &Kept) {
         self.by_namespace.entry(key.0.clone()).or_default().insert(key.clone());
         if let Some(uid) = &kept.uid {
-            self.by_uid.insert(uid.to_string(), key.clone());
+            self.by_uid.insert(uid.clone(), key.clone());
         }
         for o in &kept.owners {
-            self.by_owner.entry(o.to_string()).or_default().insert(key.clone());
+            self.by_owner.entry(o.clone()).or_default().insert(key.clone());
         }
         for l in kept.label_pairs() {
-            self.by_label.entry(l).or_default().insert(key.clone());
+            self.by_label.entry(l.clone()).or_default().insert(key.clone());
         }
     }
 
@@ -315,7 +322,7 @@ impl Informer {
     /// Objects whose ownerReferences name this uid.
     pub fn owned_by(&self, uid: &str) -> Vec<Obj> {
         let c = self.cache.read();
-        c.by_owner.get(uid).map(|s| c.trees(s)).unwrap_or_default()
+        c.by_owner.get(uid).map(|s| c.trees(s.iter())).unwrap_or_default()
     }
 
     /// The keys of every object, without their objects.
@@ -337,7 +344,7 @@ impl Informer {
     pub fn list(&self, namespace: Option<&str>) -> Vec<Obj> {
         let c = self.cache.read();
         match namespace {
-            Some(ns) => c.by_namespace.get(ns).map(|s| c.trees(s)).unwrap_or_default(),
+            Some(ns) => c.by_namespace.get(ns).map(|s| c.trees(s.iter())).unwrap_or_default(),
             None => c.trees(c.objects.keys()),
         }
     }
@@ -345,7 +352,7 @@ impl Informer {
     /// Objects carrying a label with a value.
     pub fn with_label(&self, key: &str, value: &str) -> Vec<Obj> {
         let c = self.cache.read();
-        c.by_label.get(&(key.to_string(), value.to_string())).map(|s| c.trees(s)).unwrap_or_default()
+        c.by_label.get(&(Arc::from(key), Arc::from(value))).map(|s| c.trees(s.iter())).unwrap_or_default()
     }
 
     /// Whether the initial list has arrived.
@@ -521,7 +528,7 @@ mod tests {
             "c, at the same resourceVersion, is no change"
         );
         assert!(!cache.by_uid.contains_key("u-b") && cache.objects.len() == 3);
-        let with = |v: &str| cache.by_label.get(&("x".into(), v.into())).map(|s| s.len()).unwrap_or(0);
+        let with = |v: &str| cache.by_label.get(&(Arc::from("x"), Arc::from(v))).map(|s| s.len()).unwrap_or(0);
         assert_eq!((with("1"), with("2")), (1, 1), "a moved from x=1 to x=2; c stays");
         assert!(cache.relist(listed(&[&a5, &c1, &d6]), false).is_empty(), "the same list again: nothing");
     }
@@ -541,7 +548,7 @@ mod tests {
         assert!(!Arc::ptr_eq(&decoded, &first) && decoded == first, "an older one is decoded, the same object");
         let relabelled = cm("a", "3", json!({"x": "2"}));
         assert_eq!(cache.put(relabelled.clone()), Some(first.clone()), "the version replaced");
-        let with = |v: &str| cache.by_label.get(&("x".into(), v.into())).map(|s| s.len()).unwrap_or(0);
+        let with = |v: &str| cache.by_label.get(&(Arc::from("x"), Arc::from(v))).map(|s| s.len()).unwrap_or(0);
         assert_eq!((with("1"), with("2")), (0, 1), "indexes follow the labels");
         assert_eq!(cache.trees(cache.by_uid.get("u-o3")), vec![objects[3].clone()]);
         assert_eq!(cache.remove(&key_of(&relabelled)), Some(relabelled));

@@ -17,6 +17,7 @@ pub mod fuzzing;
 pub mod guard;
 pub mod hooks;
 pub mod informer;
+mod key_set;
 pub mod leader;
 mod leadership;
 pub mod manager;
