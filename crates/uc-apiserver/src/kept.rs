@@ -17,7 +17,8 @@
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use serde::Deserialize;
+use serde::Deserializer;
+use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use uc_api::Pointer;
@@ -181,19 +182,6 @@ impl Encoded {
     }
 }
 
-/// The managed-field entries of an object's metadata, each `fieldsV1` as the text it is in the JSON.
-#[derive(Deserialize)]
-struct ManagedText<'a> {
-    #[serde(rename = "managedFields", borrow, default)]
-    managed_fields: Vec<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct FieldsText<'a> {
-    #[serde(rename = "fieldsV1", borrow, default)]
-    fields_v1: Option<&'a RawValue>,
-}
-
 /// The approximate size of a value written as JSON, without writing it.
 pub fn json_size(v: &Value) -> usize {
     match v {
@@ -211,32 +199,112 @@ pub fn rv_of(obj: &Value) -> u64 {
     obj.at("/metadata/resourceVersion").and_then(Value::as_str).and_then(|s| s.parse().ok()).unwrap_or(0)
 }
 
-/// The tree of an encoded object, each `fieldsV1` back as the exact text it was kept as.
+/// The tree of an encoded object, each `fieldsV1` back as the exact text it was kept as — in one pass: a
+/// `fieldsV1` object is taken as its text and never built into a tree (a status write decodes the object
+/// it replaces; its managed fields are most of the nodes a tree of it would have).
 pub fn decode(encoded: &Encoded) -> serde_json::Result<Value> {
-    let mut tree: Value = serde_json::from_slice(&encoded.json)?;
-    let texts = encoded
-        .metadata()
-        .and_then(|m| serde_json::from_slice::<ManagedText<'_>>(&m).ok().map(|t| text_of(&t)))
-        .unwrap_or_default();
-    let entries = tree.pointer_mut("/metadata/managedFields").and_then(Value::as_array_mut);
-    for (entry, text) in entries.into_iter().flatten().zip(texts) {
-        if let (Some(text), Some(fields)) = (text, entry.get_mut("fieldsV1")) {
-            *fields = Value::String(text);
-        }
-    }
+    let mut de = serde_json::Deserializer::from_slice(&encoded.json);
+    let tree = Level::Object.deserialize(&mut de)?;
+    de.end()?;
     Ok(tree)
 }
 
-/// Each entry's `fieldsV1` text where it is a JSON object (what the store keeps as text).
-fn text_of(managed: &ManagedText<'_>) -> Vec<Option<String>> {
-    managed
-        .managed_fields
-        .iter()
-        .map(|e| {
-            let entry = serde_json::from_str::<FieldsText<'_>>(e.get()).ok()?;
-            entry.fields_v1.map(RawValue::get).filter(|t| t.starts_with('{')).map(String::from)
-        })
-        .collect()
+/// Where a value lies on the way to a `fieldsV1`: the object, its metadata, its managed-field entries,
+/// one entry; anything else is decoded as a plain `Value`.
+#[derive(Clone, Copy, PartialEq)]
+enum Level {
+    Object,
+    Metadata,
+    Entries,
+    Entry,
+}
+
+impl Level {
+    /// The level of member `key` of a map at this level, if it is on the way.
+    fn member(self, key: &str) -> Option<Level> {
+        match (self, key) {
+            (Level::Object, "metadata") => Some(Level::Metadata),
+            (Level::Metadata, "managedFields") => Some(Level::Entries),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Level {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Level {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = a.next_key::<String>()? {
+            let value = match self.member(&key) {
+                Some(level) => a.next_value_seed(level)?,
+                None if self == Level::Entry && key == "fieldsV1" => {
+                    let raw: Box<RawValue> = a.next_value()?;
+                    match raw.get() {
+                        text if text.starts_with('{') => Value::String(text.to_string()),
+                        text => serde_json::from_str(text).map_err(serde::de::Error::custom)?,
+                    }
+                }
+                None => a.next_value()?,
+            };
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
+        let mut out = Vec::with_capacity(a.size_hint().unwrap_or(0));
+        if self == Level::Entries {
+            while let Some(v) = a.next_element_seed(Level::Entry)? {
+                out.push(v);
+            }
+        } else {
+            while let Some(v) = a.next_element::<Value>()? {
+                out.push(v);
+            }
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
 }
 
 #[cfg(test)]
