@@ -4,7 +4,9 @@
 //!    deleted, cycle after cycle. Per cycle: the peak RSS while the pods come up (`VmHWM`, reset at the
 //!    start of the cycle), and the RSS once they are gone and the history retention window has passed.
 //! 2. ConfigMaps against the API server alone (`--no-engine --no-node`): the RSS that N objects of
-//!    1.5 KB add (MB per 1,000 objects), and what is left after they are deleted.
+//!    1.5 KB add (MB per 1,000 objects) right after they are made and 3 s later (held: the store's
+//!    trees of its last writes gone, jemalloc's freed pages handed back), and what is left after they
+//!    are deleted.
 //!
 //! Each binary given with `--variant label=path` (e.g. uc built with another allocator) runs the same
 //! churn for `--variant-cycles` cycles, so that allocators are compared in one run. Writes its section of
@@ -178,9 +180,15 @@ async fn pod_churn(args: &Args, label: &str, bin: &Path, cycles: usize) -> Resul
 
 /// RSS of the API server alone around creating and deleting ConfigMaps.
 struct ConfigMapCycle {
+    /// Right after the last create.
     full: u64,
+    /// [`SETTLE`] later, still holding them.
+    settled: u64,
     after: u64,
 }
+
+/// How long after the last create the held RSS is read again.
+const SETTLE: Duration = Duration::from_secs(3);
 
 fn configmap(i: usize) -> ConfigMap {
     let mut data = std::collections::BTreeMap::new();
@@ -210,6 +218,10 @@ async fn configmap_churn(args: &Args, uc: &Uc) -> Result<(u64, Vec<ConfigMapCycl
             .try_collect::<Vec<_>>()
             .await?;
         let full = cluster::status_bytes(pid, "VmRSS");
+        // Held, not just made: the store's hot window lets the trees of the last writes go after 2 s, and
+        // jemalloc hands back freed pages after 1 s.
+        tokio::time::sleep(SETTLE).await;
+        let settled = cluster::status_bytes(pid, "VmRSS");
         futures::stream::iter(0..args.configmaps)
             .map(|i| {
                 let cms = cms.clone();
@@ -221,12 +233,14 @@ async fn configmap_churn(args: &Args, uc: &Uc) -> Result<(u64, Vec<ConfigMapCycl
         tokio::time::sleep(Duration::from_secs(args.history_seconds + 5)).await;
         let after = cluster::status_bytes(pid, "VmRSS");
         println!(
-            "configmaps cycle {n}: {:.1} MB with {} objects, {:.1} MB after",
+            "configmaps cycle {n}: {:.1} MB with {} objects ({:.1} MB {} s later), {:.1} MB after",
             mb(full),
             args.configmaps,
+            mb(settled),
+            SETTLE.as_secs(),
             mb(after)
         );
-        cycles.push(ConfigMapCycle { full, after });
+        cycles.push(ConfigMapCycle { full, settled, after });
     }
     Ok((idle, cycles))
 }
@@ -308,18 +322,22 @@ async fn main() -> Result<()> {
         let (idle, cycles) = configmap_churn(&args, &uc).await?;
         section.push_str(&format!(
             "### {} ConfigMaps of 1.5 KB, API server alone (`--no-engine --no-node`)\n\n\
-             | cycle | RSS with them | MB per 1,000 objects | RSS after deleting them |\n| --- | --- | --- | --- |\n\
-             | idle | {:.1} MB | | |\n",
+             | cycle | RSS with them, just made | and {} s later | MB per 1,000 objects (just made · later) | RSS after deleting them |\n\
+             | --- | --- | --- | --- | --- |\n\
+             | idle | {:.1} MB | | | |\n",
             args.configmaps,
+            SETTLE.as_secs(),
             mb(idle)
         ));
         for (i, c) in cycles.iter().enumerate() {
-            let per_thousand = mb(c.full.saturating_sub(idle)) * 1000.0 / args.configmaps as f64;
+            let per_thousand = |rss: u64| mb(rss.saturating_sub(idle)) * 1000.0 / args.configmaps as f64;
             section.push_str(&format!(
-                "| {} | {:.1} MB | {:.1} | {:.1} MB |\n",
+                "| {} | {:.1} MB | {:.1} MB | {:.1} · {:.1} | {:.1} MB |\n",
                 i + 1,
                 mb(c.full),
-                per_thousand,
+                mb(c.settled),
+                per_thousand(c.full),
+                per_thousand(c.settled),
                 mb(c.after)
             ));
         }
