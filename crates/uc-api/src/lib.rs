@@ -13,6 +13,7 @@ pub mod json_visit;
 pub mod meta;
 pub mod metacontroller;
 pub mod names;
+pub mod packed;
 pub mod pointer;
 pub mod quantity;
 pub mod resource;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use uc_api::GroupResource;
 
-use crate::kept::{Encoded, Kept};
+use crate::kept::Kept;
 use crate::stored::StoreError;
 
 /// What happened to an object.
@@ -76,18 +76,13 @@ impl Event {
         object: Arc<Kept>,
         prev: Option<Arc<Kept>>,
     ) -> Self {
-        let bytes = object.json().len();
+        let bytes = object.json_len();
         Self { rv, kind, gr, key, object, prev, at: Instant::now(), bytes }
     }
 
     /// The object as JSON, written once for the store, every watcher and the log.
     pub fn object_json(&self) -> bytes::Bytes {
-        self.object.json().clone()
-    }
-
-    /// The object's JSON and where its metadata is.
-    pub fn encoded(&self) -> &Encoded {
-        self.object.encoded()
+        self.object.json()
     }
 }
 
@@ -124,6 +119,9 @@ pub struct History {
     hot_start: usize,
     /// The JSON of the hot window's events.
     hot_bytes: usize,
+    /// Objects that have cooled (or were read back cold) and are not packed yet: the compactor packs them
+    /// outside the store's lock ([`Kept::pack`]).
+    to_pack: Vec<Arc<Kept>>,
     /// Every event with a revision above `start` is in the log.
     pub start: u64,
 }
@@ -144,6 +142,7 @@ impl History {
     fn cool_oldest_hot(&mut self) {
         let Some(ev) = self.log.get(self.hot_start) else { return };
         ev.object.cool();
+        self.to_pack.push(ev.object.clone());
         self.hot_bytes -= ev.bytes;
         self.hot_start += 1;
     }
@@ -174,9 +173,20 @@ impl History {
         }
     }
 
-    /// Whether `compact` would drop or cool anything now.
+    /// Notes an object to be packed (one read back cold from the log).
+    pub fn pack_later(&mut self, object: Arc<Kept>) {
+        self.to_pack.push(object);
+    }
+
+    /// The objects to pack, handed over.
+    pub fn take_to_pack(&mut self) -> Vec<Arc<Kept>> {
+        std::mem::take(&mut self.to_pack)
+    }
+
+    /// Whether `compact` would drop or cool anything now, or objects wait to be packed.
     pub fn wants_compaction(&self, limits: &Limits, now: Instant) -> bool {
-        self.beyond(limits, now)
+        !self.to_pack.is_empty()
+            || self.beyond(limits, now)
             || self.log.get(self.hot_start).is_some_and(|ev| now.saturating_duration_since(ev.at) > HOT_AGE)
     }
 
@@ -288,10 +298,13 @@ mod tests {
         h.push(ev(HOT_EVENTS as u64 + 1));
         assert!(first.object.kept_tree().is_none(), "let go once older");
         assert_eq!(first.object_json(), json, "the JSON stays");
+        let to_pack = h.take_to_pack();
+        assert!(to_pack.len() == 1 && Arc::ptr_eq(&to_pack[0], &first.object), "what cooled is to be packed");
         let limits = Limits { events: 1, retention: Duration::from_secs(60), bytes: usize::MAX };
         let last = h.newest_first().next().cloned().unwrap();
         h.push(ev(HOT_EVENTS as u64 + 2));
         h.compact(&limits, Instant::now());
         assert!(last.object.kept_tree().is_none(), "a compacted event lets go of its tree too");
+        assert!(h.take_to_pack().iter().any(|k| Arc::ptr_eq(k, &last.object)), "and is to be packed");
     }
 }

@@ -22,27 +22,41 @@ use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use uc_api::Pointer;
+use uc_api::packed::Packed;
 
 use crate::stored::Obj;
 
 /// An object as the store keeps it.
 #[derive(Debug)]
 pub struct Kept {
-    encoded: Encoded,
+    body: Mutex<Body>,
+    /// The length of its JSON.
+    len: u32,
+    /// Where its `metadata` lies in its JSON.
+    metadata: Option<(u32, u32)>,
     rv: u64,
     uid: Option<Box<str>>,
     owners: Box<[Box<str>]>,
     api_version: Box<str>,
     deleting: bool,
-    /// The tree, while the object is among those written last.
-    tree: Mutex<Option<Obj>>,
+}
+
+/// The bytes of a kept object.
+#[derive(Debug)]
+enum Body {
+    /// Its JSON, and its tree while it is among the objects written last.
+    Plain { json: bytes::Bytes, tree: Option<Obj> },
+    /// Its JSON compressed: an object at rest, packed by the store's compactor ([`Kept::pack`]).
+    Packed(Packed),
 }
 
 impl Kept {
     /// `tree` as the store keeps it, the tree kept too (an object just written).
     pub fn new(tree: Obj) -> Self {
         let mut kept = Self::cold(&tree);
-        kept.tree = Mutex::new(Some(tree));
+        if let Body::Plain { tree: kept_tree, .. } = kept.body.get_mut() {
+            *kept_tree = Some(tree);
+        }
         kept
     }
 
@@ -56,49 +70,98 @@ impl Kept {
             .flatten()
             .filter_map(|r| r.get("uid").and_then(Value::as_str).map(Box::from))
             .collect();
+        let Encoded { json, metadata } = Encoded::of(tree);
         Self {
-            encoded: Encoded::of(tree),
+            len: json.len() as u32,
+            metadata: metadata.map(|r| (r.start as u32, r.end as u32)),
+            body: Mutex::new(Body::Plain { json, tree: None }),
             rv: rv_of(tree),
             uid: text("/metadata/uid").map(Box::from),
             owners,
             api_version: text("/apiVersion").unwrap_or_default().into(),
             deleting: uc_api::meta::is_deleting(tree),
-            tree: Mutex::new(None),
         }
     }
 
     /// The object as a tree: the one kept, else decoded from its JSON.
     pub fn tree(&self) -> Obj {
-        if let Some(tree) = &*self.tree.lock() {
-            return tree.clone();
+        if let Some(tree) = self.kept_tree() {
+            return tree;
         }
         // The store wrote these bytes from a tree; they decode (a failure would be a bug, and yields null).
-        Arc::new(decode(&self.encoded).unwrap_or(Value::Null))
+        Arc::new(decode(&self.json()).unwrap_or(Value::Null))
     }
 
     /// The tree, if it is kept.
     pub fn kept_tree(&self) -> Option<Obj> {
-        self.tree.lock().clone()
+        match &*self.body.lock() {
+            Body::Plain { tree, .. } => tree.clone(),
+            Body::Packed(_) => None,
+        }
     }
 
     /// Lets the tree go: only the JSON stays.
     pub fn cool(&self) {
-        self.tree.lock().take();
+        if let Body::Plain { tree, .. } = &mut *self.body.lock() {
+            *tree = None;
+        }
+    }
+
+    /// Compresses the JSON of an object that has cooled, if that saves enough ([`Packed::of`]); true if
+    /// it is packed now. The compressing happens outside the lock, so readers wait only for the swap.
+    pub fn pack(&self) -> bool {
+        let json = match &*self.body.lock() {
+            Body::Plain { json, tree: None } => json.clone(),
+            _ => return false,
+        };
+        let Some(packed) = Packed::of(&json) else { return false };
+        let mut body = self.body.lock();
+        if matches!(&*body, Body::Plain { tree: None, .. }) {
+            *body = Body::Packed(packed);
+            return true;
+        }
+        false
+    }
+
+    /// Whether its JSON is kept compressed.
+    pub fn packed(&self) -> bool {
+        matches!(&*self.body.lock(), Body::Packed(_))
     }
 
     /// The object as a typed value, read from its JSON.
     pub fn decode<T: serde::de::DeserializeOwned>(&self) -> serde_json::Result<T> {
-        serde_json::from_slice(&self.encoded.json)
+        serde_json::from_slice(&self.json())
     }
 
-    /// The object's JSON, in kube's member order, and where its metadata is.
-    pub fn encoded(&self) -> &Encoded {
-        &self.encoded
+    /// The object's JSON, in kube's member order ([`Encoded::of`]).
+    pub fn json(&self) -> bytes::Bytes {
+        match &*self.body.lock() {
+            Body::Plain { json, .. } => json.clone(),
+            Body::Packed(packed) => packed.unpack().into(),
+        }
     }
 
-    /// The object's JSON.
-    pub fn json(&self) -> &bytes::Bytes {
-        &self.encoded.json
+    /// Appends the object's JSON to `out` (a list's body), unpacking it in place if it is packed.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        match &*self.body.lock() {
+            Body::Plain { json, .. } => out.extend_from_slice(json),
+            Body::Packed(packed) => {
+                if !packed.unpack_onto(out) {
+                    out.extend_from_slice(b"null");
+                }
+            }
+        }
+    }
+
+    /// The length of the object's JSON.
+    pub fn json_len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The JSON of the object's `metadata` (None if it has none).
+    pub fn metadata_json(&self) -> Option<bytes::Bytes> {
+        let (start, end) = self.metadata?;
+        Some(self.json().slice(start as usize..end as usize))
     }
 
     /// Its resourceVersion.
@@ -202,8 +265,8 @@ pub fn rv_of(obj: &Value) -> u64 {
 /// The tree of an encoded object, each `fieldsV1` back as the exact text it was kept as — in one pass: a
 /// `fieldsV1` object is taken as its text and never built into a tree (a status write decodes the object
 /// it replaces; its managed fields are most of the nodes a tree of it would have).
-pub fn decode(encoded: &Encoded) -> serde_json::Result<Value> {
-    let mut de = serde_json::Deserializer::from_slice(&encoded.json);
+pub fn decode(json: &[u8]) -> serde_json::Result<Value> {
+    let mut de = serde_json::Deserializer::from_slice(json);
     let tree = Level::Object.deserialize(&mut de)?;
     de.end()?;
     Ok(tree)
@@ -316,8 +379,31 @@ mod tests {
             assert_eq!(*kept.tree(), v, "{v}");
             let mut wire = v.clone();
             crate::wire::expand(&mut wire);
-            assert_eq!(serde_json::from_slice::<Value>(kept.json()).unwrap(), wire, "the JSON is the wire form");
+            assert_eq!(serde_json::from_slice::<Value>(&kept.json()).unwrap(), wire, "the JSON is the wire form");
         }
+    }
+
+    #[test]
+    fn a_packed_object_reads_as_the_json_it_was() {
+        let v = stored(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "uid": "u",
+            "resourceVersion": "4", "managedFields": [{"manager": "m", "fieldsV1": {"f:data": {"f:k": {}}}}]},
+            "data": {"k": "0123456789".repeat(50)}}));
+        let kept = Kept::new(Arc::new(v.clone()));
+        let (json, metadata) = (kept.json(), kept.metadata_json());
+        assert!(!kept.pack(), "an object that keeps its tree is not packed");
+        kept.cool();
+        assert!(kept.pack() && kept.packed(), "cooled, it is");
+        assert!(!kept.pack(), "once");
+        assert_eq!((kept.json(), kept.metadata_json(), kept.json_len()), (json.clone(), metadata, json.len()));
+        let mut out = b"[".to_vec();
+        kept.write_json(&mut out);
+        assert_eq!(&out[1..], &json[..], "written in place after what was there");
+        assert_eq!(*kept.tree(), v, "and decodes to its tree");
+        assert_eq!(kept.decode::<k8s_openapi::api::core::v1::ConfigMap>().unwrap().data.unwrap()["k"].len(), 500);
+        // What hardly compresses stays plain.
+        let small = Kept::cold(&json!({"metadata": {"name": "x"}}));
+        assert!(!small.pack() && !small.packed());
+        assert_eq!(&small.json()[..], br#"{"metadata":{"name":"x"}}"#);
     }
 
     #[test]

@@ -260,7 +260,9 @@ fn replay(
                 let mut object = serde_json::from_slice::<Value>(&bytes)
                     .map_err(|e| StoreError::Backend(format!("object {k:?} in the log is not valid JSON: {e}")))?;
                 crate::wire::compact(&mut object);
-                Some(Arc::new(Kept::cold(&object)))
+                let kept = Arc::new(Kept::cold(&object));
+                state.history.pack_later(kept.clone());
+                Some(kept)
             }
             None => None,
         };
@@ -361,11 +363,21 @@ impl Store {
         Ok(store)
     }
 
-    /// Compacts history that has aged out or is beyond the budget.
+    /// Compacts history that has aged out or is beyond the budget, then packs the objects that cooled
+    /// (outside the store's lock: writers and readers go on meanwhile).
     pub fn compact_now(&self) {
         let (limits, now) = (self.options.limits(), std::time::Instant::now());
-        if self.state.read().history.wants_compaction(&limits, now) {
-            self.state.write().history.compact(&limits, now);
+        if !self.state.read().history.wants_compaction(&limits, now) {
+            return;
+        }
+        let to_pack = {
+            let mut state = self.state.write();
+            state.history.compact(&limits, now);
+            state.history.take_to_pack()
+        };
+        // An object only the list holds was replaced or deleted meanwhile: nothing to save.
+        for kept in to_pack.into_iter().filter(|k| Arc::strong_count(k) > 1) {
+            kept.pack();
         }
     }
 
@@ -639,10 +651,10 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
     if let Some(wal) = wal
         && wal.wants_checkpoint()
     {
-        let snapshot: Vec<(String, bytes::Bytes)> = {
+        let snapshot: Vec<(String, Arc<Kept>)> = {
             let state = store.state.read();
             let objects = state.objects.iter();
-            objects.flat_map(|(gr, m)| m.iter().map(move |(k, v)| (db_key(gr, k), v.json().clone()))).collect()
+            objects.flat_map(|(gr, m)| m.iter().map(move |(k, v)| (db_key(gr, k), v.clone()))).collect()
         };
         if let Err(e) = wal.checkpoint(revision, snapshot) {
             tracing::error!(error = %e, "starting a snapshot failed; the log keeps growing");
@@ -697,11 +709,10 @@ fn plan(op: Op, current: Option<&Arc<Kept>>, rv: u64) -> Result<Event, StoreErro
 fn persist(wal: &mut Wal, planned: &[Planned], revision: u64) -> Result<(), StoreError> {
     let events: Vec<&Event> = planned.iter().filter_map(|p| p.event.as_ref()).collect();
     let keys: Vec<String> = events.iter().map(|ev| db_key(&ev.gr, &ev.key)).collect();
-    let changes: Vec<Change<'_>> = keys
-        .iter()
-        .zip(&events)
-        .map(|(k, ev)| Change { key: k, value: (ev.kind != EventType::Deleted).then(|| &ev.object.json()[..]) })
-        .collect();
+    let jsons: Vec<Option<bytes::Bytes>> =
+        events.iter().map(|ev| (ev.kind != EventType::Deleted).then(|| ev.object.json())).collect();
+    let changes: Vec<Change<'_>> =
+        keys.iter().zip(&jsons).map(|(k, json)| Change { key: k, value: json.as_deref() }).collect();
     wal.append(revision, &changes)
 }
 

@@ -249,7 +249,7 @@ impl Wal {
 
     /// Starts a new segment after `revision` and writes a snapshot of `state` (the full state at
     /// that revision) on a background thread, deleting older segments once it is durable.
-    pub fn checkpoint(&mut self, revision: u64, state: Vec<(String, bytes::Bytes)>) -> Result<(), StoreError> {
+    pub fn checkpoint<V: SnapshotValue>(&mut self, revision: u64, state: Vec<(String, V)>) -> Result<(), StoreError> {
         let first = revision + 1;
         let path = self.dir.join(segment_name(first));
         let file = new_segment(&path)?;
@@ -465,13 +465,34 @@ fn zero_fill(file: &File, from: u64, to: u64) -> std::io::Result<()> {
     Ok(())
 }
 
-fn write_snapshot(dir: &Path, revision: u64, state: &[(String, bytes::Bytes)]) -> Result<(), StoreError> {
+/// A value of the store's state as a snapshot writes it: its JSON, read on the snapshot's thread (the
+/// store hands over its kept objects; one packed at rest is unpacked a chunk at a time, not all at once).
+pub trait SnapshotValue: Send + 'static {
+    /// The value's JSON.
+    fn json(&self) -> bytes::Bytes;
+}
+
+impl SnapshotValue for bytes::Bytes {
+    fn json(&self) -> bytes::Bytes {
+        self.clone()
+    }
+}
+
+impl SnapshotValue for std::sync::Arc<crate::kept::Kept> {
+    fn json(&self) -> bytes::Bytes {
+        crate::kept::Kept::json(self)
+    }
+}
+
+fn write_snapshot<V: SnapshotValue>(dir: &Path, revision: u64, state: &[(String, V)]) -> Result<(), StoreError> {
     let tmp = dir.join("snapshot.tmp");
     let file = File::create(&tmp).map_err(io(&tmp))?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
     // Chunks of objects, each a record; the last record carries the revision.
     for chunk in state.chunks(512) {
-        let changes: Vec<Change<'_>> = chunk.iter().map(|(k, b)| Change { key: k, value: Some(b) }).collect();
+        let jsons: Vec<bytes::Bytes> = chunk.iter().map(|(_, v)| v.json()).collect();
+        let changes: Vec<Change<'_>> =
+            chunk.iter().zip(&jsons).map(|((k, _), b)| Change { key: k, value: Some(b) }).collect();
         w.write_all(&encode(0, &changes)).map_err(io(&tmp))?;
     }
     w.write_all(&encode(revision, &[])).map_err(io(&tmp))?;

@@ -112,9 +112,9 @@ impl Watcher {
     fn encode_kept(&mut self, kind: &'static str, kept: &Kept) -> Bytes {
         if served_as_stored(&self.target.info, &self.target.version, kept.api_version()) {
             match self.render {
-                Render::Json => return line_with(kind, kept.json()),
+                Render::Json => return line_with(kind, kept),
                 // The metadata's bytes are a slice of the stored JSON's.
-                Render::Metadata => return metadata_line(kind, kept.encoded().metadata().as_deref()),
+                Render::Metadata => return metadata_line(kind, kept.metadata_json().as_deref()),
                 Render::Table => {}
             }
         }
@@ -149,12 +149,12 @@ fn line<T: serde::Serialize>(kind: &str, object: &T) -> Bytes {
 }
 
 /// The line of an event whose object is already JSON: the same bytes [`line`] writes.
-fn line_with(kind: &'static str, object: &[u8]) -> Bytes {
-    let mut v = Vec::with_capacity(object.len() + kind.len() + 24);
+fn line_with(kind: &'static str, object: &Kept) -> Bytes {
+    let mut v = Vec::with_capacity(object.json_len() + kind.len() + 24);
     v.extend_from_slice(b"{\"type\":\"");
     v.extend_from_slice(kind.as_bytes());
     v.extend_from_slice(b"\",\"object\":");
-    v.extend_from_slice(object);
+    object.write_json(&mut v);
     v.extend_from_slice(b"}\n");
     Bytes::from(v)
 }
@@ -343,12 +343,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_line_from_shared_json_is_the_line_written_from_the_object() {
-        let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a\"b", "resourceVersion": "3"}, "data": {"k": "é\n"}});
-        let shared = serde_json::to_vec(&object).unwrap();
-        for kind in ["ADDED", "MODIFIED", "DELETED"] {
-            assert_eq!(line_with(kind, &shared), line(kind, &object), "{kind}");
+    fn a_line_from_kept_json_is_the_line_written_from_the_object() {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a\"b", "resourceVersion": "3"},
+            "data": {"k": "é\n", "long": "abc".repeat(100)}});
+        let kept = Kept::cold(&object);
+        let plain: Vec<Bytes> = ["ADDED", "MODIFIED", "DELETED"].map(|kind| line_with(kind, &kept)).into();
+        for (kind, plain) in ["ADDED", "MODIFIED", "DELETED"].into_iter().zip(&plain) {
+            let parsed = |b: &[u8]| serde_json::from_slice::<Value>(b).unwrap();
+            assert_eq!(parsed(plain), parsed(&line(kind, &object)), "{kind}");
+            assert!(plain.ends_with(b"}\n"), "one line");
         }
+        assert!(kept.pack(), "packed");
+        let packed: Vec<Bytes> = ["ADDED", "MODIFIED", "DELETED"].map(|kind| line_with(kind, &kept)).into();
+        assert_eq!(packed, plain, "a packed object's line is the same bytes");
     }
 
     #[test]

@@ -13,6 +13,8 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use uc_api::meta::meta_str;
 
+use uc_api::packed::Packed;
+
 use crate::key_set::KeySet;
 use crate::metrics::Metrics;
 use crate::raw::RawObject;
@@ -33,13 +35,14 @@ pub fn key_of(obj: &Value) -> ObjKey {
     (meta_str(obj, "namespace").to_string(), meta_str(obj, "name").to_string())
 }
 
-/// An object as the cache keeps it: its JSON and what the indexes read, decoded into a tree when it is
-/// asked for. A `Value` tree costs ~7 KB for an object of ~1 KB of JSON (a B-tree node per map,
-/// docs/benchmarks.md, issue 58); the objects changed most recently are kept as trees too ([`Hot`]), so
-/// that the reconcile an event queues reads them without decoding.
+/// An object as the cache keeps it: its JSON (packed, [`Packed`]) and what the indexes read, decoded
+/// into a tree when it is asked for. A `Value` tree costs ~7 KB for an object of ~1 KB of JSON (a B-tree
+/// node per map, docs/benchmarks.md, issue 58); the objects changed most recently are kept as trees
+/// instead ([`Hot`]), so that the reconcile an event queues reads them without decoding, and are written
+/// as JSON only once they leave that window (a version replaced while it is there never is).
 #[derive(Debug)]
 struct Kept {
-    json: Box<str>,
+    body: Body,
     /// Shared with the uid index.
     uid: Option<Arc<str>>,
     resource_version: Box<str>,
@@ -64,7 +67,7 @@ impl Kept {
             .map(|a| a.iter().filter_map(|r| r.get("uid").and_then(Value::as_str).map(Arc::from)).collect())
             .unwrap_or_default();
         Kept {
-            json: obj.to_string().into_boxed_str(),
+            body: Body::InHot,
             uid: meta.and_then(|m| m.get("uid")).and_then(Value::as_str).map(Arc::from),
             resource_version: text(meta.and_then(|m| m.get("resourceVersion"))).unwrap_or_default(),
             labels,
@@ -72,13 +75,47 @@ impl Kept {
         }
     }
 
-    /// The object as a tree. The JSON is what `of` wrote, so it decodes.
+    /// `obj` as the cache keeps it outside the window of trees: written as JSON, packed.
+    fn at_rest(obj: &Value) -> Kept {
+        let mut kept = Kept::of(obj);
+        kept.body = Body::of(obj);
+        kept
+    }
+
+    /// The object as a tree, decoded from its JSON (which `Body::of` wrote, so it decodes). An object
+    /// whose tree is in the window is read from there ([`Cache::tree`]); asked here, it reads as null.
     fn decode(&self) -> Obj {
-        Arc::new(serde_json::from_str(&self.json).unwrap_or_default())
+        let tree = match &self.body {
+            Body::InHot => None,
+            Body::Plain(json) => serde_json::from_slice(json).ok(),
+            Body::Packed(packed) => serde_json::from_slice(&packed.unpack()).ok(),
+        };
+        Arc::new(tree.unwrap_or_default())
     }
 
     fn label_pairs(&self) -> impl Iterator<Item = &Label> + '_ {
         self.labels.iter()
+    }
+}
+
+/// Where a kept object's bytes are.
+#[derive(Debug)]
+enum Body {
+    /// Nowhere yet: its tree is in the window of the newest ([`Hot`]), and is written when it leaves.
+    InHot,
+    /// Its JSON, which packing would hardly shrink.
+    Plain(Box<[u8]>),
+    /// Its JSON, packed.
+    Packed(Packed),
+}
+
+impl Body {
+    fn of(obj: &Value) -> Body {
+        let json = serde_json::to_vec(obj).unwrap_or_default();
+        match Packed::of(&json) {
+            Some(packed) => Body::Packed(packed),
+            None => Body::Plain(json.into()),
+        }
     }
 }
 
@@ -95,17 +132,21 @@ struct Hot {
 const HOT: usize = 2048;
 
 impl Hot {
-    fn insert(&mut self, key: ObjKey, obj: Obj) {
+    /// Keeps `obj`'s tree; the trees that left the window to make room for it.
+    fn insert(&mut self, key: ObjKey, obj: Obj) -> Vec<(ObjKey, Obj)> {
         self.next += 1;
         self.trees.insert(key.clone(), (self.next, obj));
         self.order.push_back((self.next, key));
+        let mut left = Vec::new();
         while self.order.len() > HOT {
             if let Some((n, k)) = self.order.pop_front()
                 && self.trees.get(&k).is_some_and(|(m, _)| *m == n)
+                && let Some((_, tree)) = self.trees.remove(&k)
             {
-                self.trees.remove(&k);
+                left.push((k, tree));
             }
         }
+        left
     }
 
     fn get(&self, key: &ObjKey) -> Option<Obj> {
@@ -197,7 +238,11 @@ impl Cache {
         let key = key_of(&obj);
         let old = self.put_kept(key.clone(), Kept::of(&obj));
         let old_tree = old.map(|(tree, kept)| tree.unwrap_or_else(|| kept.decode()));
-        self.hot.insert(key, obj);
+        for (key, tree) in self.hot.insert(key, obj) {
+            if let Some(kept) = self.objects.get_mut(&key) {
+                kept.body = Body::of(&tree);
+            }
+        }
         old_tree
     }
 
@@ -451,7 +496,7 @@ async fn run_watch(api: Api<RawObject>, informer: Weak<Informer>, synced: watch:
             watcher::Event::InitApply(o) => {
                 if let Some(f) = fresh.as_mut() {
                     let v = cached(o);
-                    f.insert(key_of(&v), Kept::of(&v));
+                    f.insert(key_of(&v), Kept::at_rest(&v));
                 }
             }
             watcher::Event::InitDone => {
@@ -491,7 +536,7 @@ mod tests {
     }
 
     fn listed(objects: &[&Obj]) -> HashMap<ObjKey, Kept> {
-        objects.iter().map(|o| (key_of(o), Kept::of(o))).collect()
+        objects.iter().map(|o| (key_of(o), Kept::at_rest(o))).collect()
     }
 
     fn said(changes: &[Change]) -> Vec<(String, bool, bool, Option<String>)> {
@@ -553,6 +598,32 @@ mod tests {
         assert_eq!(cache.trees(cache.by_uid.get("u-o3")), vec![objects[3].clone()]);
         assert_eq!(cache.remove(&key_of(&relabelled)), Some(relabelled));
         assert!(cache.tree(&key_of(&first)).is_none() && !cache.by_uid.contains_key("u-a"));
+    }
+
+    #[test]
+    fn an_object_is_written_out_packed_when_its_tree_leaves_the_window_and_reads_back_the_same() {
+        let mut cache = Cache::default();
+        let big = |name: &str, rv: &str| {
+            let mut o = (*cm(name, rv, json!({"x": "1"}))).clone();
+            o["data"] = json!({"text": "the same words again ".repeat(30)});
+            Arc::new(o)
+        };
+        let (a1, a2) = (big("a", "1"), big("a", "2"));
+        cache.put(a1);
+        cache.put(a2.clone());
+        let in_hot = |c: &Cache| c.objects.values().filter(|k| matches!(k.body, Body::InHot)).count();
+        assert_eq!(in_hot(&cache), 1, "a version replaced in the window is never written");
+        for i in 0..=HOT {
+            cache.put(cm(&format!("o{i}"), "1", json!({})));
+        }
+        assert_eq!(in_hot(&cache), cache.hot.trees.len(), "every object out of the window has its JSON");
+        let a = cache.objects.get(&key_of(&a2)).unwrap();
+        assert!(matches!(a.body, Body::Packed(_)), "text that compresses is packed: {:?}", a.body);
+        assert_eq!(cache.tree(&key_of(&a2)), Some(a2.clone()), "and decodes to the object");
+        assert!(matches!(cache.objects.get(&key_of(&cm("o0", "1", json!({})))).unwrap().body, Body::Plain(_)));
+        let listed = cache.relist(listed(&[&a2, &big("b", "3")]), false);
+        assert_eq!(said(&listed).len(), HOT + 2, "the small ones deleted, b new; a unchanged");
+        assert_eq!(cache.tree(&key_of(&big("b", "3"))), Some(big("b", "3")), "a listed object is kept packed");
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub(crate) fn get(app: &App, req: &Req, t: &Target) -> Result<Response<Body>> {
     let kept = app.store.get_kept(&t.info.gr(), &t.key()).ok_or_else(|| ApiError::not_found(&t.subject()))?;
     // Served as stored, the object's JSON is the store's, sent as it is.
     if matches!(req.negotiated.render, Render::Json) && served_as_stored(&t.info, &t.version, kept.api_version()) {
-        return Ok(crate::app::bytes_response(200, kept.json().clone(), "application/json"));
+        return Ok(crate::app::bytes_response(200, kept.json(), "application/json"));
     }
     Ok(respond_object(req, t, 200, &kept.tree()))
 }
@@ -151,14 +151,14 @@ fn list_response(req: &Req, t: &Target, items: &[&Arc<Kept>], meta: &Map<String,
         }
         Render::Metadata => {
             let body = list_body("PartialObjectMetadataList", "meta.k8s.io/v1", meta, items, |out, kept| {
-                crate::request::write_partial_metadata(out, kept.encoded().metadata().as_deref());
+                crate::request::write_partial_metadata(out, kept.metadata_json().as_deref());
             });
             crate::app::bytes_response(200, body, "application/json")
         }
         Render::Json => {
             let body = list_body(&t.info.list_kind, &t.info.api_version(&t.version), meta, items, |out, kept| {
                 if as_stored(kept) {
-                    out.extend_from_slice(kept.json());
+                    kept.write_json(out);
                 } else {
                     write_json(out, &crate::app::KubeOrder(&to_version(&t.info, &t.version, &kept.tree())));
                 }
@@ -241,7 +241,7 @@ mod tests {
         let from_trees = list_body("ConfigMapList", "v1", &meta, &objects, |out, o| {
             write_json(out, &crate::app::KubeOrder(o));
         });
-        let from_json = list_body("ConfigMapList", "v1", &meta, &kept, |out, k| out.extend_from_slice(k.json()));
+        let from_json = list_body("ConfigMapList", "v1", &meta, &kept, |out, k| k.write_json(out));
         assert_eq!(serde_json::from_slice::<Value>(&from_trees).unwrap(), tree);
         assert_eq!(from_json, from_trees, "the kept JSON is the bytes a tree writes");
         let empty = list_body("ConfigMapList", "v1", &meta, &[] as &[Obj], |_, _| {});
