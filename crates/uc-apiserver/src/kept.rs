@@ -9,7 +9,8 @@
 //! gets a tree decoded from it ([`Kept::tree`]). The objects written last also keep their tree
 //! ([`Kept::cool`] lets it go, once their event is no longer among the newest), so that the reads that
 //! follow a write (the next reconcile's read-modify-write, the watchers' selectors, the garbage
-//! collector) do not decode what was just encoded.
+//! collector) do not decode what was just encoded. Once cooled, the store's compactor packs the JSON
+//! ([`Kept::pack`], [`uc_api::packed`]): the store at rest holds compressed JSON, unpacked per read.
 //!
 //! The bytes are the wire form ([`crate::wire`]): `fieldsV1` as the JSON object it is. Decoding puts back
 //! the exact text the store held, so that a decoded object equals the tree it was written from.
