@@ -4,7 +4,10 @@
 //!
 //! It follows the revision log: every change wakes it, and it looks only at the objects the change
 //! concerns (the deleted owner's dependents, the object now being deleted, the owners of a deleted
-//! dependent). A periodic full pass catches anything a compaction hid.
+//! dependent). A periodic full pass catches anything a compaction hid and retries what failed; it reads
+//! what the store keeps beside each object's JSON (uid, owners, whether it is being deleted) and decodes
+//! only an object it has to act on, and it is spaced by its own cost ([`next_full_pass`]): over a million
+//! objects, a pass that decoded every dependent took a core (issue 58).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -23,16 +26,23 @@ use crate::storage::{EventType, Obj, ObjRef, StoreError};
 
 const FULL_PASS_EVERY: Duration = Duration::from_secs(15);
 
+/// At most this share of the time goes to full passes: one that took `spent` waits this many times as long.
+const FULL_PASS_SHARE: u32 = 20;
+
+/// How long after a full pass that took `spent` the next one is due (within the hour).
+fn next_full_pass(spent: Duration) -> Duration {
+    FULL_PASS_EVERY.max(spent.saturating_mul(FULL_PASS_SHARE)).min(Duration::from_secs(3600))
+}
+
 /// Runs until `stop` changes.
 pub async fn run(app: Arc<App>, mut stop: watch::Receiver<bool>) {
     let mut revisions = app.store.subscribe();
     let mut cursor = app.store.revision();
-    full_pass(&app).await;
-    let mut last_full = tokio::time::Instant::now();
+    let mut full_due = full_pass(&app).await;
     loop {
         tokio::select! {
             r = revisions.changed() => if r.is_err() { return },
-            _ = tokio::time::sleep(FULL_PASS_EVERY) => {}
+            _ = tokio::time::sleep_until(full_due) => {}
             _ = stop.changed() => return,
         }
         let mut work: Vec<Item> = Vec::new();
@@ -69,8 +79,7 @@ pub async fn run(app: Arc<App>, mut stop: watch::Receiver<bool>) {
             Ok(_) => cursor = newest,
             Err(StoreError::Gone { .. }) => {
                 cursor = app.store.revision();
-                full_pass(&app).await;
-                last_full = tokio::time::Instant::now();
+                full_due = full_pass(&app).await;
                 continue;
             }
             Err(_) => return,
@@ -81,9 +90,8 @@ pub async fn run(app: Arc<App>, mut stop: watch::Receiver<bool>) {
                 process(&app, item).await;
             }
         }
-        if last_full.elapsed() >= FULL_PASS_EVERY {
-            full_pass(&app).await;
-            last_full = tokio::time::Instant::now();
+        if tokio::time::Instant::now() >= full_due {
+            full_due = full_pass(&app).await;
         }
     }
 }
@@ -104,14 +112,9 @@ enum Item {
     CrdOf(GroupResource),
 }
 
-fn owner_uids(obj: &Value) -> Vec<String> {
-    obj.at("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from)).collect())
-        .unwrap_or_default()
-}
-
-async fn full_pass(app: &Arc<App>) {
+/// Looks at every owner's dependents and every object being deleted; when the next pass is due.
+async fn full_pass(app: &Arc<App>) -> tokio::time::Instant {
+    let started = tokio::time::Instant::now();
     for owner in app.store.referenced_owner_uids() {
         process(app, Item::DependentsOf(owner)).await;
     }
@@ -120,6 +123,11 @@ async fn full_pass(app: &Arc<App>) {
             process(app, Item::Object((gr.clone(), key))).await;
         }
     }
+    let spent = started.elapsed();
+    if spent > Duration::from_secs(1) {
+        tracing::info!(seconds = spent.as_secs_f64(), "gc: a full pass took long; the next waits longer");
+    }
+    tokio::time::Instant::now() + next_full_pass(spent)
 }
 
 async fn process(app: &Arc<App>, item: Item) {
@@ -223,24 +231,20 @@ async fn delete(app: &App, r: &ObjRef, propagation: Propagation, uid: Option<Str
 }
 
 /// Decides the fate of an object with owner references, the way kube's GC `attemptToDelete` does.
+/// Only an object with a gone or going owner is decoded: the owners' uids, and whether an owner is being
+/// deleted, are what the store keeps beside the JSON.
 async fn attempt_dependent(app: &App, r: &ObjRef) -> crate::error::Result<()> {
-    let Some(obj) = app.store.get(&r.0, &r.1) else {
+    let Some(kept) = app.store.get_kept(&r.0, &r.1) else {
         return Ok(());
     };
-    let refs = owner_uids(&obj);
-    if refs.is_empty() {
-        return Ok(());
-    }
     let mut solid = Vec::new();
     let mut dangling = Vec::new();
     let mut waiting = Vec::new();
-    for uid in &refs {
-        match app.store.lookup_uid(uid) {
-            None => dangling.push(uid.clone()),
-            Some((_, owner)) if owner.deleting() && has_finalizer(&owner.tree(), FOREGROUND) => {
-                waiting.push(uid.clone())
-            }
-            Some(_) => solid.push(uid.clone()),
+    for uid in kept.owners().map(String::from) {
+        match app.store.lookup_uid(&uid) {
+            None => dangling.push(uid),
+            Some((_, owner)) if owner.deleting() && has_finalizer(&owner.tree(), FOREGROUND) => waiting.push(uid),
+            Some(_) => solid.push(uid),
         }
     }
     if dangling.is_empty() && waiting.is_empty() {
@@ -259,22 +263,20 @@ async fn attempt_dependent(app: &App, r: &ObjRef) -> crate::error::Result<()> {
         })
         .await;
     }
-    let uid = obj.at("/metadata/uid").and_then(Value::as_str).map(String::from);
-    if obj.at("/metadata/deletionTimestamp").is_some() {
+    if kept.deleting() {
         return Ok(());
     }
+    let uid = kept.uid().map(String::from);
     let policy = if !waiting.is_empty() { Propagation::Foreground } else { Propagation::Background };
     delete(app, r, policy, uid).await
 }
 
 /// Progresses an object that is being deleted and carries a finalizer the API server owns.
 async fn deleting(app: &App, r: &ObjRef) -> crate::error::Result<()> {
-    let Some(obj) = app.store.get(&r.0, &r.1) else {
+    let Some(kept) = app.store.get_kept(&r.0, &r.1).filter(|k| k.deleting()) else {
         return Ok(());
     };
-    if obj.at("/metadata/deletionTimestamp").is_none() {
-        return Ok(());
-    }
+    let obj = kept.tree();
     let uid = obj.at("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
     if has_finalizer(&obj, ORPHAN) {
         for (dep, _) in app.store.dependents(&uid) {
@@ -376,4 +378,17 @@ async fn terminate_namespace(app: &App, r: &ObjRef, ns_obj: &Obj) -> crate::erro
         .await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_pass_waits_its_period_or_twenty_times_what_it_took_within_the_hour() {
+        assert_eq!(next_full_pass(Duration::ZERO), FULL_PASS_EVERY);
+        assert_eq!(next_full_pass(Duration::from_millis(500)), FULL_PASS_EVERY, "a cheap pass keeps the period");
+        assert_eq!(next_full_pass(Duration::from_secs(3)), Duration::from_secs(60), "a costly one is spaced");
+        assert_eq!(next_full_pass(Duration::MAX), Duration::from_secs(3600), "within the hour, no overflow");
+    }
 }

@@ -178,6 +178,11 @@ impl History {
         self.to_pack.push(object);
     }
 
+    /// How many objects wait to be packed.
+    pub fn waiting_to_pack(&self) -> usize {
+        self.to_pack.len()
+    }
+
     /// The objects to pack, handed over.
     pub fn take_to_pack(&mut self) -> Vec<Arc<Kept>> {
         std::mem::take(&mut self.to_pack)

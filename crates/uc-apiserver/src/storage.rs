@@ -223,7 +223,14 @@ pub struct Store {
     failed: std::sync::OnceLock<String>,
     /// The directory of a durable store.
     dir: Option<std::path::PathBuf>,
+    /// Wakes the compactor thread before its next second is up (a burst of writes left many objects
+    /// to pack); dropped with the store, which ends the thread.
+    compactor: std::sync::mpsc::SyncSender<()>,
 }
+
+/// The compactor packs what cooled every second, or as soon as this many objects wait: a burst of writes
+/// (a 1,000-pod rollout) would otherwise hold a second's worth of them plain.
+const PACK_BATCH: usize = 256;
 
 /// Applies one recovered record to the state; a record from the log (after the snapshot) also rebuilds
 /// its events, so that a watch resumes across a restart.
@@ -326,6 +333,7 @@ impl Store {
             }
         };
         let (revision_tx, _) = watch::channel(state.revision);
+        let (compactor, wake) = std::sync::mpsc::sync_channel(1);
         let (writer, rx) = match wal {
             Some(wal) => {
                 let (tx, rx) = mpsc::unbounded_channel();
@@ -340,6 +348,7 @@ impl Store {
             options,
             failed: Default::default(),
             dir: path.map(Path::to_path_buf),
+            compactor,
         });
         if let Some((wal, rx)) = rx {
             let weak = Arc::downgrade(&store);
@@ -353,8 +362,9 @@ impl Store {
         std::thread::Builder::new()
             .name("uc-store-compactor".into())
             .spawn(move || {
-                loop {
-                    std::thread::sleep(std::time::Duration::from_secs(1));
+                use std::sync::mpsc::RecvTimeoutError;
+                while let Ok(()) | Err(RecvTimeoutError::Timeout) = wake.recv_timeout(std::time::Duration::from_secs(1))
+                {
                     let Some(store) = weak.upgrade() else { return };
                     store.compact_now();
                 }
@@ -646,6 +656,10 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
         }
         state.revision = revision;
         state.history.compact(&store.options.limits(), std::time::Instant::now());
+        if state.history.waiting_to_pack() >= PACK_BATCH {
+            // Full: the compactor is awake already.
+            let _ = store.compactor.try_send(());
+        }
     }
     store.revision_tx.send_replace(revision);
     if let Some(wal) = wal
