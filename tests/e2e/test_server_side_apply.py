@@ -4,11 +4,14 @@ force, lists merged by their keys, dry runs, and updates that move ownership."""
 import http.client
 import json
 import ssl
+import threading
 from urllib.parse import urlparse
 
 import pytest
 
 from conftest import MANIFESTS
+
+ROUNDS, THREADS = 300, 3  # applies and deletes raced against each other, by each of THREADS threads
 
 CONFIGMAP = """
 apiVersion: v1
@@ -233,3 +236,48 @@ def test_managed_fields_read_as_json_objects_on_every_path(cluster):
     # A collection's delete answers with the objects deleted.
     (gone,) = read("DELETE", "/api/v1/namespaces/default/configmaps?labelSelector=team%3Da")["items"]
     assert mine(gone) == want
+
+
+def test_an_apply_racing_a_delete_creates_and_never_answers_not_found(cluster):
+    # kube-apiserver's apply is a guaranteed update: an object deleted between its read and its write is
+    # read again and created. A controller applying a child the garbage collector is deleting (the
+    # Endpoints of a Service going away) must never see 404 for a race it cannot see.
+    host, token = cluster.server_and_token()
+    u = urlparse(host)
+    ctx = ssl.create_default_context()
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    one = "/api/v1/namespaces/default/configmaps/raced"
+    body = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "raced"}, "data": {"a": "1"}})
+    answers = {"apply": [], "delete": []}
+
+    def send(method, path, payload=None, content_type=None):
+        conn = http.client.HTTPSConnection(u.hostname, u.port, context=ctx, timeout=20)
+        headers = {"Authorization": f"Bearer {token}"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        conn.request(method, path, body=payload, headers=headers)
+        resp = conn.getresponse()
+        text = resp.read()
+        conn.close()
+        return resp.status, text
+
+    def applying():
+        for _ in range(ROUNDS):
+            answers["apply"].append(send("PATCH", one + "?fieldManager=racer&force=true", body,
+                                         "application/apply-patch+yaml"))
+
+    def deleting():
+        for _ in range(ROUNDS):
+            answers["delete"].append(send("DELETE", one))
+
+    threads = [threading.Thread(target=f) for f in (applying, deleting) for _ in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    applied = [status for status, _ in answers["apply"]]
+    deleted = [status for status, _ in answers["delete"]]
+    wrong = [(s, t[:200]) for s, t in answers["apply"] if s not in (200, 201)]
+    assert not wrong, f"{len(wrong)} of {ROUNDS * THREADS} applies failed ({sorted(set(s for s, _ in wrong))}): {wrong[:3]}"
+    # The race was run: applies both created and updated, deletes both found and missed the object.
+    assert {200, 201} <= set(applied) and {200, 404} <= set(deleted), (sorted(set(applied)), sorted(set(deleted)))

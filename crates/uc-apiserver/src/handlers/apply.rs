@@ -122,7 +122,11 @@ pub(crate) async fn server_side_apply(app: &Arc<App>, req: &mut Req, t: &Target)
             if t.sub.is_some() {
                 return Err(ApiError::not_found(&subject));
             }
-            return create_object(app, req, t, new, false).await;
+            match create_object(app, req, t, new, false).await {
+                // Created by someone else since it was read: applied again onto theirs.
+                Err(e) if e.0.reason == "AlreadyExists" => continue,
+                done => return done,
+            }
         };
         let mut new = prepare_update(req, t, &old, new)?;
         admit_update(app, req, t, &old, &mut new).await?;
@@ -131,7 +135,9 @@ pub(crate) async fn server_side_apply(app: &Arc<App>, req: &mut Req, t: &Target)
         }
         match commit_update(app, &t.info, &key, &old, new).await {
             Ok(stored) => return Ok(respond_stored(&app.store, req, t, 200, &stored)),
-            Err(StoreError::Conflict { .. }) => continue,
+            // Changed, or deleted, since it was read: read again (an apply creates what is gone, as
+            // kube-apiserver's guaranteed update does; never a 404 for a race the client cannot see).
+            Err(StoreError::Conflict { .. } | StoreError::NotFound) => continue,
             Err(e) => return Err(ApiError::from_store(e, &subject)),
         }
     }
