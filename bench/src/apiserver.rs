@@ -2,6 +2,7 @@
 //! measured against the real `uc up` binary over HTTPS with kube-rs clients. Writes its figures to a
 //! markdown report (docs/benchmarks.md by default).
 
+use crate::report::verdict;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -185,7 +186,6 @@ async fn main() -> Result<()> {
         args.fanout_writes, args.watchers, elapsed
     );
     let ratio = durable / memory;
-    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
     let section = format!(
         "## API server (`cargo run --profile dist -p uc-bench --bin apiserver-bench`)\n\n\
          Measured {date} on this machine ({cores} cores), one run, kube-rs clients over HTTPS against the `dist` build of `uc up`;\n\

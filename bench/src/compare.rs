@@ -10,6 +10,7 @@
 //!
 //! Writes its section of docs/benchmarks.md.
 
+use crate::report::verdict;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -424,7 +425,6 @@ fn report(args: &Args, rows: &str, results: &BTreeMap<&str, Measured>, code_mb: 
     let kube4 = &results["4 separate kube-rs controllers watching Pods"];
     let uc1 = &results["4. uc + tfjob"];
     let alone = &results["2. uc alone"];
-    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
     let rss_ratio = uc4.rss as f64 / kube4.rss as f64;
     let bytes_ratio = uc4.bytes as f64 / uc1.bytes as f64;
     let total_ratio = (uc4.bytes + uc4.startup) as f64 / (uc1.bytes + uc1.startup) as f64;

@@ -2,6 +2,7 @@
 //! time of N Foo parents into Deployments with the sample-controller, against the `dist` build of `uc up`.
 //! Writes its figures to docs/benchmarks.md.
 
+use crate::report::verdict;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -159,7 +160,6 @@ async fn main() -> Result<()> {
         us(web50),
         us(web99)
     );
-    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
     let mut rows = String::new();
     let webhook = start_webhook().await?;
     for &n in &args.parents {

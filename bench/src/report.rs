@@ -26,3 +26,8 @@ pub fn today() -> String {
 pub fn cores() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
 }
+
+/// A target's verdict column.
+pub fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "NOT met" }
+}
