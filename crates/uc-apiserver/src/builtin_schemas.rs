@@ -32,8 +32,11 @@ macro_rules! kinds {
         /// type here.
         pub(crate) fn round_trip(group: &str, version: &str, kind: &str, obj: &Value) -> Option<Result<Value, (String, String)>> {
             match (group, version, kind) {
+                // Read without tracking the path (which costs at every field); read again to name it only when
+                // something does not read.
                 $(($group, $version, $kind) => Some(
-                    serde_path_to_error::deserialize::<_, $ty>(obj)
+                    <$ty as serde::Deserialize>::deserialize(obj)
+                        .or_else(|_| serde_path_to_error::deserialize::<_, $ty>(obj))
                         .map_err(|e| (e.path().to_string(), e.inner().to_string()))
                         .and_then(|typed| serde_json::to_value(&typed).map_err(|e| (String::new(), e.to_string()))),
                 ),)*

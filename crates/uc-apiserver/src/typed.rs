@@ -74,40 +74,136 @@ pub struct Decoded {
 
 /// What decoding a built-in object found ([`Decoded`]), or the path and words of a field that does not
 /// read. None for a kind this server has no type for.
+///
+/// Every write of a built-in kind comes here (a tenth of the API server's work in the 10^6-parent run,
+/// issue 58), so the object is read in place: copied only when a quantity must be rewritten, and a
+/// path written out only for what is reported.
 pub fn decode(group: &str, version: &str, kind: &str, obj: &Value) -> Option<Result<Decoded, DecodeError>> {
-    let (mut probe, bad_quantity) = quantities_as_strings(obj.clone());
-    // Go's status is a struct, never absent: its always-written fields appear from the first write.
-    let no_status = probe
-        .as_object_mut()
-        .is_some_and(|o| o.get("status").is_none() && o.insert("status".into(), Value::Object(Map::new())).is_none());
-    if let Some(why) = bad_quantity.filter(|_| QUANTITY_KINDS.contains(&kind)) {
-        return Some(Err(why.into()));
+    let mut rewrite = false;
+    if let Some(why) = check_quantities(obj, &mut Vec::new(), &mut rewrite) {
+        if QUANTITY_KINDS.contains(&kind) {
+            return Some(Err(why.into()));
+        }
+        // Not a quantity in this kind; the scan stopped there, so numbers after it are rewritten too.
+        rewrite = true;
     }
-    let back = match crate::builtin_schemas::round_trip(group, version, kind, &probe)? {
+    let rewritten;
+    let probe = if rewrite {
+        rewritten = quantities_as_strings(obj.clone());
+        &rewritten
+    } else {
+        obj
+    };
+    let back = match crate::builtin_schemas::round_trip(group, version, kind, probe)? {
         Ok(back) => back,
         Err((path, why)) if path.is_empty() || path == "." => return Some(Err(why.into())),
         Err((path, why)) => return Some(Err(DecodeError::from(format!("{path}: {why}")))),
     };
     let mut decoded = Decoded::default();
-    missing(&probe, &back, "", &mut decoded.unknown);
-    if no_status {
-        decoded.unknown.retain(|p| p != "status");
+    compare(probe, &back, &mut Vec::new(), &mut decoded);
+    // Go's status is a struct, never absent: its always-written fields appear from the first write.
+    if probe.get("status").is_none() {
+        decoded.zeros.extend(fresh_zeros(group, version, kind).iter().cloned());
     }
-    zeros(&probe, &back, "", &mut decoded.zeros);
     Some(Ok(decoded))
+}
+
+/// The status fields a built-in kind always writes, as [`Decoded::zeros`] of an empty status: worked
+/// out once per kind.
+fn fresh_zeros(group: &str, version: &str, kind: &str) -> std::sync::Arc<Vec<(String, Value)>> {
+    type Known = std::collections::HashMap<(String, String, String), std::sync::Arc<Vec<(String, Value)>>>;
+    static KNOWN: std::sync::LazyLock<parking_lot::Mutex<Known>> = std::sync::LazyLock::new(Default::default);
+    let id = (group.to_string(), version.to_string(), kind.to_string());
+    if let Some(zeros) = KNOWN.lock().get(&id) {
+        return zeros.clone();
+    }
+    let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    let empty = serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {}, "status": {}});
+    let zeros = match decode(group, version, kind, &empty) {
+        Some(Ok(decoded)) => decoded.zeros.into_iter().filter(|(p, _)| p.starts_with("/status/")).collect(),
+        _ => Vec::new(),
+    };
+    KNOWN.lock().entry(id).or_insert_with(|| std::sync::Arc::new(zeros)).clone()
 }
 
 /// The status a new object of a built-in kind starts with: the fields its Go type always writes, at
 /// their zero values (`{}` for most kinds).
 pub fn fresh_status(group: &str, version: &str, kind: &str) -> Value {
-    let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-    let obj = serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {}, "status": {}});
-    let mut fresh = serde_json::json!({});
-    if let Some(Ok(decoded)) = decode(group, version, kind, &obj) {
-        let status: Vec<_> = decoded.zeros.into_iter().filter(|(p, _)| p.starts_with("/status/")).collect();
-        fill(&mut fresh, &status);
-    }
+    let mut fresh = serde_json::json!({"status": {}});
+    fill(&mut fresh, &fresh_zeros(group, version, kind));
     fresh.get_mut("status").map(Value::take).unwrap_or_else(|| Value::Object(Map::new()))
+}
+
+/// One step of the path to a field: a member or an item.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Member(&'a str),
+    Item(usize),
+}
+
+/// `spec.containers[0].comand`, as unknown fields are named.
+fn dotted(path: &[Step]) -> String {
+    let mut out = String::new();
+    for step in path {
+        match step {
+            Step::Member(key) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Step::Item(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
+}
+
+/// `/status/numberReady`, a JSON pointer.
+fn json_pointer(path: &[Step]) -> String {
+    let mut out = String::new();
+    for step in path {
+        out.push('/');
+        match step {
+            Step::Member(key) => out.push_str(&key.replace('~', "~0").replace('/', "~1")),
+            Step::Item(i) => out.push_str(&i.to_string()),
+        }
+    }
+    out
+}
+
+/// What the typed round trip changed: the non-null fields of `sent` that `kept` lacks (unknown), and
+/// the zero-valued scalars (`0`, `false`, `""`) `kept` has where `sent` has nothing — the fields the Go
+/// type writes without `omitempty`. Objects and lists a type fills in (`{}`, `[]`) are not taken: kube
+/// writes those as `null` or leaves them out.
+fn compare<'a>(sent: &'a Value, kept: &'a Value, path: &mut Vec<Step<'a>>, out: &mut Decoded) {
+    match (sent, kept) {
+        (Value::Object(s), Value::Object(k)) => {
+            for (key, v) in s {
+                path.push(Step::Member(key));
+                match k.get(key) {
+                    None if !v.is_null() => out.unknown.push(dotted(path)),
+                    Some(kv) => compare(v, kv, path, out),
+                    None => {}
+                }
+                path.pop();
+            }
+            for (key, kv) in k {
+                if !s.contains_key(key) && is_zero(kv) {
+                    path.push(Step::Member(key));
+                    out.zeros.push((json_pointer(path), kv.clone()));
+                    path.pop();
+                }
+            }
+        }
+        (Value::Array(s), Value::Array(k)) => {
+            for (i, (v, kv)) in s.iter().zip(k).enumerate() {
+                path.push(Step::Item(i));
+                compare(v, kv, path, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Sets each of `zeros` ([`Decoded::zeros`]) in `obj` where its parent exists (a missing `status` is
@@ -124,30 +220,6 @@ pub fn fill(obj: &mut Value, zeros: &[(String, Value)]) {
             let key = last.replace("~1", "/").replace("~0", "~");
             map.entry(key).or_insert_with(|| zero.clone());
         }
-    }
-}
-
-/// The zero-valued scalars (`0`, `false`, `""`) `kept` has where `sent` has nothing: the fields the
-/// Go type writes without `omitempty`, by JSON pointer. Objects and lists a type fills in (`{}`,
-/// `[]`) are not taken: kube writes those as `null` or leaves them out.
-fn zeros(sent: &Value, kept: &Value, path: &str, out: &mut Vec<(String, Value)>) {
-    match (sent, kept) {
-        (Value::Object(s), Value::Object(k)) => {
-            for (key, kv) in k {
-                let here = format!("{path}/{}", key.replace('~', "~0").replace('/', "~1"));
-                match s.get(key) {
-                    None if is_zero(kv) => out.push((here, kv.clone())),
-                    Some(v) => zeros(v, kv, &here, out),
-                    None => {}
-                }
-            }
-        }
-        (Value::Array(s), Value::Array(k)) => {
-            for (i, (v, kv)) in s.iter().zip(k).enumerate() {
-                zeros(v, kv, &format!("{path}/{i}"), out);
-            }
-        }
-        _ => {}
     }
 }
 
@@ -185,64 +257,72 @@ fn pointer(path: &str) -> String {
         .collect()
 }
 
-/// The non-null fields of `sent` that `kept` lacks, by path.
-fn missing(sent: &Value, kept: &Value, path: &str, out: &mut Vec<String>) {
-    match (sent, kept) {
-        (Value::Object(s), Value::Object(k)) => {
-            for (key, v) in s {
-                let here = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
-                match k.get(key) {
-                    None if !v.is_null() => out.push(here),
-                    Some(kv) => missing(v, kv, &here, out),
-                    None => {}
+/// The first quantity of `obj` (a member of the maps [`QUANTITY_MAPS`] names, or a [`QUANTITIES`]
+/// field) that is not one: its path and apimachinery's words. `rewrite` is set if one is a number (kube
+/// reads `cpu: 1` as `"1"`).
+fn check_quantities<'a>(obj: &'a Value, path: &mut Vec<Step<'a>>, rewrite: &mut bool) -> Option<String> {
+    match obj {
+        Value::Object(map) => {
+            for (key, value) in map {
+                path.push(Step::Member(key));
+                let bad = if QUANTITY_MAPS.contains(&key.as_str())
+                    && let Value::Object(q) = value
+                {
+                    q.iter().find_map(|(name, v)| {
+                        *rewrite |= v.is_number();
+                        not_a_quantity(v).map(|e| format!("{}[{name}]: {e}", dotted(path)))
+                    })
+                } else if QUANTITIES.contains(&key.as_str()) {
+                    *rewrite |= value.is_number();
+                    not_a_quantity(value).map(|e| format!("{}: {e}", dotted(path)))
+                } else {
+                    None
+                };
+                let bad = bad.or_else(|| check_quantities(value, path, rewrite));
+                path.pop();
+                if bad.is_some() {
+                    return bad;
                 }
             }
+            None
         }
-        (Value::Array(s), Value::Array(k)) => {
-            for (i, (v, kv)) in s.iter().zip(k).enumerate() {
-                missing(v, kv, &format!("{path}[{i}]"), out);
-            }
-        }
-        _ => {}
+        Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| {
+            path.push(Step::Item(i));
+            let bad = check_quantities(v, path, rewrite);
+            path.pop();
+            bad
+        }),
+        _ => None,
     }
 }
 
-/// `obj` with the numbers where kube reads quantities written as strings, and the first of those
-/// strings that is not a quantity (its path and apimachinery's words).
-fn quantities_as_strings(mut obj: Value) -> (Value, Option<String>) {
-    let mut bad = None;
-    let mut stack = vec![(String::new(), &mut obj)];
-    while let Some((path, v)) = stack.pop() {
+/// `obj` with its quantities written as numbers rewritten as strings.
+fn quantities_as_strings(mut obj: Value) -> Value {
+    let mut stack = vec![&mut obj];
+    while let Some(v) = stack.pop() {
         match v {
             Value::Object(map) => {
                 for (key, value) in map.iter_mut() {
-                    let here = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
                     if QUANTITY_MAPS.contains(&key.as_str())
                         && let Value::Object(q) = value
                     {
                         numbers_as_strings(q);
-                        for (name, v) in q.iter() {
-                            bad = bad.or_else(|| not_a_quantity(&format!("{here}[{name}]"), v));
-                        }
-                    } else if QUANTITIES.contains(&key.as_str()) {
-                        if value.is_number() {
-                            *value = Value::String(value.to_string());
-                        }
-                        bad = bad.or_else(|| not_a_quantity(&here, value));
+                    } else if QUANTITIES.contains(&key.as_str()) && value.is_number() {
+                        *value = Value::String(value.to_string());
                     }
-                    stack.push((here, value));
+                    stack.push(value);
                 }
             }
-            Value::Array(items) => stack.extend(items.iter_mut().enumerate().map(|(i, v)| (format!("{path}[{i}]"), v))),
+            Value::Array(items) => stack.extend(items.iter_mut()),
             _ => {}
         }
     }
-    (obj, bad)
+    obj
 }
 
-fn not_a_quantity(path: &str, v: &Value) -> Option<String> {
-    let e = uc_api::quantity::parse(v.as_str()?).err()?;
-    Some(format!("{path}: {e}"))
+/// What is wrong with a quantity written as a string (a number is one).
+fn not_a_quantity(v: &Value) -> Option<String> {
+    uc_api::quantity::parse(v.as_str()?).err().map(|e| e.to_string())
 }
 
 fn numbers_as_strings(map: &mut Map<String, Value>) {

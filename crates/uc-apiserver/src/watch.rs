@@ -107,18 +107,19 @@ impl Watcher {
         line(kind, &crate::wire::Wire(&object))
     }
 
-    /// A kept object (an event's, a list's) as this watcher sends it: its JSON is the store's, shared with
-    /// every other watcher sending the object as stored (the plain JSON of the version it is stored at).
-    fn encode_kept(&mut self, kind: &'static str, kept: &Kept) -> Bytes {
+    /// A kept object (an event's, a list's) as this watcher sends it, appended to `out` (a chunk of
+    /// lines): its JSON is the store's, shared with every other watcher sending the object as stored (the
+    /// plain JSON of the version it is stored at).
+    fn encode_kept_onto(&mut self, kind: &'static str, kept: &Kept, out: &mut Vec<u8>) {
         if served_as_stored(&self.target.info, &self.target.version, kept.api_version()) {
             match self.render {
-                Render::Json => return line_with(kind, kept),
+                Render::Json => return line_onto(kind, kept, out),
                 // The metadata's bytes are a slice of the stored JSON's.
-                Render::Metadata => return metadata_line(kind, kept.metadata_json().as_deref()),
+                Render::Metadata => return metadata_line_onto(kind, kept.metadata_json().as_deref(), out),
                 Render::Table => {}
             }
         }
-        self.encode(kind, &kept.tree())
+        out.extend_from_slice(&self.encode(kind, &kept.tree()));
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
@@ -148,27 +149,48 @@ fn line<T: serde::Serialize>(kind: &str, object: &T) -> Bytes {
     Bytes::from(v)
 }
 
-/// The line of an event whose object is already JSON: the same bytes [`line`] writes.
-fn line_with(kind: &'static str, object: &Kept) -> Bytes {
-    let mut v = Vec::with_capacity(object.json_len() + kind.len() + 24);
-    v.extend_from_slice(b"{\"type\":\"");
-    v.extend_from_slice(kind.as_bytes());
-    v.extend_from_slice(b"\",\"object\":");
-    object.write_json(&mut v);
-    v.extend_from_slice(b"}\n");
-    Bytes::from(v)
+/// The line of an event whose object is already JSON, appended to `out`: the same bytes [`line`] writes.
+fn line_onto(kind: &'static str, object: &Kept, out: &mut Vec<u8>) {
+    out.reserve(object.json_len() + kind.len() + 24);
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\",\"object\":");
+    object.write_json(out);
+    out.extend_from_slice(b"}\n");
 }
 
 /// The line of a `PartialObjectMetadata` event whose metadata is already JSON (None: the object has
-/// none): the same bytes [`line`] writes for [`PartialMetadata`].
-fn metadata_line(kind: &'static str, metadata: Option<&[u8]>) -> Bytes {
-    let mut v = Vec::with_capacity(metadata.map_or(4, <[u8]>::len) + kind.len() + 96);
-    v.extend_from_slice(b"{\"type\":\"");
-    v.extend_from_slice(kind.as_bytes());
-    v.extend_from_slice(b"\",\"object\":");
-    crate::request::write_partial_metadata(&mut v, metadata);
-    v.extend_from_slice(b"}\n");
-    Bytes::from(v)
+/// none), appended to `out`: the same bytes [`line`] writes for [`PartialMetadata`].
+fn metadata_line_onto(kind: &'static str, metadata: Option<&[u8]>, out: &mut Vec<u8>) {
+    out.reserve(metadata.map_or(4, <[u8]>::len) + kind.len() + 96);
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(kind.as_bytes());
+    out.extend_from_slice(b"\",\"object\":");
+    crate::request::write_partial_metadata(out, metadata);
+    out.extend_from_slice(b"}\n");
+}
+
+/// Lines gathered into one chunk of the response: the events a round reads go out in few writes (one
+/// system call and one TLS record for many events, in the server and in the client reading them).
+struct Chunk(Vec<u8>);
+
+/// A chunk is sent once it holds this much (and at the end of each round).
+const CHUNK_BYTES: usize = 64 << 10;
+
+impl Chunk {
+    fn new() -> Self {
+        Chunk(Vec::new())
+    }
+
+    /// Sends what the chunk holds if it is full (`all`: if it holds anything); false if the client is
+    /// gone.
+    async fn send(&mut self, tx: &mpsc::Sender<Bytes>, all: bool) -> bool {
+        let due = self.0.len() >= CHUNK_BYTES || all && !self.0.is_empty();
+        if !due {
+            return true;
+        }
+        tx.send(Bytes::from(std::mem::take(&mut self.0))).await.is_ok()
+    }
 }
 
 fn gone_line(requested: u64, oldest: u64) -> Bytes {
@@ -259,12 +281,16 @@ async fn send_initial(
         }
         Err(_) => return None,
     };
+    let mut chunk = Chunk::new();
     for (_, kept) in objects {
-        if w.selectors.matches_kept(&kept) && tx.send(w.encode_kept("ADDED", &kept)).await.is_err() {
-            return None;
+        if w.selectors.matches_kept(&kept) {
+            w.encode_kept_onto("ADDED", &kept, &mut chunk.0);
+            if !chunk.send(tx, false).await {
+                return None;
+            }
         }
     }
-    if end_bookmark && tx.send(w.bookmark(rv, true)).await.is_err() {
+    if !chunk.send(tx, true).await || end_bookmark && tx.send(w.bookmark(rv, true)).await.is_err() {
         return None;
     }
     Some(rv)
@@ -306,14 +332,18 @@ async fn run(w: &mut Watcher, tx: mpsc::Sender<Bytes>, start: Option<u64>, initi
             Ok(_) => {}
         }
         cursor = newest;
+        let mut chunk = Chunk::new();
         for ev in batch {
             if let Some(kind) = w.translate(&ev) {
-                let b = w.encode_kept(kind, &ev.object);
-                if tx.send(b).await.is_err() {
+                w.encode_kept_onto(kind, &ev.object, &mut chunk.0);
+                if !chunk.send(&tx, false).await {
                     return;
                 }
                 bookmark_due = tokio::time::Instant::now() + BOOKMARK_EVERY;
             }
+        }
+        if !chunk.send(&tx, true).await {
+            return;
         }
         if w.bookmarks && tokio::time::Instant::now() >= bookmark_due {
             if tx.send(w.bookmark(cursor, false)).await.is_err() {
@@ -347,6 +377,11 @@ mod tests {
         let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a\"b", "resourceVersion": "3"},
             "data": {"k": "é\n", "long": "abc".repeat(100)}});
         let kept = Kept::cold(&object);
+        let line_with = |kind, kept: &Kept| {
+            let mut out = b"before\n".to_vec();
+            line_onto(kind, kept, &mut out);
+            Bytes::from(out.split_off(7))
+        };
         let plain: Vec<Bytes> = ["ADDED", "MODIFIED", "DELETED"].map(|kind| line_with(kind, &kept)).into();
         for (kind, plain) in ["ADDED", "MODIFIED", "DELETED"].into_iter().zip(&plain) {
             let parsed = |b: &[u8]| serde_json::from_slice::<Value>(b).unwrap();
@@ -368,11 +403,9 @@ mod tests {
         ];
         for object in objects {
             let encoded = crate::kept::Encoded::of(&object);
-            assert_eq!(
-                metadata_line("MODIFIED", encoded.metadata().as_deref()),
-                line("MODIFIED", &PartialMetadata::of(&object)),
-                "{object}"
-            );
+            let mut out = Vec::new();
+            metadata_line_onto("MODIFIED", encoded.metadata().as_deref(), &mut out);
+            assert_eq!(Bytes::from(out), line("MODIFIED", &PartialMetadata::of(&object)), "{object}");
         }
     }
 }

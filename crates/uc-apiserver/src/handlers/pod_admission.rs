@@ -1,6 +1,8 @@
 //! Pod Security admission at the API server's edge: the namespace's policy read from the store, the
 //! verdict from [`crate::pod_security`], refused or warned about on the request.
 
+use k8s_openapi::api::core::v1::PodSpec;
+use serde::Deserialize;
 use serde_json::Value;
 use uc_api::GroupResource;
 
@@ -36,7 +38,7 @@ pub(crate) fn admit(app: &App, req: &mut Req, t: &Target, name: &str, obj: &Valu
         req.audit_annotations.push(("pod-security.kubernetes.io/exempt".into(), "namespace".into()));
         return Ok(());
     }
-    let Some(spec) = obj.pointer(at).and_then(|s| serde_json::from_value(s.clone()).ok()) else { return Ok(()) };
+    let Some(spec) = obj.pointer(at).and_then(|s| PodSpec::deserialize(s).ok()) else { return Ok(()) };
     let namespaces = GroupResource::new("", "namespaces");
     let stored = app.store.get(&namespaces, &crate::storage::object_key("", ns));
     let labels = stored.as_ref().and_then(|n| n.pointer("/metadata/labels"));
