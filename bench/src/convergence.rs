@@ -414,7 +414,7 @@ pub async fn scaling(args: &Args) -> Result<String> {
     let mut verdicts = String::new();
     for &n in &args.scale {
         let Some(run) = converge(args, n, Impl::UcJs, webhook, false, None).await? else {
-            rows.push_str(&format!("| {n} | > {} s | | | | | |\n", args.timeout));
+            rows.push_str(&format!("| {n} | > {} s | | | | | | |\n", args.timeout));
             continue;
         };
         println!("scaling: {n} parents in {:.2} s", run.time.as_secs_f64());
@@ -422,8 +422,9 @@ pub async fn scaling(args: &Args) -> Result<String> {
         let slope = last
             .as_ref()
             .map(|(m, r)| (run.time.as_secs_f64() / r.time.as_secs_f64()).ln() / (n as f64 / *m as f64).ln());
+        let (cpu_up, cpu_run) = run.cpu_per_parent(n);
         rows.push_str(&format!(
-            "| {n} | {:.2} s | {:.0}/s | {:.0} µs | {} | {:.1} MB | {:.1} MB |\n",
+            "| {n} | {:.2} s | {:.0}/s | {:.0} µs | {} | {cpu_up:.0} µs · {cpu_run:.0} µs | {:.1} MB | {:.1} MB |\n",
             run.time.as_secs_f64(),
             rate(n, run.time),
             run.time.as_secs_f64() * 1e6 / n as f64,
@@ -470,10 +471,12 @@ pub async fn scaling(args: &Args) -> Result<String> {
     Ok(format!(
         "### Scaling: parents (uc, JavaScript hook, live)\n\n\
          The same convergence run as above at each size; *slope* is the log-log slope of time over parents\n\
-         from the row above (1.0: the cost per parent stays flat); peak RSS is `VmHWM` of `uc up` (the API\n\
-         server holding every Foo and Deployment) and of `uc run` (its caches of both), read at convergence.\n\n\
-         | parents | time | parents/s | wall time per parent | slope | peak RSS `uc up` | peak RSS `uc run` |\n\
-         | --- | --- | --- | --- | --- | --- | --- |\n{rows}\n\
+         from the row above (1.0: the cost per parent stays flat); CPU per parent is the CPU time `uc up` and\n\
+         `uc run` used by convergence over the parents (less shaken than the time by what else the machine\n\
+         runs: compare builds by it); peak RSS is `VmHWM` of `uc up` (the API server holding every Foo and\n\
+         Deployment) and of `uc run` (its caches of both), read at convergence.\n\n\
+         | parents | time | parents/s | wall time per parent | slope | CPU per parent `uc up` · `uc run` | peak RSS `uc up` | peak RSS `uc run` |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- |\n{rows}\n\
          {verdicts}\
          ### Cores: {n} parents (uc, JavaScript hook, live), everything pinned with `taskset`\n\n\
          `uc up` and `uc run` on cores `0-(k-1)`; the benchmark's own clients are not pinned. This machine\n\
