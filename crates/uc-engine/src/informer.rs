@@ -110,12 +110,27 @@ enum Body {
 }
 
 impl Body {
+    /// `obj` written out (into a buffer kept per thread: one grown once, not a vector grown and copied
+    /// for every object) and packed if that pays.
     fn of(obj: &Value) -> Body {
-        let json = serde_json::to_vec(obj).unwrap_or_default();
-        match Packed::of(&json) {
-            Some(packed) => Body::Packed(packed),
-            None => Body::Plain(json.into()),
+        thread_local! {
+            static JSON: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
+        JSON.with_borrow_mut(|json| {
+            json.clear();
+            if serde_json::to_writer(&mut *json, obj).is_err() {
+                json.clear();
+            }
+            let body = match Packed::of(json) {
+                Some(packed) => Body::Packed(packed),
+                None => Body::Plain(json.as_slice().into()),
+            };
+            // A rare large object does not hold its buffer's size for good.
+            if json.capacity() > 1 << 20 {
+                *json = Vec::new();
+            }
+            body
+        })
     }
 }
 
@@ -289,7 +304,7 @@ impl Cache {
     /// them (kube-runtime's `apply_watcher_event` for a store): objects gone are deletes (their last
     /// state), new ones and ones at another resourceVersion are changes, the rest nothing. `initial`
     /// marks the informer's first list.
-    fn relist(&mut self, fresh: HashMap<ObjKey, Kept>, initial: bool) -> Vec<Change> {
+    fn relist(&mut self, fresh: HashMap<ObjKey, Listed>, initial: bool) -> Vec<Change> {
         let mut changes = Vec::new();
         let gone: Vec<ObjKey> =
             self.objects.keys().filter(|k| !fresh.contains_key(k.as_ref())).map(|k| (**k).clone()).collect();
@@ -298,10 +313,10 @@ impl Cache {
                 changes.push(Change { object: old.clone(), old: Some(old), deleted: true, initial });
             }
         }
-        for (key, kept) in fresh {
-            // Only a change is decoded: a relist of objects the cache has costs no trees.
+        for (key, Listed { kept, tree }) in fresh {
+            // Only a change has a tree (the list's, else decoded): a relist of objects the cache has costs none.
             let changed = self.objects.get(&key).is_none_or(|o| o.resource_version != kept.resource_version);
-            let object = changed.then(|| kept.decode());
+            let object = changed.then(|| tree.unwrap_or_else(|| kept.decode()));
             let old = self.put_kept(key, kept);
             if let Some(object) = object {
                 let old = old.map(|(tree, kept)| tree.unwrap_or_else(|| kept.decode()));
@@ -309,6 +324,23 @@ impl Cache {
             }
         }
         changes
+    }
+}
+
+/// An object of a (re)list as the cache will keep it, with its tree if it is news to the cache (a new
+/// object, or one at another resourceVersion): the change the relist tells is that tree, not one
+/// decoded again from the JSON just written.
+struct Listed {
+    kept: Kept,
+    tree: Option<Obj>,
+}
+
+impl Listed {
+    /// `obj` listed; `known`: the cache holds it at the same resourceVersion.
+    fn of(obj: Value, known: impl FnOnce(&Kept) -> bool) -> Listed {
+        let kept = Kept::at_rest(&obj);
+        let tree = (!known(&kept)).then(|| Arc::new(obj));
+        Listed { kept, tree }
     }
 }
 
@@ -485,7 +517,7 @@ fn cached(o: RawObject) -> Value {
 async fn run_watch(api: Api<RawObject>, informer: Weak<Informer>, synced: watch::Sender<bool>) {
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
-    let mut fresh: Option<HashMap<ObjKey, Kept>> = None;
+    let mut fresh: Option<HashMap<ObjKey, Listed>> = None;
     let mut health = crate::watch_health::WatchHealth::default();
     while let Some(ev) = stream.next().await {
         let Some(inf) = informer.upgrade() else { return };
@@ -496,7 +528,12 @@ async fn run_watch(api: Api<RawObject>, informer: Weak<Informer>, synced: watch:
             watcher::Event::InitApply(o) => {
                 if let Some(f) = fresh.as_mut() {
                     let v = cached(o);
-                    f.insert(key_of(&v), Kept::at_rest(&v));
+                    let key = key_of(&v);
+                    let listed = Listed::of(v, |kept| {
+                        let cache = inf.cache.read();
+                        cache.objects.get(&key).is_some_and(|o| o.resource_version == kept.resource_version)
+                    });
+                    f.insert(key, listed);
                 }
             }
             watcher::Event::InitDone => {
@@ -535,8 +572,19 @@ mod tests {
                                      "resourceVersion": rv, "labels": labels}}))
     }
 
-    fn listed(objects: &[&Obj]) -> HashMap<ObjKey, Kept> {
-        objects.iter().map(|o| (key_of(o), Kept::at_rest(o))).collect()
+    /// A list as `run_watch` makes it, each object news to the cache (its tree kept) or not.
+    fn listed_against(cache: &Cache, objects: &[&Obj]) -> HashMap<ObjKey, Listed> {
+        let listed = |o: &Obj| {
+            let key = key_of(o);
+            let known = |k: &Kept| cache.objects.get(&key).is_some_and(|c| c.resource_version == k.resource_version);
+            (key.clone(), Listed::of(Value::clone(o), known))
+        };
+        objects.iter().map(|o| listed(o)).collect()
+    }
+
+    /// A list of objects whose trees were not kept: every change is decoded from the JSON.
+    fn listed(objects: &[&Obj]) -> HashMap<ObjKey, Listed> {
+        objects.iter().map(|o| (key_of(o), Listed { kept: Kept::at_rest(o), tree: None })).collect()
     }
 
     fn said(changes: &[Change]) -> Vec<(String, bool, bool, Option<String>)> {
@@ -624,6 +672,25 @@ mod tests {
         let listed = cache.relist(listed(&[&a2, &big("b", "3")]), false);
         assert_eq!(said(&listed).len(), HOT + 2, "the small ones deleted, b new; a unchanged");
         assert_eq!(cache.tree(&key_of(&big("b", "3"))), Some(big("b", "3")), "a listed object is kept packed");
+    }
+
+    #[test]
+    fn a_relist_tells_its_news_with_the_listed_trees_and_keeps_none_of_what_it_knew() {
+        let mut cache = Cache::default();
+        let (a1, b1) = (cm("a", "1", json!({})), cm("b", "2", json!({})));
+        let first = listed_against(&cache, &[&a1, &b1]);
+        assert!(first.values().all(|l| l.tree.is_some()), "an empty cache: all news");
+        let changes = cache.relist(first, true);
+        assert!(changes.iter().any(|c| c.object == a1), "a told, as listed");
+        let a2 = cm("a", "5", json!({}));
+        let second = listed_against(&cache, &[&a2, &b1]);
+        let tree = |name: &str| second.get(&key_of(&cm(name, "0", json!({})))).map(|l| l.tree.clone());
+        assert_eq!(tree("a"), Some(Some(a2.clone())), "a changed: its tree is the list's");
+        assert_eq!(tree("b"), Some(None), "b unchanged: no tree kept");
+        let changes = cache.relist(second, false);
+        assert_eq!(said(&changes), [("a".into(), false, false, Some("1".into()))]);
+        assert_eq!(changes[0].object, a2);
+        assert_eq!(cache.tree(&key_of(&a2)), Some(a2), "and the cache reads the new version");
     }
 
     #[test]
