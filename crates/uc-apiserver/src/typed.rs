@@ -75,7 +75,7 @@ pub struct Decoded {
 /// What decoding a built-in object found ([`Decoded`]), or the path and words of a field that does not
 /// read. None for a kind this server has no type for.
 ///
-/// Every write of a built-in kind comes here (a tenth of the API server's work in the 10^6-parent run,
+/// Every write of a built-in kind comes here (a tenth of the API server's work in the 100,000-parent run,
 /// issue 58), so the object is read in place: copied only when a quantity must be rewritten, and a
 /// path written out only for what is reported.
 pub fn decode(group: &str, version: &str, kind: &str, obj: &Value) -> Option<Result<Decoded, DecodeError>> {
