@@ -4,10 +4,11 @@
 //!
 //! It follows the revision log: every change wakes it, and it looks only at the objects the change
 //! concerns (the deleted owner's dependents, the object now being deleted, the owners of a deleted
-//! dependent). A periodic full pass catches anything a compaction hid and retries what failed; it reads
-//! what the store keeps beside each object's JSON (uid, owners, whether it is being deleted) and decodes
-//! only an object it has to act on, and it is spaced by its own cost ([`next_full_pass`]): over a million
-//! objects, a pass that decoded every dependent took a core (issue 58).
+//! dependent). A periodic full pass catches anything a compaction hid and retries what failed; it asks the
+//! store for its suspects ([`crate::storage::suspects::Suspects`]: the dependents of gone or going owners and the
+//! objects being deleted, found from the uid and owner indexes without reading an object), decodes only an
+//! object it has to act on, and is spaced by its own cost ([`next_full_pass`]): over a million objects, a
+//! pass that looked at every dependent took a core for seconds (issue 58).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -112,16 +113,17 @@ enum Item {
     CrdOf(GroupResource),
 }
 
-/// Looks at every owner's dependents and every object being deleted; when the next pass is due.
+/// Looks at every dependent of a gone or going owner and every object being deleted; when the next pass
+/// is due.
 async fn full_pass(app: &Arc<App>) -> tokio::time::Instant {
     let started = tokio::time::Instant::now();
-    for owner in app.store.referenced_owner_uids() {
-        process(app, Item::DependentsOf(owner)).await;
+    let suspects = app.store.gc_suspects();
+    tracing::debug!(dependents = suspects.dependents.len(), deleting = suspects.deleting.len(), "gc: a full pass");
+    for r in suspects.dependents {
+        process(app, Item::Dependent(r)).await;
     }
-    for gr in app.store.resource_types() {
-        for key in app.store.deleting(&gr) {
-            process(app, Item::Object((gr.clone(), key))).await;
-        }
+    for r in suspects.deleting {
+        process(app, Item::Object(r)).await;
     }
     let spent = started.elapsed();
     if spent > Duration::from_secs(1) {

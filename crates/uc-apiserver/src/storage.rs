@@ -27,6 +27,8 @@ pub use crate::kept::{Kept, rv_of};
 pub use crate::stored::{Obj, StoreError};
 use crate::wal::{Change, Wal};
 
+pub mod suspects;
+
 /// Most writes taken into one group commit.
 const MAX_BATCH: usize = 4096;
 
@@ -436,11 +438,6 @@ impl Store {
             return Vec::new();
         };
         set.iter().filter_map(|p| state.at(p)).collect()
-    }
-
-    /// Every owner uid that some object references.
-    pub fn referenced_owner_uids(&self) -> Vec<String> {
-        self.state.read().dependents.keys().map(|k| k.to_string()).collect()
     }
 
     /// Resource types that hold at least one object.

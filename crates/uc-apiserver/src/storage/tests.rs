@@ -288,7 +288,7 @@ async fn the_uid_and_owner_indexes_follow_updates_that_keep_or_change_them() {
     }
     store.write(Op::Delete { gr: gr(), key: "ns/a".into(), expect_rv: 0 }).await.unwrap();
     assert!(dependents_of("o3").is_empty() && store.lookup_uid("u2").is_none());
-    assert!(store.referenced_owner_uids().is_empty());
+    assert_eq!(store.gc_suspects(), suspects::Suspects::default(), "no owner index entry left");
 }
 
 #[tokio::test]
