@@ -134,11 +134,16 @@ impl Body {
     }
 }
 
-/// The trees of the objects changed last, at most [`HOT`]: a bounded window, so that memory grows
-/// with the objects' JSON, not with their trees.
+/// The trees of the objects changed last, at most [`HOT`] objects: a bounded window, so that memory grows
+/// with the objects' JSON, not with their trees. The window counts objects, not changes: a pod that
+/// changes five times on its way to ready stays in it while fewer than [`HOT`] other objects change
+/// (counting changes pushed 1,000 pods of one ReplicaSet out of it, each then written, packed and decoded
+/// again for every sync of the ReplicaSet).
 #[derive(Default)]
 struct Hot {
     trees: Map<ObjKey, (u64, Obj)>,
+    /// Objects by the number of their change, oldest first; an entry whose object changed again (or
+    /// left) since is stale, and skipped.
     order: std::collections::VecDeque<(u64, ObjKey)>,
     next: u64,
 }
@@ -153,13 +158,20 @@ impl Hot {
         self.trees.insert(key.clone(), (self.next, obj));
         self.order.push_back((self.next, key));
         let mut left = Vec::new();
-        while self.order.len() > HOT {
-            if let Some((n, k)) = self.order.pop_front()
-                && self.trees.get(&k).is_some_and(|(m, _)| *m == n)
+        while self.trees.len() > HOT
+            && let Some((n, k)) = self.order.pop_front()
+        {
+            if self.trees.get(&k).is_some_and(|(m, _)| *m == n)
                 && let Some((_, tree)) = self.trees.remove(&k)
             {
                 left.push((k, tree));
             }
+        }
+        // Stale entries go once they outnumber the trees: the order stays within twice the window, at a
+        // cost spread over the changes that made them.
+        if self.order.len() > 2 * HOT {
+            let trees = &self.trees;
+            self.order.retain(|(n, k)| trees.get(k).is_some_and(|(m, _)| m == n));
         }
         left
     }
@@ -636,7 +648,7 @@ mod tests {
         for o in &objects {
             cache.put(o.clone());
         }
-        assert!(cache.hot.trees.len() <= HOT && cache.hot.order.len() <= HOT, "the trees kept are bounded");
+        assert!(cache.hot.trees.len() <= HOT && cache.hot.order.len() <= 2 * HOT, "the trees kept are bounded");
         let decoded = cache.tree(&key_of(&first)).unwrap();
         assert!(!Arc::ptr_eq(&decoded, &first) && decoded == first, "an older one is decoded, the same object");
         let relabelled = cm("a", "3", json!({"x": "2"}));
@@ -646,6 +658,27 @@ mod tests {
         assert_eq!(cache.trees(cache.by_uid.get("u-o3")), vec![objects[3].clone()]);
         assert_eq!(cache.remove(&key_of(&relabelled)), Some(relabelled));
         assert!(cache.tree(&key_of(&first)).is_none() && !cache.by_uid.contains_key("u-a"));
+    }
+
+    #[test]
+    fn the_window_counts_objects_not_changes() {
+        let mut cache = Cache::default();
+        let first = cm("first", "1", json!({}));
+        cache.put(first.clone());
+        // Fewer objects than the window, each changed many times: all stay trees, none is written.
+        for round in 0..4 {
+            for i in 0..HOT - 1 {
+                cache.put(cm(&format!("o{i}"), &(round + 2).to_string(), json!({})));
+            }
+        }
+        assert!(Arc::ptr_eq(&cache.tree(&key_of(&first)).unwrap(), &first), "the first is still the tree it was");
+        assert!(cache.objects.values().all(|k| matches!(k.body, Body::InHot)), "nothing was written out");
+        assert!(cache.hot.order.len() <= 2 * HOT, "stale entries are dropped: {}", cache.hot.order.len());
+        // One more object: the one changed longest ago leaves the window.
+        cache.put(cm("last", "9", json!({})));
+        assert_eq!(cache.hot.trees.len(), HOT);
+        assert!(!matches!(cache.objects.get(&key_of(&first)).unwrap().body, Body::InHot), "first left, written");
+        assert_eq!(cache.tree(&key_of(&first)), Some(first), "and reads back the same");
     }
 
     #[test]
