@@ -12,6 +12,10 @@ heaptrack sees malloc only, so uc is built with the system allocator:
       --features cluster --target-dir target/heap
   python3 bench/heap_profile.py --uc target/heap/release/uc --parents 20000
 Needs heaptrack (apt-get install heaptrack) and the Python `kubernetes` client.
+
+With `--pods N` it profiles memory-bench's pod cycle instead: `uc up --history-seconds 20` with everything on
+(API server, engine, workload controllers, node agent) while a Deployment of N simulated pods becomes
+available; the heap at its highest point is attributed per pod.
 """
 import argparse
 import collections
@@ -29,11 +33,14 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def start_up(uc: str, out: pathlib.Path, data: str) -> tuple[subprocess.Popen, str]:
+SCALING_FLAGS = ["--no-engine", "--no-node", "--in-memory"]
+POD_CYCLE_FLAGS = ["--history-seconds", "20"]
+
+
+def start_up(uc: str, out: pathlib.Path, data: str, flags: list[str]) -> tuple[subprocess.Popen, str]:
     """`uc up` under heaptrack; its kubeconfig once it prints it."""
     p = subprocess.Popen(
-        ["heaptrack", "-o", str(out / "up"), uc, "up", "--port", "0", "--data-dir", data,
-         "--no-engine", "--no-node", "--in-memory"],
+        ["heaptrack", "-o", str(out / "up"), uc, "up", "--port", "0", "--data-dir", data, *flags],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     for line in p.stdout:
         if line.startswith("export KUBECONFIG="):
@@ -179,11 +186,57 @@ def report(name: str, out: pathlib.Path, objects: int) -> str:
     return text
 
 
+def deployment(pods: int) -> str:
+    """memory-bench's Deployment of simulated pods."""
+    return json.dumps({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "churn", "namespace": "default"},
+        "spec": {"replicas": pods, "selector": {"matchLabels": {"app": "churn"}},
+                 "template": {"metadata": {"labels": {"app": "churn"}},
+                              "spec": {"containers": [{"name": "main", "image": "alpine",
+                                                       "command": ["sleep", "infinity"]}]}}}})
+
+
+def available(kc: str, pods: int, timeout: float) -> float:
+    """Seconds until the Deployment has `pods` available replicas."""
+    start = time.time()
+    while time.time() - start < timeout:
+        d = json.loads(kubectl(kc, "get", "deployment", "churn", "-o", "json"))
+        if (d.get("status") or {}).get("availableReplicas") == pods:
+            return time.time() - start
+        time.sleep(0.5)
+    raise SystemExit("the pods were not available in time")
+
+
+def pod_cycle(out: pathlib.Path) -> str:
+    """`uc up` with everything on, under heaptrack, while a Deployment of `--pods` pods becomes available."""
+    with tempfile.TemporaryDirectory() as data:
+        up, kc = start_up(ARGS.uc, out, data, POD_CYCLE_FLAGS)
+        try:
+            wait_served(kc, "pods")
+            time.sleep(3)
+            kubectl(kc, "apply", "-f", "-", stdin=deployment(ARGS.pods))
+            took = available(kc, ARGS.pods, ARGS.timeout)
+            peaks = f"{ARGS.pods} pods available after {took:.1f} s; VmHWM: uc up {hwm_mb(pid_of(' up --port 0')):.1f} MB " \
+                    "(under heaptrack)\n"
+        finally:
+            try:
+                os.kill(pid_of(" up --port 0"), signal.SIGTERM)
+            except (SystemExit, OSError):
+                pass
+            up.wait(timeout=900)
+    return peaks + report("up", out, ARGS.pods)
+
+
 def main() -> None:
     out = pathlib.Path(ARGS.out)
     out.mkdir(parents=True, exist_ok=True)
+    if ARGS.pods:
+        text = pod_cycle(out)
+        (out / "report.txt").write_text(text)
+        print(text)
+        return
     with tempfile.TemporaryDirectory() as data:
-        up, kc = start_up(ARGS.uc, out, data)
+        up, kc = start_up(ARGS.uc, out, data, SCALING_FLAGS)
         tracers = [up]
         try:
             wait_served(kc, "namespaces")
@@ -215,6 +268,7 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--uc", required=True, help="uc built with the system allocator (see above)")
     ap.add_argument("--parents", type=int, default=20000)
+    ap.add_argument("--pods", type=int, default=0, help="profile a Deployment of this many pods instead")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--out", default="target/heap-profile")
     ARGS = ap.parse_args()

@@ -58,7 +58,9 @@ use allowlist::Allowlist;
 pub use context::NodeOptions;
 use context::{Ctx, Ips, SharedIps};
 use pod::PodProcesses;
-use pod_api::{bind, finish_deletion, has_status, is_deleting, key_of, patch_status, pod_ip, spec, uid};
+use pod_api::{
+    bind, finish_deletion, has_status, is_deleting, key_of, name, namespace, patch_status, pod_ip, spec, uid,
+};
 use prepare::{ephemeral_names, prepare_ephemeral, prepare_pod, refresh_volumes, update_images};
 use server::{PodEntry, Pods};
 
@@ -532,7 +534,7 @@ async fn prepare_until_ready(
             Err((reason, message)) => {
                 let status = status::waiting_status(&pod, ip, &reason, &message);
                 if !has_status(&pod, &status) {
-                    let _ = patch_status(&ctx.client, &pod, &status).await;
+                    let _ = patch_status(&ctx.client, (namespace(&pod), name(&pod)), &status).await;
                 }
                 tokio::select! {
                     changed = rx.changed() => if changed.is_err() { return None },
@@ -597,7 +599,7 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Pod>>) {
         let states = procs.states.lock().clone();
         let status = status::pod_status(&pod, &states, &ip);
         if !has_status(&pod, &status)
-            && let Err(e) = patch_status(&ctx.client, &pod, &status).await
+            && let Err(e) = patch_status(&ctx.client, (namespace(&pod), name(&pod)), &status).await
         {
             if matches!(&e, kube::Error::Api(s) if s.code == 404) {
                 if !ctx.shutting_down.load(Ordering::Acquire) {

@@ -77,9 +77,15 @@ pub(crate) fn has_status(pod: &Pod, status: &PodStatus) -> bool {
     pod.status.as_ref().is_some_and(|s| serde_json::to_value(s).ok() == serde_json::to_value(status).ok())
 }
 
-pub(crate) async fn patch_status(client: &kube::Client, pod: &Pod, status: &PodStatus) -> Result<(), kube::Error> {
-    let api: Api<Pod> = Api::namespaced(client.clone(), namespace(pod));
-    api.patch_status(name(pod), &PatchParams::default(), &Patch::Merge(&json!({"status": status}))).await.map(|_| ())
+/// Writes a pod's status, naming the pod by namespace and name: a caller need not hold the pod while the
+/// write is under way (a newer version may arrive meanwhile, and a node of 1,000 pods would hold two).
+pub(crate) async fn patch_status(
+    client: &kube::Client,
+    (namespace, name): (&str, &str),
+    status: &PodStatus,
+) -> Result<(), kube::Error> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&json!({"status": status}))).await.map(|_| ())
 }
 
 /// How long a pod stays Terminating at least. A kubelet takes about this long to tear a pod down; a

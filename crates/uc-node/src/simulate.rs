@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::{
 use tokio::sync::watch;
 
 use crate::context::SharedIps;
-use crate::pod_api::{finish_deletion, has_status, is_deleting, name, patch_status, pod_ip, spec, uid};
+use crate::pod_api::{finish_deletion, has_status, is_deleting, name, namespace, patch_status, pod_ip, spec, uid};
 use crate::status::time;
 
 /// Annotation: seconds from creation until containers start (default 0.2).
@@ -236,13 +236,17 @@ pub(crate) async fn run_pod(client: kube::Client, mut rx: watch::Receiver<Arc<Po
         }
         let ip = ips.get(uid(&pod), pod_ip(&pod));
         let (status, next) = simulate(&pod, &ip, Utc::now());
-        if !has_status(&pod, &status)
-            && let Err(e) = patch_status(&client, &pod, &status).await
+        let write = (!has_status(&pod, &status)).then(|| (namespace(&pod).to_string(), name(&pod).to_string()));
+        // Let go of the pod before writing: the version the write brings arrives meanwhile, and the node
+        // keeps one version of each pod, not two (issue 58).
+        drop(pod);
+        if let Some((namespace, name)) = &write
+            && let Err(e) = patch_status(&client, (namespace, name), &status).await
         {
             if matches!(&e, kube::Error::Api(s) if s.code == 404) {
                 return;
             }
-            tracing::debug!(pod = %name(&pod), error = %crate::pod_api::said(&e), "status update failed; retrying");
+            tracing::debug!(pod = %name, error = %crate::pod_api::said(&e), "status update failed; retrying");
             tokio::time::sleep(Duration::from_millis(200)).await;
             continue;
         }
