@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use crate::allowlist::Allowlist;
+use crate::held_pod::HeldPod;
 use crate::network::{Network, PodCidr};
 use crate::pod::PodProcesses;
 use crate::server::Pods;
@@ -143,14 +144,14 @@ pub(crate) struct Ctx {
 #[derive(Default)]
 pub(crate) struct Started {
     closed: bool,
-    pods: HashMap<String, (Arc<PodProcesses>, watch::Receiver<Arc<Pod>>)>,
+    pods: HashMap<String, (Arc<PodProcesses>, watch::Receiver<Arc<HeldPod>>)>,
 }
 
 impl Started {
     /// Starts a pod's processes with `start` and records them, unless the node is stopping.
     pub(crate) fn start(
         &mut self,
-        rx: &watch::Receiver<Arc<Pod>>,
+        rx: &watch::Receiver<Arc<HeldPod>>,
         uid: &str,
         start: impl FnOnce() -> Arc<PodProcesses>,
     ) -> Option<Arc<PodProcesses>> {
@@ -170,7 +171,7 @@ impl Started {
     /// Closes the table: the pods started so far, each with the latest copy of it.
     pub(crate) fn close(&mut self) -> Vec<(Arc<PodProcesses>, Arc<Pod>)> {
         self.closed = true;
-        self.pods.values().map(|(p, rx)| (p.clone(), rx.borrow().clone())).collect()
+        self.pods.values().map(|(p, rx)| (p.clone(), rx.borrow().pod())).collect()
     }
 }
 
@@ -210,7 +211,7 @@ mod tests {
         let mut started = Started::default();
         let mut pod = Pod::default();
         pod.metadata.uid = Some("a".into());
-        let (_tx, rx) = watch::channel(Arc::new(pod));
+        let (_tx, rx) = watch::channel(Arc::new(HeldPod::of(&pod)));
         let procs = || {
             let dir = std::env::temp_dir().join("uc-started-test");
             PodProcesses::start(

@@ -30,6 +30,7 @@ pub mod dns;
 pub mod env;
 pub mod events;
 pub mod exec;
+mod held_pod;
 pub mod host_ports;
 pub mod invalid;
 pub mod lease;
@@ -57,6 +58,7 @@ pub use simulate::{EXIT_CODE, READY_DELAY, RUN_SECONDS, START_DELAY, simulate};
 use allowlist::Allowlist;
 pub use context::NodeOptions;
 use context::{Ctx, Ips, SharedIps};
+use held_pod::HeldPod;
 use pod::PodProcesses;
 use pod_api::{
     bind, finish_deletion, has_status, is_deleting, key_of, name, namespace, patch_status, pod_ip, spec, uid,
@@ -312,7 +314,7 @@ async fn register(client: &kube::Client, name: &str, kubelet_port: u16) -> anyho
 
 async fn run(ctx: Arc<Ctx>) {
     let pods: Api<Pod> = Api::all(ctx.client.clone());
-    let mut workers: HashMap<String, watch::Sender<Arc<Pod>>> = HashMap::new();
+    let mut workers: HashMap<String, watch::Sender<Arc<HeldPod>>> = HashMap::new();
     let mut listed: Option<HashSet<String>> = None;
     // New pods seen while (re)listing: they start once every listed pod's address is taken.
     let mut deferred: Vec<Pod> = Vec::new();
@@ -336,7 +338,7 @@ async fn run(ctx: Arc<Ctx>) {
                 // this node no longer has.
                 if let Some(seen) = listed.take() {
                     workers.retain(|uid, _| seen.contains(uid));
-                    ctx.pods.lock().retain(|_, e| seen.contains(uid(&e.pod)));
+                    ctx.pods.lock().retain(|_, e| seen.contains(e.pod.uid()));
                     tokio::spawn(collect_garbage(ctx.options.pods_dir.clone(), seen, ctx.options.network));
                 }
                 for v in std::mem::take(&mut deferred) {
@@ -380,23 +382,21 @@ async fn run(ctx: Arc<Ctx>) {
     }
 }
 
-/// A pod as the node keeps it (every worker keeps its pod's last version): without `managedFields`,
-/// which nothing here reads (as `FieldsV1` trees, 60 % of a decoded pod), and copied, because a copy's
-/// vectors are sized to their members while decoding grew them by doubling (a pod's one container sat
-/// in room for four, 8.6 KB where 2.1 KB hold it).
+/// A pod as the node reads it: without `managedFields`, which nothing here reads (as `FieldsV1` trees,
+/// 60 % of a decoded pod). It is held as JSON between uses ([`HeldPod`]).
 fn lean(mut pod: Pod) -> Pod {
     pod.metadata.managed_fields = None;
-    pod.clone()
+    pod
 }
 
 /// Hands a pod of this node to its worker, starting one for a new pod.
-fn start_worker(ctx: &Arc<Ctx>, workers: &mut HashMap<String, watch::Sender<Arc<Pod>>>, pod: Pod) {
+fn start_worker(ctx: &Arc<Ctx>, workers: &mut HashMap<String, watch::Sender<Arc<HeldPod>>>, pod: Pod) {
     // One copy of the pod, shared by the node's table and its worker.
-    let v = Arc::new(pod);
-    let uid = uid(&v).to_string();
+    let v = Arc::new(HeldPod::of(&pod));
+    let uid = v.uid().to_string();
     {
         let mut pods = ctx.pods.lock();
-        let entry = pods.entry(key_of(&v)).or_insert_with(|| PodEntry {
+        let entry = pods.entry(key_of(&pod)).or_insert_with(|| PodEntry {
             pod: v.clone(),
             real: false,
             procs: None,
@@ -409,8 +409,8 @@ fn start_worker(ctx: &Arc<Ctx>, workers: &mut HashMap<String, watch::Sender<Arc<
             let _ = tx.send(v);
         }
         None => {
-            let real = runs_as_processes(&v, &ctx.options.allowlist);
-            if let Some(e) = ctx.pods.lock().get_mut(&key_of(&v)) {
+            let real = runs_as_processes(&pod, &ctx.options.allowlist);
+            if let Some(e) = ctx.pods.lock().get_mut(&key_of(&pod)) {
                 e.real = real;
             }
             let (tx, rx) = watch::channel(v);
@@ -432,7 +432,7 @@ fn forget(ctx: &Ctx, pod: &Pod) {
     // A deleted pod's address is free again (simulated pods' workers never hand theirs back).
     ctx.ips.lock().forget(uid);
     let mut pods = ctx.pods.lock();
-    if pods.get(&key_of(pod)).is_some_and(|e| pod_api::uid(&e.pod) == uid) {
+    if pods.get(&key_of(pod)).is_some_and(|e| e.pod.uid() == uid) {
         pods.remove(&key_of(pod));
     }
 }
@@ -513,13 +513,13 @@ fn runs_as_processes(pod: &Pod, allow: &Allowlist) -> bool {
 /// ContainerCreating and trying again on a change or every 2 s; `None` when the pod goes first.
 async fn prepare_until_ready(
     ctx: &Ctx,
-    rx: &mut watch::Receiver<Arc<Pod>>,
+    rx: &mut watch::Receiver<Arc<HeldPod>>,
     uid: &str,
     ip: &str,
     pod_dir: &std::path::Path,
 ) -> Option<prepare::PreparedPod> {
     loop {
-        let pod = rx.borrow_and_update().clone();
+        let pod = rx.borrow_and_update().pod();
         if is_deleting(&pod) && !container_dirs_exist(pod_dir) {
             finish_deletion(&ctx.client, &pod).await;
             release(ctx, uid, pod_dir).await;
@@ -545,8 +545,8 @@ async fn prepare_until_ready(
     }
 }
 
-async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Pod>>) {
-    let first = rx.borrow().clone();
+async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<HeldPod>>) {
+    let first = rx.borrow().pod();
     let uid = uid(&first).to_string();
     let key = key_of(&first);
     let ip = ctx.ips.lock().get(&uid, pod_ip(&first));
@@ -564,7 +564,7 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Pod>>) {
     // Closed when the worker ends with its pod.
     let _host_ports = (ctx.options.network.bridged() && !pod_api::host_network(&first))
         .then(|| ip.parse().ok().map(|addr| host_ports::serve(&first, addr)));
-    if let Some(e) = ctx.pods.lock().get_mut(&key).filter(|e| pod_api::uid(&e.pod) == uid) {
+    if let Some(e) = ctx.pods.lock().get_mut(&key).filter(|e| e.pod.uid() == uid) {
         e.procs = Some(procs.clone());
         e.ip = ip.clone();
     }
@@ -572,7 +572,7 @@ async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Pod>>) {
     let mut running = first.clone();
     let mut ephemeral: Vec<String> = Vec::new();
     loop {
-        let pod = rx.borrow_and_update().clone();
+        let pod = rx.borrow_and_update().pod();
         if spec(&pod).containers != spec(&running).containers {
             update_images(&ctx, &procs, &running, &pod, &ip, &pod_dir).await;
             running = pod.clone();

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 
 use crate::context::Ctx;
 use crate::exec::ExecTarget;
+use crate::held_pod::HeldPod;
 use crate::pod::{PodProcesses, Prepared, Unprepared};
 use crate::pod_api::{name, namespace, spec, uid};
 use crate::{allowlist, container, env, sandbox, volumes};
@@ -430,8 +431,13 @@ fn as_container(e: &EphemeralContainer) -> Container {
 }
 
 /// Keeps a pod's node-written volumes current: rewritten when a source or the pod changes.
-pub(crate) async fn refresh_volumes(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<Pod>>, ip: String, pod_dir: PathBuf) {
-    let pod = rx.borrow().clone();
+pub(crate) async fn refresh_volumes(
+    ctx: Arc<Ctx>,
+    mut rx: watch::Receiver<Arc<HeldPod>>,
+    ip: String,
+    pod_dir: PathBuf,
+) {
+    let pod = rx.borrow().pod();
     if !spec(&pod).volumes.iter().flatten().any(volumes::is_projected) {
         return;
     }
@@ -470,7 +476,7 @@ pub(crate) async fn refresh_volumes(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<P
             changed = rx.changed() => if changed.is_err() { return },
             _ = tokio::time::sleep_until(renew_at), if token_source(&pod).is_some() => renewing = true,
         }
-        let pod = rx.borrow().clone();
+        let pod = rx.borrow().pod();
         if renewing {
             renew_at = tokio::time::Instant::now() + retry;
             if let Some((t, renew)) = service_account_token(&ctx, &pod).await {

@@ -18,6 +18,7 @@ use hyper_util::rt::TokioIo;
 use k8s_openapi::api::core::v1::Pod;
 use parking_lot::Mutex;
 
+use crate::held_pod::HeldPod;
 use crate::logs::{ReadOptions, Renderer};
 use crate::pod::PodProcesses;
 use crate::response::{Body, empty, error, full};
@@ -27,7 +28,7 @@ use crate::{exec, portforward, ws};
 #[derive(Clone)]
 pub struct PodEntry {
     /// The pod as last seen (shared with its worker).
-    pub pod: Arc<Pod>,
+    pub pod: Arc<HeldPod>,
     /// Its images are allowlisted: it runs processes (once they are started).
     pub real: bool,
     /// Its processes, once started.
@@ -166,8 +167,9 @@ fn exec_or_attach(
     container: &str,
     query: &[(String, String)],
 ) -> Response<Body> {
-    let name = crate::pod_api::name(&e.pod).to_string();
-    if !has_container(&e.pod, container) {
+    let pod = e.pod.pod();
+    let name = crate::pod_api::name(&pod).to_string();
+    if !has_container(&pod, container) {
         return error(StatusCode::BAD_REQUEST, &format!("container {container} is not valid for pod {name}"));
     }
     let Some(procs) = e.procs else {
@@ -194,7 +196,7 @@ fn exec_or_attach(
     }
     let dir = procs.container_dir(container);
     let run = procs.current_run(container).unwrap_or(0);
-    let containers = &crate::pod_api::spec(&e.pod).containers;
+    let containers = &crate::pod_api::spec(&pod).containers;
     let stdin = containers.iter().any(|c| c.name == container && c.stdin == Some(true));
     let fifo = stdin.then(|| dir.stdin_fifo());
     let (procs, name) = (procs.clone(), container.to_string());
@@ -208,7 +210,7 @@ fn port_forward(req: Request<Incoming>, e: PodEntry, name: &str, query: &[(Strin
     if e.procs.is_none() {
         return not_started(&e, name, "", "listening to forward to");
     }
-    let uid = crate::pod_api::uid(&e.pod);
+    let uid = e.pod.uid();
     let namespace = (!uid.is_empty() && crate::network::namespace_path(uid).exists()).then(|| uid.to_string());
     let (pod, ip) = (name.to_string(), portforward::Target { ip: e.ip.clone(), namespace });
     if ws::is_websocket(&req) {
@@ -275,8 +277,9 @@ fn spdy_upgrade(mut req: Request<Incoming>, pod: String, ip: portforward::Target
 }
 
 fn logs(e: PodEntry, container: &str, query: &[(String, String)]) -> Response<Body> {
-    let name = crate::pod_api::name(&e.pod).to_string();
-    if !has_container(&e.pod, container) {
+    let pod = e.pod.pod();
+    let name = crate::pod_api::name(&pod).to_string();
+    if !has_container(&pod, container) {
         return error(StatusCode::BAD_REQUEST, &format!("container {container} is not valid for pod {name}"));
     }
     let options = match ReadOptions::from_query(query, chrono::Utc::now()) {
