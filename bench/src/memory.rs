@@ -47,6 +47,11 @@ struct Args {
     /// `uc up --history-seconds`: how long history is kept (the RSS after a cycle is read once it passed).
     #[arg(long, default_value_t = 20)]
     history_seconds: u64,
+    /// `uc up --event-ttl` in seconds (default: as long as the history): the Events a cycle's pods leave
+    /// expire before the RSS after it is read. uc's default keeps them an hour, as kube-apiserver does,
+    /// so twenty cycles would otherwise measure 40,000 Events. Builds without the flag run without it.
+    #[arg(long)]
+    event_ttl_seconds: Option<u64>,
     /// ConfigMaps created per cycle against the API server alone (0 skips that part).
     #[arg(long, default_value_t = 10_000)]
     configmaps: usize,
@@ -128,9 +133,27 @@ fn deployment(replicas: i32) -> Result<Deployment> {
     }))?)
 }
 
+/// The Events' TTL the pod cycles run with.
+fn event_ttl(args: &Args) -> u64 {
+    args.event_ttl_seconds.unwrap_or(args.history_seconds)
+}
+
+/// Whether `uc up` of this build takes `flag` (an older build compared as a variant may not).
+fn takes_flag(bin: &Path, flag: &str) -> bool {
+    std::process::Command::new(bin)
+        .args(["up", "--help"])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(flag))
+}
+
 async fn pod_churn(args: &Args, label: &str, bin: &Path, cycles: usize) -> Result<Churn> {
     let history = args.history_seconds.to_string();
-    let uc = cluster::start(bin, &["--history-seconds", &history])?;
+    let ttl = format!("{}s", event_ttl(args));
+    let mut flags = vec!["--history-seconds", &history];
+    if takes_flag(bin, "--event-ttl") {
+        flags.extend(["--event-ttl", &ttl]);
+    }
+    let uc = cluster::start(bin, &flags)?;
     let client = uc.client().await?;
     let pid = uc.pid();
     let timeout = Duration::from_secs(args.timeout);
@@ -299,12 +322,14 @@ async fn main() -> Result<()> {
     section.push_str(&format!(
         "Measured {} on this machine ({} cores), one run. \
          `uc up` with everything on (API server, engine, workload controllers, node agent) and \
-         `--history-seconds {}`; per cycle a Deployment of {} simulated pods is created, made available and \
-         deleted. Peak is `VmHWM` from the cycle's start until every pod is available; \"after\" is `VmRSS` \
-         once the pods are gone and the retention window has passed.\n\n",
+         `--history-seconds {} --event-ttl {}s` (the Events a cycle's pods leave expire with its history; uc's \
+         default keeps them an hour, as kube-apiserver does); per cycle a Deployment of {} simulated pods is \
+         created, made available and deleted. Peak is `VmHWM` from the cycle's start until every pod is \
+         available; \"after\" is `VmRSS` once the pods are gone and the retention window has passed.\n\n",
         report::today(),
         report::cores(),
         args.history_seconds,
+        event_ttl(&args),
         args.pods
     ));
     for churn in &series {

@@ -75,3 +75,32 @@ def test_kubectl_auth_whoami_and_can_i(cluster):
     # Asked on behalf of an account without roles (test_rbac.py covers accounts with roles).
     r = cluster.kubectl("auth", "can-i", "list", "pods", "--as=system:serviceaccount:default:sa", check=False)
     assert (r.returncode, r.stdout.strip()) == (1, "no"), r.stdout + r.stderr
+
+
+def test_an_event_expires_its_ttl_after_its_last_write(make_cluster):
+    """kube-apiserver's `--event-ttl`: an Event is deleted that long after its last write (not its first),
+    and watchers see it go. Observed on a watch from the Event's first resourceVersion; the deletion may
+    come late on a slow machine, never early."""
+    import time
+    from kubernetes import client, watch
+
+    ttl = 3.0
+    c = make_cluster(["--event-ttl", f"{ttl:g}s"])
+    core = client.CoreV1Api(c.api_client())
+    body = {"metadata": {"name": "expiring"}, "involvedObject": {"kind": "Namespace", "name": "default"},
+            "reason": "Testing", "message": "first", "type": "Normal", "count": 1}
+    first = core.create_namespaced_event("default", body)
+    time.sleep(ttl / 2)
+    updated = core.patch_namespaced_event("expiring", "default", {"message": "again", "count": 2})
+    written_last = time.time()
+    seen = []
+    stream = watch.Watch().stream(core.list_namespaced_event, "default", field_selector="metadata.name=expiring",
+                                  resource_version=first.metadata.resource_version, timeout_seconds=60)
+    for ev in stream:
+        seen.append((ev["type"], ev["object"].metadata.resource_version, time.time()))
+        if ev["type"] == "DELETED":
+            break
+    assert [t for t, _, _ in seen] == ["MODIFIED", "DELETED"], seen
+    assert seen[0][1] == updated.metadata.resource_version, "the update is seen before the deletion"
+    assert seen[1][2] >= written_last + ttl - 0.5, f"deleted {seen[1][2] - written_last:.1f} s after its last write"
+    assert int(seen[1][1]) > int(updated.metadata.resource_version)

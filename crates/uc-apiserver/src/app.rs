@@ -48,6 +48,8 @@ pub struct Config {
     pub shares: crate::fairness::Shares,
     /// At most this many client connections open at once (more are closed as they come).
     pub max_connections: usize,
+    /// How long an Event lives after its last write (kube-apiserver's `--event-ttl`).
+    pub event_ttl: std::time::Duration,
 }
 
 impl Config {
@@ -67,6 +69,7 @@ impl Config {
             pod_security: Default::default(),
             shares: Default::default(),
             max_connections: 4096,
+            event_ttl: crate::event_ttl::DEFAULT_TTL,
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod component_status;
 pub mod discovery;
 pub mod ephemeral;
 pub mod error;
+pub mod event_ttl;
 pub mod fairness;
 pub mod fuzzing;
 pub mod gc;

@@ -108,6 +108,9 @@ pub struct UpArgs {
     /// kube-apiserver's `--request-timeout`).
     #[arg(long, default_value = "60s", value_parser = uc_api::controller::parse_duration)]
     request_timeout: std::time::Duration,
+    /// How long an Event lives after its last write (kube-apiserver's `--event-ttl`).
+    #[arg(long, default_value = "1h", value_parser = uc_api::controller::parse_duration)]
+    event_ttl: std::time::Duration,
     /// At most this many client connections open at once; one more is closed at once, so that no
     /// client can exhaust the process's file descriptors.
     #[arg(long, default_value_t = 4096)]
@@ -217,6 +220,7 @@ fn server_config(
     config.audit_log_path = args.audit_log_path.clone();
     config.request_timeout = args.request_timeout;
     config.max_connections = args.max_connections;
+    config.event_ttl = args.event_ttl;
     // Ready once everything below runs (the control plane's API served, the node registered).
     config.hold_readiness = true;
     config.durable = !args.in_memory;
