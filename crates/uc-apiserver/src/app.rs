@@ -69,7 +69,8 @@ impl Config {
             pod_security: Default::default(),
             shares: Default::default(),
             max_connections: 4096,
-            event_ttl: crate::event_ttl::DEFAULT_TTL,
+            // kube-apiserver's `--event-ttl` default.
+            event_ttl: std::time::Duration::from_secs(3600),
         }
     }
 }

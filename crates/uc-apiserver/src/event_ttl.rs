@@ -20,9 +20,6 @@ use uc_api::GroupResource;
 use crate::app::App;
 use crate::storage::{EventType, Op, StoreError};
 
-/// kube-apiserver's `--event-ttl` default.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(3600);
-
 /// When each Event expires.
 #[derive(Debug)]
 struct Expiry {
