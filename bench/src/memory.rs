@@ -38,7 +38,7 @@ struct Args {
     /// Pod churn cycles of the main binary.
     #[arg(long, default_value_t = 20)]
     cycles: usize,
-    /// Pod churn cycles of each variant.
+    /// Pod churn cycles of each variant, and of the main binary with uc's default settings.
     #[arg(long, default_value_t = 3)]
     variant_cycles: usize,
     /// Pods per cycle.
@@ -85,7 +85,17 @@ struct Cycle {
 struct Churn {
     label: String,
     idle: u64,
+    idle_anon: u64,
     cycles: Vec<Cycle>,
+}
+
+/// The settings of `uc up` a series runs with.
+#[derive(Clone, Copy, PartialEq)]
+enum Settings {
+    /// History kept `--history-seconds`, Events as long (the measure of the targets).
+    Short,
+    /// uc's own defaults: history 300 s, Events an hour (reported beside the targets).
+    Defaults,
 }
 
 /// Resets the process's peak RSS (`VmHWM`) to its current RSS.
@@ -146,12 +156,15 @@ fn takes_flag(bin: &Path, flag: &str) -> bool {
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(flag))
 }
 
-async fn pod_churn(args: &Args, label: &str, bin: &Path, cycles: usize) -> Result<Churn> {
+async fn pod_churn(args: &Args, label: &str, bin: &Path, cycles: usize, settings: Settings) -> Result<Churn> {
     let history = args.history_seconds.to_string();
     let ttl = format!("{}s", event_ttl(args));
-    let mut flags = vec!["--history-seconds", &history];
-    if takes_flag(bin, "--event-ttl") {
-        flags.extend(["--event-ttl", &ttl]);
+    let mut flags = Vec::new();
+    if settings == Settings::Short {
+        flags.extend(["--history-seconds", &history]);
+        if takes_flag(bin, "--event-ttl") {
+            flags.extend(["--event-ttl", &ttl]);
+        }
     }
     let uc = cluster::start(bin, &flags)?;
     let client = uc.client().await?;
@@ -162,7 +175,8 @@ async fn pod_churn(args: &Args, label: &str, bin: &Path, cycles: usize) -> Resul
     wait_for("the node", timeout, || async { Ok(pods.list(&ListParams::default()).await.is_ok()) }).await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let idle = cluster::status_bytes(pid, "VmRSS");
-    let mut out = Churn { label: label.to_string(), idle, cycles: Vec::new() };
+    let idle_anon = cluster::status_bytes(pid, "RssAnon");
+    let mut out = Churn { label: label.to_string(), idle, idle_anon, cycles: Vec::new() };
     for n in 1..=cycles {
         reset_peak(pid);
         deployments.create(&PostParams::default(), &deployment(args.pods)?).await?;
@@ -271,7 +285,7 @@ async fn configmap_churn(args: &Args, uc: &Uc) -> Result<(u64, Vec<ConfigMapCycl
 fn churn_table(churn: &Churn) -> String {
     let mut s = String::from("| cycle | available after | peak RSS | RSS after | of it anonymous | history events |\n");
     s.push_str("| --- | --- | --- | --- | --- | --- |\n");
-    s.push_str(&format!("| idle | | | {:.1} MB | | |\n", mb(churn.idle)));
+    s.push_str(&format!("| idle | | | {:.1} MB | {:.1} MB | |\n", mb(churn.idle), mb(churn.idle_anon)));
     for (i, c) in churn.cycles.iter().enumerate() {
         s.push_str(&format!(
             "| {} | {:.1} s | {:.1} MB | {:.1} MB | {:.1} MB | {} |\n",
@@ -284,6 +298,22 @@ fn churn_table(churn: &Churn) -> String {
         ));
     }
     s
+}
+
+/// The label of the series with uc's default settings.
+const DEFAULTS: &str = "uc with its default settings";
+
+/// The series run with uc's default settings: beside the targets, which are set with history kept 20 s.
+fn defaults_section(churn: &Churn, pods: i32) -> String {
+    let peak = churn.cycles.iter().map(|c| c.peak).max().unwrap_or(0);
+    format!(
+        "### {DEFAULTS}\n\n`uc up` without `--history-seconds` or `--event-ttl`: history kept 300 s and Events an \
+         hour, as kube-apiserver keeps them, so \"after\" still holds the cycles' history and Events.\n\n{}\n\
+         Peak {:.1} MB with {pods} pods with the default settings (reported beside the target, which is set with \
+         history kept 20 s).\n\n",
+        churn_table(churn),
+        mb(peak)
+    )
 }
 
 /// The verdict on a series: growth of the RSS after a cycle relative to the first, and the peak.
@@ -313,12 +343,17 @@ async fn main() -> Result<()> {
     let mut section = String::from(
         "## Memory under churn (`cargo build --profile dist -p uc -p uc-bench && target/dist/memory-bench`)\n\n",
     );
-    let main = pod_churn(&args, "uc", &args.uc, args.cycles).await?;
+    let main = pod_churn(&args, "uc", &args.uc, args.cycles, Settings::Short).await?;
     let mut series = vec![main];
     for v in &args.variant {
         let (label, path) = v.split_once('=').with_context(|| format!("--variant {v:?}: expected label=path"))?;
-        series.push(pod_churn(&args, label, &PathBuf::from(path), args.variant_cycles).await?);
+        series.push(pod_churn(&args, label, &PathBuf::from(path), args.variant_cycles, Settings::Short).await?);
     }
+    let defaults = if args.variant_cycles > 0 {
+        Some(pod_churn(&args, DEFAULTS, &args.uc, args.variant_cycles, Settings::Defaults).await?)
+    } else {
+        None
+    };
     section.push_str(&format!(
         "Measured {} on this machine ({} cores), one run. \
          `uc up` with everything on (API server, engine, workload controllers, node agent) and \
@@ -338,6 +373,9 @@ async fn main() -> Result<()> {
         section.push('\n');
         section.push_str(&verdict(churn, args.pods));
         section.push('\n');
+    }
+    if let Some(churn) = &defaults {
+        section.push_str(&defaults_section(churn, args.pods));
     }
     if args.configmaps > 0 {
         let uc = cluster::start(
