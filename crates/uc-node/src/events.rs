@@ -4,7 +4,7 @@
 //! Recorded as client-go's recorder does: an Event that repeats within ten minutes is not written
 //! again, its `count` and `lastTimestamp` are (the correlator's aggregation).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Event, ObjectReference, Pod};
@@ -17,6 +17,11 @@ use crate::pod_api::{name, namespace, uid};
 
 /// Repeats within this long are counted on the first Event instead of written anew.
 const AGGREGATE_FOR: Duration = Duration::from_secs(600);
+
+/// Most Events remembered for counting repeats, the oldest forgotten first: client-go's event correlator
+/// keeps an LRU cache of 4,096. Unbounded, the node remembered every Event of the last ten minutes (five
+/// per pod: ~1.4 MB for each 1,000 pods that came and went, and a scan of all of them per Event).
+const REMEMBERED: usize = 4096;
 
 /// Something that happened to a pod or one of its containers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -129,18 +134,58 @@ pub fn event(pod: &Pod, h: &Happened, by: &Reporter, name: String, now: Time) ->
 /// What makes Events the same: (pod uid, container, reason, message).
 type Key = (String, Option<String>, &'static str, String);
 
+/// The Events written lately, to count repeats on: at most [`REMEMBERED`], none older than
+/// [`AGGREGATE_FOR`].
+#[derive(Default)]
+struct Recent {
+    /// (pod uid, container, reason, message) → (the Event's name, its count).
+    events: HashMap<Key, (String, i32)>,
+    /// The keys in the order their Events were first written.
+    order: VecDeque<(Instant, Key)>,
+}
+
+impl Recent {
+    /// Counts a repeat of `key`'s Event: its name and new count, if it is remembered.
+    fn repeat(&mut self, key: &Key, now: Instant) -> Option<(String, i32)> {
+        self.forget(now, 0);
+        self.events.get_mut(key).map(|(name, count)| {
+            *count += 1;
+            (name.clone(), *count)
+        })
+    }
+
+    /// Remembers the Event `name` written first for `key` at `now`.
+    fn remember(&mut self, key: Key, name: String, now: Instant) {
+        self.forget(now, 1);
+        if self.events.insert(key.clone(), (name, 1)).is_none() {
+            self.order.push_back((now, key));
+        }
+    }
+
+    /// Forgets the Events older than [`AGGREGATE_FOR`], and the oldest while there are more than
+    /// [`REMEMBERED`] less `room`.
+    fn forget(&mut self, now: Instant, room: usize) {
+        while let Some((at, key)) = self.order.front() {
+            if now.saturating_duration_since(*at) < AGGREGATE_FOR && self.order.len() + room <= REMEMBERED {
+                break;
+            }
+            self.events.remove(key);
+            self.order.pop_front();
+        }
+    }
+}
+
 /// Records pod Events, aggregating repeats.
 pub struct Recorder {
     client: kube::Client,
     by: Reporter,
-    /// (pod uid, container, reason, message) → (the Event's name, its count, when first written).
-    recent: Mutex<HashMap<Key, (String, i32, Instant)>>,
+    recent: Mutex<Recent>,
 }
 
 impl Recorder {
     /// A recorder writing with `client` as `by`.
     pub fn new(client: kube::Client, by: Reporter) -> Recorder {
-        Recorder { client, by, recent: Mutex::new(HashMap::new()) }
+        Recorder { client, by, recent: Mutex::new(Recent::default()) }
     }
 
     /// Records `h` about `pod`: a new Event, or the count of the same one written in the last ten minutes.
@@ -148,14 +193,7 @@ impl Recorder {
         let namespace = Some(namespace(pod)).filter(|n| !n.is_empty()).unwrap_or("default");
         let key = (uid(pod).to_string(), h.container.clone(), h.reason, h.message.clone());
         let now = Time(k8s_openapi::jiff::Timestamp::now());
-        let repeat = {
-            let mut recent = self.recent.lock();
-            recent.retain(|_, (_, _, at)| at.elapsed() < AGGREGATE_FOR);
-            recent.get_mut(&key).map(|(name, count, _)| {
-                *count += 1;
-                (name.clone(), *count)
-            })
-        };
+        let repeat = self.recent.lock().repeat(&key, Instant::now());
         let api = Api::<Event>::namespaced(self.client.clone(), namespace);
         let written = match repeat {
             Some((name, count)) => {
@@ -166,7 +204,7 @@ impl Recorder {
                 let pod_name = Some(name(pod)).filter(|n| !n.is_empty()).unwrap_or("pod");
                 // As client-go names them: the object's name and the time in nanoseconds, in hex.
                 let name = format!("{pod_name}.{:x}", now.0.as_nanosecond());
-                self.recent.lock().insert(key, (name.clone(), 1, Instant::now()));
+                self.recent.lock().remember(key, name.clone(), Instant::now());
                 api.create(&PostParams::default(), &event(pod, h, &self.by, name, now)).await.map(|_| ())
             }
         };
@@ -185,6 +223,33 @@ mod tests {
             json!({"metadata": {"name": "web-0", "namespace": "default", "uid": "u1", "resourceVersion": "7"}}),
         )
         .unwrap()
+    }
+
+    fn key(i: usize) -> Key {
+        (format!("uid-{i}"), None, "Started", "Started container main".to_string())
+    }
+
+    #[test]
+    fn repeats_are_counted_on_the_events_remembered_the_oldest_forgotten_beyond_the_cache() {
+        let mut recent = Recent::default();
+        let start = Instant::now();
+        assert_eq!(recent.repeat(&key(0), start), None, "nothing written yet");
+        recent.remember(key(0), "a.1".into(), start);
+        assert_eq!(recent.repeat(&key(0), start), Some(("a.1".into(), 2)));
+        assert_eq!(recent.repeat(&key(0), start), Some(("a.1".into(), 3)));
+        for i in 1..=REMEMBERED {
+            recent.remember(key(i), format!("p{i}.1"), start);
+        }
+        assert_eq!(recent.events.len(), REMEMBERED, "bounded as client-go's cache is");
+        assert_eq!(recent.order.len(), REMEMBERED);
+        assert_eq!(recent.repeat(&key(0), start), None, "the oldest was forgotten");
+        assert_eq!(recent.repeat(&key(1), start), Some(("p1.1".into(), 2)));
+        // Ten minutes on, every one of them has aged out.
+        let later = start + AGGREGATE_FOR;
+        assert_eq!(recent.repeat(&key(REMEMBERED), later), None);
+        assert!(recent.events.is_empty() && recent.order.is_empty());
+        recent.remember(key(1), "p1.2".into(), later);
+        assert_eq!(recent.repeat(&key(1), later), Some(("p1.2".into(), 2)), "written anew, counted anew");
     }
 
     #[test]
