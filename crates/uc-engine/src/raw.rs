@@ -26,18 +26,89 @@ pub struct RawObject {
 
 impl<'de> Deserialize<'de> for RawObject {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(Self::new(d.deserialize_map(Members { skip: None, inner: Some("managedFields") })?))
+        Ok(Self::new(d.deserialize_map(Members { skip: None, inner: Some("managedFields"), spec: None })?))
     }
 }
 
-/// Decodes a JSON object into a `Value`, skipping the member `skip` (scanned, never built), and in its
-/// `metadata` the member `inner`. The informers' objects leave out `metadata.managedFields` this way:
+/// What of each object an informer keeps: what its readers read (issue 58), as kube-rs's metadata
+/// watchers keep less than the object. A tree costs about seven times its JSON (a `BTreeMap` node of
+/// ~640 bytes per JSON object, however few its members), so a pod's tree is ~27 KB, most of it the
+/// spec's containers, volumes and tolerations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Projection {
+    /// The whole object (but `metadata.managedFields`, which nothing in the engine reads).
+    #[default]
+    Whole,
+    /// The object with its `spec` cut to `spec.nodeName`: what the built-in workload hooks read of the
+    /// pods they own (labels, status, where each runs), and all the engine reads of a child it never
+    /// updates (an `OnDelete` child: its metadata). A pod's tree is about half as large.
+    WithoutSpec,
+}
+
+/// What of `spec` [`Projection::WithoutSpec`] keeps.
+const SPEC_KEPT: &[&str] = &["nodeName"];
+
+impl Projection {
+    /// How an informer of `resource` (`group/version/resource`) in this projection is named (the
+    /// `resource` label of the watch metrics): the resource, and what is kept when not the whole object.
+    pub fn informer_id(self, resource: &str) -> String {
+        match self {
+            Projection::Whole => resource.to_string(),
+            Projection::WithoutSpec => format!("{resource} (spec: {})", SPEC_KEPT.join(",")),
+        }
+    }
+}
+
+/// An object decoded in the projection [`Projection::WithoutSpec`].
+#[derive(Clone, Debug)]
+pub struct SpeclessObject {
+    meta: ObjectMeta,
+    body: Value,
+}
+
+impl<'de> Deserialize<'de> for SpeclessObject {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let members = Members { skip: None, inner: Some("managedFields"), spec: Some(SPEC_KEPT) };
+        let RawObject { meta, body } = RawObject::new(d.deserialize_map(members)?);
+        Ok(Self { meta, body })
+    }
+}
+
+/// What a watch decodes objects into, and the tree of each an informer keeps.
+pub trait Watched:
+    kube::Resource<DynamicType = kube::core::ApiResource>
+    + Clone
+    + serde::de::DeserializeOwned
+    + std::fmt::Debug
+    + Send
+    + 'static
+{
+    /// The object's tree, moved out.
+    fn into_tree(self) -> Value;
+}
+
+impl Watched for RawObject {
+    fn into_tree(self) -> Value {
+        self.body
+    }
+}
+
+impl Watched for SpeclessObject {
+    fn into_tree(self) -> Value {
+        self.body
+    }
+}
+
+/// Decodes a JSON object into a `Value`, skipping the member `skip` (scanned, never built), in its
+/// `metadata` the member `inner`, and of its `spec` keeping only the members `spec` names (when it names
+/// any). The informers' objects leave out `metadata.managedFields` this way:
 /// nothing in the engine reads them (children are applied from their desired state, hooks get objects
 /// as `kubectl get` shows them, kube-rs advises reflectors to drop them), and they are a third of a
 /// child's JSON.
 struct Members {
     skip: Option<&'static str>,
     inner: Option<&'static str>,
+    spec: Option<&'static [&'static str]>,
 }
 
 impl<'de> serde::de::Visitor<'de> for Members {
@@ -55,6 +126,9 @@ impl<'de> serde::de::Visitor<'de> for Members {
             } else if k == "metadata" && self.inner.is_some() {
                 let meta = a.next_value_seed(MetadataSeed(self.inner))?;
                 out.insert(k, meta);
+            } else if let (Some(kept), "spec") = (self.spec, k.as_str()) {
+                let spec = a.next_value_seed(KeptSeed(kept))?;
+                out.insert(k, spec);
             } else {
                 out.insert(k, a.next_value()?);
             }
@@ -84,17 +158,60 @@ impl<'de> serde::de::Visitor<'de> for Metadata {
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, a: A) -> Result<Value, A::Error> {
-        Members { skip: self.0, inner: None }.visit_map(a)
+        Members { skip: self.0, inner: None, spec: None }.visit_map(a)
     }
 
     uc_api::json_scalar_visits!();
 
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
-        let mut out = Vec::new();
-        while let Some(v) = a.next_element()? {
-            out.push(v);
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, a: A) -> Result<Value, A::Error> {
+        array_of(a)
+    }
+}
+
+/// A JSON array as a `Value`.
+fn array_of<'de, A: serde::de::SeqAccess<'de>>(mut a: A) -> Result<Value, A::Error> {
+    let mut out = Vec::new();
+    while let Some(v) = a.next_element()? {
+        out.push(v);
+    }
+    Ok(Value::Array(out))
+}
+
+/// A `spec` decoded with only the members named (the others scanned, never built); anything but an
+/// object as it is.
+struct KeptSeed(&'static [&'static str]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeptSeed {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for KeptSeed {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object's spec")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(k) = a.next_key::<String>()? {
+            if self.0.contains(&k.as_str()) {
+                out.insert(k, a.next_value()?);
+            } else {
+                a.next_value::<serde::de::IgnoredAny>()?;
+            }
         }
-        Ok(Value::Array(out))
+        Ok(Value::Object(out))
+    }
+
+    uc_api::json_scalar_visits!();
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, a: A) -> Result<Value, A::Error> {
+        array_of(a)
     }
 }
 
@@ -225,6 +342,7 @@ macro_rules! dynamic_resource {
 }
 
 dynamic_resource!(RawObject);
+dynamic_resource!(SpeclessObject);
 dynamic_resource!(Sent);
 
 #[cfg(test)]
@@ -264,6 +382,28 @@ mod tests {
             serde_json::from_str::<RawObject>(r#"{"metadata":{"managedFields":[}}"#).is_err(),
             "skipped, still checked"
         );
+    }
+
+    #[test]
+    fn a_projected_object_keeps_of_its_spec_only_the_node_name() {
+        let text = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","managedFields":[{}],"labels":{"a":"b"},"resourceVersion":"5"},"spec":{"containers":[{"name":"c","image":"i"}],"nodeName":"n1","volumes":[{"name":"v"}]},"status":{"phase":"Running"}}"#;
+        let o: SpeclessObject = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            o.clone().into_tree(),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b"}, "resourceVersion": "5"},
+                   "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}})
+        );
+        assert_eq!(o.meta().resource_version.as_deref(), Some("5"));
+        let odd: SpeclessObject = serde_json::from_str(r#"{"spec":[1,{"x":2}],"n":null}"#).unwrap();
+        assert_eq!(odd.into_tree(), json!({"spec": [1, {"x": 2}], "n": null}), "a spec that is no object is kept");
+        assert!(
+            serde_json::from_str::<SpeclessObject>(r#"{"spec":{"containers":[}}"#).is_err(),
+            "skipped, still checked"
+        );
+        let whole: RawObject = serde_json::from_str(text).unwrap();
+        assert_eq!(whole.body["spec"]["containers"][0]["image"], "i", "the whole object keeps its spec");
+        assert_eq!(Projection::Whole.informer_id("/v1/pods"), "/v1/pods");
+        assert_eq!(Projection::WithoutSpec.informer_id("/v1/pods"), "/v1/pods (spec: nodeName)");
     }
 
     /// A status update sends the cached object with the new status, the same text a copy would give.

@@ -43,6 +43,7 @@ use crate::hooks::dialect::Dialect;
 use crate::hooks::{HookError, HookImpl};
 use crate::informer::{ObjKey, Subscription};
 use crate::queue::WorkQueue;
+use crate::raw::Projection;
 use crate::resources::Resolved;
 
 /// A running controller; stops when dropped. A DecoratorController of several resource types runs as
@@ -309,6 +310,15 @@ async fn revision_store(
     Ok(RevisionStore { res, field_paths, label_keys })
 }
 
+/// What of a child type's objects a part's informer keeps: what its hooks that see children (sync,
+/// finalize) read of them, when that is all the engine reads too — of a child it never updates
+/// (`OnDelete`) in a part that rolls nothing, its metadata. Otherwise the whole object.
+fn child_projection(hooks_read: &[Projection], method: UpdateMethod, rolling: bool) -> Projection {
+    let Some(&first) = hooks_read.first() else { return Projection::Whole };
+    let agreed = hooks_read.iter().all(|p| *p == first);
+    if agreed && method == UpdateMethod::OnDelete && !rolling { first } else { Projection::Whole }
+}
+
 /// Starts one parent type of a controller.
 async fn start_part(
     ctx: &Arc<Ctx>,
@@ -351,9 +361,13 @@ async fn start_part(
     let Hooks { sync, finalize, customize, dialects } =
         build_hooks((ctx, &writer), &spec, flavor, &sync_spec, name, objects).await?;
     let parents = ctx.hub.acquire(&parent.ar);
+    let reads: Vec<Projection> = std::iter::once(&sync).chain(&finalize).map(HookImpl::reads).collect();
     let children = child_res
         .into_iter()
-        .map(|(res, method, checks)| ChildType { informer: ctx.hub.acquire(&res.ar), res, method, checks })
+        .map(|(res, method, checks)| {
+            let informer = ctx.hub.acquire_as(&res.ar, child_projection(&reads, method, rolling));
+            ChildType { informer, res, method, checks }
+        })
         .collect();
     let shared = Arc::new(Shared {
         finalizer: finalizer::finalizer_name(&spec, flavor, name),
@@ -436,5 +450,19 @@ mod tests {
         assert_eq!(super::target_namespaces(&with("a, b")).unwrap().into_iter().collect::<Vec<_>>(), ["a", "b"]);
         assert_eq!(super::target_namespaces(&with("")), None, "every namespace");
         assert_eq!(super::target_namespaces(&json!({"metadata": {}})), None);
+    }
+
+    #[test]
+    fn a_childs_informer_keeps_what_its_hooks_read_only_when_the_engine_reads_no_more() {
+        use super::{Projection::*, UpdateMethod::*, child_projection};
+        assert_eq!(child_projection(&[WithoutSpec], OnDelete, false), WithoutSpec);
+        assert_eq!(child_projection(&[WithoutSpec, WithoutSpec], OnDelete, false), WithoutSpec, "sync and finalize");
+        assert_eq!(child_projection(&[WithoutSpec, Whole], OnDelete, false), Whole, "a finalize hook reading all");
+        assert_eq!(child_projection(&[Whole], OnDelete, false), Whole, "a hook that says nothing");
+        for updated in [InPlace, Recreate, RollingInPlace, RollingRecreate] {
+            assert_eq!(child_projection(&[WithoutSpec], updated, false), Whole, "{updated:?}: compared whole");
+        }
+        assert_eq!(child_projection(&[WithoutSpec], OnDelete, true), Whole, "a rollout reads every child type");
+        assert_eq!(child_projection(&[], OnDelete, false), Whole);
     }
 }

@@ -64,9 +64,19 @@ fn follow_parents(shared: &Arc<Shared>) -> (Subscription, JoinHandle<()>) {
     (sub, task)
 }
 
+/// Which changed children a part reads soon: those its parents own, and orphans it may adopt (a
+/// decorator's attachments, found by annotation: every one).
+fn reads_children(shared: &Shared) -> crate::informer::Reads {
+    let parents = shared.parents.clone();
+    let decorator = shared.flavor == crate::flavor::Flavor::Decorator;
+    Arc::new(move |child: &Value| {
+        decorator || uc_api::meta::controller_uid(child).is_none_or(|uid| parents.key_of_uid(uid).is_some())
+    })
+}
+
 /// The `i`th child type's events queue the parents that own (or would own) the child.
 fn follow_children(shared: &Arc<Shared>, i: usize) -> (Subscription, JoinHandle<()>) {
-    let (sub, mut rx) = shared.children[i].informer.subscribe();
+    let (sub, mut rx) = shared.children[i].informer.subscribe_reading(Some(reads_children(shared)));
     let s = shared.clone();
     let task = tokio::spawn(async move {
         while let Some(ch) = rx.recv().await {

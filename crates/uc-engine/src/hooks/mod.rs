@@ -36,6 +36,14 @@ pub enum HookImpl {
 }
 
 impl HookImpl {
+    /// What of its children's objects the hook reads: a native hook says, any other reads them whole.
+    pub fn reads(&self) -> crate::raw::Projection {
+        match self {
+            HookImpl::Native(h) => h.reads(),
+            _ => crate::raw::Projection::Whole,
+        }
+    }
+
     /// Builds a hook of controller `label` from its spec, with the engine's native hooks and its exec
     /// policy. JavaScript from a ConfigMap and a webhook's credentials from Secrets are passed in
     /// already resolved.

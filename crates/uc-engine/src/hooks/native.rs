@@ -11,6 +11,7 @@ use std::sync::Arc;
 use uc_api::hook::{CustomizeRequest, CustomizeResponse, SyncRequest, SyncResponse};
 
 use super::protocol::HookError;
+pub use crate::raw::Projection;
 
 /// What a native sync (or finalize) call returns.
 pub type SyncFuture = Pin<Box<dyn Future<Output = Result<SyncResponse, HookError>> + Send>>;
@@ -25,6 +26,37 @@ pub trait NativeHook: Send + Sync {
 
     /// Answers a customize call.
     fn customize(&self, request: CustomizeRequest) -> CustomizeFuture;
+
+    /// What of its children's objects it reads: the engine may hand it no more (see [`reading`]).
+    fn reads(&self) -> Projection {
+        Projection::Whole
+    }
+}
+
+/// A hook reading only `projection` of its children: the engine may keep no more of children it never
+/// updates (issue 58; the built-in ReplicaSet, ReplicationController and Job read their pods' metadata
+/// and status, not their spec).
+pub fn reading(projection: Projection, hook: Arc<dyn NativeHook>) -> Arc<dyn NativeHook> {
+    Arc::new(Reading { projection, hook })
+}
+
+struct Reading {
+    projection: Projection,
+    hook: Arc<dyn NativeHook>,
+}
+
+impl NativeHook for Reading {
+    fn sync(&self, request: SyncRequest) -> SyncFuture {
+        self.hook.sync(request)
+    }
+
+    fn customize(&self, request: CustomizeRequest) -> CustomizeFuture {
+        self.hook.customize(request)
+    }
+
+    fn reads(&self) -> Projection {
+        self.projection
+    }
 }
 
 /// A sync (and finalize) hook on uc's typed protocol. It owns its request, so it can move children

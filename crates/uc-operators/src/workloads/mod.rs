@@ -18,20 +18,23 @@ use std::sync::Arc;
 use uc_api::controller::{ConditionCheck, Hook, RevisionHistory, StatusChecks, UpdateMethod};
 use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_engine::hooks::HookError;
-use uc_engine::hooks::native::{self, NativeRegistry};
+use uc_engine::hooks::native::{self, NativeRegistry, Projection};
 
 use crate::objects::{native_spec, universal_controller};
 
 /// Registers the workload hooks.
 pub fn register(natives: &mut NativeRegistry) {
     let sync = |f: fn(SyncRequest) -> Result<SyncResponse, HookError>| native::typed(Arc::new(f), None);
-    natives.register("replicaset", sync(replicaset::sync));
+    // Hooks reading their pods as `PodView` (metadata, status, spec.nodeName): the engine keeps those
+    // pods without the rest of their spec, half their size (issue 58).
+    let pod_views = |f| native::reading(Projection::WithoutSpec, sync(f));
+    natives.register("replicaset", pod_views(replicaset::sync));
     natives.register("deployment", sync(deployment::sync));
-    natives.register("job", sync(job::sync));
+    natives.register("job", pod_views(job::sync));
     natives.register("statefulset", sync(statefulset::sync));
     natives.register("endpoints", native::typed(Arc::new(endpoints::sync), Some(Arc::new(endpoints::customize))));
     natives.register("daemonset", native::typed(Arc::new(daemonset::sync), Some(Arc::new(daemonset::customize))));
-    natives.register("replicationcontroller", sync(replicationcontroller::sync));
+    natives.register("replicationcontroller", pod_views(replicationcontroller::sync));
     natives.register("persistentvolumeclaim", sync(claims::sync));
     natives.register(
         "poddisruptionbudget",

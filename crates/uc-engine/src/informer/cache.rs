@@ -1,39 +1,13 @@
-//! The informer hub: one watch per resource type, shared and reference-counted across every controller
-//! that names it, with a cache indexed by namespace, uid, owner uid and label, and fan-out of change
-//! events to subscribers. The watch closes when the last user lets go of it.
+//! An informer's cache: each object's JSON (packed) with the indexes, and the window of the newest trees.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
-use futures::StreamExt;
-use kube::api::{Api, ApiResource};
-use kube::runtime::{WatchStreamExt, watcher};
-use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
-use tokio::sync::{mpsc, watch};
-use uc_api::meta::meta_str;
-
 use uc_api::packed::Packed;
 
+use super::object::{Change, Obj, ObjKey, key_of};
 use crate::key_set::KeySet;
-use crate::metrics::Metrics;
-use crate::raw::RawObject;
-
-/// An object in a cache.
-pub type Obj = Arc<Value>;
-
-/// `(namespace, name)`; namespace empty for cluster-scoped objects.
-pub type ObjKey = (String, String);
-
-/// An object's key as logs and messages write it: `namespace/name`, or `name` when cluster-scoped.
-pub fn key_text((namespace, name): &ObjKey) -> String {
-    if namespace.is_empty() { name.clone() } else { format!("{namespace}/{name}") }
-}
-
-/// The key of an object.
-pub fn key_of(obj: &Value) -> ObjKey {
-    (meta_str(obj, "namespace").to_string(), meta_str(obj, "name").to_string())
-}
 
 /// An object as the cache keeps it: its JSON (packed, [`Packed`]) and what the indexes read, decoded
 /// into a tree when it is asked for. A `Value` tree costs ~7 KB for an object of ~1 KB of JSON (a B-tree
@@ -41,11 +15,11 @@ pub fn key_of(obj: &Value) -> ObjKey {
 /// instead ([`Hot`]), so that the reconcile an event queues reads them without decoding, and are written
 /// as JSON only once they leave that window (a version replaced while it is there never is).
 #[derive(Debug)]
-struct Kept {
+pub(super) struct Kept {
     body: Body,
     /// Shared with the uid index.
     uid: Option<Arc<str>>,
-    resource_version: Box<str>,
+    pub(super) resource_version: Box<str>,
     /// Shared with the label index.
     labels: Box<[Label]>,
     /// Shared with the owner index (an owner's entry keeps the uid of the child that made it).
@@ -185,19 +159,6 @@ impl Hot {
     }
 }
 
-/// A change seen by an informer.
-#[derive(Clone, Debug)]
-pub struct Change {
-    /// The object now (for deletes: its last state).
-    pub object: Obj,
-    /// The object before, if it was cached.
-    pub old: Option<Obj>,
-    /// Whether the object is gone.
-    pub deleted: bool,
-    /// Whether the change is the informer's first list (every object there at its start), not news.
-    pub initial: bool,
-}
-
 /// Whether two versions of an object sit in the same places of the cache's indexes: the same uid,
 /// owners and labels (the key, and so the namespace, is theirs already).
 fn same_indexes(a: &Kept, b: &Kept) -> bool {
@@ -216,22 +177,22 @@ type Label = (Arc<str>, Arc<str>);
 type Key = Arc<ObjKey>;
 
 #[derive(Default)]
-struct Cache {
-    objects: Map<Key, Kept>,
+pub(super) struct Cache {
+    pub(super) objects: Map<Key, Kept>,
     hot: Hot,
-    by_namespace: Map<String, KeySet<ObjKey>>,
-    by_uid: Map<Arc<str>, Key>,
-    by_owner: Map<Arc<str>, KeySet<ObjKey>>,
-    by_label: Map<Label, KeySet<ObjKey>>,
+    pub(super) by_namespace: Map<String, KeySet<ObjKey>>,
+    pub(super) by_uid: Map<Arc<str>, Key>,
+    pub(super) by_owner: Map<Arc<str>, KeySet<ObjKey>>,
+    pub(super) by_label: Map<Label, KeySet<ObjKey>>,
 }
 
 impl Cache {
     /// The object at `key` as a tree: the hot one, else decoded.
-    fn tree(&self, key: &ObjKey) -> Option<Obj> {
+    pub(super) fn tree(&self, key: &ObjKey) -> Option<Obj> {
         self.hot.get(key).or_else(|| self.objects.get(key).map(Kept::decode))
     }
 
-    fn trees<'a>(&self, keys: impl IntoIterator<Item = &'a Key>) -> Vec<Obj> {
+    pub(super) fn trees<'a>(&self, keys: impl IntoIterator<Item = &'a Key>) -> Vec<Obj> {
         keys.into_iter().filter_map(|k| self.tree(k)).collect()
     }
 
@@ -260,11 +221,15 @@ impl Cache {
         }
     }
 
-    /// Keeps `obj` (hot); the version it replaces, if any.
-    fn put(&mut self, obj: Obj) -> Option<Obj> {
+    /// Keeps `obj`, its tree in the window when `hot` (else only its JSON); the version it replaces, if any.
+    pub(super) fn put(&mut self, obj: Obj, hot: bool) -> Option<Obj> {
         let key = key_of(&obj);
-        let old = self.put_kept(key.clone(), Kept::of(&obj));
+        let kept = if hot { Kept::of(&obj) } else { Kept::at_rest(&obj) };
+        let old = self.put_kept(key.clone(), kept);
         let old_tree = old.map(|(tree, kept)| tree.unwrap_or_else(|| kept.decode()));
+        if !hot {
+            return old_tree;
+        }
         for (key, tree) in self.hot.insert(key, obj) {
             if let Some(kept) = self.objects.get_mut(&key) {
                 kept.body = Body::of(&tree);
@@ -306,7 +271,7 @@ impl Cache {
         }
     }
 
-    fn remove(&mut self, key: &ObjKey) -> Option<Obj> {
+    pub(super) fn remove(&mut self, key: &ObjKey) -> Option<Obj> {
         let old = self.objects.remove(key)?;
         self.unindex(key, &old);
         Some(self.hot.remove(key).unwrap_or_else(|| old.decode()))
@@ -316,7 +281,7 @@ impl Cache {
     /// them (kube-runtime's `apply_watcher_event` for a store): objects gone are deletes (their last
     /// state), new ones and ones at another resourceVersion are changes, the rest nothing. `initial`
     /// marks the informer's first list.
-    fn relist(&mut self, fresh: HashMap<ObjKey, Listed>, initial: bool) -> Vec<Change> {
+    pub(super) fn relist(&mut self, fresh: HashMap<ObjKey, Listed>, initial: bool) -> Vec<Change> {
         let mut changes = Vec::new();
         let gone: Vec<ObjKey> =
             self.objects.keys().filter(|k| !fresh.contains_key(k.as_ref())).map(|k| (**k).clone()).collect();
@@ -342,244 +307,28 @@ impl Cache {
 /// An object of a (re)list as the cache will keep it, with its tree if it is news to the cache (a new
 /// object, or one at another resourceVersion): the change the relist tells is that tree, not one
 /// decoded again from the JSON just written.
-struct Listed {
-    kept: Kept,
-    tree: Option<Obj>,
+pub(super) struct Listed {
+    pub(super) kept: Kept,
+    pub(super) tree: Option<Obj>,
 }
 
 impl Listed {
     /// `obj` listed; `known`: the cache holds it at the same resourceVersion.
-    fn of(obj: Value, known: impl FnOnce(&Kept) -> bool) -> Listed {
+    pub(super) fn of(obj: Value, known: impl FnOnce(&Kept) -> bool) -> Listed {
         let kept = Kept::at_rest(&obj);
         let tree = (!known(&kept)).then(|| Arc::new(obj));
         Listed { kept, tree }
     }
 }
 
-/// A shared watch of one resource type with its cache.
-pub struct Informer {
-    /// `group/version/resource`.
-    pub id: String,
-    cache: RwLock<Cache>,
-    subscribers: Mutex<Vec<(u64, mpsc::UnboundedSender<Change>)>>,
-    next_subscriber: Mutex<u64>,
-    synced: watch::Receiver<bool>,
-    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    metrics: Arc<Metrics>,
-}
-
-impl Drop for Informer {
-    fn drop(&mut self) {
-        if let Some(t) = self.task.lock().take() {
-            t.abort();
-        }
-        self.metrics.watch_closed(&self.id);
-    }
-}
-
-/// A subscription; unsubscribes when dropped.
-pub struct Subscription {
-    informer: Weak<Informer>,
-    id: u64,
-}
-
-impl Drop for Subscription {
-    fn drop(&mut self) {
-        if let Some(i) = self.informer.upgrade() {
-            i.subscribers.lock().retain(|(id, _)| *id != self.id);
-        }
-    }
-}
-
-impl Informer {
-    /// One object.
-    pub fn get(&self, key: &ObjKey) -> Option<Obj> {
-        self.cache.read().tree(key)
-    }
-
-    /// The object with a uid.
-    pub fn get_by_uid(&self, uid: &str) -> Option<Obj> {
-        let c = self.cache.read();
-        c.by_uid.get(uid).and_then(|k| c.tree(k))
-    }
-
-    /// The key of the object with a uid.
-    pub fn key_of_uid(&self, uid: &str) -> Option<ObjKey> {
-        self.cache.read().by_uid.get(uid).map(|k| (**k).clone())
-    }
-
-    /// Objects whose ownerReferences name this uid.
-    pub fn owned_by(&self, uid: &str) -> Vec<Obj> {
-        let c = self.cache.read();
-        c.by_owner.get(uid).map(|s| c.trees(s.iter())).unwrap_or_default()
-    }
-
-    /// The keys of every object, without their objects.
-    pub fn keys(&self) -> Vec<ObjKey> {
-        self.cache.read().objects.keys().map(|k| (**k).clone()).collect()
-    }
-
-    /// How many objects the cache holds.
-    pub fn len(&self) -> usize {
-        self.cache.read().objects.len()
-    }
-
-    /// Whether the cache is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Objects in a namespace (all objects when `None`).
-    pub fn list(&self, namespace: Option<&str>) -> Vec<Obj> {
-        let c = self.cache.read();
-        match namespace {
-            Some(ns) => c.by_namespace.get(ns).map(|s| c.trees(s.iter())).unwrap_or_default(),
-            None => c.trees(c.objects.keys()),
-        }
-    }
-
-    /// Objects carrying a label with a value.
-    pub fn with_label(&self, key: &str, value: &str) -> Vec<Obj> {
-        let c = self.cache.read();
-        c.by_label.get(&(Arc::from(key), Arc::from(value))).map(|s| c.trees(s.iter())).unwrap_or_default()
-    }
-
-    /// Whether the initial list has arrived.
-    pub fn is_synced(&self) -> bool {
-        *self.synced.borrow()
-    }
-
-    /// Waits for the initial list.
-    pub async fn wait_synced(&self) {
-        let mut rx = self.synced.clone();
-        let _ = rx.wait_for(|s| *s).await;
-    }
-
-    /// Subscribes to changes.
-    pub fn subscribe(self: &Arc<Self>) -> (Subscription, mpsc::UnboundedReceiver<Change>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let id = {
-            let mut n = self.next_subscriber.lock();
-            *n += 1;
-            *n
-        };
-        self.subscribers.lock().push((id, tx));
-        (Subscription { informer: Arc::downgrade(self), id }, rx)
-    }
-
-    fn publish(&self, change: Change) {
-        for (_, tx) in self.subscribers.lock().iter() {
-            let _ = tx.send(change.clone());
-        }
-    }
-}
-
-/// Shares informers by resource type.
-pub struct InformerHub {
-    client: kube::Client,
-    informers: Mutex<HashMap<String, Weak<Informer>>>,
-    metrics: Arc<Metrics>,
-}
-
-/// The id of a resource type: `group/version/resource`.
-pub fn resource_id(ar: &ApiResource) -> String {
-    format!("{}/{}/{}", ar.group, ar.version, ar.plural)
-}
-
-impl InformerHub {
-    /// A hub using this client.
-    pub fn new(client: kube::Client, metrics: Arc<Metrics>) -> Self {
-        Self { client, informers: Mutex::new(HashMap::new()), metrics }
-    }
-
-    /// The shared informer of a resource type, started if nobody holds it yet.
-    pub fn acquire(&self, ar: &ApiResource) -> Arc<Informer> {
-        let id = resource_id(ar);
-        let mut map = self.informers.lock();
-        if let Some(i) = map.get(&id).and_then(Weak::upgrade) {
-            return i;
-        }
-        let (synced_tx, synced) = watch::channel(false);
-        let informer = Arc::new(Informer {
-            id: id.clone(),
-            cache: RwLock::new(Cache::default()),
-            subscribers: Mutex::new(Vec::new()),
-            next_subscriber: Mutex::new(0),
-            synced,
-            task: Mutex::new(None),
-            metrics: self.metrics.clone(),
-        });
-        self.metrics.watch_opened(&id);
-        let api: Api<RawObject> = Api::all_with(self.client.clone(), ar);
-        let weak = Arc::downgrade(&informer);
-        let task = tokio::spawn(run_watch(api, weak, synced_tx));
-        *informer.task.lock() = Some(task);
-        map.retain(|_, w| w.strong_count() > 0);
-        map.insert(id, Arc::downgrade(&informer));
-        informer
-    }
-}
-
-/// The object as the cache keeps it: as decoded, without `managedFields` (`RawObject` skips them), moved
-/// in rather than copied.
-fn cached(o: RawObject) -> Value {
-    o.body
-}
-
-async fn run_watch(api: Api<RawObject>, informer: Weak<Informer>, synced: watch::Sender<bool>) {
-    let stream = watcher(api, watcher::Config::default()).default_backoff();
-    let mut stream = std::pin::pin!(stream);
-    let mut fresh: Option<HashMap<ObjKey, Listed>> = None;
-    let mut health = crate::watch_health::WatchHealth::default();
-    while let Some(ev) = stream.next().await {
-        let Some(inf) = informer.upgrade() else { return };
-        crate::watch_health::report(&inf.id, &mut health, ev.as_ref().map(|_| ()));
-        let Ok(ev) = ev else { continue };
-        match ev {
-            watcher::Event::Init => fresh = Some(HashMap::new()),
-            watcher::Event::InitApply(o) => {
-                if let Some(f) = fresh.as_mut() {
-                    let v = cached(o);
-                    let key = key_of(&v);
-                    let listed = Listed::of(v, |kept| {
-                        let cache = inf.cache.read();
-                        cache.objects.get(&key).is_some_and(|o| o.resource_version == kept.resource_version)
-                    });
-                    f.insert(key, listed);
-                }
-            }
-            watcher::Event::InitDone => {
-                let Some(f) = fresh.take() else { continue };
-                // Replace the cache, publishing what changed since the previous list.
-                let initial = !*synced.borrow();
-                let changes = inf.cache.write().relist(f, initial);
-                for ch in changes {
-                    inf.publish(ch);
-                }
-                let _ = synced.send(true);
-            }
-            watcher::Event::Apply(o) => {
-                let obj = Arc::new(cached(o));
-                let old = inf.cache.write().put(obj.clone());
-                inf.publish(Change { object: obj, old, deleted: false, initial: false });
-            }
-            watcher::Event::Delete(o) => {
-                let v = cached(o);
-                let key = key_of(&v);
-                let old = inf.cache.write().remove(&key);
-                inf.publish(Change { object: Arc::new(v), old, deleted: true, initial: false });
-            }
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use serde_json::json;
 
     use super::*;
+    use uc_api::meta::meta_str;
 
-    fn cm(name: &str, rv: &str, labels: Value) -> Obj {
+    pub(in crate::informer) fn cm(name: &str, rv: &str, labels: Value) -> Obj {
         Arc::new(json!({"metadata": {"name": name, "namespace": "ns", "uid": format!("u-{name}"),
                                      "resourceVersion": rv, "labels": labels}}))
     }
@@ -642,17 +391,17 @@ mod tests {
     fn objects_are_kept_as_json_with_the_newest_as_trees() {
         let mut cache = Cache::default();
         let first = cm("a", "1", json!({"x": "1"}));
-        assert!(cache.put(first.clone()).is_none());
+        assert!(cache.put(first.clone(), true).is_none());
         assert!(Arc::ptr_eq(&cache.tree(&key_of(&first)).unwrap(), &first), "the newest is read as it came");
         let objects: Vec<Obj> = (0..HOT + 10).map(|i| cm(&format!("o{i}"), "2", json!({"n": i.to_string()}))).collect();
         for o in &objects {
-            cache.put(o.clone());
+            cache.put(o.clone(), true);
         }
         assert!(cache.hot.trees.len() <= HOT && cache.hot.order.len() <= 2 * HOT, "the trees kept are bounded");
         let decoded = cache.tree(&key_of(&first)).unwrap();
         assert!(!Arc::ptr_eq(&decoded, &first) && decoded == first, "an older one is decoded, the same object");
         let relabelled = cm("a", "3", json!({"x": "2"}));
-        assert_eq!(cache.put(relabelled.clone()), Some(first.clone()), "the version replaced");
+        assert_eq!(cache.put(relabelled.clone(), true), Some(first.clone()), "the version replaced");
         let with = |v: &str| cache.by_label.get(&(Arc::from("x"), Arc::from(v))).map(|s| s.len()).unwrap_or(0);
         assert_eq!((with("1"), with("2")), (0, 1), "indexes follow the labels");
         assert_eq!(cache.trees(cache.by_uid.get("u-o3")), vec![objects[3].clone()]);
@@ -664,18 +413,18 @@ mod tests {
     fn the_window_counts_objects_not_changes() {
         let mut cache = Cache::default();
         let first = cm("first", "1", json!({}));
-        cache.put(first.clone());
+        cache.put(first.clone(), true);
         // Fewer objects than the window, each changed many times: all stay trees, none is written.
         for round in 0..4 {
             for i in 0..HOT - 1 {
-                cache.put(cm(&format!("o{i}"), &(round + 2).to_string(), json!({})));
+                cache.put(cm(&format!("o{i}"), &(round + 2).to_string(), json!({})), true);
             }
         }
         assert!(Arc::ptr_eq(&cache.tree(&key_of(&first)).unwrap(), &first), "the first is still the tree it was");
         assert!(cache.objects.values().all(|k| matches!(k.body, Body::InHot)), "nothing was written out");
         assert!(cache.hot.order.len() <= 2 * HOT, "stale entries are dropped: {}", cache.hot.order.len());
         // One more object: the one changed longest ago leaves the window.
-        cache.put(cm("last", "9", json!({})));
+        cache.put(cm("last", "9", json!({})), true);
         assert_eq!(cache.hot.trees.len(), HOT);
         assert!(!matches!(cache.objects.get(&key_of(&first)).unwrap().body, Body::InHot), "first left, written");
         assert_eq!(cache.tree(&key_of(&first)), Some(first), "and reads back the same");
@@ -690,12 +439,12 @@ mod tests {
             Arc::new(o)
         };
         let (a1, a2) = (big("a", "1"), big("a", "2"));
-        cache.put(a1);
-        cache.put(a2.clone());
+        cache.put(a1, true);
+        cache.put(a2.clone(), true);
         let in_hot = |c: &Cache| c.objects.values().filter(|k| matches!(k.body, Body::InHot)).count();
         assert_eq!(in_hot(&cache), 1, "a version replaced in the window is never written");
         for i in 0..=HOT {
-            cache.put(cm(&format!("o{i}"), "1", json!({})));
+            cache.put(cm(&format!("o{i}"), "1", json!({})), true);
         }
         assert_eq!(in_hot(&cache), cache.hot.trees.len(), "every object out of the window has its JSON");
         let a = cache.objects.get(&key_of(&a2)).unwrap();
@@ -705,6 +454,21 @@ mod tests {
         let listed = cache.relist(listed(&[&a2, &big("b", "3")]), false);
         assert_eq!(said(&listed).len(), HOT + 2, "the small ones deleted, b new; a unchanged");
         assert_eq!(cache.tree(&key_of(&big("b", "3"))), Some(big("b", "3")), "a listed object is kept packed");
+    }
+
+    #[test]
+    fn an_object_nobody_reads_soon_is_kept_as_json_and_its_old_tree_leaves_the_window() {
+        let mut cache = Cache::default();
+        let (a1, a2, a3) = (cm("a", "1", json!({"x": "1"})), cm("a", "2", json!({"x": "2"})), cm("a", "3", json!({})));
+        cache.put(a1.clone(), true);
+        assert_eq!(cache.put(a2.clone(), false), Some(a1), "the version replaced, from the window");
+        let key = key_of(&a2);
+        let kept = |c: &Cache| matches!(c.objects.get(&key).unwrap().body, Body::InHot);
+        assert!(!kept(&cache) && cache.hot.trees.is_empty(), "written out, no tree kept");
+        assert_eq!(cache.tree(&key_of(&a2)), Some(a2.clone()), "and reads back the same");
+        assert!(cache.by_label.contains_key(&(Arc::from("x"), Arc::from("2"))), "indexed as any other");
+        assert_eq!(cache.put(a3.clone(), true), Some(a2), "the version replaced, decoded");
+        assert!(kept(&cache), "read soon: its tree is kept");
     }
 
     #[test]
@@ -724,23 +488,5 @@ mod tests {
         assert_eq!(said(&changes), [("a".into(), false, false, Some("1".into()))]);
         assert_eq!(changes[0].object, a2);
         assert_eq!(cache.tree(&key_of(&a2)), Some(a2), "and the cache reads the new version");
-    }
-
-    #[test]
-    fn the_cached_object_is_the_object_without_managed_fields() {
-        let obj = json!({
-            "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "d", "namespace": "ns", "resourceVersion": "7", "labels": {"a": "b"},
-                         "managedFields": [{"manager": "uc", "operation": "Apply"}]},
-            "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
-            "status": {"readyReplicas": 1}
-        });
-        let o: RawObject = serde_json::from_value(obj.clone()).unwrap();
-        let mut expected = obj;
-        expected["metadata"].as_object_mut().unwrap().remove("managedFields");
-        assert_eq!(cached(o), expected);
-        // A body without type fields or anything beyond metadata.
-        let bare: RawObject = serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap();
-        assert_eq!(cached(bare), json!({"metadata": {"name": "x"}}));
     }
 }
