@@ -150,13 +150,14 @@ class Cluster:
 
     def metric(self, name: str, **labels) -> float:
         """The value of one sample of the engine's metrics (0 when absent)."""
-        want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        want = {k: str(v) for k, v in labels.items()}
         for line in self.metrics().splitlines():
             if line.startswith("#") or " " not in line:
                 continue
             series, value = line.rsplit(" ", 1)
             sname, _, rest = series.partition("{")
-            got = ",".join(sorted(rest.rstrip("}").split(","))) if rest else ""
+            # Label values may hold commas (an informer's projection names several fields).
+            got = {k: v.replace('\\"', '"') for k, v in re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', rest)}
             if sname == name and got == want:
                 return float(value)
         return 0.0

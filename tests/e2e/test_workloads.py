@@ -25,7 +25,7 @@ def test_builtin_controllers_are_listed(cluster):
                              for c in (get(cluster, "uc", n) or {}).get("status", {}).get("conditions", [])), message=f"{n} ready")
     # The ReplicaSet, ReplicationController and Job controllers read their pods without spec: a watch of
     # that projection; the StatefulSet and DaemonSet controllers read whole pods, from the other.
-    assert cluster.metric("uc_watches_open", resource="/v1/pods (spec: nodeName)") == 1
+    assert cluster.metric("uc_watches_open", resource="/v1/pods (spec: nodeName; status: phase, conditions, containerStatuses)") == 1
     assert cluster.metric("uc_watches_open", resource="/v1/pods") == 1
 
 

@@ -26,7 +26,7 @@ pub struct RawObject {
 
 impl<'de> Deserialize<'de> for RawObject {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(Self::new(d.deserialize_map(Members { skip: None, inner: Some("managedFields"), spec: None })?))
+        Ok(Self::new(d.deserialize_map(Members { skip: None, inner: Some("managedFields"), cut: &[] })?))
     }
 }
 
@@ -39,14 +39,39 @@ pub enum Projection {
     /// The whole object (but `metadata.managedFields`, which nothing in the engine reads).
     #[default]
     Whole,
-    /// The object with its `spec` cut to `spec.nodeName`: what the built-in workload hooks read of the
-    /// pods they own (labels, status, where each runs), and all the engine reads of a child it never
-    /// updates (an `OnDelete` child: its metadata). A pod's tree is about half as large.
-    WithoutSpec,
+    /// What the built-in workload hooks read of the pods they own (their `PodView`): the metadata, of the
+    /// spec where the pod runs, of the status its phase, its conditions' types and statuses and when its
+    /// containers terminated — and all the engine reads of a child it never updates (an `OnDelete` child:
+    /// its metadata). A pod's tree is about a quarter as large.
+    PodView,
 }
 
-/// What of `spec` [`Projection::WithoutSpec`] keeps.
-const SPEC_KEPT: &[&str] = &["nodeName"];
+/// What a projection keeps of a JSON object: the members named, each whole (`None`) or cut to a shape of
+/// its own, which applies to each element when the member is an array; of an array, only the elements
+/// `keep` keeps (as cut), when it says.
+#[derive(Debug)]
+pub struct Shape {
+    members: &'static [(&'static str, Option<&'static Shape>)],
+    keep: Option<fn(&Value) -> bool>,
+}
+
+/// The members of an object [`Projection::PodView`] cuts, with what it keeps of each.
+static POD_VIEW: &[(&str, &Shape)] = &[("spec", &POD_SPEC), ("status", &POD_STATUS)];
+static POD_SPEC: Shape = Shape { members: &[("nodeName", None)], keep: None };
+static POD_STATUS: Shape = Shape {
+    members: &[("phase", None), ("conditions", Some(&READY)), ("containerStatuses", Some(&TERMINATION))],
+    keep: None,
+};
+/// The Ready condition (a pod has four or five; each kept would cost a map).
+static READY: Shape =
+    Shape { members: &[("type", None), ("status", None)], keep: Some(|c| c.get("type").is_some_and(|t| t == "Ready")) };
+/// When each container that terminated did.
+static TERMINATION: Shape = Shape {
+    members: &[("state", Some(&TERMINATED_STATE))],
+    keep: Some(|c| c.get("state").and_then(|s| s.get("terminated")).is_some()),
+};
+static TERMINATED_STATE: Shape = Shape { members: &[("terminated", Some(&TERMINATED))], keep: None };
+static TERMINATED: Shape = Shape { members: &[("finishedAt", None)], keep: None };
 
 impl Projection {
     /// How an informer of `resource` (`group/version/resource`) in this projection is named (the
@@ -54,21 +79,26 @@ impl Projection {
     pub fn informer_id(self, resource: &str) -> String {
         match self {
             Projection::Whole => resource.to_string(),
-            Projection::WithoutSpec => format!("{resource} (spec: {})", SPEC_KEPT.join(",")),
+            Projection::PodView => {
+                let cut = |(name, shape): &(&str, &Shape)| {
+                    format!("{name}: {}", shape.members.iter().map(|(m, _)| *m).collect::<Vec<_>>().join(", "))
+                };
+                format!("{resource} ({})", POD_VIEW.iter().map(cut).collect::<Vec<_>>().join("; "))
+            }
         }
     }
 }
 
-/// An object decoded in the projection [`Projection::WithoutSpec`].
+/// An object decoded in the projection [`Projection::PodView`].
 #[derive(Clone, Debug)]
-pub struct SpeclessObject {
+pub struct PodViewObject {
     meta: ObjectMeta,
     body: Value,
 }
 
-impl<'de> Deserialize<'de> for SpeclessObject {
+impl<'de> Deserialize<'de> for PodViewObject {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let members = Members { skip: None, inner: Some("managedFields"), spec: Some(SPEC_KEPT) };
+        let members = Members { skip: None, inner: Some("managedFields"), cut: POD_VIEW };
         let RawObject { meta, body } = RawObject::new(d.deserialize_map(members)?);
         Ok(Self { meta, body })
     }
@@ -93,22 +123,21 @@ impl Watched for RawObject {
     }
 }
 
-impl Watched for SpeclessObject {
+impl Watched for PodViewObject {
     fn into_tree(self) -> Value {
         self.body
     }
 }
 
 /// Decodes a JSON object into a `Value`, skipping the member `skip` (scanned, never built), in its
-/// `metadata` the member `inner`, and of its `spec` keeping only the members `spec` names (when it names
-/// any). The informers' objects leave out `metadata.managedFields` this way:
+/// `metadata` the member `inner`, and cutting the members `cut` names to their shapes. The informers' objects leave out `metadata.managedFields` this way:
 /// nothing in the engine reads them (children are applied from their desired state, hooks get objects
 /// as `kubectl get` shows them, kube-rs advises reflectors to drop them), and they are a third of a
 /// child's JSON.
 struct Members {
     skip: Option<&'static str>,
     inner: Option<&'static str>,
-    spec: Option<&'static [&'static str]>,
+    cut: &'static [(&'static str, &'static Shape)],
 }
 
 impl<'de> serde::de::Visitor<'de> for Members {
@@ -126,9 +155,9 @@ impl<'de> serde::de::Visitor<'de> for Members {
             } else if k == "metadata" && self.inner.is_some() {
                 let meta = a.next_value_seed(MetadataSeed(self.inner))?;
                 out.insert(k, meta);
-            } else if let (Some(kept), "spec") = (self.spec, k.as_str()) {
-                let spec = a.next_value_seed(KeptSeed(kept))?;
-                out.insert(k, spec);
+            } else if let Some((_, shape)) = self.cut.iter().find(|(name, _)| *name == k) {
+                let kept = a.next_value_seed(KeptSeed(shape))?;
+                out.insert(k, kept);
             } else {
                 out.insert(k, a.next_value()?);
             }
@@ -158,7 +187,7 @@ impl<'de> serde::de::Visitor<'de> for Metadata {
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, a: A) -> Result<Value, A::Error> {
-        Members { skip: self.0, inner: None, spec: None }.visit_map(a)
+        Members { skip: self.0, inner: None, cut: &[] }.visit_map(a)
     }
 
     uc_api::json_scalar_visits!();
@@ -177,9 +206,9 @@ fn array_of<'de, A: serde::de::SeqAccess<'de>>(mut a: A) -> Result<Value, A::Err
     Ok(Value::Array(out))
 }
 
-/// A `spec` decoded with only the members named (the others scanned, never built); anything but an
-/// object as it is.
-struct KeptSeed(&'static [&'static str]);
+/// A value decoded in a [`Shape`]: of an object only the members named (the others scanned, never
+/// built), of an array each element so (those the shape keeps); anything else as it is.
+struct KeptSeed(&'static Shape);
 
 impl<'de> serde::de::DeserializeSeed<'de> for KeptSeed {
     type Value = Value;
@@ -193,16 +222,24 @@ impl<'de> serde::de::Visitor<'de> for KeptSeed {
     type Value = Value;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("an object's spec")
+        f.write_str("a JSON value")
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
         let mut out = serde_json::Map::new();
         while let Some(k) = a.next_key::<String>()? {
-            if self.0.contains(&k.as_str()) {
-                out.insert(k, a.next_value()?);
-            } else {
-                a.next_value::<serde::de::IgnoredAny>()?;
+            match self.0.members.iter().find(|(name, _)| *name == k) {
+                Some((_, None)) => {
+                    let v = a.next_value()?;
+                    out.insert(k, v);
+                }
+                Some((_, Some(shape))) => {
+                    let v = a.next_value_seed(KeptSeed(shape))?;
+                    out.insert(k, v);
+                }
+                None => {
+                    a.next_value::<serde::de::IgnoredAny>()?;
+                }
             }
         }
         Ok(Value::Object(out))
@@ -210,8 +247,14 @@ impl<'de> serde::de::Visitor<'de> for KeptSeed {
 
     uc_api::json_scalar_visits!();
 
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, a: A) -> Result<Value, A::Error> {
-        array_of(a)
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(v) = a.next_element_seed(KeptSeed(self.0))? {
+            if self.0.keep.is_none_or(|keep| keep(&v)) {
+                out.push(v);
+            }
+        }
+        Ok(Value::Array(out))
     }
 }
 
@@ -342,7 +385,7 @@ macro_rules! dynamic_resource {
 }
 
 dynamic_resource!(RawObject);
-dynamic_resource!(SpeclessObject);
+dynamic_resource!(PodViewObject);
 dynamic_resource!(Sent);
 
 #[cfg(test)]
@@ -385,25 +428,40 @@ mod tests {
     }
 
     #[test]
-    fn a_projected_object_keeps_of_its_spec_only_the_node_name() {
-        let text = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","managedFields":[{}],"labels":{"a":"b"},"resourceVersion":"5"},"spec":{"containers":[{"name":"c","image":"i"}],"nodeName":"n1","volumes":[{"name":"v"}]},"status":{"phase":"Running"}}"#;
-        let o: SpeclessObject = serde_json::from_str(text).unwrap();
+    fn a_pod_view_keeps_what_the_workload_hooks_read() {
+        let text = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","managedFields":[{}],"labels":{"a":"b"},"resourceVersion":"5"},
+            "spec":{"containers":[{"name":"c","image":"i"}],"nodeName":"n1","volumes":[{"name":"v"}]},
+            "status":{"phase":"Running","hostIP":"10.0.0.1","podIPs":[{"ip":"10.1.0.2"}],
+                      "conditions":[{"type":"Initialized","status":"True"},{"type":"Ready","status":"True","lastTransitionTime":"2026-01-01T00:00:00Z"}],
+                      "containerStatuses":[{"name":"c","image":"i","ready":true,"state":{"running":{"startedAt":"t0"}}},
+                                           {"name":"d","lastState":{},"state":{"terminated":{"exitCode":0,"finishedAt":"t1"}}}]}}"#;
+        let o: PodViewObject = serde_json::from_str(text).unwrap();
         assert_eq!(
             o.clone().into_tree(),
             json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "b"}, "resourceVersion": "5"},
-                   "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}})
+                   "spec": {"nodeName": "n1"},
+                   "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                              "containerStatuses": [{"state": {"terminated": {"finishedAt": "t1"}}}]}})
         );
         assert_eq!(o.meta().resource_version.as_deref(), Some("5"));
-        let odd: SpeclessObject = serde_json::from_str(r#"{"spec":[1,{"x":2}],"n":null}"#).unwrap();
-        assert_eq!(odd.into_tree(), json!({"spec": [1, {"x": 2}], "n": null}), "a spec that is no object is kept");
+        let odd: PodViewObject =
+            serde_json::from_str(r#"{"spec":[1,{"x":2,"nodeName":"n"}],"status":"s","n":null}"#).unwrap();
+        assert_eq!(
+            odd.into_tree(),
+            json!({"spec": [1, {"nodeName": "n"}], "status": "s", "n": null}),
+            "anything but an object is kept, an array's objects cut"
+        );
         assert!(
-            serde_json::from_str::<SpeclessObject>(r#"{"spec":{"containers":[}}"#).is_err(),
+            serde_json::from_str::<PodViewObject>(r#"{"spec":{"containers":[}}"#).is_err(),
             "skipped, still checked"
         );
         let whole: RawObject = serde_json::from_str(text).unwrap();
         assert_eq!(whole.body["spec"]["containers"][0]["image"], "i", "the whole object keeps its spec");
         assert_eq!(Projection::Whole.informer_id("/v1/pods"), "/v1/pods");
-        assert_eq!(Projection::WithoutSpec.informer_id("/v1/pods"), "/v1/pods (spec: nodeName)");
+        assert_eq!(
+            Projection::PodView.informer_id("/v1/pods"),
+            "/v1/pods (spec: nodeName; status: phase, conditions, containerStatuses)"
+        );
     }
 
     /// A status update sends the cached object with the new status, the same text a copy would give.

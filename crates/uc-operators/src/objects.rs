@@ -349,6 +349,37 @@ mod tests {
         assert!(matches!(bad, HookError::InvalidRequest(ref m) if m.starts_with("pod b: ")), "{bad}");
     }
 
+    /// The engine keeps of these hooks' pods only its `Projection::PodView`: every read gives the same
+    /// answer on that as on the whole pod.
+    #[test]
+    fn a_pod_view_reads_the_same_of_the_engines_projection_as_of_the_whole_pod() {
+        let pods = [
+            json!({"metadata": {"name": "p", "creationTimestamp": "t0", "labels": {"a": "b"}},
+                   "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "i"}]},
+                   "status": {"phase": "Running", "hostIP": "10.0.0.1", "startTime": "t0",
+                              "conditions": [{"type": "Initialized", "status": "True"},
+                                             {"type": "Ready", "status": "True", "lastTransitionTime": "t1"}],
+                              "containerStatuses": [{"name": "c", "ready": true, "restartCount": 0,
+                                                     "state": {"terminated": {"exitCode": 1, "finishedAt": "t2"}},
+                                                     "lastState": {"running": {"startedAt": "t1"}}},
+                                                    {"name": "d", "state": {"running": {"startedAt": "t1"}}}]}}),
+            json!({"metadata": {"name": "q", "deletionTimestamp": "t3"},
+                   "status": {"phase": "Pending", "conditions": [{"type": "Ready", "status": "False", "reason": "r"}]}}),
+        ];
+        let reads = |v: &PodView<'_>| {
+            let read = (v.name(), v.created(), v.node(), v.phase(), v.active(), v.ready(), v.deleting());
+            format!("{read:?} {:?} {:?}", v.label("a"), v.finished_at())
+        };
+        for pod in pods {
+            let text = serde_json::to_string(&pod).unwrap();
+            let kept: uc_engine::raw::PodViewObject = serde_json::from_str(&text).unwrap();
+            let kept = uc_engine::raw::Watched::into_tree(kept);
+            assert_ne!(kept, pod, "the projection keeps less");
+            let (whole, cut) = (PodView::of("p", &pod).unwrap(), PodView::of("p", &kept).unwrap());
+            assert_eq!(reads(&whole), reads(&cut), "{kept}");
+        }
+    }
+
     #[test]
     fn pods_from_templates_keep_what_was_written() {
         let template = json!({"metadata": {"labels": {"app": "a"}, "creationTimestamp": null, "x-unknown": 1},

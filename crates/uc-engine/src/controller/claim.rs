@@ -135,27 +135,28 @@ impl Shared {
 
     /// The parents a child's change concerns: its controller, or (an orphan) those selecting it.
     pub(super) fn parents_of_child(&self, ch: &Change) -> Vec<ObjKey> {
-        let mut out = Vec::new();
-        for obj in std::iter::once(&ch.object).chain(ch.old.iter()) {
-            match controller_uid(obj) {
-                Some(uid) => out.extend(self.parents.key_of_uid(uid)),
-                None if self.flavor == Flavor::Decorator => {}
-                None => {
-                    let ns = meta_str(obj, "namespace");
-                    let candidates =
-                        if self.parent.namespaced { self.parents.list(Some(ns)) } else { self.parents.list(None) };
-                    let generate = self.spec.generate_selector == Some(true);
-                    for p in candidates {
-                        if selector_for(generate, &p).is_ok_and(|(s, _)| s.matches_value(obj.at("/metadata/labels"))) {
-                            out.push(key_of(&p));
-                        }
-                    }
-                }
-            }
-        }
+        let mut out: Vec<ObjKey> =
+            std::iter::once(&ch.object).chain(ch.old.iter()).flat_map(|o| self.parents_of_object(o)).collect();
         out.sort();
         out.dedup();
         out
+    }
+
+    /// The parents that own (or would own) one state of a child.
+    pub(super) fn parents_of_object(&self, obj: &Value) -> Vec<ObjKey> {
+        match controller_uid(obj) {
+            Some(uid) => self.parents.key_of_uid(uid).into_iter().collect(),
+            None if self.flavor == Flavor::Decorator => Vec::new(),
+            None => {
+                let ns = meta_str(obj, "namespace");
+                let candidates =
+                    if self.parent.namespaced { self.parents.list(Some(ns)) } else { self.parents.list(None) };
+                let generate = self.spec.generate_selector == Some(true);
+                let selects =
+                    |p: &Obj| selector_for(generate, p).is_ok_and(|(s, _)| s.matches_value(obj.at("/metadata/labels")));
+                candidates.iter().filter(|p| selects(p)).map(|p| key_of(p)).collect()
+            }
+        }
     }
 }
 

@@ -455,14 +455,14 @@ mod tests {
     #[test]
     fn a_childs_informer_keeps_what_its_hooks_read_only_when_the_engine_reads_no_more() {
         use super::{Projection::*, UpdateMethod::*, child_projection};
-        assert_eq!(child_projection(&[WithoutSpec], OnDelete, false), WithoutSpec);
-        assert_eq!(child_projection(&[WithoutSpec, WithoutSpec], OnDelete, false), WithoutSpec, "sync and finalize");
-        assert_eq!(child_projection(&[WithoutSpec, Whole], OnDelete, false), Whole, "a finalize hook reading all");
+        assert_eq!(child_projection(&[PodView], OnDelete, false), PodView);
+        assert_eq!(child_projection(&[PodView, PodView], OnDelete, false), PodView, "sync and finalize");
+        assert_eq!(child_projection(&[PodView, Whole], OnDelete, false), Whole, "a finalize hook reading all");
         assert_eq!(child_projection(&[Whole], OnDelete, false), Whole, "a hook that says nothing");
         for updated in [InPlace, Recreate, RollingInPlace, RollingRecreate] {
-            assert_eq!(child_projection(&[WithoutSpec], updated, false), Whole, "{updated:?}: compared whole");
+            assert_eq!(child_projection(&[PodView], updated, false), Whole, "{updated:?}: compared whole");
         }
-        assert_eq!(child_projection(&[WithoutSpec], OnDelete, true), Whole, "a rollout reads every child type");
+        assert_eq!(child_projection(&[PodView], OnDelete, true), Whole, "a rollout reads every child type");
         assert_eq!(child_projection(&[], OnDelete, false), Whole);
     }
 }

@@ -13,7 +13,7 @@ use uc_api::meta::meta_str;
 use super::shared::Shared;
 use super::sources::SourceObjects;
 use super::{echoes, exec_files, sources};
-use crate::informer::{ObjKey, Subscription, key_of};
+use crate::informer::{Interest, ObjKey, Subscription, key_of};
 use crate::queue::{Priority, WorkQueue};
 
 /// Starts every task of a part; `sources`: also follow its hooks' sources and files.
@@ -74,9 +74,23 @@ fn reads_children(shared: &Shared) -> crate::informer::Reads {
     })
 }
 
+/// A child leaving the cache marks its parents vanished before any reconcile can claim without it: the mark
+/// is set as the informer lets go of the child, not when its event is taken from the queue (a reconcile
+/// claiming in between would make the child of a parent the garbage collector is emptying again).
+fn mark_vanished(shared: &Arc<Shared>) -> crate::informer::Losing {
+    let weak = Arc::downgrade(shared);
+    Arc::new(move |child: &Value| {
+        if let Some(s) = weak.upgrade() {
+            let parents = s.parents_of_object(child);
+            s.vanished.lock().extend(parents);
+        }
+    })
+}
+
 /// The `i`th child type's events queue the parents that own (or would own) the child.
 fn follow_children(shared: &Arc<Shared>, i: usize) -> (Subscription, JoinHandle<()>) {
-    let (sub, mut rx) = shared.children[i].informer.subscribe_reading(Some(reads_children(shared)));
+    let interest = Interest { reads: Some(reads_children(shared)), losing: Some(mark_vanished(shared)) };
+    let (sub, mut rx) = shared.children[i].informer.subscribe_with(interest);
     let s = shared.clone();
     let task = tokio::spawn(async move {
         while let Some(ch) = rx.recv().await {
@@ -85,9 +99,6 @@ fn follow_children(shared: &Arc<Shared>, i: usize) -> (Subscription, JoinHandle<
                 s.written.forget(meta_str(&ch.object, "uid"));
             }
             for k in s.parents_of_child(&ch) {
-                if ch.deleted {
-                    s.vanished.lock().insert(k.clone());
-                }
                 let own = echo.as_ref().filter(|(parent, _)| *parent == k && !ch.deleted).map(|(_, due)| *due);
                 enqueue(&s.queue, k, own, &ch);
             }

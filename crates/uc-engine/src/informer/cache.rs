@@ -277,15 +277,23 @@ impl Cache {
         Some(self.hot.remove(key).unwrap_or_else(|| old.decode()))
     }
 
+    /// The keys a (re)list no longer has.
+    fn gone_keys(&self, fresh: &HashMap<ObjKey, Listed>) -> Vec<ObjKey> {
+        self.objects.keys().filter(|k| !fresh.contains_key(k.as_ref())).map(|k| (**k).clone()).collect()
+    }
+
+    /// The objects a (re)list no longer has, as last seen.
+    pub(super) fn gone(&self, fresh: &HashMap<ObjKey, Listed>) -> Vec<Obj> {
+        self.gone_keys(fresh).iter().filter_map(|k| self.tree(k)).collect()
+    }
+
     /// A (re)list's objects replace the cache; the changes it makes, as watch events would have told
     /// them (kube-runtime's `apply_watcher_event` for a store): objects gone are deletes (their last
     /// state), new ones and ones at another resourceVersion are changes, the rest nothing. `initial`
     /// marks the informer's first list.
     pub(super) fn relist(&mut self, fresh: HashMap<ObjKey, Listed>, initial: bool) -> Vec<Change> {
         let mut changes = Vec::new();
-        let gone: Vec<ObjKey> =
-            self.objects.keys().filter(|k| !fresh.contains_key(k.as_ref())).map(|k| (**k).clone()).collect();
-        for k in gone {
+        for k in self.gone_keys(&fresh) {
             if let Some(old) = self.remove(&k) {
                 changes.push(Change { object: old.clone(), old: Some(old), deleted: true, initial });
             }

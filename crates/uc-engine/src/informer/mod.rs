@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
 use crate::metrics::Metrics;
-use crate::raw::{Projection, RawObject, SpeclessObject, Watched};
+use crate::raw::{PodViewObject, Projection, RawObject, Watched};
 
 mod cache;
 mod object;
@@ -26,10 +26,24 @@ pub use object::{Change, Obj, ObjKey, key_of, key_text};
 /// shared by the StatefulSet and DaemonSet controllers keeps a ReplicaSet's pods packed.
 pub type Reads = Arc<dyn Fn(&Value) -> bool + Send + Sync>;
 
+/// Told of an object about to leave the cache (deleted, or gone at a relist) before any reader of the cache
+/// can miss it: what a subscriber must know at once, not when its queued event is taken (a controller marks
+/// the parents whose child went, so none of them makes it again before asking whether the parent is gone).
+pub type Losing = Arc<dyn Fn(&Value) + Send + Sync>;
+
+/// What a subscriber asks of the informer beside its events.
+#[derive(Default)]
+pub struct Interest {
+    /// Which changed objects it reads soon (`None`: any).
+    pub reads: Option<Reads>,
+    /// Called with each object before the cache lets go of it.
+    pub losing: Option<Losing>,
+}
+
 struct Subscriber {
     id: u64,
     tx: mpsc::UnboundedSender<Change>,
-    reads: Option<Reads>,
+    interest: Interest,
 }
 
 /// A shared watch of one resource type with its cache.
@@ -133,22 +147,18 @@ impl Informer {
 
     /// Subscribes to changes, reading any object soon after it changes.
     pub fn subscribe(self: &Arc<Self>) -> (Subscription, mpsc::UnboundedReceiver<Change>) {
-        self.subscribe_reading(None)
+        self.subscribe_with(Interest::default())
     }
 
-    /// Subscribes to changes; `reads` (when given) tells which changed objects the subscriber reads soon
-    /// (see [`Reads`]).
-    pub fn subscribe_reading(
-        self: &Arc<Self>,
-        reads: Option<Reads>,
-    ) -> (Subscription, mpsc::UnboundedReceiver<Change>) {
+    /// Subscribes to changes with an [`Interest`].
+    pub fn subscribe_with(self: &Arc<Self>, interest: Interest) -> (Subscription, mpsc::UnboundedReceiver<Change>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let id = {
             let mut n = self.next_subscriber.lock();
             *n += 1;
             *n
         };
-        self.subscribers.lock().push(Subscriber { id, tx, reads });
+        self.subscribers.lock().push(Subscriber { id, tx, interest });
         (Subscription { informer: Arc::downgrade(self), id }, rx)
     }
 
@@ -161,7 +171,61 @@ impl Informer {
     /// Whether a subscriber reads `obj` soon after this change of it (nobody subscribed: it may be).
     fn read_soon(&self, obj: &Value) -> bool {
         let subscribers = self.subscribers.lock();
-        subscribers.is_empty() || subscribers.iter().any(|s| s.reads.as_ref().is_none_or(|r| r(obj)))
+        subscribers.is_empty() || subscribers.iter().any(|s| s.interest.reads.as_ref().is_none_or(|r| r(obj)))
+    }
+
+    /// The subscribers told of objects leaving the cache.
+    fn losing(&self) -> Vec<Losing> {
+        self.subscribers.lock().iter().filter_map(|s| s.interest.losing.clone()).collect()
+    }
+
+    /// Applies one event of the watch to the cache and tells subscribers; `fresh` gathers a (re)list.
+    fn apply(
+        &self,
+        ev: watcher::Event<Value>,
+        fresh: &mut Option<HashMap<ObjKey, Listed>>,
+        synced: &watch::Sender<bool>,
+    ) {
+        match ev {
+            watcher::Event::Init => *fresh = Some(HashMap::new()),
+            watcher::Event::InitApply(v) => {
+                if let Some(f) = fresh.as_mut() {
+                    let key = key_of(&v);
+                    let listed = Listed::of(v, |kept| {
+                        let cache = self.cache.read();
+                        cache.objects.get(&key).is_some_and(|o| o.resource_version == kept.resource_version)
+                    });
+                    f.insert(key, listed);
+                }
+            }
+            watcher::Event::InitDone => {
+                let Some(f) = fresh.take() else { return };
+                // Replace the cache, publishing what changed since the previous list.
+                let losing = self.losing();
+                if !losing.is_empty() {
+                    for gone in self.cache.read().gone(&f) {
+                        losing.iter().for_each(|l| l(&gone));
+                    }
+                }
+                let initial = !*synced.borrow();
+                let changes = self.cache.write().relist(f, initial);
+                for ch in changes {
+                    self.publish(ch);
+                }
+                let _ = synced.send(true);
+            }
+            watcher::Event::Apply(v) => {
+                let obj = Arc::new(v);
+                let hot = self.read_soon(&obj);
+                let old = self.cache.write().put(obj.clone(), hot);
+                self.publish(Change { object: obj, old, deleted: false, initial: false });
+            }
+            watcher::Event::Delete(v) => {
+                self.losing().iter().for_each(|l| l(&v));
+                let old = self.cache.write().remove(&key_of(&v));
+                self.publish(Change { object: Arc::new(v), old, deleted: true, initial: false });
+            }
+        }
     }
 }
 
@@ -211,9 +275,7 @@ impl InformerHub {
         let client = self.client.clone();
         let task = match projection {
             Projection::Whole => tokio::spawn(run_watch(Api::<RawObject>::all_with(client, ar), weak, synced_tx)),
-            Projection::WithoutSpec => {
-                tokio::spawn(run_watch(Api::<SpeclessObject>::all_with(client, ar), weak, synced_tx))
-            }
+            Projection::PodView => tokio::spawn(run_watch(Api::<PodViewObject>::all_with(client, ar), weak, synced_tx)),
         };
         *informer.task.lock() = Some(task);
         map.retain(|_, w| w.strong_count() > 0);
@@ -228,6 +290,17 @@ fn cached(o: impl Watched) -> Value {
     o.into_tree()
 }
 
+/// A watch event with its object as the cache keeps it.
+fn cached_event<K: Watched>(ev: watcher::Event<K>) -> watcher::Event<Value> {
+    match ev {
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitApply(o) => watcher::Event::InitApply(cached(o)),
+        watcher::Event::InitDone => watcher::Event::InitDone,
+        watcher::Event::Apply(o) => watcher::Event::Apply(cached(o)),
+        watcher::Event::Delete(o) => watcher::Event::Delete(cached(o)),
+    }
+}
+
 async fn run_watch<K: Watched>(api: Api<K>, informer: Weak<Informer>, synced: watch::Sender<bool>) {
     let stream = watcher(api, watcher::Config::default()).default_backoff();
     let mut stream = std::pin::pin!(stream);
@@ -237,42 +310,7 @@ async fn run_watch<K: Watched>(api: Api<K>, informer: Weak<Informer>, synced: wa
         let Some(inf) = informer.upgrade() else { return };
         crate::watch_health::report(&inf.id, &mut health, ev.as_ref().map(|_| ()));
         let Ok(ev) = ev else { continue };
-        match ev {
-            watcher::Event::Init => fresh = Some(HashMap::new()),
-            watcher::Event::InitApply(o) => {
-                if let Some(f) = fresh.as_mut() {
-                    let v = cached(o);
-                    let key = key_of(&v);
-                    let listed = Listed::of(v, |kept| {
-                        let cache = inf.cache.read();
-                        cache.objects.get(&key).is_some_and(|o| o.resource_version == kept.resource_version)
-                    });
-                    f.insert(key, listed);
-                }
-            }
-            watcher::Event::InitDone => {
-                let Some(f) = fresh.take() else { continue };
-                // Replace the cache, publishing what changed since the previous list.
-                let initial = !*synced.borrow();
-                let changes = inf.cache.write().relist(f, initial);
-                for ch in changes {
-                    inf.publish(ch);
-                }
-                let _ = synced.send(true);
-            }
-            watcher::Event::Apply(o) => {
-                let obj = Arc::new(cached(o));
-                let hot = inf.read_soon(&obj);
-                let old = inf.cache.write().put(obj.clone(), hot);
-                inf.publish(Change { object: obj, old, deleted: false, initial: false });
-            }
-            watcher::Event::Delete(o) => {
-                let v = cached(o);
-                let key = key_of(&v);
-                let old = inf.cache.write().remove(&key);
-                inf.publish(Change { object: Arc::new(v), old, deleted: true, initial: false });
-            }
-        }
+        inf.apply(cached_event(ev), &mut fresh, &synced);
     }
 }
 
@@ -295,7 +333,7 @@ mod tests {
         let (a, b) = (cm("a", "1", json!({})), cm("b", "1", json!({})));
         assert!(informer.read_soon(&a), "no subscriber yet: kept as before");
         let only_a: Reads = Arc::new(|o: &Value| meta_str(o, "name") == "a");
-        let (sub, _rx) = informer.subscribe_reading(Some(only_a));
+        let (sub, _rx) = informer.subscribe_with(Interest { reads: Some(only_a), losing: None });
         assert!(informer.read_soon(&a) && !informer.read_soon(&b));
         let (all, _rx2) = informer.subscribe();
         assert!(informer.read_soon(&b), "a subscriber reading everything");
@@ -303,6 +341,42 @@ mod tests {
         assert!(!informer.read_soon(&b), "gone with its subscription");
         drop(sub);
         assert!(informer.read_soon(&b));
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_is_told_of_a_loss_while_the_cache_still_holds_the_object() {
+        let hub = InformerHub::new(
+            kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().unwrap())).unwrap(),
+            Default::default(),
+        );
+        let informer = hub.acquire(&ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()));
+        let told: Arc<Mutex<Vec<(String, bool)>>> = Default::default();
+        let (t, weak) = (told.clone(), Arc::downgrade(&informer));
+        let losing: Losing = Arc::new(move |o: &Value| {
+            let still_cached = weak.upgrade().is_some_and(|i| i.get(&key_of(o)).is_some());
+            t.lock().push((meta_str(o, "name").to_string(), still_cached));
+        });
+        let (_sub, mut rx) = informer.subscribe_with(Interest { reads: None, losing: Some(losing) });
+        let (synced, _) = watch::channel(false);
+        let mut fresh = None;
+        let v = |name: &str, rv: &str| Value::clone(&cm(name, rv, json!({})));
+        for name in ["a", "b", "c"] {
+            informer.apply(watcher::Event::Apply(v(name, "1")), &mut fresh, &synced);
+        }
+        informer.apply(watcher::Event::Delete(v("a", "2")), &mut fresh, &synced);
+        assert_eq!(*told.lock(), [("a".to_string(), true)]);
+        assert!(informer.get(&key_of(&v("a", "1"))).is_none());
+        // A relist without `b`: told of `b`, not of `c`.
+        for ev in [watcher::Event::Init, watcher::Event::InitApply(v("c", "1")), watcher::Event::InitDone] {
+            informer.apply(ev, &mut fresh, &synced);
+        }
+        assert_eq!(*told.lock(), [("a".to_string(), true), ("b".to_string(), true)]);
+        assert_eq!(informer.keys().len(), 1);
+        let deleted: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
+            .filter(|c| c.deleted)
+            .map(|c| meta_str(&c.object, "name").to_string())
+            .collect();
+        assert_eq!(deleted, ["a", "b"], "the events follow as before");
     }
 
     #[test]

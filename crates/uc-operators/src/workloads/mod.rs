@@ -25,9 +25,9 @@ use crate::objects::{native_spec, universal_controller};
 /// Registers the workload hooks.
 pub fn register(natives: &mut NativeRegistry) {
     let sync = |f: fn(SyncRequest) -> Result<SyncResponse, HookError>| native::typed(Arc::new(f), None);
-    // Hooks reading their pods as `PodView` (metadata, status, spec.nodeName): the engine keeps those
-    // pods without the rest of their spec, half their size (issue 58).
-    let pod_views = |f| native::reading(Projection::WithoutSpec, sync(f));
+    // Hooks reading their pods as `PodView` (metadata, spec.nodeName, the status's phase, Ready condition
+    // and terminations): the engine keeps only that of those pods, a quarter of their size (issue 58).
+    let pod_views = |f| native::reading(Projection::PodView, sync(f));
     natives.register("replicaset", pod_views(replicaset::sync));
     natives.register("deployment", sync(deployment::sync));
     natives.register("job", pod_views(job::sync));

@@ -90,10 +90,10 @@ fn replicas(
         if pods.contains_key(&candidate) || kept.contains(&candidate) {
             continue;
         }
-        out.push(pod_from_template(template, &candidate, namespace));
-    }
-    for c in &mut out {
-        set_label(c, label, name);
+        // Only a new pod carries the parent's label: a kept one is named, not written (see `kept_pod`).
+        let mut pod = pod_from_template(template, &candidate, namespace);
+        set_label(&mut pod, label, name);
+        out.push(pod);
     }
     let counts = Counts { replicas: kept.len() as i32, ready: ready as i32 };
     Ok((out, counts))
@@ -134,6 +134,7 @@ mod tests {
         assert_eq!(n.len(), 3);
         assert_eq!(n, names(&run_json(sync, request(3, &[]))), "the same names on a repeated sync");
         assert_eq!(out["children"][0]["metadata"]["labels"]["app"], json!("a"));
+        assert_eq!(out["children"][0]["metadata"]["labels"]["uc.njuics.cn/replicaset"], json!("rs"));
         assert_eq!(out["children"][0]["spec"]["containers"][0]["image"], json!("i"));
         assert_eq!(out["status"]["replicas"], json!(0));
     }
@@ -143,6 +144,12 @@ mod tests {
         let pods = [pod("rs-a", true, "Running"), pod("rs-b", false, "Running"), pod("rs-c", true, "Running")];
         let out = run_json(sync, request(2, &pods));
         assert_eq!(names(&out), vec!["rs-a", "rs-c"]);
+        assert_eq!(
+            out["children"][0],
+            json!({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": "rs-a", "namespace": "ns"}}),
+            "a kept pod is named, not copied"
+        );
         assert_eq!(
             out["status"],
             json!({"replicas": 2, "fullyLabeledReplicas": 2, "readyReplicas": 2, "availableReplicas": 2})
