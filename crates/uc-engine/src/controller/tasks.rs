@@ -64,14 +64,36 @@ fn follow_parents(shared: &Arc<Shared>) -> (Subscription, JoinHandle<()>) {
     (sub, task)
 }
 
-/// Which changed children a part reads soon: those its parents own, and orphans it may adopt (a
-/// decorator's attachments, found by annotation: every one).
-fn reads_children(shared: &Shared) -> crate::informer::Reads {
+/// Which changed children a part reads soon: those its parents own, and orphans one of its parents
+/// selects, which it may adopt (a decorator's attachments, found by annotation: every one). Orphans no
+/// parent selects (a cluster's pods, to a controller of a few parents) are nobody's to read.
+fn reads_children(shared: &Arc<Shared>) -> crate::informer::Reads {
     let parents = shared.parents.clone();
+    let weak = Arc::downgrade(shared);
     let decorator = shared.flavor == crate::flavor::Flavor::Decorator;
     Arc::new(move |child: &Value| {
-        decorator || uc_api::meta::controller_uid(child).is_none_or(|uid| parents.key_of_uid(uid).is_some())
+        reads_child(
+            decorator,
+            uc_api::meta::controller_uid(child),
+            |uid| parents.key_of_uid(uid).is_some(),
+            || !parents.is_empty() && weak.upgrade().is_some_and(|s| !s.parents_of_object(child).is_empty()),
+        )
     })
+}
+
+/// Whether a part reads a changed child soon: a decorator every one; another the children of its cached
+/// parents (`cached`: a parent's uid), and orphans one of them `selects`.
+fn reads_child(
+    decorator: bool,
+    controller: Option<&str>,
+    cached: impl Fn(&str) -> bool,
+    selects: impl FnOnce() -> bool,
+) -> bool {
+    decorator
+        || match controller {
+            Some(uid) => cached(uid),
+            None => selects(),
+        }
 }
 
 /// A child leaving the cache marks its parents vanished before any reconcile can claim without it: the mark
@@ -165,6 +187,18 @@ fn only_status_changed(old: &Value, new: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    use super::reads_child;
+
+    #[test]
+    fn a_part_reads_soon_its_parents_children_and_the_orphans_they_select() {
+        let cached = |uid: &str| uid == "p1";
+        assert!(reads_child(false, Some("p1"), cached, || unreachable!("owned: no selector asked")));
+        assert!(!reads_child(false, Some("other"), cached, || true), "another controller's child");
+        assert!(reads_child(false, None, cached, || true), "an orphan a parent selects");
+        assert!(!reads_child(false, None, cached, || false), "an orphan nobody selects");
+        assert!(reads_child(true, Some("other"), cached, || false), "a decorator reads every one");
+    }
 
     #[test]
     fn status_only_changes() {
