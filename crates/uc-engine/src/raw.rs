@@ -40,8 +40,8 @@ pub enum Projection {
     #[default]
     Whole,
     /// What the built-in workload hooks read of the pods they own (their `PodView`): the metadata, of the
-    /// spec where the pod runs, of the status its phase, its conditions' types and statuses and when its
-    /// containers terminated — and all the engine reads of a child it never updates (an `OnDelete` child:
+    /// spec where the pod runs, of the status its phase, its Ready condition and when its containers
+    /// terminated — and all the engine reads of a child it never updates (an `OnDelete` child:
     /// its metadata). A pod's tree is about a quarter as large.
     PodView,
 }
@@ -130,8 +130,8 @@ impl Watched for PodViewObject {
 }
 
 /// Decodes a JSON object into a `Value`, skipping the member `skip` (scanned, never built), in its
-/// `metadata` the member `inner`, and cutting the members `cut` names to their shapes. The informers' objects leave out `metadata.managedFields` this way:
-/// nothing in the engine reads them (children are applied from their desired state, hooks get objects
+/// `metadata` the member `inner`, and cutting the members `cut` names to their shapes. The informers'
+/// objects leave out `metadata.managedFields` this way: nothing in the engine reads them (children are applied from their desired state, hooks get objects
 /// as `kubectl get` shows them, kube-rs advises reflectors to drop them), and they are a third of a
 /// child's JSON.
 struct Members {
