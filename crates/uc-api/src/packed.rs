@@ -14,12 +14,40 @@ pub struct Packed {
 /// plain, and costs no unpacking on read.
 const SAVING: usize = 8;
 
+/// JSON up to this size is packed with the thread's [`Scratch`]; larger JSON (rare: a big ConfigMap) with
+/// buffers of its own, so that no thread holds more than this for packing.
+const SCRATCH_MAX: usize = 64 * 1024;
+
+/// What packing needs besides the JSON, kept per thread: LZ4's hash table (8 KB, cleared per use) and
+/// room for the compressed bytes, instead of both allocated zeroed per object (4 % of packing's
+/// instructions, docs/benchmarks.md step 11).
+#[derive(Default)]
+struct Scratch {
+    table: lz4_flex::block::CompressTable,
+    out: Vec<u8>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+}
+
 impl Packed {
     /// `json` packed, if that saves enough (and it is under 4 GiB).
     pub fn of(json: &[u8]) -> Option<Packed> {
         let len = u32::try_from(json.len()).ok()?;
-        let bytes = lz4_flex::block::compress(json);
-        (bytes.len() + json.len() / SAVING <= json.len()).then(|| Packed { bytes: bytes.into(), len })
+        let saves = |packed: usize| packed + json.len() / SAVING <= json.len();
+        if json.len() > SCRATCH_MAX {
+            let bytes = lz4_flex::block::compress(json);
+            return saves(bytes.len()).then(|| Packed { bytes: bytes.into(), len });
+        }
+        SCRATCH.with_borrow_mut(|Scratch { table, out }| {
+            let room = lz4_flex::block::get_maximum_output_size(json.len());
+            if out.len() < room {
+                out.resize(room, 0);
+            }
+            let n = lz4_flex::block::compress_into_with_table(json, &mut out[..room], table).ok()?;
+            saves(n).then(|| Packed { bytes: out[..n].into(), len })
+        })
     }
 
     /// The length of the JSON it holds.
@@ -68,6 +96,10 @@ mod tests {
         assert!(packed.unpack_onto(&mut out));
         assert_eq!(&out[1..], json.as_bytes(), "appended after what was there");
         assert_eq!(Packed::of(br#"{"a":1}"#), None, "too small to gain");
+        let big = format!(r#"{{"data":{{"k":"{}"}}}}"#, "0123456789".repeat(10_000));
+        let packed = Packed::of(big.as_bytes()).expect("a big object packs too, with buffers of its own");
+        assert_eq!(packed.unpack(), big.as_bytes());
+        assert_eq!(Packed::of(json.as_bytes()).unwrap().unpack(), json.as_bytes(), "the scratch is reused");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! templates of workloads are warned about. The checks, their order and their messages follow the
 //! Pod Security Standards' reference implementation; every function here is pure.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::{Container, PodSpec};
@@ -216,17 +217,18 @@ pub fn describe(violations: &[Violation]) -> String {
     violations.iter().map(|(r, d)| format!("{r} ({d})")).collect::<Vec<_>>().join(", ")
 }
 
-/// Every container of a pod: init, regular and ephemeral (as a `Container` each).
-fn containers(spec: &PodSpec) -> Vec<Container> {
-    let mut all: Vec<Container> = spec.init_containers.iter().flatten().cloned().collect();
-    all.extend(spec.containers.iter().cloned());
+/// Every container of a pod: init, regular and ephemeral (as a `Container` each; the pod's own borrowed,
+/// an ephemeral one made into a `Container` of what the checks read).
+fn containers(spec: &PodSpec) -> Vec<Cow<'_, Container>> {
+    let mut all: Vec<Cow<'_, Container>> = spec.init_containers.iter().flatten().map(Cow::Borrowed).collect();
+    all.extend(spec.containers.iter().map(Cow::Borrowed));
     for e in spec.ephemeral_containers.iter().flatten() {
-        all.push(Container {
+        all.push(Cow::Owned(Container {
             name: e.name.clone(),
             ports: e.ports.clone(),
             security_context: e.security_context.clone(),
             ..Default::default()
-        });
+        }));
     }
     all
 }
@@ -245,7 +247,7 @@ fn named(names: &[String]) -> String {
 }
 
 fn failing(spec: &PodSpec, mut bad: impl FnMut(&Container) -> bool) -> Vec<String> {
-    containers(spec).into_iter().filter(|c| bad(c)).map(|c| c.name).collect()
+    containers(spec).into_iter().filter(|c| bad(c)).map(|c| c.name.clone()).collect()
 }
 
 fn host_namespaces(spec: &PodSpec) -> Option<Violation> {
@@ -390,10 +392,10 @@ fn seccomp_restricted(spec: &PodSpec) -> Option<Violation> {
         match c.security_context.as_ref().and_then(|s| s.seccomp_profile.as_ref()) {
             Some(p) if !valid(&p.type_) => {
                 values.insert(p.type_.clone());
-                explicit.push(c.name);
+                explicit.push(c.name.clone());
             }
             Some(_) => {}
-            None if !pod_set => implicit.push(c.name),
+            None if !pod_set => implicit.push(c.name.clone()),
             None => {}
         }
     }
@@ -439,7 +441,7 @@ fn se_linux_options(spec: &PodSpec) -> Option<Violation> {
     let bad: Vec<String> = containers(spec)
         .into_iter()
         .filter(|c| judge(c.security_context.as_ref().and_then(|s| s.se_linux_options.as_ref())))
-        .map(|c| c.name)
+        .map(|c| c.name.clone())
         .collect();
     (pod || !bad.is_empty()).then(|| {
         let problems: Vec<String> = problems.into_iter().collect();
@@ -570,9 +572,9 @@ fn run_as_non_root(spec: &PodSpec) -> Option<Violation> {
     let (mut explicit, mut implicit) = (Vec::new(), Vec::new());
     for c in containers(spec) {
         match c.security_context.as_ref().and_then(|s| s.run_as_non_root) {
-            Some(false) => explicit.push(c.name),
+            Some(false) => explicit.push(c.name.clone()),
             Some(true) => {}
-            None if pod != Some(true) => implicit.push(c.name),
+            None if pod != Some(true) => implicit.push(c.name.clone()),
             None => {}
         }
     }
