@@ -99,6 +99,8 @@ pub struct App {
     pub service_range: Option<crate::service_ips::ServiceRange>,
     /// Held while a cluster IP is chosen and stored.
     pub ip_lock: tokio::sync::Mutex<()>,
+    /// Pod Security verdicts and namespace policies already worked out.
+    pub pod_security: crate::pod_security::memo::Memo,
     /// Whether `/readyz` answers ok (see [`Config::hold_readiness`]).
     pub ready: std::sync::atomic::AtomicBool,
 }

@@ -11,6 +11,8 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 
+pub mod memo;
+
 /// Why a Pod Security level or version does not read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]

@@ -120,6 +120,7 @@ fn open_app(
         },
         service_range,
         ip_lock: tokio::sync::Mutex::new(()),
+        pod_security: Default::default(),
         ready: std::sync::atomic::AtomicBool::new(!config.hold_readiness),
     }))
 }

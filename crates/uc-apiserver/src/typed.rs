@@ -30,22 +30,30 @@ impl From<DecodeError> for String {
     }
 }
 
-/// Map fields whose values are quantities, and quantity fields: kube reads `cpu: 1` as `"1"`.
-const QUANTITY_MAPS: &[&str] = &[
-    "limits",
-    "requests",
-    "capacity",
-    "allocatable",
-    "hard",
-    "used",
-    "overhead",
-    "max",
-    "min",
-    "default",
-    "defaultRequest",
-    "maxLimitRequestRatio",
-];
-const QUANTITIES: &[&str] = &["sizeLimit"];
+/// Map fields whose values are quantities (kube reads `cpu: 1` as `"1"`): a `match`, as every key of
+/// every built-in write is asked.
+fn is_quantity_map(key: &str) -> bool {
+    matches!(
+        key,
+        "limits"
+            | "requests"
+            | "capacity"
+            | "allocatable"
+            | "hard"
+            | "used"
+            | "overhead"
+            | "max"
+            | "min"
+            | "default"
+            | "defaultRequest"
+            | "maxLimitRequestRatio"
+    )
+}
+
+/// Fields that are quantities.
+fn is_quantity(key: &str) -> bool {
+    key == "sizeLimit"
+}
 /// The served kinds whose fields of those names are quantities (elsewhere — a CRD's schema — they
 /// are not); each has a type in `builtin_schemas`.
 const QUANTITY_KINDS: &[&str] = &[
@@ -178,21 +186,22 @@ fn json_pointer(path: &[Step]) -> String {
 fn compare<'a>(sent: &'a Value, kept: &'a Value, path: &mut Vec<Step<'a>>, out: &mut Decoded) {
     match (sent, kept) {
         (Value::Object(s), Value::Object(k)) => {
+            // Both maps iterate in key order (serde_json's `Map` is sorted): walked side by side.
+            let mut kept = k.iter().peekable();
             for (key, v) in s {
+                while let Some((only_kept, kv)) = kept.next_if(|(kk, _)| kk.as_str() < key.as_str()) {
+                    zero(only_kept, kv, path, out);
+                }
                 path.push(Step::Member(key));
-                match k.get(key) {
+                match kept.next_if(|(kk, _)| *kk == key) {
+                    Some((_, kv)) => compare(v, kv, path, out),
                     None if !v.is_null() => out.unknown.push(dotted(path)),
-                    Some(kv) => compare(v, kv, path, out),
                     None => {}
                 }
                 path.pop();
             }
-            for (key, kv) in k {
-                if !s.contains_key(key) && is_zero(kv) {
-                    path.push(Step::Member(key));
-                    out.zeros.push((json_pointer(path), kv.clone()));
-                    path.pop();
-                }
+            for (only_kept, kv) in kept {
+                zero(only_kept, kv, path, out);
             }
         }
         (Value::Array(s), Value::Array(k)) => {
@@ -203,6 +212,15 @@ fn compare<'a>(sent: &'a Value, kept: &'a Value, path: &mut Vec<Step<'a>>, out: 
             }
         }
         _ => {}
+    }
+}
+
+/// A field the typed form has and the body lacks: one of [`Decoded::zeros`] if it is a zero scalar.
+fn zero<'a>(key: &'a str, kept: &Value, path: &mut Vec<Step<'a>>, out: &mut Decoded) {
+    if is_zero(kept) {
+        path.push(Step::Member(key));
+        out.zeros.push((json_pointer(path), kept.clone()));
+        path.pop();
     }
 }
 
@@ -257,7 +275,7 @@ fn pointer(path: &str) -> String {
         .collect()
 }
 
-/// The first quantity of `obj` (a member of the maps [`QUANTITY_MAPS`] names, or a [`QUANTITIES`]
+/// The first quantity of `obj` (a member of the maps [`is_quantity_map`] names, or a [`is_quantity`]
 /// field) that is not one: its path and apimachinery's words. `rewrite` is set if one is a number (kube
 /// reads `cpu: 1` as `"1"`).
 fn check_quantities<'a>(obj: &'a Value, path: &mut Vec<Step<'a>>, rewrite: &mut bool) -> Option<String> {
@@ -265,14 +283,14 @@ fn check_quantities<'a>(obj: &'a Value, path: &mut Vec<Step<'a>>, rewrite: &mut 
         Value::Object(map) => {
             for (key, value) in map {
                 path.push(Step::Member(key));
-                let bad = if QUANTITY_MAPS.contains(&key.as_str())
+                let bad = if is_quantity_map(key)
                     && let Value::Object(q) = value
                 {
                     q.iter().find_map(|(name, v)| {
                         *rewrite |= v.is_number();
                         not_a_quantity(v).map(|e| format!("{}[{name}]: {e}", dotted(path)))
                     })
-                } else if QUANTITIES.contains(&key.as_str()) {
+                } else if is_quantity(key) {
                     *rewrite |= value.is_number();
                     not_a_quantity(value).map(|e| format!("{}: {e}", dotted(path)))
                 } else {
@@ -303,11 +321,11 @@ fn quantities_as_strings(mut obj: Value) -> Value {
         match v {
             Value::Object(map) => {
                 for (key, value) in map.iter_mut() {
-                    if QUANTITY_MAPS.contains(&key.as_str())
+                    if is_quantity_map(key)
                         && let Value::Object(q) = value
                     {
                         numbers_as_strings(q);
-                    } else if QUANTITIES.contains(&key.as_str()) && value.is_number() {
+                    } else if is_quantity(key) && value.is_number() {
                         *value = Value::String(value.to_string());
                     }
                     stack.push(value);
@@ -411,6 +429,19 @@ mod tests {
         assert_eq!(fresh_status("example.com", "v1", "Foo"), json!({}));
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
         assert_eq!(decode("", "v1", "ConfigMap", &cm).unwrap().unwrap(), Decoded::default(), "a kind without a status");
+    }
+
+    #[test]
+    fn json_maps_iterate_in_key_order_as_compare_walks_them() {
+        let m: Map<String, Value> = serde_json::from_str(r#"{"b": 1, "a": 2, "C": 3, "aa": 4}"#).unwrap();
+        assert_eq!(m.keys().collect::<Vec<_>>(), ["C", "a", "aa", "b"], "serde_json's preserve_order is off");
+        let mut out = Decoded::default();
+        let sent = json!({"b": 1, "d": 2, "z": null});
+        let kept = json!({"a": 0, "b": 1, "c": "", "e": false, "f": 1});
+        compare(&sent, &kept, &mut Vec::new(), &mut out);
+        assert_eq!(out.unknown, ["d"]);
+        let zeros: Vec<&str> = out.zeros.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(zeros, ["/a", "/c", "/e"]);
     }
 
     #[test]

@@ -1,10 +1,8 @@
 //! Pod Security admission at the API server's edge: the namespace's policy read from the store, the
 //! verdict from [`crate::pod_security`], refused or warned about on the request.
 
-use k8s_openapi::api::core::v1::PodSpec;
-use serde::Deserialize;
 use serde_json::Value;
-use uc_api::GroupResource;
+use uc_api::{GroupResource, Pointer};
 
 use crate::app::{App, Req};
 use crate::error::{ApiError, FieldError, Result};
@@ -38,44 +36,51 @@ pub(crate) fn admit(app: &App, req: &mut Req, t: &Target, name: &str, obj: &Valu
         req.audit_annotations.push(("pod-security.kubernetes.io/exempt".into(), "namespace".into()));
         return Ok(());
     }
-    let Some(spec) = obj.pointer(at).and_then(|s| PodSpec::deserialize(s).ok()) else { return Ok(()) };
-    let namespaces = GroupResource::new("", "namespaces");
-    let stored = app.store.get(&namespaces, &crate::storage::object_key("", ns));
-    let labels = stored.as_ref().and_then(|n| n.pointer("/metadata/labels"));
-    let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
-    // A namespace whose labels no longer parse is judged at the cluster's default.
-    let policy =
-        Policy::of_namespace(&app.config.pod_security, label).unwrap_or_else(|_| app.config.pod_security.clone());
+    let Some(judged) = obj.at(at).and_then(|spec| app.pod_security.judge(spec)) else { return Ok(()) };
+    let policy = namespace_policy(app, ns);
     // What the audit log records of the request, as kube-apiserver annotates it.
     req.audit_annotations.push(("pod-security.kubernetes.io/enforce-policy".into(), policy.enforce.label()));
-    if policy.audit.level != crate::pod_security::Level::Privileged {
-        let found = psa::check(policy.audit.level, &spec);
-        if !found.is_empty() {
-            let violations = format!("would violate PodSecurity {:?}: {}", policy.audit.label(), psa::describe(&found));
-            tracing::info!(target: "uc_apiserver::audit", namespace = ns, name, %violations, "pod security audit");
-            req.audit_annotations.push(("pod-security.kubernetes.io/audit-violations".into(), violations));
-        }
+    let audit = judged.at(policy.audit.level);
+    if !audit.violations.is_empty() {
+        let violations = format!("would violate PodSecurity {:?}: {}", policy.audit.label(), audit.described);
+        tracing::info!(target: "uc_apiserver::audit", namespace = ns, name, %violations, "pod security audit");
+        req.audit_annotations.push(("pod-security.kubernetes.io/audit-violations".into(), violations));
     }
-    let enforce = psa::check(policy.enforce.level, &spec);
-    if pod && !enforce.is_empty() {
+    let enforce = judged.at(policy.enforce.level);
+    if pod && !enforce.violations.is_empty() {
         let subject = crate::error::Subject { name: name.to_string(), ..t.subject() };
-        let message = format!("violates PodSecurity {:?}: {}", policy.enforce.label(), psa::describe(&enforce));
+        let message = format!("violates PodSecurity {:?}: {}", policy.enforce.label(), enforce.described);
         return Err(ApiError::forbidden(&subject, message));
     }
     let mut warned = Vec::new();
-    if !pod && !enforce.is_empty() {
+    if !pod && !enforce.violations.is_empty() {
         warned.push(&policy.enforce);
     }
     if policy.warn != policy.enforce || pod {
         warned.push(&policy.warn);
     }
     for level in warned {
-        let found = psa::check(level.level, &spec);
-        if !found.is_empty() {
-            req.warnings.push(format!("would violate PodSecurity {:?}: {}", level.label(), psa::describe(&found)));
+        let found = judged.at(level.level);
+        if !found.violations.is_empty() {
+            req.warnings.push(format!("would violate PodSecurity {:?}: {}", level.label(), found.described));
         }
     }
     Ok(())
+}
+
+/// The Pod Security policy of namespace `ns`: its labels over the cluster's defaults, read again only
+/// when the namespace changes. A namespace whose labels no longer parse is judged at the defaults.
+fn namespace_policy(app: &App, ns: &str) -> crate::pod_security::Policy {
+    use crate::pod_security::Policy;
+    let namespaces = GroupResource::new("", "namespaces");
+    let kept = app.store.get_kept(&namespaces, &crate::storage::object_key("", ns));
+    let rv = kept.as_ref().map_or(0, |k| k.rv());
+    app.pod_security.policy(ns, rv, || {
+        let stored = kept.map(|k| k.tree());
+        let labels = stored.as_ref().and_then(|n| n.pointer("/metadata/labels"));
+        let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+        Policy::of_namespace(&app.config.pod_security, label).unwrap_or_else(|_| app.config.pod_security.clone())
+    })
 }
 
 /// A namespace whose enforce level changes: the pods already in it that the new level would refuse,
