@@ -13,6 +13,13 @@ use k8s_openapi::api::{
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
 
+/// What is done with a body read as its built-in type ([`read_typed`]), whatever the type.
+pub(crate) trait WithTyped {
+    type Out;
+    /// The answer for `typed`, or the path and words of why there is none.
+    fn with<T: serde::Serialize>(self, typed: &T) -> Result<Self::Out, (String, String)>;
+}
+
 macro_rules! kinds {
     ($($group:literal $version:literal $kind:literal => $ty:ty),* $(,)?) => {
         /// Adds the schema of a built-in kind (and everything it refers to) to `generator`; its
@@ -27,10 +34,10 @@ macro_rules! kinds {
             }
         }
 
-        /// `obj` read as the k8s-openapi type of a built-in kind and written back (what kube-apiserver's
-        /// decoding keeps); the field path and words of what does not read. None for a kind without a
-        /// type here.
-        pub(crate) fn round_trip(group: &str, version: &str, kind: &str, obj: &Value) -> Option<Result<Value, (String, String)>> {
+        /// `obj` read as the k8s-openapi type of a built-in kind (what kube-apiserver's decoding keeps)
+        /// and handed to `then`; the field path and words of what does not read. None for a kind without
+        /// a type here.
+        pub(crate) fn read_typed<W: WithTyped>(group: &str, version: &str, kind: &str, obj: &Value, then: W) -> Option<Result<W::Out, (String, String)>> {
             match (group, version, kind) {
                 // Read without tracking the path (which costs at every field); read again to name it only when
                 // something does not read.
@@ -38,7 +45,7 @@ macro_rules! kinds {
                     <$ty as serde::Deserialize>::deserialize(obj)
                         .or_else(|_| serde_path_to_error::deserialize::<_, $ty>(obj))
                         .map_err(|e| (e.path().to_string(), e.inner().to_string()))
-                        .and_then(|typed| serde_json::to_value(&typed).map_err(|e| (String::new(), e.to_string()))),
+                        .and_then(|typed| then.with(&typed)),
                 ),)*
                 _ => None,
             }

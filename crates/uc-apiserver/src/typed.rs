@@ -7,6 +7,31 @@
 
 use serde_json::{Map, Value};
 
+pub(crate) mod against;
+mod path;
+
+use path::{Step, dotted, is_zero, json_pointer};
+
+/// What reading a body as its type gives: the zero scalars to fill in (the body has nothing the type
+/// does not), or the type written back, to compare with the body ([`against`]).
+enum Read {
+    Zeros(Vec<(String, Value)>),
+    Back(Value),
+}
+
+/// Reads the typed form against the body it came from.
+struct Against<'a>(&'a Value);
+
+impl crate::builtin_schemas::WithTyped for Against<'_> {
+    type Out = Read;
+    fn with<T: serde::Serialize>(self, typed: &T) -> Result<Read, (String, String)> {
+        match against::zeros(typed, self.0) {
+            Some(zeros) => Ok(Read::Zeros(zeros)),
+            None => serde_json::to_value(typed).map(Read::Back).map_err(|e| (String::new(), e.to_string())),
+        }
+    }
+}
+
 /// Why an object does not read as its built-in kind (the field and what is wrong).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -102,13 +127,16 @@ pub fn decode(group: &str, version: &str, kind: &str, obj: &Value) -> Option<Res
     } else {
         obj
     };
-    let back = match crate::builtin_schemas::round_trip(group, version, kind, probe)? {
-        Ok(back) => back,
+    let read = match crate::builtin_schemas::read_typed(group, version, kind, probe, Against(probe))? {
+        Ok(read) => read,
         Err((path, why)) if path.is_empty() || path == "." => return Some(Err(why.into())),
         Err((path, why)) => return Some(Err(DecodeError::from(format!("{path}: {why}")))),
     };
     let mut decoded = Decoded::default();
-    compare(probe, &back, &mut Vec::new(), &mut decoded);
+    match read {
+        Read::Zeros(zeros) => decoded.zeros = zeros,
+        Read::Back(back) => compare(probe, &back, &mut Vec::new(), &mut decoded),
+    }
     // Go's status is a struct, never absent: its always-written fields appear from the first write.
     if probe.get("status").is_none() {
         decoded.zeros.extend(fresh_zeros(group, version, kind).iter().cloned());
@@ -140,43 +168,6 @@ pub fn fresh_status(group: &str, version: &str, kind: &str) -> Value {
     let mut fresh = serde_json::json!({"status": {}});
     fill(&mut fresh, &fresh_zeros(group, version, kind));
     fresh.get_mut("status").map(Value::take).unwrap_or_else(|| Value::Object(Map::new()))
-}
-
-/// One step of the path to a field: a member or an item.
-#[derive(Clone, Copy)]
-enum Step<'a> {
-    Member(&'a str),
-    Item(usize),
-}
-
-/// `spec.containers[0].comand`, as unknown fields are named.
-fn dotted(path: &[Step]) -> String {
-    let mut out = String::new();
-    for step in path {
-        match step {
-            Step::Member(key) => {
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(key);
-            }
-            Step::Item(i) => out.push_str(&format!("[{i}]")),
-        }
-    }
-    out
-}
-
-/// `/status/numberReady`, a JSON pointer.
-fn json_pointer(path: &[Step]) -> String {
-    let mut out = String::new();
-    for step in path {
-        out.push('/');
-        match step {
-            Step::Member(key) => out.push_str(&key.replace('~', "~0").replace('/', "~1")),
-            Step::Item(i) => out.push_str(&i.to_string()),
-        }
-    }
-    out
 }
 
 /// What the typed round trip changed: the non-null fields of `sent` that `kept` lacks (unknown), and
@@ -238,15 +229,6 @@ pub fn fill(obj: &mut Value, zeros: &[(String, Value)]) {
             let key = last.replace("~1", "/").replace("~0", "~");
             map.entry(key).or_insert_with(|| zero.clone());
         }
-    }
-}
-
-fn is_zero(v: &Value) -> bool {
-    match v {
-        Value::Bool(b) => !b,
-        Value::Number(n) => n.as_f64() == Some(0.0),
-        Value::String(s) => s.is_empty(),
-        _ => false,
     }
 }
 
