@@ -122,6 +122,9 @@ pub struct History {
     /// Objects that have cooled (or were read back cold) and are not packed yet: the compactor packs them
     /// outside the store's lock ([`Kept::pack`]).
     to_pack: Vec<Arc<Kept>>,
+    /// The trees let go of since [`History::take_cooled`]: dropped by the caller once the store's lock
+    /// is released.
+    cooled: Vec<crate::stored::Obj>,
     /// Every event with a revision above `start` is in the log.
     pub start: u64,
 }
@@ -141,7 +144,7 @@ impl History {
     /// The oldest event of the hot window lets go of its tree.
     fn cool_oldest_hot(&mut self) {
         let Some(ev) = self.log.get(self.hot_start) else { return };
-        ev.object.cool();
+        self.cooled.extend(ev.object.cool());
         self.to_pack.push(ev.object.clone());
         self.hot_bytes -= ev.bytes;
         self.hot_start += 1;
@@ -186,6 +189,11 @@ impl History {
     /// The objects to pack, handed over.
     pub fn take_to_pack(&mut self) -> Vec<Arc<Kept>> {
         std::mem::take(&mut self.to_pack)
+    }
+
+    /// The trees cooling let go of, handed over to be dropped outside the store's lock.
+    pub fn take_cooled(&mut self) -> Vec<crate::stored::Obj> {
+        std::mem::take(&mut self.cooled)
     }
 
     /// Whether `compact` would drop or cool anything now, or objects wait to be packed.
@@ -295,13 +303,18 @@ mod tests {
         let json = first.object_json();
         assert_eq!(serde_json::from_slice::<Value>(&json).unwrap(), *first.object.tree());
         assert_eq!(first.bytes, json.len(), "the budget counts the JSON kept");
+        let tree = first.object.tree();
         h.push(first.clone());
         for rv in 2..=HOT_EVENTS as u64 {
             h.push(ev(rv));
         }
         assert!(first.object.kept_tree().is_some(), "still among the newest");
+        assert!(h.take_cooled().is_empty());
         h.push(ev(HOT_EVENTS as u64 + 1));
         assert!(first.object.kept_tree().is_none(), "let go once older");
+        let cooled = h.take_cooled();
+        assert!(cooled.len() == 1 && Arc::ptr_eq(&cooled[0], &tree), "its tree handed back to be dropped");
+        assert!(h.take_cooled().is_empty(), "once");
         assert_eq!(first.object_json(), json, "the JSON stays");
         let to_pack = h.take_to_pack();
         assert!(to_pack.len() == 1 && Arc::ptr_eq(&to_pack[0], &first.object), "what cooled is to be packed");

@@ -101,10 +101,13 @@ impl Kept {
         }
     }
 
-    /// Lets the tree go: only the JSON stays.
-    pub fn cool(&self) {
-        if let Body::Plain { tree, .. } = &mut *self.body.lock() {
-            *tree = None;
+    /// Lets the tree go: only the JSON stays. The tree is handed back, to be dropped where no lock is
+    /// held (freeing a tree that left the caches long ago is most of cooling's cost).
+    #[must_use = "the tree is returned to be dropped outside the store's lock"]
+    pub fn cool(&self) -> Option<Obj> {
+        match &mut *self.body.lock() {
+            Body::Plain { tree, .. } => tree.take(),
+            Body::Packed(_) => None,
         }
     }
 
@@ -392,7 +395,7 @@ mod tests {
         let kept = Kept::new(Arc::new(v.clone()));
         let (json, metadata) = (kept.json(), kept.metadata_json());
         assert!(!kept.pack(), "an object that keeps its tree is not packed");
-        kept.cool();
+        drop(kept.cool());
         assert!(kept.pack() && kept.packed(), "cooled, it is");
         assert!(!kept.pack(), "once");
         assert_eq!((kept.json(), kept.metadata_json(), kept.json_len()), (json.clone(), metadata, json.len()));
@@ -416,7 +419,7 @@ mod tests {
         assert_eq!(kept.owners().collect::<Vec<_>>(), ["a", "b"]);
         let tree = kept.tree();
         assert!(Arc::ptr_eq(&tree, &kept.tree()), "a kept tree is shared, not decoded");
-        kept.cool();
+        drop(kept.cool());
         assert!(!Arc::ptr_eq(&tree, &kept.tree()) && *kept.tree() == v, "decoded once let go");
         let bare = Kept::cold(&json!({"metadata": {}}));
         assert_eq!((bare.uid(), bare.rv(), bare.owners().count(), bare.deleting()), (None, 0, 0, false));

@@ -290,6 +290,7 @@ fn replay(
             let ev = Event::new(rv, kind, gr.clone(), key.to_string(), object, old.clone());
             state.history.push(Arc::new(ev));
             state.history.compact(&options.limits(), std::time::Instant::now());
+            drop(state.history.take_cooled());
         }
         rv += 1;
         if let Some(new) = new {
@@ -382,11 +383,12 @@ impl Store {
         if !self.state.read().history.wants_compaction(&limits, now) {
             return;
         }
-        let to_pack = {
+        let (to_pack, cooled) = {
             let mut state = self.state.write();
             state.history.compact(&limits, now);
-            state.history.take_to_pack()
+            (state.history.take_to_pack(), state.history.take_cooled())
         };
+        drop(cooled);
         // An object only the list holds was replaced or deleted meanwhile: nothing to save.
         for kept in to_pack.into_iter().filter(|k| Arc::strong_count(k) > 1) {
             kept.pack();
@@ -633,7 +635,7 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
         return;
     }
     // Phase 3: publish to readers and watchers, then acknowledge.
-    {
+    let cooled = {
         let mut state = store.state.write();
         for p in &planned {
             let Some(ev) = &p.event else { continue };
@@ -657,7 +659,8 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
             // Full: the compactor is awake already.
             let _ = store.compactor.try_send(());
         }
-    }
+        state.history.take_cooled()
+    };
     store.revision_tx.send_replace(revision);
     if let Some(wal) = wal
         && wal.wants_checkpoint()
@@ -674,6 +677,8 @@ fn commit_batch(store: &Store, wal: Option<&mut Wal>, batch: Vec<(Op, Reply)>) {
     for p in planned {
         let _ = p.reply.send(p.result);
     }
+    // The trees that cooled are freed last: outside the lock, after the writers have their answers.
+    drop(cooled);
 }
 
 /// `v` as the store keeps it at revision `rv`: its resourceVersion set, its managed fields compact
