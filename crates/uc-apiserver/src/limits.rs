@@ -33,11 +33,27 @@ pub fn measure(v: &Value) -> (usize, usize) {
                 }
             }
             Value::String(s) => bytes += s.len() + 2,
-            Value::Number(n) => bytes += n.to_string().len(),
+            Value::Number(n) => bytes += written_len(n),
             Value::Bool(_) | Value::Null => bytes += 5,
         }
     }
     (depth, bytes)
+}
+
+/// How many bytes a number takes as JSON, counted as it is written (no string made: every number of
+/// every write is measured).
+fn written_len(n: &serde_json::Number) -> usize {
+    struct Count(usize);
+    impl std::fmt::Write for Count {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 += s.len();
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail.
+    let _ = std::fmt::Write::write_fmt(&mut count, format_args!("{n}"));
+    count.0
 }
 
 /// Why an object cannot be kept.
@@ -103,6 +119,10 @@ mod tests {
         let (_, bytes) = measure(&json!({"data": {"k": "v".repeat(1000)}}));
         let exact = serde_json::to_vec(&json!({"data": {"k": "v".repeat(1000)}})).unwrap().len();
         assert!(bytes >= exact - 4 && bytes <= exact + 16, "{bytes} against {exact}");
+        for n in [json!(0), json!(-12345), json!(u64::MAX), json!(1.5e-7), json!(0.25)] {
+            let Value::Number(number) = &n else { unreachable!() };
+            assert_eq!(written_len(number), n.to_string().len(), "{n}");
+        }
         assert!(check(&nested(MAX_DEPTH)).is_ok());
         assert_eq!(check(&nested(MAX_DEPTH + 1)), Err(Exceeded::Depth(MAX_DEPTH + 1)));
         assert!(matches!(check(&json!({"k": "x".repeat(MAX_OBJECT_BYTES)})), Err(Exceeded::Size(_))));
