@@ -131,15 +131,17 @@ pub(super) fn to_json<'js>(
             let r: rquickjs::Value = to_json_fn.call((rquickjs::function::This(o.clone()),)).map_err(invalid)?;
             return to_json(&r, to_json_name, depth + 1);
         }
-        let mut out = serde_json::Map::new();
+        // Gathered, then made into the map at once (sorted and built bottom-up: cheaper than inserting
+        // each member into a growing tree).
+        let mut members = Vec::new();
         for prop in o.props::<String, rquickjs::Value>() {
             let (k, val) = prop.map_err(invalid)?;
             if val.is_undefined() || val.is_function() {
                 continue;
             }
-            out.insert(k, to_json(&val, to_json_name, depth + 1)?);
+            members.push((k, to_json(&val, to_json_name, depth + 1)?));
         }
-        return Ok(Value::Object(out));
+        return Ok(Value::Object(members.into_iter().collect()));
     }
     Err(invalid(format!("the script returned a value JSON cannot represent ({})", v.type_name())))
 }
