@@ -177,38 +177,23 @@ impl Items<'_, '_> {
     }
 }
 
-impl ser::SerializeSeq for Items<'_, '_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Done {
-        self.item(value)
-    }
-    fn end(self) -> Done {
-        Ok(())
-    }
+/// A sequence, tuple or tuple struct: each element an item of the list.
+macro_rules! items {
+    ($($trait:ident :: $element:ident),*) => {$(
+        impl ser::$trait for Items<'_, '_> {
+            type Ok = ();
+            type Error = serde_json::Error;
+            fn $element<T: ?Sized + Serialize>(&mut self, value: &T) -> Done {
+                self.item(value)
+            }
+            fn end(self) -> Done {
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Items<'_, '_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Done {
-        self.item(value)
-    }
-    fn end(self) -> Done {
-        Ok(())
-    }
-}
-
-impl ser::SerializeTupleStruct for Items<'_, '_> {
-    type Ok = ();
-    type Error = serde_json::Error;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Done {
-        self.item(value)
-    }
-    fn end(self) -> Done {
-        Ok(())
-    }
-}
+items!(SerializeSeq::serialize_element, SerializeTuple::serialize_element, SerializeTupleStruct::serialize_field);
 
 /// An object (a struct's fields or a map's entries) written against the body's object: each member
 /// the type writes is followed into the body's member of that name, or, where the body has none, noted
