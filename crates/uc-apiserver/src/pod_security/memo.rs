@@ -65,8 +65,8 @@ struct Entry {
 /// The remembered judgements and namespace policies of one API server.
 #[derive(Default)]
 pub struct Memo {
+    /// By the hash of their JSON; a bucket holds more than one spec only when two hash alike.
     specs: parking_lot::Mutex<HashMap<u64, Vec<Entry>>>,
-    specs_held: std::sync::atomic::AtomicUsize,
     namespaces: parking_lot::Mutex<HashMap<String, (u64, Policy)>>,
 }
 
@@ -81,11 +81,15 @@ impl Memo {
         }
         let judged = PodSpec::deserialize(spec).ok().map(|typed| Arc::new(Judged::of(&typed)));
         let mut specs = self.specs.lock();
-        if self.specs_held.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= SPECS {
+        if specs.len() >= SPECS && !specs.contains_key(&hash) {
             specs.clear();
-            self.specs_held.store(1, std::sync::atomic::Ordering::Relaxed);
         }
-        specs.entry(hash).or_default().push(Entry { spec: spec.clone(), judged: judged.clone() });
+        let bucket = specs.entry(hash).or_default();
+        // Judged meanwhile by another request: one entry per spec.
+        if let Some(e) = bucket.iter().find(|e| e.spec == *spec) {
+            return e.judged.clone();
+        }
+        bucket.push(Entry { spec: spec.clone(), judged: judged.clone() });
         judged
     }
 
