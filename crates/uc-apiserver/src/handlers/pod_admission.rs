@@ -129,6 +129,34 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_remembered_verdict_does_not_outlive_its_namespaces_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = crate::server::test_app(dir.path());
+        let namespaces = GroupResource::new("", "namespaces");
+        let ns = |level: &str| {
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "open",
+                   "labels": {"pod-security.kubernetes.io/enforce": level}}})
+        };
+        let key = object_key("", "open");
+        let created = Op::Create { gr: namespaces.clone(), key: key.clone(), object: ns("privileged") };
+        app.store.write(created).await.unwrap();
+        let pods = target("pods", "", "open");
+        let mut req = Req::for_test(Method::POST, "application/json", "", &[]);
+        admit(&app, &mut req, &pods, "p", &pod(true), None).expect("privileged namespace: admitted");
+        // The namespace tightened: the same spec, judged before, is refused now.
+        let expect_rv = app.store.get_kept(&namespaces, &key).unwrap().rv();
+        let tightened = Op::Update { gr: namespaces.clone(), key: key.clone(), object: ns("baseline"), expect_rv };
+        app.store.write(tightened).await.unwrap();
+        let mut req = Req::for_test(Method::POST, "application/json", "", &[]);
+        assert_eq!(admit(&app, &mut req, &pods, "p", &pod(true), None).unwrap_err().code(), 403);
+        // Deleted, the namespace's labels no longer hold: the cluster default (baseline) refuses it too.
+        let expect_rv = app.store.get_kept(&namespaces, &key).unwrap().rv();
+        app.store.write(Op::Delete { gr: namespaces, key, expect_rv }).await.unwrap();
+        let mut req = Req::for_test(Method::POST, "application/json", "", &[]);
+        assert_eq!(admit(&app, &mut req, &pods, "p", &pod(true), None).unwrap_err().code(), 403);
+    }
+
+    #[tokio::test]
     async fn a_namespaces_enforce_level_refuses_pods_and_its_warn_level_warns() {
         let dir = tempfile::tempdir().unwrap();
         let app = crate::server::test_app(dir.path());
