@@ -6,7 +6,7 @@
 //! concerns (the deleted owner's dependents, the object now being deleted, the owners of a deleted
 //! dependent). A periodic full pass catches anything a compaction hid and retries what failed; it asks the
 //! store for its suspects ([`crate::storage::suspects::Suspects`]: the dependents of gone or going owners and the
-//! objects being deleted, found from the uid and owner indexes without reading an object), decodes only an
+//! objects being deleted, which the store's indexes keep as objects change), decodes only an
 //! object it has to act on, and is spaced by its own cost ([`next_full_pass`]): over a million objects, a
 //! pass that looked at every dependent took a core for seconds (issue 58).
 

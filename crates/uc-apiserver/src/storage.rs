@@ -12,7 +12,7 @@
 //! one at a time under a lock, without the two thread hand-offs a writer thread costs (a wake-up of the
 //! writer, then of the waiting task: a tenth of the API server's CPU in docs/benchmarks.md's profile).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -27,6 +27,7 @@ pub use crate::kept::{Kept, rv_of};
 pub use crate::stored::{Obj, StoreError};
 use crate::wal::{Change, Wal};
 
+mod index;
 pub mod suspects;
 
 /// Most writes taken into one group commit.
@@ -102,67 +103,23 @@ struct State {
     /// Each owner uid's dependents: a list, not a set — most owners have one or a few, and a hash set
     /// of one costs ~300 bytes (issue 58).
     dependents: HashMap<Box<str>, Vec<Place>>,
+    /// The owner uids of `dependents` that no object has (`index.rs`): with `deleting`, what the
+    /// garbage collector's full pass starts from, kept as the indexes change instead of found by walking
+    /// them (a walk of a million owners held the state's lock for most of a second, issue 58).
+    dangling: HashSet<Box<str>>,
+    /// The objects with a deletionTimestamp.
+    deleting: HashSet<Place>,
     /// The types [`Place`]s name, by number, and the number of each.
     types: Vec<GroupResource>,
     type_numbers: HashMap<GroupResource, u32>,
 }
 
 impl State {
-    /// The place of `key` of type `gr`, numbering the type if it is new.
-    fn place(&mut self, gr: &GroupResource, key: &str) -> Place {
-        let n = match self.type_numbers.get(gr) {
-            Some(n) => *n,
-            None => {
-                let n = u32::try_from(self.types.len()).unwrap_or(u32::MAX);
-                self.types.push(gr.clone());
-                self.type_numbers.insert(gr.clone(), n);
-                n
-            }
-        };
-        (n, key.into())
-    }
-
     /// The object at a place, with its reference.
     fn at(&self, place: &Place) -> Option<(ObjRef, Arc<Kept>)> {
         let gr = self.types.get(place.0 as usize)?;
         let kept = self.objects.get(gr)?.get(&*place.1)?;
         Some(((gr.clone(), place.1.to_string()), kept.clone()))
-    }
-
-    fn index(&mut self, gr: &GroupResource, key: &str, old: Option<&Kept>, new: Option<&Kept>) {
-        // Most updates keep the uid and the owners: the index already says what it would be rebuilt to.
-        if let (Some(old), Some(new)) = (old, new)
-            && old.uid() == new.uid()
-            && old.owners().eq(new.owners())
-        {
-            return;
-        }
-        if let Some(old) = old {
-            if let Some(uid) = old.uid() {
-                self.uids.remove(uid);
-            }
-            let place = self.place(gr, key);
-            for owner in old.owners() {
-                if let Some(set) = self.dependents.get_mut(owner) {
-                    set.retain(|p| *p != place);
-                    if set.is_empty() {
-                        self.dependents.remove(owner);
-                    }
-                }
-            }
-        }
-        if let Some(new) = new {
-            let place = self.place(gr, key);
-            for owner in new.owners() {
-                let set = self.dependents.entry(owner.into()).or_insert_with(|| Vec::with_capacity(1));
-                if !set.contains(&place) {
-                    set.push(place.clone());
-                }
-            }
-            if let Some(uid) = new.uid() {
-                self.uids.insert(uid.into(), place);
-            }
-        }
     }
 }
 

@@ -63,6 +63,14 @@ impl<K: Eq + std::hash::Hash> KeySet<K> {
         }
     }
 
+    /// Whether `key` is there.
+    pub(crate) fn contains(&self, key: &K) -> bool {
+        match self {
+            KeySet::Few(v) => v.iter().any(|k| **k == *key),
+            KeySet::Many(s) => s.contains(key),
+        }
+    }
+
     /// How many keys.
     pub(crate) fn len(&self) -> usize {
         match self {

@@ -1,7 +1,8 @@
-//! What the garbage collector's full pass has to look at, found in one walk of the store's indexes: the
-//! objects an owner of which is gone or being deleted, and the objects being deleted. Every other
-//! dependent has all its owners in place, and the pass would only read it to learn that — at a million
-//! parents, three B-tree lookups by key per dependent made the pass take a core for seconds (issue 58).
+//! What the garbage collector's full pass has to look at: the objects an owner of which is gone or being
+//! deleted, and the objects being deleted. Every other dependent has all its owners in place, and the
+//! pass would only read it to learn that — at a million parents, three B-tree lookups by key per
+//! dependent made the pass take a core for seconds, and a walk of the owner index held the store's lock
+//! for most of one (issue 58): the indexes keep those sets as objects change (`index.rs`).
 
 use std::collections::HashSet;
 
@@ -17,29 +18,23 @@ pub struct Suspects {
 }
 
 impl State {
-    /// Walks the objects once for those being deleted, then the owner index, checking each owner uid
-    /// against the uid index (a hash lookup, no object read).
+    /// The objects being deleted, and the dependents of the owner uids no object has or whose object is
+    /// being deleted: read from the sets the indexes keep (`index.rs`), a few entries however many
+    /// objects the store holds.
     fn suspects(&self) -> Suspects {
-        let mut going: HashSet<&str> = HashSet::new();
-        let mut deleting = Vec::new();
-        for (gr, objects) in &self.objects {
-            for (key, kept) in objects.iter().filter(|(_, kept)| kept.deleting()) {
-                deleting.push((gr.clone(), key.clone()));
-                going.extend(kept.uid());
-            }
-        }
+        let reference = |place: &Place| Some((self.types.get(place.0 as usize)?.clone(), place.1.to_string()));
+        let deleting: Vec<ObjRef> = self.deleting.iter().filter_map(reference).collect();
+        let going = self.deleting.iter().filter_map(|p| self.objects.get(self.types.get(p.0 as usize)?)?.get(&*p.1));
+        let owners: HashSet<&str> =
+            self.dangling.iter().map(|o| &**o).chain(going.filter_map(|kept| kept.uid())).collect();
         let mut seen: HashSet<&Place> = HashSet::new();
-        let mut dependents = Vec::new();
-        for (owner, places) in &self.dependents {
-            if self.uids.contains_key(owner) && !going.contains(&**owner) {
-                continue;
-            }
-            for place in places.iter().filter(|p| seen.insert(p)) {
-                if let Some(gr) = self.types.get(place.0 as usize) {
-                    dependents.push((gr.clone(), place.1.to_string()));
-                }
-            }
-        }
+        let dependents = owners
+            .into_iter()
+            .filter_map(|owner| self.dependents.get(owner))
+            .flatten()
+            .filter(|p| seen.insert(p))
+            .filter_map(reference)
+            .collect();
         Suspects { dependents, deleting }
     }
 }
@@ -56,6 +51,8 @@ mod tests {
     use super::super::{Op, StoreOptions};
     use super::*;
     use serde_json::{Value, json};
+    use std::collections::HashMap;
+    use std::sync::Arc;
     use uc_api::GroupResource;
 
     fn object(name: &str, owners: &[&str], deleting: bool) -> Value {
@@ -105,5 +102,64 @@ mod tests {
         }
         let suspects = store.gc_suspects();
         assert_eq!((names(suspects.dependents), names(suspects.deleting)), (vec![], vec!["going-itself".to_string()]));
+    }
+
+    /// What the full pass has to look at, found by walking every object: what `suspects` must equal.
+    fn walked(store: &Store) -> (Vec<String>, Vec<String>) {
+        let state = store.state.read();
+        let all: Vec<(&String, &Arc<crate::kept::Kept>)> = state.objects.values().flat_map(|m| m.iter()).collect();
+        let uids: HashMap<&str, bool> = all.iter().filter_map(|(_, k)| Some((k.uid()?, k.deleting()))).collect();
+        let mut dependents: Vec<String> = all
+            .iter()
+            .filter(|(_, k)| k.owners().any(|o| uids.get(o).is_none_or(|going| *going)))
+            .map(|(key, _)| key.to_string())
+            .collect();
+        let mut deleting: Vec<String> =
+            all.iter().filter(|(_, k)| k.deleting()).map(|(key, _)| key.to_string()).collect();
+        dependents.sort();
+        deleting.sort();
+        (dependents, deleting)
+    }
+
+    #[tokio::test]
+    async fn the_kept_sets_say_what_a_walk_of_every_object_finds_after_any_changes() {
+        let store = Store::open(None, StoreOptions::default()).unwrap();
+        let gr = GroupResource::new("", "configmaps");
+        // A small universe, so that owners come and go under their dependents, objects own themselves,
+        // start and stop being deleted, and are deleted and made again.
+        let names = ["a", "b", "c", "d", "e"];
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for step in 0..2_000 {
+            let name = names[next(names.len())];
+            let key = format!("ns/{name}");
+            let owners: Vec<&str> = (0..next(3)).map(|_| names[next(names.len())]).collect();
+            let deleting = next(4) == 0;
+            let exists = store.get_kept(&gr, &key).is_some();
+            let op = match (exists, next(3)) {
+                (true, 0) => Op::Delete { gr: gr.clone(), key, expect_rv: 0 },
+                (true, _) => Op::Update { gr: gr.clone(), key, object: object(name, &owners, deleting), expect_rv: 0 },
+                (false, _) => Op::Create { gr: gr.clone(), key, object: object(name, &owners, deleting) },
+            };
+            store.write(op).await.unwrap();
+            let Suspects { dependents, deleting } = store.gc_suspects();
+            let sorted = |refs: Vec<ObjRef>| {
+                let mut keys: Vec<String> = refs.into_iter().map(|(_, key)| key).collect();
+                keys.sort();
+                keys
+            };
+            assert_eq!((sorted(dependents), sorted(deleting)), walked(&store), "after step {step}");
+        }
+        // Nothing is left behind once every object is gone.
+        for name in names {
+            let _ = store.write(Op::Delete { gr: gr.clone(), key: format!("ns/{name}"), expect_rv: 0 }).await;
+        }
+        let state = store.state.read();
+        assert!(state.dangling.is_empty() && state.deleting.is_empty() && state.dependents.is_empty());
     }
 }

@@ -111,19 +111,18 @@ impl Shared {
     ) -> Vec<Obj> {
         let ns = meta_str(parent, "namespace");
         let in_scope = |o: &Obj| !self.parent.namespaced || meta_str(o, "namespace") == ns;
+        let equality = selector.requirements.iter().find_map(|r| match r {
+            Requirement::Equals(k, v) => Some((k.as_str(), v.as_str())),
+            _ => None,
+        });
+        if let (Some(label), false) = (equality, self.flavor == Flavor::Decorator) {
+            return t.informer.owned_by_or_labelled(parent_uid, label).into_iter().filter(in_scope).collect();
+        }
         let mut out: Vec<Obj> = t.informer.owned_by(parent_uid).into_iter().filter(in_scope).collect();
         if self.flavor == Flavor::Decorator {
             return out;
         }
-        let equality = selector.requirements.iter().find_map(|r| match r {
-            Requirement::Equals(k, v) => Some((k.clone(), v.clone())),
-            _ => None,
-        });
-        let selected = match equality {
-            Some((k, v)) => t.informer.with_label(&k, &v),
-            None if self.parent.namespaced => t.informer.list(Some(ns)),
-            None => t.informer.list(None),
-        };
+        let selected = if self.parent.namespaced { t.informer.list(Some(ns)) } else { t.informer.list(None) };
         let mut seen: HashSet<String> = out.iter().map(|o| meta_str(o, "uid").to_string()).collect();
         for o in selected {
             if in_scope(&o) && seen.insert(meta_str(&o, "uid").to_string()) {

@@ -196,6 +196,16 @@ impl Cache {
         keys.into_iter().filter_map(|k| self.tree(k)).collect()
     }
 
+    /// The objects `uid` owns, then those carrying `label` (a key and a value) that it does not own:
+    /// each once, and read (decoded, when out of the window of trees) once — a parent's generated
+    /// selector names the very children it owns.
+    pub(super) fn owned_or_labelled(&self, uid: &str, label: (&str, &str)) -> Vec<Obj> {
+        let owned = self.by_owner.get(uid);
+        let labelled = self.by_label.get(&(Arc::from(label.0), Arc::from(label.1)));
+        let others = labelled.into_iter().flat_map(|s| s.iter()).filter(|k| !owned.is_some_and(|o| o.contains(k)));
+        self.trees(owned.into_iter().flat_map(|s| s.iter()).chain(others))
+    }
+
     fn unindex(&mut self, key: &ObjKey, kept: &Kept) {
         if let Some(set) = self.by_namespace.get_mut(&key.0) {
             set.remove(key);
@@ -496,5 +506,29 @@ pub(super) mod tests {
         assert_eq!(said(&changes), [("a".into(), false, false, Some("1".into()))]);
         assert_eq!(changes[0].object, a2);
         assert_eq!(cache.tree(&key_of(&a2)), Some(a2), "and the cache reads the new version");
+    }
+
+    #[test]
+    fn a_parents_children_are_those_it_owns_then_those_its_label_selects_each_once() {
+        let mut cache = Cache::default();
+        let child = |name: &str, owned: bool, labelled: bool| {
+            let mut o = Value::clone(&cm(name, "1", if labelled { json!({"uid": "p"}) } else { json!({}) }));
+            if owned {
+                o["metadata"]["ownerReferences"] = json!([{"uid": "p", "controller": true}]);
+            }
+            Arc::new(o)
+        };
+        for (name, owned, labelled) in [("both", true, true), ("owned", true, false), ("labelled", false, true)] {
+            cache.put(child(name, owned, labelled), false);
+        }
+        cache.put(child("neither", false, false), true);
+        let names = |objects: Vec<Obj>| objects.iter().map(|o| meta_str(o, "name").to_string()).collect::<Vec<_>>();
+        let mut found = names(cache.owned_or_labelled("p", ("uid", "p")));
+        found[..2].sort();
+        assert_eq!(found, ["both", "owned", "labelled"], "owned first, the labelled one it does not own after");
+        let mut selected = names(cache.owned_or_labelled("q", ("uid", "p")));
+        selected.sort();
+        assert_eq!(selected, ["both", "labelled"]);
+        assert!(cache.owned_or_labelled("q", ("uid", "q")).is_empty());
     }
 }

@@ -128,10 +128,10 @@ impl Informer {
         }
     }
 
-    /// Objects carrying a label with a value.
-    pub fn with_label(&self, key: &str, value: &str) -> Vec<Obj> {
-        let c = self.cache.read();
-        c.by_label.get(&(Arc::from(key), Arc::from(value))).map(|s| c.trees(s.iter())).unwrap_or_default()
+    /// The objects `uid` owns, then those carrying `label` (a key and a value) that it does not own, each
+    /// once ([`cache::Cache::owned_or_labelled`]).
+    pub fn owned_by_or_labelled(&self, uid: &str, label: (&str, &str)) -> Vec<Obj> {
+        self.cache.read().owned_or_labelled(uid, label)
     }
 
     /// Whether the initial list has arrived.
