@@ -1,4 +1,5 @@
-//! An informer's cache: each object's JSON (packed) with the indexes, and the window of the newest trees.
+//! An informer's cache: each object's bytes (compact, packed) with the indexes, and the window of the
+//! newest trees.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -9,11 +10,11 @@ use uc_api::packed::Packed;
 use super::object::{Change, Obj, ObjKey, key_of};
 use crate::key_set::KeySet;
 
-/// An object as the cache keeps it: its JSON (packed, [`Packed`]) and what the indexes read, decoded
-/// into a tree when it is asked for. A `Value` tree costs ~7 KB for an object of ~1 KB of JSON (a B-tree
+/// An object as the cache keeps it: its tree written compact ([`super::compact`], packed: [`Packed`])
+/// and what the indexes read, decoded into a tree when it is asked for. A `Value` tree costs ~7 KB for an object of ~1 KB of JSON (a B-tree
 /// node per map, docs/benchmarks.md, issue 58); the objects changed most recently are kept as trees
 /// instead ([`Hot`]), so that the reconcile an event queues reads them without decoding, and are written
-/// as JSON only once they leave that window (a version replaced while it is there never is).
+/// out only once they leave that window (a version replaced while it is there never is).
 #[derive(Debug)]
 pub(super) struct Kept {
     body: Body,
@@ -49,20 +50,20 @@ impl Kept {
         }
     }
 
-    /// `obj` as the cache keeps it outside the window of trees: written as JSON, packed.
+    /// `obj` as the cache keeps it outside the window of trees: written out compact, packed.
     fn at_rest(obj: &Value) -> Kept {
         let mut kept = Kept::of(obj);
         kept.body = Body::of(obj);
         kept
     }
 
-    /// The object as a tree, decoded from its JSON (which `Body::of` wrote, so it decodes). An object
+    /// The object as a tree, decoded from its bytes (which `Body::of` wrote, so they decode). An object
     /// whose tree is in the window is read from there ([`Cache::tree`]); asked here, it reads as null.
     fn decode(&self) -> Obj {
         let tree = match &self.body {
             Body::InHot => None,
-            Body::Plain(json) => serde_json::from_slice(json).ok(),
-            Body::Packed(packed) => serde_json::from_slice(&packed.unpack()).ok(),
+            Body::Plain(bytes) => super::compact::read(bytes),
+            Body::Packed(packed) => super::compact::read(&packed.unpack()),
         };
         Arc::new(tree.unwrap_or_default())
     }
@@ -77,31 +78,29 @@ impl Kept {
 enum Body {
     /// Nowhere yet: its tree is in the window of the newest ([`Hot`]), and is written when it leaves.
     InHot,
-    /// Its JSON, which packing would hardly shrink.
+    /// Its tree written compact ([`super::compact`]), which packing would hardly shrink.
     Plain(Box<[u8]>),
-    /// Its JSON, packed.
+    /// Its tree written compact, packed.
     Packed(Packed),
 }
 
 impl Body {
-    /// `obj` written out (into a buffer kept per thread: one grown once, not a vector grown and copied
-    /// for every object) and packed if that pays.
+    /// `obj` written out compact (into a buffer kept per thread: one grown once, not a vector grown and
+    /// copied for every object) and packed if that pays.
     fn of(obj: &Value) -> Body {
         thread_local! {
-            static JSON: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+            static BYTES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
-        JSON.with_borrow_mut(|json| {
-            json.clear();
-            if serde_json::to_writer(&mut *json, obj).is_err() {
-                json.clear();
-            }
-            let body = match Packed::of(json) {
+        BYTES.with_borrow_mut(|bytes| {
+            bytes.clear();
+            super::compact::write(obj, bytes);
+            let body = match Packed::of(bytes) {
                 Some(packed) => Body::Packed(packed),
-                None => Body::Plain(json.as_slice().into()),
+                None => Body::Plain(bytes.as_slice().into()),
             };
             // A rare large object does not hold its buffer's size for good.
-            if json.capacity() > 1 << 20 {
-                *json = Vec::new();
+            if bytes.capacity() > 1 << 20 {
+                *bytes = Vec::new();
             }
             body
         })
@@ -109,7 +108,7 @@ impl Body {
 }
 
 /// The trees of the objects changed last, at most [`HOT`] objects: a bounded window, so that memory grows
-/// with the objects' JSON, not with their trees. The window counts objects, not changes: a pod that
+/// with the objects' bytes, not with their trees. The window counts objects, not changes: a pod that
 /// changes five times on its way to ready stays in it while fewer than [`HOT`] other objects change
 /// (counting changes pushed 1,000 pods of one ReplicaSet out of it, each then written, packed and decoded
 /// again for every sync of the ReplicaSet).
@@ -231,7 +230,7 @@ impl Cache {
         }
     }
 
-    /// Keeps `obj`, its tree in the window when `hot` (else only its JSON); the version it replaces, if any.
+    /// Keeps `obj`, its tree in the window when `hot` (else only its bytes); the version it replaces, if any.
     pub(super) fn put(&mut self, obj: Obj, hot: bool) -> Option<Obj> {
         let key = key_of(&obj);
         let kept = if hot { Kept::of(&obj) } else { Kept::at_rest(&obj) };
@@ -324,7 +323,7 @@ impl Cache {
 
 /// An object of a (re)list as the cache will keep it, with its tree if it is news to the cache (a new
 /// object, or one at another resourceVersion): the change the relist tells is that tree, not one
-/// decoded again from the JSON just written.
+/// decoded again from the bytes just written.
 pub(super) struct Listed {
     pub(super) kept: Kept,
     pub(super) tree: Option<Obj>,
@@ -361,7 +360,7 @@ pub(super) mod tests {
         objects.iter().map(|o| listed(o)).collect()
     }
 
-    /// A list of objects whose trees were not kept: every change is decoded from the JSON.
+    /// A list of objects whose trees were not kept: every change is decoded from their bytes.
     fn listed(objects: &[&Obj]) -> HashMap<ObjKey, Listed> {
         objects.iter().map(|o| (key_of(o), Listed { kept: Kept::at_rest(o), tree: None })).collect()
     }
@@ -406,7 +405,7 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn objects_are_kept_as_json_with_the_newest_as_trees() {
+    fn objects_are_kept_as_bytes_with_the_newest_as_trees() {
         let mut cache = Cache::default();
         let first = cm("a", "1", json!({"x": "1"}));
         assert!(cache.put(first.clone(), true).is_none());
@@ -464,7 +463,7 @@ pub(super) mod tests {
         for i in 0..=HOT {
             cache.put(cm(&format!("o{i}"), "1", json!({})), true);
         }
-        assert_eq!(in_hot(&cache), cache.hot.trees.len(), "every object out of the window has its JSON");
+        assert_eq!(in_hot(&cache), cache.hot.trees.len(), "every object out of the window has its bytes");
         let a = cache.objects.get(&key_of(&a2)).unwrap();
         assert!(matches!(a.body, Body::Packed(_)), "text that compresses is packed: {:?}", a.body);
         assert_eq!(cache.tree(&key_of(&a2)), Some(a2.clone()), "and decodes to the object");
@@ -475,7 +474,7 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn an_object_nobody_reads_soon_is_kept_as_json_and_its_old_tree_leaves_the_window() {
+    fn an_object_nobody_reads_soon_is_kept_as_bytes_and_its_old_tree_leaves_the_window() {
         let mut cache = Cache::default();
         let (a1, a2, a3) = (cm("a", "1", json!({"x": "1"})), cm("a", "2", json!({"x": "2"})), cm("a", "3", json!({})));
         cache.put(a1.clone(), true);

@@ -16,6 +16,7 @@ use crate::metrics::Metrics;
 use crate::raw::{PodViewObject, Projection, RawObject, Watched};
 
 mod cache;
+mod compact;
 mod object;
 use cache::{Cache, Listed};
 pub use object::{Change, Obj, ObjKey, key_of, key_text};
