@@ -343,6 +343,10 @@ def texts(browser, selector):
 
 
 def test_controllers_and_cluster_pages(cluster, browser):
+    # uc up installs its built-in controllers after it serves (on a loaded machine, seconds after): the
+    # page is asked to show one the API server has, not one still being made.
+    wait_for(lambda: get(cluster, "universalcontroller", "builtin-deployment"), timeout=90,
+             message="uc up's built-in Deployment controller")
     login(browser, cluster)
     browser.get(cluster.console + "/#/controllers")
     find(browser, "tr[data-controller=builtin-deployment]")
