@@ -238,7 +238,10 @@ def test_an_oversized_url_or_body_gets_a_status_before_the_connection_closes(clu
         return ctx.wrap_socket(socket.create_connection((host, int(port)), timeout=60), server_hostname=host)
 
     s = connect()
-    s.sendall(f"GET /api/v1/configmaps?x={'a' * 2_000_000} HTTP/1.1\r\nHost: uc\r\n\r\n".encode())
+    try:
+        s.sendall(f"GET /api/v1/configmaps?x={'a' * 2_000_000} HTTP/1.1\r\nHost: uc\r\n\r\n".encode())
+    except (ssl.SSLError, OSError):
+        pass  # closed once the 431 was written, before the rest of the line was read
     assert s.recv(200).startswith(b"HTTP/1.1 431"), "a request line past the header limit: 431, as Go's server"
     s.close()
     # 100 MB announced and sent: the server reads what it must, answers 413, then closes.
