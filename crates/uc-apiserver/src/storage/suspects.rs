@@ -5,8 +5,10 @@
 //! for most of one (issue 58): the indexes keep those sets as objects change (`index.rs`).
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use super::{ObjRef, Place, State, Store};
+use crate::kept::Kept;
 
 /// What a full garbage-collection pass acts on.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -22,20 +24,19 @@ impl State {
     /// being deleted: read from the sets the indexes keep (`index.rs`), a few entries however many
     /// objects the store holds.
     fn suspects(&self) -> Suspects {
-        let reference = |place: &Place| Some((self.types.get(place.0 as usize)?.clone(), place.1.to_string()));
-        let deleting: Vec<ObjRef> = self.deleting.iter().filter_map(reference).collect();
-        let going = self.deleting.iter().filter_map(|p| self.objects.get(self.types.get(p.0 as usize)?)?.get(&*p.1));
-        let owners: HashSet<&str> =
-            self.dangling.iter().map(|o| &**o).chain(going.filter_map(|kept| kept.uid())).collect();
+        let deleting: Vec<(ObjRef, Arc<Kept>)> = self.deleting.iter().filter_map(|p| self.at(p)).collect();
+        let going = deleting.iter().filter_map(|(_, kept)| kept.uid());
+        let owners: HashSet<&str> = self.dangling.iter().map(|o| &**o).chain(going).collect();
         let mut seen: HashSet<&Place> = HashSet::new();
         let dependents = owners
             .into_iter()
             .filter_map(|owner| self.dependents.get(owner))
             .flatten()
             .filter(|p| seen.insert(p))
-            .filter_map(reference)
+            .filter_map(|p| self.at(p))
+            .map(|(reference, _)| reference)
             .collect();
-        Suspects { dependents, deleting }
+        Suspects { dependents, deleting: deleting.into_iter().map(|(reference, _)| reference).collect() }
     }
 }
 
