@@ -7,95 +7,32 @@ login page. Each page's screenshot is written to target/console-screenshots/ (do
 The tests share one cluster (`--operators none`: the tests install through the console)."""
 
 import json
-import os
 import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
-from conftest import Cluster, wait_for
+from conftest import wait_for
+from console_browser import ROOT, By, chromium, click, click_editor_line, console_cluster, find, get, login, shot, texts
 
-webdriver = pytest.importorskip("selenium.webdriver")
-from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[2]
-SHOTS = Path(os.environ.get("UC_SCREENSHOTS", ROOT / "target" / "console-screenshots"))
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-DRIVER = shutil.which("chromedriver")
-if not (CHROMIUM and DRIVER):
-    pytest.skip("the console's browser tests need chromium and chromedriver", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    with tempfile.TemporaryDirectory(prefix="uc-e2e-") as d:
-        c = Cluster(d, ["--operators", "none"]).start()
-        try:
-            c.console = "http://" + Path(d, "console-address").read_text().strip()
-            c.token = c.kubectl("config", "view", "--raw", "-o", "jsonpath={.users[0].user.token}").stdout.strip()
-            yield c
-        finally:
-            assert c.stop() == 0
+    with console_cluster() as c:
+        yield c
 
 
 @pytest.fixture(scope="module")
 def browser():
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000", "--disable-gpu"]:
-        options.add_argument(arg)
-    b = webdriver.Chrome(service=webdriver.ChromeService(executable_path=DRIVER), options=options)
-    b.implicitly_wait(0)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    yield b
-    b.quit()
+    with chromium() as b:
+        yield b
 
 
-def shot(b, name):
-    b.save_screenshot(str(SHOTS / f"{name}.png"))
-
-
-def find(b, css, timeout=30, text=None):
-    """The first element matching `css` (containing `text`), waiting for it to appear."""
-    def found():
-        for e in b.find_elements(By.CSS_SELECTOR, css):
-            try:
-                if text is None or text in e.text:
-                    return e
-            except Exception:  # went stale while the page redrew
-                pass
-        return None
-    return wait_for(found, timeout=timeout, message=f"{css} {text or ''} on {b.current_url}")
-
-
-def login(b, cluster, token=None):
-    """Logs in through the login page; with the right token, until the console's pages are served."""
-    for _ in range(3):
-        b.get(cluster.console + "/login")
-        find(b, "#token").send_keys(token or cluster.token)
-        find(b, "#login").click()
-        if token is not None:
-            return
-        wait_for(lambda: not b.current_url.endswith("/login"), message="logged in")
-        b.get(cluster.console + "/")
-        if not b.current_url.endswith("/login"):
-            return
-    pytest.fail("the console did not keep the login")
-
-
-def click(b, css, timeout=30):
-    """Clicks what matches `css`, again if the page redrew it meanwhile."""
-    from selenium.common.exceptions import StaleElementReferenceException
-
-    def clicked():
-        try:
-            find(b, css, timeout=timeout).click()
-            return True
-        except StaleElementReferenceException:
-            return False
-    wait_for(clicked, timeout=timeout, message=f"clicked {css}")
+def editor_text(b, css):
+    """The text of the YAML editor at `css`."""
+    return b.execute_script("const e = document.querySelector(arguments[0]); return e && e.ucEditor ? e.ucEditor.text() : null", css)
 
 
 def pods_in_tree(b):
@@ -162,14 +99,9 @@ def watch_pods(cluster, prefix):
     return PodHistory(cluster, prefix)
 
 
-def get(c, *args):
-    r = c.kubectl("get", *args, "-o", "json", check=False)
-    return json.loads(r.stdout) if r.returncode == 0 else None
-
-
 def test_a_wrong_token_gets_the_login_page_not_data(cluster, browser):
     browser.delete_all_cookies()
-    login(browser, cluster, token="not-a-token")
+    login(browser, cluster, token="not-a-token", refused=True)
     error = find(browser, "#login-error")
     assert "does not accept" in error.text
     shot(browser, "login")
@@ -246,7 +178,7 @@ def test_an_etcd_cluster_from_the_generated_form_runs_and_its_tree_goes_ready(cl
     size = find(browser, "#field-spec-size")
     size.clear()
     size.send_keys("3")
-    wait_for(lambda: "size: 3" in find(browser, "#create-yaml").get_attribute("value"), message="the YAML follows the form")
+    wait_for(lambda: "size: 3" in (editor_text(browser, "#create-yaml") or ""), message="the YAML follows the form")
     shot(browser, "create-form")
     click(browser, "#create-submit")
     find(browser, "#resource-tree", timeout=30)
@@ -292,16 +224,16 @@ def test_a_catset_template_change_moves_pods_to_the_new_revision_one_at_a_time(c
     # A link typed as docs/console.md writes it: the apiVersion's `/` as is.
     browser.get(cluster.console + "/#/instance/mlhub.njuics.cn/v1alpha1/CatSet/default/nginx-backend/yaml")
     for attempt in range(3):
-        area = find(browser, "#instance-yaml")
-        wait_for(lambda: "nginx-slim" in area.get_attribute("value"), message="the YAML loaded")
-        text = area.get_attribute("value")
-        edited = text.replace("image: gcr.io/google_containers/nginx-slim:0.8", "image: gcr.io/google_containers/nginx-slim:0.9", 1)
-        assert edited != text
-        browser.execute_script("arguments[0].value = arguments[1];", area, edited)
+        wait_for(lambda: "nginx-slim:0.8" in (editor_text(browser, "#instance-yaml") or ""), message="the YAML loaded")
+        # Typed as a user types: click the image's line, go to its end, replace the tag.
+        # (The image's own line: kubectl's last-applied-configuration annotation holds the tag too.)
+        click_editor_line(browser, "#instance-yaml", "image: gcr.io/google_containers/nginx-slim:0.8")
+        browser.switch_to.active_element.send_keys(Keys.END, Keys.BACKSPACE, Keys.BACKSPACE, Keys.BACKSPACE, "0.9")
+        wait_for(lambda: "nginx-slim:0.9" in editor_text(browser, "#instance-yaml"), message="the edit in the editor")
         shot(browser, "instance-yaml")
         click(browser, "#yaml-save")
         message = wait_for(lambda: (m := browser.execute_script("return document.getElementById('yaml-message').textContent"))
-                           and m != "Saving…" and m, message="saved or refused")
+                           and m.startswith(("Saved", "Conflict", "Not saved")) and m, message="saved or refused")
         if message.startswith("Saved"):
             break
         assert "Conflict" in message, message
@@ -330,16 +262,6 @@ def test_a_catset_template_change_moves_pods_to_the_new_revision_one_at_a_time(c
     assert history.replaced() == {"nginx-backend-0", "nginx-backend-1", "nginx-backend-2"}, events
     assert history.most_down <= 1, f"two pods down at once: {events}"
     find(browser, "#rollout", text="Rollout")  # read again if the page redraws it meanwhile
-
-
-def texts(browser, selector):
-    """The text of what `selector` finds now; nothing while the page draws it again."""
-    from selenium.common.exceptions import StaleElementReferenceException
-
-    try:
-        return " ".join(e.text for e in browser.find_elements(By.CSS_SELECTOR, selector))
-    except StaleElementReferenceException:
-        return ""
 
 
 def test_controllers_and_cluster_pages(cluster, browser):

@@ -1,11 +1,13 @@
 // The console's router: `#/<page>/<params...>` → a page module's render(root, params), which returns
-// a function that stops what it started (watches, timers) when the user goes elsewhere.
+// a function that stops what it started (watches, timers) when the user goes elsewhere; and the header's
+// namespace chooser, whose choice the pages list in (every page is drawn again when it changes).
 import * as hub from "./hub.js";
 import * as installed from "./installed.js";
 import * as instance from "./instance.js";
 import * as controllers from "./controllers.js";
 import * as cluster from "./cluster.js";
-import { h } from "./k8s.js";
+import * as pod from "./pod.js";
+import { h, listWatch, currentNamespace, setNamespace } from "./k8s.js";
 
 const routes = {
   hub: hub.list,
@@ -19,7 +21,10 @@ const routes = {
   controllers: controllers.list,
   cluster: cluster.show,
   logs: cluster.logs,
+  pod: pod.show,
 };
+const SECTIONS = { hub: "hub", package: "hub", install: "hub", plan: "installed", installed: "installed", csv: "installed",
+  create: "installed", instance: "installed", controllers: "controllers", cluster: "cluster", logs: "cluster", pod: "cluster" };
 
 let stop = null;
 
@@ -30,9 +35,12 @@ function route() {
   if (stop) { try { stop(); } catch { /* already stopped */ } }
   const root = document.getElementById("page");
   root.replaceChildren();
-  const section = { hub: "hub", package: "hub", install: "hub", plan: "hub", installed: "installed", csv: "installed",
-    create: "installed", instance: "installed", controllers: "controllers", cluster: "cluster", logs: "cluster" }[name];
-  for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.page === section);
+  const section = SECTIONS[name];
+  for (const a of document.querySelectorAll("header nav a")) {
+    a.classList.toggle("active", a.dataset.page === section);
+    if (a.dataset.page === section) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
   try {
     stop = render(root, parts.slice(1)) || null;
   } catch (e) {
@@ -40,5 +48,24 @@ function route() {
   }
 }
 
+// The namespace chooser: a text field suggesting the namespaces the user may list (one who may not types
+// theirs); empty for all namespaces.
+function namespaceChooser() {
+  const input = document.getElementById("namespace");
+  const options = document.getElementById("namespaces");
+  input.value = currentNamespace();
+  const commit = () => {
+    const ns = input.value.trim();
+    if (ns !== currentNamespace()) setNamespace(ns);
+  };
+  input.addEventListener("change", commit);
+  input.addEventListener("keydown", (e) => { if (e.key === "Enter") commit(); });
+  listWatch("/api/v1/namespaces", (items) => {
+    options.replaceChildren(...items.map((n) => n.metadata.name).sort().map((n) => h("option", { value: n })));
+  }, { onError: () => options.replaceChildren() });
+}
+
 window.addEventListener("hashchange", route);
+window.addEventListener("uc-namespace", route);
+namespaceChooser();
 route();

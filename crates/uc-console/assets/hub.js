@@ -1,6 +1,6 @@
 // OperatorHub: the catalogs' packages as tiles (search and filters), a package's page, the Install form
 // (OperatorGroup + Subscription, as OLM's console makes them) and the install's progress with Approve.
-import { api, listWatch, h, path, phase, ApiError } from "./k8s.js";
+import { api, listWatch, h, path, phase, crumbs, refusal } from "./k8s.js";
 
 const PACKAGES = "/apis/packages.operators.coreos.com/v1/packagemanifests";
 const SUBS = "/apis/operators.coreos.com/v1alpha1/subscriptions";
@@ -10,9 +10,13 @@ const desc = (p) => {
   const ch = (p.status.channels || []).find((c) => c.name === p.status.defaultChannel) || (p.status.channels || [])[0];
   return ch?.currentCSVDesc || {};
 };
-const icon = (d) => {
+// The package's icon (its CSV's spec.icon), drawn at `size` pixels whatever the image's own size.
+const icon = (d, size = 40) => {
   const i = (d.icon || [])[0];
-  return i ? h("img", { src: `data:${i.mediatype};base64,${i.base64data}`, alt: "" }) : h("div", { class: "noicon" });
+  const style = `width:${size}px;height:${size}px`;
+  return i && /^image\/(png|jpeg|gif|svg\+xml|webp)$/.test(i.mediatype)
+    ? h("img", { class: "icon", src: `data:${i.mediatype};base64,${i.base64data}`, alt: "", style })
+    : h("div", { class: "icon noicon", style, "aria-hidden": "true" });
 };
 const provider = (p) => p.status.provider?.name || desc(p).provider?.name || "";
 const categories = (p) => String(desc(p).annotations?.categories || "").split(",").map((s) => s.trim()).filter(Boolean);
@@ -20,6 +24,7 @@ const categories = (p) => String(desc(p).annotations?.categories || "").split(",
 export function list(root) {
   let packages = [];
   let subs = [];
+  let subsRefused = null;
   const state = { text: "", provider: new Set(), category: new Set(), level: new Set(), installed: new Set() };
   const search = h("input", { type: "search", id: "hub-search", placeholder: "Filter by keyword…",
     oninput: (e) => { state.text = e.target.value.toLowerCase(); draw(); } });
@@ -29,26 +34,38 @@ export function list(root) {
     h("p", { class: "muted" }, "Operators from the cluster's catalogs. Install one to create its Subscription."),
     h("div", { class: "toolbar" }, search), h("div", { class: "layout" }, filters, tiles));
   const installed = (p) => subs.some((s) => s.spec?.name === p.metadata.name && s.spec?.source === p.status.catalogSource);
-  const checkbox = (set, value, id) => h("label", {}, h("input", { type: "checkbox", id, checked: set.has(value),
-    onchange: (e) => { e.target.checked ? set.add(value) : set.delete(value); draw(); } }), " ", value);
+  // Each filter group: what a package has of it, and the values chosen.
+  const groups = {
+    installed: (p) => [installed(p) ? "Installed" : "Not installed"],
+    provider: (p) => [provider(p)].filter(Boolean),
+    category: categories,
+    level: (p) => [desc(p).annotations?.capabilities].filter(Boolean),
+  };
+  const matches = (p, except) => {
+    const d = desc(p);
+    const text = `${p.metadata.name} ${d.displayName || ""} ${d.annotations?.description || ""} ${(d.keywords || []).join(" ")}`.toLowerCase();
+    return (!state.text || text.includes(state.text)) && Object.entries(groups).every(([g, of]) =>
+      g === except || !state[g].size || of(p).some((v) => state[g].has(v)));
+  };
+  // A filter's count: the packages it would show with the other groups' choices kept (as OperatorHub counts).
+  const checkbox = (group, value, id) => {
+    const count = packages.filter((p) => matches(p, group) && groups[group](p).includes(value)).length;
+    return h("label", {}, h("input", { type: "checkbox", id, checked: state[group].has(value),
+      onchange: (e) => { e.target.checked ? state[group].add(value) : state[group].delete(value); draw(); } }),
+    ` ${value} `, h("span", { class: "count", "data-count": count }, `(${count})`));
+  };
+  const slug = (v) => v.replace(/[^A-Za-z0-9]+/g, "-").toLowerCase();
   function draw() {
     const providers = [...new Set(packages.map(provider).filter(Boolean))].sort();
     const cats = [...new Set(packages.flatMap(categories))].sort();
     filters.replaceChildren(...[
-      h("h3", {}, "Install state"), ["Installed", "Not installed"].map((v) => checkbox(state.installed, v, `filter-install-${v.replace(" ", "-").toLowerCase()}`)),
-      h("h3", {}, "Provider"), providers.map((v) => checkbox(state.provider, v, `filter-provider-${v}`)),
-      h("h3", {}, "Category"), cats.map((v) => checkbox(state.category, v, `filter-category-${v}`)),
-      h("h3", {}, "Capability level"), LEVELS.map((v) => checkbox(state.level, v, `filter-level-${v.replace(" ", "-").toLowerCase()}`))].flat());
-    const shown = packages.filter((p) => {
-      const d = desc(p);
-      const text = `${p.metadata.name} ${d.displayName || ""} ${d.annotations?.description || ""} ${(d.keywords || []).join(" ")}`.toLowerCase();
-      const inst = installed(p) ? "Installed" : "Not installed";
-      return (!state.text || text.includes(state.text))
-        && (!state.provider.size || state.provider.has(provider(p)))
-        && (!state.category.size || categories(p).some((c) => state.category.has(c)))
-        && (!state.level.size || state.level.has(d.annotations?.capabilities))
-        && (!state.installed.size || state.installed.has(inst));
-    }).sort((a, b) => (desc(a).displayName || a.metadata.name).localeCompare(desc(b).displayName || b.metadata.name));
+      h("h2", {}, "Install state"), ["Installed", "Not installed"].map((v) => checkbox("installed", v, `filter-install-${slug(v)}`)),
+      subsRefused && h("p", { class: "muted" }, "Install state unknown: you may not list Subscriptions in all namespaces."),
+      h("h2", {}, "Provider"), providers.map((v) => checkbox("provider", v, `filter-provider-${v}`)),
+      h("h2", {}, "Category"), cats.map((v) => checkbox("category", v, `filter-category-${v}`)),
+      h("h2", {}, "Capability level"), LEVELS.map((v) => checkbox("level", v, `filter-level-${slug(v)}`))].flat());
+    const shown = packages.filter((p) => matches(p, null))
+      .sort((a, b) => (desc(a).displayName || a.metadata.name).localeCompare(desc(b).displayName || b.metadata.name));
     tiles.replaceChildren(...shown.map((p) => {
       const d = desc(p);
       return h("a", { class: "tile", href: `#/package/${p.metadata.namespace}/${p.metadata.name}`, "data-package": p.metadata.name },
@@ -60,8 +77,9 @@ export function list(root) {
     }));
     if (!shown.length) tiles.append(h("p", { class: "muted" }, packages.length ? "No operator matches." : "Reading the catalogs…"));
   }
-  const stops = [listWatch(PACKAGES, (items) => { packages = items; draw(); }),
-    listWatch(SUBS, (items) => { subs = items; draw(); })];
+  const stops = [listWatch(PACKAGES, (items) => { packages = items; draw(); },
+    { onError: (e) => tiles.replaceChildren(refusal(e, "list", "PackageManifests", "")) }),
+  listWatch(SUBS, (items) => { subs = items; subsRefused = null; draw(); }, { onError: (e) => { subsRefused = e; draw(); } })];
   return () => stops.forEach((s) => s());
 }
 
@@ -69,12 +87,12 @@ export function pkg(root, [ns, name]) {
   let stop = listWatch(path("packages.operators.coreos.com/v1", "packagemanifests", ns), (items) => {
     const p = items.find((i) => i.metadata.name === name);
     root.replaceChildren();
-    if (!p) { root.append(h("p", { class: "muted" }, `No package ${name} in ${ns}.`)); return; }
+    if (!p) { root.append(crumbs(["OperatorHub", "#/hub"], name), h("p", { class: "muted" }, `No package ${name} in ${ns}.`)); return; }
     const d = desc(p);
     let examples = [];
     try { examples = JSON.parse(d.annotations?.["alm-examples"] || "[]"); } catch { /* shown as none */ }
-    root.append(
-      h("div", { class: "toolbar" }, icon(d), h("h1", {}, d.displayName || name),
+    root.append(crumbs(["OperatorHub", "#/hub"], d.displayName || name),
+      h("div", { class: "toolbar" }, icon(d, 64), h("h1", {}, d.displayName || name),
         h("button", { id: "install", onclick: () => { location.hash = `#/install/${ns}/${name}`; } }, "Install")),
       h("div", { class: "split" },
         h("div", {},
@@ -98,13 +116,13 @@ export function pkg(root, [ns, name]) {
   return () => stop();
 }
 
-async function ensure(collection, obj) {
-  try {
-    return await api(collection, { method: "POST", body: obj });
-  } catch (e) {
-    if (e instanceof ApiError && e.status === 409) return null; // there already
-    throw e;
-  }
+// The namespace, created unless it is there. Asked first (a list by name: an empty list, not a 404 or a
+// 409, when it is not); a user who may not list namespaces creates it, and one that exists is no error.
+async function ensureNamespace(name) {
+  const listed = await api(`/api/v1/namespaces?fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}`).catch(() => null);
+  if (listed?.items?.length) return;
+  await api("/api/v1/namespaces", { method: "POST", body: { apiVersion: "v1", kind: "Namespace", metadata: { name } } })
+    .catch((e) => { if (e.status !== 409) throw e; });
 }
 
 export function install(root, [ns, name]) {
@@ -113,12 +131,12 @@ export function install(root, [ns, name]) {
     const p = await api(path("packages.operators.coreos.com/v1", "packagemanifests", ns, name));
     if (stopped) return;
     const channels = p.status.channels || [];
-    const channelSel = h("select", { id: "install-channel" }, channels.map((c) => h("option", { value: c.name, selected: c.name === p.status.defaultChannel }, c.name)));
-    const versionSel = h("select", { id: "install-version" });
+    const channelSel = h("select", { id: "install-channel", "aria-labelledby": "install-channel-title" }, channels.map((c) => h("option", { value: c.name, selected: c.name === p.status.defaultChannel }, c.name)));
+    const versionSel = h("select", { id: "install-version", "aria-labelledby": "install-version-title" });
     const modes = (ch) => (ch?.currentCSVDesc?.installModes || []).filter((m) => m.supported).map((m) => m.type);
-    const modeBox = h("div", { id: "install-mode" });
+    const modeBox = h("div", { id: "install-mode", role: "radiogroup", "aria-labelledby": "install-mode-title" });
     const nsInput = h("input", { type: "text", id: "install-namespace", value: `${name}-operator` });
-    const approval = h("div", {}, ["Automatic", "Manual"].map((a) => h("label", {},
+    const approval = h("div", { role: "radiogroup", "aria-labelledby": "install-approval-title" }, ["Automatic", "Manual"].map((a) => h("label", {},
       h("input", { type: "radio", name: "approval", value: a, id: `approval-${a.toLowerCase()}`, checked: a === "Automatic" }), ` ${a} `)));
     const error = h("p", { class: "error", id: "install-error" });
     function channelChanged() {
@@ -145,12 +163,12 @@ export function install(root, [ns, name]) {
       const target = single ? nsInput.value.trim() : "operators";
       const ch = channels.find((c) => c.name === channelSel.value);
       try {
-        await ensure("/api/v1/namespaces", { apiVersion: "v1", kind: "Namespace", metadata: { name: target } });
+        await ensureNamespace(target);
         if (single) {
           const groups = await api(path("operators.coreos.com/v1", "operatorgroups", target));
           if (!groups.items.length) {
-            await ensure(path("operators.coreos.com/v1", "operatorgroups", target), { apiVersion: "operators.coreos.com/v1",
-              kind: "OperatorGroup", metadata: { name: `${target}-group`, namespace: target }, spec: { targetNamespaces: [target] } });
+            await api(path("operators.coreos.com/v1", "operatorgroups", target), { method: "POST", body: { apiVersion: "operators.coreos.com/v1",
+              kind: "OperatorGroup", metadata: { name: `${target}-group`, namespace: target }, spec: { targetNamespaces: [target] } } });
           }
         }
         const spec = { name, channel: ch.name, source: p.status.catalogSource, sourceNamespace: p.status.catalogSourceNamespace,
@@ -163,12 +181,13 @@ export function install(root, [ns, name]) {
         error.textContent = err.message;
       }
     }
-    root.append(h("h1", {}, `Install ${p.status.channels?.[0]?.currentCSVDesc?.displayName || name}`),
+    const display = p.status.channels?.[0]?.currentCSVDesc?.displayName || name;
+    root.append(crumbs(["OperatorHub", "#/hub"], [display, `#/package/${ns}/${name}`], "Install"), h("h1", {}, `Install ${display}`),
       h("form", { class: "card", id: "install-form", onsubmit: submit },
-        h("h2", {}, "Update channel"), channelSel,
-        h("h2", {}, "Version"), versionSel,
-        h("h2", {}, "Installation mode"), modeBox, h("label", {}, "Namespace ", nsInput),
-        h("h2", {}, "Update approval"), approval,
+        h("h2", { id: "install-channel-title" }, "Update channel"), channelSel,
+        h("h2", { id: "install-version-title" }, "Version"), versionSel,
+        h("h2", { id: "install-mode-title" }, "Installation mode"), modeBox, h("label", {}, "Namespace ", nsInput),
+        h("h2", { id: "install-approval-title" }, "Update approval"), approval,
         h("p", {}, h("button", { type: "submit", id: "install-submit" }, "Install")), error));
     channelChanged();
   })().catch((e) => root.append(h("p", { class: "error" }, e.message)));
@@ -178,7 +197,7 @@ export function install(root, [ns, name]) {
 export function plan(root, [ns, name]) {
   const head = h("div", {});
   const body = h("div", {});
-  root.append(h("h1", {}, `Installing ${name} in ${ns}`), head, body);
+  root.append(crumbs(["Installed operators", "#/installed"], `${name} in ${ns}`), h("h1", {}, `Installing ${name} in ${ns}`), head, body);
   let plans = [];
   let sub = null;
   let csvs = [];
@@ -205,7 +224,8 @@ export function plan(root, [ns, name]) {
               contentType: "application/merge-patch+json", body: { spec: { approved: true } } });
           } }, "Approve")),
         h("table", {}, h("tr", {}, h("th", {}, "Kind"), h("th", {}, "Name"), h("th", {}, "Status")),
-          (ip.status?.plan || []).map((s) => h("tr", {}, h("td", {}, s.resource.kind), h("td", {}, s.resource.name), h("td", {}, phase(s.status))))));
+          (ip.status?.plan || []).map((s) => h("tr", { "data-step": s.resource.name }, h("td", {}, s.resource.kind), h("td", {}, s.resource.name),
+            h("td", {}, stepStatus(s.status, needsApproval))))));
     }
     const csv = csvs.find((c) => c.metadata.name === (st.installedCSV || st.currentCSV));
     if (csv) {
@@ -220,4 +240,12 @@ export function plan(root, [ns, name]) {
     listWatch(path("operators.coreos.com/v1alpha1", "clusterserviceversions", ns), (items) => { csvs = items; draw(); }),
   ];
   return () => stops.forEach((s) => s());
+}
+
+// An InstallPlan step's status by what it means: nothing is wrong with a step not yet made (Unknown before
+// approval, NotPresent), one made or there is done, one waiting for its API is in progress.
+export function stepStatus(status, waitingForApproval) {
+  const meaning = { Created: "ok", Present: "ok", WaitingForAPI: "pending", NotPresent: "idle", Unknown: "idle" }[status] || "bad";
+  const label = waitingForApproval && status === "Unknown" ? "Waiting for approval" : status || "—";
+  return h("span", { class: `phase ${meaning}`, "data-status": status }, label);
 }

@@ -2,7 +2,8 @@
 // watches: kind, name, status, age; pods with readiness, restarts and logs; the revision each child of a
 // rolling update is on), Events, and YAML (editable, saved with the resourceVersion it was read at, so a
 // concurrent change is a conflict rather than lost).
-import { api, listWatch, h, path, phase, age, resourceOf, condition, toYaml, ApiError } from "./k8s.js";
+import { api, listWatch, h, path, phase, age, resourceOf, condition, toYaml, ApiError, crumbs, fieldsView, health, kindSchema, refusal } from "./k8s.js";
+import { check, pathText } from "./schema-check.js";
 
 // Kinds a parent's children are commonly of (those of the controller that owns its kind are added).
 const CHILD_KINDS = [
@@ -12,12 +13,16 @@ const CHILD_KINDS = [
 ];
 const REVISIONS = "universalcontroller.njuics.cn/v1alpha1";
 
+// A pod's status as the tree shows it: its phase coloured by readiness (Running but not Ready is not
+// green), containers ready, restarts, and links to its page and logs.
 function podStatus(p) {
   const ready = condition(p, "Ready")?.status === "True";
   const restarts = (p.status?.containerStatuses || []).reduce((n, c) => n + (c.restartCount || 0), 0);
   const total = (p.spec?.containers || []).length;
   const readyCount = (p.status?.containerStatuses || []).filter((c) => c.ready).length;
-  return [phase(p.metadata.deletionTimestamp ? "Terminating" : p.status?.phase), ` ${readyCount}/${total} ready`,
+  const waiting = (p.status?.containerStatuses || []).map((c) => c.state?.waiting?.reason).find(Boolean);
+  const text = p.metadata.deletionTimestamp ? "Terminating" : waiting || p.status?.phase || "Pending";
+  return [h("span", { class: `phase ${health(p)}` }, text), ` ${readyCount}/${total} ready`,
     h("span", { class: "muted" }, ` restarts ${restarts}`), " ",
     h("a", { href: `#/logs/${p.metadata.namespace}/${p.metadata.name}`, class: "logs-link" }, "logs"),
     h("span", { class: ready ? "ready" : "unready", "data-ready": String(ready) })];
@@ -45,10 +50,112 @@ function revisionsOf(revisions) {
   return { on, latest };
 }
 
-function resources(root, parent, ns) {
-  const tree = h("ul", { class: "tree", id: "resource-tree" });
+// A node of the tree and its children (to a depth of 4): kind, name (a pod's linked to its page), status
+// coloured by health, the revision it is on, age.
+function treeNode(o, depth, byOwner, on, latest) {
+  const rev = on.get(`${o.kind}/${o.metadata.name}`);
+  const kids = depth < 4 ? (byOwner.get(o.metadata.uid) || []) : [];
+  kids.sort((a, b) => `${a.kind}/${a.metadata.name}`.localeCompare(`${b.kind}/${b.metadata.name}`));
+  const name = o.kind === "Pod" ? h("a", { href: `#/pod/${o.metadata.namespace}/${o.metadata.name}`, class: "pod-link" }, h("b", {}, o.metadata.name))
+    : h("b", {}, o.metadata.name);
+  return h("li", { "data-kind": o.kind, "data-name": o.metadata.name, "data-revision": rev ?? "", "data-health": health(o) },
+    h("span", { class: `node health-${health(o)}` }, h("span", { class: "kind" }, o.kind), name,
+      h("span", {}, statusOf(o)), rev !== undefined && h("span", { class: "rev" }, `revision ${rev}${rev === latest ? " (latest)" : ""}`),
+      h("span", { class: "muted" }, age(o.metadata.creationTimestamp))),
+    kids.length ? h("ul", {}, kids.map((k) => treeNode(k, depth + 1, byOwner, on, latest))) : null);
+}
+
+// The rollout line: the Updated condition and how many children each revision has.
+function drawRollout(rollout, parent, revisions) {
+  const updated = condition(parent, "Updated");
+  rollout.replaceChildren();
+  if (revisions.length) {
+    const counts = revisions.slice().sort((a, b) => b.revision - a.revision).map((r) =>
+      `revision ${r.revision}: ${(r.children || []).reduce((n, g) => n + (g.names || []).length, 0)}`);
+    rollout.append(h("p", {}, h("b", {}, "Rollout: "), updated ? [phase(updated.status === "True" ? "Complete" : "Progressing"), ` ${updated.message || ""} `] : "",
+      h("span", { class: "muted" }, counts.join(" · "))));
+  }
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+const svg = (tag, attrs, ...children) => {
+  const el = document.createElementNS(SVG, tag);
+  for (const [key, v] of Object.entries(attrs || {})) if (v !== undefined && v !== null) el.setAttribute(key, v);
+  el.append(...children.filter((c) => c !== null && c !== undefined));
+  return el;
+};
+
+// The objects under `parent` (to a depth of 4) as the topology's nodes and owner → child edges.
+export function topologyGraph(parent, byOwner) {
+  const nodes = [];
+  const edges = [];
+  const seen = new Set();
+  const visit = (o, depth) => {
+    if (seen.has(o.metadata.uid)) return;
+    seen.add(o.metadata.uid);
+    const label = Math.max(o.kind.length + 2, o.metadata.name.length, 14);
+    nodes.push({ id: o.metadata.uid, object: o, width: Math.min(320, 24 + label * 7.4), height: 62 });
+    if (depth >= 4) return;
+    const kids = (byOwner.get(o.metadata.uid) || []).slice()
+      .sort((a, b) => `${a.kind}/${a.metadata.name}`.localeCompare(`${b.kind}/${b.metadata.name}`));
+    for (const k of kids) {
+      edges.push({ from: o.metadata.uid, to: k.metadata.uid });
+      visit(k, depth + 1);
+    }
+  };
+  visit(parent, 0);
+  return { nodes, edges };
+}
+
+// A status line short enough for a topology node.
+function shortStatus(o) {
+  if (o.kind === "Pod") {
+    const cs = o.status?.containerStatuses || [];
+    const waiting = cs.map((c) => c.state?.waiting?.reason).find(Boolean);
+    return `${o.metadata.deletionTimestamp ? "Terminating" : waiting || o.status?.phase || "Pending"} · ${cs.filter((c) => c.ready).length}/${(o.spec?.containers || []).length} ready`;
+  }
+  const s = statusOf(o);
+  return typeof s === "string" ? s : s?.textContent || "";
+}
+
+// The topology: parent above its children, laid out by dagre, each node coloured by its health (a pod by
+// readiness) and a pod's node a link to its page.
+function topology(holder, parent, byOwner, layout) {
+  const { nodes, edges } = topologyGraph(parent, byOwner);
+  const placed = layout(nodes, edges);
+  const picture = svg("svg", { width: placed.width, height: placed.height, viewBox: `0 0 ${placed.width} ${placed.height}`,
+    role: "group", "aria-label": `Topology of ${parent.kind} ${parent.metadata.name}` });
+  for (const e of placed.edges) {
+    picture.append(svg("polyline", { class: "edge", points: e.points.map((p) => `${p.x},${p.y}`).join(" "), "marker-end": "url(#arrow)" }));
+  }
+  picture.prepend(svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto" },
+    svg("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow" }))));
+  for (const n of nodes) {
+    const { x, y } = placed.nodes.get(n.id);
+    const o = n.object;
+    const state = health(o);
+    const label = `${o.kind} ${o.metadata.name}: ${shortStatus(o)}`;
+    const box = svg("g", { class: `topo-node health-${state}`, "data-kind": o.kind, "data-name": o.metadata.name, "data-health": state,
+      transform: `translate(${x - n.width / 2},${y - n.height / 2})` },
+    svg("title", {}, label),
+    svg("rect", { width: n.width, height: n.height, rx: 6 }),
+    svg("rect", { class: "bar", width: 6, height: n.height, rx: 3 }),
+    svg("text", { x: 14, y: 18, class: "kind" }, o.kind),
+    svg("text", { x: 14, y: 36, class: "name" }, o.metadata.name),
+    svg("text", { x: 14, y: 53, class: "status" }, shortStatus(o)));
+    picture.append(o.kind === "Pod" ? svg("a", { href: `#/pod/${o.metadata.namespace}/${o.metadata.name}`, "aria-label": label }, box) : box);
+  }
+  holder.replaceChildren(picture, h("p", { class: "muted legend" }, h("span", { class: "swatch ok" }), " ready ",
+    h("span", { class: "swatch pending" }), " progressing or not ready ", h("span", { class: "swatch bad" }), " failing"));
+}
+
+// The parent's children, followed: drawn as a tree (`view` "resources") or a topology ("topology").
+function resources(root, parent, ns, view) {
+  const tree = view === "topology" ? h("div", { id: "topology", class: "topology" }) : h("ul", { class: "tree", id: "resource-tree" });
   const rollout = h("div", { id: "rollout" });
   root.append(rollout, tree);
+  let graph = null;
+  if (view === "topology") import("./vendor/graph.js").then((g) => { graph = g; draw(); });
   const objects = new Map(); // kind → items
   let revisions = [];
   const draw = () => {
@@ -61,25 +168,12 @@ function resources(root, parent, ns) {
       }
     }
     const { on, latest } = revisionsOf(revisions);
-    const node = (o, depth) => {
-      const rev = on.get(`${o.kind}/${o.metadata.name}`);
-      const kids = depth < 4 ? (byOwner.get(o.metadata.uid) || []) : [];
-      kids.sort((a, b) => `${a.kind}/${a.metadata.name}`.localeCompare(`${b.kind}/${b.metadata.name}`));
-      return h("li", { "data-kind": o.kind, "data-name": o.metadata.name, "data-revision": rev ?? "" },
-        h("span", { class: "node" }, h("span", { class: "kind" }, o.kind), h("b", {}, o.metadata.name),
-          h("span", {}, statusOf(o)), rev !== undefined && h("span", { class: "rev" }, `revision ${rev}${rev === latest ? " (latest)" : ""}`),
-          h("span", { class: "muted" }, age(o.metadata.creationTimestamp))),
-        kids.length ? h("ul", {}, kids.map((k) => node(k, depth + 1))) : null);
-    };
-    tree.replaceChildren(node(parent, 0));
-    const updated = condition(parent, "Updated");
-    rollout.replaceChildren();
-    if (revisions.length) {
-      const counts = revisions.slice().sort((a, b) => b.revision - a.revision).map((r) =>
-        `revision ${r.revision}: ${(r.children || []).reduce((n, g) => n + (g.names || []).length, 0)}`);
-      rollout.append(h("p", {}, h("b", {}, "Rollout: "), updated ? [phase(updated.status === "True" ? "Complete" : "Progressing"), ` ${updated.message || ""} `] : "",
-        h("span", { class: "muted" }, counts.join(" · "))));
+    if (view === "topology") {
+      if (graph) topology(tree, parent, byOwner, graph.layout);
+    } else {
+      tree.replaceChildren(treeNode(parent, 0, byOwner, on, latest));
     }
+    drawRollout(rollout, parent, revisions);
   };
   const stops = [];
   const watchKind = (apiVersion, kind) => {
@@ -130,32 +224,78 @@ function events(root, parent, ns) {
   return { stop, redraw: () => {} };
 }
 
-function yamlTab(root, objPath) {
-  const text = h("textarea", { class: "yaml", id: "instance-yaml", spellcheck: "false" });
-  const msg = h("p", { id: "yaml-message" });
-  const reload = async () => {
-    const o = await api(objPath);
-    delete o.metadata.managedFields; // as kubectl shows an object, unless asked
-    text.value = toYaml(o) + "\n";
-    msg.textContent = "";
-  };
-  const save = async () => {
-    msg.className = "";
-    msg.textContent = "Saving…";
-    try {
-      await api(objPath, { method: "PUT", body: text.value, contentType: "application/yaml" });
-      msg.textContent = "Saved.";
-      await reload();
-      msg.textContent = "Saved.";
-    } catch (e) {
-      msg.className = "error";
-      msg.textContent = e instanceof ApiError && e.status === 409
-        ? `Conflict: the object changed since it was loaded. Reload to see the new version. (${e.message})` : e.message;
-    }
-  };
-  root.append(h("div", { class: "toolbar" }, h("button", { id: "yaml-save", onclick: save }, "Save"),
-    h("button", { class: "secondary", id: "yaml-reload", onclick: reload }, "Reload")), msg, text);
-  reload().catch((e) => { msg.className = "error"; msg.textContent = e.message; });
+// The YAML tab: the object in an editor (highlighting, and the kind's schema checked as you type), saved
+// with the resourceVersion it was read at — checked by the server first (a dry run), so a refusal loses
+// nothing and a change made meanwhile is a conflict to reload, not a lost update.
+function yamlTab(root, objPath, apiVersion, kind, name) {
+  const holder = h("div", { id: "instance-yaml", class: "editor" });
+  const msg = h("p", { id: "yaml-message", role: "status" });
+  const problems = h("ul", { id: "yaml-problems", class: "problems" });
+  root.append(h("div", { class: "toolbar" }, h("button", { id: "yaml-save" }, "Save"),
+    h("button", { class: "secondary", id: "yaml-reload" }, "Reload")), msg, holder, problems);
+  (async () => {
+    const [{ yamlEditor }, schema] = await Promise.all([import("./vendor/editor.js"), kindSchema(apiVersion, kind)]);
+    const editor = yamlEditor(holder, { label: `YAML of ${kind} ${name}`, findings: findingsOf(schema) });
+    holder.ucEditor = editor;
+    const reload = async () => {
+      const o = await api(objPath);
+      delete o.metadata.managedFields; // as kubectl shows an object, unless asked
+      editor.setText(toYaml(o) + "\n");
+      msg.className = "";
+      msg.textContent = "";
+      problems.replaceChildren();
+    };
+    const save = async () => {
+      msg.className = "";
+      const errors = listProblems(problems, editor);
+      if (errors) {
+        msg.className = "error";
+        msg.textContent = `Not saved: ${errors} problem${errors > 1 ? "s" : ""} to fix first (below).`;
+        return;
+      }
+      try {
+        msg.textContent = "Checking with the server (dry run)…";
+        await api(`${objPath}?dryRun=All`, { method: "PUT", body: editor.text(), contentType: "application/yaml" });
+        msg.textContent = "Saving…";
+        await api(objPath, { method: "PUT", body: editor.text(), contentType: "application/yaml" });
+        await reload();
+        msg.textContent = "Saved.";
+      } catch (e) {
+        msg.className = "error";
+        msg.textContent = e instanceof ApiError && e.status === 409
+          ? `Conflict: the object changed since it was loaded. Reload to see the new version. (${e.message})` : `Not saved: ${e.message}`;
+      }
+    };
+    root.querySelector("#yaml-save").addEventListener("click", save);
+    root.querySelector("#yaml-reload").addEventListener("click", () => reload().catch((e) => { msg.className = "error"; msg.textContent = e.message; }));
+    await reload();
+  })().catch((e) => { msg.className = "error"; msg.textContent = e.message; });
+}
+
+// The editor's problems listed under it, each with its line; the number of errors.
+export function listProblems(list, editor) {
+  const found = editor.check();
+  list.replaceChildren(...found.map((d) => h("li", { class: d.severity, "data-severity": d.severity },
+    `Line ${editor.view.state.doc.lineAt(d.from).number}: ${d.message}`)));
+  return found.filter((d) => d.severity === "error").length;
+}
+
+// The schema check for the editor: each finding labelled with its field's path.
+export const findingsOf = (schema) => (schema
+  ? (o) => check(o, schema.root, { components: schema.components }).map((f) => ({ ...f, label: `${pathText(f.path) || "(the object)"}: ${f.message}` }))
+  : null);
+
+// Details: the conditions as a table, the rest of the status and the spec as fields.
+function details(o) {
+  const { conditions = [], ...status } = o.status || {};
+  return h("div", {}, h("h2", {}, "Conditions"),
+    conditions.length ? h("table", { id: "instance-conditions" }, h("tr", {}, ["Type", "Status", "Reason", "Message", "Age"].map((t) => h("th", { scope: "col" }, t))),
+      conditions.map((c) => h("tr", { "data-condition": c.type }, h("td", {}, c.type), h("td", {}, phase(c.status)), h("td", {}, c.reason || ""),
+        h("td", {}, c.message || ""), h("td", {}, age(c.lastTransitionTime)))))
+      : h("p", { class: "muted" }, "No conditions."),
+    h("div", { class: "split" },
+      h("section", { id: "instance-status", "aria-labelledby": "status-title" }, h("h2", { id: "status-title" }, "Status"), fieldsView(status)),
+      h("section", { id: "instance-spec", "aria-labelledby": "spec-title" }, h("h2", { id: "spec-title" }, "Spec"), fieldsView(o.spec || {}))));
 }
 
 // The route's parts: `apiVersion/kind/namespace/name[/tab]`, the apiVersion's `/` encoded as the
@@ -169,9 +309,10 @@ export function show(root, parts) {
   const [apiVersion, kind, nsPart, name, tab = "resources"] = instanceParams(parts);
   const ns = nsPart === "-" ? null : nsPart;
   const base = `#/instance/${encodeURIComponent(apiVersion)}/${kind}/${nsPart}/${name}`;
-  const tabs = ["details", "resources", "events", "yaml"];
-  root.append(h("h1", {}, `${kind} ${name}`), h("p", { class: "muted" }, `${apiVersion}${ns ? ` in ${ns}` : ""}`),
-    h("div", { class: "tabs" }, tabs.map((t) => h("a", { href: `${base}/${t}`, class: t === tab ? "active" : "", id: `tab-${t}` }, t[0].toUpperCase() + t.slice(1)))));
+  const tabs = ["details", "resources", "topology", "events", "yaml"];
+  root.append(crumbs(["Installed operators", "#/installed"], kind, name), h("h1", {}, `${kind} ${name}`), h("p", { class: "muted" }, `${apiVersion}${ns ? ` in ${ns}` : ""}`),
+    h("nav", { class: "tabs", "aria-label": kind }, tabs.map((t) => h("a", { href: `${base}/${t}`, class: t === tab ? "active" : "", id: `tab-${t}`,
+      "aria-current": t === tab ? "page" : null }, t === "yaml" ? "YAML" : t[0].toUpperCase() + t.slice(1)))));
   const body = h("div", {});
   root.append(body);
   let stop = () => {};
@@ -180,7 +321,7 @@ export function show(root, parts) {
     if (stopped) return;
     const collection = path(apiVersion, r.plural, r.namespaced ? ns : null);
     const objPath = path(apiVersion, r.plural, r.namespaced ? ns : null, name);
-    if (tab === "yaml") { yamlTab(body, objPath); return; }
+    if (tab === "yaml") { yamlTab(body, objPath, apiVersion, kind, name); return; }
     let inner = null;
     let uid = null;
     const current = { value: null };
@@ -189,11 +330,7 @@ export function show(root, parts) {
       if (!o) { body.replaceChildren(h("p", { class: "muted" }, "Not found (deleted?).")); return; }
       const parent = { ...o, apiVersion, kind };
       if (tab === "details") {
-        body.replaceChildren(h("h2", {}, "Conditions"),
-          h("table", {}, h("tr", {}, ["Type", "Status", "Reason", "Message", "Age"].map((t) => h("th", {}, t))),
-            (o.status?.conditions || []).map((c) => h("tr", {}, h("td", {}, c.type), h("td", {}, phase(c.status)), h("td", {}, c.reason || ""),
-              h("td", {}, c.message || ""), h("td", {}, age(c.lastTransitionTime))))),
-          h("h2", {}, "Status"), h("pre", { id: "instance-status" }, JSON.stringify(o.status || {}, null, 2)));
+        body.replaceChildren(details(o));
         return;
       }
       // Resources and events follow the parent; started once, with the parent updated in place.
@@ -202,12 +339,12 @@ export function show(root, parts) {
         body.replaceChildren();
         uid = o.metadata.uid;
         current.value = parent;
-        inner = tab === "events" ? events(body, parent, ns) : resources(body, current.value, ns);
+        inner = tab === "events" ? events(body, parent, ns) : resources(body, current.value, ns, tab);
       } else {
         Object.assign(current.value, parent);
         inner.redraw();
       }
-    });
+    }, { onError: (e) => body.replaceChildren(refusal(e, "list", r.plural, ns || "")) });
     const outer = stop;
     stop = () => { outer(); if (inner) inner.stop(); };
   }).catch((e) => body.append(h("p", { class: "error" }, e.message)));

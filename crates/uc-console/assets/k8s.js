@@ -207,7 +207,108 @@ export function toYaml(v, indent = "") {
 // A status line with a class by how it reads.
 export function phase(text) {
   const t = String(text || "");
-  const cls = /^(Succeeded|Running|Ready|True|Complete|AtLatestKnown|READY|Bound|Active|completed)$/.test(t) ? "ok"
-    : /(Fail|Error|CrashLoop|False|Unknown|TRANSIENT)/.test(t) ? "bad" : "pending";
+  const cls = /^(Succeeded|Running|Ready|True|Complete|AtLatestKnown|READY|Bound|Active|completed|Created|Present)$/.test(t) ? "ok"
+    : /(Fail|Error|CrashLoop|BackOff|False|TRANSIENT)/.test(t) ? "bad" : "pending";
   return h("span", { class: `phase ${cls}` }, t || "—");
+}
+
+// The namespace the pages work in ("" for all namespaces), chosen in the header and kept in the browser.
+const NS_KEY = "uc-console-namespace";
+export const currentNamespace = () => localStorage.getItem(NS_KEY) || "";
+export function setNamespace(ns) {
+  if (ns) localStorage.setItem(NS_KEY, ns);
+  else localStorage.removeItem(NS_KEY);
+  window.dispatchEvent(new Event("uc-namespace"));
+}
+
+// A collection in the chosen namespace (or across all of them when none is chosen).
+export const scoped = (apiVersion, plural) => path(apiVersion, plural, currentNamespace() || null);
+
+// What a refused list says: the verb, the resource and where, as the API server answered it.
+export function refusal(err, verb, resource, namespace = currentNamespace()) {
+  const where = namespace ? `in the namespace ${namespace}` : "in all namespaces";
+  if (err?.status === 403) {
+    return h("div", { class: "forbidden", role: "alert", "data-forbidden": `${verb} ${resource}` },
+      h("b", {}, "Forbidden: "), `you may not ${verb} ${resource} ${where}.`,
+      namespace ? "" : " Choose a namespace you may read in the header.",
+      h("div", { class: "muted" }, err.message));
+  }
+  return h("div", { class: "error", role: "alert" }, `${verb} ${resource}: ${err?.message || err}`);
+}
+
+// A row of a table body saying why it is empty.
+export const refusalRow = (columns, err, verb, resource, namespace) =>
+  h("tr", {}, h("td", { colspan: columns }, refusal(err, verb, resource, namespace)));
+
+// Breadcrumbs: [[label, href], ..., label].
+export function crumbs(...items) {
+  return h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, h("ol", {}, items.map((item, i) =>
+    h("li", {}, Array.isArray(item) ? h("a", { href: item[1] }, item[0])
+      : h("span", { "aria-current": i === items.length - 1 ? "page" : null }, item)))));
+}
+
+// The API groups the server serves (read once): to ask whether a group is there without a 404.
+let groups = null;
+export async function servesGroup(group) {
+  if (!groups) groups = api("/apis").then((list) => new Set((list.groups || []).map((g) => g.name)));
+  return (await groups).has(group);
+}
+
+// An object's fields for people: scalars as values, lists of scalars joined, lists of objects as tables
+// when their items share their fields (conditions, ports), nested objects as nested lists.
+export function fieldsView(v, depth = 0) {
+  if (v === null || v === undefined) return h("span", { class: "muted" }, "—");
+  if (typeof v !== "object") return String(v);
+  if (Array.isArray(v)) {
+    if (!v.length) return h("span", { class: "muted" }, "none");
+    if (v.every((x) => x === null || typeof x !== "object")) return v.map(String).join(", ");
+    const keys = [...new Set(v.flatMap((x) => (x && typeof x === "object" && !Array.isArray(x) ? Object.keys(x) : [])))];
+    const flat = v.every((x) => x && !Array.isArray(x) && Object.values(x).every((y) => y === null || typeof y !== "object"));
+    if (flat && keys.length <= 8) {
+      return h("table", { class: "fields" }, h("tr", {}, keys.map((k) => h("th", { scope: "col" }, words(k)))),
+        v.map((x) => h("tr", {}, keys.map((k) => h("td", {}, x[k] === undefined ? "" : String(x[k]))))));
+    }
+    return h("ol", { class: "fields" }, v.map((x) => h("li", {}, fieldsView(x, depth + 1))));
+  }
+  const entries = Object.entries(v);
+  if (!entries.length) return h("span", { class: "muted" }, "none");
+  return h("dl", { class: "fields" }, entries.map(([k, x]) => [h("dt", {}, words(k)), h("dd", {}, fieldsView(x, depth + 1))]));
+}
+
+// A field's name in words: readyReplicas → Ready replicas.
+export const words = (k) => {
+  const s = String(k).replace(/([a-z0-9])([A-Z])/g, "$1 $2").replace(/[_-]+/g, " ");
+  return s.charAt(0).toUpperCase() + s.slice(1).toLowerCase().replace(/\b(ip|uid|cidr|api|csv|url|id)\b/g, (m) => m.toUpperCase());
+};
+
+// How healthy an object reads: "ok", "pending", "bad" (colours of the tree and the topology). A pod is
+// healthy when Ready, not merely Running.
+export function health(o) {
+  if (o.metadata?.deletionTimestamp) return "pending";
+  if (o.kind === "Pod") {
+    const waiting = (o.status?.containerStatuses || []).map((c) => c.state?.waiting?.reason || "");
+    if (o.status?.phase === "Failed" || waiting.some((r) => /BackOff|Err|Invalid/.test(r))) return "bad";
+    if (o.status?.phase === "Succeeded") return "ok";
+    return condition(o, "Ready")?.status === "True" ? "ok" : "pending";
+  }
+  const ready = condition(o, "Ready") || condition(o, "Available");
+  if (ready) return ready.status === "True" ? "ok" : condition(o, "Failed")?.status === "True" ? "bad" : "pending";
+  if (o.status?.phase) {
+    const p = o.status.phase;
+    return /Fail|Error/.test(p) ? "bad" : /^(Running|Succeeded|Bound|Active|Ready|Complete)$/.test(p) ? "ok" : "pending";
+  }
+  const want = o.spec?.replicas;
+  if (want !== undefined) return (o.status?.readyReplicas ?? 0) >= want ? "ok" : "pending";
+  return "ok";
+}
+
+// A kind's schema from the API server's OpenAPI v3 document of its group version: { root, components },
+// or null when the server has none for it (or the user may not read it).
+export async function kindSchema(apiVersion, kind) {
+  const [group, version] = apiVersion.includes("/") ? apiVersion.split("/") : ["", apiVersion];
+  const doc = await api(group ? `/openapi/v3/apis/${group}/${version}` : `/openapi/v3/api/${version}`).catch(() => null);
+  const schemas = doc?.components?.schemas || {};
+  const root = Object.values(schemas).find((s) => (s["x-kubernetes-group-version-kind"] || [])
+    .some((g) => g.group === group && g.version === version && g.kind === kind));
+  return root ? { root, components: schemas } : null;
 }

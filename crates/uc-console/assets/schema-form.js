@@ -1,5 +1,6 @@
 // A form generated from a CRD's OpenAPI v3 schema: an input per field (selects for enums, checkboxes for
-// booleans, numbers with their bounds, fieldsets for objects), required fields marked, defaults as
+// booleans, numbers with their bounds, fieldsets for objects), required fields first and marked — a field
+// required inside an optional section says it is required only when that section is given — defaults as
 // placeholders, descriptions as help. `onChange(obj)` gets the object the form describes; fields the
 // form cannot show (lists, free-form maps) stay as the starting object has them, for the YAML view.
 import { h } from "./k8s.js";
@@ -23,11 +24,18 @@ function set(obj, keys, value) {
 
 const fieldId = (keys) => `field-${keys.join("-")}`;
 
-function input(schema, keys, obj, required, onChange) {
+// How a field's label says it is required: `*` when the object needs it, words when only its section does.
+const marker = (required, section) => {
+  if (!required) return "";
+  return section ? h("span", { class: "when" }, ` required when ${section} is given`) : h("span", { class: "required", "aria-hidden": "true" }, " *");
+};
+
+function input(schema, keys, obj, required, section, onChange) {
   const id = fieldId(keys);
   const current = get(obj, keys);
-  const help = schema.description ? h("div", { class: "help" }, schema.description.split("\n")[0]) : null;
-  const label = h("label", { for: id }, keys[keys.length - 1], required ? " *" : "");
+  const helpId = `${id}-help`;
+  const help = schema.description ? h("div", { class: "help", id: helpId }, schema.description.split("\n")[0]) : null;
+  const label = h("label", { for: id }, keys[keys.length - 1], marker(required, section));
   let el;
   if (Array.isArray(schema.enum)) {
     el = h("select", { id, onchange: () => { set(obj, keys, el.value === "" ? undefined : el.value); onChange(); } },
@@ -44,20 +52,28 @@ function input(schema, keys, obj, required, onChange) {
     el = h("input", { type: "text", id, value: current ?? "", placeholder: schema.default ?? "", pattern: schema.pattern,
       oninput: () => { set(obj, keys, el.value === "" ? undefined : el.value); onChange(); } });
   }
-  return h("div", { class: "field" }, label, el, help);
+  if (required && !section && schema.type !== "boolean") el.required = true;
+  if (help) el.setAttribute("aria-describedby", helpId);
+  return h("div", { class: "field", "data-required": required ? (section ? "when-section" : "yes") : "no" }, label, el, help);
 }
 
-function fields(schema, keys, obj, onChange, depth) {
+// The fields of an object schema, required ones first (each group in the schema's order). `section` names
+// the nearest enclosing optional object, if any.
+function fields(schema, keys, obj, onChange, depth, section) {
   const required = new Set(schema.required || []);
+  const props = Object.entries(schema.properties || {});
+  const ordered = [...props.filter(([n]) => required.has(n)), ...props.filter(([n]) => !required.has(n))];
   const out = [];
-  for (const [name, prop] of Object.entries(schema.properties || {})) {
+  for (const [name, prop] of ordered) {
     const k = [...keys, name];
     if (prop.type === "object" && prop.properties && depth < MAX_DEPTH) {
-      out.push(h("fieldset", {}, h("legend", {}, name, required.has(name) ? " *" : ""),
+      const inner = required.has(name) ? section : section || name;
+      out.push(h("fieldset", { "data-section": name }, h("legend", {}, name, marker(required.has(name), section),
+        required.has(name) || section ? "" : h("span", { class: "when" }, " optional")),
         prop.description && h("div", { class: "help" }, prop.description.split("\n")[0]),
-        fields(prop, k, obj, onChange, depth + 1)));
+        fields(prop, k, obj, onChange, depth + 1, inner)));
     } else if (["string", "integer", "number", "boolean"].includes(prop.type) || Array.isArray(prop.enum)) {
-      out.push(input(prop, k, obj, required.has(name), onChange));
+      out.push(input(prop, k, obj, required.has(name), section, onChange));
     } else {
       out.push(h("div", { class: "field muted" }, `${name}: ${prop.type || "any"} — in the YAML view`));
     }
@@ -69,5 +85,5 @@ function fields(schema, keys, obj, onChange, depth) {
 export function schemaForm(schema, obj, onChange) {
   const spec = schema?.properties?.spec;
   if (!spec) return h("p", { class: "muted" }, "This kind's schema has no spec: use the YAML view.");
-  return h("div", {}, fields(spec, ["spec"], obj, onChange, 0));
+  return h("div", {}, fields(spec, ["spec"], obj, onChange, 0, null));
 }

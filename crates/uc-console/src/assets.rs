@@ -4,6 +4,9 @@
 /// The style sheet (served to anyone: the login page uses it).
 pub const STYLE: &str = include_str!("../assets/style.css");
 
+/// The console's icon (served to anyone, as the browser's tab icon and `/favicon.ico`).
+pub const ICON: &str = include_str!("../assets/icon.svg");
+
 const FILES: &[(&str, &str, &str)] = &[
     ("/", "text/html; charset=utf-8", include_str!("../assets/index.html")),
     ("/static/app.js", "text/javascript", include_str!("../assets/app.js")),
@@ -14,6 +17,11 @@ const FILES: &[(&str, &str, &str)] = &[
     ("/static/controllers.js", "text/javascript", include_str!("../assets/controllers.js")),
     ("/static/cluster.js", "text/javascript", include_str!("../assets/cluster.js")),
     ("/static/schema-form.js", "text/javascript", include_str!("../assets/schema-form.js")),
+    ("/static/pod.js", "text/javascript", include_str!("../assets/pod.js")),
+    ("/static/schema-check.js", "text/javascript", include_str!("../assets/schema-check.js")),
+    // Third-party components, bundled by `web/build.sh` (CodeMirror 6 with the yaml parser; dagre).
+    ("/static/vendor/editor.js", "text/javascript", include_str!("../assets/vendor/editor.js")),
+    ("/static/vendor/graph.js", "text/javascript", include_str!("../assets/vendor/graph.js")),
 ];
 
 /// A file of the application: its content type and content.
@@ -32,12 +40,12 @@ pub fn login_page(error: Option<&str>) -> String {
     format!(
         r#"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>uc console — log in</title>
-<link rel="stylesheet" href="/static/style.css"></head>
+<link rel="stylesheet" href="/static/style.css"><link rel="icon" href="/static/icon.svg" type="image/svg+xml"></head>
 <body class="login"><main class="login-box">
 <h1>uc console</h1>
 <p>Log in with a bearer token the cluster accepts: the kubeconfig's (<code>kubectl config view --raw -o jsonpath='{{.users[0].user.token}}'</code>) or a service account's (<code>kubectl create token NAME</code>).</p>
 {error}
-<form method="post" action="/login"><label>Token <input type="password" name="token" id="token" autocomplete="off" autofocus></label>
+<form method="post" action="/login"><label for="token">Token</label> <input type="password" name="token" id="token" autocomplete="off" autofocus>
 <button type="submit" id="login">Log in</button></form>
 </main></body></html>"#
     )
@@ -60,6 +68,8 @@ mod tests {
             );
         }
         assert!(get("/static/nope.js").is_none());
+        assert!(ICON.starts_with("<svg") && login_page(None).contains(r#"href="/static/icon.svg""#));
+        assert!(get("/").unwrap().1.contains(r#"href="/static/icon.svg""#), "the pages name their icon");
         let page = login_page(Some("<bad>"));
         assert!(page.contains("&lt;bad&gt;") && !page.contains("<bad>"));
     }

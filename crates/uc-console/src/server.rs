@@ -216,6 +216,7 @@ async fn answer(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         (&Method::POST, "/login") => login(&state, req).await,
         (&Method::GET, "/logout") => redirect("/login", &session::clear_cookies()),
         (&Method::GET, "/static/style.css") => respond(StatusCode::OK, "text/css", assets::STYLE),
+        (&Method::GET, "/static/icon.svg" | "/favicon.ico") => respond(StatusCode::OK, "image/svg+xml", assets::ICON),
         _ => {
             let token = session::token(req.headers());
             let valid = match &token {

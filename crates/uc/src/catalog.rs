@@ -18,8 +18,14 @@ use uc_olm::fbc::{Catalog, Channel, Icon, Package};
 /// The catalog's name.
 pub const NAME: &str = "uc-operators";
 
-/// A small icon: uc's mark.
-const ICON_SVG: &str = r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="12" fill="#1f5f8b"/><text x="32" y="42" font-family="sans-serif" font-size="28" fill="#fff" text-anchor="middle">uc</text></svg>"##;
+/// Each package's icon: its letters on its colour (a catalog's UI tells packages apart by them).
+const ICONS: &[(&str, &str, &str)] = &[
+    ("etcd", "etcd", "#2f7fb5"),
+    ("zookeeper", "zk", "#9a5d12"),
+    ("catset", "cs", "#6b4fbb"),
+    ("tfjob", "tf", "#c2410c"),
+    ("sample-controller", "sc", "#2e7d32"),
+];
 
 /// One operator of the catalog.
 struct Operator {
@@ -34,9 +40,16 @@ struct Operator {
     examples: Vec<Value>,
 }
 
-fn icon() -> Icon {
+/// A package's icon, as an SVG 64 units square; uc's own mark for a package the table does not name.
+fn icon(package: &str) -> Icon {
     use base64::Engine as _;
-    Icon { base64data: base64::engine::general_purpose::STANDARD.encode(ICON_SVG), mediatype: "image/svg+xml".into() }
+    let (letters, colour) =
+        ICONS.iter().find(|(p, _, _)| *p == package).map_or(("uc", "#1f5f8b"), |(_, l, c)| (*l, *c));
+    let size = if letters.len() > 2 { 22 } else { 28 };
+    let svg = format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="12" fill="{colour}"/><text x="32" y="42" font-family="sans-serif" font-size="{size}" font-weight="600" fill="#fff" text-anchor="middle">{letters}</text></svg>"##
+    );
+    Icon { base64data: base64::engine::general_purpose::STANDARD.encode(svg), mediatype: "image/svg+xml".into() }
 }
 
 /// The CSV of an operator of the catalog: `uc package`'s, with what a catalog's UI shows.
@@ -51,7 +64,7 @@ fn csv(op: &Operator, version: &str) -> Csv {
     // The operator's hooks run in uc's engine; its controllers serve the OperatorGroup's namespaces
     // (the lifecycle manager annotates them with olm.targetNamespaces): every install mode.
     csv.spec.display_name = Some(op.display.into());
-    csv.spec.icon = vec![icon()];
+    csv.spec.icon = vec![icon(op.package)];
     csv.spec.keywords = vec![op.package.into(), "uc".into()];
     csv.spec.links = vec![Link { name: "Documentation".into(), url: format!("docs/{}-operator.md", op.package) }];
     csv.spec.maintainers = vec![Maintainer { name: "uc".into(), email: "uc@localhost".into() }];
@@ -231,7 +244,7 @@ pub fn builtin() -> BTreeMap<String, Catalog> {
             name: op.package.into(),
             default_channel: "alpha".into(),
             description: op.description.into(),
-            icon: Some(icon()),
+            icon: Some(icon(op.package)),
             channels: BTreeMap::from([("alpha".into(), channel)]),
             bundles: BTreeMap::from([(bundle.name.clone(), bundle)]),
         };
@@ -243,6 +256,13 @@ pub fn builtin() -> BTreeMap<String, Catalog> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_package_has_an_icon_of_its_own() {
+        let icons: std::collections::HashSet<String> = PACKAGES.iter().map(|p| icon(p).base64data).collect();
+        assert_eq!(icons.len(), PACKAGES.len());
+        assert!(PACKAGES.iter().all(|p| ICONS.iter().any(|(named, _, _)| named == p)), "every package in the table");
+    }
 
     #[test]
     fn the_package_names_are_the_operators_built() {

@@ -1,0 +1,81 @@
+// The console's decisions that need no page: how a pod's or an object's health reads, where an
+// environment value or a volume comes from, a log line's timestamp, a field's name in words, YAML for
+// people, an instance route's parts. Run by `node --test crates/uc-console/tests/` (.ci/run).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { health, words, toYaml } from "../assets/k8s.js";
+import { envSource, volumeSource, splitLine } from "../assets/pod.js";
+import { instanceParams } from "../assets/instance.js";
+
+const pod = (phase, ready, waiting) => ({
+  kind: "Pod", metadata: {},
+  status: { phase, conditions: [{ type: "Ready", status: ready ? "True" : "False" }],
+    containerStatuses: [{ state: waiting ? { waiting: { reason: waiting } } : { running: {} } }] },
+});
+
+test("a pod is healthy when Ready, not merely Running", () => {
+  assert.equal(health(pod("Running", true)), "ok");
+  assert.equal(health(pod("Running", false)), "pending");
+  assert.equal(health(pod("Pending", false, "CrashLoopBackOff")), "bad");
+  assert.equal(health(pod("Pending", false, "ErrImagePull")), "bad");
+  assert.equal(health(pod("Pending", false, "ContainerCreating")), "pending");
+  assert.equal(health(pod("Failed", false)), "bad");
+  assert.equal(health(pod("Succeeded", false)), "ok");
+  assert.equal(health({ ...pod("Running", true), metadata: { deletionTimestamp: "2026-01-01T00:00:00Z" } }), "pending");
+});
+
+test("other objects read by their Ready or Available condition, phase, or replicas", () => {
+  const cond = (type, status) => ({ status: { conditions: [{ type, status }] } });
+  assert.equal(health(cond("Available", "True")), "ok");
+  assert.equal(health(cond("Ready", "False")), "pending");
+  assert.equal(health({ status: { conditions: [{ type: "Ready", status: "False" }, { type: "Failed", status: "True" }] } }), "bad");
+  assert.equal(health({ status: { phase: "Bound" } }), "ok");
+  assert.equal(health({ status: { phase: "Failed" } }), "bad");
+  assert.equal(health({ spec: { replicas: 3 }, status: { readyReplicas: 2 } }), "pending");
+  assert.equal(health({ spec: { replicas: 3 }, status: { readyReplicas: 3 } }), "ok");
+  assert.equal(health({ data: {} }), "ok");
+});
+
+test("an environment value names its source, never a Secret's value", () => {
+  assert.equal(envSource({ name: "A", value: "x" }), "x");
+  assert.equal(envSource({ name: "A" }), "");
+  assert.equal(envSource({ name: "A", valueFrom: { configMapKeyRef: { name: "c", key: "k" } } }), "key k of ConfigMap c");
+  assert.equal(envSource({ name: "A", valueFrom: { secretKeyRef: { name: "s", key: "p", optional: true } } }), "key p of Secret s (optional)");
+  assert.equal(envSource({ name: "A", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } }), "field status.podIP of the pod");
+  assert.equal(envSource({ name: "A", valueFrom: { resourceFieldRef: { resource: "limits.cpu", containerName: "m" } } }), "resource limits.cpu of m");
+});
+
+test("a volume's source in words", () => {
+  assert.deepEqual(volumeSource({ name: "v", configMap: { name: "c" } }), ["configMap", "ConfigMap c"]);
+  assert.deepEqual(volumeSource({ name: "v", secret: { secretName: "s" } }), ["secret", "Secret s"]);
+  assert.deepEqual(volumeSource({ name: "v", persistentVolumeClaim: { claimName: "data", readOnly: true } }),
+    ["persistentVolumeClaim", "PersistentVolumeClaim data (read-only)"]);
+  assert.deepEqual(volumeSource({ name: "v", emptyDir: { medium: "Memory", sizeLimit: "1Gi" } }), ["emptyDir", "empty directory in Memory, at most 1Gi"]);
+  assert.deepEqual(volumeSource({ name: "v", hostPath: { path: "/x" } }), ["hostPath", "host path /x"]);
+  assert.deepEqual(volumeSource({ name: "v", projected: { sources: [{ serviceAccountToken: {} }, { configMap: {} }] } }),
+    ["projected", "projected: serviceAccountToken, configMap"]);
+  assert.deepEqual(volumeSource({ name: "v", nfs: { server: "n" } }), ["nfs", '{"server":"n"}']);
+});
+
+test("a log line's timestamp is split off only when it is one", () => {
+  assert.deepEqual(splitLine("2026-12-01T04:00:00.123456789Z hello world"), ["2026-12-01T04:00:00.123456789Z", "hello world"]);
+  assert.deepEqual(splitLine("hello world"), ["", "hello world"]);
+  assert.deepEqual(splitLine(""), ["", ""]);
+});
+
+test("a field's name in words", () => {
+  assert.equal(words("readyReplicas"), "Ready replicas");
+  assert.equal(words("podIP"), "Pod IP");
+  assert.equal(words("observed_generation"), "Observed generation");
+});
+
+test("YAML quotes what would read as something else", () => {
+  assert.equal(toYaml({ a: "true", b: "1.5", c: "x: y", d: "plain", e: [] }), 'a: "true"\nb: "1.5"\nc: "x: y"\nd: plain\ne: []');
+  assert.equal(toYaml({ list: [{ a: 1, b: 2 }] }), "list:\n- a: 1\n  b: 2");
+});
+
+test("an instance route's apiVersion may be typed with its slash", () => {
+  assert.deepEqual(instanceParams(["apps", "v1", "Deployment", "default", "web"]), ["apps/v1", "Deployment", "default", "web"]);
+  assert.deepEqual(instanceParams(["apps/v1", "Deployment", "default", "web", "yaml"]), ["apps/v1", "Deployment", "default", "web", "yaml"]);
+  assert.deepEqual(instanceParams(["v1", "ConfigMap", "default", "c"]), ["v1", "ConfigMap", "default", "c"]);
+});
