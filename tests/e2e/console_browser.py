@@ -140,3 +140,17 @@ def click_editor_line(b, editor, text, timeout=30):
                          " ? 0 : s.scrollTop + s.clientHeight / 2;", editor)
         return False
     wait_for(clicked, timeout=timeout, interval=0.2, message=f"the line with {text!r} in {editor}")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One console cluster per test module (imported by the modules that use it)."""
+    with console_cluster() as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One browser per test module (imported by the modules that use it)."""
+    with chromium() as b:
+        yield b

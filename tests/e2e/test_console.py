@@ -12,22 +12,10 @@ import shutil
 import pytest
 
 from conftest import wait_for
-from console_browser import ROOT, By, chromium, click, click_editor_line, console_cluster, find, get, login, shot, texts
+from console_browser import ROOT, By, browser, click, click_editor_line, cluster, find, get, login, shot, texts  # noqa: F401 (fixtures)
 
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with console_cluster() as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 def editor_text(b, css):

@@ -13,7 +13,7 @@ from importlib import resources
 import pytest
 
 from conftest import wait_for
-from console_browser import By, browser_errors, chromium, click, click_editor_line, console_cluster, find, get, login, shot, texts
+from console_browser import By, browser, browser_errors, click, click_editor_line, cluster, find, get, login, shot, texts  # noqa: F401 (fixtures)
 
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
@@ -36,18 +36,6 @@ TALKER = {
                                  {"name": "scratch", "mountPath": "/scratch"}]}],
             "volumes": [{"name": "config", "configMap": {"name": "talk"}}, {"name": "scratch", "emptyDir": {}}]}},
     ]}
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with console_cluster() as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with chromium() as b:
-        yield b
 
 
 def subscribe(cluster, package):
