@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from conftest import wait_for
-from console_browser import ROOT, By, browser, click, click_editor_line, cluster, find, get, login, shot, texts  # noqa: F401 (fixtures)
+from console_browser import ROOT, By, browser, browser_errors, click, click_editor_line, cluster, find, get, login, shot, texts  # noqa: F401 (fixtures)
 
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
@@ -133,6 +133,8 @@ def test_install_etcd_from_operatorhub_with_manual_approval(cluster, browser):
     shot(browser, "install-plan")
     click(browser, "#approve")
     find(browser, "#csv-phase", text="Succeeded", timeout=60)
+    # Installing into `operators`, which exists, asked no request that failed (a 409 on creating it).
+    assert browser_errors(browser) == []
     shot(browser, "installed-progress")
     sub = get(cluster, "-n", "operators", "subscription", "etcd")
     assert sub["spec"]["installPlanApproval"] == "Manual" and sub["status"]["state"] == "AtLatestKnown"
