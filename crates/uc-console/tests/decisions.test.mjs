@@ -79,3 +79,21 @@ test("an instance route's apiVersion may be typed with its slash", () => {
   assert.deepEqual(instanceParams(["apps/v1", "Deployment", "default", "web", "yaml"]), ["apps/v1", "Deployment", "default", "web", "yaml"]);
   assert.deepEqual(instanceParams(["v1", "ConfigMap", "default", "c"]), ["v1", "ConfigMap", "default", "c"]);
 });
+
+test("the topology's nodes are the parent's descendants to a depth of 4, each once, with an edge per owner", async () => {
+  const { topologyGraph } = await import("../assets/instance.js");
+  const o = (kind, name, owner) => ({ kind, metadata: { name, uid: name, ownerReferences: owner ? [{ uid: owner }] : [] } });
+  const objects = [o("ReplicaSet", "rs", "d"), o("Pod", "p2", "rs"), o("Pod", "p1", "rs"), o("Service", "s", "d"), o("Pod", "elsewhere", "x")];
+  const byOwner = new Map();
+  for (const x of objects) for (const r of x.metadata.ownerReferences) byOwner.set(r.uid, [...(byOwner.get(r.uid) || []), x]);
+  const { nodes, edges } = topologyGraph(o("Deployment", "d"), byOwner);
+  assert.deepEqual(nodes.map((n) => n.id), ["d", "rs", "p1", "p2", "s"]);
+  assert.deepEqual(edges.map((e) => `${e.from}>${e.to}`), ["d>rs", "rs>p1", "rs>p2", "d>s"]);
+  assert.ok(nodes.every((n) => n.width >= 24 + 14 * 7.4 && n.width <= 320 && n.height === 62));
+  // A chain deeper than 4 stops there; an owner loop does not go round.
+  const chain = new Map([["a", [o("K", "b", "a")]], ["b", [o("K", "c", "b")]], ["c", [o("K", "d1", "c")]], ["d1", [o("K", "e", "d1")]],
+    ["e", [o("K", "f", "e")]]]);
+  assert.deepEqual(topologyGraph(o("K", "a"), chain).nodes.map((n) => n.id), ["a", "b", "c", "d1", "e"]);
+  const loop = new Map([["a", [o("K", "b", "a")]], ["b", [o("K", "a", "b")]]]);
+  assert.deepEqual(topologyGraph(o("K", "a"), loop).nodes.map((n) => n.id), ["a", "b"]);
+});
