@@ -122,7 +122,7 @@ async function deleteOperands(owned, message) {
   for (const o of owned) {
     const apiVersion = `${o.name.split(".").slice(1).join(".")}/${o.version}`;
     const r = await resourceOf(apiVersion, o.kind);
-    const list = await api(path(apiVersion, r.plural, r.namespaced ? currentNamespace() || null : null));
+    const list = await api(path(apiVersion, r.plural)); // every namespace: every instance, as the dialog says
     for (const item of list.items || []) {
       message.textContent = `Deleting ${o.kind} ${item.metadata.name}…`;
       await api(path(apiVersion, r.plural, item.metadata.namespace, item.metadata.name), { method: "DELETE" })

@@ -17,10 +17,13 @@ export function resolve(schema, components, depth = 0) {
   return schema;
 }
 
+// Whether `v` has the schema's type. What the server accepts is never refused here: a null is as if the
+// field were absent (the API server drops it), and an int-or-string takes any number (a Quantity reads
+// `cpu: 0.5`); the dry run before saving has the last word.
 function typeMatches(schema, v) {
   const t = typeOf(v);
-  if (schema["x-kubernetes-int-or-string"]) return t === "integer" || t === "string";
-  if (v === null) return schema.nullable === true;
+  if (v === null) return true;
+  if (schema["x-kubernetes-int-or-string"]) return t === "integer" || t === "number" || t === "string";
   switch (schema.type) {
     case undefined: return true;
     case "number": return t === "integer" || t === "number";
@@ -40,7 +43,7 @@ function walk(v, schema, components, path, out, depth) {
   if (depth > 64) return;
   const at = (message, level = "error") => out.push({ path, message, level });
   if (!typeMatches(schema, v)) {
-    at(`must be of type ${schema["x-kubernetes-int-or-string"] ? "integer or string" : schema.type}, not ${typeOf(v)}`);
+    at(`must be of type ${schema["x-kubernetes-int-or-string"] ? "number or string" : schema.type}, not ${typeOf(v)}`);
     return;
   }
   if (v === null) return;

@@ -31,11 +31,11 @@ test("a valid object has no findings", () => {
 });
 
 test("each refusal names its field's path", () => {
-  assert.deepEqual(found({ spec: { size: 9, version: "latest", mode: "slow", port: 1.5, labels: { a: 1 }, members: [{}, { name: "" }, { name: "c" }], note: 3 } }), [
+  assert.deepEqual(found({ spec: { size: 9, version: "latest", mode: "slow", port: true, labels: { a: 1 }, members: [{}, { name: "" }, { name: "c" }], note: 3 } }), [
     "error spec.size: must be at most 7",
     'error spec.version: must match ^\\d+\\.\\d+\\.\\d+$',
     'error spec.mode: must be one of "fast", "safe"',
-    "error spec.port: must be of type integer or string, not number",
+    "error spec.port: must be of type number or string, not boolean",
     "error spec.labels.a: must be of type string, not integer",
     "error spec.members: must have at most 2 items",
     "error spec.members[0]: name is required",
@@ -45,6 +45,10 @@ test("each refusal names its field's path", () => {
   assert.deepEqual(found({ spec: { size: "3" } }), ["error spec.size: must be of type integer, not string"]);
   assert.deepEqual(found({ spec: {} }), ["error spec: size is required"]);
   assert.deepEqual(found({ spec: { size: 0 } }), ["error spec.size: must be at least 1"]);
+});
+
+test("what the server accepts is not refused: a null for any field, any number for an int-or-string", () => {
+  assert.deepEqual(found({ spec: { size: 1, version: null, labels: null, port: 0.5, members: null } }), []);
 });
 
 test("a field the schema does not know is a warning (the server drops it), unless the object is open", () => {
