@@ -65,11 +65,11 @@ def test_tiles_have_their_packages_icons_filters_count_and_the_keyboard_opens_a_
     assert len(set(icons.values())) == 5, "each package has its own icon (its CSV's spec.icon)"
     # Counts: the packages each filter would show, the other groups' choices kept.
     count = lambda css: int(find(browser, css).find_element(By.XPATH, "..").find_element(By.CSS_SELECTOR, ".count").get_attribute("data-count"))
-    assert count("#filter-category-Database") == 2 and count("#filter-install-not-installed") == 5
-    click(browser, "#filter-category-Database")
+    assert count("#filter-category-database") == 2 and count("#filter-install-not-installed") == 5
+    click(browser, "#filter-category-database")
     wait_for(lambda: count("#filter-level-full-lifecycle") == 1 and count("#filter-level-basic-install") == 0,
              message="the capability counts among databases")
-    click(browser, "#filter-category-Database")
+    click(browser, "#filter-category-database")
     shot(browser, "operatorhub-counts")
     # The keyboard alone: type in the search, Tab to the tile, Enter.
     search = find(browser, "#hub-search")
@@ -117,10 +117,11 @@ def test_a_user_with_one_namespaced_role_works_there_and_is_told_what_is_forbidd
     k = cluster.kubectl
     k("create", "namespace", "team-a")
     k("-n", "team-a", "create", "serviceaccount", "alice")
-    k("-n", "team-a", "create", "role", "reader", "--verb=get,list,watch", "--resource=pods,pods/log,events")
+    k("-n", "team-a", "create", "role", "reader", "--verb=get,list,watch", "--resource=pods,pods/log,events,deployments,replicasets")
     k("-n", "team-a", "create", "rolebinding", "alice-reads", "--role=reader", "--serviceaccount=team-a:alice")
     k("-n", "team-a", "run", "worker", "--image=busybox", "--", "sh", "-c", "echo working; sleep 3600")
     k("run", "elsewhere", "--image=busybox", "--", "sleep", "3600")
+    k("-n", "team-a", "create", "deployment", "team-web", "--image=busybox", "--", "sleep", "3600")
     token = k("-n", "team-a", "create", "token", "alice").stdout.strip()
     browser.delete_all_cookies()
     login(browser, cluster, token=token)
@@ -140,6 +141,10 @@ def test_a_user_with_one_namespaced_role_works_there_and_is_told_what_is_forbidd
     find(browser, "#pod-summary", text="Running")
     click(browser, "#tab-logs")
     find(browser, "#logs", text="working")
+    # An instance page in the namespace: its topology from what the Role lets the user list.
+    browser.get(cluster.console + "/#/instance/apps%2Fv1/Deployment/team-a/team-web/topology")
+    find(browser, "#topology g.topo-node[data-kind=Pod]")
+    assert find(browser, "#topology g.topo-node[data-kind=ReplicaSet]")
     # What the Role does not give is refused with what was refused: the pods of another namespace.
     browser.get(cluster.console + "/#/pod/default/elsewhere")
     refused = find(browser, ".forbidden")

@@ -61,8 +61,8 @@ export function list(root) {
     filters.replaceChildren(...[
       h("h2", {}, "Install state"), ["Installed", "Not installed"].map((v) => checkbox("installed", v, `filter-install-${slug(v)}`)),
       subsRefused && h("p", { class: "muted" }, "Install state unknown: you may not list Subscriptions in all namespaces."),
-      h("h2", {}, "Provider"), providers.map((v) => checkbox("provider", v, `filter-provider-${v}`)),
-      h("h2", {}, "Category"), cats.map((v) => checkbox("category", v, `filter-category-${v}`)),
+      h("h2", {}, "Provider"), providers.map((v) => checkbox("provider", v, `filter-provider-${slug(v)}`)),
+      h("h2", {}, "Category"), cats.map((v) => checkbox("category", v, `filter-category-${slug(v)}`)),
       h("h2", {}, "Capability level"), LEVELS.map((v) => checkbox("level", v, `filter-level-${slug(v)}`))].flat());
     const shown = packages.filter((p) => matches(p, null))
       .sort((a, b) => (desc(a).displayName || a.metadata.name).localeCompare(desc(b).displayName || b.metadata.name));

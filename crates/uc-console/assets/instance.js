@@ -185,9 +185,10 @@ function resources(root, parent, ns, view) {
     }).catch(() => { /* a kind this cluster does not serve */ });
   };
   const kinds = new Map(CHILD_KINDS.map(([v, k]) => [`${v}/${k}`, [v, k]]));
-  // The controller of the parent's kind names its children's kinds.
-  api(path(REVISIONS, "universalcontrollers")).then(async (ucs) => {
-    for (const uc of ucs.items || []) {
+  // The controllers of the parent's kind name its children's kinds (followed over the page's watch: a user
+  // who may not list them gets the common kinds, and no failed request).
+  const childKinds = async (ucs) => {
+    for (const uc of ucs) {
       const pr = uc.spec?.parentResource || {};
       if (pr.apiVersion !== parent.apiVersion) continue;
       for (const c of uc.spec?.childResources || []) {
@@ -199,7 +200,8 @@ function resources(root, parent, ns, view) {
         }
       }
     }
-  }).catch(() => {});
+  };
+  stops.push(listWatch(path(REVISIONS, "universalcontrollers"), (ucs) => { childKinds(ucs).catch(() => {}); }, { onError: () => {} }));
   for (const [v, k] of kinds.values()) watchKind(v, k);
   stops.push(listWatch(path(REVISIONS, "controllerrevisions", ns), (items) => {
     revisions = items.filter((r) => (r.metadata.ownerReferences || []).some((o) => o.uid === parent.metadata.uid));
