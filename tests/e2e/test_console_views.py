@@ -319,14 +319,25 @@ def test_an_operator_is_uninstalled_from_its_page(cluster, browser):
     browser.get(cluster.console + "/#/installed")
     click(browser, f"tr[data-csv='{csv}'] a")
     find(browser, "#subscription-status", text="AtLatestKnown")
+    # Its conditions as `oc describe sub` lists them (seed 001 ch. 7), coloured by meaning: no unhealthy catalog is good.
+    healthy = find(browser, "#subscription-conditions tr[data-condition=CatalogSourcesUnhealthy]", text="False")
+    assert healthy.find_element(By.CSS_SELECTOR, ".phase").get_attribute("data-health") == "ok", healthy.text
     shot(browser, "operator-status")
+    # First the Subscription alone ("completely" unticked): no more updates, the operator still there.
+    click(browser, "#uninstall")
+    click(browser, "#uninstall-completely")
+    click(browser, "#uninstall-confirm")
+    wait_for(lambda: get(cluster, "-n", "operators", "subscription", "sample-controller") is None, message="the Subscription removed")
+    assert get(cluster, "-n", "operators", "csv", csv) is not None and owned("universalcontrollers"), "the operator stays"
+    # Then completely, its instances too.
+    wait_for(lambda: "no Subscription" in browser.execute_script("return document.getElementById('uninstall-dialog')?.textContent || ''"),
+             message="the page knows the Subscription is gone")
     click(browser, "#uninstall")
     click(browser, "#uninstall-operands")
     shot(browser, "uninstall")
     click(browser, "#uninstall-confirm")
     wait_for(lambda: browser.current_url.endswith("#/installed"), message="back on the installed operators")
-    wait_for(lambda: get(cluster, "-n", "operators", "subscription", "sample-controller") is None
-             and get(cluster, "-n", "operators", "csv", csv) is None, timeout=30, message="the Subscription and CSV deleted")
+    wait_for(lambda: get(cluster, "-n", "operators", "csv", csv) is None, timeout=30, message="the CSV deleted")
     wait_for(lambda: not owned("universalcontrollers"), timeout=60, message="the operator's controllers removed")
     wait_for(lambda: get(cluster, "foo", "doomed") is None, timeout=60, message="its instance deleted, as asked")
     assert get(cluster, "crd", "foos.njuics.cn") is not None, "the CRD stays, as OLM leaves it"
@@ -364,6 +375,8 @@ def test_main_pages_fail_no_request_and_have_no_serious_accessibility_violation(
         find(browser, "main#page table tr td, main#page .tile, main#page form, main#page pre, main#page .cm-line, "
                       "main#page g.topo-node, main#page dl, main#page ul.tree li", timeout=30)
         assert axe_violations(browser) == [], page
+        shown = browser.find_element(By.CSS_SELECTOR, "main#page").text
+        assert "undefined" not in shown and "[object Object]" not in shown and "NaN" not in shown, (page, shown[:2000])
         # A request that fails is logged when it does, perhaps as the next page draws: each page's log is
         # read after it has drawn what its requests brought, and the whole walk must have none.
         assert browser_errors(browser) == [], page

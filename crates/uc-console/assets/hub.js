@@ -1,6 +1,6 @@
 // OperatorHub: the catalogs' packages as tiles (search and filters), a package's page, the Install form
 // (OperatorGroup + Subscription, as OLM's console makes them) and the install's progress with Approve.
-import { api, listWatch, h, path, phase, crumbs, refusal } from "./k8s.js";
+import { api, listWatch, h, path, phase, crumbs, refusal, conditionStatus } from "./k8s.js";
 
 const PACKAGES = "/apis/packages.operators.coreos.com/v1/packagemanifests";
 const SUBS = "/apis/operators.coreos.com/v1alpha1/subscriptions";
@@ -206,12 +206,12 @@ export function plan(root, [ns, name]) {
     body.replaceChildren();
     if (!sub) { head.append(h("p", { class: "muted" }, "Waiting for the Subscription…")); return; }
     const st = sub.status || {};
-    const conds = (st.conditions || []).filter((c) => c.status === "True");
     head.append(h("table", { id: "subscription-status" },
-      h("tr", {}, h("th", {}, "Subscription state"), h("td", {}, phase(st.state || "resolving"))),
-      h("tr", {}, h("th", {}, "Current CSV"), h("td", {}, st.currentCSV || "")),
-      h("tr", {}, h("th", {}, "Installed CSV"), h("td", {}, st.installedCSV || "")),
-      conds.map((c) => h("tr", {}, h("th", {}, c.type), h("td", {}, `${c.reason || ""} ${c.message || ""}`)))));
+      h("tr", {}, h("th", { scope: "row" }, "Subscription state"), h("td", {}, phase(st.state || "resolving"))),
+      h("tr", {}, h("th", { scope: "row" }, "Current CSV"), h("td", {}, st.currentCSV || "")),
+      h("tr", {}, h("th", { scope: "row" }, "Installed CSV"), h("td", {}, st.installedCSV || "")),
+      (st.conditions || []).map((c) => h("tr", { "data-condition": c.type }, h("th", { scope: "row" }, c.type),
+        h("td", {}, conditionStatus(c), ` ${c.reason || ""} ${c.message || ""}`)))));
     const ref = st.installPlanRef?.name;
     const ip = plans.find((x) => x.metadata.name === ref);
     if (ip) {

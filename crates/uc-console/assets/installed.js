@@ -1,7 +1,7 @@
 // Installed operators: every ClusterServiceVersion with its phase; one operator's page with its
 // conditions and, per API it provides, the instances and a "Create" form generated from the CRD's schema
 // with the YAML beside it.
-import { api, listWatch, h, path, phase, age, toYaml, resourceOf, crumbs, scoped, currentNamespace, refusalRow } from "./k8s.js";
+import { api, listWatch, h, path, phase, age, toYaml, resourceOf, crumbs, scoped, currentNamespace, refusalRow, conditionStatus } from "./k8s.js";
 import { schemaForm } from "./schema-form.js";
 import { findingsOf, listProblems } from "./instance.js";
 
@@ -42,11 +42,22 @@ export function csv(root, [ns, name]) {
   let drawnApis = false;
   let current = null;
   let subs = [];
+  // The Subscription's table follows it; the Uninstall action is made again only when the Subscription
+  // comes or goes (so that a status written meanwhile does not close its open dialog).
+  const table = h("div", {});
+  const actions = h("div", {});
+  subscription.append(actions, table);
+  let actionsFor = null;
   const drawSubscription = () => {
-    const sub = subs.find((x) => x.status?.installedCSV === name || x.status?.currentCSV === name);
-    subscription.replaceChildren();
-    if (!sub || !current || current.metadata.labels?.["olm.copiedFrom"]) return;
-    subscription.append(subscriptionTable(sub), uninstallButton(current, sub));
+    const sub = subs.find((x) => x.status?.installedCSV === name || x.status?.currentCSV === name
+      || x.spec?.startingCSV === name) || null;
+    const original = current && !current.metadata.labels?.["olm.copiedFrom"];
+    table.replaceChildren(...(sub && original ? [subscriptionTable(sub)] : []));
+    const key = original ? sub?.metadata.uid || "none" : null;
+    if (key !== actionsFor) {
+      actionsFor = key;
+      actions.replaceChildren(...(original ? [uninstallButton(current, sub)] : []));
+    }
   };
   stops.push(listWatch(path(OLM, "clusterserviceversions", ns), (items) => {
     const c = items.find((i) => i.metadata.name === name);
@@ -56,8 +67,8 @@ export function csv(root, [ns, name]) {
     const copied = c.metadata.labels?.["olm.copiedFrom"];
     head.append(h("h1", {}, c.spec.displayName || name),
       h("p", {}, "Phase: ", h("span", { id: "csv-phase" }, phase(c.status?.phase)), " ", h("span", { class: "muted" }, c.status?.message || "")),
-      copied && h("p", { class: "muted" }, "A copy OLM keeps in each namespace the operator serves; it is installed in ",
-        h("a", { href: `#/csv/${copied}/${name}` }, copied), "."),
+      copied ? h("p", { class: "muted" }, "A copy OLM keeps in each namespace the operator serves; it is installed in ",
+        h("a", { href: `#/csv/${copied}/${name}` }, copied), ".") : "",
       h("h2", {}, "Conditions"),
       h("table", { id: "csv-conditions" }, h("tr", {}, ["Phase", "Reason", "Message", "When"].map((t) => h("th", { scope: "col" }, t))),
         (c.status?.conditions || []).slice().reverse().map((x) => h("tr", {}, h("td", {}, phase(x.phase)), h("td", {}, x.reason || ""),
@@ -72,42 +83,59 @@ export function csv(root, [ns, name]) {
   return () => stops.forEach((s) => s());
 }
 
-// The Subscription that installed the operator: its channel, approval, state and conditions.
-function subscriptionTable(sub) {
+// The Subscription that installed the operator: its channel, approval, state, and its conditions as `oc
+// describe sub` lists them (seed 001 chapter 7: CatalogSourcesUnhealthy, InstallPlanMissing,
+// InstallPlanPending, InstallPlanFailed), each coloured by what it means.
+export function subscriptionTable(sub) {
   const st = sub.status || {};
+  const row = (label, value) => h("tr", {}, h("th", { scope: "row" }, label), h("td", {}, value));
   return h("div", {}, h("h2", {}, "Subscription"),
-    h("table", { id: "subscription-status" },
-      h("tr", {}, h("th", { scope: "row" }, "Name"), h("td", {}, sub.metadata.name)),
-      h("tr", {}, h("th", { scope: "row" }, "Channel"), h("td", {}, sub.spec?.channel || "")),
-      h("tr", {}, h("th", { scope: "row" }, "Approval"), h("td", {}, sub.spec?.installPlanApproval || "Automatic")),
-      h("tr", {}, h("th", { scope: "row" }, "State"), h("td", {}, phase(st.state || "resolving"))),
-      h("tr", {}, h("th", { scope: "row" }, "Installed version"), h("td", {}, st.installedCSV || "")),
-      (st.conditions || []).map((c) => h("tr", {}, h("th", { scope: "row" }, c.type),
-        h("td", {}, phase(c.status), ` ${c.reason || ""} ${c.message || ""}`)))));
+    h("table", { id: "subscription-status", class: "summary" },
+      row("Name", sub.metadata.name), row("Channel", sub.spec?.channel || ""),
+      row("Approval", sub.spec?.installPlanApproval || "Automatic"), row("State", phase(st.state || "resolving")),
+      row("Installed version", st.installedCSV || ""), row("Current version", st.currentCSV || "")),
+    h("h3", {}, "Subscription conditions"),
+    (st.conditions || []).length
+      ? h("table", { id: "subscription-conditions" }, h("tr", {}, ["Type", "Status", "Reason", "Message", "Last transition"].map((t) => h("th", { scope: "col" }, t))),
+        st.conditions.map((c) => h("tr", { "data-condition": c.type }, h("td", {}, c.type), h("td", {}, conditionStatus(c)), h("td", {}, c.reason || ""),
+          h("td", {}, c.message || ""), h("td", {}, c.lastTransitionTime ? `${c.lastTransitionTime} (${age(c.lastTransitionTime)} ago)` : ""))))
+      : h("p", { class: "muted" }, "None reported yet."));
 }
 
-// Uninstall, as OLM's console does it: the Subscription and the CSV deleted (what the install made goes with
-// the CSV; CRDs stay), and the operator's instances first when asked.
+// Uninstall, as OpenShift's console does it (seed 001 §5.1): the Subscription removed, so that the operator
+// takes no more updates; with "completely" (the default) its ClusterServiceVersion too — what the install
+// made (controllers, RBAC) goes with it; CRDs stay — and, when asked, every instance of its kinds first.
+// Without a Subscription (removed before), the CSV alone.
 function uninstallButton(c, sub) {
   const owned = c.spec.customresourcedefinitions?.owned || [];
+  const ns = c.metadata.namespace;
+  const completely = h("input", { type: "checkbox", id: "uninstall-completely", checked: true, disabled: !sub,
+    onchange: () => { operands.disabled = !completely.checked; if (!completely.checked) operands.checked = false; } });
   const operands = h("input", { type: "checkbox", id: "uninstall-operands" });
   const message = h("p", { id: "uninstall-message", role: "status" });
   const dialog = h("dialog", { id: "uninstall-dialog", "aria-labelledby": "uninstall-title" },
     h("h2", { id: "uninstall-title" }, `Uninstall ${c.spec.displayName || c.metadata.name}?`),
-    h("p", {}, `The Subscription ${sub.metadata.name} and the ClusterServiceVersion ${c.metadata.name} are deleted; `,
-      "what the install made (controllers, RBAC) goes with them. The CustomResourceDefinitions stay."),
-    owned.length ? h("label", {}, operands, ` Also delete every instance of ${owned.map((o) => o.kind).join(", ")}`) : null,
+    h("p", {}, sub ? `The Subscription ${sub.metadata.name} is removed: the operator takes no more updates.`
+      : "It has no Subscription (removed before): its ClusterServiceVersion is deleted."),
+    h("label", { class: "choice" }, completely, ` Also completely remove the operator from ${ns}: its ClusterServiceVersion `
+      + `${c.metadata.name}, and with it the controllers and RBAC the install made. Its CustomResourceDefinitions stay.`),
+    owned.length ? h("label", { class: "choice" }, operands, ` Also delete every instance of ${owned.map((o) => o.kind).join(", ")}`) : null,
     message,
     h("div", { class: "toolbar" },
       h("button", { id: "uninstall-confirm", class: "danger", onclick: async (e) => {
         e.target.disabled = true;
         try {
           if (operands.checked) await deleteOperands(owned, message);
-          message.textContent = "Deleting the Subscription and the ClusterServiceVersion…";
-          await api(path(OLM, "subscriptions", sub.metadata.namespace, sub.metadata.name), { method: "DELETE" });
-          await api(path(OLM, "clusterserviceversions", c.metadata.namespace, c.metadata.name), { method: "DELETE" });
+          if (sub) {
+            message.textContent = "Removing the Subscription…";
+            await api(path(OLM, "subscriptions", sub.metadata.namespace, sub.metadata.name), { method: "DELETE" });
+          }
+          if (completely.checked) {
+            message.textContent = "Deleting the ClusterServiceVersion…";
+            await api(path(OLM, "clusterserviceversions", ns, c.metadata.name), { method: "DELETE" });
+          }
           dialog.close();
-          location.hash = "#/installed";
+          if (completely.checked) location.hash = "#/installed";
         } catch (err) {
           message.className = "error";
           message.textContent = err.message;

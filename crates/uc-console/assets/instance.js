@@ -2,7 +2,7 @@
 // watches: kind, name, status, age; pods with readiness, restarts and logs; the revision each child of a
 // rolling update is on), Events, and YAML (editable, saved with the resourceVersion it was read at, so a
 // concurrent change is a conflict rather than lost).
-import { api, listWatch, h, path, phase, age, resourceOf, condition, toYaml, ApiError, crumbs, fieldsView, health, kindSchema, refusal } from "./k8s.js";
+import { api, listWatch, h, path, phase, age, resourceOf, condition, toYaml, ApiError, crumbs, fieldsView, health, kindSchema, refusal, conditionStatus } from "./k8s.js";
 import { check, pathText } from "./schema-check.js";
 
 // Kinds a parent's children are commonly of (those of the controller that owns its kind are added).
@@ -292,7 +292,7 @@ function details(o) {
   const { conditions = [], ...status } = o.status || {};
   return h("div", {}, h("h2", {}, "Conditions"),
     conditions.length ? h("table", { id: "instance-conditions" }, h("tr", {}, ["Type", "Status", "Reason", "Message", "Age"].map((t) => h("th", { scope: "col" }, t))),
-      conditions.map((c) => h("tr", { "data-condition": c.type }, h("td", {}, c.type), h("td", {}, phase(c.status)), h("td", {}, c.reason || ""),
+      conditions.map((c) => h("tr", { "data-condition": c.type }, h("td", {}, c.type), h("td", {}, conditionStatus(c)), h("td", {}, c.reason || ""),
         h("td", {}, c.message || ""), h("td", {}, age(c.lastTransitionTime)))))
       : h("p", { class: "muted" }, "No conditions."),
     h("div", { class: "split" },

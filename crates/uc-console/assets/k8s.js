@@ -312,3 +312,17 @@ export async function kindSchema(apiVersion, kind) {
     .some((g) => g.group === group && g.version === version && g.kind === kind));
   return root ? { root, components: schemas } : null;
 }
+
+// How a condition reads: "ok", "pending" or "bad". Most conditions say something good when True (Ready,
+// Available); some say something wrong (OLM's CatalogSourcesUnhealthy, InstallPlanFailed, a Degraded
+// operator), and for those False is the good news.
+export function conditionHealth(type, status) {
+  const negative = /(Unhealthy|Missing|Failed|Failure|Degraded|Deprecated|Pending|Pressure|Unavailable)$/.test(type || "");
+  if (status === "Unknown" || !status) return "pending";
+  const good = negative ? status === "False" : status === "True";
+  if (good) return "ok";
+  return negative && /Pending$/.test(type) ? "pending" : "bad";
+}
+
+// A condition's status, coloured by what it means for its type.
+export const conditionStatus = (c) => h("span", { class: `phase ${conditionHealth(c.type, c.status)}`, "data-health": conditionHealth(c.type, c.status) }, c.status || "Unknown");

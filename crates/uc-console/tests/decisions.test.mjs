@@ -97,3 +97,17 @@ test("the topology's nodes are the parent's descendants to a depth of 4, each on
   const loop = new Map([["a", [o("K", "b", "a")]], ["b", [o("K", "a", "b")]]]);
   assert.deepEqual(topologyGraph(o("K", "a"), loop).nodes.map((n) => n.id), ["a", "b"]);
 });
+
+test("a condition is coloured by what it says: True is good news for Ready, bad news for InstallPlanFailed", async () => {
+  const { conditionHealth } = await import("../assets/k8s.js");
+  assert.equal(conditionHealth("Ready", "True"), "ok");
+  assert.equal(conditionHealth("Ready", "False"), "bad");
+  assert.equal(conditionHealth("Available", "Unknown"), "pending");
+  assert.equal(conditionHealth("CatalogSourcesUnhealthy", "False"), "ok");
+  assert.equal(conditionHealth("CatalogSourcesUnhealthy", "True"), "bad");
+  assert.equal(conditionHealth("InstallPlanFailed", "True"), "bad");
+  assert.equal(conditionHealth("InstallPlanMissing", "False"), "ok");
+  assert.equal(conditionHealth("InstallPlanPending", "True"), "pending");
+  assert.equal(conditionHealth("MemoryPressure", "False"), "ok");
+  assert.equal(conditionHealth("Degraded", "True"), "bad");
+});
