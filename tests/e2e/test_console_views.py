@@ -131,6 +131,7 @@ def test_a_user_with_one_namespaced_role_works_there_and_is_told_what_is_forbidd
     pods = find(browser, "#pods .forbidden")
     assert pods.get_attribute("data-forbidden") == "list pods" and "all namespaces" in pods.text, pods.text
     shot(browser, "forbidden")
+    assert axe_violations(browser) == [], "the refusals are accessible too"
     chooser = find(browser, "#namespace")
     chooser.clear()
     chooser.send_keys("team-a", Keys.ENTER)
