@@ -247,11 +247,11 @@ export function crumbs(...items) {
       : h("span", { "aria-current": i === items.length - 1 ? "page" : null }, item)))));
 }
 
-// The API groups the server serves (read once): to ask whether a group is there without a 404.
-let groups = null;
+// Whether the server serves an API group, asked of its group list (a group installed since the page
+// loaded is found): to know without a 404.
 export async function servesGroup(group) {
-  if (!groups) groups = api("/apis").then((list) => new Set((list.groups || []).map((g) => g.name)));
-  return (await groups).has(group);
+  const list = await api("/apis");
+  return (list.groups || []).some((g) => g.name === group);
 }
 
 // An object's fields for people: scalars as values, lists of scalars joined, lists of objects as tables
