@@ -154,3 +154,19 @@ def browser():
     """One browser per test module (imported by the modules that use it)."""
     with chromium() as b:
         yield b
+
+
+def snapshot(b, css):
+    """What the first element matching `css` shows now, read in one go (the pages redraw live, so an element
+    found may be replaced before it is read): its text, data attributes, class and whether it is disabled;
+    None when there is none."""
+    return b.execute_script(
+        "const e = document.querySelector(arguments[0]);"
+        "return e && {text: e.innerText ?? e.textContent, data: {...e.dataset}, cls: e.getAttribute('class') || '', disabled: !!e.disabled}",
+        css)
+
+
+def shows(b, css, text=None, timeout=30):
+    """The snapshot of the element matching `css` once there is one (holding `text`)."""
+    return wait_for(lambda: (s := snapshot(b, css)) and (text is None or text in s["text"]) and s, timeout=timeout,
+                    message=f"{css} {text or ''} on {b.current_url}")

@@ -13,7 +13,7 @@ from importlib import resources
 import pytest
 
 from conftest import wait_for
-from console_browser import By, browser, browser_errors, click, click_editor_line, cluster, find, get, login, shot, texts  # noqa: F401 (fixtures)
+from console_browser import By, browser, browser_errors, click, click_editor_line, cluster, find, get, login, shot, shows, texts  # noqa: F401 (fixtures)
 
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
@@ -64,7 +64,7 @@ def test_tiles_have_their_packages_icons_filters_count_and_the_keyboard_opens_a_
         "return Object.fromEntries([...document.querySelectorAll('.tile')].map(t => [t.dataset.package, t.querySelector('img').src]))")
     assert len(set(icons.values())) == 5, "each package has its own icon (its CSV's spec.icon)"
     # Counts: the packages each filter would show, the other groups' choices kept.
-    count = lambda css: int(find(browser, css).find_element(By.XPATH, "..").find_element(By.CSS_SELECTOR, ".count").get_attribute("data-count"))
+    count = lambda css: int(shows(browser, f"{css} ~ .count")["data"]["count"])
     assert count("#filter-category-database") == 2 and count("#filter-install-not-installed") == 5
     click(browser, "#filter-category-database")
     wait_for(lambda: count("#filter-level-full-lifecycle") == 1 and count("#filter-level-basic-install") == 0,
@@ -126,10 +126,10 @@ def test_a_user_with_one_namespaced_role_works_there_and_is_told_what_is_forbidd
     browser.delete_all_cookies()
     login(browser, cluster, token=token)
     browser.get(cluster.console + "/#/cluster")
-    nodes = find(browser, "#nodes .forbidden")
-    assert nodes.get_attribute("data-forbidden") == "list nodes" and "cannot list" in nodes.text, nodes.text
-    pods = find(browser, "#pods .forbidden")
-    assert pods.get_attribute("data-forbidden") == "list pods" and "all namespaces" in pods.text, pods.text
+    nodes = shows(browser, "#nodes .forbidden")
+    assert nodes["data"]["forbidden"] == "list nodes" and "cannot list" in nodes["text"], nodes
+    pods = shows(browser, "#pods .forbidden")
+    assert pods["data"]["forbidden"] == "list pods" and "all namespaces" in pods["text"], pods
     shot(browser, "forbidden")
     assert axe_violations(browser) == [], "the refusals are accessible too"
     chooser = find(browser, "#namespace")
@@ -146,11 +146,17 @@ def test_a_user_with_one_namespaced_role_works_there_and_is_told_what_is_forbidd
     browser.get(cluster.console + "/#/instance/apps%2Fv1/Deployment/team-a/team-web/topology")
     find(browser, "#topology g.topo-node[data-kind=Pod]")
     assert find(browser, "#topology g.topo-node[data-kind=ReplicaSet]")
+    # An action the Role does not give is greyed out, saying so (a SelfSubjectAccessReview, as kubectl auth can-i).
+    browser.get(cluster.console + "/#/instance/apps%2Fv1/Deployment/team-a/team-web/yaml")
+    save = find(browser, "#yaml-save[data-forbidden]")
+    assert save.get_attribute("data-forbidden") == "update deployments" and not save.is_enabled()
+    assert "You may not update deployments in team-a." in texts(browser, ".denied")
     # What the Role does not give is refused with what was refused: the pods of another namespace.
     browser.get(cluster.console + "/#/pod/default/elsewhere")
-    refused = find(browser, ".forbidden")
-    assert "list pods" in refused.get_attribute("data-forbidden"), refused.text
-    assert browser_errors(browser) == [], "a forbidden list is said on the page, not a failed request"
+    refused = shows(browser, ".forbidden")
+    assert refused["data"]["forbidden"] == "list pods" and "in the namespace default" in refused["text"], refused
+    errors = browser_errors(browser)
+    assert errors == [], f"a forbidden list is said on the page, not a failed request: {errors}"
     browser.delete_all_cookies()
 
 
@@ -179,7 +185,8 @@ def test_a_pods_page_shows_its_containers_environment_volumes_and_logs(cluster, 
     # Search: the matching line marked, the others hidden, the count said.
     find(browser, "#log-search").send_keys("line 3 hello")
     find(browser, "#log-count", text="1 of")
-    assert [m.text for m in browser.find_elements(By.CSS_SELECTOR, "#logs mark")] == ["line 3 hello"]
+    marks = browser.execute_script("return [...document.querySelectorAll('#logs mark')].map(m => m.textContent)")  # at once: it redraws
+    assert marks == ["line 3 hello"], marks
     shot(browser, "pod-logs-search")
     find(browser, "#log-search").send_keys(Keys.CONTROL, "a", Keys.DELETE)
     click(browser, "#log-timestamps")
@@ -248,7 +255,7 @@ def test_the_yaml_editor_checks_the_schema_and_the_server_before_saving(cluster,
     # naming the field, without asking the server.
     type_at_line_end(browser, "#instance-yaml", "replicas: 1", Keys.BACKSPACE, '"many"')
     wait_for(lambda: 'replicas: "many"' in editor_text(browser, "#instance-yaml"), message="typed")
-    find(browser, "#instance-yaml .cm-lint-marker-error", timeout=10)
+    find(browser, "#instance-yaml .cm-lint-marker-error")
     click(browser, "#yaml-save")
     find(browser, "#yaml-message", text="Not saved: 1 problem")
     problem = find(browser, "#yaml-problems li.error").text
@@ -299,8 +306,8 @@ def test_the_topology_draws_owners_above_their_children_coloured_by_readiness(cl
     shot(browser, "instance-topology")
     # A pod Running but not Ready is not green: its readiness probe fails.
     browser.get(cluster.console + "/#/instance/apps%2Fv1/Deployment/default/never-ready/topology")
-    pod = find(browser, "#topology g.topo-node[data-kind=Pod]", text="Running")
-    assert pod.get_attribute("data-health") == "pending" and "0/1 ready" in pod.text, pod.text
+    pod = shows(browser, "#topology g.topo-node[data-kind=Pod]", text="Running")
+    assert pod["data"]["health"] == "pending" and "0/1 ready" in pod["text"], pod
     # Its node is a link to its page (the keyboard reaches it: an SVG link).
     click(browser, "#topology a g.topo-node[data-kind=Pod]")
     find(browser, "#pod-summary", text="Running")
@@ -321,8 +328,11 @@ def test_an_operator_is_uninstalled_from_its_page(cluster, browser):
     click(browser, f"tr[data-csv='{csv}'] a")
     find(browser, "#subscription-status", text="AtLatestKnown")
     # Its conditions as `oc describe sub` lists them (seed 001 ch. 7), coloured by meaning: no unhealthy catalog is good.
-    healthy = find(browser, "#subscription-conditions tr[data-condition=CatalogSourcesUnhealthy]", text="False")
-    assert healthy.find_element(By.CSS_SELECTOR, ".phase").get_attribute("data-health") == "ok", healthy.text
+    # (Read in one go: the table is drawn again as the Subscription's status changes.)
+    wait_for(lambda: browser.execute_script(
+        "const r = document.querySelector('#subscription-conditions tr[data-condition=CatalogSourcesUnhealthy]');"
+        "return r && r.textContent.includes('False') && r.querySelector('.phase').dataset.health") == "ok",
+        message="CatalogSourcesUnhealthy False, green")
     shot(browser, "operator-status")
     # First the Subscription alone ("completely" unticked): no more updates, the operator still there.
     click(browser, "#uninstall")

@@ -1,6 +1,6 @@
 // OperatorHub: the catalogs' packages as tiles (search and filters), a package's page, the Install form
 // (OperatorGroup + Subscription, as OLM's console makes them) and the install's progress with Approve.
-import { api, listWatch, h, path, phase, crumbs, refusal, conditionStatus } from "./k8s.js";
+import { api, listWatch, h, path, phase, crumbs, refusal, conditionStatus, gated } from "./k8s.js";
 
 const PACKAGES = "/apis/packages.operators.coreos.com/v1/packagemanifests";
 const SUBS = "/apis/operators.coreos.com/v1alpha1/subscriptions";
@@ -218,11 +218,11 @@ export function plan(root, [ns, name]) {
       const needsApproval = ip.spec.approval === "Manual" && !ip.spec.approved;
       body.append(h("h2", {}, `InstallPlan ${ref}`),
         h("p", {}, "Phase: ", h("span", { id: "plan-phase" }, phase(ip.status?.phase || "")), " ",
-          needsApproval && h("button", { id: "approve", onclick: async (e) => {
+          needsApproval && gated(h("button", { id: "approve", onclick: async (e) => {
             e.target.disabled = true;
             await api(path("operators.coreos.com/v1alpha1", "installplans", ns, ref), { method: "PATCH",
               contentType: "application/merge-patch+json", body: { spec: { approved: true } } });
-          } }, "Approve")),
+          } }, "Approve"), "patch", "operators.coreos.com", "installplans", ns)),
         h("table", {}, h("tr", {}, h("th", {}, "Kind"), h("th", {}, "Name"), h("th", {}, "Status")),
           (ip.status?.plan || []).map((s) => h("tr", { "data-step": s.resource.name }, h("td", {}, s.resource.kind), h("td", {}, s.resource.name),
             h("td", {}, stepStatus(s.status, needsApproval))))));

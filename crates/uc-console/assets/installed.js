@@ -1,7 +1,7 @@
 // Installed operators: every ClusterServiceVersion with its phase; one operator's page with its
 // conditions and, per API it provides, the instances and a "Create" form generated from the CRD's schema
 // with the YAML beside it.
-import { api, listWatch, h, path, phase, age, toYaml, resourceOf, crumbs, scoped, currentNamespace, refusalRow, conditionStatus } from "./k8s.js";
+import { api, listWatch, h, path, phase, age, toYaml, resourceOf, crumbs, scoped, currentNamespace, refusalRow, conditionStatus, gated } from "./k8s.js";
 import { schemaForm } from "./schema-form.js";
 import { findingsOf, listProblems } from "./instance.js";
 
@@ -143,7 +143,8 @@ function uninstallButton(c, sub) {
         }
       } }, "Uninstall"),
       h("button", { class: "secondary", onclick: () => dialog.close() }, "Cancel")));
-  return h("div", { class: "toolbar" }, h("button", { id: "uninstall", class: "danger", onclick: () => dialog.showModal() }, "Uninstall operator"), dialog);
+  const button = h("button", { id: "uninstall", class: "danger", onclick: () => dialog.showModal() }, "Uninstall operator");
+  return h("div", { class: "toolbar" }, gated(button, "delete", "operators.coreos.com", sub ? "subscriptions" : "clusterserviceversions", ns), dialog);
 }
 
 async function deleteOperands(owned, message) {

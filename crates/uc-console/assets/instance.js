@@ -2,7 +2,7 @@
 // watches: kind, name, status, age; pods with readiness, restarts and logs; the revision each child of a
 // rolling update is on), Events, and YAML (editable, saved with the resourceVersion it was read at, so a
 // concurrent change is a conflict rather than lost).
-import { api, listWatch, h, path, phase, age, resourceOf, condition, toYaml, ApiError, crumbs, fieldsView, health, kindSchema, refusal, conditionStatus } from "./k8s.js";
+import { api, listWatch, h, path, phase, age, resourceOf, condition, toYaml, ApiError, crumbs, fieldsView, health, kindSchema, refusal, conditionStatus, gated } from "./k8s.js";
 import { check, pathText } from "./schema-check.js";
 
 // Kinds a parent's children are commonly of (those of the controller that owns its kind are added).
@@ -229,11 +229,12 @@ function events(root, parent, ns) {
 // The YAML tab: the object in an editor (highlighting, and the kind's schema checked as you type), saved
 // with the resourceVersion it was read at — checked by the server first (a dry run), so a refusal loses
 // nothing and a change made meanwhile is a conflict to reload, not a lost update.
-function yamlTab(root, objPath, apiVersion, kind, name) {
+function yamlTab(root, objPath, apiVersion, kind, name, plural, ns) {
   const holder = h("div", { id: "instance-yaml", class: "editor" });
   const msg = h("p", { id: "yaml-message", role: "status" });
   const problems = h("ul", { id: "yaml-problems", class: "problems" });
-  root.append(h("div", { class: "toolbar" }, h("button", { id: "yaml-save" }, "Save"),
+  const group = apiVersion.includes("/") ? apiVersion.split("/")[0] : "";
+  root.append(h("div", { class: "toolbar" }, gated(h("button", { id: "yaml-save" }, "Save"), "update", group, plural, ns),
     h("button", { class: "secondary", id: "yaml-reload" }, "Reload")), msg, holder, problems);
   (async () => {
     const [{ yamlEditor }, schema] = await Promise.all([import("./vendor/editor.js"), kindSchema(apiVersion, kind)]);
@@ -323,7 +324,7 @@ export function show(root, parts) {
     if (stopped) return;
     const collection = path(apiVersion, r.plural, r.namespaced ? ns : null);
     const objPath = path(apiVersion, r.plural, r.namespaced ? ns : null, name);
-    if (tab === "yaml") { yamlTab(body, objPath, apiVersion, kind, name); return; }
+    if (tab === "yaml") { yamlTab(body, objPath, apiVersion, kind, name, r.plural, r.namespaced ? ns : null); return; }
     let inner = null;
     let uid = null;
     const current = { value: null };

@@ -326,3 +326,26 @@ export function conditionHealth(type, status) {
 
 // A condition's status, coloured by what it means for its type.
 export const conditionStatus = (c) => h("span", { class: `phase ${conditionHealth(c.type, c.status)}`, "data-health": conditionHealth(c.type, c.status) }, c.status || "Unknown");
+
+// Whether the user may `verb` the `resource` of `group` (in `namespace`), as `kubectl auth can-i` asks it:
+// a SelfSubjectAccessReview. When the answer cannot be had, yes: the server decides on the request itself.
+export async function can(verb, group, resource, namespace) {
+  const review = { apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview",
+    spec: { resourceAttributes: { verb, group, resource, ...(namespace ? { namespace } : {}) } } };
+  const answer = await api("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", { method: "POST", body: review }).catch(() => null);
+  return answer?.status?.allowed !== false;
+}
+
+// An action the user may not take is shown disabled, saying what they may not do (as OpenShift's console
+// greys out what RBAC denies). Returns the button.
+export function gated(button, verb, group, resource, namespace) {
+  can(verb, group, resource, namespace).then((allowed) => {
+    if (allowed) return;
+    const why = `You may not ${verb} ${resource}${namespace ? ` in ${namespace}` : ""}.`;
+    button.disabled = true;
+    button.title = why;
+    button.dataset.forbidden = `${verb} ${resource}`;
+    button.after(h("span", { class: "muted denied" }, ` ${why}`));
+  });
+  return button;
+}
