@@ -79,7 +79,8 @@ def find(b, css, timeout=30, text=None):
 
 def login(b, cluster, token=None, refused=False):
     """Logs in through the login page (with the kubeconfig's token unless given one); unless the token is to
-    be `refused`, until the console's pages are served, the namespace an earlier test chose forgotten."""
+    be `refused`, until the console's pages are served, the namespace an earlier test chose and what the
+    browser logged before (`browser_errors`) forgotten."""
     for _ in range(3):
         b.get(cluster.console + "/login")
         find(b, "#token").send_keys(token or cluster.token)
@@ -90,6 +91,7 @@ def login(b, cluster, token=None, refused=False):
         b.get(cluster.console + "/")
         if not b.current_url.endswith("/login"):
             b.execute_script("localStorage.clear()")
+            browser_errors(b)
             return
     pytest.fail("the console did not keep the login")
 
@@ -120,8 +122,10 @@ def get(c, *args):
 
 def browser_errors(b):
     """What the browser's console logged as errors since last asked: scripts that threw, and requests that
-    failed (a 404, a 409 ...), each naming its URL."""
-    return [e["message"] for e in b.get_log("browser") if e["level"] == "SEVERE"]
+    failed (a 404, a 409 ...), each naming its URL. Not the requests Chromium itself cut when the machine's
+    network interfaces changed (`net::ERR_NETWORK_CHANGED`: each pod's network namespace adds an interface
+    to the host) — the environment's, not the console's."""
+    return [e["message"] for e in b.get_log("browser") if e["level"] == "SEVERE" and "ERR_NETWORK_CHANGED" not in e["message"]]
 
 
 def click_editor_line(b, editor, text, timeout=30):

@@ -122,6 +122,11 @@ def test_a_user_with_one_namespaced_role_works_there_and_is_told_what_is_forbidd
     k("-n", "team-a", "run", "worker", "--image=busybox", "--", "sh", "-c", "echo working; sleep 3600")
     k("run", "elsewhere", "--image=busybox", "--", "sleep", "3600")
     k("-n", "team-a", "create", "deployment", "team-web", "--image=busybox", "--", "sleep", "3600")
+    # Running before the browser loads anything: a pod's network interface appearing makes Chromium cut the
+    # requests it has in flight (net::ERR_NETWORK_CHANGED), a module of the page among them.
+    k("-n", "team-a", "wait", "--for=condition=Ready", "pod/worker", "--timeout=90s")
+    k("wait", "--for=condition=Ready", "pod/elsewhere", "--timeout=90s")
+    k("-n", "team-a", "rollout", "status", "deployment/team-web", "--timeout=90s")
     token = k("-n", "team-a", "create", "token", "alice").stdout.strip()
     browser.delete_all_cookies()
     login(browser, cluster, token=token)
@@ -379,7 +384,6 @@ def test_main_pages_fail_no_request_and_have_no_serious_accessibility_violation(
     walked = "#/instance/apps%2Fv1/Deployment/default/walked"
     pages = [*MAIN_PAGES, f"#/csv/operators/{csv}", f"#/create/operators/{csv}/etcdclusters.etcd.database.coreos.com",
              *(f"{walked}/{tab}" for tab in ["details", "resources", "topology", "events", "yaml"])]
-    browser_errors(browser)  # what logging in logged is not a page's
     for page in pages:
         browser.get(cluster.console + "/" + page)
         find(browser, "main#page h1")
