@@ -22,6 +22,7 @@ const FILES: &[(&str, &str, &str)] = &[
     // Third-party components, bundled by `web/build.sh` (CodeMirror 6 with the yaml parser; dagre).
     ("/static/vendor/editor.js", "text/javascript", include_str!("../assets/vendor/editor.js")),
     ("/static/vendor/graph.js", "text/javascript", include_str!("../assets/vendor/graph.js")),
+    ("/static/vendor/LICENSES.txt", "text/plain; charset=utf-8", include_str!("../assets/vendor/LICENSES.txt")),
 ];
 
 /// A file of the application: its content type and content.
@@ -70,6 +71,11 @@ mod tests {
         assert!(get("/static/nope.js").is_none());
         assert!(ICON.starts_with("<svg") && login_page(None).contains(r#"href="/static/icon.svg""#));
         assert!(get("/").unwrap().1.contains(r#"href="/static/icon.svg""#), "the pages name their icon");
+        let licences = get("/static/vendor/LICENSES.txt").unwrap().1;
+        assert!(
+            ["== codemirror ", "== yaml ", "== @dagrejs/dagre "].iter().all(|p| licences.contains(p)),
+            "served with the bundles"
+        );
         let page = login_page(Some("<bad>"));
         assert!(page.contains("&lt;bad&gt;") && !page.contains("<bad>"));
     }

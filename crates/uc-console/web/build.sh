@@ -13,3 +13,5 @@ for entry in editor graph; do
   node_modules/.bin/esbuild "src/$entry.js" --bundle --format=esm --minify --target=es2020 \
     --legal-comments=eof --log-level=warning --outfile="$out/$entry.js"
 done
+# Their licences (MIT, ISC …: a copy must carry them), beside the bundles and served with them.
+node licenses.mjs > "$out/LICENSES.txt"
