@@ -74,7 +74,17 @@ def find(b, css, timeout=30, text=None):
             except StaleElementReferenceException:  # went stale while the page redrew
                 pass
         return None
-    return wait_for(found, timeout=timeout, message=f"{css} {text or ''} on {b.current_url}")
+    return wait_until(b, found, timeout, f"{css} {text or ''}")
+
+
+def wait_until(b, predicate, timeout, what):
+    """`wait_for` in the browser: a timeout says what the page showed and what the browser logged."""
+    try:
+        return wait_for(predicate, timeout=timeout, message=f"{what} on {b.current_url}")
+    except AssertionError as e:
+        page = b.execute_script("return document.getElementById('page')?.innerText ?? document.body.innerText")
+        logged = [x["message"] for x in b.get_log("browser") if x["level"] in ("SEVERE", "WARNING")]
+        raise AssertionError(f"{e}\nthe page showed: {page[:2000]!r}\nthe browser logged: {logged}") from None
 
 
 def login(b, cluster, token=None, refused=False):
@@ -90,7 +100,10 @@ def login(b, cluster, token=None, refused=False):
         wait_for(lambda: not b.current_url.endswith("/login"), message="logged in")
         b.get(cluster.console + "/")
         if not b.current_url.endswith("/login"):
+            # The pages read the namespace once, when they load: forgotten, then the page loaded again.
             b.execute_script("localStorage.clear()")
+            b.refresh()
+            find(b, "#namespace")
             browser_errors(b)
             return
     pytest.fail("the console did not keep the login")
@@ -126,6 +139,11 @@ def browser_errors(b):
     network interfaces changed (`net::ERR_NETWORK_CHANGED`: each pod's network namespace adds an interface
     to the host) — the environment's, not the console's."""
     return [e["message"] for e in b.get_log("browser") if e["level"] == "SEVERE" and "ERR_NETWORK_CHANGED" not in e["message"]]
+
+
+def editor_text(b, css):
+    """The text of the YAML editor at `css`."""
+    return b.execute_script("const e = document.querySelector(arguments[0]); return e && e.ucEditor ? e.ucEditor.text() : null", css)
 
 
 def click_editor_line(b, editor, text, timeout=30):
@@ -172,5 +190,5 @@ def snapshot(b, css):
 
 def shows(b, css, text=None, timeout=30):
     """The snapshot of the element matching `css` once there is one (holding `text`)."""
-    return wait_for(lambda: (s := snapshot(b, css)) and (text is None or text in s["text"]) and s, timeout=timeout,
-                    message=f"{css} {text or ''} on {b.current_url}")
+    return wait_until(b, lambda: (s := snapshot(b, css)) and (text is None or text in s["text"]) and s, timeout,
+                      f"{css} {text or ''}")

@@ -12,15 +12,10 @@ import shutil
 import pytest
 
 from conftest import wait_for
-from console_browser import ROOT, By, browser, browser_errors, click, click_editor_line, cluster, find, get, login, shot, texts  # noqa: F401 (fixtures)
+from console_browser import ROOT, By, browser, browser_errors, click, click_editor_line, cluster, editor_text, find, get, login, shot, texts  # noqa: F401 (fixtures)
 
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
-
-
-def editor_text(b, css):
-    """The text of the YAML editor at `css`."""
-    return b.execute_script("const e = document.querySelector(arguments[0]); return e && e.ucEditor ? e.ucEditor.text() : null", css)
 
 
 def pods_in_tree(b):

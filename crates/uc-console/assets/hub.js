@@ -1,6 +1,6 @@
 // OperatorHub: the catalogs' packages as tiles (search and filters), a package's page, the Install form
 // (OperatorGroup + Subscription, as OLM's console makes them) and the install's progress with Approve.
-import { api, listWatch, h, path, phase, crumbs, refusal, conditionStatus, gated } from "./k8s.js";
+import { api, listWatch, h, path, phase, crumbs, refusal, conditionStatus, gated, fieldRow } from "./k8s.js";
 
 const PACKAGES = "/apis/packages.operators.coreos.com/v1/packagemanifests";
 const SUBS = "/apis/operators.coreos.com/v1alpha1/subscriptions";
@@ -151,32 +151,38 @@ export function install(root, [ns, name]) {
         h("input", { type: "radio", name: "mode", value: v, id: `mode-${v}`, checked: i === 0, onchange: modeChanged }), ` ${label}`)));
       modeChanged();
     }
+    const submitButton = h("button", { type: "submit", id: "install-submit" }, "Install");
+    const target = () => (root.querySelector("input[name=mode]:checked")?.value === "single" ? nsInput.value.trim() : "operators");
+    // Installing is creating a Subscription in the target namespace: greyed out when the user may not.
+    const gate = () => gated(submitButton, "create", "operators.coreos.com", "subscriptions", target());
     function modeChanged() {
       const single = root.querySelector("input[name=mode]:checked")?.value === "single";
       nsInput.disabled = !single;
+      gate();
     }
+    nsInput.addEventListener("change", gate);
     channelSel.addEventListener("change", channelChanged);
     async function submit(e) {
       e.preventDefault();
       error.textContent = "";
       const single = root.querySelector("input[name=mode]:checked")?.value === "single";
-      const target = single ? nsInput.value.trim() : "operators";
+      const namespace = target();
       const ch = channels.find((c) => c.name === channelSel.value);
       try {
-        await ensureNamespace(target);
+        await ensureNamespace(namespace);
         if (single) {
-          const groups = await api(path("operators.coreos.com/v1", "operatorgroups", target));
+          const groups = await api(path("operators.coreos.com/v1", "operatorgroups", namespace));
           if (!groups.items.length) {
-            await api(path("operators.coreos.com/v1", "operatorgroups", target), { method: "POST", body: { apiVersion: "operators.coreos.com/v1",
-              kind: "OperatorGroup", metadata: { name: `${target}-group`, namespace: target }, spec: { targetNamespaces: [target] } } });
+            await api(path("operators.coreos.com/v1", "operatorgroups", namespace), { method: "POST", body: { apiVersion: "operators.coreos.com/v1",
+              kind: "OperatorGroup", metadata: { name: `${namespace}-group`, namespace }, spec: { targetNamespaces: [namespace] } } });
           }
         }
         const spec = { name, channel: ch.name, source: p.status.catalogSource, sourceNamespace: p.status.catalogSourceNamespace,
           installPlanApproval: root.querySelector("input[name=approval]:checked").value };
         if (versionSel.value && versionSel.value !== ch.currentCSV) spec.startingCSV = versionSel.value;
-        await api(path("operators.coreos.com/v1alpha1", "subscriptions", target), { method: "POST",
-          body: { apiVersion: "operators.coreos.com/v1alpha1", kind: "Subscription", metadata: { name, namespace: target }, spec } });
-        location.hash = `#/plan/${target}/${name}`;
+        await api(path("operators.coreos.com/v1alpha1", "subscriptions", namespace), { method: "POST",
+          body: { apiVersion: "operators.coreos.com/v1alpha1", kind: "Subscription", metadata: { name, namespace }, spec } });
+        location.hash = `#/plan/${namespace}/${name}`;
       } catch (err) {
         error.textContent = err.message;
       }
@@ -188,7 +194,7 @@ export function install(root, [ns, name]) {
         h("h2", { id: "install-version-title" }, "Version"), versionSel,
         h("h2", { id: "install-mode-title" }, "Installation mode"), modeBox, h("label", {}, "Namespace ", nsInput),
         h("h2", { id: "install-approval-title" }, "Update approval"), approval,
-        h("p", {}, h("button", { type: "submit", id: "install-submit" }, "Install")), error));
+        h("p", {}, submitButton), error));
     channelChanged();
   })().catch((e) => root.append(h("p", { class: "error" }, e.message)));
   return () => { stopped = true; };
@@ -207,9 +213,9 @@ export function plan(root, [ns, name]) {
     if (!sub) { head.append(h("p", { class: "muted" }, "Waiting for the Subscription…")); return; }
     const st = sub.status || {};
     head.append(h("table", { id: "subscription-status" },
-      h("tr", {}, h("th", { scope: "row" }, "Subscription state"), h("td", {}, phase(st.state || "resolving"))),
-      h("tr", {}, h("th", { scope: "row" }, "Current CSV"), h("td", {}, st.currentCSV || "")),
-      h("tr", {}, h("th", { scope: "row" }, "Installed CSV"), h("td", {}, st.installedCSV || "")),
+      fieldRow("Subscription state", phase(st.state || "resolving")),
+      fieldRow("Current CSV", st.currentCSV || ""),
+      fieldRow("Installed CSV", st.installedCSV || ""),
       (st.conditions || []).map((c) => h("tr", { "data-condition": c.type }, h("th", { scope: "row" }, c.type),
         h("td", {}, conditionStatus(c), ` ${c.reason || ""} ${c.message || ""}`)))));
     const ref = st.installPlanRef?.name;

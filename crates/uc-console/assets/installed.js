@@ -1,7 +1,7 @@
 // Installed operators: every ClusterServiceVersion with its phase; one operator's page with its
 // conditions and, per API it provides, the instances and a "Create" form generated from the CRD's schema
 // with the YAML beside it.
-import { api, listWatch, h, path, phase, age, toYaml, resourceOf, crumbs, scoped, currentNamespace, refusalRow, conditionStatus, gated } from "./k8s.js";
+import { api, listWatch, h, path, phase, age, toYaml, resourceOf, crumbs, scoped, currentNamespace, refusalRow, conditionStatus, gated, fieldRow } from "./k8s.js";
 import { schemaForm } from "./schema-form.js";
 import { findingsOf, listProblems } from "./instance.js";
 
@@ -88,12 +88,11 @@ export function csv(root, [ns, name]) {
 // InstallPlanPending, InstallPlanFailed), each coloured by what it means.
 export function subscriptionTable(sub) {
   const st = sub.status || {};
-  const row = (label, value) => h("tr", {}, h("th", { scope: "row" }, label), h("td", {}, value));
   return h("div", {}, h("h2", {}, "Subscription"),
     h("table", { id: "subscription-status", class: "summary" },
-      row("Name", sub.metadata.name), row("Channel", sub.spec?.channel || ""),
-      row("Approval", sub.spec?.installPlanApproval || "Automatic"), row("State", phase(st.state || "resolving")),
-      row("Installed version", st.installedCSV || ""), row("Current version", st.currentCSV || "")),
+      fieldRow("Name", sub.metadata.name), fieldRow("Channel", sub.spec?.channel || ""),
+      fieldRow("Approval", sub.spec?.installPlanApproval || "Automatic"), fieldRow("State", phase(st.state || "resolving")),
+      fieldRow("Installed version", st.installedCSV || ""), fieldRow("Current version", st.currentCSV || "")),
     h("h3", {}, "Subscription conditions"),
     (st.conditions || []).length
       ? h("table", { id: "subscription-conditions" }, h("tr", {}, ["Type", "Status", "Reason", "Message", "Last transition"].map((t) => h("th", { scope: "col" }, t))),
@@ -223,7 +222,11 @@ export function create(root, [ns, csvName, crdName]) {
     const nameInput = h("input", { type: "text", id: "field-metadata-name", value: obj.metadata.name,
       oninput: () => { obj.metadata.name = nameInput.value; sync(); } });
     const nsInput = h("input", { type: "text", id: "field-metadata-namespace", value: obj.metadata.namespace,
-      oninput: () => { obj.metadata.namespace = nsInput.value; sync(); } });
+      oninput: () => { obj.metadata.namespace = nsInput.value; sync(); }, onchange: () => gate() });
+    // Creating is the `create` verb on the kind's resource in the chosen namespace: greyed out when denied.
+    const createButton = h("button", { type: "submit", id: "create-submit" }, "Create");
+    const gate = () => gated(createButton, "create", crd.spec.group, crd.spec.names.plural,
+      crd.spec.scope === "Namespaced" ? nsInput.value.trim() || defaultNs : undefined);
     const error = h("pre", { class: "error", id: "create-error", hidden: true });
     // Created as the server checks it first (a dry run): a refusal shows its field paths and makes nothing.
     async function submit(e) {
@@ -257,7 +260,8 @@ export function create(root, [ns, csvName, crdName]) {
             h("div", { class: "field" }, h("label", { for: "field-metadata-namespace" }, "namespace"), nsInput),
             schemaForm(schema, obj, sync)),
           h("div", {}, h("h2", {}, "YAML"), holder, problems)),
-        error, h("p", {}, h("button", { type: "submit", id: "create-submit" }, "Create"))));
+        error, h("p", {}, createButton)));
+    gate();
     sync();
   })().catch((e) => root.append(h("p", { class: "error" }, e.message)));
 }

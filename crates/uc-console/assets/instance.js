@@ -85,7 +85,14 @@ const svg = (tag, attrs, ...children) => {
   return el;
 };
 
-// The objects under `parent` (to a depth of 4) as the topology's nodes and owner → child edges.
+// More children of one kind under one owner than this are drawn as one node counting them by health (a
+// Deployment of 1,000 pods stays a picture one can read, and quick to lay out).
+export const MAX_SIBLINGS = 10;
+
+const HEALTH_ORDER = ["bad", "pending", "ok"];
+
+// The objects under `parent` (to a depth of 4) as the topology's nodes and owner → child edges; siblings of
+// one kind beyond MAX_SIBLINGS as one group node `{ id, group: { kind, count, ok, pending, bad, health } }`.
 export function topologyGraph(parent, byOwner) {
   const nodes = [];
   const edges = [];
@@ -98,13 +105,31 @@ export function topologyGraph(parent, byOwner) {
     if (depth >= 4) return;
     const kids = (byOwner.get(o.metadata.uid) || []).slice()
       .sort((a, b) => `${a.kind}/${a.metadata.name}`.localeCompare(`${b.kind}/${b.metadata.name}`));
-    for (const k of kids) {
-      edges.push({ from: o.metadata.uid, to: k.metadata.uid });
-      visit(k, depth + 1);
+    const byKind = new Map();
+    for (const k of kids) byKind.set(k.kind, [...(byKind.get(k.kind) || []), k]);
+    for (const [kind, same] of byKind) {
+      if (same.length > MAX_SIBLINGS) {
+        const group = siblingGroup(kind, same);
+        const id = `${o.metadata.uid}/${kind}`;
+        nodes.push({ id, group, width: Math.min(320, 24 + Math.max(kind.length + 6, groupCounts(group).length, 26) * 7.4), height: 62 });
+        edges.push({ from: o.metadata.uid, to: id });
+        continue;
+      }
+      for (const k of same) {
+        edges.push({ from: o.metadata.uid, to: k.metadata.uid });
+        visit(k, depth + 1);
+      }
     }
   };
   visit(parent, 0);
   return { nodes, edges };
+}
+
+// Siblings of one kind counted by health; the group's own health is the worst among them.
+function siblingGroup(kind, objects) {
+  const count = { ok: 0, pending: 0, bad: 0 };
+  for (const x of objects) count[health(x)] += 1;
+  return { kind, count: objects.length, ...count, health: HEALTH_ORDER.find((x) => count[x] > 0) || "ok" };
 }
 
 // A status line short enough for a topology node.
@@ -132,6 +157,7 @@ function topology(holder, parent, byOwner, layout) {
     svg("path", { d: "M0,0 L10,5 L0,10 z", class: "arrow" }))));
   for (const n of nodes) {
     const { x, y } = placed.nodes.get(n.id);
+    if (n.group) { picture.append(groupNode(n, x, y)); continue; }
     const o = n.object;
     const state = health(o);
     const label = `${o.kind} ${o.metadata.name}: ${shortStatus(o)}`;
@@ -143,10 +169,30 @@ function topology(holder, parent, byOwner, layout) {
     svg("text", { x: 14, y: 18, class: "kind" }, o.kind),
     svg("text", { x: 14, y: 36, class: "name" }, o.metadata.name),
     svg("text", { x: 14, y: 53, class: "status" }, shortStatus(o)));
-    picture.append(o.kind === "Pod" ? svg("a", { href: `#/pod/${o.metadata.namespace}/${o.metadata.name}`, "aria-label": label }, box) : box);
+    // A pod's link is named by its title (an aria-label would have to repeat the words the node shows).
+    picture.append(o.kind === "Pod" ? svg("a", { href: `#/pod/${o.metadata.namespace}/${o.metadata.name}` }, svg("title", {}, label), box) : box);
   }
   holder.replaceChildren(picture, h("p", { class: "muted legend" }, h("span", { class: "swatch ok" }), " ready ",
     h("span", { class: "swatch pending" }), " progressing or not ready ", h("span", { class: "swatch bad" }), " failing"));
+}
+
+// How many of a group are ready, not ready and failing (those there are).
+export const groupCounts = (g) => [[g.ok, "ready"], [g.pending, "not ready"], [g.bad, "failing"]]
+  .filter(([n]) => n > 0).map(([n, what]) => `${n} ${what}`).join(" · ");
+
+// A group of siblings in the topology: how many, and how many are ready, progressing or failing.
+function groupNode(n, x, y) {
+  const g = n.group;
+  const plural = g.kind.endsWith("s") ? `${g.kind}es` : `${g.kind}s`;
+  const counts = groupCounts(g);
+  return svg("g", { class: `topo-node topo-group health-${g.health}`, "data-kind": g.kind, "data-count": g.count, "data-health": g.health,
+    transform: `translate(${x - n.width / 2},${y - n.height / 2})` },
+  svg("title", {}, `${g.count} ${plural}: ${counts} (the Resources tab lists each)`),
+  svg("rect", { width: n.width, height: n.height, rx: 6 }),
+  svg("rect", { class: "bar", width: 6, height: n.height, rx: 3 }),
+  svg("text", { x: 14, y: 18, class: "kind" }, `${g.count} ${plural}`),
+  svg("text", { x: 14, y: 36, class: "name" }, counts),
+  svg("text", { x: 14, y: 53, class: "status" }, "each in the Resources tab"));
 }
 
 // The parent's children, followed: drawn as a tree (`view` "resources") or a topology ("topology").

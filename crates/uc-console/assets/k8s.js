@@ -15,6 +15,19 @@ function csrfToken() {
   return pair ? decodeURIComponent(pair.slice("uc-console-csrf=".length)) : "";
 }
 
+// A request; a read the network cut before any answer (Chromium cuts what is in flight when a network
+// interface appears, as a pod's does on a `uc up` machine) asked again, twice at most. A change is not:
+// it may have been made.
+async function fetchRetryingReads(path, init, tries = 3) {
+  try {
+    return await fetch(path, init);
+  } catch (e) {
+    if (init.method !== "GET" || tries <= 1 || !(e instanceof TypeError)) throw e;
+    await new Promise((r) => setTimeout(r, 300));
+    return fetchRetryingReads(path, init, tries - 1);
+  }
+}
+
 // A request to the API; the decoded JSON answer. 401 sends the browser to the login page.
 export async function api(path, { method = "GET", body, contentType = "application/json", accept = "application/json" } = {}) {
   // The console refuses a change without the session's CSRF token: a cookie only its own pages can read.
@@ -22,7 +35,7 @@ export async function api(path, { method = "GET", body, contentType = "applicati
   let payload = body;
   if (body !== undefined && typeof body !== "string") payload = JSON.stringify(body);
   if (payload !== undefined) headers["Content-Type"] = contentType;
-  const r = await fetch(path, { method, headers, body: payload, credentials: "same-origin" });
+  const r = await fetchRetryingReads(path, { method, headers, body: payload, credentials: "same-origin" });
   if (r.status === 401) {
     location.href = "/login";
     throw new ApiError(401, { message: "Unauthorized" });
@@ -325,27 +338,55 @@ export function conditionHealth(type, status) {
 }
 
 // A condition's status, coloured by what it means for its type.
+// A row of a two-column table of fields: its label (a row header) and its value.
+export const fieldRow = (label, value) => h("tr", {}, h("th", { scope: "row" }, label), h("td", {}, value));
+
 export const conditionStatus = (c) => h("span", { class: `phase ${conditionHealth(c.type, c.status)}`, "data-health": conditionHealth(c.type, c.status) }, c.status || "Unknown");
 
 // Whether the user may `verb` the `resource` of `group` (in `namespace`), as `kubectl auth can-i` asks it:
-// a SelfSubjectAccessReview. When the answer cannot be had, yes: the server decides on the request itself.
-export async function can(verb, group, resource, namespace) {
+// a SelfSubjectAccessReview, asked once in 30 seconds (pages redraw live). When the answer cannot be had,
+// yes: the server decides on the request itself.
+const answers = new Map();
+const accessKey = (verb, group, resource, namespace) => [verb, group, resource, namespace || ""].join(" ");
+
+export function can(verb, group, resource, namespace) {
+  const key = accessKey(verb, group, resource, namespace);
+  const known = answers.get(key);
+  if (known && Date.now() - known.at < 30000) return known.answer;
   const review = { apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview",
     spec: { resourceAttributes: { verb, group, resource, ...(namespace ? { namespace } : {}) } } };
-  const answer = await api("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", { method: "POST", body: review }).catch(() => null);
-  return answer?.status?.allowed !== false;
+  const entry = { at: Date.now(), allowed: undefined };
+  entry.answer = api("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", { method: "POST", body: review })
+    .then((a) => a?.status?.allowed !== false, () => true)
+    .then((allowed) => { entry.allowed = allowed; return allowed; });
+  answers.set(key, entry);
+  return entry.answer;
 }
 
 // An action the user may not take is shown disabled, saying what they may not do (as OpenShift's console
-// greys out what RBAC denies). Returns the button.
+// greys out what RBAC denies); asked again for the same button (its namespace changed), the latest answer
+// counts. An answer already had applies at once, so a page drawn again does not flicker. Returns the button.
 export function gated(button, verb, group, resource, namespace) {
-  can(verb, group, resource, namespace).then((allowed) => {
-    if (allowed) return;
+  const asked = (button.ucAsked || 0) + 1;
+  button.ucAsked = asked;
+  const apply = (allowed) => {
+    if (button.ucAsked !== asked) return;
+    button.ucDenied?.remove();
+    button.ucDenied = null;
+    button.disabled = !allowed;
+    button.dataset.access = allowed ? "allowed" : "denied";
+    if (allowed) { button.removeAttribute("title"); delete button.dataset.forbidden; return; }
     const why = `You may not ${verb} ${resource}${namespace ? ` in ${namespace}` : ""}.`;
-    button.disabled = true;
     button.title = why;
     button.dataset.forbidden = `${verb} ${resource}`;
-    button.after(h("span", { class: "muted denied" }, ` ${why}`));
-  });
+    const denied = h("span", { class: "muted denied" }, ` ${why}`);
+    button.ucDenied = denied;
+    // A button being drawn has no parent yet: its note goes beside it once the drawing is done.
+    if (button.parentNode) button.after(denied);
+    else queueMicrotask(() => { if (button.ucDenied === denied) button.after(denied); });
+  };
+  const known = answers.get(accessKey(verb, group, resource, namespace));
+  if (known?.allowed !== undefined && Date.now() - known.at < 30000) apply(known.allowed);
+  else can(verb, group, resource, namespace).then(apply);
   return button;
 }

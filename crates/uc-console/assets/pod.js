@@ -1,7 +1,7 @@
 // A pod's page: Details (its state, conditions, each container's state, image, ports, environment with
 // where each value comes from, mounts, and the pod's volumes), Events, and Logs (followed, with
 // timestamps, wrapping, search, pause and download).
-import { api, listWatch, h, path, age, condition, crumbs, fieldsView, health, refusal } from "./k8s.js";
+import { api, listWatch, h, path, age, condition, crumbs, fieldsView, health, refusal, fieldRow } from "./k8s.js";
 
 const TABS = ["details", "events", "logs"];
 
@@ -29,22 +29,20 @@ export function show(root, [ns, name, tab = "details", container]) {
   return () => stops.forEach((s) => s());
 }
 
-const row = (label, value) => h("tr", {}, h("th", { scope: "row" }, label), h("td", {}, value));
-
 function details(p) {
   const owner = (p.metadata.ownerReferences || []).find((o) => o.controller) || (p.metadata.ownerReferences || [])[0];
   const statuses = new Map([...(p.status?.initContainerStatuses || []), ...(p.status?.containerStatuses || [])].map((c) => [c.name, c]));
   return h("div", {},
     h("table", { id: "pod-summary", class: "summary" },
-      row("Status", h("span", { class: `phase ${health(p)}`, id: "pod-phase" }, p.metadata.deletionTimestamp ? "Terminating" : p.status?.phase || "Pending")),
-      row("Ready", condition(p, "Ready")?.status || "Unknown"),
-      row("Node", p.spec?.nodeName || "not scheduled"),
-      row("Pod IP", p.status?.podIP || ""),
-      row("Owner", owner ? `${owner.kind} ${owner.name}` : "none"),
-      row("Service account", p.spec?.serviceAccountName || "default"),
-      row("Restart policy", p.spec?.restartPolicy || "Always"),
-      row("QoS class", p.status?.qosClass || ""),
-      row("Created", `${p.metadata.creationTimestamp || ""} (${age(p.metadata.creationTimestamp)} ago)`)),
+      fieldRow("Status", h("span", { class: `phase ${health(p)}`, id: "pod-phase" }, p.metadata.deletionTimestamp ? "Terminating" : p.status?.phase || "Pending")),
+      fieldRow("Ready", condition(p, "Ready")?.status || "Unknown"),
+      fieldRow("Node", p.spec?.nodeName || "not scheduled"),
+      fieldRow("Pod IP", p.status?.podIP || ""),
+      fieldRow("Owner", owner ? `${owner.kind} ${owner.name}` : "none"),
+      fieldRow("Service account", p.spec?.serviceAccountName || "default"),
+      fieldRow("Restart policy", p.spec?.restartPolicy || "Always"),
+      fieldRow("QoS class", p.status?.qosClass || ""),
+      fieldRow("Created", `${p.metadata.creationTimestamp || ""} (${age(p.metadata.creationTimestamp)} ago)`)),
     h("h2", {}, "Conditions"), fieldsView((p.status?.conditions || []).map(({ type, status, reason, message, lastTransitionTime }) =>
       ({ type, status, reason: reason || "", message: message || "", lastTransitionTime: lastTransitionTime || "" }))),
     [...(p.spec?.initContainers || []).map((c) => [c, "Init container"]), ...(p.spec?.containers || []).map((c) => [c, "Container"])]
@@ -68,12 +66,12 @@ function containerCard(c, what, s, pod) {
   return h("section", { class: "card container", "data-container": c.name, "aria-label": `${what} ${c.name}` },
     h("h2", {}, `${what} ${c.name}`),
     h("table", { class: "summary" },
-      row("Image", c.image || ""),
-      row("State", stateOf(s)),
-      row("Restarts", String(s?.restartCount ?? 0)),
-      c.command && row("Command", [...c.command, ...(c.args || [])].join(" ")),
-      c.ports?.length && row("Ports", c.ports.map((p) => `${p.containerPort}/${p.protocol || "TCP"}${p.name ? ` (${p.name})` : ""}`).join(", ")),
-      row("Logs", h("a", { href: `#/pod/${pod.metadata.namespace}/${pod.metadata.name}/logs/${c.name}` }, "Follow the logs"))),
+      fieldRow("Image", c.image || ""),
+      fieldRow("State", stateOf(s)),
+      fieldRow("Restarts", String(s?.restartCount ?? 0)),
+      c.command && fieldRow("Command", [...c.command, ...(c.args || [])].join(" ")),
+      c.ports?.length && fieldRow("Ports", c.ports.map((p) => `${p.containerPort}/${p.protocol || "TCP"}${p.name ? ` (${p.name})` : ""}`).join(", ")),
+      fieldRow("Logs", h("a", { href: `#/pod/${pod.metadata.namespace}/${pod.metadata.name}/logs/${c.name}` }, "Follow the logs"))),
     h("h3", {}, "Environment"), env(c),
     h("h3", {}, "Mounts"), c.volumeMounts?.length
       ? fieldsView(c.volumeMounts.map((m) => ({ volume: m.name, mountPath: m.mountPath, subPath: m.subPath || "", readOnly: m.readOnly ? "yes" : "no" })))

@@ -25,6 +25,16 @@ const FILES: &[(&str, &str, &str)] = &[
     ("/static/vendor/LICENSES.txt", "text/plain; charset=utf-8", include_str!("../assets/vendor/LICENSES.txt")),
 ];
 
+/// The page's one inline script, its loader (index.html: the modules loaded again when loading them
+/// failed), which the content security policy allows by its digest.
+pub fn loader_script() -> &'static str {
+    const OPEN: &str = "<script type=\"module\">";
+    let page = FILES[0].2;
+    let start = page.find(OPEN).map(|i| i + OPEN.len()).unwrap_or(page.len());
+    let end = page[start..].find("</script>").map(|i| start + i).unwrap_or(page.len());
+    &page[start..end]
+}
+
 /// A file of the application: its content type and content.
 pub fn get(path: &str) -> Option<(&'static str, &'static str)> {
     let path = if path == "/index.html" { "/" } else { path };
@@ -59,6 +69,9 @@ mod tests {
     #[test]
     fn every_page_module_is_served_and_the_login_page_escapes() {
         assert!(get("/").is_some_and(|(t, b)| t.starts_with("text/html") && b.contains("/static/app.js")));
+        // One inline script, the loader, which imports the application.
+        assert_eq!(get("/").unwrap().1.matches("<script").count(), 1);
+        assert!(loader_script().contains(r#"import("/static/app.js")"#), "{}", loader_script());
         assert_eq!(get("/index.html"), get("/"));
         let app = get("/static/app.js").unwrap().1;
         for (path, _, _) in FILES.iter().filter(|(p, _, _)| p.ends_with(".js") && *p != "/static/app.js") {

@@ -2,23 +2,34 @@
 //! the cookie authenticates must come from the console's own pages (its `Origin`, its `Sec-Fetch-Site`)
 //! and carry the session's CSRF token in `X-CSRF-Token` — the value of a cookie only the console's
 //! pages can read, a digest of the session's token no other site can compute (double submit); and
-//! every response forbids framing, sniffing and inline script. Pure.
+//! every response forbids framing, sniffing and inline script but the page's own loader. Pure.
 
+use std::sync::LazyLock;
+
+use base64::Engine;
 use http::{HeaderMap, Method};
 
 use crate::session::{CSRF_COOKIE, CSRF_HEADER};
 
-/// Headers every response carries.
-pub const HEADERS: &[(&str, &str)] = &[
-    (
-        "content-security-policy",
-        "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
-         connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
-    ),
-    ("x-frame-options", "DENY"),
-    ("x-content-type-options", "nosniff"),
-    ("referrer-policy", "same-origin"),
-];
+/// Headers every response carries, with [`content_security_policy`].
+pub const HEADERS: &[(&str, &str)] =
+    &[("x-frame-options", "DENY"), ("x-content-type-options", "nosniff"), ("referrer-policy", "same-origin")];
+
+/// The content security policy every response carries: scripts from the console itself only, and of
+/// inline scripts only the page's loader ([`crate::assets::loader_script`]), named by its digest.
+pub fn content_security_policy() -> &'static str {
+    static POLICY: LazyLock<String> = LazyLock::new(|| policy_allowing(crate::assets::loader_script()));
+    POLICY.as_str()
+}
+
+fn policy_allowing(inline_script: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, inline_script.as_bytes());
+    let digest = base64::engine::general_purpose::STANDARD.encode(digest.as_ref());
+    format!(
+        "default-src 'self'; script-src 'self' 'sha256-{digest}'; style-src 'self' 'unsafe-inline'; \
+         img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+    )
+}
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
@@ -54,6 +65,19 @@ pub fn forged(method: &Method, headers: &HeaderMap, path: &str) -> Option<String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_policy_allows_the_loader_by_its_digest_and_no_other_inline_script() {
+        // The example of the CSP specification (§ "hash-source"): its script and its digest.
+        let policy = policy_allowing("alert('Hello, world.');");
+        assert!(
+            policy.contains("script-src 'self' 'sha256-qznLcsROx4GACP2dm0UCKCzCG+HiZ1guq6ZZDob/Tng='; "),
+            "{policy}"
+        );
+        let scripts = policy.split("; ").find(|d| d.starts_with("script-src")).unwrap();
+        assert!(!scripts.contains("unsafe"), "{scripts}");
+        assert_ne!(content_security_policy(), policy_allowing(""), "the page's loader is the one allowed");
+    }
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

@@ -196,15 +196,19 @@ async fn hooks(state: &State, token: &str) -> Response<Body> {
     }
 }
 
-/// Answers one request, with the headers every answer carries ([`crate::guard::HEADERS`]).
+/// Answers one request, with the headers every answer carries ([`crate::guard::HEADERS`] and the
+/// content security policy).
 pub async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     let mut response = match crate::guard::forged(req.method(), req.headers(), req.uri().path()) {
         Some(why) => status_json(StatusCode::FORBIDDEN, &why),
         None => answer(state, req).await,
     };
+    let headers = response.headers_mut();
     for (name, value) in crate::guard::HEADERS {
-        response.headers_mut().insert(*name, http::HeaderValue::from_static(value));
+        headers.insert(*name, http::HeaderValue::from_static(value));
     }
+    let policy = http::HeaderValue::from_static(crate::guard::content_security_policy());
+    headers.insert(http::header::CONTENT_SECURITY_POLICY, policy);
     Ok(response)
 }
 

@@ -98,6 +98,23 @@ test("the topology's nodes are the parent's descendants to a depth of 4, each on
   assert.deepEqual(topologyGraph(o("K", "a"), loop).nodes.map((n) => n.id), ["a", "b"]);
 });
 
+test("siblings of one kind beyond MAX_SIBLINGS are one node counting them by health, the worst its colour", async () => {
+  const { topologyGraph, groupCounts, MAX_SIBLINGS } = await import("../assets/instance.js");
+  const pod = (name, ready) => ({ kind: "Pod", metadata: { name, uid: name, ownerReferences: [{ uid: "rs" }] },
+    status: { phase: "Running", conditions: [{ type: "Ready", status: ready ? "True" : "False" }] } });
+  const rs = { kind: "ReplicaSet", metadata: { name: "rs", uid: "rs" } };
+  const many = Array.from({ length: MAX_SIBLINGS + 1 }, (_, i) => pod(`p${i}`, i !== 3));
+  const svc = { kind: "Service", metadata: { name: "s", uid: "s", ownerReferences: [{ uid: "rs" }] } };
+  const { nodes, edges } = topologyGraph(rs, new Map([["rs", [...many, svc]]]));
+  assert.deepEqual(nodes.map((n) => n.id), ["rs", "rs/Pod", "s"]);
+  assert.deepEqual(edges.map((e) => `${e.from}>${e.to}`), ["rs>rs/Pod", "rs>s"]);
+  assert.deepEqual(nodes[1].group, { kind: "Pod", count: MAX_SIBLINGS + 1, ok: MAX_SIBLINGS, pending: 1, bad: 0, health: "pending" });
+  assert.equal(groupCounts(nodes[1].group), `${MAX_SIBLINGS} ready · 1 not ready`, "only the counts there are");
+  assert.ok(nodes[1].width >= 24 + groupCounts(nodes[1].group).length * 7.4, "wide enough for its counts");
+  // As many as MAX_SIBLINGS are each drawn.
+  assert.equal(topologyGraph(rs, new Map([["rs", many.slice(1)]])).nodes.length, 1 + MAX_SIBLINGS);
+});
+
 test("a condition is coloured by what it says: True is good news for Ready, bad news for InstallPlanFailed", async () => {
   const { conditionHealth } = await import("../assets/k8s.js");
   assert.equal(conditionHealth("Ready", "True"), "ok");

@@ -3,7 +3,8 @@
 # exact versions package-lock.json pins, into ../assets/vendor/ (committed; uc builds them into its
 # binary, so neither uc nor its tests need npm). Run after changing src/ or a version:
 #   bash crates/uc-console/web/build.sh
-# .ci/run runs it too and fails when the committed bundles differ from what it builds.
+# .ci/run runs it too and fails when the committed bundles differ from what it builds. `npm ci` also
+# installs the browser tests' axe-core (a development dependency, never bundled).
 set -euo pipefail
 cd "$(dirname "$0")"
 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error

@@ -65,6 +65,9 @@ export function yamlEditor(parent, { text = "", label = "YAML", findings = null,
         EditorView.updateListener.of((u) => { if (u.docChanged && onChange) onChange(u.state.doc.toString()); })],
     }),
   });
+  // The scroller is reachable by the keyboard too (CodeMirror makes it tabindex -1): arrows scroll it,
+  // as WCAG asks of a scrollable region.
+  view.scrollDOM.tabIndex = 0;
   return {
     view,
     text: () => view.state.doc.toString(),
