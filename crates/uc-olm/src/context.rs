@@ -38,19 +38,14 @@ impl Olm {
         Ok(uc_engine::dynamic::apply(&self.client, &self.kinds, obj, MANAGER).await?)
     }
 
-    /// Writes a typed status (`status` below).
+    /// Merges a typed `status` into an object's status, unless it holds it already (times aside: a
+    /// status that differs only in when it was computed is not written again).
     pub async fn write_status<S: serde::Serialize>(&self, obj: &Value, status: &S) -> Result<(), LifecycleError> {
         let status = serde_json::to_value(status).map_err(LifecycleError::Encode)?;
-        self.status(obj, &status).await
-    }
-
-    /// Merges `status` into an object's status, unless it holds it already (times aside: a status
-    /// that differs only in when it was computed is not written again).
-    pub async fn status(&self, obj: &Value, status: &Value) -> Result<(), LifecycleError> {
-        if obj.get("status").is_some_and(|s| uc_engine::dynamic::holds(&timeless(s), &timeless(status))) {
+        if obj.get("status").is_some_and(|s| uc_engine::dynamic::holds(&timeless(s), &timeless(&status))) {
             return Ok(());
         }
-        Ok(uc_engine::dynamic::write_status(&self.client, &self.kinds, obj, status).await?)
+        Ok(uc_engine::dynamic::write_status(&self.client, &self.kinds, obj, &status).await?)
     }
 }
 
