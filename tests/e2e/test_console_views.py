@@ -177,6 +177,7 @@ def test_a_user_with_one_namespaced_role_works_there_and_is_told_what_is_forbidd
     shot(browser, "install-denied")
     click(browser, "#mode-single")
     namespace = find(browser, "#install-namespace")
+    assert namespace.get_attribute("value") == "team-a", "the namespace the header chose"
     namespace.clear()
     namespace.send_keys("team-a", Keys.TAB)
     wait_for(lambda: "You may not create subscriptions in team-a." == texts(browser, ".denied").strip(),

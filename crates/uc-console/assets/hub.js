@@ -1,6 +1,6 @@
 // OperatorHub: the catalogs' packages as tiles (search and filters), a package's page, the Install form
 // (OperatorGroup + Subscription, as OLM's console makes them) and the install's progress with Approve.
-import { api, listWatch, h, path, phase, crumbs, refusal, conditionStatus, gated, fieldRow } from "./k8s.js";
+import { api, listWatch, h, path, phase, crumbs, refusal, conditionStatus, gated, fieldRow, currentNamespace } from "./k8s.js";
 
 const PACKAGES = "/apis/packages.operators.coreos.com/v1/packagemanifests";
 const SUBS = "/apis/operators.coreos.com/v1alpha1/subscriptions";
@@ -135,7 +135,8 @@ export function install(root, [ns, name]) {
     const versionSel = h("select", { id: "install-version", "aria-labelledby": "install-version-title" });
     const modes = (ch) => (ch?.currentCSVDesc?.installModes || []).filter((m) => m.supported).map((m) => m.type);
     const modeBox = h("div", { id: "install-mode", role: "radiogroup", "aria-labelledby": "install-mode-title" });
-    const nsInput = h("input", { type: "text", id: "install-namespace", value: `${name}-operator` });
+    // A specific namespace: the one the header chose, else the operator's own.
+    const nsInput = h("input", { type: "text", id: "install-namespace", value: currentNamespace() || `${name}-operator` });
     const approval = h("div", { role: "radiogroup", "aria-labelledby": "install-approval-title" }, ["Automatic", "Manual"].map((a) => h("label", {},
       h("input", { type: "radio", name: "approval", value: a, id: `approval-${a.toLowerCase()}`, checked: a === "Automatic" }), ` ${a} `)));
     const error = h("p", { class: "error", id: "install-error" });

@@ -106,7 +106,10 @@ export function topologyGraph(parent, byOwner) {
     const kids = (byOwner.get(o.metadata.uid) || []).slice()
       .sort((a, b) => `${a.kind}/${a.metadata.name}`.localeCompare(`${b.kind}/${b.metadata.name}`));
     const byKind = new Map();
-    for (const k of kids) byKind.set(k.kind, [...(byKind.get(k.kind) || []), k]);
+    for (const k of kids) {
+      if (!byKind.has(k.kind)) byKind.set(k.kind, []);
+      byKind.get(k.kind).push(k);
+    }
     for (const [kind, same] of byKind) {
       if (same.length > MAX_SIBLINGS) {
         const group = siblingGroup(kind, same);
@@ -127,9 +130,9 @@ export function topologyGraph(parent, byOwner) {
 
 // Siblings of one kind counted by health; the group's own health is the worst among them.
 function siblingGroup(kind, objects) {
-  const count = { ok: 0, pending: 0, bad: 0 };
-  for (const x of objects) count[health(x)] += 1;
-  return { kind, count: objects.length, ...count, health: HEALTH_ORDER.find((x) => count[x] > 0) || "ok" };
+  const tally = { ok: 0, pending: 0, bad: 0 };
+  for (const x of objects) tally[health(x)] += 1;
+  return { kind, count: objects.length, ...tally, health: HEALTH_ORDER.find((x) => tally[x] > 0) || "ok" };
 }
 
 // A status line short enough for a topology node.

@@ -337,10 +337,10 @@ export function conditionHealth(type, status) {
   return negative && /Pending$/.test(type) ? "pending" : "bad";
 }
 
-// A condition's status, coloured by what it means for its type.
 // A row of a two-column table of fields: its label (a row header) and its value.
 export const fieldRow = (label, value) => h("tr", {}, h("th", { scope: "row" }, label), h("td", {}, value));
 
+// A condition's status, coloured by what it means for its type.
 export const conditionStatus = (c) => h("span", { class: `phase ${conditionHealth(c.type, c.status)}`, "data-health": conditionHealth(c.type, c.status) }, c.status || "Unknown");
 
 // Whether the user may `verb` the `resource` of `group` (in `namespace`), as `kubectl auth can-i` asks it:
@@ -348,11 +348,16 @@ export const conditionStatus = (c) => h("span", { class: `phase ${conditionHealt
 // yes: the server decides on the request itself.
 const answers = new Map();
 const accessKey = (verb, group, resource, namespace) => [verb, group, resource, namespace || ""].join(" ");
+// The question asked within the last 30 seconds, if it was: { at, answer (a promise), allowed once known }.
+const recent = (key) => {
+  const entry = answers.get(key);
+  return entry && Date.now() - entry.at < 30000 ? entry : null;
+};
 
 export function can(verb, group, resource, namespace) {
   const key = accessKey(verb, group, resource, namespace);
-  const known = answers.get(key);
-  if (known && Date.now() - known.at < 30000) return known.answer;
+  const known = recent(key);
+  if (known) return known.answer;
   const review = { apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview",
     spec: { resourceAttributes: { verb, group, resource, ...(namespace ? { namespace } : {}) } } };
   const entry = { at: Date.now(), allowed: undefined };
@@ -371,12 +376,17 @@ export function gated(button, verb, group, resource, namespace) {
   button.ucAsked = asked;
   const apply = (allowed) => {
     if (button.ucAsked !== asked) return;
+    const wasDenied = button.dataset.access === "denied";
     button.ucDenied?.remove();
     button.ucDenied = null;
-    button.disabled = !allowed;
     button.dataset.access = allowed ? "allowed" : "denied";
-    if (allowed) { button.removeAttribute("title"); delete button.dataset.forbidden; return; }
+    if (allowed) {
+      // Enabled again only if this made it disabled (a page may disable it for reasons of its own).
+      if (wasDenied) { button.disabled = false; button.removeAttribute("title"); delete button.dataset.forbidden; }
+      return;
+    }
     const why = `You may not ${verb} ${resource}${namespace ? ` in ${namespace}` : ""}.`;
+    button.disabled = true;
     button.title = why;
     button.dataset.forbidden = `${verb} ${resource}`;
     const denied = h("span", { class: "muted denied" }, ` ${why}`);
@@ -385,8 +395,8 @@ export function gated(button, verb, group, resource, namespace) {
     if (button.parentNode) button.after(denied);
     else queueMicrotask(() => { if (button.ucDenied === denied) button.after(denied); });
   };
-  const known = answers.get(accessKey(verb, group, resource, namespace));
-  if (known?.allowed !== undefined && Date.now() - known.at < 30000) apply(known.allowed);
+  const known = recent(accessKey(verb, group, resource, namespace));
+  if (known?.allowed !== undefined) apply(known.allowed);
   else can(verb, group, resource, namespace).then(apply);
   return button;
 }
