@@ -15,7 +15,7 @@ import pytest
 from conftest import Cluster, wait_for
 
 webdriver = pytest.importorskip("selenium.webdriver")
-from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,22 +90,28 @@ def wait_until(b, predicate, timeout, what):
 def login(b, cluster, token=None, refused=False):
     """Logs in through the login page (with the kubeconfig's token unless given one); unless the token is to
     be `refused`, until the console's pages are served, the namespace an earlier test chose and what the
-    browser logged before (`browser_errors`) forgotten."""
+    browser logged before (`browser_errors`) forgotten. A navigation the network cut (a pod's interface
+    appearing makes Chromium cut what is in flight: net::ERR_NETWORK_CHANGED) leaves Chromium's error page,
+    whose fields are missing and whose storage may not be touched: the login is then tried again."""
     for _ in range(3):
-        b.get(cluster.console + "/login")
-        find(b, "#token").send_keys(token or cluster.token)
-        find(b, "#login").click()
-        if refused:
-            return
-        wait_for(lambda: not b.current_url.endswith("/login"), message="logged in")
-        b.get(cluster.console + "/")
-        if not b.current_url.endswith("/login"):
+        try:
+            b.get(cluster.console + "/login")
+            find(b, "#token", timeout=10).send_keys(token or cluster.token)
+            find(b, "#login", timeout=10).click()
+            if refused:
+                return
+            wait_for(lambda: not b.current_url.endswith("/login"), message="logged in")
+            b.get(cluster.console + "/")
+            if b.current_url.endswith("/login"):
+                continue
             # The pages read the namespace once, when they load: forgotten, then the page loaded again.
             b.execute_script("localStorage.clear()")
             b.refresh()
-            find(b, "#namespace")
-            browser_errors(b)
-            return
+            find(b, "#namespace", timeout=10)
+        except (WebDriverException, AssertionError):
+            continue
+        browser_errors(b)
+        return
     pytest.fail("the console did not keep the login")
 
 
