@@ -166,9 +166,10 @@ enum Request {
     Typed(SyncRequest, (&'static str, &'static str)),
 }
 
-/// A JavaScript hook: scripts run on threads of the hook's own ([`Threads`]), one QuickJS runtime
-/// each, never on the async runtime's workers. At most [`JsHook::concurrency`] calls of one hook run
-/// at once; the others wait for a thread without holding their callers' workers.
+/// A JavaScript hook: scripts run on one QuickJS runtime per call under way, never on the async
+/// runtime's workers — on the caller's thread once its worker's queue has moved to another thread, or
+/// on a thread of the hook's own ([`Threads`]). At most [`JsHook::concurrency`] calls of one hook run at
+/// once; the others wait without holding their callers' workers.
 pub struct JsHook {
     shared: Arc<Shared>,
     threads: Threads<Slot>,
@@ -184,7 +185,8 @@ struct Shared {
     controller: Mutex<Option<(Arc<Value>, Arc<str>)>>,
 }
 
-/// How long a hook's thread waits for work before it ends (and its runtime's memory is freed).
+/// How long a hook's thread waits for work before it ends, and a runtime is kept unused before it is
+/// dropped (its memory freed).
 const THREAD_IDLE: Duration = Duration::from_secs(60);
 
 /// A thread's own runtime.

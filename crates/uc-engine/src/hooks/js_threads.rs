@@ -1,60 +1,73 @@
-//! The threads a JavaScript hook runs on: its own, never the async runtime's workers, so a script that
-//! spins until its deadline holds one of them and nothing else — the API server, the node and the
-//! other controllers keep their workers.
+//! Where a JavaScript hook's scripts run: never on the async runtime's workers, so a script that spins
+//! until its deadline holds one thread and nothing else — the API server, the node and the other
+//! controllers keep their workers.
 //!
-//! Each hook has at most `max` threads (its concurrency bound): a call waits in the hook's queue while
-//! all of them are busy, without blocking its caller's worker. Threads start when calls overlap and
-//! end after a while without work, taking the state they own (a script's runtime) with them.
+//! A call runs on its caller's thread when that thread may block (a multi-threaded runtime's, under
+//! [`tokio::task::block_in_place`], which hands the worker's queue to another thread first): no thread
+//! hand-off, no wake-up, for the common call of a few microseconds. Otherwise — on a current-thread
+//! runtime, or while all the hook's states are busy — it waits in the hook's queue for a thread of the
+//! hook's own, without blocking its caller's worker. Either way at most `max` calls run at once (the
+//! hook's concurrency bound), each on a state `S` of its own (a script's runtime) that later calls
+//! reuse; threads start when calls queue and end after `idle` without work, and a state unused for
+//! `idle` is dropped (its memory freed) when a call or a thread next looks.
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
+use tokio::runtime::{Handle, RuntimeFlavor};
 
 type Task<S> = Box<dyn FnOnce(&mut S) + Send>;
 
-/// A bounded set of threads, each owning a state `S` made by `make` when the thread starts.
-pub(super) struct Threads<S: 'static> {
+/// At most `max` calls at once, each on a state `S` made by `make` when none is spare.
+pub(super) struct Threads<S: Send + 'static> {
     queue: Arc<Queue<S>>,
-    max: usize,
-    idle: Duration,
     name: String,
-    make: Arc<dyn Fn() -> S + Send + Sync>,
 }
 
 struct Queue<S> {
     state: Mutex<State<S>>,
     ready: Condvar,
+    max: usize,
+    idle: Duration,
+    make: Box<dyn Fn() -> S + Send + Sync>,
 }
 
 struct State<S> {
     tasks: VecDeque<Task<S>>,
+    /// States no call holds, each with when it was last used (the most recent last).
+    spare: Vec<(S, Instant)>,
+    /// Calls running, here or on the threads.
+    busy: usize,
     live: usize,
     idle: usize,
     closed: bool,
 }
 
-/// The thread ran the task but it panicked, or the threads are gone.
+/// The call panicked, or the threads are gone.
 #[derive(Debug)]
 pub(super) struct Lost;
 
-impl<S: 'static> Threads<S> {
-    /// At most `max` threads named `name`, each ending after `idle` without a task.
+impl<S: Send + 'static> Threads<S> {
+    /// At most `max` calls at once; threads named `name` end, and states are dropped, after `idle`
+    /// without use.
     pub(super) fn new(max: usize, idle: Duration, name: &str, make: impl Fn() -> S + Send + Sync + 'static) -> Self {
-        let state = State { tasks: VecDeque::new(), live: 0, idle: 0, closed: false };
-        Threads {
-            queue: Arc::new(Queue { state: Mutex::new(state), ready: Condvar::new() }),
-            max: max.max(1),
-            idle,
-            name: name.to_string(),
-            make: Arc::new(make),
-        }
+        let state = State { tasks: VecDeque::new(), spare: Vec::new(), busy: 0, live: 0, idle: 0, closed: false };
+        let queue =
+            Queue { state: Mutex::new(state), ready: Condvar::new(), max: max.max(1), idle, make: Box::new(make) };
+        Threads { queue: Arc::new(queue), name: name.to_string() }
     }
 
-    /// Runs `f` on one of the threads and waits for it without blocking the caller's thread.
+    /// Runs `f` on a state: on this thread if it may block and a state is free, otherwise on one of
+    /// the hook's threads, awaited without blocking the caller's thread.
     pub(super) async fn run<R: Send + 'static>(&self, f: impl FnOnce(&mut S) -> R + Send + 'static) -> Result<R, Lost> {
+        if may_block_here()
+            && let Some(state) = self.queue.claim()
+        {
+            return tokio::task::block_in_place(|| self.queue.run_claimed(state, f));
+        }
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.submit(Box::new(move |s| {
             let _ = tx.send(f(s));
@@ -62,7 +75,7 @@ impl<S: 'static> Threads<S> {
         rx.await.map_err(|_| Lost)
     }
 
-    /// Runs `f` on one of the threads and blocks until it is done (for callers outside async code).
+    /// Runs `f` on one of the hook's threads and blocks until it is done (for callers outside async code).
     pub(super) fn run_blocking<R: Send + 'static>(
         &self,
         f: impl FnOnce(&mut S) -> R + Send + 'static,
@@ -80,12 +93,24 @@ impl<S: 'static> Threads<S> {
         self.queue.state.lock().live
     }
 
+    /// How many calls wait for a thread.
+    #[cfg(test)]
+    pub(super) fn queued(&self) -> usize {
+        self.queue.state.lock().tasks.len()
+    }
+
+    /// How many states are kept for later calls.
+    #[cfg(test)]
+    pub(super) fn spare(&self) -> usize {
+        self.queue.state.lock().spare.len()
+    }
+
     fn submit(&self, task: Task<S>) {
         let mut st = self.queue.state.lock();
         st.tasks.push_back(task);
-        if st.idle < st.tasks.len() && st.live < self.max {
-            let (queue, make, idle) = (self.queue.clone(), self.make.clone(), self.idle);
-            let started = std::thread::Builder::new().name(self.name.clone()).spawn(move || work(queue, make, idle));
+        if st.idle < st.tasks.len() && st.live < self.queue.max {
+            let queue = self.queue.clone();
+            let started = std::thread::Builder::new().name(self.name.clone()).spawn(move || work(queue));
             if started.is_ok() {
                 st.live += 1;
             }
@@ -95,24 +120,79 @@ impl<S: 'static> Threads<S> {
     }
 }
 
-impl<S: 'static> Drop for Threads<S> {
+impl<S: Send + 'static> Drop for Threads<S> {
     fn drop(&mut self) {
         self.queue.state.lock().closed = true;
         self.queue.ready.notify_all();
     }
 }
 
-/// A thread's life: tasks in turn until the queue closes or none comes for `idle`.
-fn work<S>(queue: Arc<Queue<S>>, make: Arc<dyn Fn() -> S + Send + Sync>, idle: Duration) {
-    let mut own = make();
+/// Whether this thread may block under `block_in_place`: a multi-threaded runtime's (its worker's
+/// queue then moves to another thread). A current-thread runtime has only its one thread, and
+/// `block_in_place` refuses it.
+fn may_block_here() -> bool {
+    Handle::try_current().is_ok_and(|h| h.runtime_flavor() == RuntimeFlavor::MultiThread)
+}
+
+impl<S> Queue<S> {
+    /// A state for a call on the caller's thread, if one may run now and none waits before it.
+    fn claim(&self) -> Option<Option<S>> {
+        let mut st = self.state.lock();
+        if st.busy >= self.max || !st.tasks.is_empty() {
+            return None;
+        }
+        st.busy += 1;
+        Some(st.spare.pop().map(|(s, _)| s))
+    }
+
+    /// Runs `f` on a claimed state (made now if there was none spare), then gives the state back.
+    fn run_claimed<R>(&self, state: Option<S>, f: impl FnOnce(&mut S) -> R) -> Result<R, Lost> {
+        let mut state = state.unwrap_or_else(|| (self.make)());
+        let out = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut state)));
+        // A state a panic left half-changed is dropped, not reused.
+        self.give_back(out.is_ok().then_some(state));
+        out.map_err(|_| Lost)
+    }
+
+    /// Ends a call: its state kept for the next one, states unused for `idle` dropped (outside the
+    /// lock), and a queued call told that it may run.
+    fn give_back(&self, state: Option<S>) {
+        let mut st = self.state.lock();
+        st.busy -= 1;
+        if let Some(s) = state {
+            st.spare.push((s, Instant::now()));
+        }
+        let dropped = st.stale(self.idle);
+        let waiting = !st.tasks.is_empty();
+        drop(st);
+        drop(dropped);
+        if waiting {
+            self.ready.notify_one();
+        }
+    }
+}
+
+impl<S> State<S> {
+    /// The spare states unused for `idle`, taken out to be dropped once the lock is released.
+    fn stale(&mut self, idle: Duration) -> Vec<(S, Instant)> {
+        let now = Instant::now();
+        let n = self.spare.iter().take_while(|(_, used)| now.duration_since(*used) > idle).count();
+        self.spare.drain(..n).collect()
+    }
+}
+
+/// A thread's life: queued calls in turn, while fewer than `max` run, until the queue closes or no
+/// call comes for `idle`.
+fn work<S>(queue: Arc<Queue<S>>) {
     let mut st = queue.state.lock();
     loop {
-        if let Some(task) = st.tasks.pop_front() {
+        if st.busy < queue.max
+            && let Some(task) = st.tasks.pop_front()
+        {
+            st.busy += 1;
+            let state = st.spare.pop().map(|(s, _)| s);
             drop(st);
-            if std::panic::catch_unwind(AssertUnwindSafe(|| task(&mut own))).is_err() {
-                // The state may be half-changed: start afresh.
-                own = make();
-            }
+            let _ = queue.run_claimed(state, task);
             st = queue.state.lock();
             continue;
         }
@@ -120,38 +200,54 @@ fn work<S>(queue: Arc<Queue<S>>, make: Arc<dyn Fn() -> S + Send + Sync>, idle: D
             break;
         }
         st.idle += 1;
-        let waited = queue.ready.wait_for(&mut st, idle);
+        let waited = queue.ready.wait_for(&mut st, queue.idle);
         st.idle -= 1;
         if waited.timed_out() && st.tasks.is_empty() {
             break;
         }
     }
     st.live -= 1;
+    let dropped = st.stale(queue.idle);
+    drop(st);
+    drop(dropped);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    /// A gate calls wait at until it opens.
+    #[derive(Clone, Default)]
+    struct Gate(Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+    impl Gate {
+        fn wait(&self) {
+            let (lock, cv) = &*self.0;
+            let _open = cv.wait_while(lock.lock().unwrap(), |open| !*open).unwrap();
+        }
+        fn open(&self) {
+            *self.0.0.lock().unwrap() = true;
+            self.0.1.notify_all();
+        }
+    }
 
     #[tokio::test(flavor = "current_thread")]
-    async fn tasks_run_off_the_caller_and_wait_while_every_thread_is_busy() {
+    async fn on_a_current_thread_runtime_calls_run_on_threads_and_wait_while_every_one_is_busy() {
         let made = Arc::new(AtomicUsize::new(0));
         let m = made.clone();
         let threads = Threads::new(2, Duration::from_millis(200), "test-js", move || m.fetch_add(1, Ordering::SeqCst));
         let caller = std::thread::current().id();
         let ran_on = threads.run(|_| std::thread::current().id()).await.unwrap();
         assert_ne!(ran_on, caller, "not on the calling thread");
-        // Three tasks that each hold a thread until released: two run, the third waits for one.
-        let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
-        let running = Arc::new(AtomicUsize::new(0));
+        // Three calls that each hold a thread until the gate opens: two run, the third waits for one.
+        let (gate, running) = (Gate::default(), Arc::new(AtomicUsize::new(0)));
         let calls: Vec<_> = (0..3)
             .map(|_| {
                 let (gate, running) = (gate.clone(), running.clone());
                 threads.run(move |_| {
                     running.fetch_add(1, Ordering::SeqCst);
-                    let (lock, cv) = &*gate;
-                    let _open = cv.wait_while(lock.lock().unwrap(), |open| !*open).unwrap();
+                    gate.wait();
                 })
             })
             .collect();
@@ -160,13 +256,13 @@ mod tests {
         // The caller's thread is free meanwhile: this task runs on it while the others block.
         let waited = tokio::time::timeout(Duration::from_millis(300), &mut all).await;
         assert!(waited.is_err(), "held by the gate");
-        assert_eq!(running.load(Ordering::SeqCst), 2, "two threads at most");
+        assert_eq!(running.load(Ordering::SeqCst), 2, "two calls at most");
         assert_eq!(threads.live(), 2);
-        *gate.0.lock().unwrap() = true;
-        gate.1.notify_all();
+        gate.open();
         assert!(all.await.iter().all(Result::is_ok));
         assert_eq!(running.load(Ordering::SeqCst), 3, "the third ran once a thread was free");
-        // Idle threads end; the next task starts one again.
+        assert_eq!(made.load(Ordering::SeqCst), 2, "two states, reused");
+        // Idle threads end and unused states are dropped; the next call starts a thread again.
         for _ in 0..100 {
             if threads.live() == 0 {
                 break;
@@ -174,13 +270,77 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert_eq!(threads.live(), 0, "idle threads ended");
+        assert_eq!(threads.spare(), 0, "their states dropped");
         assert_eq!(threads.run_blocking(|n| *n).map(|_| ()).ok(), Some(()));
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn on_a_multi_threaded_runtime_a_call_runs_on_its_caller_and_the_worker_keeps_serving() {
+        let threads = Arc::new(Threads::new(2, Duration::from_secs(5), "test-js", || 0u32));
+        let caller = std::thread::current().id();
+        assert_eq!(threads.run(|_| std::thread::current().id()).await.unwrap(), caller, "no hand-off");
+        // A call that blocks until the gate opens, on a task of the runtime's only worker: the worker's
+        // other tasks still run meanwhile (one of them opens the gate).
+        let gate = Gate::default();
+        let (t, g) = (threads.clone(), gate.clone());
+        let blocked = tokio::spawn(async move {
+            t.run(move |n| {
+                g.wait();
+                *n += 1;
+                *n
+            })
+            .await
+        });
+        let served = Arc::new(AtomicBool::new(false));
+        let s = served.clone();
+        let other = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            s.store(true, Ordering::SeqCst);
+            gate.open();
+        });
+        other.await.unwrap();
+        assert!(served.load(Ordering::SeqCst));
+        assert_eq!(blocked.await.unwrap().unwrap(), 1, "the state reused across calls");
+        assert_eq!(threads.live(), 0, "no thread of the hook's was needed");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn calls_beyond_the_bound_wait_in_the_queue_and_run_when_one_ends() {
+        let threads = Arc::new(Threads::new(2, Duration::from_secs(5), "test-js", || ()));
+        let (gate, running, peak) = (Gate::default(), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let calls: Vec<_> = (0..3)
+            .map(|_| {
+                let (t, gate, running, peak) = (threads.clone(), gate.clone(), running.clone(), peak.clone());
+                tokio::spawn(async move {
+                    t.run(move |_| {
+                        peak.fetch_max(running.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                        gate.wait();
+                        running.fetch_sub(1, Ordering::SeqCst);
+                    })
+                    .await
+                })
+            })
+            .collect();
+        // Two run (here or on a thread) and the third is queued behind them.
+        let observed = async {
+            while running.load(Ordering::SeqCst) < 2 || threads.queued() < 1 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), observed).await.expect("two running, one queued");
+        gate.open();
+        for call in calls {
+            call.await.unwrap().unwrap();
+        }
+        assert_eq!(peak.load(Ordering::SeqCst), 2, "two calls at most at once");
+        assert_eq!(threads.queued(), 0, "the third ran once one ended");
+    }
+
     #[test]
-    fn a_panicking_task_is_lost_alone_and_its_state_is_made_anew() {
+    fn a_panicking_call_is_lost_alone_and_its_state_is_made_anew() {
         let threads = Threads::new(1, Duration::from_secs(5), "test-js", || vec![1]);
         threads.run_blocking(|v| v.push(2)).unwrap();
+        assert_eq!(threads.run_blocking(|v| v.clone()).unwrap(), vec![1, 2], "the state kept");
         assert!(threads.run_blocking(|_: &mut Vec<i32>| -> () { panic!("boom") }).is_err());
         assert_eq!(threads.run_blocking(|v| v.clone()).unwrap(), vec![1], "fresh state after the panic");
     }
