@@ -74,7 +74,26 @@ def healthy(cluster, n):
     if any(members(ip) != list(range(1, n + 1)) for ip in ips):
         return False
     st = status(cluster)
-    return st.get("readyReplicas") == n and st.get("replicas") == n and st.get("leader") in pods
+    return st.get("readyReplicas") == n and st.get("replicas") == n and st.get("leader") == zk_leader(cluster)
+
+
+def zk_leader(cluster):
+    """The server that says it leads, asked with `srvr` (None unless exactly one does)."""
+    leaders = [n for n, p in server_pods(cluster).items() if mode(p["status"].get("podIP") or "") == "leader"]
+    return leaders[0] if len(leaders) == 1 else None
+
+
+def epoch(cluster):
+    """The leader's epoch (the high half of its zxid): one more for each election."""
+    pods = server_pods(cluster)
+    answer = ask(pods[leader_now(cluster)]["status"]["podIP"], "srvr")
+    zxid = next(line.split(":", 1)[1].strip() for line in answer.splitlines() if line.startswith("Zxid:"))
+    return int(zxid, 16) >> 32
+
+
+def leader_now(cluster):
+    """The leader by ZooKeeper's own word, waiting through an election."""
+    return wait_for(lambda: zk_leader(cluster), timeout=30, message="one server that says it leads")
 
 
 def apply(cluster, replicas):
@@ -267,7 +286,10 @@ class Writer:
 
 
 class Rollout:
-    """Watches the server pods and keeps the order in which each one got `done(pod)` true."""
+    """Watches the server pods and keeps the order in which each one got `done(pod)` true, and the
+    leader by ZooKeeper's own word before the first and once the first is done (a follower's restart
+    moves no leadership; asked after the second, the answer would race the leader's own restart),
+    and the leader's epoch before the first (each election adds one)."""
 
     def __init__(self, cluster, done):
         from kubernetes import client, watch
@@ -275,8 +297,11 @@ class Rollout:
         self.v1 = client.CoreV1Api(cluster.api_client())
         rv = self.v1.list_namespaced_pod("default", label_selector=f"app={NAME}").metadata.resource_version
         self.watch = watch.Watch()
+        self.cluster = cluster
         self.done = done
         self.order = []
+        self.leaders = [leader_now(cluster)]
+        self.epoch = epoch(cluster)
         self.thread = threading.Thread(target=self.run, args=(rv,), daemon=True)
         self.thread.start()
 
@@ -287,11 +312,21 @@ class Rollout:
                 pod = ev["object"]
                 if ev["type"] != "DELETED" and self.done(pod) and pod.metadata.name not in self.order:
                     self.order.append(pod.metadata.name)
+                    if len(self.order) == 1:
+                        self.leaders.append(leader_now(self.cluster))
         except Exception:  # noqa: BLE001 - the stream ends when the test stops it
             pass
 
     def stop(self):
         self.watch.stop()
+
+    def leader_went_last(self):
+        """Every server rolled once, the first while it followed, the last the one leading once the
+        first was done (so neither of the first two went while it led), and one election in all: the
+        leader's own restart (a quorum lost on the way would be another)."""
+        return (sorted(self.order) == [f"{NAME}-{i}" for i in range(3)] and len(self.leaders) == 2
+                and self.order[0] != self.leaders[0] and self.order[2] == self.leaders[1]
+                and epoch(self.cluster) == self.epoch + 1)
 
 
 def rolled_out(cluster, n):
@@ -316,7 +351,6 @@ def every_acked_write_is_there(cluster, writer):
 def test_an_upgrade_restarts_each_server_once_the_leader_last_and_loses_no_write(cluster):
     apply(cluster, 3)
     wait_for(lambda: healthy(cluster, 3), timeout=120, message="3 servers")
-    leader = status(cluster)["leader"]
     writer = Writer(cluster)
     new_image = lambda pod: any(c.image.endswith(":0.2.16") and c.ready for c in pod.status.container_statuses or [])  # noqa: E731
     rollout = Rollout(cluster, new_image)
@@ -327,8 +361,7 @@ def test_an_upgrade_restarts_each_server_once_the_leader_last_and_loses_no_write
     finally:
         rollout.stop()
         writer.stop()
-    assert sorted(rollout.order) == [f"{NAME}-{i}" for i in range(3)] and rollout.order[-1] == leader, \
-        (rollout.order, leader)
+    assert rollout.leader_went_last(), (rollout.order, rollout.leaders, rollout.epoch, epoch(cluster))
     for p in server_pods(cluster).values():
         assert p["status"]["containerStatuses"][0]["restartCount"] == 1, p["metadata"]["name"]
     every_acked_write_is_there(cluster, writer)
@@ -337,7 +370,6 @@ def test_an_upgrade_restarts_each_server_once_the_leader_last_and_loses_no_write
 def test_a_rolling_restart_remakes_each_server_once_the_leader_last(cluster):
     apply(cluster, 3)
     wait_for(lambda: healthy(cluster, 3), timeout=120, message="3 servers")
-    leader = status(cluster)["leader"]
     before = {n: p["metadata"]["uid"] for n, p in server_pods(cluster).items()}
     writer = Writer(cluster)
     remade = lambda pod: pod.metadata.uid != before.get(pod.metadata.name) and any(  # noqa: E731
@@ -349,7 +381,8 @@ def test_a_rolling_restart_remakes_each_server_once_the_leader_last(cluster):
     finally:
         rollout.stop()
         writer.stop()
-    assert sorted(rollout.order) == sorted(before) and rollout.order[-1] == leader, (rollout.order, leader)
+    assert sorted(rollout.order) == sorted(before) and rollout.leader_went_last(), \
+        (rollout.order, rollout.leaders, rollout.epoch, epoch(cluster))
     every_acked_write_is_there(cluster, writer)
     # The round is done: another change (synced: the budget follows it) restarts nothing while the
     # field stays true.

@@ -26,6 +26,7 @@ use super::client::Member;
 use super::pods::{Pods, condition, etcd_container, name, pod_failed, pod_image, pod_ready, running_image, strip};
 use super::restore;
 use super::spec::Spec;
+use crate::objects::same_image;
 
 /// What one sync decided.
 #[derive(Debug, Clone, PartialEq)]
@@ -274,10 +275,9 @@ impl Seen<'_> {
     fn upgrade(&self, pods: &BTreeSet<String>) -> Option<Decision> {
         let image = self.spec.image();
         let alive = |n: &String| self.alive.contains(n);
-        let in_flight = self
-            .mine
-            .iter()
-            .find(|(n, p)| alive(n) && pod_image(p) == image && running_image(p).as_deref() != Some(&image));
+        let in_flight = self.mine.iter().find(|(n, p)| {
+            alive(n) && pod_image(p) == image && !running_image(p).is_some_and(|r| same_image(&r, &image))
+        });
         let upgrading = |message: String| {
             vec![condition("Available", true, "Upgrading", ""), condition("Upgrading", true, "Upgrading", &message)]
         };

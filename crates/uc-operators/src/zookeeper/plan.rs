@@ -147,10 +147,12 @@ struct Seen<'a> {
 }
 
 impl Seen<'_> {
-    /// Serving, as the server says, and Ready, as its pod says (so that no two pods are unready at once).
+    /// Serving, as the server says, and Ready, as its pod says (so that no two pods are unready at once),
+    /// from the image its pod asks for (an upgrade of it done, not only asked for).
     fn serves(&self, o: u32) -> bool {
         let name = self.spec.pod_name(o);
-        self.observed.serving.contains_key(&name) && self.server_pods.get(&o).is_some_and(|p| ready(p))
+        self.observed.serving.contains_key(&name)
+            && self.server_pods.get(&o).is_some_and(|p| ready(p) && rollout::settled(p))
     }
 
     /// A rolling upgrade or restart, one server at a time once every follower caught up (the leader
@@ -431,8 +433,9 @@ mod tests {
 
     fn running(spec: &Spec, ordinal: u32) -> (String, Pod) {
         let mut p = json_of(&objects::pod(spec, ordinal, &[], false));
+        let image = p["spec"]["containers"][0]["image"].clone();
         p["status"] = json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
-                             "containerStatuses": [{"name": "zookeeper", "ready": true, "image": "zookeeper:3.8"}]});
+                             "containerStatuses": [{"name": "zookeeper", "ready": true, "image": image}]});
         (spec.pod_name(ordinal), serde_json::from_value(p).unwrap())
     }
 
@@ -444,8 +447,10 @@ mod tests {
         pod.spec.as_ref().unwrap().containers[0].image.as_deref().unwrap_or_default()
     }
 
+    /// The pod asks for `image` and its container runs it (an upgrade done).
     fn set_image(pod: &mut Pod, image: &str) {
         pod.spec.as_mut().unwrap().containers[0].image = Some(image.into());
+        pod.status.as_mut().unwrap().container_statuses.as_mut().unwrap()[0].image = image.into();
     }
 
     fn srvr(mode: &str) -> Srvr {
@@ -642,6 +647,14 @@ mod tests {
             (upgrading["status"].as_str(), upgrading["message"].as_str()),
             (Some("True"), Some("rolling upgrade: 3 of 3 servers to go"))
         );
+        // zk-2 asks for the new image but its container has not restarted yet: the old server still
+        // serves and the pod still says Ready, yet nothing else goes until the upgrade is done.
+        let mut asked = pods.clone();
+        asked.get_mut("zk-2").unwrap().spec.as_mut().unwrap().containers[0].image = Some("zookeeper:3.9".into());
+        let d = plan(&upgraded, &asked, &observed, &json!({}));
+        let images: Vec<&str> = d.pods.iter().map(image).collect();
+        assert_eq!(images, ["zookeeper:3.8", "zookeeper:3.8", "zookeeper:3.9"], "zk-1 waits for zk-2");
+        assert_eq!(json_of(&d.status)["progress"], json!("waiting for every member to serve"));
         // Followers done: the leader goes last.
         for o in 1..3 {
             set_image(pods.get_mut(&s.pod_name(o)).unwrap(), "zookeeper:3.9");

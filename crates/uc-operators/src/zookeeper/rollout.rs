@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::objects::{CONFIG_ANNOTATION, CONTAINER, RESTART_ANNOTATION, config_digest};
 use super::spec::Spec;
+use crate::objects::same_image;
 
 /// The restart round asked for: the generation at which `triggerRollingRestart` turned true (kept in
 /// the status as `restartRound` while it stays true), or none.
@@ -41,6 +42,17 @@ pub enum Step {
 /// The image the pod's ZooKeeper container asks for.
 fn pod_image(pod: &Pod) -> Option<&str> {
     pod.spec.as_ref()?.containers.iter().find(|c| c.name == CONTAINER)?.image.as_deref()
+}
+
+/// Whether the pod runs what it asks for: not being deleted, and its ZooKeeper container started from
+/// the image its spec names. Between an image change and the node restarting the container, the old
+/// server still serves and the pod may still say Ready: counting it as rolled would let the next
+/// server go while this one is about to, and two servers down lose a quorum of three.
+pub fn settled(pod: &Pod) -> bool {
+    let running = pod.status.as_ref().and_then(|s| s.container_statuses.as_ref());
+    let running = running.and_then(|cs| cs.iter().find(|c| c.name == CONTAINER)).map(|c| c.image.as_str());
+    pod.metadata.deletion_timestamp.is_none()
+        && pod_image(pod).zip(running).is_some_and(|(asked, ran)| same_image(asked, ran))
 }
 
 /// Whether a server's pod is outdated, and what it needs.
@@ -131,6 +143,31 @@ mod tests {
         assert_eq!(restart_round(&s, 9, &json!({"restartRound": "4"})), None, "false ends it");
         let tuned = spec(json!({"config": {"tickTime": 500}}));
         assert_eq!(step_for(&tuned, None, 1, &up), Some(Step::Restart(1)), "a new zoo.cfg needs a new pod");
+    }
+
+    #[test]
+    fn a_pod_is_settled_once_its_container_runs_the_image_it_asks_for() {
+        let s = spec(json!({}));
+        let running = |pod: &mut Pod, image: &str| {
+            let status = k8s_openapi::api::core::v1::ContainerStatus {
+                name: objects::CONTAINER.into(),
+                image: image.into(),
+                ready: true,
+                ..Default::default()
+            };
+            pod.status.get_or_insert_with(Default::default).container_statuses = Some(vec![status]);
+        };
+        let mut pod = objects::pod(&s, 1, &[], false);
+        assert!(!settled(&pod), "no container yet");
+        running(&mut pod, "pravega/zookeeper:0.2.15");
+        assert!(!settled(&pod), "the image changed, the container not restarted yet");
+        running(&mut pod, "pravega/zookeeper:0.2.16");
+        assert!(settled(&pod));
+        running(&mut pod, "docker.io/pravega/zookeeper:0.2.16");
+        assert!(settled(&pod), "as a kubelet reports it");
+        pod.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Default::default()));
+        assert!(!settled(&pod), "going");
     }
 
     #[test]
