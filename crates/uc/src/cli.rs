@@ -320,6 +320,11 @@ pub(crate) struct RunArgs {
     /// Workers per controller: parents reconciled at once.
     #[arg(long, default_value_t = uc_engine::manager::DEFAULT_WORKERS)]
     pub(crate) workers: usize,
+    /// Threads of the async runtime that runs the watches and reconciles (default: half the CPUs this
+    /// process may use, rounded up). A JavaScript hook's call leaves its thread while the script runs,
+    /// so scripts add to these.
+    #[arg(long, env = "UC_RUNTIME_THREADS", value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) runtime_threads: Option<u16>,
     /// Apply children client-side (a three-way merge with uc's last-applied annotation, like
     /// `kubectl apply`) instead of server-side apply (field manager `uc`, forced); clusters without
     /// server-side apply get client-side apply anyway.

@@ -27,6 +27,7 @@ mod pod_network;
 mod rbac;
 #[cfg(feature = "cluster")]
 mod remembered_port;
+mod runtime;
 mod sdk_operators;
 mod sdk_project;
 mod signal;
@@ -65,7 +66,7 @@ fn run_command() -> anyhow::Result<()> {
         std::process::exit(code);
     }
     init_logging(&cli.log_format);
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the runtime")?;
+    let runtime = runtime::build(&cli.command)?;
     let result = match cli.command {
         #[cfg(feature = "cluster")]
         Command::Up(args) => runtime.block_on(up::up(args)),
