@@ -9,6 +9,7 @@ pub mod crds;
 pub mod dns;
 pub mod events;
 pub mod hook;
+pub mod image;
 pub mod json_visit;
 pub mod meta;
 pub mod metacontroller;

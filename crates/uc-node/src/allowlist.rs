@@ -11,6 +11,7 @@
 
 use crate::invalid::Invalid;
 use std::path::{Path, PathBuf};
+use uc_api::image::{normalize, repository};
 
 use std::collections::BTreeMap;
 
@@ -62,29 +63,6 @@ pub fn parse_user(text: &str) -> Result<(i64, Option<i64>), String> {
 pub struct Allowlist {
     /// Entries.
     pub entries: Vec<AllowEntry>,
-}
-
-/// The repository part of an image reference (no tag, no digest).
-pub fn repository(image: &str) -> &str {
-    let no_digest = image.split('@').next().unwrap_or(image);
-    match no_digest.rfind(':') {
-        Some(i) if !no_digest[i..].contains('/') => &no_digest[..i],
-        _ => no_digest,
-    }
-}
-
-/// An image reference as `(repository, tag)`, with Docker Hub's implicit parts removed
-/// (`docker.io/library/python:3.11` is `python:3.11`) and `latest` for no tag.
-pub fn normalize(image: &str) -> (String, String) {
-    let no_digest = image.split('@').next().unwrap_or(image);
-    let repo = repository(no_digest);
-    let tag = no_digest.get(repo.len() + 1..).filter(|t| !t.is_empty()).unwrap_or("latest");
-    let mut repo = repo;
-    for prefix in ["docker.io/", "index.docker.io/", "registry-1.docker.io/"] {
-        repo = repo.strip_prefix(prefix).unwrap_or(repo);
-    }
-    let repo = repo.strip_prefix("library/").unwrap_or(repo);
-    (repo.to_string(), tag.to_string())
 }
 
 /// How well a pattern matches an image: 3 for its exact tag, 2 for a tag prefix (`3*`), 1 for the
@@ -395,10 +373,6 @@ mod tests {
         assert!(a.find("uc/http-server:1").is_some());
         assert!(a.find("nginx:1.25").is_none());
         assert!(a.find("evil/etcd").is_none());
-        assert_eq!(repository("localhost:5000/etcd:3"), "localhost:5000/etcd");
-        assert_eq!(repository("etcd@sha256:abc"), "etcd");
-        assert_eq!(normalize("docker.io/library/python:3.11-slim"), ("python".into(), "3.11-slim".into()));
-        assert_eq!(normalize("python"), ("python".into(), "latest".into()));
     }
 
     #[test]

@@ -197,17 +197,6 @@ pub(crate) fn typed_pods(observed: &ObjectMap) -> BTreeMap<String, Pod> {
     observed.iter().filter_map(read).collect()
 }
 
-/// Whether two image references name the same image, one perhaps as a kubelet reports what a
-/// container runs: with the default registry and library spelled out (`docker.io/library/busybox:1`
-/// for `busybox:1`).
-pub(crate) fn same_image(a: &str, b: &str) -> bool {
-    let canonical = |image: &str| {
-        let image = image.strip_prefix("docker.io/").unwrap_or(image);
-        image.strip_prefix("library/").unwrap_or(image).to_string()
-    };
-    canonical(a) == canonical(b)
-}
-
 /// A typed pod whose Ready condition is True.
 pub(crate) fn ready(pod: &Pod) -> bool {
     let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
@@ -336,15 +325,6 @@ pub(crate) fn as_written(obj: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_image_is_the_same_as_a_kubelet_reports_it() {
-        assert!(same_image("busybox:1", "docker.io/library/busybox:1"));
-        assert!(same_image("pravega/zookeeper:0.2.16", "docker.io/pravega/zookeeper:0.2.16"));
-        assert!(same_image("quay.io/coreos/etcd:v3.5.9", "quay.io/coreos/etcd:v3.5.9"));
-        assert!(!same_image("pravega/zookeeper:0.2.15", "pravega/zookeeper:0.2.16"));
-        assert!(!same_image("quay.io/coreos/etcd:v3.5.9", "docker.io/coreos/etcd:v3.5.9"), "another registry");
-    }
 
     #[test]
     fn a_pod_view_reads_what_the_hooks_decide_on() {

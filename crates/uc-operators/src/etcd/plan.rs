@@ -26,7 +26,7 @@ use super::client::Member;
 use super::pods::{Pods, condition, etcd_container, name, pod_failed, pod_image, pod_ready, running_image, strip};
 use super::restore;
 use super::spec::Spec;
-use crate::objects::same_image;
+use uc_api::image::same as same_image;
 
 /// What one sync decided.
 #[derive(Debug, Clone, PartialEq)]

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::objects::{CONFIG_ANNOTATION, CONTAINER, RESTART_ANNOTATION, config_digest};
 use super::spec::Spec;
-use crate::objects::same_image;
+use uc_api::image::same as same_image;
 
 /// The restart round asked for: the generation at which `triggerRollingRestart` turned true (kept in
 /// the status as `restartRound` while it stays true), or none.
