@@ -1,15 +1,17 @@
 """Hooks that cannot reach past their walls, tried as their authors would try to cross them: an exec hook
 written by an account that may only create UniversalControllers and ConfigMaps hunts for uc's admin token,
-leaves processes behind; a JavaScript hook spins over several parents while the cluster must keep answering."""
+leaves processes behind; a JavaScript hook spins over several parents while the cluster (and `uc run` on one
+worker thread) must keep answering."""
 
 import json
 import shutil
+import subprocess
 import time
 import urllib.request
 
 import pytest
 
-from conftest import SAMPLE_CONTROLLER, foos, wait_for
+from conftest import SAMPLE_CONTROLLER, engine_get, foos, free_port, install_sample_controller, uc_binary, wait_for
 from test_rbac import as_user
 
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap (.ci/run installs it)")
@@ -118,18 +120,26 @@ def readyz_latency(cluster):
     return time.monotonic() - started
 
 
-def test_a_spinning_javascript_hook_costs_only_its_own_controller(cluster):
-    spin = json.dumps({
-        "apiVersion": "universalcontroller.njuics.cn/v1alpha1", "kind": "UniversalController",
-        "metadata": {"name": "spinner"},
-        "spec": {"generateSelector": True,
-                 "parentResource": {"apiVersion": "v1", "resource": "configmaps", "labelSelector": {"matchLabels": {"spin": "yes"}}},
-                 "hooks": {"sync": {"javascript": {"source": "function sync(r) { while (true) {} }", "timeout": "60s"}}}},
-    })
-    cluster.kubectl("apply", "-f", "-", input=spin)
-    for i in range(3):
+# A controller whose JavaScript hook spins until its 60 s deadline, over ConfigMaps labelled spin=yes.
+SPINNER = json.dumps({
+    "apiVersion": "universalcontroller.njuics.cn/v1alpha1", "kind": "UniversalController",
+    "metadata": {"name": "spinner"},
+    "spec": {"generateSelector": True,
+             "parentResource": {"apiVersion": "v1", "resource": "configmaps", "labelSelector": {"matchLabels": {"spin": "yes"}}},
+             "hooks": {"sync": {"javascript": {"source": "function sync(r) { while (true) {} }", "timeout": "60s"}}}},
+})
+
+
+def spin(cluster, parents):
+    """The spinner and `parents` ConfigMaps for it to spin over."""
+    cluster.kubectl("apply", "-f", "-", input=SPINNER)
+    for i in range(parents):
         cluster.kubectl("create", "configmap", f"spin-{i}")
         cluster.kubectl("label", "configmap", f"spin-{i}", "spin=yes")
+
+
+def test_a_spinning_javascript_hook_costs_only_its_own_controller(cluster):
+    spin(cluster, 3)
     # The scripts are spinning once their calls are under way (the hook's call count moves only when a
     # call ends, so the spin shows as the controller's parents in flight).
     time.sleep(1)
@@ -149,3 +159,61 @@ def test_a_spinning_javascript_hook_costs_only_its_own_controller(cluster):
     assert converged, "the other controller's children were not made while the hook spun"
     # The spinner is still inside its 60 s calls: none of them has ended yet.
     assert cluster.metric("uc_hook_duration_seconds_count", controller="spinner", hook="sync") == 0
+
+
+def test_uc_run_on_one_worker_thread_keeps_serving_while_its_hooks_spin(make_cluster):
+    """`uc run --runtime-threads 1`: while two JavaScript calls spin (as many as the hook runs at once on
+    two CPUs), the runtime's one worker still answers /readyz and another controller converges."""
+    api = make_cluster(extra_args=["--no-engine"])
+    port = free_port()
+    engine = subprocess.Popen([uc_binary(), "run", "--runtime-threads", "1", "--kubeconfig", api.kubeconfig,
+                               "--metrics-addr", f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    admin = api.server_and_token()[1]
+
+    def metric(series):
+        for line in engine_get(f"http://127.0.0.1:{port}/metrics", admin).splitlines():
+            if line.startswith(series + " "):
+                return float(line.rsplit(" ", 1)[1])
+        return 0.0
+
+    def readyz():
+        started = time.monotonic()
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
+                return r.status == 200 and time.monotonic() - started
+        except OSError:  # refused, or no answer within 5 s
+            return False
+
+    try:
+        wait_for(readyz, timeout=30, message="uc run's /readyz")
+        wait_for(lambda: api.kubectl("get", "crd", "universalcontrollers.universalcontroller.njuics.cn",
+                                     check=False).returncode == 0, timeout=30, message="uc's CRDs")
+        spin(api, 2)
+        wait_for(lambda: metric("uc_reconciles_in_flight") == 2, timeout=30, message="both calls spinning")
+        # The other controller's Deployments, seen by a watch from before its parents exist.
+        from kubernetes import client, watch
+        apps = client.AppsV1Api(api.api_client())
+        since = apps.list_namespaced_deployment("default").metadata.resource_version
+        install_sample_controller(api, wait_for_uc_crds=False)
+        api.kubectl("apply", "-f", "-", input=foos(["calm-0", "calm-1"]))
+        made = set()
+        for ev in watch.Watch().stream(apps.list_namespaced_deployment, "default", resource_version=since,
+                                       timeout_seconds=40):
+            if ev["type"] == "ADDED":
+                made.add(ev["object"].metadata.name)
+            if made >= {"calm-0", "calm-1"}:
+                break
+        assert made >= {"calm-0", "calm-1"}, f"the other controller's children while the hook spun: {made}"
+        latencies = [readyz() for _ in range(5)]
+        assert all(latencies) and max(latencies) < 1.0, f"/readyz while the hook spins: {latencies}"
+        # All of it happened inside the spinning calls: none of them has ended.
+        assert metric('uc_hook_duration_seconds_count{controller="spinner",hook="sync"}') == 0
+    finally:
+        engine.terminate()
+        try:
+            stopped = engine.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            engine.kill()
+            engine.wait()
+            raise
+    assert stopped == 0, f"uc run exited with {stopped}"
