@@ -1,6 +1,6 @@
-//! JavaScript hooks run in-process by QuickJS (rquickjs), on threads of their own, with a
-//! wall-clock deadline (an uncatchable interrupt), a memory limit and a stack limit. Scripts get the
-//! bare language — no file system, no network, no timers — and `console.log/info/warn/error/debug`,
+//! JavaScript hooks run in-process by QuickJS (rquickjs), off the async runtime's workers after their
+//! first milliseconds (`js_threads`), with a wall-clock deadline (an uncatchable interrupt), a memory
+//! limit and a stack limit. Scripts get the bare language — no file system, no network, no timers — and `console.log/info/warn/error/debug`,
 //! which write to uc's log naming the controller and the parent (at most `CONSOLE_LINES` lines per
 //! `CONSOLE_WINDOW` per hook; what is over is counted and said).
 //!
@@ -18,7 +18,7 @@ use serde_json::Value;
 use uc_api::controller::{JavaScript, parse_duration};
 use uc_api::hook::SyncRequest;
 
-use super::js_threads::Threads;
+use super::js_threads::{Threads, leave_worker_if_due};
 use super::js_values::{json_request, to_json, typed_request};
 use super::protocol::{HookError, HookKind};
 
@@ -226,7 +226,10 @@ fn load(source: &str, limits: JsLimits, console: Arc<Console>, slot: &Slot) -> R
     let runtime = Runtime::new().map_err(|e| HookError::Script(e.to_string()))?;
     runtime.set_memory_limit(limits.memory_bytes);
     runtime.set_max_stack_size(limits.stack_bytes);
-    runtime.set_interrupt_handler(Some(Box::new(move || now_ms(base) > deadline.load(Ordering::Relaxed))));
+    runtime.set_interrupt_handler(Some(Box::new(move || {
+        leave_worker_if_due();
+        now_ms(base) > deadline.load(Ordering::Relaxed)
+    })));
     let context = Context::full(&runtime).map_err(|e| HookError::Script(e.to_string()))?;
     context.with(|ctx| -> Result<(), HookError> {
         let log =

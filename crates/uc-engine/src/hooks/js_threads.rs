@@ -1,16 +1,20 @@
-//! Where a JavaScript hook's scripts run: never on the async runtime's workers, so a script that spins
-//! until its deadline holds one thread and nothing else — the API server, the node and the other
+//! Where a JavaScript hook's scripts run: never for long on the async runtime's workers, so a script that
+//! spins until its deadline holds one thread and nothing else — the API server, the node and the other
 //! controllers keep their workers.
 //!
-//! A call runs on its caller's thread when that thread may block (a multi-threaded runtime's, under
-//! [`tokio::task::block_in_place`], which hands the worker's queue to another thread first): no thread
-//! hand-off, no wake-up, for the common call of a few microseconds. Otherwise — on a current-thread
-//! runtime, or while all the hook's states are busy — it waits in the hook's queue for a thread of the
-//! hook's own, without blocking its caller's worker. Either way at most `max` calls run at once (the
-//! hook's concurrency bound), each on a state `S` of its own (a script's runtime) that later calls
-//! reuse; threads start when calls queue and end after `idle` without work, and a state unused for
-//! `idle` is dropped (its memory freed) when a call or a thread next looks.
+//! A call runs on its caller's thread when that thread may block (a multi-threaded runtime's): at first
+//! on the worker itself — no thread hand-off, no wake-up, for the common call of a few microseconds —
+//! and, once it has run [`LEAVE_AFTER`], it hands the worker's queue to another thread
+//! ([`tokio::task::block_in_place`]) and goes on as a plain thread. The call notices the time itself:
+//! [`leave_worker_if_due`], which the JavaScript runtime's interrupt handler calls while a script runs
+//! and the request's conversion calls per object. Otherwise — on a current-thread runtime, or while all
+//! the hook's states are busy — it waits in the hook's queue for a thread of the hook's own, without
+//! blocking its caller's worker. Either way at most `max` calls run at once (the hook's concurrency
+//! bound), each on a state `S` of its own (a script's runtime) that later calls reuse; threads start when
+//! calls queue and end after `idle` without work, and a state unused for `idle` is dropped (its memory
+//! freed) when a call or a thread next looks.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -66,7 +70,8 @@ impl<S: Send + 'static> Threads<S> {
         if may_block_here()
             && let Some(state) = self.queue.claim()
         {
-            return tokio::task::block_in_place(|| self.queue.run_claimed(state, f));
+            let _inline = OnWorker::begin();
+            return self.queue.run_claimed(state, f);
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.submit(Box::new(move |s| {
@@ -125,6 +130,49 @@ impl<S: Send + 'static> Drop for Threads<S> {
         self.queue.state.lock().closed = true;
         self.queue.ready.notify_all();
     }
+}
+
+/// How long a call runs on its caller's worker before it hands the worker's queue to another thread: far
+/// above a hook's usual call (tens of microseconds), far below what the worker's other tasks would notice.
+pub(super) const LEAVE_AFTER: Duration = Duration::from_millis(2);
+
+/// How long a call that leaves its worker waits for another thread to take the worker's queue up (left
+/// untaken, the queue would come back to it at once).
+const HANDOFF_WAIT: Duration = Duration::from_millis(1);
+
+thread_local! {
+    /// The call running on this thread's worker, if any: when it started, and at what age it next
+    /// hands the worker's queue on.
+    static ON_WORKER: Cell<Option<(Instant, Duration)>> = const { Cell::new(None) };
+}
+
+/// Marks a call running on its caller's worker, until dropped.
+struct OnWorker(Option<(Instant, Duration)>);
+
+impl OnWorker {
+    fn begin() -> Self {
+        OnWorker(ON_WORKER.replace(Some((Instant::now(), LEAVE_AFTER))))
+    }
+}
+
+impl Drop for OnWorker {
+    fn drop(&mut self) {
+        ON_WORKER.set(self.0);
+    }
+}
+
+/// When the call under way on this thread has run on its caller's worker for [`LEAVE_AFTER`]: hands
+/// the worker's queue to another thread, so that the rest of the call holds this thread alone. Tried
+/// again at each doubling of the call's age (a hand-off no thread took up in time leaves the queue
+/// here), which costs a call that has long left [`HANDOFF_WAIT`] per doubling. Anywhere else, nothing.
+pub(super) fn leave_worker_if_due() {
+    let Some((started, due)) = ON_WORKER.get() else { return };
+    let age = started.elapsed();
+    if age < due {
+        return;
+    }
+    ON_WORKER.set(Some((started, age * 2)));
+    tokio::task::block_in_place(|| std::thread::sleep(HANDOFF_WAIT));
 }
 
 /// Whether this thread may block under `block_in_place`: a multi-threaded runtime's (its worker's
@@ -226,6 +274,13 @@ mod tests {
             let (lock, cv) = &*self.0;
             let _open = cv.wait_while(lock.lock().unwrap(), |open| !*open).unwrap();
         }
+        /// Waits as a script does: looking now and then whether its call is due to leave the worker.
+        fn wait_leaving(&self) {
+            while !*self.0.0.lock().unwrap() {
+                leave_worker_if_due();
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
         fn open(&self) {
             *self.0.0.lock().unwrap() = true;
             self.0.1.notify_all();
@@ -279,13 +334,14 @@ mod tests {
         let threads = Arc::new(Threads::new(2, Duration::from_secs(5), "test-js", || 0u32));
         let caller = std::thread::current().id();
         assert_eq!(threads.run(|_| std::thread::current().id()).await.unwrap(), caller, "no hand-off");
-        // A call that blocks until the gate opens, on a task of the runtime's only worker: the worker's
-        // other tasks still run meanwhile (one of them opens the gate).
+        // A call that waits until the gate opens, looking whether it is due to leave as a script's
+        // interrupt handler does, on a task of the runtime's only worker: once it has left, the worker's
+        // other tasks run meanwhile (one of them opens the gate).
         let gate = Gate::default();
         let (t, g) = (threads.clone(), gate.clone());
         let blocked = tokio::spawn(async move {
             t.run(move |n| {
-                g.wait();
+                g.wait_leaving();
                 *n += 1;
                 *n
             })
@@ -304,6 +360,50 @@ mod tests {
         assert_eq!(threads.live(), 0, "no thread of the hook's was needed");
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_call_leaves_its_worker_once_it_has_run_a_while() {
+        let threads = Arc::new(Threads::new(1, Duration::from_secs(5), "test-js", || ()));
+        // On a task of the runtime's only worker (the test's body runs elsewhere), with another task
+        // queued behind it on that worker.
+        let calls = |spin: bool| {
+            let t = threads.clone();
+            tokio::spawn(async move {
+                let other_ran = Arc::new(AtomicBool::new(false));
+                let r = other_ran.clone();
+                let other = tokio::spawn(async move { r.store(true, Ordering::SeqCst) });
+                let seen = other_ran.clone();
+                let (during, took) = t
+                    .run(move |_| {
+                        let started = Instant::now();
+                        if !spin {
+                            // As a short script's interrupt handler would, a hundred times over.
+                            (0..100).for_each(|_| leave_worker_if_due());
+                        }
+                        while spin && !seen.load(Ordering::SeqCst) && started.elapsed() < Duration::from_secs(20) {
+                            leave_worker_if_due();
+                            std::thread::sleep(Duration::from_micros(50));
+                        }
+                        (seen.load(Ordering::SeqCst), started.elapsed())
+                    })
+                    .await
+                    .unwrap();
+                assert!(ON_WORKER.get().is_none(), "the mark ends with the call");
+                other.await.unwrap();
+                (during, took)
+            })
+        };
+        // A short call keeps its worker: the task behind it waits (unless the machine stalled the call
+        // past the time a call may take there).
+        let (during, took) = calls(false).await.unwrap();
+        if took < LEAVE_AFTER {
+            assert!(!during, "the queued task ran during a call of {took:?}");
+        }
+        // A call that goes on hands the worker on: the task behind it runs while it does.
+        let (during, took) = calls(true).await.unwrap();
+        assert!(during, "the queued task never ran during the call ({took:?})");
+        assert!(took >= LEAVE_AFTER, "not before its time ({took:?})");
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn calls_beyond_the_bound_wait_in_the_queue_and_run_when_one_ends() {
         let threads = Arc::new(Threads::new(2, Duration::from_secs(5), "test-js", || ()));
@@ -314,7 +414,7 @@ mod tests {
                 tokio::spawn(async move {
                     t.run(move |_| {
                         peak.fetch_max(running.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
-                        gate.wait();
+                        gate.wait_leaving();
                         running.fetch_sub(1, Ordering::SeqCst);
                     })
                     .await

@@ -6,6 +6,7 @@ use rquickjs::Function;
 use serde_json::Value;
 use uc_api::hook::{ObjectMap, SyncRequest};
 
+use super::js_threads::leave_worker_if_due;
 use super::protocol::HookError;
 
 /// A sync request built in the script's heap as `JSON.parse` would build it from the request's JSON
@@ -20,6 +21,8 @@ pub(super) fn typed_request<'js>(
         for (k, objects) in m {
             let inner = rquickjs::Object::new(ctx.clone())?;
             for (name, o) in objects {
+                // A request of many objects takes a while to build: off the worker once it has.
+                leave_worker_if_due();
                 define(&inner, name.as_str(), to_js(ctx, o)?)?;
             }
             define(&out, k.as_str(), inner.into_value())?;
@@ -42,7 +45,9 @@ pub(super) fn json_request<'js>(ctx: &rquickjs::Ctx<'js>, r: &Value) -> rquickjs
     let Value::Object(members) = r else { return to_js(ctx, r) };
     let out = rquickjs::Object::new(ctx.clone())?;
     for (k, v) in members {
-        let v = if k == "controller" { rquickjs::Value::new_null(ctx.clone()) } else { to_js(ctx, v)? };
+        // Its objects lie three levels down (`children`, a type, a name): off the worker once building
+        // them has taken a while.
+        let v = if k == "controller" { rquickjs::Value::new_null(ctx.clone()) } else { to_js_leaving(ctx, v, 3)? };
         define(&out, k.as_str(), v)?;
     }
     Ok(out.into_value())
@@ -59,6 +64,16 @@ fn define<'js>(
 
 /// A JSON value built in the script's heap as `JSON.parse` builds it.
 fn to_js<'js>(ctx: &rquickjs::Ctx<'js>, v: &Value) -> rquickjs::Result<rquickjs::Value<'js>> {
+    to_js_leaving(ctx, v, 0)
+}
+
+/// As [`to_js`], looking whether the call is due to leave its worker ([`leave_worker_if_due`]) at each
+/// object and array of its first `levels` levels.
+fn to_js_leaving<'js>(ctx: &rquickjs::Ctx<'js>, v: &Value, levels: u8) -> rquickjs::Result<rquickjs::Value<'js>> {
+    if levels > 0 && (v.is_object() || v.is_array()) {
+        leave_worker_if_due();
+    }
+    let below = levels.saturating_sub(1);
     Ok(match v {
         Value::Null => rquickjs::Value::new_null(ctx.clone()),
         Value::Bool(b) => rquickjs::Value::new_bool(ctx.clone(), *b),
@@ -70,14 +85,14 @@ fn to_js<'js>(ctx: &rquickjs::Ctx<'js>, v: &Value) -> rquickjs::Result<rquickjs:
         Value::Array(items) => {
             let a = rquickjs::Array::new(ctx.clone())?;
             for (i, item) in items.iter().enumerate() {
-                define(a.as_object(), i as u32, to_js(ctx, item)?)?;
+                define(a.as_object(), i as u32, to_js_leaving(ctx, item, below)?)?;
             }
             a.into_value()
         }
         Value::Object(m) => {
             let o = rquickjs::Object::new(ctx.clone())?;
             for (k, item) in m {
-                define(&o, k.as_str(), to_js(ctx, item)?)?;
+                define(&o, k.as_str(), to_js_leaving(ctx, item, below)?)?;
             }
             o.into_value()
         }
@@ -121,6 +136,10 @@ pub(super) fn to_json<'js>(
     if let Some(a) = v.as_array() {
         let mut out = Vec::with_capacity(a.len());
         for item in a.iter::<rquickjs::Value>() {
+            if depth < 2 {
+                // An answer of many children (`children` is at depth 1) takes a while to read.
+                leave_worker_if_due();
+            }
             let item = item.map_err(invalid)?;
             out.push(to_json(&item, to_json_name, depth + 1)?);
         }
