@@ -290,8 +290,8 @@ impl JsHook {
         Ok(hook)
     }
 
-    /// Loads the script of controller `label` on the hook's own thread: a script whose top level
-    /// spins holds that thread until its deadline, not the caller's.
+    /// Loads the script of controller `label` as a call is made (`js_threads`): a script whose top
+    /// level spins holds its caller's worker for its first milliseconds only, then its own thread.
     pub async fn start(source: String, limits: JsLimits, label: &str) -> Result<Self, HookError> {
         let hook = Self::unchecked(source, limits, label);
         let (src, console) = (hook.shared.source.read().0.clone(), hook.shared.console.clone());
