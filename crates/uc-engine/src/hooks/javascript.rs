@@ -1,8 +1,9 @@
 //! JavaScript hooks run in-process by QuickJS (rquickjs), off the async runtime's workers after their
 //! first milliseconds (`js_threads`), with a wall-clock deadline (an uncatchable interrupt), a memory
-//! limit and a stack limit. Scripts get the bare language — no file system, no network, no timers — and `console.log/info/warn/error/debug`,
-//! which write to uc's log naming the controller and the parent (at most `CONSOLE_LINES` lines per
-//! `CONSOLE_WINDOW` per hook; what is over is counted and said).
+//! limit and a stack limit. Scripts get the bare language — no file system, no network, no timers —
+//! and `console.log/info/warn/error/debug`, which write to uc's log naming the controller and the
+//! parent (at most `CONSOLE_LINES` lines per `CONSOLE_WINDOW` per hook; what is over is counted and
+//! said).
 //!
 //! Two forms are accepted: `function sync(request) { return response }` (and `finalize`,
 //! `customize`), or the kubeless form of the thesis, `module.exports = { handler: (event, context) =>
