@@ -2,12 +2,13 @@
 //!
 //! `uc up` — an API server, a node agent and the engine in one process — gets a worker thread per CPU,
 //! tokio's default. `uc run` gets half of them (`--runtime-threads` to choose): a controller's
-//! reconciles mostly wait on the API server and its hooks, and a JavaScript hook's call that runs long
-//! leaves its worker (`block_in_place`, after 2 ms), so a worker per CPU buys no throughput; what each
-//! extra worker brings is hand-offs between threads, and on a machine whose cores the controller
-//! shares, a wake-up that crosses CPUs costs several times one that does not (docs/benchmarks.md,
-//! step 17: on two CPUs shared with `uc up`, one worker converged 10,000 parents live 6 % sooner than
-//! two, a median over 13 alternating pairs, with a tenth less CPU in `uc run`).
+//! reconciles mostly wait on the API server and its hooks, and a JavaScript hook's usual call of tens of
+//! microseconds is cheaper on the worker that makes it than handed to another, so a worker per CPU buys
+//! no throughput; what each extra worker brings is hand-offs between threads, and on a machine whose
+//! cores the controller shares, a wake-up that crosses CPUs costs several times one that does not
+//! (docs/benchmarks.md, step 17: on two CPUs shared with `uc up`, one worker converged 10,000 parents
+//! live 6 % sooner than two, a median over 13 alternating pairs; step 21, with step 20's calls on their
+//! worker: 11–14 % sooner over 3 pairs, with a quarter less CPU in `uc run`).
 
 use anyhow::Context;
 
