@@ -22,6 +22,8 @@ use parking_lot::RwLock;
 use tokio::sync::watch;
 use uc_api::dns::{CLUSTERSET_DOMAIN, DOMAIN, Names, key_of};
 
+use crate::informer::map_event;
+
 #[derive(Default)]
 struct Objects {
     services: BTreeMap<String, Service>,
@@ -83,24 +85,33 @@ impl ClusterNames {
             // Slices imported from other clusters (multi-cluster services) give clusterset names.
             let slices = watcher(Api::<EndpointSlice>::all(client), watcher::Config::default()).default_backoff();
             let events = futures::stream::select_all([
-                services.map(|e| (0, e.map(|e| tagged(e, |s| Object::Service(Box::new(s)))))).boxed(),
-                endpoints.map(|e| (1, e.map(|e| tagged(e, Object::Endpoints)))).boxed(),
-                slices.map(|e| (2, e.map(|e| tagged(e, Object::Slice)))).boxed(),
+                services.map(|e| (0, e.map(|e| map_event(e, |s| Object::Service(Box::new(s)))))).boxed(),
+                endpoints.map(|e| (1, e.map(|e| map_event(e, Object::Endpoints)))).boxed(),
+                slices.map(|e| (2, e.map(|e| map_event(e, Object::Slice)))).boxed(),
             ]);
             let mut events = std::pin::pin!(events);
             let mut objects = Objects::default();
             let mut done = [false, false];
+            // A kind being relisted: the table keeps what it was until the list is whole.
+            let mut relisting = [false; 3];
             while let Some((which, ev)) = events.next().await {
                 let Ok(ev) = ev else { continue };
                 match ev {
                     watcher::Event::Apply(o) | watcher::Event::InitApply(o) => objects.set(o, false),
                     watcher::Event::Delete(o) => objects.set(o, true),
-                    watcher::Event::Init => objects.clear(which),
+                    watcher::Event::Init => {
+                        objects.clear(which);
+                        relisting[which] = true;
+                    }
                     watcher::Event::InitDone => {
+                        relisting[which] = false;
                         if which < 2 {
                             done[which] = true;
                         }
                     }
+                }
+                if relisting.contains(&true) {
+                    continue;
                 }
                 *t.write() = Names::build(objects.services.values(), &objects.endpoints, objects.slices.values());
                 if done[0] && done[1] {
@@ -122,17 +133,6 @@ impl ClusterNames {
         let mut synced = self.synced.clone();
         let _ = tokio::time::timeout(Duration::from_secs(5), synced.wait_for(|s| *s)).await;
         self.table.read().resolve(name, namespace).map(<[_]>::to_vec)
-    }
-}
-
-/// A watch event with its object tagged by kind.
-fn tagged<K>(e: watcher::Event<K>, v: fn(K) -> Object) -> watcher::Event<Object> {
-    match e {
-        watcher::Event::Apply(o) => watcher::Event::Apply(v(o)),
-        watcher::Event::Delete(o) => watcher::Event::Delete(v(o)),
-        watcher::Event::InitApply(o) => watcher::Event::InitApply(v(o)),
-        watcher::Event::Init => watcher::Event::Init,
-        watcher::Event::InitDone => watcher::Event::InitDone,
     }
 }
 

@@ -15,8 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Container, Endpoints, Node as NodeObject, PersistentVolumeClaim, Pod, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::core::v1::{Container, Node as NodeObject, PersistentVolumeClaim, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::Mutex;
@@ -47,6 +46,7 @@ pub mod proxy;
 pub mod response;
 pub mod sandbox;
 pub mod server;
+mod services;
 pub mod simulate;
 pub mod spdy;
 pub mod status;
@@ -173,7 +173,7 @@ pub async fn start(clients: Clients, options: NodeOptions) -> anyhow::Result<Nod
     if let Some(h) = &hosts {
         start_dns(h.clone(), options.network).await;
     }
-    tokio::spawn(watch_services(client.clone(), hosts.clone(), Arc::new(proxy::Proxy::default())));
+    tokio::spawn(services::watch(client.clone(), hosts.clone(), Arc::new(proxy::Proxy::default())));
     tokio::spawn(reclaim_claims(client.clone(), options.volumes_dir.clone()));
     let reporter = |component: &str, host: Option<&str>| events::Reporter {
         component: component.into(),
@@ -236,53 +236,6 @@ async fn reclaim_claims(client: kube::Client, volumes: PathBuf) {
             }
         });
     }
-}
-
-/// Services and Endpoints feed the hosts files and the service proxy; EndpointSlices imported from
-/// other clusters, the hosts files' clusterset names.
-async fn watch_services(client: kube::Client, hosts: Option<Arc<names::HostsFiles>>, proxy: Arc<proxy::Proxy>) {
-    let services = watcher(Api::<Service>::all(client.clone()), watcher::Config::default()).default_backoff();
-    let endpoints = watcher(Api::<Endpoints>::all(client.clone()), watcher::Config::default()).default_backoff();
-    let slices = watcher(Api::<EndpointSlice>::all(client), watcher::Config::default()).default_backoff();
-    let tagged = futures::stream::select_all([
-        services.map(|e| e.map(|e| objects::map_event(e, |s| Named::Service(Box::new(s))))).boxed(),
-        endpoints.map(|e| e.map(|e| objects::map_event(e, Named::Endpoints))).boxed(),
-        slices.map(|e| e.map(|e| objects::map_event(e, Named::Slice))).boxed(),
-    ]);
-    let mut tagged = std::pin::pin!(tagged);
-    while let Some(ev) = tagged.next().await {
-        let (obj, gone) = match ev {
-            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => (o, false),
-            Ok(watcher::Event::Delete(o)) => (o, true),
-            _ => continue,
-        };
-        match obj {
-            Named::Service(s) => {
-                proxy.set_service(&s, gone);
-                if let Some(h) = &hosts {
-                    h.set_service(&s, gone);
-                }
-            }
-            Named::Endpoints(e) => {
-                proxy.set_endpoints(&e, gone);
-                if let Some(h) = &hosts {
-                    h.set_endpoints(&e, gone);
-                }
-            }
-            Named::Slice(s) => {
-                if let Some(h) = &hosts {
-                    h.set_endpoint_slice(&s, gone);
-                }
-            }
-        }
-    }
-}
-
-/// What names and the service proxy are made of.
-enum Named {
-    Service(Box<Service>),
-    Endpoints(Endpoints),
-    Slice(EndpointSlice),
 }
 
 /// Registers the Node and reports it ready; returns its uid.

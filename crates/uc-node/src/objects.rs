@@ -61,37 +61,37 @@ impl Objects {
     }
 }
 
-/// A watch event with `v` of its object.
-pub(crate) fn map_event<K, T>(e: watcher::Event<K>, v: impl Fn(K) -> T) -> watcher::Event<T> {
-    match e {
-        watcher::Event::Apply(o) => watcher::Event::Apply(v(o)),
-        watcher::Event::Delete(o) => watcher::Event::Delete(v(o)),
-        watcher::Event::InitApply(o) => watcher::Event::InitApply(v(o)),
-        watcher::Event::Init => watcher::Event::Init,
-        watcher::Event::InitDone => watcher::Event::InitDone,
-    }
-}
-
+/// Follows one object while somebody does (`tx` has receivers).
 async fn follow(
     client: kube::Client,
     entries: Arc<Mutex<HashMap<Key, watch::Sender<Known>>>>,
     key: Key,
     tx: watch::Sender<Known>,
 ) {
-    let (kind, ns, name) = key.clone();
-    let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-    type Events = futures::stream::BoxStream<'static, Result<watcher::Event<Map>, watcher::Error>>;
-    let events: Events = match kind {
-        Kind::ConfigMap => watcher(Api::<ConfigMap>::namespaced(client, &ns), config)
-            .default_backoff()
-            .map(|e| e.map(|e| map_event(e, |o| config_map_data(&o))))
-            .boxed(),
-        Kind::Secret => watcher(Api::<Secret>::namespaced(client, &ns), config)
-            .default_backoff()
-            .map(|e| e.map(|e| map_event(e, |o| secret_data(&o))))
-            .boxed(),
-    };
-    let mut events = events;
+    let namespace = key.1.clone();
+    match key.0 {
+        Kind::ConfigMap => {
+            follow_kind(Api::<ConfigMap>::namespaced(client, &namespace), config_map_data, entries, key, tx).await;
+        }
+        Kind::Secret => {
+            follow_kind(Api::<Secret>::namespaced(client, &namespace), secret_data, entries, key, tx).await;
+        }
+    }
+}
+
+/// Follows one object of kind `K`, its data as `data` reads it.
+async fn follow_kind<K>(
+    api: Api<K>,
+    data: fn(&K) -> Map,
+    entries: Arc<Mutex<HashMap<Key, watch::Sender<Known>>>>,
+    key: Key,
+    tx: watch::Sender<Known>,
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", key.2));
+    let events = watcher(api, config).default_backoff();
+    let mut events = std::pin::pin!(events);
     let mut seen = false;
     loop {
         tokio::select! {
@@ -107,7 +107,7 @@ async fn follow(
                 Some(Ok(watcher::Event::Init)) => seen = false,
                 Some(Ok(watcher::Event::InitApply(o) | watcher::Event::Apply(o))) => {
                     seen = true;
-                    tx.send_replace(Some(Some(o)));
+                    tx.send_replace(Some(Some(data(&o))));
                 }
                 Some(Ok(watcher::Event::InitDone)) if !seen => {
                     tx.send_replace(Some(None));

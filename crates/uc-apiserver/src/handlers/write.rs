@@ -499,31 +499,61 @@ pub async fn commit_update(
 
 pub(crate) async fn update(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
     let body = parse_body(req)?;
-    let body_rv = match meta_str(&body, "resourceVersion") {
-        Some(rv) if !rv.is_empty() => Some(parse_rv(rv)?),
-        _ => None,
-    };
+    // A malformed resourceVersion is refused before anything is read.
+    resource_version(&body)?;
+    update_with(app, req, t, |_, _| Ok(body.clone())).await
+}
+
+/// The resourceVersion an object names as its precondition (none when empty or absent).
+fn resource_version(object: &Value) -> Result<Option<u64>> {
+    meta_str(object, "resourceVersion").filter(|s| !s.is_empty()).map(parse_rv).transpose()
+}
+
+/// An update of the stored object to what `new_from` makes of it (a PUT's body, the object patched),
+/// tried again from the object stored then while other writes come between (16 times at most).
+async fn update_with(
+    app: &Arc<App>,
+    req: &mut Req,
+    t: &Target,
+    mut new_from: impl FnMut(&Req, &Obj) -> Result<Value>,
+) -> Result<Response<Body>> {
     let key = t.key();
     for _ in 0..16 {
         let old = app.store.get(&t.info.gr(), &key).ok_or_else(|| ApiError::not_found(&t.subject()))?;
-        if let Some(rv) = body_rv
-            && rv != rv_of(&old)
-        {
-            return Err(ApiError::from_store(StoreError::Conflict { expected: rv, found: rv_of(&old) }, &t.subject()));
-        }
-        let mut new = prepare_update(req, t, &old, body.clone())?;
-        admit_update(app, req, t, &old, &mut new).await?;
-        track_update(req, t, Some(&old), &mut new)?;
-        if dry_run(req) {
-            return Ok(respond_object(req, t, 200, &Arc::new(new)));
-        }
-        match commit_update(app, &t.info, &key, &old, new).await {
-            Ok(stored) => return Ok(respond_stored(&app.store, req, t, 200, &stored)),
-            Err(StoreError::Conflict { .. }) if body_rv.is_none() => continue,
-            Err(e) => return Err(ApiError::from_store(e, &t.subject())),
+        let new = new_from(req, &old)?;
+        if let Some(answer) = try_update(app, req, t, &old, new).await? {
+            return Ok(answer);
         }
     }
     Err(ApiError::conflict(&t.subject(), "too many concurrent updates; try again"))
+}
+
+/// One try of an update from `old` to `new`: the resourceVersion `new` names a precondition, then the
+/// object prepared, admitted, its fields' managers tracked and committed (or only answered, on a dry
+/// run). `None`: another write came first; the caller tries again from what is stored now.
+async fn try_update(
+    app: &Arc<App>,
+    req: &mut Req,
+    t: &Target,
+    old: &Obj,
+    new: Value,
+) -> Result<Option<Response<Body>>> {
+    if let Some(rv) = resource_version(&new)?
+        && rv != rv_of(old)
+    {
+        return Err(ApiError::from_store(StoreError::Conflict { expected: rv, found: rv_of(old) }, &t.subject()));
+    }
+    let mut new = prepare_update(req, t, old, new)?;
+    admit_update(app, req, t, old, &mut new).await?;
+    track_update(req, t, Some(old), &mut new)?;
+    if dry_run(req) {
+        return Ok(Some(respond_object(req, t, 200, &Arc::new(new))));
+    }
+    match commit_update(app, &t.info, &t.key(), old, new).await {
+        Ok(stored) => Ok(Some(respond_stored(&app.store, req, t, 200, &stored))),
+        Err(StoreError::Conflict { .. }) => Ok(None),
+        Err(e) => Err(ApiError::from_store(e, &t.subject())),
+    }
 }
 
 pub(crate) fn apply_patch(req: &Req, t: &Target, target: &mut Value) -> Result<()> {
@@ -579,30 +609,12 @@ pub(crate) async fn patch_object(app: &Arc<App>, req: &mut Req, t: &Target) -> R
             &[FieldError::forbidden("force", "may not be specified for non-apply patch")],
         ));
     }
-    let key = t.key();
-    for _ in 0..16 {
-        let old = app.store.get(&t.info.gr(), &key).ok_or_else(|| ApiError::not_found(&t.subject()))?;
-        let mut working = (*to_version(&t.info, &t.version, &old)).clone();
+    update_with(app, req, t, |req, old| {
+        let mut working = (*to_version(&t.info, &t.version, old)).clone();
         apply_patch(req, t, &mut working)?;
-        let patched_rv = meta_str(&working, "resourceVersion").filter(|s| !s.is_empty()).map(parse_rv).transpose()?;
-        if let Some(rv) = patched_rv
-            && rv != rv_of(&old)
-        {
-            return Err(ApiError::from_store(StoreError::Conflict { expected: rv, found: rv_of(&old) }, &t.subject()));
-        }
-        let mut new = prepare_update(req, t, &old, working)?;
-        admit_update(app, req, t, &old, &mut new).await?;
-        track_update(req, t, Some(&old), &mut new)?;
-        if dry_run(req) {
-            return Ok(respond_object(req, t, 200, &Arc::new(new)));
-        }
-        match commit_update(app, &t.info, &key, &old, new).await {
-            Ok(stored) => return Ok(respond_stored(&app.store, req, t, 200, &stored)),
-            Err(StoreError::Conflict { .. }) => continue,
-            Err(e) => return Err(ApiError::from_store(e, &t.subject())),
-        }
-    }
-    Err(ApiError::conflict(&t.subject(), "too many concurrent updates; try again"))
+        Ok(working)
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -291,14 +291,14 @@ fn cached(o: impl Watched) -> Value {
     o.into_tree()
 }
 
-/// A watch event with its object as the cache keeps it.
-fn cached_event<K: Watched>(ev: watcher::Event<K>) -> watcher::Event<Value> {
+/// A watch event with `f` of its object (kube-runtime's `Event` has no `map`).
+pub(crate) fn map_event<K, T>(ev: watcher::Event<K>, f: impl FnOnce(K) -> T) -> watcher::Event<T> {
     match ev {
         watcher::Event::Init => watcher::Event::Init,
-        watcher::Event::InitApply(o) => watcher::Event::InitApply(cached(o)),
+        watcher::Event::InitApply(o) => watcher::Event::InitApply(f(o)),
         watcher::Event::InitDone => watcher::Event::InitDone,
-        watcher::Event::Apply(o) => watcher::Event::Apply(cached(o)),
-        watcher::Event::Delete(o) => watcher::Event::Delete(cached(o)),
+        watcher::Event::Apply(o) => watcher::Event::Apply(f(o)),
+        watcher::Event::Delete(o) => watcher::Event::Delete(f(o)),
     }
 }
 
@@ -311,7 +311,7 @@ async fn run_watch<K: Watched>(api: Api<K>, informer: Weak<Informer>, synced: wa
         let Some(inf) = informer.upgrade() else { return };
         crate::watch_health::report(&inf.id, &mut health, ev.as_ref().map(|_| ()));
         let Ok(ev) = ev else { continue };
-        inf.apply(cached_event(ev), &mut fresh, &synced);
+        inf.apply(map_event(ev, cached), &mut fresh, &synced);
     }
 }
 
