@@ -9,6 +9,7 @@ mod common;
 use std::path::Path;
 
 use common::helm_error;
+use uc_helm::error::HelmError;
 use uc_helm::gotemplate::Value;
 use uc_helm::{Chart, Flags, Options, Release};
 
@@ -31,14 +32,14 @@ fn overlay(base: &Value, top: &Value) -> Value {
 }
 
 /// `helm template` of `args` (`<chart> [flags]`) run in `charts`.
-fn template(charts: &Path, args: &[&str]) -> Result<String, String> {
+fn template(charts: &Path, args: &[&str]) -> Result<String, HelmError> {
     let chart = Chart::load_dir(&charts.join(args[0])).map_err(|e| e.to_string())?;
     let (mut files, mut sets, mut flags) = (Value::from(BTreeMap::new()), serde_json::json!({}), Flags::default());
     let mut options =
         Options { release: Release { name: "release-name".into(), ..Release::default() }, ..Options::default() };
     let mut rest = args[1..].iter();
     while let Some(flag) = rest.next() {
-        let mut arg = || rest.next().copied().ok_or_else(|| format!("{flag} needs a value"));
+        let mut arg = || rest.next().copied().ok_or_else(|| HelmError(format!("{flag} needs a value")));
         match *flag {
             "--set" => uc_helm::strvals::parse_into(arg()?, &mut sets)?,
             "--values" | "-f" => {
@@ -50,11 +51,11 @@ fn template(charts: &Path, args: &[&str]) -> Result<String, String> {
             "--include-crds" => flags.include_crds = true,
             "--skip-tests" => flags.skip_tests = true,
             "--show-only" => flags.show_only.push(arg()?.to_string()),
-            other => return Err(format!("unknown flag {other}")),
+            other => return Err(HelmError(format!("unknown flag {other}"))),
         }
     }
     let values = overlay(&files, &Value::from_json(&sets, true));
-    uc_helm::template_with(&chart, &values, &options, &flags).map_err(String::from)
+    uc_helm::template_with(&chart, &values, &options, &flags)
 }
 
 #[test]
@@ -70,7 +71,7 @@ fn helms_template_flag_cases_print_as_helm_prints_them() {
         let got = template(&root.join("helm-testcharts/charts"), &args.split(' ').collect::<Vec<_>>());
         match (got, read("rc").trim() == "0") {
             (Ok(out), true) if out == read("out") => {}
-            (Err(e), false) if e.trim_end() == helm_error(&read("err")) => {}
+            (Err(e), false) if e.as_str().trim_end() == helm_error(&read("err")) => {}
             (Ok(out), _) => failures.push(format!("{name}: got\n{out}\nwant\n{}{}", read("out"), read("err"))),
             (Err(e), _) => failures.push(format!("{name}: uc fails: {e}\nhelm: {}", read("err"))),
         }

@@ -49,14 +49,19 @@ pub struct AllowEntry {
 }
 
 /// An image's `USER` as `uid` or `uid:gid` (numbers: a name would need the image's /etc/passwd).
-pub fn parse_user(text: &str) -> Result<(i64, Option<i64>), String> {
+pub fn parse_user(text: &str) -> Result<(i64, Option<i64>), NotAUser> {
     let number = |s: &str| s.parse::<i64>().ok().filter(|n| (0..=i64::from(u32::MAX)).contains(n));
     match text.split_once(':') {
         None => number(text).map(|u| (u, None)),
         Some((u, g)) => number(u).zip(number(g)).map(|(u, g)| (u, Some(g))),
     }
-    .ok_or_else(|| format!("{text:?} is not uid or uid:gid (numbers)"))
+    .ok_or_else(|| NotAUser(text.to_string()))
 }
+
+/// A `USER` that is not numeric `uid[:gid]`.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{0:?} is not uid or uid:gid (numbers)")]
+pub struct NotAUser(pub String);
 
 /// The images whose pods run as real processes.
 #[derive(Clone, Debug, Default)]
@@ -264,7 +269,7 @@ impl FileEntry {
             return Err(Invalid::new(field(&format!("files.{at}")), why));
         }
         let user = match self.user {
-            Some(u) => Some(parse_user(&u).map_err(|why| Invalid::new(field("user"), why))?),
+            Some(u) => Some(parse_user(&u).map_err(|why| Invalid::new(field("user"), why.to_string()))?),
             None => None,
         };
         Ok(AllowEntry {
@@ -530,7 +535,7 @@ mod tests {
         assert_eq!(e.user, Some((1000, Some(2000))));
         assert_eq!(e.files, [("/node/server.js".to_string(), PathBuf::from("/srv/metacontroller/server.js"))]);
         assert_eq!(parse_user("0"), Ok((0, None)));
-        assert!(parse_user("node").unwrap_err().contains("uid or uid:gid"));
+        assert!(parse_user("node").unwrap_err().to_string().contains("uid or uid:gid"));
         std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "user": "www"}]}"#).unwrap();
         assert!(a.extend_from_file(&file).unwrap_err().to_string().contains("allowlist[0].user"));
         std::fs::write(&file, r#"{"allowlist": [{"images": ["x"], "program": "/p", "env": {"A": 1}}]}"#).unwrap();
