@@ -69,6 +69,22 @@ def string_results(code: str) -> int:
     return n
 
 
+def value_mentions(code: str) -> int:
+    """How many times the code names serde_json's `Value`: by its full path, or by the name a `use`
+    gives it (`Value`, or `Json` for `Value as Json`), that name not itself a path's last part (where
+    `gotemplate::Value` is another type)."""
+    names = set()
+    for m in re.finditer(r"use serde_json::(\{[^}]*\}|[^;{]*);", code):
+        for item in m.group(1).strip("{}").split(","):
+            parts = item.split()
+            if parts and parts[0] == "Value":
+                names.add(parts[2] if len(parts) == 3 and parts[1] == "as" else "Value")
+    n = len(re.findall(r"serde_json::Value\b", code))
+    for name in names:
+        n += len(re.findall(rf"(?<!::)\b{name}\b", code))
+    return n
+
+
 def test_module_files(files: list[pathlib.Path]) -> set[pathlib.Path]:
     """The files of modules declared under `#[cfg(test)]` (`mod tests;`), which hold test code only."""
     out = set()
@@ -103,10 +119,8 @@ def main() -> None:
             (tables if m.group(1).startswith("data table") else long_fns).append(f"{rel}: {m.group(1)}")
         crate = rel.split("/")[1]
         c = per_crate.setdefault(crate, {"Value": 0, "json!": 0, "pointer": 0})
-        # serde_json's Value: where a file imports it as `Value`, every `Value`; elsewhere its full path.
-        imports_value = re.search(r"use serde_json::(?:Value\b|\{[^}]*\bValue\b[^}]*\})", code)
         f = per_file[rel] = {
-            "Value": len(re.findall(r"\bValue\b" if imports_value else r"serde_json::Value\b", code)),
+            "Value": value_mentions(code),
             "json!": len(re.findall(r"\bjson!\s*\(", code)),
             "pointer": len(re.findall(r"""(?:\.pointer(?:_mut)?|\bstr_at|\.at(?:_mut)?)\(\s*[^,)]*?["']/""", code)),
         }

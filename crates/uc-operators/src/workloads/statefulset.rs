@@ -65,10 +65,8 @@ fn pvc_for(sts: &StatefulSet, template: &PersistentVolumeClaim, set: &str, i: us
     claim.metadata.name = Some(pvc_name(template, set, i));
     claim.metadata.namespace = sts.metadata.namespace.clone();
     claim.metadata.labels = Some(labels);
-    let mut out = to_value("claim", &claim)?;
-    out["apiVersion"] = json!("v1");
-    out["kind"] = json!("PersistentVolumeClaim");
-    Ok(out)
+    // k8s-openapi writes a resource's apiVersion and kind.
+    to_value("claim", &claim)
 }
 
 /// The sync hook: desired pods and claims, and status, of one StatefulSet.
