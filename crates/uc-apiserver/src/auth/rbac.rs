@@ -195,13 +195,8 @@ pub fn aggregated_rules(role: &ClusterRole, all: &[ClusterRole]) -> Option<Vec<P
         .iter()
         .filter(|c| c.metadata.name != role.metadata.name)
         .filter(|c| {
-            let labels = serde_json::to_value(&c.metadata.labels).unwrap_or_default();
-            selectors.iter().any(|s| {
-                serde_json::to_value(s)
-                    .ok()
-                    .and_then(|s| LabelSelector::from_value(&s).ok())
-                    .is_some_and(|s| s.matches_value(Some(&labels)))
-            })
+            let labels = c.metadata.labels.iter().flatten().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            selectors.iter().any(|s| LabelSelector::from_typed(s).is_ok_and(|s| s.matches(&labels)))
         })
         .collect();
     sources.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
