@@ -626,6 +626,77 @@ mod tests {
         Registry::new().get(&GroupResource::new(group, resource)).expect("a built-in resource")
     }
 
+    /// A ConfigMap `c` in `default` holding `k: a`, and its target.
+    async fn config_map(app: &Arc<App>) -> Target {
+        let t = crate::handlers::resolve(app, "", "v1", &["namespaces", "default", "configmaps", "c"]).unwrap();
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": "c", "namespace": "default"}, "data": {"k": "a"}});
+        app.store.write(Op::Create { gr: t.info.gr(), key: t.key(), object }).await.unwrap();
+        t
+    }
+
+    fn body(k: &str, rv: Option<u64>) -> String {
+        let mut v = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "c", "namespace": "default"}, "data": {"k": k}});
+        if let Some(rv) = rv {
+            v["metadata"]["resourceVersion"] = json!(rv.to_string());
+        }
+        v.to_string()
+    }
+
+    #[tokio::test]
+    async fn an_update_holds_to_the_resource_version_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = crate::server::test_app(dir.path());
+        let t = config_map(&app).await;
+        let stored = || app.store.get(&t.info.gr(), &t.key()).unwrap();
+        let first = rv_of(&stored());
+        // No resourceVersion: the last writer wins.
+        let mut req = Req::for_test(http::Method::PUT, "application/json", &body("b", None), &[]);
+        assert_eq!(update(&app, &mut req, &t).await.unwrap().status(), 200);
+        assert_eq!(stored()["data"]["k"], "b");
+        // The version it was read at is gone: Conflict, and nothing stored.
+        let mut req = Req::for_test(http::Method::PUT, "application/json", &body("c", Some(first)), &[]);
+        assert_eq!(update(&app, &mut req, &t).await.unwrap_err().code(), 409);
+        assert_eq!(stored()["data"]["k"], "b");
+        // The current version: stored.
+        let current = rv_of(&stored());
+        let mut req = Req::for_test(http::Method::PUT, "application/json", &body("c", Some(current)), &[]);
+        assert_eq!(update(&app, &mut req, &t).await.unwrap().status(), 200);
+        assert_eq!(stored()["data"]["k"], "c");
+        assert!(rv_of(&stored()) > current);
+        // A resourceVersion that is no number: refused as such.
+        let mut bad: Value = serde_json::from_str(&body("d", None)).unwrap();
+        bad["metadata"]["resourceVersion"] = json!("x1");
+        let mut req = Req::for_test(http::Method::PUT, "application/json", &bad.to_string(), &[]);
+        assert_eq!(update(&app, &mut req, &t).await.unwrap_err().code(), 400);
+    }
+
+    #[tokio::test]
+    async fn a_patch_holds_to_a_version_it_names_and_a_dry_run_stores_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = crate::server::test_app(dir.path());
+        let t = config_map(&app).await;
+        let stored = || app.store.get(&t.info.gr(), &t.key()).unwrap();
+        let first = rv_of(&stored());
+        let merge = |patch: &str, params: &[(&str, &str)]| {
+            Req::for_test(http::Method::PATCH, "application/merge-patch+json", patch, params)
+        };
+        let mut req = merge(r#"{"data": {"k": "b"}}"#, &[]);
+        assert_eq!(patch_object(&app, &mut req, &t).await.unwrap().status(), 200);
+        assert_eq!(stored()["data"]["k"], "b");
+        let stale = format!(r#"{{"metadata": {{"resourceVersion": "{first}"}}, "data": {{"k": "c"}}}}"#);
+        assert_eq!(patch_object(&app, &mut merge(&stale, &[]), &t).await.unwrap_err().code(), 409);
+        assert_eq!(stored()["data"]["k"], "b");
+        let before = rv_of(&stored());
+        let mut req = merge(r#"{"data": {"k": "dry"}}"#, &[("dryRun", "All")]);
+        assert_eq!(patch_object(&app, &mut req, &t).await.unwrap().status(), 200);
+        assert_eq!((stored()["data"]["k"].as_str(), rv_of(&stored())), (Some("b"), before), "a dry run stores nothing");
+        // `force` is for server-side apply only.
+        let e = patch_object(&app, &mut merge("{}", &[("force", "true")]), &t).await.unwrap_err();
+        assert_eq!(e.code(), 422);
+    }
+
     #[test]
     fn a_new_object_takes_the_paths_namespace_and_a_generated_name() {
         let cm = info("", "configmaps");
