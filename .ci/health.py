@@ -21,7 +21,11 @@ DYNAMIC = ("crates/uc-apiserver/", "crates/uc-engine/")
 # for information; the figure itself counts it): what each holds is JSON of any shape.
 ANY_KIND = {
     "crates/uc-helm/": "chart values and rendered manifests of any chart",
-    "crates/uc-ansible/": "Ansible variables and the custom resource of any watch",
+    "crates/uc-ansible/src/params.rs": "a run's extra variables: the custom resource of any watch",
+    "crates/uc-ansible/src/status.rs": "the status of any watch's custom resource",
+    "crates/uc-ansible/src/events.rs": "job events' data: module results of any shape (the SDK's map[string]interface{})",
+    "crates/uc-ansible/src/owner.rs": "what a run creates, of any kind",
+    "crates/uc-ansible/src/watches.rs": "a watch's Ansible variables, of any shape",
     "crates/uc-api/src/hook.rs": "the hook protocol: parents and children of any kind",
     "crates/uc-api/src/pointer.rs": "JSON pointers into any object",
     "crates/uc-api/src/json_visit.rs": "the scalars of decoders of any object's JSON",

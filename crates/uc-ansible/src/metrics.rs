@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use serde::Deserialize;
 
 /// Why a role's metric update does not apply.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -86,26 +86,54 @@ fn number(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e21 { format!("{}", v as i64) } else { format!("{v}") }
 }
 
-fn float(op: &Value, key: &str) -> Option<f64> {
-    op.get(key).and_then(Value::as_f64)
+/// What `osdk_metric` posts, as the SDK's `UserMetric` reads it: a metric's name and description, and
+/// the operation on one of its four types.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct Post {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub counter: Option<Operation>,
+    pub gauge: Option<Operation>,
+    pub histogram: Option<Operation>,
+    pub summary: Option<Operation>,
 }
 
-fn flag(op: &Value, key: &str) -> bool {
-    op.get(key).and_then(Value::as_bool) == Some(true)
+/// An operation on a metric (the fields its type reads; the SDK's `UserMetricCounter`, `…Gauge`,
+/// `…Histogram`, `…Summary` in one). Every field may be absent or null, as Go's decoder allows.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct Operation {
+    pub increment: Option<bool>,
+    pub decrement: Option<bool>,
+    pub add: Option<f64>,
+    pub subtract: Option<f64>,
+    pub set: Option<f64>,
+    pub set_to_current_time: Option<bool>,
+    pub observe: Option<f64>,
+}
+
+impl Operation {
+    fn increment(&self) -> f64 {
+        f64::from(u8::from(self.increment == Some(true)))
+    }
+
+    fn decrement(&self) -> f64 {
+        f64::from(u8::from(self.decrement == Some(true)))
+    }
 }
 
 impl Registry {
     /// Applies one post (`{name, description, counter|gauge|histogram|summary: {operation}}`); `now`:
     /// seconds since the epoch, for `set_to_current_time`.
-    pub fn apply(&mut self, post: &Value, now: f64) -> Result<(), MetricError> {
-        let name = post.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()).ok_or("a metric needs a name")?;
+    pub fn apply(&mut self, post: &Post, now: f64) -> Result<(), MetricError> {
+        let name = post.name.as_deref().filter(|n| !n.is_empty()).ok_or("a metric needs a name")?;
         if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
             return Err(MetricError::from(format!("{name:?} is not a valid metric name")));
         }
-        let description = post.get("description").and_then(Value::as_str).unwrap_or_default().to_string();
-        let (kind, op) = ["counter", "gauge", "histogram", "summary"]
+        let description = post.description.clone().unwrap_or_default();
+        let (kind, op) = [("counter", &post.counter), ("gauge", &post.gauge), ("histogram", &post.histogram)]
             .into_iter()
-            .find_map(|k| post.get(k).map(|op| (k, op)))
+            .chain([("summary", &post.summary)])
+            .find_map(|(k, op)| op.as_ref().map(|op| (k, op)))
             .ok_or("one of counter, gauge, histogram and summary is required")?;
         let fresh = match kind {
             "counter" => Metric::Counter(0.0),
@@ -119,24 +147,24 @@ impl Registry {
         }
         match &mut entry.1 {
             Metric::Counter(v) => {
-                let add = float(op, "add").unwrap_or(0.0) + if flag(op, "increment") { 1.0 } else { 0.0 };
+                let add = op.add.unwrap_or(0.0) + op.increment();
                 if add < 0.0 {
                     return Err(MetricError::from(format!("counter {name} cannot decrease")));
                 }
                 *v += add;
             }
             Metric::Gauge(v) => {
-                if let Some(s) = float(op, "set") {
+                if let Some(s) = op.set {
                     *v = s;
                 }
-                if flag(op, "set_to_current_time") {
+                if op.set_to_current_time == Some(true) {
                     *v = now;
                 }
-                *v += float(op, "add").unwrap_or(0.0) - float(op, "subtract").unwrap_or(0.0);
-                *v += if flag(op, "increment") { 1.0 } else { 0.0 } - if flag(op, "decrement") { 1.0 } else { 0.0 };
+                *v += op.add.unwrap_or(0.0) - op.subtract.unwrap_or(0.0);
+                *v += op.increment() - op.decrement();
             }
             Metric::Histogram(buckets, sum, count) => {
-                if let Some(x) = float(op, "observe") {
+                if let Some(x) = op.observe {
                     for (b, le) in buckets.iter_mut().zip(BUCKETS) {
                         *b += u64::from(x <= le);
                     }
@@ -144,7 +172,7 @@ impl Registry {
                 }
             }
             Metric::Summary(sum, count) => {
-                if let Some(x) = float(op, "observe") {
+                if let Some(x) = op.observe {
                     (*sum, *count) = (*sum + x, *count + 1);
                 }
             }
@@ -234,6 +262,10 @@ mod tests {
         assert_eq!(buckets.iter().find(|(le, _)| *le == 5.0).unwrap().1, 2, "0.2 s and 3 s at or under 5 s");
     }
 
+    fn post(v: serde_json::Value) -> Post {
+        serde_json::from_value(v).unwrap()
+    }
+
     /// The operations the SDK's memcached-molecule sample posts, and what its test expects to read.
     #[test]
     fn the_molecule_samples_metrics() {
@@ -250,8 +282,8 @@ mod tests {
             json!({"name": "summary_test", "description": "d", "summary": {"observe": 2}}),
             json!({"name": "histogram_test", "description": "d", "histogram": {"observe": 2}}),
         ];
-        for p in &posts {
-            r.apply(p, 1764361234.5).unwrap();
+        for p in posts {
+            r.apply(&post(p), 1764361234.5).unwrap();
         }
         let text = r.encode();
         for want in [
@@ -273,11 +305,15 @@ mod tests {
         let samples = r.samples();
         let hist = samples.iter().find(|(n, ..)| n == "histogram_test").unwrap();
         assert_eq!(hist.2, Sample::Histogram(BUCKETS.iter().map(|&le| (le, u64::from(le >= 2.0))).collect(), 2.0, 1));
-        assert!(
-            r.apply(&json!({"name": "counter_add_test", "gauge": {}}), 0.0).unwrap_err().0.contains("is a counter")
-        );
-        assert!(r.apply(&json!({"name": "x y", "counter": {}}), 0.0).is_err());
-        assert!(r.apply(&json!({"name": "c", "counter": {"add": -1}}), 0.0).is_err());
-        assert!(r.apply(&json!({"name": "n"}), 0.0).is_err());
+        let refused = |r: &mut Registry, p| r.apply(&post(p), 0.0).unwrap_err().0;
+        assert!(refused(&mut r, json!({"name": "counter_add_test", "gauge": {}})).contains("is a counter"));
+        assert!(refused(&mut r, json!({"name": "x y", "counter": {}})).contains("not a valid metric name"));
+        assert!(refused(&mut r, json!({"name": "c", "counter": {"add": -1}})).contains("cannot decrease"));
+        assert!(refused(&mut r, json!({"name": "n"})).contains("one of counter"));
+        // A value of the wrong type does not read, as the SDK's typed UserMetric does not.
+        assert!(serde_json::from_value::<Post>(json!({"name": "g", "gauge": {"set": "five"}})).is_err());
+        // Null is no value, as Go's decoder reads it.
+        r.apply(&post(json!({"name": "g", "description": null, "gauge": {"increment": null, "add": 3}})), 0.0).unwrap();
+        assert!(r.encode().contains("g 3"), "{}", r.encode());
     }
 }

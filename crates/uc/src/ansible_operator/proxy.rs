@@ -212,7 +212,7 @@ impl Proxy {
         if *method == Method::GET {
             return whole(StatusCode::OK, "text/plain; version=0.0.4", self.metrics.lock().encode());
         }
-        let applied = serde_json::from_slice::<Value>(body)
+        let applied = serde_json::from_slice::<uc_ansible::metrics::Post>(body)
             .map_err(|e| e.to_string())
             .and_then(|v| self.metrics.lock().apply(&v, now_seconds()).map_err(String::from));
         match applied {
