@@ -34,6 +34,7 @@ ANY_KIND = {
     "crates/uc-api/src/conditions.rs": "status conditions of any object",
     "crates/uc-api/src/metacontroller.rs": "Metacontroller's hook protocol, objects of any kind",
     "crates/uc-karmada/src/interpret.rs": "Karmada's resource interpreter, for any kind",
+    "crates/uc-karmada/src/interpreter_context.rs": "the interpreter protocol: objects of any kind asked about",
     "crates/uc-karmada/src/overrides.rs": "override rules applied to templates of any kind",
     "crates/uc-karmada/src/propagate.rs": "resource templates of any kind, to bindings and Works",
     "crates/uc-karmada/src/binding.rs": "templates of any kind as Works carry them",

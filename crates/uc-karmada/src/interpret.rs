@@ -12,6 +12,7 @@ use uc_api::meta::str_at;
 use uc_engine::hooks::webhook::WebhookHook;
 use uc_engine::names::Resolver;
 
+use crate::interpreter_context::{GroupVersionKind, InterpreterContext, InterpreterRequest, InterpreterResponse};
 use crate::types::{InterpreterClientConfig, InterpreterWebhook, InterpreterWebhookConfiguration};
 
 /// Why a resource interpreter webhook could not interpret an object.
@@ -129,30 +130,30 @@ impl Interpreter {
         op: Operation,
         obj: &Value,
         replicas: Option<i32>,
-    ) -> Result<Value, InterpretError> {
+    ) -> Result<InterpreterResponse, InterpretError> {
         let av = str_at(obj, "/apiVersion");
         let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
-        let uid = uuid::Uuid::new_v4().to_string();
-        let mut request = json!({
-            "uid": uid,
-            "kind": {"group": group, "version": version, "kind": str_at(obj, "/kind")},
-            "name": str_at(obj, "/metadata/name"),
-            "namespace": str_at(obj, "/metadata/namespace"),
-            "operation": op.name(),
-            "object": obj,
-        });
-        if let Some(n) = replicas {
-            request["replicas"] = json!(n);
-        }
-        let context = json!({"apiVersion": "config.karmada.io/v1alpha1", "kind": "ResourceInterpreterContext",
-                             "request": request});
+        let request = InterpreterRequest {
+            uid: uuid::Uuid::new_v4().to_string(),
+            kind: GroupVersionKind { group: group.into(), version: version.into(), kind: str_at(obj, "/kind").into() },
+            name: str_at(obj, "/metadata/name").into(),
+            namespace: str_at(obj, "/metadata/namespace").into(),
+            operation: op.name().into(),
+            object: obj.clone(),
+            replicas,
+        };
         let name = hook.config.name.clone();
-        let answer =
-            hook.client.call(&context).await.map_err(|source| InterpretError::Call { name: name.clone(), source })?;
-        let response = answer.get("response").cloned().unwrap_or(Value::Null);
-        if response.get("successful").and_then(Value::as_bool) != Some(true) {
-            let why = str_at(&response, "/status/message");
-            return Err(InterpretError::Unsuccessful { name, operation: op.name(), why: why.to_string() });
+        let answer = hook
+            .client
+            .call_with(&InterpreterContext::asking(request), None)
+            .await
+            .map_err(|source| InterpretError::Call { name: name.clone(), source })?;
+        let unsuccessful = |why: String| InterpretError::Unsuccessful { name: name.clone(), operation: op.name(), why };
+        let answer = InterpreterContext::deserialize(&answer)
+            .map_err(|e| unsuccessful(format!("its answer does not read: {e}")))?;
+        let response = answer.response.unwrap_or_default();
+        if !response.successful {
+            return Err(unsuccessful(response.status.map(|s| s.message).unwrap_or_default()));
         }
         Ok(response)
     }
@@ -161,7 +162,7 @@ impl Interpreter {
     pub async fn replicas(&self, obj: &Value) -> Result<i32, InterpretError> {
         if let Some(h) = self.hook_for(Operation::InterpretReplica, obj) {
             let r = self.ask(h, Operation::InterpretReplica, obj, None).await?;
-            return Ok(r.get("replicas").and_then(Value::as_i64).unwrap_or(0) as i32);
+            return Ok(r.replicas.unwrap_or(0));
         }
         Ok(default_replicas(obj))
     }
@@ -170,7 +171,7 @@ impl Interpreter {
     pub async fn revise_replicas(&self, obj: &Value, n: i32) -> Result<Value, InterpretError> {
         if let Some(h) = self.hook_for(Operation::ReviseReplica, obj) {
             let r = self.ask(h, Operation::ReviseReplica, obj, Some(n)).await?;
-            return apply_response_patch(obj, &r);
+            return apply_response_patch(obj, r.patch.as_deref());
         }
         let mut out = obj.clone();
         if let Some(path) = replicas_path(str_at(obj, "/kind")) {
@@ -183,7 +184,7 @@ impl Interpreter {
     pub async fn status(&self, observed: &Value) -> Result<Option<Value>, InterpretError> {
         if let Some(h) = self.hook_for(Operation::InterpretStatus, observed) {
             let r = self.ask(h, Operation::InterpretStatus, observed, None).await?;
-            return Ok(r.get("rawStatus").cloned());
+            return Ok(r.raw_status);
         }
         Ok(observed.get("status").cloned())
     }
@@ -192,7 +193,7 @@ impl Interpreter {
     pub async fn health(&self, observed: &Value) -> Result<&'static str, InterpretError> {
         if let Some(h) = self.hook_for(Operation::InterpretHealth, observed) {
             let r = self.ask(h, Operation::InterpretHealth, observed, None).await?;
-            return Ok(match r.get("healthy").and_then(Value::as_bool) {
+            return Ok(match r.healthy {
                 Some(true) => "Healthy",
                 Some(false) => "Unhealthy",
                 None => "Unknown",
@@ -203,8 +204,8 @@ impl Interpreter {
 }
 
 /// A webhook's answer applied: its base64 JSON patch, when it sent one.
-fn apply_response_patch(obj: &Value, response: &Value) -> Result<Value, InterpretError> {
-    let Some(p) = response.get("patch").and_then(Value::as_str) else { return Ok(obj.clone()) };
+fn apply_response_patch(obj: &Value, patch: Option<&str>) -> Result<Value, InterpretError> {
+    let Some(p) = patch else { return Ok(obj.clone()) };
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(p)
         .map_err(|e| InterpretError::Patch(format!("not base64: {e}")))?;
@@ -303,9 +304,9 @@ mod tests {
     fn a_response_patch_is_applied() {
         let patch =
             base64::engine::general_purpose::STANDARD.encode(r#"[{"op":"replace","path":"/spec/replicas","value":0}]"#);
-        let out =
-            apply_response_patch(&json!({"spec": {"replicas": 5}}), &json!({"patch": patch, "patchType": "JSONPatch"}));
+        let out = apply_response_patch(&json!({"spec": {"replicas": 5}}), Some(&patch));
         assert_eq!(out.unwrap()["spec"]["replicas"], 0);
-        assert!(apply_response_patch(&json!({}), &json!({"patch": "***"})).is_err());
+        assert!(apply_response_patch(&json!({}), Some("***")).is_err());
+        assert_eq!(apply_response_patch(&json!({"a": 1}), None).unwrap(), json!({"a": 1}), "no patch: unchanged");
     }
 }

@@ -9,6 +9,7 @@ pub mod crds;
 pub mod error;
 pub mod execute;
 pub mod interpret;
+pub mod interpreter_context;
 pub mod join;
 pub mod kinds;
 pub mod mcs;

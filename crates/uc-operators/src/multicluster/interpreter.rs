@@ -10,10 +10,11 @@ use std::sync::Arc;
 use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use uc_karmada::interpreter_context::{InterpreterContext, InterpreterRequest, InterpreterResponse, RequestStatus};
 use uc_karmada::plane::CONFIG_API;
 use uc_karmada::types::{
     InterpreterClientConfig, InterpreterRule, InterpreterWebhook, InterpreterWebhookConfiguration,
@@ -24,44 +25,6 @@ use crate::zookeeper::types::ZookeeperCluster;
 
 /// The configuration's name.
 pub const CONFIGURATION: &str = "zookeeper.uc.njuics.cn";
-
-/// A `ResourceInterpreterContext` as Karmada sends it.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Context {
-    request: Request,
-}
-
-/// What Karmada asks about one object.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Request {
-    uid: String,
-    operation: String,
-    /// The ZookeeperCluster, as the member cluster holds it.
-    object: Value,
-}
-
-/// The answer to one request.
-#[derive(Debug, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Response {
-    uid: String,
-    successful: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    replicas: Option<i32>,
-    /// A JSON patch, base64.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    patch: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    patch_type: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    raw_status: Option<RawStatus>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    healthy: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<Refusal>,
-}
 
 /// A member's status as reflected to the control plane: the status as it is, with the digest of the spec
 /// and the generation it is of (what the operator's binding view reads back).
@@ -74,54 +37,37 @@ struct RawStatus {
     generation: i64,
 }
 
-/// A `ResourceInterpreterContext` answered.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Answer {
-    api_version: &'static str,
-    kind: &'static str,
-    response: Response,
-}
-
-/// Why a request was not answered.
-#[derive(Debug, Serialize)]
-struct Refusal {
-    code: u16,
-    message: String,
-}
-
-/// The answer to one `ResourceInterpreterContext`.
-pub fn answer(context: &Value) -> Answer {
-    let request = Context::deserialize(context).map(|c| c.request).unwrap_or_default();
+/// The answer to one request.
+pub fn answer(request: InterpreterRequest) -> InterpreterContext {
     let obj = &request.object;
     // The typed object for what the operator reads; the spec's digest is of the JSON as stored.
     let zk: ZookeeperCluster =
         serde_json::from_value(obj.clone()).unwrap_or_else(|_| ZookeeperCluster::new("", Default::default()));
-    let mut response = Response { uid: request.uid.clone(), successful: true, ..Default::default() };
+    let mut response = InterpreterResponse { uid: request.uid.clone(), successful: true, ..Default::default() };
     match request.operation.as_str() {
         "InterpretReplica" => response.replicas = Some(zk.spec.replicas.unwrap_or(0)),
         "ReviseReplica" => {
             let op = if obj.pointer("/spec/replicas").is_some() { "replace" } else { "add" };
             let patch = json!([{"op": op, "path": "/spec/replicas", "value": 0}]).to_string();
             response.patch = Some(base64::engine::general_purpose::STANDARD.encode(patch));
-            response.patch_type = Some("JSONPatch");
+            response.patch_type = Some("JSONPatch".into());
         }
         "InterpretStatus" => {
             let mut status = obj.get("status").and_then(Value::as_object).cloned().unwrap_or_default();
             status.retain(|k, _| k != "specDigest" && k != "generation");
             let spec = obj.get("spec").cloned().unwrap_or_else(|| Value::Object(Default::default()));
             let digest = spec_digest(&spec);
-            response.raw_status =
-                Some(RawStatus { status, spec_digest: digest, generation: zk.metadata.generation.unwrap_or(0) });
+            let raw = RawStatus { status, spec_digest: digest, generation: zk.metadata.generation.unwrap_or(0) };
+            response.raw_status = serde_json::to_value(raw).ok();
         }
         "InterpretHealth" => response.healthy = Some(healthy(&zk)),
         other => {
             response.successful = false;
             let message = format!("operation {other:?} is not interpreted here");
-            response.status = Some(Refusal { code: 400, message });
+            response.status = Some(RequestStatus { code: 400, message });
         }
     }
-    Answer { api_version: CONFIG_API, kind: "ResourceInterpreterContext", response }
+    InterpreterContext::answering(response)
 }
 
 /// Healthy: the operator synced this spec, every server it wants serves, nothing rolls.
@@ -219,17 +165,15 @@ pub async fn serve(listen: Listen) -> anyhow::Result<(String, String)> {
                 let Ok(stream) = acceptor.accept(tcp).await else { return };
                 let service = hyper::service::service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
                     let body = req.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-                    let (status, out) = match serde_json::from_slice::<Value>(&body) {
-                        Ok(context) => (200, serde_json::to_string(&answer(&context)).unwrap_or_default()),
-                        Err(e) => (
-                            400,
-                            serde_json::to_string(&Refusal {
-                                code: 400,
-                                message: format!("not a ResourceInterpreterContext: {e}"),
-                            })
-                            .unwrap_or_default(),
-                        ),
+                    let (status, answered) = match serde_json::from_slice::<InterpreterContext>(&body) {
+                        Ok(context) => (200, answer(context.request.unwrap_or_default())),
+                        Err(e) => {
+                            let message = format!("not a ResourceInterpreterContext: {e}");
+                            let status = Some(RequestStatus { code: 400, message });
+                            (400, InterpreterContext::answering(InterpreterResponse { status, ..Default::default() }))
+                        }
                     };
+                    let out = serde_json::to_string(&answered).unwrap_or_default();
                     hyper::Response::builder()
                         .status(status)
                         .header("content-type", "application/json")
@@ -248,8 +192,8 @@ mod tests {
     use super::*;
 
     fn ask(op: &str, obj: Value) -> Value {
-        uc_api::meta::json_of(&answer(&json!({"request": {"uid": "u1", "operation": op, "object": obj}})))["response"]
-            .clone()
+        let request = InterpreterRequest { uid: "u1".into(), operation: op.into(), object: obj, ..Default::default() };
+        uc_api::meta::json_of(&answer(request))["response"].clone()
     }
 
     #[test]
