@@ -8,10 +8,10 @@ use uc_api::Pointer;
 
 use crate::app::{App, Body, Req, json_response};
 use crate::error::{ApiError, FieldError, Result};
-use crate::handlers::write::{apply_patch, commit_update, prepare_update};
+use crate::handlers::write::{apply_patch, commit_update, precondition, prepare_update};
 use crate::registry::ScalePaths;
-use crate::request::{Target, parse_body, parse_rv};
-use crate::storage::{StoreError, rv_of};
+use crate::request::{Target, parse_body};
+use crate::storage::StoreError;
 
 fn path_pointer(json_path: &str) -> String {
     json_path.trim_start_matches('.').split('.').fold(String::new(), |acc, s| format!("{acc}/{s}"))
@@ -79,15 +79,7 @@ pub(crate) async fn update_scale(
                 &[FieldError::invalid("spec.replicas", &replicas, "must be greater than or equal to 0")],
             ));
         }
-        if let Some(rv) = scale.at("/metadata/resourceVersion").and_then(Value::as_str).filter(|s| !s.is_empty()) {
-            let rv = parse_rv(rv)?;
-            if rv != rv_of(&old) {
-                return Err(ApiError::from_store(
-                    StoreError::Conflict { expected: rv, found: rv_of(&old) },
-                    &t.subject(),
-                ));
-            }
-        }
+        precondition(&scale, &old, t)?;
         let mut new = (*old).clone();
         let pointer = path_pointer(&paths.spec_replicas);
         let (parent, leaf) = pointer.rsplit_once('/').unwrap_or(("", &pointer));
@@ -140,5 +132,35 @@ mod tests {
         let scale = scale_view(&builtin, &deploy);
         assert_eq!(scale["status"]["selector"], "app=d,tier=web");
         assert_eq!((scale["spec"]["replicas"].as_i64(), scale["status"]["replicas"].as_i64()), (Some(0), Some(0)));
+    }
+
+    #[tokio::test]
+    async fn a_scale_update_holds_to_its_resource_version_and_refuses_negative_replicas() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = crate::server::test_app(dir.path());
+        let t = crate::handlers::resolve(&app, "apps", "v1", &["namespaces", "default", "deployments", "d", "scale"])
+            .unwrap();
+        let object = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "namespace": "default"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}},
+                     "template": {"metadata": {"labels": {"app": "d"}},
+                                  "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}});
+        app.store.write(crate::storage::Op::Create { gr: t.info.gr(), key: t.key(), object }).await.unwrap();
+        let stored = || app.store.get(&t.info.gr(), &t.key()).unwrap();
+        let rv = stored()["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+        let scale = |replicas: i64, rv: &str| {
+            json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+                   "metadata": {"name": "d", "namespace": "default", "resourceVersion": rv},
+                   "spec": {"replicas": replicas}})
+            .to_string()
+        };
+        let put = |body: String| Req::for_test(http::Method::PUT, "application/json", &body, &[]);
+        assert_eq!(update_scale(&app, &mut put(scale(3, &rv)), &t, None).await.unwrap().status(), 200);
+        assert_eq!(stored()["spec"]["replicas"], 3);
+        // The version it was read at is gone: Conflict, nothing stored.
+        assert_eq!(update_scale(&app, &mut put(scale(5, &rv)), &t, None).await.unwrap_err().code(), 409);
+        assert_eq!(stored()["spec"]["replicas"], 3);
+        let rv = stored()["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+        assert_eq!(update_scale(&app, &mut put(scale(-1, &rv)), &t, None).await.unwrap_err().code(), 422);
     }
 }

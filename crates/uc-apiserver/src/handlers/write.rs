@@ -509,6 +509,18 @@ fn resource_version(object: &Value) -> Result<Option<u64>> {
     meta_str(object, "resourceVersion").filter(|s| !s.is_empty()).map(parse_rv).transpose()
 }
 
+/// A write from `old` whose object (the resource's, or a subresource's view of it) names a
+/// resourceVersion holds only if `old` is at that version: a Conflict otherwise, as kube-apiserver's
+/// optimistic concurrency answers.
+pub(crate) fn precondition(object: &Value, old: &Obj, t: &Target) -> Result<()> {
+    match resource_version(object)? {
+        Some(rv) if rv != rv_of(old) => {
+            Err(ApiError::from_store(StoreError::Conflict { expected: rv, found: rv_of(old) }, &t.subject()))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// An update of the stored object to what `new_from` makes of it (a PUT's body, the object patched),
 /// tried again from the object stored then while other writes come between (16 times at most).
 async fn update_with(
@@ -538,11 +550,7 @@ async fn try_update(
     old: &Obj,
     new: Value,
 ) -> Result<Option<Response<Body>>> {
-    if let Some(rv) = resource_version(&new)?
-        && rv != rv_of(old)
-    {
-        return Err(ApiError::from_store(StoreError::Conflict { expected: rv, found: rv_of(old) }, &t.subject()));
-    }
+    precondition(&new, old, t)?;
     let mut new = prepare_update(req, t, old, new)?;
     admit_update(app, req, t, old, &mut new).await?;
     track_update(req, t, Some(old), &mut new)?;
