@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use kube::discovery::Discovery;
-use serde_json::{Value, json};
+use serde_json::Value;
 use uc_api::controller::{Hook, UniversalController, UpdateMethod};
 use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry};
@@ -218,6 +218,16 @@ pub(crate) fn controller(
     uc
 }
 
+/// A `helm` hook's config as `uc package` writes it.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct HookConfig {
+    /// A packaged chart, base64.
+    pub chart: String,
+    /// Its watches.yaml entry, as written but for `chart`.
+    pub watch: serde_json::Map<String, Value>,
+}
+
 /// The factory of `native: {name: helm, config: {chart, watch}}` hooks (what `uc package` writes for a
 /// Helm project): `chart` a packaged chart in base64, `watch` its watches.yaml entry.
 pub fn register_factory(natives: &mut NativeRegistry, client: kube::Client) {
@@ -225,15 +235,17 @@ pub fn register_factory(natives: &mut NativeRegistry, client: kube::Client) {
         let client = client.clone();
         Box::pin(async move {
             let bad = |m: String| uc_engine::hooks::HookError::Config(format!("helm hook: {m}"));
-            let data =
-                config.get("chart").and_then(Value::as_str).ok_or_else(|| bad("config.chart is required".into()))?;
+            let config: HookConfig = serde_json::from_value(config).map_err(|e| bad(format!("config: {e}")))?;
+            if config.chart.is_empty() {
+                return Err(bad("config.chart is required".into()));
+            }
             use base64::Engine as _;
             let tgz = base64::engine::general_purpose::STANDARD
-                .decode(data)
+                .decode(&config.chart)
                 .map_err(|e| bad(format!("config.chart: {e}")))?;
             let chart = Chart::from_archive("config.chart", &tgz).map_err(|e| bad(e.to_string()))?;
-            let mut entry = config.get("watch").cloned().unwrap_or(Value::Null);
-            entry["chart"] = json!("config.chart");
+            let mut entry = config.watch;
+            entry.insert("chart".into(), "config.chart".into());
             let text = serde_json::to_string(&[entry]).unwrap_or_default();
             let w = uc_helm::watches::parse(&text, Path::new("/"), &|k| std::env::var(k).ok())
                 .map_err(|e| bad(format!("config.watch: {e}")))?

@@ -9,7 +9,7 @@ use anyhow::Context;
 use base64::Engine as _;
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use serde_json::{Value, json};
+use serde_json::Value;
 use uc_api::controller::{Hook, Native};
 
 /// What a bundle is made of.
@@ -116,11 +116,11 @@ fn helm_controllers(
             .map_err(|e| anyhow::anyhow!("chart {}: {e}", w.chart.display()))?;
         let children: Vec<(String, String)> =
             kinds.into_iter().map(|(av, k)| (av.clone(), plural(crds, &av, &k))).collect();
-        let mut watch = entry.clone();
-        if let Some(m) = watch.as_object_mut() {
-            m.remove("chart");
-        }
-        let config = json!({"chart": base64::engine::general_purpose::STANDARD.encode(&tgz), "watch": watch});
+        let mut watch = entry.as_object().cloned().unwrap_or_default();
+        watch.remove("chart");
+        let config =
+            crate::helm_operator::HookConfig { chart: base64::engine::general_purpose::STANDARD.encode(&tgz), watch };
+        let config = uc_api::meta::json_of(&config);
         let hook = Hook { native: Some(Native { name: "helm".into(), config: Some(config) }), ..Default::default() };
         let parent_plural = plural(crds, &w.api_version(), &w.kind);
         let controller = crate::helm_operator::controller(w, (&w.api_version(), &parent_plural), &children, hook);
@@ -135,7 +135,9 @@ fn ansible_controllers(dir: &Path, text: &str, crds: &[CustomResourceDefinition]
     let project = base64::engine::general_purpose::STANDARD.encode(crate::ansible_operator::pack(&dir)?);
     let mut out = Vec::new();
     for w in &watches {
-        let config = json!({"project": project, "watch": {"group": w.group, "version": w.version, "kind": w.kind}});
+        let watch =
+            crate::ansible_operator::Gvk { group: w.group.clone(), version: w.version.clone(), kind: w.kind.clone() };
+        let config = uc_api::meta::json_of(&crate::ansible_operator::Config { project: project.clone(), watch });
         let hook = Hook { native: Some(Native { name: "ansible".into(), config: Some(config) }), ..Default::default() };
         let parent_plural = plural(crds, &w.api_version(), &w.kind);
         let controller = crate::ansible_operator::controller(w, (&w.api_version(), &parent_plural), hook);

@@ -9,11 +9,30 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use base64::Engine as _;
+use serde::Deserialize as _;
 use serde_json::Value;
 use uc_engine::hooks::HookError;
 use uc_engine::hooks::native::{NativeFactory, NativeHook, NativeRegistry};
 
 use super::runtime::{self, Runtime};
+
+/// A hook's config as `uc package` writes it: the packed project (base64) and the watch of it the hook
+/// serves.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct Config {
+    pub project: String,
+    pub watch: Gvk,
+}
+
+/// A watch's group, version and kind.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct Gvk {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+}
 
 /// Directories of a project that are not its operator (the bundle, kustomize's config, tests, VCS).
 const NOT_PACKED: [&str; 5] = ["bundle", "config", ".git", "molecule", "bin"];
@@ -67,13 +86,16 @@ fn unpack(tgz: &[u8], dir: &Path) -> anyhow::Result<()> {
 
 impl Runtime {
     async fn hook_of_config(&self, config: &Value) -> anyhow::Result<Arc<dyn NativeHook>> {
+        let config = Config::deserialize(config).context("config")?;
         if self.exec.sandboxed || !self.exec.programs.allows("ansible-runner") {
             bail!(
                 "a bundle's Ansible project runs on the engine's machine outside any sandbox: the engine makes such hooks only with --exec-hooks-unconfined and ansible-runner allowed by --exec-hooks"
             );
         }
-        let data = config.get("project").and_then(Value::as_str).context("config.project is required")?;
-        let tgz = base64::engine::general_purpose::STANDARD.decode(data).context("config.project")?;
+        if config.project.is_empty() {
+            bail!("config.project is required");
+        }
+        let tgz = base64::engine::general_purpose::STANDARD.decode(&config.project).context("config.project")?;
         let digest = {
             use std::hash::{Hash as _, Hasher as _};
             let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -85,9 +107,7 @@ impl Runtime {
             unpack(&tgz, &dir).context("config.project")?;
         }
         let text = std::fs::read_to_string(dir.join("watches.yaml")).context("config.project has no watches.yaml")?;
-        let field =
-            |k: &str| config.pointer(&format!("/watch/{k}")).and_then(Value::as_str).unwrap_or_default().to_string();
-        let (group, version, kind) = (field("group"), field("version"), field("kind"));
+        let Gvk { group, version, kind } = config.watch;
         let w = runtime::parse_watches(&dir, &text)?
             .into_iter()
             .find(|w| (&w.group, &w.version, &w.kind) == (&group, &version, &kind))
