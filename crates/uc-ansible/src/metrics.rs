@@ -130,9 +130,14 @@ impl Registry {
             return Err(MetricError::from(format!("{name:?} is not a valid metric name")));
         }
         let description = post.description.clone().unwrap_or_default();
-        let (kind, op) = [("counter", &post.counter), ("gauge", &post.gauge), ("histogram", &post.histogram)]
+        let ops = [
+            ("counter", &post.counter),
+            ("gauge", &post.gauge),
+            ("histogram", &post.histogram),
+            ("summary", &post.summary),
+        ];
+        let (kind, op) = ops
             .into_iter()
-            .chain([("summary", &post.summary)])
             .find_map(|(k, op)| op.as_ref().map(|op| (k, op)))
             .ok_or("one of counter, gauge, histogram and summary is required")?;
         let fresh = match kind {

@@ -24,8 +24,10 @@ impl fmt::Display for GroupResource {
     }
 }
 
-/// A kind at a version, e.g. `apps/v1 Deployment`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// A kind at a version, e.g. `apps/v1 Deployment`; in JSON as apimachinery's `GroupVersionKind`
+/// (`{group, version, kind}`, each absent as empty).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct GroupVersionKind {
     /// API group, empty for the core group.
     pub group: String,

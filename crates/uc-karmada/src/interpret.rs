@@ -12,8 +12,9 @@ use uc_api::meta::str_at;
 use uc_engine::hooks::webhook::WebhookHook;
 use uc_engine::names::Resolver;
 
-use crate::interpreter_context::{GroupVersionKind, InterpreterContext, InterpreterRequest, InterpreterResponse};
+use crate::interpreter_context::{InterpreterContext, InterpreterRequest, InterpreterResponse};
 use crate::types::{InterpreterClientConfig, InterpreterWebhook, InterpreterWebhookConfiguration};
+use uc_api::GroupVersionKind;
 
 /// Why a resource interpreter webhook could not interpret an object.
 #[derive(Debug, thiserror::Error)]

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use uc_api::GroupVersionKind;
 
 use crate::plane::CONFIG_API;
 
@@ -56,15 +57,6 @@ pub struct InterpreterRequest {
     /// `ReviseReplica`'s replicas (Karmada's `desiredReplicas`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i32>,
-}
-
-/// An object's group, version and kind.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct GroupVersionKind {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
 }
 
 /// The webhook's answer (Karmada's `ResourceInterpreterResponse`).

@@ -136,7 +136,7 @@ fn ansible_controllers(dir: &Path, text: &str, crds: &[CustomResourceDefinition]
     let mut out = Vec::new();
     for w in &watches {
         let watch =
-            crate::ansible_operator::Gvk { group: w.group.clone(), version: w.version.clone(), kind: w.kind.clone() };
+            uc_api::GroupVersionKind { group: w.group.clone(), version: w.version.clone(), kind: w.kind.clone() };
         let config = uc_api::meta::json_of(&crate::ansible_operator::Config { project: project.clone(), watch });
         let hook = Hook { native: Some(Native { name: "ansible".into(), config: Some(config) }), ..Default::default() };
         let parent_plural = plural(crds, &w.api_version(), &w.kind);

@@ -11,6 +11,7 @@ use anyhow::{Context as _, bail};
 use base64::Engine as _;
 use serde::Deserialize as _;
 use serde_json::Value;
+use uc_api::GroupVersionKind;
 use uc_engine::hooks::HookError;
 use uc_engine::hooks::native::{NativeFactory, NativeHook, NativeRegistry};
 
@@ -22,16 +23,7 @@ use super::runtime::{self, Runtime};
 #[serde(default)]
 pub struct Config {
     pub project: String,
-    pub watch: Gvk,
-}
-
-/// A watch's group, version and kind.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct Gvk {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
+    pub watch: GroupVersionKind,
 }
 
 /// Directories of a project that are not its operator (the bundle, kustomize's config, tests, VCS).
@@ -107,7 +99,7 @@ impl Runtime {
             unpack(&tgz, &dir).context("config.project")?;
         }
         let text = std::fs::read_to_string(dir.join("watches.yaml")).context("config.project has no watches.yaml")?;
-        let Gvk { group, version, kind } = config.watch;
+        let GroupVersionKind { group, version, kind } = config.watch;
         let w = runtime::parse_watches(&dir, &text)?
             .into_iter()
             .find(|w| (&w.group, &w.version, &w.kind) == (&group, &version, &kind))

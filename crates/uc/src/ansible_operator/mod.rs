@@ -20,7 +20,7 @@ use anyhow::Context as _;
 use uc_ansible::watches::Watch;
 use uc_api::controller::{Hook, UniversalController};
 
-pub use factory::{Config, Gvk, pack, register_factory};
+pub use factory::{Config, pack, register_factory};
 pub use runtime::Runtime;
 pub(crate) use runtime::parse_watches;
 
