@@ -194,32 +194,6 @@ pub fn is_ansible(text: &str) -> bool {
         .is_ok_and(|entries| entries.iter().any(|e| e.get("role").is_some() || e.get("playbook").is_some()))
 }
 
-/// Seconds of a Go duration (`1h30m`, `30s`, `500ms`); `at` names the field in the error.
-fn go_duration(s: &str, at: &str) -> Result<f64, WatchesError> {
-    let re = regex::Regex::new(r"^(?:(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns))+$").expect("a valid pattern");
-    if s == "0" {
-        return Ok(0.0);
-    }
-    if !re.is_match(s) {
-        return Err(WatchesError::from(format!("{at}: invalid duration {s:?}")));
-    }
-    let part = regex::Regex::new(r"(\d+(?:\.\d+)?)(h|ms|m|s|us|µs|ns)").expect("a valid pattern");
-    Ok(part
-        .captures_iter(s)
-        .map(|c| {
-            let n: f64 = c[1].parse().unwrap_or(0.0);
-            n * match &c[2] {
-                "h" => 3600.0,
-                "m" => 60.0,
-                "s" => 1.0,
-                "ms" => 1e-3,
-                "us" | "µs" => 1e-6,
-                _ => 1e-9,
-            }
-        })
-        .sum())
-}
-
 /// The entries of a watches file's text.
 pub fn parse(text: &str, paths: &Paths) -> Result<Vec<Watch>, WatchesError> {
     let entries: Vec<Entry> = serde_yaml_ng::from_str(text).map_err(|e| format!("invalid watches file: {e}"))?;
@@ -248,7 +222,9 @@ pub fn parse(text: &str, paths: &Paths) -> Result<Vec<Watch>, WatchesError> {
             None => None,
         };
         let reconcile_period = match e.reconcile_period.as_deref() {
-            Some(p) => go_duration(p, &format!("{at}.reconcilePeriod"))?,
+            Some(p) => uc_api::controller::parse_go_duration(p)
+                .map_err(|e| WatchesError::from(format!("{at}.reconcilePeriod: {e}")))?
+                .as_secs_f64(),
             None => 0.0,
         };
         out.push(Watch {

@@ -397,26 +397,45 @@ pub struct Native {
 pub struct DurationError(pub String);
 
 /// Parses a duration as Kubernetes writes one — Go's `time.ParseDuration` grammar (`10s`, `500ms`,
-/// `1m30s`, `2h`, `1.5h`, `300us`), read by `kube::core::Duration` — or a bare number of seconds (`2.5`,
-/// as Metacontroller's hook timeouts and uc's flags take them); never negative. The one duration
-/// parser of uc: hook timeouts, the engine's flags, the SDK operators' reconcile periods.
+/// `1m30s`, `2h`, `1.5h`, `300us`), read by [`parse_go_duration`] — or a bare number of seconds (`2.5`,
+/// as Metacontroller's hook timeouts and uc's flags take them); never negative. With
+/// [`parse_go_duration`], the one duration parser of uc: hook timeouts, the engine's flags.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, DurationError> {
     let s = s.trim();
     if let Ok(secs) = s.parse::<f64>() {
         return duration_from_secs(secs, s);
     }
+    parse_go_duration(s)
+}
+
+/// Parses Go's `time.ParseDuration` grammar only (`0`, `30s`, `1h30m`; a bare `30` is refused, as Go
+/// refuses it), read by `kube::core::Duration`; never negative. What the Operator SDK's watches files
+/// and annotations hold (`reconcilePeriod`, `reconcile-period`).
+pub fn parse_go_duration(s: &str) -> Result<std::time::Duration, DurationError> {
+    // Go refuses a duration without a number; kube-core reads `""` and `-` as zero.
+    if !s.trim_start_matches(['-', '+']).starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return Err(DurationError(format!("invalid duration {s:?}")));
+    }
     let d: kube_core::Duration = s.parse().map_err(|e| DurationError(format!("invalid duration {s:?}: {e}")))?;
     if d.is_negative() {
         return Err(DurationError(format!("invalid duration {s:?}: negative")));
     }
-    Ok(d.into())
+    let d: std::time::Duration = d.into();
+    // Go's is an int64 of nanoseconds (about 292 years).
+    if d.as_nanos() > i64::MAX as u128 {
+        return Err(DurationError(format!("invalid duration {s:?}: past Go's 2^63 nanoseconds")));
+    }
+    Ok(d)
+}
+
+/// Seconds of a Go duration ([`parse_go_duration`]), or none where it does not read.
+pub fn go_seconds(s: &str) -> Option<f64> {
+    parse_go_duration(s).ok().map(|d| d.as_secs_f64())
 }
 
 fn duration_from_secs(secs: f64, s: &str) -> Result<std::time::Duration, DurationError> {
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(DurationError(format!("invalid duration {s:?}")));
-    }
-    Ok(std::time::Duration::from_secs_f64(secs))
+    // Negative, NaN and past what a Duration holds (`1e30`) are refused, never a panic.
+    std::time::Duration::try_from_secs_f64(secs).map_err(|_| DurationError(format!("invalid duration {s:?}")))
 }
 
 /// What a ControllerRevision of uc records (thesis listing 4.7): top-level fields, as apps/v1's
@@ -534,5 +553,15 @@ mod tests {
         assert!(parse_duration("-1s").is_err(), "negative");
         assert!(parse_duration("3d").is_err(), "no days in Go's grammar");
         assert!(parse_duration("10").is_ok() && parse_duration("0").is_ok());
+        assert!(parse_duration("1e30").is_err() && parse_duration("NaN").is_err() && parse_duration("-0.5").is_err());
+        assert_eq!(parse_go_duration("0"), Ok(std::time::Duration::ZERO));
+        assert_eq!(parse_go_duration("1h30m"), Ok(std::time::Duration::from_secs(5400)));
+        assert_eq!(parse_go_duration(".5s"), Ok(std::time::Duration::from_millis(500)), "Go reads a leading dot");
+        for refused in
+            ["30", "-1s", "soon", "", "-", "+", "s", ".", "-.", ".s", "+.s", "1d", "1.5.h", "9223372036854775810ns"]
+        {
+            assert!(parse_go_duration(refused).is_err(), "{refused:?} is not a Go duration uc takes");
+        }
+        assert_eq!((go_seconds("1m30s"), go_seconds("90")), (Some(90.0), None));
     }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::HelmError;
+use crate::sprig::parse_go_duration;
 use serde::Deserialize;
 use serde_json::Value as Json;
 
@@ -71,6 +72,10 @@ pub fn parse(text: &str, dir: &Path, env: &dyn Fn(&str) -> Option<String>) -> Re
         }
         if out.iter().any(|w| w.group == e.group && w.version == e.version && w.kind == e.kind) {
             return Err(HelmError::from(format!("duplicate GVK: {gvk}")));
+        }
+        // As the SDK reads it (a metav1.Duration): Go's grammar, here never negative.
+        if let Some(p) = e.reconcile_period.as_deref().filter(|p| parse_go_duration(p).is_none_or(|n| n < 0)) {
+            return Err(HelmError::from(format!("watches[{i}].reconcilePeriod: invalid duration {p:?}")));
         }
         let chart = PathBuf::from(&e.chart);
         out.push(Watch {
@@ -146,6 +151,11 @@ mod tests {
         assert!(
             parse("- {kind: K, chart: c}", Path::new("/"), &env).unwrap_err().0.contains("version must not be empty")
         );
+        for period in ["soon", "30", "-1m", ""] {
+            let text = format!("- {{version: v1, kind: K, chart: c, reconcilePeriod: '{period}'}}");
+            let e = parse(&text, Path::new("/"), &env).unwrap_err();
+            assert_eq!(e.0, format!("watches[0].reconcilePeriod: invalid duration {period:?}"));
+        }
         let dup = "- {group: g, version: v1, kind: K, chart: c}\n- {group: g, version: v1, kind: K, chart: d}\n";
         assert!(parse(dup, Path::new("/"), &env).unwrap_err().0.contains("duplicate GVK: g/v1, Kind=K"));
         assert!(

@@ -114,11 +114,6 @@ fn hook(
     })
 }
 
-/// Seconds of a Go duration (`1m`, `30s`, `1h30m`).
-fn seconds(period: &str) -> Option<f64> {
-    uc_api::controller::parse_duration(period).ok().map(|d| d.as_secs_f64())
-}
-
 /// Reads the watches file, registers a native hook per entry, and answers the UniversalControllers to
 /// install.
 pub async fn setup(
@@ -187,7 +182,7 @@ pub(crate) fn child_kinds(chart: &Chart) -> Result<BTreeSet<(String, String)>, C
 
 /// A watch's resync period: its `reconcilePeriod`, else the SDK's minute.
 fn resync_of(w: &Watch) -> Option<f64> {
-    w.reconcile_period.as_deref().and_then(seconds).or(Some(60.0))
+    w.reconcile_period.as_deref().and_then(uc_api::controller::go_seconds).or(Some(60.0))
 }
 
 /// The UniversalController of a watch: its parent (`apiVersion`, plural), the chart's child types

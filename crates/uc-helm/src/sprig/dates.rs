@@ -219,7 +219,7 @@ pub(super) fn register(f: &mut Funcs) {
 /// (no number, no unit or another, past `int64` nanoseconds). Its own reader of Go's grammar rather than
 /// kube-core's `Duration` (the other crates' one), which would bring k8s-openapi into a crate without
 /// Kubernetes types and reads `""` and `-` as zero where Go refuses them.
-fn parse_go_duration(s: &str) -> Option<i64> {
+pub(crate) fn parse_go_duration(s: &str) -> Option<i64> {
     let (neg, mut rest) = match s.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, s.strip_prefix('+').unwrap_or(s)),

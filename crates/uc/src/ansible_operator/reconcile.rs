@@ -67,11 +67,6 @@ fn meta<'a>(o: &'a Value, field: &str) -> &'a str {
     o.pointer(&format!("/metadata/{field}")).and_then(Value::as_str).unwrap_or_default()
 }
 
-/// Seconds of a Go duration the playbook asked to be requeued after.
-fn seconds(period: &str) -> Option<f64> {
-    uc_api::controller::parse_duration(period).ok().map(|d| d.as_secs_f64())
-}
-
 fn answer(resync: Option<f64>, finalized: Option<bool>) -> SyncResponse {
     SyncResponse { status: None, children: Vec::new(), resync_after_seconds: resync, finalized }
 }
@@ -181,7 +176,7 @@ impl Context {
         if !outcome.successful() {
             return Err(HookError::Failed(format!("the run failed: {}", outcome.failure_message())));
         }
-        let asked = outcome.requeue_after.as_deref().and_then(seconds);
+        let asked = outcome.requeue_after.as_deref().and_then(uc_api::controller::go_seconds);
         let period = asked.or((w.reconcile_period > 0.0).then_some(w.reconcile_period));
         // A first sight of dependents: sync once more so they are watched from now on.
         let grew = w.watch_dependent_resources && self.proxy.dependents_of(uid).len() > known;
