@@ -24,7 +24,7 @@ pub struct Chart {
     /// Every other file but `Chart.yaml`, `values.yaml` and the subcharts'.
     pub files: Vec<File>,
     /// `values.schema.json`, when the chart has one.
-    pub schema: Option<Json>,
+    pub schema: Option<crate::schema::Schema>,
     pub dependencies: Vec<Chart>,
 }
 

@@ -16,6 +16,7 @@ pub mod release;
 pub mod render;
 pub mod schema;
 pub mod sprig;
+pub mod status;
 pub mod strvals;
 pub mod toml;
 pub mod values;

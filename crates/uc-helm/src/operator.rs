@@ -13,6 +13,7 @@ use crate::chart::Chart;
 use crate::error::HelmError;
 use crate::gotemplate::Value;
 use crate::release::{self, Info, Release};
+use crate::status::{HelmAppRelease, HelmAppStatus};
 use crate::watches::Watch;
 use crate::{Options, Release as ReleaseOptions};
 
@@ -28,7 +29,7 @@ pub struct Desired {
     /// The release's objects (namespaced ones in the resource's namespace) and its release Secrets.
     pub objects: Vec<Json>,
     /// The resource's `status`.
-    pub status: Json,
+    pub status: HelmAppStatus,
     /// The release now deployed.
     pub release: Release,
 }
@@ -37,7 +38,7 @@ pub struct Desired {
 /// release left as it is (its objects and its Secrets still wanted).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Failure {
-    pub status: Json,
+    pub status: HelmAppStatus,
     pub message: String,
     pub objects: Vec<Json>,
 }
@@ -85,23 +86,6 @@ fn set_path(v: &mut Json, path: &str, value: Json) {
         }
         cur = map.entry(p.to_string()).or_insert_with(|| Json::Object(Default::default()));
     }
-}
-
-fn condition(type_: &str, status: &str, reason: &str, message: &str, now: &str, old: &Json) -> Json {
-    // The transition time moves only when the condition's status does.
-    let previous = old.get("conditions").and_then(Json::as_array).and_then(|cs| cs.iter().find(|c| c["type"] == type_));
-    let since = match previous {
-        Some(p) if p["status"] == status => p["lastTransitionTime"].as_str().unwrap_or(now).to_string(),
-        _ => now.to_string(),
-    };
-    let mut c = serde_json::json!({"type": type_, "status": status, "lastTransitionTime": since});
-    if !reason.is_empty() {
-        c["reason"] = reason.into();
-    }
-    if !message.is_empty() {
-        c["message"] = message.into();
-    }
-    c
 }
 
 /// Hook events that mean "exists once installed or upgraded": such hooks are kept as objects of the
@@ -235,7 +219,7 @@ pub fn sync(
 ) -> Result<Desired, Failure> {
     let name = cr.pointer("/metadata/name").and_then(Json::as_str).unwrap_or_default().to_string();
     let namespace = cr.pointer("/metadata/namespace").and_then(Json::as_str).unwrap_or("default").to_string();
-    let old_status = cr.get("status").cloned().unwrap_or(Json::Null);
+    let old_status = HelmAppStatus::of(cr.get("status"));
     let config = values_of(cr, watch);
     let mut history: Vec<Release> = stored.to_vec();
     history.sort_by_key(|r| r.version);
@@ -254,14 +238,13 @@ pub fn sync(
         lookup,
     };
     let failed = |reason: &str, message: String| {
-        let conditions = vec![
-            condition("Initialized", "True", "", "", now, &old_status),
-            condition("ReleaseFailed", "True", reason, &message, now, &old_status),
-        ];
-        let mut status = serde_json::json!({"conditions": conditions});
-        if let Some(d) = old_status.get("deployedRelease") {
-            status["deployedRelease"] = d.clone();
-        }
+        let status = HelmAppStatus {
+            conditions: vec![
+                old_status.condition("Initialized", "True", "", "", now),
+                old_status.condition("ReleaseFailed", "True", reason, &message, now),
+            ],
+            deployed_release: old_status.deployed_release.clone(),
+        };
         Failure { status, message, objects: last_deployed(&history, &namespace) }
     };
     let reason_on_failure = if installed.is_some() { "UpgradeError" } else { "InstallError" };
@@ -277,13 +260,13 @@ pub fn sync(
     all.extend(history_with(history, &current).iter().map(release::to_secret));
     let reason = if current.version == 1 { "InstallSuccessful" } else { "UpgradeSuccessful" };
     let notes = current.info.as_ref().map(|i| i.notes.clone()).unwrap_or_default();
-    let status = serde_json::json!({
-        "conditions": [
-            condition("Initialized", "True", "", "", now, &old_status),
-            condition("Deployed", "True", reason, &notes, now, &old_status),
+    let status = HelmAppStatus {
+        conditions: vec![
+            old_status.condition("Initialized", "True", "", "", now),
+            old_status.condition("Deployed", "True", reason, &notes, now),
         ],
-        "deployedRelease": {"name": current.name, "manifest": current.manifest},
-    });
+        deployed_release: Some(HelmAppRelease { name: current.name.clone(), manifest: current.manifest.clone() }),
+    };
     Ok(Desired { objects: all, status, release: current })
 }
 

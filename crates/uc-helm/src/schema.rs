@@ -2,9 +2,81 @@
 //! the coalesced values of the chart and of each subchart against its own schema, every failure listed
 //! as `- <field>: <description>` in gojsonschema's words under the chart's name.
 
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer};
 use serde_json::Value as Json;
 
 use crate::chart::Chart;
+
+/// A JSON Schema: `true` (anything), `false` (nothing) or keywords.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Schema {
+    Bool(bool),
+    Keywords(Box<Keywords>),
+}
+
+/// The keywords of a JSON Schema that the checks read. A keyword of another type than draft 7 gives it
+/// (`"minimum": "3"`, `items` as a list of schemas) is not checked; the rest of the schema still is.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Keywords {
+    #[serde(rename = "type", default, deserialize_with = "lenient")]
+    types: Option<Types>,
+    #[serde(rename = "enum", default, deserialize_with = "lenient")]
+    one_of_values: Option<Vec<Json>>,
+    /// `const`, present even when it is `null`.
+    #[serde(rename = "const", default, deserialize_with = "present")]
+    constant: Option<Json>,
+    #[serde(default, deserialize_with = "lenient")]
+    minimum: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    maximum: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    exclusive_minimum: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    exclusive_maximum: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    multiple_of: Option<f64>,
+    #[serde(default, deserialize_with = "lenient")]
+    min_length: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    max_length: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    pattern: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    min_items: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    max_items: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    items: Option<Box<Schema>>,
+    #[serde(default, deserialize_with = "lenient")]
+    required: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "lenient")]
+    properties: Option<BTreeMap<String, Schema>>,
+    /// Only `false` is checked (a schema for the other properties is not).
+    #[serde(default, deserialize_with = "lenient")]
+    additional_properties: Option<bool>,
+}
+
+/// `type`: one name or a list of them.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+enum Types {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// A keyword read as `T`, or absent when it is not one.
+fn lenient<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
+    Ok(serde_json::from_value(Json::deserialize(d)?).ok())
+}
+
+/// A keyword whose `null` is a value, not an absence.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Json>, D::Error> {
+    Json::deserialize(d).map(Some)
+}
 
 /// Helm's `ValidateAgainstSchema`: the failures of `chart` and its subcharts, or `None`.
 pub fn validate(chart: &Chart, values: &Json) -> Option<String> {
@@ -52,131 +124,128 @@ fn child(path: &str, key: &str) -> String {
 }
 
 /// A number as Go's `%v` prints it in gojsonschema's messages.
-fn num(v: &Json) -> String {
-    v.as_f64().map(crate::gotemplate::value::format_float_v).unwrap_or_else(|| v.to_string())
+fn num(x: f64) -> String {
+    crate::gotemplate::value::format_float_v(x)
 }
 
-fn check(schema: &Json, v: &Json, path: &str, errors: &mut Vec<String>) {
-    let Some(s) = schema.as_object() else { return };
+fn check(schema: &Schema, v: &Json, path: &str, errors: &mut Vec<String>) {
+    let s = match schema {
+        Schema::Bool(true) => return,
+        Schema::Bool(false) => return errors.push(format!("{path}: False always fails validation")),
+        Schema::Keywords(k) => k,
+    };
     let mut fail = |m: String| errors.push(format!("{path}: {m}"));
-    if let Some(t) = s.get("type") {
-        let types: Vec<&str> = match t {
-            Json::String(one) => vec![one.as_str()],
-            Json::Array(many) => many.iter().filter_map(Json::as_str).collect(),
-            _ => Vec::new(),
-        };
-        if !types.is_empty() && !types.iter().any(|t| type_matches(t, v)) {
-            fail(format!("Invalid type. Expected: {}, given: {}", types.join(", "), type_of(v)));
-            return;
-        }
+    let types: Vec<&str> = match &s.types {
+        Some(Types::One(one)) => vec![one.as_str()],
+        Some(Types::Many(many)) => many.iter().map(String::as_str).collect(),
+        None => Vec::new(),
+    };
+    if !types.is_empty() && !types.iter().any(|t| type_matches(t, v)) {
+        fail(format!("Invalid type. Expected: {}, given: {}", types.join(", "), type_of(v)));
+        return;
     }
-    if let Some(allowed) = s.get("enum").and_then(Json::as_array)
+    if let Some(allowed) = &s.one_of_values
         && !allowed.contains(v)
     {
         let list: Vec<String> = allowed.iter().map(|a| a.to_string()).collect();
         fail(format!("{} must be one of the following: {}", path, list.join(", ")));
     }
-    if let Some(c) = s.get("const")
+    if let Some(c) = &s.constant
         && c != v
     {
         fail(format!("{path} does not match: {c}"));
     }
     match v {
-        Json::Number(_) => numbers(s, v, &mut fail),
+        Json::Number(n) => numbers(s, n.as_f64().unwrap_or(0.0), &mut fail),
         Json::String(text) => strings(s, text, &mut fail),
-        Json::Array(items) => {
-            if let Some(min) = s.get("minItems").and_then(Json::as_u64)
-                && (items.len() as u64) < min
-            {
-                fail(format!("Array must have at least {min} items"));
-            }
-            if let Some(max) = s.get("maxItems").and_then(Json::as_u64)
-                && (items.len() as u64) > max
-            {
-                fail(format!("Array must have at most {max} items"));
-            }
-            if let Some(item_schema) = s.get("items") {
-                for (i, item) in items.iter().enumerate() {
-                    check(item_schema, item, &child(path, &i.to_string()), errors);
-                }
-            }
-        }
+        Json::Array(items) => arrays(s, items, path, errors),
         Json::Object(map) => object(s, map, path, errors),
         _ => {}
     }
 }
 
-fn numbers(s: &serde_json::Map<String, Json>, v: &Json, fail: &mut dyn FnMut(String)) {
-    let x = v.as_f64().unwrap_or(0.0);
-    let bound = |k: &str| s.get(k).filter(|b| b.is_number());
-    if let Some(min) = bound("minimum")
-        && x < min.as_f64().unwrap_or(0.0)
+fn numbers(s: &Keywords, x: f64, fail: &mut dyn FnMut(String)) {
+    if let Some(min) = s.minimum
+        && x < min
     {
         fail(format!("Must be greater than or equal to {}", num(min)));
     }
-    if let Some(max) = bound("maximum")
-        && x > max.as_f64().unwrap_or(0.0)
+    if let Some(max) = s.maximum
+        && x > max
     {
         fail(format!("Must be less than or equal to {}", num(max)));
     }
-    if let Some(min) = bound("exclusiveMinimum")
-        && x <= min.as_f64().unwrap_or(0.0)
+    if let Some(min) = s.exclusive_minimum
+        && x <= min
     {
         fail(format!("Must be greater than {}", num(min)));
     }
-    if let Some(max) = bound("exclusiveMaximum")
-        && x >= max.as_f64().unwrap_or(0.0)
+    if let Some(max) = s.exclusive_maximum
+        && x >= max
     {
         fail(format!("Must be less than {}", num(max)));
     }
-    if let Some(m) = bound("multipleOf").and_then(Json::as_f64)
+    if let Some(m) = s.multiple_of
         && m != 0.0
         && (x / m).fract() != 0.0
     {
-        fail(format!("Must be a multiple of {}", crate::gotemplate::value::format_float_v(m)));
+        fail(format!("Must be a multiple of {}", num(m)));
     }
 }
 
-fn strings(s: &serde_json::Map<String, Json>, text: &str, fail: &mut dyn FnMut(String)) {
+fn strings(s: &Keywords, text: &str, fail: &mut dyn FnMut(String)) {
     let len = text.chars().count() as u64;
-    if let Some(min) = s.get("minLength").and_then(Json::as_u64)
+    if let Some(min) = s.min_length
         && len < min
     {
         fail(format!("String length must be greater than or equal to {min}"));
     }
-    if let Some(max) = s.get("maxLength").and_then(Json::as_u64)
+    if let Some(max) = s.max_length
         && len > max
     {
         fail(format!("String length must be less than or equal to {max}"));
     }
-    if let Some(p) = s.get("pattern").and_then(Json::as_str)
+    if let Some(p) = &s.pattern
         && regex::Regex::new(p).is_ok_and(|re| !re.is_match(text))
     {
         fail(format!("Does not match pattern '{p}'"));
     }
 }
 
-fn object(
-    s: &serde_json::Map<String, Json>,
-    map: &serde_json::Map<String, Json>,
-    path: &str,
-    errors: &mut Vec<String>,
-) {
-    for r in s.get("required").and_then(Json::as_array).into_iter().flatten().filter_map(Json::as_str) {
+fn arrays(s: &Keywords, items: &[Json], path: &str, errors: &mut Vec<String>) {
+    if let Some(min) = s.min_items
+        && (items.len() as u64) < min
+    {
+        errors.push(format!("{path}: Array must have at least {min} items"));
+    }
+    if let Some(max) = s.max_items
+        && (items.len() as u64) > max
+    {
+        errors.push(format!("{path}: Array must have at most {max} items"));
+    }
+    if let Some(item_schema) = &s.items {
+        for (i, item) in items.iter().enumerate() {
+            check(item_schema, item, &child(path, &i.to_string()), errors);
+        }
+    }
+}
+
+fn object(s: &Keywords, map: &serde_json::Map<String, Json>, path: &str, errors: &mut Vec<String>) {
+    for r in s.required.iter().flatten() {
         if !map.contains_key(r) {
             errors.push(format!("{path}: {r} is required"));
         }
     }
-    let props = s.get("properties").and_then(Json::as_object);
-    if let Some(props) = props {
+    if let Some(props) = &s.properties {
         for (k, sub) in props {
             if let Some(v) = map.get(k) {
                 check(sub, v, &child(path, k), errors);
             }
         }
     }
-    if s.get("additionalProperties") == Some(&Json::Bool(false)) {
-        for k in map.keys().filter(|k| props.is_none_or(|p| !p.contains_key(*k))) {
+    if s.additional_properties == Some(false) {
+        let listed = |k: &str| s.properties.as_ref().is_some_and(|p| p.contains_key(k));
+        for k in map.keys().filter(|k| !listed(k)) {
             errors.push(format!("{path}: Additional property {k} is not allowed"));
         }
     }
@@ -188,7 +257,7 @@ mod tests {
 
     fn errors(schema: Json, v: Json) -> Vec<String> {
         let mut out = Vec::new();
-        check(&schema, &v, "(root)", &mut out);
+        check(&serde_json::from_value(schema).unwrap(), &v, "(root)", &mut out);
         out
     }
 
@@ -213,6 +282,21 @@ mod tests {
         assert!(
             errors(serde_json::json!({"type": "number"}), serde_json::json!(3)).is_empty(),
             "an integer is a number"
+        );
+    }
+
+    #[test]
+    fn boolean_schemas_and_keywords_of_another_type() {
+        let schema = serde_json::json!({"properties": {"any": true, "none": false,
+            "n": {"minimum": "3", "maximum": 5, "items": [{"type": "string"}], "const": null}}});
+        assert_eq!(
+            errors(schema, serde_json::json!({"any": 1, "none": 1, "n": 7})),
+            ["n: n does not match: null", "n: Must be less than or equal to 5", "none: False always fails validation"],
+            "a minimum that is no number and items as a list are not checked; the other keywords are"
+        );
+        assert!(
+            serde_json::from_str::<Schema>("\"a string\"").is_err(),
+            "a chart whose schema is no schema fails to load"
         );
     }
 }

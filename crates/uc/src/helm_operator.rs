@@ -104,12 +104,9 @@ fn hook(
                     (f.status, f.objects)
                 }
             };
-            Ok(SyncResponse {
-                status: Some(answer.0),
-                children: answer.1,
-                resync_after_seconds: resync,
-                finalized: None,
-            })
+            let status = serde_json::to_value(&answer.0)
+                .map_err(|e| uc_engine::hooks::HookError::Failed(format!("status: {e}")))?;
+            Ok(SyncResponse { status: Some(status), children: answer.1, resync_after_seconds: resync, finalized: None })
         })
     })
 }

@@ -49,32 +49,45 @@ fn install_then_nothing_then_upgrade() {
         sts["spec"]["template"]["spec"]["containers"][0]["image"], "memcached:1.6",
         "overrideValues win over the spec"
     );
-    assert_eq!(first.status["conditions"][1]["reason"], "InstallSuccessful");
+    assert_eq!(first.status.conditions[1].reason, "InstallSuccessful");
     let pdb = first.objects.iter().find(|o| o["kind"] == "PodDisruptionBudget").expect("the post-install hook is kept");
     assert_eq!(pdb["spec"]["minAvailable"], 1);
     assert_eq!(first.release.hooks[0]["events"], serde_json::json!(["post-upgrade", "post-install"]));
-    assert_eq!(first.status["deployedRelease"]["name"], "memcached-sample");
+    assert_eq!(first.status.deployed_release.as_ref().unwrap().name, "memcached-sample");
     let stored = vec![release::from_secret(secrets(&first.objects)[0]).unwrap()];
     assert_eq!(stored[0].config["replicaCount"], 3);
 
-    let again =
-        sync(&chart(), &watch(), &cr(3, first.status.clone()), &stored, "2026-11-28T10:05:00Z", &caps, None).unwrap();
+    let again = sync(
+        &chart(),
+        &watch(),
+        &cr(3, serde_json::to_value(&first.status).unwrap()),
+        &stored,
+        "2026-11-28T10:05:00Z",
+        &caps,
+        None,
+    )
+    .unwrap();
     assert_eq!(again.objects, first.objects, "an unchanged resource writes nothing new");
     assert_eq!(again.status, first.status, "nor changes its status");
 
-    let up =
-        sync(&chart(), &watch(), &cr(5, first.status.clone()), &stored, "2026-11-28T10:10:00Z", &caps, None).unwrap();
+    let up = sync(
+        &chart(),
+        &watch(),
+        &cr(5, serde_json::to_value(&first.status).unwrap()),
+        &stored,
+        "2026-11-28T10:10:00Z",
+        &caps,
+        None,
+    )
+    .unwrap();
     assert_eq!(up.release.version, 2);
     let kept: Vec<Release> = secrets(&up.objects).iter().map(|s| release::from_secret(s).unwrap()).collect();
     let states: Vec<(i64, String)> =
         kept.iter().map(|r| (r.version, r.info.as_ref().unwrap().status.clone())).collect();
     assert_eq!(states, [(1, "superseded".to_string()), (2, "deployed".to_string())]);
     assert_eq!(kept[1].info.as_ref().unwrap().first_deployed, "2026-11-28T10:00:00Z");
-    assert_eq!(up.status["conditions"][1]["reason"], "UpgradeSuccessful");
-    assert_eq!(
-        up.status["conditions"][1]["lastTransitionTime"], "2026-11-28T10:00:00Z",
-        "still True since the install"
-    );
+    assert_eq!(up.status.conditions[1].reason, "UpgradeSuccessful");
+    assert_eq!(up.status.conditions[1].last_transition_time, "2026-11-28T10:00:00Z", "still True since the install");
 }
 
 #[test]
@@ -87,8 +100,8 @@ fn a_chart_that_fails_reports_release_failed_with_helms_words() {
     let f = sync(&c, &watch(), &cr(1, Json::Null), &[], "2026-11-28T10:00:00Z", &Capabilities::default(), None)
         .unwrap_err();
     assert_eq!(f.message, "execution error at (memcached/templates/bad.yaml:1:3): size is required");
-    assert_eq!(f.status["conditions"][1]["type"], "ReleaseFailed");
-    assert_eq!(f.status["conditions"][1]["reason"], "InstallError");
+    assert_eq!(f.status.conditions[1].type_, "ReleaseFailed");
+    assert_eq!(f.status.conditions[1].reason, "InstallError");
     assert!(f.objects.is_empty(), "nothing was deployed before");
 }
 
@@ -99,9 +112,18 @@ fn a_failed_upgrade_keeps_the_last_deployed_release() {
     let stored = vec![first.release.clone()];
     let mut c = chart();
     c.templates.push(crate::chart::File { name: "templates/bad.yaml".into(), data: b"{{ fail \"no\" }}".to_vec() });
-    let f = sync(&c, &watch(), &cr(5, first.status.clone()), &stored, "2026-11-28T10:10:00Z", &caps, None).unwrap_err();
-    assert_eq!(f.status["conditions"][1]["reason"], "UpgradeError");
-    assert_eq!(f.status["deployedRelease"], first.status["deployedRelease"]);
+    let f = sync(
+        &c,
+        &watch(),
+        &cr(5, serde_json::to_value(&first.status).unwrap()),
+        &stored,
+        "2026-11-28T10:10:00Z",
+        &caps,
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(f.status.conditions[1].reason, "UpgradeError");
+    assert_eq!(f.status.deployed_release, first.status.deployed_release);
     let mut kept = f.objects.clone();
     kept.sort_by_key(|o| o.to_string());
     let mut before = first.objects.clone();
