@@ -355,3 +355,33 @@ def test_joining_again_updates_the_clusters_endpoint(planes, tmp_path):
     wait_for(lambda: cluster_state() == ("https://127.0.0.1:1", "False"), timeout=60, message="m3 unready at the wrong address")
     join(members["m3"].kubeconfig)
     wait_for(lambda: cluster_state() == (good, "True"), timeout=60, message="m3 ready again at its address")
+
+
+def test_a_work_whose_manifest_labels_are_no_map_fails_with_its_field_and_the_plane_goes_on(planes):
+    """Karmada's Work CRD keeps its manifests as they are written (no embedded-resource checks), so anyone
+    who may write a Work can hand the execution controller a manifest whose labels are a string: that
+    Work reports the field, and the Works after it are still applied."""
+    cp, members = planes
+    def work(name, labels):
+        return json.dumps({"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
+                           "metadata": {"name": name, "namespace": "karmada-es-m3"},
+                           "spec": {"workload": {"manifests": [{"apiVersion": "v1", "kind": "ConfigMap",
+                               "metadata": {"name": name, "namespace": "default", "labels": labels},
+                               "data": {"k": "v"}}]}}})
+    cp.kubectl("create", "-f", "-", input=work("odd-labels", "not-a-map"))
+    cp.kubectl("create", "-f", "-", input=work("plain-labels", {"team": "a"}))
+
+    def applied(name):
+        r = cp.kubectl("get", "work", name, "-n", "karmada-es-m3", "-o", "json")
+        conds = json.loads(r.stdout).get("status", {}).get("conditions", [])
+        return next((c for c in conds if c["type"] == "Applied"), None)
+
+    bad = wait_for(lambda: applied("odd-labels"), timeout=30, message="the odd Work's Applied condition")
+    assert bad["status"] == "False"
+    assert "spec.workload.manifests[0].metadata.labels: must be an object" in bad["message"]
+    good = wait_for(lambda: applied("plain-labels"), timeout=30, message="the plain Work's Applied condition")
+    assert good["status"] == "True", good
+    cm = json.loads(members["m3"].kubectl("get", "configmap", "plain-labels", "-o", "json").stdout)
+    assert cm["metadata"]["labels"] == {"team": "a", "karmada.io/managed": "true"}
+    assert members["m3"].kubectl("get", "configmap", "odd-labels", check=False).returncode != 0
+    cp.kubectl("delete", "work", "odd-labels", "plain-labels", "-n", "karmada-es-m3")

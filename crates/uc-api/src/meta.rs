@@ -1,7 +1,7 @@
 //! Object metadata read from and written to objects held as JSON: the one home of the small helpers
 //! every layer needs (names, deletion state, finalizers, controller ownerReferences).
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::Pointer;
 
@@ -68,6 +68,43 @@ pub fn controller_owner_reference(owner: &Value) -> Value {
     })
 }
 
+/// A part of an object that must be a map to be written into holds something else (a manifest from
+/// outside the API server: a bundle's, a Work's).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: must be an object")]
+pub struct NotAMap {
+    /// `metadata`, `metadata.labels`, ... (empty: the object itself).
+    pub path: String,
+}
+
+/// `v` as a map, made one when it is absent (`null`); anything else is refused.
+fn map_at<'a>(v: &'a mut Value, path: &str) -> Result<&'a mut Map<String, Value>, NotAMap> {
+    if v.is_null() {
+        *v = Value::Object(Map::new());
+    }
+    v.as_object_mut().ok_or_else(|| NotAMap { path: path.to_string() })
+}
+
+/// `metadata.<field>` (`labels`, `annotations`) of an object to write into: made, with `metadata`,
+/// when absent or null; an error naming the field when either holds something other than a map
+/// (written over, it would lose what it holds).
+pub fn meta_map_mut<'a>(obj: &'a mut Value, field: &str) -> Result<&'a mut Map<String, Value>, NotAMap> {
+    let meta = map_at(map_at(obj, "")?.entry("metadata").or_insert(Value::Null), "metadata")?;
+    map_at(meta.entry(field).or_insert(Value::Null), &format!("metadata.{field}"))
+}
+
+/// Sets `metadata.labels[key]` (see [`meta_map_mut`]).
+pub fn set_label(obj: &mut Value, key: &str, value: &str) -> Result<(), NotAMap> {
+    meta_map_mut(obj, "labels")?.insert(key.to_string(), Value::String(value.to_string()));
+    Ok(())
+}
+
+/// Sets `metadata.annotations[key]` (see [`meta_map_mut`]).
+pub fn set_annotation(obj: &mut Value, key: &str, value: &str) -> Result<(), NotAMap> {
+    meta_map_mut(obj, "annotations")?.insert(key.to_string(), Value::String(value.to_string()));
+    Ok(())
+}
+
 /// A typed object as the JSON the dynamic paths (hook answers, the dynamic client) carry. Kubernetes
 /// objects always encode; `Null` stands for one that would not.
 pub fn json_of<T: serde::Serialize>(object: &T) -> Value {
@@ -77,6 +114,27 @@ pub fn json_of<T: serde::Serialize>(object: &T) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_and_annotations_are_written_into_maps_only() {
+        let mut o = json!({"kind": "ConfigMap"});
+        set_label(&mut o, "a", "1").unwrap();
+        set_annotation(&mut o, "b", "2").unwrap();
+        assert_eq!(o["metadata"], json!({"labels": {"a": "1"}, "annotations": {"b": "2"}}));
+        let mut nulls = json!({"metadata": {"labels": null}});
+        set_label(&mut nulls, "a", "1").unwrap();
+        assert_eq!(nulls["metadata"]["labels"], json!({"a": "1"}), "null is an absence");
+        for (mut bad, path) in [
+            (json!({"metadata": {"labels": "x"}}), "metadata.labels"),
+            (json!({"metadata": []}), "metadata"),
+            (json!("x"), ""),
+        ] {
+            let before = bad.clone();
+            assert_eq!(set_label(&mut bad, "a", "1"), Err(NotAMap { path: path.into() }));
+            assert_eq!(bad, before, "what it held is not written over");
+        }
+        assert_eq!(NotAMap { path: "metadata.labels".into() }.to_string(), "metadata.labels: must be an object");
+    }
 
     #[test]
     fn reads_metadata() {

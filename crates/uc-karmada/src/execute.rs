@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use serde::Deserialize;
 use serde_json::{Value, json};
-use uc_api::meta::{finalizers, is_deleting, str_at};
+use uc_api::meta::{NotAMap, finalizers, is_deleting, set_annotation, set_label, str_at};
 
 use crate::binding::{self, BINDING_ID, EXECUTION_FINALIZER};
 use crate::error::PlaneError;
@@ -53,6 +53,18 @@ fn manifests(w: &Value) -> Vec<Value> {
     w.pointer("/spec/workload/manifests").and_then(Value::as_array).cloned().unwrap_or_default()
 }
 
+/// A manifest as a member gets it: marked as Karmada's, with the Work it came from. A manifest whose
+/// labels or annotations are not a map is refused with its field (written over, they would be lost).
+fn stamped(mut manifest: Value, w: &Value, i: usize) -> Result<Value, NotAMap> {
+    let mut stamp = || {
+        set_label(&mut manifest, MANAGED, "true")?;
+        set_annotation(&mut manifest, WORK_NAME, str_at(w, "/metadata/name"))?;
+        set_annotation(&mut manifest, WORK_NAMESPACE, str_at(w, "/metadata/namespace"))
+    };
+    let at = |path: &str| format!("spec.workload.manifests[{i}]{}{path}", if path.is_empty() { "" } else { "." });
+    stamp().map(|()| manifest).map_err(|e| NotAMap { path: at(&e.path) })
+}
+
 /// A Work's status, if it has one that reads.
 fn work_status(w: &Value) -> Option<WorkStatus> {
     w.get("status").and_then(|s| WorkStatus::deserialize(s).ok())
@@ -76,10 +88,10 @@ async fn apply_in_member(
     let mut namespaces = HashSet::new();
     let mut statuses = Vec::new();
     for (i, manifest) in manifests(w).into_iter().enumerate() {
-        let mut manifest = manifest;
-        manifest["metadata"]["labels"][MANAGED] = json!("true");
-        manifest["metadata"]["annotations"][WORK_NAME] = json!(str_at(w, "/metadata/name"));
-        manifest["metadata"]["annotations"][WORK_NAMESPACE] = json!(str_at(w, "/metadata/namespace"));
+        let manifest = match stamped(manifest, w, i) {
+            Ok(m) => m,
+            Err(e) => return failed(previous, &e.to_string(), now),
+        };
         let (av, kind) = (str_at(&manifest, "/apiVersion").to_string(), str_at(&manifest, "/kind").to_string());
         let (ns, name) =
             (str_at(&manifest, "/metadata/namespace").to_string(), str_at(&manifest, "/metadata/name").to_string());
@@ -196,4 +208,22 @@ pub async fn aggregate(plane: &Plane, scheduled: &Scheduled, now: &str) -> Resul
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manifest_is_stamped_with_its_work_or_refused_with_its_field() {
+        let work = json!({"metadata": {"name": "w", "namespace": "karmada-es-m1"}});
+        let m =
+            stamped(json!({"kind": "ConfigMap", "metadata": {"name": "c", "labels": {"a": "b"}}}), &work, 0).unwrap();
+        assert_eq!(m["metadata"]["labels"], json!({"a": "b", MANAGED: "true"}));
+        assert_eq!(m["metadata"]["annotations"], json!({WORK_NAME: "w", WORK_NAMESPACE: "karmada-es-m1"}));
+        let bad = stamped(json!({"kind": "ConfigMap", "metadata": {"name": "c", "annotations": "x"}}), &work, 2);
+        assert_eq!(bad.unwrap_err().to_string(), "spec.workload.manifests[2].metadata.annotations: must be an object");
+        let whole = stamped(json!([1]), &work, 0).unwrap_err();
+        assert_eq!(whole.to_string(), "spec.workload.manifests[0]: must be an object");
+    }
 }

@@ -10,7 +10,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBind
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use uc_api::meta::json_of;
+use uc_api::meta::{NotAMap, json_of, meta_str, set_annotation, set_label};
 
 use crate::config::SubscriptionConfig;
 use crate::csv::Csv;
@@ -180,8 +180,8 @@ fn controller_account(csv: &Csv) -> Option<&str> {
 /// writes its children with that account's rights only), unless it names an account itself: a
 /// UniversalController through `spec.serviceAccountName`, a Metacontroller controller through uc's
 /// annotation. Other objects are returned as they are.
-fn acting_as(mut o: Value, account: Option<&str>, namespace: &str) -> Value {
-    let Some(sa) = account else { return o };
+fn acting_as(mut o: Value, account: Option<&str>, namespace: &str) -> Result<Value, PlanError> {
+    let Some(sa) = account else { return Ok(o) };
     match kind_of(&o) {
         "UniversalController"
             if o.pointer("/spec/serviceAccountName").and_then(Value::as_str).is_none_or(str::is_empty) =>
@@ -194,12 +194,18 @@ fn acting_as(mut o: Value, account: Option<&str>, namespace: &str) -> Value {
         "CompositeController" | "DecoratorController" => {
             let annotations = o.pointer("/metadata/annotations").and_then(Value::as_object);
             if !annotations.is_some_and(|a| a.contains_key(SERVICE_ACCOUNT_ANNOTATION)) {
-                o["metadata"]["annotations"][SERVICE_ACCOUNT_ANNOTATION] = json!(format!("{namespace}/{sa}"));
+                let account = format!("{namespace}/{sa}");
+                set_annotation(&mut o, SERVICE_ACCOUNT_ANNOTATION, &account).map_err(|e| metadata_error(&o, e))?;
             }
         }
         _ => {}
     }
-    o
+    Ok(o)
+}
+
+/// A bundle's object whose labels or annotations cannot be written.
+fn metadata_error(o: &Value, error: NotAMap) -> PlanError {
+    PlanError::Metadata { object: format!("{} {:?}", kind_of(o), meta_str(o, "name")), error }
 }
 
 /// The annotation naming the account a Metacontroller controller acts as (uc's engine reads it).
@@ -225,6 +231,9 @@ pub enum PlanError {
     /// A Deployment does not encode.
     #[error("a Deployment: {0}")]
     Encode(serde_json::Error),
+    /// A bundle's object has labels or annotations (or metadata) that are not a map.
+    #[error("{object}: {error}")]
+    Metadata { object: String, error: NotAMap },
     /// The Subscription's `spec.config` does not read.
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
@@ -258,30 +267,35 @@ pub fn steps(bundle: &Bundle, namespace: &str) -> Result<Vec<Step>, PlanError> {
         .map(|o| {
             let mut crd = o.clone();
             if let Some(label) = &package_label {
-                crd["metadata"]["labels"][label] = json!("");
+                set_label(&mut crd, label, "").map_err(|e| metadata_error(o, e))?;
             }
-            step(crd, false)
+            Ok(step(crd, false))
         })
-        .collect();
+        .collect::<Result<_, PlanError>>()?;
     // Sent as OLM sends it: through operator-framework/api's Go types.
     let mut csv_object = csv_manifest.clone();
     crate::go_zero::fill_csv(&mut csv_object);
     out.push(step(csv_object, true));
     let owned = |mut o: Value| {
-        o["metadata"]["labels"][OWNER_LABEL] = json!(csv.name());
-        o["metadata"]["labels"][OWNER_NAMESPACE_LABEL] = json!(namespace);
-        o["metadata"]["labels"][OWNER_KIND_LABEL] = json!("ClusterServiceVersion");
-        o
+        let owner = [
+            (OWNER_LABEL, csv.name()),
+            (OWNER_NAMESPACE_LABEL, namespace),
+            (OWNER_KIND_LABEL, "ClusterServiceVersion"),
+        ];
+        for (label, value) in owner {
+            set_label(&mut o, label, value).map_err(|e| metadata_error(&o, e))?;
+        }
+        Ok::<_, PlanError>(o)
     };
-    out.extend(rbac(&csv, namespace).into_iter().map(|o| {
+    for o in rbac(&csv, namespace) {
         let namespaced = o.pointer("/metadata/namespace").is_some();
-        step(owned(o), namespaced)
-    }));
+        out.push(step(owned(o)?, namespaced));
+    }
     let account = controller_account(&csv);
     for o in
         bundle.objects.iter().filter(|o| !matches!(kind_of(o), "CustomResourceDefinition" | "ClusterServiceVersion"))
     {
-        let o = &acting_as(o.clone(), account, namespace);
+        let o = &acting_as(o.clone(), account, namespace)?;
         let cluster_scoped = matches!(
             kind_of(o),
             "ClusterRole"
@@ -293,7 +307,7 @@ pub fn steps(bundle: &Bundle, namespace: &str) -> Result<Vec<Step>, PlanError> {
                 | "CompositeController"
                 | "DecoratorController"
         );
-        out.push(step(owned(o.clone()), !cluster_scoped));
+        out.push(step(owned(o.clone())?, !cluster_scoped));
     }
     Ok(out)
 }
@@ -420,6 +434,19 @@ mod tests {
         assert_eq!(status["resource"]["group"], "operators.coreos.com");
         assert_eq!(status["resource"]["kind"], "ClusterServiceVersion");
         assert_eq!(status["resolving"], "memcached.v0.1.0");
+    }
+
+    #[test]
+    fn a_bundle_object_whose_labels_are_no_map_is_refused_with_its_field() {
+        let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "metrics", "labels": "x"}});
+        let bundle = bundle_from_objects("memcached", vec![svc, csv_object()]).unwrap();
+        let e = steps(&bundle, "operators").unwrap_err();
+        assert_eq!(e.to_string(), "Service \"metrics\": metadata.labels: must be an object");
+        let composite = json!({"apiVersion": "metacontroller.k8s.io/v1alpha1", "kind": "CompositeController",
+                               "metadata": {"name": "c", "annotations": ["x"]}});
+        let bundle = bundle_from_objects("memcached", vec![composite, csv_object()]).unwrap();
+        let e = steps(&bundle, "operators").unwrap_err();
+        assert_eq!(e.to_string(), "CompositeController \"c\": metadata.annotations: must be an object");
     }
 
     #[test]

@@ -264,15 +264,9 @@ pub(crate) fn name_suffix(seed: &str) -> String {
         .collect()
 }
 
-/// Sets `metadata.labels[key]` (of an object or a pod template).
-pub(crate) fn set_label(obj: &mut Value, key: &str, value: &str) {
-    if !obj.get("metadata").is_some_and(Value::is_object) {
-        obj["metadata"] = json!({});
-    }
-    if !obj["metadata"].get("labels").is_some_and(Value::is_object) {
-        obj["metadata"]["labels"] = json!({});
-    }
-    obj["metadata"]["labels"][key] = json!(value);
+/// Sets `metadata.labels[key]` of a pod or a pod template a hook writes (`uc_api::meta::set_label`).
+pub(crate) fn set_label(obj: &mut Value, key: &str, value: &str) -> Result<(), HookError> {
+    uc_api::meta::set_label(obj, key, value).map_err(|e| HookError::InvalidResponse(format!("a pod template's {e}")))
 }
 
 /// Test support: a request written as JSON (`parent`, `children`, `related`; the rest defaulted).

@@ -93,8 +93,8 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
         }
         let mut pod = pod_from_template(template, &pod_name, ds.metadata.namespace.as_deref());
         pod["spec"]["nodeName"] = json!(node);
-        set_label(&mut pod, HASH_LABEL, &hash);
-        set_label(&mut pod, "uc.njuics.cn/daemonset", name);
+        set_label(&mut pod, HASH_LABEL, &hash)?;
+        set_label(&mut pod, "uc.njuics.cn/daemonset", name)?;
         children.push(pod);
     }
     let misscheduled = views.iter().filter(|(_, p)| p.active() && !nodes.iter().any(|n| n == p.node())).count();

@@ -228,7 +228,7 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
     // The newest revision stays; a template that comes back (a rollback) is a new revision, as in kube.
     let newest = old.iter().chain(&new_rs).map(Observed::revision).max().unwrap_or(0);
     let mut rs_template = template.clone();
-    set_label(&mut rs_template, HASH_LABEL, &hash);
+    set_label(&mut rs_template, HASH_LABEL, &hash)?;
     let mut selector = request.parent["spec"]["selector"].clone();
     if !selector.is_object() {
         selector = json!({});

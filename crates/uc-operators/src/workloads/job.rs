@@ -113,7 +113,7 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
             slot += 1;
             if !taken.contains(&candidate) {
                 let mut pod = pod_from_template(&request.parent["spec"]["template"], &candidate, namespace);
-                set_label(&mut pod, "job-name", name);
+                set_label(&mut pod, "job-name", name)?;
                 children.push(pod);
             }
         }

@@ -92,7 +92,7 @@ fn replicas(
         }
         // Only a new pod carries the parent's label: a kept one is named, not written (see `kept_pod`).
         let mut pod = pod_from_template(template, &candidate, namespace);
-        set_label(&mut pod, label, name);
+        set_label(&mut pod, label, name)?;
         out.push(pod);
     }
     let counts = Counts { replicas: kept.len() as i32, ready: ready as i32 };

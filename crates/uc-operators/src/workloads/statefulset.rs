@@ -29,7 +29,7 @@ fn pvc_name(template: &PersistentVolumeClaim, set: &str, i: usize) -> String {
 }
 
 /// The pod of ordinal `i`, from the template as written.
-fn pod_for(sts: &StatefulSet, template: &Value, set: &str, i: usize) -> Value {
+fn pod_for(sts: &StatefulSet, template: &Value, set: &str, i: usize) -> Result<Value, HookError> {
     let name = format!("{set}-{i}");
     let mut pod = pod_from_template(template, &name, sts.metadata.namespace.as_deref());
     let spec = &mut pod["spec"];
@@ -46,9 +46,9 @@ fn pod_for(sts: &StatefulSet, template: &Value, set: &str, i: usize) -> Value {
     if !volumes.is_empty() {
         spec["volumes"] = Value::Array(volumes);
     }
-    set_label(&mut pod, "statefulset.kubernetes.io/pod-name", &name);
-    set_label(&mut pod, "apps.kubernetes.io/pod-index", &i.to_string());
-    pod
+    set_label(&mut pod, "statefulset.kubernetes.io/pod-name", &name)?;
+    set_label(&mut pod, "apps.kubernetes.io/pod-index", &i.to_string())?;
+    Ok(pod)
 }
 
 fn claim_templates(sts: &StatefulSet) -> &[PersistentVolumeClaim] {
@@ -108,12 +108,12 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
                 // A finished pod is replaced (deleted now, created on a later sync).
                 continue;
             }
-            Some(_) => desired_pods.push((i, pod_for(&sts, template, set, i))),
+            Some(_) => desired_pods.push((i, pod_for(&sts, template, set, i)?)),
             None => {
                 // OrderedReady: create ordinal i only once 0..i are Running and Ready.
                 let lower_ready = (0..i).all(|j| by_ordinal(j).is_some_and(running_ready));
                 if parallel || lower_ready {
-                    desired_pods.push((i, pod_for(&sts, template, set, i)));
+                    desired_pods.push((i, pod_for(&sts, template, set, i)?));
                     if !parallel {
                         // One new pod per step; its readiness brings the next.
                         let later_missing = (i + 1..replicas).any(|j| by_ordinal(j).is_none());
