@@ -18,6 +18,8 @@ pub struct Manifest {
     /// Its `helm.sh/hook` events (`pre-install`, `test`…), empty when it is no hook.
     pub hooks: Vec<String>,
     pub hook_weight: i64,
+    /// Its `helm.sh/hook-delete-policy` values (a hook's; a release records them).
+    pub hook_delete_policies: Vec<String>,
 }
 
 /// Kinds in the order Helm installs them; other kinds after, by name.
@@ -114,11 +116,12 @@ pub fn sort(files: &BTreeMap<String, String>) -> Result<(Vec<Manifest>, Vec<Mani
                 message: format!("error converting YAML to JSON: {}", crate::chart::go_yaml_error(&e.to_string())),
             })?;
             let s = |p: &str| head.pointer(p).and_then(Json::as_str).unwrap_or("").to_string();
-            let hook_events: Vec<String> = head
-                .pointer("/metadata/annotations/helm.sh~1hook")
-                .and_then(Json::as_str)
-                .map(|h| h.split(',').map(|e| e.trim().to_lowercase()).collect())
-                .unwrap_or_default();
+            // A comma-separated annotation's values, trimmed and lower-cased (`operateAnnotationValues`).
+            let listed = |p: &str| -> Vec<String> {
+                let text = head.pointer(p).and_then(Json::as_str);
+                text.map(|h| h.split(',').map(|e| e.trim().to_lowercase()).collect()).unwrap_or_default()
+            };
+            let hook_events = listed("/metadata/annotations/helm.sh~1hook");
             let m = Manifest {
                 source: path.clone(),
                 content: doc,
@@ -126,6 +129,7 @@ pub fn sort(files: &BTreeMap<String, String>) -> Result<(Vec<Manifest>, Vec<Mani
                 name: s("/metadata/name"),
                 hooks: hook_events,
                 hook_weight: s("/metadata/annotations/helm.sh~1hook-weight").parse().unwrap_or(0),
+                hook_delete_policies: listed("/metadata/annotations/helm.sh~1hook-delete-policy"),
             };
             if m.hooks.is_empty() { generic.push(m) } else { hooks.push(m) }
         }

@@ -50,7 +50,7 @@ fn last_deployed(history: &[Release], namespace: &str) -> Vec<Json> {
         history.iter().rev().find(|r| r.info.as_ref().is_some_and(|i| i.status == release::status::DEPLOYED));
     let mut out = Vec::new();
     if let Some(r) = deployed {
-        let hook_docs = r.hooks.iter().filter_map(|h| h.get("manifest").and_then(Json::as_str).map(str::to_string));
+        let hook_docs = r.hooks.iter().map(|h| h.manifest.clone());
         for doc in crate::manifests::split(&r.manifest).into_iter().chain(hook_docs) {
             if let Ok(obj) = object_in(&doc, &r.name, namespace) {
                 out.push(obj);
@@ -96,12 +96,18 @@ fn kept_hooks(rendering: &crate::Rendering) -> impl Iterator<Item = &crate::mani
     rendering.hooks.iter().filter(|h| h.hooks.iter().any(|e| KEPT_HOOK_EVENTS.contains(&e.as_str())))
 }
 
-/// A hook as a release records it (`release.Hook`).
-fn hook_record(h: &crate::manifests::Manifest) -> Json {
-    serde_json::json!({
-        "name": h.name, "kind": h.kind, "path": h.source, "manifest": h.content,
-        "events": h.hooks, "last_run": {"started_at": "", "completed_at": "", "phase": ""}, "weight": h.hook_weight,
-    })
+/// A hook as a release records it (`release.Hook`), not run yet.
+fn hook_record(h: &crate::manifests::Manifest) -> release::Hook {
+    release::Hook {
+        name: h.name.clone(),
+        kind: h.kind.clone(),
+        path: h.source.clone(),
+        manifest: h.content.clone(),
+        events: h.hooks.clone(),
+        last_run: release::HookExecution::default(),
+        weight: h.hook_weight,
+        delete_policies: h.hook_delete_policies.clone(),
+    }
 }
 
 /// Helm's ownership marks on what a release applies (`helm upgrade` and `helm uninstall` by hand find

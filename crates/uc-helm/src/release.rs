@@ -10,13 +10,17 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
 use crate::chart::Chart;
 
 /// The Secret type of Helm 3's releases.
 pub const SECRET_TYPE: &str = "helm.sh/release.v1";
 
-/// Go's zero `time.Time` in JSON.
-pub const ZERO_TIME: &str = "0001-01-01T00:00:00Z";
+/// A zero time as Helm writes it (its `helm/pkg/time` marshals the zero `time.Time` as `""`).
+pub const ZERO_TIME: &str = "";
 
 /// A release's state (Helm's `release.Status`).
 pub mod status {
@@ -35,7 +39,7 @@ pub struct Info {
     pub first_deployed: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub last_deployed: String,
-    /// Not `omitempty` in Helm: the zero time when never deleted.
+    /// Not `omitempty` in Helm: `""` (the zero time) when never deleted.
     #[serde(default)]
     pub deleted: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -62,7 +66,7 @@ pub struct Release {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub manifest: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub hooks: Vec<Json>,
+    pub hooks: Vec<Hook>,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub version: i64,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -71,6 +75,40 @@ pub struct Release {
 
 fn is_zero(n: &i64) -> bool {
     *n == 0
+}
+
+/// `release.Hook`: a hook of the release, as its manifest was rendered.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Hook {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// The template it came from (`chart/templates/x.yaml`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub path: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub manifest: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<String>,
+    /// Written even when the hook never ran (a Go struct is never empty to `omitempty`).
+    #[serde(default)]
+    pub last_run: HookExecution,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub weight: i64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delete_policies: Vec<String>,
+}
+
+/// `release.HookExecution`: when a hook last ran and how it went (all empty: it never ran).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HookExecution {
+    #[serde(default)]
+    pub started_at: String,
+    #[serde(default)]
+    pub completed_at: String,
+    #[serde(default)]
+    pub phase: String,
 }
 
 /// Why a stored release cannot be read.
@@ -132,7 +170,7 @@ pub fn decode(data: &str) -> Result<Release, ReleaseError> {
 /// The Secret storing `release` (in the release's namespace), as a Kubernetes object.
 pub fn to_secret(release: &Release) -> Json {
     let status = release.info.as_ref().map(|i| i.status.clone()).unwrap_or_default();
-    let labels: BTreeMap<&str, String> = [
+    let labels: BTreeMap<String, String> = [
         ("name", release.name.clone()),
         ("owner", "helm".to_string()),
         ("status", status),
@@ -140,16 +178,21 @@ pub fn to_secret(release: &Release) -> Json {
         ("modifiedAt", modified_at(release).to_string()),
     ]
     .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
     .collect();
-    // `data` holds base64 of the bytes; Helm's bytes are already the base64 text of the gzip.
-    let data = base64::engine::general_purpose::STANDARD.encode(encode(release));
-    serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": secret_name(&release.name, release.version), "namespace": release.namespace, "labels": labels},
-        "type": SECRET_TYPE,
-        "data": {"release": data},
-    })
+    // `data` holds the bytes (base64 on the wire); Helm's bytes are already the base64 text of the gzip.
+    let secret = Secret {
+        metadata: ObjectMeta {
+            name: Some(secret_name(&release.name, release.version)),
+            namespace: Some(release.namespace.clone()),
+            labels: Some(labels),
+            ..Default::default()
+        },
+        type_: Some(SECRET_TYPE.into()),
+        data: Some([("release".to_string(), ByteString(encode(release).into_bytes()))].into()),
+        ..Default::default()
+    };
+    serde_json::to_value(secret).unwrap_or_default()
 }
 
 /// Helm's `modifiedAt` label: when the release was last written — its last deployment, so that writing
@@ -232,7 +275,7 @@ mod tests {
             flate2::read::GzDecoder::new(gz.as_slice()).read_to_end(&mut out).unwrap();
             serde_json::from_slice(&out).unwrap()
         };
-        assert_eq!(json["info"]["deleted"], ZERO_TIME, "Helm writes the zero time, not omits it");
+        assert_eq!(json["info"]["deleted"], "", "Helm writes the zero time as \"\", not omits it");
         assert_eq!(json["version"], 1);
         let plain = base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(&release()).unwrap());
         assert_eq!(decode(&plain).unwrap(), release(), "uncompressed releases (Helm 3.0) read too");
@@ -255,5 +298,22 @@ mod tests {
         let ours = crate::manifest(&chart, &crate::gotemplate::Value::Nil, &options).unwrap();
         assert_eq!(ours.manifest, r.manifest);
         assert_eq!(ours.hooks.len(), r.hooks.len());
+    }
+
+    #[test]
+    fn a_release_helm_wrote_is_written_back_field_for_field() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+        let secret: Json =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("helm-release-secret.json")).unwrap()).unwrap();
+        let data = secret["data"]["release"].as_str().unwrap();
+        let gz = base64::engine::general_purpose::STANDARD
+            .decode(base64::engine::general_purpose::STANDARD.decode(data).unwrap())
+            .unwrap();
+        let mut helms = Vec::new();
+        flate2::read::GzDecoder::new(gz.as_slice()).read_to_end(&mut helms).unwrap();
+        let helms: Json = serde_json::from_slice(&helms).unwrap();
+        let r = from_secret(&secret).unwrap();
+        assert_eq!(r.hooks[0].events, ["test"]);
+        assert_eq!(serde_json::to_value(&r).unwrap(), helms, "the hooks' never-run last_run and deleted: \"\" too");
     }
 }

@@ -52,7 +52,7 @@ fn install_then_nothing_then_upgrade() {
     assert_eq!(first.status.conditions[1].reason, "InstallSuccessful");
     let pdb = first.objects.iter().find(|o| o["kind"] == "PodDisruptionBudget").expect("the post-install hook is kept");
     assert_eq!(pdb["spec"]["minAvailable"], 1);
-    assert_eq!(first.release.hooks[0]["events"], serde_json::json!(["post-upgrade", "post-install"]));
+    assert_eq!(first.release.hooks[0].events, ["post-upgrade", "post-install"]);
     assert_eq!(first.status.deployed_release.as_ref().unwrap().name, "memcached-sample");
     let stored = vec![release::from_secret(secrets(&first.objects)[0]).unwrap()];
     assert_eq!(stored[0].config["replicaCount"], 3);
