@@ -25,22 +25,21 @@ pub struct FailedTask {
     pub message: String,
 }
 
-/// `ansibleResult` of the status conditions.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// `ansibleResult` of the status conditions (the SDK's `AnsibleResult`). Read back from a status as
+/// `NewAnsibleResultFromMap` reads it: a count that is not an integer is 0.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
+    #[serde(default, deserialize_with = "crate::status::lenient")]
     pub ok: i64,
+    #[serde(default, deserialize_with = "crate::status::lenient")]
     pub changed: i64,
+    #[serde(default, deserialize_with = "crate::status::lenient")]
     pub skipped: i64,
+    #[serde(default, deserialize_with = "crate::status::lenient")]
     pub failures: i64,
     /// When the run ended, as the SDK prints it (`2006-01-02T15:04:05.99999999+00:00`).
+    #[serde(default, deserialize_with = "crate::status::lenient")]
     pub completion: String,
-}
-
-impl Stats {
-    pub fn to_json(&self) -> Value {
-        serde_json::json!({"ok": self.ok, "changed": self.changed, "skipped": self.skipped,
-            "failures": self.failures, "completion": self.completion})
-    }
 }
 
 /// What a run came to.

@@ -2,9 +2,11 @@
 //! `Running`, `Successful` and `Failure`, with `ansibleResult` on the condition that reports a run.
 //! Other status fields (those a playbook writes with `k8s_status`) are kept as they are.
 
-use serde_json::{Map, Value, json};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
 
-use crate::events::Outcome;
+use crate::events::{Outcome, Stats};
 
 pub const RUNNING: &str = "Running";
 pub const SUCCESSFUL: &str = "Successful";
@@ -14,19 +16,49 @@ const RUNNING_MESSAGE: &str = "Running reconciliation";
 const AWAITING_MESSAGE: &str = "Awaiting next reconciliation";
 const SUCCESSFUL_MESSAGE: &str = "Last reconciliation succeeded";
 
-/// One condition, as the SDK's `createConditionFromMap` reads it (defaults for missing fields).
-#[derive(Clone, Debug, PartialEq)]
+/// One condition (the SDK's `Condition`), read as `createConditionFromMap` reads it: a field of
+/// another type than the SDK's is its default (`Running`, `True`, now, no result, "").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct Condition {
+    #[serde(rename = "type", default = "running_type", deserialize_with = "lenient_or_running")]
     type_: String,
+    #[serde(default = "true_status", deserialize_with = "lenient_or_true")]
     status: String,
+    /// Empty when it did not read: [`Status::read`] makes it now.
+    #[serde(default, deserialize_with = "lenient")]
     last_transition_time: String,
-    ansible_result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    ansible_result: Option<Stats>,
+    #[serde(default, deserialize_with = "lenient")]
     reason: String,
+    #[serde(default, deserialize_with = "lenient")]
     message: String,
 }
 
+fn running_type() -> String {
+    RUNNING.into()
+}
+
+fn true_status() -> String {
+    "True".into()
+}
+
+/// A field read as `T`, or `T`'s default when it is of another type.
+pub(crate) fn lenient<'de, D: Deserializer<'de>, T: DeserializeOwned + Default>(d: D) -> Result<T, D::Error> {
+    Ok(T::deserialize(Value::deserialize(d)?).unwrap_or_default())
+}
+
+fn lenient_or_running<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(Value::deserialize(d)?).ok().flatten().unwrap_or_else(running_type))
+}
+
+fn lenient_or_true<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(Value::deserialize(d)?).ok().flatten().unwrap_or_else(true_status))
+}
+
 impl Condition {
-    fn new(type_: &str, status: bool, result: Option<Value>, reason: &str, message: &str, now: &str) -> Self {
+    fn new(type_: &str, status: bool, result: Option<Stats>, reason: &str, message: &str, now: &str) -> Self {
         Condition {
             type_: type_.into(),
             status: if status { "True" } else { "False" }.into(),
@@ -35,27 +67,6 @@ impl Condition {
             reason: reason.into(),
             message: message.into(),
         }
-    }
-
-    fn read(m: &Map<String, Value>, now: &str) -> Self {
-        let s = |k: &str, d: &str| m.get(k).and_then(Value::as_str).unwrap_or(d).to_string();
-        Condition {
-            type_: s("type", RUNNING),
-            status: s("status", "True"),
-            last_transition_time: s("lastTransitionTime", now),
-            ansible_result: m.get("ansibleResult").filter(|v| v.is_object()).cloned(),
-            reason: s("reason", ""),
-            message: s("message", ""),
-        }
-    }
-
-    fn to_json(&self) -> Value {
-        let mut v = json!({"type": self.type_, "status": self.status, "lastTransitionTime": self.last_transition_time,
-            "reason": self.reason, "message": self.message});
-        if let Some(r) = &self.ansible_result {
-            v["ansibleResult"] = r.clone();
-        }
-        v
     }
 }
 
@@ -68,8 +79,16 @@ struct Status {
 impl Status {
     fn read(status: Option<&Value>, now: &str) -> Self {
         let mut custom = status.and_then(Value::as_object).cloned().unwrap_or_default();
+        // A condition that is not an object goes, as in the SDK.
+        let read = |c: &Value| {
+            let mut c = Condition::deserialize(c).ok()?;
+            if c.last_transition_time.is_empty() {
+                c.last_transition_time = now.into();
+            }
+            Some(c)
+        };
         let conditions = match custom.remove("conditions") {
-            Some(Value::Array(a)) => a.iter().filter_map(Value::as_object).map(|m| Condition::read(m, now)).collect(),
+            Some(Value::Array(a)) => a.iter().filter(|c| c.is_object()).filter_map(read).collect(),
             _ => Vec::new(),
         };
         Status { conditions, custom }
@@ -105,7 +124,7 @@ impl Status {
 
     fn into_json(self) -> Value {
         let mut m = self.custom;
-        m.insert("conditions".into(), Value::Array(self.conditions.iter().map(Condition::to_json).collect()));
+        m.insert("conditions".into(), serde_json::to_value(&self.conditions).unwrap_or_default());
         Value::Object(m)
     }
 }
@@ -121,7 +140,7 @@ pub fn running(status: Option<&Value>, now: &str) -> Value {
 /// `markDone`: after a run that reported its stats.
 pub fn done(status: Option<&Value>, outcome: &Outcome, now: &str) -> Value {
     let mut s = Status::read(status, now);
-    let result = outcome.stats.as_ref().map(|st| st.to_json());
+    let result = outcome.stats.clone();
     if outcome.successful() {
         s.set(Condition::new(RUNNING, true, result, SUCCESSFUL, AWAITING_MESSAGE, now));
         s.set(Condition::new(SUCCESSFUL, true, None, SUCCESSFUL, SUCCESSFUL_MESSAGE, now));
@@ -145,8 +164,10 @@ pub fn error(status: Option<&Value>, message: &str, now: &str) -> Value {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
-    use crate::events::{FailedTask, Stats};
+    use crate::events::FailedTask;
 
     fn cond<'a>(status: &'a Value, type_: &str) -> &'a Value {
         status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == type_).unwrap()
@@ -206,5 +227,16 @@ mod tests {
             1,
             "a condition that is not an object goes, as in the SDK"
         );
+        let junk = json!({"conditions": [{"type": 3, "status": null, "reason": 5, "lastTransitionTime": [],
+            "ansibleResult": {"ok": "many", "changed": 2, "completion": 7, "extra": 1}}, {"type": "Failure", "ansibleResult": "x"}]});
+        let read = Status::read(Some(&junk), "T9");
+        let first = &read.conditions[0];
+        assert_eq!(
+            (first.type_.as_str(), first.status.as_str(), first.reason.as_str(), first.last_transition_time.as_str()),
+            (RUNNING, "True", "", "T9"),
+            "createConditionFromMap's defaults for fields of another type"
+        );
+        assert_eq!(first.ansible_result, Some(Stats { changed: 2, ..Default::default() }));
+        assert_eq!(read.conditions[1].ansible_result, None, "a result that is no map is none");
     }
 }
