@@ -29,16 +29,16 @@ pub struct FailedTask {
 /// `NewAnsibleResultFromMap` reads it: a count that is not an integer is 0.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
-    #[serde(default, deserialize_with = "crate::status::lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     pub ok: i64,
-    #[serde(default, deserialize_with = "crate::status::lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     pub changed: i64,
-    #[serde(default, deserialize_with = "crate::status::lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     pub skipped: i64,
-    #[serde(default, deserialize_with = "crate::status::lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     pub failures: i64,
     /// When the run ended, as the SDK prints it (`2006-01-02T15:04:05.99999999+00:00`).
-    #[serde(default, deserialize_with = "crate::status::lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     pub completion: String,
 }
 

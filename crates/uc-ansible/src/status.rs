@@ -2,7 +2,6 @@
 //! `Running`, `Successful` and `Failure`, with `ansibleResult` on the condition that reports a run.
 //! Other status fields (those a playbook writes with `k8s_status`) are kept as they are.
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
@@ -26,13 +25,13 @@ struct Condition {
     #[serde(default = "true_status", deserialize_with = "lenient_or_true")]
     status: String,
     /// Empty when it did not read: [`Status::read`] makes it now.
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     last_transition_time: String,
-    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "uc_api::lenient::or_default")]
     ansible_result: Option<Stats>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     reason: String,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     message: String,
 }
 
@@ -42,11 +41,6 @@ fn running_type() -> String {
 
 fn true_status() -> String {
     "True".into()
-}
-
-/// A field read as `T`, or `T`'s default when it is of another type.
-pub(crate) fn lenient<'de, D: Deserializer<'de>, T: DeserializeOwned + Default>(d: D) -> Result<T, D::Error> {
-    Ok(T::deserialize(Value::deserialize(d)?).unwrap_or_default())
 }
 
 fn lenient_or_running<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {

@@ -408,24 +408,34 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, DurationError> {
     parse_go_duration(s)
 }
 
-/// Parses Go's `time.ParseDuration` grammar only (`0`, `30s`, `1h30m`; a bare `30` is refused, as Go
-/// refuses it), read by `kube::core::Duration`; never negative. What the Operator SDK's watches files
-/// and annotations hold (`reconcilePeriod`, `reconcile-period`).
-pub fn parse_go_duration(s: &str) -> Result<std::time::Duration, DurationError> {
+/// Go's `time.ParseDuration`, in (signed) nanoseconds: `1h30m`, `-1.5s`, `+300ms`, `2µs`, read by
+/// `kube::core::Duration`, with Go's refusals kube-core lacks (no number — `""`, `-`, a second sign —
+/// and past an int64 of nanoseconds, about 292 years). Sprig's `dateModify` and `durationRound` read it.
+pub fn parse_go_nanos(s: &str) -> Result<i64, DurationError> {
+    let unsigned = s.strip_prefix(['-', '+']).unwrap_or(s);
     // Go refuses a duration without a number; kube-core reads `""` and `-` as zero.
-    if !s.trim_start_matches(['-', '+']).starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+    if !unsigned.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
         return Err(DurationError(format!("invalid duration {s:?}")));
     }
     let d: kube_core::Duration = s.parse().map_err(|e| DurationError(format!("invalid duration {s:?}: {e}")))?;
-    if d.is_negative() {
-        return Err(DurationError(format!("invalid duration {s:?}: negative")));
-    }
-    let d: std::time::Duration = d.into();
-    // Go's is an int64 of nanoseconds (about 292 years).
-    if d.as_nanos() > i64::MAX as u128 {
+    let negative = d.is_negative();
+    let nanos = std::time::Duration::from(d).as_nanos();
+    let limit = if negative { 1u128 << 63 } else { (1u128 << 63) - 1 };
+    if nanos > limit {
         return Err(DurationError(format!("invalid duration {s:?}: past Go's 2^63 nanoseconds")));
     }
-    Ok(d)
+    // In range by the check above: i64::MIN's magnitude wraps to itself.
+    let n = nanos as u64 as i64;
+    Ok(if negative { n.wrapping_neg() } else { n })
+}
+
+/// Parses Go's `time.ParseDuration` grammar only (`0`, `30s`, `1h30m`; a bare `30` is refused, as Go
+/// refuses it, [`parse_go_nanos`]); never negative. What the Operator SDK's watches files and
+/// annotations hold (`reconcilePeriod`, `reconcile-period`).
+pub fn parse_go_duration(s: &str) -> Result<std::time::Duration, DurationError> {
+    let nanos = parse_go_nanos(s)?;
+    let nanos = u64::try_from(nanos).map_err(|_| DurationError(format!("invalid duration {s:?}: negative")))?;
+    Ok(std::time::Duration::from_nanos(nanos))
 }
 
 /// Seconds of a Go duration ([`parse_go_duration`]), or none where it does not read.
@@ -563,5 +573,28 @@ mod tests {
             assert!(parse_go_duration(refused).is_err(), "{refused:?} is not a Go duration uc takes");
         }
         assert_eq!((go_seconds("1m30s"), go_seconds("90")), (Some(90.0), None));
+    }
+
+    #[test]
+    fn signed_durations_as_gos_parse_duration_reads_them() {
+        let s = 1_000_000_000;
+        for (text, nanos) in [
+            ("1h30m", 5400 * s),
+            ("-1.5s", -1_500_000_000),
+            ("+300ms", 300_000_000),
+            ("2µs", 2_000),
+            ("2μs", 2_000),
+            ("1h2m5.5s", 3725 * s + s / 2),
+            ("0", 0),
+            ("-0", 0),
+            ("2562047h", 2_562_047 * 3600 * s),
+            ("-2562047h", -2_562_047 * 3600 * s),
+        ] {
+            assert_eq!(parse_go_nanos(text), Ok(nanos), "{text}");
+        }
+        // time: invalid duration / missing unit / unknown unit / overflow, as Go refuses them.
+        for text in ["", "-", "+", "+-5s", "--5s", "5", "1d", "s", "2562048h", "-2562048h"] {
+            assert!(parse_go_nanos(text).is_err(), "{text:?}");
+        }
     }
 }

@@ -223,9 +223,16 @@ async fn handle(app: Arc<App>, req: Request<Incoming>, peer: Option<Arc<crate::a
         }
         _ => None,
     };
-    let mut response = match handle_inner(&app, req, peer).await {
-        Ok(r) => r,
-        Err(e) => error_response(&e),
+    // A request that panics the server is answered as kube-apiserver's WithPanicRecovery answers it;
+    // the connection and every other request go on.
+    let mut response = match uc_api::panics::unwound(handle_inner(&app, req, peer)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => error_response(&e),
+        Err(panic) => {
+            tracing::error!(%method, %path, %panic, "a request panicked the API server");
+            let text = "This request caused apiserver to panic. Look in the logs for details.\n";
+            crate::app::bytes_response(500, text, "text/plain; charset=utf-8")
+        }
     };
     if let (Some(log), Some((received, uri, user))) = (&app.audit, audit) {
         let r = crate::audit::Request {

@@ -34,11 +34,13 @@ struct Cluster {
     _dir: tempfile::TempDir,
 }
 
-/// The hook: `spec.replicas` ConfigMaps `<parent>-<i>` holding `spec.value`; status `{value}`.
+/// The hook: `spec.replicas` ConfigMaps `<parent>-<i>` holding `spec.value`; status `{value}`. It
+/// panics on the value `boom` (a native hook with a bug).
 fn configmaps(request: SyncRequest) -> Result<SyncResponse, HookError> {
     let parent = &request.parent;
     let name = parent["metadata"]["name"].as_str().ok_or_else(|| HookError::Config("no name".into()))?;
     let value = parent["spec"]["value"].clone();
+    assert_ne!(value, "boom", "the hook met boom");
     let replicas = parent["spec"]["replicas"].as_u64().unwrap_or(1);
     let children: Vec<Value> = (0..replicas)
         .map(|i| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("{name}-{i}")}, "data": {"value": value}}))
@@ -339,6 +341,32 @@ async fn rolling_in_place_moves_children_through_revisions() {
     .await;
     let children = list.items[0].data["children"].to_string();
     assert!(["p-0", "p-1", "p-2"].iter().all(|n| children.contains(n)), "{children}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_that_panics_fails_its_reconcile_and_the_parent_syncs_again() {
+    let c = Cluster::start().await;
+    c.controller("InPlace").await;
+    let p: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "test.uc.dev/v1", "kind": "Foo", "metadata": {"name": "p"},
+        "spec": {"replicas": 1, "value": "boom"}
+    }))
+    .expect("parent");
+    c.foos().create(&PostParams::default(), &p).await.expect("parent");
+    let events: Api<Event> = Api::namespaced(c.client.clone(), NS);
+    let message = eventually("an InternalError event on the parent", || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("InternalError") && e.involved_object.name.as_deref() == Some("p"))
+            .and_then(|e| e.message)
+    })
+    .await;
+    assert!(message.contains("the reconcile panicked") && message.contains("the hook met boom"), "{message}");
+    // The parent was let go by the reconcile that panicked: its next change syncs.
+    c.change("v2").await;
+    c.synced("v2").await;
+    c.children_at("v2", 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -39,6 +39,26 @@ pub enum ChartError {
 }
 
 impl Chart {
+    /// Helm's `ValidateAgainstSchema`: the failures of `values` against the chart's schema and of each
+    /// subchart's part against its own, listed under the chart's name; `None` when there are none.
+    pub fn values_failures(&self, values: &Json) -> Option<String> {
+        let mut out = String::new();
+        let errors = self.schema.as_ref().map(|s| crate::schema::failures(s, values)).unwrap_or_default();
+        if !errors.is_empty() {
+            out.push_str(&format!("{}:\n", self.name()));
+            for e in errors {
+                out.push_str(&format!("- {e}\n"));
+            }
+        }
+        for sub in &self.dependencies {
+            let sub_values = values.get(sub.name()).cloned().unwrap_or(Json::Object(Default::default()));
+            if let Some(e) = sub.values_failures(&sub_values) {
+                out.push_str(&e);
+            }
+        }
+        (!out.is_empty()).then_some(out)
+    }
+
     /// The chart's name (`Chart.yaml`'s `name`).
     pub fn name(&self) -> &str {
         self.metadata.get("name").and_then(Json::as_str).unwrap_or("")

@@ -62,7 +62,7 @@ pub struct Rendering {
 pub fn manifest(chart: &Chart, user_values: &gotemplate::Value, options: &Options) -> Result<Rendering, HelmError> {
     check_dependencies(chart)?;
     let values = values::coalesce(chart, user_values);
-    if let Some(e) = schema::validate(chart, &values.to_json()) {
+    if let Some(e) = chart.values_failures(&values.to_json()) {
         return Err(HelmError::from(format!(
             "values don't meet the specifications of the schema(s) in the following chart(s):\n{e}"
         )));

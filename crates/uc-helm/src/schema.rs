@@ -1,13 +1,10 @@
-//! A chart's `values.schema.json` checked as Helm checks it (xeipuuv/gojsonschema, JSON Schema draft 7):
-//! the coalesced values of the chart and of each subchart against its own schema, every failure listed
-//! as `- <field>: <description>` in gojsonschema's words under the chart's name.
+//! A chart's `values.schema.json` checked as Helm checks it (xeipuuv/gojsonschema, JSON Schema draft 7),
+//! every failure in gojsonschema's words (`Chart::values_failures` walks the chart and its subcharts).
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value as Json;
-
-use crate::chart::Chart;
 
 /// A JSON Schema: `true` (anything), `false` (nothing) or keywords.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -22,41 +19,41 @@ pub enum Schema {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Keywords {
-    #[serde(rename = "type", default, deserialize_with = "lenient")]
+    #[serde(rename = "type", default, deserialize_with = "uc_api::lenient::or_default")]
     types: Option<Types>,
-    #[serde(rename = "enum", default, deserialize_with = "lenient")]
+    #[serde(rename = "enum", default, deserialize_with = "uc_api::lenient::or_default")]
     one_of_values: Option<Vec<Json>>,
     /// `const`, present even when it is `null`.
     #[serde(rename = "const", default, deserialize_with = "present")]
     constant: Option<Json>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     minimum: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     maximum: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     exclusive_minimum: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     exclusive_maximum: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     multiple_of: Option<f64>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     min_length: Option<u64>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     max_length: Option<u64>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     pattern: Option<String>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     min_items: Option<u64>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     max_items: Option<u64>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     items: Option<Box<Schema>>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     required: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     properties: Option<BTreeMap<String, Schema>>,
     /// Only `false` is checked (a schema for the other properties is not).
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     additional_properties: Option<bool>,
 }
 
@@ -68,36 +65,16 @@ enum Types {
     Many(Vec<String>),
 }
 
-/// A keyword read as `T`, or absent when it is not one.
-fn lenient<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned>(d: D) -> Result<Option<T>, D::Error> {
-    Ok(serde_json::from_value(Json::deserialize(d)?).ok())
-}
-
 /// A keyword whose `null` is a value, not an absence.
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Json>, D::Error> {
     Json::deserialize(d).map(Some)
 }
 
-/// Helm's `ValidateAgainstSchema`: the failures of `chart` and its subcharts, or `None`.
-pub fn validate(chart: &Chart, values: &Json) -> Option<String> {
-    let mut out = String::new();
-    if let Some(schema) = &chart.schema {
-        let mut errors = Vec::new();
-        check(schema, values, "(root)", &mut errors);
-        if !errors.is_empty() {
-            out.push_str(&format!("{}:\n", chart.name()));
-            for e in errors {
-                out.push_str(&format!("- {e}\n"));
-            }
-        }
-    }
-    for sub in &chart.dependencies {
-        let sub_values = values.get(sub.name()).cloned().unwrap_or(Json::Object(Default::default()));
-        if let Some(e) = validate(sub, &sub_values) {
-            out.push_str(&e);
-        }
-    }
-    (!out.is_empty()).then_some(out)
+/// The failures of `values` against `schema`, each `<field>: <description>` in gojsonschema's words.
+pub fn failures(schema: &Schema, values: &Json) -> Vec<String> {
+    let mut errors = Vec::new();
+    check(schema, values, "(root)", &mut errors);
+    errors
 }
 
 /// gojsonschema's name of a JSON value's type (a number without a fraction is an integer).

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::HelmError;
-use crate::sprig::parse_go_duration;
 use serde::Deserialize;
 use serde_json::Value as Json;
 
@@ -74,7 +73,7 @@ pub fn parse(text: &str, dir: &Path, env: &dyn Fn(&str) -> Option<String>) -> Re
             return Err(HelmError::from(format!("duplicate GVK: {gvk}")));
         }
         // As the SDK reads it (a metav1.Duration): Go's grammar, here never negative.
-        if let Some(p) = e.reconcile_period.as_deref().filter(|p| parse_go_duration(p).is_none_or(|n| n < 0)) {
+        if let Some(p) = e.reconcile_period.as_deref().filter(|p| uc_api::controller::parse_go_duration(p).is_err()) {
             return Err(HelmError::from(format!("watches[{i}].reconcilePeriod: invalid duration {p:?}")));
         }
         let chart = PathBuf::from(&e.chart);

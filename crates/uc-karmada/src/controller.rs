@@ -33,10 +33,18 @@ pub async fn run(client: kube::Client, resolver: uc_engine::names::Resolver) {
     let mut interpreter = Cached::default();
     loop {
         let started = tokio::time::Instant::now();
-        if let Err(e) = pass(&mut plane, &mut with_crds, &mut interpreter).await {
-            tracing::warn!(error = %e, "control plane pass incomplete");
-            // A kind may have been installed or removed.
-            plane.kinds.forget();
+        // A pass that panics (an input no check foresaw) is a failed pass: the next one runs.
+        match uc_api::panics::unwound(pass(&mut plane, &mut with_crds, &mut interpreter)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "control plane pass incomplete");
+                // A kind may have been installed or removed.
+                plane.kinds.forget();
+            }
+            Err(panic) => {
+                tracing::error!(%panic, "control plane pass panicked");
+                plane.kinds.forget();
+            }
         }
         tokio::time::sleep_until(started + PERIOD).await;
     }

@@ -37,11 +37,17 @@ const SETTLE: Duration = Duration::from_millis(30);
 /// (`triggers.rs`), and at the latest after `IN_FLIGHT` or `RESYNC`.
 pub async fn run(mut olm: Olm, wake: std::sync::Arc<tokio::sync::Notify>) {
     loop {
-        let wait = match pass(&mut olm).await {
-            Ok(true) => IN_FLIGHT,
-            Ok(false) => RESYNC,
-            Err(e) => {
+        // A pass that panics (an input no check foresaw) is a failed pass: the next one runs.
+        let wait = match uc_api::panics::unwound(pass(&mut olm)).await {
+            Ok(Ok(true)) => IN_FLIGHT,
+            Ok(Ok(false)) => RESYNC,
+            Ok(Err(e)) => {
                 tracing::warn!(error = %e, "lifecycle manager pass incomplete");
+                olm.kinds.forget();
+                RETRY
+            }
+            Err(panic) => {
+                tracing::error!(%panic, "lifecycle manager pass panicked");
                 olm.kinds.forget();
                 RETRY
             }

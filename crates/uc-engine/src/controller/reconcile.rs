@@ -80,7 +80,11 @@ impl Shared {
         }
         let _under_way = self.ctx.metrics.reconcile_started();
         let started = std::time::Instant::now();
-        let result = self.reconcile(&key).await;
+        // A panic (a native hook's, or the engine's own) fails this reconcile, not the controller: the
+        // key is released and retried with backoff like any failure.
+        let result = uc_api::panics::unwound(self.reconcile(&key)).await.unwrap_or_else(|panic| {
+            Err(SyncError::new(SyncReason::InternalError, format!("the reconcile panicked: {panic}")))
+        });
         self.ctx.metrics.reconcile_took(&self.name, started.elapsed());
         match result {
             Ok(()) => {

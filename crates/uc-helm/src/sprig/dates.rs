@@ -215,41 +215,9 @@ pub(super) fn register(f: &mut Funcs) {
     }
 }
 
-/// Go's `time.ParseDuration`, in nanoseconds: `1h30m`, `-1.5s`, `300ms`, `2µs`; None where Go refuses
-/// (no number, no unit or another, past `int64` nanoseconds). Its own reader of Go's grammar rather than
-/// kube-core's `Duration` (the other crates' one), which would bring k8s-openapi into a crate without
-/// Kubernetes types and reads `""` and `-` as zero where Go refuses them.
-pub(crate) fn parse_go_duration(s: &str) -> Option<i64> {
-    let (neg, mut rest) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s.strip_prefix('+').unwrap_or(s)),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total = 0f64;
-    while !rest.is_empty() {
-        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        let number: f64 = rest[..num_end].parse().ok()?;
-        rest = &rest[num_end..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let unit = match &rest[..unit_end] {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        total += number * unit;
-        rest = &rest[unit_end..];
-    }
-    // Go refuses what int64 nanoseconds cannot hold ("time: invalid duration").
-    (total < 9.223_372_036_854_775e18).then_some(if neg { -total } else { total } as i64)
+/// Go's `time.ParseDuration` in nanoseconds (`uc_api`'s reader), or none where Go refuses the text.
+fn parse_go_duration(s: &str) -> Option<i64> {
+    uc_api::controller::parse_go_nanos(s).ok()
 }
 
 /// Sprig's `durationRound`: a duration (Go string, int64 nanoseconds, or the time since a time) in its
@@ -313,26 +281,5 @@ mod tests {
         assert_eq!(go_duration(3725), "1h2m5s");
         assert_eq!(go_duration(45), "45s");
         assert_eq!(parse_with("2006-01-02", "2024-05-06").map(|t| t.timestamp()), Some(1714953600));
-    }
-
-    #[test]
-    fn durations_as_gos_parse_duration_reads_them() {
-        let s = 1_000_000_000;
-        for (text, nanos) in [
-            ("1h30m", 5400 * s),
-            ("-1.5s", -1_500_000_000),
-            ("+300ms", 300_000_000),
-            ("2µs", 2_000),
-            ("2μs", 2_000),
-            ("1h2m5.5s", 3725 * s + s / 2),
-            ("0", 0),
-            ("-0", 0),
-        ] {
-            assert_eq!(parse_go_duration(text), Some(nanos), "{text}");
-        }
-        // time: invalid duration / missing unit / unknown unit / overflow, as Go refuses them.
-        for text in ["", "-", "+", "+-5s", "5", "1d", "s", "3000000h"] {
-            assert_eq!(parse_go_duration(text), None, "{text:?}");
-        }
     }
 }

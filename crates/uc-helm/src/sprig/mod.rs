@@ -15,7 +15,6 @@ use crate::gotemplate::{Funcs, Value};
 
 pub use collections::deep_copy;
 pub use convert::{strval, to_f64, to_i64};
-pub(crate) use dates::parse_go_duration;
 
 /// Every Sprig function uc provides, by name.
 pub fn funcs() -> Funcs {
