@@ -29,6 +29,7 @@ ANY_KIND = {
     "crates/uc-api/src/hook.rs": "the hook protocol: parents and children of any kind",
     "crates/uc-api/src/pointer.rs": "JSON pointers into any object",
     "crates/uc-api/src/json_visit.rs": "the scalars of decoders of any object's JSON",
+    "crates/uc-api/src/lenient.rs": "a field of any JSON read as Go's map readers read it",
     "crates/uc-api/src/meta.rs": "metadata of any object",
     "crates/uc-api/src/selector.rs": "label and field selectors over any object",
     "crates/uc-api/src/conditions.rs": "status conditions of any object",
