@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HelmAppStatus {
+    #[serde(default, deserialize_with = "uc_api::lenient::or_default")]
     pub conditions: Vec<HelmAppCondition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployed_release: Option<HelmAppRelease>,
@@ -16,8 +17,9 @@ pub struct HelmAppStatus {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HelmAppCondition {
-    #[serde(rename = "type")]
+    #[serde(rename = "type", default)]
     pub type_: String,
+    #[serde(default)]
     pub status: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
@@ -37,8 +39,9 @@ pub struct HelmAppRelease {
 }
 
 impl HelmAppStatus {
-    /// The status a resource carries, read as the SDK reads it (`StatusFor`): what does not decode, or
-    /// is absent, is an empty status.
+    /// The status a resource carries, as the SDK's `StatusFor` reads it (absent or not an object: an
+    /// empty status), but field by field: where `StatusFor` empties a status whose conditions do not
+    /// decode, only the conditions go here, so the `deployedRelease` a failed render reports stays.
     pub fn of(status: Option<&serde_json::Value>) -> HelmAppStatus {
         status.and_then(|s| HelmAppStatus::deserialize(s).ok()).unwrap_or_default()
     }
@@ -73,7 +76,12 @@ mod tests {
         assert_eq!(old.condition("Deployed", "True", "UpgradeSuccessful", "", "t1").last_transition_time, "t0");
         assert_eq!(old.condition("Deployed", "False", "", "", "t1").last_transition_time, "t1");
         assert_eq!(old.condition("ReleaseFailed", "True", "", "", "t1").last_transition_time, "t1");
-        assert_eq!(HelmAppStatus::of(Some(&serde_json::json!({"conditions": 3}))), HelmAppStatus::default());
+        let odd = HelmAppStatus::of(Some(&serde_json::json!({"conditions": 3, "deployedRelease": {"name": "r"}})));
+        assert_eq!((odd.conditions.len(), odd.deployed_release.unwrap().name.as_str()), (0, "r"));
+        let partial = HelmAppStatus::of(Some(
+            &serde_json::json!({"conditions": [{"type": "Deployed", "lastTransitionTime": "t0"}]}),
+        ));
+        assert_eq!(partial.conditions[0].type_, "Deployed", "a condition without a status still reads");
         assert_eq!(HelmAppStatus::of(None), HelmAppStatus::default());
         let written = serde_json::to_value(old.condition("Initialized", "True", "", "", "t2")).unwrap();
         assert_eq!(written, serde_json::json!({"type": "Initialized", "status": "True", "lastTransitionTime": "t2"}));
