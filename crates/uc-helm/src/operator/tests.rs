@@ -27,7 +27,7 @@ fn watch() -> Watch {
     }
 }
 
-fn cr(replicas: i64, status: Json) -> Json {
+fn cr(replicas: i64, status: Option<&HelmAppStatus>) -> Json {
     serde_json::json!({"apiVersion": "cache.example.com/v1alpha1", "kind": "Memcached",
         "metadata": {"name": "memcached-sample", "namespace": "apps", "uid": "u1"},
         "spec": {"replicaCount": replicas, "pdbMinAvailable": 1}, "status": status})
@@ -40,7 +40,7 @@ fn secrets(objects: &[Json]) -> Vec<&Json> {
 #[test]
 fn install_then_nothing_then_upgrade() {
     let caps = Capabilities::default();
-    let first = sync(&chart(), &watch(), &cr(3, Json::Null), &[], "2026-11-28T10:00:00Z", &caps, None).unwrap();
+    let first = sync(&chart(), &watch(), &cr(3, None), &[], "2026-11-28T10:00:00Z", &caps, None).unwrap();
     assert_eq!(first.release.version, 1);
     let sts = first.objects.iter().find(|o| o["kind"] == "StatefulSet").expect("the chart's StatefulSet");
     assert_eq!(sts["spec"]["replicas"], 3);
@@ -57,29 +57,13 @@ fn install_then_nothing_then_upgrade() {
     let stored = vec![release::from_secret(secrets(&first.objects)[0]).unwrap()];
     assert_eq!(stored[0].config["replicaCount"], 3);
 
-    let again = sync(
-        &chart(),
-        &watch(),
-        &cr(3, serde_json::to_value(&first.status).unwrap()),
-        &stored,
-        "2026-11-28T10:05:00Z",
-        &caps,
-        None,
-    )
-    .unwrap();
+    let again =
+        sync(&chart(), &watch(), &cr(3, Some(&first.status)), &stored, "2026-11-28T10:05:00Z", &caps, None).unwrap();
     assert_eq!(again.objects, first.objects, "an unchanged resource writes nothing new");
     assert_eq!(again.status, first.status, "nor changes its status");
 
-    let up = sync(
-        &chart(),
-        &watch(),
-        &cr(5, serde_json::to_value(&first.status).unwrap()),
-        &stored,
-        "2026-11-28T10:10:00Z",
-        &caps,
-        None,
-    )
-    .unwrap();
+    let up =
+        sync(&chart(), &watch(), &cr(5, Some(&first.status)), &stored, "2026-11-28T10:10:00Z", &caps, None).unwrap();
     assert_eq!(up.release.version, 2);
     let kept: Vec<Release> = secrets(&up.objects).iter().map(|s| release::from_secret(s).unwrap()).collect();
     let states: Vec<(i64, String)> =
@@ -97,8 +81,7 @@ fn a_chart_that_fails_reports_release_failed_with_helms_words() {
         name: "templates/bad.yaml".into(),
         data: b"{{ required \"size is required\" .Values.size }}".to_vec(),
     });
-    let f = sync(&c, &watch(), &cr(1, Json::Null), &[], "2026-11-28T10:00:00Z", &Capabilities::default(), None)
-        .unwrap_err();
+    let f = sync(&c, &watch(), &cr(1, None), &[], "2026-11-28T10:00:00Z", &Capabilities::default(), None).unwrap_err();
     assert_eq!(f.message, "execution error at (memcached/templates/bad.yaml:1:3): size is required");
     assert_eq!(f.status.conditions[1].type_, "ReleaseFailed");
     assert_eq!(f.status.conditions[1].reason, "InstallError");
@@ -108,20 +91,11 @@ fn a_chart_that_fails_reports_release_failed_with_helms_words() {
 #[test]
 fn a_failed_upgrade_keeps_the_last_deployed_release() {
     let caps = Capabilities::default();
-    let first = sync(&chart(), &watch(), &cr(3, Json::Null), &[], "2026-11-28T10:00:00Z", &caps, None).unwrap();
+    let first = sync(&chart(), &watch(), &cr(3, None), &[], "2026-11-28T10:00:00Z", &caps, None).unwrap();
     let stored = vec![first.release.clone()];
     let mut c = chart();
     c.templates.push(crate::chart::File { name: "templates/bad.yaml".into(), data: b"{{ fail \"no\" }}".to_vec() });
-    let f = sync(
-        &c,
-        &watch(),
-        &cr(5, serde_json::to_value(&first.status).unwrap()),
-        &stored,
-        "2026-11-28T10:10:00Z",
-        &caps,
-        None,
-    )
-    .unwrap_err();
+    let f = sync(&c, &watch(), &cr(5, Some(&first.status)), &stored, "2026-11-28T10:10:00Z", &caps, None).unwrap_err();
     assert_eq!(f.status.conditions[1].reason, "UpgradeError");
     assert_eq!(f.status.deployed_release, first.status.deployed_release);
     let mut kept = f.objects.clone();
