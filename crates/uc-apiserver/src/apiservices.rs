@@ -133,8 +133,8 @@ pub async fn run(app: Arc<App>, mut stop: watch::Receiver<bool>) {
     let mut cursor = app.store.revision();
     let mut changed = true;
     loop {
-        if changed && let Err(e) = sync(&app).await {
-            tracing::warn!(error = %e, "listing the served groups as APIServices");
+        if changed {
+            crate::background::step("listing the served groups as APIServices", sync(&app)).await;
         }
         tokio::select! {
             r = revisions.changed() => if r.is_err() { return },

@@ -249,10 +249,9 @@ pub async fn run_signer(app: Arc<App>, mut stop: watch::Receiver<bool>) {
         };
         pending.dedup();
         for key in pending {
-            if let Some(obj) = app.store.get(&gr(), &key).filter(|o| wants_signing(o))
-                && let Err(e) = sign_one(&app, &app.config.data_dir, &key, &obj).await
-            {
-                tracing::warn!(csr = %key, error = %e, "signing a certificate request");
+            if let Some(obj) = app.store.get(&gr(), &key).filter(|o| wants_signing(o)) {
+                let signing = sign_one(&app, &app.config.data_dir, &key, &obj);
+                crate::background::step(format!("signing the certificate request {key}"), signing).await;
             }
         }
         tokio::select! {

@@ -132,7 +132,15 @@ async fn full_pass(app: &Arc<App>) -> tokio::time::Instant {
     tokio::time::Instant::now() + next_full_pass(spent)
 }
 
+/// Takes one item in; a step that panics is logged and left, like a step that failed, to a later
+/// pass: the collector goes on (see `background.rs`).
 async fn process(app: &Arc<App>, item: Item) {
+    if let Err(panicked) = uc_api::panics::unwound(step(app, item.clone())).await {
+        tracing::error!(?item, "gc step panicked: {panicked}; a later pass retries");
+    }
+}
+
+async fn step(app: &Arc<App>, item: Item) {
     let result = match item {
         Item::DependentsOf(uid) => {
             for (r, _) in app.store.dependents(&uid) {

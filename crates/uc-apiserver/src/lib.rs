@@ -8,6 +8,7 @@ pub mod apiservices;
 pub mod app;
 pub mod audit;
 pub mod auth;
+mod background;
 pub mod builtin;
 pub mod builtin_container;
 pub mod builtin_schemas;

@@ -148,7 +148,8 @@ pub(crate) struct Started {
 }
 
 impl Started {
-    /// Starts a pod's processes with `start` and records them, unless the node is stopping.
+    /// Starts a pod's processes with `start` and records them, unless the node is stopping; a pod
+    /// whose processes started already (its worker runs again after a panic) keeps them.
     pub(crate) fn start(
         &mut self,
         rx: &watch::Receiver<Arc<HeldPod>>,
@@ -158,9 +159,8 @@ impl Started {
         if self.closed {
             return None;
         }
-        let procs = start();
-        self.pods.insert(uid.to_string(), (procs.clone(), rx.clone()));
-        Some(procs)
+        let (procs, _) = self.pods.entry(uid.to_string()).or_insert_with(|| (start(), rx.clone()));
+        Some(procs.clone())
     }
 
     /// Forgets a pod whose processes have stopped.
@@ -207,7 +207,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_closed_table_starts_nothing_and_hands_over_what_started() {
+    async fn a_closed_table_starts_nothing_and_hands_over_what_started_and_a_pod_starts_once() {
         let mut started = Started::default();
         let mut pod = Pod::default();
         pod.metadata.uid = Some("a".into());
@@ -224,6 +224,8 @@ mod tests {
             )
         };
         let a = started.start(&rx, "a", procs).expect("an open table starts the pod");
+        let again = started.start(&rx, "a", || panic!("a pod's processes start once"));
+        assert!(again.is_some_and(|p| Arc::ptr_eq(&p, &a)), "a worker run again finds the processes started");
         assert!(started.start(&rx, "b", procs).is_some());
         started.remove("b");
         let handed = started.close();

@@ -95,6 +95,16 @@ impl Happened {
     pub fn failed(container: &str, message: &str) -> Happened {
         Happened::about(container, "Warning", "Failed", format!("Error: {message}"))
     }
+
+    /// The pod's worker failed (it panicked) and runs again: the kubelet's `FailedSync`.
+    pub fn failed_sync(error: &impl std::fmt::Display) -> Happened {
+        Happened {
+            container: None,
+            type_: "Warning",
+            reason: "FailedSync",
+            message: format!("error syncing pod: {error}"),
+        }
+    }
 }
 
 /// The pod as a kubelet names it in messages: `name_namespace(uid)`.

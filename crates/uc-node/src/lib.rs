@@ -51,6 +51,7 @@ pub mod simulate;
 pub mod spdy;
 pub mod status;
 pub mod volumes;
+mod worker;
 mod ws;
 
 pub use simulate::{EXIT_CODE, READY_DELAY, RUN_SECONDS, START_DELAY, simulate};
@@ -59,12 +60,9 @@ use allowlist::Allowlist;
 pub use context::NodeOptions;
 use context::{Ctx, Ips, SharedIps};
 use held_pod::HeldPod;
-use pod::PodProcesses;
-use pod_api::{
-    bind, finish_deletion, has_status, is_deleting, key_of, name, namespace, patch_status, pod_ip, spec, uid,
-};
-use prepare::{ephemeral_names, prepare_ephemeral, prepare_pod, refresh_volumes, update_images};
+use pod_api::{bind, is_deleting, key_of, pod_ip, spec, uid};
 use server::{PodEntry, Pods};
+use worker::{grace_of, kill_containers};
 
 /// A running node agent.
 pub struct Node {
@@ -102,11 +100,6 @@ impl Node {
             bridge.down().await;
         }
     }
-}
-
-fn grace_of(pod: &Pod) -> u64 {
-    let seconds = pod.metadata.deletion_grace_period_seconds.or(spec(pod).termination_grace_period_seconds);
-    seconds.and_then(|s| u64::try_from(s).ok()).unwrap_or(30)
 }
 
 /// The uids of the pods with directories on this node.
@@ -368,7 +361,7 @@ fn start_worker(ctx: &Arc<Ctx>, workers: &mut HashMap<String, watch::Sender<Arc<
             }
             let (tx, rx) = watch::channel(v);
             if real {
-                tokio::spawn(run_process_pod(ctx.clone(), rx));
+                tokio::spawn(worker::keep_running(ctx.clone(), rx));
             } else {
                 tokio::spawn(simulate::run_pod(ctx.client.clone(), rx, Arc::new(SharedIps(ctx.clone()))));
             }
@@ -404,21 +397,6 @@ async fn collect_garbage(pods_dir: PathBuf, keep: HashSet<String>, network: netw
         let _ = std::fs::remove_dir_all(e.path());
         if let network::Network::Bridged(cidr) = network {
             network::host::detach(&cidr, &uid).await;
-        }
-    }
-}
-
-/// Kills the containers of a pod directory whose shims still run (saying `why`): their records are
-/// about to go, and a process nobody has a record of would run on unseen.
-async fn kill_containers(pod_dir: &Path, why: &str) {
-    for c in std::fs::read_dir(pod_dir).into_iter().flatten().flatten() {
-        let dir = container::ContainerDir::new(pod_dir, &c.file_name().to_string_lossy());
-        if !dir.locked() {
-            continue;
-        }
-        if let Some(record) = dir.state().and_then(|s| dir.pid(s.run)) {
-            tracing::info!(container = %dir.path().display(), pid = record.pid, "{why}");
-            container::kill_leftovers(&record).await;
         }
     }
 }
@@ -460,168 +438,4 @@ fn runs_as_processes(pod: &Pod, allow: &Allowlist) -> bool {
     !spec.containers.is_empty()
         && spec.containers.iter().all(allowed)
         && spec.init_containers.iter().flatten().all(allowed)
-}
-
-/// Prepares a pod's containers (volumes, environment, network), reporting why it waits in
-/// ContainerCreating and trying again on a change or every 2 s; `None` when the pod goes first.
-async fn prepare_until_ready(
-    ctx: &Ctx,
-    rx: &mut watch::Receiver<Arc<HeldPod>>,
-    uid: &str,
-    ip: &str,
-    pod_dir: &std::path::Path,
-) -> Option<prepare::PreparedPod> {
-    loop {
-        let pod = rx.borrow_and_update().pod();
-        if is_deleting(&pod) && !container_dirs_exist(pod_dir) {
-            finish_deletion(&ctx.client, &pod).await;
-            release(ctx, uid, pod_dir).await;
-            return None;
-        }
-        let prepared = match prepare_pod(ctx, &pod, ip, pod_dir).await {
-            Ok(p) => wire(ctx, &pod, ip).await.map(|()| p),
-            Err(e) => Err(e),
-        };
-        match prepared {
-            Ok(p) => return Some(p),
-            Err((reason, message)) => {
-                let status = status::waiting_status(&pod, ip, &reason, &message);
-                if !has_status(&pod, &status) {
-                    let _ = patch_status(&ctx.client, (namespace(&pod), name(&pod)), &status).await;
-                }
-                tokio::select! {
-                    changed = rx.changed() => if changed.is_err() { return None },
-                    _ = tokio::time::sleep(Duration::from_secs(2)) => {}
-                }
-            }
-        }
-    }
-}
-
-async fn run_process_pod(ctx: Arc<Ctx>, mut rx: watch::Receiver<Arc<HeldPod>>) {
-    let first = rx.borrow().pod();
-    let uid = uid(&first).to_string();
-    let key = key_of(&first);
-    let ip = ctx.ips.lock().get(&uid, pod_ip(&first));
-    let pod_dir = ctx.options.pods_dir.join(&uid);
-    // Until its volumes and environment can be made, the pod waits in ContainerCreating.
-    let Some((init, containers)) = prepare_until_ready(&ctx, &mut rx, &uid, &ip, &pod_dir).await else { return };
-    let policy = spec(&first).restart_policy.clone().unwrap_or_else(|| "Always".into());
-    let ready_before: HashSet<String> = status::ready_containers(&first).into_iter().collect();
-    let words = events::pod_words(&first);
-    let start = || {
-        PodProcesses::start(pod_dir.clone(), ctx.options.shim.clone(), policy, (init, containers), ready_before, words)
-    };
-    // The node is going: nothing new starts.
-    let Some(procs) = ctx.started.lock().start(&rx, &uid, start) else { return };
-    // Closed when the worker ends with its pod.
-    let _host_ports = (ctx.options.network.bridged() && !pod_api::host_network(&first))
-        .then(|| ip.parse().ok().map(|addr| host_ports::serve(&first, addr)));
-    if let Some(e) = ctx.pods.lock().get_mut(&key).filter(|e| e.pod.uid() == uid) {
-        e.procs = Some(procs.clone());
-        e.ip = ip.clone();
-    }
-    tokio::spawn(refresh_volumes(ctx.clone(), rx.clone(), ip.clone(), pod_dir.clone()));
-    let mut running = first.clone();
-    let mut ephemeral: Vec<String> = Vec::new();
-    loop {
-        let pod = rx.borrow_and_update().pod();
-        if spec(&pod).containers != spec(&running).containers {
-            update_images(&ctx, &procs, &running, &pod, &ip, &pod_dir).await;
-            running = pod.clone();
-        }
-        if !is_deleting(&pod) {
-            for c in prepare_ephemeral(&ctx, &pod, &ip, &pod_dir, &ephemeral, &procs).await {
-                procs.add_ephemeral(c);
-            }
-            ephemeral = ephemeral_names(&pod);
-        }
-        if is_deleting(&pod) {
-            // `Killing` is recorded as the containers are told to stop, not once they have.
-            for container in procs.running() {
-                ctx.events.record(&pod, &events::Happened::killing(&container)).await;
-            }
-            procs.stop(Duration::from_secs(grace_of(&pod)), false).await;
-            finish_deletion(&ctx.client, &pod).await;
-            release(&ctx, &uid, &pod_dir).await;
-            return;
-        }
-        for happened in procs.take_events() {
-            ctx.events.record(&pod, &happened).await;
-        }
-        let states = procs.states.lock().clone();
-        let status = status::pod_status(&pod, &states, &ip);
-        if !has_status(&pod, &status)
-            && let Err(e) = patch_status(&ctx.client, (namespace(&pod), name(&pod)), &status).await
-        {
-            if matches!(&e, kube::Error::Api(s) if s.code == 404) {
-                if !ctx.shutting_down.load(Ordering::Acquire) {
-                    procs.stop(Duration::ZERO, false).await;
-                    release(&ctx, &uid, &pod_dir).await;
-                }
-                return;
-            }
-            tracing::debug!(error = %crate::pod_api::said(&e), "status update failed; retrying");
-        }
-        tokio::select! {
-            changed = rx.changed() => if changed.is_err() {
-                // The pod is gone (deleted without grace, or while the node was away) — unless the
-                // node is shutting down, which stops the pod its own way.
-                if !ctx.shutting_down.load(Ordering::Acquire) {
-                    procs.stop(Duration::ZERO, false).await;
-                    release(&ctx, &uid, &pod_dir).await;
-                }
-                return;
-            },
-            _ = procs.changed.notified() => {}
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-        }
-    }
-}
-
-/// Gives a pod of the bridged network its namespace on the bridge (a pod on the host's network, and
-/// every pod of the loopback network, has the machine's).
-async fn wire(ctx: &Ctx, pod: &Pod, ip: &str) -> Result<(), (String, String)> {
-    let network::Network::Bridged(cidr) = ctx.options.network else { return Ok(()) };
-    if pod_api::host_network(pod) {
-        return Ok(());
-    }
-    let failed = |m: String| ("FailedCreatePodSandBox".to_string(), format!("setting up the pod's network: {m}"));
-    let addr = ip.parse().map_err(|_| failed(format!("{ip:?} is not an IPv4 address")))?;
-    let open = ctx.wiring.read().await;
-    if !*open {
-        return Err(failed("the node is stopping".into()));
-    }
-    network::host::attach(&cidr, uid(pod), addr).await.map_err(|e| failed(e.0))
-}
-
-/// What a pod this node ran leaves behind goes: its directory, its network namespace, its address.
-async fn release(ctx: &Ctx, uid: &str, pod_dir: &Path) {
-    ctx.started.lock().remove(uid);
-    kill_containers(pod_dir, "killing a container left running by a pod that is done").await;
-    let _ = std::fs::remove_dir_all(pod_dir);
-    if let network::Network::Bridged(cidr) = ctx.options.network {
-        network::host::detach(&cidr, uid).await;
-    }
-    ctx.ips.lock().forget(uid);
-}
-
-/// Whether any container of the pod has left records (it ran, and may run still).
-fn container_dirs_exist(pod_dir: &Path) -> bool {
-    std::fs::read_dir(pod_dir).into_iter().flatten().flatten().any(|e| e.path().join("state.json").exists())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_pods_records_go_only_after_its_containers() {
-        let pod_dir = std::env::temp_dir().join(format!("uc-release-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&pod_dir);
-        let (_shim, record) = container::stand_in::running(&pod_dir, "c");
-        kill_containers(&pod_dir, "test").await;
-        assert!(!container::still_running(&record), "a container whose shim still ran is killed");
-        let _ = std::fs::remove_dir_all(&pod_dir);
-    }
 }

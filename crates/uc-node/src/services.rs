@@ -4,6 +4,7 @@
 //! no longer holds, as a kube-proxy's or a kubelet's informer does.
 
 use std::collections::BTreeSet;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -93,7 +94,8 @@ pub(crate) async fn watch(client: kube::Client, hosts: Option<Arc<HostsFiles>>, 
     tokio::join!(services, endpoints, slices);
 }
 
-/// Every object of one kind, handed to `set` as it comes and goes.
+/// Every object of one kind, handed to `set` as it comes and goes. An object `set` panics on is logged
+/// and skipped: the node's view of every other Service goes on.
 async fn follow<K>(api: Api<K>, set: impl Fn(&K, bool))
 where
     K: Resource + Default + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
@@ -104,9 +106,18 @@ where
     while let Some(event) = events.next().await {
         let Ok(event) = event else { continue };
         for (o, gone) in listed.on(event) {
-            set(&o, gone);
+            take_in(&o, gone, &set);
         }
     }
+}
+
+/// Hands one object to `set`; whether it was taken in (`false`: `set` panicked, which is logged).
+fn take_in<K: Resource>(o: &K, gone: bool, set: &impl Fn(&K, bool)) -> bool {
+    let Err(panic) = std::panic::catch_unwind(AssertUnwindSafe(|| set(o, gone))) else { return true };
+    let (ns, name) = (o.meta().namespace.as_deref(), o.meta().name.as_deref());
+    let message = uc_api::panics::message(panic.as_ref());
+    tracing::error!(?ns, ?name, "taking in a {} panicked: {message}; skipped", std::any::type_name::<K>());
+    false
 }
 
 #[cfg(test)]
@@ -155,5 +166,18 @@ mod tests {
         listed.on(watcher::Event::Apply(service("b")));
         assert_eq!(names(&listed.on::<Service>(watcher::Event::InitDone)), [("a".to_string(), true)]);
         assert!(listed.on::<Service>(watcher::Event::InitDone).is_empty(), "an InitDone without Init forgets nothing");
+    }
+
+    #[test]
+    fn an_object_the_node_panics_on_is_skipped_and_the_next_taken_in() {
+        let taken = std::cell::RefCell::new(Vec::new());
+        let set = |s: &Service, _gone: bool| {
+            let name = s.metadata.name.clone().unwrap_or_default();
+            assert_ne!(name, "bad", "a Service the node cannot take in");
+            taken.borrow_mut().push(name);
+        };
+        assert!(!take_in(&service("bad"), false, &set));
+        assert!(take_in(&service("good"), false, &set));
+        assert_eq!(*taken.borrow(), ["good"]);
     }
 }

@@ -231,7 +231,12 @@ pub(crate) async fn run_pod(client: kube::Client, mut rx: watch::Receiver<Arc<He
     loop {
         // A pass runs boxed: what it holds (the pod, its status, the write under way) is allocated while it
         // runs, not kept in every idle pod's task (1,000 pods held 1.8 MB of statuses that way; issue 58).
-        let next = match Box::pin(pass(&client, &mut rx, &ips)).await {
+        // A pass that panics is one that failed: the pod's worker goes on (see `worker.rs`).
+        let passed = uc_api::panics::unwound(Box::pin(pass(&client, &mut rx, &ips))).await;
+        let next = match passed.unwrap_or_else(|panicked| {
+            tracing::error!("a simulated pod's pass panicked: {panicked}; it runs again");
+            Pass::Retry
+        }) {
             Pass::Gone => return,
             Pass::Retry => {
                 tokio::time::sleep(Duration::from_millis(200)).await;

@@ -96,9 +96,7 @@ pub async fn run_aggregation(app: Arc<App>, mut stop: watch::Receiver<bool>) {
     let gr = GroupResource::new(GROUP, "clusterroles");
     let mut revisions = app.store.subscribe();
     let mut cursor = app.store.revision();
-    if let Err(e) = aggregate_once(&app).await {
-        tracing::warn!(error = %e, "aggregating ClusterRoles");
-    }
+    crate::background::step("aggregating ClusterRoles", aggregate_once(&app)).await;
     loop {
         tokio::select! {
             r = revisions.changed() => if r.is_err() { return },
@@ -113,8 +111,8 @@ pub async fn run_aggregation(app: Arc<App>, mut stop: watch::Receiver<bool>) {
                 app.store.revision()
             }
         };
-        if touched && let Err(e) = aggregate_once(&app).await {
-            tracing::warn!(error = %e, "aggregating ClusterRoles");
+        if touched {
+            crate::background::step("aggregating ClusterRoles", aggregate_once(&app)).await;
         }
     }
 }
