@@ -257,3 +257,52 @@ def test_cordon_and_field_selectors_on_unset_fields(cluster):
     assert "SchedulingDisabled" in cluster.kubectl("get", "node", node).stdout
     cluster.kubectl("uncordon", node)
     assert schedulable("false") == [node]
+
+
+def get_table(cluster, *args):
+    """`kubectl get` output: the header's columns and each row's cells (split on runs of 2+ spaces)."""
+    import re
+    lines = cluster.kubectl("get", *args).stdout.splitlines()
+    split = lambda line: [c for c in re.split(r"\s{2,}", line.strip()) if c]
+    return split(lines[0]), [split(line) for line in lines[1:]]
+
+
+def test_get_prints_built_in_kinds_with_kube_apiservers_columns(cluster):
+    """`kubectl get` shows what the server's Table holds: kube's printers' columns and cells, the wide
+    ones with `-o wide`, events ending with their name, pods' states in the kubelet's words."""
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+           "spec": {"type": "NodePort", "selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(svc))
+    node_port = cluster.kubectl("get", "svc", "web", "-o", "jsonpath={.spec.ports[0].nodePort}").stdout
+    header, rows = get_table(cluster, "svc", "web", "-o", "wide")
+    assert header == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE", "SELECTOR"]
+    assert rows[0][1] == "NodePort" and rows[0][3] == "<none>", rows
+    assert rows[0][4] == f"80:{node_port}/TCP" and rows[0][6] == "app=web", rows
+    header, _ = get_table(cluster, "svc", "web")
+    assert "SELECTOR" not in header, "a wide column only with -o wide"
+
+    cluster.kubectl("run", "crash", "--image=busybox", "--restart=Always", "--", "sh", "-c", "exit 1")
+    cluster.kubectl("run", "fail", "--image=busybox", "--restart=Never", "--", "sh", "-c", "exit 3")
+    header, _ = get_table(cluster, "pods", "-o", "wide")
+    assert header == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED NODE", "READINESS GATES"]
+
+    def status(name):
+        _, rows = get_table(cluster, "pod", name)
+        return rows[0]
+
+    wait_for(lambda: status("fail")[2] == "Error", timeout=60, message="a pod whose container exited 3 shows Error")
+    crashed = wait_for(lambda: (lambda r: r if r[2] in ("CrashLoopBackOff", "Error") and r[3].endswith("ago)") else None)(
+        status("crash")), timeout=60, message="restarts with how long ago the last one was")
+    assert crashed[1] == "0/1" and crashed[3].split()[0].isdigit(), crashed
+
+    cluster.kubectl("create", "job", "once", "--image=busybox", "--", "true")
+    header, _ = get_table(cluster, "jobs", "-o", "wide")
+    assert header == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
+    wait_for(lambda: get_table(cluster, "job", "once")[1][0][1:3] == ["Complete", "1/1"], timeout=60,
+             message="the job's row says Complete, 1/1")
+
+    header, rows = get_table(cluster, "events", "-o", "wide")
+    assert header[:4] == ["LAST SEEN", "TYPE", "REASON", "OBJECT"] and header[-1] == "NAME", header
+    assert any(r[3] == "pod/crash" for r in rows), "events name their object as kind/name"
+    header, rows = get_table(cluster, "componentstatuses")
+    assert header == ["NAME", "STATUS", "MESSAGE", "ERROR"] and rows[0][1] == "Healthy", (header, rows)

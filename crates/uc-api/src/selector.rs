@@ -66,6 +66,54 @@ impl Requirement {
     }
 }
 
+/// A requirement as apimachinery's `Requirement.String()` writes it: `key=value`, `key in (a,b)` (the
+/// values sorted), `!key`, ...
+impl std::fmt::Display for Requirement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |vs: &[String]| {
+            let mut vs = vs.to_vec();
+            vs.sort();
+            vs.join(",")
+        };
+        match self {
+            Requirement::Equals(k, v) => write!(f, "{k}={v}"),
+            Requirement::NotEquals(k, v) => write!(f, "{k}!={v}"),
+            Requirement::In(k, vs) => write!(f, "{k} in ({})", set(vs)),
+            Requirement::NotIn(k, vs) => write!(f, "{k} notin ({})", set(vs)),
+            Requirement::Exists(k) => write!(f, "{k}"),
+            Requirement::DoesNotExist(k) => write!(f, "!{k}"),
+            Requirement::GreaterThan(k, n) => write!(f, "{k}>{n}"),
+            Requirement::LessThan(k, n) => write!(f, "{k}<{n}"),
+        }
+    }
+}
+
+impl Requirement {
+    fn key(&self) -> &str {
+        match self {
+            Requirement::Equals(k, _)
+            | Requirement::NotEquals(k, _)
+            | Requirement::In(k, _)
+            | Requirement::NotIn(k, _)
+            | Requirement::Exists(k)
+            | Requirement::DoesNotExist(k)
+            | Requirement::GreaterThan(k, _)
+            | Requirement::LessThan(k, _) => k,
+        }
+    }
+}
+
+/// A selector as apimachinery's `Selector.String()` writes it: its requirements sorted by key, joined
+/// by commas (`""` for none).
+impl std::fmt::Display for LabelSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut requirements: Vec<&Requirement> = self.requirements.iter().collect();
+        requirements.sort_by_key(|r| r.key());
+        let written: Vec<String> = requirements.iter().map(ToString::to_string).collect();
+        f.write_str(&written.join(","))
+    }
+}
+
 /// A parsed label selector: all requirements must hold. An empty selector matches everything.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LabelSelector {
@@ -496,5 +544,16 @@ mod tests {
         let e = LabelSelector::parse("a/b/c=x").unwrap_err().to_string();
         assert!(e.contains(r#"key: Invalid value: "a/b/c": a qualified name must consist of"#), "{e}");
         assert!(LabelSelector::parse("example.com/app in (a,b),!canary").is_ok());
+    }
+
+    #[test]
+    fn a_selector_is_written_as_apimachinery_writes_it() {
+        let structured = serde_json::json!({"matchLabels": {"tier": "web", "app": "a"},
+            "matchExpressions": [{"key": "env", "operator": "In", "values": ["prod", "dev"]},
+                                 {"key": "canary", "operator": "DoesNotExist"}]});
+        let s = LabelSelector::from_value(&structured).unwrap();
+        assert_eq!(s.to_string(), "app=a,!canary,env in (dev,prod),tier=web", "sorted by key");
+        assert_eq!(LabelSelector::parse("b notin (y,x),a").unwrap().to_string(), "a,b notin (x,y)");
+        assert_eq!(LabelSelector::default().to_string(), "");
     }
 }

@@ -187,7 +187,17 @@ fn component_statuses(req: &mut Req, t: &Target, watching: bool) -> Result<Respo
         }
         _ => return Err(ApiError::method_not_allowed(format!("{} can only be read (get, list)", t.info.resource))),
     };
-    Ok(crate::app::json_response(200, &body))
+    if !matches!(req.negotiated.render, crate::app::Render::Table) {
+        return Ok(crate::app::json_response(200, &body));
+    }
+    // `kubectl get cs`: Status, Message and Error, as kube's printer shows them.
+    let items = body.get("items").and_then(serde_json::Value::as_array).cloned().unwrap_or_else(|| vec![body]);
+    let include = crate::request::include_object(req);
+    let rows: Vec<serde_json::Value> =
+        items.iter().map(|o| crate::table::row(&t.info, &t.version, o, include)).collect();
+    let table = json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {},
+        "columnDefinitions": crate::table::column_definitions(&t.info, &t.version), "rows": rows});
+    Ok(crate::app::json_response(200, &table))
 }
 
 /// Startup: default namespaces and CRDs stored by an earlier run.
