@@ -286,6 +286,17 @@ def test_kubes_validation_rules_for_names_ports_probes_and_resources(cluster):
          'spec.containers[0].resources.limits[cpuu]: Invalid value: "cpuu": must be a standard resource for containers'),
         (pod(resources={"requests": {"memory": "lots"}}),
          "spec.containers[0].resources.requests[memory]: quantities must match the regular expression"),
+        # A Job's selector is generated: a template label naming another job, or a selector of the
+        # client's own without `manualSelector`, is refused (kube's job strategy).
+        ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pi"},
+          "spec": {"template": {"metadata": {"labels": {"job-name": "other"}},
+                                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}},
+         "spec.template.metadata.labels[job-name]: Invalid value: \"other\": must be 'pi'"),
+        ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "mine"},
+          "spec": {"selector": {"matchLabels": {"app": "mine"}},
+                   "template": {"metadata": {"labels": {"app": "mine"}},
+                                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}},
+         "`selector` not auto-generated"),
     )
     for obj, words in cases:
         r = cluster.kubectl("create", "-f", "-", check=False, input=json.dumps(obj))

@@ -300,6 +300,11 @@ def test_get_prints_built_in_kinds_with_kube_apiservers_columns(cluster):
     assert header == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
     wait_for(lambda: get_table(cluster, "job", "once")[1][0][1:3] == ["Complete", "1/1"], timeout=60,
              message="the job's row says Complete, 1/1")
+    # Its selector was generated from its uid, and its pods carry its name (kube's job strategy).
+    uid = cluster.kubectl("get", "job", "once", "-o", "jsonpath={.metadata.uid}").stdout
+    assert get_table(cluster, "job", "once", "-o", "wide")[1][0][-1] == f"batch.kubernetes.io/controller-uid={uid}"
+    pods = json.loads(cluster.kubectl("get", "pods", "-l", "batch.kubernetes.io/job-name=once", "-o", "json").stdout)
+    assert [p["metadata"]["labels"]["controller-uid"] for p in pods["items"]] == [uid], pods
 
     header, rows = get_table(cluster, "events", "-o", "wide")
     assert header[:4] == ["LAST SEEN", "TYPE", "REASON", "OBJECT"] and header[-1] == "NAME", header

@@ -64,6 +64,9 @@ pub(crate) async fn create_object(
     let mut errs = check_object_meta(&info, &mut obj, true)?;
     let name = place(&info, t.namespace.as_deref(), &mut obj, &mut errs, &random_suffix())?;
     stamp_new(&mut obj);
+    if info.group == "batch" && info.resource == "jobs" {
+        errs.extend(crate::builtin_job::generate_selector(&mut obj));
+    }
     if info.group == "certificates.k8s.io" && info.resource == "certificatesigningrequests" {
         crate::certificates::stamp_requester(&mut obj, &req.user);
     }
