@@ -18,6 +18,13 @@ def test_node_is_registered_and_ready(cluster):
     out = cluster.kubectl("get", "nodes").stdout.splitlines()
     assert out[0].split()[:3] == ["NAME", "STATUS", "ROLES"]
     assert out[1].split()[:3] == ["uc-node", "Ready", "uc"]
+    # The machine as a kubelet reports it: its OS image, kernel release and boot id, read here too.
+    info = json.loads(cluster.kubectl("get", "node", "uc-node", "-o", "json").stdout)["status"]["nodeInfo"]
+    assert info["kernelVersion"] == os.uname().release, info
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        assert info["bootID"] == f.read().strip(), info
+    pretty = [line.split("=", 1)[1].strip().strip('"') for line in open("/etc/os-release") if line.startswith("PRETTY_NAME=")]
+    assert info["osImage"] == (pretty or ["Linux"])[0], info
 
 
 def test_simulated_pods_run_and_become_ready(cluster):
@@ -155,6 +162,9 @@ def test_image_not_on_the_allowlist_never_executes(cluster, tmp_path):
     cluster.kubectl("apply", "-f", "-", input=json.dumps(pod))
     status = wait_for(lambda: (s := pod_status(cluster, "sneaky")) and s.get("phase") == "Running" and s, message="Running (simulated)")
     assert status["reason"] == "Simulated" and "allowlist" in status["message"]
+    # `kubectl get` shows a running pod's own reason, as kube's printer does: a simulated pod says so.
+    wait_for(lambda: cluster.kubectl("get", "pod", "sneaky", "--no-headers").stdout.split()[1:3] == ["1/1", "Simulated"],
+             message="STATUS Simulated")
     assert not marker.exists()
 
 

@@ -34,6 +34,7 @@ pub mod host_ports;
 pub mod invalid;
 pub mod lease;
 pub mod logs;
+pub mod machine;
 pub mod names;
 pub mod network;
 pub mod objects;
@@ -251,9 +252,7 @@ async fn register(client: &kube::Client, name: &str, kubelet_port: u16) -> anyho
         "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
         "capacity": {"cpu": "2", "memory": "24Gi", "pods": "10000"},
         "allocatable": {"cpu": "2", "memory": "24Gi", "pods": "10000"},
-        "nodeInfo": {"kubeletVersion": "v1.33.0-uc", "operatingSystem": "linux", "architecture": std::env::consts::ARCH,
-                     "containerRuntimeVersion": "uc://process", "osImage": "", "kernelVersion": "", "kubeProxyVersion": "",
-                     "machineID": "", "systemUUID": "", "bootID": ""}}});
+        "nodeInfo": machine::info()}});
     let node = nodes.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await?;
     Ok(node.metadata.uid)
 }
