@@ -170,7 +170,8 @@ def test_python_client_exec_and_port_forward(cluster):
 
 def test_simulated_pods_and_spdy_only_clients_get_clear_answers(cluster):
     cluster.kubectl("run", "sim", "--image=alpine")
-    wait_for(lambda: "Running" in cluster.kubectl("get", "pod", "sim").stdout, message="Running")
+    wait_for(lambda: cluster.kubectl("get", "pod", "sim", "-o", "jsonpath={.status.phase}").stdout == "Running",
+             message="Running")
     r = cluster.kubectl("exec", "sim", "--", "true", check=False)
     assert r.returncode != 0 and "is simulated by uc-node" in r.stderr and "no process" in r.stderr, r.stderr
     r = cluster.kubectl("port-forward", "pod/sim", "0:80", check=False, timeout=20)
