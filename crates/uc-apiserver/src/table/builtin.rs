@@ -5,11 +5,13 @@
 use chrono::Utc;
 use serde_json::Value;
 use uc_api::Pointer;
+use uc_api::meta::is_deleting;
 
 use super::age::{age_of, human_duration};
 use super::cells::{
-    access_modes, age, containers, controller_of, count, endpoints, external_ip, i_at, int_or_string, label_selector,
-    labels, s_at, service_ports, slice_endpoints, slice_ports, storage_class, str_or, subjects_of,
+    access_modes, age, condition, condition_true, containers, controller_of, count, endpoints, external_ip, i_at,
+    int_or_string, label_selector, labels, s_at, service_ports, slice_endpoints, slice_ports, storage_class, str_or,
+    subjects_of,
 };
 use super::pod;
 
@@ -298,7 +300,7 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
 
 /// A phase, or `Terminating` while the object is being deleted.
 fn terminating_or(v: &Value, phase: &str) -> Value {
-    if v.at("/metadata/deletionTimestamp").is_some_and(|d| !d.is_null()) {
+    if is_deleting(v) {
         return Value::String("Terminating".into());
     }
     str_or(v, phase, "")
@@ -313,24 +315,15 @@ fn bound_or_empty(v: &Value, cell: CellFn) -> Value {
     }
 }
 
-fn condition_status<'a>(v: &'a Value, kind: &str) -> Option<&'a Value> {
-    let conditions = v.at("/status/conditions").and_then(Value::as_array)?;
-    conditions.iter().find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
-}
-
-fn has_condition(v: &Value, kind: &str) -> bool {
-    condition_status(v, kind).and_then(|c| c.get("status")).and_then(Value::as_str) == Some("True")
-}
-
 /// `printJob`'s status: the first of its conditions that holds, else Running.
 fn job_status(v: &Value) -> Value {
-    let deleting = v.at("/metadata/deletionTimestamp").is_some_and(|d| !d.is_null());
+    let deleting = is_deleting(v);
     let status = match () {
-        () if has_condition(v, "Complete") => "Complete",
-        () if has_condition(v, "Failed") => "Failed",
+        () if condition_true(v, "Complete") => "Complete",
+        () if condition_true(v, "Failed") => "Failed",
         () if deleting => "Terminating",
-        () if has_condition(v, "Suspended") => "Suspended",
-        () if has_condition(v, "FailureTarget") => "FailureTarget",
+        () if condition_true(v, "Suspended") => "Suspended",
+        () if condition_true(v, "FailureTarget") => "FailureTarget",
         () => "Running",
     };
     Value::String(status.into())
@@ -358,7 +351,7 @@ fn job_duration(v: &Value) -> Value {
 
 /// `printNode`'s status: Ready or NotReady (Unknown without the condition), and SchedulingDisabled.
 fn node_status(v: &Value) -> Value {
-    let mut status = vec![match condition_status(v, "Ready").and_then(|c| c.get("status")).and_then(Value::as_str) {
+    let mut status = vec![match condition(v, "Ready").and_then(|c| c.get("status")).and_then(Value::as_str) {
         Some("True") => "Ready",
         Some(_) => "NotReady",
         None => "Unknown",
@@ -450,7 +443,7 @@ fn apiservice_service(v: &Value) -> Value {
 }
 
 fn apiservice_available(v: &Value) -> Value {
-    match condition_status(v, "Available") {
+    match condition(v, "Available") {
         Some(c) if str_of(c, "status") == "True" => Value::String("True".into()),
         Some(c) => Value::String(format!("False ({})", str_of(c, "reason"))),
         None => Value::String("Unknown".into()),

@@ -8,6 +8,17 @@ use uc_api::selector::LabelSelector;
 
 use super::age::age_of;
 
+/// The condition of `kind` in the object's `status.conditions`.
+pub(super) fn condition<'a>(v: &'a Value, kind: &str) -> Option<&'a Value> {
+    let conditions = v.at("/status/conditions").and_then(Value::as_array)?;
+    conditions.iter().find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+}
+
+/// Whether the condition of `kind` is True.
+pub(super) fn condition_true(v: &Value, kind: &str) -> bool {
+    condition(v, kind).and_then(|c| c.get("status")).and_then(Value::as_str) == Some("True")
+}
+
 /// The string at `p`, or `<none>`.
 pub(super) fn s_at(v: &Value, p: &str) -> Value {
     v.at(p).cloned().unwrap_or(Value::String("<none>".into()))

@@ -7,7 +7,10 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use uc_api::Pointer;
 
+use uc_api::meta::is_deleting;
+
 use super::age::human_duration;
+use super::cells::condition_true;
 
 /// What a pod's row says of it.
 #[derive(Debug, PartialEq, Eq)]
@@ -54,13 +57,6 @@ fn terminated_reason(t: &Value) -> String {
     }
 }
 
-fn condition_true(pod: &Value, kind: &str) -> bool {
-    let conditions = pod.at("/status/conditions").and_then(Value::as_array).into_iter().flatten();
-    conditions.into_iter().any(|c| {
-        c.get("type").and_then(Value::as_str) == Some(kind) && c.get("status").and_then(Value::as_str) == Some("True")
-    })
-}
-
 /// The reason the pod itself gives, else its phase; `SchedulingGated` while its scheduling is gated.
 fn own_reason(pod: &Value) -> String {
     let conditions = pod.at("/status/conditions").and_then(Value::as_array).into_iter().flatten();
@@ -76,7 +72,9 @@ fn own_reason(pod: &Value) -> String {
 /// What a pod being deleted shows instead: `Unknown` when its node was lost, else `Terminating` until
 /// its phase is final.
 fn deleting_reason(pod: &Value) -> Option<&'static str> {
-    pod.at("/metadata/deletionTimestamp").filter(|d| !d.is_null())?;
+    if !is_deleting(pod) {
+        return None;
+    }
     let phase = pod.at("/status/phase").and_then(Value::as_str).unwrap_or_default();
     match (pod.at("/status/reason").and_then(Value::as_str), phase) {
         (Some("NodeLost"), _) => Some("Unknown"),
