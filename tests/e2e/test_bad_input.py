@@ -257,6 +257,12 @@ def test_an_oversized_url_or_body_gets_a_status_before_the_connection_closes(clu
     assert answer.startswith(b"HTTP/1.1 413") and b"RequestEntityTooLarge" in answer, answer
 
 
+def cron_job(schedule, **spec):
+    template = {"spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}
+    return {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "tick"},
+            "spec": {"schedule": schedule, "jobTemplate": template, **spec}}
+
+
 def test_kubes_validation_rules_for_names_ports_probes_and_resources(cluster):
     """Each of these is refused by kube-apiserver with these words; none is stored."""
     def pod(name="p", **container):
@@ -297,6 +303,11 @@ def test_kubes_validation_rules_for_names_ports_probes_and_resources(cluster):
                    "template": {"metadata": {"labels": {"app": "mine"}},
                                 "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}},
          "`selector` not auto-generated"),
+        # A CronJob's schedule is read as robfig/cron reads it, its zone from the IANA database.
+        (cron_job("61 * * * *"), 'spec.schedule: Invalid value: "61 * * * *": end of range (61) above maximum (59): 61'),
+        (cron_job("TZ=UTC @daily"), "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"),
+        (cron_job("@daily", timeZone="Mars/Olympus"), 'spec.timeZone: Invalid value: "Mars/Olympus": unknown time zone Mars/Olympus'),
+        (cron_job("@daily", concurrencyPolicy="Sometimes"), 'spec.concurrencyPolicy: Unsupported value: "Sometimes"'),
     )
     for obj, words in cases:
         r = cluster.kubectl("create", "-f", "-", check=False, input=json.dumps(obj))

@@ -18,7 +18,7 @@ def get(cluster, *args):
 def test_builtin_controllers_are_listed(cluster):
     out = cluster.kubectl("get", "uc", "-l", "uc.njuics.cn/builtin=true", "-o", "name").stdout.split()
     names = sorted(o.rsplit("/", 1)[1] for o in out)
-    assert names == ["builtin-daemonset", "builtin-deployment", "builtin-endpoints", "builtin-job", "builtin-persistentvolumeclaim",
+    assert names == ["builtin-cronjob", "builtin-daemonset", "builtin-deployment", "builtin-endpoints", "builtin-job", "builtin-persistentvolumeclaim",
                      "builtin-poddisruptionbudget", "builtin-replicaset", "builtin-replicationcontroller", "builtin-statefulset"]
     for n in names:
         wait_for(lambda: any(c["type"] == "Ready" and c["status"] == "True"
@@ -115,6 +115,57 @@ def test_job_completions_and_backoff_limit(cluster):
     bad = get(cluster, "job", "bad")
     assert bad["status"]["failed"] == 3
     assert [c["reason"] for c in bad["status"]["conditions"]] == ["BackoffLimitExceeded"]
+
+
+def test_cron_job_makes_its_job_at_the_scheduled_minute(cluster):
+    """A CronJob scheduled every minute gets a Job at the next minute, named and stamped for that minute,
+    as the Jobs' own history shows it (a watch from before the CronJob); the Job runs, and the CronJob's
+    status and Events follow it."""
+    from datetime import datetime, timezone
+    from kubernetes import client, watch
+    batch = client.BatchV1Api(cluster.api_client())
+    since = batch.list_namespaced_job("default").metadata.resource_version
+    template = json.loads(job("unused", 1, 1, 0, 0))["spec"]
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "tick"},
+        "spec": {"schedule": "* * * * *", "timeZone": "Etc/UTC", "concurrencyPolicy": "Forbid",
+                 "jobTemplate": {"metadata": {"labels": {"app": "tick"}}, "spec": template}}}))
+    cron = get(cluster, "cronjob", "tick")
+    assert cron["spec"]["successfulJobsHistoryLimit"] == 3 and cron["spec"]["suspend"] is False, "kube's defaults"
+    made = None
+    for ev in watch.Watch().stream(batch.list_namespaced_job, "default", resource_version=since, timeout_seconds=150):
+        owners = ev["object"].metadata.owner_references or []
+        if ev["type"] == "ADDED" and any(o.kind == "CronJob" and o.name == "tick" and o.controller for o in owners):
+            made = ev["object"]
+            break
+    assert made is not None, "no Job within two and a half minutes"
+    minutes = int(made.metadata.name.removeprefix("tick-"))
+    scheduled = datetime.fromtimestamp(minutes * 60, timezone.utc)
+    assert made.metadata.annotations["batch.kubernetes.io/cronjob-scheduled-timestamp"] == scheduled.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert made.metadata.creation_timestamp >= scheduled, "made at its minute, not before"
+    assert made.metadata.labels["app"] == "tick"
+    cluster.kubectl("wait", "--for=condition=Complete", f"job/{made.metadata.name}", "--timeout=60s")
+    status = wait_for(lambda: (s := get(cluster, "cronjob", "tick")["status"]).get("lastSuccessfulTime") and s,
+                      timeout=30, message="the CronJob saw its Job succeed")
+    assert status["lastScheduleTime"] == scheduled.strftime("%Y-%m-%dT%H:%M:%SZ")
+    events = get(cluster, "events", "--field-selector", "involvedObject.kind=CronJob,involvedObject.name=tick")["items"]
+    assert any(e["reason"] == "SuccessfulCreate" and e["message"] == f"Created job {made.metadata.name}"
+               and e["source"]["component"] == "cronjob-controller" for e in events), events
+    # A Job made by hand from the template stays the CronJob's, as in kube, through its whole life (its
+    # own history, until it completes) and goes with the CronJob.
+    since = batch.list_namespaced_job("default").metadata.resource_version
+    cluster.kubectl("create", "job", "by-hand", "--from=cronjob/tick")
+    owners = []
+    for ev in watch.Watch().stream(batch.list_namespaced_job, "default", field_selector="metadata.name=by-hand",
+                                   resource_version=since, timeout_seconds=60):
+        job_now = ev["object"]
+        owners.append([o.name for o in job_now.metadata.owner_references or []])
+        if any(c.type == "Complete" and c.status == "True" for c in job_now.status.conditions or []):
+            break
+    assert len(owners) > 1 and all(o == ["tick"] for o in owners), owners
+    cluster.kubectl("delete", "cronjob", "tick")
+    for name in (made.metadata.name, "by-hand"):
+        wait_for(lambda: get(cluster, "job", name) is None, timeout=30, message=f"{name} goes with the CronJob")
 
 
 def test_service_endpoints_follow_ready_pods(cluster):

@@ -6,6 +6,7 @@ pub mod bearer;
 pub mod conditions;
 pub mod controller;
 pub mod crds;
+pub mod cron;
 pub mod dns;
 pub mod events;
 pub mod hook;

@@ -151,6 +151,7 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
         "secrets" => default_secret(obj),
         "statefulsets" => default_statefulset(obj),
         "jobs" => default_job(obj),
+        "cronjobs" => default_cronjob(obj),
         "services" => default_service(obj),
         "persistentvolumeclaims" => set_default(obj, "/spec/volumeMode", json!("Filesystem")),
         "validatingwebhookconfigurations" | "mutatingwebhookconfigurations" => {
@@ -213,6 +214,21 @@ fn default_job(obj: &mut Value) {
     set_default(obj, "/spec/suspend", json!(false));
     // A restartPolicy of Always is left for validation to reject (Jobs take Never or OnFailure).
     default_template(obj);
+}
+
+/// batch/v1's `SetDefaults_CronJob`; the Job template's pod spec gets a pod's defaults (its Job spec
+/// none: those come when the Job is made).
+fn default_cronjob(obj: &mut Value) {
+    if !obj.get("spec").is_some_and(Value::is_object) {
+        return;
+    }
+    set_default(obj, "/spec/concurrencyPolicy", json!("Allow"));
+    set_default(obj, "/spec/suspend", json!(false));
+    set_default(obj, "/spec/successfulJobsHistoryLimit", json!(3));
+    set_default(obj, "/spec/failedJobsHistoryLimit", json!(1));
+    if let Some(spec) = obj.at_mut("/spec/jobTemplate/spec/template/spec") {
+        default_pod_spec(spec);
+    }
 }
 
 fn default_service(obj: &mut Value) {
@@ -344,6 +360,25 @@ fn check_selector_matches_template(obj: &Value, errs: &mut Vec<FieldError>) {
     }
 }
 
+/// A Job's spec at `base` (a Job's, or a CronJob's template of one).
+fn check_job_spec(spec: Option<&Value>, base: &str, errs: &mut Vec<FieldError>) {
+    let Some(spec) = spec else { return };
+    for field in ["completions", "parallelism", "backoffLimit"] {
+        check_non_negative(spec, &format!("/{field}"), &format!("{base}.{field}"), errs);
+    }
+    check_pod_spec(spec.at("/template/spec"), &format!("{base}.template.spec"), errs);
+    if let Some(rp) = spec.at("/template/spec/restartPolicy")
+        && rp.as_str() == Some("Always")
+    {
+        errs.push(FieldError::new(
+            crate::error::FieldErrorKind::NotSupported,
+            format!("{base}.template.spec.restartPolicy"),
+            Some("\"Always\"".into()),
+            "supported values: \"OnFailure\", \"Never\"",
+        ));
+    }
+}
+
 fn check_non_negative(obj: &Value, pointer: &str, field: &str, errs: &mut Vec<FieldError>) {
     if let Some(v) = obj.at(pointer) {
         match v.as_i64() {
@@ -395,21 +430,10 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
             check_selector_matches_template(obj, &mut errs);
             check_pod_spec(obj.at("/spec/template/spec"), "spec.template.spec", &mut errs);
         }
-        "jobs" => {
-            check_non_negative(obj, "/spec/completions", "spec.completions", &mut errs);
-            check_non_negative(obj, "/spec/parallelism", "spec.parallelism", &mut errs);
-            check_non_negative(obj, "/spec/backoffLimit", "spec.backoffLimit", &mut errs);
-            check_pod_spec(obj.at("/spec/template/spec"), "spec.template.spec", &mut errs);
-            if let Some(rp) = obj.at("/spec/template/spec/restartPolicy")
-                && rp.as_str() == Some("Always")
-            {
-                errs.push(FieldError::new(
-                    crate::error::FieldErrorKind::NotSupported,
-                    "spec.template.spec.restartPolicy",
-                    Some("\"Always\"".into()),
-                    "supported values: \"OnFailure\", \"Never\"",
-                ));
-            }
+        "jobs" => check_job_spec(obj.get("spec"), "spec", &mut errs),
+        "cronjobs" => {
+            errs.extend(crate::builtin_cronjob::validate(obj));
+            check_job_spec(obj.at("/spec/jobTemplate/spec"), "spec.jobTemplate.spec", &mut errs);
         }
         "services" => {
             if let Some(ports) = obj.at("/spec/ports").and_then(Value::as_array) {

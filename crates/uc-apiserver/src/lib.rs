@@ -11,6 +11,7 @@ pub mod auth;
 mod background;
 pub mod builtin;
 pub mod builtin_container;
+mod builtin_cronjob;
 mod builtin_job;
 pub mod builtin_schemas;
 pub mod certificates;

@@ -15,6 +15,7 @@ pub const NAMES: &[&str] = &[
     "statefulset",
     "daemonset",
     "job",
+    "cronjob",
     "replicationcontroller",
     "poddisruptionbudget",
     "endpoints",

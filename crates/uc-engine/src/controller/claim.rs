@@ -65,14 +65,24 @@ pub(super) struct Claim {
 }
 
 /// Sorts candidates into the parent's children, adoptions and releases. A deleting parent adopts
-/// nothing; a deleting child is neither adopted nor released.
-pub(super) fn claim(parent_uid: &str, parent_deleting: bool, selector: &LabelSelector, candidates: Vec<Obj>) -> Claim {
+/// nothing; a deleting child is neither adopted nor released. With `owned_is_mine`, a child the parent
+/// controls is its own whether or not the selector picks it: a selector uc generated from the parent's
+/// uid finds children, it does not choose them (a Job `kubectl create job --from=cronjob/…` makes is
+/// the CronJob's, as kube's CronJob controller holds it, though it carries no label of uc's). Else an
+/// owned child the selector no longer picks is released, as kube's ControllerRefManager releases it.
+pub(super) fn claim(
+    parent_uid: &str,
+    parent_deleting: bool,
+    selector: &LabelSelector,
+    candidates: Vec<Obj>,
+    owned_is_mine: bool,
+) -> Claim {
     let mut out = Claim::default();
     for c in candidates {
         let selected = selector.matches_value(c.at("/metadata/labels"));
         match controller_uid(&c) {
             Some(uid) if uid == parent_uid => {
-                if selected {
+                if selected || owned_is_mine {
                     out.mine.push(c);
                 } else if !is_deleting(&c) {
                     out.actions.push(Action::Release((*c).clone()));
@@ -240,13 +250,17 @@ mod tests {
             child("orphan-unselected", json!({}), None, false),
             child("someone-elses", app.clone(), Some("other"), false),
         ];
-        let c = claim("pu", false, &sel, candidates.clone());
+        let c = claim("pu", false, &sel, candidates.clone(), false);
         assert_eq!(names(&c.mine), ["owned", "orphan"]);
         assert_eq!(kinds(&c.actions), ["release owned-unselected", "adopt orphan"]);
         // A parent being deleted adopts nothing, but keeps what it owns.
-        let c = claim("pu", true, &sel, candidates);
+        let c = claim("pu", true, &sel, candidates.clone(), false);
         assert_eq!(names(&c.mine), ["owned"]);
         assert_eq!(kinds(&c.actions), ["release owned-unselected"]);
+        // A generated selector: what the parent controls is its own, labelled or not.
+        let c = claim("pu", false, &sel, candidates, true);
+        assert_eq!(names(&c.mine), ["owned", "owned-unselected", "owned-unselected-deleting", "orphan"]);
+        assert_eq!(kinds(&c.actions), ["adopt orphan"]);
     }
 
     #[test]

@@ -41,6 +41,7 @@ pub(super) fn about(parent: &Value, action: &Action, before: Option<&Value>) -> 
                     "SuccessfulCreate",
                     format!("create {kind} {name} in StatefulSet {} successful", meta_str(parent, "name")),
                 ),
+                "CronJob" => ("SuccessfulCreate", format!("Created job {name}")),
                 _ => ("SuccessfulCreate", format!("Created {}: {name}", kind.to_lowercase())),
             })
         }
@@ -62,6 +63,7 @@ pub(super) fn about(parent: &Value, action: &Action, before: Option<&Value>) -> 
                 "SuccessfulDelete",
                 format!("delete Pod {name} in StatefulSet {} successful", meta_str(parent, "name")),
             )),
+            "CronJob" => Some(("SuccessfulDelete", format!("Deleted job {name}"))),
             _ => Some(("SuccessfulDelete", format!("Deleted pod: {name}"))),
         },
         _ => None,
@@ -105,6 +107,14 @@ mod tests {
             about(&sts, &Action::Create(web0), None).unwrap().1,
             "create Pod web-0 in StatefulSet web successful"
         );
+        let cron_job = json!({"kind": "CronJob", "metadata": {"name": "hello"}});
+        let job = json!({"kind": "Job", "metadata": {"name": "hello-29412345"}});
+        assert_eq!(
+            about(&cron_job, &Action::Create(job), None),
+            Some(("SuccessfulCreate", "Created job hello-29412345".into()))
+        );
+        let gone = Action::Delete { name: "hello-29412340".into(), namespace: "default".into(), uid: "u".into() };
+        assert_eq!(about(&cron_job, &gone, None), Some(("SuccessfulDelete", "Deleted job hello-29412340".into())));
         assert_eq!(component("builtin-replicaset"), "replicaset-controller");
         assert!(records_kube_events(&json!({"metadata": {"labels": {"uc.njuics.cn/builtin": "true"}}})));
         assert!(!records_kube_events(&json!({"metadata": {"name": "mine"}})));

@@ -155,7 +155,8 @@ impl Shared {
             let c = if self.flavor == Flavor::Decorator {
                 decorator_claim(&self.name, candidates)
             } else {
-                claim(parent_uid, deleting, selector, candidates)
+                let generated = self.flavor == Flavor::Universal && self.spec.generate_selector == Some(true);
+                claim(parent_uid, deleting, selector, candidates, generated)
             };
             out.actions.extend(c.actions);
             let map: ObjectMap = c

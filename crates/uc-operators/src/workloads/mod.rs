@@ -4,6 +4,7 @@
 //! does the watching, claiming, applying and status writing.
 
 pub mod claims;
+pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
@@ -31,6 +32,7 @@ pub fn register(natives: &mut NativeRegistry) {
     natives.register("replicaset", pod_views(replicaset::sync));
     natives.register("deployment", sync(deployment::sync));
     natives.register("job", pod_views(job::sync));
+    natives.register("cronjob", sync(cronjob::sync));
     natives.register("statefulset", sync(statefulset::sync));
     natives.register("endpoints", native::typed(Arc::new(endpoints::sync), Some(Arc::new(endpoints::customize))));
     natives.register("daemonset", native::typed(Arc::new(daemonset::sync), Some(Arc::new(daemonset::customize))));
@@ -101,6 +103,11 @@ pub fn controllers() -> Vec<uc_api::controller::UniversalController> {
         ),
         // Jobs select their pods by a generated selector (kube generates controller-uid too).
         builtin("builtin-job", one(("batch/v1", "jobs"), pods, "job", true, false)),
+        // A CronJob's Jobs are made once and never updated; it has no selector of its own.
+        builtin(
+            "builtin-cronjob",
+            one(("batch/v1", "cronjobs"), ("batch/v1", "jobs", OnDelete), "cronjob", true, false),
+        ),
         // A budget's selector picks pods, which are not its children: they are related resources.
         builtin(
             "builtin-poddisruptionbudget",
@@ -164,6 +171,7 @@ mod tests {
                 one(("apps/v1", "deployments"), child("apps/v1", "replicasets", "InPlace"), "deployment", false),
             ),
             b("builtin-job", one(("batch/v1", "jobs"), child("v1", "pods", "OnDelete"), "job", true)),
+            b("builtin-cronjob", one(("batch/v1", "cronjobs"), child("batch/v1", "jobs", "OnDelete"), "cronjob", true)),
             b(
                 "builtin-poddisruptionbudget",
                 json!({"parentResource": {"apiVersion": "policy/v1",
