@@ -117,6 +117,41 @@ def test_job_completions_and_backoff_limit(cluster):
     assert [c["reason"] for c in bad["status"]["conditions"]] == ["BackoffLimitExceeded"]
 
 
+def test_job_deadline_and_ttl_after_finished(cluster):
+    """A Job running past `activeDeadlineSeconds` fails with DeadlineExceeded and its pod stops; a finished
+    Job with `ttlSecondsAfterFinished` is deleted that long after it finished, as its own history shows."""
+    from datetime import timedelta
+    from kubernetes import client, watch
+    slow = json.loads(job("slow", 1, 1, 6, 0))
+    slow["spec"]["activeDeadlineSeconds"] = 3
+    slow["spec"]["template"]["metadata"]["annotations"]["uc.njuics.cn/run-seconds"] = "600"
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(slow))
+    cluster.kubectl("wait", "--for=condition=Failed", "job/slow", "--timeout=60s")
+    failed = get(cluster, "job", "slow")
+    assert [(c["reason"], c["message"]) for c in failed["status"]["conditions"]] == \
+        [("DeadlineExceeded", "Job was active longer than specified deadline")]
+    wait_for(lambda: get(cluster, "pods", "-l", "job-name=slow")["items"] == [], timeout=60, message="its pod stopped")
+    batch = client.BatchV1Api(cluster.api_client())
+    since = batch.list_namespaced_job("default").metadata.resource_version
+    brief = json.loads(job("brief", 1, 1, 6, 0))
+    brief["spec"]["ttlSecondsAfterFinished"] = 2
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(brief))
+    finished, asked = None, None
+    for ev in watch.Watch().stream(batch.list_namespaced_job, "default", field_selector="metadata.name=brief",
+                                   resource_version=since, timeout_seconds=90):
+        obj = ev["object"]
+        conditions = obj.status.conditions or []
+        finished = finished or next((c.last_transition_time for c in conditions if c.type == "Complete" and c.status == "True"), None)
+        asked = asked or obj.metadata.deletion_timestamp
+        if ev["type"] == "DELETED":
+            break
+    else:
+        raise AssertionError("the Job was not deleted within 90 s")
+    # Its deletion was asked for (the server's clock) no sooner than its TTL after it finished.
+    assert finished is not None and asked is not None, (finished, asked)
+    assert asked >= finished + timedelta(seconds=2), (finished, asked)
+
+
 def test_cron_job_makes_its_job_at_the_scheduled_minute(cluster):
     """A CronJob scheduled every minute gets a Job at the next minute, named and stamped for that minute,
     as the Jobs' own history shows it (a watch from before the CronJob); the Job runs, and the CronJob's

@@ -287,7 +287,16 @@ async fn start_engine(
         // Ones disabled now that an earlier start made are removed.
         crate::builtins::remove_disabled(&setup, &args.disable_controllers).await?;
         crate::builtins::install_controllers(&setup, builtins.clone()).await?;
-        keep_builtins = Some(tokio::spawn(crate::builtins::keep(setup.clone(), builtins)));
+        let keep = crate::builtins::keep(setup.clone(), builtins);
+        // Finished Jobs past their `ttlSecondsAfterFinished` go, with the Job controller.
+        keep_builtins = Some(if args.disable_controllers.iter().any(|d| d == "job") {
+            tokio::spawn(keep)
+        } else {
+            let ttl = uc_operators::workloads::ttl_after_finished::run(client.clone());
+            tokio::spawn(async move {
+                tokio::join!(keep, ttl);
+            })
+        });
     }
     // Without OLM, uc's operators' CRDs and controllers are installed directly (on every start).
     if args.no_olm && installs_operators(args) {

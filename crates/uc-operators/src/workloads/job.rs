@@ -1,6 +1,8 @@
 //! Job: runs pods until `completions` succeed, at most `parallelism` at a time, and fails once more than
-//! `backoffLimit` pods failed; status counts and the Complete / Failed conditions.
+//! `backoffLimit` pods failed (`BackoffLimitExceeded`) or it ran longer than `activeDeadlineSeconds`
+//! (`DeadlineExceeded`, its running pods stopped); status counts and the Complete / Failed conditions.
 
+use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::Value;
@@ -74,7 +76,14 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
         job.status.as_ref().and_then(|s| s.start_time.clone()).or_else(|| job.metadata.creation_timestamp.clone());
 
     let done = condition(&job, "Complete").is_some() || succeeded.len() >= completions;
-    let failed_now = condition(&job, "Failed").is_some() || failed.len() > backoff_limit;
+    let now = Timestamp::now();
+    // What is left of `activeDeadlineSeconds` (counted from the start; not while suspended).
+    let deadline_left = match (spec.active_deadline_seconds, &start) {
+        (Some(d), Some(Time(start))) if !suspended => Some((*start + SignedDuration::from_secs(d)).duration_since(now)),
+        _ => None,
+    };
+    let past_deadline = !done && deadline_left.is_some_and(|left| !left.is_positive());
+    let failed_now = condition(&job, "Failed").is_some() || failed.len() > backoff_limit || past_deadline;
     let running_count = running.len();
     // Every name in use, finished pods' too: a new pod never takes one.
     let taken: std::collections::BTreeSet<String> = pods.keys().cloned().collect();
@@ -86,12 +95,13 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
     if failed_now && !done {
         // Running pods stop.
         conditions.push(condition(&job, "Failed").unwrap_or_else(|| {
-            new_condition(
-                "Failed",
-                "BackoffLimitExceeded",
-                "Job has reached the specified backoff limit",
-                last_finish.clone(),
-            )
+            if failed.len() > backoff_limit {
+                let why = "Job has reached the specified backoff limit";
+                new_condition("Failed", "BackoffLimitExceeded", why, last_finish.clone())
+            } else {
+                let why = "Job was active longer than specified deadline";
+                new_condition("Failed", "DeadlineExceeded", why, Some(Time(now)))
+            }
         }));
     } else if done {
         conditions.push(condition(&job, "Complete").unwrap_or_else(|| {
@@ -128,7 +138,14 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
         conditions: (!conditions.is_empty()).then_some(conditions),
         ..Default::default()
     };
-    Ok(SyncResponse { status: Some(to_value("status", &status)?), children, ..Default::default() })
+    // Looked at again when the deadline comes, if nothing else brings it first.
+    let again = deadline_left.filter(|_| !done && !failed_now).map(|left| left.as_secs_f64().max(0.0) + 0.1);
+    Ok(SyncResponse {
+        status: Some(to_value("status", &status)?),
+        children,
+        resync_after_seconds: again,
+        ..Default::default()
+    })
 }
 
 #[cfg(test)]
@@ -171,6 +188,28 @@ mod tests {
         assert_eq!(out["status"]["succeeded"], json!(5));
         assert_eq!(out["status"]["conditions"][0]["type"], json!("Complete"));
         assert!(out["status"]["completionTime"].is_string());
+    }
+
+    #[test]
+    fn fails_past_its_active_deadline_and_stops_its_pods() {
+        let mut old = request(3, 1, 6, &[pod("a", "Succeeded"), pod("bb", "Running")]);
+        old["parent"]["spec"]["activeDeadlineSeconds"] = json!(60);
+        let out = run_json(sync, old.clone());
+        assert_eq!(out["status"]["conditions"][0]["reason"], json!("DeadlineExceeded"));
+        assert_eq!(out["status"]["conditions"][0]["message"], json!("Job was active longer than specified deadline"));
+        assert_eq!(out["children"].as_array().unwrap().len(), 1, "the finished pod kept, the running one stopped");
+        assert!(out.get("resyncAfterSeconds").is_none());
+        // A Job started now has its deadline ahead: it runs, and is looked at again then.
+        let mut fresh = old;
+        fresh["parent"]["metadata"]["creationTimestamp"] = json!(Timestamp::now().to_string());
+        let out = run_json(sync, fresh.clone());
+        assert!(out["status"].get("conditions").is_none());
+        let again = out["resyncAfterSeconds"].as_f64().unwrap();
+        assert!(again > 50.0 && again <= 60.1, "{again}");
+        // Suspended, the deadline does not run.
+        fresh["parent"]["spec"]["suspend"] = json!(true);
+        fresh["parent"]["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
+        assert!(run_json(sync, fresh)["status"].get("conditions").is_none());
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod job;
 pub mod replicaset;
 pub mod replicationcontroller;
 pub mod statefulset;
+pub mod ttl_after_finished;
 
 use std::sync::Arc;
 
