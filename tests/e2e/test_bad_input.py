@@ -303,6 +303,11 @@ def test_kubes_validation_rules_for_names_ports_probes_and_resources(cluster):
                    "template": {"metadata": {"labels": {"app": "mine"}},
                                 "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}},
          "`selector` not auto-generated"),
+        # An Indexed Job needs its completions (the indexes run from 0 to completions − 1).
+        ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "idx"},
+          "spec": {"completionMode": "Indexed", "parallelism": 2,
+                   "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}},
+         "spec.completions: Required value: when completion mode is Indexed"),
         # A CronJob's schedule is read as robfig/cron reads it, its zone from the IANA database.
         (cron_job("61 * * * *"), 'spec.schedule: Invalid value: "61 * * * *": end of range (61) above maximum (59): 61'),
         (cron_job("TZ=UTC @daily"), "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"),

@@ -2,6 +2,7 @@
 behave as on a real cluster, enough for operators that wait for availability."""
 
 import json
+import os
 
 import pytest
 
@@ -115,6 +116,26 @@ def test_job_completions_and_backoff_limit(cluster):
     bad = get(cluster, "job", "bad")
     assert bad["status"]["failed"] == 3
     assert [c["reason"] for c in bad["status"]["conditions"]] == ["BackoffLimitExceeded"]
+
+
+@pytest.mark.skipif(not os.path.exists("/bin/busybox"), reason="needs Debian's busybox (.ci/run installs it)")
+def test_indexed_job_gives_each_pod_its_index(cluster):
+    """An Indexed Job runs one pod per index, each told its index (`JOB_COMPLETION_INDEX`) and named
+    for it (its hostname `<job>-<index>`), and completes when every index has succeeded."""
+    cluster.kubectl("apply", "-f", "-", input=json.dumps({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "shards"},
+        "spec": {"completions": 3, "parallelism": 2, "completionMode": "Indexed",
+                 "template": {"spec": {"restartPolicy": "Never", "containers": [{
+                     "name": "c", "image": "busybox", "command": ["sh", "-c", "echo index=$JOB_COMPLETION_INDEX host=$HOSTNAME"]}]}}}}))
+    cluster.kubectl("wait", "--for=condition=Complete", "job/shards", "--timeout=90s")
+    assert get(cluster, "job", "shards")["status"]["completedIndexes"] == "0-2"
+    pods = get(cluster, "pods", "-l", "batch.kubernetes.io/job-name=shards")["items"]
+    said = {}
+    for p in pods:
+        index = p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]
+        assert p["metadata"]["name"].startswith(f"shards-{index}-") and p["spec"]["hostname"] == f"shards-{index}"
+        said[index] = cluster.kubectl("logs", p["metadata"]["name"]).stdout.strip()
+    assert said == {i: f"index={i} host=shards-{i}" for i in ("0", "1", "2")}, said
 
 
 def test_job_deadline_and_ttl_after_finished(cluster):

@@ -367,6 +367,19 @@ fn check_job_spec(spec: Option<&Value>, base: &str, errs: &mut Vec<FieldError>) 
         check_non_negative(spec, &format!("/{field}"), &format!("{base}.{field}"), errs);
     }
     check_pod_spec(spec.at("/template/spec"), &format!("{base}.template.spec"), errs);
+    match spec.get("completionMode").and_then(Value::as_str) {
+        None | Some("NonIndexed") => {}
+        Some("Indexed") if spec.get("completions").is_none_or(Value::is_null) => {
+            errs.push(FieldError::required(format!("{base}.completions"), "when completion mode is Indexed"));
+        }
+        Some("Indexed") => {}
+        Some(other) => errs.push(FieldError::new(
+            crate::error::FieldErrorKind::NotSupported,
+            format!("{base}.completionMode"),
+            Some(format!("{other:?}")),
+            "supported values: \"NonIndexed\", \"Indexed\"",
+        )),
+    }
     if let Some(rp) = spec.at("/template/spec/restartPolicy")
         && rp.as_str() == Some("Always")
     {

@@ -18,12 +18,11 @@ use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::batch::v1::{CronJob, CronJobStatus, Job};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use serde_json::Value;
 use uc_api::cron::Schedule;
 use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_engine::hooks::HookError;
 
-use crate::objects::{decode, json_of, take_children, to_value};
+use crate::objects::{decode, take_children, to_value};
 
 /// The annotation a Job made for a scheduled time carries: that time, in the CronJob's zone.
 pub const SCHEDULED_TIMESTAMP: &str = "batch.kubernetes.io/cronjob-scheduled-timestamp";
@@ -223,9 +222,9 @@ pub fn plan(cj: &CronJob, jobs: &[Job], now: Timestamp, tz: &TimeZone) -> Plan {
 
 /// A Job kept, as the answer names it (Jobs are children updated `OnDelete`: the engine reads only the
 /// name and namespace of one that exists).
-fn kept_job(name: &str, namespace: Option<&str>) -> Value {
+fn kept_job(name: &str, namespace: Option<&str>) -> Job {
     let metadata = ObjectMeta { name: Some(name.into()), namespace: namespace.map(Into::into), ..Default::default() };
-    json_of(&Job { metadata, ..Default::default() })
+    Job { metadata, ..Default::default() }
 }
 
 /// The time zone a CronJob's schedule is read in.
@@ -243,10 +242,8 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
     let jobs = observed.values().map(|j| decode("a Job", j)).collect::<Result<Vec<Job>, _>>()?;
     let plan = plan(&cj, &jobs, Timestamp::now(), &zone_of(&cj)?);
     let namespace = cj.metadata.namespace.as_deref();
-    let mut children: Vec<Value> = plan.keep.iter().map(|name| kept_job(name, namespace)).collect();
-    if let Some(job) = &plan.create {
-        children.push(to_value("a Job", job)?);
-    }
+    let kept = plan.keep.iter().map(|name| kept_job(name, namespace));
+    let children = kept.chain(plan.create).map(|job| to_value("a Job", &job)).collect::<Result<_, _>>()?;
     Ok(SyncResponse {
         status: Some(to_value("status", &plan.status)?),
         children,

@@ -2,6 +2,8 @@
 //! `backoffLimit` pods failed (`BackoffLimitExceeded`) or it ran longer than `activeDeadlineSeconds`
 //! (`DeadlineExceeded`, its running pods stopped); status counts and the Complete / Failed conditions.
 
+use std::collections::BTreeSet;
+
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -9,6 +11,7 @@ use serde_json::Value;
 use uc_api::hook::{ObjectMap, SyncRequest, SyncResponse};
 use uc_engine::hooks::HookError;
 
+use super::job_indexed;
 use super::replicaset::pod_name;
 use crate::objects::{decode, kept_pod, pod_from_template, pod_views, set_label, take_children, to_value};
 
@@ -46,7 +49,7 @@ fn tally(pods: &ObjectMap) -> Result<Tally, HookError> {
     };
     let finished = views.iter().filter(|(_, p)| matches!(p.phase(), "Succeeded" | "Failed"));
     let last_finish = match finished.filter_map(|(_, p)| p.finished_at()).max() {
-        Some(t) => Some(decode("finishedAt", &Value::String(t.to_string()))?),
+        Some(t) => Some(Time(t.parse().map_err(|e| HookError::InvalidRequest(format!("finishedAt {t:?}: {e}")))?)),
         None => None,
     };
     Ok(Tally {
@@ -56,6 +59,90 @@ fn tally(pods: &ObjectMap) -> Result<Tally, HookError> {
         ready: views.iter().filter(|(_, p)| p.active() && p.ready()).count(),
         last_finish,
     })
+}
+
+/// How a Job ended.
+enum Ending {
+    Complete,
+    BackoffLimit,
+    Deadline,
+}
+
+impl Ending {
+    /// The condition the Job carries: the one it has, else a new one (finished when its last pod did,
+    /// or now for a deadline).
+    fn condition(&self, job: &Job, last_finish: Option<Time>, now: Timestamp) -> JobCondition {
+        let (type_, reason, why, at) = match self {
+            Ending::Complete => {
+                ("Complete", "CompletionsReached", "Reached expected number of succeeded pods", last_finish)
+            }
+            Ending::BackoffLimit => {
+                ("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit", last_finish)
+            }
+            Ending::Deadline => {
+                ("Failed", "DeadlineExceeded", "Job was active longer than specified deadline", Some(Time(now)))
+            }
+        };
+        condition(job, type_).unwrap_or_else(|| new_condition(type_, reason, why, at))
+    }
+}
+
+/// The pods a running Job keeps and starts: `want` at a time, names in `taken` never reused.
+struct Runs<'a> {
+    job: (&'a str, &'a str),
+    namespace: Option<&'a str>,
+    template: &'a Value,
+    taken: &'a BTreeSet<String>,
+    want: usize,
+}
+
+impl Runs<'_> {
+    /// Running pods kept (the first by name), new ones named from the Job's uid and a slot.
+    fn any(&self, running: &mut Vec<(String, String)>) -> Result<Vec<Value>, HookError> {
+        running.sort_by(|a, b| a.1.cmp(&b.1));
+        running.truncate(self.want);
+        let mut pods: Vec<Value> = running.iter().map(|(k, _)| kept_pod(k, self.namespace)).collect();
+        let mut slot = 0;
+        while pods.len() < self.want {
+            let candidate = pod_name(self.job.0, self.job.1, slot);
+            slot += 1;
+            if !self.taken.contains(&candidate) {
+                let mut pod = pod_from_template(self.template, &candidate, self.namespace);
+                set_label(&mut pod, "job-name", self.job.0)?;
+                pods.push(pod);
+            }
+        }
+        Ok(pods)
+    }
+
+    /// Running pods of indexes still to succeed kept (one per index, lowest first), then pods for the
+    /// lowest free indexes.
+    fn indexed<'k>(
+        &self,
+        running: impl Iterator<Item = (&'k str, usize)>,
+        completed: &BTreeSet<usize>,
+        completions: usize,
+    ) -> Result<Vec<Value>, HookError> {
+        let mut running: Vec<(usize, &str)> =
+            running.filter(|(_, i)| !completed.contains(i)).map(|(k, i)| (i, k)).collect();
+        running.sort();
+        running.dedup_by_key(|(i, _)| *i);
+        running.truncate(self.want);
+        let mut pods: Vec<Value> = running.iter().map(|(_, k)| kept_pod(k, self.namespace)).collect();
+        let busy: BTreeSet<usize> = running.iter().map(|(i, _)| *i).collect();
+        for index in job_indexed::to_start(completions, self.want - pods.len(), completed, &busy) {
+            let mut attempt = 0;
+            let pod = loop {
+                let pod = job_indexed::pod_for(self.template, self.job, index, attempt, self.namespace)?;
+                if !pod["metadata"]["name"].as_str().is_some_and(|n| self.taken.contains(n)) {
+                    break pod;
+                }
+                attempt += 1;
+            };
+            pods.push(pod);
+        }
+        Ok(pods)
+    }
 }
 
 /// The sync hook: desired pods and status of one Job.
@@ -75,7 +162,12 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
     let start =
         job.status.as_ref().and_then(|s| s.start_time.clone()).or_else(|| job.metadata.creation_timestamp.clone());
 
-    let done = condition(&job, "Complete").is_some() || succeeded.len() >= completions;
+    // An Indexed Job counts indexes that succeeded, not pods.
+    let indexed = spec.completion_mode.as_deref() == Some("Indexed");
+    let views = pod_views(&pods)?;
+    let completed = if indexed { job_indexed::succeeded(&views, completions) } else { BTreeSet::new() };
+    let succeeded_count = if indexed { completed.len() } else { succeeded.len() };
+    let done = condition(&job, "Complete").is_some() || succeeded_count >= completions;
     let now = Timestamp::now();
     // What is left of `activeDeadlineSeconds` (counted from the start; not while suspended).
     let deadline_left = match (spec.active_deadline_seconds, &start) {
@@ -86,51 +178,37 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
     let failed_now = condition(&job, "Failed").is_some() || failed.len() > backoff_limit || past_deadline;
     let running_count = running.len();
     // Every name in use, finished pods' too: a new pod never takes one.
-    let taken: std::collections::BTreeSet<String> = pods.keys().cloned().collect();
+    let taken: BTreeSet<String> = pods.keys().cloned().collect();
     // Finished pods stay for inspection.
     let namespace = job.metadata.namespace.as_deref();
     let mut children: Vec<Value> = succeeded.iter().chain(&failed).map(|k| kept_pod(k, namespace)).collect();
-    let finished = children.len();
-    let mut conditions = Vec::new();
-    if failed_now && !done {
-        // Running pods stop.
-        conditions.push(condition(&job, "Failed").unwrap_or_else(|| {
-            if failed.len() > backoff_limit {
-                let why = "Job has reached the specified backoff limit";
-                new_condition("Failed", "BackoffLimitExceeded", why, last_finish.clone())
-            } else {
-                let why = "Job was active longer than specified deadline";
-                new_condition("Failed", "DeadlineExceeded", why, Some(Time(now)))
-            }
-        }));
-    } else if done {
-        conditions.push(condition(&job, "Complete").unwrap_or_else(|| {
-            new_condition(
-                "Complete",
-                "CompletionsReached",
-                "Reached expected number of succeeded pods",
-                last_finish.clone(),
-            )
-        }));
-    } else if !suspended {
-        let want = parallelism.min(completions - succeeded.len());
-        running.sort_by(|a, b| a.1.cmp(&b.1));
-        running.truncate(want);
-        children.extend(running.iter().map(|(k, _)| kept_pod(k, namespace)));
-        let mut slot = 0;
-        while children.len() < finished + want {
-            let candidate = pod_name(name, uid, slot);
-            slot += 1;
-            if !taken.contains(&candidate) {
-                let mut pod = pod_from_template(&request.parent["spec"]["template"], &candidate, namespace);
-                set_label(&mut pod, "job-name", name)?;
-                children.push(pod);
-            }
-        }
+    // A Job that failed stops its running pods.
+    let ending = match (done, failed_now) {
+        (true, _) => Some(Ending::Complete),
+        (false, true) if failed.len() > backoff_limit => Some(Ending::BackoffLimit),
+        (false, true) => Some(Ending::Deadline),
+        (false, false) => None,
+    };
+    let conditions: Vec<JobCondition> = ending.iter().map(|e| e.condition(&job, last_finish.clone(), now)).collect();
+    if ending.is_none() && !suspended {
+        let want = parallelism.min(completions - succeeded_count);
+        let template = &request.parent["spec"]["template"];
+        let runs = Runs { job: (name, uid), namespace, template, taken: &taken, want };
+        children.extend(if indexed {
+            let running = views.iter().filter(|(_, p)| p.active());
+            runs.indexed(
+                running.filter_map(|(k, p)| Some((k.as_str(), job_indexed::index_of(p, completions)?))),
+                &completed,
+                completions,
+            )?
+        } else {
+            runs.any(&mut running)?
+        });
     }
     let status = JobStatus {
         active: Some(if done || failed_now { 0 } else { running_count.min(parallelism) as i32 }),
-        succeeded: Some(succeeded.len() as i32),
+        succeeded: Some(succeeded_count as i32),
+        completed_indexes: Some(job_indexed::intervals(&completed)).filter(|_| indexed && !completed.is_empty()),
         failed: Some(failed.len() as i32),
         ready: Some(ready as i32),
         start_time: start,
@@ -210,6 +288,50 @@ mod tests {
         fresh["parent"]["spec"]["suspend"] = json!(true);
         fresh["parent"]["metadata"]["creationTimestamp"] = json!("2026-01-01T00:00:00Z");
         assert!(run_json(sync, fresh)["status"].get("conditions").is_none());
+    }
+
+    #[test]
+    fn an_indexed_job_runs_each_index_until_it_succeeds() {
+        let indexed = |pods: &[Value]| {
+            let mut r = request(3, 2, 6, pods);
+            r["parent"]["spec"]["completionMode"] = json!("Indexed");
+            run_json(sync, r)
+        };
+        let index_of = |p: &Value| p["metadata"]["labels"][job_indexed::INDEX].as_str().map(str::to_string);
+        let out = indexed(&[]);
+        let started: Vec<_> = out["children"].as_array().unwrap().iter().map(index_of).collect();
+        assert_eq!(started, [Some("0".into()), Some("1".into())], "the lowest indexes, parallelism at a time");
+        let at = |name: &str, index: &str, phase: &str| {
+            let mut p = pod(name, phase);
+            p["metadata"]["labels"] = json!({job_indexed::INDEX: index});
+            p
+        };
+        let out = indexed(&[at("j-0-a", "0", "Succeeded"), at("j-1-a", "1", "Running"), at("j-1-b", "1", "Running")]);
+        let names: Vec<_> = out["children"].as_array().unwrap().iter().map(|p| p["metadata"]["name"].clone()).collect();
+        assert_eq!(names.len(), 3, "index 0 kept, one pod of index 1, index 2 started: {names:?}");
+        assert_eq!(names[1], "j-1-a", "one pod per index");
+        assert_eq!(index_of(&out["children"][2]), Some("2".into()));
+        assert_eq!(
+            (out["status"]["succeeded"].clone(), out["status"]["completedIndexes"].clone()),
+            (json!(1), json!("0"))
+        );
+        // A failed index runs again under a new name.
+        let out = indexed(&[at("j-0-a", "0", "Failed")]);
+        let again = &out["children"][1];
+        assert_eq!(index_of(again), Some("0".into()));
+        assert_ne!(again["metadata"]["name"], "j-0-a");
+        let all = [
+            at("a", "0", "Succeeded"),
+            at("b", "1", "Succeeded"),
+            at("c", "2", "Succeeded"),
+            at("d", "2", "Succeeded"),
+        ];
+        let out = indexed(&all);
+        assert_eq!(out["status"]["conditions"][0]["type"], "Complete");
+        assert_eq!(
+            (out["status"]["succeeded"].clone(), out["status"]["completedIndexes"].clone()),
+            (json!(3), json!("0-2"))
+        );
     }
 
     #[test]

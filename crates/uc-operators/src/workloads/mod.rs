@@ -10,6 +10,7 @@ pub mod deployment;
 pub mod disruption;
 pub mod endpoints;
 pub mod job;
+pub mod job_indexed;
 pub mod replicaset;
 pub mod replicationcontroller;
 pub mod statefulset;
