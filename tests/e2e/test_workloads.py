@@ -232,8 +232,21 @@ def test_service_endpoints_follow_ready_pods(cluster):
     pod_ips = sorted(p["status"]["podIP"] for p in get(cluster, "pods", "-l", "app=web")["items"])
     assert sorted(a["ip"] for a in ep["subsets"][0]["addresses"]) == pod_ips
     assert ep["subsets"][0]["ports"][0]["port"] == 8080
+    # The same pods as an EndpointSlice, which newer clients read (kubectl's own `describe` among them).
+    slices = wait_for(lambda: (l := get(cluster, "endpointslices", "-l", "kubernetes.io/service-name=web")["items"])
+                      and sum(len(s.get("endpoints") or []) for s in l) == 2 and l, timeout=30, message="two endpoints in slices")
+    assert len(slices) == 1 and slices[0]["addressType"] == "IPv4"
+    assert slices[0]["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"] == "endpointslice-controller.k8s.io"
+    assert slices[0]["metadata"]["ownerReferences"][0]["kind"] == "Service"
+    assert sorted(e["addresses"][0] for e in slices[0]["endpoints"]) == pod_ips
+    assert all(e["conditions"] == {"ready": True, "serving": True, "terminating": False} for e in slices[0]["endpoints"])
+    assert slices[0]["ports"] == [{"name": "", "port": 8080, "protocol": "TCP"}]
+    table = cluster.kubectl("get", "endpointslices", "-l", "kubernetes.io/service-name=web").stdout
+    assert "IPv4" in table and "8080" in table, table
     cluster.kubectl("scale", "deploy/web", "--replicas=1")
     wait_for(lambda: len(get(cluster, "endpoints", "web")["subsets"][0]["addresses"]) == 1, timeout=30, message="one address")
+    wait_for(lambda: [len(s.get("endpoints") or []) for s in get(cluster, "endpointslices", "-l", "kubernetes.io/service-name=web")["items"]] == [1],
+             timeout=30, message="one endpoint in the slice")
 
 
 STATEFULSET = {

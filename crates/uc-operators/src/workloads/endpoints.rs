@@ -1,17 +1,19 @@
-//! Service → Endpoints: the addresses of the pods a Service selects (ready ones, unless
-//! `publishNotReadyAddresses`), with the Service's ports resolved to the pods' target ports. The pods
-//! are related resources named by the customize hook (the Service's selector), not children.
+//! Service → Endpoints and EndpointSlices: the addresses of the pods a Service selects (ready ones,
+//! unless `publishNotReadyAddresses`), with the Service's ports resolved to the pods' target ports, and
+//! the same pods as EndpointSlices (`endpoint_slices.rs`). The pods are related resources named by the
+//! customize hook (the Service's selector), not children.
 //!
 //! Written against the typed hook protocol (`uc_engine::hooks::native::typed`) with k8s-openapi's
 //! Service, Pod and Endpoints: the shape a native hook of one's own takes.
 
-use k8s_openapi::api::core::v1::{
-    EndpointAddress, EndpointPort, EndpointSubset, Endpoints, ObjectReference, Pod, Service, ServicePort,
-};
+use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset, Endpoints, Pod, Service, ServicePort};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::{Value, json};
 use uc_api::hook::{CustomizeRequest, CustomizeResponse, RelatedResourceRule, SyncRequest, SyncResponse};
 use uc_engine::hooks::HookError;
+
+use super::endpoint_slices::{self, is_ready, pod_reference};
+use crate::objects::json_of;
 
 /// The Service's selector, if it selects anything.
 fn selector(svc: &Service) -> Option<&std::collections::BTreeMap<String, String>> {
@@ -58,23 +60,12 @@ fn pod_ip(pod: &Pod) -> &str {
     pod.status.as_ref().and_then(|s| s.pod_ip.as_deref()).unwrap_or_default()
 }
 
-fn is_ready(pod: &Pod) -> bool {
-    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
-    conditions.is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
 fn address(pod: &Pod) -> EndpointAddress {
     EndpointAddress {
         ip: pod_ip(pod).to_string(),
         node_name: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
         hostname: pod.spec.as_ref().and_then(|s| s.hostname.clone()),
-        target_ref: Some(ObjectReference {
-            kind: Some("Pod".into()),
-            name: pod.metadata.name.clone(),
-            namespace: pod.metadata.namespace.clone(),
-            uid: pod.metadata.uid.clone(),
-            ..Default::default()
-        }),
+        target_ref: Some(pod_reference(pod)),
     }
 }
 
@@ -86,13 +77,12 @@ pub fn sync(request: SyncRequest) -> Result<SyncResponse, HookError> {
     }
     let spec = svc.spec.clone().unwrap_or_default();
     let publish_all = spec.publish_not_ready_addresses.unwrap_or(false);
-    let mut pods = Vec::new();
+    let mut selected = Vec::new();
     for (name, p) in request.related.into_iter().filter(|(k, _)| k == "Pod.v1").flat_map(|(_, m)| m) {
-        let pod: Pod = decode(&format!("related pod {name}"), &p)?;
-        if !pod_ip(&pod).is_empty() && pod.metadata.deletion_timestamp.is_none() {
-            pods.push(pod);
-        }
+        selected.push(decode::<Pod>(&format!("related pod {name}"), &p)?);
     }
+    let mut pods: Vec<&Pod> =
+        selected.iter().filter(|p| !pod_ip(p).is_empty() && p.metadata.deletion_timestamp.is_none()).collect();
     pods.sort_by(|a, b| pod_ip(a).cmp(pod_ip(b)));
     let (ready, not_ready): (Vec<&Pod>, Vec<&Pod>) = pods.iter().partition(|p| is_ready(p) || publish_all);
     let mut subsets = Vec::new();
@@ -119,10 +109,10 @@ pub fn sync(request: SyncRequest) -> Result<SyncResponse, HookError> {
     endpoints.metadata.name = svc.metadata.name.clone();
     endpoints.metadata.namespace = svc.metadata.namespace.clone();
     endpoints.metadata.labels = Some(svc.metadata.labels.clone().unwrap_or_default());
-    let mut child = serde_json::to_value(endpoints).map_err(|e| HookError::InvalidResponse(e.to_string()))?;
-    child["apiVersion"] = json!("v1");
-    child["kind"] = json!("Endpoints");
-    Ok(SyncResponse { children: vec![child], ..Default::default() })
+    let mut children = vec![json_of(&endpoints)];
+    // And the same pods as EndpointSlices (terminating ones too), which newer clients read instead.
+    children.extend(endpoint_slices::slices(&svc, &selected).iter().map(json_of));
+    Ok(SyncResponse { children, ..Default::default() })
 }
 
 #[cfg(test)]

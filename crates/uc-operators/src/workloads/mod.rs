@@ -8,6 +8,7 @@ pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
+pub mod endpoint_slices;
 pub mod endpoints;
 pub mod job;
 pub mod job_indexed;
@@ -18,7 +19,7 @@ pub mod ttl_after_finished;
 
 use std::sync::Arc;
 
-use uc_api::controller::{ConditionCheck, Hook, RevisionHistory, StatusChecks, UpdateMethod};
+use uc_api::controller::{ChildResource, ConditionCheck, Hook, RevisionHistory, StatusChecks, UpdateMethod};
 use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_engine::hooks::HookError;
 use uc_engine::hooks::native::{self, NativeRegistry, Projection};
@@ -121,7 +122,11 @@ pub fn controllers() -> Vec<uc_api::controller::UniversalController> {
             childless(("v1", "persistentvolumeclaims"), "persistentvolumeclaim", false),
         ),
         // A Service's selector picks pods, not its Endpoints: the pods are related resources.
-        builtin("builtin-endpoints", one(("v1", "services"), ("v1", "endpoints", InPlace), "endpoints", true, true)),
+        builtin("builtin-endpoints", {
+            let mut spec = one(("v1", "services"), ("v1", "endpoints", InPlace), "endpoints", true, true);
+            spec.child_resources.push(ChildResource::new("discovery.k8s.io/v1", "endpointslices", InPlace));
+            spec
+        }),
     ]
 }
 
@@ -147,6 +152,11 @@ mod tests {
                    "generateSelector": generate, "hooks": {"sync": native(hook)}})
         };
         let mut endpoints = one(("v1", "services"), child("v1", "endpoints", "InPlace"), "endpoints", true);
+        endpoints["childResources"].as_array_mut().unwrap().push(child(
+            "discovery.k8s.io/v1",
+            "endpointslices",
+            "InPlace",
+        ));
         endpoints["hooks"]["customize"] = native("endpoints");
         let expected = vec![
             b(
