@@ -330,3 +330,28 @@ def test_kubes_validation_rules_for_names_ports_probes_and_resources(cluster):
     made = cluster.kubectl("create", "-o", "name", "-f", "-", input=json.dumps(
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}}))
     assert made.stdout.startswith("configmap/gen-"), made.stdout
+
+
+def test_updates_are_refused_where_kube_refuses_them(cluster):
+    """What kube-apiserver's strategies refuse to change after creation, refused with their words; what
+    they let change goes in."""
+    cluster.kubectl("run", "steady", "--image=nginx:1", "--restart=Never")
+    r = cluster.kubectl("patch", "pod", "steady", "--type=merge", "-p", '{"spec":{"activeDeadlineSeconds":null,"restartPolicy":"OnFailure"}}', check=False)
+    assert r.returncode != 0 and "spec: Forbidden: pod updates may not change fields other than `spec.containers[*].image`" in r.stderr, r.stderr
+    cluster.kubectl("set", "image", "pod/steady", "steady=nginx:2")
+    cluster.kubectl("label", "pod", "steady", "tier=web")
+    pod = json.loads(cluster.kubectl("get", "pod", "steady", "-o", "json").stdout)
+    assert pod["spec"]["containers"][0]["image"] == "nginx:2" and pod["spec"]["restartPolicy"] == "Never"
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "frozen"}, "immutable": True, "data": {"a": "1"}}))
+    r = cluster.kubectl("patch", "configmap", "frozen", "--type=merge", "-p", '{"data":{"a":"2"}}', check=False)
+    assert r.returncode != 0 and "data: Forbidden: field is immutable when `immutable` is set" in r.stderr, r.stderr
+    cluster.kubectl("create", "deployment", "sel", "--image=nginx:1")
+    r = cluster.kubectl("patch", "deployment", "sel", "--type=merge",
+                        "-p", '{"spec":{"selector":{"matchLabels":{"app":"other"}},"template":{"metadata":{"labels":{"app":"other"}}}}}', check=False)
+    assert r.returncode != 0 and "spec.selector: Invalid value" in r.stderr and "field is immutable" in r.stderr, r.stderr
+    cluster.kubectl("create", "job", "once", "--image=busybox:1", "--", "true")
+    r = cluster.kubectl("set", "image", "job/once", "once=busybox:2", check=False)
+    assert r.returncode != 0 and "spec.template: Invalid value" in r.stderr and "field is immutable" in r.stderr, r.stderr
+    assert json.loads(cluster.kubectl("get", "configmap", "frozen", "-o", "json").stdout)["data"] == {"a": "1"}, "nothing kept"
+

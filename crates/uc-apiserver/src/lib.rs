@@ -14,6 +14,7 @@ pub mod builtin_container;
 mod builtin_cronjob;
 mod builtin_job;
 pub mod builtin_schemas;
+mod builtin_update;
 pub mod certificates;
 pub mod cluster_objects;
 pub mod component_status;

@@ -338,6 +338,10 @@ pub(crate) fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Valu
     };
     errs.extend(unchangeable_errors(info, old, &result));
     validate_body(req, info, &t.version, &mut result, &mut errs)?;
+    if t.sub.is_none() && info.crd.is_none() {
+        // What a built-in kind's strategy lets an update change (compared defaulted, as stored).
+        errs.extend(crate::builtin_update::update_errors(&info.group, &info.resource, old, &result));
+    }
     if !errs.is_empty() {
         return Err(invalid(info, &name, &errs));
     }
