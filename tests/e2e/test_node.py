@@ -25,6 +25,22 @@ def test_node_is_registered_and_ready(cluster):
         assert info["bootID"] == f.read().strip(), info
     pretty = [line.split("=", 1)[1].strip().strip('"') for line in open("/etc/os-release") if line.startswith("PRETTY_NAME=")]
     assert info["osImage"] == (pretty or ["Linux"])[0], info
+    # Its CPUs and memory, as a kubelet counts them: allocatable memory less the 100Mi eviction threshold.
+    status = json.loads(cluster.kubectl("get", "node", "uc-node", "-o", "json").stdout)["status"]
+    mem_kib = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal:"))
+    assert status["capacity"]["cpu"] == str(len(os.sched_getaffinity(0)) if not os.path.exists("/sys/devices/system/cpu/online")
+                                            else online_cpus()), status["capacity"]
+    assert status["capacity"]["memory"] == f"{mem_kib}Ki", status["capacity"]
+    assert status["allocatable"]["memory"] == f"{mem_kib - 102400}Ki", status["allocatable"]
+
+
+def online_cpus():
+    """The number of CPUs /sys/devices/system/cpu/online lists (`0-3,6` is 5)."""
+    count = 0
+    for part in open("/sys/devices/system/cpu/online").read().strip().split(","):
+        low, _, high = part.partition("-")
+        count += int(high or low) - int(low) + 1
+    return count
 
 
 def test_simulated_pods_run_and_become_ready(cluster):

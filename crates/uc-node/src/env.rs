@@ -209,8 +209,8 @@ pub fn resource(container: Option<&Container>, reference: &ResourceFieldSelector
     let amounts = resources.and_then(|r| if kind == "limits" { r.limits.as_ref() } else { r.requests.as_ref() });
     let set = amounts.and_then(|a| a.get(res)).and_then(|q| quantity(&q.0));
     let node = match res {
-        "cpu" => 2.0,
-        _ => 24.0 * 1024f64.powi(3),
+        "cpu" => f64::from(crate::machine::node().cpus),
+        _ => crate::machine::node().allocatable_bytes(),
     };
     let value = match (kind, set) {
         (_, Some(v)) => v,

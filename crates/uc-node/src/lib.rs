@@ -152,6 +152,7 @@ pub async fn start(clients: Clients, options: NodeOptions) -> anyhow::Result<Nod
         network::Network::Loopback(_) => None,
     };
     let endpoint = server::serve(options.kubelet_port, options.kubelet_callers.clone(), pods.clone()).await?;
+    machine::set_node(machine::Resources::read());
     let uid = register(&client, &options.name, endpoint.port()).await?;
     // Its role, as an installer labels a node (a node may not set `node-role.kubernetes.io/` labels).
     let role = json!({"metadata": {"labels": {"node-role.kubernetes.io/uc": ""}}});
@@ -250,8 +251,8 @@ async fn register(client: &kube::Client, name: &str, kubelet_port: u16) -> anyho
                         "lastHeartbeatTime": now, "lastTransitionTime": now}],
         "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": name}],
         "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
-        "capacity": {"cpu": "2", "memory": "24Gi", "pods": "10000"},
-        "allocatable": {"cpu": "2", "memory": "24Gi", "pods": "10000"},
+        "capacity": machine::node().capacity(),
+        "allocatable": machine::node().allocatable(),
         "nodeInfo": machine::info()}});
     let node = nodes.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await?;
     Ok(node.metadata.uid)
