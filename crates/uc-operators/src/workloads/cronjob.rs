@@ -40,12 +40,11 @@ pub struct Plan {
 }
 
 fn holds(job: &Job, type_: &str) -> bool {
-    let conditions = job.status.as_ref().and_then(|s| s.conditions.as_ref());
-    conditions.is_some_and(|cs| cs.iter().any(|c| c.type_ == type_ && c.status == "True"))
+    super::job::condition(job, type_).is_some()
 }
 
 fn finished(job: &Job) -> bool {
-    holds(job, "Complete") || holds(job, "Failed")
+    super::job::finish(job).is_some()
 }
 
 fn name_of(job: &Job) -> &str {

@@ -15,10 +15,16 @@ use super::job_indexed;
 use super::replicaset::pod_name;
 use crate::objects::{decode, kept_pod, pod_from_template, pod_views, set_label, take_children, to_value};
 
-/// The job's condition of `type_`, if it holds.
-fn condition(job: &Job, type_: &str) -> Option<JobCondition> {
+/// The job's condition of `type_`, if it holds (the one reader of a Job's conditions, for the CronJob
+/// and TTL controllers too).
+pub(crate) fn condition(job: &Job, type_: &str) -> Option<JobCondition> {
     let conditions = job.status.as_ref()?.conditions.as_ref()?;
     conditions.iter().find(|c| c.type_ == type_ && c.status == "True").cloned()
+}
+
+/// The condition a finished Job holds: Complete or Failed.
+pub(crate) fn finish(job: &Job) -> Option<JobCondition> {
+    condition(job, "Complete").or_else(|| condition(job, "Failed"))
 }
 
 fn new_condition(type_: &str, reason: &str, message: &str, at: Option<Time>) -> JobCondition {

@@ -24,13 +24,8 @@ pub fn expires_at(job: &Job) -> Option<Timestamp> {
         return None;
     }
     let ttl = job.spec.as_ref()?.ttl_seconds_after_finished?;
-    let conditions = job.status.as_ref()?.conditions.as_ref()?;
-    let finish = conditions
-        .iter()
-        .find(|c| matches!(c.type_.as_str(), "Complete" | "Failed") && c.status == "True")?
-        .last_transition_time
-        .as_ref()?;
-    finish.0.checked_add(SignedDuration::from_secs(i64::from(ttl))).ok()
+    let finished = super::job::finish(job)?.last_transition_time?;
+    finished.0.checked_add(SignedDuration::from_secs(i64::from(ttl))).ok()
 }
 
 /// The Jobs waiting for their time: by deadline, and each Job's (uid → deadline, namespace, name).
