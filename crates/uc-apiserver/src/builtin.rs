@@ -157,6 +157,7 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
         "validatingwebhookconfigurations" | "mutatingwebhookconfigurations" => {
             crate::webhooks::config::apply_defaults(resource, obj)
         }
+        "networkpolicies" | "ingressclasses" => crate::builtin_networking::apply_defaults(resource, obj),
         _ => {}
     }
 }
@@ -467,6 +468,9 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
             errs.extend(crate::webhooks::config::validate(obj));
         }
         "certificatesigningrequests" => errs.extend(crate::certificates::validate(obj)),
+        "networkpolicies" | "ingresses" | "ingressclasses" => {
+            errs.extend(crate::builtin_networking::validate(resource, obj))
+        }
         "roles" | "clusterroles" | "rolebindings" | "clusterrolebindings" => {
             errs.extend(crate::auth::validate::validate(resource, obj));
         }

@@ -9,7 +9,8 @@
 //!   for the fields kube lets change; a Job's template (but, while it is suspended and never started,
 //!   its labels, annotations, node selector, tolerations and scheduling gates), `completionMode` and
 //!   `completions` (but an Indexed Job's, with `parallelism`, as kube's elastic Indexed Jobs);
-//! - a PersistentVolumeClaim's spec but for its storage request, which may only grow.
+//! - a PersistentVolumeClaim's spec but for its storage request, which may only grow;
+//! - an IngressClass's controller.
 //!
 //! A field set to `null` counts as a field left out, as Go's decoder reads both.
 
@@ -27,6 +28,7 @@ pub(crate) fn update_errors(group: &str, resource: &str, old: &Value, new: &Valu
         ("apps", "deployments" | "replicasets" | "daemonsets") => selector(old, new),
         ("apps", "statefulsets") => [selector(old, new), stateful_set(old, new)].concat(),
         ("batch", "jobs") => [selector(old, new), job(old, new)].concat(),
+        ("networking.k8s.io", "ingressclasses") => crate::builtin_networking::class_update_errors(old, new),
         _ => Vec::new(),
     }
 }

@@ -13,6 +13,7 @@ pub mod builtin;
 pub mod builtin_container;
 mod builtin_cronjob;
 mod builtin_job;
+mod builtin_networking;
 pub mod builtin_schemas;
 mod builtin_update;
 pub mod certificates;

@@ -20,7 +20,31 @@ struct FieldDef {
     kind: String,
     repeated: bool,
     type_name: String,
+    /// An embedded Go struct (`json:",inline"`): its fields are written among the message's own.
+    inline: bool,
 }
+
+/// The message fields that are Go structs embedded inline: a field of its own in protobuf, their fields
+/// the enclosing object's in JSON (an Ingress rule's `http` beside its `host`, a volume's `configMap`
+/// beside its `name`, a probe's `exec`, a ConfigMap reference's `name`).
+const INLINE: &[(&str, &str)] = &[
+    ("api.admissionregistration.v1.NamedRuleWithOperations", "ruleWithOperations"),
+    ("api.admissionregistration.v1.RuleWithOperations", "rule"),
+    ("api.admissionregistration.v1alpha1.NamedRuleWithOperations", "ruleWithOperations"),
+    ("api.admissionregistration.v1beta1.NamedRuleWithOperations", "ruleWithOperations"),
+    ("api.core.v1.ConfigMapEnvSource", "localObjectReference"),
+    ("api.core.v1.ConfigMapKeySelector", "localObjectReference"),
+    ("api.core.v1.ConfigMapProjection", "localObjectReference"),
+    ("api.core.v1.ConfigMapVolumeSource", "localObjectReference"),
+    ("api.core.v1.EphemeralContainer", "ephemeralContainerCommon"),
+    ("api.core.v1.PersistentVolumeSpec", "persistentVolumeSource"),
+    ("api.core.v1.Probe", "handler"),
+    ("api.core.v1.SecretEnvSource", "localObjectReference"),
+    ("api.core.v1.SecretKeySelector", "localObjectReference"),
+    ("api.core.v1.SecretProjection", "localObjectReference"),
+    ("api.core.v1.Volume", "volumeSource"),
+    ("api.networking.v1.IngressRule", "ingressRuleValue"),
+];
 
 type Messages = HashMap<String, HashMap<u64, FieldDef>>;
 
@@ -60,7 +84,8 @@ fn parse_schema(text: &str) -> Result<Messages, SchemaError> {
                 }
                 None => String::new(),
             };
-            defs.insert(tag, FieldDef { json, kind, repeated, type_name });
+            let inline = INLINE.contains(&(name.as_str(), json.as_str()));
+            defs.insert(tag, FieldDef { json, kind, repeated, type_name, inline });
         }
         out.insert(name.clone(), defs);
     }
@@ -171,7 +196,13 @@ fn message_name(api_version: &str, kind: &str) -> Option<String> {
         g => format!("api.{}", g.split('.').next()?),
     };
     let name = format!("{module}.{version}.{kind}");
-    schema().contains_key(&name).then_some(name)
+    if schema().contains_key(&name) {
+        return Some(name);
+    }
+    // The options kinds every group version registers (`metav1.AddToGroupVersion`): a typed client's
+    // DELETE body is a `v1` (or `apps/v1`, …) DeleteOptions.
+    let options = format!("apimachinery.pkg.apis.meta.v1.{kind}");
+    (kind.ends_with("Options") && schema().contains_key(&options)).then_some(options)
 }
 
 fn utf8(b: &[u8]) -> Result<String, ProtoError> {
@@ -285,7 +316,11 @@ fn decode_message(name: &str, bytes: &[u8], depth: usize) -> Result<Value, Proto
             continue;
         }
         let values = scalar_or_message(def, wire, depth)?;
-        if def.repeated {
+        if def.inline {
+            for v in values {
+                out.extend(v.as_object().into_iter().flatten().map(|(k, v)| (k.clone(), v.clone())));
+            }
+        } else if def.repeated {
             let a = out.entry(def.json.clone()).or_insert_with(|| Value::Array(Vec::new()));
             if let Some(a) = a.as_array_mut() {
                 a.extend(values);
@@ -464,6 +499,63 @@ mod tests {
     fn varint_field(tag: u64, v: u64, out: &mut Vec<u8>) {
         varint(tag << 3, out);
         varint(v, out);
+    }
+
+    #[test]
+    fn embedded_go_structs_are_written_inline() {
+        let schema = parse_schema(include_str!("proto_schema.json")).unwrap();
+        for (message, field) in INLINE {
+            let def = schema[*message].values().find(|d| d.json == *field);
+            assert!(def.is_some_and(|d| d.inline && d.kind == "message"), "{message}.{field}");
+        }
+        // A typed client's DeleteOptions, in its group version's envelope.
+        let mut options = Vec::new();
+        len_field(4, b"Foreground", &mut options);
+        let mut tm = Vec::new();
+        len_field(1, b"v1", &mut tm);
+        len_field(2, b"DeleteOptions", &mut tm);
+        let mut env = b"k8s\0".to_vec();
+        len_field(1, &tm, &mut env);
+        len_field(2, &options, &mut env);
+        assert_eq!(decode(&env).unwrap()["propagationPolicy"], "Foreground");
+        // An Ingress rule as kubectl create ingress sends it: host, then the rule value (http, paths).
+        let mut port = Vec::new();
+        varint_field(2, 8080, &mut port);
+        let mut service = Vec::new();
+        len_field(1, b"svc1", &mut service);
+        len_field(2, &port, &mut service);
+        let mut backend = Vec::new();
+        len_field(4, &service, &mut backend);
+        let mut path = Vec::new();
+        len_field(1, b"/bar", &mut path);
+        len_field(2, &backend, &mut path);
+        len_field(3, b"Prefix", &mut path);
+        let mut http = Vec::new();
+        len_field(1, &path, &mut http);
+        let mut value = Vec::new();
+        len_field(1, &http, &mut value);
+        let mut rule = Vec::new();
+        len_field(1, b"foo.com", &mut rule);
+        len_field(2, &value, &mut rule);
+        assert_eq!(
+            decode_message("api.networking.v1.IngressRule", &rule, 0).unwrap(),
+            serde_json::json!({"host": "foo.com", "http": {"paths": [{"path": "/bar", "pathType": "Prefix",
+                "backend": {"service": {"name": "svc1", "port": {"number": 8080}}}}]}})
+        );
+        // A volume: its source's fields beside its name, and a ConfigMap's reference its `name`.
+        let mut reference = Vec::new();
+        len_field(1, b"settings", &mut reference);
+        let mut config_map = Vec::new();
+        len_field(1, &reference, &mut config_map);
+        let mut source = Vec::new();
+        len_field(19, &config_map, &mut source);
+        let mut volume = Vec::new();
+        len_field(1, b"config", &mut volume);
+        len_field(2, &source, &mut volume);
+        assert_eq!(
+            decode_message("api.core.v1.Volume", &volume, 0).unwrap(),
+            serde_json::json!({"name": "config", "configMap": {"name": "settings"}})
+        );
     }
 
     #[test]

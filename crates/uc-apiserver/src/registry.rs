@@ -192,6 +192,15 @@ const BUILTINS: &[Builtin] = &[
     b("coordination.k8s.io", "v1", "leases", "Lease", true, &[]),
     b("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true, &[]),
     b("events.k8s.io", "v1", "events", "Event", true, &[]),
+    with(b("networking.k8s.io", "v1", "ingresses", "Ingress", true, &["ing"]), true, false, true, false),
+    with(b("networking.k8s.io", "v1", "ingressclasses", "IngressClass", false, &[]), false, false, true, false),
+    with(
+        b("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", true, &["netpol"]),
+        false,
+        false,
+        true,
+        false,
+    ),
     with(b("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"]), true, false, true, false),
     with(b("apiregistration.k8s.io", "v1", "apiservices", "APIService", false, &[]), true, false, false, false),
     with(

@@ -63,7 +63,7 @@ impl Drop for Lifecycle {
 pub async fn start(
     client: kube::Client,
     resolver: uc_engine::names::Resolver,
-    builtin: BTreeMap<String, fbc::Catalog>,
+    builtin: BTreeMap<String, Arc<sources::Builtin>>,
 ) -> anyhow::Result<Lifecycle> {
     for crd in crds::crds().into_iter().chain([packages::crd()]) {
         uc_engine::manager::install_crd(&client, crd).await?;
@@ -116,7 +116,7 @@ pub async fn start(
         }
     }
     let mut sources = sources::Sources::default();
-    sources.builtin = builtin.into_iter().map(|(k, v)| (k, Arc::new(v))).collect();
+    sources.builtin = builtin;
     let wake = Arc::new(tokio::sync::Notify::new());
     let (watched, named) = tokio::sync::watch::channel(Default::default());
     let triggers = triggers::start(&client, &kinds, wake.clone(), named).await.map_err(|e| anyhow::anyhow!(e))?;

@@ -137,11 +137,30 @@ struct Loaded {
     at: Instant,
 }
 
+/// A catalog built into uc, made the first time it is read: making one renders its bundles (their CRDs'
+/// schemas among them), work a `uc up` whose catalog nobody reads need not do.
+pub struct Builtin {
+    make: fn() -> Catalog,
+    made: std::sync::OnceLock<Arc<Catalog>>,
+}
+
+impl Builtin {
+    /// The catalog `make` makes, not made yet.
+    pub fn new(make: fn() -> Catalog) -> Builtin {
+        Builtin { make, made: std::sync::OnceLock::new() }
+    }
+
+    /// The catalog, made on the first call.
+    pub fn get(&self) -> Arc<Catalog> {
+        self.made.get_or_init(|| Arc::new((self.make)())).clone()
+    }
+}
+
 /// Every CatalogSource's catalog, read when it changed (or, from a directory or URL, every 30 s).
 #[derive(Default)]
 pub struct Sources {
     /// Catalogs built into uc, by name.
-    pub builtin: BTreeMap<String, Arc<Catalog>>,
+    pub builtin: BTreeMap<String, Arc<Builtin>>,
     cache: HashMap<String, Loaded>,
 }
 
@@ -183,7 +202,7 @@ impl Sources {
             }
             Origin::Builtin(name) => {
                 let missing = || CatalogError::at("spec.address", format!("uc has no built-in catalog {name:?}"));
-                return self.builtin.get(name).cloned().ok_or_else(missing);
+                return self.builtin.get(name).map(|b| b.get()).ok_or_else(missing);
             }
             Origin::Directory(p) => p.display().to_string(),
             Origin::Http(url) => url.clone(),

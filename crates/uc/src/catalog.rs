@@ -222,7 +222,12 @@ pub fn objects(package: &str) -> anyhow::Result<(Vec<CustomResourceDefinition>, 
 }
 
 /// The catalogs built into uc, by name.
-pub fn builtin() -> BTreeMap<String, Catalog> {
+pub fn builtin() -> BTreeMap<String, std::sync::Arc<uc_olm::sources::Builtin>> {
+    BTreeMap::from([(NAME.to_string(), std::sync::Arc::new(uc_olm::sources::Builtin::new(ucs_operators)))])
+}
+
+/// The catalog of uc's operators: a package of one bundle each.
+fn ucs_operators() -> Catalog {
     let version = env!("CARGO_PKG_VERSION");
     let mut catalog = Catalog::default();
     for op in operators() {
@@ -250,7 +255,7 @@ pub fn builtin() -> BTreeMap<String, Catalog> {
         };
         catalog.packages.insert(op.package.into(), package);
     }
-    BTreeMap::from([(NAME.to_string(), catalog)])
+    catalog
 }
 
 #[cfg(test)]
@@ -272,8 +277,7 @@ mod tests {
 
     #[test]
     fn ucs_operators_are_bundles_that_install_their_controllers() {
-        let catalogs = builtin();
-        let catalog = &catalogs[NAME];
+        let catalog = builtin()[NAME].get();
         let etcd = &catalog.packages["etcd"];
         let bundle = etcd.bundles.values().next().unwrap();
         assert_eq!(bundle.name, format!("etcd.v{}", env!("CARGO_PKG_VERSION")));
@@ -296,7 +300,7 @@ mod tests {
         }
         // Round trip through FBC: what `uc catalog` would write reads back the same.
         let blobs: Vec<_> = catalog.packages.values().flat_map(uc_olm::bundle::package_blobs).collect();
-        assert_eq!(&Catalog::of(blobs.iter()).unwrap(), catalog);
+        assert_eq!(Catalog::of(blobs.iter()).unwrap(), *catalog);
         let steps = uc_olm::plan::steps(bundle, "operators").unwrap();
         assert!(
             steps

@@ -446,7 +446,7 @@ pub async fn up(args: UpArgs) -> anyhow::Result<()> {
             .context("starting the operator lifecycle manager")?;
         tracing::info!("operator lifecycle manager running (OLM's API)");
         if installs_operators(&args) {
-            subscribe_operators(&args, &client, &builtin[catalog::NAME]).await?;
+            subscribe_operators(&args, &client, &builtin[catalog::NAME].get()).await?;
         }
         Some(lifecycle)
     } else {

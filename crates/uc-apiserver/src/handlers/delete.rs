@@ -55,12 +55,8 @@ impl Default for DeleteOptions {
 }
 
 fn delete_options(req: &Req) -> Result<DeleteOptions> {
-    let body: Value = if req.body.is_empty() {
-        json!({})
-    } else {
-        serde_json::from_slice(&req.body)
-            .map_err(|e| ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}")))?
-    };
+    // JSON, or what a typed client sends (client-go's protobuf, as `helm uninstall` deletes its release).
+    let body = if req.body.is_empty() { json!({}) } else { crate::request::parse_body(req)? };
     options_from(&body, req)
 }
 

@@ -13,7 +13,7 @@ use super::cells::{
     int_or_string, label_selector, labels, s_at, service_ports, slice_endpoints, slice_ports, storage_class, str_or,
     subjects_of,
 };
-use super::pod;
+use super::{networking, pod};
 
 type CellFn = fn(&Value) -> Value;
 
@@ -253,6 +253,19 @@ fn columns_after_name(resource: &str) -> Vec<Column> {
         "mutatingwebhookconfigurations" | "validatingwebhookconfigurations" => {
             vec![c("Webhooks", "integer", 0, |v| Value::from(count(v, "/webhooks"))), AGE]
         }
+        "ingresses" => vec![
+            c("Class", "string", 0, |v| str_or(v, "/spec/ingressClassName", "<none>")),
+            c("Hosts", "string", 0, networking::hosts),
+            c("Address", "string", 0, networking::addresses),
+            c("Ports", "string", 0, networking::ports),
+            AGE,
+        ],
+        "ingressclasses" => vec![
+            c("Controller", "string", 0, |v| str_or(v, "/spec/controller", "")),
+            c("Parameters", "string", 0, networking::class_parameters),
+            AGE,
+        ],
+        "networkpolicies" => vec![c("Pod-Selector", "string", 0, |v| label_selector(v.at("/spec/podSelector"))), AGE],
         "leases" => vec![c("Holder", "string", 0, |v| str_or(v, "/spec/holderIdentity", "")), AGE],
         "poddisruptionbudgets" => vec![
             c("Min Available", "string", 0, |v| int_or_string(v.at("/spec/minAvailable"))),

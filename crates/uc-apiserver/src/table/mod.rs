@@ -11,6 +11,7 @@ mod age;
 mod builtin;
 mod cells;
 mod jsonpath;
+mod networking;
 mod pod;
 
 use age::age_of;
