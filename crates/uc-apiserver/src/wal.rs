@@ -176,7 +176,8 @@ pub struct Recovered {
 /// The open log.
 pub struct Wal {
     dir: PathBuf,
-    _lock: File,
+    /// The directory's lock (`LOCK`, flock'd): held by the store, and by each snapshot being written.
+    lock: File,
     snapshotting: std::sync::Arc<std::sync::atomic::AtomicBool>,
     segment: BufWriter<File>,
     segment_first: u64,
@@ -213,7 +214,7 @@ impl Wal {
         Manifest { segments, sealed: None }.write(dir).map_err(|e| StoreError::Backend(e.0))?;
         let wal = Wal {
             dir: dir.to_path_buf(),
-            _lock: lock,
+            lock,
             snapshotting: Default::default(),
             segment: BufWriter::with_capacity(1 << 20, file),
             segment_first: first,
@@ -263,10 +264,15 @@ impl Wal {
         self.segment_zeroed = 0;
         let dir = self.dir.clone();
         let busy = self.snapshotting.clone();
+        // The snapshot holds the lock (a duplicate of its descriptor) until it is written: a store that
+        // opens the directory after this one is dropped must not read it while the snapshot replaces the
+        // segments it covers (it read the old snapshot, then found the newest segment deleted).
+        let held = self.lock.try_clone().map_err(io(&self.dir.join("LOCK")))?;
         busy.store(true, std::sync::atomic::Ordering::Release);
         std::thread::Builder::new()
             .name("uc-snapshot".into())
             .spawn(move || {
+                let _held = held;
                 if let Err(e) = write_snapshot(&dir, revision, &state) {
                     tracing::error!(error = %e, "snapshot failed; the log segments are kept");
                 }
@@ -567,14 +573,16 @@ mod tests {
         wal.checkpoint(1, state).unwrap();
         wal.append(2, &[Change { key: "/c/d/b", value: Some(b"{\"v\":2}") }]).unwrap();
         drop(wal);
+        // The snapshot holds the directory's lock until it is written: the directory opens once it is,
+        // never between the snapshot's rename and the removal of the segments it covers.
+        let opened = (0..500).find_map(|_| {
+            Wal::open(dir.path()).ok().or_else(|| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                None
+            })
+        });
+        let (_, rec) = opened.expect("the directory opens once the snapshot is written");
         let old = dir.path().join(segment_name(1));
-        for _ in 0..500 {
-            if !old.exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        let (_, rec) = Wal::open(dir.path()).unwrap();
         let all: Vec<(u64, usize)> = rec.records.iter().map(|r| (r.revision, r.changes.len())).collect();
         assert_eq!(all, vec![(0, 1), (1, 0), (2, 1)]);
         assert!(!old.exists(), "the snapshot replaced the old segment");
