@@ -62,7 +62,17 @@ async fn history_is_compacted_by_age_and_by_bytes() {
     assert!(matches!(store.list(&gr(), None, Some(3)), Err(StoreError::Gone { .. })));
     assert_eq!(store.list(&gr(), None, None).unwrap().0.len(), 5, "objects stay; only history goes");
     assert!(store.events_after(5, |_| {}).is_ok(), "watching from now works");
-    // The byte budget: big objects push the oldest out at once.
+    // The byte budget: big objects push the oldest out at once (in a store whose age limit is far
+    // off, so that a slow machine's writes do not age out meanwhile).
+    let options = StoreOptions {
+        retention: std::time::Duration::from_secs(3600),
+        log_budget_bytes: 100_000,
+        ..Default::default()
+    };
+    let store = Store::open(None, options).unwrap();
+    for i in 0..5 {
+        store.write(Op::Create { gr: gr(), key: format!("ns/p{i}"), object: pod(&format!("p{i}")) }).await.unwrap();
+    }
     let big = |name: &str| {
         let mut p = pod(name);
         p["data"] = json!("x".repeat(40_000));
