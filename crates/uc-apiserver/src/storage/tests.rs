@@ -136,16 +136,10 @@ async fn a_snapshot_of_several_objects_reloads() {
         let json = |name: &str| bytes::Bytes::from(serde_json::to_vec(&pod(name)).unwrap());
         let state = vec![("/pods/ns/a".to_string(), json("a")), ("/pods/ns/b".to_string(), json("b"))];
         wal.checkpoint(2, state).unwrap();
-        // The snapshot is written on its own thread; it is in place once the temporary is renamed.
-        for _ in 0..500 {
-            if path.join("snapshot").exists() && !path.join("snapshot.tmp").exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-        assert!(path.join("snapshot").exists(), "the snapshot was written");
     }
-    let store = Store::open(Some(&path), StoreOptions::default()).unwrap();
+    // The snapshot is written on its own thread, which holds the directory until it is in place.
+    let store = reopen(&path).await;
+    assert!(path.join("snapshot").exists() && !path.join("snapshot.tmp").exists(), "the snapshot was written");
     assert_eq!(store.revision(), 2);
     assert!(store.get(&gr(), "ns/a").is_some() && store.get(&gr(), "ns/b").is_some());
 }
