@@ -67,6 +67,13 @@ def test_network_policies_are_kept_defaulted_and_checked(cluster):
         "spec": {"podSelector": {}, "egress": [{"ports": [{"port": 53}]}]}}))
     spec = get(cluster, "networkpolicy", "egress-dns")["spec"]
     assert spec["policyTypes"] == ["Ingress", "Egress"] and spec["egress"][0]["ports"] == [{"port": 53, "protocol": "TCP"}]
+    # Server-side apply from an empty selector to a filled one: the selector stays (it once went, owned
+    # as a whole before and field by field after).
+    for selector in ({}, {"matchLabels": {"app": "x"}}):
+        cluster.kubectl("apply", "--server-side", "-f", "-", input=json.dumps({
+            "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "applied"},
+            "spec": {"podSelector": selector}}))
+    assert get(cluster, "networkpolicy", "applied")["spec"]["podSelector"] == {"matchLabels": {"app": "x"}}
     bad = cluster.kubectl("apply", "-f", "-", check=False, input=json.dumps({
         "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "bad"},
         "spec": {"podSelector": {}, "ingress": [{"from": [{"ipBlock": {"cidr": "10.0.0.0/16", "except": ["10.1.0.0/24"]},

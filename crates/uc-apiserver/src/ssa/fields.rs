@@ -234,6 +234,21 @@ impl FieldSet {
         out
     }
 
+    /// This set with every field that leads to more in it too: structured-merge-diff's
+    /// `EnsureNamedFieldsAreMembers`, by which a manager declaring `data.k` still declares `data` (an
+    /// apply of `data: {}` then of `data: {k: v}` keeps the field it owned as a whole before).
+    pub fn with_fields_as_members(&self) -> FieldSet {
+        let children = self
+            .children
+            .iter()
+            .map(|(pe, n)| {
+                let own = n.own || (pe.starts_with("f:") && !n.children.is_empty());
+                (pe.clone(), Node { own, children: n.children.with_fields_as_members() })
+            })
+            .collect();
+        FieldSet { children }
+    }
+
     /// The paths in both sets.
     pub fn intersection(&self, other: &FieldSet) -> FieldSet {
         let mut out = FieldSet::new();

@@ -189,7 +189,7 @@ pub fn apply(
     let others = entries.iter().filter(|e| !mine(e)).fold(FieldSet::new(), |acc, e| acc.union(&e.fields));
     let previous = entries.iter().find(|e| mine(e)).map(|e| e.fields.clone()).unwrap_or_default();
     // What the manager stopped declaring goes, unless another manager owns it too.
-    let dropped = previous.difference(&claimed).difference(&others);
+    let dropped = previous.difference(&claimed.with_fields_as_members()).difference(&others);
     let mut out = walk::merge_owned(base, intent, shape);
     walk::remove(&mut out, &dropped, &others, shape);
     // The manager's entry stays in its place, so that an apply changing nothing leaves the list as it was.
@@ -274,6 +274,20 @@ mod tests {
         // alice stops declaring a: it goes; bob's b stays.
         let dropped = apply(Some(&both), &cm(json!({"x": "y"})), false, &Builtin, &w("alice")).unwrap();
         assert_eq!(dropped["data"], json!({"b": "2", "x": "y"}));
+    }
+
+    #[test]
+    fn a_field_applied_empty_then_filled_stays() {
+        // `podSelector: {}` owns the field itself; `podSelector: {matchLabels: …}` owns what is under
+        // it: the field is still declared (kube: named fields on the way are members), so it stays.
+        let empty = apply(None, &cm(json!({})), false, &Builtin, &w("alice")).unwrap();
+        assert_eq!(managers(&empty), vec![("alice".into(), ".data".into())]);
+        let filled = apply(Some(&empty), &cm(json!({"k": "v"})), false, &Builtin, &w("alice")).unwrap();
+        assert_eq!(filled["data"], json!({"k": "v"}));
+        assert_eq!(managers(&filled), vec![("alice".into(), ".data.k".into())]);
+        // What it no longer declares under the field goes.
+        let other = apply(Some(&filled), &cm(json!({"j": "w"})), false, &Builtin, &w("alice")).unwrap();
+        assert_eq!(other["data"], json!({"j": "w"}));
     }
 
     #[test]
