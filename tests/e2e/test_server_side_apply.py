@@ -71,6 +71,15 @@ def test_kubectl_server_side_apply_owns_conflicts_and_forces(cluster):
                     input="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {mode: safe}\n")
     obj = json.loads(cluster.kubectl("get", "cm", "settings", "-o", "json").stdout)
     assert obj["data"] == {"mode": "safe"} and "team" not in obj["metadata"].get("labels", {})
+    # A field no manager declares any more goes whole, as structured-merge-diff prunes it (not `data: {}`);
+    # while another manager owns something under it, only what the applier owned goes.
+    bare = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"
+    cluster.kubectl("apply", "--server-side", "--field-manager=ops", "-f", "-", input=bare)
+    obj = json.loads(cluster.kubectl("get", "cm", "settings", "-o", "json").stdout)
+    assert obj["data"] == {"mode": "safe"}, "kubectl still owns mode"
+    cluster.kubectl("apply", "--server-side", "-f", "-", input=bare)
+    obj = json.loads(cluster.kubectl("get", "cm", "settings", "-o", "json").stdout)
+    assert "data" not in obj, obj
 
 
 def test_a_dry_run_apply_changes_nothing(cluster):

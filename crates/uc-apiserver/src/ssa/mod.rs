@@ -188,8 +188,14 @@ pub fn apply(
     }
     let others = entries.iter().filter(|e| !mine(e)).fold(FieldSet::new(), |acc, e| acc.union(&e.fields));
     let previous = entries.iter().find(|e| mine(e)).map(|e| e.fields.clone()).unwrap_or_default();
-    // What the manager stopped declaring goes, unless another manager owns it too.
-    let dropped = previous.difference(&claimed.with_fields_as_members()).difference(&others);
+    // What the manager stopped declaring goes, unless another manager owns it too. Both sets count the
+    // fields on the way to what they own as members (structured-merge-diff's prune): a field declared no
+    // more at all goes whole when no one else owns anything under it. An apply always names its object,
+    // so it always declares `metadata` (kube leaves name and namespace out of the recorded set only
+    // after pruning): only what the manager owned under it can go.
+    let mut declared = claimed.with_fields_as_members();
+    declared.insert(&[fields::field("metadata")]);
+    let dropped = previous.with_fields_as_members().difference(&declared).difference(&others);
     let mut out = walk::merge_owned(base, intent, shape);
     walk::remove(&mut out, &dropped, &others, shape);
     // The manager's entry stays in its place, so that an apply changing nothing leaves the list as it was.
@@ -288,6 +294,28 @@ mod tests {
         // What it no longer declares under the field goes.
         let other = apply(Some(&filled), &cm(json!({"j": "w"})), false, &Builtin, &w("alice")).unwrap();
         assert_eq!(other["data"], json!({"j": "w"}));
+    }
+
+    #[test]
+    fn a_field_declared_no_more_goes_whole_unless_another_manager_owns_under_it() {
+        let filled = apply(None, &cm(json!({"k": "v"})), false, &Builtin, &w("alice")).unwrap();
+        let mut bare = cm(json!({}));
+        bare.as_object_mut().unwrap().remove("data");
+        let left = apply(Some(&filled), &bare, false, &Builtin, &w("alice")).unwrap();
+        assert_eq!(left.get("data"), None, "the field goes, not only its keys");
+        assert_eq!(left["metadata"]["name"], filled["metadata"]["name"], "metadata is still declared");
+        // Labels declared no more go whole; metadata, always declared by an apply, stays with its
+        // managed fields.
+        let mut labelled = cm(json!({"k": "v"}));
+        labelled["metadata"]["labels"] = json!({"team": "a"});
+        let labelled = apply(None, &labelled, false, &Builtin, &w("alice")).unwrap();
+        let left = apply(Some(&labelled), &cm(json!({"k": "v"})), false, &Builtin, &w("alice")).unwrap();
+        assert_eq!(left["metadata"].get("labels"), None);
+        assert_eq!(managers(&left), vec![("alice".into(), ".data.k".into())]);
+        // Another manager's key under it keeps the field: only alice's key goes.
+        let shared = apply(Some(&filled), &cm(json!({"j": "w"})), false, &Builtin, &w("bob")).unwrap();
+        let left = apply(Some(&shared), &bare, false, &Builtin, &w("alice")).unwrap();
+        assert_eq!(left["data"], json!({"j": "w"}));
     }
 
     #[test]
