@@ -19,7 +19,8 @@ def get(cluster, *args):
 def test_builtin_controllers_are_listed(cluster):
     out = cluster.kubectl("get", "uc", "-l", "uc.njuics.cn/builtin=true", "-o", "name").stdout.split()
     names = sorted(o.rsplit("/", 1)[1] for o in out)
-    assert names == ["builtin-cronjob", "builtin-daemonset", "builtin-deployment", "builtin-endpoints", "builtin-job", "builtin-persistentvolumeclaim",
+    assert names == ["builtin-cronjob", "builtin-daemonset", "builtin-deployment", "builtin-endpoints",
+                     "builtin-horizontalpodautoscaler", "builtin-job", "builtin-persistentvolumeclaim",
                      "builtin-poddisruptionbudget", "builtin-replicaset", "builtin-replicationcontroller", "builtin-statefulset"]
     for n in names:
         wait_for(lambda: any(c["type"] == "Ready" and c["status"] == "True"

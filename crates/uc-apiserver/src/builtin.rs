@@ -158,6 +158,7 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
             crate::webhooks::config::apply_defaults(resource, obj)
         }
         "networkpolicies" | "ingressclasses" => crate::builtin_networking::apply_defaults(resource, obj),
+        "horizontalpodautoscalers" => crate::builtin_autoscaling::apply_defaults(obj),
         _ => {}
     }
 }
@@ -470,6 +471,10 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
         "certificatesigningrequests" => errs.extend(crate::certificates::validate(obj)),
         "networkpolicies" | "ingresses" | "ingressclasses" => {
             errs.extend(crate::builtin_networking::validate(resource, obj))
+        }
+        "horizontalpodautoscalers" => {
+            errs.extend(crate::builtin_autoscaling::validate(obj));
+            errs.extend(crate::builtin_autoscaling::status_errors(obj));
         }
         "roles" | "clusterroles" | "rolebindings" | "clusterrolebindings" => {
             errs.extend(crate::auth::validate::validate(resource, obj));

@@ -19,7 +19,7 @@ use uc_api::Pointer;
 use uc_api::names::NameRule;
 
 use crate::builtin_container::port_name_errors;
-use crate::error::{FieldError, FieldErrorKind};
+use crate::error::{FieldError, FieldErrorKind, FieldErrors};
 
 /// Applies kube's defaults of a networking kind (`SetDefaults_NetworkPolicy`, `…Port`, `…IngressClass`).
 pub(crate) fn apply_defaults(resource: &str, obj: &mut Value) {
@@ -80,7 +80,7 @@ pub(crate) fn default_class<'a>(ingress: &Value, classes: impl IntoIterator<Item
 /// What is wrong with an object of a networking kind; nothing for a body that does not read as its
 /// type (the typed read before this said so, with its path).
 pub(crate) fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
-    let mut errs = Errors(Vec::new());
+    let mut errs = FieldErrors::new();
     match resource {
         "networkpolicies" => {
             if let Ok(policy) = serde_json::from_value::<NetworkPolicy>(obj.clone()) {
@@ -114,31 +114,7 @@ pub(crate) fn class_update_errors(old: &Value, new: &Value) -> Vec<FieldError> {
 const WILDCARD_MSG: &str = r"a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, which must consist of lower case alphanumeric characters, '-' or '.' and end with an alphanumeric character (e.g. '*.example.com', regex used for validation is '\*\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const CIDR_MSG: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
 
-/// The errors found so far, with the checks that add to them.
-struct Errors(Vec<FieldError>);
-
-impl Errors {
-    fn invalid(&mut self, field: impl Into<String>, value: impl Into<Value>, why: impl Into<String>) {
-        self.0.push(FieldError::invalid(field, &value.into(), why));
-    }
-
-    fn required(&mut self, field: impl Into<String>, why: &str) {
-        self.0.push(FieldError::required(field, why));
-    }
-
-    fn not_supported(&mut self, field: String, value: &str, supported: &[&str]) {
-        let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
-        let why = format!("supported values: {}", list.join(", "));
-        self.0.push(FieldError::new(FieldErrorKind::NotSupported, field, Some(format!("{value:?}")), why));
-    }
-
-    /// `name` checked by a name rule (a subdomain, a service's DNS-1035 label, a path segment).
-    fn name(&mut self, field: String, name: &str, rule: NameRule) {
-        for why in rule.errors(name, false) {
-            self.invalid(field.clone(), name, why);
-        }
-    }
-
+impl FieldErrors {
     /// A host: a DNS subdomain, or a wildcard one (`*.example.com`).
     fn host(&mut self, field: String, host: &str) {
         if !host.contains('*') {

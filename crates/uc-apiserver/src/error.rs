@@ -294,3 +294,44 @@ impl std::fmt::Display for FieldError {
         Ok(())
     }
 }
+
+/// The field errors a validation has found so far, with the checks every kind's validation shares
+/// (`builtin_networking`, `builtin_autoscaling` add their kinds' own in `impl` blocks of theirs).
+pub(crate) struct FieldErrors(pub(crate) Vec<FieldError>);
+
+impl FieldErrors {
+    pub(crate) fn new() -> Self {
+        FieldErrors(Vec::new())
+    }
+
+    pub(crate) fn invalid(
+        &mut self,
+        field: impl Into<String>,
+        value: impl Into<serde_json::Value>,
+        why: impl Into<String>,
+    ) {
+        self.0.push(FieldError::invalid(field, &value.into(), why));
+    }
+
+    pub(crate) fn required(&mut self, field: impl Into<String>, why: &str) {
+        self.0.push(FieldError::required(field, why));
+    }
+
+    pub(crate) fn forbidden(&mut self, field: impl Into<String>, why: &str) {
+        self.0.push(FieldError::forbidden(field, why));
+    }
+
+    /// A value not among `supported`, listed as kube lists them (quoted, comma-separated).
+    pub(crate) fn not_supported(&mut self, field: String, value: &str, supported: &[&str]) {
+        let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        let why = format!("supported values: {}", list.join(", "));
+        self.0.push(FieldError::new(FieldErrorKind::NotSupported, field, Some(format!("{value:?}")), why));
+    }
+
+    /// `name` checked by a name rule (a subdomain, a DNS-1035 label, a path segment).
+    pub(crate) fn name(&mut self, field: String, name: &str, rule: uc_api::names::NameRule) {
+        for why in rule.errors(name, false) {
+            self.invalid(field.clone(), name, why);
+        }
+    }
+}

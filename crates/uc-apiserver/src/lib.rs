@@ -10,6 +10,7 @@ pub mod audit;
 pub mod auth;
 mod background;
 pub mod builtin;
+mod builtin_autoscaling;
 pub mod builtin_container;
 mod builtin_cronjob;
 mod builtin_job;

@@ -201,6 +201,13 @@ const BUILTINS: &[Builtin] = &[
         true,
         false,
     ),
+    with(
+        b("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", true, &["hpa"]),
+        true,
+        false,
+        false,
+        true,
+    ),
     with(b("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"]), true, false, true, false),
     with(b("apiregistration.k8s.io", "v1", "apiservices", "APIService", false, &[]), true, false, false, false),
     with(

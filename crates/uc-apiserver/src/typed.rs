@@ -77,12 +77,13 @@ fn is_quantity_map(key: &str) -> bool {
 
 /// Fields that are quantities.
 fn is_quantity(key: &str) -> bool {
-    key == "sizeLimit"
+    matches!(key, "sizeLimit" | "averageValue")
 }
 /// The served kinds whose fields of those names are quantities (elsewhere — a CRD's schema — they
 /// are not); each has a type in `builtin_schemas`.
 const QUANTITY_KINDS: &[&str] = &[
     "Pod",
+    "HorizontalPodAutoscaler",
     "ReplicationController",
     "Deployment",
     "ReplicaSet",

@@ -18,6 +18,7 @@ pub const NAMES: &[&str] = &[
     "cronjob",
     "replicationcontroller",
     "poddisruptionbudget",
+    "horizontalpodautoscaler",
     "endpoints",
     "persistentvolumeclaim",
 ];
@@ -117,6 +118,7 @@ pub(crate) fn engine_options(client: &kube::Client, mut options: uc_engine::Engi
     let names = uc_engine::names::ClusterNames::start(client.clone());
     options.names = Some(names.clone());
     uc_operators::workloads::register(&mut options.natives);
+    uc_operators::workloads::autoscaler::register(&mut options.natives, client.clone());
     uc_operators::etcd::register(&mut options.natives, client.clone(), Some(names.clone()));
     uc_operators::zookeeper::register(&mut options.natives, client.clone(), Some(names));
     options

@@ -13,7 +13,7 @@ use super::cells::{
     int_or_string, label_selector, labels, s_at, service_ports, slice_endpoints, slice_ports, storage_class, str_or,
     subjects_of,
 };
-use super::{networking, pod};
+use super::{autoscaling, networking, pod};
 
 type CellFn = fn(&Value) -> Value;
 
@@ -266,6 +266,14 @@ fn columns_after_name(resource: &str) -> Vec<Column> {
             AGE,
         ],
         "networkpolicies" => vec![c("Pod-Selector", "string", 0, |v| label_selector(v.at("/spec/podSelector"))), AGE],
+        "horizontalpodautoscalers" => vec![
+            c("Reference", "string", 0, autoscaling::reference),
+            c("Targets", "string", 0, autoscaling::targets),
+            c("MinPods", "string", 0, autoscaling::min_pods),
+            c("MaxPods", "integer", 0, |v| Value::from(i_at(v, "/spec/maxReplicas"))),
+            c("Replicas", "integer", 0, |v| Value::from(i_at(v, "/status/currentReplicas"))),
+            AGE,
+        ],
         "leases" => vec![c("Holder", "string", 0, |v| str_or(v, "/spec/holderIdentity", "")), AGE],
         "poddisruptionbudgets" => vec![
             c("Min Available", "string", 0, |v| int_or_string(v.at("/spec/minAvailable"))),

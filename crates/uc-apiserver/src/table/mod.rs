@@ -8,6 +8,7 @@ use uc_api::Pointer;
 use crate::registry::{PrinterColumn, ResourceInfo};
 
 mod age;
+mod autoscaling;
 mod builtin;
 mod cells;
 mod jsonpath;

@@ -3,6 +3,7 @@
 //! parent decoded into k8s-openapi's type, a malformed one refused with the field at fault); the engine
 //! does the watching, claiming, applying and status writing.
 
+pub mod autoscaler;
 pub mod claims;
 pub mod cronjob;
 pub mod daemonset;
@@ -117,6 +118,11 @@ pub fn controllers() -> Vec<uc_api::controller::UniversalController> {
             childless(("policy/v1", "poddisruptionbudgets"), "poddisruptionbudget", true),
         ),
         // Claims are bound at once: the node provisions each as a directory (claims.rs).
+        builtin("builtin-horizontalpodautoscaler", {
+            let mut spec = childless(("autoscaling/v2", "horizontalpodautoscalers"), autoscaler::HOOK, false);
+            spec.resync_period_seconds = Some(autoscaler::SYNC_PERIOD_SECONDS);
+            spec
+        }),
         builtin(
             "builtin-persistentvolumeclaim",
             childless(("v1", "persistentvolumeclaims"), "persistentvolumeclaim", false),
@@ -189,6 +195,11 @@ mod tests {
                 json!({"parentResource": {"apiVersion": "policy/v1",
                 "resource": "poddisruptionbudgets"}, "childResources": [],
                 "hooks": {"sync": native("poddisruptionbudget"), "customize": native("poddisruptionbudget")}}),
+            ),
+            b(
+                "builtin-horizontalpodautoscaler",
+                json!({"parentResource": {"apiVersion": "autoscaling/v2", "resource": "horizontalpodautoscalers"},
+                "childResources": [], "resyncPeriodSeconds": 15.0, "hooks": {"sync": native("horizontalpodautoscaler")}}),
             ),
             b(
                 "builtin-persistentvolumeclaim",
