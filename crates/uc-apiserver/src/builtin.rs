@@ -159,6 +159,7 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
         }
         "networkpolicies" | "ingressclasses" => crate::builtin_networking::apply_defaults(resource, obj),
         "horizontalpodautoscalers" => crate::builtin_autoscaling::apply_defaults(obj),
+        "storageclasses" => crate::builtin_storage::apply_defaults(obj),
         _ => {}
     }
 }
@@ -472,6 +473,7 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
         "networkpolicies" | "ingresses" | "ingressclasses" => {
             errs.extend(crate::builtin_networking::validate(resource, obj))
         }
+        "storageclasses" => errs.extend(crate::builtin_storage::validate(obj)),
         "horizontalpodautoscalers" => {
             errs.extend(crate::builtin_autoscaling::validate(obj));
             errs.extend(crate::builtin_autoscaling::status_errors(obj));

@@ -64,17 +64,7 @@ pub(crate) fn default_class<'a>(ingress: &Value, classes: impl IntoIterator<Item
     {
         return None;
     }
-    let field = |c: &'a Value, p: &str| c.at(p).and_then(Value::as_str).unwrap_or_default();
-    let default =
-        |c: &&'a Value| field(c, "/metadata/annotations/ingressclass.kubernetes.io~1is-default-class") == "true";
-    let created = |c: &'a Value| {
-        let at = field(c, "/metadata/creationTimestamp");
-        chrono::DateTime::parse_from_rfc3339(at).map(|t| t.timestamp_nanos_opt().unwrap_or(i64::MAX)).unwrap_or(0)
-    };
-    let newest = classes.into_iter().filter(default).max_by(|a, b| {
-        created(a).cmp(&created(b)).then_with(|| field(b, "/metadata/name").cmp(field(a, "/metadata/name")))
-    })?;
-    Some(field(newest, "/metadata/name").to_string())
+    crate::default_class::newest_default(classes, &["ingressclass.kubernetes.io~1is-default-class"])
 }
 
 /// What is wrong with an object of a networking kind; nothing for a body that does not read as its

@@ -201,6 +201,7 @@ const BUILTINS: &[Builtin] = &[
         true,
         false,
     ),
+    b("storage.k8s.io", "v1", "storageclasses", "StorageClass", false, &["sc"]),
     with(
         b("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", true, &["hpa"]),
         true,

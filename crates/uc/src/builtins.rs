@@ -112,6 +112,37 @@ pub(crate) async fn remove_disabled(client: &kube::Client, disabled: &[String]) 
     Ok(())
 }
 
+/// The provisioner of the StorageClass `uc up` makes: the node, a directory per claim.
+pub const PROVISIONER: &str = "uc.njuics.cn/node-directory";
+
+/// Makes `standard`, the default StorageClass, naming what the claim controller and the node do (every
+/// claim a directory of the node's, bound at once), when the cluster has no class — as kind makes its
+/// `standard` class once: classes a user made, or changed this one into, are left alone.
+pub(crate) async fn ensure_storage_class(client: &kube::Client) -> anyhow::Result<()> {
+    use k8s_openapi::api::storage::v1::StorageClass;
+    use kube::api::{ListParams, ObjectMeta, PostParams};
+    let api: Api<StorageClass> = Api::all(client.clone());
+    if !api.list(&ListParams::default().limit(1)).await.context("listing StorageClasses")?.items.is_empty() {
+        return Ok(());
+    }
+    let class = StorageClass {
+        metadata: ObjectMeta {
+            name: Some("standard".into()),
+            annotations: Some([("storageclass.kubernetes.io/is-default-class".to_string(), "true".to_string())].into()),
+            ..Default::default()
+        },
+        provisioner: PROVISIONER.into(),
+        reclaim_policy: Some("Delete".into()),
+        volume_binding_mode: Some("Immediate".into()),
+        ..Default::default()
+    };
+    match api.create(&PostParams::default(), &class).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(anyhow::anyhow!("making the default StorageClass: {e}")),
+    }
+}
+
 /// The engine's options with the native hooks of uc's operators registered (workloads, etcd,
 /// ZooKeeper), and one table of the cluster's names for every client uc runs (webhooks, the operators').
 pub(crate) fn engine_options(client: &kube::Client, mut options: uc_engine::EngineOptions) -> uc_engine::EngineOptions {

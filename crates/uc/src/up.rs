@@ -287,6 +287,9 @@ async fn start_engine(
         // Ones disabled now that an earlier start made are removed.
         crate::builtins::remove_disabled(&setup, &args.disable_controllers).await?;
         crate::builtins::install_controllers(&setup, builtins.clone()).await?;
+        if !args.disable_controllers.iter().any(|d| d == "persistentvolumeclaim") {
+            crate::builtins::ensure_storage_class(&setup).await?;
+        }
         let keep = crate::builtins::keep(setup.clone(), builtins);
         // Finished Jobs past their `ttlSecondsAfterFinished` go, with the Job controller.
         keep_builtins = Some(if args.disable_controllers.iter().any(|d| d == "job") {

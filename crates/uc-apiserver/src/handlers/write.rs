@@ -37,25 +37,42 @@ fn mount_account_token(app: &App, t: &Target, pod: &mut Value) {
 }
 
 /// What kube's strategies and mutating admission plugins add to a new object before it is validated:
-/// a Job's generated selector, a CertificateSigningRequest's requester, an Ingress's default class.
+/// a Job's generated selector, a CertificateSigningRequest's requester, an Ingress's and a claim's
+/// default class.
 fn prepare_new(app: &App, req: &Req, info: &ResourceInfo, obj: &mut Value, errs: &mut Vec<FieldError>) {
     match (info.group.as_str(), info.resource.as_str()) {
         ("batch", "jobs") => errs.extend(crate::builtin_job::generate_selector(obj)),
         ("certificates.k8s.io", "certificatesigningrequests") => crate::certificates::stamp_requester(obj, &req.user),
-        ("networking.k8s.io", "ingresses") => default_ingress_class(app, obj),
+        ("networking.k8s.io", "ingresses") => {
+            let classes = (GroupResource::new("networking.k8s.io", "ingressclasses"), "ingressClassName");
+            give_default_class(app, obj, classes, |o, c| {
+                crate::builtin_networking::default_class(o, c.iter().copied())
+            });
+        }
+        ("", "persistentvolumeclaims") => {
+            let classes = (GroupResource::new("storage.k8s.io", "storageclasses"), "storageClassName");
+            give_default_class(app, obj, classes, |o, c| {
+                crate::builtin_storage::default_for_claim(o, c.iter().copied())
+            });
+        }
         _ => {}
     }
 }
 
-/// The DefaultIngressClass admission plugin ([`crate::builtin_networking::default_class`]) with the
-/// stored IngressClasses.
-fn default_ingress_class(app: &App, ingress: &mut Value) {
-    let classes = GroupResource::new("networking.k8s.io", "ingressclasses");
+/// A default class admission plugin (kube's DefaultIngressClass, DefaultStorageClass): `choose` picks,
+/// of the stored objects of `classes`, the class a new object gets, written to its `spec.<field>`.
+fn give_default_class(
+    app: &App,
+    obj: &mut Value,
+    (classes, field): (GroupResource, &str),
+    choose: impl Fn(&Value, &[&Value]) -> Option<String>,
+) {
     let Ok((stored, _)) = app.store.list(&classes, None, None) else { return };
-    if let Some(class) = crate::builtin_networking::default_class(ingress, stored.iter().map(|(_, c)| c.as_ref()))
-        && let Some(spec) = ingress.get_mut("spec").and_then(Value::as_object_mut)
+    let stored: Vec<&Value> = stored.iter().map(|(_, c)| c.as_ref()).collect();
+    if let Some(class) = choose(obj, &stored)
+        && let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut)
     {
-        spec.insert("ingressClassName".into(), Value::String(class));
+        spec.insert(field.into(), Value::String(class));
     }
 }
 

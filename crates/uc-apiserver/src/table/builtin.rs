@@ -47,10 +47,22 @@ const AGE: Column = c("Age", "string", 0, age);
 /// The columns of a built-in resource, the name's among them.
 pub(super) fn builtin_columns(resource: &str) -> Vec<Column> {
     let mut columns = columns_after_name(resource);
-    if resource != "events" {
-        columns.insert(0, name(0));
+    match resource {
+        "events" => {}
+        // kubectl's printer marks the default class after its name.
+        "storageclasses" => columns.insert(0, Column { cell: storage_class_name, ..name(0) }),
+        _ => columns.insert(0, name(0)),
     }
     columns
+}
+
+/// A StorageClass's name, with ` (default)` when it is the default class (either annotation).
+fn storage_class_name(v: &Value) -> Value {
+    let name = v.at("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let annotations = crate::builtin_storage::DEFAULT_ANNOTATIONS;
+    let default =
+        annotations.iter().any(|a| v.at(&format!("/metadata/annotations/{a}")).and_then(Value::as_str) == Some("true"));
+    Value::String(if default { format!("{name} (default)") } else { name.to_string() })
 }
 
 /// A template's containers and images, and a selector: the wide columns of the workload kinds.
@@ -266,6 +278,15 @@ fn columns_after_name(resource: &str) -> Vec<Column> {
             AGE,
         ],
         "networkpolicies" => vec![c("Pod-Selector", "string", 0, |v| label_selector(v.at("/spec/podSelector"))), AGE],
+        "storageclasses" => vec![
+            c("Provisioner", "string", 0, |v| s_at(v, "/provisioner")),
+            c("ReclaimPolicy", "string", 0, |v| str_or(v, "/reclaimPolicy", "Delete")),
+            c("VolumeBindingMode", "string", 0, |v| str_or(v, "/volumeBindingMode", "Immediate")),
+            c("AllowVolumeExpansion", "string", 0, |v| {
+                Value::Bool(v.at("/allowVolumeExpansion") == Some(&Value::Bool(true)))
+            }),
+            AGE,
+        ],
         "horizontalpodautoscalers" => vec![
             c("Reference", "string", 0, autoscaling::reference),
             c("Targets", "string", 0, autoscaling::targets),
