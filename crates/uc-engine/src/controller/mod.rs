@@ -21,6 +21,7 @@ mod sources;
 mod status;
 mod tasks;
 pub mod validate;
+mod vanished;
 mod written;
 
 use std::collections::{BTreeMap, HashMap};

@@ -131,12 +131,16 @@ impl Shared {
     /// False when a child of the parent at `key` was deleted since it was last confirmed and the parent
     /// is gone from the server (or replaced); true otherwise.
     async fn confirmed_if_vanished(&self, key: &ObjKey, parent: &serde_json::Value) -> Result<bool, SyncError> {
-        if !self.vanished.lock().contains(key) {
+        if !self.vanished.take(key) {
             return Ok(true);
         }
-        let there = self.parent_still_there(parent).await?;
-        self.vanished.lock().remove(key);
-        Ok(there)
+        match self.parent_still_there(parent).await {
+            Ok(there) => Ok(self.vanished.confirmed(key, there)),
+            Err(e) => {
+                self.vanished.mark([key.clone()]);
+                Err(e)
+            }
+        }
     }
 
     /// Claims each child type's children for `parent`: the children it owns (as the hook sees them, and

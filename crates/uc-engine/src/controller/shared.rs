@@ -150,10 +150,8 @@ pub(super) struct Shared {
     pub written: WriteMemo,
     /// Writes whose watch events have not arrived: their parents wait for them.
     pub echoes: super::echoes::Echoes,
-    /// Parents one of whose children was deleted since their last reconcile: before recreating it, the
-    /// parent is read from the API server (the garbage collector deletes the children of a deleted
-    /// parent, and this controller may see that before it sees the parent go).
-    pub vanished: Mutex<std::collections::HashSet<ObjKey>>,
+    /// Parents one of whose children was deleted since they were last confirmed on the API server.
+    pub vanished: super::vanished::Vanished,
     /// Set once the cluster answered a server-side apply with 415.
     pub ssa_unsupported: AtomicBool,
     /// The controller's recorded hook calls (`crate::recording`).

@@ -53,7 +53,7 @@ fn follow_parents(shared: &Arc<Shared>) -> (Subscription, JoinHandle<()>) {
                 s.echoes.forget(&key);
                 s.written.forget(meta_str(&ch.object, "uid"));
                 s.related_rules.lock().remove(&key);
-                s.vanished.lock().remove(&key);
+                s.vanished.forget(&key);
             } else if ignore_status && ch.old.as_ref().is_some_and(|old| only_status_changed(old, &ch.object)) {
                 continue;
             }
@@ -103,8 +103,7 @@ fn mark_vanished(shared: &Arc<Shared>) -> crate::informer::Losing {
     let weak = Arc::downgrade(shared);
     Arc::new(move |child: &Value| {
         if let Some(s) = weak.upgrade() {
-            let parents = s.parents_of_object(child);
-            s.vanished.lock().extend(parents);
+            s.vanished.mark(s.parents_of_object(child));
         }
     })
 }
