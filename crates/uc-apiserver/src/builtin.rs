@@ -52,18 +52,14 @@ fn default_pod_spec(spec: &mut Value) {
     }
 }
 
-/// What kube-apiserver's default admission plugins add to a pod: its priority (`Priority`: 0 and
-/// `PreemptLowerPriority` for a pod of no priority class) and the not-ready and unreachable
-/// tolerations of 300 s (`DefaultTolerationSeconds`) unless it tolerates those taints itself.
+/// What kube-apiserver's default admission plugins add to a pod that needs no stored object: the
+/// not-ready and unreachable tolerations of 300 s (`DefaultTolerationSeconds`) unless it tolerates
+/// those taints itself (its priority comes from its class: `builtin_scheduling`).
 fn default_pod_admission(spec: &mut Value) {
     if !spec.is_object() {
         return;
     }
     set_default(spec, "/enableServiceLinks", json!(true));
-    if spec.get("priorityClassName").is_none_or(|n| n.as_str() == Some("")) {
-        set_default(spec, "/priority", json!(0));
-        set_default(spec, "/preemptionPolicy", json!("PreemptLowerPriority"));
-    }
     let tolerates = |spec: &Value, key: &str| {
         spec.get("tolerations").and_then(Value::as_array).is_some_and(|ts| {
             ts.iter().any(|t| {
@@ -160,6 +156,7 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
         "networkpolicies" | "ingressclasses" => crate::builtin_networking::apply_defaults(resource, obj),
         "horizontalpodautoscalers" => crate::builtin_autoscaling::apply_defaults(obj),
         "storageclasses" => crate::builtin_storage::apply_defaults(obj),
+        "priorityclasses" => crate::builtin_scheduling::apply_defaults(obj),
         _ => {}
     }
 }
@@ -474,6 +471,7 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
             errs.extend(crate::builtin_networking::validate(resource, obj))
         }
         "storageclasses" => errs.extend(crate::builtin_storage::validate(obj)),
+        "priorityclasses" => errs.extend(crate::builtin_scheduling::validate(obj)),
         "horizontalpodautoscalers" => {
             errs.extend(crate::builtin_autoscaling::validate(obj));
             errs.extend(crate::builtin_autoscaling::status_errors(obj));
@@ -503,11 +501,8 @@ mod tests {
     fn pods_get_what_the_default_admission_plugins_add() {
         let mut pod = json!({"spec": {"containers": [{"name": "c", "image": "busybox"}]}});
         apply_defaults("pods", &mut pod);
-        assert_eq!(
-            (pod["spec"]["priority"].as_i64(), pod["spec"]["enableServiceLinks"].as_bool()),
-            (Some(0), Some(true))
-        );
-        assert_eq!(pod["spec"]["preemptionPolicy"], "PreemptLowerPriority");
+        assert_eq!(pod["spec"]["enableServiceLinks"].as_bool(), Some(true));
+        assert!(pod["spec"].get("priority").is_none(), "a priority comes from the stored classes, at admission");
         assert_eq!(
             pod["spec"]["tolerations"],
             json!([{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
@@ -516,7 +511,6 @@ mod tests {
         let mut own =
             json!({"spec": {"priorityClassName": "high", "tolerations": [{"operator": "Exists"}], "containers": []}});
         apply_defaults("pods", &mut own);
-        assert!(own["spec"].get("priority").is_none(), "a priority class's value is not known here");
         assert_eq!(own["spec"]["tolerations"], json!([{"operator": "Exists"}]), "it tolerates everything already");
         let mut template = json!({"spec": {"template": {"spec": {"containers": []}}}});
         apply_defaults("deployments", &mut template);

@@ -10,7 +10,7 @@ use k8s_openapi::api::{
     admissionregistration::v1 as admission, apps::v1 as apps, authentication::v1 as authn, authorization::v1 as authz,
     autoscaling::v2 as autoscaling, batch::v1 as batch, certificates::v1 as certs, coordination::v1 as coord,
     core::v1 as core, discovery::v1 as discovery, events::v1 as events, networking::v1 as networking,
-    policy::v1 as policy, rbac::v1 as rbac, storage::v1 as storage,
+    policy::v1 as policy, rbac::v1 as rbac, scheduling::v1 as scheduling, storage::v1 as storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
 
@@ -83,6 +83,7 @@ kinds! {
     "autoscaling" "v2" "HorizontalPodAutoscaler" => autoscaling::HorizontalPodAutoscaler,
     "policy" "v1" "PodDisruptionBudget" => policy::PodDisruptionBudget,
     "storage.k8s.io" "v1" "StorageClass" => storage::StorageClass,
+    "scheduling.k8s.io" "v1" "PriorityClass" => scheduling::PriorityClass,
     "rbac.authorization.k8s.io" "v1" "Role" => rbac::Role,
     "rbac.authorization.k8s.io" "v1" "RoleBinding" => rbac::RoleBinding,
     "rbac.authorization.k8s.io" "v1" "ClusterRole" => rbac::ClusterRole,

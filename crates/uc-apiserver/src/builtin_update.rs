@@ -11,7 +11,8 @@
 //!   `completions` (but an Indexed Job's, with `parallelism`, as kube's elastic Indexed Jobs);
 //! - a PersistentVolumeClaim's spec but for its storage request, which may only grow;
 //! - an IngressClass's controller;
-//! - a StorageClass's parameters, provisioner, reclaim policy and binding mode.
+//! - a StorageClass's parameters, provisioner, reclaim policy and binding mode;
+//! - a PriorityClass's value and preemption policy.
 //!
 //! A field set to `null` counts as a field left out, as Go's decoder reads both.
 
@@ -31,6 +32,7 @@ pub(crate) fn update_errors(group: &str, resource: &str, old: &Value, new: &Valu
         ("batch", "jobs") => [selector(old, new), job(old, new)].concat(),
         ("networking.k8s.io", "ingressclasses") => crate::builtin_networking::class_update_errors(old, new),
         ("storage.k8s.io", "storageclasses") => crate::builtin_storage::update_errors(old, new),
+        ("scheduling.k8s.io", "priorityclasses") => crate::builtin_scheduling::update_errors(old, new),
         _ => Vec::new(),
     }
 }

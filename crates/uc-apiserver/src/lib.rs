@@ -15,6 +15,7 @@ pub mod builtin_container;
 mod builtin_cronjob;
 mod builtin_job;
 mod builtin_networking;
+mod builtin_scheduling;
 pub mod builtin_schemas;
 mod builtin_storage;
 mod builtin_update;

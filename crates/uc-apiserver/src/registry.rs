@@ -202,6 +202,7 @@ const BUILTINS: &[Builtin] = &[
         false,
     ),
     b("storage.k8s.io", "v1", "storageclasses", "StorageClass", false, &["sc"]),
+    b("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", false, &["pc"]),
     with(
         b("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", true, &["hpa"]),
         true,

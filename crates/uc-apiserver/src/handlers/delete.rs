@@ -262,6 +262,12 @@ pub(crate) async fn delete(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<
         let delete = crate::node_restriction::Operation::Delete;
         crate::handlers::write::restrict_node(req, t, delete, name, None, Some(&old))?;
     }
+    if t.info.group == "scheduling.k8s.io"
+        && t.info.resource == "priorityclasses"
+        && let Some(why) = crate::builtin_scheduling::delete_refusal(&subject.name)
+    {
+        return Err(ApiError::forbidden(&subject, why));
+    }
     admit_delete(app, req, t, &t.key()).await?;
     match delete_object(app, &t.info, &t.key(), &subject, &opts).await? {
         Deleted::Pending(obj) => Ok(respond_object(req, t, 200, &obj)),

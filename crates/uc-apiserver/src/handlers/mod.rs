@@ -200,7 +200,7 @@ fn component_statuses(req: &mut Req, t: &Target, watching: bool) -> Result<Respo
     Ok(crate::app::json_response(200, &table))
 }
 
-/// Startup: default namespaces and CRDs stored by an earlier run.
+/// Startup: default namespaces, the system PriorityClasses and CRDs stored by an earlier run.
 pub async fn bootstrap(app: &Arc<App>) -> Result<()> {
     let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
     let (stored, _) = app.store.list(&crds, None, None).map_err(|e| ApiError::from_store(e, &Subject::default()))?;
@@ -222,6 +222,16 @@ pub async fn bootstrap(app: &Arc<App>) -> Result<()> {
             init_namespace(&mut obj);
             app.store
                 .write(Op::Create { gr: ns.clone(), key: object_key("", name), object: obj })
+                .await
+                .map_err(|e| ApiError::from_store(e, &Subject::default()))?;
+        }
+    }
+    let classes = GroupResource::new("scheduling.k8s.io", "priorityclasses");
+    for (name, mut class) in crate::builtin_scheduling::system_classes() {
+        if app.store.get_kept(&classes, &object_key("", name)).is_none() {
+            stamp_new(&mut class);
+            app.store
+                .write(Op::Create { gr: classes.clone(), key: object_key("", name), object: class })
                 .await
                 .map_err(|e| ApiError::from_store(e, &Subject::default()))?;
         }

@@ -49,6 +49,8 @@ fn prepare_new(app: &App, req: &Req, info: &ResourceInfo, obj: &mut Value, errs:
                 crate::builtin_networking::default_class(o, c.iter().copied())
             });
         }
+        // kube's PriorityClass strategy: generation 1, never moved (the class has no spec).
+        ("scheduling.k8s.io", "priorityclasses") => obj["metadata"]["generation"] = json!(1),
         ("", "persistentvolumeclaims") => {
             let classes = (GroupResource::new("storage.k8s.io", "storageclasses"), "storageClassName");
             give_default_class(app, obj, classes, |o, c| {
@@ -57,6 +59,29 @@ fn prepare_new(app: &App, req: &Req, info: &ResourceInfo, obj: &mut Value, errs:
         }
         _ => {}
     }
+}
+
+/// The stored PriorityClasses, as kube's Priority admission plugin reads them.
+fn priority_classes(app: &App) -> Vec<k8s_openapi::api::scheduling::v1::PriorityClass> {
+    let classes = GroupResource::new("scheduling.k8s.io", "priorityclasses");
+    let Ok((stored, _)) = app.store.list(&classes, None, None) else { return Vec::new() };
+    stored.iter().filter_map(|(_, c)| serde_json::from_value(c.as_ref().clone()).ok()).collect()
+}
+
+/// kube's Priority admission plugin on a new pod ([`crate::builtin_scheduling::admit_pod`]).
+fn admit_priority(app: &App, t: &Target, name: &str, pod: &mut Value) -> Result<()> {
+    let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else { return Ok(()) };
+    crate::builtin_scheduling::admit_pod(spec, &priority_classes(app))
+        .map_err(|why| ApiError::forbidden(&Subject { name: name.to_string(), ..t.subject() }, why.to_string()))
+}
+
+/// kube's Priority admission plugin on a PriorityClass created or updated: one default at most.
+fn admit_priority_class(app: &App, t: &Target, name: &str, class: &Value) -> Result<()> {
+    if t.info.group != "scheduling.k8s.io" || t.info.resource != "priorityclasses" || t.sub.is_some() {
+        return Ok(());
+    }
+    crate::builtin_scheduling::admit_class(class, &priority_classes(app))
+        .map_err(|why| ApiError::forbidden(&Subject { name: name.to_string(), ..t.subject() }, why.to_string()))
 }
 
 /// A default class admission plugin (kube's DefaultIngressClass, DefaultStorageClass): `choose` picks,
@@ -127,6 +152,7 @@ pub(crate) async fn create_object(
     }
     if info.group.is_empty() && info.resource == "pods" {
         mount_account_token(app, t, &mut obj);
+        admit_priority(app, t, &name, &mut obj)?;
     }
     if info.group == "certificates.k8s.io"
         && let Some(why) = crate::certificates::subject_restriction(&obj)
@@ -138,6 +164,7 @@ pub(crate) async fn create_object(
         revalidate(req, t, &name, &mut obj)?;
     }
     crate::handlers::pod_admission::admit(app, req, t, &name, &obj, None)?;
+    admit_priority_class(app, t, &name, &obj)?;
     if track {
         track_update(req, t, None, &mut obj)?;
     }
@@ -292,6 +319,7 @@ pub(crate) async fn admit_update(app: &Arc<App>, req: &mut Req, t: &Target, old:
         let used = crate::node_ports::in_use(services.iter().map(|(k, o)| (k.as_str(), o.as_ref())), &key);
         crate::node_ports::assign(new, Some(old), &used, rand::random()).map_err(|e| invalid(&t.info, &name, &[e]))?;
     }
+    admit_priority_class(app, t, meta_str(new, "name").unwrap_or_default(), new)?;
     // Namespaces' labels and workloads' templates (a pod's spec barely changes after creation).
     if !(t.info.group.is_empty() && t.info.resource == "pods") && t.sub.is_none() {
         let name = meta_str(new, "name").unwrap_or_default().to_string();
@@ -371,6 +399,9 @@ pub(crate) fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Valu
         }
         _ => main_update(info, has_status, old, new, &mut errs)?,
     };
+    if info.group.is_empty() && info.resource == "pods" && t.sub.is_none() {
+        crate::builtin_scheduling::keep_priority(old, &mut result);
+    }
     errs.extend(unchangeable_errors(info, old, &result));
     validate_body(req, info, &t.version, &mut result, &mut errs)?;
     if t.sub.is_none() && info.crd.is_none() {

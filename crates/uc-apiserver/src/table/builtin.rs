@@ -287,6 +287,12 @@ fn columns_after_name(resource: &str) -> Vec<Column> {
             }),
             AGE,
         ],
+        "priorityclasses" => vec![
+            c("Value", "integer", 0, |v| Value::from(i_at(v, "/value"))),
+            c("Global-Default", "boolean", 0, |v| Value::Bool(v.at("/globalDefault") == Some(&Value::Bool(true)))),
+            AGE,
+            c("PreemptionPolicy", "string", 0, |v| str_or(v, "/preemptionPolicy", "")),
+        ],
         "horizontalpodautoscalers" => vec![
             c("Reference", "string", 0, autoscaling::reference),
             c("Targets", "string", 0, autoscaling::targets),
