@@ -45,18 +45,55 @@ pub fn parse(s: &str) -> Result<f64, QuantityError> {
     Ok(if s.starts_with('-') { -value * multiplier } else { value * multiplier })
 }
 
-fn multiplier(suffix: &str) -> Option<f64> {
+/// A quantity in thousandths, exactly and rounded up as apimachinery's `MilliValue` rounds (`0.1m` is
+/// 1, `1.5Gi` is 1,610,612,736,000); one too large for an `i128` saturates. The figure kube's LimitRanger
+/// and QoS classes compare and add.
+pub fn milli(s: &str) -> Result<i128, QuantityError> {
+    parse(s)?;
+    let s = s.trim();
+    let negative = s.starts_with('-');
+    let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
+    let number_end = unsigned.bytes().take_while(|b| b.is_ascii_digit() || *b == b'.').count();
+    let (number, suffix) = unsigned.split_at(number_end);
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let digits = format!("{whole}{fraction}");
+    let digits = digits.trim_start_matches('0');
+    let (binary, decimal) = exponents(suffix).ok_or(QuantityError::Suffix)?;
+    let mut exponent = i64::from(decimal) + 3 - fraction.len() as i64;
+    let Some(mut value) = digits.parse::<i128>().ok().or(digits.is_empty().then_some(0)) else {
+        return Ok(if negative { i128::MIN } else { i128::MAX });
+    };
+    value = (0..binary).try_fold(value, |v, _| v.checked_mul(1024)).unwrap_or(i128::MAX);
+    while exponent > 0 && value != 0 {
+        value = value.checked_mul(10).unwrap_or(i128::MAX);
+        exponent -= 1;
+    }
+    let divisor = (exponent < 0).then(|| 10i128.checked_pow((-exponent) as u32));
+    let value = match divisor {
+        None => value,
+        Some(None) => i128::from(value > 0),
+        Some(Some(d)) => value / d + i128::from(value % d != 0),
+    };
+    Ok(if negative { -value } else { value })
+}
+
+/// A suffix as powers of 1024 and of ten (`Mi` is 2 and 0, `k` 0 and 3, `e-2` 0 and -2).
+fn exponents(suffix: &str) -> Option<(u32, i32)> {
     let binary = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
     let decimal =
         [("n", -9), ("u", -6), ("m", -3), ("", 0), ("k", 3), ("M", 6), ("G", 9), ("T", 12), ("P", 15), ("E", 18)];
     if let Some(i) = binary.iter().position(|b| *b == suffix) {
-        return Some(1024f64.powi(i as i32 + 1));
+        return Some((i as u32 + 1, 0));
     }
     if let Some((_, e)) = decimal.iter().find(|(d, _)| *d == suffix) {
-        return Some(10f64.powi(*e));
+        return Some((0, *e));
     }
     let exponent = suffix.strip_prefix(['e', 'E']).filter(|e| !e.is_empty())?;
-    exponent.parse::<i32>().ok().map(|e| 10f64.powi(e))
+    exponent.parse::<i32>().ok().map(|e| (0, e))
+}
+
+fn multiplier(suffix: &str) -> Option<f64> {
+    exponents(suffix).map(|(binary, decimal)| 1024f64.powi(binary as i32) * 10f64.powi(decimal))
 }
 
 #[cfg(test)]
@@ -96,5 +133,28 @@ mod tests {
         ] {
             assert_eq!(parse(q), Err(e), "{q}");
         }
+    }
+
+    #[test]
+    fn milli_values_are_exact_and_rounded_up() {
+        for (q, m) in [
+            ("1", 1000),
+            ("500m", 500),
+            ("0.1", 100),
+            ("0.1m", 1),
+            ("1n", 1),
+            ("0", 0),
+            ("0.000", 0),
+            ("1.5Gi", 1_610_612_736_000),
+            ("128Mi", 134_217_728_000),
+            ("1e3", 1_000_000),
+            ("1E-2", 10),
+            ("2.5k", 2_500_000),
+            ("-1", -1000),
+            ("100000000000000000000000000000000000000E", i128::MAX),
+        ] {
+            assert_eq!(milli(q), Ok(m), "{q}");
+        }
+        assert_eq!(milli("1mi"), Err(QuantityError::Suffix));
     }
 }

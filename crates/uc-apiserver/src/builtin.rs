@@ -120,6 +120,7 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
             if let Some(spec) = obj.get_mut("spec") {
                 default_pod_spec(spec);
                 default_pod_admission(spec);
+                crate::pod_resources::default_requests(spec);
             }
         }
         "deployments" => default_deployment(obj),
@@ -157,6 +158,7 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
         "horizontalpodautoscalers" => crate::builtin_autoscaling::apply_defaults(obj),
         "storageclasses" => crate::builtin_storage::apply_defaults(obj),
         "priorityclasses" => crate::builtin_scheduling::apply_defaults(obj),
+        "limitranges" => crate::limit_ranges::apply_defaults(obj),
         _ => {}
     }
 }
@@ -472,6 +474,7 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
         }
         "storageclasses" => errs.extend(crate::builtin_storage::validate(obj)),
         "priorityclasses" => errs.extend(crate::builtin_scheduling::validate(obj)),
+        "limitranges" => errs.extend(crate::limit_ranges::validate(obj)),
         "horizontalpodautoscalers" => {
             errs.extend(crate::builtin_autoscaling::validate(obj));
             errs.extend(crate::builtin_autoscaling::status_errors(obj));

@@ -145,7 +145,7 @@ fn check_probe(pr: &Value, p: &str, once: bool, errs: &mut Vec<FieldError>) {
 
 /// A resource a container may ask for: `cpu`, `memory`, `ephemeral-storage`, `hugepages-<size>`, or an
 /// extended resource (`example.com/gpu`).
-fn resource_name_error(name: &str) -> Option<String> {
+pub(crate) fn resource_name_error(name: &str) -> Option<String> {
     if let Some(why) = uc_api::names::qualified_name_errors(name).into_iter().next() {
         return Some(why);
     }

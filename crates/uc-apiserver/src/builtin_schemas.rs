@@ -60,6 +60,7 @@ kinds! {
     "" "v1" "Service" => core::Service,
     "" "v1" "Endpoints" => core::Endpoints,
     "" "v1" "ConfigMap" => core::ConfigMap,
+    "" "v1" "LimitRange" => core::LimitRange,
     "" "v1" "Secret" => core::Secret,
     "" "v1" "PersistentVolumeClaim" => core::PersistentVolumeClaim,
     "" "v1" "PersistentVolume" => core::PersistentVolume,

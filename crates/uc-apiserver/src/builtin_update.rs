@@ -79,7 +79,9 @@ const POD_RULE: &str = "pod updates may not change fields other than `spec.conta
 
 fn pod(old: &Value, new: &Value) -> Vec<FieldError> {
     let (Some(old_spec), Some(new_spec)) = (old.get("spec"), new.get("spec")) else { return Vec::new() };
-    let (old_spec, new_spec) = (without_nulls(old_spec), without_nulls(new_spec));
+    let (mut old_spec, new_spec) = (without_nulls(old_spec), without_nulls(new_spec));
+    // A pod stored before its requests were defaulted reads as kube decodes it: defaulted.
+    crate::pod_resources::default_requests(&mut old_spec);
     let int = |v: &Value, f: &str| v.get(f).and_then(Value::as_i64);
     let list = |v: &Value, f: &str| v.get(f).and_then(Value::as_array).cloned().unwrap_or_default();
     let changed = |f: &str| (int(&old_spec, f), int(&new_spec, f));

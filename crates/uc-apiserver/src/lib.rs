@@ -36,6 +36,7 @@ pub mod json_duplicates;
 pub mod kept;
 pub mod kubelet;
 pub mod kubelet_tls;
+mod limit_ranges;
 pub mod limits;
 #[cfg(test)]
 mod merge_properties;
@@ -44,6 +45,7 @@ pub mod node_restriction;
 pub mod openapi;
 pub mod openapi_proto;
 pub mod patch;
+mod pod_resources;
 pub mod pod_security;
 pub mod proto;
 pub mod registry;

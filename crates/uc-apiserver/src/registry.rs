@@ -174,6 +174,7 @@ const BUILTINS: &[Builtin] = &[
     with(b("", "v1", "services", "Service", true, &["svc"]), true, false, false, true),
     b("", "v1", "endpoints", "Endpoints", true, &["ep"]),
     b("", "v1", "configmaps", "ConfigMap", true, &["cm"]),
+    b("", "v1", "limitranges", "LimitRange", true, &["limits"]),
     b("", "v1", "secrets", "Secret", true, &[]),
     with(b("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true, &["pvc"]), true, false, false, false),
     with(b("", "v1", "persistentvolumes", "PersistentVolume", false, &["pv"]), true, false, false, false),

@@ -170,32 +170,6 @@ pub fn field(pod: &Pod, path: &str, pod_ip: &str) -> Result<String, ConfigError>
     })
 }
 
-/// Millicores or bytes of a quantity (`500m`, `2`, `64Mi`, `1G`), rounded up.
-fn quantity(q: &str) -> Option<f64> {
-    let q = q.trim();
-    let suffixes: [(&str, f64); 13] = [
-        ("Ki", 1024.0),
-        ("Mi", 1024f64.powi(2)),
-        ("Gi", 1024f64.powi(3)),
-        ("Ti", 1024f64.powi(4)),
-        ("Pi", 1024f64.powi(5)),
-        ("Ei", 1024f64.powi(6)),
-        ("m", 1e-3),
-        ("k", 1e3),
-        ("M", 1e6),
-        ("G", 1e9),
-        ("T", 1e12),
-        ("P", 1e15),
-        ("E", 1e18),
-    ];
-    for (suf, mul) in suffixes {
-        if let Some(n) = q.strip_suffix(suf) {
-            return n.parse::<f64>().ok().map(|n| n * mul);
-        }
-    }
-    q.parse().ok()
-}
-
 /// A downward API resource of a container (`limits.cpu`, `requests.memory`, ...), in units of
 /// `divisor` (default 1), rounded up; a limit that is not set is the node's allocatable amount.
 pub fn resource(container: Option<&Container>, reference: &ResourceFieldSelector) -> Result<String, ConfigError> {
@@ -207,7 +181,7 @@ pub fn resource(container: Option<&Container>, reference: &ResourceFieldSelector
     }
     let resources = container.and_then(|c| c.resources.as_ref());
     let amounts = resources.and_then(|r| if kind == "limits" { r.limits.as_ref() } else { r.requests.as_ref() });
-    let set = amounts.and_then(|a| a.get(res)).and_then(|q| quantity(&q.0));
+    let set = amounts.and_then(|a| a.get(res)).and_then(|q| uc_api::quantity::parse(&q.0).ok());
     let node = match res {
         "cpu" => f64::from(crate::machine::node().cpus),
         _ => crate::machine::node().allocatable_bytes(),
@@ -217,7 +191,8 @@ pub fn resource(container: Option<&Container>, reference: &ResourceFieldSelector
         ("limits", None) => node,
         _ => 0.0,
     };
-    let divisor = reference.divisor.as_ref().and_then(|d| quantity(&d.0)).filter(|d| *d > 0.0).unwrap_or(1.0);
+    let divisor =
+        reference.divisor.as_ref().and_then(|d| uc_api::quantity::parse(&d.0).ok()).filter(|d| *d > 0.0).unwrap_or(1.0);
     Ok(format!("{}", (value / divisor - 1e-9).ceil().max(0.0) as u64))
 }
 

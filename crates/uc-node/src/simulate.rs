@@ -216,7 +216,7 @@ pub fn simulate(pod: &Pod, pod_ip: &str, now: DateTime<Utc>) -> (PodStatus, Opti
         pod_ip: Some(pod_ip.into()),
         pod_ips: Some(vec![PodIP { ip: pod_ip.into() }]),
         start_time: Some(time(created)),
-        qos_class: Some("BestEffort".into()),
+        qos_class: crate::status::qos_class(pod),
         container_statuses: Some(statuses.collect()),
         reason: Some("Simulated".into()),
         message: Some(

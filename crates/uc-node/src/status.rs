@@ -84,6 +84,12 @@ fn container_status(c: &Container, st: &ContainerState, uid: &str, initializing:
     }
 }
 
+/// The QoS class the API server gave the pod when it was made (kube's is set once, from its resources).
+pub(crate) fn qos_class(pod: &Pod) -> Option<String> {
+    let given = pod.status.as_ref().and_then(|s| s.qos_class.clone());
+    Some(given.unwrap_or_else(|| "BestEffort".into()))
+}
+
 /// The pod status its containers give.
 pub fn pod_status(pod: &Pod, states: &HashMap<String, ContainerState>, ip: &str) -> PodStatus {
     let created = pod.metadata.creation_timestamp.clone();
@@ -145,7 +151,7 @@ pub fn pod_status(pod: &Pod, states: &HashMap<String, ContainerState>, ip: &str)
         pod_ip: Some(ip.into()),
         pod_ips: Some(vec![PodIP { ip: ip.into() }]),
         start_time: created,
-        qos_class: Some("BestEffort".into()),
+        qos_class: qos_class(pod),
         container_statuses: Some(statuses),
         init_container_statuses: (!init_statuses.is_empty()).then_some(init_statuses),
         ephemeral_container_statuses: ephemeral_statuses(&spec, states, uid),

@@ -175,3 +175,14 @@ fn a_claim_grows_and_nothing_else_changes() {
         ]
     );
 }
+
+#[test]
+fn a_pod_stored_before_its_requests_were_defaulted_still_updates() {
+    let limits = json!({"cpu": "1"});
+    let old = json!({"spec": {"containers": [{"name": "c", "image": "nginx:1", "resources": {"limits": limits}}]}});
+    let mut new = old.clone();
+    new["spec"]["containers"][0]["resources"]["requests"] = limits.clone();
+    assert_eq!(errors("", "pods", &old, &new), Vec::<String>::new(), "the default the update adds is no change");
+    new["spec"]["containers"][0]["resources"]["requests"] = json!({"cpu": "500m"});
+    assert_eq!(errors("", "pods", &old, &new).len(), 1, "a request of its own is");
+}

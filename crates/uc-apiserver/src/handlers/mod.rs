@@ -6,6 +6,7 @@ pub mod admission;
 pub mod apply;
 pub mod delete;
 pub mod eviction;
+pub mod limit_admission;
 pub mod managed;
 pub mod meta;
 pub mod pod_admission;

@@ -68,6 +68,18 @@ fn priority_classes(app: &App) -> Vec<k8s_openapi::api::scheduling::v1::Priority
     stored.iter().filter_map(|(_, c)| serde_json::from_value(c.as_ref().clone()).ok()).collect()
 }
 
+/// kube's mutating admission plugins on a new pod: ServiceAccount, Priority, LimitRanger.
+fn mutate_new_pod(app: &App, req: &mut Req, t: &Target, name: &str, pod: &mut Value) -> Result<()> {
+    mount_account_token(app, t, pod);
+    admit_priority(app, t, name, pod)?;
+    if crate::handlers::limit_admission::default_pod(app, t, pod) {
+        // A default limit may now sit below a request the pod made: validated again, as kube
+        // validates after its mutating admission.
+        revalidate(req, t, name, pod)?;
+    }
+    Ok(())
+}
+
 /// kube's Priority admission plugin on a new pod ([`crate::builtin_scheduling::admit_pod`]).
 fn admit_priority(app: &App, t: &Target, name: &str, pod: &mut Value) -> Result<()> {
     let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) else { return Ok(()) };
@@ -151,8 +163,7 @@ pub(crate) async fn create_object(
         crate::auth::check_escalation(&app.store, &req.user, &info.resource, ns, &obj, None)?;
     }
     if info.group.is_empty() && info.resource == "pods" {
-        mount_account_token(app, t, &mut obj);
-        admit_priority(app, t, &name, &mut obj)?;
+        mutate_new_pod(app, req, t, &name, &mut obj)?;
     }
     if info.group == "certificates.k8s.io"
         && let Some(why) = crate::certificates::subject_restriction(&obj)
@@ -165,6 +176,7 @@ pub(crate) async fn create_object(
     }
     crate::handlers::pod_admission::admit(app, req, t, &name, &obj, None)?;
     admit_priority_class(app, t, &name, &obj)?;
+    crate::handlers::limit_admission::check(app, t, &name, &mut obj)?;
     if track {
         track_update(req, t, None, &mut obj)?;
     }
@@ -255,6 +267,7 @@ fn place(
 fn start_status(info: &ResourceInfo, version: &str, obj: &mut Value) {
     if info.version(version).is_some_and(|v| v.status) {
         match info.resource.as_str() {
+            // Its QoS class follows from its resources once admission has set them (`limit_admission`).
             "pods" => obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"}),
             "namespaces" => init_namespace(obj),
             "customresourcedefinitions" => {}
@@ -320,6 +333,11 @@ pub(crate) async fn admit_update(app: &Arc<App>, req: &mut Req, t: &Target, old:
         crate::node_ports::assign(new, Some(old), &used, rand::random()).map_err(|e| invalid(&t.info, &name, &[e]))?;
     }
     admit_priority_class(app, t, meta_str(new, "name").unwrap_or_default(), new)?;
+    if t.info.resource == "persistentvolumeclaims" {
+        // A claim's resize is held to its namespace's LimitRanges (a pod's resources do not change).
+        let name = meta_str(new, "name").unwrap_or_default().to_string();
+        crate::handlers::limit_admission::check(app, t, &name, new)?;
+    }
     // Namespaces' labels and workloads' templates (a pod's spec barely changes after creation).
     if !(t.info.group.is_empty() && t.info.resource == "pods") && t.sub.is_none() {
         let name = meta_str(new, "name").unwrap_or_default().to_string();

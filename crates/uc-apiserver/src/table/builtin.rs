@@ -313,7 +313,7 @@ fn columns_after_name(resource: &str) -> Vec<Column> {
             c("Revision", "string", 0, |v| Value::from(i_at(v, "/revision"))),
             AGE,
         ],
-        "customresourcedefinitions" | "roles" | "clusterroles" => {
+        "customresourcedefinitions" | "roles" | "clusterroles" | "limitranges" => {
             vec![c("Created At", "string", 0, |v| s_at(v, "/metadata/creationTimestamp"))]
         }
         "apiservices" => {
