@@ -213,8 +213,7 @@ struct Bounds<'a> {
     ratio: Option<&'a Quantity>,
 }
 
-mod admission;
-pub(crate) use admission::{Refusal, check_claim, check_pod, default_pod};
+pub(crate) mod admission;
 
 #[cfg(test)]
 mod tests;

@@ -27,28 +27,28 @@ pub(crate) fn default_pod(app: &App, t: &Target, pod: &mut Value) -> bool {
         return false;
     }
     let before = pod.pointer("/metadata/annotations").cloned();
-    crate::limit_ranges::default_pod(pod, &ranges(app, t));
+    crate::limit_ranges::admission::default_pod(pod, &ranges(app, t));
     pod.pointer("/metadata/annotations") != before.as_ref()
 }
 
 /// The plugin's validation of a new pod, or of a claim created or resized, against the namespace's
 /// ranges; a new pod passing it is given its QoS class (after every mutation, as kube's create does).
 pub(crate) fn check(app: &App, t: &Target, name: &str, obj: &mut Value) -> Result<()> {
-    let refused = |why: crate::limit_ranges::Refusal| {
+    let refused = |why: crate::limit_ranges::admission::Refusal| {
         ApiError::forbidden(&Subject { name: name.to_string(), ..t.subject() }, why.to_string())
     };
     if is(t, "pods") {
         let Some(spec) = obj.get("spec").and_then(|s| serde_json::from_value::<PodSpec>(s.clone()).ok()) else {
             return Ok(());
         };
-        crate::limit_ranges::check_pod(&spec, &ranges(app, t)).map_err(refused)?;
+        crate::limit_ranges::admission::check_pod(&spec, &ranges(app, t)).map_err(refused)?;
         if obj.get("status").is_some_and(Value::is_object) {
             obj["status"]["qosClass"] = Value::from(crate::pod_resources::qos_class(&spec));
         }
     } else if is(t, "persistentvolumeclaims") {
         let spec = obj.get("spec").and_then(|s| serde_json::from_value::<PersistentVolumeClaimSpec>(s.clone()).ok());
         if let Some(spec) = spec {
-            crate::limit_ranges::check_claim(&spec, &ranges(app, t)).map_err(refused)?;
+            crate::limit_ranges::admission::check_claim(&spec, &ranges(app, t)).map_err(refused)?;
         }
     }
     Ok(())

@@ -1,5 +1,6 @@
 use serde_json::json;
 
+use super::admission::{check_claim, check_pod, default_pod};
 use super::*;
 
 fn errors(range: Value) -> Vec<String> {
