@@ -2,13 +2,18 @@
 kubectl: kube's defaults and refusals of a range, `kubectl get limits` and `describe limits`, a new pod's
 containers given the defaults they leave out (named in the `kubernetes.io/limit-ranger` annotation), pods
 and claims outside the bounds refused in the plugin's words, and the QoS class a pod's resources make —
-given at creation, shown by `kubectl describe pod`, kept by the node once the pod runs."""
+given at creation, shown by `kubectl describe pod`, kept by the node once the pod runs. And the ranges
+tried as a tenant who may create pods and Deployments in one namespace would try to get round them: its
+own range, deleting the admin's, a pod over the bounds, a Deployment whose pods are over them (its
+ReplicaSet then reports the refusal as kube-controller-manager does, `FailedCreate`)."""
 
 import json
 
 import yaml
 
 from conftest import wait_for
+from test_pod_security import tenant
+from test_rbac import as_user
 
 
 def refused(cluster, *args, body=None):
@@ -112,3 +117,62 @@ def test_a_pods_qos_class_is_given_at_creation_and_kept_while_it_runs(cluster):
 
     assert wait_for(running, timeout=60, message="steady running")["status"]["qosClass"] == "Guaranteed"
     assert "QoS Class:                   Guaranteed" in cluster.kubectl("describe", "pod", "steady").stdout
+
+
+def test_a_tenant_cannot_get_round_its_namespaces_ranges(cluster):
+    token = tenant(cluster, ns="capped")
+    create(cluster, limit_range("cap", {"type": "Container", "max": {"cpu": "500m"}}), ns="capped")
+
+    def as_tenant(*args, body=None):
+        r = as_user(cluster, "-n", "capped", *args, token=token, input=body, check=False)
+        assert r.returncode != 0, f"the tenant could {args}"
+        return r.stderr
+
+    sa = "system:serviceaccount:capped:dev"
+    err = as_tenant("delete", "limits", "cap")
+    assert f'User "{sa}" cannot delete resource "limitranges" in API group "" in the namespace "capped"' in err, err
+    loose = limit_range("loose", {"type": "Container", "max": {"cpu": "64"}})
+    err = as_tenant("create", "-f", "-", body=yaml.safe_dump(loose))
+    assert f'User "{sa}" cannot create resource "limitranges"' in err, err
+    err = as_tenant("create", "-f", "-", body=yaml.safe_dump(pod("greedy", limits={"cpu": "2"})))
+    assert 'pods "greedy" is forbidden: maximum cpu usage per Container is 500m, but limit is 2' in err, err
+
+    # The template of a Deployment is not a pod: it is stored, and its ReplicaSet's pods are refused.
+    template = pod("x", limits={"cpu": "2"})
+    deploy = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "greedy"},
+              "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "greedy"}},
+                       "template": {"metadata": {"labels": {"app": "greedy"}}, "spec": template["spec"]}}}
+    as_user(cluster, "-n", "capped", "create", "-f", "-", token=token, input=yaml.safe_dump(deploy))
+
+    def failed_create():
+        events = json.loads(cluster.kubectl("get", "events", "-n", "capped", "-o", "json").stdout)["items"]
+        return next((e for e in events if e["reason"] == "FailedCreate"
+                     and e["involvedObject"]["kind"] == "ReplicaSet"), None)
+
+    event = wait_for(failed_create, timeout=60, message="the ReplicaSet's FailedCreate event")
+    assert event["type"] == "Warning" and event["source"]["component"] == "replicaset-controller", event
+    assert event["message"].startswith('Error creating: pods "greedy-'), event
+    assert event["message"].endswith("is forbidden: maximum cpu usage per Container is 500m, but limit is 2"), event
+    rs = event["involvedObject"]["name"]
+    assert "FailedCreate" in cluster.kubectl("describe", "rs", rs, "-n", "capped").stdout
+    pods = json.loads(cluster.kubectl("get", "pods", "-n", "capped", "-l", "app=greedy", "-o", "json").stdout)
+    assert pods["items"] == [], "no pod of the Deployment was stored"
+
+    # Within bounds, the rollout goes on; once the refused ReplicaSet's later sync (scaled to 0) is
+    # seen, every Event of its failed one has been written: kube's words only, no engine ApplyError.
+    fits = {"spec": {"template": {"spec": {"containers": [dict(template["spec"]["containers"][0],
+                                                               resources={"limits": {"cpu": "400m"}})]}}}}
+    cluster.kubectl("-n", "capped", "patch", "deployment", "greedy", "--type=merge", "-p", json.dumps(fits))
+
+    def scaled_down():
+        old = json.loads(cluster.kubectl("get", "rs", rs, "-n", "capped", "-o", "json").stdout)
+        status = old.get("status", {})
+        return (old["spec"]["replicas"] == 0 and status.get("observedGeneration") == old["metadata"]["generation"]
+                and status.get("replicas", 0) == 0)
+
+    wait_for(scaled_down, timeout=60, message="the refused ReplicaSet scaled down")
+    wait_for(lambda: json.loads(cluster.kubectl("get", "pods", "-n", "capped", "-l", "app=greedy", "-o",
+                                                "json").stdout)["items"], timeout=60, message="a pod within bounds")
+    events = json.loads(cluster.kubectl("get", "events", "-n", "capped", "-o", "json").stdout)["items"]
+    assert [e["reason"] for e in events if e["involvedObject"]["name"] == rs and e["type"] == "Warning"] == [
+        "FailedCreate"], "kube's words only, not a second Event in the engine's"

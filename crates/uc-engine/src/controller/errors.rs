@@ -86,11 +86,17 @@ pub struct SyncError {
     pub reason: SyncReason,
     /// What failed.
     pub message: String,
+    /// The API server's own words when it refused a write (its Status message: `pods "x" is
+    /// forbidden: …`), which kube's controllers quote in their Events.
+    pub refusal: Option<String>,
+    /// Whether an Event about the parent said so already (a built-in controller's `FailedCreate`, in
+    /// kube's words): the reconcile records no second one.
+    pub reported: bool,
 }
 
 impl SyncError {
     pub(crate) fn new(reason: SyncReason, message: impl Into<String>) -> Self {
-        Self { reason, message: message.into() }
+        Self { reason, message: message.into(), refusal: None, reported: false }
     }
 
     /// A failed API call, in the server's words (its message and code, not a dump of the error).
@@ -99,7 +105,10 @@ impl SyncError {
             kube::Error::Api(s) if s.code == 409 && s.reason == "Conflict" => {
                 Self::new(SyncReason::Conflict, format!("{what}: {} ({})", s.message, s.code))
             }
-            kube::Error::Api(s) => Self::new(SyncReason::ApplyError, format!("{what}: {} ({})", s.message, s.code)),
+            kube::Error::Api(s) => Self {
+                refusal: Some(s.message.clone()),
+                ..Self::new(SyncReason::ApplyError, format!("{what}: {} ({})", s.message, s.code))
+            },
             kube::Error::Service(e) if e.is::<crate::fenced::NotLeader>() => {
                 Self::new(SyncReason::NotLeader, format!("{what}: {e}"))
             }

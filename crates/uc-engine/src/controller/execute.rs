@@ -51,17 +51,32 @@ impl Shared {
         if let Some((e, _)) = &echo {
             self.echoes.expect(&key_of(parent), e.clone(), Instant::now());
         }
-        let event = super::kube_events::records_kube_events(&self.uc).then(|| {
+        let kube_events = super::kube_events::records_kube_events(&self.uc);
+        let event = kube_events.then(|| {
             let before = match &action {
                 Action::Update(o) => self.child_type_of(o).and_then(|t| t.informer.get(&key_of(o))),
                 _ => None,
             };
             super::kube_events::about(parent, &action, before.as_deref())
         });
-        let r = self.carry_out(parent, action).await;
-        if let (Ok(_), Some(Some((reason, message)))) = (&r, event) {
-            let component = super::kube_events::component(&self.name);
-            self.ctx.recorder.record_as(&component, parent, "Normal", reason, &message).await;
+        let creating = match &action {
+            Action::Create(o) if kube_events => Some(meta_str(o, "name").to_string()),
+            _ => None,
+        };
+        let mut r = self.carry_out(parent, action).await;
+        let component = super::kube_events::component(&self.name);
+        match (&mut r, event, creating) {
+            (Ok(_), Some(Some((reason, message))), _) => {
+                self.ctx.recorder.record_as(&component, parent, "Normal", reason, &message).await;
+            }
+            (Err(e), _, Some(name)) => {
+                let said = e.refusal.as_deref().and_then(|r| super::kube_events::failed_create(parent, &name, r));
+                if let Some((reason, message)) = said {
+                    self.ctx.recorder.record_as(&component, parent, "Warning", reason, &message).await;
+                    e.reported = true;
+                }
+            }
+            _ => {}
         }
         if let Some((e, before)) = echo {
             self.echoes.settle(&e, &before, r.as_ref().ok().and_then(Option::as_deref));

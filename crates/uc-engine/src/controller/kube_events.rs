@@ -70,6 +70,28 @@ pub(super) fn about(parent: &Value, action: &Action, before: Option<&Value>) -> 
     }
 }
 
+/// The Warning Event (reason, message) kube-controller-manager records about `parent` when the API
+/// server refuses to create its child `kind`/`name` (`refusal`: the server's words, as Go's
+/// `err.Error()` prints a Status): `FailedCreate` with `Error creating: …` from the controllers that
+/// create pods through kube's `PodControl` (ReplicaSet, ReplicationController, Job, DaemonSet), the
+/// StatefulSet's and the CronJob's own words, a Deployment's `ReplicaSetCreateError`. None for other
+/// parents (the engine's own Event reports the failure).
+pub(super) fn failed_create(parent: &Value, name: &str, refusal: &str) -> Option<(&'static str, String)> {
+    let parent_kind = parent.get("kind").and_then(Value::as_str).unwrap_or_default();
+    Some(match parent_kind {
+        "ReplicaSet" | "ReplicationController" | "Job" | "DaemonSet" => {
+            ("FailedCreate", format!("Error creating: {refusal}"))
+        }
+        "StatefulSet" => (
+            "FailedCreate",
+            format!("create Pod {name} in StatefulSet {} failed error: {refusal}", meta_str(parent, "name")),
+        ),
+        "CronJob" => ("FailedCreate", format!("Error creating job: {refusal}")),
+        "Deployment" => ("ReplicaSetCreateError", format!("Failed to create new replica set {name:?}: {refusal}")),
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -118,5 +140,25 @@ mod tests {
         assert_eq!(component("builtin-replicaset"), "replicaset-controller");
         assert!(records_kube_events(&json!({"metadata": {"labels": {"uc.njuics.cn/builtin": "true"}}})));
         assert!(!records_kube_events(&json!({"metadata": {"name": "mine"}})));
+    }
+
+    #[test]
+    fn a_refused_create_is_reported_in_kube_controller_managers_words() {
+        let refusal = r#"pods "web-x2x4k" is forbidden: maximum cpu usage per Container is 800m, but limit is 2"#;
+        let replicaset = json!({"kind": "ReplicaSet", "metadata": {"name": "web"}});
+        assert_eq!(
+            failed_create(&replicaset, "web-x2x4k", refusal),
+            Some(("FailedCreate", format!("Error creating: {refusal}")))
+        );
+        let sts = json!({"kind": "StatefulSet", "metadata": {"name": "db"}});
+        assert_eq!(failed_create(&sts, "db-0", "no").unwrap().1, "create Pod db-0 in StatefulSet db failed error: no");
+        let cron_job = json!({"kind": "CronJob", "metadata": {"name": "hello"}});
+        assert_eq!(failed_create(&cron_job, "hello-1", "no").unwrap().1, "Error creating job: no");
+        let deployment = json!({"kind": "Deployment", "metadata": {"name": "web"}});
+        assert_eq!(
+            failed_create(&deployment, "web-5d4f8b6f9c", "no"),
+            Some(("ReplicaSetCreateError", r#"Failed to create new replica set "web-5d4f8b6f9c": no"#.into()))
+        );
+        assert_eq!(failed_create(&json!({"kind": "Memcached"}), "m", "no"), None, "not one of kube's controllers");
     }
 }

@@ -108,7 +108,7 @@ impl Shared {
                 tracing::warn!(controller = %self.name, parent = %crate::informer::key_text(&key), reason = %reason, error = %e.message, "sync failed");
                 self.ctx.metrics.reconcile(&self.name, "error");
                 self.failures.lock().insert(key.clone(), e.to_string());
-                if let Some(p) = self.parents.get(&key) {
+                if let Some(p) = self.parents.get(&key).filter(|_| !e.reported) {
                     let (reason, message) = e.event(self.flavor);
                     self.ctx.recorder.record_as(&self.name, &p, "Warning", reason, &message).await;
                 }
