@@ -5,7 +5,8 @@ and claims outside the bounds refused in the plugin's words, and the QoS class a
 given at creation, shown by `kubectl describe pod`, kept by the node once the pod runs. And the ranges
 tried as a tenant who may create pods and Deployments in one namespace would try to get round them: its
 own range, deleting the admin's, a pod over the bounds, a Deployment whose pods are over them (its
-ReplicaSet then reports the refusal as kube-controller-manager does, `FailedCreate`)."""
+ReplicaSet then reports the refusal as kube-controller-manager does: a `FailedCreate` Event and a
+`ReplicaFailure` condition, which the Deployment shows too)."""
 
 import json
 
@@ -155,6 +156,20 @@ def test_a_tenant_cannot_get_round_its_namespaces_ranges(cluster):
     assert event["message"].endswith("is forbidden: maximum cpu usage per Container is 500m, but limit is 2"), event
     rs = event["involvedObject"]["name"]
     assert "FailedCreate" in cluster.kubectl("describe", "rs", rs, "-n", "capped").stdout
+
+    def failure(kind, name):
+        def read():
+            o = json.loads(cluster.kubectl("get", kind, name, "-n", "capped", "-o", "json").stdout)
+            return next((c for c in o.get("status", {}).get("conditions") or [] if c["type"] == "ReplicaFailure"), None)
+        return read
+
+    condition = wait_for(failure("rs", rs), timeout=60, message="the ReplicaSet's ReplicaFailure condition")
+    assert condition["status"] == "True" and condition["reason"] == "FailedCreate", condition
+    assert condition["message"] == event["message"].removeprefix("Error creating: "), condition
+    copied = wait_for(failure("deployment", "greedy"), timeout=60, message="the Deployment's ReplicaFailure")
+    assert (copied["reason"], copied["message"]) == ("FailedCreate", condition["message"]), copied
+    described = cluster.kubectl("describe", "deployment", "greedy", "-n", "capped").stdout
+    assert any(line.split()[:3] == ["ReplicaFailure", "True", "FailedCreate"] for line in described.splitlines()), described
     pods = json.loads(cluster.kubectl("get", "pods", "-n", "capped", "-l", "app=greedy", "-o", "json").stdout)
     assert pods["items"] == [], "no pod of the Deployment was stored"
 
@@ -173,6 +188,8 @@ def test_a_tenant_cannot_get_round_its_namespaces_ranges(cluster):
     wait_for(scaled_down, timeout=60, message="the refused ReplicaSet scaled down")
     wait_for(lambda: json.loads(cluster.kubectl("get", "pods", "-n", "capped", "-l", "app=greedy", "-o",
                                                 "json").stdout)["items"], timeout=60, message="a pod within bounds")
+    assert failure("rs", rs)() is None, "cleared once the ReplicaSet's sync succeeds"
+    wait_for(lambda: failure("deployment", "greedy")() is None, timeout=60, message="the Deployment's cleared")
     events = json.loads(cluster.kubectl("get", "events", "-n", "capped", "-o", "json").stdout)["items"]
     assert [e["reason"] for e in events if e["involvedObject"]["name"] == rs and e["type"] == "Warning"] == [
         "FailedCreate"], "kube's words only, not a second Event in the engine's"

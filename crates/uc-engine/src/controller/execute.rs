@@ -16,7 +16,7 @@ use super::errors::{SyncError, SyncReason};
 use super::shared::{Shared, to_dynamic};
 use super::written::digest;
 use crate::apply;
-use crate::informer::key_of;
+use crate::informer::{Obj, key_of};
 use crate::plan::Action;
 
 /// The merge patch that adopts `obj` for `parent` (adds a controller ownerReference) or releases it
@@ -39,6 +39,32 @@ pub(super) fn ownership_patch(parent: &Value, obj: &Value) -> (bool, Value) {
 }
 
 impl Shared {
+    /// Carries out a plan's actions in order; the first that fails stops it. A built-in ReplicaSet's
+    /// (or ReplicationController's) refused pod is reported in its status too, as kube's controller
+    /// reports it: `status` (what the hook computed) with a `ReplicaFailure` condition.
+    pub(super) async fn execute_all(
+        &self,
+        parent: &Obj,
+        actions: Vec<Action>,
+        status: Option<&Value>,
+    ) -> Result<(), SyncError> {
+        for action in actions {
+            let Err(e) = self.execute(parent, action).await else { continue };
+            let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            let failed = e.refusal.as_deref().filter(|_| e.reported).and_then(|refusal| {
+                super::kube_events::replica_failure(parent, status, refusal, &now)
+                    .filter(|s| parent.get("status") != Some(s))
+            });
+            if let Some(failed) = failed
+                && let Err(w) = self.write_status(parent, Some(failed)).await
+            {
+                tracing::debug!(controller = %self.name, error = %w.message, "writing the ReplicaFailure condition");
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
+
     pub(super) async fn execute(&self, parent: &Value, action: Action) -> Result<(), SyncError> {
         // A create or update is expected back as a watch event (`echoes`) unless it fails or the
         // server stored nothing new.

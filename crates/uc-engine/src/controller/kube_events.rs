@@ -5,7 +5,7 @@
 //! ReplicationController, a Job, a DaemonSet and (in its own words) a StatefulSet. Other controllers'
 //! parents get no such Events, as under Metacontroller: a write per child would be a write too many.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use uc_api::Pointer;
 use uc_api::meta::meta_str;
 
@@ -92,6 +92,31 @@ pub(super) fn failed_create(parent: &Value, name: &str, refusal: &str) -> Option
     })
 }
 
+/// The status kube's ReplicaSet (or ReplicationController) controller writes when the API server
+/// refused a pod: `status` (what the hook computed, else the parent's) with a `ReplicaFailure`
+/// condition, `FailedCreate` in the server's words. The parent's own is kept while it has one (kube
+/// sets it once); the hook's next status, computed after pods are made again, has none, which clears
+/// it, as kube does. None for other parents.
+pub(super) fn replica_failure(parent: &Value, status: Option<&Value>, refusal: &str, now: &str) -> Option<Value> {
+    let kind = parent.get("kind").and_then(Value::as_str)?;
+    if !matches!(kind, "ReplicaSet" | "ReplicationController") {
+        return None;
+    }
+    let is_failure = |c: &&Value| c.get("type").and_then(Value::as_str) == Some("ReplicaFailure");
+    let conditions_of = |s: Option<&Value>| s?.get("conditions")?.as_array().cloned();
+    let kept = conditions_of(parent.get("status")).and_then(|cs| cs.iter().find(is_failure).cloned());
+    let condition = kept.unwrap_or_else(|| {
+        json!({"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": refusal,
+               "lastTransitionTime": now})
+    });
+    let mut status = status.or(parent.get("status")).filter(|s| s.is_object()).cloned().unwrap_or_else(|| json!({}));
+    let mut conditions: Vec<Value> =
+        conditions_of(Some(&status)).unwrap_or_default().into_iter().filter(|c| !is_failure(&c)).collect();
+    conditions.push(condition);
+    status["conditions"] = Value::Array(conditions);
+    Some(status)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -160,5 +185,29 @@ mod tests {
             Some(("ReplicaSetCreateError", r#"Failed to create new replica set "web-5d4f8b6f9c": no"#.into()))
         );
         assert_eq!(failed_create(&json!({"kind": "Memcached"}), "m", "no"), None, "not one of kube's controllers");
+    }
+
+    #[test]
+    fn a_replica_sets_refused_pod_is_a_replica_failure_condition_kept_until_pods_are_made() {
+        let rs = json!({"kind": "ReplicaSet", "metadata": {"name": "web"}, "status": {"replicas": 0}});
+        let computed = json!({"replicas": 0, "observedGeneration": 2});
+        let failed = replica_failure(&rs, Some(&computed), "pods \"web-x\" is forbidden: no", "t1").unwrap();
+        assert_eq!(
+            failed,
+            json!({"replicas": 0, "observedGeneration": 2, "conditions": [{"type": "ReplicaFailure", "status": "True",
+                   "reason": "FailedCreate", "message": "pods \"web-x\" is forbidden: no", "lastTransitionTime": "t1"}]})
+        );
+        // Refused again later (in other words): the condition it has stays as it is.
+        let failing = json!({"kind": "ReplicaSet", "metadata": {"name": "web"}, "status": failed});
+        assert_eq!(replica_failure(&failing, Some(&computed), "other words", "t2").unwrap(), failed);
+        // No status computed: the parent's, with the condition.
+        assert_eq!(replica_failure(&failing, None, "x", "t3").unwrap(), failed);
+        let rc = json!({"kind": "ReplicationController"});
+        assert_eq!(replica_failure(&rc, None, "no", "t1").unwrap()["conditions"][0]["reason"], "FailedCreate");
+        assert_eq!(
+            replica_failure(&json!({"kind": "Job"}), None, "no", "t1"),
+            None,
+            "kube's Job has no such condition"
+        );
     }
 }

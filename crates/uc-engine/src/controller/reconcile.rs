@@ -323,9 +323,7 @@ impl Shared {
         for ((t, observed), desired) in self.children.iter().zip(&observed).zip(desired) {
             actions.extend(plan(t.method, &parent, &selector_labels, observed, desired));
         }
-        for a in actions {
-            self.execute(&parent, a).await?;
-        }
+        self.execute_all(&parent, actions, status.as_ref()).await?;
         self.write_parent(&parent, metadata_patch(&parent, &labels, &annotations), status).await?;
         self.after_sync(key, finalizing, response.finalized == Some(true), response.resync_after_seconds).await
     }

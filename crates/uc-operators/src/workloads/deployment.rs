@@ -59,6 +59,20 @@ impl Observed {
         self.rs.status.as_ref().and_then(|s| s.available_replicas).map(i64::from).unwrap_or(0)
     }
 
+    /// The ReplicaSet's `ReplicaFailure` condition (its controller could not create a pod), if any.
+    fn replica_failure(&self) -> Option<DeploymentCondition> {
+        let conditions = self.rs.status.as_ref()?.conditions.as_ref()?;
+        let c = conditions.iter().find(|c| c.type_ == "ReplicaFailure")?;
+        Some(DeploymentCondition {
+            type_: c.type_.clone(),
+            status: c.status.clone(),
+            reason: c.reason.clone(),
+            message: c.message.clone(),
+            last_update_time: c.last_transition_time.clone(),
+            last_transition_time: c.last_transition_time.clone(),
+        })
+    }
+
     fn revision(&self) -> i64 {
         let annotations = self.rs.metadata.annotations.as_ref();
         annotations.and_then(|a| a.get(REVISION)).and_then(|s| s.parse().ok()).unwrap_or(0)
@@ -161,11 +175,13 @@ struct Counts {
     unavailable: i64,
 }
 
-/// A Deployment's status: its counts, Available (within maxUnavailable) and Progressing.
+/// A Deployment's status: its counts, Available (within maxUnavailable) and Progressing, and a
+/// ReplicaSet's `ReplicaFailure` as kube copies it (the new one's, else an old one's).
 fn status(
     c: &Counts,
     new_name: &str,
     at: &Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    failure: Option<DeploymentCondition>,
 ) -> DeploymentStatus {
     let complete = c.updated == c.replicas && c.total == c.updated && c.new_available == c.replicas;
     let available_ok = c.available >= c.replicas - c.unavailable;
@@ -181,16 +197,21 @@ fn status(
         ready_replicas: Some(c.ready as i32),
         available_replicas: Some(c.available as i32),
         unavailable_replicas: Some((c.replicas - c.available).max(0) as i32),
-        conditions: Some(vec![
-            condition("Available", available_ok, reason, message.into(), at),
-            condition(
-                "Progressing",
-                true,
-                if complete { "NewReplicaSetAvailable" } else { "ReplicaSetUpdated" },
-                format!("ReplicaSet \"{new_name}\" {progress}"),
-                at,
-            ),
-        ]),
+        conditions: Some(
+            [
+                condition("Available", available_ok, reason, message.into(), at),
+                condition(
+                    "Progressing",
+                    true,
+                    if complete { "NewReplicaSetAvailable" } else { "ReplicaSetUpdated" },
+                    format!("ReplicaSet \"{new_name}\" {progress}"),
+                    at,
+                ),
+            ]
+            .into_iter()
+            .chain(failure)
+            .collect(),
+        ),
         ..Default::default()
     }
 }
@@ -251,6 +272,7 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
     let sum = |f: fn(&Observed) -> i64| -> i64 { old.iter().chain(&new_rs).map(f).sum() };
     let (total, ready, available) = (sum(Observed::replicas), sum(Observed::ready), sum(Observed::available));
     let updated = new_rs.as_ref().map(Observed::replicas).unwrap_or(0);
+    let failure = new_rs.iter().chain(&old).find_map(Observed::replica_failure);
     let mut empty_kept = 0;
     for (i, rs) in old.into_iter().enumerate().rev() {
         if old_replicas[i] == 0 && rs.replicas() == 0 {
@@ -264,7 +286,7 @@ pub fn sync(mut request: SyncRequest) -> Result<SyncResponse, HookError> {
         children.push(keep);
     }
     let counts = Counts { replicas, total, updated, ready, available, new_available, unavailable };
-    let status = status(&counts, &new_name, &d.metadata.creation_timestamp);
+    let status = status(&counts, &new_name, &d.metadata.creation_timestamp, failure);
     Ok(SyncResponse { status: Some(to_value("status", &status)?), children, ..Default::default() })
 }
 
@@ -332,6 +354,27 @@ mod tests {
         assert_eq!(replicas_of(&out), vec![(new_name.clone(), 3), (old_name.clone(), 0)]);
         assert_eq!(out["status"]["updatedReplicas"], json!(3));
         assert_eq!(out["status"]["conditions"][1]["reason"], json!("NewReplicaSetAvailable"));
+    }
+
+    #[test]
+    fn a_replica_sets_failure_to_make_pods_shows_in_the_deployment() {
+        let d = deployment("v1", 1);
+        let name = format!("web-{}", template_hash(&d["spec"]["template"]));
+        let mut refused = rs(&name, 1, 0, 1);
+        let failure = json!({"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
+                             "message": "pods \"web-x\" is forbidden: no", "lastTransitionTime": "2026-12-04T16:00:00Z"});
+        refused["status"]["conditions"] = json!([failure]);
+        let out = run(&d, &[refused]);
+        let conditions = out["status"]["conditions"].as_array().unwrap();
+        assert_eq!(conditions.len(), 3, "{conditions:?}");
+        assert_eq!(
+            conditions[2],
+            json!({"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate",
+                   "message": "pods \"web-x\" is forbidden: no", "lastUpdateTime": "2026-12-04T16:00:00Z",
+                   "lastTransitionTime": "2026-12-04T16:00:00Z"})
+        );
+        let out = run(&d, &[rs(&name, 1, 1, 1)]);
+        assert_eq!(out["status"]["conditions"].as_array().unwrap().len(), 2, "cleared with the ReplicaSet's");
     }
 
     #[test]
