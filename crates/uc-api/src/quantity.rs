@@ -96,6 +96,38 @@ fn multiplier(suffix: &str) -> Option<f64> {
     exponents(suffix).map(|(binary, decimal)| 1024f64.powi(binary as i32) * 10f64.powi(decimal))
 }
 
+/// Whether a quantity is written with a binary suffix (`64Mi`): apimachinery's `BinarySI` format, which a
+/// sum keeps and [`canonical`] prints in.
+pub fn is_binary(s: &str) -> bool {
+    s.trim().ends_with('i')
+}
+
+/// A figure in thousandths as apimachinery's `Quantity.String()` prints it in its format: `BinarySI`
+/// (`binary`) in the largest power of 1024 that divides it (`512Mi`, `1536Mi`) — unless it is under
+/// 1024 or not whole, printed as decimal then —, else `DecimalSI` in the largest power of 1000 that
+/// leaves a whole number (`500m`, `2`, `1500`, `2k`).
+pub fn canonical(milli: i128, binary: bool) -> String {
+    let sign = if milli < 0 { "-" } else { "" };
+    let m = milli.unsigned_abs();
+    if binary && m.is_multiple_of(1000) && m / 1000 >= 1024 {
+        let (mut n, mut i) = (m / 1000, 0);
+        while n.is_multiple_of(1024) && i < 6 {
+            n /= 1024;
+            i += 1;
+        }
+        return format!("{sign}{n}{}", ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][i]);
+    }
+    if m == 0 {
+        return "0".into();
+    }
+    let (mut n, mut i) = (m, 0);
+    while n.is_multiple_of(1000) && i < 7 {
+        n /= 1000;
+        i += 1;
+    }
+    format!("{sign}{n}{}", ["m", "", "k", "M", "G", "T", "P", "E"][i])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +165,28 @@ mod tests {
         ] {
             assert_eq!(parse(q), Err(e), "{q}");
         }
+    }
+
+    #[test]
+    fn figures_print_as_apimachinery_prints_them() {
+        let mi = 1024 * 1024 * 1000;
+        for (m, binary, text) in [
+            (500, false, "500m"),
+            (2000, false, "2"),
+            (1_500_000, false, "1500"),
+            (2_000_000, false, "2k"),
+            (0, true, "0"),
+            (512 * mi, true, "512Mi"),
+            (1536 * mi, true, "1536Mi"),
+            (1024 * mi, true, "1Gi"),
+            (1_000_000, true, "1k"),
+            (1_536_000, true, "1536"),
+            (500, true, "500m"),
+            (-2000, false, "-2"),
+        ] {
+            assert_eq!(canonical(m, binary), text, "{m} {binary}");
+        }
+        assert!(is_binary("64Mi") && !is_binary("64M") && !is_binary("1"));
     }
 
     #[test]

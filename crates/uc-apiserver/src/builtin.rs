@@ -475,6 +475,7 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
         "storageclasses" => errs.extend(crate::builtin_storage::validate(obj)),
         "priorityclasses" => errs.extend(crate::builtin_scheduling::validate(obj)),
         "limitranges" => errs.extend(crate::limit_ranges::validate(obj)),
+        "resourcequotas" => errs.extend(crate::resource_quotas::validate(obj)),
         "horizontalpodautoscalers" => {
             errs.extend(crate::builtin_autoscaling::validate(obj));
             errs.extend(crate::builtin_autoscaling::status_errors(obj));

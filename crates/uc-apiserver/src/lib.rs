@@ -50,6 +50,7 @@ pub mod pod_security;
 pub mod proto;
 pub mod registry;
 pub mod request;
+mod resource_quotas;
 pub mod schema;
 pub mod server;
 pub mod service_account;

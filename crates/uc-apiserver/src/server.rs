@@ -162,6 +162,7 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
     let acceptor = tokio_rustls::TlsAcceptor::from(creds.server_config.clone());
     let (shutdown, mut shutdown_rx) = watch::channel(false);
     tokio::spawn(crate::gc::run(app.clone(), shutdown.subscribe()));
+    tokio::spawn(crate::resource_quotas::controller::run(app.clone(), shutdown.subscribe()));
     tokio::spawn(crate::event_ttl::run(app.clone(), config.event_ttl, shutdown.subscribe()));
     tokio::spawn(crate::auth::defaults::run_aggregation(app.clone(), shutdown.subscribe()));
     tokio::spawn(crate::certificates::run_signer(app.clone(), shutdown.subscribe()));

@@ -10,6 +10,7 @@ pub mod limit_admission;
 pub mod managed;
 pub mod meta;
 pub mod pod_admission;
+pub mod quota_admission;
 pub mod read;
 pub mod review;
 pub mod scale;

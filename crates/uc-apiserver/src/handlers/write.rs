@@ -177,6 +177,8 @@ pub(crate) async fn create_object(
     crate::handlers::pod_admission::admit(app, req, t, &name, &obj, None)?;
     admit_priority_class(app, t, &name, &obj)?;
     crate::handlers::limit_admission::check(app, t, &name, &mut obj)?;
+    // Held until the object is stored: another object checked meanwhile counts this one.
+    let _quota = crate::handlers::quota_admission::admit_new(app, t, &name, &obj).await?;
     if track {
         track_update(req, t, None, &mut obj)?;
     }
@@ -337,6 +339,10 @@ pub(crate) async fn admit_update(app: &Arc<App>, req: &mut Req, t: &Target, old:
         // A claim's resize is held to its namespace's LimitRanges (a pod's resources do not change).
         let name = meta_str(new, "name").unwrap_or_default().to_string();
         crate::handlers::limit_admission::check(app, t, &name, new)?;
+    }
+    if t.info.group.is_empty() && matches!(t.info.resource.as_str(), "persistentvolumeclaims" | "services") {
+        let name = meta_str(new, "name").unwrap_or_default().to_string();
+        crate::handlers::quota_admission::admit_change(app, t, &name, new, old)?;
     }
     // Namespaces' labels and workloads' templates (a pod's spec barely changes after creation).
     if !(t.info.group.is_empty() && t.info.resource == "pods") && t.sub.is_none() {

@@ -313,6 +313,11 @@ fn columns_after_name(resource: &str) -> Vec<Column> {
             c("Revision", "string", 0, |v| Value::from(i_at(v, "/revision"))),
             AGE,
         ],
+        "resourcequotas" => vec![
+            AGE,
+            c("Request", "string", 0, |v| quota_column(v, false)),
+            c("Limit", "string", 0, |v| quota_column(v, true)),
+        ],
         "customresourcedefinitions" | "roles" | "clusterroles" | "limitranges" => {
             vec![c("Created At", "string", 0, |v| s_at(v, "/metadata/creationTimestamp"))]
         }
@@ -481,6 +486,20 @@ fn component_condition(v: &Value) -> (Value, Value, Value) {
     };
     let status = if str_of(h, "status") == "True" { "Healthy" } else { "Unhealthy" };
     (Value::String(status.into()), Value::String(str_of(h, "message").into()), Value::String(str_of(h, "error").into()))
+}
+
+/// A ResourceQuota's `Request` or `Limit` column (`printResourceQuota`): `name: used/hard` for each
+/// resource of `status.hard` in name order, those named `limits.…` in the second.
+fn quota_column(v: &Value, limits: bool) -> Value {
+    let hard = v.at("/status/hard").and_then(Value::as_object);
+    let used = |name: &str| v.at("/status/used").and_then(|u| u.get(name)).and_then(Value::as_str).unwrap_or("0");
+    let cells: Vec<String> = hard
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| name.split_once('.').is_some_and(|(first, _)| first == "limits") == limits)
+        .map(|(name, h)| format!("{name}: {}/{}", used(name), h.as_str().unwrap_or_default()))
+        .collect();
+    Value::String(cells.join(", "))
 }
 
 fn apiservice_service(v: &Value) -> Value {
