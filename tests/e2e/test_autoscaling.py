@@ -114,3 +114,51 @@ def test_autoscalers_are_refused_in_kubes_words_and_a_chart_with_one_installs_wi
              message="the chart's Deployment scaled to its autoscaler's least")
     assert run("uninstall", "site").returncode == 0
     assert cluster.kubectl("get", "hpa", "site", check=False).returncode != 0
+
+
+def test_autoscaling_v1_clients_see_the_same_autoscalers_and_lose_nothing_writing_them(cluster):
+    """The Python client's AutoscalingV1Api over autoscalers made at v2: the CPU target in v1's field,
+    the rest carried in kube's annotations, and a v1 read-modify-write that keeps the v2 fields."""
+    from kubernetes import client
+
+    cluster.kubectl("create", "deployment", "api", "--image=busybox", "--", "sleep", "3600")
+    v2 = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "api"},
+          "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"},
+                   "minReplicas": 1, "maxReplicas": 3,
+                   "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 70}}},
+                               {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "100Mi"}}}],
+                   "behavior": {"scaleDown": {"stabilizationWindowSeconds": 30}}}}
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(v2))
+    v1 = client.AutoscalingV1Api(cluster.api_client())
+    hpa = v1.read_namespaced_horizontal_pod_autoscaler("api", "default")
+    assert hpa.spec.target_cpu_utilization_percentage == 70 and hpa.spec.max_replicas == 3
+    carried = json.loads(hpa.metadata.annotations["autoscaling.alpha.kubernetes.io/metrics"])
+    assert [m["resource"]["name"] for m in carried] == ["memory"], carried
+    assert "api" in [h.metadata.name for h in v1.list_namespaced_horizontal_pod_autoscaler("default").items]
+
+    hpa.spec.max_replicas = 5
+    hpa.spec.target_cpu_utilization_percentage = 50
+    v1.replace_namespaced_horizontal_pod_autoscaler("api", "default", hpa)
+    stored = get(cluster, "horizontalpodautoscalers.v2.autoscaling", "api")
+    assert stored["spec"]["maxReplicas"] == 5
+    assert stored["spec"]["metrics"] == [
+        {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}},
+        {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "100Mi"}}}]
+    assert stored["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 30
+    assert not any(k.startswith("autoscaling.alpha") for k in stored["metadata"].get("annotations", {})), stored
+    made = v1.create_namespaced_horizontal_pod_autoscaler("default", {
+        "apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "plain"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"}, "maxReplicas": 2}})
+    assert made.spec.target_cpu_utilization_percentage == 80, "kube's default target"
+    versions = json.loads(cluster.kubectl("get", "--raw", "/apis/autoscaling").stdout)
+    assert [v["version"] for v in versions["versions"]] == ["v2", "v1"] and versions["preferredVersion"]["version"] == "v2"
+    applied = {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "applied"},
+               "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "api"},
+                        "maxReplicas": 2, "targetCPUUtilizationPercentage": 65}}
+    assert "created" in cluster.kubectl("apply", "-f", "-", input=json.dumps(applied)).stdout
+    applied["spec"]["maxReplicas"] = 4
+    assert "configured" in cluster.kubectl("apply", "-f", "-", input=json.dumps(applied)).stdout
+    seen = get(cluster, "horizontalpodautoscalers.v1.autoscaling", "applied")
+    assert (seen["apiVersion"], seen["spec"]["maxReplicas"], seen["spec"]["targetCPUUtilizationPercentage"]) == (
+        "autoscaling/v1", 4, 65), seen
+    assert "applied" in cluster.kubectl("get", "horizontalpodautoscalers.v1.autoscaling").stdout

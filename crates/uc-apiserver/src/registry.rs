@@ -321,6 +321,15 @@ impl Registry {
             info.versions.push(beta);
             registry.resources.write().insert(crds, Arc::new(info));
         }
+        // HorizontalPodAutoscalers are also served at autoscaling/v1, converted (views.rs), as kube serves them.
+        let hpas = GroupResource::new("autoscaling", "horizontalpodautoscalers");
+        if let Some(info) = registry.get(&hpas) {
+            let mut info = (*info).clone();
+            let mut v1 = info.versions[0].clone();
+            v1.name = "v1".into();
+            info.versions.push(v1);
+            registry.resources.write().insert(hpas, Arc::new(info));
+        }
         registry
     }
 

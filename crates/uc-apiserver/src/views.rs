@@ -3,13 +3,16 @@
 //!   `message`, `deprecatedCount` ↔ `count`, …), as kube-apiserver serves them;
 //! - `apiextensions.k8s.io/v1beta1` CustomResourceDefinitions are the v1 ones (top-level `version`,
 //!   `validation`, `subresources`, `additionalPrinterColumns` ↔ per-version fields, `JSONPath` ↔
-//!   `jsonPath`), so that older operator bundles install; kube-apiserver removed v1beta1 in 1.22.
+//!   `jsonPath`), so that older operator bundles install; kube-apiserver removed v1beta1 in 1.22;
+//! - `autoscaling/v1` HorizontalPodAutoscalers are the v2 ones (`hpa_v1.rs`).
 
 use serde_json::{Map, Value, json};
 use uc_api::{GroupResource, Pointer};
 
 const EVENTS_GROUP: &str = "events.k8s.io";
 const CRD_GROUP: &str = "apiextensions.k8s.io";
+const AUTOSCALING: &str = "autoscaling";
+const HPA: &str = "horizontalpodautoscalers";
 
 /// Where objects of a served resource are stored.
 pub fn storage_of(group: &str, resource: &str) -> GroupResource {
@@ -56,7 +59,7 @@ fn rename(obj: &Value, pairs: impl Iterator<Item = (&'static str, &'static str)>
 pub fn has_view(group: &str, resource: &str, version: &str) -> bool {
     matches!(
         (group, resource, version),
-        (EVENTS_GROUP, "events", _) | (CRD_GROUP, "customresourcedefinitions", "v1beta1")
+        (EVENTS_GROUP, "events", _) | (CRD_GROUP, "customresourcedefinitions", "v1beta1") | (AUTOSCALING, HPA, "v1")
     )
 }
 
@@ -77,6 +80,7 @@ pub fn to_view(group: &str, resource: &str, version: &str, obj: &Value) -> Optio
             Some(v)
         }
         (CRD_GROUP, "customresourcedefinitions", "v1beta1") => Some(crd_v1_to_v1beta1(obj)),
+        (AUTOSCALING, HPA, "v1") => Some(hpa_v1::to_v1(obj)),
         _ => None,
     }
 }
@@ -90,6 +94,7 @@ pub fn from_view(group: &str, resource: &str, version: &str, obj: &Value) -> Opt
             Some(v)
         }
         (CRD_GROUP, "customresourcedefinitions", "v1beta1") => Some(crd_v1beta1_to_v1(obj)),
+        (AUTOSCALING, HPA, "v1") => Some(hpa_v1::from_v1(obj)),
         _ => None,
     }
 }
@@ -252,6 +257,8 @@ pub fn crd_v1_to_v1beta1(obj: &Value) -> Value {
     }
     crd
 }
+
+mod hpa_v1;
 
 #[cfg(test)]
 mod tests {
