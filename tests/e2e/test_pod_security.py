@@ -113,3 +113,22 @@ def test_the_audit_level_is_recorded_in_the_audit_log(make_cluster, tmp_path):
     assert noted["pod-security.kubernetes.io/audit-violations"].startswith(
         'would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false'), noted
     assert "host namespaces" in creates[403]["pod-security.kubernetes.io/audit-violations"], creates[403]
+
+
+def test_pod_templates_are_stored_checked_and_warned_about_never_refused_for_their_level(cluster):
+    """v1 PodTemplates: stored with a pod spec's defaults, refused with field paths when their pod spec is
+    invalid, warned about (not refused) when their pod would violate the namespace's level, and listed with
+    kube's columns."""
+    template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "own"},
+                "template": {"metadata": {"labels": {"app": "own"}}, "spec": OWN_THE_HOST}}
+    r = cluster.kubectl("apply", "-f", "-", input=json.dumps(template))
+    assert 'Warning: would violate PodSecurity "baseline:latest": non-default capabilities' in r.stderr, r.stderr
+    stored = json.loads(cluster.kubectl("get", "podtemplate", "own", "-o", "json").stdout)
+    assert stored["template"]["spec"]["restartPolicy"] == "Always", "a pod spec's defaults"
+    table = cluster.kubectl("get", "podtemplates").stdout.splitlines()
+    assert table[0].split() == ["NAME", "CONTAINERS", "IMAGES", "POD", "LABELS"], table
+    assert table[1].split() == ["own", "shell", "busybox", "app=own"], table
+    bad = dict(template, metadata={"name": "bad"})
+    bad["template"] = {"spec": {"containers": [{"name": "c", "image": "busybox", "ports": [{"containerPort": 70000}]}]}}
+    r = cluster.kubectl("apply", "-f", "-", input=json.dumps(bad), check=False)
+    assert r.returncode != 0 and "template.spec.containers[0].ports[0].containerPort" in r.stderr, r.stderr

@@ -159,6 +159,11 @@ pub fn apply_defaults(resource: &str, obj: &mut Value) {
         "storageclasses" => crate::builtin_storage::apply_defaults(obj),
         "priorityclasses" => crate::builtin_scheduling::apply_defaults(obj),
         "limitranges" => crate::limit_ranges::apply_defaults(obj),
+        "podtemplates" => {
+            if let Some(spec) = obj.at_mut("/template/spec") {
+                default_pod_spec(spec);
+            }
+        }
         _ => {}
     }
 }
@@ -436,6 +441,7 @@ pub fn validate(resource: &str, obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     match resource {
         "pods" => check_pod_spec(obj.get("spec"), "spec", &mut errs),
+        "podtemplates" => check_pod_spec(obj.at("/template/spec"), "template.spec", &mut errs),
         "replicationcontrollers" => {
             check_non_negative(obj, "/spec/replicas", "spec.replicas", &mut errs);
             check_pod_spec(obj.at("/spec/template/spec"), "spec.template.spec", &mut errs);

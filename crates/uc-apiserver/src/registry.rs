@@ -176,6 +176,7 @@ const BUILTINS: &[Builtin] = &[
     b("", "v1", "configmaps", "ConfigMap", true, &["cm"]),
     b("", "v1", "limitranges", "LimitRange", true, &["limits"]),
     with(b("", "v1", "resourcequotas", "ResourceQuota", true, &["quota"]), true, false, false, false),
+    b("", "v1", "podtemplates", "PodTemplate", true, &[]),
     b("", "v1", "secrets", "Secret", true, &[]),
     with(b("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true, &["pvc"]), true, false, false, false),
     with(b("", "v1", "persistentvolumes", "PersistentVolume", false, &["pv"]), true, false, false, false),

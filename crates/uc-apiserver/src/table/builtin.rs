@@ -313,6 +313,11 @@ fn columns_after_name(resource: &str) -> Vec<Column> {
             c("Revision", "string", 0, |v| Value::from(i_at(v, "/revision"))),
             AGE,
         ],
+        "podtemplates" => vec![
+            c("Containers", "string", 0, |v| containers(v.at("/template/spec")).0),
+            c("Images", "string", 0, |v| containers(v.at("/template/spec")).1),
+            c("Pod Labels", "string", 0, |v| labels(v.at("/template/metadata/labels"))),
+        ],
         "resourcequotas" => vec![
             AGE,
             c("Request", "string", 0, |v| quota_column(v, false)),
