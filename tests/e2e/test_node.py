@@ -370,3 +370,40 @@ def test_an_images_working_directory_environment_and_user_from_the_node_config(m
                               timeout=20, message=f"{c} says what it runs as")
     assert said("defaults") == "/tmp 1234 from-the-image image"
     assert said("own") == "/ 4321 from-the-pod image"
+
+
+def test_a_pod_naming_another_scheduler_waits_for_its_binding(cluster):
+    """A pod whose `schedulerName` is not uc's waits until that scheduler binds it through `pods/binding`
+    (the Python client's `create_namespaced_pod_binding`, as client-go's `Bind`), then runs; a second
+    binding is refused."""
+    from kubernetes import client
+    from kubernetes.client.rest import ApiException
+
+    def pod(name, scheduler=None):
+        spec = {"containers": [{"name": "c", "image": "busybox", "command": ["sleep", "3600"]}]}
+        if scheduler:
+            spec["schedulerName"] = scheduler
+        return json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
+
+    def get(name):
+        return json.loads(cluster.kubectl("get", "pod", name, "-o", "json").stdout)
+
+    cluster.kubectl("apply", "-f", "-", input=pod("custom", "my-scheduler"))
+    # The node handles pods in the order it sees them: once a pod made after it is bound, the node has
+    # seen this one and left it alone.
+    cluster.kubectl("apply", "-f", "-", input=pod("ordinary"))
+    wait_for(lambda: get("ordinary")["spec"].get("nodeName"), timeout=30, message="the ordinary pod bound")
+    assert "nodeName" not in get("custom")["spec"], "left for its scheduler"
+    node = json.loads(cluster.kubectl("get", "nodes", "-o", "json").stdout)["items"][0]["metadata"]["name"]
+    core = client.CoreV1Api(cluster.api_client())
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "custom"},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+    core.create_namespaced_pod_binding("custom", "default", binding, _preload_content=False)
+    running = wait_for(lambda: (p := get("custom"))["status"].get("phase") == "Running" and p, timeout=60,
+                       message="the bound pod running")
+    assert running["spec"]["nodeName"] == node
+    try:
+        core.create_namespaced_pod_binding("custom", "default", binding, _preload_content=False)
+        raise AssertionError("a second binding was accepted")
+    except ApiException as e:
+        assert e.status == 409 and f'pod custom is already assigned to node \\"{node}\\"' in e.body, e.body

@@ -52,6 +52,7 @@ fn subresources(info: &ResourceInfo, version: &str) -> Vec<(String, String, Stri
         subs.push(("finalize".into(), String::new(), "Namespace".into(), vec!["update"]));
     }
     if info.group.is_empty() && info.resource == "pods" {
+        subs.push(("binding".into(), String::new(), "Binding".into(), vec!["create"]));
         subs.push(("eviction".into(), "policy".into(), "Eviction".into(), vec!["create"]));
         subs.push(("ephemeralcontainers".into(), String::new(), "Pod".into(), vec!["get", "patch", "update"]));
     }

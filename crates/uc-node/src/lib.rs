@@ -301,7 +301,9 @@ async fn run(ctx: Arc<Ctx>) {
         let node = spec(&pod).node_name.as_deref().unwrap_or_default();
         workers.retain(|_, tx| !tx.is_closed());
         if node.is_empty() {
-            if !is_deleting(&pod) && bind(&ctx.scheduler, &pod, &ctx.options.name).await {
+            // A pod that names another scheduler waits for it to bind it (`pods/binding`), as in kube.
+            let ours = spec(&pod).scheduler_name.as_deref().is_none_or(|s| s.is_empty() || s == "default-scheduler");
+            if ours && !is_deleting(&pod) && bind(&ctx.scheduler, &pod, &ctx.options.name).await {
                 ctx.scheduler_events.record(&pod, &events::Happened::scheduled(&pod, &ctx.options.name)).await;
             }
             continue;

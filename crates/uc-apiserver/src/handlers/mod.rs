@@ -4,6 +4,7 @@
 
 pub mod admission;
 pub mod apply;
+pub mod binding;
 pub mod delete;
 pub mod eviction;
 pub mod limit_admission;
@@ -115,7 +116,7 @@ fn resolve(app: &App, group: &str, version: &str, rest: &[&str]) -> Result<Targe
             "scale" => v.scale.is_some(),
             "log" => info.log,
             "finalize" => info.resource == "namespaces",
-            "eviction" | "ephemeralcontainers" => info.group.is_empty() && info.resource == "pods",
+            "eviction" | "ephemeralcontainers" | "binding" => info.group.is_empty() && info.resource == "pods",
             "token" => info.group.is_empty() && info.resource == "serviceaccounts",
             "approval" => info.resource == "certificatesigningrequests",
             _ => false,
@@ -161,6 +162,7 @@ async fn resource(app: &Arc<App>, req: &mut Req, t: Target) -> Result<Response<B
         (&Method::GET, Some(_), _) => read::get(app, req, &t),
         (&Method::POST, None, None) => write::create(app, req, &t).await,
         (&Method::POST, Some(_), Some("eviction")) => eviction::evict(app, req, &t).await,
+        (&Method::POST, Some(_), Some("binding")) => binding::bind(app, req, &t).await,
         (&Method::POST, Some(_), Some("token")) => token::create(app, req, &t),
         (&Method::PUT, Some(_), Some("scale")) => scale::update_scale(app, req, &t, None).await,
         (&Method::PUT, Some(_), _) => write::update(app, req, &t).await,

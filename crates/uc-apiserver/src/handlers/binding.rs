@@ -1,0 +1,93 @@
+//! `pods/<name>/binding` (v1 Binding): how a scheduler assigns a pod to a node — what a scheduler other
+//! than uc's own (a pod's `spec.schedulerName`) posts, as kube-apiserver's `BindingREST` takes it: the
+//! target checked, a pod being deleted or already assigned refused, the node name and the binding's
+//! annotations set on the pod.
+
+use std::sync::Arc;
+
+use http::Response;
+use serde_json::Value;
+use uc_api::{Pointer, Status, StatusDetails};
+
+use crate::app::{App, Body, Req, status_response};
+use crate::error::{ApiError, FieldError, FieldErrors, Result};
+use crate::handlers::meta::{is_deleting, meta_str};
+use crate::request::{Target, parse_body};
+use crate::storage::{Op, StoreError, rv_of};
+
+/// kube's `ValidatePodBinding`: a target of kind Node (or none) with a name.
+pub(crate) fn binding_errors(binding: &Value) -> Vec<FieldError> {
+    let mut errs = FieldErrors::new();
+    let kind = binding.at("/target/kind").and_then(Value::as_str).unwrap_or_default();
+    if !kind.is_empty() && kind != "Node" {
+        errs.not_supported("target.kind".into(), kind, &["Node", "<empty>"]);
+    }
+    if binding.at("/target/name").and_then(Value::as_str).is_none_or(str::is_empty) {
+        errs.required("target.name", "");
+    }
+    errs.0
+}
+
+/// The pod assigned by a binding (`setPodHostAndAnnotations`), or why it cannot be: being deleted
+/// (`Err(None)` stands for that refusal's words) or already on a node (its name).
+pub(crate) fn assigned(pod: &Value, binding: &Value) -> std::result::Result<Value, Option<String>> {
+    if is_deleting(pod) {
+        return Err(None);
+    }
+    if let Some(node) = pod.at("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+        return Err(Some(node.to_string()));
+    }
+    let mut out = pod.clone();
+    out["spec"]["nodeName"] = binding.at("/target/name").cloned().unwrap_or(Value::Null);
+    if let Some(annotations) = binding.at("/metadata/annotations").and_then(Value::as_object) {
+        if !out["metadata"]["annotations"].is_object() {
+            out["metadata"]["annotations"] = Value::Object(serde_json::Map::new());
+        }
+        for (k, v) in annotations {
+            out["metadata"]["annotations"][k.as_str()] = v.clone();
+        }
+    }
+    Ok(out)
+}
+
+/// `POST pods/<name>/binding`.
+pub(crate) async fn bind(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
+    let binding = parse_body(req)?;
+    let name = t.name.clone().unwrap_or_default();
+    if let Some(n) = meta_str(&binding, "name").filter(|n| *n != name) {
+        return Err(ApiError::bad_request(format!("name in URL does not match name in Binding object: {n}")));
+    }
+    let errs = binding_errors(&binding);
+    if !errs.is_empty() {
+        return Err(ApiError::invalid("Binding", "", &name, &errs));
+    }
+    let subject = t.subject();
+    for _ in 0..16 {
+        let pod = app.store.get(&t.info.gr(), &t.key()).ok_or_else(|| ApiError::not_found(&subject))?;
+        let new = match assigned(&pod, &binding) {
+            Ok(new) => new,
+            Err(None) => {
+                return Err(ApiError::bad_request(format!(
+                    "pod {name} is being deleted, cannot be assigned to a host"
+                )));
+            }
+            Err(Some(node)) => {
+                return Err(ApiError::conflict(&subject, &format!("pod {name} is already assigned to node {node:?}")));
+            }
+        };
+        let write = Op::Update { gr: t.info.gr(), key: t.key(), object: new, expect_rv: rv_of(&pod) };
+        match app.store.write(write).await {
+            Ok(_) => {
+                let mut done = Status::success(StatusDetails::default());
+                done.code = 201;
+                return Ok(status_response(201, &done));
+            }
+            Err(StoreError::Conflict { .. }) => continue,
+            Err(e) => return Err(ApiError::from_store(e, &subject)),
+        }
+    }
+    Err(ApiError::conflict(&subject, "the pod changed too often; try again"))
+}
+
+#[cfg(test)]
+mod tests;
