@@ -68,12 +68,14 @@ def test_kubectl_autoscale_keeps_the_target_within_its_bounds(cluster):
     assert "New size: 4; reason: Current number of replicas above Spec.MaxReplicas" in rescales(cluster)
     # Scaled to zero by hand: kube's autoscaler leaves it there and says scaling is off.
     cluster.kubectl("scale", "deploy", "web", "--replicas=0")
-    zero = get(cluster, "deploy", "web")["metadata"]["resourceVersion"]
+    # Its generation, which every write of its spec (the scale subresource's too) moves and its status
+    # writes (its pods going) do not.
+    zero = get(cluster, "deploy", "web")["metadata"]["generation"]
     hpa = wait_for(lambda: (h := get(cluster, "hpa", "web")) and conditions(h).get("ScalingActive", ("", ""))[1] == "ScalingDisabled" and h,
                    timeout=40)
     assert (hpa["status"]["currentReplicas"], hpa["status"]["desiredReplicas"]) in [(0, 0)], hpa["status"]
     d = get(cluster, "deploy", "web")
-    assert (d["spec"]["replicas"], d["metadata"]["resourceVersion"]) == (0, zero), "not scaled after it read zero"
+    assert (d["spec"]["replicas"], d["metadata"]["generation"]) == (0, zero), "not scaled after it read zero"
     # The typed Python client reads it (the status's required fields are there).
     from kubernetes import client
 
