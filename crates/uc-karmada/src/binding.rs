@@ -141,6 +141,7 @@ pub fn binding(
             clusters: clusters.to_vec(),
             replicas: (replicas > 0).then_some(replicas),
         },
+        status: None,
     }
 }
 

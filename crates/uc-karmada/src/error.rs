@@ -17,6 +17,10 @@ pub enum PlaneError {
     /// An override policy does not apply to a resource.
     #[error("override policy {policy}: {source}")]
     Override { policy: String, source: OverrideError },
+    /// A stored object of the control plane's own kinds does not read as its type (the CRDs' schemas
+    /// make that one uc did not write); nothing is decided from a partial list.
+    #[error("{kind} {name} cannot be read: {source}")]
+    Unreadable { kind: String, name: String, source: serde_json::Error },
     /// A resource interpreter failed.
     #[error(transparent)]
     Interpret(#[from] InterpretError),

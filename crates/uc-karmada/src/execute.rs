@@ -4,19 +4,19 @@
 
 use std::collections::HashSet;
 
-use serde::Deserialize;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Value, json};
-use uc_api::meta::{NotAMap, finalizers, is_deleting, set_annotation, set_label, str_at};
+use uc_api::meta::{NotAMap, set_annotation, set_label, str_at};
 
 use crate::binding::{self, BINDING_ID, EXECUTION_FINALIZER};
 use crate::error::PlaneError;
 use crate::interpret::Interpreter;
 use crate::members::Member;
-use crate::objects::{self, holds};
+use crate::objects::{self, holds, json_of};
 use crate::plane::{BINDING_API, Plane, WORK_API};
 use crate::propagate::Scheduled;
-use crate::statuses::{BindingStatus, Condition, ManifestStatus, ResourceIdentifier, WorkStatus, set_condition};
-use crate::types::TargetCluster;
+use crate::statuses::{Condition, ManifestStatus, ResourceIdentifier, WorkStatus, set_condition};
+use crate::types::{ResourceBinding, Work};
 
 /// Label on every object the control plane put into a member.
 pub const MANAGED: &str = "karmada.io/managed";
@@ -26,48 +26,40 @@ pub const WORK_NAMESPACE: &str = "work.karmada.io/namespace";
 
 /// Applies every Work in its member and records what came of it.
 pub async fn execute(plane: &Plane, interpreter: &Interpreter, now: &str) -> Result<(), PlaneError> {
-    let works = objects::list(&plane.client, &plane.kinds, WORK_API, "Work", "").await?;
+    let works: Vec<Work> = objects::list_as(&plane.client, &plane.kinds, (WORK_API, "Work"), "").await?;
     for w in works {
-        let Some(cluster) = binding::cluster_of(str_at(&w, "/metadata/namespace")) else { continue };
+        let (ns, name) = (w.metadata.namespace.as_deref().unwrap_or_default(), w.metadata.name.as_deref());
+        let Some(cluster) = binding::cluster_of(ns) else { continue };
         let member = plane.members.by_name.get(cluster);
-        if is_deleting(&w) {
+        if w.metadata.deletion_timestamp.is_some() {
             if let Err(e) = delete_from_member(plane, &w, member).await {
-                tracing::warn!(work = str_at(&w, "/metadata/name"), %cluster, error = %e, "work not deleted yet");
+                tracing::warn!(work = name, %cluster, error = %e, "work not deleted yet");
             }
             continue;
         }
-        let previous = work_status(&w);
+        let previous = w.status.as_ref();
         let status = match member {
-            Some(m) if m.ready => apply_in_member(m, interpreter, &w, previous.as_ref(), now).await,
-            Some(m) => failed(previous.as_ref(), &format!("cluster {cluster} is not ready: {}", m.message), now),
-            None => failed(previous.as_ref(), &format!("cluster {cluster} is not a member"), now),
+            Some(m) if m.ready => apply_in_member(m, interpreter, &w, now).await,
+            Some(m) => failed(previous, &format!("cluster {cluster} is not ready: {}", m.message), now),
+            None => failed(previous, &format!("cluster {cluster} is not a member"), now),
         };
-        if previous.as_ref() != Some(&status) {
-            objects::write_status(&plane.client, &plane.kinds, &w, &objects::json_of(&status)).await?;
+        if previous != Some(&status) {
+            objects::write_status(&plane.client, &plane.kinds, &json_of(&w), &json_of(&status)).await?;
         }
     }
     Ok(())
 }
 
-fn manifests(w: &Value) -> Vec<Value> {
-    w.pointer("/spec/workload/manifests").and_then(Value::as_array).cloned().unwrap_or_default()
-}
-
 /// A manifest as a member gets it: marked as Karmada's, with the Work it came from. A manifest whose
 /// labels or annotations are not a map is refused with its field (written over, they would be lost).
-fn stamped(mut manifest: Value, w: &Value, i: usize) -> Result<Value, NotAMap> {
+fn stamped(mut manifest: Value, w: &Work, i: usize) -> Result<Value, NotAMap> {
     let mut stamp = || {
         set_label(&mut manifest, MANAGED, "true")?;
-        set_annotation(&mut manifest, WORK_NAME, str_at(w, "/metadata/name"))?;
-        set_annotation(&mut manifest, WORK_NAMESPACE, str_at(w, "/metadata/namespace"))
+        set_annotation(&mut manifest, WORK_NAME, w.metadata.name.as_deref().unwrap_or_default())?;
+        set_annotation(&mut manifest, WORK_NAMESPACE, w.metadata.namespace.as_deref().unwrap_or_default())
     };
     let at = |path: &str| format!("spec.workload.manifests[{i}]{}{path}", if path.is_empty() { "" } else { "." });
     stamp().map(|()| manifest).map_err(|e| NotAMap { path: at(&e.path) })
-}
-
-/// A Work's status, if it has one that reads.
-fn work_status(w: &Value) -> Option<WorkStatus> {
-    w.get("status").and_then(|s| WorkStatus::deserialize(s).ok())
 }
 
 /// The Work's status when nothing could be applied: `Applied` False, the last collected statuses kept.
@@ -78,16 +70,11 @@ fn failed(previous: Option<&WorkStatus>, message: &str, now: &str) -> WorkStatus
     status
 }
 
-async fn apply_in_member(
-    m: &Member,
-    interpreter: &Interpreter,
-    w: &Value,
-    previous: Option<&WorkStatus>,
-    now: &str,
-) -> WorkStatus {
+async fn apply_in_member(m: &Member, interpreter: &Interpreter, w: &Work, now: &str) -> WorkStatus {
+    let previous = w.status.as_ref();
     let mut namespaces = HashSet::new();
     let mut statuses = Vec::new();
-    for (i, manifest) in manifests(w).into_iter().enumerate() {
+    for (i, manifest) in w.spec.workload.manifests.iter().cloned().enumerate() {
         let manifest = match stamped(manifest, w, i) {
             Ok(m) => m,
             Err(e) => return failed(previous, &e.to_string(), now),
@@ -151,60 +138,60 @@ async fn ensure_namespace(m: &Member, ns: &str) -> Result<(), PlaneError> {
 
 /// Deletes a deleted Work's objects from its member, then lets the Work go. A member that is gone
 /// has nothing left to delete; one that does not answer keeps the Work until it does.
-async fn delete_from_member(plane: &Plane, w: &Value, member: Option<&Member>) -> Result<(), PlaneError> {
-    if !finalizers(w).iter().any(|f| f == EXECUTION_FINALIZER) {
+async fn delete_from_member(plane: &Plane, w: &Work, member: Option<&Member>) -> Result<(), PlaneError> {
+    let finalizers = w.metadata.finalizers.as_deref().unwrap_or_default();
+    if !finalizers.iter().any(|f| f == EXECUTION_FINALIZER) {
         return Ok(());
     }
     if let Some(m) = member {
         if !m.ready {
             return Err(PlaneError::NotReady { name: m.name.clone(), message: m.message.clone() });
         }
-        for manifest in manifests(w) {
-            let (av, kind) = (str_at(&manifest, "/apiVersion"), str_at(&manifest, "/kind"));
-            let (ns, name) = (str_at(&manifest, "/metadata/namespace"), str_at(&manifest, "/metadata/name"));
+        for manifest in &w.spec.workload.manifests {
+            let (av, kind) = (str_at(manifest, "/apiVersion"), str_at(manifest, "/kind"));
+            let (ns, name) = (str_at(manifest, "/metadata/namespace"), str_at(manifest, "/metadata/name"));
             objects::delete(&m.client, &m.kinds, av, kind, ns, name).await?;
         }
     }
-    let rest: Vec<String> = finalizers(w).into_iter().filter(|f| f != EXECUTION_FINALIZER).collect();
-    let rv = str_at(w, "/metadata/resourceVersion");
-    Ok(objects::merge(
-        &plane.client,
-        &plane.kinds,
-        w,
-        &json!({"metadata": {"finalizers": rest, "resourceVersion": rv}}),
-    )
-    .await?)
+    let rest: Vec<String> = finalizers.iter().filter(|f| *f != EXECUTION_FINALIZER).cloned().collect();
+    // The resourceVersion makes the patch a precondition: a finalizer added since is not dropped.
+    let metadata = ObjectMeta {
+        finalizers: Some(rest),
+        resource_version: w.metadata.resource_version.clone(),
+        ..Default::default()
+    };
+    Ok(objects::merge(&plane.client, &plane.kinds, &json_of(w), &json!({ "metadata": metadata })).await?)
 }
 
 /// Every binding's status from its Works and this pass's scheduling.
 pub async fn aggregate(plane: &Plane, scheduled: &Scheduled, now: &str) -> Result<(), PlaneError> {
-    let bindings = objects::list(&plane.client, &plane.kinds, BINDING_API, "ResourceBinding", "").await?;
-    let works = objects::list(&plane.client, &plane.kinds, WORK_API, "Work", "").await?;
+    let bindings: Vec<ResourceBinding> =
+        objects::list_as(&plane.client, &plane.kinds, (BINDING_API, "ResourceBinding"), "").await?;
+    let works: Vec<Work> = objects::list_as(&plane.client, &plane.kinds, (WORK_API, "Work"), "").await?;
     for rb in bindings {
-        let id = str_at(&rb, "/metadata/uid");
+        let id = rb.metadata.uid.as_ref();
         let mine: Vec<(String, WorkStatus)> = works
             .iter()
-            .filter(|w| uc_api::meta::label(w, BINDING_ID) == Some(id))
+            .filter(|w| id.is_some() && w.metadata.labels.as_ref().and_then(|l| l.get(BINDING_ID)) == id)
             .filter_map(|w| {
-                let cluster = binding::cluster_of(str_at(w, "/metadata/namespace"))?;
-                Some((cluster.to_string(), work_status(w).unwrap_or_default()))
+                let cluster = binding::cluster_of(w.metadata.namespace.as_deref().unwrap_or_default())?;
+                Some((cluster.to_string(), w.status.clone().unwrap_or_default()))
             })
             .collect();
-        let typed = crate::types::ResourceBinding::deserialize(&rb).unwrap_or_default();
-        let clusters: Vec<TargetCluster> = typed.spec.clusters;
-        let previous = rb.get("status").and_then(|s| BindingStatus::deserialize(s).ok());
-        let key = format!("{}/{}", str_at(&rb, "/metadata/namespace"), str_at(&rb, "/metadata/name"));
+        let previous = rb.status.as_ref();
+        let (ns, name) = (rb.metadata.namespace.as_deref(), rb.metadata.name.as_deref());
+        let key = format!("{}/{}", ns.unwrap_or_default(), name.unwrap_or_default());
         let cond = scheduled
             .get(&key)
             .cloned()
-            .or_else(|| previous.as_ref().and_then(|p| p.conditions.iter().find(|c| c.type_ == "Scheduled")).cloned());
+            .or_else(|| previous.and_then(|p| p.conditions.iter().find(|c| c.type_ == "Scheduled")).cloned());
         let cond = cond.unwrap_or_else(|| {
             Condition::new("Scheduled", false, "Unschedulable", "no policy propagates the resource")
         });
         let cond = Condition { last_transition_time: None, ..cond };
-        let status = objects::json_of(&binding::binding_status(previous.as_ref(), &clusters, &mine, cond, now));
-        if !holds(rb.get("status").unwrap_or(&Value::Null), &status) {
-            objects::write_status(&plane.client, &plane.kinds, &rb, &status).await?;
+        let status = binding::binding_status(previous, &rb.spec.clusters, &mine, cond, now);
+        if previous != Some(&status) {
+            objects::write_status(&plane.client, &plane.kinds, &json_of(&rb), &json_of(&status)).await?;
         }
     }
     Ok(())
@@ -216,7 +203,8 @@ mod tests {
 
     #[test]
     fn a_manifest_is_stamped_with_its_work_or_refused_with_its_field() {
-        let work = json!({"metadata": {"name": "w", "namespace": "karmada-es-m1"}});
+        let work: Work =
+            serde_json::from_value(json!({"metadata": {"name": "w", "namespace": "karmada-es-m1"}})).unwrap();
         let m =
             stamped(json!({"kind": "ConfigMap", "metadata": {"name": "c", "labels": {"a": "b"}}}), &work, 0).unwrap();
         assert_eq!(m["metadata"]["labels"], json!({"a": "b", MANAGED: "true"}));

@@ -4,19 +4,23 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::statuses::{BindingStatus, Condition};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use crate::statuses::Condition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use uc_api::meta::{is_deleting, str_at};
 
 use crate::binding::{self, PolicyRef};
 use crate::error::PlaneError;
 use crate::interpret::Interpreter;
-use crate::objects::{self, holds};
+use crate::objects::{self, holds, json_of};
 use crate::overrides::{apply, rules_for, selector_matches};
 use crate::plane::{BINDING_API, POLICY_API, Plane, WORK_API};
 use crate::schedule::schedule;
-use crate::types::{MemberCluster, OverrideSpec, PropagationSpec, ResourceBinding, TargetCluster};
+use crate::types::{
+    MemberCluster, OverrideSpec, PropagationPolicy, PropagationSpec, ResourceBinding, TargetCluster, Work, WorkSpec,
+    WorkloadTemplate,
+};
 
 /// The `Scheduled` condition of each binding this pass, by `namespace/name`.
 pub type Scheduled = HashMap<String, Condition>;
@@ -36,11 +40,9 @@ async fn policies(plane: &Plane) -> Result<Vec<Policy>, PlaneError> {
     let mut out = Vec::new();
     for (kind, cluster_scoped) in [("PropagationPolicy", false), ("ClusterPropagationPolicy", true)] {
         for p in objects::list(&plane.client, &plane.kinds, POLICY_API, kind, "").await? {
-            if is_deleting(&p) {
-                continue;
-            }
-            let spec: PropagationSpec = match serde_json::from_value(p["spec"].clone()) {
-                Ok(s) => s,
+            let p = match PropagationPolicy::deserialize(&p) {
+                Ok(p) if p.metadata.deletion_timestamp.is_none() => p,
+                Ok(_) => continue,
                 Err(e) => {
                     tracing::warn!(policy = str_at(&p, "/metadata/name"), error = %e, "a policy that cannot be read");
                     continue;
@@ -48,10 +50,10 @@ async fn policies(plane: &Plane) -> Result<Vec<Policy>, PlaneError> {
             };
             let by = PolicyRef {
                 cluster_scoped,
-                namespace: str_at(&p, "/metadata/namespace").to_string(),
-                name: str_at(&p, "/metadata/name").to_string(),
+                namespace: p.metadata.namespace.unwrap_or_default(),
+                name: p.metadata.name.unwrap_or_default(),
             };
-            out.push(Policy { by, spec });
+            out.push(Policy { by, spec: p.spec.unwrap_or_default() });
         }
     }
     // Higher priority first; a namespace's own policy before a cluster-wide one; then by name.
@@ -141,9 +143,9 @@ async fn bind(
     if existing.as_ref().is_none_or(|e| !holds(e, &desired)) {
         let applied = objects::apply(&plane.client, &plane.kinds, &desired).await?;
         if rescheduled {
-            let mut status = applied.get("status").and_then(|s| BindingStatus::deserialize(s).ok()).unwrap_or_default();
-            let written = ResourceBinding::deserialize(&applied).map(|rb| rb.metadata.generation);
-            status.scheduler_observed_generation = Some(written.ok().flatten().unwrap_or(1));
+            let written = ResourceBinding::deserialize(&applied).unwrap_or_default();
+            let mut status = written.status.unwrap_or_default();
+            status.scheduler_observed_generation = Some(written.metadata.generation.unwrap_or(1));
             status.last_scheduled_time = Some(now.into());
             objects::write_status(&plane.client, &plane.kinds, &applied, &objects::json_of(&status)).await?;
         }
@@ -156,150 +158,166 @@ async fn bind(
 pub async fn sync_works(plane: &Plane, interpreter: &Interpreter) -> Result<(), PlaneError> {
     let members: BTreeMap<String, MemberCluster> =
         plane.members.for_scheduling().into_iter().map(|m| (m.name.clone(), m)).collect();
-    let bindings = objects::list(&plane.client, &plane.kinds, BINDING_API, "ResourceBinding", "").await?;
+    let bindings: Vec<ResourceBinding> =
+        objects::list_as(&plane.client, &plane.kinds, (BINDING_API, "ResourceBinding"), "").await?;
     let overrides = override_policies(plane).await?;
-    let works = objects::list(&plane.client, &plane.kinds, WORK_API, "Work", "").await?;
+    let works: Vec<Work> = objects::list_as(&plane.client, &plane.kinds, (WORK_API, "Work"), "").await?;
     let mut wanted: HashSet<(String, String)> = HashSet::new();
-    let binding_ids: HashSet<&str> = bindings.iter().map(|b| str_at(b, "/metadata/uid")).collect();
     for rb in &bindings {
-        let r = &rb["spec"]["resource"];
-        let template = objects::get(
-            &plane.client,
-            &plane.kinds,
-            str_at(r, "/apiVersion"),
-            str_at(r, "/kind"),
-            str_at(r, "/namespace"),
-            str_at(r, "/name"),
-        )
-        .await;
+        let r = &rb.spec.resource;
+        let template = objects::get(&plane.client, &plane.kinds, &r.api_version, &r.kind, &r.namespace, &r.name).await;
         let Ok(Some(template)) = template else { continue };
         if is_deleting(&template) {
             continue;
         }
-        let clusters: Vec<TargetCluster> =
-            serde_json::from_value(rb.pointer("/spec/clusters").cloned().unwrap_or(json!([]))).unwrap_or_default();
-        for tc in &clusters {
+        for tc in &rb.spec.clusters {
             let Some(member) = members.get(&tc.name) else { continue };
             let work = match work_for(interpreter, rb, &template, tc, member, &overrides).await {
                 Ok(w) => w,
                 Err(e) => {
-                    tracing::warn!(binding = str_at(rb, "/metadata/name"), cluster = %tc.name, error = %e, "work not updated");
+                    tracing::warn!(binding = rb.metadata.name, cluster = %tc.name, error = %e, "work not updated");
                     continue;
                 }
             };
-            let key = (str_at(&work, "/metadata/namespace").to_string(), str_at(&work, "/metadata/name").to_string());
-            wanted.insert(key.clone());
-            let existing = works
-                .iter()
-                .find(|w| str_at(w, "/metadata/namespace") == key.0 && str_at(w, "/metadata/name") == key.1);
-            if existing.is_none_or(|e| !holds(e, &work) || work_drops_something(e, &work)) {
-                objects::apply(&plane.client, &plane.kinds, &work).await?;
+            wanted.insert(key_of(&work));
+            let existing = works.iter().find(|w| key_of(w) == key_of(&work));
+            if existing.is_none_or(|e| !holds(&json_of(e), &json_of(&work)) || e.spec != work.spec) {
+                objects::apply(&plane.client, &plane.kinds, &json_of(&work)).await?;
             }
         }
     }
     for w in &works {
-        let id = uc_api::meta::label(w, binding::BINDING_ID);
-        let Some(id) = id else { continue };
-        let key = (str_at(w, "/metadata/namespace").to_string(), str_at(w, "/metadata/name").to_string());
-        let orphan = !binding_ids.contains(id);
-        let unscheduled =
-            binding_ids.contains(id) && !wanted.contains(&key) && owned_binding_scheduled(&bindings, id, &key.0);
-        if (orphan || unscheduled) && !is_deleting(w) {
+        let Some(id) = w.metadata.labels.as_ref().and_then(|l| l.get(binding::BINDING_ID)) else { continue };
+        let key = key_of(w);
+        let owner = bindings.iter().find(|b| b.metadata.uid.as_ref() == Some(id));
+        let unscheduled = owner.is_some_and(|rb| !wanted.contains(&key) && !targets(rb, &key.0));
+        if (owner.is_none() || unscheduled) && w.metadata.deletion_timestamp.is_none() {
             objects::delete(&plane.client, &plane.kinds, WORK_API, "Work", &key.0, &key.1).await?;
         }
     }
     Ok(())
 }
 
-/// Whether the binding `id` no longer targets the cluster of execution space `ns`.
-fn owned_binding_scheduled(bindings: &[Value], id: &str, ns: &str) -> bool {
-    let Some(rb) = bindings.iter().find(|b| str_at(b, "/metadata/uid") == id) else { return true };
-    let Some(cluster) = binding::cluster_of(ns) else { return false };
-    !rb.pointer("/spec/clusters").and_then(Value::as_array).into_iter().flatten().any(|c| str_at(c, "/name") == cluster)
+/// A Work's `namespace` and `name`.
+fn key_of(w: &Work) -> (String, String) {
+    (w.metadata.namespace.clone().unwrap_or_default(), w.metadata.name.clone().unwrap_or_default())
 }
 
-/// A manifest with fewer fields than the Work holds (`holds` sees only additions and changes).
-fn work_drops_something(existing: &Value, desired: &Value) -> bool {
-    existing.pointer("/spec/workload") != desired.pointer("/spec/workload")
+/// Whether the binding still targets the cluster of execution space `ns`.
+fn targets(rb: &ResourceBinding, ns: &str) -> bool {
+    let Some(cluster) = binding::cluster_of(ns) else { return true };
+    rb.spec.clusters.iter().any(|c| c.name == cluster)
+}
+
+/// An override policy, in the order Karmada applies them, with its spec as written (which a Work's
+/// annotation records).
+struct OverrideRef {
+    cluster_scoped: bool,
+    namespace: String,
+    name: String,
+    spec: OverrideSpec,
+    written: Value,
 }
 
 /// Override policies in the order Karmada applies them: cluster-wide ones, then namespaced, by name.
-async fn override_policies(plane: &Plane) -> Result<Vec<(bool, String, String, OverrideSpec, Value)>, PlaneError> {
+async fn override_policies(plane: &Plane) -> Result<Vec<OverrideRef>, PlaneError> {
     let mut out = Vec::new();
     for (kind, cluster_scoped) in [("ClusterOverridePolicy", true), ("OverridePolicy", false)] {
         let mut list = objects::list(&plane.client, &plane.kinds, POLICY_API, kind, "").await?;
         list.sort_by(|a, b| str_at(a, "/metadata/name").cmp(str_at(b, "/metadata/name")));
-        for p in list {
-            match serde_json::from_value::<OverrideSpec>(p["spec"].clone()) {
-                Ok(spec) => out.push((
-                    cluster_scoped,
-                    str_at(&p, "/metadata/namespace").to_string(),
-                    str_at(&p, "/metadata/name").to_string(),
-                    spec,
-                    p["spec"].clone(),
-                )),
-                Err(e) => {
-                    tracing::warn!(policy = str_at(&p, "/metadata/name"), error = %e, "an override policy that cannot be read")
-                }
+        for mut p in list {
+            let (namespace, name) =
+                (str_at(&p, "/metadata/namespace").to_string(), str_at(&p, "/metadata/name").to_string());
+            let written = p["spec"].take();
+            match OverrideSpec::deserialize(&written) {
+                Ok(spec) => out.push(OverrideRef { cluster_scoped, namespace, name, spec, written }),
+                Err(e) => tracing::warn!(policy = %name, error = %e, "an override policy that cannot be read"),
             }
         }
     }
     Ok(out)
 }
 
+/// What a Work's applied-overrides annotation records of one policy (Karmada's `OverridePolicyShadow`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Applied<'a> {
+    policy_name: &'a str,
+    overriders: &'a Value,
+}
+
 /// The Work of one binding for one cluster.
 async fn work_for(
     interpreter: &Interpreter,
-    rb: &Value,
+    rb: &ResourceBinding,
     template: &Value,
     tc: &TargetCluster,
     member: &MemberCluster,
-    overrides: &[(bool, String, String, OverrideSpec, Value)],
-) -> Result<Value, PlaneError> {
+    overrides: &[OverrideRef],
+) -> Result<Work, PlaneError> {
     let mut manifest = binding::prune(template);
-    let divided = rb.pointer("/spec/placement/replicaScheduling/replicaSchedulingType").and_then(Value::as_str)
+    let divided = rb.spec.placement.replica_scheduling.as_ref().and_then(|r| r.replica_scheduling_type.as_deref())
         == Some("Divided");
-    if divided && rb.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0) > 0 {
+    if divided && rb.spec.replicas.unwrap_or(0) > 0 {
         manifest = interpreter.revise_replicas(&manifest, tc.replicas).await?;
     }
     let t_ns = str_at(template, "/metadata/namespace");
     let (mut applied, mut applied_cluster) = (Vec::new(), Vec::new());
-    for (cluster_scoped, ns, name, spec, raw) in overrides {
-        if !cluster_scoped && ns != t_ns {
+    for o in overrides {
+        if !o.cluster_scoped && o.namespace != t_ns {
             continue;
         }
-        let rules = rules_for(spec, template, member);
+        let rules = rules_for(&o.spec, template, member);
         if rules.is_empty() {
             continue;
         }
         for r in &rules {
-            apply(&mut manifest, r).map_err(|source| PlaneError::Override { policy: name.to_string(), source })?;
+            apply(&mut manifest, r).map_err(|source| PlaneError::Override { policy: o.name.clone(), source })?;
         }
-        let record =
-            json!({"policyName": name, "overriders": raw.get("overrideRules").cloned().unwrap_or(raw.clone())});
-        if *cluster_scoped { applied_cluster.push(record) } else { applied.push(record) }
+        let record = Applied { policy_name: &o.name, overriders: o.written.get("overrideRules").unwrap_or(&o.written) };
+        if o.cluster_scoped { applied_cluster.push(record) } else { applied.push(record) }
     }
-    let mut annotations = json!({
-        binding::BINDING_NAME: str_at(rb, "/metadata/name"),
-        binding::BINDING_NAMESPACE: str_at(rb, "/metadata/namespace"),
-    });
-    if !applied.is_empty() {
-        annotations[binding::APPLIED_OVERRIDES] = json!(serde_json::to_string(&applied).unwrap_or_default());
+    let mut annotations = BTreeMap::from([
+        (binding::BINDING_NAME.to_string(), rb.metadata.name.clone().unwrap_or_default()),
+        (binding::BINDING_NAMESPACE.to_string(), rb.metadata.namespace.clone().unwrap_or_default()),
+    ]);
+    for (key, records) in [(binding::APPLIED_OVERRIDES, applied), (binding::APPLIED_CLUSTER_OVERRIDES, applied_cluster)]
+    {
+        if !records.is_empty() {
+            annotations.insert(key.to_string(), serde_json::to_string(&records).unwrap_or_default());
+        }
     }
-    if !applied_cluster.is_empty() {
-        annotations[binding::APPLIED_CLUSTER_OVERRIDES] =
-            json!(serde_json::to_string(&applied_cluster).unwrap_or_default());
+    let metadata = ObjectMeta {
+        name: Some(binding::work_name(str_at(template, "/kind"), str_at(template, "/metadata/name"), t_ns)),
+        namespace: Some(binding::execution_space(&tc.name)),
+        labels: Some(BTreeMap::from([(binding::BINDING_ID.to_string(), rb.metadata.uid.clone().unwrap_or_default())])),
+        annotations: Some(annotations),
+        finalizers: Some(vec![binding::EXECUTION_FINALIZER.to_string()]),
+        ..Default::default()
+    };
+    let spec = WorkSpec { workload: WorkloadTemplate { manifests: vec![manifest] } };
+    Ok(Work { api_version: WORK_API.into(), kind: "Work".into(), metadata, spec, status: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_work_outside_its_bindings_targets_is_unscheduled_and_one_outside_execution_spaces_is_not() {
+        let mut rb = ResourceBinding::default();
+        rb.spec.clusters = vec![TargetCluster { name: "m1".into(), replicas: 0 }];
+        assert!(targets(&rb, "karmada-es-m1"));
+        assert!(!targets(&rb, "karmada-es-m2"));
+        assert!(targets(&rb, "default"), "a Work outside an execution space is not the scheduler's to remove");
+        let w = Work {
+            metadata: ObjectMeta {
+                name: Some("w".into()),
+                namespace: Some("karmada-es-m1".into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert_eq!(key_of(&w), ("karmada-es-m1".to_string(), "w".to_string()));
     }
-    Ok(json!({
-        "apiVersion": WORK_API,
-        "kind": "Work",
-        "metadata": {
-            "name": binding::work_name(str_at(template, "/kind"), str_at(template, "/metadata/name"), t_ns),
-            "namespace": binding::execution_space(&tc.name),
-            "labels": {binding::BINDING_ID: str_at(rb, "/metadata/uid")},
-            "annotations": annotations,
-            "finalizers": [binding::EXECUTION_FINALIZER],
-        },
-        "spec": {"workload": {"manifests": [manifest]}},
-    }))
 }

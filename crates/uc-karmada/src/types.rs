@@ -7,9 +7,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A Karmada object as uc writes it (the multi-cluster operator's policies, MCS objects): its kind,
-/// metadata and spec.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+use crate::statuses::{BindingStatus, WorkStatus};
+
+/// A Karmada object as uc writes it (the multi-cluster operator's policies, MCS objects) and the
+/// control plane reads it (policies): its kind, metadata and spec.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Object<S> {
     pub api_version: String,
@@ -223,6 +225,8 @@ pub struct ResourceBinding {
     pub kind: String,
     pub metadata: ObjectMeta,
     pub spec: ResourceBindingSpec,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<BindingStatus>,
 }
 
 /// `spec` of a ResourceBinding.
@@ -234,6 +238,33 @@ pub struct ResourceBindingSpec {
     pub clusters: Vec<TargetCluster>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i32>,
+}
+
+/// A Work (`work.karmada.io/v1alpha1`): a binding's manifests for one member cluster, in that
+/// cluster's execution space, and what came of applying them there.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Work {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: ObjectMeta,
+    pub spec: WorkSpec,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<WorkStatus>,
+}
+
+/// `spec` of a Work.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct WorkSpec {
+    pub workload: WorkloadTemplate,
+}
+
+/// The manifests a Work carries: templates of any kind, as the member gets them.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct WorkloadTemplate {
+    pub manifests: Vec<Value>,
 }
 
 /// The template a binding is for (Karmada's `ObjectReference`).
@@ -396,5 +427,20 @@ mod tests {
         assert_eq!(cluster.spec.secret_ref.as_ref().map(|r| r.name.as_str()), Some("m1"));
         assert!(cluster.status.as_ref().unwrap().conditions[0].holds("Ready"));
         assert_eq!(serde_json::to_value(&cluster).unwrap(), written, "written back as it was");
+    }
+
+    #[test]
+    fn a_work_reads_its_manifests_status_and_finalizers_and_writes_no_status_it_has_not() {
+        let stored = json!({"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
+            "metadata": {"name": "w", "namespace": "karmada-es-m1", "finalizers": ["karmada.io/execution-controller"],
+                         "labels": {"resourcebinding.karmada.io/permanent-id": "u1"}},
+            "spec": {"workload": {"manifests": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}]}},
+            "status": {"conditions": [{"type": "Applied", "status": "True", "reason": "AppliedSuccessful", "message": "ok"}]}});
+        let work: Work = serde_json::from_value(stored.clone()).unwrap();
+        assert_eq!(work.spec.workload.manifests[0]["kind"], "ConfigMap");
+        assert!(work.status.as_ref().and_then(|s| s.applied()).is_some_and(|c| c.status == "True"));
+        assert_eq!(serde_json::to_value(&work).unwrap(), stored, "read and written back as it was");
+        let desired = Work { status: None, ..work };
+        assert!(serde_json::to_value(&desired).unwrap().get("status").is_none(), "an applied Work claims no status");
     }
 }
