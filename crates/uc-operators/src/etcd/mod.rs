@@ -42,7 +42,7 @@ use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry, SyncFuture};
 
 use crate::objects::{json_of, native_spec, take_children, universal_controller};
 use client::Etcd;
-use plan::{Decision, MemberChange, Step, View, member_pods, plan, restore_step};
+use plan::{Decision, MemberChange, Previous, Step, View, member_pods, plan, restore_step};
 use pods::{Pods, condition, current_version, pod_ready};
 pub use resources::GROUP;
 #[cfg(test)]
@@ -143,16 +143,6 @@ fn readiness(pods: &[Pod], observed: &Pods) -> (Vec<String>, Vec<String>) {
     (ready, unready)
 }
 
-/// What a sync reads of the status the last one wrote (only these: a status some other writer
-/// garbled elsewhere must not lose them).
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-struct Previous {
-    restored_from: Option<String>,
-    next_member_index: Option<u64>,
-    quorum_lost_since: Option<String>,
-}
-
 /// The restore a cluster was made from, and the restore it is asked for that is not done yet. A
 /// restore is done once all its members' pods exist (they carry the restore's id, so a sync that sees
 /// a stale status still knows) or the status says so (the members may be gone since).
@@ -203,7 +193,7 @@ async fn sync(etcd: &Etcd, kube: Option<&kube::Client>, mut request: SyncRequest
         }
         None => {
             let view = read_members(etcd, &spec, observed_pods).await;
-            carry_out(etcd, plan(&spec, observed_pods, parent, view)).await
+            carry_out(etcd, plan(&spec, observed_pods, &previous, view)).await
         }
     };
     let (members_ready, members_unready) = readiness(&step.pods, observed_pods);

@@ -18,9 +18,7 @@
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Pod;
-use serde_json::Value;
 use uc_api::conditions::Condition;
-use uc_api::meta::str_at;
 
 use super::client::Member;
 use super::pods::{Pods, condition, etcd_container, name, pod_failed, pod_image, pod_ready, running_image, strip};
@@ -157,10 +155,26 @@ pub fn restore_step(spec: &Spec, observed: &Pods, r: &restore::Request, next: u3
     (step, seeded)
 }
 
+/// What a sync reads of the status the last one wrote: only these, each on its own (a status some
+/// other writer garbled elsewhere, or in one of them, must not lose the others — above all the
+/// member index, which keeps a cluster that ran from being bootstrapped again).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct Previous {
+    #[serde(deserialize_with = "uc_api::lenient::or_default")]
+    pub phase: Option<String>,
+    #[serde(deserialize_with = "uc_api::lenient::or_default")]
+    pub restored_from: Option<String>,
+    #[serde(deserialize_with = "uc_api::lenient::or_default")]
+    pub next_member_index: Option<u64>,
+    #[serde(deserialize_with = "uc_api::lenient::or_default")]
+    pub quorum_lost_since: Option<String>,
+}
+
 /// What a sync saw once etcd answered: the member pods, etcd's member list and its quorum.
 struct Seen<'a> {
     spec: &'a Spec,
-    parent: &'a Value,
+    previous: &'a Previous,
     mine: &'a Pods,
     alive: &'a BTreeSet<String>,
     endpoint: String,
@@ -249,7 +263,7 @@ impl Seen<'_> {
         if self.members.len() < spec.size {
             let names = self.mine.keys().chain(self.members.iter().map(|m| &m.name));
             let next = names.filter_map(|n| spec.index_of(n)).max().map_or(0, |i| i + 1);
-            let used = self.parent.pointer("/status/nextMemberIndex").and_then(Value::as_u64).unwrap_or(0) as u32;
+            let used = self.previous.next_member_index.unwrap_or(0) as u32;
             let name = spec.member_name(next.max(used));
             let fallback = Fallback { pods: self.keep(pods), phase: "Scaling", condition: ("Available", "AddFailed") };
             let conditions =
@@ -308,8 +322,8 @@ fn scaling(message: String) -> Condition {
 /// names them all in `--initial-cluster`, state `new`). A cluster that ever had members is never
 /// silently started empty again; one stopped half-way through its bootstrap (some pods written, no
 /// status yet) gets the rest of the members its first pods name.
-fn bootstrap(spec: &Spec, mine: &Pods, parent: &Value) -> Option<Decision> {
-    let bootstrapped = parent.pointer("/status/nextMemberIndex").and_then(Value::as_u64).unwrap_or(0) > 0;
+fn bootstrap(spec: &Spec, mine: &Pods, previous: &Previous) -> Option<Decision> {
+    let bootstrapped = previous.next_member_index.unwrap_or(0) > 0;
     if bootstrapped || !mine.values().all(|p| bootstrap_flag(p, "--initial-cluster-state=") == Some("new")) {
         return None;
     }
@@ -320,11 +334,11 @@ fn bootstrap(spec: &Spec, mine: &Pods, parent: &Value) -> Option<Decision> {
 }
 
 /// The decision of one sync (see the module's list).
-pub fn plan(spec: &Spec, observed: &Pods, parent: &Value, view: View) -> Decision {
+pub fn plan(spec: &Spec, observed: &Pods, previous: &Previous, view: View) -> Decision {
     let mine = member_pods(spec, observed);
     let alive: BTreeSet<String> = mine.iter().filter(|(_, p)| !pod_failed(p)).map(|(n, _)| n.clone()).collect();
     let all: BTreeSet<String> = mine.keys().cloned().collect();
-    if let Some(d) = bootstrap(spec, &mine, parent) {
+    if let Some(d) = bootstrap(spec, &mine, previous) {
         return d;
     }
     // 2. etcd's own view, through any Ready member.
@@ -332,7 +346,7 @@ pub fn plan(spec: &Spec, observed: &Pods, parent: &Value, view: View) -> Decisio
         View::Members { endpoint, members } => (endpoint, members),
         View::Unreachable(last_error) => {
             // Only a cluster that is coming up waits for its first member; one that ran has lost its quorum.
-            let coming_up = matches!(str_at(parent, "/status/phase"), "" | "Creating" | "Restoring");
+            let coming_up = matches!(previous.phase.as_deref().unwrap_or_default(), "" | "Creating" | "Restoring");
             let pods = mine.values().map(strip).collect();
             return unreachable(&mine, &alive, coming_up, &last_error, pods);
         }
@@ -340,7 +354,7 @@ pub fn plan(spec: &Spec, observed: &Pods, parent: &Value, view: View) -> Decisio
     let ready: Vec<&Pod> = mine.values().filter(|p| pod_ready(p)).collect();
     let mut seen = Seen {
         spec,
-        parent,
+        previous,
         mine: &mine,
         alive: &alive,
         endpoint,
@@ -485,7 +499,9 @@ fn initial_cluster(spec: &Spec, members: &[Member], extra: &str) -> String {
 mod tests {
     use super::*;
     use crate::objects::json_of;
-    use serde_json::json;
+    use serde::Deserialize;
+    use serde_json::{Value, json};
+    use uc_api::meta::str_at;
 
     const ENDPOINT: &str = "http://10.0.0.1:2379";
 
@@ -493,6 +509,17 @@ mod tests {
         json!({"metadata": {"name": "ex", "namespace": "default", "uid": "u1"},
                "spec": {"size": size, "version": "3.4.23"},
                "status": {"phase": phase, "nextMemberIndex": next}})
+    }
+
+    fn previous(p: &Value) -> Previous {
+        Previous::deserialize(&p["status"]).unwrap()
+    }
+
+    #[test]
+    fn a_garbled_status_field_loses_no_other() {
+        let p = json!({"status": {"phase": 7, "restoredFrom": ["x"], "nextMemberIndex": 3}});
+        let seen = previous(&p);
+        assert_eq!((seen.phase, seen.restored_from, seen.next_member_index), (None, None, Some(3)));
     }
 
     fn spec(p: &Value) -> Spec {
@@ -573,7 +600,7 @@ mod tests {
     fn bootstrap_starts_every_initial_member_at_once_and_only_once() {
         let p = parent(3, "", 0);
         let s = spec(&p);
-        let d = plan(&s, &Pods::new(), &p, View::Unreachable("no member is Ready".into()));
+        let d = plan(&s, &Pods::new(), &previous(&p), View::Unreachable("no member is Ready".into()));
         assert_eq!(names(&d.step), ["ex-0000", "ex-0001", "ex-0002"]);
         assert_eq!((d.step.phase, reason(&d.step), d.change.clone()), ("Creating", "Bootstrapping", None));
         let all = "--initial-cluster=ex-0000=http://ex-0000.ex.default.svc:2380,\
@@ -586,16 +613,17 @@ mod tests {
         // even if the size changed meanwhile.
         let first = observed(written(&d.step.pods[..1]));
         let grown = parent(5, "", 0);
-        let again = plan(&spec(&grown), &first, &grown, View::Unreachable("no member is Ready".into()));
+        let again = plan(&spec(&grown), &first, &previous(&grown), View::Unreachable("no member is Ready".into()));
         assert_eq!(again.step.pods, d.step.pods);
         // Bootstrapped: the status counts its members; what happens next is the usual path.
         let started = parent(3, "Creating", 3);
-        let waiting = plan(&s, &observed(written(&d.step.pods)), &started, View::Unreachable("refused".into()));
+        let waiting =
+            plan(&s, &observed(written(&d.step.pods)), &previous(&started), View::Unreachable("refused".into()));
         assert_eq!((waiting.step.phase, waiting.step.quorum_lost), ("Creating", false));
         assert_eq!(waiting.step.pods.len(), 3);
         // A cluster that had members is never started empty again.
         let ran = parent(3, "Running", 3);
-        let d = plan(&spec(&ran), &Pods::new(), &ran, View::Unreachable("no member is Ready".into()));
+        let d = plan(&spec(&ran), &Pods::new(), &previous(&ran), View::Unreachable("no member is Ready".into()));
         assert!(d.step.pods.is_empty() && d.step.quorum_lost && reason(&d.step) == "QuorumLost");
     }
 
@@ -604,13 +632,13 @@ mod tests {
         let p = parent(3, "Creating", 1);
         let s = spec(&p);
         let pods = observed(vec![pod(&s, 0, false, &s.image())]);
-        let d = plan(&s, &pods, &p, View::Unreachable("no member is Ready".into()));
+        let d = plan(&s, &pods, &previous(&p), View::Unreachable("no member is Ready".into()));
         assert_eq!(
             (d.step.phase, reason(&d.step), d.step.busy, d.step.quorum_lost),
             ("Creating", "Bootstrapping", true, false)
         );
         let ran = parent(3, "Running", 3);
-        let d = plan(&s, &pods, &ran, View::Unreachable("connection refused".into()));
+        let d = plan(&s, &pods, &previous(&ran), View::Unreachable("connection refused".into()));
         assert_eq!((d.step.phase, reason(&d.step), d.step.quorum_lost), ("Failed", "QuorumLost", true));
         assert_eq!(names(&d.step), ["ex-0000"], "nothing is deleted without quorum");
         assert!(d.step.conditions[0].message.contains("connection refused"));
@@ -623,7 +651,7 @@ mod tests {
         let mut seed = pod(&s, 0, false, &s.image());
         seed["status"]["initContainerStatuses"] =
             json!([{"name": "restore", "state": {"terminated": {"exitCode": 2}}}]);
-        let d = plan(&s, &observed(vec![seed]), &p, View::Unreachable("no member is Ready".into()));
+        let d = plan(&s, &observed(vec![seed]), &previous(&p), View::Unreachable("no member is Ready".into()));
         assert_eq!((d.step.phase, reason(&d.step)), ("Failed", "RestoreFailed"));
         assert_eq!(names(&d.step), ["ex-0000"], "kept for its logs");
     }
@@ -634,7 +662,7 @@ mod tests {
         let s = spec(&p);
         let pods = observed((0..2).map(|i| pod(&s, i, true, &s.image())).collect());
         let members = vec![member(&s, 0, true, false), member(&s, 1, true, false), member(&s, 2, false, true)];
-        let d = plan(&s, &pods, &p, view(members));
+        let d = plan(&s, &pods, &previous(&p), view(members));
         assert_eq!(names(&d.step), ["ex-0000", "ex-0001", "ex-0002"]);
         assert_eq!(d.change, None);
         let cmd = json_of(&d.step.pods[2])["spec"]["containers"][0]["command"].to_string();
@@ -647,7 +675,7 @@ mod tests {
         let p = parent(3, "Scaling", 3);
         let (s, mut pods, members) = healthy(&p);
         pods.extend(observed(vec![pod(&s, 2, false, &s.image())]));
-        let d = plan(&s, &pods, &p, view(members));
+        let d = plan(&s, &pods, &previous(&p), view(members));
         assert_eq!((d.step.phase, reason(&d.step), d.change), ("Scaling", "MemberStarting", None));
         assert_eq!(names(&d.step).len(), 3);
     }
@@ -657,7 +685,7 @@ mod tests {
         let p = parent(3, "Scaling", 3);
         let (s, pods, mut members) = healthy(&p);
         members[2].is_learner = true;
-        let d = plan(&s, &pods, &p, view(members));
+        let d = plan(&s, &pods, &previous(&p), view(members));
         assert_eq!(change_of(&d), Some(&MemberChange::Promote("id2".into())));
         assert_eq!(d.change.as_ref().unwrap().endpoint, ENDPOINT);
         assert_eq!(d.change.unwrap().on_failure, None, "a learner not caught up is asked again");
@@ -669,7 +697,7 @@ mod tests {
         let p = parent(3, "Running", 3);
         let (s, mut pods, members) = healthy(&p);
         die(pods.get_mut("ex-0001").unwrap());
-        let d = plan(&s, &pods, &p, view(members.clone()));
+        let d = plan(&s, &pods, &previous(&p), view(members.clone()));
         assert_eq!(change_of(&d), Some(&MemberChange::Remove("id1".into())));
         assert_eq!(names(&d.step), ["ex-0000", "ex-0002"], "its pod goes with it");
         let fallback = d.change.unwrap().on_failure.unwrap();
@@ -678,7 +706,7 @@ mod tests {
         assert_eq!((failed.phase, reason(&failed)), ("Recovering", "RemoveFailed"));
         // Two of three dead: no quorum, nothing removed, the loss is reported.
         die(pods.get_mut("ex-0002").unwrap());
-        let d = plan(&s, &pods, &p, view(members));
+        let d = plan(&s, &pods, &previous(&p), view(members));
         assert_eq!((d.step.phase, reason(&d.step), d.step.quorum_lost, d.change), ("Failed", "QuorumLost", true, None));
         assert_eq!(names(&d.step).len(), 3);
     }
@@ -687,7 +715,7 @@ mod tests {
     fn scaling_up_adds_a_learner_with_the_next_index() {
         let p = parent(5, "Running", 7);
         let (s, pods, members) = healthy(&p);
-        let d = plan(&s, &pods, &p, view(members));
+        let d = plan(&s, &pods, &previous(&p), view(members));
         assert_eq!(change_of(&d), Some(&MemberChange::AddLearner(s.peer_url("ex-0007"))), "indexes are never reused");
         assert_eq!(names(&d.step), ["ex-0000", "ex-0001", "ex-0002", "ex-0007"]);
         let failed = d.change.unwrap().on_failure.unwrap().step("too many learners");
@@ -698,7 +726,7 @@ mod tests {
     fn scaling_down_removes_the_newest_member() {
         let p = parent(1, "Running", 3);
         let (s, pods, members) = healthy(&p);
-        let d = plan(&s, &pods, &p, view(members));
+        let d = plan(&s, &pods, &previous(&p), view(members));
         assert_eq!(change_of(&d), Some(&MemberChange::Remove("id2".into())));
         assert_eq!(names(&d.step), ["ex-0000", "ex-0001"]);
         assert_eq!(d.change.unwrap().on_failure.unwrap().condition, ("Available", "RemoveFailed"));
@@ -710,7 +738,7 @@ mod tests {
         let (s, _, members) = healthy(&p);
         let old = "quay.io/coreos/etcd:v3.4.22";
         let pods = observed((0..3).map(|i| pod(&s, i, true, old)).collect());
-        let d = plan(&s, &pods, &p, view(members.clone()));
+        let d = plan(&s, &pods, &previous(&p), view(members.clone()));
         assert_eq!((d.step.phase, d.change.as_ref()), ("Upgrading", None));
         let images: Vec<String> = d.step.pods.iter().map(pod_image).collect();
         assert_eq!(images.iter().filter(|i| **i == s.image()).count(), 1, "{images:?}");
@@ -718,7 +746,7 @@ mod tests {
         let mut pods = pods;
         let first = pods.get_mut("ex-0000").unwrap();
         first.spec.as_mut().unwrap().containers[0].image = Some(s.image());
-        let d = plan(&s, &pods, &p, view(members.clone()));
+        let d = plan(&s, &pods, &previous(&p), view(members.clone()));
         assert!(d.step.conditions[1].message.starts_with("waiting for ex-0000"));
         let images: Vec<String> = d.step.pods.iter().map(pod_image).collect();
         assert_eq!(images, [s.image().as_str(), old, old], "the next waits");
@@ -728,7 +756,7 @@ mod tests {
     fn a_healthy_cluster_runs() {
         let p = parent(3, "Running", 3);
         let (s, pods, members) = healthy(&p);
-        let d = plan(&s, &pods, &p, view(members));
+        let d = plan(&s, &pods, &previous(&p), view(members));
         assert_eq!((d.step.phase, reason(&d.step), d.step.busy, d.change), ("Running", "Available", false, None));
         assert_eq!(names(&d.step).len(), 3);
     }

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
-use serde_json::{Value, json};
+use serde_json::Value;
 use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_engine::events::Recorder;
 use uc_engine::hooks::native::{self, AsyncSyncFn, NativeRegistry, SyncFuture};
@@ -96,7 +96,7 @@ async fn sync(
     let pods = take_children(&mut request, "Pod.v1");
     let claims = take_children(&mut request, "PersistentVolumeClaim.v1");
     let parent = &request.parent;
-    let previous = parent.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+    let previous = status::previous(parent);
     let mut spec = match Spec::from(parent) {
         Ok(s) => s,
         Err(error) => {
@@ -105,11 +105,11 @@ async fn sync(
                 request.children.values().flat_map(|m| m.values().map(|o| Value::clone(o))).collect();
             kept.extend(pods.into_values().map(Arc::unwrap_or_clone));
             kept.extend(claims.into_values().map(Arc::unwrap_or_clone));
-            let mut status = previous;
             let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
             let c = status::condition("Error", true, "InvalidSpec", &now, &error.to_string());
-            uc_api::conditions::set_condition(&mut status, json_of(&c), None, &now);
-            return SyncResponse { status: Some(status), children: kept, ..Default::default() };
+            let mut status = previous;
+            uc_api::conditions::set_in(status.conditions.get_or_insert_default(), c, &[], &now);
+            return SyncResponse { status: Some(json_of(&status)), children: kept, ..Default::default() };
         }
     };
     let generation = parent.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
@@ -368,6 +368,7 @@ async fn resolve(names: Option<&ClusterNames>, host: &str, namespace: &str) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_crd_has_every_field_of_the_pravega_crd() {

@@ -20,7 +20,6 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
-use serde_json::Value;
 
 use super::fourlw::{Config, Srvr};
 use super::objects;
@@ -120,18 +119,14 @@ pub fn membership_of(spec: &Spec, config: &Config, pods: &BTreeMap<u32, &Pod>) -
 }
 
 /// The membership the last status recorded.
-fn membership_of_status(spec: &Spec, status: &Value) -> Option<Membership> {
-    let servers = status.get("servers")?.as_array()?;
-    let m: Membership = servers
+fn membership_of_status(spec: &Spec, status: &ZookeeperClusterStatus) -> Option<Membership> {
+    let m: Membership = status
+        .servers
         .iter()
+        .flatten()
         .filter_map(|s| {
-            let ordinal = spec.ordinal_of(s.get("name")?.as_str()?)?;
-            let role = if s.get("mode").and_then(Value::as_str) == Some("observer") {
-                Role::Observer
-            } else {
-                Role::Participant
-            };
-            Some((ordinal, role))
+            let role = if s.mode == "observer" { Role::Observer } else { Role::Participant };
+            Some((spec.ordinal_of(&s.name)?, role))
         })
         .collect();
     (!m.is_empty()).then_some(m)
@@ -252,7 +247,7 @@ impl Seen<'_> {
 }
 
 /// The decision for one sync.
-pub fn plan(spec: &Spec, pods: &Pods, observed: &Observed, previous: &Value) -> Decision {
+pub fn plan(spec: &Spec, pods: &Pods, observed: &Observed, previous: &ZookeeperClusterStatus) -> Decision {
     let server_pods: BTreeMap<u32, &Pod> =
         pods.iter().filter_map(|(name, p)| Some((spec.ordinal_of(name)?, p))).collect();
     let mut remote = Remote::new();
@@ -349,7 +344,7 @@ fn status(
     observed: &Observed,
     (membership, remote): (&Membership, &Remote),
     source: &str,
-    previous: &Value,
+    previous: &ZookeeperClusterStatus,
     upgrading: Option<&str>,
 ) -> ZookeeperClusterStatus {
     let mut ready = Vec::new();
@@ -401,7 +396,7 @@ fn status(
         .collect();
     let current = match running.first() {
         Some(t) if running.iter().all(|r| r == t) && all_ready => Some(t.clone()),
-        _ => previous.get("currentVersion").and_then(Value::as_str).map(String::from),
+        _ => previous.current_version.clone(),
     };
     ZookeeperClusterStatus {
         replicas: Some(membership.len() as i32),
@@ -423,8 +418,13 @@ mod tests {
     use super::*;
     use crate::objects::json_of;
     use crate::zookeeper::fourlw::{self, parse_conf};
-    use serde_json::json;
+    use serde_json::{Value, json};
     use uc_api::meta::str_at;
+
+    /// No status yet.
+    fn none() -> ZookeeperClusterStatus {
+        ZookeeperClusterStatus::default()
+    }
 
     fn spec(replicas: u32) -> Spec {
         Spec::from(&json!({"metadata": {"name": "zk", "namespace": "ns", "uid": "u"}, "spec": {"replicas": replicas}}))
@@ -460,7 +460,7 @@ mod tests {
     #[test]
     fn a_new_ensemble_starts_every_server_with_every_member() {
         let s = spec(3);
-        let d = plan(&s, &Pods::new(), &Observed::default(), &json!({}));
+        let d = plan(&s, &Pods::new(), &Observed::default(), &none());
         assert_eq!(d.pods.len(), 3);
         let servers = json_of(&d.pods[2])["spec"]["initContainers"][0]["env"][1]["value"].as_str().unwrap().to_string();
         assert_eq!(servers.split(' ').count(), 3, "{servers}");
@@ -483,7 +483,7 @@ mod tests {
             ("zk-1".to_string(), srvr("leader")),
             ("zk-2".to_string(), srvr("follower")),
         ]);
-        let d = plan(&s, &pods, &Observed { serving, config: Some(conf), ..Default::default() }, &json!({}));
+        let d = plan(&s, &pods, &Observed { serving, config: Some(conf), ..Default::default() }, &none());
         assert_eq!(d.pods.len(), 3);
         assert_eq!(json_of(&d.status)["leader"], json!("zk-1"));
         assert_eq!(json_of(&d.status)["readyReplicas"], json!(3));
@@ -497,9 +497,11 @@ mod tests {
     fn a_deleted_member_pod_comes_back_and_lost_quorum_is_reported_not_repaired() {
         let s = spec(3);
         let mut pods: Pods = (0..3).map(|o| running(&s, o)).collect();
-        let previous = json!({"servers": [{"name": "zk-0", "id": 1, "mode": "follower"},
+        let previous: ZookeeperClusterStatus =
+            serde_json::from_value(json!({"servers": [{"name": "zk-0", "id": 1, "mode": "follower"},
                                           {"name": "zk-1", "id": 2, "mode": "leader"},
-                                          {"name": "zk-2", "id": 3, "mode": "follower"}]});
+                                          {"name": "zk-2", "id": 3, "mode": "follower"}]}))
+            .unwrap();
         pods.remove("zk-1");
         pods.remove("zk-2");
         let d = plan(&s, &pods, &Observed::default(), &previous);
@@ -532,7 +534,7 @@ mod tests {
     fn growing_starts_one_joiner_then_adds_it_once_it_serves() {
         let s = spec(5);
         let (mut pods, mut observed) = serving_ensemble(&s, 0..3);
-        let d = plan(&s, &pods, &observed, &json!({}));
+        let d = plan(&s, &pods, &observed, &none());
         assert_eq!(d.change, None, "nothing is reconfigured before the joiner serves");
         let joiner = d.pods.iter().find(|p| name(p) == "zk-3").expect("zk-3 is started");
         assert_eq!(env(joiner, "ZK_JOIN"), "true");
@@ -545,7 +547,7 @@ mod tests {
         let (name, pod) = running(&s, 3);
         pods.insert(name.clone(), pod);
         observed.serving.insert(name, srvr("follower"));
-        let d = plan(&s, &pods, &observed, &json!({}));
+        let d = plan(&s, &pods, &observed, &none());
         assert_eq!(d.change, Some(Change::Add(s.server_line(3, Role::Participant))));
         assert_eq!(d.pods.len(), 4, "the joiner's pod stays");
     }
@@ -554,13 +556,13 @@ mod tests {
     fn shrinking_reconfigures_the_highest_out_before_its_pod_goes() {
         let s = spec(3);
         let (pods, observed) = serving_ensemble(&s, 0..5);
-        let d = plan(&s, &pods, &observed, &json!({}));
+        let d = plan(&s, &pods, &observed, &none());
         assert_eq!(d.change, Some(Change::Remove(5)));
         assert_eq!(d.pods.len(), 5, "every pod stays until the servers say zk-4 is out");
         // The servers now run without server 5: its pod goes.
         let (_, mut observed) = serving_ensemble(&s, 0..4);
         observed.serving.insert("zk-4".into(), srvr("follower"));
-        let d = plan(&s, &pods, &observed, &json!({}));
+        let d = plan(&s, &pods, &observed, &none());
         assert_eq!(d.change, Some(Change::Remove(4)));
         let names: Vec<&str> = d.pods.iter().map(name).collect();
         assert_eq!(names, ["zk-0", "zk-1", "zk-2", "zk-3"]);
@@ -570,13 +572,12 @@ mod tests {
     fn membership_changes_the_servers_show_become_events() {
         let s = spec(4);
         let (pods, observed) = serving_ensemble(&s, 0..4);
-        let previous = plan(&s, &pods, &serving_ensemble(&s, 0..3).1, &json!({})).status;
-        let previous = json_of(&previous);
+        let previous = plan(&s, &pods, &serving_ensemble(&s, 0..3).1, &none()).status;
         let d = plan(&s, &pods, &observed, &previous);
         assert_eq!(d.events, vec![("MemberAdded", "zk-3 (server.4) joined the ensemble as a participant".to_string())]);
-        let d = plan(&spec(3), &pods, &serving_ensemble(&s, 0..3).1, &json_of(&d.status));
+        let d = plan(&spec(3), &pods, &serving_ensemble(&s, 0..3).1, &d.status);
         assert_eq!(d.events, vec![("MemberRemoved", "zk-3 (server.4) left the ensemble".to_string())]);
-        assert!(plan(&s, &pods, &observed, &json!({})).events.is_empty(), "a first status is no change");
+        assert!(plan(&s, &pods, &observed, &none()).events.is_empty(), "a first status is no change");
     }
 
     #[test]
@@ -584,7 +585,7 @@ mod tests {
         let s = spec(5);
         let (pods, mut observed) = serving_ensemble(&s, 0..3);
         observed.serving.remove("zk-2");
-        let d = plan(&s, &pods, &observed, &json!({}));
+        let d = plan(&s, &pods, &observed, &none());
         assert_eq!(d.change, None);
         assert_eq!(d.pods.len(), 3, "no joiner starts");
         assert_eq!(json_of(&d.status)["progress"], json!("waiting for every member to serve"));
@@ -601,7 +602,7 @@ mod tests {
         let (name, pod) = running(&s, 2);
         pods.insert(name.clone(), pod);
         observed.serving.insert(name, srvr("observer"));
-        let d = plan(&s, &pods, &observed, &json!({}));
+        let d = plan(&s, &pods, &observed, &none());
         assert_eq!(d.change, Some(Change::Add(s.server_line(2, Role::Participant))), "two voters carry the third");
         let one = spec(2);
         let mut conf = parse_conf(&objects::participants(&one, 0..1).join("\n"));
@@ -612,7 +613,7 @@ mod tests {
             ..Default::default()
         };
         let pods: Pods = (0..2).map(|o| running(&one, o)).collect();
-        assert_eq!(plan(&one, &pods, &observed, &json!({})).change, None, "one voter cannot carry a second");
+        assert_eq!(plan(&one, &pods, &observed, &none()).change, None, "one voter cannot carry a second");
     }
 
     #[test]
@@ -625,7 +626,7 @@ mod tests {
         let upgraded = Spec::from(&json!({"metadata": {"name": "zk", "namespace": "ns"},
                                           "spec": {"replicas": 3, "image": {"tag": "3.9"}}}))
         .unwrap();
-        let d = plan(&upgraded, &pods, &observed, &json!({}));
+        let d = plan(&upgraded, &pods, &observed, &none());
         let images: Vec<&str> = d.pods.iter().map(image).collect();
         assert_eq!(images, ["zookeeper:3.8", "zookeeper:3.9", "zookeeper:3.8"], "a follower first, not zk-2");
         assert_eq!(json_of(&d.status)["leader"], json!("zk-2"));
@@ -638,7 +639,7 @@ mod tests {
         let mut upgraded = Spec::from(&json!({"metadata": {"name": "zk", "namespace": "ns"},
                                               "spec": {"replicas": 3, "image": {"tag": "3.9"}}}))
         .unwrap();
-        let d = plan(&upgraded, &pods, &observed, &json!({}));
+        let d = plan(&upgraded, &pods, &observed, &none());
         let images: Vec<&str> = d.pods.iter().map(image).collect();
         assert_eq!(images, ["zookeeper:3.8", "zookeeper:3.8", "zookeeper:3.9"], "the highest follower first");
         assert_eq!(d.change, None, "no membership change during a rollout");
@@ -651,7 +652,7 @@ mod tests {
         // serves and the pod still says Ready, yet nothing else goes until the upgrade is done.
         let mut asked = pods.clone();
         asked.get_mut("zk-2").unwrap().spec.as_mut().unwrap().containers[0].image = Some("zookeeper:3.9".into());
-        let d = plan(&upgraded, &asked, &observed, &json!({}));
+        let d = plan(&upgraded, &asked, &observed, &none());
         let images: Vec<&str> = d.pods.iter().map(image).collect();
         assert_eq!(images, ["zookeeper:3.8", "zookeeper:3.8", "zookeeper:3.9"], "zk-1 waits for zk-2");
         assert_eq!(json_of(&d.status)["progress"], json!("waiting for every member to serve"));
@@ -659,11 +660,11 @@ mod tests {
         for o in 1..3 {
             set_image(pods.get_mut(&s.pod_name(o)).unwrap(), "zookeeper:3.9");
         }
-        let d = plan(&upgraded, &pods, &observed, &json!({}));
+        let d = plan(&upgraded, &pods, &observed, &none());
         assert_eq!(image(&d.pods[0]), "zookeeper:3.9");
         // A follower the leader does not count as synced holds the rollout.
         observed.leader_mntr.insert("zk_synced_followers".into(), "1".into());
-        let d = plan(&upgraded, &pods, &observed, &json!({}));
+        let d = plan(&upgraded, &pods, &observed, &none());
         assert_eq!(image(&d.pods[0]), "zookeeper:3.8");
         assert_eq!(json_of(&d.status)["progress"], json!("waiting for every follower to catch up with the leader"));
         // A restart round deletes one pod at a time (it comes back as the same member).
@@ -677,7 +678,7 @@ mod tests {
             })
             .collect();
         observed.leader_mntr.insert("zk_synced_followers".into(), "2".into());
-        let d = plan(&upgraded, &all_new, &observed, &json!({}));
+        let d = plan(&upgraded, &all_new, &observed, &none());
         let names: Vec<&str> = d.pods.iter().map(name).collect();
         assert_eq!(names, ["zk-0", "zk-1"], "zk-2 restarts first");
     }
@@ -708,12 +709,12 @@ mod tests {
     #[test]
     fn a_part_of_an_ensemble_waits_for_the_cluster_that_starts_it() {
         let m2 = part(3, 2);
-        let d = plan(&m2, &Pods::new(), &Observed::default(), &json!({}));
+        let d = plan(&m2, &Pods::new(), &Observed::default(), &none());
         assert!(d.pods.is_empty(), "no server starts an ensemble of its own");
         assert!(str_at(&json_of(&d.status), "/progress").contains("server.1 at zk-0.m1"), "{:?}", d.status);
         assert_eq!(json_of(&d.status)["conditions"][2]["status"], "False", "nothing is lost");
         // The cluster of server 1 starts it with its own servers.
-        let d = plan(&part(1, 2), &Pods::new(), &Observed::default(), &json!({}));
+        let d = plan(&part(1, 2), &Pods::new(), &Observed::default(), &none());
         assert_eq!(d.pods.len(), 2);
         assert!(env(&d.pods[1], "ZK_SERVERS").contains("server.2=zk-1.m1.zk-headless.ns.svc.clusterset.local:2888"));
         assert_eq!(env(&d.pods[1], "ZK_ADDRESS"), "zk-1.m1.zk-headless.ns.svc.clusterset.local");
@@ -723,7 +724,7 @@ mod tests {
     fn a_part_joins_the_serving_ensemble_one_server_at_a_time_and_never_touches_the_others() {
         let m2 = part(3, 2);
         let observed = m1_serving();
-        let d = plan(&m2, &Pods::new(), &observed, &json!({}));
+        let d = plan(&m2, &Pods::new(), &observed, &none());
         assert_eq!(d.pods.len(), 1, "one joiner at a time");
         assert_eq!(env(&d.pods[0], "MYID"), "3");
         let servers = env(&d.pods[0], "ZK_SERVERS");
@@ -738,7 +739,7 @@ mod tests {
         let pods: Pods = [running(&m2, 0)].into();
         let mut observed = observed;
         observed.serving.insert("zk-0".into(), srvr("observer"));
-        let d = plan(&m2, &pods, &observed, &json!({}));
+        let d = plan(&m2, &pods, &observed, &none());
         match d.change {
             Some(Change::Add(line)) => assert!(line.starts_with("server.3=zk-0.m2") && line.contains(":participant;")),
             other => panic!("{other:?}"),
@@ -752,7 +753,7 @@ mod tests {
         four.serving = [("zk-0".to_string(), srvr("leader")), ("zk-1".to_string(), srvr("follower"))].into();
         four.serving.insert("zk-0.m2.zk-headless.ns.svc.clusterset.local".into(), srvr("follower"));
         four.serving.insert("zk-1.m2.zk-headless.ns.svc.clusterset.local".into(), srvr("follower"));
-        let d = plan(&m1, &m1_pods, &four, &json!({}));
+        let d = plan(&m1, &m1_pods, &four, &none());
         assert_eq!(d.change, None);
         assert_eq!(
             (json_of(&d.status)["replicas"].as_i64(), json_of(&d.status)["readyReplicas"].as_i64()),
@@ -764,8 +765,8 @@ mod tests {
     #[test]
     fn a_part_never_restarts_a_server_without_a_leaders_configuration() {
         let m3 = part(5, 1);
-        let previous = json!({"servers": [{"name": "zk-0", "id": 5, "mode": "follower"},
-                                          {"name": "zk-0.m1.zk-headless.ns.svc.clusterset.local", "id": 1, "mode": "leader"}]});
+        let previous: ZookeeperClusterStatus = serde_json::from_value(json!({"servers": [{"name": "zk-0", "id": 5, "mode": "follower"},
+                                          {"name": "zk-0.m1.zk-headless.ns.svc.clusterset.local", "id": 1, "mode": "leader"}]})).unwrap();
         let d = plan(&m3, &Pods::new(), &Observed::default(), &previous);
         assert!(d.pods.is_empty(), "its pod waits: a server started with what the status remembers would be alone");
         assert!(str_at(&json_of(&d.status), "/progress").contains("waiting for a leader's configuration"));

@@ -12,22 +12,19 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
-use serde_json::Value;
 
 use super::objects::{CONFIG_ANNOTATION, CONTAINER, RESTART_ANNOTATION, config_digest};
 use super::spec::Spec;
+use super::types::ZookeeperClusterStatus;
 use uc_api::image::same as same_image;
 
 /// The restart round asked for: the generation at which `triggerRollingRestart` turned true (kept in
 /// the status as `restartRound` while it stays true), or none.
-pub fn restart_round(spec: &Spec, generation: i64, previous: &Value) -> Option<String> {
+pub fn restart_round(spec: &Spec, generation: i64, previous: &ZookeeperClusterStatus) -> Option<String> {
     if !spec.spec.trigger_rolling_restart.unwrap_or(false) {
         return None;
     }
-    match previous.get("restartRound").and_then(Value::as_str) {
-        Some(round) => Some(round.to_string()),
-        None => Some(generation.to_string()),
-    }
+    Some(previous.restart_round.clone().unwrap_or_else(|| generation.to_string()))
 }
 
 /// What an outdated server needs.
@@ -109,7 +106,7 @@ mod tests {
     use super::*;
     use crate::objects::json_of;
     use crate::zookeeper::objects;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn spec(extra: Value) -> Spec {
         let mut s = json!({"replicas": 3, "image": {"repository": "pravega/zookeeper", "tag": "0.2.16"}});
@@ -129,18 +126,15 @@ mod tests {
         assert_eq!(json_of(&up)["spec"]["containers"][0]["image"], json!("pravega/zookeeper:0.2.16"));
         assert_eq!(step_for(&s, None, 1, &up), None);
         let mut triggered = spec(json!({"triggerRollingRestart": true}));
-        let round = restart_round(&triggered, 4, &json!({}));
+        let round = restart_round(&triggered, 4, &ZookeeperClusterStatus::default());
         triggered.restart_round = round.clone();
         assert_eq!(round.as_deref(), Some("4"));
         assert_eq!(step_for(&triggered, round.as_deref(), 1, &up), Some(Step::Restart(1)));
         let remade = objects::pod(&triggered, 1, &[], false);
         assert_eq!(step_for(&triggered, Some("4"), 1, &remade), None, "a pod made in this round is done");
-        assert_eq!(
-            restart_round(&triggered, 9, &json!({"restartRound": "4"})).as_deref(),
-            Some("4"),
-            "the round stays"
-        );
-        assert_eq!(restart_round(&s, 9, &json!({"restartRound": "4"})), None, "false ends it");
+        let round_4 = ZookeeperClusterStatus { restart_round: Some("4".into()), ..Default::default() };
+        assert_eq!(restart_round(&triggered, 9, &round_4).as_deref(), Some("4"), "the round stays");
+        assert_eq!(restart_round(&s, 9, &round_4), None, "false ends it");
         let tuned = spec(json!({"config": {"tickTime": 500}}));
         assert_eq!(step_for(&tuned, None, 1, &up), Some(Step::Restart(1)), "a new zoo.cfg needs a new pod");
     }
