@@ -7,6 +7,7 @@ import shutil
 import pytest
 
 from conftest import pod_network, wait_for
+from test_rbac import as_user
 
 
 def pod_status(cluster, name):
@@ -407,3 +408,20 @@ def test_a_pod_naming_another_scheduler_waits_for_its_binding(cluster):
         raise AssertionError("a second binding was accepted")
     except ApiException as e:
         assert e.status == 409 and f'pod custom is already assigned to node \\"{node}\\"' in e.body, e.body
+    # The older `POST namespaces/<ns>/bindings` names the pod in the Binding's own name. A tenant who may
+    # make pods may not bind them; the scheduler's account may.
+    cluster.kubectl("apply", "-f", "-", input=pod("legacy", "my-scheduler"))
+    cluster.kubectl("create", "serviceaccount", "dev")
+    cluster.kubectl("create", "role", "pods", "--verb=get,list,create", "--resource=pods")
+    cluster.kubectl("create", "rolebinding", "pods", "--role=pods", "--serviceaccount=default:dev")
+    token = cluster.kubectl("create", "token", "dev").stdout.strip()
+    legacy = dict(binding, metadata={"name": "legacy"})
+    r = as_user(cluster, "create", "-f", "-", token=token, input=json.dumps(legacy), check=False)
+    assert r.returncode != 0 and ('bindings is forbidden: User "system:serviceaccount:default:dev" cannot create '
+                                  'resource "bindings" in API group "" in the namespace "default"') in r.stderr, r.stderr
+    assert "nodeName" not in get("legacy")["spec"], "a refused binding binds nothing"
+    core.create_namespaced_binding("default", legacy, _preload_content=False)
+    wait_for(lambda: get("legacy")["status"].get("phase") == "Running", timeout=60, message="the pod bound by name")
+    assert get("legacy")["spec"]["nodeName"] == node
+    verbs = cluster.kubectl("api-resources", "--api-group=", "-o", "wide").stdout
+    assert any(l.split() == ["bindings", "v1", "true", "Binding", "create"] for l in verbs.splitlines()), verbs

@@ -63,6 +63,7 @@ kinds! {
     "" "v1" "LimitRange" => core::LimitRange,
     "" "v1" "ResourceQuota" => core::ResourceQuota,
     "" "v1" "PodTemplate" => core::PodTemplate,
+    "" "v1" "Binding" => core::Binding,
     "" "v1" "Secret" => core::Secret,
     "" "v1" "PersistentVolumeClaim" => core::PersistentVolumeClaim,
     "" "v1" "PersistentVolume" => core::PersistentVolume,

@@ -23,7 +23,7 @@ pub fn root_paths() -> Value {
 }
 
 fn verbs(info: &ResourceInfo) -> Vec<&'static str> {
-    if info.review {
+    if info.review || info.is_legacy_binding() {
         return vec!["create"];
     }
     if info.is_component_status() {

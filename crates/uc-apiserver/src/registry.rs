@@ -95,6 +95,12 @@ impl ResourceInfo {
         self.group.is_empty() && self.resource == "componentstatuses"
     }
 
+    /// `v1 bindings`: the older form of `pods/<name>/binding`, only created, never stored
+    /// (`handlers/binding.rs`).
+    pub fn is_legacy_binding(&self) -> bool {
+        self.group.is_empty() && self.resource == "bindings"
+    }
+
     /// Where its objects are stored (events.k8s.io Events are the core ones: `views.rs`).
     pub fn gr(&self) -> GroupResource {
         crate::views::storage_of(&self.group, &self.resource)
@@ -177,6 +183,7 @@ const BUILTINS: &[Builtin] = &[
     b("", "v1", "limitranges", "LimitRange", true, &["limits"]),
     with(b("", "v1", "resourcequotas", "ResourceQuota", true, &["quota"]), true, false, false, false),
     b("", "v1", "podtemplates", "PodTemplate", true, &[]),
+    b("", "v1", "bindings", "Binding", true, &[]),
     b("", "v1", "secrets", "Secret", true, &[]),
     with(b("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", true, &["pvc"]), true, false, false, false),
     with(b("", "v1", "persistentvolumes", "PersistentVolume", false, &["pv"]), true, false, false, false),

@@ -1,7 +1,8 @@
 //! `pods/<name>/binding` (v1 Binding): how a scheduler assigns a pod to a node — what a scheduler other
 //! than uc's own (a pod's `spec.schedulerName`) posts, as kube-apiserver's `BindingREST` takes it: the
 //! target checked, a pod being deleted or already assigned refused, the node name and the binding's
-//! annotations set on the pod.
+//! annotations set on the pod. The older `POST namespaces/<ns>/bindings` names the pod in the
+//! Binding's own name (kube's `LegacyBindingREST`) and does the same.
 
 use std::sync::Arc;
 
@@ -50,21 +51,46 @@ pub(crate) fn assigned(pod: &Value, binding: &Value) -> std::result::Result<Valu
     Ok(out)
 }
 
+/// `POST namespaces/<ns>/bindings`: the pod the Binding is named after, bound.
+pub(crate) async fn create(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
+    let binding = parse_body(req)?;
+    let Some(name) = meta_str(&binding, "name").filter(|n| !n.is_empty()) else {
+        let mut errs = FieldErrors::new();
+        errs.required("metadata.name", "name or generateName is required");
+        return Err(ApiError::invalid("Binding", "", "", &errs.0));
+    };
+    let info = app.registry.lookup("", "v1", "pods").ok_or_else(|| ApiError::internal("pods are not served"))?;
+    let pod = Target {
+        info,
+        version: "v1".into(),
+        namespace: t.namespace.clone(),
+        name: Some(name.to_string()),
+        sub: Some("binding".into()),
+        watch_prefix: false,
+    };
+    bind_pod(app, &pod, &binding).await
+}
+
 /// `POST pods/<name>/binding`.
 pub(crate) async fn bind(app: &Arc<App>, req: &mut Req, t: &Target) -> Result<Response<Body>> {
     let binding = parse_body(req)?;
+    bind_pod(app, t, &binding).await
+}
+
+/// Binds the pod `t` names as `binding` asks.
+async fn bind_pod(app: &Arc<App>, t: &Target, binding: &Value) -> Result<Response<Body>> {
     let name = t.name.clone().unwrap_or_default();
-    if let Some(n) = meta_str(&binding, "name").filter(|n| *n != name) {
+    if let Some(n) = meta_str(binding, "name").filter(|n| *n != name) {
         return Err(ApiError::bad_request(format!("name in URL does not match name in Binding object: {n}")));
     }
-    let errs = binding_errors(&binding);
+    let errs = binding_errors(binding);
     if !errs.is_empty() {
         return Err(ApiError::invalid("Binding", "", &name, &errs));
     }
     let subject = t.subject();
     for _ in 0..16 {
         let pod = app.store.get(&t.info.gr(), &t.key()).ok_or_else(|| ApiError::not_found(&subject))?;
-        let new = match assigned(&pod, &binding) {
+        let new = match assigned(&pod, binding) {
             Ok(new) => new,
             Err(None) => {
                 return Err(ApiError::bad_request(format!(

@@ -149,6 +149,12 @@ async fn resource(app: &Arc<App>, req: &mut Req, t: Target) -> Result<Response<B
         .on_subresource(t.sub.as_deref().unwrap_or_default());
         crate::auth::authorize(&app.store, &req.user, &attrs)?;
     }
+    if t.info.is_legacy_binding() {
+        return match (&req.method, &t.name, t.sub.as_deref()) {
+            (&Method::POST, None, None) => binding::create(app, req, &t).await,
+            _ => Err(ApiError::method_not_allowed(format!("{} can only be created", t.info.resource))),
+        };
+    }
     if t.info.is_component_status() {
         return component_statuses(req, &t, watching);
     }

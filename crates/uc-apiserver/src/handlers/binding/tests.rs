@@ -24,3 +24,28 @@ fn a_binding_names_a_node_and_assigns_a_pod_not_yet_assigned() {
     let deleting = json!({"metadata": {"name": "p", "deletionTimestamp": "2026-12-04T00:00:00Z"}, "spec": {}});
     assert_eq!(assigned(&deleting, &binding), Err(None));
 }
+
+#[tokio::test]
+async fn the_older_bindings_resource_binds_the_pod_its_binding_is_named_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = crate::server::test_app(dir.path());
+    let pod = crate::handlers::resolve(&app, "", "v1", &["namespaces", "default", "pods", "p"]).unwrap();
+    let object = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+                        "spec": {"schedulerName": "mine", "containers": [{"name": "c", "image": "i"}]}});
+    app.store.write(Op::Create { gr: pod.info.gr(), key: pod.key(), object }).await.unwrap();
+    let bindings = crate::handlers::resolve(&app, "", "v1", &["namespaces", "default", "bindings"]).unwrap();
+    let post = |body: serde_json::Value| Req::for_test(http::Method::POST, "application/json", &body.to_string(), &[]);
+    let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
+                         "target": {"kind": "Node", "name": "n1"}});
+    assert_eq!(create(&app, &mut post(binding.clone()), &bindings).await.unwrap().status(), 201);
+    let stored = app.store.get(&pod.info.gr(), &pod.key()).unwrap();
+    assert_eq!(stored["spec"]["nodeName"], "n1");
+    let again = create(&app, &mut post(binding), &bindings).await.unwrap_err();
+    assert_eq!(again.code(), 409, "a pod already assigned");
+    let unnamed = json!({"metadata": {}, "target": {"name": "n1"}});
+    let e = create(&app, &mut post(unnamed), &bindings).await.unwrap_err();
+    assert_eq!(e.code(), 422);
+    assert!(e.0.message.contains("metadata.name: Required value"), "{}", e.0.message);
+    let missing = json!({"metadata": {"name": "q"}, "target": {"name": "n1"}});
+    assert_eq!(create(&app, &mut post(missing), &bindings).await.unwrap_err().code(), 404);
+}
