@@ -174,3 +174,9 @@ def test_autoscaling_v1_clients_see_the_same_autoscalers_and_lose_nothing_writin
     assert (seen["apiVersion"], seen["spec"]["maxReplicas"], seen["spec"]["targetCPUUtilizationPercentage"]) == (
         "autoscaling/v1", 4, 65), seen
     assert "applied" in cluster.kubectl("get", "horizontalpodautoscalers.v1.autoscaling").stdout
+    # kube's v1 schema: `kubectl explain` at v1, and a misspelt v1 field refused by kubectl's strict validation.
+    explained = cluster.kubectl("explain", "hpa.spec.targetCPUUtilizationPercentage", "--api-version=autoscaling/v1").stdout
+    assert "GROUP:      autoscaling" in explained and "VERSION:    v1" in explained and "integer" in explained, explained
+    typo = dict(applied, spec=dict(applied["spec"], targetCPUUtilisationPercentage=50))
+    r = cluster.kubectl("apply", "-f", "-", input=json.dumps(typo), check=False)
+    assert r.returncode != 0 and 'unknown field "spec.targetCPUUtilisationPercentage"' in r.stderr, r.stderr

@@ -8,9 +8,10 @@ use serde_json::{Map, Value};
 
 use k8s_openapi::api::{
     admissionregistration::v1 as admission, apps::v1 as apps, authentication::v1 as authn, authorization::v1 as authz,
-    autoscaling::v2 as autoscaling, batch::v1 as batch, certificates::v1 as certs, coordination::v1 as coord,
-    core::v1 as core, discovery::v1 as discovery, events::v1 as events, networking::v1 as networking,
-    policy::v1 as policy, rbac::v1 as rbac, scheduling::v1 as scheduling, storage::v1 as storage,
+    autoscaling::v1 as autoscaling_v1, autoscaling::v2 as autoscaling, batch::v1 as batch, certificates::v1 as certs,
+    coordination::v1 as coord, core::v1 as core, discovery::v1 as discovery, events::v1 as events,
+    networking::v1 as networking, policy::v1 as policy, rbac::v1 as rbac, scheduling::v1 as scheduling,
+    storage::v1 as storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
 
@@ -85,6 +86,7 @@ kinds! {
     "networking.k8s.io" "v1" "IngressClass" => networking::IngressClass,
     "networking.k8s.io" "v1" "NetworkPolicy" => networking::NetworkPolicy,
     "autoscaling" "v2" "HorizontalPodAutoscaler" => autoscaling::HorizontalPodAutoscaler,
+    "autoscaling" "v1" "HorizontalPodAutoscaler" => autoscaling_v1::HorizontalPodAutoscaler,
     "policy" "v1" "PodDisruptionBudget" => policy::PodDisruptionBudget,
     "storage.k8s.io" "v1" "StorageClass" => storage::StorageClass,
     "scheduling.k8s.io" "v1" "PriorityClass" => scheduling::PriorityClass,

@@ -13,7 +13,7 @@ use crate::request::Target;
 use crate::storage::{Obj, object_key};
 use uc_api::selector::is_label_value;
 
-pub(crate) fn check_type_meta(info: &ResourceInfo, version: &str, obj: &mut Value) -> Result<()> {
+pub(crate) fn check_type_meta(req: &mut Req, info: &ResourceInfo, version: &str, obj: &mut Value) -> Result<()> {
     match obj.get("apiVersion") {
         None => obj["apiVersion"] = Value::String(info.api_version(version)),
         Some(Value::String(av)) if info.is_api_version(version, av) => {}
@@ -40,10 +40,26 @@ pub(crate) fn check_type_meta(info: &ResourceInfo, version: &str, obj: &mut Valu
             )));
         }
     }
-    // A version served in another shape is converted to the stored one here, before anything reads it.
+    // A version served in another shape is converted to the stored one here, before anything reads it;
+    // its unknown fields are found first, in the shape they were written in (converted, they would be
+    // dropped without a word).
     let body_version =
         obj.get("apiVersion").and_then(Value::as_str).map(|av| uc_api::resource::split_api_version(av).1.to_string());
-    if let Some(stored) = body_version.and_then(|v| crate::views::from_view(&info.group, &info.resource, &v, obj)) {
+    let Some(body_version) = body_version.filter(|v| crate::views::has_view(&info.group, &info.resource, v)) else {
+        return Ok(());
+    };
+    if info.crd.is_none() {
+        let (group, kind) = (info.group.clone(), info.kind.clone());
+        let cannot = |why: String| {
+            ApiError::bad_request(format!("{kind} in version {body_version:?} cannot be handled as a {kind}: {why}"))
+        };
+        match crate::typed::decode(&group, &body_version, &kind, obj) {
+            Some(Err(why)) => return Err(cannot(why.0)),
+            Some(Ok(decoded)) => unknown_fields(req, field_validation(req)?, obj, &decoded.unknown, cannot)?,
+            None => {}
+        }
+    }
+    if let Some(stored) = crate::views::from_view(&info.group, &info.resource, &body_version, obj) {
         *obj = stored;
     }
     Ok(())
@@ -247,6 +263,18 @@ fn decode_builtin(
         Some(Ok(decoded)) => decoded,
     };
     crate::typed::fill(obj, &zeros);
+    unknown_fields(req, mode, obj, &unknown, cannot)
+}
+
+/// A built-in object's `unknown` fields as the field validation `mode` treats them: refused (in the
+/// words `cannot` puts the reason in), or warned of and dropped, or dropped.
+fn unknown_fields(
+    req: &mut Req,
+    mode: FieldValidation,
+    obj: &mut Value,
+    unknown: &[String],
+    cannot: impl Fn(String) -> ApiError,
+) -> Result<()> {
     if unknown.is_empty() {
         return Ok(());
     }
@@ -256,7 +284,7 @@ fn decode_builtin(
         FieldValidation::Warn => req.warnings.extend(named),
         FieldValidation::Ignore => {}
     }
-    crate::typed::remove(obj, &unknown);
+    crate::typed::remove(obj, unknown);
     Ok(())
 }
 

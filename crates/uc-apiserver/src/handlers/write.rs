@@ -137,7 +137,7 @@ pub(crate) async fn create_object(
             )));
         }
     }
-    check_type_meta(&info, &t.version, &mut obj)?;
+    check_type_meta(req, &info, &t.version, &mut obj)?;
     let mut errs = check_object_meta(&info, &mut obj, true)?;
     let name = place(&info, t.namespace.as_deref(), &mut obj, &mut errs, &random_suffix())?;
     stamp_new(&mut obj);
@@ -413,7 +413,7 @@ fn authorize_signer(app: &App, req: &Req, t: &Target, old: &Obj, new: &Value) ->
 pub(crate) fn prepare_update(req: &mut Req, t: &Target, old: &Obj, mut new: Value) -> Result<Value> {
     let info = &t.info;
     let name = t.name.clone().unwrap_or_default();
-    check_type_meta(info, &t.version, &mut new)?;
+    check_type_meta(req, info, &t.version, &mut new)?;
     let mut errs = check_object_meta(info, &mut new, false)?;
     check_identity(t, old, &mut new)?;
     let has_status = info.version(&t.version).is_some_and(|v| v.status);

@@ -146,3 +146,29 @@ fn no_finalizer_is_added_to_an_object_being_deleted() {
     let live = json!({"metadata": {"name": "c", "finalizers": ["a"]}});
     assert!(unchangeable_errors(&cm, &live, &more).is_empty());
 }
+
+#[tokio::test]
+async fn a_field_unknown_at_the_version_written_is_found_before_it_is_converted() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = crate::server::test_app(dir.path());
+    let t = crate::handlers::resolve(&app, "autoscaling", "v1", &["namespaces", "default", "horizontalpodautoscalers"])
+        .unwrap();
+    let hpa = json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}, "maxReplicas": 2,
+                 "targetCPUUtilisationPercentage": 50}})
+    .to_string();
+    let mut strict = Req::for_test(http::Method::POST, "application/json", &hpa, &[("fieldValidation", "Strict")]);
+    let e = create(&app, &mut strict, &t).await.unwrap_err();
+    assert_eq!(e.code(), 400);
+    assert!(
+        e.0.message.contains(r#"strict decoding error: unknown field "spec.targetCPUUtilisationPercentage""#),
+        "{}",
+        e.0.message
+    );
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+    let namespaces = GroupResource::new("", "namespaces");
+    app.store.write(Op::Create { gr: namespaces, key: object_key("", "default"), object: namespace }).await.unwrap();
+    let mut warned = Req::for_test(http::Method::POST, "application/json", &hpa, &[]);
+    assert_eq!(create(&app, &mut warned, &t).await.unwrap().status(), 201);
+    assert_eq!(warned.warnings, vec![r#"unknown field "spec.targetCPUUtilisationPercentage""#.to_string()]);
+}
