@@ -375,8 +375,8 @@ def test_an_images_working_directory_environment_and_user_from_the_node_config(m
 
 def test_a_pod_naming_another_scheduler_waits_for_its_binding(cluster):
     """A pod whose `schedulerName` is not uc's waits until that scheduler binds it through `pods/binding`
-    (the Python client's `create_namespaced_pod_binding`, as client-go's `Bind`), then runs; a second
-    binding is refused."""
+    (the Python client's `create_namespaced_pod_binding`, as client-go's `Bind`), then runs; a binding
+    naming another uid, and a second binding, are refused."""
     from kubernetes import client
     from kubernetes.client.rest import ApiException
 
@@ -399,6 +399,16 @@ def test_a_pod_naming_another_scheduler_waits_for_its_binding(cluster):
     core = client.CoreV1Api(cluster.api_client())
     binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "custom"},
                "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+    # A binding that names another pod's uid (the pod it saw, since deleted and made again) binds nothing.
+    stale = dict(binding, metadata={"name": "custom", "uid": "00000000-0000-4000-8000-000000000000"})
+    try:
+        core.create_namespaced_pod_binding("custom", "default", stale, _preload_content=False)
+        raise AssertionError("a binding for another uid was accepted")
+    except ApiException as e:
+        uid = get("custom")["metadata"]["uid"]
+        assert e.status == 409 and (f"Precondition failed: UID in precondition: {stale['metadata']['uid']}, "
+                                    f"UID in object meta: {uid}") in e.body, e.body
+    assert "nodeName" not in get("custom")["spec"], "a refused binding binds nothing"
     core.create_namespaced_pod_binding("custom", "default", binding, _preload_content=False)
     running = wait_for(lambda: (p := get("custom"))["status"].get("phase") == "Running" and p, timeout=60,
                        message="the bound pod running")

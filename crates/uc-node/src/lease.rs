@@ -44,7 +44,7 @@ pub fn lease(name: &str, uid: Option<&str>, now: Timestamp) -> Lease {
 pub async fn renew(client: &kube::Client, name: &str, uid: Option<&str>) -> Result<(), kube::Error> {
     let api: Api<Lease> = Api::namespaced(client.clone(), NAMESPACE);
     let lease = lease(name, uid, Timestamp::now());
-    let patch = serde_json::json!({"spec": lease.spec});
+    let patch = Lease { spec: lease.spec.clone(), ..Lease::default() };
     match api.patch(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 404 => match api.create(&PostParams::default(), &lease).await {

@@ -15,11 +15,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Container, Node as NodeObject, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{
+    Container, DaemonEndpoint, Node as NodeObject, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeStatus,
+    PersistentVolumeClaim, Pod,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::Mutex;
-use serde_json::json;
 use tokio::sync::watch;
 
 pub mod allowlist;
@@ -155,7 +159,7 @@ pub async fn start(clients: Clients, options: NodeOptions) -> anyhow::Result<Nod
     machine::set_node(machine::Resources::read());
     let uid = register(&client, &options.name, endpoint.port()).await?;
     // Its role, as an installer labels a node (a node may not set `node-role.kubernetes.io/` labels).
-    let role = json!({"metadata": {"labels": {"node-role.kubernetes.io/uc": ""}}});
+    let role = NodeObject { metadata: labelled([("node-role.kubernetes.io/uc", "")]), ..NodeObject::default() };
     Api::<NodeObject>::all(scheduler.clone())
         .patch(&options.name, &PatchParams::default(), &Patch::Merge(&role))
         .await
@@ -236,26 +240,52 @@ async fn reclaim_claims(client: kube::Client, volumes: PathBuf) {
 /// Registers the Node and reports it ready; returns its uid.
 async fn register(client: &kube::Client, name: &str, kubelet_port: u16) -> anyhow::Result<Option<String>> {
     let nodes: Api<NodeObject> = Api::all(client.clone());
-    let node: NodeObject = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
-    }))?;
+    let node = NodeObject {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..labelled([("kubernetes.io/hostname", name), ("kubernetes.io/os", "linux")])
+        },
+        ..NodeObject::default()
+    };
     match nodes.create(&PostParams::default(), &node).await {
         Ok(_) => {}
         Err(kube::Error::Api(s)) if s.code == 409 => {}
         Err(e) => return Err(e.into()),
     }
-    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let status = json!({"status": {
-        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "uc node agent is ready",
-                        "lastHeartbeatTime": now, "lastTransitionTime": now}],
-        "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": name}],
-        "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
-        "capacity": machine::node().capacity(),
-        "allocatable": machine::node().allocatable(),
-        "nodeInfo": machine::info()}});
+    let status =
+        NodeObject { status: Some(ready(name, kubelet_port, Time(Timestamp::now()))), ..NodeObject::default() };
     let node = nodes.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await?;
     Ok(node.metadata.uid)
+}
+
+/// Metadata with these labels.
+fn labelled<const N: usize>(labels: [(&str, &str); N]) -> ObjectMeta {
+    let labels = labels.into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    ObjectMeta { labels: Some(labels), ..ObjectMeta::default() }
+}
+
+/// The status a node agent reports when it starts: ready, its addresses, its kubelet's port, what the
+/// machine has.
+fn ready(name: &str, kubelet_port: u16, now: Time) -> NodeStatus {
+    let address = |type_: &str, address: &str| NodeAddress { type_: type_.into(), address: address.into() };
+    NodeStatus {
+        conditions: Some(vec![NodeCondition {
+            type_: "Ready".into(),
+            status: "True".into(),
+            reason: Some("KubeletReady".into()),
+            message: Some("uc node agent is ready".into()),
+            last_heartbeat_time: Some(now.clone()),
+            last_transition_time: Some(now),
+        }]),
+        addresses: Some(vec![address("InternalIP", "127.0.0.1"), address("Hostname", name)]),
+        daemon_endpoints: Some(NodeDaemonEndpoints {
+            kubelet_endpoint: Some(DaemonEndpoint { port: i32::from(kubelet_port) }),
+        }),
+        capacity: Some(machine::node().capacity()),
+        allocatable: Some(machine::node().allocatable()),
+        node_info: Some(machine::info()),
+        ..NodeStatus::default()
+    }
 }
 
 async fn run(ctx: Arc<Ctx>) {

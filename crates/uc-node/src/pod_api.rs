@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use std::sync::LazyLock;
 
-use k8s_openapi::api::core::v1::{Pod, PodSpec, PodStatus};
-use kube::api::{Api, Patch, PatchParams};
-use serde_json::json;
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod, PodSpec, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, Patch, PatchParams, PostParams};
 
 /// A pod's name.
 pub(crate) fn name(pod: &Pod) -> &str {
@@ -58,16 +58,32 @@ pub(crate) fn said(e: &kube::Error) -> String {
     }
 }
 
-/// Binds a pod to the node; whether it did.
+/// Binds a pod to the node as kube-scheduler does: a Binding posted to the pod's `binding`, naming the
+/// pod it saw by uid (a pod deleted and made again under its name is not bound by it; one assigned or
+/// being deleted meanwhile the API server refuses). Whether it did.
 pub(crate) async fn bind(client: &kube::Client, pod: &Pod, node: &str) -> bool {
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace(pod));
-    let patch = json!({"metadata": {"resourceVersion": pod.metadata.resource_version}, "spec": {"nodeName": node}});
-    match api.patch(name(pod), &PatchParams::default(), &Patch::Merge(&patch)).await {
+    let binding = binding(pod, node);
+    match api.create_subresource::<_, kube::core::Status>("binding", name(pod), &PostParams::default(), &binding).await
+    {
         Ok(_) => true,
         Err(e) => {
             tracing::debug!(pod = %name(pod), error = %said(&e), "binding failed; the next event retries");
             false
         }
+    }
+}
+
+/// The Binding that assigns `pod` to `node`.
+fn binding(pod: &Pod, node: &str) -> Binding {
+    Binding {
+        metadata: ObjectMeta {
+            name: pod.metadata.name.clone(),
+            namespace: pod.metadata.namespace.clone(),
+            uid: pod.metadata.uid.clone(),
+            ..ObjectMeta::default()
+        },
+        target: ObjectReference { kind: Some("Node".into()), name: Some(node.into()), ..ObjectReference::default() },
     }
 }
 
@@ -85,7 +101,8 @@ pub(crate) async fn patch_status(
     status: &PodStatus,
 ) -> Result<(), kube::Error> {
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&json!({"status": status}))).await.map(|_| ())
+    let patch = Pod { status: Some(status.clone()), ..Pod::default() };
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await.map(|_| ())
 }
 
 /// How long a pod stays Terminating at least. A kubelet takes about this long to tear a pod down; a
@@ -100,4 +117,30 @@ pub(crate) async fn finish_deletion(client: &kube::Client, pod: &Pod) {
     let dp = kube::api::DeleteParams { grace_period_seconds: Some(0), ..Default::default() }
         .preconditions(kube::api::Preconditions { uid, resource_version: None });
     let _ = api.delete(name(pod), &dp).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_binding_names_the_pod_it_saw_and_its_node() {
+        let pod = Pod {
+            metadata: ObjectMeta {
+                name: Some("p".into()),
+                namespace: Some("ns".into()),
+                uid: Some("u1".into()),
+                resource_version: Some("7".into()),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
+        };
+        let wire = serde_json::to_value(binding(&pod, "n1")).unwrap();
+        assert_eq!(
+            wire,
+            serde_json::json!({"apiVersion": "v1", "kind": "Binding",
+                               "metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
+                               "target": {"kind": "Node", "name": "n1"}})
+        );
+    }
 }

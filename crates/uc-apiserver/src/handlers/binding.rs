@@ -12,7 +12,7 @@ use uc_api::{Pointer, Status, StatusDetails};
 
 use crate::app::{App, Body, Req, status_response};
 use crate::error::{ApiError, FieldError, FieldErrors, Result};
-use crate::handlers::meta::{is_deleting, meta_str};
+use crate::handlers::meta::{is_deleting, meta_str, precondition_failure};
 use crate::request::{Target, parse_body};
 use crate::storage::{Op, StoreError, rv_of};
 
@@ -29,14 +29,30 @@ pub(crate) fn binding_errors(binding: &Value) -> Vec<FieldError> {
     errs.0
 }
 
-/// The pod assigned by a binding (`setPodHostAndAnnotations`), or why it cannot be: being deleted
-/// (`Err(None)` stands for that refusal's words) or already on a node (its name).
-pub(crate) fn assigned(pod: &Value, binding: &Value) -> std::result::Result<Value, Option<String>> {
+/// Why a pod cannot be bound.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Unbindable {
+    /// The binding's uid or resourceVersion is not the pod's (kube's words).
+    Precondition(String),
+    /// The pod is being deleted.
+    Deleting,
+    /// The pod is on this node already.
+    Assigned(String),
+}
+
+/// The pod assigned by a binding (`setPodHostAndAnnotations`: the binding's uid and resourceVersion,
+/// when it names them, are preconditions on the pod, as a scheduler's Binding names the pod it saw), or
+/// why it cannot be.
+pub(crate) fn assigned(pod: &Value, binding: &Value) -> std::result::Result<Value, Unbindable> {
+    let precondition = |field: &str| meta_str(binding, field).filter(|v| !v.is_empty());
+    if let Some(why) = precondition_failure(precondition("uid"), precondition("resourceVersion"), pod) {
+        return Err(Unbindable::Precondition(why));
+    }
     if is_deleting(pod) {
-        return Err(None);
+        return Err(Unbindable::Deleting);
     }
     if let Some(node) = pod.at("/spec/nodeName").and_then(Value::as_str).filter(|n| !n.is_empty()) {
-        return Err(Some(node.to_string()));
+        return Err(Unbindable::Assigned(node.to_string()));
     }
     let mut out = pod.clone();
     out["spec"]["nodeName"] = binding.at("/target/name").cloned().unwrap_or(Value::Null);
@@ -92,12 +108,13 @@ async fn bind_pod(app: &Arc<App>, t: &Target, binding: &Value) -> Result<Respons
         let pod = app.store.get(&t.info.gr(), &t.key()).ok_or_else(|| ApiError::not_found(&subject))?;
         let new = match assigned(&pod, binding) {
             Ok(new) => new,
-            Err(None) => {
+            Err(Unbindable::Precondition(why)) => return Err(ApiError::conflict(&subject, &why)),
+            Err(Unbindable::Deleting) => {
                 return Err(ApiError::bad_request(format!(
                     "pod {name} is being deleted, cannot be assigned to a host"
                 )));
             }
-            Err(Some(node)) => {
+            Err(Unbindable::Assigned(node)) => {
                 return Err(ApiError::conflict(&subject, &format!("pod {name} is already assigned to node {node:?}")));
             }
         };

@@ -11,7 +11,7 @@ use crate::app::{App, Body, Req};
 use crate::error::{ApiError, Result, Subject};
 use crate::handlers::admission::sync_crd;
 pub use crate::handlers::meta::{CRD_CLEANUP, FOREGROUND, ORPHAN};
-use crate::handlers::meta::{finalizers, is_deleting, meta_str, now, set_finalizers};
+use crate::handlers::meta::{finalizers, is_deleting, meta_str, now, precondition_failure, set_finalizers};
 use crate::registry::ResourceInfo;
 use crate::request::{Selectors, Target, dry_run, parse_rv, respond_object, to_version};
 use crate::storage::{Obj, Op, StoreError, rv_of};
@@ -127,23 +127,6 @@ pub enum Deleted {
     Pending(Obj),
 }
 
-/// Why a delete's preconditions (uid, resourceVersion) fail against the stored object, in kube's words.
-fn precondition_failure(opts: &DeleteOptions, cur: &Value) -> Option<String> {
-    let uid = meta_str(cur, "uid").unwrap_or_default();
-    if let Some(want) = &opts.uid
-        && want != uid
-    {
-        return Some(format!("Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"));
-    }
-    let rv = rv_of(cur);
-    match opts.resource_version {
-        Some(want) if want != rv => Some(format!(
-            "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {rv}"
-        )),
-        _ => None,
-    }
-}
-
 /// The finalizers after a delete with this propagation: a repeated delete may switch between orphan and
 /// foreground, as kube-apiserver allows; background leaves them as they are.
 fn finalizers_after(mut f: Vec<String>, propagation: Propagation) -> Vec<String> {
@@ -202,7 +185,8 @@ pub async fn delete_object(
 ) -> Result<Deleted> {
     for _ in 0..16 {
         let cur = app.store.get(&info.gr(), key).ok_or_else(|| ApiError::not_found(subject))?;
-        precondition_failure(opts, &cur).map_or(Ok(()), |why| Err(ApiError::conflict(subject, &why)))?;
+        precondition_failure(opts.uid.as_deref(), opts.resource_version.map(|v| v.to_string()).as_deref(), &cur)
+            .map_or(Ok(()), |why| Err(ApiError::conflict(subject, &why)))?;
         let Some(new) = marked_for_deletion(info, &cur, opts) else {
             if opts.dry_run {
                 return Ok(Deleted::Gone(cur));
@@ -322,24 +306,6 @@ mod tests {
 
     fn opts(propagation: Propagation) -> DeleteOptions {
         DeleteOptions { propagation, ..Default::default() }
-    }
-
-    #[test]
-    fn preconditions_name_what_differs() {
-        let cur = json!({"metadata": {"uid": "u1", "resourceVersion": "7"}});
-        assert_eq!(precondition_failure(&DeleteOptions::default(), &cur), None);
-        let same = DeleteOptions { uid: Some("u1".into()), resource_version: Some(7), ..Default::default() };
-        assert_eq!(precondition_failure(&same, &cur), None);
-        let uid = DeleteOptions { uid: Some("u2".into()), ..Default::default() };
-        assert_eq!(
-            precondition_failure(&uid, &cur).as_deref(),
-            Some("Precondition failed: UID in precondition: u2, UID in object meta: u1")
-        );
-        let rv = DeleteOptions { resource_version: Some(6), ..Default::default() };
-        assert_eq!(
-            precondition_failure(&rv, &cur).as_deref(),
-            Some("Precondition failed: ResourceVersion in precondition: 6, ResourceVersion in object meta: 7")
-        );
     }
 
     #[test]

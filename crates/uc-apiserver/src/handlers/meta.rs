@@ -50,6 +50,19 @@ pub(crate) fn init_namespace(obj: &mut Value) {
 // here alike); the API server reads a metadata field as an Option.
 pub(crate) use uc_api::meta::{finalizers, is_deleting, meta_field as meta_str, set_finalizers};
 
+/// Why preconditions on a uid and a resourceVersion (a delete's, a binding's) fail against the stored
+/// object, in kube's words (`storage.Preconditions.Check`).
+pub(crate) fn precondition_failure(uid: Option<&str>, resource_version: Option<&str>, cur: &Value) -> Option<String> {
+    let have = meta_str(cur, "uid").unwrap_or_default();
+    if let Some(want) = uid.filter(|want| *want != have) {
+        return Some(format!("Precondition failed: UID in precondition: {want}, UID in object meta: {have}"));
+    }
+    let have = crate::storage::rv_of(cur).to_string();
+    resource_version.filter(|want| *want != have).map(|want| {
+        format!("Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {have}")
+    })
+}
+
 /// True once nothing holds a deleting object back: no finalizers (and for namespaces, no spec finalizers).
 pub(crate) fn ready_to_vanish(info: &ResourceInfo, obj: &Value) -> bool {
     // A pod in graceful deletion waits for its kubelet's delete with grace 0, whatever else changes.
@@ -78,5 +91,20 @@ mod tests {
             assert!(obj["metadata"].get("resourceVersion").is_none());
             assert!(seen.insert(uid));
         }
+    }
+
+    #[test]
+    fn preconditions_name_what_differs() {
+        let cur = json!({"metadata": {"uid": "u1", "resourceVersion": "7"}});
+        assert_eq!(precondition_failure(None, None, &cur), None);
+        assert_eq!(precondition_failure(Some("u1"), Some("7"), &cur), None);
+        assert_eq!(
+            precondition_failure(Some("u2"), None, &cur).as_deref(),
+            Some("Precondition failed: UID in precondition: u2, UID in object meta: u1")
+        );
+        assert_eq!(
+            precondition_failure(None, Some("6"), &cur).as_deref(),
+            Some("Precondition failed: ResourceVersion in precondition: 6, ResourceVersion in object meta: 7")
+        );
     }
 }

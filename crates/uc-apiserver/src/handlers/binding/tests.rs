@@ -20,9 +20,29 @@ fn a_binding_names_a_node_and_assigns_a_pod_not_yet_assigned() {
     let bound = assigned(&pod, &binding).unwrap();
     assert_eq!(bound["spec"]["nodeName"], "n1");
     assert_eq!(bound["metadata"]["annotations"]["scheduled-by"], "mine");
-    assert_eq!(assigned(&bound, &binding), Err(Some("n1".into())), "already assigned");
+    assert_eq!(assigned(&bound, &binding), Err(Unbindable::Assigned("n1".into())), "already assigned");
     let deleting = json!({"metadata": {"name": "p", "deletionTimestamp": "2026-12-04T00:00:00Z"}, "spec": {}});
-    assert_eq!(assigned(&deleting, &binding), Err(None));
+    assert_eq!(assigned(&deleting, &binding), Err(Unbindable::Deleting));
+}
+
+#[test]
+fn a_binding_that_names_the_pod_it_saw_holds_the_pod_to_it() {
+    let pod = json!({"metadata": {"name": "p", "uid": "u1", "resourceVersion": "7"}, "spec": {"containers": []}});
+    let seen = json!({"metadata": {"name": "p", "uid": "u1", "resourceVersion": "7"}, "target": {"name": "n1"}});
+    assert_eq!(assigned(&pod, &seen).unwrap()["spec"]["nodeName"], "n1");
+    let recreated = json!({"metadata": {"name": "p", "uid": "u0"}, "target": {"name": "n1"}});
+    assert_eq!(
+        assigned(&pod, &recreated),
+        Err(Unbindable::Precondition("Precondition failed: UID in precondition: u0, UID in object meta: u1".into()))
+    );
+    let stale = json!({"metadata": {"name": "p", "resourceVersion": "6"}, "target": {"name": "n1"}});
+    assert!(matches!(assigned(&pod, &stale), Err(Unbindable::Precondition(why)) if why.contains("ResourceVersion")));
+    let deleting = json!({"metadata": {"name": "p", "uid": "u1", "deletionTimestamp": "2026-12-04T00:00:00Z"}});
+    assert_eq!(
+        assigned(&deleting, &recreated),
+        Err(Unbindable::Precondition("Precondition failed: UID in precondition: u0, UID in object meta: u1".into())),
+        "preconditions first"
+    );
 }
 
 #[tokio::test]
