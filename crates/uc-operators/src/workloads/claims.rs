@@ -4,11 +4,14 @@
 //! with the access modes it asked for and the storage it requested as its capacity — what `kubectl get
 //! pvc` and `kubectl describe pvc` show on a cluster with a default provisioner.
 
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimStatus};
 use serde::Deserialize;
-use serde_json::json;
 use uc_api::hook::{SyncRequest, SyncResponse};
 use uc_engine::hooks::HookError;
+
+use crate::objects::to_value;
 
 /// The claim's status: Bound, with its access modes and requested storage.
 pub fn sync(request: SyncRequest) -> Result<SyncResponse, HookError> {
@@ -16,15 +19,19 @@ pub fn sync(request: SyncRequest) -> Result<SyncResponse, HookError> {
         .map_err(|e| HookError::InvalidRequest(format!("parent: {e}")))?;
     let spec = claim.spec.unwrap_or_default();
     let storage = spec.resources.as_ref().and_then(|r| r.requests.as_ref()).and_then(|r| r.get("storage")).cloned();
-    let mut status = json!({"phase": "Bound", "accessModes": spec.access_modes.unwrap_or_default()});
-    if let Some(storage) = storage {
-        status["capacity"] = json!({"storage": storage});
-    }
-    Ok(SyncResponse { status: Some(status), ..Default::default() })
+    let status = PersistentVolumeClaimStatus {
+        phase: Some("Bound".into()),
+        access_modes: Some(spec.access_modes.unwrap_or_default()),
+        capacity: storage.map(|s| BTreeMap::from([("storage".to_string(), s)])),
+        ..PersistentVolumeClaimStatus::default()
+    };
+    Ok(SyncResponse { status: Some(to_value("status", &status)?), ..Default::default() })
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
