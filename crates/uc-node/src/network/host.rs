@@ -7,6 +7,7 @@ use std::os::fd::AsFd;
 use std::path::Path;
 use std::time::Duration;
 
+use super::cni::NetConf;
 use super::{CNI_PATH, PodCidr, TABLE, bridge_config, collisions, loopback_config, namespace_of, namespace_path};
 
 /// Why the pod network (the bridge, a pod's namespace and its wiring) could not be set up, as the tools said it.
@@ -189,13 +190,7 @@ fn lock(cidr: &PodCidr) -> Result<std::fs::File, NetworkError> {
 }
 
 /// Calls a CNI plugin for a pod's namespace.
-async fn cni(
-    command: &str,
-    plugin: &str,
-    uid: &str,
-    ifname: &str,
-    config: &serde_json::Value,
-) -> Result<(), NetworkError> {
+async fn cni(command: &str, plugin: &str, uid: &str, ifname: &str, config: &NetConf) -> Result<(), NetworkError> {
     let netns = namespace_path(uid);
     let env = [
         ("CNI_COMMAND", command),
@@ -205,7 +200,7 @@ async fn cni(
         ("CNI_PATH", CNI_PATH),
     ];
     let program = Path::new(CNI_PATH).join(plugin);
-    run(&program.to_string_lossy(), &[], &env, Some(&config.to_string())).await.map(|_| ())
+    run(&program.to_string_lossy(), &[], &env, Some(&config.to_json())).await.map(|_| ())
 }
 
 /// Whether the pod's namespace exists with its address on `eth0` (it is wired; a node that was killed

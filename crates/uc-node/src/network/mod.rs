@@ -20,6 +20,8 @@
 
 use std::net::Ipv4Addr;
 
+use cni::{Address, Bridge, NetConf, Plugin, Route, StaticIpam};
+
 /// Why a pod range does not read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -43,6 +45,7 @@ impl From<CidrError> for String {
     }
 }
 
+pub mod cni;
 pub mod host;
 #[cfg(test)]
 mod tests;
@@ -189,19 +192,25 @@ pub fn namespace_path(pod_uid: &str) -> std::path::PathBuf {
 
 /// The bridge plugin's configuration for one pod: its address from uc's allocator (`static` IPAM),
 /// the bridge as its default gateway; no masquerading, so nothing is translated for the world.
-pub fn bridge_config(cidr: &PodCidr, ip: Ipv4Addr) -> serde_json::Value {
-    serde_json::json!({
-        "cniVersion": "1.0.0", "name": "uc", "type": "bridge", "bridge": cidr.bridge(),
-        "isGateway": false, "ipMasq": false, "hairpinMode": true,
-        "ipam": {"type": "static",
-                 "addresses": [{"address": format!("{ip}/16"), "gateway": cidr.gateway().to_string()}],
-                 "routes": [{"dst": "0.0.0.0/0"}]},
-    })
+pub fn bridge_config(cidr: &PodCidr, ip: Ipv4Addr) -> NetConf {
+    NetConf::new(
+        "uc",
+        Plugin::Bridge(Bridge {
+            bridge: cidr.bridge(),
+            is_gateway: false,
+            ip_masq: false,
+            hairpin_mode: true,
+            ipam: StaticIpam {
+                addresses: vec![Address { address: format!("{ip}/16"), gateway: cidr.gateway().to_string() }],
+                routes: vec![Route { dst: "0.0.0.0/0".into() }],
+            },
+        }),
+    )
 }
 
 /// The loopback plugin's configuration.
-pub fn loopback_config() -> serde_json::Value {
-    serde_json::json!({"cniVersion": "1.0.0", "name": "uc-lo", "type": "loopback"})
+pub fn loopback_config() -> NetConf {
+    NetConf::new("uc-lo", Plugin::Loopback)
 }
 
 /// A route or address the machine has (from `ip -j route show table all` and `ip -j addr`).

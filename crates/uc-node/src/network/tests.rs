@@ -39,7 +39,12 @@ fn the_dns_server_is_the_gateway_or_the_one_loopback_address_no_pod_gets() {
 
 #[test]
 fn the_bridge_plugin_gets_the_allocated_address_and_no_masquerade() {
-    let c = bridge_config(&PodCidr::private(5), "10.5.0.7".parse().unwrap());
+    let c: serde_json::Value =
+        serde_json::from_str(&bridge_config(&PodCidr::private(5), "10.5.0.7".parse().unwrap()).to_json()).unwrap();
+    assert_eq!(c["cniVersion"], "1.0.0");
+    assert_eq!(c["type"], "bridge");
+    assert_eq!(c["ipam"]["type"], "static");
+    assert_eq!(c["hairpinMode"], true);
     assert_eq!(c["bridge"], "uc-br-10-5");
     assert_eq!(c["ipMasq"], false);
     assert_eq!(c["isGateway"], false, "uc gives the bridge its address itself");
@@ -47,6 +52,7 @@ fn the_bridge_plugin_gets_the_allocated_address_and_no_masquerade() {
     assert_eq!(c["ipam"]["addresses"][0]["gateway"], "10.5.0.1");
     assert_eq!(c["ipam"]["routes"][0]["dst"], "0.0.0.0/0");
     assert_eq!(namespace_path("abc").to_string_lossy(), "/run/netns/uc-abc");
+    assert_eq!(loopback_config().to_json(), r#"{"cniVersion":"1.0.0","name":"uc-lo","type":"loopback"}"#);
 }
 
 const ROUTES: &str = r#"[
