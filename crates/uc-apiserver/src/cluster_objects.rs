@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use uc_api::{GroupResource, Pointer};
 
 use crate::app::App;
-use crate::handlers::meta::stamp_new;
+use crate::handlers::meta::{is_deleting, stamp_new};
 use crate::storage::{Op, StoreError, object_key, rv_of};
 
 /// The name of the CA ConfigMap in every namespace.
@@ -125,7 +125,7 @@ pub async fn ensure(app: &App, port: u16) -> Result<(), StoreError> {
     let (namespaces, _) = app.store.list(&GroupResource::new("", "namespaces"), None, None)?;
     for (_, ns) in namespaces {
         let name = ns.at("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-        if ns.at("/metadata/deletionTimestamp").is_none() {
+        if !is_deleting(&ns) {
             ensure_namespace_objects(app, name).await?;
         }
     }

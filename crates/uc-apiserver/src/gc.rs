@@ -21,9 +21,14 @@ use uc_api::{GroupResource, Pointer};
 use crate::app::App;
 use crate::error::Subject;
 use crate::handlers::delete::{self, CRD_CLEANUP, DeleteOptions, FOREGROUND, ORPHAN, Propagation};
+use crate::handlers::meta::{finalizers, is_deleting};
 use crate::handlers::write;
 use crate::registry::ResourceInfo;
 use crate::storage::{EventType, Obj, ObjRef, StoreError};
+
+mod decide;
+
+use decide::{Fate, Owner, blocks_deletion_of, dependent_fate, drop_owners, has_finalizer, remove_finalizer};
 
 const FULL_PASS_EVERY: Duration = Duration::from_secs(15);
 
@@ -209,25 +214,6 @@ async fn mutate(app: &App, r: &ObjRef, f: impl Fn(&mut Value) -> bool) -> crate:
     Ok(())
 }
 
-fn remove_finalizer(obj: &mut Value, name: &str) -> bool {
-    let Some(list) = obj.at_mut("/metadata/finalizers").and_then(Value::as_array_mut) else {
-        return false;
-    };
-    let before = list.len();
-    list.retain(|f| f.as_str() != Some(name));
-    let changed = list.len() != before;
-    if list.is_empty()
-        && let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut)
-    {
-        m.remove("finalizers");
-    }
-    changed
-}
-
-fn has_finalizer(obj: &Value, name: &str) -> bool {
-    obj.at("/metadata/finalizers").and_then(Value::as_array).is_some_and(|a| a.iter().any(|f| f.as_str() == Some(name)))
-}
-
 async fn delete(app: &App, r: &ObjRef, propagation: Propagation, uid: Option<String>) -> crate::error::Result<()> {
     let Some(info) = info_of(app, &r.0) else {
         return Ok(());
@@ -247,38 +233,28 @@ async fn attempt_dependent(app: &App, r: &ObjRef) -> crate::error::Result<()> {
     let Some(kept) = app.store.get_kept(&r.0, &r.1) else {
         return Ok(());
     };
-    let mut solid = Vec::new();
-    let mut dangling = Vec::new();
-    let mut waiting = Vec::new();
-    for uid in kept.owners().map(String::from) {
-        match app.store.lookup_uid(&uid) {
-            None => dangling.push(uid),
-            Some((_, owner)) if owner.deleting() && has_finalizer(&owner.tree(), FOREGROUND) => waiting.push(uid),
-            Some(_) => solid.push(uid),
-        }
-    }
-    if dangling.is_empty() && waiting.is_empty() {
-        return Ok(());
-    }
-    if !solid.is_empty() {
-        // Other owners still hold the object: only drop the references to gone or going owners.
-        let drop: Vec<String> = dangling.into_iter().chain(waiting).collect();
-        return mutate(app, r, |o| {
-            let Some(list) = o.at_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else {
-                return false;
+    let owners: Vec<(String, Owner)> = kept
+        .owners()
+        .map(|uid| {
+            let owner = match app.store.lookup_uid(uid) {
+                None => Owner::Gone,
+                Some((_, o)) if o.deleting() && has_finalizer(&o.tree(), FOREGROUND) => Owner::Waiting,
+                Some(_) => Owner::Solid,
             };
-            let before = list.len();
-            list.retain(|x| !x.get("uid").and_then(Value::as_str).is_some_and(|u| drop.iter().any(|d| d == u)));
-            list.len() != before
+            (uid.to_string(), owner)
         })
-        .await;
+        .collect();
+    if owners.iter().all(|(_, o)| *o == Owner::Solid) {
+        return Ok(()); // the common case, decided without decoding the object
     }
-    if kept.deleting() {
-        return Ok(());
+    match dependent_fate(&owners, &finalizers(&kept.tree()), kept.deleting()) {
+        Fate::Keep => Ok(()),
+        Fate::DropOwners(uids) => {
+            let uids: Vec<&str> = uids.iter().map(String::as_str).collect();
+            mutate(app, r, |o| drop_owners(o, &uids)).await
+        }
+        Fate::Delete(policy) => delete(app, r, policy, kept.uid().map(String::from)).await,
     }
-    let uid = kept.uid().map(String::from);
-    let policy = if !waiting.is_empty() { Propagation::Foreground } else { Propagation::Background };
-    delete(app, r, policy, uid).await
 }
 
 /// Progresses an object that is being deleted and carries a finalizer the API server owns.
@@ -290,22 +266,7 @@ async fn deleting(app: &App, r: &ObjRef) -> crate::error::Result<()> {
     let uid = obj.at("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
     if has_finalizer(&obj, ORPHAN) {
         for (dep, _) in app.store.dependents(&uid) {
-            let u = uid.clone();
-            mutate(app, &dep, |o| {
-                let Some(list) = o.at_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else {
-                    return false;
-                };
-                let before = list.len();
-                list.retain(|x| x.get("uid").and_then(Value::as_str) != Some(u.as_str()));
-                let changed = list.len() != before;
-                if list.is_empty()
-                    && let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut)
-                {
-                    m.remove("ownerReferences");
-                }
-                changed
-            })
-            .await?;
+            mutate(app, &dep, |o| drop_owners(o, &[uid.as_str()])).await?;
         }
         if app.store.dependents(&uid).is_empty() {
             mutate(app, r, |o| remove_finalizer(o, ORPHAN)).await?;
@@ -318,14 +279,7 @@ async fn deleting(app: &App, r: &ObjRef) -> crate::error::Result<()> {
                 attempt_dependent(app, dep).await?;
             }
         }
-        let blocking = app.store.dependents(&uid).into_iter().any(|(_, d)| {
-            d.tree().at("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|refs| {
-                refs.iter().any(|x| {
-                    x.get("uid").and_then(Value::as_str) == Some(uid.as_str())
-                        && x.get("blockOwnerDeletion") == Some(&Value::Bool(true))
-                })
-            })
-        });
+        let blocking = app.store.dependents(&uid).into_iter().any(|(_, d)| blocks_deletion_of(&d.tree(), &uid));
         if !blocking {
             mutate(app, r, |o| remove_finalizer(o, FOREGROUND)).await?;
         }
@@ -343,7 +297,7 @@ async fn deleting(app: &App, r: &ObjRef) -> crate::error::Result<()> {
         let (objects, _) =
             app.store.list(&gr, None, None).map_err(|e| crate::error::ApiError::from_store(e, &subject(&r.0, &r.1)))?;
         for (key, o) in &objects {
-            if o.at("/metadata/deletionTimestamp").is_none() {
+            if !is_deleting(o) {
                 delete(app, &(gr.clone(), key.clone()), Propagation::Background, None).await?;
             }
         }
@@ -371,7 +325,7 @@ async fn terminate_namespace(app: &App, r: &ObjRef, ns_obj: &Obj) -> crate::erro
         };
         for (key, o) in objects {
             remaining += 1;
-            if o.at("/metadata/deletionTimestamp").is_none() {
+            if !is_deleting(&o) {
                 delete(app, &(gr.clone(), key), Propagation::Background, None).await?;
             }
         }
@@ -400,5 +354,34 @@ mod tests {
         assert_eq!(next_full_pass(Duration::from_millis(500)), FULL_PASS_EVERY, "a cheap pass keeps the period");
         assert_eq!(next_full_pass(Duration::from_secs(3)), Duration::from_secs(60), "a costly one is spaced");
         assert_eq!(next_full_pass(Duration::MAX), Duration::from_secs(3600), "within the hour, no overflow");
+    }
+
+    #[tokio::test]
+    async fn a_terminating_namespace_deletes_what_is_in_it_a_null_deletion_timestamp_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let app = crate::server::test_app(dir.path());
+        let (namespaces, maps) = (GroupResource::new("", "namespaces"), GroupResource::new("", "configmaps"));
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": "t", "deletionTimestamp": "2026-12-05T00:00:00Z"},
+                        "spec": {"finalizers": ["kubernetes"]}});
+        app.store
+            .write(crate::storage::Op::Create { gr: namespaces.clone(), key: "/t".into(), object: ns })
+            .await
+            .unwrap();
+        for (name, meta) in [
+            ("a", json!({"name": "a", "namespace": "t"})),
+            ("b", json!({"name": "b", "namespace": "t", "deletionTimestamp": null})),
+        ] {
+            let object = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta});
+            let op = crate::storage::Op::Create { gr: maps.clone(), key: format!("t/{name}"), object };
+            app.store.write(op).await.unwrap();
+        }
+        deleting(&app, &(namespaces.clone(), "/t".into())).await.unwrap();
+        assert!(app.store.get(&maps, "t/a").is_none());
+        assert!(app.store.get(&maps, "t/b").is_none(), "`deletionTimestamp: null` is no deletion under way");
+        let finalizers = |app: &App| app.store.get(&namespaces, "/t").unwrap()["spec"]["finalizers"].clone();
+        assert_eq!(finalizers(&app), json!(["kubernetes"]), "kept by a pass that found objects in it");
+        deleting(&app, &(namespaces.clone(), "/t".into())).await.unwrap();
+        assert!(app.store.get(&namespaces, "/t").is_none(), "released by the pass that finds it empty, and gone");
     }
 }
