@@ -104,7 +104,8 @@ def test_the_audit_level_is_recorded_in_the_audit_log(make_cluster, tmp_path):
         events = [json.loads(line) for line in open(audit) if line.strip()]
         found = {e["responseStatus"]["code"]: e.get("annotations", {}) for e in events
                  if e["verb"] == "create" and (e.get("objectRef") or {}).get("resource") == "pods"
-                 and e["objectRef"].get("namespace") == "watched"}
+                 and e["objectRef"].get("namespace") == "watched"
+                 and not e["objectRef"].get("subresource")}  # not the scheduler's pods/binding
         return found if {201, 403} <= set(found) else None
 
     creates = wait_for(pod_creates, message="both pods' audit events")
