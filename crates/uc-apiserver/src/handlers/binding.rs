@@ -1,6 +1,6 @@
 //! `pods/<name>/binding` (v1 Binding): how a scheduler assigns a pod to a node — what a scheduler other
 //! than uc's own (a pod's `spec.schedulerName`) posts, as kube-apiserver's `BindingREST` takes it: the
-//! target checked, a pod being deleted or already assigned refused, the node name and the binding's
+//! binding's uid and resourceVersion held to the pod's, the target checked, a pod being deleted or already assigned refused, the node name and the binding's
 //! annotations set on the pod. The older `POST namespaces/<ns>/bindings` names the pod in the
 //! Binding's own name (kube's `LegacyBindingREST`) and does the same.
 
